@@ -1,0 +1,39 @@
+# Thin wrapper over CMake: `make` builds everything into build/, `make test`
+# runs every test (unit tests also under ASan+UBSan in build-asan/).
+JOBS ?= $(shell nproc)
+CMAKE ?= cmake
+
+.PHONY: all build asan test test-unit test-e2e bench-core bench clean deps
+
+all: build
+
+build:
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@$(CMAKE) --build build -j$(JOBS)
+
+asan:
+	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_CORE_ONLY=ON >/dev/null
+	@$(CMAKE) --build build-asan -j$(JOBS)
+
+test: build asan
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS) -L unit
+	cd build && ctest --output-on-failure -j$(JOBS)
+
+test-unit: build
+	cd build && ctest --output-on-failure -j$(JOBS) -L unit
+
+test-e2e: build
+	cd build && ctest --output-on-failure -L e2e
+
+bench-core: build
+	./build/bench/bench_core
+
+clean:
+	rm -rf build build-asan
+
+# Installs the Debian packages Sluice needs (run as root).
+deps:
+	apt-get update
+	apt-get install -y --no-install-recommends build-essential cmake pkg-config \
+	  libevent-dev libjansson-dev libyaml-dev libsqlite3-dev libcurl4-openssl-dev \
+	  libcmocka-dev python3-pytest python3-yaml valgrind

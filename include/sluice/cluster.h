@@ -1,0 +1,167 @@
+/*
+ * cluster.h - nodes, their GPUs and the index over free capacity.
+ *
+ * A cluster owns its nodes. Each node has CPUs, memory and up to 16 GPUs of
+ * one model; each GPU has 1000 milli of compute and gpu_mem_bytes of memory,
+ * tracked free per GPU so that shares of one GPU can be packed.
+ *
+ * The index: nodes that are up and whose whole state relevant to placement
+ * is identical (pool, model, totals, free CPU and memory, and the multiset of
+ * per-GPU free compute and memory) form one equivalence class. Placement
+ * evaluates each class once through a representative node instead of
+ * scanning every node, so a decision costs O(classes), not O(nodes); on real
+ * clusters the classes number in the tens to low thousands while the nodes
+ * number in the tens of thousands. Allocating or releasing moves one node
+ * between classes in O(1) expected (hash of the state).
+ *
+ * Ownership: sl_cluster_node() and class accessors return pointers owned by
+ * the cluster, valid until the next call that adds a node, allocates,
+ * releases or changes a node's state. Nothing changes on failure.
+ */
+#ifndef SLUICE_CLUSTER_H
+#define SLUICE_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/resources.h"
+
+typedef enum sl_node_state {
+    SL_NODE_UP = 0,
+    SL_NODE_DRAINING = 1, /* runs what it has, takes nothing new */
+    SL_NODE_DOWN = 2
+} sl_node_state_t;
+
+const char *sl_node_state_name(sl_node_state_t st); /* "up", "draining", "down" */
+int sl_node_state_parse(const char *s, sl_node_state_t *out); /* SL_EINVAL if unknown */
+
+/* What a caller declares to add a node. Strings are copied. */
+typedef struct sl_node_spec {
+    const char *name;      /* unique, 1..63 bytes */
+    int64_t cpu_milli;
+    int64_t mem_bytes;
+    int32_t gpus;          /* 0..16 */
+    const char *gpu_model; /* NULL or "" when gpus == 0 */
+    int64_t gpu_mem_bytes; /* per GPU; may be 0 when unknown */
+    const char *pool;      /* NULL or "" means "default" */
+    const char *labels;    /* "k=v,k=v" or NULL; kept verbatim */
+} sl_node_spec_t;
+
+/* A node, read-only for callers (fields are public for policies' speed). */
+typedef struct sl_node {
+    uint32_t id;                 /* dense: 0..sl_cluster_node_count()-1 */
+    char name[SL_NAME_MAX];
+    int32_t pool;
+    int32_t model;               /* -1 when the node has no GPU */
+    sl_node_state_t state;
+    int32_t ngpus;
+    int64_t cpu_total, cpu_free;
+    int64_t mem_total, mem_free;
+    int64_t gpu_mem_total;       /* per GPU */
+    int32_t gpu_free[SL_MAX_GPUS_PER_NODE];     /* milli, 0..1000 */
+    int64_t gpu_mem_free[SL_MAX_GPUS_PER_NODE]; /* bytes */
+    char *labels;                /* owned by the cluster; may be NULL */
+} sl_node_t;
+
+/*
+ * Where one task of a job runs: a node, the GPUs it uses (bit i = GPU i) and
+ * how much of each it takes (1000 for whole GPUs, the share otherwise).
+ */
+typedef struct sl_place {
+    uint32_t node;
+    uint32_t gpu_mask;
+    int32_t gpu_milli;     /* per GPU in the mask */
+    int64_t gpu_mem_bytes; /* per GPU in the mask (share tasks; whole GPUs take all) */
+} sl_place_t;
+
+typedef struct sl_cluster sl_cluster_t;
+
+int sl_cluster_create(sl_cluster_t **out);   /* SL_ENOMEM never returned: aborts */
+void sl_cluster_destroy(sl_cluster_t *cl);   /* accepts NULL */
+
+/*
+ * Adds a node, up and empty. Returns 0 and its id in *id_out (may be NULL),
+ * SL_EEXIST if the name is taken, SL_EINVAL with a message in err for a bad
+ * spec (empty or long name, negative values, gpus > 16, GPUs without model).
+ * Amortised O(1).
+ */
+int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *id_out,
+                        char *err, size_t errlen);
+
+size_t sl_cluster_node_count(const sl_cluster_t *cl);
+const sl_node_t *sl_cluster_node(const sl_cluster_t *cl, uint32_t id); /* NULL if out of range */
+const sl_node_t *sl_cluster_find_node(const sl_cluster_t *cl, const char *name); /* NULL if absent; O(1) */
+
+/* Sets a node's state; down and draining nodes leave the index. SL_ENOENT for a bad id. */
+int sl_cluster_set_state(sl_cluster_t *cl, uint32_t id, sl_node_state_t st);
+
+/*
+ * Interns a pool or GPU model name and returns its id (>= 0), creating it if
+ * needed, so jobs may name models no node has yet. Returns SL_ERANGE past
+ * SL_MAX_POOLS / SL_MAX_MODELS, SL_EINVAL for an empty or long name.
+ * Pool "default" always exists with id 0.
+ */
+int sl_cluster_pool_intern(sl_cluster_t *cl, const char *name);
+int sl_cluster_model_intern(sl_cluster_t *cl, const char *name);
+int sl_cluster_pool_find(const sl_cluster_t *cl, const char *name);  /* SL_ENOENT if absent */
+int sl_cluster_model_find(const sl_cluster_t *cl, const char *name); /* SL_ENOENT if absent */
+const char *sl_cluster_pool_name(const sl_cluster_t *cl, int32_t id);  /* NULL if bad id */
+const char *sl_cluster_model_name(const sl_cluster_t *cl, int32_t id); /* NULL if bad id */
+size_t sl_cluster_model_count(const sl_cluster_t *cl);
+
+/*
+ * Could one task of req be placed on node as it is now (state up, pool,
+ * model, CPU, memory, GPUs)? Pure; O(gpus).
+ */
+bool sl_node_fits(const sl_node_t *node, const sl_task_req_t *req);
+
+/*
+ * How many tasks of req fit on node at once (0 if none), capped at limit.
+ * O(gpus + result).
+ */
+int32_t sl_node_fit_count(const sl_node_t *node, const sl_task_req_t *req, int32_t limit);
+
+/*
+ * Picks GPUs for one task of req on node with the default rule: whole GPUs
+ * take the lowest-numbered fully free GPUs; a share takes the fitting GPU
+ * with the least free compute (best fit), lowest index on ties. Fills *pl and
+ * returns SL_FIT, or SL_NOFIT if the node cannot hold the task.
+ */
+int sl_node_choose_gpus(const sl_node_t *node, const sl_task_req_t *req, sl_place_t *pl);
+
+/*
+ * Takes the resources of one task of req at pl. Returns 0, or SL_ENOSPC
+ * (nothing changed) if that would over-allocate anything, SL_ENOENT for a bad
+ * node, SL_EINVAL if pl does not match req (mask popcount, milli). Works on
+ * nodes in any state (used to re-adopt running tasks). O(gpus).
+ */
+int sl_cluster_alloc(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_t *pl);
+
+/* Gives back what sl_cluster_alloc took. SL_EINVAL (nothing changed) if it
+ * would free more than was taken. O(gpus). */
+int sl_cluster_release(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_t *pl);
+
+/* Totals over nodes that are up or draining (capacity) and their free part. */
+void sl_cluster_capacity(const sl_cluster_t *cl, sl_res_t *total, sl_res_t *free_);
+
+/* Largest number of whole free GPUs on any up node that matches pool and
+ * model_mask (for reasons like "largest free block is 2"). O(classes). */
+int32_t sl_cluster_largest_gpu_block(const sl_cluster_t *cl, int32_t pool, uint64_t model_mask);
+
+/* ---- The free-capacity index ---- */
+
+size_t sl_cluster_class_count(const sl_cluster_t *cl);
+/* Representative node of class i (0 <= i < class_count); every node of the
+ * class has the same free state. NULL if out of range. */
+const sl_node_t *sl_cluster_class_rep(const sl_cluster_t *cl, size_t i);
+uint32_t sl_cluster_class_size(const sl_cluster_t *cl, size_t i);
+/* The k-th node id of class i (0 <= k < size), order unspecified but
+ * deterministic. */
+uint32_t sl_cluster_class_node(const sl_cluster_t *cl, size_t i, uint32_t k);
+
+/* Checks the index against a full scan (every up node in exactly one class
+ * whose state equals its own; free never exceeds total). Returns 0 or
+ * SL_ESTATE. O(nodes). For tests and debug builds. */
+int sl_cluster_check(const sl_cluster_t *cl);
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * policy.h - the scheduling framework's extension points (after the
+ * Kubernetes scheduling framework: QueueSort, Filter, Score), as structs of
+ * function pointers chosen by name at run time from a static registry.
+ *
+ * A placement policy scores a node for one task; the framework evaluates
+ * each free-capacity class of the cluster once (through its representative
+ * node) and takes the highest score. A queue policy orders pending jobs.
+ * A backfill policy decides which jobs may pass a blocked one.
+ */
+#ifndef SLUICE_POLICY_H
+#define SLUICE_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/cluster.h"
+#include "sluice/error.h"
+#include "sluice/job.h"
+#include "sluice/rng.h"
+#include "sluice/workload.h"
+
+/* Per-decision context (k8s CycleState). Owned by the framework. */
+typedef struct sl_cycle {
+    const sl_cluster_t *cluster;
+    const sl_workload_t *workload; /* typical task shapes (FGD); never NULL */
+    sl_rng_t *rng;                 /* seeded; for "random" and tie-breaks */
+    int64_t now_us;
+} sl_cycle_t;
+
+typedef struct sl_place_policy {
+    const char *name;
+    const char *help; /* one line for --help */
+    /*
+     * Scores placing one task of req on node (a class representative of
+     * `weight` identical nodes). Returns SL_FIT with *score (higher is
+     * better) and the chosen GPUs in *pl (pl->node is set by the caller), or
+     * SL_NOFIT. NULL-free: every policy implements it.
+     */
+    int (*score)(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
+                 uint32_t weight, int64_t *score, sl_place_t *pl);
+} sl_place_policy_t;
+
+/* Looks a placement policy up by name; NULL if unknown. */
+const sl_place_policy_t *sl_place_policy_find(const char *name);
+/* The registry, NULL-terminated, for --help and "unknown policy" messages. */
+const sl_place_policy_t *const *sl_place_policy_list(void);
+/* The policy used when none is named. */
+const char *sl_place_policy_default(void);
+
+/*
+ * Places one task of req on the best node of the cluster under policy pol:
+ * evaluates every class once, takes the highest score (ties: lower class
+ * index, i.e. deterministic), and a node of that class. Fills *pl and
+ * returns SL_FIT, or SL_NOFIT / SL_NOFIT_EVER. Does not allocate anything in
+ * the cluster. O(classes * cost of score).
+ */
+int sl_place_task(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_task_req_t *req,
+                  sl_place_t *pl);
+
+/*
+ * Places a gang of n tasks of req all-or-none, packing onto as few nodes as
+ * possible (the node that holds the most remaining tasks first, policy score
+ * among equals). On SL_FIT, pls[0..n-1] are filled and the resources ARE
+ * allocated in cl; on failure nothing is allocated. reason (if non-NULL)
+ * receives why it does not fit.
+ */
+int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl,
+                  const sl_task_req_t *req, int32_t n, sl_place_t *pls,
+                  char *reason, size_t reasonlen);
+
+/* Forward declaration: the scheduler's view of tenants for queue policies. */
+typedef struct sl_sched sl_sched_t;
+
+typedef struct sl_queue_policy {
+    const char *name;
+    const char *help;
+    /*
+     * Returns true if job a should be tried before job b, given the current
+     * tenant shares (sl_sched_tenant_share) and time now_us. Jobs of one
+     * tenant are compared too (the framework keeps per-tenant queues in
+     * (priority desc, submit, id) order and compares tenant heads).
+     */
+    bool (*less)(const sl_sched_t *s, const sl_job_t *a, const sl_job_t *b, int64_t now_us);
+} sl_queue_policy_t;
+
+const sl_queue_policy_t *sl_queue_policy_find(const char *name);
+const sl_queue_policy_t *const *sl_queue_policy_list(void);
+
+typedef enum sl_backfill_kind {
+    SL_BACKFILL_NONE = 0, /* strict order: the cycle stops at the first job that cannot start */
+    SL_BACKFILL_EASY = 1  /* the first blocked job gets a reservation; others pass only if they cannot delay it */
+} sl_backfill_kind_t;
+
+int sl_backfill_parse(const char *name, sl_backfill_kind_t *out); /* SL_EINVAL if unknown */
+const char *sl_backfill_name(sl_backfill_kind_t k);
+
+#endif

@@ -1,0 +1,159 @@
+/*
+ * sched.h - the scheduler: tenants, the pending queue, running jobs, and the
+ * scheduling cycle that ties queue order, placement and backfill together.
+ *
+ * Pure: time comes in as now_us, randomness from the seed in the config.
+ * The same calls drive the simulator and the live controller. The scheduler
+ * borrows the cluster (the caller owns it and must outlive the scheduler)
+ * and allocates in it when jobs start.
+ *
+ * Cycle: pending jobs are tried in the queue policy's order. A job that
+ * fits starts (all tasks of its gang, or none). With backfill "none" the
+ * cycle stops at the first job that cannot start (strict order, no
+ * starvation). With "easy", that first blocked job gets a reservation (the
+ * earliest time it could start, from the time limits of running jobs, on
+ * specific nodes); later jobs start only if they cannot delay it: they end
+ * before the reservation, or use none of its nodes.
+ */
+#ifndef SLUICE_SCHED_H
+#define SLUICE_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/cluster.h"
+#include "sluice/job.h"
+#include "sluice/policy.h"
+#include "sluice/workload.h"
+
+typedef struct sl_sched_config {
+    const char *queue;            /* "fifo" (default), "priority", "drf", "wfq" */
+    const char *placement;        /* NULL = sl_place_policy_default() */
+    const char *backfill;         /* "none" (default) or "easy" */
+    uint64_t seed;                /* for "random" placement and tie-breaks */
+    int64_t default_time_limit_us; /* runtime estimate for jobs without a limit; 0 = unbounded */
+    int32_t max_starts_per_cycle; /* 0 = unbounded; bounds one cycle's work */
+    bool track_workload;          /* add each submitted job's shape to the workload (FGD) */
+} sl_sched_config_t;
+
+void sl_sched_config_init(sl_sched_config_t *cfg); /* defaults; can't fail */
+
+typedef struct sl_tenant_spec {
+    const char *name;   /* unique, 1..63 bytes */
+    int32_t weight;     /* >= 1; 0 means 1 */
+    sl_res_t quota;     /* per-resource cap on what the tenant runs at once; 0 = none */
+} sl_tenant_spec_t;
+
+/*
+ * Creates a scheduler over cl. Returns 0, or SL_EINVAL with a message in err
+ * naming the unknown policy ("unknown placement \"foo\" (known: ...)").
+ */
+int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t **out,
+                    char *err, size_t errlen);
+void sl_sched_destroy(sl_sched_t *s); /* accepts NULL; frees all jobs */
+
+sl_cluster_t *sl_sched_cluster(sl_sched_t *s);
+/* The workload FGD scores against; the caller may fill it (sim: the trace's
+ * shapes) or let track_workload do it. Owned by the scheduler. */
+sl_workload_t *sl_sched_workload(sl_sched_t *s);
+const sl_place_policy_t *sl_sched_place_policy(const sl_sched_t *s);
+const sl_queue_policy_t *sl_sched_queue_policy(const sl_sched_t *s);
+sl_backfill_kind_t sl_sched_backfill(const sl_sched_t *s);
+sl_rng_t *sl_sched_rng(sl_sched_t *s);
+
+/* ---- Tenants ---- */
+
+/* Adds a tenant; returns its id (>= 0), SL_EEXIST, or SL_EINVAL (bad name or weight). */
+int sl_sched_add_tenant(sl_sched_t *s, const sl_tenant_spec_t *spec);
+int sl_sched_tenant_find(const sl_sched_t *s, const char *name); /* id or SL_ENOENT */
+size_t sl_sched_tenant_count(const sl_sched_t *s);
+const char *sl_sched_tenant_name(const sl_sched_t *s, int32_t tenant);
+int32_t sl_sched_tenant_weight(const sl_sched_t *s, int32_t tenant);
+/* What the tenant's running tasks hold now. */
+sl_res_t sl_sched_tenant_usage(const sl_sched_t *s, int32_t tenant);
+/* Weighted dominant share: max over CPU, memory, GPU of usage/capacity,
+ * divided by weight (DRF). 0 for an idle tenant. */
+double sl_sched_tenant_share(const sl_sched_t *s, int32_t tenant);
+/* Number of the tenant's pending and running jobs. */
+void sl_sched_tenant_jobs(const sl_sched_t *s, int32_t tenant, size_t *pending, size_t *running);
+
+/* ---- Jobs ---- */
+
+/*
+ * Queues a job (copied). Returns 0, SL_EEXIST for a used id, SL_ENOENT for
+ * an unknown tenant, SL_EINVAL with a message naming the field for a bad
+ * spec. O(log n).
+ */
+int sl_sched_submit(sl_sched_t *s, const sl_job_spec_t *spec, char *err, size_t errlen);
+
+/* Finds a job by id; NULL if unknown (or forgotten). O(1). */
+const sl_job_t *sl_sched_job(const sl_sched_t *s, uint64_t id);
+
+/* Cancels a pending or running job, releasing what it holds. SL_ENOENT if
+ * unknown, SL_ESTATE if already done or cancelled. */
+int sl_sched_cancel(sl_sched_t *s, uint64_t id, int64_t now_us);
+
+/* A running job ended (all its tasks): releases its resources, state DONE.
+ * SL_ENOENT / SL_ESTATE. */
+int sl_sched_finish(sl_sched_t *s, uint64_t id, int64_t now_us);
+
+/* Puts a running job back in the queue (its node failed), releasing what it
+ * holds; keeps its submit time. SL_ENOENT / SL_ESTATE. */
+int sl_sched_requeue(sl_sched_t *s, uint64_t id, int64_t now_us);
+
+/*
+ * Re-adopts a job that is already running at known places (controller
+ * restart): allocates them and marks it running from start_us. n is the
+ * number of placed tasks. SL_EEXIST / SL_ENOSPC (nothing changed) /
+ * SL_EINVAL.
+ */
+int sl_sched_adopt(sl_sched_t *s, const sl_job_spec_t *spec, const sl_place_t *pls, int32_t n,
+                   int64_t start_us, char *err, size_t errlen);
+
+/* Drops a finished or cancelled job from memory. SL_ESTATE if pending or running. */
+int sl_sched_forget(sl_sched_t *s, uint64_t id);
+
+/* Counts of jobs by state. */
+size_t sl_sched_pending_count(const sl_sched_t *s);
+size_t sl_sched_running_count(const sl_sched_t *s);
+
+/* ---- The cycle ---- */
+
+/* Called for each job started by a cycle, in start order. */
+typedef void (*sl_start_fn)(void *ud, const sl_job_t *job);
+
+typedef struct sl_cycle_stats {
+    int32_t tried;        /* jobs whose placement was attempted */
+    int32_t started;      /* jobs started */
+    int32_t backfilled;   /* of which started past a reservation */
+    int64_t reserved_job; /* id of the job holding the reservation, or -1 */
+    int64_t reserved_at_us; /* its reserved start time, or -1 */
+} sl_cycle_stats_t;
+
+/*
+ * Runs one scheduling cycle at time now_us: starts what the policies allow,
+ * calls on_start for each started job, records a reason on each job left
+ * waiting, fills *stats (may be NULL). Returns the number of jobs started.
+ * Can't fail. O(pending * classes) in the worst case.
+ */
+int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud,
+                   sl_cycle_stats_t *stats);
+
+/*
+ * Tries to start one pending job now, ignoring queue order and backfill
+ * (the FGD paper's "schedule each pod once" protocol). Returns SL_FIT (job
+ * is running; on_start not called) or SL_NOFIT / SL_NOFIT_EVER / SL_WAIT
+ * (quota) with the reason recorded. SL_ENOENT / SL_ESTATE for a bad job.
+ */
+int sl_sched_try_start(sl_sched_t *s, uint64_t id, int64_t now_us);
+
+/* Iterates jobs in a state in queue order (pending) or start order (running).
+ * Calls fn for each; stops early if fn returns non-zero. */
+typedef int (*sl_job_fn)(void *ud, const sl_job_t *job);
+void sl_sched_foreach(const sl_sched_t *s, sl_job_state_t st, sl_job_fn fn, void *ud);
+
+/* Checks internal invariants (usage sums, cluster index, queue order) for
+ * tests. Returns 0 or SL_ESTATE. O(jobs + nodes). */
+int sl_sched_check(const sl_sched_t *s);
+
+#endif

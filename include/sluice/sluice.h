@@ -1,0 +1,18 @@
+/* sluice.h - the whole public API of libsluice (the pure scheduling core). */
+#ifndef SLUICE_SLUICE_H
+#define SLUICE_SLUICE_H
+
+#include "sluice/alloc.h"
+#include "sluice/cluster.h"
+#include "sluice/error.h"
+#include "sluice/job.h"
+#include "sluice/policy.h"
+#include "sluice/quantity.h"
+#include "sluice/resources.h"
+#include "sluice/rng.h"
+#include "sluice/sched.h"
+#include "sluice/workload.h"
+
+#define SLUICE_VERSION "0.1.0"
+
+#endif
