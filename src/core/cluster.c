@@ -1,0 +1,843 @@
+/*
+ * cluster.c - nodes, pools, GPU models and the free-capacity index.
+ *
+ * Storage. Nodes live in one dense array indexed by id (ids are handed out in
+ * order and never reused: the cluster has no node removal). Names map to ids
+ * through an open-addressing table of its own (linear probing, FNV-1a, load
+ * at most 1/2; names are never deleted so no tombstones are needed). Pools
+ * and GPU models are interned into small arrays; they number in the tens, so
+ * a linear lookup is cheaper than a hash.
+ *
+ * The index. Every node that is up belongs to exactly one equivalence class:
+ * the nodes whose whole placement-relevant state is identical, namely pool,
+ * model, GPU count, CPU/memory/GPU-memory totals, free CPU and memory, and
+ * the SORTED multiset of (free compute, free memory) pairs of its GPUs. The
+ * state is packed into a key of 7 + 2*ngpus 64-bit words. Classes sit in a
+ * dense array (so class i and its representative are O(1)) and a second
+ * open-addressing table maps a key's hash to the class index (linear probing
+ * with backward-shift deletion, so it never fills with tombstones). Each
+ * class keeps its members in an array, and each node remembers its class and
+ * its position there, so a node leaves a class by swap-remove in O(1).
+ *
+ * Allocating, releasing or changing the state of a node re-keys that one
+ * node: build the key (insertion sort of <= 16 pairs), hash it, look it up,
+ * move the node. That is O(gpus) expected, never O(nodes). An emptied class
+ * is swap-removed from the dense array; its member buffer is parked in the
+ * slot just past the end and reused by the next new class, so steady-state
+ * churn allocates nothing.
+ *
+ * The representative of a class is its member at index 0. Everything here is
+ * a function of the call sequence alone (no addresses or randomness feed the
+ * hashes), so the same calls give the same class order and representatives.
+ *
+ * Workload: 10^4..10^5 nodes, tens to low thousands of classes, millions of
+ * alloc/release calls from the simulator. Capacity totals are maintained
+ * incrementally so sl_cluster_capacity() is O(1).
+ */
+#include <string.h>
+
+#include "sluice/alloc.h"
+#include "sluice/cluster.h"
+#include "sluice/error.h"
+
+#include <stdio.h> /* snprintf only: formats error messages, no I/O */
+
+#define KEY_HDR 7
+#define KEY_MAX (KEY_HDR + 2 * SL_MAX_GPUS_PER_NODE)
+
+typedef struct key {
+    uint32_t len;           /* words used */
+    uint64_t w[KEY_MAX];
+} state_key_t;
+
+typedef struct cls {
+    uint64_t hash;
+    uint32_t *members;      /* node ids; members[0] is the representative */
+    uint32_t n, cap;
+    int32_t full_free;      /* GPUs with all compute and memory free */
+    state_key_t key;
+} cls_t;
+
+struct sl_cluster {
+    sl_node_t *nodes;
+    uint32_t nnodes, node_cap;
+    int32_t *node_class;    /* class index of each node, -1 if not up */
+    uint32_t *node_pos;     /* position in its class's member array */
+
+    uint32_t *name_tab;     /* id + 1, 0 = empty */
+    uint32_t name_mask;     /* table size - 1 */
+
+    char (*pools)[SL_NAME_MAX];
+    int32_t npools, pool_cap;
+    char models[SL_MAX_MODELS][SL_NAME_MAX];
+    int32_t nmodels;
+
+    cls_t *classes;
+    uint32_t nclasses, class_cap; /* slots in [nclasses, class_cap) may hold parked buffers */
+    int32_t *class_tab;     /* class index, -1 = empty */
+    uint32_t class_mask;
+
+    sl_res_t cap_total, cap_free; /* over up and draining nodes */
+};
+
+/* ---- small helpers ---- */
+
+static void seterr(char *err, size_t errlen, const char *fmt, const char *a) {
+    if (err && errlen > 0) snprintf(err, errlen, fmt, a);
+}
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ULL;
+    }
+    return h ^ (h >> 29);
+}
+
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static uint64_t hash_key(const state_key_t *k) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ k->len;
+    for (uint32_t i = 0; i < k->len; i++) {
+        h = (h ^ k->w[i]) * 0x9fb21c651e98df25ULL;
+        h ^= h >> 31;
+    }
+    return mix64(h);
+}
+
+static bool key_eq(const state_key_t *a, const state_key_t *b) {
+    return a->len == b->len && memcmp(a->w, b->w, a->len * sizeof a->w[0]) == 0;
+}
+
+static bool gpu_full_free(const sl_node_t *n, int g) {
+    return n->gpu_free[g] == SL_GPU_MILLI && n->gpu_mem_free[g] == n->gpu_mem_total;
+}
+
+static void node_key(const sl_node_t *n, state_key_t *k) {
+    k->w[0] = (uint64_t)(uint32_t)n->pool | ((uint64_t)(uint32_t)n->model << 32);
+    k->w[1] = (uint64_t)(uint32_t)n->ngpus;
+    k->w[2] = (uint64_t)n->cpu_total;
+    k->w[3] = (uint64_t)n->mem_total;
+    k->w[4] = (uint64_t)n->gpu_mem_total;
+    k->w[5] = (uint64_t)n->cpu_free;
+    k->w[6] = (uint64_t)n->mem_free;
+    /* Insertion sort of (free milli, free memory) pairs: <= 16 elements. */
+    uint64_t a[SL_MAX_GPUS_PER_NODE], b[SL_MAX_GPUS_PER_NODE];
+    int g = n->ngpus;
+    for (int i = 0; i < g; i++) {
+        uint64_t x = (uint64_t)(uint32_t)n->gpu_free[i], y = (uint64_t)n->gpu_mem_free[i];
+        int j = i;
+        while (j > 0 && (a[j - 1] > x || (a[j - 1] == x && b[j - 1] > y))) {
+            a[j] = a[j - 1];
+            b[j] = b[j - 1];
+            j--;
+        }
+        a[j] = x;
+        b[j] = y;
+    }
+    for (int i = 0; i < g; i++) {
+        k->w[KEY_HDR + 2 * i] = a[i];
+        k->w[KEY_HDR + 2 * i + 1] = b[i];
+    }
+    k->len = KEY_HDR + 2 * (uint32_t)g;
+}
+
+static int32_t node_full_free(const sl_node_t *n) {
+    int32_t c = 0;
+    for (int g = 0; g < n->ngpus; g++) c += gpu_full_free(n, g);
+    return c;
+}
+
+static sl_res_t node_total(const sl_node_t *n) {
+    return (sl_res_t){n->cpu_total, n->mem_total, (int64_t)n->ngpus * SL_GPU_MILLI};
+}
+
+static sl_res_t node_free(const sl_node_t *n) {
+    int64_t g = 0;
+    for (int i = 0; i < n->ngpus; i++) g += n->gpu_free[i];
+    return (sl_res_t){n->cpu_free, n->mem_free, g};
+}
+
+/* ---- node state names ---- */
+
+const char *sl_node_state_name(sl_node_state_t st) {
+    switch (st) {
+    case SL_NODE_UP: return "up";
+    case SL_NODE_DRAINING: return "draining";
+    case SL_NODE_DOWN: return "down";
+    }
+    return "unknown";
+}
+
+int sl_node_state_parse(const char *s, sl_node_state_t *out) {
+    if (!s) return SL_EINVAL;
+    if (strcmp(s, "up") == 0) *out = SL_NODE_UP;
+    else if (strcmp(s, "draining") == 0) *out = SL_NODE_DRAINING;
+    else if (strcmp(s, "down") == 0) *out = SL_NODE_DOWN;
+    else return SL_EINVAL;
+    return 0;
+}
+
+/* ---- the class table ---- */
+
+static void ctab_insert_slot(sl_cluster_t *cl, uint32_t ci) {
+    uint32_t i = (uint32_t)cl->classes[ci].hash & cl->class_mask;
+    while (cl->class_tab[i] >= 0) i = (i + 1) & cl->class_mask;
+    cl->class_tab[i] = (int32_t)ci;
+}
+
+static void ctab_grow(sl_cluster_t *cl) {
+    uint32_t size = (cl->class_mask + 1) * 2;
+    sl_free(cl->class_tab);
+    cl->class_tab = sl_xmalloc(size * sizeof *cl->class_tab);
+    for (uint32_t i = 0; i < size; i++) cl->class_tab[i] = -1;
+    cl->class_mask = size - 1;
+    for (uint32_t c = 0; c < cl->nclasses; c++) ctab_insert_slot(cl, c);
+}
+
+/* Slot of the table that holds class index ci (which must be present). */
+static uint32_t ctab_slot_of(const sl_cluster_t *cl, uint32_t ci) {
+    uint32_t i = (uint32_t)cl->classes[ci].hash & cl->class_mask;
+    while (cl->class_tab[i] != (int32_t)ci) i = (i + 1) & cl->class_mask;
+    return i;
+}
+
+/* Backward-shift deletion for linear probing (Knuth 6.4 Algorithm R). */
+static void ctab_delete_slot(sl_cluster_t *cl, uint32_t i) {
+    uint32_t mask = cl->class_mask;
+    uint32_t j = i;
+    for (;;) {
+        cl->class_tab[i] = -1;
+        for (;;) {
+            j = (j + 1) & mask;
+            if (cl->class_tab[j] < 0) return;
+            uint32_t home = (uint32_t)cl->classes[cl->class_tab[j]].hash & mask;
+            /* Move j back to i unless its home lies cyclically in (i, j]. */
+            bool stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
+            if (!stays) break;
+        }
+        cl->class_tab[i] = cl->class_tab[j];
+        i = j;
+    }
+}
+
+static int32_t ctab_find(const sl_cluster_t *cl, const state_key_t *k, uint64_t h) {
+    uint32_t i = (uint32_t)h & cl->class_mask;
+    for (;;) {
+        int32_t c = cl->class_tab[i];
+        if (c < 0) return -1;
+        if (cl->classes[c].hash == h && key_eq(&cl->classes[c].key, k)) return c;
+        i = (i + 1) & cl->class_mask;
+    }
+}
+
+static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, const sl_node_t *n) {
+    if (cl->nclasses == cl->class_cap) {
+        uint32_t ncap = cl->class_cap ? cl->class_cap * 2 : 16;
+        cl->classes = sl_xrealloc(cl->classes, ncap * sizeof *cl->classes);
+        memset(cl->classes + cl->class_cap, 0, (ncap - cl->class_cap) * sizeof *cl->classes);
+        cl->class_cap = ncap;
+    }
+    if ((cl->nclasses + 1) * 2 > cl->class_mask + 1) ctab_grow(cl);
+    uint32_t ci = cl->nclasses++;
+    cls_t *c = &cl->classes[ci]; /* may hold a parked member buffer */
+    c->hash = h;
+    c->n = 0;
+    c->full_free = node_full_free(n);
+    c->key.len = k->len;
+    memcpy(c->key.w, k->w, k->len * sizeof k->w[0]);
+    ctab_insert_slot(cl, ci);
+    return ci;
+}
+
+static void class_drop(sl_cluster_t *cl, uint32_t ci) {
+    ctab_delete_slot(cl, ctab_slot_of(cl, ci));
+    uint32_t last = cl->nclasses - 1;
+    if (ci != last) {
+        /* The last class moves into ci: fix its table slot and its members. */
+        uint32_t s = ctab_slot_of(cl, last);
+        cl->class_tab[s] = (int32_t)ci;
+        cls_t tmp = cl->classes[ci];
+        cl->classes[ci] = cl->classes[last];
+        cl->classes[last] = tmp; /* park the empty buffer past the end */
+        cls_t *c = &cl->classes[ci];
+        for (uint32_t k = 0; k < c->n; k++) cl->node_class[c->members[k]] = (int32_t)ci;
+    }
+    cl->nclasses = last;
+}
+
+static void index_remove(sl_cluster_t *cl, uint32_t id) {
+    int32_t ci = cl->node_class[id];
+    if (ci < 0) return;
+    cls_t *c = &cl->classes[ci];
+    uint32_t pos = cl->node_pos[id];
+    uint32_t moved = c->members[--c->n];
+    c->members[pos] = moved;
+    cl->node_pos[moved] = pos;
+    cl->node_class[id] = -1;
+    if (c->n == 0) class_drop(cl, (uint32_t)ci);
+}
+
+static void index_insert(sl_cluster_t *cl, uint32_t id) {
+    const sl_node_t *n = &cl->nodes[id];
+    state_key_t k;
+    node_key(n, &k);
+    uint64_t h = hash_key(&k);
+    int32_t ci = ctab_find(cl, &k, h);
+    if (ci < 0) ci = (int32_t)class_new(cl, &k, h, n);
+    cls_t *c = &cl->classes[ci];
+    if (c->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 4;
+        c->members = sl_xrealloc(c->members, c->cap * sizeof *c->members);
+    }
+    cl->node_pos[id] = c->n;
+    c->members[c->n++] = id;
+    cl->node_class[id] = ci;
+}
+
+/*
+ * Re-keys one up node after its free state changed. A node whose key did not
+ * change stays where it is, so its position (and a representative) is kept.
+ */
+static void index_update(sl_cluster_t *cl, uint32_t id) {
+    int32_t ci = cl->node_class[id];
+    if (ci < 0) return;
+    state_key_t k;
+    node_key(&cl->nodes[id], &k);
+    if (key_eq(&k, &cl->classes[ci].key)) return;
+    index_remove(cl, id);
+    index_insert(cl, id);
+}
+
+/* ---- create / destroy ---- */
+
+int sl_cluster_create(sl_cluster_t **out) {
+    sl_cluster_t *cl = sl_xcalloc(1, sizeof *cl);
+    cl->name_mask = 63;
+    cl->name_tab = sl_xcalloc(cl->name_mask + 1, sizeof *cl->name_tab);
+    cl->class_mask = 31;
+    cl->class_tab = sl_xmalloc((cl->class_mask + 1) * sizeof *cl->class_tab);
+    for (uint32_t i = 0; i <= cl->class_mask; i++) cl->class_tab[i] = -1;
+    cl->pool_cap = 8;
+    cl->pools = sl_xmalloc((size_t)cl->pool_cap * sizeof *cl->pools);
+    strcpy(cl->pools[0], "default");
+    cl->npools = 1;
+    *out = cl;
+    return 0;
+}
+
+void sl_cluster_destroy(sl_cluster_t *cl) {
+    if (!cl) return;
+    for (uint32_t i = 0; i < cl->nnodes; i++) sl_free(cl->nodes[i].labels);
+    for (uint32_t i = 0; i < cl->class_cap; i++) sl_free(cl->classes[i].members);
+    sl_free(cl->classes);
+    sl_free(cl->class_tab);
+    sl_free(cl->nodes);
+    sl_free(cl->node_class);
+    sl_free(cl->node_pos);
+    sl_free(cl->name_tab);
+    sl_free(cl->pools);
+    sl_free(cl);
+}
+
+/* ---- pools and models ---- */
+
+static int name_check(const char *name) {
+    if (!name || !*name) return SL_EINVAL;
+    if (strlen(name) >= SL_NAME_MAX) return SL_EINVAL;
+    return 0;
+}
+
+int sl_cluster_pool_find(const sl_cluster_t *cl, const char *name) {
+    if (!name) return SL_ENOENT;
+    for (int32_t i = 0; i < cl->npools; i++)
+        if (strcmp(cl->pools[i], name) == 0) return i;
+    return SL_ENOENT;
+}
+
+int sl_cluster_model_find(const sl_cluster_t *cl, const char *name) {
+    if (!name) return SL_ENOENT;
+    for (int32_t i = 0; i < cl->nmodels; i++)
+        if (strcmp(cl->models[i], name) == 0) return i;
+    return SL_ENOENT;
+}
+
+int sl_cluster_pool_intern(sl_cluster_t *cl, const char *name) {
+    int rc = name_check(name);
+    if (rc) return rc;
+    int id = sl_cluster_pool_find(cl, name);
+    if (id >= 0) return id;
+    if (cl->npools >= SL_MAX_POOLS) return SL_ERANGE;
+    if (cl->npools == cl->pool_cap) {
+        cl->pool_cap *= 2;
+        cl->pools = sl_xrealloc(cl->pools, (size_t)cl->pool_cap * sizeof *cl->pools);
+    }
+    strcpy(cl->pools[cl->npools], name);
+    return cl->npools++;
+}
+
+int sl_cluster_model_intern(sl_cluster_t *cl, const char *name) {
+    int rc = name_check(name);
+    if (rc) return rc;
+    int id = sl_cluster_model_find(cl, name);
+    if (id >= 0) return id;
+    if (cl->nmodels >= SL_MAX_MODELS) return SL_ERANGE;
+    strcpy(cl->models[cl->nmodels], name);
+    return cl->nmodels++;
+}
+
+const char *sl_cluster_pool_name(const sl_cluster_t *cl, int32_t id) {
+    return (id >= 0 && id < cl->npools) ? cl->pools[id] : NULL;
+}
+
+const char *sl_cluster_model_name(const sl_cluster_t *cl, int32_t id) {
+    return (id >= 0 && id < cl->nmodels) ? cl->models[id] : NULL;
+}
+
+size_t sl_cluster_model_count(const sl_cluster_t *cl) {
+    return (size_t)cl->nmodels;
+}
+
+/* ---- nodes ---- */
+
+static void name_tab_put(uint32_t *tab, uint32_t mask, const char *name, uint32_t id) {
+    uint32_t i = (uint32_t)hash_str(name) & mask;
+    while (tab[i]) i = (i + 1) & mask;
+    tab[i] = id + 1;
+}
+
+const sl_node_t *sl_cluster_find_node(const sl_cluster_t *cl, const char *name) {
+    if (!name) return NULL;
+    uint32_t i = (uint32_t)hash_str(name) & cl->name_mask;
+    for (;;) {
+        uint32_t v = cl->name_tab[i];
+        if (!v) return NULL;
+        if (strcmp(cl->nodes[v - 1].name, name) == 0) return &cl->nodes[v - 1];
+        i = (i + 1) & cl->name_mask;
+    }
+}
+
+int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *id_out,
+                        char *err, size_t errlen) {
+    if (!spec || !spec->name || !*spec->name) {
+        seterr(err, errlen, "%snode name is empty", "");
+        return SL_EINVAL;
+    }
+    const char *nm = spec->name;
+    if (strlen(nm) >= SL_NAME_MAX) {
+        seterr(err, errlen, "node name \"%.40s...\" is longer than 63 bytes", nm);
+        return SL_EINVAL;
+    }
+    if (spec->cpu_milli < 0) {
+        seterr(err, errlen, "node \"%s\": cpu_milli is negative", nm);
+        return SL_EINVAL;
+    }
+    if (spec->mem_bytes < 0) {
+        seterr(err, errlen, "node \"%s\": mem_bytes is negative", nm);
+        return SL_EINVAL;
+    }
+    if (spec->gpus < 0 || spec->gpus > SL_MAX_GPUS_PER_NODE) {
+        seterr(err, errlen, "node \"%s\": gpus must be 0..16", nm);
+        return SL_EINVAL;
+    }
+    if (spec->gpu_mem_bytes < 0) {
+        seterr(err, errlen, "node \"%s\": gpu_mem_bytes is negative", nm);
+        return SL_EINVAL;
+    }
+    bool has_model = spec->gpus > 0;
+    if (has_model && (!spec->gpu_model || !*spec->gpu_model)) {
+        seterr(err, errlen, "node \"%s\": gpu_model is required when gpus > 0", nm);
+        return SL_EINVAL;
+    }
+    if (has_model && strlen(spec->gpu_model) >= SL_NAME_MAX) {
+        seterr(err, errlen, "node \"%s\": gpu_model is longer than 63 bytes", nm);
+        return SL_EINVAL;
+    }
+    const char *pool = (spec->pool && *spec->pool) ? spec->pool : "default";
+    if (strlen(pool) >= SL_NAME_MAX) {
+        seterr(err, errlen, "node \"%s\": pool name is longer than 63 bytes", nm);
+        return SL_EINVAL;
+    }
+    if (sl_cluster_find_node(cl, nm)) {
+        seterr(err, errlen, "node \"%s\" already exists", nm);
+        return SL_EEXIST;
+    }
+    /* Check both interns can succeed before doing either (nothing changes on failure). */
+    if (sl_cluster_pool_find(cl, pool) < 0 && cl->npools >= SL_MAX_POOLS) {
+        seterr(err, errlen, "node \"%s\": too many pools", nm);
+        return SL_ERANGE;
+    }
+    if (has_model && sl_cluster_model_find(cl, spec->gpu_model) < 0 && cl->nmodels >= SL_MAX_MODELS) {
+        seterr(err, errlen, "node \"%s\": too many GPU models", nm);
+        return SL_ERANGE;
+    }
+    if (cl->nnodes == UINT32_MAX - 1) {
+        seterr(err, errlen, "node \"%s\": too many nodes", nm);
+        return SL_ERANGE;
+    }
+
+    int32_t pool_id = sl_cluster_pool_intern(cl, pool);
+    int32_t model_id = has_model ? sl_cluster_model_intern(cl, spec->gpu_model) : -1;
+
+    if (cl->nnodes == cl->node_cap) {
+        uint32_t ncap = cl->node_cap ? cl->node_cap * 2 : 64;
+        cl->nodes = sl_xrealloc(cl->nodes, (size_t)ncap * sizeof *cl->nodes);
+        cl->node_class = sl_xrealloc(cl->node_class, (size_t)ncap * sizeof *cl->node_class);
+        cl->node_pos = sl_xrealloc(cl->node_pos, (size_t)ncap * sizeof *cl->node_pos);
+        cl->node_cap = ncap;
+    }
+    if ((cl->nnodes + 1) * 2 > cl->name_mask + 1) {
+        uint32_t size = (cl->name_mask + 1) * 2;
+        uint32_t *tab = sl_xcalloc(size, sizeof *tab);
+        for (uint32_t i = 0; i < cl->nnodes; i++) name_tab_put(tab, size - 1, cl->nodes[i].name, i);
+        sl_free(cl->name_tab);
+        cl->name_tab = tab;
+        cl->name_mask = size - 1;
+    }
+
+    uint32_t id = cl->nnodes++;
+    sl_node_t *n = &cl->nodes[id];
+    memset(n, 0, sizeof *n);
+    n->id = id;
+    strcpy(n->name, nm);
+    n->pool = pool_id;
+    n->model = model_id;
+    n->state = SL_NODE_UP;
+    n->ngpus = spec->gpus;
+    n->cpu_total = n->cpu_free = spec->cpu_milli;
+    n->mem_total = n->mem_free = spec->mem_bytes;
+    n->gpu_mem_total = spec->gpu_mem_bytes;
+    for (int g = 0; g < n->ngpus; g++) {
+        n->gpu_free[g] = SL_GPU_MILLI;
+        n->gpu_mem_free[g] = spec->gpu_mem_bytes;
+    }
+    n->labels = sl_xstrdup(spec->labels);
+    name_tab_put(cl->name_tab, cl->name_mask, nm, id);
+    cl->node_class[id] = -1;
+    index_insert(cl, id);
+    cl->cap_total = sl_res_add(cl->cap_total, node_total(n));
+    cl->cap_free = sl_res_add(cl->cap_free, node_free(n));
+    if (id_out) *id_out = id;
+    return 0;
+}
+
+size_t sl_cluster_node_count(const sl_cluster_t *cl) {
+    return cl->nnodes;
+}
+
+const sl_node_t *sl_cluster_node(const sl_cluster_t *cl, uint32_t id) {
+    return id < cl->nnodes ? &cl->nodes[id] : NULL;
+}
+
+int sl_cluster_set_state(sl_cluster_t *cl, uint32_t id, sl_node_state_t st) {
+    if (id >= cl->nnodes) return SL_ENOENT;
+    if (st != SL_NODE_UP && st != SL_NODE_DRAINING && st != SL_NODE_DOWN) return SL_EINVAL;
+    sl_node_t *n = &cl->nodes[id];
+    sl_node_state_t old = n->state;
+    if (old == st) return 0;
+    if (old != SL_NODE_DOWN) {
+        cl->cap_total = sl_res_sub(cl->cap_total, node_total(n));
+        cl->cap_free = sl_res_sub(cl->cap_free, node_free(n));
+    }
+    if (old == SL_NODE_UP) index_remove(cl, id);
+    n->state = st;
+    if (st == SL_NODE_UP) index_insert(cl, id);
+    if (st != SL_NODE_DOWN) {
+        cl->cap_total = sl_res_add(cl->cap_total, node_total(n));
+        cl->cap_free = sl_res_add(cl->cap_free, node_free(n));
+    }
+    return 0;
+}
+
+/* ---- fitting ---- */
+
+static bool req_wants_gpu(const sl_task_req_t *req) {
+    return req->gpus > 0 || req->gpu_milli > 0;
+}
+
+/* Pool, model and state checks shared by fits and fit_count. */
+static bool node_eligible(const sl_node_t *n, const sl_task_req_t *req) {
+    if (n->state != SL_NODE_UP) return false;
+    if (req->pool != -1 && req->pool != n->pool) return false;
+    if (req->model_mask != 0) {
+        if (n->model < 0 || n->model >= SL_MAX_MODELS) return false;
+        if (!(req->model_mask & (UINT64_C(1) << n->model))) return false;
+    }
+    if (req_wants_gpu(req) && n->ngpus == 0) return false;
+    return true;
+}
+
+static bool share_fits_gpu(const sl_node_t *n, int g, const sl_task_req_t *req) {
+    return n->gpu_free[g] >= req->gpu_milli && n->gpu_mem_free[g] >= req->gpu_mem_bytes;
+}
+
+bool sl_node_fits(const sl_node_t *node, const sl_task_req_t *req) {
+    if (!node_eligible(node, req)) return false;
+    if (node->cpu_free < req->cpu_milli || node->mem_free < req->mem_bytes) return false;
+    if (req->gpus > 0) {
+        int32_t c = 0;
+        for (int g = 0; g < node->ngpus; g++) c += gpu_full_free(node, g);
+        return c >= req->gpus;
+    }
+    if (req->gpu_milli > 0) {
+        for (int g = 0; g < node->ngpus; g++)
+            if (share_fits_gpu(node, g, req)) return true;
+        return false;
+    }
+    return true;
+}
+
+static int64_t cap_div(int64_t have, int64_t need, int64_t cur) {
+    if (need <= 0) return cur;
+    int64_t q = have / need;
+    return q < cur ? q : cur;
+}
+
+int32_t sl_node_fit_count(const sl_node_t *node, const sl_task_req_t *req, int32_t limit) {
+    if (limit <= 0 || !node_eligible(node, req)) return 0;
+    int64_t n = limit;
+    n = cap_div(node->cpu_free, req->cpu_milli, n);
+    n = cap_div(node->mem_free, req->mem_bytes, n);
+    if (n <= 0) return 0;
+    if (req->gpus > 0) {
+        n = cap_div(node_full_free(node), req->gpus, n);
+    } else if (req->gpu_milli > 0) {
+        /* Shares pack: each GPU holds as many as its compute and memory allow. */
+        int64_t s = 0;
+        for (int g = 0; g < node->ngpus && s < n; g++) {
+            int64_t k = node->gpu_free[g] / req->gpu_milli;
+            if (req->gpu_mem_bytes > 0) {
+                int64_t km = node->gpu_mem_free[g] / req->gpu_mem_bytes;
+                if (km < k) k = km;
+            }
+            s += k;
+        }
+        if (s < n) n = s;
+    }
+    return n < 0 ? 0 : (int32_t)n;
+}
+
+int sl_node_choose_gpus(const sl_node_t *node, const sl_task_req_t *req, sl_place_t *pl) {
+    if (!sl_node_fits(node, req)) return SL_NOFIT;
+    uint32_t mask = 0;
+    int32_t milli = 0;
+    int64_t mem = 0;
+    if (req->gpus > 0) {
+        int32_t need = req->gpus;
+        for (int g = 0; g < node->ngpus && need > 0; g++) {
+            if (gpu_full_free(node, g)) {
+                mask |= 1u << g;
+                need--;
+            }
+        }
+        if (need > 0) return SL_NOFIT;
+        milli = SL_GPU_MILLI;
+        mem = node->gpu_mem_total;
+    } else if (req->gpu_milli > 0) {
+        int best = -1;
+        for (int g = 0; g < node->ngpus; g++) {
+            if (!share_fits_gpu(node, g, req)) continue;
+            if (best < 0 || node->gpu_free[g] < node->gpu_free[best]) best = g;
+        }
+        if (best < 0) return SL_NOFIT;
+        mask = 1u << best;
+        milli = req->gpu_milli;
+        mem = req->gpu_mem_bytes;
+    }
+    pl->node = node->id;
+    pl->gpu_mask = mask;
+    pl->gpu_milli = milli;
+    pl->gpu_mem_bytes = mem;
+    return SL_FIT;
+}
+
+/* ---- alloc / release ---- */
+
+static int popcount32(uint32_t x) {
+    return __builtin_popcount(x);
+}
+
+/* Validates req against pl and the node's shape; 0 or SL_EINVAL/SL_ENOENT. */
+static int check_place(const sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_t *pl) {
+    if (!req || !pl) return SL_EINVAL;
+    if (pl->node >= cl->nnodes) return SL_ENOENT;
+    const sl_node_t *n = &cl->nodes[pl->node];
+    if (req->cpu_milli < 0 || req->mem_bytes < 0 || req->gpus < 0 || req->gpu_milli < 0 ||
+        req->gpu_mem_bytes < 0)
+        return SL_EINVAL;
+    if (req->gpus > SL_MAX_GPUS_PER_NODE || req->gpu_milli >= SL_GPU_MILLI) return SL_EINVAL;
+    if (req->gpus > 0 && (req->gpu_milli != 0 || req->gpu_mem_bytes != 0)) return SL_EINVAL;
+    if (req->gpu_milli == 0 && req->gpu_mem_bytes != 0) return SL_EINVAL;
+    if ((pl->gpu_mask >> n->ngpus) != 0) return SL_EINVAL; /* ngpus <= 16 < 32 */
+    if (req->gpus > 0) {
+        if (popcount32(pl->gpu_mask) != req->gpus || pl->gpu_milli != SL_GPU_MILLI) return SL_EINVAL;
+    } else if (req->gpu_milli > 0) {
+        if (popcount32(pl->gpu_mask) != 1 || pl->gpu_milli != req->gpu_milli) return SL_EINVAL;
+    } else {
+        if (pl->gpu_mask != 0) return SL_EINVAL;
+    }
+    return 0;
+}
+
+static void node_account(sl_cluster_t *cl, const sl_node_t *n, int sign) {
+    if (n->state == SL_NODE_DOWN) return;
+    sl_res_t f = node_free(n);
+    cl->cap_free = sign > 0 ? sl_res_add(cl->cap_free, f) : sl_res_sub(cl->cap_free, f);
+}
+
+int sl_cluster_alloc(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_t *pl) {
+    int rc = check_place(cl, req, pl);
+    if (rc) return rc;
+    sl_node_t *n = &cl->nodes[pl->node];
+    if (n->cpu_free < req->cpu_milli || n->mem_free < req->mem_bytes) return SL_ENOSPC;
+    for (int g = 0; g < n->ngpus; g++) {
+        if (!(pl->gpu_mask & (1u << g))) continue;
+        if (req->gpus > 0) {
+            if (!gpu_full_free(n, g)) return SL_ENOSPC;
+        } else if (!share_fits_gpu(n, g, req)) {
+            return SL_ENOSPC;
+        }
+    }
+    node_account(cl, n, -1);
+    n->cpu_free -= req->cpu_milli;
+    n->mem_free -= req->mem_bytes;
+    for (int g = 0; g < n->ngpus; g++) {
+        if (!(pl->gpu_mask & (1u << g))) continue;
+        if (req->gpus > 0) {
+            n->gpu_free[g] = 0;
+            n->gpu_mem_free[g] = 0;
+        } else {
+            n->gpu_free[g] -= req->gpu_milli;
+            n->gpu_mem_free[g] -= req->gpu_mem_bytes;
+        }
+    }
+    node_account(cl, n, +1);
+    index_update(cl, pl->node);
+    return 0;
+}
+
+int sl_cluster_release(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_t *pl) {
+    int rc = check_place(cl, req, pl);
+    if (rc) return rc;
+    sl_node_t *n = &cl->nodes[pl->node];
+    if (req->cpu_milli > n->cpu_total - n->cpu_free || req->mem_bytes > n->mem_total - n->mem_free)
+        return SL_EINVAL;
+    for (int g = 0; g < n->ngpus; g++) {
+        if (!(pl->gpu_mask & (1u << g))) continue;
+        if (req->gpus > 0) {
+            if (n->gpu_free[g] != 0 || n->gpu_mem_free[g] != 0) return SL_EINVAL;
+        } else if (req->gpu_milli > SL_GPU_MILLI - n->gpu_free[g] ||
+                   req->gpu_mem_bytes > n->gpu_mem_total - n->gpu_mem_free[g]) {
+            return SL_EINVAL;
+        }
+    }
+    node_account(cl, n, -1);
+    n->cpu_free += req->cpu_milli;
+    n->mem_free += req->mem_bytes;
+    for (int g = 0; g < n->ngpus; g++) {
+        if (!(pl->gpu_mask & (1u << g))) continue;
+        if (req->gpus > 0) {
+            n->gpu_free[g] = SL_GPU_MILLI;
+            n->gpu_mem_free[g] = n->gpu_mem_total;
+        } else {
+            n->gpu_free[g] += req->gpu_milli;
+            n->gpu_mem_free[g] += req->gpu_mem_bytes;
+        }
+    }
+    node_account(cl, n, +1);
+    index_update(cl, pl->node);
+    return 0;
+}
+
+void sl_cluster_capacity(const sl_cluster_t *cl, sl_res_t *total, sl_res_t *free_) {
+    if (total) *total = cl->cap_total;
+    if (free_) *free_ = cl->cap_free;
+}
+
+int32_t sl_cluster_largest_gpu_block(const sl_cluster_t *cl, int32_t pool, uint64_t model_mask) {
+    int32_t best = 0;
+    for (uint32_t i = 0; i < cl->nclasses; i++) {
+        const cls_t *c = &cl->classes[i];
+        if (c->full_free <= best) continue;
+        const sl_node_t *n = &cl->nodes[c->members[0]];
+        if (pool != -1 && n->pool != pool) continue;
+        if (model_mask != 0 &&
+            (n->model < 0 || n->model >= SL_MAX_MODELS || !(model_mask & (UINT64_C(1) << n->model))))
+            continue;
+        best = c->full_free;
+    }
+    return best;
+}
+
+/* ---- index accessors ---- */
+
+size_t sl_cluster_class_count(const sl_cluster_t *cl) {
+    return cl->nclasses;
+}
+
+const sl_node_t *sl_cluster_class_rep(const sl_cluster_t *cl, size_t i) {
+    if (i >= cl->nclasses) return NULL;
+    return &cl->nodes[cl->classes[i].members[0]];
+}
+
+uint32_t sl_cluster_class_size(const sl_cluster_t *cl, size_t i) {
+    return i < cl->nclasses ? cl->classes[i].n : 0;
+}
+
+uint32_t sl_cluster_class_node(const sl_cluster_t *cl, size_t i, uint32_t k) {
+    if (i >= cl->nclasses || k >= cl->classes[i].n) return UINT32_MAX;
+    return cl->classes[i].members[k];
+}
+
+int sl_cluster_check(const sl_cluster_t *cl) {
+    uint64_t members = 0;
+    sl_res_t tot = {0, 0, 0}, fr = {0, 0, 0};
+    for (uint32_t id = 0; id < cl->nnodes; id++) {
+        const sl_node_t *n = &cl->nodes[id];
+        if (n->id != id) return SL_ESTATE;
+        if (n->cpu_free < 0 || n->cpu_free > n->cpu_total) return SL_ESTATE;
+        if (n->mem_free < 0 || n->mem_free > n->mem_total) return SL_ESTATE;
+        for (int g = 0; g < n->ngpus; g++) {
+            if (n->gpu_free[g] < 0 || n->gpu_free[g] > SL_GPU_MILLI) return SL_ESTATE;
+            if (n->gpu_mem_free[g] < 0 || n->gpu_mem_free[g] > n->gpu_mem_total) return SL_ESTATE;
+        }
+        if (sl_cluster_find_node(cl, n->name) != n) return SL_ESTATE;
+        int32_t ci = cl->node_class[id];
+        if (n->state == SL_NODE_UP) {
+            if (ci < 0 || (uint32_t)ci >= cl->nclasses) return SL_ESTATE;
+            const cls_t *c = &cl->classes[ci];
+            if (cl->node_pos[id] >= c->n || c->members[cl->node_pos[id]] != id) return SL_ESTATE;
+            state_key_t k;
+            node_key(n, &k);
+            if (!key_eq(&k, &c->key) || hash_key(&k) != c->hash) return SL_ESTATE;
+            if (node_full_free(n) != c->full_free) return SL_ESTATE;
+            members++;
+        } else if (ci != -1) {
+            return SL_ESTATE;
+        }
+        if (n->state != SL_NODE_DOWN) {
+            tot = sl_res_add(tot, node_total(n));
+            fr = sl_res_add(fr, node_free(n));
+        }
+    }
+    if (memcmp(&tot, &cl->cap_total, sizeof tot) != 0 || memcmp(&fr, &cl->cap_free, sizeof fr) != 0)
+        return SL_ESTATE;
+    uint64_t sum = 0, used = 0;
+    for (uint32_t i = 0; i < cl->nclasses; i++) {
+        const cls_t *c = &cl->classes[i];
+        if (c->n == 0) return SL_ESTATE;
+        sum += c->n;
+        if (ctab_find(cl, &c->key, c->hash) != (int32_t)i) return SL_ESTATE;
+    }
+    for (uint32_t s = 0; s <= cl->class_mask; s++) used += cl->class_tab[s] >= 0;
+    if (sum != members || used != cl->nclasses) return SL_ESTATE;
+    return 0;
+}
