@@ -1,0 +1,654 @@
+#!/usr/bin/python3
+"""Live-cluster benchmarks of issue 4, Sluice and Slurm side by side.
+
+Real daemons on 127.0.0.1 (build/sluiced, build/sluice-agent, build/sluice),
+started with tests/e2e/harness.py; the Slurm 22.05 cluster of
+../shared/peers/slurm/setup.sh when it answers.  Four figures:
+
+  startup   100 one-GPU tasks submitted as 100 separate jobs (POST /v1/jobs,
+            one after another on one keep-alive connection) to 13 agents x 8
+            declared H100s; t = 0 just before the first request is sent;
+            "all started" = the latest start stamp written by the tasks' own
+            processes (bench/live/stamp.sh: bash $EPOCHREALTIME, the peer's
+            Slurm method), and the latest agent-reported start_time in
+            GET /v1/jobs/{id}.  The harness only lists the stamp directory
+            while it waits.  Slurm: 100 separate sbatch, no GRES.
+  turnover  J one-GPU jobs of `sleep S` on one agent with 8 GPUs (J > 8);
+            per GPU, next start stamp - previous end stamp (the task's last
+            action before exit).  Also from the agents' start/end times.
+  submit    durable submissions/s: POST /v1/jobs from C concurrent
+            keep-alive connections (bench/live/httpload.py, one thread,
+            raw sockets) while 8 blocker jobs hold all 8 GPUs, so every
+            submitted job stays pending (and each submission still triggers
+            a scheduling pass).  Phases: 1 connection, then C connections up
+            to --pending jobs, then --conns2 connections up to --submit-n.
+            After the last phase the controller is killed with SIGKILL and
+            restarted, and every acknowledged job must still be there.
+  queue     with --pending (10,000) pending jobs: `sluice queue`,
+            `sluice queue --json` and GET /v1/jobs (whole body read).
+
+Each figure is printed as one line when measured; at the end a markdown
+summary table, and JSON + the summary go to --out (default
+/tmp/sluice-live-bench/<date>/).  Loops are bounded by counts and
+deadlines; only processes this script started (through the harness) are
+stopped, by PID.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
+
+import gaps  # noqa: E402
+import httpload  # noqa: E402
+import slurmside  # noqa: E402
+
+STAMP_SH = os.path.join(HERE, "stamp.sh")
+TARGETS = {"startup": "< 0.5 s", "turnover": "< 50 ms",
+           "submit": ">= 2,000/s", "queue": "< 20 ms"}
+# Figures of ../shared/peers/slurm/results.md (reference run, 2026-11-29).
+SLURM_REF = {"startup": "6.49 s (6.04-8.10)",
+             "turnover": "1.03 s per wave (0.90-1.27)",
+             "submit": "82.3/s (4 parallel)",
+             "queue": "191.7 ms (178-224)"}
+
+
+def log(msg):
+    print("[live %s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def mmm(xs):
+    xs = [x for x in xs if x is not None and x == x]
+    if not xs:
+        return None
+    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs),
+            "n": len(xs)}
+
+
+def fmt(st, scale=1.0, nd=3, unit=""):
+    if not st:
+        return "n/a"
+    return "%.*f / %.*f / %.*f%s" % (nd, st["min"] * scale, nd,
+                                     st["median"] * scale, nd,
+                                     st["max"] * scale, unit)
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, int(round(p * len(xs))) - 1))] if xs else None
+
+
+def fresh_dir(d):
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+
+
+def read_stamps(d, suffix):
+    out = {}
+    for f in os.listdir(d):
+        if not f.endswith(suffix):
+            continue
+        try:
+            with open(os.path.join(d, f)) as fh:
+                parts = fh.read().split()
+            out[int(f[:-len(suffix)])] = (float(parts[0]),
+                                          parts[1] if len(parts) > 1 else "")
+        except (ValueError, IndexError, OSError):
+            pass  # still being written; polled again
+    return out
+
+
+def wait_stamps(d, suffix, n, deadline_s, interval=0.002):
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if sum(1 for f in os.listdir(d) if f.endswith(suffix)) >= n:
+            st = read_stamps(d, suffix)
+            if len(st) >= n:
+                return st
+        time.sleep(interval)
+    raise TimeoutError("only %d of %d %s stamps after %.0f s in %s"
+                       % (len(read_stamps(d, suffix)), n, suffix, deadline_s, d))
+
+
+# --------------------------------------------------------------- a cluster
+class Live:
+    """A controller and `agents` agents of `gpus` declared H100s each."""
+
+    def __init__(self, workdir, name, agents, gpus=8):
+        import harness  # tests/e2e/harness.py (needs python3-yaml)
+        self.harness = harness
+        self.dir = os.path.join(workdir, name)
+        if os.path.isdir(self.dir):
+            shutil.rmtree(self.dir)
+        self.ctl = harness.Controller(self.dir)
+        self.n_agents, self.gpus = agents, gpus
+        self.agents = []
+        self.pids = set()  # task pids seen in placements (for the cleanup)
+        self.tok = self.ctl.token("alice")
+        self.adm = self.ctl.token("admin")
+
+    def __enter__(self):
+        self.ctl.start()
+        for i in range(self.n_agents):
+            a = self.harness.Agent(self.ctl, "n%02d" % (i + 1), gpus=self.gpus,
+                                   gpu_model="H100", gpu_memory="80Gi",
+                                   cpus="64", memory="512Gi")
+            self.agents.append(a)
+            a.start(timeout=30)
+        self.conn = httpload.Conn(self.ctl.port, self.tok)
+        self.aconn = httpload.Conn(self.ctl.port, self.adm)
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.conn.close()
+            self.aconn.close()
+        except Exception:
+            pass
+        for a in self.agents:
+            a.stop()
+        self.ctl.stop()
+        self.reap_tasks()
+        return False
+
+    def reap_tasks(self):
+        """SIGKILLs task processes still alive after the agents stopped, but
+        only pids the controller reported for our jobs whose command line
+        names this cluster's directory (so they are ours)."""
+        for pid in sorted(self.pids):
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as fh:
+                    cmd = fh.read()
+            except OSError:
+                continue
+            if self.dir.encode() in cmd:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def submit_raw(self, raws):
+        ids = []
+        for raw in raws:
+            st, body = self.conn.request_raw(raw)
+            if st != 201:
+                raise RuntimeError("submit -> %d %s" % (st, body[:300]))
+            ids.append(json.loads(body)["id"])
+        return ids
+
+    def job(self, jid):
+        st, js, b = self.aconn.request("GET", "/v1/jobs/%d" % jid)
+        if st != 200:
+            raise RuntimeError("GET job %d -> %d %s" % (jid, st, b[:300]))
+        for p in js.get("placement") or []:
+            if p.get("pid"):
+                self.pids.add(int(p["pid"]))
+        return js
+
+    def cancel(self, ids):
+        for jid in ids:
+            st, js, b = self.aconn.request("DELETE", "/v1/jobs/%d" % jid)
+            if st not in (200, 409):
+                raise RuntimeError("DELETE %d -> %d %s" % (jid, st, b[:300]))
+
+    def wait_jobs(self, ids, states, deadline_s):
+        deadline = time.monotonic() + deadline_s
+        left = list(ids)
+        jobs = {}
+        while left and time.monotonic() < deadline:
+            nxt = []
+            for jid in left:
+                j = self.job(jid)
+                if j["state"] in states:
+                    jobs[jid] = j
+                else:
+                    nxt.append(jid)
+            left = nxt
+            if left:
+                time.sleep(0.05)
+        if left:
+            raise TimeoutError("%d jobs not in %s after %.0f s (e.g. %s)"
+                               % (len(left), states, deadline_s,
+                                  self.job(left[0])))
+        return jobs
+
+    def wait_idle(self, deadline_s=60):
+        """Until every node reports all its GPUs free and every task pid we
+        saw is gone."""
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline:
+            st, js, _ = self.aconn.request("GET", "/v1/nodes")
+            free = all(n["free"]["gpus"] == n["gpus"] for n in js["nodes"])
+            alive = [p for p in self.pids if os.path.exists("/proc/%d" % p)
+                     and self._ours(p)]
+            if free and not alive:
+                return
+            time.sleep(0.05)
+        raise TimeoutError("cluster not idle after %d s" % deadline_s)
+
+    def _ours(self, pid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as fh:
+                return self.dir.encode() in fh.read()
+        except OSError:
+            return False
+
+
+def job_spec(name, argv, gpus=1):
+    return {"name": name, "gpus": gpus, "cpus": "1", "memory": "1Gi",
+            "command": argv}
+
+
+# ------------------------------------------------------------------ startup
+def sluice_startup(a, out):
+    n = a.startup_n
+    runs = []
+    with Live(a.work, "startup", a.agents) as lc:
+        log("startup cluster up: %d agents x 8 GPUs (sluiced pid %d)"
+            % (a.agents, lc.ctl.proc.pid))
+        for r in range(a.reps):
+            d = os.path.join(lc.dir, "stamps-%d" % r)
+            fresh_dir(d)
+            raws = [httpload.build_request(
+                "POST", "/v1/jobs", lc.tok,
+                job_spec("start-%d-%d" % (r, i),
+                         ["/bin/bash", STAMP_SH, d, "30"])) for i in range(n)]
+            la = os.getloadavg()[0]
+            t0 = time.time()
+            ids = lc.submit_raw(raws)
+            t_sub = time.time() - t0
+            st = wait_stamps(d, ".s", n, 60)
+            starts = sorted(v[0] for v in st.values())
+            jobs = lc.wait_jobs(ids, ("running",), 30)
+            api = sorted(j["start_time"] for j in jobs.values())
+            q = sorted(j["start_time"] - j["submit_time"] for j in jobs.values())
+            slots = {(p["node"], tuple(p["gpus"])) for j in jobs.values()
+                     for p in j["placement"]}
+            nodes = {p["node"] for j in jobs.values() for p in j["placement"]}
+            res = {"all_started_stamp_s": starts[-1] - t0,
+                   "first_started_stamp_s": starts[0] - t0,
+                   "all_started_api_s": api[-1] - t0,
+                   "submit_s": t_sub, "queue_delay_max_s": q[-1],
+                   "queue_delay_median_s": statistics.median(q),
+                   "distinct_gpus": len(slots), "nodes_used": len(nodes),
+                   "loadavg1_before": la}
+            runs.append(res)
+            log("sluice startup rep %d: all %d started %.3f s by job stamps, "
+                "%.3f s by agents' start_time (first %.3f s; 100 POSTs took "
+                "%.3f s; %d nodes, %d distinct GPUs)"
+                % (r + 1, n, res["all_started_stamp_s"],
+                   res["all_started_api_s"], res["first_started_stamp_s"],
+                   t_sub, len(nodes), len(slots)))
+            lc.cancel(ids)
+            lc.wait_jobs(ids, ("cancelled", "failed", "succeeded"), 60)
+            lc.wait_idle(60)
+            time.sleep(1.0)  # as the Slurm side
+    out["sluice"]["startup"] = runs
+
+
+def sluice_turnover(a, out):
+    J, S = a.turnover_jobs, a.turnover_sleep
+    runs = []
+    with Live(a.work, "turnover", 1) as lc:
+        for r in range(a.turnover_reps):
+            d = os.path.join(lc.dir, "stamps-%d" % r)
+            fresh_dir(d)
+            raws = [httpload.build_request(
+                "POST", "/v1/jobs", lc.tok,
+                job_spec("turn-%d-%d" % (r, i),
+                         ["/bin/bash", STAMP_SH, d, repr(S), "end"]))
+                for i in range(J)]
+            t0 = time.time()
+            ids = lc.submit_raw(raws)
+            t_sub = time.time() - t0
+            ends = wait_stamps(d, ".e", J, 60 + J * 2)
+            jobs = lc.wait_jobs(ids, ("succeeded", "failed"), 30)
+            starts = read_stamps(d, ".s")
+            recs = []
+            mismatch = 0
+            for jid, j in jobs.items():
+                p = j["placement"][0]
+                gpu = "%s/%s" % (p["node"], ",".join(str(g) for g in p["gpus"]))
+                if starts[jid][1] != ",".join(str(g) for g in p["gpus"]):
+                    mismatch += 1
+                recs.append({"gpu": gpu, "start": starts[jid][0],
+                             "end": ends[jid][0],
+                             "start_api": j["start_time"],
+                             "end_api": j["end_time"]})
+            res = gaps.gpu_gaps(recs, S, 8)
+            api = gaps.gpu_gaps(recs, S, 8, "start_api", "end_api")
+            mixed = gaps.gpu_gaps(recs, S, 8, "start", "end_api")
+            res.update({"api_" + k: v for k, v in api.items()})
+            res.update({"exitapi_to_stamp_" + k: v for k, v in mixed.items()})
+            res["cvd_mismatch"] = mismatch
+            res["submit_s"] = t_sub
+            res["all_done_s"] = max(v[0] for v in ends.values()) - t0
+            res["failed"] = sum(1 for j in jobs.values() if j["state"] != "succeeded")
+            runs.append(res)
+            log("sluice turnover rep %d: %d jobs x sleep %s on 8 GPUs done in "
+                "%.2f s; exit->next start per GPU (stamps) median %.1f ms, p90 "
+                "%.1f, max %.1f ms; agents' end->start median %.1f ms; agent "
+                "exit -> next stamp median %.1f ms; per-wave formula %.1f ms; "
+                "overlaps %d, CUDA_VISIBLE_DEVICES mismatches %d"
+                % (r + 1, J, S, res["all_done_s"], 1e3 * res["gap_median_s"],
+                   1e3 * res["gap_p90_s"], 1e3 * res["gap_max_s"],
+                   1e3 * api["gap_median_s"], 1e3 * mixed["gap_median_s"],
+                   1e3 * res["per_wave_formula_s"], res["overlaps"], mismatch))
+            lc.wait_idle(30)
+    out["sluice"]["turnover"] = runs
+
+
+# ------------------------------------------------------- submit and queue
+def cli_base(lc):
+    """argv prefix and environment for the sluice CLI against lc."""
+    exe = os.path.join(lc.harness.build_dir(), "sluice")
+    env = dict(os.environ, SLUICE_URL=lc.ctl.url, SLUICE_TOKEN=lc.adm,
+               SLUICE_SERVER=lc.ctl.url)
+    return [exe, "--server", lc.ctl.url, "--token", lc.adm], env
+
+
+def time_calls(fn, reps):
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return ts
+
+
+def sluice_submit_queue(a, out):
+    res = {"phases": []}
+    out["sluice"]["submit"] = res
+    with Live(a.work, "submit", 1) as lc:
+        d = os.path.join(lc.dir, "stamps-blockers")
+        fresh_dir(d)
+        blockers = lc.submit_raw([httpload.build_request(
+            "POST", "/v1/jobs", lc.tok,
+            job_spec("blocker-%d" % i, ["/bin/bash", STAMP_SH, d, "3000"]))
+            for i in range(8)])
+        wait_stamps(d, ".s", 8, 30)
+        lc.wait_jobs(blockers, ("running",), 30)
+        body = job_spec("q", ["/bin/true"])
+        raw = httpload.build_request("POST", "/v1/jobs", lc.tok, body)
+        acked = 0
+        phases = [(1, min(a.seq_n, a.pending)), (a.conns, a.pending - min(a.seq_n, a.pending))]
+        if a.submit_n > a.pending:
+            phases.append((a.conns2, a.submit_n - a.pending))
+        for idx, (c, n) in enumerate(phases):
+            if n <= 0:
+                continue
+            r = httpload.run_load(lc.ctl.port, lambda i: raw, n, c,
+                                  a.submit_deadline)
+            acked += r["ok"]
+            lat = r["latencies_s"]
+            ph = {"conns": c, "n": n, "ok": r["ok"], "done": r["done"],
+                  "errors": r["errors"], "first_error": r["first_error"],
+                  "elapsed_s": r["elapsed_s"],
+                  "rate_per_s": r["ok"] / r["elapsed_s"],
+                  "lat_p50_ms": 1e3 * pct(lat, 0.5), "lat_p99_ms": 1e3 * pct(lat, 0.99),
+                  "lat_max_ms": 1e3 * max(lat) if lat else None,
+                  "client_cpu_us_per_req": 1e6 * r["cpu_s"] / max(1, r["done"]),
+                  "jobs_before": acked - r["ok"]}
+            res["phases"].append(ph)
+            log("sluice submit phase %d: %d POST /v1/jobs over %d keep-alive "
+                "connection(s) with %d jobs already queued: %d acknowledged in "
+                "%.2f s = %.0f/s (latency p50 %.2f ms, p99 %.2f ms, max %.1f ms; "
+                "errors %s; client CPU %.0f us/request)"
+                % (idx + 1, n, c, ph["jobs_before"], r["ok"], r["elapsed_s"],
+                   ph["rate_per_s"], ph["lat_p50_ms"], ph["lat_p99_ms"],
+                   ph["lat_max_ms"] or 0, r["errors"] or "none",
+                   ph["client_cpu_us_per_req"]))
+            if r["ok"] < n:
+                log("  first error body: %s" % r["first_error"])
+            if acked >= a.pending and "queue" not in res:
+                res["queue"] = measure_queue(lc, a)
+        res["acked"] = acked
+        if a.durability:
+            res["durability"] = durability_check(lc, acked + len(blockers))
+        lc.cancel(blockers)
+        lc.wait_jobs(blockers, ("cancelled", "failed", "succeeded"), 60)
+
+
+def measure_queue(lc, a):
+    q = {}
+    st, js, b = lc.aconn.request("GET", "/v1/jobs?state=pending")
+    q["pending"] = len(js["jobs"]) if st == 200 else None
+    st, js, b = lc.aconn.request("GET", "/v1/jobs")
+    q["jobs_total"] = len(js["jobs"])
+    q["body_bytes"] = len(b)
+    raw_all = httpload.build_request("GET", "/v1/jobs", lc.adm)
+    raw_pend = httpload.build_request("GET", "/v1/jobs?state=pending", lc.adm)
+    q["get_jobs_s"] = time_calls(lambda: lc.aconn.request_raw(raw_all), a.queue_reps)
+    q["get_jobs_pending_s"] = time_calls(lambda: lc.aconn.request_raw(raw_pend),
+                                         a.queue_reps)
+    # a fresh connection per call, as a one-shot client would
+    def fresh():
+        c = httpload.Conn(lc.ctl.port, lc.adm)
+        c.request_raw(raw_all)
+        c.close()
+    q["get_jobs_fresh_conn_s"] = time_calls(fresh, a.queue_reps)
+    argv, env = cli_base(lc)
+    for name, extra in (("cli_queue_s", ["queue"]), ("cli_queue_json_s", ["queue", "--json"])):
+        lines = [0]
+
+        def run():
+            p = subprocess.run(argv + extra, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=60)
+            if p.returncode != 0:
+                raise RuntimeError("%s -> %d: %s" % (" ".join(argv + extra),
+                                                    p.returncode, p.stderr[:300]))
+            lines[0] = p.stdout.count(b"\n")
+        try:
+            q[name] = time_calls(run, a.queue_reps)
+            q[name.replace("_s", "_lines")] = lines[0]
+        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            q[name] = None
+            q[name.replace("_s", "_error")] = str(e)
+            log("  %s failed: %s" % (name, e))
+    for k in ("cli_queue_s", "cli_queue_json_s", "get_jobs_s",
+              "get_jobs_pending_s", "get_jobs_fresh_conn_s"):
+        if q.get(k):
+            log("sluice queue: %-22s with %s pending (%d jobs in all): "
+                "min/median/max %s ms" % (k[:-2], q["pending"], q["jobs_total"],
+                                          fmt(mmm(q[k]), 1e3, 2)))
+    return q
+
+
+def durability_check(lc, expected):
+    """kill -9 the controller, restart it, count jobs; the agent reconnects."""
+    t = time.perf_counter()
+    lc.ctl.kill9()
+    t_k = time.perf_counter()
+    lc.ctl.start(timeout=120)
+    restart_s = time.perf_counter() - t_k
+    lc.conn.close()
+    lc.aconn.close()
+    st, js, b = lc.aconn.request("GET", "/v1/jobs")
+    n = len(js["jobs"]) if st == 200 else -1
+    d = {"expected": expected, "found": n, "restart_s": restart_s,
+         "lost": expected - n}
+    # wait for the agent to come back so the blockers can be cancelled
+    lc.harness.wait_for(lambda: lc.ctl.node("n01") and
+                        lc.ctl.node("n01")["state"] == "up", timeout=30,
+                        what="agent n01 back")
+    log("sluice durability: kill -9 + restart with %d acknowledged jobs: %d "
+        "found after restart (%d lost), restart to /healthz %.2f s"
+        % (expected, n, expected - n, restart_s))
+    del t
+    return d
+
+
+# ---------------------------------------------------------------- slurm side
+def slurm_all(a, out):
+    s = out["slurm"] = {"version": slurmside.version()}
+    tests = a.tests
+    if "startup" in tests:
+        s["startup"] = slurmside.startup(STAMP_SH, a.work, n=a.startup_n,
+                                         sleep_s=30, reps=a.slurm_reps, log=log)
+    if "turnover" in tests:
+        s["turnover"] = slurmside.turnover(STAMP_SH, a.work, a.turnover_jobs,
+                                           a.turnover_sleep,
+                                           a.slurm_turnover_reps, log=log)
+    if "submit" in tests or "queue" in tests:
+        s["submit"] = slurmside.submit_and_queue(a.slurm_pending, 4,
+                                                 a.queue_reps, log=log)
+
+
+# ------------------------------------------------------------------ summary
+def summary(out, a):
+    L = ["| figure | target | Sluice (this run) | Slurm 22.05 (this run) | Slurm reference (peers/slurm/results.md) |",
+         "|---|---|---|---|---|"]
+    sl = out.get("sluice") or {}
+    su = out.get("slurm") or {}
+
+    def col(runs, key, scale=1.0, nd=3):
+        return fmt(mmm([r.get(key) for r in runs]), scale, nd) if runs else "not run"
+
+    def row(*cells):
+        L.append("| " + " | ".join(cells) + " |")
+
+    r1, s1 = sl.get("startup"), su.get("startup")
+    if r1 or s1:
+        row("100-task start-up: all started (job stamps), s, min / median / max",
+            TARGETS["startup"], col(r1, "all_started_stamp_s"),
+            col(s1, "all_started_s") + (" (no GRES: 128 CPUs, 1 node)" if s1 else ""),
+            SLURM_REF["startup"])
+        row("same, by the agents' reported start_time, s", "",
+            col(r1, "all_started_api_s"), "", "")
+        row("first task started (job stamp), s", "", col(r1, "first_started_stamp_s"),
+            col(s1, "first_started_s"), "")
+        row("the 100 submissions took (POSTs on one connection / sbatch calls), s", "",
+            col(r1, "submit_s"), col(s1, "submit_s"), "")
+    r2, s2 = sl.get("turnover"), su.get("turnover")
+    if r2 or s2:
+        row("GPU turnover: exit -> next start on that GPU (stamps), median of a run, ms",
+            TARGETS["turnover"], col(r2, "gap_median_s", 1e3, 1),
+            col(s2, "gap_median_s", 1e3, 1), SLURM_REF["turnover"])
+        row("same, p90 of a run, ms", "", col(r2, "gap_p90_s", 1e3, 1),
+            col(s2, "gap_p90_s", 1e3, 1), "")
+        row("same, max of a run, ms", "", col(r2, "gap_max_s", 1e3, 1),
+            col(s2, "gap_max_s", 1e3, 1), "")
+        row("same, the peer's per-wave formula (last-first start)/(waves-1)-sleep, ms", "",
+            col(r2, "per_wave_formula_s", 1e3, 1), col(s2, "per_wave_formula_s", 1e3, 1), "")
+        row("same, agents' end_time -> next start_time (median), ms", "",
+            col(r2, "api_gap_median_s", 1e3, 1), "", "")
+    sub, ss = sl.get("submit") or {}, su.get("submit")
+    for ph in sub.get("phases", []):
+        row("durable submissions/s: %d connection(s), %d jobs, %d already queued"
+            % (ph["conns"], ph["n"], ph["jobs_before"]), TARGETS["submit"],
+            "%.0f/s (p50 %.2f ms, p99 %.2f ms)" % (ph["rate_per_s"], ph["lat_p50_ms"],
+                                                    ph["lat_p99_ms"]), "", "")
+    if ss:
+        row("submissions/s, Slurm: `sbatch --hold`, 4 parallel submitters, %d jobs" % ss["n"],
+            TARGETS["submit"], "", "%.1f/s (p50 %.1f ms)" % (ss["rate_per_s"], 1e3 * ss["lat_p50_s"]),
+            SLURM_REF["submit"])
+    q = sub.get("queue") or {}
+    for k, label in (("cli_queue_s", "`sluice queue`"),
+                     ("cli_queue_json_s", "`sluice queue --json`"),
+                     ("get_jobs_s", "GET /v1/jobs, keep-alive"),
+                     ("get_jobs_fresh_conn_s", "GET /v1/jobs, new connection"),
+                     ("get_jobs_pending_s", "GET /v1/jobs?state=pending")):
+        if q.get(k):
+            row("queue latency, %s, %s pending, ms" % (label, q.get("pending")),
+                TARGETS["queue"] if k == "cli_queue_s" else "",
+                fmt(mmm(q[k]), 1e3, 1), "", "")
+    if ss:
+        row("queue latency, `squeue` (default format), %d pending, ms" % ss["squeue_pending"],
+            TARGETS["queue"], "", fmt(mmm(ss["squeue_s"]), 1e3, 1), SLURM_REF["queue"])
+    dur = sub.get("durability")
+    if dur:
+        row("kill -9 + restart: acknowledged jobs lost", "0",
+            "%d of %d (restart to /healthz %.2f s)" % (dur["lost"], dur["expected"],
+                                                       dur["restart_s"]), "", "")
+    return "\n".join(L)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--tests", default="startup,turnover,submit,queue")
+    ap.add_argument("--slurm", choices=("auto", "skip", "only"), default="auto",
+                    help="auto: also measure Slurm if its cluster answers")
+    ap.add_argument("--reps", type=int, default=5, help="startup repetitions")
+    ap.add_argument("--agents", type=int, default=13)
+    ap.add_argument("--startup-n", type=int, default=100)
+    ap.add_argument("--turnover-jobs", type=int, default=40)
+    ap.add_argument("--turnover-sleep", type=float, default=0.2)
+    ap.add_argument("--turnover-reps", type=int, default=3)
+    ap.add_argument("--submit-n", type=int, default=20000)
+    ap.add_argument("--pending", type=int, default=10000)
+    ap.add_argument("--seq-n", type=int, default=1000,
+                    help="first submission phase: this many on 1 connection")
+    ap.add_argument("--conns", type=int, default=8)
+    ap.add_argument("--conns2", type=int, default=32)
+    ap.add_argument("--submit-deadline", type=float, default=120)
+    ap.add_argument("--queue-reps", type=int, default=10)
+    ap.add_argument("--no-durability", dest="durability", action="store_false")
+    ap.add_argument("--slurm-reps", type=int, default=3)
+    ap.add_argument("--slurm-turnover-reps", type=int, default=2)
+    ap.add_argument("--slurm-pending", type=int, default=10000)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    a.tests = [t for t in a.tests.split(",") if t]
+    a.reps = max(1, min(a.reps, 50))
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    a.out = a.out or "/tmp/sluice-live-bench/%s" % stamp
+    a.work = os.path.join(a.out, "work")
+    os.makedirs(a.work, exist_ok=True)
+    os.chmod(a.out, 0o755)
+    out = {"meta": {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "kernel": platform.release(), "nproc": os.cpu_count(),
+        "args": {k: v for k, v in vars(a).items()},
+        "loadavg_start": os.getloadavg()}, "sluice": {}}
+    try:
+        out["meta"]["git"] = subprocess.run(
+            ["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    if a.slurm != "skip":
+        if slurmside.available():
+            out["meta"]["slurm"] = "measured in this run"
+        elif a.slurm == "only":
+            sys.exit("Slurm cluster not answering (run ../shared/peers/slurm/setup.sh)")
+        else:
+            out["meta"]["slurm"] = "not available: reference figures only"
+            log("Slurm cluster not answering: Slurm column = reference figures only")
+    try:
+        if a.slurm != "only":
+            if "startup" in a.tests:
+                sluice_startup(a, out)
+            if "turnover" in a.tests:
+                sluice_turnover(a, out)
+            if "submit" in a.tests or "queue" in a.tests:
+                sluice_submit_queue(a, out)
+        if a.slurm != "skip" and out["meta"].get("slurm") == "measured in this run":
+            slurm_all(a, out)
+    finally:
+        out["meta"]["loadavg_end"] = os.getloadavg()
+        with open(os.path.join(a.out, "results.json"), "w") as fh:
+            json.dump(out, fh, indent=1, default=str)
+    s = summary(out, a)
+    with open(os.path.join(a.out, "summary.md"), "w") as fh:
+        fh.write(s + "\n")
+    print()
+    print(s)
+    print()
+    log("raw results: %s/results.json" % a.out)
+
+
+if __name__ == "__main__":
+    main()
