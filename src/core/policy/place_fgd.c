@@ -1,0 +1,78 @@
+/*
+ * place_fgd.c - Fragmentation Gradient Descent (Weng et al., USENIX ATC'23):
+ * place the task where the expected GPU fragmentation of the cluster grows
+ * least. Only the chosen node's fragmentation changes, so the score of a
+ * node is its own change, computed exactly as the paper's simulator does
+ * (FGDScore):
+ *
+ *     d     = F(node before) - F(node after placing the task)     (GPU milli)
+ *     score = trunc(100 * sigmoid(d / 1000))                      (0..100)
+ *
+ * where F is the workload's expected fragmentation (workload.c). The GPU
+ * choice is part of the descent: a share is tried on every GPU it fits on
+ * and goes where the score is highest (lowest GPU index among equals, as in
+ * the simulator); whole GPUs take the lowest-numbered free ones and a task
+ * without GPUs only consumes CPU and memory. Equal scores between nodes are
+ * broken uniformly at random over nodes (the Kubernetes rule, see
+ * policy/place.h). GPUs with identical free state give identical results,
+ * so each distinct state is evaluated once.
+ *
+ * Cost: one F per distinct GPU state of the node plus one, each O(gpus) when
+ * the workload's memo hits and O(shapes * gpus) when it misses.
+ */
+#include "policy/place.h"
+
+static int64_t fgd_quant(double before, double after) {
+    double d = (before - after) / 1000.0;
+    return (int64_t)(100.0 / (1.0 + exp(-d)));
+}
+
+static int fgd_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
+                     uint32_t weight, int64_t *score, sl_place_t *pl) {
+    if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
+    const sl_workload_t *w = cy->workload;
+    double before = sl__frag_node_cached(w, node);
+    sl_node_t t = *node;
+    t.cpu_free -= req->cpu_milli;
+    t.mem_free -= req->mem_bytes;
+    int64_t primary;
+    if (sl__req_share(req)) {
+        int best_g = -1;
+        int64_t best = 0;
+        for (int g = 0; g < node->ngpus; g++) {
+            if (!sl__share_fits_gpu(node, g, req)) continue;
+            bool dup = false;
+            for (int h = 0; h < g && !dup; h++)
+                dup = sl__share_fits_gpu(node, h, req) && node->gpu_free[h] == node->gpu_free[g] &&
+                      node->gpu_mem_free[h] == node->gpu_mem_free[g];
+            if (dup) continue; /* same state as an earlier GPU: same score, earlier index wins */
+            t.gpu_free[g] -= req->gpu_milli;
+            t.gpu_mem_free[g] -= req->gpu_mem_bytes;
+            int64_t q = fgd_quant(before, sl__frag_node_cached(w, &t));
+            t.gpu_free[g] = node->gpu_free[g];
+            t.gpu_mem_free[g] = node->gpu_mem_free[g];
+            if (best_g < 0 || q > best) {
+                best_g = g;
+                best = q;
+            }
+        }
+        if (best_g < 0) return SL_NOFIT;
+        sl__place_share(node, req, best_g, pl);
+        primary = best;
+    } else {
+        for (int g = 0; g < node->ngpus; g++) {
+            if (!(pl->gpu_mask & (1u << g))) continue;
+            t.gpu_free[g] = 0;
+            t.gpu_mem_free[g] = 0;
+        }
+        primary = fgd_quant(before, sl__frag_node_cached(w, &t));
+    }
+    *score = sl__pack_score(primary, sl__tiebreak(cy->rng, weight));
+    return SL_FIT;
+}
+
+const sl_place_policy_t sl__place_fgd = {
+    .name = "fgd",
+    .help = "least growth of expected GPU fragmentation (FGD, USENIX ATC'23)",
+    .score = fgd_score,
+};

@@ -1,0 +1,49 @@
+/*
+ * place_gpuclustering.c - GPU clustering, after the FGD paper's simulator
+ * (GpuClusteringScore): keep tasks of one kind together. With
+ * left = the node's free GPU milli and base = trunc(25 * (8000 - left) / 8000):
+ *
+ *   node runs only tasks of the task's kind            75 + base
+ *   node runs that kind and others                     50 + base
+ *   node runs nothing on its GPUs                      25 + base
+ *   node runs only other kinds                              base
+ *
+ * A task without GPUs scores 0 everywhere. The simulator knows which pods a
+ * node runs and tags them "share-gpu" or "k-gpu"; Sluice's nodes record only
+ * free capacity, so the kinds are inferred from it: a partially used GPU
+ * (0 < free < 1000) means shares run there, a fully used GPU (free 0) means
+ * whole-GPU tasks do, and whole-GPU tasks of any count form one kind. This
+ * is the one policy that approximates its reference. Equal scores: uniform
+ * over nodes (policy/place.h); GPUs: the default best-fit rule. O(gpus).
+ */
+#include "policy/place.h"
+
+static int gpuclustering_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
+                               uint32_t weight, int64_t *score, sl_place_t *pl) {
+    if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
+    int64_t primary = 0;
+    if (sl__req_gpu(req)) {
+        bool has_share = false, has_whole = false;
+        int64_t left = 0;
+        for (int g = 0; g < node->ngpus; g++) {
+            left += node->gpu_free[g];
+            if (node->gpu_free[g] > 0 && node->gpu_free[g] < SL_GPU_MILLI) has_share = true;
+            if (node->gpu_free[g] == 0) has_whole = true;
+        }
+        int64_t base = 25 * ((int64_t)SL__MAX_SPEC_GPU_MILLI - left) / (int64_t)SL__MAX_SPEC_GPU_MILLI;
+        int kinds = (int)has_share + (int)has_whole;
+        bool match = sl__req_share(req) ? has_share : has_whole;
+        if (match)
+            primary = base + (kinds == 1 ? 75 : 50);
+        else
+            primary = base + (kinds == 0 ? 25 : 0);
+    }
+    *score = sl__pack_score(primary, sl__tiebreak(cy->rng, weight));
+    return SL_FIT;
+}
+
+const sl_place_policy_t sl__place_gpuclustering = {
+    .name = "gpuclustering",
+    .help = "keep tasks of the same GPU kind together (FGD paper's GpuClustering)",
+    .score = gpuclustering_score,
+};

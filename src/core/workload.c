@@ -1,0 +1,292 @@
+/*
+ * workload.c - typical task shapes and the FGD fragmentation measure
+ * (Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing Workloads
+ * with Fragmentation Gradient Descent", USENIX ATC'23, Sec. 4).
+ *
+ * Definitions, as in the paper's simulator (pkg/utils/frag.go of
+ * hkust-adsl/kubernetes-scheduler-simulator), for a node and a task shape m:
+ *
+ *   - m asks for no GPU: every free GPU milli of the node is fragmented (a
+ *     CPU-only task can use none of it);
+ *   - m asks for a GPU model the node does not have: all are fragmented;
+ *   - the node lacks the CPU (or memory) for m: all are fragmented;
+ *   - the node has fewer usable GPUs than m needs (a share needs one GPU
+ *     with at least m's milli and GPU memory free; whole GPUs need that many
+ *     entirely free GPUs): all are fragmented;
+ *   - otherwise m fits, and only the free milli of the GPUs that m cannot
+ *     use (free below its share, or partially used for whole-GPU shapes)
+ *     is fragmented.
+ *
+ * The simulator ignores host memory; Sluice also counts a node that lacks
+ * the memory for m as fully fragmented for m. On the Alibaba trace memory
+ * never binds first, so the two agree there.
+ *
+ * The node's expected fragmentation is the popularity-weighted sum over the
+ * workload's shapes (popularity = count / total), in GPU milli.
+ *
+ * Workload: tens to ~100 shapes, evaluated millions of times by FGD on node
+ * states that repeat, hence the memo below: a hash table keyed by the part of
+ * the state the measure depends on (which shapes' CPU and memory demands the
+ * node meets, its model, and its sorted free GPU milli). It is flushed
+ * whenever the workload changes, and when it is half full.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice/alloc.h"
+#include "sluice/error.h"
+#include "sluice/workload.h"
+
+#include "policy/place.h"
+
+#define MEMO_BITS 15
+#define MEMO_SLOTS (1u << MEMO_BITS)
+
+typedef struct memo_key {
+    uint16_t cpu_rank, mem_rank; /* how many distinct shape demands the free amount meets */
+    int16_t model;
+    uint16_t ngpus;
+    uint16_t gfree[SL_MAX_GPUS_PER_NODE]; /* ascending */
+} memo_key_t;
+
+typedef struct memo_slot {
+    memo_key_t key;
+    uint32_t used;
+    double val;
+} memo_slot_t;
+
+typedef struct memo {
+    memo_slot_t *slots; /* MEMO_SLOTS, allocated on first use */
+    uint32_t count;
+    bool usable;        /* false when shapes ask for GPU memory (not in the key) */
+    int64_t *cpu_levels, *mem_levels; /* sorted distinct demands */
+    uint32_t ncpu, nmem;
+    bool built;
+} memo_t;
+
+struct sl_workload {
+    sl_task_req_t *shapes;
+    int64_t *counts;
+    size_t n, cap;
+    int64_t total;
+    memo_t *memo; /* the pointee is mutable through a const workload */
+};
+
+int sl_workload_create(sl_workload_t **out) {
+    sl_workload_t *w = sl_xcalloc(1, sizeof *w);
+    w->memo = sl_xcalloc(1, sizeof *w->memo);
+    *out = w;
+    return 0;
+}
+
+static void memo_reset(memo_t *m) {
+    sl_free(m->cpu_levels);
+    sl_free(m->mem_levels);
+    m->cpu_levels = m->mem_levels = NULL;
+    m->ncpu = m->nmem = 0;
+    m->built = false;
+    if (m->slots && m->count) memset(m->slots, 0, MEMO_SLOTS * sizeof *m->slots);
+    m->count = 0;
+}
+
+void sl_workload_destroy(sl_workload_t *w) {
+    if (!w) return;
+    memo_reset(w->memo);
+    sl_free(w->memo->slots);
+    sl_free(w->memo);
+    sl_free(w->shapes);
+    sl_free(w->counts);
+    sl_free(w);
+}
+
+/* Two shapes are the same if every field but the pool matches. */
+static bool same_shape(const sl_task_req_t *a, const sl_task_req_t *b) {
+    return a->cpu_milli == b->cpu_milli && a->mem_bytes == b->mem_bytes && a->gpus == b->gpus &&
+           a->gpu_milli == b->gpu_milli && a->gpu_mem_bytes == b->gpu_mem_bytes &&
+           a->model_mask == b->model_mask;
+}
+
+int sl_workload_add(sl_workload_t *w, const sl_task_req_t *req, int64_t count) {
+    if (!w || !req || count <= 0) return SL_EINVAL;
+    sl_task_req_t s = *req;
+    s.pool = -1;
+    memo_reset(w->memo);
+    w->total += count;
+    for (size_t i = 0; i < w->n; i++) {
+        if (same_shape(&w->shapes[i], &s)) {
+            w->counts[i] += count;
+            return 0;
+        }
+    }
+    if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 16;
+        w->shapes = sl_xrealloc(w->shapes, w->cap * sizeof *w->shapes);
+        w->counts = sl_xrealloc(w->counts, w->cap * sizeof *w->counts);
+    }
+    w->shapes[w->n] = s;
+    w->counts[w->n] = count;
+    w->n++;
+    return 0;
+}
+
+void sl_workload_clear(sl_workload_t *w) {
+    if (!w) return;
+    memo_reset(w->memo);
+    w->n = 0;
+    w->total = 0;
+}
+
+size_t sl_workload_shape_count(const sl_workload_t *w) {
+    return w ? w->n : 0;
+}
+
+const sl_task_req_t *sl_workload_shape(const sl_workload_t *w, size_t i, int64_t *count) {
+    if (!w || i >= w->n) return NULL;
+    if (count) *count = w->counts[i];
+    return &w->shapes[i];
+}
+
+int64_t sl_workload_total(const sl_workload_t *w) {
+    return w ? w->total : 0;
+}
+
+int64_t sl_frag_node_shape(const sl_node_t *node, const sl_task_req_t *shape) {
+    int64_t total = sl__node_gpu_free(node);
+    if (!sl__req_gpu(shape)) return total;               /* CPU-only: no GPU is usable */
+    if (!sl__model_ok(node, shape->model_mask)) return total;
+    if (node->cpu_free < shape->cpu_milli || node->mem_free < shape->mem_bytes) return total;
+    int32_t need = sl__req_whole(shape) ? shape->gpus : 1;
+    int32_t usable = 0;
+    int64_t frag = 0;
+    for (int g = 0; g < node->ngpus; g++) {
+        bool ok = sl__req_whole(shape) ? sl__gpu_full_free(node, g)
+                                       : sl__share_fits_gpu(node, g, shape);
+        if (ok)
+            usable++;
+        else
+            frag += node->gpu_free[g];
+    }
+    return usable >= need ? frag : total;
+}
+
+double sl_frag_node(const sl_node_t *node, const sl_workload_t *w) {
+    if (!w || w->total <= 0) return 0.0;
+    double sum = 0.0, total = (double)w->total;
+    for (size_t i = 0; i < w->n; i++) {
+        int64_t f = sl_frag_node_shape(node, &w->shapes[i]);
+        if (f) sum += ((double)w->counts[i] / total) * (double)f;
+    }
+    return sum;
+}
+
+double sl_frag_cluster(const sl_cluster_t *cl, const sl_workload_t *w) {
+    double sum = 0.0;
+    size_t nc = sl_cluster_class_count(cl);
+    for (size_t i = 0; i < nc; i++) {
+        const sl_node_t *rep = sl_cluster_class_rep(cl, i);
+        double f = sl__frag_node_cached(w, rep);
+        sum += (double)sl_cluster_class_size(cl, i) * f;
+    }
+    return sum;
+}
+
+/* ---- the memo ---- */
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static uint32_t uniq_sorted(int64_t *v, uint32_t n) {
+    qsort(v, n, sizeof *v, cmp_i64);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (k == 0 || v[k - 1] != v[i]) v[k++] = v[i];
+    return k;
+}
+
+static void memo_build(const sl_workload_t *w, memo_t *m) {
+    m->cpu_levels = sl_xmalloc((w->n + 1) * sizeof(int64_t));
+    m->mem_levels = sl_xmalloc((w->n + 1) * sizeof(int64_t));
+    m->usable = w->n < 65535;
+    for (size_t i = 0; i < w->n; i++) {
+        m->cpu_levels[i] = w->shapes[i].cpu_milli;
+        m->mem_levels[i] = w->shapes[i].mem_bytes;
+        if (w->shapes[i].gpu_mem_bytes > 0) m->usable = false;
+    }
+    m->ncpu = uniq_sorted(m->cpu_levels, (uint32_t)w->n);
+    m->nmem = uniq_sorted(m->mem_levels, (uint32_t)w->n);
+    if (m->usable && !m->slots) m->slots = sl_xcalloc(MEMO_SLOTS, sizeof *m->slots);
+    m->built = true;
+}
+
+/* Number of levels <= v (levels ascending). */
+static uint16_t rank_of(const int64_t *lv, uint32_t n, int64_t v) {
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (lv[mid] <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (uint16_t)lo;
+}
+
+static uint64_t key_hash(const memo_key_t *k) {
+    uint64_t words[sizeof *k / 8 + 1];
+    memset(words, 0, sizeof words);
+    memcpy(words, k, sizeof *k);
+    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (size_t i = 0; i < sizeof words / 8; i++) {
+        h = (h ^ words[i]) * 0x9fb21c651e98df25ULL;
+        h ^= h >> 29;
+    }
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 32);
+}
+
+double sl__frag_node_cached(const sl_workload_t *w, const sl_node_t *node) {
+    if (!w || w->total <= 0) return 0.0;
+    memo_t *m = w->memo;
+    if (!m->built) memo_build(w, m);
+    if (!m->usable) return sl_frag_node(node, w);
+
+    memo_key_t k;
+    memset(&k, 0, sizeof k);
+    k.cpu_rank = rank_of(m->cpu_levels, m->ncpu, node->cpu_free);
+    k.mem_rank = rank_of(m->mem_levels, m->nmem, node->mem_free);
+    k.model = (int16_t)node->model;
+    k.ngpus = (uint16_t)node->ngpus;
+    for (int i = 0; i < node->ngpus; i++) {
+        /* A whole GPU counts as free only with all its memory free; keep that
+         * distinction in the key by mapping "1000 milli, memory in use" to 1001. */
+        uint16_t x = (uint16_t)node->gpu_free[i];
+        if (x == SL_GPU_MILLI && node->gpu_mem_free[i] != node->gpu_mem_total) x = SL_GPU_MILLI + 1;
+        int j = i;
+        while (j > 0 && k.gfree[j - 1] > x) {
+            k.gfree[j] = k.gfree[j - 1];
+            j--;
+        }
+        k.gfree[j] = x;
+    }
+    uint64_t h = key_hash(&k);
+    uint32_t mask = MEMO_SLOTS - 1, i = (uint32_t)h & mask;
+    for (;;) {
+        memo_slot_t *s = &m->slots[i];
+        if (!s->used) break;
+        if (memcmp(&s->key, &k, sizeof k) == 0) return s->val;
+        i = (i + 1) & mask;
+    }
+    double v = sl_frag_node(node, w);
+    if (m->count >= MEMO_SLOTS / 2) {
+        memset(m->slots, 0, MEMO_SLOTS * sizeof *m->slots);
+        m->count = 0;
+        i = (uint32_t)h & mask;
+    }
+    m->slots[i].key = k;
+    m->slots[i].used = 1;
+    m->slots[i].val = v;
+    m->count++;
+    return v;
+}
