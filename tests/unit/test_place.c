@@ -1,0 +1,537 @@
+/*
+ * test_place.c - the placement framework and policies: every policy places
+ * only where the task fits, shares never over-fill a GPU, gangs are all or
+ * none (the cluster is unchanged on failure), the class-based search finds
+ * the same best score as a naive scan of every node, randomness is uniform
+ * over nodes, gangs pack onto few nodes, and failures explain themselves.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/place.h"
+#include "testutil.h"
+
+static int teardown(void **state) {
+    (void)state;
+    SL_ASSERT_NO_LEAKS();
+    return 0;
+}
+
+/* Fixture: a cluster, a workload and a cycle over them. */
+typedef struct fx {
+    sl_cluster_t *cl;
+    sl_workload_t *w;
+    sl_rng_t rng;
+    sl_cycle_t cy;
+} fx_t;
+
+static void fx_init(fx_t *f, uint64_t seed) {
+    sl_cluster_create(&f->cl);
+    sl_workload_create(&f->w);
+    sl_rng_seed(&f->rng, seed);
+    f->cy = (sl_cycle_t){.cluster = f->cl, .workload = f->w, .rng = &f->rng, .now_us = 0};
+}
+
+static void fx_fini(fx_t *f) {
+    sl_workload_destroy(f->w);
+    sl_cluster_destroy(f->cl);
+}
+
+/* Alibaba-like shapes for the workload (FGD needs one). */
+static void fx_workload(fx_t *f) {
+    const struct {
+        const char *cpu, *mem;
+        int gpus;
+        const char *share;
+        int count;
+    } s[] = {{"4", "8Gi", 0, "0.5", 30}, {"8", "16Gi", 1, "", 25}, {"2", "4Gi", 0, "0.25", 20},
+             {"16", "32Gi", 2, "", 10},  {"8", "8Gi", 0, "", 10},  {"32", "64Gi", 4, "", 5}};
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
+        sl_task_req_t r = tu_req(s[i].cpu, s[i].mem, s[i].gpus, s[i].share);
+        sl_workload_add(f->w, &r, s[i].count);
+    }
+}
+
+/* A mixed cluster: two models, a CPU-only pool, different sizes. */
+static void fx_mixed_cluster(fx_t *f) {
+    tu_add_nodes(f->cl, "g8", 6, "96", "384Gi", 8, "V100", "32Gi", "");
+    tu_add_nodes(f->cl, "g4", 4, "32", "128Gi", 4, "T4", "16Gi", "");
+    tu_add_nodes(f->cl, "g2", 3, "16", "64Gi", 2, "T4", "16Gi", "");
+    tu_add_nodes(f->cl, "cpu", 3, "64", "256Gi", 0, NULL, "", "cpu");
+}
+
+static sl_task_req_t random_req(sl_rng_t *rng, const sl_cluster_t *cl) {
+    sl_task_req_t r;
+    sl_task_req_init(&r);
+    r.cpu_milli = 500 * (int64_t)(1 + sl_rng_below(rng, 40));
+    r.mem_bytes = (INT64_C(1) << 30) * (int64_t)(1 + sl_rng_below(rng, 64));
+    switch (sl_rng_below(rng, 4)) {
+    case 0: break; /* CPU only */
+    case 1: r.gpu_milli = 50 * (int32_t)(1 + sl_rng_below(rng, 19)); break;
+    case 2: r.gpus = 1 + (int32_t)sl_rng_below(rng, 8); break;
+    default:
+        r.gpu_milli = 100 * (int32_t)(1 + sl_rng_below(rng, 9));
+        if (sl_rng_below(rng, 2)) r.gpu_mem_bytes = (INT64_C(1) << 30) * (int64_t)(1 + sl_rng_below(rng, 8));
+        break;
+    }
+    if (sl_rng_below(rng, 5) == 0 && sl_task_req_has_gpu(&r))
+        r.model_mask = UINT64_C(1) << sl_cluster_model_find(cl, sl_rng_below(rng, 2) ? "T4" : "V100");
+    if (sl_rng_below(rng, 8) == 0) r.pool = sl_cluster_pool_find(cl, sl_rng_below(rng, 2) ? "cpu" : "default");
+    return r;
+}
+
+static bool any_node_fits(const sl_cluster_t *cl, const sl_task_req_t *r) {
+    for (uint32_t id = 0; id < sl_cluster_node_count(cl); id++)
+        if (sl_node_fits(sl_cluster_node(cl, id), r)) return true;
+    return false;
+}
+
+/* Checks no GPU is over-filled and the index is consistent. */
+static void assert_cluster_sane(const sl_cluster_t *cl) {
+    assert_int_equal(sl_cluster_check(cl), 0);
+    for (uint32_t id = 0; id < sl_cluster_node_count(cl); id++) {
+        const sl_node_t *n = sl_cluster_node(cl, id);
+        assert_true(n->cpu_free >= 0 && n->mem_free >= 0);
+        for (int g = 0; g < n->ngpus; g++) {
+            assert_true(n->gpu_free[g] >= 0 && n->gpu_free[g] <= SL_GPU_MILLI);
+            assert_true(n->gpu_mem_free[g] >= 0 && n->gpu_mem_free[g] <= n->gpu_mem_total);
+        }
+    }
+}
+
+static void test_place_registry(void **state) {
+    (void)state;
+    const char *names[] = {"firstfit", "bestfit", "fgd", "dotprod", "gpupacking", "gpuclustering", "random"};
+    const sl_place_policy_t *const *list = sl_place_policy_list();
+    size_t n = 0;
+    while (list[n]) {
+        assert_non_null(list[n]->help);
+        assert_non_null(list[n]->score);
+        n++;
+    }
+    assert_int_equal(n, sizeof names / sizeof names[0]);
+    for (size_t i = 0; i < n; i++) {
+        const sl_place_policy_t *p = sl_place_policy_find(names[i]);
+        assert_non_null(p);
+        assert_string_equal(p->name, names[i]);
+    }
+    assert_null(sl_place_policy_find("worstfit"));
+    assert_null(sl_place_policy_find(NULL));
+    assert_non_null(sl_place_policy_find(sl_place_policy_default()));
+}
+
+/* Every policy: a placement is on a node where the task fits, the cluster
+ * accepts it, and NOFIT comes only when no node fits. Fills the cluster with
+ * random tasks until many fail; shares never exceed a GPU. */
+static void test_place_every_policy_feasible(void **state) {
+    (void)state;
+    const sl_place_policy_t *const *list = sl_place_policy_list();
+    for (size_t pi = 0; list[pi]; pi++) {
+        fx_t f;
+        fx_init(&f, 1000 + pi);
+        fx_mixed_cluster(&f);
+        fx_workload(&f);
+        sl_rng_t rr;
+        sl_rng_seed(&rr, 42);
+        int placed = 0, nofit = 0;
+        for (int it = 0; it < 600; it++) {
+            sl_task_req_t r = random_req(&rr, f.cl);
+            sl_place_t pl;
+            int st = sl_place_task(list[pi], &f.cy, &r, &pl);
+            if (st == SL_FIT) {
+                const sl_node_t *n = sl_cluster_node(f.cl, pl.node);
+                assert_non_null(n);
+                assert_true(sl_node_fits(n, &r));
+                assert_int_equal(sl_cluster_alloc(f.cl, &r, &pl), 0);
+                placed++;
+            } else {
+                assert_true(st == SL_NOFIT || st == SL_NOFIT_EVER);
+                assert_false(any_node_fits(f.cl, &r));
+                nofit++;
+            }
+            if (it % 50 == 0) assert_cluster_sane(f.cl);
+        }
+        assert_cluster_sane(f.cl);
+        assert_true(placed > 50);
+        assert_true(nofit > 50);
+        fx_fini(&f);
+    }
+}
+
+/* Many small shares on one node: every policy keeps each GPU <= 1000 milli
+ * and fills the node completely. */
+static void test_place_shares_never_overfill(void **state) {
+    (void)state;
+    const sl_place_policy_t *const *list = sl_place_policy_list();
+    for (size_t pi = 0; list[pi]; pi++) {
+        fx_t f;
+        fx_init(&f, 7 + pi);
+        tu_add_nodes(f.cl, "n", 2, "1000", "1000Gi", 4, "A100", "", "");
+        fx_workload(&f);
+        sl_task_req_t r = tu_req("1", "1Gi", 0, "0.3");
+        int placed = 0;
+        for (;;) {
+            sl_place_t pl;
+            if (sl_place_task(list[pi], &f.cy, &r, &pl) != SL_FIT) break;
+            assert_int_equal(sl_cluster_alloc(f.cl, &r, &pl), 0);
+            placed++;
+            assert_true(placed <= 24);
+        }
+        assert_int_equal(placed, 24); /* 3 per GPU x 8 GPUs */
+        assert_cluster_sane(f.cl);
+        for (uint32_t id = 0; id < 2; id++)
+            for (int g = 0; g < 4; g++) assert_int_equal(sl_cluster_node(f.cl, id)->gpu_free[g], 100);
+        fx_fini(&f);
+    }
+}
+
+/* Snapshot of every node's free state. */
+typedef struct snap {
+    int64_t cpu, mem;
+    int32_t gf[SL_MAX_GPUS_PER_NODE];
+    int64_t gm[SL_MAX_GPUS_PER_NODE];
+} snap_t;
+
+static snap_t *take_snap(const sl_cluster_t *cl) {
+    size_t nn = sl_cluster_node_count(cl);
+    snap_t *s = sl_xcalloc(nn, sizeof *s);
+    for (uint32_t id = 0; id < nn; id++) {
+        const sl_node_t *n = sl_cluster_node(cl, id);
+        s[id].cpu = n->cpu_free;
+        s[id].mem = n->mem_free;
+        memcpy(s[id].gf, n->gpu_free, sizeof s[id].gf);
+        memcpy(s[id].gm, n->gpu_mem_free, sizeof s[id].gm);
+    }
+    return s;
+}
+
+static void assert_snap(const sl_cluster_t *cl, const snap_t *s) {
+    for (uint32_t id = 0; id < sl_cluster_node_count(cl); id++) {
+        const sl_node_t *n = sl_cluster_node(cl, id);
+        assert_int_equal(s[id].cpu, n->cpu_free);
+        assert_int_equal(s[id].mem, n->mem_free);
+        assert_memory_equal(s[id].gf, n->gpu_free, sizeof s[id].gf);
+        assert_memory_equal(s[id].gm, n->gpu_mem_free, sizeof s[id].gm);
+    }
+}
+
+/* A gang that cannot fit leaves the cluster exactly as it was, for every
+ * policy and for gangs that partly fit (so some tasks were placed first). */
+static void test_gang_all_or_none(void **state) {
+    (void)state;
+    const sl_place_policy_t *const *list = sl_place_policy_list();
+    for (size_t pi = 0; list[pi]; pi++) {
+        fx_t f;
+        fx_init(&f, 99 + pi);
+        fx_mixed_cluster(&f);
+        fx_workload(&f);
+        sl_rng_t rr;
+        sl_rng_seed(&rr, 5);
+        /* Some background load. */
+        for (int i = 0; i < 40; i++) {
+            sl_task_req_t r = random_req(&rr, f.cl);
+            sl_place_t pl;
+            if (sl_place_task(list[pi], &f.cy, &r, &pl) == SL_FIT) sl_cluster_alloc(f.cl, &r, &pl);
+        }
+        int fails = 0, fits = 0;
+        for (int it = 0; it < 200; it++) {
+            sl_task_req_t r = random_req(&rr, f.cl);
+            int32_t n = 1 + (int32_t)sl_rng_below(&rr, 12);
+            sl_place_t pls[16];
+            char reason[SL_REASON_MAX];
+            snap_t *s = take_snap(f.cl);
+            int st = sl_place_gang(list[pi], &f.cy, f.cl, &r, n, pls, reason, sizeof reason);
+            if (st == SL_FIT) {
+                fits++;
+                assert_string_equal(reason, "");
+                for (int32_t k = 0; k < n; k++) assert_true(pls[k].node < sl_cluster_node_count(f.cl));
+                assert_cluster_sane(f.cl);
+                /* Give it back (in reverse) so later gangs still have room. */
+                for (int32_t k = n - 1; k >= 0; k--) assert_int_equal(sl_cluster_release(f.cl, &r, &pls[k]), 0);
+                assert_snap(f.cl, s);
+            } else {
+                fails++;
+                assert_true(st == SL_NOFIT || st == SL_NOFIT_EVER);
+                assert_true(strlen(reason) > 0);
+                assert_snap(f.cl, s);
+                assert_int_equal(sl_cluster_check(f.cl), 0);
+            }
+            sl_free(s);
+        }
+        assert_true(fits > 10);
+        assert_true(fails > 10);
+        fx_fini(&f);
+    }
+}
+
+/* Seeded property: the best score found through classes equals the best
+ * score of a naive scan over every up node (primary part, the policy's
+ * own score before the random tie-break), and NOFIT iff no node fits. */
+static void test_place_task_matches_naive(void **state) {
+    (void)state;
+    const char *pols[] = {"bestfit", "fgd", "dotprod", "gpupacking", "gpuclustering", "random"};
+    for (size_t pi = 0; pi < sizeof pols / sizeof pols[0]; pi++) {
+        const sl_place_policy_t *pol = sl_place_policy_find(pols[pi]);
+        for (uint64_t seed = 1; seed <= 4; seed++) {
+            fx_t f;
+            fx_init(&f, seed);
+            sl_rng_t rr;
+            sl_rng_seed(&rr, seed * 7919);
+            /* Random cluster: 30..80 nodes of a few types, random load. */
+            int nn = 30 + (int)sl_rng_below(&rr, 51);
+            for (int i = 0; i < nn; i++) {
+                static const int g[] = {8, 4, 2, 0};
+                int k = (int)sl_rng_below(&rr, 4);
+                char name[32];
+                snprintf(name, sizeof name, "n%d", i);
+                tu_add_nodes(f.cl, name, 1, k == 0 ? "96" : "32", "256Gi", g[k], g[k] ? (k == 1 ? "T4" : "V100") : NULL,
+                             "16Gi", k == 3 ? "cpu" : "");
+            }
+            fx_workload(&f);
+            for (int i = 0; i < 3 * nn; i++) {
+                sl_task_req_t r = random_req(&rr, f.cl);
+                sl_place_t pl;
+                const sl_place_policy_t *ff = sl_place_policy_find("random");
+                if (sl_place_task(ff, &f.cy, &r, &pl) == SL_FIT) sl_cluster_alloc(f.cl, &r, &pl);
+            }
+            if (seed == 2) sl_cluster_set_state(f.cl, 0, SL_NODE_DOWN);
+            for (int q = 0; q < 150; q++) {
+                sl_task_req_t r = random_req(&rr, f.cl);
+                bool naive_found = false;
+                int64_t naive_best = 0;
+                for (uint32_t id = 0; id < sl_cluster_node_count(f.cl); id++) {
+                    const sl_node_t *n = sl_cluster_node(f.cl, id);
+                    if (!sl_node_fits(n, &r)) continue;
+                    int64_t s;
+                    sl_place_t p;
+                    assert_int_equal(pol->score(&f.cy, &r, n, 1, &s, &p), SL_FIT);
+                    if (!naive_found || (s >> 32) > naive_best) naive_best = s >> 32;
+                    naive_found = true;
+                }
+                sl_place_t pl;
+                int st = sl_place_task(pol, &f.cy, &r, &pl);
+                assert_int_equal(st == SL_FIT, naive_found);
+                if (!naive_found) continue;
+                int64_t s;
+                sl_place_t p;
+                const sl_node_t *chosen = sl_cluster_node(f.cl, pl.node);
+                assert_int_equal(chosen->state, SL_NODE_UP);
+                assert_int_equal(pol->score(&f.cy, &r, chosen, 1, &s, &p), SL_FIT);
+                assert_int_equal(s >> 32, naive_best);
+                if (strcmp(pols[pi], "random") != 0) assert_int_equal(p.gpu_mask, pl.gpu_mask);
+                assert_int_equal(sl_cluster_alloc(f.cl, &r, &pl), 0);
+            }
+            assert_cluster_sane(f.cl);
+            fx_fini(&f);
+        }
+    }
+}
+
+/* firstfit takes the class representative with the lowest id that fits,
+ * deterministically, and fills the cluster. */
+static void test_place_firstfit_lowest(void **state) {
+    (void)state;
+    fx_t f;
+    fx_init(&f, 1);
+    tu_add_nodes(f.cl, "a", 4, "8", "32Gi", 2, "T4", "", "");
+    const sl_place_policy_t *ff = sl_place_policy_find("firstfit");
+    sl_task_req_t r = tu_req("1", "1Gi", 2, "");
+    for (int k = 0; k < 4; k++) {
+        uint32_t want = UINT32_MAX;
+        for (size_t i = 0; i < sl_cluster_class_count(f.cl); i++) {
+            const sl_node_t *rep = sl_cluster_class_rep(f.cl, i);
+            if (sl_node_fits(rep, &r) && rep->id < want) want = rep->id;
+        }
+        sl_place_t pl;
+        assert_int_equal(sl_place_task(ff, &f.cy, &r, &pl), SL_FIT);
+        assert_int_equal(pl.node, want);
+        assert_int_equal(pl.gpu_mask, 3u);
+        assert_int_equal(sl_cluster_alloc(f.cl, &r, &pl), 0);
+    }
+    sl_place_t pl;
+    assert_int_equal(sl_place_task(ff, &f.cy, &r, &pl), SL_NOFIT);
+    sl_task_req_t big = tu_req("1", "1Gi", 4, "");
+    assert_int_equal(sl_place_task(ff, &f.cy, &big, &pl), SL_NOFIT_EVER);
+    fx_fini(&f);
+}
+
+/* random is uniform over nodes, not classes: 9 empty nodes form one class,
+ * one half-used node another; the half-used one must win about 1/10. */
+static void test_place_random_uniform_over_nodes(void **state) {
+    (void)state;
+    fx_t f;
+    fx_init(&f, 12345);
+    tu_add_nodes(f.cl, "n", 10, "32", "128Gi", 4, "T4", "", "");
+    sl_task_req_t r = tu_req("1", "1Gi", 2, "");
+    sl_place_t pl = {.node = 9, .gpu_mask = 3u, .gpu_milli = 1000};
+    assert_int_equal(sl_cluster_alloc(f.cl, &r, &pl), 0);
+    assert_int_equal(sl_cluster_class_count(f.cl), 2);
+    const sl_place_policy_t *rnd = sl_place_policy_find("random");
+    sl_task_req_t t = tu_req("1", "1Gi", 1, "");
+    int hits = 0, trials = 20000;
+    for (int i = 0; i < trials; i++) {
+        assert_int_equal(sl_place_task(rnd, &f.cy, &t, &pl), SL_FIT);
+        hits += pl.node == 9;
+    }
+    /* Binomial(20000, 0.1): mean 2000, sd 42; the bounds are > 7 sd away. */
+    assert_true(hits > 1700 && hits < 2300);
+    fx_fini(&f);
+}
+
+static int distinct_nodes(const sl_place_t *pls, int32_t n) {
+    int d = 0;
+    for (int32_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (int32_t j = 0; j < i; j++) seen |= pls[j].node == pls[i].node;
+        d += !seen;
+    }
+    return d;
+}
+
+/* Gangs pack: 4 x 4 GPUs on 8-GPU nodes take 2 nodes, and a 2-task gang
+ * goes onto one empty node rather than two half-empty ones. */
+static void test_gang_fewest_nodes(void **state) {
+    (void)state;
+    const char *pols[] = {"bestfit", "fgd", "random", "firstfit"};
+    for (size_t pi = 0; pi < 4; pi++) {
+        fx_t f;
+        fx_init(&f, 3);
+        fx_workload(&f);
+        tu_add_nodes(f.cl, "n", 6, "96", "384Gi", 8, "V100", "32Gi", "");
+        /* Nodes 0 and 1 are half used: 4 free GPUs each. */
+        sl_task_req_t half = tu_req("1", "1Gi", 4, "");
+        for (uint32_t id = 0; id < 2; id++) {
+            sl_place_t pl = {.node = id, .gpu_mask = 0x0fu, .gpu_milli = 1000};
+            assert_int_equal(sl_cluster_alloc(f.cl, &half, &pl), 0);
+        }
+        const sl_place_policy_t *pol = sl_place_policy_find(pols[pi]);
+        sl_task_req_t r = tu_req("8", "32Gi", 4, "");
+        sl_place_t pls[8];
+        char reason[SL_REASON_MAX];
+        assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 2, pls, reason, sizeof reason), SL_FIT);
+        assert_int_equal(distinct_nodes(pls, 2), 1);
+        assert_true(pls[0].node >= 2);
+        assert_int_equal(pls[0].gpu_mask & pls[1].gpu_mask, 0);
+        assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 4, pls, reason, sizeof reason), SL_FIT);
+        assert_int_equal(distinct_nodes(pls, 4), 2);
+        /* Left: one empty node (2 tasks) and two half nodes (1 task each). */
+        assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 5, pls, reason, sizeof reason), SL_NOFIT);
+        assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 4, pls, reason, sizeof reason), SL_FIT);
+        assert_int_equal(distinct_nodes(pls, 4), 3);
+        assert_int_equal(pls[0].node, pls[1].node); /* the empty node is filled first */
+        assert_cluster_sane(f.cl);
+        fx_fini(&f);
+    }
+}
+
+/* n == 1 through the gang path chooses what sl_place_task chooses. */
+static void test_gang_of_one_equals_task(void **state) {
+    (void)state;
+    const sl_place_policy_t *const *list = sl_place_policy_list();
+    for (size_t pi = 0; list[pi]; pi++) {
+        fx_t a, b;
+        fx_init(&a, 77);
+        fx_init(&b, 77);
+        fx_mixed_cluster(&a);
+        fx_mixed_cluster(&b);
+        fx_workload(&a);
+        fx_workload(&b);
+        sl_rng_t rr;
+        sl_rng_seed(&rr, 31337);
+        for (int it = 0; it < 200; it++) {
+            sl_task_req_t r = random_req(&rr, a.cl);
+            sl_place_t p1, p2;
+            int s1 = sl_place_task(list[pi], &a.cy, &r, &p1);
+            int s2 = sl_place_gang(list[pi], &b.cy, b.cl, &r, 1, &p2, NULL, 0);
+            assert_int_equal(s1, s2);
+            if (s1 != SL_FIT) continue;
+            assert_int_equal(p1.node, p2.node);
+            assert_int_equal(p1.gpu_mask, p2.gpu_mask);
+            assert_int_equal(sl_cluster_alloc(a.cl, &r, &p1), 0);
+        }
+        fx_fini(&a);
+        fx_fini(&b);
+    }
+}
+
+static void test_gang_reasons(void **state) {
+    (void)state;
+    fx_t f;
+    fx_init(&f, 1);
+    tu_add_nodes(f.cl, "n", 4, "96", "384Gi", 8, "H100", "80Gi", "");
+    int h100 = sl_cluster_model_find(f.cl, "H100");
+    int a100 = sl_cluster_model_intern(f.cl, "A100");
+    int xpool = sl_cluster_pool_intern(f.cl, "x");
+    const sl_place_policy_t *pol = sl_place_policy_find("bestfit");
+    char reason[SL_REASON_MAX];
+    sl_place_t pls[8];
+
+    sl_task_req_t r = tu_req("1", "1Gi", 1, "");
+    r.pool = xpool;
+    assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 1, pls, reason, sizeof reason), SL_NOFIT_EVER);
+    assert_string_equal(reason, "no node in pool \"x\"");
+
+    r = tu_req("1", "1Gi", 1, "");
+    r.model_mask = UINT64_C(1) << a100;
+    assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 1, pls, reason, sizeof reason), SL_NOFIT_EVER);
+    assert_string_equal(reason, "no node has model A100");
+
+    r = tu_req("1", "1Gi", 16, "");
+    assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 1, pls, reason, sizeof reason), SL_NOFIT_EVER);
+    assert_string_equal(reason, "needs 16 GPUs on one node; the largest node has 8");
+
+    r = tu_req("200", "1Gi", 0, "");
+    assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 1, pls, reason, sizeof reason), SL_NOFIT_EVER);
+    assert_string_equal(reason, "needs cpu 200, mem 1Gi; no node is that large even when empty");
+
+    r = tu_req("1", "1Gi", 4, "");
+    assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 9, pls, reason, sizeof reason), SL_NOFIT_EVER);
+    assert_string_equal(reason, "needs 9 tasks x (cpu 1, mem 1Gi, 4 GPUs); the whole cluster holds at most 8 even when empty");
+
+    /* Leave a largest free block of 2 GPUs on every node. */
+    sl_task_req_t six = tu_req("1", "1Gi", 6, "");
+    for (uint32_t id = 0; id < 4; id++) {
+        sl_place_t pl = {.node = id, .gpu_mask = 0x3fu, .gpu_milli = 1000};
+        assert_int_equal(sl_cluster_alloc(f.cl, &six, &pl), 0);
+    }
+    r = tu_req("8", "32Gi", 4, "");
+    r.model_mask = UINT64_C(1) << h100;
+    assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 8, pls, reason, sizeof reason), SL_NOFIT);
+    assert_string_equal(reason, "needs 8 tasks x 4 GPUs of model H100; largest free block is 2 GPUs on one node");
+    assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 1, pls, reason, sizeof reason), SL_NOFIT);
+    assert_string_equal(reason, "needs 4 GPUs of model H100 on one node; largest free block is 2");
+
+    /* GPUs are there but not the CPU. */
+    r = tu_req("96", "1Gi", 1, "");
+    assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 1, pls, reason, sizeof reason), SL_NOFIT);
+    assert_string_equal(reason, "needs cpu 96, mem 1Gi, 1 GPU; no node has enough free CPU");
+
+    /* A gang of which only some tasks fit now. */
+    r = tu_req("1", "1Gi", 2, "");
+    assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 5, pls, reason, sizeof reason), SL_NOFIT);
+    assert_string_equal(reason, "needs 5 tasks x (cpu 1, mem 1Gi, 2 GPUs); only 4 fit now");
+    assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 4, pls, reason, sizeof reason), SL_FIT);
+    assert_string_equal(reason, "");
+
+    /* Bad arguments. */
+    assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &r, 0, pls, reason, sizeof reason), SL_EINVAL);
+    assert_int_equal(sl_place_gang(NULL, &f.cy, f.cl, &r, 1, pls, reason, sizeof reason), SL_EINVAL);
+    assert_int_equal(sl_place_task(pol, &f.cy, &r, NULL), SL_EINVAL);
+    fx_fini(&f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_place_registry, teardown),
+        cmocka_unit_test_teardown(test_place_every_policy_feasible, teardown),
+        cmocka_unit_test_teardown(test_place_shares_never_overfill, teardown),
+        cmocka_unit_test_teardown(test_gang_all_or_none, teardown),
+        cmocka_unit_test_teardown(test_place_task_matches_naive, teardown),
+        cmocka_unit_test_teardown(test_place_firstfit_lowest, teardown),
+        cmocka_unit_test_teardown(test_place_random_uniform_over_nodes, teardown),
+        cmocka_unit_test_teardown(test_gang_fewest_nodes, teardown),
+        cmocka_unit_test_teardown(test_gang_of_one_equals_task, teardown),
+        cmocka_unit_test_teardown(test_gang_reasons, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
