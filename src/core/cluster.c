@@ -12,18 +12,22 @@
  * the nodes whose whole placement-relevant state is identical, namely pool,
  * model, GPU count, CPU/memory/GPU-memory totals, free CPU and memory, and
  * the SORTED multiset of (free compute, free memory) pairs of its GPUs. The
- * state is packed into a key of 7 + 2*ngpus 64-bit words. Classes sit in a
- * dense array (so class i and its representative are O(1)) and a second
- * open-addressing table maps a key's hash to the class index (linear probing
- * with backward-shift deletion, so it never fills with tombstones). Each
- * class keeps its members in an array, and each node remembers its class and
- * its position there, so a node leaves a class by swap-remove in O(1).
+ * state is packed into a key of 7 + 2*ngpus 64-bit words. A class lives in a
+ * stable slot (slots are recycled through a free list, so a node's class
+ * handle never changes while it is a member); a dense array of slot numbers
+ * gives the public order (so class i and its representative are O(1)), and
+ * an open-addressing table maps a key's hash to the slot (linear probing with
+ * backward-shift deletion, so it never fills with tombstones; each entry
+ * carries 32 bits of the hash, so misses never touch the classes). Each class
+ * keeps its members in an array, and each node remembers its slot and its
+ * position there, so a node leaves a class by swap-remove in O(1).
  *
  * Allocating, releasing or changing the state of a node re-keys that one
  * node: build the key (insertion sort of <= 16 pairs), hash it, look it up,
  * move the node. That is O(gpus) expected, never O(nodes). An emptied class
- * is swap-removed from the dense array; its member buffer is parked in the
- * slot just past the end and reused by the next new class, so steady-state
+ * is swap-removed from the dense array in O(1) (only the moved class's dense
+ * position changes, never its members' handles); its slot and member buffer
+ * go to the free list and are reused by the next new class, so steady-state
  * churn allocates nothing.
  *
  * The representative of a class is its member at index 0. Everything here is
@@ -54,14 +58,18 @@ typedef struct cls {
     uint64_t hash;
     uint32_t *members;      /* node ids; members[0] is the representative */
     uint32_t n, cap;
+    uint32_t dense;         /* position in cl->order while in use */
+    uint32_t next_free;     /* free-list link while unused */
     int32_t full_free;      /* GPUs with all compute and memory free */
     state_key_t key;
 } cls_t;
 
+#define NO_SLOT UINT32_MAX
+
 struct sl_cluster {
     sl_node_t *nodes;
     uint32_t nnodes, node_cap;
-    int32_t *node_class;    /* class index of each node, -1 if not up */
+    int32_t *node_class;    /* class slot of each node, -1 if not up */
     uint32_t *node_pos;     /* position in its class's member array */
 
     uint32_t *name_tab;     /* id + 1, 0 = empty */
@@ -72,9 +80,11 @@ struct sl_cluster {
     char models[SL_MAX_MODELS][SL_NAME_MAX];
     int32_t nmodels;
 
-    cls_t *classes;
-    uint32_t nclasses, class_cap; /* slots in [nclasses, class_cap) may hold parked buffers */
-    int32_t *class_tab;     /* class index, -1 = empty */
+    cls_t *slots;           /* classes, stable while in use; may hold parked buffers */
+    uint32_t nslots, slot_cap, free_slot;
+    uint32_t *order;        /* dense: class i is slots[order[i]] */
+    uint32_t nclasses, order_cap;
+    uint64_t *class_tab;    /* (hash >> 32) << 32 | (slot + 1); 0 = empty */
     uint32_t class_mask;
 
     sl_res_t cap_total, cap_free; /* over up and draining nodes */
@@ -104,12 +114,18 @@ static uint64_t mix64(uint64_t x) {
     return x;
 }
 
+/* wyhash-style folded 128-bit multiply: two key words per multiplication. */
+static inline uint64_t mum(uint64_t a, uint64_t b) {
+    unsigned __int128 r = (unsigned __int128)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
 static uint64_t hash_key(const state_key_t *k) {
+    const uint64_t p0 = 0xa0761d6478bd642fULL, p1 = 0xe7037ed1a0b428dbULL;
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ k->len;
-    for (uint32_t i = 0; i < k->len; i++) {
-        h = (h ^ k->w[i]) * 0x9fb21c651e98df25ULL;
-        h ^= h >> 31;
-    }
+    uint32_t i = 0;
+    for (; i + 1 < k->len; i += 2) h = mum(k->w[i] ^ h ^ p0, k->w[i + 1] ^ p1);
+    if (i < k->len) h = mum(k->w[i] ^ h ^ p0, p1 ^ k->len);
     return mix64(h);
 }
 
@@ -188,39 +204,39 @@ int sl_node_state_parse(const char *s, sl_node_state_t *out) {
 
 /* ---- the class table ---- */
 
-static void ctab_insert_slot(sl_cluster_t *cl, uint32_t ci) {
-    uint32_t i = (uint32_t)cl->classes[ci].hash & cl->class_mask;
-    while (cl->class_tab[i] >= 0) i = (i + 1) & cl->class_mask;
-    cl->class_tab[i] = (int32_t)ci;
+static inline uint32_t tag_of(uint64_t h) {
+    return (uint32_t)(h >> 32);
+}
+
+static void ctab_put(uint64_t *tab, uint32_t mask, uint64_t entry) {
+    uint32_t i = (uint32_t)(entry >> 32) & mask;
+    while (tab[i]) i = (i + 1) & mask;
+    tab[i] = entry;
 }
 
 static void ctab_grow(sl_cluster_t *cl) {
-    uint32_t size = (cl->class_mask + 1) * 2;
+    uint32_t old = cl->class_mask + 1, size = old * 2;
+    uint64_t *tab = sl_xcalloc(size, sizeof *tab);
+    for (uint32_t i = 0; i < old; i++)
+        if (cl->class_tab[i]) ctab_put(tab, size - 1, cl->class_tab[i]);
     sl_free(cl->class_tab);
-    cl->class_tab = sl_xmalloc(size * sizeof *cl->class_tab);
-    for (uint32_t i = 0; i < size; i++) cl->class_tab[i] = -1;
+    cl->class_tab = tab;
     cl->class_mask = size - 1;
-    for (uint32_t c = 0; c < cl->nclasses; c++) ctab_insert_slot(cl, c);
-}
-
-/* Slot of the table that holds class index ci (which must be present). */
-static uint32_t ctab_slot_of(const sl_cluster_t *cl, uint32_t ci) {
-    uint32_t i = (uint32_t)cl->classes[ci].hash & cl->class_mask;
-    while (cl->class_tab[i] != (int32_t)ci) i = (i + 1) & cl->class_mask;
-    return i;
 }
 
 /* Backward-shift deletion for linear probing (Knuth 6.4 Algorithm R). */
-static void ctab_delete_slot(sl_cluster_t *cl, uint32_t i) {
+static void ctab_delete(sl_cluster_t *cl, uint32_t slot) {
     uint32_t mask = cl->class_mask;
+    uint32_t i = tag_of(cl->slots[slot].hash) & mask;
+    while ((uint32_t)cl->class_tab[i] != slot + 1) i = (i + 1) & mask;
     uint32_t j = i;
     for (;;) {
-        cl->class_tab[i] = -1;
+        cl->class_tab[i] = 0;
         for (;;) {
             j = (j + 1) & mask;
-            if (cl->class_tab[j] < 0) return;
-            uint32_t home = (uint32_t)cl->classes[cl->class_tab[j]].hash & mask;
-            /* Move j back to i unless its home lies cyclically in (i, j]. */
+            if (!cl->class_tab[j]) return;
+            uint32_t home = (uint32_t)(cl->class_tab[j] >> 32) & mask;
+            /* Entry j stays unless moving it back to i keeps it reachable. */
             bool stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
             if (!stays) break;
         }
@@ -229,78 +245,93 @@ static void ctab_delete_slot(sl_cluster_t *cl, uint32_t i) {
     }
 }
 
-static int32_t ctab_find(const sl_cluster_t *cl, const state_key_t *k, uint64_t h) {
-    uint32_t i = (uint32_t)h & cl->class_mask;
+static uint32_t ctab_find(const sl_cluster_t *cl, const state_key_t *k, uint64_t h) {
+    uint32_t tag = tag_of(h);
+    uint32_t i = tag & cl->class_mask;
     for (;;) {
-        int32_t c = cl->class_tab[i];
-        if (c < 0) return -1;
-        if (cl->classes[c].hash == h && key_eq(&cl->classes[c].key, k)) return c;
+        uint64_t e = cl->class_tab[i];
+        if (!e) return NO_SLOT;
+        if ((uint32_t)(e >> 32) == tag) {
+            uint32_t slot = (uint32_t)e - 1;
+            if (cl->slots[slot].hash == h && key_eq(&cl->slots[slot].key, k)) return slot;
+        }
         i = (i + 1) & cl->class_mask;
     }
 }
 
 static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, const sl_node_t *n) {
-    if (cl->nclasses == cl->class_cap) {
-        uint32_t ncap = cl->class_cap ? cl->class_cap * 2 : 16;
-        cl->classes = sl_xrealloc(cl->classes, ncap * sizeof *cl->classes);
-        memset(cl->classes + cl->class_cap, 0, (ncap - cl->class_cap) * sizeof *cl->classes);
-        cl->class_cap = ncap;
+    uint32_t slot = cl->free_slot;
+    if (slot != NO_SLOT) {
+        cl->free_slot = cl->slots[slot].next_free; /* reuses its parked member buffer */
+    } else {
+        if (cl->nslots == cl->slot_cap) {
+            uint32_t ncap = cl->slot_cap ? cl->slot_cap * 2 : 16;
+            cl->slots = sl_xrealloc(cl->slots, (size_t)ncap * sizeof *cl->slots);
+            cl->slot_cap = ncap;
+        }
+        slot = cl->nslots++;
+        cl->slots[slot].members = NULL;
+        cl->slots[slot].cap = 0;
+    }
+    if (cl->nclasses == cl->order_cap) {
+        cl->order_cap = cl->order_cap ? cl->order_cap * 2 : 16;
+        cl->order = sl_xrealloc(cl->order, (size_t)cl->order_cap * sizeof *cl->order);
     }
     if ((cl->nclasses + 1) * 2 > cl->class_mask + 1) ctab_grow(cl);
-    uint32_t ci = cl->nclasses++;
-    cls_t *c = &cl->classes[ci]; /* may hold a parked member buffer */
+    cls_t *c = &cl->slots[slot];
     c->hash = h;
     c->n = 0;
+    c->next_free = NO_SLOT;
     c->full_free = node_full_free(n);
     c->key.len = k->len;
     memcpy(c->key.w, k->w, k->len * sizeof k->w[0]);
-    ctab_insert_slot(cl, ci);
-    return ci;
+    c->dense = cl->nclasses;
+    cl->order[cl->nclasses++] = slot;
+    ctab_put(cl->class_tab, cl->class_mask, ((uint64_t)tag_of(h) << 32) | (slot + 1));
+    return slot;
 }
 
-static void class_drop(sl_cluster_t *cl, uint32_t ci) {
-    ctab_delete_slot(cl, ctab_slot_of(cl, ci));
-    uint32_t last = cl->nclasses - 1;
-    if (ci != last) {
-        /* The last class moves into ci: fix its table slot and its members. */
-        uint32_t s = ctab_slot_of(cl, last);
-        cl->class_tab[s] = (int32_t)ci;
-        cls_t tmp = cl->classes[ci];
-        cl->classes[ci] = cl->classes[last];
-        cl->classes[last] = tmp; /* park the empty buffer past the end */
-        cls_t *c = &cl->classes[ci];
-        for (uint32_t k = 0; k < c->n; k++) cl->node_class[c->members[k]] = (int32_t)ci;
-    }
-    cl->nclasses = last;
+static void class_drop(sl_cluster_t *cl, uint32_t slot) {
+    ctab_delete(cl, slot);
+    uint32_t d = cl->slots[slot].dense;
+    uint32_t last = cl->order[--cl->nclasses];
+    cl->order[d] = last;
+    cl->slots[last].dense = d;
+    cl->slots[slot].next_free = cl->free_slot;
+    cl->free_slot = slot;
 }
 
 static void index_remove(sl_cluster_t *cl, uint32_t id) {
-    int32_t ci = cl->node_class[id];
-    if (ci < 0) return;
-    cls_t *c = &cl->classes[ci];
+    int32_t slot = cl->node_class[id];
+    if (slot < 0) return;
+    cls_t *c = &cl->slots[slot];
     uint32_t pos = cl->node_pos[id];
     uint32_t moved = c->members[--c->n];
     c->members[pos] = moved;
     cl->node_pos[moved] = pos;
     cl->node_class[id] = -1;
-    if (c->n == 0) class_drop(cl, (uint32_t)ci);
+    if (c->n == 0) class_drop(cl, (uint32_t)slot);
 }
 
-static void index_insert(sl_cluster_t *cl, uint32_t id) {
-    const sl_node_t *n = &cl->nodes[id];
-    state_key_t k;
-    node_key(n, &k);
-    uint64_t h = hash_key(&k);
-    int32_t ci = ctab_find(cl, &k, h);
-    if (ci < 0) ci = (int32_t)class_new(cl, &k, h, n);
-    cls_t *c = &cl->classes[ci];
+/* Adds up node id, whose current key is k, to its class. */
+static void index_insert_key(sl_cluster_t *cl, uint32_t id, const state_key_t *k) {
+    uint64_t h = hash_key(k);
+    uint32_t slot = ctab_find(cl, k, h);
+    if (slot == NO_SLOT) slot = class_new(cl, k, h, &cl->nodes[id]);
+    cls_t *c = &cl->slots[slot];
     if (c->n == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 4;
-        c->members = sl_xrealloc(c->members, c->cap * sizeof *c->members);
+        c->members = sl_xrealloc(c->members, (size_t)c->cap * sizeof *c->members);
     }
     cl->node_pos[id] = c->n;
     c->members[c->n++] = id;
-    cl->node_class[id] = ci;
+    cl->node_class[id] = (int32_t)slot;
+}
+
+static void index_insert(sl_cluster_t *cl, uint32_t id) {
+    state_key_t k;
+    node_key(&cl->nodes[id], &k);
+    index_insert_key(cl, id, &k);
 }
 
 /*
@@ -308,13 +339,13 @@ static void index_insert(sl_cluster_t *cl, uint32_t id) {
  * change stays where it is, so its position (and a representative) is kept.
  */
 static void index_update(sl_cluster_t *cl, uint32_t id) {
-    int32_t ci = cl->node_class[id];
-    if (ci < 0) return;
+    int32_t slot = cl->node_class[id];
+    if (slot < 0) return;
     state_key_t k;
     node_key(&cl->nodes[id], &k);
-    if (key_eq(&k, &cl->classes[ci].key)) return;
+    if (key_eq(&k, &cl->slots[slot].key)) return;
     index_remove(cl, id);
-    index_insert(cl, id);
+    index_insert_key(cl, id, &k);
 }
 
 /* ---- create / destroy ---- */
@@ -324,8 +355,8 @@ int sl_cluster_create(sl_cluster_t **out) {
     cl->name_mask = 63;
     cl->name_tab = sl_xcalloc(cl->name_mask + 1, sizeof *cl->name_tab);
     cl->class_mask = 31;
-    cl->class_tab = sl_xmalloc((cl->class_mask + 1) * sizeof *cl->class_tab);
-    for (uint32_t i = 0; i <= cl->class_mask; i++) cl->class_tab[i] = -1;
+    cl->class_tab = sl_xcalloc(cl->class_mask + 1, sizeof *cl->class_tab);
+    cl->free_slot = NO_SLOT;
     cl->pool_cap = 8;
     cl->pools = sl_xmalloc((size_t)cl->pool_cap * sizeof *cl->pools);
     strcpy(cl->pools[0], "default");
@@ -337,8 +368,9 @@ int sl_cluster_create(sl_cluster_t **out) {
 void sl_cluster_destroy(sl_cluster_t *cl) {
     if (!cl) return;
     for (uint32_t i = 0; i < cl->nnodes; i++) sl_free(cl->nodes[i].labels);
-    for (uint32_t i = 0; i < cl->class_cap; i++) sl_free(cl->classes[i].members);
-    sl_free(cl->classes);
+    for (uint32_t i = 0; i < cl->nslots; i++) sl_free(cl->slots[i].members);
+    sl_free(cl->slots);
+    sl_free(cl->order);
     sl_free(cl->class_tab);
     sl_free(cl->nodes);
     sl_free(cl->node_class);
@@ -765,7 +797,7 @@ void sl_cluster_capacity(const sl_cluster_t *cl, sl_res_t *total, sl_res_t *free
 int32_t sl_cluster_largest_gpu_block(const sl_cluster_t *cl, int32_t pool, uint64_t model_mask) {
     int32_t best = 0;
     for (uint32_t i = 0; i < cl->nclasses; i++) {
-        const cls_t *c = &cl->classes[i];
+        const cls_t *c = &cl->slots[cl->order[i]];
         if (c->full_free <= best) continue;
         const sl_node_t *n = &cl->nodes[c->members[0]];
         if (pool != -1 && n->pool != pool) continue;
@@ -785,16 +817,17 @@ size_t sl_cluster_class_count(const sl_cluster_t *cl) {
 
 const sl_node_t *sl_cluster_class_rep(const sl_cluster_t *cl, size_t i) {
     if (i >= cl->nclasses) return NULL;
-    return &cl->nodes[cl->classes[i].members[0]];
+    return &cl->nodes[cl->slots[cl->order[i]].members[0]];
 }
 
 uint32_t sl_cluster_class_size(const sl_cluster_t *cl, size_t i) {
-    return i < cl->nclasses ? cl->classes[i].n : 0;
+    return i < cl->nclasses ? cl->slots[cl->order[i]].n : 0;
 }
 
 uint32_t sl_cluster_class_node(const sl_cluster_t *cl, size_t i, uint32_t k) {
-    if (i >= cl->nclasses || k >= cl->classes[i].n) return UINT32_MAX;
-    return cl->classes[i].members[k];
+    if (i >= cl->nclasses) return UINT32_MAX;
+    const cls_t *c = &cl->slots[cl->order[i]];
+    return k < c->n ? c->members[k] : UINT32_MAX;
 }
 
 int sl_cluster_check(const sl_cluster_t *cl) {
@@ -812,8 +845,9 @@ int sl_cluster_check(const sl_cluster_t *cl) {
         if (sl_cluster_find_node(cl, n->name) != n) return SL_ESTATE;
         int32_t ci = cl->node_class[id];
         if (n->state == SL_NODE_UP) {
-            if (ci < 0 || (uint32_t)ci >= cl->nclasses) return SL_ESTATE;
-            const cls_t *c = &cl->classes[ci];
+            if (ci < 0 || (uint32_t)ci >= cl->nslots) return SL_ESTATE;
+            const cls_t *c = &cl->slots[ci];
+            if (c->dense >= cl->nclasses || cl->order[c->dense] != (uint32_t)ci) return SL_ESTATE;
             if (cl->node_pos[id] >= c->n || c->members[cl->node_pos[id]] != id) return SL_ESTATE;
             state_key_t k;
             node_key(n, &k);
@@ -832,12 +866,18 @@ int sl_cluster_check(const sl_cluster_t *cl) {
         return SL_ESTATE;
     uint64_t sum = 0, used = 0;
     for (uint32_t i = 0; i < cl->nclasses; i++) {
-        const cls_t *c = &cl->classes[i];
-        if (c->n == 0) return SL_ESTATE;
+        uint32_t slot = cl->order[i];
+        if (slot >= cl->nslots) return SL_ESTATE;
+        const cls_t *c = &cl->slots[slot];
+        if (c->n == 0 || c->dense != i) return SL_ESTATE;
         sum += c->n;
-        if (ctab_find(cl, &c->key, c->hash) != (int32_t)i) return SL_ESTATE;
+        if (ctab_find(cl, &c->key, c->hash) != slot) return SL_ESTATE;
     }
-    for (uint32_t s = 0; s <= cl->class_mask; s++) used += cl->class_tab[s] >= 0;
-    if (sum != members || used != cl->nclasses) return SL_ESTATE;
+    uint32_t nfree = 0;
+    for (uint32_t s = cl->free_slot; s != NO_SLOT; s = cl->slots[s].next_free)
+        if (++nfree > cl->nslots) return SL_ESTATE;
+    for (uint32_t s = 0; s <= cl->class_mask; s++) used += cl->class_tab[s] != 0;
+    if (sum != members || used != cl->nclasses || nfree + cl->nclasses != cl->nslots)
+        return SL_ESTATE;
     return 0;
 }
