@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "sluice/cluster.h"
+#include "sluice/error.h" /* sl_status_t */
 #include "sluice/resources.h"
 
 #define SL_MAX_TASKS 4096

@@ -1,0 +1,230 @@
+/*
+ * backfill_easy.c - EASY backfill's reservation (Lifka, "The ANL/IBM SP
+ * scheduling system", JSSPP'95; Mu'alem & Feitelson, TPDS 2001).
+ *
+ * When the first job of the queue (in policy order) cannot start, EASY gives
+ * it a reservation: the earliest time at which it will fit if every running
+ * job ends when its estimate says (its time limit, or the scheduler's
+ * default; a job with neither never ends), and the nodes it would use then.
+ * Later jobs may start now only if they cannot delay it: they end by that
+ * "shadow" time, or they use none of the reserved nodes. The cycle in
+ * sched.c enforces that rule; this file computes the reservation.
+ *
+ * Algorithm. The blocked job needs `count` identical tasks of one shape.
+ * Tasks on different nodes do not interact, so the job fits iff the sum over
+ * nodes of "how many tasks of the shape this node holds" (sl_node_fit_count,
+ * capped at count) reaches count. Start from that sum over the cluster as it
+ * is (one evaluation per free-capacity class). Then walk the running jobs in
+ * order of expected end (ties: start order) and release each one's tasks on
+ * private COPIES of the nodes it occupies (Slurm's node_space_map_t idea,
+ * restricted to the nodes that change), updating the sum by the difference
+ * of the touched nodes' counts. The first expected end at which the sum
+ * reaches count is the shadow time. The reserved nodes are then the nodes
+ * of that released state that hold the most tasks (ties: lower id), taken
+ * until they hold count tasks: as few nodes as possible, so that as many
+ * others as possible stay open to long backfill jobs.
+ *
+ * Why the reservation holds: at the shadow time the reserved nodes are in
+ * the copied state or better provided (a) running jobs end by their
+ * estimate, (b) jobs started later either end by the shadow time or avoid
+ * the reserved nodes. The gang placer finds a placement whenever the sum of
+ * per-node counts reaches the gang size, so the job starts by then.
+ *
+ * Workload: R running jobs (thousands), tens of thousands of nodes; one
+ * reservation per cycle. Cost O(R log R + T * gpus + classes + C log C) for
+ * T tasks released and C candidate nodes. The cluster is never modified.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_internal.h"
+#include "sluice/alloc.h"
+
+struct sl__easy_end {
+    int64_t end_us;
+    size_t order; /* position in the running list (start order) */
+    const sl_job_t *job;
+};
+
+struct sl__easy_cand {
+    uint32_t node;
+    int32_t fit;
+};
+
+int64_t sl__job_expected_end(const sl_job_t *job, int64_t default_limit_us) {
+    int64_t lim = job->spec.time_limit_us > 0 ? job->spec.time_limit_us : default_limit_us;
+    if (lim <= 0) return INT64_MAX;
+    if (job->start_us > INT64_MAX - lim) return INT64_MAX;
+    return job->start_us + lim;
+}
+
+void sl__easy_init(sl__easy_t *e) {
+    memset(e, 0, sizeof *e);
+    e->shadow_us = -1;
+}
+
+void sl__easy_fini(sl__easy_t *e) {
+    sl_free(e->ends);
+    sl_free(e->copies);
+    sl_free(e->copy_fit);
+    sl_free(e->copy_of);
+    sl_free(e->reserved);
+    sl_free(e->cands);
+    sl_free(e->rnodes);
+    sl__easy_init(e);
+}
+
+/* Grows *p to hold at least n elements of size sz (capacity in *cap). */
+static void grow(void **p, size_t *cap, size_t n, size_t sz) {
+    if (n <= *cap) return;
+    size_t c = *cap ? *cap : 16;
+    while (c < n) c *= 2;
+    *p = sl_xrealloc(*p, c * sz);
+    *cap = c;
+}
+
+static int cmp_end(const void *pa, const void *pb) {
+    const struct sl__easy_end *a = pa, *b = pb;
+    if (a->end_us != b->end_us) return a->end_us < b->end_us ? -1 : 1;
+    return a->order < b->order ? -1 : a->order > b->order;
+}
+
+static int cmp_cand(const void *pa, const void *pb) {
+    const struct sl__easy_cand *a = pa, *b = pb;
+    if (a->fit != b->fit) return a->fit > b->fit ? -1 : 1;
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+/* Gives one task's resources back on a node copy, as sl_cluster_release
+ * does on the real node. */
+static void copy_release(sl_node_t *n, const sl_task_req_t *req, const sl_place_t *pl) {
+    n->cpu_free += req->cpu_milli;
+    n->mem_free += req->mem_bytes;
+    for (int g = 0; g < n->ngpus; g++) {
+        if (!(pl->gpu_mask & (1u << g))) continue;
+        if (req->gpus > 0) {
+            n->gpu_free[g] = SL_GPU_MILLI;
+            n->gpu_mem_free[g] = n->gpu_mem_total;
+        } else {
+            n->gpu_free[g] += req->gpu_milli;
+            n->gpu_mem_free[g] += req->gpu_mem_bytes;
+        }
+    }
+}
+
+void sl__easy_clear(sl__easy_t *e) {
+    for (size_t i = 0; i < e->nrnodes; i++)
+        if (e->rnodes[i] < e->nodes_cap) e->reserved[e->rnodes[i]] = 0;
+    e->nrnodes = 0;
+    e->active = false;
+    e->shadow_us = -1;
+}
+
+bool sl__easy_touches(const sl__easy_t *e, const sl_place_t *pls, int32_t n) {
+    if (!e->active) return false;
+    for (int32_t i = 0; i < n; i++)
+        if (pls[i].node < e->nodes_cap && e->reserved[pls[i].node]) return true;
+    return false;
+}
+
+bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl_job_t *run_head,
+                      const sl_task_req_t *req, int32_t count, int64_t now_us,
+                      int64_t default_limit_us) {
+    sl__easy_clear(e);
+    if (count <= 0) return false;
+
+    size_t nnodes = sl_cluster_node_count(cl);
+    if (nnodes > e->nodes_cap) {
+        size_t old = e->nodes_cap;
+        e->copy_of = sl_xrealloc(e->copy_of, nnodes * sizeof *e->copy_of);
+        e->reserved = sl_xrealloc(e->reserved, nnodes);
+        for (size_t i = old; i < nnodes; i++) {
+            e->copy_of[i] = -1;
+            e->reserved[i] = 0;
+        }
+        e->nodes_cap = nnodes;
+    }
+
+    /* Tasks that fit now, over the free-capacity classes. */
+    int64_t sum = 0;
+    size_t nclasses = sl_cluster_class_count(cl);
+    for (size_t i = 0; i < nclasses; i++) {
+        const sl_node_t *rep = sl_cluster_class_rep(cl, i);
+        sum += (int64_t)sl_cluster_class_size(cl, i) * sl_node_fit_count(rep, req, count);
+    }
+
+    /* Running jobs with a finite expected end, by end then start order. */
+    size_t nends = 0, order = 0;
+    for (const sl_job_t *j = run_head; j; j = j->r_next, order++) {
+        int64_t end = sl__job_expected_end(j, default_limit_us);
+        if (end == INT64_MAX) continue;
+        grow((void **)&e->ends, &e->ends_cap, nends + 1, sizeof *e->ends);
+        e->ends[nends++] = (struct sl__easy_end){end, order, j};
+    }
+    qsort(e->ends, nends, sizeof *e->ends, cmp_end);
+
+    size_t ncopies = 0;
+    bool found = sum >= count;
+    int64_t shadow = now_us;
+    for (size_t k = 0; k < nends && !found; k++) {
+        const sl_job_t *j = e->ends[k].job;
+        for (int32_t t = 0; t < j->nplaced; t++) {
+            const sl_place_t *pl = &j->pls[t];
+            if (pl->node >= nnodes) continue;
+            int32_t ci = e->copy_of[pl->node];
+            if (ci < 0) {
+                size_t cap0 = e->copies_cap;
+                grow((void **)&e->copies, &e->copies_cap, ncopies + 1, sizeof *e->copies);
+                if (e->copies_cap != cap0) /* copy_fit has the same capacity */
+                    e->copy_fit = sl_xrealloc(e->copy_fit, e->copies_cap * sizeof *e->copy_fit);
+                ci = (int32_t)ncopies++;
+                e->copies[ci] = *sl_cluster_node(cl, pl->node);
+                e->copy_fit[ci] = sl_node_fit_count(&e->copies[ci], req, count);
+                e->copy_of[pl->node] = ci;
+            }
+            copy_release(&e->copies[ci], &j->spec.task, pl);
+            int32_t f = sl_node_fit_count(&e->copies[ci], req, count);
+            sum += f - e->copy_fit[ci];
+            e->copy_fit[ci] = f;
+        }
+        if (sum >= count) {
+            found = true;
+            shadow = e->ends[k].end_us > now_us ? e->ends[k].end_us : now_us;
+        }
+    }
+
+    if (found) {
+        /* Candidates: released copies, then untouched up nodes. */
+        size_t nc = 0;
+        for (size_t ci = 0; ci < ncopies; ci++) {
+            if (e->copy_fit[ci] <= 0) continue;
+            grow((void **)&e->cands, &e->cands_cap, nc + 1, sizeof *e->cands);
+            e->cands[nc++] = (struct sl__easy_cand){e->copies[ci].id, e->copy_fit[ci]};
+        }
+        for (size_t i = 0; i < nclasses; i++) {
+            int32_t f = sl_node_fit_count(sl_cluster_class_rep(cl, i), req, count);
+            if (f <= 0) continue;
+            uint32_t sz = sl_cluster_class_size(cl, i);
+            for (uint32_t m = 0; m < sz; m++) {
+                uint32_t id = sl_cluster_class_node(cl, i, m);
+                if (id >= nnodes || e->copy_of[id] >= 0) continue;
+                grow((void **)&e->cands, &e->cands_cap, nc + 1, sizeof *e->cands);
+                e->cands[nc++] = (struct sl__easy_cand){id, f};
+            }
+        }
+        qsort(e->cands, nc, sizeof *e->cands, cmp_cand);
+        int64_t have = 0;
+        for (size_t i = 0; i < nc && have < count; i++) {
+            grow((void **)&e->rnodes, &e->rnodes_cap, e->nrnodes + 1, sizeof *e->rnodes);
+            e->rnodes[e->nrnodes++] = e->cands[i].node;
+            e->reserved[e->cands[i].node] = 1;
+            have += e->cands[i].fit;
+        }
+        e->active = true;
+        e->shadow_us = shadow;
+    }
+
+    /* Reset the copy map for the next call. */
+    for (size_t ci = 0; ci < ncopies; ci++) e->copy_of[e->copies[ci].id] = -1;
+    return found;
+}

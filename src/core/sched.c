@@ -1,0 +1,1235 @@
+/*
+ * sched.c - the scheduler: tenants, pending queues, running jobs and the
+ * scheduling cycle (include/sluice/sched.h).
+ *
+ * Data structures.
+ *  - Jobs: one heap block each (struct sl_job, sched_internal.h), found by
+ *    id through an open-addressing hash of pointers (linear probing, load at
+ *    most 1/2, backward-shift deletion, so no tombstones). O(1) expected.
+ *  - Pending queues: one per tenant, an intrusive treap ordered by
+ *    (priority desc, submit asc, id asc) and heap-ordered by a hash of the
+ *    id (deterministic, no RNG consumed). Insert/remove O(log n), successor
+ *    O(1) amortised, so enqueueing allocates nothing beyond the job.
+ *  - Running jobs: an intrusive doubly linked list in start order.
+ *
+ * The cycle. The next job is the least tenant head under the queue policy's
+ * `less` (O(active tenants) per pick; each tenant has a cursor that walks
+ * its queue in order). For each job:
+ *  1. Quota: the tenant's usage plus the job must stay within every non-zero
+ *     quota dimension (an elastic job is capped to the count the quota
+ *     allows). Otherwise the job waits (SL_WAIT, "tenant quota ...") and
+ *     its TENANT is blocked for the rest of the cycle: its later jobs keep
+ *     their order behind it, while other tenants go on (a tenant at its
+ *     quota must not stop everybody else; this is the "blocked-tenant skip").
+ *  2. Placement: sl_place_gang with the full task count; for an elastic job
+ *     that does not fit, an upper bound of the tasks that fit (sum over
+ *     free-capacity classes of sl_node_fit_count) gives the first count to
+ *     try; we then step down linearly (at most 8 tries) and finally try
+ *     min_tasks. The bound is exact when the placer is complete, so this
+ *     costs one or two gang attempts in practice.
+ *  3. A job that fits starts (state RUNNING, tenant usage updated). A job
+ *     that can never fit (SL_NOFIT_EVER) is skipped with its reason and does
+ *     not block anything. A job that does not fit now is "blocked":
+ *       - backfill none: the cycle stops; every job it did not reach shows
+ *         "waiting behind job N" (strict order, no starvation);
+ *       - backfill easy: the first blocked job gets a reservation
+ *         (backfill_easy.c). If none can be computed (it would not fit even
+ *         after every job with a finite estimate ended) the cycle stops as
+ *         with none: conservative, nothing may pass a job whose start time
+ *         is unknown. Otherwise later jobs start if they fit now and either
+ *         end by the shadow time (now + their limit <= shadow) or use no
+ *         reserved node. A long job whose placement lands on a reserved
+ *         node is released and retried with the reserved nodes temporarily
+ *         drained (sl_cluster_set_state), so it may still start elsewhere;
+ *         drained nodes are restored to up before the cycle returns.
+ *  Reasons of the jobs a cycle does not reach are shared, not copied: the
+ *  scheduler keeps one "waiting behind ..." string per cycle (and one per
+ *  blocked tenant) with the epoch it belongs to, and sl_job_reason() picks
+ *  the newest that applies. A cycle thus costs O(jobs examined), never
+ *  O(jobs pending).
+ *  Shapes that failed in this cycle are remembered (a small hash keyed by
+ *  task shape and counts, stamped with the cycle's epoch): the cluster only
+ *  fills up during a cycle, so an identical job fails the same way and is
+ *  answered in O(1). With 100,000 pending jobs of a few shapes a full EASY
+ *  pass costs O(pending * active tenants) comparisons and a few placements.
+ *
+ * on_start callbacks run after the cycle's decisions, in start order, for
+ * jobs still running; they may call back into the scheduler.
+ *
+ * Pure: no I/O, no clock; time comes in as now_us.
+ */
+#include <stdarg.h>
+#include <stdio.h> /* snprintf only: formats reasons and errors, no I/O */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_internal.h"
+#include "sluice/alloc.h"
+#include "sluice/error.h"
+
+#define FCACHE_SIZE 1024 /* failed-shape cache slots (power of two) */
+#define FCACHE_PROBES 16
+#define ELASTIC_STEPS 8
+
+typedef struct tenant {
+    char name[SL_NAME_MAX];
+    int32_t weight;
+    sl_res_t quota;
+    sl_res_t usage;
+    size_t npending, nrunning;
+    sl_job_t *root;  /* treap of pending jobs */
+    /* per cycle */
+    sl_job_t *cur;   /* next job of this tenant to consider */
+    /* shared reason of the jobs behind a blocked head */
+    uint64_t behind_epoch;
+    char behind_reason[SL_REASON_MAX];
+} tenant_t;
+
+typedef struct fcache_entry {
+    uint64_t epoch; /* valid iff equal to the scheduler's epoch */
+    sl_task_req_t req;
+    int32_t n, m;
+    sl_status_t st;
+    char reason[SL_REASON_MAX];
+} fcache_entry_t;
+
+struct sl_sched {
+    sl_cluster_t *cl;
+    sl_workload_t *wl;
+    const sl_place_policy_t *place;
+    const sl_queue_policy_t *queue;
+    sl_backfill_kind_t backfill;
+    sl_rng_t rng;
+    int64_t default_limit_us;
+    int32_t max_starts;
+    bool track_workload;
+
+    tenant_t *tenants;
+    size_t ntenants, tenants_cap;
+
+    sl_job_t **slots; /* job hash */
+    size_t nslots, njobs;
+
+    sl_job_t *run_head, *run_tail;
+    size_t npending, nrunning;
+
+    uint64_t epoch;        /* bumped by every cycle and try_start */
+    uint64_t behind_epoch; /* epoch of the cycle that left jobs unreached */
+    char behind_reason[SL_REASON_MAX];
+    int64_t clock_us;      /* latest now_us seen (for foreach under wfq) */
+
+    bool cap_valid;        /* cap is a snapshot valid during a cycle */
+    sl_res_t cap;
+
+    sl_place_t *pls;       /* SL_MAX_TASKS scratch for the placer */
+    fcache_entry_t *fcache;
+    uint32_t *act;         /* active tenant indices during a cycle */
+    uint64_t *started;     /* ids started by the cycle, in order */
+    size_t started_cap;
+
+    sl__easy_t easy;
+    uint32_t *drained;     /* reserved nodes drained by this cycle */
+    size_t ndrained, drained_cap;
+};
+
+/* ---- small helpers ---- */
+
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 30;
+    x *= UINT64_C(0xbf58476d1ce4e5b9);
+    x ^= x >> 27;
+    x *= UINT64_C(0x94d049bb133111eb);
+    x ^= x >> 31;
+    return x;
+}
+
+static void invariant(bool ok) {
+    if (!ok) abort(); /* internal state is corrupt: no safe decision exists */
+}
+
+static void setf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void setf(char *buf, size_t len, const char *fmt, ...) {
+    if (!buf || len == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+static int32_t job_min(const sl_job_t *j) {
+    return j->spec.min_tasks > 0 ? j->spec.min_tasks : j->spec.ntasks;
+}
+
+static tenant_t *tenant_of(const sl_sched_t *s, const sl_job_t *j) {
+    return &s->tenants[j->spec.tenant];
+}
+
+/* ---- the job hash ---- */
+
+static size_t slot_of(const sl_sched_t *s, uint64_t id) {
+    return (size_t)mix64(id) & (s->nslots - 1);
+}
+
+static sl_job_t *jobs_find(const sl_sched_t *s, uint64_t id) {
+    for (size_t i = slot_of(s, id);; i = (i + 1) & (s->nslots - 1)) {
+        sl_job_t *j = s->slots[i];
+        if (!j) return NULL;
+        if (j->spec.id == id) return j;
+    }
+}
+
+static void jobs_put_raw(sl_job_t **slots, size_t nslots, sl_job_t *j) {
+    size_t i = (size_t)mix64(j->spec.id) & (nslots - 1);
+    while (slots[i]) i = (i + 1) & (nslots - 1);
+    slots[i] = j;
+}
+
+static void jobs_insert(sl_sched_t *s, sl_job_t *j) {
+    if ((s->njobs + 1) * 2 > s->nslots) {
+        size_t n = s->nslots * 2;
+        sl_job_t **ns = sl_xcalloc(n, sizeof *ns);
+        for (size_t i = 0; i < s->nslots; i++)
+            if (s->slots[i]) jobs_put_raw(ns, n, s->slots[i]);
+        sl_free(s->slots);
+        s->slots = ns;
+        s->nslots = n;
+    }
+    jobs_put_raw(s->slots, s->nslots, j);
+    s->njobs++;
+}
+
+static void jobs_remove(sl_sched_t *s, const sl_job_t *j) {
+    size_t mask = s->nslots - 1, i = slot_of(s, j->spec.id);
+    while (s->slots[i] != j) i = (i + 1) & mask;
+    /* Backward-shift deletion keeps every probe chain unbroken. */
+    size_t hole = i;
+    for (size_t k = (hole + 1) & mask; s->slots[k]; k = (k + 1) & mask) {
+        size_t home = slot_of(s, s->slots[k]->spec.id);
+        /* Move k into the hole unless its home lies cyclically in (hole, k]. */
+        bool stays = hole <= k ? (home > hole && home <= k) : (home > hole || home <= k);
+        if (!stays) {
+            s->slots[hole] = s->slots[k];
+            hole = k;
+        }
+    }
+    s->slots[hole] = NULL;
+    s->njobs--;
+}
+
+/* ---- the pending treap ---- */
+
+static bool qless(const sl_job_t *a, const sl_job_t *b) {
+    if (a->spec.priority != b->spec.priority) return a->spec.priority > b->spec.priority;
+    return sl__job_submit_less(a, b);
+}
+
+static void rotate_up(sl_job_t **root, sl_job_t *x) {
+    sl_job_t *p = x->t_up, *g = p->t_up;
+    if (p->t_left == x) {
+        p->t_left = x->t_right;
+        if (x->t_right) x->t_right->t_up = p;
+        x->t_right = p;
+    } else {
+        p->t_right = x->t_left;
+        if (x->t_left) x->t_left->t_up = p;
+        x->t_left = p;
+    }
+    p->t_up = x;
+    x->t_up = g;
+    if (!g) *root = x;
+    else if (g->t_left == p) g->t_left = x;
+    else g->t_right = x;
+}
+
+static void treap_insert(sl_job_t **root, sl_job_t *j) {
+    j->t_left = j->t_right = j->t_up = NULL;
+    sl_job_t *p = NULL, **link = root;
+    while (*link) {
+        p = *link;
+        link = qless(j, p) ? &p->t_left : &p->t_right;
+    }
+    *link = j;
+    j->t_up = p;
+    while (j->t_up && j->t_up->t_prio < j->t_prio) rotate_up(root, j);
+}
+
+static void treap_remove(sl_job_t **root, sl_job_t *j) {
+    while (j->t_left || j->t_right) {
+        sl_job_t *c;
+        if (!j->t_left) c = j->t_right;
+        else if (!j->t_right) c = j->t_left;
+        else c = j->t_left->t_prio > j->t_right->t_prio ? j->t_left : j->t_right;
+        rotate_up(root, c);
+    }
+    if (!j->t_up) *root = NULL;
+    else if (j->t_up->t_left == j) j->t_up->t_left = NULL;
+    else j->t_up->t_right = NULL;
+    j->t_up = NULL;
+}
+
+static sl_job_t *treap_first(sl_job_t *root) {
+    if (!root) return NULL;
+    while (root->t_left) root = root->t_left;
+    return root;
+}
+
+static sl_job_t *treap_next(const sl_job_t *j) {
+    if (j->t_right) return treap_first(j->t_right);
+    while (j->t_up && j->t_up->t_right == j) j = j->t_up;
+    return j->t_up;
+}
+
+/* ---- running list ---- */
+
+static void run_insert(sl_sched_t *s, sl_job_t *j) {
+    /* Keep start order; starts come in time order, so this is O(1) except
+     * for adopted jobs with earlier start times. */
+    sl_job_t *after = s->run_tail;
+    while (after && after->start_us > j->start_us) after = after->r_prev;
+    j->r_prev = after;
+    j->r_next = after ? after->r_next : s->run_head;
+    if (j->r_next) j->r_next->r_prev = j;
+    else s->run_tail = j;
+    if (after) after->r_next = j;
+    else s->run_head = j;
+}
+
+static void run_remove(sl_sched_t *s, sl_job_t *j) {
+    if (j->r_prev) j->r_prev->r_next = j->r_next;
+    else s->run_head = j->r_next;
+    if (j->r_next) j->r_next->r_prev = j->r_prev;
+    else s->run_tail = j->r_prev;
+    j->r_prev = j->r_next = NULL;
+}
+
+/* ---- state transitions ---- */
+
+static void enqueue(sl_sched_t *s, sl_job_t *j) {
+    tenant_t *t = tenant_of(s, j);
+    j->state = SL_JOB_PENDING;
+    j->enq_epoch = s->epoch;
+    treap_insert(&t->root, j);
+    t->npending++;
+    s->npending++;
+}
+
+static void dequeue(sl_sched_t *s, sl_job_t *j) {
+    tenant_t *t = tenant_of(s, j);
+    treap_remove(&t->root, j);
+    t->npending--;
+    s->npending--;
+}
+
+static sl_res_t job_total(const sl_job_t *j, int32_t n) {
+    return sl_res_scale(sl_task_req_total(&j->spec.task), n);
+}
+
+/* Marks a pending job (already allocated at pls[0..n-1]) running. */
+static void start_job(sl_sched_t *s, sl_job_t *j, const sl_place_t *pls, int32_t n, int64_t now_us) {
+    tenant_t *t = tenant_of(s, j);
+    dequeue(s, j);
+    j->pls = sl_xmalloc((size_t)n * sizeof *pls);
+    memcpy(j->pls, pls, (size_t)n * sizeof *pls);
+    j->nplaced = n;
+    j->state = SL_JOB_RUNNING;
+    j->status = SL_FIT;
+    j->reason[0] = '\0';
+    j->start_us = now_us;
+    t->usage = sl_res_add(t->usage, job_total(j, n));
+    t->nrunning++;
+    s->nrunning++;
+    run_insert(s, j);
+}
+
+/* Releases what a running job holds and takes it off the running list. */
+static void stop_job(sl_sched_t *s, sl_job_t *j) {
+    tenant_t *t = tenant_of(s, j);
+    for (int32_t i = j->nplaced - 1; i >= 0; i--)
+        invariant(sl_cluster_release(s->cl, &j->spec.task, &j->pls[i]) == 0);
+    t->usage = sl_res_sub(t->usage, job_total(j, j->nplaced));
+    t->nrunning--;
+    s->nrunning--;
+    run_remove(s, j);
+    sl_free(j->pls);
+    j->pls = NULL;
+    j->nplaced = 0;
+}
+
+static void release_pls(sl_sched_t *s, const sl_task_req_t *req, const sl_place_t *pls, int32_t n) {
+    for (int32_t i = n - 1; i >= 0; i--) invariant(sl_cluster_release(s->cl, req, &pls[i]) == 0);
+}
+
+/* ---- config, create, destroy ---- */
+
+void sl_sched_config_init(sl_sched_config_t *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->queue = "fifo";
+    cfg->placement = NULL;
+    cfg->backfill = "none";
+}
+
+static void list_names(char *buf, size_t len, const char *const *names, size_t n) {
+    size_t off = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && off < len; i++) {
+        int w = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", names[i]);
+        if (w < 0) break;
+        off += (size_t)w;
+    }
+}
+
+int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t **out, char *err,
+                    size_t errlen) {
+    sl_sched_config_t def;
+    if (!cfg) {
+        sl_sched_config_init(&def);
+        cfg = &def;
+    }
+    if (!cl || !out) {
+        setf(err, errlen, "missing cluster or output");
+        return SL_EINVAL;
+    }
+    const char *names[16];
+    char known[256];
+
+    const char *qname = cfg->queue ? cfg->queue : "fifo";
+    const sl_queue_policy_t *q = sl_queue_policy_find(qname);
+    if (!q) {
+        const sl_queue_policy_t *const *l = sl_queue_policy_list();
+        size_t n = 0;
+        for (; l[n] && n < 16; n++) names[n] = l[n]->name;
+        list_names(known, sizeof known, names, n);
+        setf(err, errlen, "unknown queue \"%s\" (known: %s)", qname, known);
+        return SL_EINVAL;
+    }
+    const char *pname = cfg->placement ? cfg->placement : sl_place_policy_default();
+    const sl_place_policy_t *p = sl_place_policy_find(pname);
+    if (!p) {
+        const sl_place_policy_t *const *l = sl_place_policy_list();
+        size_t n = 0;
+        for (; l[n] && n < 16; n++) names[n] = l[n]->name;
+        list_names(known, sizeof known, names, n);
+        setf(err, errlen, "unknown placement \"%s\" (known: %s)", pname, known);
+        return SL_EINVAL;
+    }
+    sl_backfill_kind_t bf = SL_BACKFILL_NONE;
+    if (cfg->backfill && sl_backfill_parse(cfg->backfill, &bf) != 0) {
+        setf(err, errlen, "unknown backfill \"%s\" (known: none, easy)", cfg->backfill);
+        return SL_EINVAL;
+    }
+    if (cfg->default_time_limit_us < 0) {
+        setf(err, errlen, "default_time_limit_us is negative");
+        return SL_EINVAL;
+    }
+    if (cfg->max_starts_per_cycle < 0) {
+        setf(err, errlen, "max_starts_per_cycle is negative");
+        return SL_EINVAL;
+    }
+
+    sl_sched_t *s = sl_xcalloc(1, sizeof *s);
+    s->cl = cl;
+    sl_workload_create(&s->wl);
+    s->place = p;
+    s->queue = q;
+    s->backfill = bf;
+    sl_rng_seed(&s->rng, cfg->seed);
+    s->default_limit_us = cfg->default_time_limit_us;
+    s->max_starts = cfg->max_starts_per_cycle;
+    s->track_workload = cfg->track_workload;
+    s->nslots = 64;
+    s->slots = sl_xcalloc(s->nslots, sizeof *s->slots);
+    s->pls = sl_xmalloc(SL_MAX_TASKS * sizeof *s->pls);
+    s->fcache = sl_xcalloc(FCACHE_SIZE, sizeof *s->fcache);
+    s->epoch = 1;
+    s->clock_us = INT64_MIN;
+    sl__easy_init(&s->easy);
+    *out = s;
+    return 0;
+}
+
+void sl_sched_destroy(sl_sched_t *s) {
+    if (!s) return;
+    for (size_t i = 0; i < s->nslots; i++) {
+        sl_job_t *j = s->slots[i];
+        if (!j) continue;
+        sl_free(j->pls);
+        sl_free(j);
+    }
+    sl_free(s->slots);
+    sl_free(s->tenants);
+    sl_free(s->pls);
+    sl_free(s->fcache);
+    sl_free(s->act);
+    sl_free(s->started);
+    sl_free(s->drained);
+    sl__easy_fini(&s->easy);
+    sl_workload_destroy(s->wl);
+    sl_free(s);
+}
+
+sl_cluster_t *sl_sched_cluster(sl_sched_t *s) {
+    return s->cl;
+}
+sl_workload_t *sl_sched_workload(sl_sched_t *s) {
+    return s->wl;
+}
+const sl_place_policy_t *sl_sched_place_policy(const sl_sched_t *s) {
+    return s->place;
+}
+const sl_queue_policy_t *sl_sched_queue_policy(const sl_sched_t *s) {
+    return s->queue;
+}
+sl_backfill_kind_t sl_sched_backfill(const sl_sched_t *s) {
+    return s->backfill;
+}
+sl_rng_t *sl_sched_rng(sl_sched_t *s) {
+    return &s->rng;
+}
+
+static void see_time(sl_sched_t *s, int64_t now_us) {
+    if (now_us > s->clock_us) s->clock_us = now_us;
+}
+
+/* ---- tenants ---- */
+
+int sl_sched_add_tenant(sl_sched_t *s, const sl_tenant_spec_t *spec) {
+    if (!spec || !spec->name) return SL_EINVAL;
+    size_t len = strlen(spec->name);
+    if (len == 0 || len >= SL_NAME_MAX) return SL_EINVAL;
+    if (spec->weight < 0) return SL_EINVAL;
+    if (spec->quota.cpu_milli < 0 || spec->quota.mem_bytes < 0 || spec->quota.gpu_milli < 0)
+        return SL_EINVAL;
+    if (sl_sched_tenant_find(s, spec->name) >= 0) return SL_EEXIST;
+    if (s->ntenants >= INT32_MAX) return SL_ERANGE;
+    if (s->ntenants == s->tenants_cap) {
+        s->tenants_cap = s->tenants_cap ? s->tenants_cap * 2 : 8;
+        s->tenants = sl_xrealloc(s->tenants, s->tenants_cap * sizeof *s->tenants);
+        s->act = sl_xrealloc(s->act, s->tenants_cap * sizeof *s->act);
+    }
+    tenant_t *t = &s->tenants[s->ntenants];
+    memset(t, 0, sizeof *t);
+    memcpy(t->name, spec->name, len + 1);
+    t->weight = spec->weight ? spec->weight : 1;
+    t->quota = spec->quota;
+    return (int)s->ntenants++;
+}
+
+int sl_sched_tenant_find(const sl_sched_t *s, const char *name) {
+    if (!name) return SL_ENOENT;
+    for (size_t i = 0; i < s->ntenants; i++)
+        if (strcmp(s->tenants[i].name, name) == 0) return (int)i;
+    return SL_ENOENT;
+}
+
+size_t sl_sched_tenant_count(const sl_sched_t *s) {
+    return s->ntenants;
+}
+
+static bool tenant_ok(const sl_sched_t *s, int32_t tenant) {
+    return tenant >= 0 && (size_t)tenant < s->ntenants;
+}
+
+const char *sl_sched_tenant_name(const sl_sched_t *s, int32_t tenant) {
+    return tenant_ok(s, tenant) ? s->tenants[tenant].name : NULL;
+}
+
+int32_t sl_sched_tenant_weight(const sl_sched_t *s, int32_t tenant) {
+    return tenant_ok(s, tenant) ? s->tenants[tenant].weight : 1;
+}
+
+sl_res_t sl_sched_tenant_usage(const sl_sched_t *s, int32_t tenant) {
+    return tenant_ok(s, tenant) ? s->tenants[tenant].usage : (sl_res_t){0, 0, 0};
+}
+
+static double ratio(int64_t used, int64_t cap) {
+    return cap > 0 ? (double)used / (double)cap : 0.0;
+}
+
+double sl_sched_tenant_share(const sl_sched_t *s, int32_t tenant) {
+    if (!tenant_ok(s, tenant)) return 0.0;
+    const tenant_t *t = &s->tenants[tenant];
+    sl_res_t cap;
+    if (s->cap_valid) cap = s->cap;
+    else sl_cluster_capacity(s->cl, &cap, NULL);
+    double m = ratio(t->usage.cpu_milli, cap.cpu_milli);
+    double r = ratio(t->usage.mem_bytes, cap.mem_bytes);
+    if (r > m) m = r;
+    r = ratio(t->usage.gpu_milli, cap.gpu_milli);
+    if (r > m) m = r;
+    return m / (double)t->weight;
+}
+
+void sl_sched_tenant_jobs(const sl_sched_t *s, int32_t tenant, size_t *pending, size_t *running) {
+    size_t p = 0, r = 0;
+    if (tenant_ok(s, tenant)) {
+        p = s->tenants[tenant].npending;
+        r = s->tenants[tenant].nrunning;
+    }
+    if (pending) *pending = p;
+    if (running) *running = r;
+}
+
+/* ---- jobs ---- */
+
+static int spec_check(const sl_sched_t *s, const sl_job_spec_t *spec, char *err, size_t errlen) {
+    if (!spec) {
+        setf(err, errlen, "job spec is missing");
+        return SL_EINVAL;
+    }
+    if (!tenant_ok(s, spec->tenant)) {
+        setf(err, errlen, "tenant: no tenant with id %d", (int)spec->tenant);
+        return SL_ENOENT;
+    }
+    if (jobs_find(s, spec->id)) {
+        setf(err, errlen, "id: job %llu already exists", (unsigned long long)spec->id);
+        return SL_EEXIST;
+    }
+    if (spec->ntasks < 1 || spec->ntasks > SL_MAX_TASKS) {
+        setf(err, errlen, "ntasks: %d is outside 1..%d", (int)spec->ntasks, SL_MAX_TASKS);
+        return SL_EINVAL;
+    }
+    if (spec->min_tasks < 0 || spec->min_tasks > spec->ntasks) {
+        setf(err, errlen, "min_tasks: %d is outside 0..ntasks (%d)", (int)spec->min_tasks,
+             (int)spec->ntasks);
+        return SL_EINVAL;
+    }
+    if (spec->time_limit_us < 0) {
+        setf(err, errlen, "time_limit_us: %lld is negative", (long long)spec->time_limit_us);
+        return SL_EINVAL;
+    }
+    char rerr[128];
+    if (sl_task_req_check(&spec->task, rerr, sizeof rerr) != 0) {
+        setf(err, errlen, "task: %s", rerr);
+        return SL_EINVAL;
+    }
+    return 0;
+}
+
+static sl_job_t *job_new(sl_sched_t *s, const sl_job_spec_t *spec) {
+    sl_job_t *j = sl_xcalloc(1, sizeof *j);
+    j->spec = *spec;
+    j->owner = s;
+    j->start_us = -1;
+    j->status = SL_SKIP;
+    j->t_prio = mix64(spec->id ^ UINT64_C(0x5851f42d4c957f2d));
+    jobs_insert(s, j);
+    if (s->track_workload)
+        sl_workload_add(s->wl, &spec->task, spec->ntasks);
+    return j;
+}
+
+int sl_sched_submit(sl_sched_t *s, const sl_job_spec_t *spec, char *err, size_t errlen) {
+    int rc = spec_check(s, spec, err, errlen);
+    if (rc) return rc;
+    enqueue(s, job_new(s, spec));
+    return 0;
+}
+
+const sl_job_t *sl_sched_job(const sl_sched_t *s, uint64_t id) {
+    return jobs_find(s, id);
+}
+
+int sl_sched_cancel(sl_sched_t *s, uint64_t id, int64_t now_us) {
+    sl_job_t *j = jobs_find(s, id);
+    if (!j) return SL_ENOENT;
+    see_time(s, now_us);
+    if (j->state == SL_JOB_PENDING) dequeue(s, j);
+    else if (j->state == SL_JOB_RUNNING) stop_job(s, j);
+    else return SL_ESTATE;
+    j->state = SL_JOB_CANCELLED;
+    setf(j->reason, sizeof j->reason, "cancelled at %lld", (long long)now_us);
+    return 0;
+}
+
+int sl_sched_finish(sl_sched_t *s, uint64_t id, int64_t now_us) {
+    sl_job_t *j = jobs_find(s, id);
+    if (!j) return SL_ENOENT;
+    if (j->state != SL_JOB_RUNNING) return SL_ESTATE;
+    see_time(s, now_us);
+    stop_job(s, j);
+    j->state = SL_JOB_DONE;
+    j->reason[0] = '\0';
+    return 0;
+}
+
+int sl_sched_requeue(sl_sched_t *s, uint64_t id, int64_t now_us) {
+    sl_job_t *j = jobs_find(s, id);
+    if (!j) return SL_ENOENT;
+    if (j->state != SL_JOB_RUNNING) return SL_ESTATE;
+    see_time(s, now_us);
+    stop_job(s, j);
+    j->start_us = -1;
+    j->status = SL_SKIP;
+    setf(j->reason, sizeof j->reason, "requeued at %lld", (long long)now_us);
+    j->reason_epoch = s->epoch;
+    enqueue(s, j);
+    return 0;
+}
+
+int sl_sched_adopt(sl_sched_t *s, const sl_job_spec_t *spec, const sl_place_t *pls, int32_t n,
+                   int64_t start_us, char *err, size_t errlen) {
+    int rc = spec_check(s, spec, err, errlen);
+    if (rc) return rc;
+    int32_t m = spec->min_tasks > 0 ? spec->min_tasks : spec->ntasks;
+    if (!pls || n < m || n > spec->ntasks) {
+        setf(err, errlen, "placed tasks: %d is outside %d..%d", (int)n, (int)m, (int)spec->ntasks);
+        return SL_EINVAL;
+    }
+    if (start_us < 0) {
+        setf(err, errlen, "start_us: %lld is negative", (long long)start_us);
+        return SL_EINVAL;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        rc = sl_cluster_alloc(s->cl, &spec->task, &pls[i]);
+        if (rc == 0) continue;
+        release_pls(s, &spec->task, pls, i);
+        if (rc == SL_ENOSPC) {
+            setf(err, errlen, "task %d: node %u lacks free capacity", (int)i, (unsigned)pls[i].node);
+            return SL_ENOSPC;
+        }
+        setf(err, errlen, "task %d: placement does not match the node or request (%s)", (int)i,
+             sl_strerror(rc));
+        return SL_EINVAL;
+    }
+    sl_job_t *j = job_new(s, spec);
+    tenant_t *t = tenant_of(s, j);
+    j->pls = sl_xmalloc((size_t)n * sizeof *pls);
+    memcpy(j->pls, pls, (size_t)n * sizeof *pls);
+    j->nplaced = n;
+    j->state = SL_JOB_RUNNING;
+    j->status = SL_FIT;
+    j->start_us = start_us;
+    t->usage = sl_res_add(t->usage, job_total(j, n));
+    t->nrunning++;
+    s->nrunning++;
+    run_insert(s, j);
+    return 0;
+}
+
+int sl_sched_forget(sl_sched_t *s, uint64_t id) {
+    sl_job_t *j = jobs_find(s, id);
+    if (!j) return SL_ENOENT;
+    if (j->state == SL_JOB_PENDING || j->state == SL_JOB_RUNNING) return SL_ESTATE;
+    jobs_remove(s, j);
+    sl_free(j->pls);
+    sl_free(j);
+    return 0;
+}
+
+size_t sl_sched_pending_count(const sl_sched_t *s) {
+    return s->npending;
+}
+
+size_t sl_sched_running_count(const sl_sched_t *s) {
+    return s->nrunning;
+}
+
+/* ---- shared reasons ---- */
+
+const char *sl__sched_job_reason(const sl_sched_t *s, const sl_job_t *j) {
+    const char *r = j->reason;
+    uint64_t e = j->reason_epoch;
+    const tenant_t *t = tenant_of(s, j);
+    if (t->behind_epoch > e && j->enq_epoch < t->behind_epoch) {
+        r = t->behind_reason;
+        e = t->behind_epoch;
+    }
+    if (s->behind_epoch > e && j->enq_epoch < s->behind_epoch) r = s->behind_reason;
+    return r;
+}
+
+sl_status_t sl__sched_job_status(const sl_sched_t *s, const sl_job_t *j) {
+    return sl__sched_job_reason(s, j) == j->reason ? j->status : SL_WAIT;
+}
+
+/* ---- placement of one job ---- */
+
+/* Tasks of req that fit now, summed over classes; stops at cap. */
+static int32_t fit_bound(const sl_sched_t *s, const sl_task_req_t *req, int32_t cap) {
+    int64_t sum = 0;
+    size_t nc = sl_cluster_class_count(s->cl);
+    for (size_t i = 0; i < nc && sum < cap; i++)
+        sum += (int64_t)sl_cluster_class_size(s->cl, i) *
+               sl_node_fit_count(sl_cluster_class_rep(s->cl, i), req, cap);
+    return sum < cap ? (int32_t)sum : cap;
+}
+
+/*
+ * Places between m and n tasks of j (the most that fit); on SL_FIT the
+ * resources are allocated at s->pls[0..*k-1]. Otherwise the reason goes to
+ * reason and the status of the attempt at m tasks is returned.
+ */
+static int place_range(sl_sched_t *s, sl_cycle_t *cy, const sl_job_t *j, int32_t n, int32_t m,
+                       int32_t *k, char *reason, size_t rlen) {
+    const sl_task_req_t *req = &j->spec.task;
+    int rc = sl_place_gang(s->place, cy, s->cl, req, n, s->pls, reason, rlen);
+    if (rc == SL_FIT) {
+        *k = n;
+        return SL_FIT;
+    }
+    if (m >= n) return rc;
+    int32_t c = fit_bound(s, req, n - 1);
+    for (int steps = 0; c > m && steps < ELASTIC_STEPS; c--, steps++) {
+        if (sl_place_gang(s->place, cy, s->cl, req, c, s->pls, NULL, 0) == SL_FIT) {
+            *k = c;
+            return SL_FIT;
+        }
+    }
+    char r2[SL_REASON_MAX];
+    rc = sl_place_gang(s->place, cy, s->cl, req, m, s->pls, r2, sizeof r2);
+    if (rc == SL_FIT) {
+        *k = m;
+        return SL_FIT;
+    }
+    setf(reason, rlen, "elastic: not even %d of %d tasks fit: %s", (int)m, (int)n, r2);
+    return rc;
+}
+
+/* The count the tenant's quota allows (<= n), or -1 with a reason if not even m. */
+static int32_t quota_cap(const sl_sched_t *s, const sl_job_t *j, int32_t n, int32_t m, char *reason,
+                         size_t rlen) {
+    const tenant_t *t = tenant_of(s, j);
+    sl_res_t per = sl_task_req_total(&j->spec.task);
+    const int64_t q[3] = {t->quota.cpu_milli, t->quota.mem_bytes, t->quota.gpu_milli};
+    const int64_t u[3] = {t->usage.cpu_milli, t->usage.mem_bytes, t->usage.gpu_milli};
+    const int64_t d[3] = {per.cpu_milli, per.mem_bytes, per.gpu_milli};
+    static const char *const what[3] = {"cpu_milli", "mem_bytes", "gpu_milli"};
+    int32_t k = n;
+    for (int i = 0; i < 3; i++) {
+        if (q[i] <= 0 || d[i] <= 0) continue;
+        int64_t room = q[i] - u[i];
+        int64_t fit = room < 0 ? 0 : room / d[i];
+        if (fit < m) {
+            setf(reason, rlen, "tenant %s quota: %s in use %lld + job %lld > quota %lld", t->name,
+                 what[i], (long long)u[i], (long long)(d[i] * m), (long long)q[i]);
+            return -1;
+        }
+        if (fit < k) k = (int32_t)fit;
+    }
+    return k;
+}
+
+/* ---- failed-shape cache (valid within one epoch) ---- */
+
+static bool req_eq(const sl_task_req_t *a, const sl_task_req_t *b) {
+    return a->cpu_milli == b->cpu_milli && a->mem_bytes == b->mem_bytes && a->gpus == b->gpus &&
+           a->gpu_milli == b->gpu_milli && a->gpu_mem_bytes == b->gpu_mem_bytes &&
+           a->model_mask == b->model_mask && a->pool == b->pool;
+}
+
+static size_t fcache_home(const sl_task_req_t *r, int32_t n, int32_t m) {
+    uint64_t h = mix64((uint64_t)r->cpu_milli);
+    h = mix64(h ^ (uint64_t)r->mem_bytes);
+    h = mix64(h ^ (uint64_t)r->gpus ^ ((uint64_t)(uint32_t)r->gpu_milli << 32));
+    h = mix64(h ^ (uint64_t)r->gpu_mem_bytes);
+    h = mix64(h ^ r->model_mask);
+    h = mix64(h ^ (uint64_t)(uint32_t)r->pool ^ ((uint64_t)(uint32_t)n << 32));
+    h = mix64(h ^ (uint64_t)(uint32_t)m);
+    return (size_t)h & (FCACHE_SIZE - 1);
+}
+
+static const fcache_entry_t *fcache_find(const sl_sched_t *s, const sl_task_req_t *r, int32_t n,
+                                         int32_t m) {
+    size_t i = fcache_home(r, n, m);
+    for (int p = 0; p < FCACHE_PROBES; p++, i = (i + 1) & (FCACHE_SIZE - 1)) {
+        const fcache_entry_t *e = &s->fcache[i];
+        if (e->epoch != s->epoch) return NULL;
+        if (e->n == n && e->m == m && req_eq(&e->req, r)) return e;
+    }
+    return NULL;
+}
+
+static void fcache_put(sl_sched_t *s, const sl_task_req_t *r, int32_t n, int32_t m, sl_status_t st,
+                       const char *reason) {
+    size_t i = fcache_home(r, n, m);
+    for (int p = 0; p < FCACHE_PROBES; p++, i = (i + 1) & (FCACHE_SIZE - 1)) {
+        fcache_entry_t *e = &s->fcache[i];
+        if (e->epoch == s->epoch) continue;
+        e->epoch = s->epoch;
+        e->req = *r;
+        e->n = n;
+        e->m = m;
+        e->st = st;
+        setf(e->reason, sizeof e->reason, "%s", reason);
+        return;
+    }
+}
+
+/* ---- draining the reserved nodes for long backfill jobs ---- */
+
+static void drain_reserved(sl_sched_t *s) {
+    for (size_t i = 0; i < s->easy.nrnodes; i++) {
+        uint32_t id = s->easy.rnodes[i];
+        const sl_node_t *n = sl_cluster_node(s->cl, id);
+        if (!n || n->state != SL_NODE_UP) continue;
+        if (s->ndrained == s->drained_cap) {
+            s->drained_cap = s->drained_cap ? s->drained_cap * 2 : 16;
+            s->drained = sl_xrealloc(s->drained, s->drained_cap * sizeof *s->drained);
+        }
+        invariant(sl_cluster_set_state(s->cl, id, SL_NODE_DRAINING) == 0);
+        s->drained[s->ndrained++] = id;
+    }
+}
+
+static void undrain(sl_sched_t *s) {
+    while (s->ndrained > 0)
+        invariant(sl_cluster_set_state(s->cl, s->drained[--s->ndrained], SL_NODE_UP) == 0);
+}
+
+/* ---- the cycle ---- */
+
+enum { MODE_PLAIN = 0, MODE_SHORT = 1, MODE_LONG = 2 };
+
+typedef struct attempt {
+    int32_t k;      /* tasks placed on SL_FIT */
+    bool tried;     /* the placer was called */
+} attempt_t;
+
+/*
+ * Tries to place job j (quota already applied: n..m tasks). mode says
+ * whether a reservation is active and whether j ends before it. On SL_FIT,
+ * s->pls[0..a->k-1] is allocated. Otherwise j->status/j->reason are set.
+ */
+static int attempt_job(sl_sched_t *s, sl_cycle_t *cy, sl_job_t *j, int32_t n, int32_t m, int mode,
+                       uint64_t resv_id, attempt_t *a) {
+    const sl_task_req_t *req = &j->spec.task;
+    char reason[SL_REASON_MAX];
+    int rc;
+    a->tried = false;
+    a->k = 0;
+
+    const fcache_entry_t *fe = fcache_find(s, req, n, m);
+    if (fe) {
+        j->status = fe->st;
+        setf(j->reason, sizeof j->reason, "%s", fe->reason);
+        return fe->st;
+    }
+    a->tried = true;
+
+    bool drained_tried = false;
+    if (mode == MODE_LONG && s->ndrained > 0) {
+        /* Reserved nodes are drained: anything found avoids them. */
+        rc = place_range(s, cy, j, n, m, &a->k, reason, sizeof reason);
+        if (rc == SL_FIT) return SL_FIT;
+        drained_tried = true;
+        undrain(s);
+    } else if (mode != MODE_LONG) {
+        undrain(s);
+    }
+
+    rc = place_range(s, cy, j, n, m, &a->k, reason, sizeof reason);
+    if (rc == SL_FIT) {
+        if (mode != MODE_LONG || !sl__easy_touches(&s->easy, s->pls, a->k)) return SL_FIT;
+        /* It would delay the reservation here; try again off the reserved nodes. */
+        release_pls(s, req, s->pls, a->k);
+        if (!drained_tried) {
+            drain_reserved(s);
+            rc = place_range(s, cy, j, n, m, &a->k, reason, sizeof reason);
+            if (rc == SL_FIT) return SL_FIT;
+        }
+        j->status = SL_WAIT;
+        setf(j->reason, sizeof j->reason,
+             "fits only on nodes reserved for job %llu from %lld and would run past then",
+             (unsigned long long)resv_id, (long long)s->easy.shadow_us);
+        return SL_WAIT;
+    }
+    j->status = rc == SL_NOFIT_EVER ? SL_NOFIT_EVER : SL_NOFIT;
+    setf(j->reason, sizeof j->reason, "%s", reason);
+    fcache_put(s, req, n, m, j->status, j->reason);
+    return j->status;
+}
+
+static void behind_global(sl_sched_t *s, const char *fmt, unsigned long long id, const char *why) {
+    s->behind_epoch = s->epoch;
+    setf(s->behind_reason, sizeof s->behind_reason, fmt, id, why);
+}
+
+static bool ends_by(const sl_sched_t *s, const sl_job_t *j, int64_t now_us, int64_t shadow_us) {
+    int64_t lim = j->spec.time_limit_us > 0 ? j->spec.time_limit_us : s->default_limit_us;
+    if (lim <= 0) return false;
+    return now_us <= shadow_us - lim;
+}
+
+int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud,
+                   sl_cycle_stats_t *stats) {
+    sl_cycle_stats_t st = {0, 0, 0, -1, -1};
+    s->epoch++;
+    see_time(s, now_us);
+    sl_cluster_capacity(s->cl, &s->cap, NULL);
+    s->cap_valid = true;
+    sl_cycle_t cy = {.cluster = s->cl, .workload = s->wl, .rng = &s->rng, .now_us = now_us};
+    sl__easy_clear(&s->easy);
+    size_t nstarted = 0;
+
+    size_t nact = 0;
+    for (size_t i = 0; i < s->ntenants; i++) {
+        tenant_t *t = &s->tenants[i];
+        t->cur = treap_first(t->root);
+        if (t->cur) s->act[nact++] = (uint32_t)i;
+    }
+
+    uint64_t resv_id = 0;
+    for (;;) {
+        if (s->max_starts > 0 && st.started >= s->max_starts) {
+            behind_global(s, "not considered: this cycle reached its start limit (%llu)%s",
+                          (unsigned long long)s->max_starts, "");
+            break;
+        }
+        /* Pick the least tenant head. */
+        size_t bi = SIZE_MAX;
+        sl_job_t *j = NULL;
+        for (size_t a = 0; a < nact; a++) {
+            sl_job_t *h = s->tenants[s->act[a]].cur;
+            if (!j || s->queue->less(s, h, j, now_us)) {
+                j = h;
+                bi = a;
+            }
+        }
+        if (!j) break;
+        tenant_t *t = &s->tenants[s->act[bi]];
+        t->cur = treap_next(j);
+        if (!t->cur) s->act[bi] = s->act[--nact];
+        j->reason_epoch = s->epoch;
+
+        int32_t n = j->spec.ntasks, m = job_min(j);
+        int32_t qn = quota_cap(s, j, n, m, j->reason, sizeof j->reason);
+        if (qn < 0) {
+            j->status = SL_WAIT;
+            t->behind_epoch = s->epoch;
+            setf(t->behind_reason, sizeof t->behind_reason,
+                 "waiting behind job %llu of the same tenant (tenant quota)",
+                 (unsigned long long)j->spec.id);
+            if (t->cur) {
+                t->cur = NULL;
+                s->act[bi] = s->act[--nact];
+            }
+            continue;
+        }
+
+        int mode = MODE_PLAIN;
+        if (s->easy.active) mode = ends_by(s, j, now_us, s->easy.shadow_us) ? MODE_SHORT : MODE_LONG;
+        attempt_t at;
+        int rc = attempt_job(s, &cy, j, qn, m, mode, resv_id, &at);
+        if (at.tried) st.tried++;
+        if (rc == SL_FIT) {
+            start_job(s, j, s->pls, at.k, now_us);
+            st.started++;
+            if (s->easy.active) st.backfilled++;
+            if (nstarted == s->started_cap) {
+                s->started_cap = s->started_cap ? s->started_cap * 2 : 64;
+                s->started = sl_xrealloc(s->started, s->started_cap * sizeof *s->started);
+            }
+            s->started[nstarted++] = j->spec.id;
+            continue;
+        }
+        if (rc == SL_NOFIT_EVER || s->easy.active) continue;
+
+        /* The first blocked job. */
+        if (s->backfill == SL_BACKFILL_EASY &&
+            sl__easy_reserve(&s->easy, s->cl, s->run_head, &j->spec.task, m, now_us,
+                             s->default_limit_us)) {
+            resv_id = j->spec.id;
+            st.reserved_job = (int64_t)j->spec.id;
+            st.reserved_at_us = s->easy.shadow_us;
+            char r[SL_REASON_MAX];
+            setf(r, sizeof r, "%s", j->reason);
+            setf(j->reason, sizeof j->reason, "reserved from %lld on %zu nodes; now: %s",
+                 (long long)s->easy.shadow_us, s->easy.nrnodes, r);
+            continue;
+        }
+        if (s->backfill == SL_BACKFILL_EASY) {
+            char r[SL_REASON_MAX];
+            setf(r, sizeof r, "%s", j->reason);
+            setf(j->reason, sizeof j->reason, "no reservation possible (running jobs without "
+                 "time limits); now: %s", r);
+        }
+        behind_global(s, "waiting behind job %llu (%s)", (unsigned long long)j->spec.id,
+                      s->backfill == SL_BACKFILL_EASY ? "no reservation possible" : "strict order");
+        break;
+    }
+
+    undrain(s);
+    sl__easy_clear(&s->easy);
+    s->cap_valid = false;
+
+    for (size_t i = 0; i < nstarted && on_start; i++) {
+        const sl_job_t *j = jobs_find(s, s->started[i]);
+        if (j && j->state == SL_JOB_RUNNING && j->start_us == now_us) on_start(ud, j);
+    }
+    if (stats) *stats = st;
+    return st.started;
+}
+
+int sl_sched_try_start(sl_sched_t *s, uint64_t id, int64_t now_us) {
+    sl_job_t *j = jobs_find(s, id);
+    if (!j) return SL_ENOENT;
+    if (j->state != SL_JOB_PENDING) return SL_ESTATE;
+    s->epoch++;
+    see_time(s, now_us);
+    j->reason_epoch = s->epoch;
+    int32_t n = j->spec.ntasks, m = job_min(j);
+    int32_t qn = quota_cap(s, j, n, m, j->reason, sizeof j->reason);
+    if (qn < 0) {
+        j->status = SL_WAIT;
+        return SL_WAIT;
+    }
+    sl_cycle_t cy = {.cluster = s->cl, .workload = s->wl, .rng = &s->rng, .now_us = now_us};
+    attempt_t at;
+    int rc = attempt_job(s, &cy, j, qn, m, MODE_PLAIN, 0, &at);
+    if (rc != SL_FIT) return rc;
+    start_job(s, j, s->pls, at.k, now_us);
+    return SL_FIT;
+}
+
+/* ---- iteration and checks ---- */
+
+void sl_sched_foreach(const sl_sched_t *s, sl_job_state_t st, sl_job_fn fn, void *ud) {
+    if (st == SL_JOB_RUNNING) {
+        for (const sl_job_t *j = s->run_head; j;) {
+            const sl_job_t *next = j->r_next;
+            if (fn(ud, j)) return;
+            j = next;
+        }
+        return;
+    }
+    if (st != SL_JOB_PENDING) {
+        for (size_t i = 0; i < s->nslots; i++) {
+            const sl_job_t *j = s->slots[i];
+            if (j && j->state == st && fn(ud, j)) return;
+        }
+        return;
+    }
+    /* Merge the tenant queues under the policy, as a cycle would order them
+     * with the shares as they are now. */
+    const sl_job_t **cur = sl_xcalloc(s->ntenants ? s->ntenants : 1, sizeof *cur);
+    for (size_t i = 0; i < s->ntenants; i++) cur[i] = treap_first(s->tenants[i].root);
+    int64_t now = s->clock_us == INT64_MIN ? 0 : s->clock_us;
+    for (;;) {
+        size_t bi = SIZE_MAX;
+        for (size_t i = 0; i < s->ntenants; i++)
+            if (cur[i] && (bi == SIZE_MAX || s->queue->less(s, cur[i], cur[bi], now))) bi = i;
+        if (bi == SIZE_MAX) break;
+        const sl_job_t *j = cur[bi];
+        cur[bi] = treap_next(j);
+        if (fn(ud, j)) break;
+    }
+    sl_free(cur);
+}
+
+static int check_treap(const sl_sched_t *s, const tenant_t *t, int32_t tid) {
+    size_t n = 0;
+    const sl_job_t *prev = NULL;
+    if (t->root && t->root->t_up) return SL_ESTATE;
+    for (const sl_job_t *j = treap_first(t->root); j; j = treap_next(j)) {
+        if (j->state != SL_JOB_PENDING || j->spec.tenant != tid) return SL_ESTATE;
+        if (prev && !qless(prev, j)) return SL_ESTATE;
+        if (j->t_left && (j->t_left->t_up != j || j->t_left->t_prio > j->t_prio)) return SL_ESTATE;
+        if (j->t_right && (j->t_right->t_up != j || j->t_right->t_prio > j->t_prio))
+            return SL_ESTATE;
+        if (jobs_find(s, j->spec.id) != j) return SL_ESTATE;
+        prev = j;
+        if (++n > s->njobs) return SL_ESTATE;
+    }
+    return n == t->npending ? 0 : SL_ESTATE;
+}
+
+/* Per-node usage recomputed from the running jobs, against the cluster. */
+static int check_nodes(const sl_sched_t *s) {
+    size_t nn = sl_cluster_node_count(s->cl);
+    typedef struct {
+        int64_t cpu, mem;
+        int32_t milli[SL_MAX_GPUS_PER_NODE];
+        int64_t gmem[SL_MAX_GPUS_PER_NODE];
+        uint32_t whole;
+    } use_t;
+    use_t *u = sl_xcalloc(nn ? nn : 1, sizeof *u);
+    int rc = SL_ESTATE;
+    for (const sl_job_t *j = s->run_head; j; j = j->r_next) {
+        const sl_task_req_t *r = &j->spec.task;
+        for (int32_t i = 0; i < j->nplaced; i++) {
+            const sl_place_t *pl = &j->pls[i];
+            if (pl->node >= nn) goto out;
+            use_t *x = &u[pl->node];
+            x->cpu += r->cpu_milli;
+            x->mem += r->mem_bytes;
+            for (int g = 0; g < SL_MAX_GPUS_PER_NODE; g++) {
+                if (!(pl->gpu_mask & (1u << g))) continue;
+                if (r->gpus > 0) {
+                    if (x->whole & (1u << g)) goto out;
+                    x->whole |= 1u << g;
+                } else {
+                    x->milli[g] += r->gpu_milli;
+                    x->gmem[g] += r->gpu_mem_bytes;
+                }
+            }
+        }
+    }
+    for (uint32_t id = 0; id < nn; id++) {
+        const sl_node_t *n = sl_cluster_node(s->cl, id);
+        const use_t *x = &u[id];
+        if (n->cpu_free != n->cpu_total - x->cpu || n->mem_free != n->mem_total - x->mem) goto out;
+        if (x->whole >> n->ngpus) goto out;
+        for (int g = 0; g < n->ngpus; g++) {
+            if (x->whole & (1u << g)) {
+                if (x->milli[g] || x->gmem[g] || n->gpu_free[g] != 0 || n->gpu_mem_free[g] != 0)
+                    goto out;
+            } else if (n->gpu_free[g] != SL_GPU_MILLI - x->milli[g] ||
+                       n->gpu_mem_free[g] != n->gpu_mem_total - x->gmem[g]) {
+                goto out;
+            }
+        }
+    }
+    rc = 0;
+out:
+    sl_free(u);
+    return rc;
+}
+
+int sl_sched_check(const sl_sched_t *s) {
+    size_t count = 0, npend = 0, nrun = 0;
+    for (size_t i = 0; i < s->nslots; i++) {
+        const sl_job_t *j = s->slots[i];
+        if (!j) continue;
+        count++;
+        if (jobs_find(s, j->spec.id) != j || j->owner != s) return SL_ESTATE;
+        if (!tenant_ok(s, j->spec.tenant)) return SL_ESTATE;
+        if (j->state == SL_JOB_PENDING) npend++;
+        if (j->state == SL_JOB_RUNNING) nrun++;
+        if (j->state != SL_JOB_RUNNING && (j->nplaced != 0 || j->pls)) return SL_ESTATE;
+    }
+    if (count != s->njobs || npend != s->npending || nrun != s->nrunning) return SL_ESTATE;
+
+    size_t tp = 0;
+    for (size_t i = 0; i < s->ntenants; i++) {
+        if (check_treap(s, &s->tenants[i], (int32_t)i)) return SL_ESTATE;
+        tp += s->tenants[i].npending;
+    }
+    if (tp != s->npending) return SL_ESTATE;
+
+    /* Running list: order, links, and usage per tenant. */
+    sl_res_t *use = sl_xcalloc(s->ntenants ? s->ntenants : 1, sizeof *use);
+    size_t *cnt = sl_xcalloc(s->ntenants ? s->ntenants : 1, sizeof *cnt);
+    int rc = SL_ESTATE;
+    size_t r = 0;
+    const sl_job_t *prev = NULL;
+    for (const sl_job_t *j = s->run_head; j; prev = j, j = j->r_next) {
+        if (j->state != SL_JOB_RUNNING || j->r_prev != prev || ++r > nrun) goto out;
+        if (prev && prev->start_us > j->start_us) goto out;
+        int32_t m = job_min(j);
+        if (j->nplaced < m || j->nplaced > j->spec.ntasks || !j->pls) goto out;
+        use[j->spec.tenant] = sl_res_add(use[j->spec.tenant], job_total(j, j->nplaced));
+        cnt[j->spec.tenant]++;
+    }
+    if (r != nrun || s->run_tail != prev) goto out;
+    for (size_t i = 0; i < s->ntenants; i++) {
+        const tenant_t *t = &s->tenants[i];
+        if (memcmp(&use[i], &t->usage, sizeof use[i]) != 0 || cnt[i] != t->nrunning) goto out;
+    }
+    if (sl_cluster_check(s->cl) != 0) goto out;
+    if (check_nodes(s) != 0) goto out;
+    rc = 0;
+out:
+    sl_free(use);
+    sl_free(cnt);
+    return rc;
+}

@@ -1,0 +1,115 @@
+/*
+ * sched_internal.h - the scheduler's private types, shared by sched.c, job.c
+ * and the queue policies (src/core/policy/queue_*.c). Not installed.
+ *
+ * A job is one heap block holding its spec, its state and three intrusive
+ * links: a treap node (its tenant's pending queue), a list node (the running
+ * list, in start order) and nothing else; the job table is an open-addressing
+ * hash of pointers. Enqueueing therefore allocates nothing beyond the job.
+ */
+#ifndef SLUICE_SCHED_INTERNAL_H
+#define SLUICE_SCHED_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sluice/job.h"
+#include "sluice/policy.h"
+#include "sluice/sched.h"
+
+struct sl_job {
+    sl_job_spec_t spec;       /* copied at submit; spec.min_tasks as given */
+    const sl_sched_t *owner;  /* for lazily shared reasons (see sched.c) */
+    sl_job_state_t state;
+    sl_status_t status;       /* of the last attempt (own, not shared) */
+    int64_t start_us;         /* -1 until started */
+    int32_t nplaced;
+    sl_place_t *pls;          /* nplaced entries while running; owned */
+
+    /* Pending queue of the tenant: a treap ordered by (priority desc,
+     * submit asc, id asc), heap-ordered by a hash of the id. */
+    sl_job_t *t_left, *t_right, *t_up;
+    uint64_t t_prio;
+
+    /* Running list, in start order. */
+    sl_job_t *r_prev, *r_next;
+
+    /* Reason bookkeeping: the epoch (cycle or try_start) in which the job's
+     * own reason was written, and the epoch at which it was last queued. */
+    uint64_t reason_epoch;
+    uint64_t enq_epoch;
+    char reason[SL_REASON_MAX];
+};
+
+/* The queue policies of the registry (queue_registry.c lists them). */
+extern const sl_queue_policy_t sl__queue_fifo;
+extern const sl_queue_policy_t sl__queue_priority;
+extern const sl_queue_policy_t sl__queue_drf;
+extern const sl_queue_policy_t sl__queue_wfq;
+
+/* Ties shared by all policies: earlier submit first, then lower id. */
+static inline bool sl__job_submit_less(const sl_job_t *a, const sl_job_t *b) {
+    if (a->spec.submit_us != b->spec.submit_us) return a->spec.submit_us < b->spec.submit_us;
+    return a->spec.id < b->spec.id;
+}
+
+/* The reason and status a pending job shows, taking into account reasons
+ * shared by every job a cycle did not reach (sched.c). */
+const char *sl__sched_job_reason(const sl_sched_t *s, const sl_job_t *job);
+sl_status_t sl__sched_job_status(const sl_sched_t *s, const sl_job_t *job);
+
+/* ---- EASY backfill: the reservation of the first blocked job ---- */
+
+/* Expected end of a running job: start + its time limit, else start + the
+ * default limit; INT64_MAX ("never") when both are 0. */
+int64_t sl__job_expected_end(const sl_job_t *job, int64_t default_limit_us);
+
+/*
+ * The reservation state and its scratch buffers, owned by the scheduler and
+ * reused from cycle to cycle (steady state allocates nothing). Fields after
+ * the scratch are the result of sl__easy_reserve.
+ */
+typedef struct sl__easy {
+    /* scratch */
+    struct sl__easy_end *ends;      /* running jobs by expected end */
+    size_t ends_cap;
+    sl_node_t *copies;              /* copies of the nodes a release touched */
+    int32_t *copy_fit;              /* tasks of the blocked job each copy holds */
+    size_t copies_cap;
+    int32_t *copy_of;               /* node id -> index in copies, or -1 */
+    uint8_t *reserved;              /* node id -> 1 if reserved */
+    size_t nodes_cap;               /* entries of copy_of and reserved */
+    struct sl__easy_cand *cands;    /* candidate nodes at the shadow time */
+    size_t cands_cap;
+    /* result */
+    bool active;
+    int64_t shadow_us;              /* the reserved start time */
+    uint32_t *rnodes;               /* the reserved nodes */
+    size_t nrnodes, rnodes_cap;
+} sl__easy_t;
+
+void sl__easy_init(sl__easy_t *e);  /* can't fail */
+void sl__easy_fini(sl__easy_t *e);  /* frees the scratch */
+
+/*
+ * Computes the reservation of a job that needs `count` tasks of req and
+ * cannot start now: its shadow time (the earliest expected end of running
+ * jobs, from run_head's list, after which `count` tasks fit on the released
+ * state) and the nodes it would use then. Works on copies of the nodes
+ * involved; the cluster is not changed. Returns true and sets e->active,
+ * e->shadow_us, e->rnodes and the reserved marks; false (e->active false)
+ * if the job does not fit even after every running job with a finite
+ * expected end has ended. O(R log R + touched nodes * gpus + classes + C log C)
+ * for R running jobs and C candidate nodes.
+ */
+bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl_job_t *run_head,
+                      const sl_task_req_t *req, int32_t count, int64_t now_us,
+                      int64_t default_limit_us);
+
+/* Drops the reservation (clears the marks). O(reserved nodes). */
+void sl__easy_clear(sl__easy_t *e);
+
+/* True if any of the n placements uses a reserved node. O(n). */
+bool sl__easy_touches(const sl__easy_t *e, const sl_place_t *pls, int32_t n);
+
+#endif
