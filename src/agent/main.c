@@ -1,0 +1,313 @@
+/*
+ * main.c - sluice-agent: flags, node inventory, the event loop.
+ *
+ * Inventory: CPUs from the scheduler affinity mask (what this process may
+ * use, so a cpuset is respected), memory from /proc/meminfo MemTotal
+ * (rounded down to a whole MiB), GPUs from NVML (gpu.c) unless --gpus
+ * declares them; every value can be overridden by a flag, which is how
+ * several agents share one machine in tests.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sluice/quantity.h>
+
+#include "agent.h"
+#include "log.h"
+
+double agent_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static const char usage[] =
+    "usage: sluice-agent --controller HOST:PORT --token CLUSTER_TOKEN --workdir DIR [options]\n"
+    "\n"
+    "Runs the tasks that the Sluice controller places on this node.\n"
+    "\n"
+    "  --controller HOST:PORT  the controller's agent port (sluiced agent_listen)\n"
+    "  --token TOKEN           the cluster token (or env SLUICE_CLUSTER_TOKEN)\n"
+    "  --name NAME             node name (default: the short host name)\n"
+    "  --workdir DIR           state.json, logs/JOB/TASK.log; tasks run in DIR\n"
+    "  --gpus N                declare N GPUs instead of asking NVML\n"
+    "  --gpu-model M           GPU model (default: from NVML, e.g. H100)\n"
+    "  --gpu-memory Q          memory per GPU, e.g. 80Gi (default: from NVML)\n"
+    "  --cpus Q                CPUs offered (default: CPUs this process may use)\n"
+    "  --memory Q              memory offered (default: MemTotal)\n"
+    "  --pool P                node pool\n"
+    "  --labels k=v,...        node labels\n"
+    "  --heartbeat SECONDS     heartbeat interval (default 2)\n"
+    "  --launcher TEMPLATE     container launcher for tasks with an image, e.g.\n"
+    "                          '/usr/bin/enroot start {image} --'; placeholders:\n"
+    "                          {image} {workdir} {job} {task} {name} {node} {gpus} {log};\n"
+    "                          the task's command is appended\n"
+    "  --grace SECONDS         SIGTERM-to-SIGKILL grace when stopping (default 10)\n"
+    "  --help                  this text\n"
+    "  --version               print the version\n";
+
+static int die_usage(const char *fmt, const char *a1, const char *a2) {
+    fprintf(stderr, "sluice-agent: ");
+    fprintf(stderr, fmt, a1, a2);
+    fprintf(stderr, "\nTry 'sluice-agent --help'.\n");
+    return 2;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int check_qty(const char *flag, const char *text, sl_qty_kind_t kind) {
+    int64_t v;
+    char err[256];
+    if (sl_qty_parse(text, kind, &v, err, sizeof err) != 0) {
+        fprintf(stderr, "sluice-agent: %s: %s\nTry 'sluice-agent --help'.\n", flag, err);
+        return -1;
+    }
+    return 0;
+}
+
+static char *detect_memory(void) {
+    FILE *f = fopen("/proc/meminfo", "re");
+    unsigned long long kb = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) break;
+    if (f) fclose(f);
+    int64_t bytes = (int64_t)(kb / 1024) * 1024 * 1024;
+    char buf[64];
+    sl_qty_format(bytes, SL_QTY_MEM, buf, sizeof buf);
+    return strdup(buf);
+}
+
+static char *detect_cpus(void) {
+    cpu_set_t set;
+    long n = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+    if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n <= 0) n = 1;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%ld", n);
+    return strdup(buf);
+}
+
+static int mkdirs(const char *path) {
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    }
+    return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+static void stop_cb(evutil_socket_t sig, short ev, void *arg) {
+    agent_t *a = arg;
+    sl_log(SL_LOG_INFO, "agent", "signal %d: stopping", (int)sig);
+    agent_tasks_stop_all(a);
+}
+
+int main(int argc, char **argv) {
+    agent_t a = {0};
+    a.heartbeat_s = 2;
+    a.grace_s = 10;
+    a.gpus = -1;
+    const char *controller = NULL, *workdir = NULL;
+    enum { O_CTL = 256, O_TOKEN, O_NAME, O_WORKDIR, O_GPUS, O_GPU_MODEL, O_GPU_MEMORY, O_CPUS,
+           O_MEMORY, O_POOL, O_LABELS, O_HEARTBEAT, O_LAUNCHER, O_GRACE, O_HELP, O_VERSION };
+    static const struct option opts[] = {
+        {"controller", required_argument, NULL, O_CTL},
+        {"token", required_argument, NULL, O_TOKEN},
+        {"name", required_argument, NULL, O_NAME},
+        {"workdir", required_argument, NULL, O_WORKDIR},
+        {"gpus", required_argument, NULL, O_GPUS},
+        {"gpu-model", required_argument, NULL, O_GPU_MODEL},
+        {"gpu-memory", required_argument, NULL, O_GPU_MEMORY},
+        {"cpus", required_argument, NULL, O_CPUS},
+        {"memory", required_argument, NULL, O_MEMORY},
+        {"pool", required_argument, NULL, O_POOL},
+        {"labels", required_argument, NULL, O_LABELS},
+        {"heartbeat", required_argument, NULL, O_HEARTBEAT},
+        {"launcher", required_argument, NULL, O_LAUNCHER},
+        {"grace", required_argument, NULL, O_GRACE},
+        {"help", no_argument, NULL, O_HELP},
+        {"version", no_argument, NULL, O_VERSION},
+        {0, 0, 0, 0}};
+    sl_log_init_from_env();
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_CTL: controller = optarg; break;
+        case O_TOKEN: a.token = optarg; break;
+        case O_NAME: a.name = optarg; break;
+        case O_WORKDIR: workdir = optarg; break;
+        case O_GPUS:
+            if (parse_int(optarg, 0, 1024, &a.gpus) != 0)
+                return die_usage("--gpus: \"%s\" is not a whole number from 0 to 1024%s", optarg, "");
+            break;
+        case O_GPU_MODEL: a.gpu_model = optarg; break;
+        case O_GPU_MEMORY:
+            if (check_qty("--gpu-memory", optarg, SL_QTY_MEM)) return 2;
+            a.gpu_memory = optarg;
+            break;
+        case O_CPUS:
+            if (check_qty("--cpus", optarg, SL_QTY_CPU)) return 2;
+            a.cpus = optarg;
+            break;
+        case O_MEMORY:
+            if (check_qty("--memory", optarg, SL_QTY_MEM)) return 2;
+            a.memory = optarg;
+            break;
+        case O_POOL: a.pool = optarg; break;
+        case O_LABELS: a.labels = optarg; break;
+        case O_HEARTBEAT:
+            if (parse_int(optarg, 1, 3600, &a.heartbeat_s) != 0)
+                return die_usage("--heartbeat: \"%s\" is not a whole number of seconds from 1 to 3600%s", optarg, "");
+            break;
+        case O_LAUNCHER: a.launcher = optarg; break;
+        case O_GRACE:
+            if (parse_int(optarg, 0, 3600, &a.grace_s) != 0)
+                return die_usage("--grace: \"%s\" is not a whole number of seconds from 0 to 3600%s", optarg, "");
+            break;
+        case O_HELP: fputs(usage, stdout); return 0;
+        case O_VERSION: printf("sluice-agent %s\n", AGENT_VERSION); return 0;
+        case ':': return die_usage("%s needs a value%s", argv[optind - 1], "");
+        default: return die_usage("unknown option %s%s", argv[optind - 1], "");
+        }
+    }
+    if (optind < argc) return die_usage("unexpected argument \"%s\"%s", argv[optind], "");
+    if (!controller) return die_usage("--controller HOST:PORT is required%s%s", "", "");
+    if (!a.token) a.token = getenv("SLUICE_CLUSTER_TOKEN");
+    if (!a.token || !*a.token) return die_usage("--token is required (or SLUICE_CLUSTER_TOKEN)%s%s", "", "");
+    if (!workdir) return die_usage("--workdir DIR is required%s%s", "", "");
+    const char *colon = strrchr(controller, ':');
+    if (!colon || colon == controller || !colon[1])
+        return die_usage("--controller: \"%s\" is not HOST:PORT%s", controller, "");
+    a.ctl_host = strndup(controller, (size_t)(colon - controller));
+    if (a.ctl_host[0] == '[' && a.ctl_host[strlen(a.ctl_host) - 1] == ']') {
+        memmove(a.ctl_host, a.ctl_host + 1, strlen(a.ctl_host));
+        a.ctl_host[strlen(a.ctl_host) - 1] = '\0';
+    }
+    a.ctl_port = strdup(colon + 1);
+    if (a.labels) {
+        char *copy = strdup(a.labels), *save = NULL;
+        for (char *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+            char *eq = strchr(kv, '=');
+            if (!eq || eq == kv) {
+                int r = die_usage("--labels: \"%s\" is not key=value%s", kv, "");
+                free(copy);
+                return r;
+            }
+        }
+        free(copy);
+    }
+    if (a.launcher) {
+        char *copy = strdup(a.launcher), *save = NULL;
+        int words = 0;
+        for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save), words++) {
+            const char *bad = NULL;
+            char *x = agent_launcher_expand(w, "i", "w", "1", "0", "n", "n", "0", "l", &bad);
+            if (!x) {
+                int r = die_usage("--launcher: unknown placeholder at \"%s\" (known: {image} {workdir} {job} {task} {name} {node} {gpus} {log})%s", bad, "");
+                free(copy);
+                return r;
+            }
+            free(x);
+        }
+        free(copy);
+        if (words == 0) return die_usage("--launcher: empty template%s%s", "", "");
+    }
+    char host[256];
+    if (!a.name) {
+        if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
+        host[sizeof host - 1] = '\0';
+        host[strcspn(host, ".")] = '\0';
+        a.name = host;
+    }
+    if (mkdirs(workdir) != 0) {
+        fprintf(stderr, "sluice-agent: --workdir: cannot create %s: %s\n", workdir, strerror(errno));
+        return 1;
+    }
+    a.workdir = realpath(workdir, NULL);
+    if (!a.workdir) {
+        fprintf(stderr, "sluice-agent: --workdir: %s: %s\n", workdir, strerror(errno));
+        return 1;
+    }
+    if (asprintf(&a.state_path, "%s/state.json", a.workdir) < 0) abort();
+
+    /* Inventory. */
+    char *cpus_alloc = NULL, *mem_alloc = NULL, *gpumem_alloc = NULL;
+    char model[96];
+    if (!a.cpus) a.cpus = cpus_alloc = detect_cpus();
+    if (!a.memory) a.memory = mem_alloc = detect_memory();
+    if (a.gpus < 0) {
+        int n = 0;
+        uint64_t gmem = 0;
+        char why[256];
+        if (agent_gpu_detect(&n, model, sizeof model, &gmem, why, sizeof why) == 0) {
+            a.gpus = n;
+            if (!a.gpu_model) a.gpu_model = model;
+            if (!a.gpu_memory) {
+                char buf[64];
+                sl_qty_format((int64_t)(gmem / (1024 * 1024)) * 1024 * 1024, SL_QTY_MEM, buf, sizeof buf);
+                a.gpu_memory = gpumem_alloc = strdup(buf);
+            }
+            sl_log(SL_LOG_INFO, "agent", "NVML: %d GPU(s) model=%s memory=%s", n, a.gpu_model,
+                   a.gpu_memory);
+        } else {
+            a.gpus = 0;
+            sl_log(SL_LOG_INFO, "agent", "no GPUs: %s (declare them with --gpus)", why);
+        }
+    }
+
+    signal(SIGPIPE, SIG_IGN);
+    a.base = event_base_new();
+    if (!a.base) {
+        fprintf(stderr, "sluice-agent: cannot create the event loop\n");
+        return 1;
+    }
+    int rc = 1;
+    struct event *sigterm = evsignal_new(a.base, SIGTERM, stop_cb, &a);
+    struct event *sigint = evsignal_new(a.base, SIGINT, stop_cb, &a);
+    event_add(sigterm, NULL);
+    event_add(sigint, NULL);
+    if (agent_tasks_init(&a) != 0) goto out;
+    sl_log(SL_LOG_INFO, "agent", "node=%s cpus=%s memory=%s gpus=%d workdir=%s controller=%s:%s",
+           a.name, a.cpus, a.memory, a.gpus, a.workdir, a.ctl_host, a.ctl_port);
+    agent_conn_start(&a);
+    event_base_dispatch(a.base);
+    rc = 0;
+    sl_log(SL_LOG_INFO, "agent", "stopped");
+out:
+    agent_conn_fini(&a);
+    agent_tasks_fini(&a);
+    event_free(sigterm);
+    event_free(sigint);
+    event_base_free(a.base);
+    free(a.ctl_host);
+    free(a.ctl_port);
+    free(a.workdir);
+    free(a.state_path);
+    free(cpus_alloc);
+    free(mem_alloc);
+    free(gpumem_alloc);
+    return rc;
+}
