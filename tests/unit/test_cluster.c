@@ -984,6 +984,66 @@ static void test_cluster_many_classes_grow_and_shrink(void **state) {
     sl_cluster_destroy(cl);
 }
 
+/* The checker itself: a node changed behind the index's back is reported. */
+static void test_cluster_check_detects_stale_index(void **state) {
+    (void)state;
+    sl_cluster_t *cl = mk();
+    tu_add_nodes(cl, "n", 4, "8", "32Gi", 2, "T4", "16Gi", NULL);
+    assert_int_equal(sl_cluster_check(cl), 0);
+    sl_node_t *n = (sl_node_t *)sl_cluster_node(cl, 2); /* deliberate corruption */
+    n->gpu_free[1] = 400;
+    assert_int_equal(sl_cluster_check(cl), SL_ESTATE);
+    n->gpu_free[1] = 1000;
+    n->cpu_free = n->cpu_total + 1;
+    assert_int_equal(sl_cluster_check(cl), SL_ESTATE);
+    n->cpu_free = n->cpu_total;
+    assert_int_equal(sl_cluster_check(cl), 0);
+    sl_cluster_destroy(cl);
+}
+
+/* 10,000 nodes, 200,000 operations: the index ends consistent and drains back. */
+static void test_cluster_index_at_10000_nodes(void **state) {
+    (void)state;
+    sl_cluster_t *cl = mk();
+    tu_add_nodes(cl, "a", 4000, "96", "768Gi", 8, "G2", "32Gi", NULL);
+    tu_add_nodes(cl, "t", 3000, "96", "512Gi", 2, "T4", "16Gi", NULL);
+    tu_add_nodes(cl, "v", 2000, "64", "256Gi", 4, "V100", "32Gi", "v");
+    tu_add_nodes(cl, "c", 1000, "64", "256Gi", 0, NULL, NULL, NULL);
+    assert_int_equal(sl_cluster_class_count(cl), 4);
+    enum { CAP = 65536 };
+    live_t *lv = sl_xmalloc(sizeof *lv * CAP);
+    int nlive = 0;
+    size_t max_classes = 0;
+    sl_rng_t rng;
+    sl_rng_seed(&rng, 10000);
+    for (int step = 0; step < 200000; step++) {
+        if (nlive < CAP && (nlive == 0 || sl_rng_below(&rng, 100) < 80)) {
+            sl_task_req_t q = random_req(&rng, cl);
+            uint32_t id = (uint32_t)sl_rng_below(&rng, 10000);
+            sl_place_t pl;
+            if (sl_node_choose_gpus(sl_cluster_node(cl, id), &q, &pl) != SL_FIT) continue;
+            assert_int_equal(sl_cluster_alloc(cl, &q, &pl), 0);
+            lv[nlive++] = (live_t){q, pl};
+        } else {
+            uint32_t k = (uint32_t)sl_rng_below(&rng, (uint64_t)nlive);
+            assert_int_equal(sl_cluster_release(cl, &lv[k].req, &lv[k].pl), 0);
+            lv[k] = lv[--nlive];
+        }
+        if (sl_cluster_class_count(cl) > max_classes) max_classes = sl_cluster_class_count(cl);
+        if (step % 20000 == 0) assert_int_equal(sl_cluster_check(cl), 0);
+    }
+    assert_true(max_classes > 100); /* the run really spread nodes over many classes */
+    assert_int_equal(sl_cluster_check(cl), 0);
+    while (nlive > 0) {
+        nlive--;
+        assert_int_equal(sl_cluster_release(cl, &lv[nlive].req, &lv[nlive].pl), 0);
+    }
+    assert_int_equal(sl_cluster_class_count(cl), 4);
+    assert_int_equal(sl_cluster_check(cl), 0);
+    sl_free(lv);
+    sl_cluster_destroy(cl);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_cluster_add_and_find, teardown),
@@ -1006,6 +1066,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_cluster_random_ops_match_reference, teardown),
         cmocka_unit_test_teardown(test_cluster_same_calls_same_index, teardown),
         cmocka_unit_test_teardown(test_cluster_many_classes_grow_and_shrink, teardown),
+        cmocka_unit_test_teardown(test_cluster_check_detects_stale_index, teardown),
+        cmocka_unit_test_teardown(test_cluster_index_at_10000_nodes, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
