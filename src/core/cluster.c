@@ -38,13 +38,14 @@
  * alloc/release calls from the simulator. Capacity totals are maintained
  * incrementally so sl_cluster_capacity() is O(1).
  */
+#include <stdarg.h>
 #include <string.h>
 
 #include "sluice/alloc.h"
 #include "sluice/cluster.h"
 #include "sluice/error.h"
 
-#include <stdio.h> /* snprintf only: formats error messages, no I/O */
+#include <stdio.h> /* vsnprintf only: formats error messages, no I/O */
 
 #define KEY_HDR 7
 #define KEY_MAX (KEY_HDR + 2 * SL_MAX_GPUS_PER_NODE)
@@ -92,8 +93,13 @@ struct sl_cluster {
 
 /* ---- small helpers ---- */
 
-static void seterr(char *err, size_t errlen, const char *fmt, const char *a) {
-    if (err && errlen > 0) snprintf(err, errlen, fmt, a);
+__attribute__((format(printf, 3, 4)))
+static void seterr(char *err, size_t errlen, const char *fmt, ...) {
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
 }
 
 static uint64_t hash_str(const char *s) {
@@ -460,7 +466,7 @@ const sl_node_t *sl_cluster_find_node(const sl_cluster_t *cl, const char *name) 
 int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *id_out,
                         char *err, size_t errlen) {
     if (!spec || !spec->name || !*spec->name) {
-        seterr(err, errlen, "%snode name is empty", "");
+        seterr(err, errlen, "node name is empty");
         return SL_EINVAL;
     }
     const char *nm = spec->name;
