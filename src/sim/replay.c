@@ -1,0 +1,534 @@
+/*
+ * replay.c - discrete-event replay of a trace through the scheduling core.
+ *
+ * Events (a job arrives, a job ends) sit in a binary min-heap ordered by
+ * (time, sequence number), so events at the same time keep the order they
+ * were created in. The loop pops every event of the earliest time, applies
+ * it to the scheduler (sl_sched_submit or sl_sched_finish), then runs one
+ * sl_sched_cycle at that time; each job the cycle starts schedules its end
+ * event at start + run time. Run time = the trace's duration, cut at the
+ * job's time limit when it has one (a job is killed at its limit, as Slurm
+ * does). The limit handed to the core (the runtime estimate EASY backfill
+ * plans with) is the time_limit column, or, with --estimate exact (the
+ * default) and no limit given, the job's real duration.
+ *
+ * Jobs that cannot run on this cluster even when it is empty (too many
+ * GPUs for any node, an unknown GPU model) are found up front by placing
+ * their gang on an empty copy of the cluster, counted as rejected and never
+ * submitted, so that a strict queue is not blocked forever by them.
+ *
+ * Metrics are sampled after each cycle and weighted by the time until the
+ * next event: GPU allocation (allocated / total GPU milli), GPU memory idle
+ * (GPU memory of GPUs holding at least one task that no task asked for),
+ * FGD fragmentation (sl_frag_cluster over the trace's task shapes, as a
+ * fraction of GPU capacity), DRF fairness (min/max of the weighted dominant
+ * shares of tenants with pending or running jobs) and Jain's index of the
+ * same shares. Scheduling latency is the wall time of each sl_sched_cycle
+ * call that had pending jobs to consider, apart from queueing delay.
+ *
+ * Cost: O(events log events) for the heap plus the core's cycles.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim.h"
+
+/* ------------------------------------------------------------ event heap */
+
+enum { EV_FINISH = 0, EV_ARRIVE = 1 };
+
+typedef struct ev {
+    int64_t t;
+    uint64_t seq;
+    uint32_t job;
+    uint8_t kind;
+} ev_t;
+
+typedef struct evheap {
+    ev_t *v;
+    size_t n, cap;
+    uint64_t seq;
+} evheap_t;
+
+static bool ev_less(const ev_t *a, const ev_t *b) {
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static void heap_push(evheap_t *h, int64_t t, uint32_t job, uint8_t kind) {
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 1024;
+        h->v = sl_xrealloc(h->v, h->cap * sizeof *h->v);
+    }
+    ev_t e = {t, h->seq++, job, kind};
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!ev_less(&e, &h->v[p])) break;
+        h->v[i] = h->v[p];
+        i = p;
+    }
+    h->v[i] = e;
+}
+
+static ev_t heap_pop(evheap_t *h) {
+    ev_t top = h->v[0];
+    ev_t last = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const ev_t *best = &last;
+        if (l < h->n && ev_less(&h->v[l], best)) {
+            m = l;
+            best = &h->v[l];
+        }
+        if (r < h->n && ev_less(&h->v[r], best)) m = r;
+        if (m == i) break;
+        h->v[i] = h->v[m];
+        i = m;
+    }
+    if (h->n > 0) h->v[i] = last;
+    return top;
+}
+
+/* ------------------------------------------------------------ state */
+
+typedef struct shape {
+    sl_task_req_t req;
+    int32_t ntasks;
+    bool fits;
+} shape_t;
+
+typedef struct replay {
+    const sim_trace_t *t;
+    const sim_replay_cfg_t *cfg;
+    sl_cluster_t *cl;
+    sl_sched_t *s;
+    evheap_t heap;
+    sl_task_req_t *reqs;     /* per trace job */
+    int32_t *tenant_ids;     /* trace tenant -> scheduler tenant */
+    sim_job_rec_t *recs;
+    int64_t cap_gpu;         /* total GPU milli */
+    int64_t alloc_gpu;       /* allocated GPU milli */
+    int32_t *gpu_tasks;      /* per node * 16 GPUs: tasks on the GPU */
+    int64_t mem_on;          /* GPU memory of GPUs holding a task */
+    double mem_need;         /* GPU memory the tasks on them asked for */
+    bool mem_known;
+    size_t started, completed;
+    int64_t now;
+} replay_t;
+
+static int64_t run_us(const sim_job_t *j) {
+    if (j->time_limit_us > 0 && j->time_limit_us < j->duration_us) return j->time_limit_us;
+    return j->duration_us;
+}
+
+/* GPU memory one task of job j asks for on a GPU of node nd (what the
+ * memory-idle measure counts as used). */
+static double task_mem_need(const replay_t *rp, const sim_job_t *j, const sl_node_t *nd) {
+    if (j->gpus > 0) return (double)nd->gpu_mem_total;
+    if (j->gpu_mem_bytes > 0)
+        return (double)(j->gpu_mem_bytes < nd->gpu_mem_total ? j->gpu_mem_bytes : nd->gpu_mem_total);
+    return (double)nd->gpu_mem_total * j->gpu_milli / SL_GPU_MILLI;
+    (void)rp;
+}
+
+/* Adds (sign 1) or removes (sign -1) the GPU memory accounting of a job. */
+static void mem_account(replay_t *rp, const sl_job_t *job, const sim_job_t *j, int sign) {
+    int32_t n = sl_job_ntasks_placed(job);
+    for (int32_t i = 0; i < n; i++) {
+        const sl_place_t *pl = sl_job_place(job, i);
+        const sl_node_t *nd = sl_cluster_node(rp->cl, pl->node);
+        if (nd->gpu_mem_total <= 0) continue;
+        double need = task_mem_need(rp, j, nd);
+        for (int g = 0; g < SL_MAX_GPUS_PER_NODE; g++) {
+            if (!(pl->gpu_mask & (1u << g))) continue;
+            int32_t *cnt = &rp->gpu_tasks[(size_t)pl->node * SL_MAX_GPUS_PER_NODE + (size_t)g];
+            if (sign > 0) {
+                if ((*cnt)++ == 0) rp->mem_on += nd->gpu_mem_total;
+                rp->mem_need += need;
+            } else {
+                if (--(*cnt) == 0) rp->mem_on -= nd->gpu_mem_total;
+                rp->mem_need -= need;
+            }
+        }
+    }
+}
+
+static void on_start(void *ud, const sl_job_t *job) {
+    replay_t *rp = ud;
+    uint32_t idx = (uint32_t)(sl_job_id(job) - 1);
+    const sim_job_t *j = &rp->t->jobs[idx];
+    sim_job_rec_t *rec = &rp->recs[idx];
+    rec->start_us = rp->now;
+    rec->tasks = sl_job_ntasks_placed(job);
+    /* Distinct node names, in task order. */
+    size_t len = 0, cap = 64;
+    char *buf = sl_xmalloc(cap);
+    buf[0] = '\0';
+    for (int32_t i = 0; i < rec->tasks; i++) {
+        const sl_place_t *pl = sl_job_place(job, i);
+        bool seen = false;
+        for (int32_t k = 0; k < i && !seen; k++) seen = sl_job_place(job, k)->node == pl->node;
+        if (seen) continue;
+        const char *nm = sl_cluster_node(rp->cl, pl->node)->name;
+        size_t need = len + strlen(nm) + 2;
+        if (need > cap) {
+            while (cap < need) cap *= 2;
+            buf = sl_xrealloc(buf, cap);
+        }
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ";" : "", nm);
+    }
+    rec->nodes = buf;
+    int64_t per = rp->reqs[idx].gpus > 0 ? (int64_t)rp->reqs[idx].gpus * SL_GPU_MILLI
+                                         : rp->reqs[idx].gpu_milli;
+    rp->alloc_gpu += per * rec->tasks;
+    mem_account(rp, job, j, 1);
+    rp->started++;
+    heap_push(&rp->heap, rp->now + run_us(j), idx, EV_FINISH);
+}
+
+/* Marks shapes that can never run: their gang does not fit the empty cluster. */
+static int find_rejects(replay_t *rp, bool *reject, char *err, size_t errlen) {
+    const sim_trace_t *t = rp->t;
+    sl_cluster_t *probe = NULL;
+    sl_workload_t *w = NULL;
+    shape_t *shapes = NULL;
+    size_t nshapes = 0, capshapes = 0;
+    sl_place_t *pls = NULL;
+    int rc = sim_cluster_build(t, &probe, err, errlen);
+    if (rc < 0) return rc;
+    sl_workload_create(&w);
+    /* Intern the same names in the same order so ids agree with rp->cl. */
+    for (size_t i = 0; i < sl_cluster_model_count(rp->cl); i++)
+        sl_cluster_model_intern(probe, sl_cluster_model_name(rp->cl, (int32_t)i));
+    for (int32_t p = 1;; p++) {
+        const char *pn = sl_cluster_pool_name(rp->cl, p);
+        if (!pn) break;
+        sl_cluster_pool_intern(probe, pn);
+    }
+    const sl_place_policy_t *pol = sl_sched_place_policy(rp->s);
+    sl_rng_t rng;
+    sl_rng_seed(&rng, 1);
+    sl_cycle_t cy = {.cluster = probe, .workload = w, .rng = &rng, .now_us = 0};
+    for (size_t i = 0; i < t->njobs; i++) {
+        const sl_task_req_t *rq = &rp->reqs[i];
+        int32_t nt = t->jobs[i].ntasks;
+        size_t k;
+        for (k = 0; k < nshapes; k++)
+            if (shapes[k].ntasks == nt && memcmp(&shapes[k].req, rq, sizeof *rq) == 0) break;
+        if (k == nshapes) {
+            if (nshapes == capshapes) {
+                capshapes = capshapes ? capshapes * 2 : 64;
+                shapes = sl_xrealloc(shapes, capshapes * sizeof *shapes);
+            }
+            shapes[k].req = *rq;
+            shapes[k].ntasks = nt;
+            pls = sl_xrealloc(pls, (size_t)nt * sizeof *pls);
+            char reason[SL_REASON_MAX];
+            int st = sl_place_gang(pol, &cy, probe, rq, nt, pls, reason, sizeof reason);
+            shapes[k].fits = st == SL_FIT;
+            if (st == SL_FIT)
+                for (int32_t q = 0; q < nt; q++) sl_cluster_release(probe, rq, &pls[q]);
+            nshapes++;
+        }
+        reject[i] = !shapes[k].fits;
+    }
+    sl_free(pls);
+    sl_free(shapes);
+    sl_workload_destroy(w);
+    sl_cluster_destroy(probe);
+    return 0;
+}
+
+void sim_replay_result_fini(sim_replay_result_t *r) {
+    for (size_t i = 0; i < r->nrecs; i++) sl_free(r->recs[i].nodes);
+    sl_free(r->recs);
+    sl_free(r->tenants);
+    sl_free(r->qdelay_sorted);
+    sl_free(r->alloc.t_h);
+    sl_free(r->alloc.v);
+    memset(r, 0, sizeof *r);
+}
+
+/* Time-weighted downsampling of a step function into at most nb buckets. */
+static void downsample(const sim_dvec_t *ts, const sim_dvec_t *vs, double t_end, size_t nb,
+                       sim_series_t *out) {
+    out->n = 0;
+    if (ts->n == 0 || t_end <= ts->v[0]) return;
+    double t0 = ts->v[0], width = (t_end - t0) / (double)nb;
+    out->t_h = sl_xmalloc(nb * sizeof *out->t_h);
+    out->v = sl_xmalloc(nb * sizeof *out->v);
+    size_t k = 0;
+    for (size_t b = 0; b < nb; b++) {
+        double lo = t0 + width * (double)b, hi = lo + width, acc = 0, wsum = 0;
+        while (k + 1 < ts->n && ts->v[k + 1] <= lo) k++;
+        for (size_t q = k; q < ts->n && ts->v[q] < hi; q++) {
+            double a = ts->v[q] > lo ? ts->v[q] : lo;
+            double e = q + 1 < ts->n ? ts->v[q + 1] : t_end;
+            if (e > hi) e = hi;
+            if (e > a) {
+                acc += vs->v[q] * (e - a);
+                wsum += e - a;
+            }
+        }
+        out->t_h[out->n] = (lo + width / 2 - t0) / 3600.0;
+        out->v[out->n] = wsum > 0 ? acc / wsum : (out->n ? out->v[out->n - 1] : 0);
+        out->n++;
+    }
+}
+
+int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_run_opts_t *o,
+                   sim_replay_result_t *res, char *err, size_t errlen) {
+    replay_t rp = {.t = t, .cfg = cfg};
+    bool *reject = NULL;
+    double *shares = NULL, *active = NULL;
+    sim_dvec_t lat = {0}, qd = {0}, jct = {0}, ser_t = {0}, ser_v = {0};
+    sim_dvec_t *tq = NULL, *tj = NULL;
+    sim_twmean_t m_alloc = {0}, m_mem = {0}, m_frag = {0}, m_drf = {0}, m_jain = {0};
+    char msg[SIM_ERR_MAX] = "";
+    size_t ntn = t->ntenants;
+    int rc;
+    memset(res, 0, sizeof *res);
+    res->cfg = *cfg;
+    if (!t->timed) {
+        snprintf(err, errlen, "replay needs submit times and durations; this %s job list has "
+                 "none (use fill, or a pod list with creation_time and deletion_time)",
+                 sim_format_name(t->format));
+        return SL_EINVAL;
+    }
+    double wall0 = sim_now_s();
+    if ((rc = sim_cluster_build(t, &rp.cl, err, errlen)) < 0) return rc;
+    sl_sched_config_t sc;
+    sl_sched_config_init(&sc);
+    sc.queue = cfg->queue;
+    sc.placement = cfg->placement;
+    sc.backfill = cfg->backfill;
+    sc.seed = cfg->seed;
+    if ((rc = sl_sched_create(&sc, rp.cl, &rp.s, msg, sizeof msg)) < 0) {
+        snprintf(err, errlen, "%s", msg);
+        goto out;
+    }
+    snprintf(res->queue, sizeof res->queue, "%s", sl_sched_queue_policy(rp.s)->name);
+    snprintf(res->placement, sizeof res->placement, "%s", sl_sched_place_policy(rp.s)->name);
+    snprintf(res->backfill, sizeof res->backfill, "%s", sl_backfill_name(sl_sched_backfill(rp.s)));
+
+    rp.tenant_ids = sl_xmalloc((t->ntenants ? t->ntenants : 1) * sizeof *rp.tenant_ids);
+    for (size_t i = 0; i < t->ntenants; i++) {
+        sl_tenant_spec_t ts = {.name = t->tenants[i], .weight = t->weights[i]};
+        int id = sl_sched_add_tenant(rp.s, &ts);
+        if (id < 0) {
+            snprintf(err, errlen, "tenant %s: %s", t->tenants[i], sl_strerror(id));
+            rc = id;
+            goto out;
+        }
+        rp.tenant_ids[i] = id;
+    }
+    size_t nj = t->njobs;
+    rp.reqs = sl_xmalloc((nj ? nj : 1) * sizeof *rp.reqs);
+    rp.recs = sl_xcalloc(nj ? nj : 1, sizeof *rp.recs);
+    reject = sl_xcalloc(nj ? nj : 1, sizeof *reject);
+    sl_workload_t *w = sl_sched_workload(rp.s);
+    for (size_t i = 0; i < nj; i++) {
+        if ((rc = sim_job_req(&t->jobs[i], rp.cl, cfg->sharing, &rp.reqs[i], err, errlen)) < 0)
+            goto out;
+        sl_workload_add(w, &rp.reqs[i], t->jobs[i].ntasks);
+        rp.recs[i].start_us = -1;
+        rp.recs[i].end_us = -1;
+    }
+    if ((rc = find_rejects(&rp, reject, err, errlen)) < 0) goto out;
+    size_t nnodes = sl_cluster_node_count(rp.cl);
+    rp.gpu_tasks = sl_xcalloc((nnodes ? nnodes : 1) * SL_MAX_GPUS_PER_NODE, sizeof *rp.gpu_tasks);
+    for (size_t i = 0; i < nnodes; i++) {
+        const sl_node_t *nd = sl_cluster_node(rp.cl, (uint32_t)i);
+        if (nd->ngpus > 0 && nd->gpu_mem_total > 0) rp.mem_known = true;
+    }
+    sl_res_t total, freec;
+    sl_cluster_capacity(rp.cl, &total, &freec);
+    rp.cap_gpu = total.gpu_milli;
+    for (size_t i = 0; i < nj; i++) {
+        if (reject[i]) {
+            rp.recs[i].rejected = true;
+            res->rejected++;
+            continue;
+        }
+        heap_push(&rp.heap, t->jobs[i].submit_us, (uint32_t)i, EV_ARRIVE);
+    }
+    shares = sl_xmalloc((ntn ? ntn : 1) * sizeof *shares);
+    active = sl_xmalloc((ntn ? ntn : 1) * sizeof *active);
+    size_t nevents = rp.heap.n * 2, done_events = 0;
+    int64_t t_first = rp.heap.n ? rp.heap.v[0].t : 0, t_prev = t_first, t_last = t_first;
+    double v_alloc = 0, v_mem = 0, v_frag = 0, v_drf = 1, v_jain = 1;
+    bool have_fair = false;
+    while (rp.heap.n > 0) {
+        int64_t now = rp.heap.v[0].t;
+        /* The state sampled after the previous cycle held until now. */
+        double dt = (double)(now - t_prev);
+        sim_tw_add(&m_alloc, v_alloc, dt);
+        if (rp.mem_known && v_mem >= 0) sim_tw_add(&m_mem, v_mem, dt);
+        sim_tw_add(&m_frag, v_frag, dt);
+        if (have_fair) {
+            sim_tw_add(&m_drf, v_drf, dt);
+            sim_tw_add(&m_jain, v_jain, dt);
+        }
+        rp.now = now;
+        while (rp.heap.n > 0 && rp.heap.v[0].t == now) {
+            ev_t e = heap_pop(&rp.heap);
+            const sim_job_t *j = &t->jobs[e.job];
+            done_events++;
+            if (e.kind == EV_FINISH) {
+                const sl_job_t *job = sl_sched_job(rp.s, (uint64_t)e.job + 1);
+                if (job) {
+                    mem_account(&rp, job, j, -1);
+                    int64_t per = rp.reqs[e.job].gpus > 0
+                                      ? (int64_t)rp.reqs[e.job].gpus * SL_GPU_MILLI
+                                      : rp.reqs[e.job].gpu_milli;
+                    rp.alloc_gpu -= per * sl_job_ntasks_placed(job);
+                }
+                if ((rc = sl_sched_finish(rp.s, (uint64_t)e.job + 1, now)) < 0) {
+                    snprintf(err, errlen, "job %s: sl_sched_finish: %s", j->name, sl_strerror(rc));
+                    goto out;
+                }
+                sl_sched_forget(rp.s, (uint64_t)e.job + 1);
+                rp.recs[e.job].end_us = now;
+                rp.completed++;
+            } else {
+                sl_job_spec_t sp = {.id = (uint64_t)e.job + 1,
+                                    .tenant = rp.tenant_ids[j->tenant],
+                                    .priority = j->priority,
+                                    .submit_us = j->submit_us,
+                                    .ntasks = j->ntasks,
+                                    .min_tasks = 0,
+                                    .task = rp.reqs[e.job],
+                                    .time_limit_us = j->time_limit_us > 0 ? j->time_limit_us
+                                                     : cfg->estimate_exact ? j->duration_us
+                                                                           : 0};
+                if ((rc = sl_sched_submit(rp.s, &sp, msg, sizeof msg)) < 0) {
+                    snprintf(err, errlen, "job %s: %s", j->name, msg);
+                    goto out;
+                }
+            }
+        }
+        size_t pending = sl_sched_pending_count(rp.s);
+        if (pending > 0) {
+            double c0 = sim_now_s();
+            sl_sched_cycle(rp.s, now, on_start, &rp, NULL);
+            sim_dvec_push(&lat, (sim_now_s() - c0) * 1e6);
+            res->cycles++;
+        }
+        if (o->check) {
+            if ((rc = sim_check(rp.s, msg, sizeof msg)) < 0) {
+                snprintf(err, errlen, "t=%.3fs: invariant broken: %s", (double)now / 1e6, msg);
+                goto out;
+            }
+            res->checks++;
+        }
+        /* Sample the state that holds until the next event. */
+        v_alloc = rp.cap_gpu > 0 ? (double)rp.alloc_gpu / (double)rp.cap_gpu : 0;
+        v_mem = rp.mem_on > 0 ? 1.0 - rp.mem_need / (double)rp.mem_on : -1;
+        v_frag = rp.cap_gpu > 0 ? sl_frag_cluster(rp.cl, w) / (double)rp.cap_gpu : 0;
+        size_t na = 0;
+        for (size_t k = 0; k < ntn; k++) {
+            size_t pe, ru;
+            sl_sched_tenant_jobs(rp.s, rp.tenant_ids[k], &pe, &ru);
+            if (pe + ru == 0) continue;
+            active[na++] = sl_sched_tenant_share(rp.s, rp.tenant_ids[k]);
+        }
+        have_fair = na > 0;
+        v_drf = sim_minmax_ratio(active, na);
+        v_jain = sim_jain(active, na);
+        sim_dvec_push(&ser_t, (double)now / 1e6);
+        sim_dvec_push(&ser_v, v_alloc * 100.0);
+        t_prev = now;
+        t_last = now;
+        if (o->progress && (done_events & 1023) == 0)
+            sim_progress(true, "replay", nevents ? (double)done_events / (double)nevents : 1);
+        if (rp.heap.n == 0 && sl_sched_pending_count(rp.s) > 0) {
+            snprintf(err, errlen, "%zu jobs still pending with nothing running at t=%.0fs "
+                     "(the queue is blocked)", sl_sched_pending_count(rp.s), (double)now / 1e6);
+            rc = SL_ESTATE;
+            goto out;
+        }
+    }
+    sim_progress_done(o->progress);
+
+    /* Results. */
+    res->jobs = nj;
+    res->completed = rp.completed;
+    res->makespan_s = (double)(t_last - t_first) / 1e6;
+    res->throughput_jobs_per_hour =
+        res->makespan_s > 0 ? (double)rp.completed / (res->makespan_s / 3600.0) : 0;
+    res->gpu_allocation_ratio_mean = sim_tw_mean(&m_alloc);
+    res->gpu_memory_known = rp.mem_known;
+    res->gpu_memory_idle_ratio_mean = sim_tw_mean(&m_mem);
+    res->fragmentation_ratio_mean = sim_tw_mean(&m_frag);
+    res->drf_fairness_ratio_mean = m_drf.weight > 0 ? sim_tw_mean(&m_drf) : 1;
+    res->jain_index_mean = m_jain.weight > 0 ? sim_tw_mean(&m_jain) : 1;
+    sim_sort(lat.v, lat.n);
+    res->lat_p50_us = sim_percentile(lat.v, lat.n, 50);
+    res->lat_p99_us = sim_percentile(lat.v, lat.n, 99);
+    res->ntenants = ntn;
+    res->tenants = sl_xcalloc(ntn ? ntn : 1, sizeof *res->tenants);
+    tq = sl_xcalloc(ntn ? ntn : 1, sizeof *tq);
+    tj = sl_xcalloc(ntn ? ntn : 1, sizeof *tj);
+    for (size_t i = 0; i < nj; i++) {
+        const sim_job_t *j = &t->jobs[i];
+        const sim_job_rec_t *r = &rp.recs[i];
+        sim_tenant_res_t *tr = &res->tenants[j->tenant];
+        tr->jobs++;
+        if (r->start_us < 0) continue;
+        double q = (double)(r->start_us - j->submit_us) / 1e6;
+        sim_dvec_push(&qd, q);
+        sim_dvec_push(&tq[j->tenant], q);
+        if (r->end_us < 0) continue;
+        double c = (double)(r->end_us - j->submit_us) / 1e6;
+        sim_dvec_push(&jct, c);
+        sim_dvec_push(&tj[j->tenant], c);
+        tr->completed++;
+        int64_t per = rp.reqs[i].gpus > 0 ? (int64_t)rp.reqs[i].gpus * SL_GPU_MILLI : rp.reqs[i].gpu_milli;
+        tr->gpu_hours += (double)(per * r->tasks) / SL_GPU_MILLI * (double)(r->end_us - r->start_us) / 3.6e9;
+    }
+    for (size_t k = 0; k < ntn; k++) {
+        sim_summarize(&tq[k], &res->tenants[k].queue_delay_s);
+        sim_summarize(&tj[k], &res->tenants[k].jct_s);
+    }
+    sim_summarize(&qd, &res->queue_delay_s);
+    sim_summarize(&jct, &res->jct_s);
+    res->qdelay_sorted = qd.v;
+    res->nqdelay = qd.n;
+    qd.v = NULL;
+    downsample(&ser_t, &ser_v, (double)t_last / 1e6, 600, &res->alloc);
+    res->recs = rp.recs;
+    res->nrecs = nj;
+    rp.recs = NULL;
+    res->wall_s = sim_now_s() - wall0;
+    rc = 0;
+out:
+    sim_progress_done(o->progress);
+    if (rp.recs) {
+        for (size_t i = 0; i < t->njobs; i++) sl_free(rp.recs[i].nodes);
+        sl_free(rp.recs);
+    }
+    if (tq)
+        for (size_t k = 0; k < ntn; k++) sim_dvec_free(&tq[k]);
+    if (tj)
+        for (size_t k = 0; k < ntn; k++) sim_dvec_free(&tj[k]);
+    sl_free(tq);
+    sl_free(tj);
+    sim_dvec_free(&lat);
+    sim_dvec_free(&qd);
+    sim_dvec_free(&jct);
+    sim_dvec_free(&ser_t);
+    sim_dvec_free(&ser_v);
+    sl_free(shares);
+    sl_free(active);
+    sl_free(reject);
+    sl_free(rp.heap.v);
+    sl_free(rp.reqs);
+    sl_free(rp.tenant_ids);
+    sl_free(rp.gpu_tasks);
+    sl_sched_destroy(rp.s);
+    sl_cluster_destroy(rp.cl);
+    return rc;
+}
