@@ -1,0 +1,214 @@
+/*
+ * yamldoc.c - loads a YAML document with libyaml's document API and copies
+ * it into an owned tree of sl_yaml_node_t with line and column numbers.
+ * Recursion depth is bounded (64) so that a hostile document cannot blow the
+ * stack; aliases are copied (a bounded node budget stops "billion laughs").
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "sluice/alloc.h"
+#include "sluice/error.h"
+#include "yamldoc.h"
+
+#define MAX_DEPTH 64
+#define MAX_NODES 1000000
+
+typedef struct conv {
+    yaml_document_t *doc;
+    size_t budget;
+    char *err;
+    size_t errlen;
+} conv_t;
+
+static int convert(conv_t *c, yaml_node_t *yn, int depth, sl_yaml_node_t **out) {
+    if (depth > MAX_DEPTH || c->budget == 0) {
+        snprintf(c->err, c->errlen, "%zu:%zu: document too deep or too large",
+                 yn->start_mark.line + 1, yn->start_mark.column + 1);
+        return SL_ERANGE;
+    }
+    c->budget--;
+    sl_yaml_node_t *n = sl_xcalloc(1, sizeof *n);
+    n->line = (int)yn->start_mark.line + 1;
+    n->col = (int)yn->start_mark.column + 1;
+    int rc = 0;
+    if (yn->type == YAML_SCALAR_NODE) {
+        n->kind = SL_YAML_SCALAR;
+        n->value = sl_xmalloc(yn->data.scalar.length + 1);
+        memcpy(n->value, yn->data.scalar.value, yn->data.scalar.length);
+        n->value[yn->data.scalar.length] = '\0';
+        n->quoted = yn->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+    } else if (yn->type == YAML_SEQUENCE_NODE) {
+        n->kind = SL_YAML_SEQ;
+        size_t cnt = (size_t)(yn->data.sequence.items.top - yn->data.sequence.items.start);
+        n->items = sl_xcalloc(cnt ? cnt : 1, sizeof *n->items);
+        for (size_t i = 0; i < cnt; i++) {
+            yaml_node_t *child = yaml_document_get_node(c->doc, yn->data.sequence.items.start[i]);
+            rc = convert(c, child, depth + 1, &n->items[i]);
+            if (rc < 0)
+                goto out;
+            n->n++;
+        }
+    } else {
+        n->kind = SL_YAML_MAP;
+        size_t cnt = (size_t)(yn->data.mapping.pairs.top - yn->data.mapping.pairs.start);
+        n->items = sl_xcalloc(cnt ? 2 * cnt : 1, sizeof *n->items);
+        for (size_t i = 0; i < cnt; i++) {
+            yaml_node_pair_t *p = &yn->data.mapping.pairs.start[i];
+            yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+            yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
+            if (k->type != YAML_SCALAR_NODE) {
+                snprintf(c->err, c->errlen, "%zu:%zu: mapping keys must be scalars",
+                         k->start_mark.line + 1, k->start_mark.column + 1);
+                rc = SL_EINVAL;
+                goto out;
+            }
+            rc = convert(c, k, depth + 1, &n->items[2 * i]);
+            if (rc < 0)
+                goto out;
+            rc = convert(c, v, depth + 1, &n->items[2 * i + 1]);
+            if (rc < 0) {
+                sl_yaml_free(n->items[2 * i]);
+                n->items[2 * i] = NULL;
+                goto out;
+            }
+            n->n++;
+            for (size_t j = 0; j < i; j++) {
+                if (strcmp(n->items[2 * j]->value, n->items[2 * i]->value) == 0) {
+                    snprintf(c->err, c->errlen, "%d:%d: duplicate key \"%s\"",
+                             n->items[2 * i]->line, n->items[2 * i]->col, n->items[2 * i]->value);
+                    rc = SL_EINVAL;
+                    goto out;
+                }
+            }
+        }
+    }
+out:
+    if (rc < 0) {
+        sl_yaml_free(n);
+        return rc;
+    }
+    *out = n;
+    return 0;
+}
+
+static int load(yaml_parser_t *parser, sl_yaml_node_t **out, char *err, size_t errlen) {
+    yaml_document_t doc;
+    if (!yaml_parser_load(parser, &doc)) {
+        snprintf(err, errlen, "%zu:%zu: %s%s%s", parser->problem_mark.line + 1,
+                 parser->problem_mark.column + 1, parser->problem ? parser->problem : "syntax error",
+                 parser->context ? " " : "", parser->context ? parser->context : "");
+        return SL_EINVAL;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    int rc = 0;
+    *out = NULL;
+    if (root != NULL) {
+        conv_t c = {&doc, MAX_NODES, err, errlen};
+        rc = convert(&c, root, 0, out);
+    }
+    yaml_document_delete(&doc);
+    return rc;
+}
+
+int sl_yaml_load_string(const char *text, size_t len, sl_yaml_node_t **out, char *err,
+                        size_t errlen) {
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return SL_ENOMEM;
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    int rc = load(&parser, out, err, errlen);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+int sl_yaml_load_file(const char *path, sl_yaml_node_t **out, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        int e = errno;
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser)) {
+        fclose(f);
+        return SL_ENOMEM;
+    }
+    yaml_parser_set_input_file(&parser, f);
+    int rc = load(&parser, out, err, errlen);
+    yaml_parser_delete(&parser);
+    fclose(f);
+    return rc;
+}
+
+void sl_yaml_free(sl_yaml_node_t *node) {
+    if (node == NULL)
+        return;
+    size_t cnt = node->kind == SL_YAML_MAP ? 2 * node->n : node->n;
+    for (size_t i = 0; i < cnt; i++)
+        sl_yaml_free(node->items[i]);
+    sl_free(node->items);
+    sl_free(node->value);
+    sl_free(node);
+}
+
+const sl_yaml_node_t *sl_yaml_map_get(const sl_yaml_node_t *map, const char *key) {
+    if (map == NULL || map->kind != SL_YAML_MAP)
+        return NULL;
+    for (size_t i = 0; i < map->n; i++)
+        if (strcmp(map->items[2 * i]->value, key) == 0)
+            return map->items[2 * i + 1];
+    return NULL;
+}
+
+bool sl_yaml_is_null(const sl_yaml_node_t *node) {
+    if (node == NULL)
+        return true;
+    if (node->kind != SL_YAML_SCALAR || node->quoted)
+        return false;
+    const char *v = node->value;
+    return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
+           strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
+}
+
+int sl_yaml_int(const sl_yaml_node_t *node, int64_t *out) {
+    if (node == NULL || node->kind != SL_YAML_SCALAR || node->quoted || node->value[0] == '\0')
+        return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(node->value, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int sl_yaml_bool(const sl_yaml_node_t *node, bool *out) {
+    if (node == NULL || node->kind != SL_YAML_SCALAR || node->quoted)
+        return -1;
+    static const char *t[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
+    static const char *f[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        if (strcmp(node->value, t[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcmp(node->value, f[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *sl_yaml_kind_name(sl_yaml_kind_t k) {
+    switch (k) {
+    case SL_YAML_SCALAR: return "scalar";
+    case SL_YAML_SEQ: return "sequence";
+    case SL_YAML_MAP: return "mapping";
+    }
+    return "?";
+}

@@ -1,0 +1,319 @@
+/*
+ * config.c - sluiced's YAML configuration (docs/config.md).
+ *
+ * The file is read into a yamldoc tree and walked against fixed key tables;
+ * an unknown key, a wrong type or a bad value is an error that names the
+ * file, line and key, and sluiced exits non-zero rather than guessing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "log.h"
+#include "yamldoc.h"
+
+void ctl_config_init(ctl_config_t *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->node_timeout_ms = 10000;
+    cfg->heartbeat_s = 2;
+    cfg->kill_grace_ms = 10000;
+    cfg->queue = sl_xstrdup("drf");
+    cfg->placement = sl_xstrdup("bestfit");
+    cfg->backfill = sl_xstrdup("easy");
+}
+
+void ctl_config_fini(ctl_config_t *cfg) {
+    sl_free(cfg->listen);
+    sl_free(cfg->agent_listen);
+    sl_free(cfg->state);
+    sl_free(cfg->admin_token);
+    sl_free(cfg->cluster_token);
+    sl_free(cfg->queue);
+    sl_free(cfg->placement);
+    sl_free(cfg->backfill);
+    sl_free(cfg->log_level);
+    for (size_t i = 0; i < cfg->ntenants; i++) {
+        sl_free(cfg->tenants[i].name);
+        sl_free(cfg->tenants[i].token);
+    }
+    sl_free(cfg->tenants);
+    for (size_t i = 0; i < cfg->npools; i++)
+        sl_free(cfg->pools[i]);
+    sl_free(cfg->pools);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+typedef struct rd {
+    const char *path;
+    char *err;
+    size_t errlen;
+} rd_t;
+
+static int fail(rd_t *r, const sl_yaml_node_t *n, const char *fmt, const char *a, const char *b) {
+    char msg[256];
+    snprintf(msg, sizeof msg, fmt, a, b);
+    snprintf(r->err, r->errlen, "%s:%d: %s", r->path, n ? n->line : 1, msg);
+    return -1;
+}
+
+static int check_keys(rd_t *r, const sl_yaml_node_t *map, const char *where,
+                      const char *const *known) {
+    if (map->kind != SL_YAML_MAP)
+        return fail(r, map, "%s must be a mapping%s", where, "");
+    for (size_t i = 0; i < map->n; i++) {
+        const char *k = map->items[2 * i]->value;
+        bool ok = false;
+        for (size_t j = 0; known[j]; j++)
+            ok = ok || strcmp(k, known[j]) == 0;
+        if (!ok) {
+            char list[256] = "";
+            for (size_t j = 0; known[j]; j++) {
+                strncat(list, j ? ", " : "", sizeof list - strlen(list) - 1);
+                strncat(list, known[j], sizeof list - strlen(list) - 1);
+            }
+            char what[160];
+            snprintf(what, sizeof what, "unknown key \"%s\" in %s", k, where);
+            return fail(r, map->items[2 * i], "%s (known: %s)", what, list);
+        }
+    }
+    return 0;
+}
+
+static int get_str(rd_t *r, const sl_yaml_node_t *map, const char *key, char **out) {
+    const sl_yaml_node_t *v = sl_yaml_map_get(map, key);
+    if (v == NULL || sl_yaml_is_null(v))
+        return 0;
+    if (v->kind != SL_YAML_SCALAR)
+        return fail(r, v, "%s: must be a string, not a %s", key, sl_yaml_kind_name(v->kind));
+    sl_free(*out);
+    *out = sl_xstrdup(v->value);
+    return 0;
+}
+
+/* Seconds as an integer or decimal ("0.5"), returned in milliseconds. */
+static int get_ms(rd_t *r, const sl_yaml_node_t *map, const char *key, int64_t min_ms,
+                  int64_t *out) {
+    const sl_yaml_node_t *v = sl_yaml_map_get(map, key);
+    if (v == NULL || sl_yaml_is_null(v))
+        return 0;
+    int64_t ms;
+    char qerr[128];
+    /* Seconds parse exactly like CPUs: "2" -> 2000 milli, "0.5" -> 500. */
+    if (v->kind != SL_YAML_SCALAR || sl_qty_parse(v->value, SL_QTY_CPU, &ms, qerr, sizeof qerr) < 0)
+        return fail(r, v, "%s: must be a number of seconds%s", key, "");
+    if (ms < min_ms)
+        return fail(r, v, "%s: too small%s", key, "");
+    *out = ms;
+    return 0;
+}
+
+static int get_int(rd_t *r, const sl_yaml_node_t *map, const char *key, int64_t lo, int64_t hi,
+                   int64_t *out) {
+    const sl_yaml_node_t *v = sl_yaml_map_get(map, key);
+    if (v == NULL || sl_yaml_is_null(v))
+        return 0;
+    int64_t x;
+    if (sl_yaml_int(v, &x) < 0 || x < lo || x > hi) {
+        char range[64];
+        snprintf(range, sizeof range, " from %lld to %lld", (long long)lo, (long long)hi);
+        return fail(r, v, "%s: must be a whole number%s", key, range);
+    }
+    *out = x;
+    return 0;
+}
+
+static int get_qty(rd_t *r, const sl_yaml_node_t *map, const char *key, sl_qty_kind_t kind,
+                   int64_t *out) {
+    const sl_yaml_node_t *v = sl_yaml_map_get(map, key);
+    if (v == NULL || sl_yaml_is_null(v))
+        return 0;
+    char qerr[160];
+    if (v->kind != SL_YAML_SCALAR || sl_qty_parse(v->value, kind, out, qerr, sizeof qerr) < 0)
+        return fail(r, v, "%s: %s", key, v->kind == SL_YAML_SCALAR ? qerr : "must be a quantity");
+    return 0;
+}
+
+static int load_tenants(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
+    static const char *const keys[] = {"name", "weight", "token", "quota", NULL};
+    static const char *const qkeys[] = {"cpus", "memory", "gpus", NULL};
+    if (seq->kind != SL_YAML_SEQ)
+        return fail(r, seq, "tenants must be a sequence of mappings%s%s", "", "");
+    cfg->tenants = sl_xcalloc(seq->n ? seq->n : 1, sizeof *cfg->tenants);
+    for (size_t i = 0; i < seq->n; i++) {
+        const sl_yaml_node_t *t = seq->items[i];
+        ctl_tenant_cfg_t *tc = &cfg->tenants[cfg->ntenants++];
+        tc->weight = 1;
+        if (check_keys(r, t, "tenants[]", keys) < 0 || get_str(r, t, "name", &tc->name) < 0 ||
+            get_str(r, t, "token", &tc->token) < 0)
+            return -1;
+        if (tc->name == NULL || tc->name[0] == '\0' || strlen(tc->name) >= SL_NAME_MAX)
+            return fail(r, t, "tenants[]: name is required (1..63 characters)%s%s", "", "");
+        int64_t w = 1;
+        if (get_int(r, t, "weight", 1, 1000000, &w) < 0)
+            return -1;
+        tc->weight = (int32_t)w;
+        for (size_t j = 0; j + 1 < cfg->ntenants; j++) {
+            if (strcmp(cfg->tenants[j].name, tc->name) == 0)
+                return fail(r, t, "tenants: duplicate name \"%s\"%s", tc->name, "");
+            if (tc->token && cfg->tenants[j].token && strcmp(cfg->tenants[j].token, tc->token) == 0)
+                return fail(r, t, "tenants: tenant \"%s\" reuses the token of \"%s\"", tc->name,
+                            cfg->tenants[j].name);
+        }
+        const sl_yaml_node_t *q = sl_yaml_map_get(t, "quota");
+        if (q != NULL && !sl_yaml_is_null(q)) {
+            if (check_keys(r, q, "quota", qkeys) < 0 ||
+                get_qty(r, q, "cpus", SL_QTY_CPU, &tc->quota.cpu_milli) < 0 ||
+                get_qty(r, q, "memory", SL_QTY_MEM, &tc->quota.mem_bytes) < 0 ||
+                get_qty(r, q, "gpus", SL_QTY_GPU, &tc->quota.gpu_milli) < 0)
+                return -1;
+            tc->has_quota = true;
+        }
+    }
+    return 0;
+}
+
+static int load_pools(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
+    static const char *const keys[] = {"name", "description", NULL};
+    if (seq->kind != SL_YAML_SEQ)
+        return fail(r, seq, "pools must be a sequence%s%s", "", "");
+    cfg->pools = sl_xcalloc(seq->n ? seq->n : 1, sizeof *cfg->pools);
+    for (size_t i = 0; i < seq->n; i++) {
+        const sl_yaml_node_t *p = seq->items[i];
+        char *name = NULL;
+        if (p->kind == SL_YAML_SCALAR) {
+            name = sl_xstrdup(p->value);
+        } else {
+            char *desc = NULL;
+            if (check_keys(r, p, "pools[]", keys) < 0 || get_str(r, p, "name", &name) < 0 ||
+                get_str(r, p, "description", &desc) < 0) {
+                sl_free(name);
+                sl_free(desc);
+                return -1;
+            }
+            sl_free(desc);
+        }
+        if (name == NULL || name[0] == '\0' || strlen(name) >= SL_NAME_MAX) {
+            sl_free(name);
+            return fail(r, p, "pools[]: name is required (1..63 characters)%s%s", "", "");
+        }
+        cfg->pools[cfg->npools++] = name;
+    }
+    return 0;
+}
+
+int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errlen) {
+    static const char *const top[] = {"listen", "agent_listen", "state", "admin_token",
+                                      "cluster_token", "node_timeout", "heartbeat", "kill_grace",
+                                      "scheduler", "tenants", "pools", "log_level", NULL};
+    static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
+                                      "max_starts_per_cycle", NULL};
+    rd_t r = {path, err, errlen};
+    sl_yaml_node_t *root = NULL;
+    char yerr[256];
+    int rc = -1;
+    if (sl_yaml_load_file(path, &root, yerr, sizeof yerr) < 0) {
+        if (strncmp(yerr, path, strlen(path)) == 0)
+            snprintf(err, errlen, "%s", yerr);
+        else
+            snprintf(err, errlen, "%s:%s", path, yerr);
+        return -1;
+    }
+    if (root == NULL)
+        return 0; /* an empty file: all defaults */
+    if (check_keys(&r, root, "the top level", top) < 0)
+        goto out;
+    int64_t v;
+    if (get_str(&r, root, "listen", &cfg->listen) < 0 ||
+        get_str(&r, root, "agent_listen", &cfg->agent_listen) < 0 ||
+        get_str(&r, root, "state", &cfg->state) < 0 ||
+        get_str(&r, root, "admin_token", &cfg->admin_token) < 0 ||
+        get_str(&r, root, "cluster_token", &cfg->cluster_token) < 0 ||
+        get_str(&r, root, "log_level", &cfg->log_level) < 0 ||
+        get_ms(&r, root, "node_timeout", 100, &cfg->node_timeout_ms) < 0 ||
+        get_ms(&r, root, "kill_grace", 0, &cfg->kill_grace_ms) < 0)
+        goto out;
+    v = cfg->heartbeat_s;
+    if (get_int(&r, root, "heartbeat", 1, 3600, &v) < 0)
+        goto out;
+    cfg->heartbeat_s = (int32_t)v;
+    if (cfg->log_level) {
+        sl_log_level_t lv;
+        if (sl_log_parse_level(cfg->log_level, &lv) < 0) {
+            fail(&r, sl_yaml_map_get(root, "log_level"),
+                 "log_level: \"%s\" is not one of error, warn, info, debug%s", cfg->log_level, "");
+            goto out;
+        }
+    }
+    const sl_yaml_node_t *s = sl_yaml_map_get(root, "scheduler");
+    if (s != NULL && !sl_yaml_is_null(s)) {
+        if (check_keys(&r, s, "scheduler", sch) < 0 || get_str(&r, s, "queue", &cfg->queue) < 0 ||
+            get_str(&r, s, "placement", &cfg->placement) < 0 ||
+            get_str(&r, s, "backfill", &cfg->backfill) < 0)
+            goto out;
+        int64_t ms = cfg->default_time_limit_s * 1000;
+        if (get_ms(&r, s, "default_time_limit", 0, &ms) < 0)
+            goto out;
+        cfg->default_time_limit_s = ms / 1000;
+        v = cfg->max_starts_per_cycle;
+        if (get_int(&r, s, "max_starts_per_cycle", 0, 1000000, &v) < 0)
+            goto out;
+        cfg->max_starts_per_cycle = (int32_t)v;
+    }
+    const sl_yaml_node_t *t = sl_yaml_map_get(root, "tenants");
+    if (t != NULL && !sl_yaml_is_null(t) && load_tenants(&r, cfg, t) < 0)
+        goto out;
+    const sl_yaml_node_t *p = sl_yaml_map_get(root, "pools");
+    if (p != NULL && !sl_yaml_is_null(p) && load_pools(&r, cfg, p) < 0)
+        goto out;
+    rc = 0;
+out:
+    sl_yaml_free(root);
+    return rc;
+}
+
+static char *random_token(const char *prefix) {
+    unsigned char raw[16];
+    FILE *f = fopen("/dev/urandom", "rb");
+    size_t got = f ? fread(raw, 1, sizeof raw, f) : 0;
+    if (f)
+        fclose(f);
+    if (got != sizeof raw) {
+        uint64_t x = (uint64_t)ctl_now_us() ^ ((uint64_t)getpid() << 32);
+        for (size_t i = 0; i < sizeof raw; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            raw[i] = (unsigned char)(x >> 56);
+        }
+    }
+    char *out = sl_xmalloc(strlen(prefix) + 33);
+    strcpy(out, prefix);
+    for (size_t i = 0; i < sizeof raw; i++)
+        sprintf(out + strlen(prefix) + 2 * i, "%02x", raw[i]);
+    return out;
+}
+
+void ctl_config_finish(ctl_config_t *cfg) {
+    if (cfg->listen == NULL)
+        cfg->listen = sl_xstrdup(CTL_DEFAULT_LISTEN);
+    if (cfg->agent_listen == NULL)
+        cfg->agent_listen = sl_xstrdup(CTL_DEFAULT_AGENT_LISTEN);
+    if (cfg->state == NULL)
+        cfg->state = sl_xstrdup(CTL_DEFAULT_STATE);
+    if (cfg->admin_token == NULL) {
+        cfg->admin_token = random_token("adm-");
+        sl_log(SL_LOG_WARN, "config", "admin_token not configured; generated admin_token=%s",
+               cfg->admin_token);
+    }
+    if (cfg->cluster_token == NULL) {
+        cfg->cluster_token = random_token("clu-");
+        sl_log(SL_LOG_WARN, "config", "cluster_token not configured; generated cluster_token=%s",
+               cfg->cluster_token);
+    }
+    if (cfg->ntenants == 0) {
+        cfg->tenants = sl_xcalloc(1, sizeof *cfg->tenants);
+        cfg->tenants[0].name = sl_xstrdup("default");
+        cfg->tenants[0].weight = 1;
+        cfg->ntenants = 1;
+    }
+}

@@ -1,0 +1,701 @@
+/*
+ * http.c - the HTTP/JSON API of sluiced on libevent's evhttp.
+ *
+ * One route table (method, path pattern, handler, auth kind, summary)
+ * drives dispatch, the 404/405 answers, `sluiced --help` and the table in
+ * docs/api.md. Handlers that change state (submit, cancel) defer their
+ * reply until the flush event has committed the iteration's transaction, so
+ * a 201 means the job is on disk. Reads answer at once.
+ *
+ * Auth: "Authorization: Bearer TOKEN". The admin token sees everything; a
+ * tenant token sees its own jobs (403 for others'); the cluster token is
+ * for agents only (403 here); a missing or unknown token is 401.
+ */
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "log.h"
+
+typedef enum auth_kind {
+    AUTH_NONE = 0, /* no token needed */
+    AUTH_API = 1   /* a tenant or the admin token */
+} auth_kind_t;
+
+typedef struct hreq {
+    ctl_t *c;
+    struct evhttp_request *req;
+    struct evkeyvalq query;
+    bool admin;
+    int32_t tenant;  /* the token's tenant, -1 for the admin */
+    uint64_t id;     /* {id} in the path */
+} hreq_t;
+
+typedef void (*handler_fn)(hreq_t *h);
+
+typedef struct route {
+    enum evhttp_cmd_type method;
+    const char *pattern;
+    handler_fn fn;
+    auth_kind_t auth;
+    const char *summary;
+} route_t;
+
+static void h_healthz(hreq_t *h);
+static void h_submit(hreq_t *h);
+static void h_list(hreq_t *h);
+static void h_get(hreq_t *h);
+static void h_cancel(hreq_t *h);
+static void h_logs(hreq_t *h);
+static void h_nodes(hreq_t *h);
+static void h_tenants(hreq_t *h);
+static void h_metrics(hreq_t *h);
+
+static const route_t routes[] = {
+    {EVHTTP_REQ_GET, "/healthz", h_healthz, AUTH_NONE, "liveness: {\"status\":\"ok\",\"version\":...}"},
+    {EVHTTP_REQ_POST, "/v1/jobs", h_submit, AUTH_API, "submit a job; 201 once it is durable"},
+    {EVHTTP_REQ_GET, "/v1/jobs", h_list, AUTH_API, "list jobs (?state= ?tenant= ?limit=)"},
+    {EVHTTP_REQ_GET, "/v1/jobs/{id}", h_get, AUTH_API, "one job with its placement"},
+    {EVHTTP_REQ_DELETE, "/v1/jobs/{id}", h_cancel, AUTH_API, "cancel a job"},
+    {EVHTTP_REQ_GET, "/v1/jobs/{id}/logs", h_logs, AUTH_API,
+     "a task's output, fetched from its agent (?task= ?offset= ?limit=)"},
+    {EVHTTP_REQ_GET, "/v1/nodes", h_nodes, AUTH_API, "nodes with capacity and free resources"},
+    {EVHTTP_REQ_GET, "/v1/tenants", h_tenants, AUTH_API, "tenants with usage and DRF share"},
+    {EVHTTP_REQ_GET, "/metrics", h_metrics, AUTH_API, "Prometheus text format"},
+};
+#define NROUTES (sizeof routes / sizeof routes[0])
+
+static const char *method_name(enum evhttp_cmd_type m) {
+    switch (m) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    case EVHTTP_REQ_PATCH: return "PATCH";
+    default: return "OTHER";
+    }
+}
+
+void ctl_http_print_routes(void) {
+    for (size_t i = 0; i < NROUTES; i++)
+        printf("  %-6s %-22s %s%s\n", method_name(routes[i].method), routes[i].pattern,
+               routes[i].summary, routes[i].auth == AUTH_NONE ? " (no token)" : "");
+}
+
+/* Matches path against pattern; "{id}" takes a positive decimal id. */
+static bool match(const char *pattern, const char *path, uint64_t *id) {
+    while (*pattern && *path) {
+        if (strncmp(pattern, "{id}", 4) == 0) {
+            if (*path < '0' || *path > '9')
+                return false;
+            uint64_t v = 0;
+            while (*path >= '0' && *path <= '9') {
+                if (v > (UINT64_MAX - 9) / 10)
+                    return false;
+                v = v * 10 + (uint64_t)(*path++ - '0');
+            }
+            *id = v;
+            pattern += 4;
+            continue;
+        }
+        if (*pattern++ != *path++)
+            return false;
+    }
+    if (*path == '/' && path[1] == '\0')
+        path++; /* a trailing slash is tolerated */
+    return *pattern == '\0' && *path == '\0';
+}
+
+/* ---- replies ---- */
+
+static void free_body(const void *data, size_t len, void *arg) {
+    sl_free((void *)data);
+}
+
+static void send_body(struct evhttp_request *req, int status, const char *ctype, ctl_buf_t *body) {
+    struct evbuffer *out = evbuffer_new();
+    size_t len;
+    char *p = ctl_buf_steal(body, &len);
+    if (p)
+        evbuffer_add_reference(out, p, len, free_body, NULL);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
+    const char *reason = status == 200   ? "OK"
+                         : status == 201 ? "Created"
+                         : status == 400 ? "Bad Request"
+                         : status == 401 ? "Unauthorized"
+                         : status == 403 ? "Forbidden"
+                         : status == 404 ? "Not Found"
+                         : status == 405 ? "Method Not Allowed"
+                         : status == 409 ? "Conflict"
+                         : status == 502 ? "Bad Gateway"
+                         : status == 503 ? "Service Unavailable"
+                         : status == 504 ? "Gateway Timeout"
+                                         : "Error";
+    evhttp_send_reply(req, status, reason, out);
+    evbuffer_free(out);
+}
+
+void ctl_http_send_json(struct evhttp_request *req, int status, ctl_buf_t *body) {
+    send_body(req, status, "application/json", body);
+}
+
+static void verror(ctl_t *c, struct evhttp_request *req, int status, const char *code,
+                   const char *field, long position, const char *fmt, va_list ap) {
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    ctl_buf_puts(&b, "{\"error\":{\"code\":");
+    ctl_buf_jstr(&b, code);
+    if (field && field[0]) {
+        ctl_buf_puts(&b, ",\"field\":");
+        ctl_buf_jstr(&b, field);
+    }
+    if (position >= 0) {
+        ctl_buf_puts(&b, ",\"position\":");
+        ctl_buf_i64(&b, position);
+    }
+    ctl_buf_puts(&b, ",\"message\":");
+    ctl_buf_jstr(&b, msg);
+    ctl_buf_puts(&b, "}}\n");
+    if (c)
+        c->n.http_errors++;
+    ctl_http_send_json(req, status, &b);
+}
+
+void ctl_http_error(ctl_t *c, struct evhttp_request *req, int status, const char *code,
+                    const char *field, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    verror(c, req, status, code, field, -1, fmt, ap);
+    va_end(ap);
+}
+
+static void error_at(ctl_t *c, struct evhttp_request *req, long position, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void error_at(ctl_t *c, struct evhttp_request *req, long position, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    verror(c, req, 400, "bad_json", NULL, position, fmt, ap);
+    va_end(ap);
+}
+
+void ctl_http_defer(ctl_t *c, struct evhttp_request *req, int status, uint64_t job) {
+    if (c->nreplies == c->replies_cap) {
+        c->replies_cap = c->replies_cap ? 2 * c->replies_cap : 64;
+        c->replies = sl_xrealloc(c->replies, c->replies_cap * sizeof *c->replies);
+    }
+    c->replies[c->nreplies++] = (ctl_reply_t){req, status, job};
+    ctl_kick(c);
+}
+
+void ctl_http_flush(ctl_t *c) {
+    for (size_t i = 0; i < c->nreplies; i++) {
+        ctl_reply_t *r = &c->replies[i];
+        ctl_buf_t b;
+        ctl_buf_init(&b);
+        ctl_job_t *j = ctl_job_find(c, r->job);
+        if (j)
+            ctl_job_write(c, &b, j);
+        ctl_buf_putc(&b, '\n');
+        ctl_http_send_json(r->req, r->status, &b);
+    }
+    c->nreplies = 0;
+}
+
+/* ---- dispatch ---- */
+
+static const char *find_token(ctl_t *c, const char *tok, bool *admin, int32_t *tenant) {
+    if (strcmp(tok, c->cfg.admin_token) == 0) {
+        *admin = true;
+        *tenant = -1;
+        return "admin";
+    }
+    for (size_t i = 0; i < c->cfg.ntenants; i++) {
+        if (c->cfg.tenants[i].token && strcmp(tok, c->cfg.tenants[i].token) == 0) {
+            *admin = false;
+            *tenant = sl_sched_tenant_find(c->sched, c->cfg.tenants[i].name);
+            return c->cfg.tenants[i].name;
+        }
+    }
+    if (strcmp(tok, c->cfg.cluster_token) == 0)
+        return "cluster";
+    return NULL;
+}
+
+static void dispatch(struct evhttp_request *req, void *ud) {
+    ctl_t *c = ud;
+    c->n.http_requests++;
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    if (path == NULL || path[0] == '\0')
+        path = "/";
+    enum evhttp_cmd_type method = evhttp_request_get_command(req);
+    const route_t *rt = NULL;
+    uint64_t id = 0;
+    char allow[64] = "";
+    for (size_t i = 0; i < NROUTES; i++) {
+        uint64_t v = 0;
+        if (!match(routes[i].pattern, path, &v))
+            continue;
+        if (routes[i].method == method || (method == EVHTTP_REQ_HEAD && routes[i].method == EVHTTP_REQ_GET)) {
+            rt = &routes[i];
+            id = v;
+            break;
+        }
+        if (allow[0])
+            strncat(allow, ", ", sizeof allow - strlen(allow) - 1);
+        strncat(allow, method_name(routes[i].method), sizeof allow - strlen(allow) - 1);
+    }
+    if (rt == NULL) {
+        if (allow[0]) {
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
+            ctl_http_error(c, req, 405, "method_not_allowed", NULL, "%s %s: allowed methods: %s",
+                           method_name(method), path, allow);
+        } else {
+            ctl_http_error(c, req, 404, "not_found", NULL, "no route for %s", path);
+        }
+        return;
+    }
+    hreq_t h = {.c = c, .req = req, .tenant = -1, .id = id};
+    h.query.tqh_first = NULL;
+    h.query.tqh_last = &h.query.tqh_first;
+    if (rt->auth != AUTH_NONE) {
+        const char *hdr = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+        if (hdr == NULL || strncasecmp(hdr, "Bearer ", 7) != 0) {
+            evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
+            ctl_http_error(c, req, 401, "unauthorized", NULL,
+                           "missing \"Authorization: Bearer TOKEN\" header");
+            return;
+        }
+        const char *tok = hdr + 7;
+        while (*tok == ' ')
+            tok++;
+        const char *who = find_token(c, tok, &h.admin, &h.tenant);
+        if (who == NULL) {
+            evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
+            ctl_http_error(c, req, 401, "unauthorized", NULL, "unknown token");
+            return;
+        }
+        if (strcmp(who, "cluster") == 0) {
+            ctl_http_error(c, req, 403, "forbidden", NULL,
+                           "the cluster token is for agents; use a tenant or the admin token");
+            return;
+        }
+        if (!h.admin && h.tenant < 0) {
+            ctl_http_error(c, req, 403, "forbidden", NULL, "tenant of this token is unknown");
+            return;
+        }
+    }
+    const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (q && evhttp_parse_query_str(q, &h.query) < 0) {
+        ctl_http_error(c, req, 400, "invalid_field", NULL, "malformed query string");
+        return;
+    }
+    rt->fn(&h);
+    evhttp_clear_headers(&h.query);
+}
+
+int ctl_http_listen(ctl_t *c, char *err, size_t errlen) {
+    char host[128];
+    const char *colon = strrchr(c->cfg.listen, ':');
+    if (colon == NULL || colon == c->cfg.listen || (size_t)(colon - c->cfg.listen) >= sizeof host) {
+        snprintf(err, errlen, "listen: cannot parse \"%s\" (want HOST:PORT)", c->cfg.listen);
+        return -1;
+    }
+    memcpy(host, c->cfg.listen, (size_t)(colon - c->cfg.listen));
+    host[colon - c->cfg.listen] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end != '\0' || port < 0 || port > 65535) {
+        snprintf(err, errlen, "listen: bad port in \"%s\"", c->cfg.listen);
+        return -1;
+    }
+    c->http = evhttp_new(c->base);
+    evhttp_set_max_body_size(c->http, CTL_MAX_MSG);
+    evhttp_set_allowed_methods(c->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH);
+    evhttp_set_timeout(c->http, 120);
+    evhttp_set_gencb(c->http, dispatch, c);
+    if (evhttp_bind_socket_with_handle(c->http, host, (ev_uint16_t)port) == NULL) {
+        snprintf(err, errlen, "listen: cannot bind %s", c->cfg.listen);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- handlers ---- */
+
+static void h_healthz(hreq_t *h) {
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    ctl_buf_puts(&b, "{\"status\":\"ok\",\"version\":\"" SLUICE_VERSION "\"}\n");
+    ctl_http_send_json(h->req, 200, &b);
+}
+
+static void h_submit(hreq_t *h) {
+    ctl_t *c = h->c;
+    struct evbuffer *in = evhttp_request_get_input_buffer(h->req);
+    size_t len = evbuffer_get_length(in);
+    if (len == 0) {
+        error_at(c, h->req, 0, "empty body: expected a JSON job spec");
+        return;
+    }
+    const char *data = (const char *)evbuffer_pullup(in, -1);
+    json_error_t jerr;
+    json_t *spec = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (spec == NULL) {
+        error_at(c, h->req, jerr.position, "malformed JSON at line %d column %d (position %d): %s",
+                 jerr.line, jerr.column, jerr.position, jerr.text);
+        return;
+    }
+    ctl_field_err_t fe;
+    ctl_job_t *j = ctl_job_from_spec(c, spec, h->tenant, h->admin, &fe);
+    json_decref(spec);
+    if (j == NULL) {
+        ctl_http_error(c, h->req, fe.status, fe.code, fe.field, "%s", fe.message);
+        return;
+    }
+    char err[256];
+    int rc = ctl_job_submit(c, j, err, sizeof err);
+    if (rc < 0) {
+        if (rc == SL_EIO)
+            ctl_http_error(c, h->req, 500, "internal", NULL, "%s", err);
+        else
+            ctl_http_error(c, h->req, 400, "invalid_field", NULL, "%s", err);
+        ctl_job_free(j);
+        return;
+    }
+    ctl_http_defer(c, h->req, 201, j->id);
+}
+
+typedef struct list_ctx {
+    ctl_t *c;
+    ctl_buf_t *b;
+    int32_t tenant;       /* -1: all */
+    int state;            /* -1: all */
+    int64_t limit;        /* -1: none */
+    int64_t n;
+} list_ctx_t;
+
+static bool list_one(list_ctx_t *lc, ctl_job_t *j) {
+    if (lc->limit >= 0 && lc->n >= lc->limit)
+        return false;
+    if ((lc->tenant >= 0 && j->tenant != lc->tenant) || (lc->state >= 0 && (int)j->state != lc->state))
+        return true;
+    if (lc->n++)
+        ctl_buf_putc(lc->b, ',');
+    ctl_job_write(lc->c, lc->b, j);
+    return true;
+}
+
+static int list_core(void *ud, const sl_job_t *cj) {
+    list_ctx_t *lc = ud;
+    ctl_job_t *j = ctl_job_find(lc->c, sl_job_id(cj));
+    if (j == NULL)
+        return 0;
+    return list_one(lc, j) ? 0 : 1;
+}
+
+static bool parse_u64(const char *s, int64_t *out) {
+    char *end;
+    if (s == NULL || *s < '0' || *s > '9')
+        return false;
+    long long v = strtoll(s, &end, 10);
+    if (*end != '\0' || v < 0)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool job_access(hreq_t *h, ctl_job_t **out) {
+    ctl_job_t *j = ctl_job_find(h->c, h->id);
+    if (j == NULL) {
+        ctl_http_error(h->c, h->req, 404, "not_found", "id", "no job %llu", (unsigned long long)h->id);
+        return false;
+    }
+    if (!h->admin && j->tenant != h->tenant) {
+        ctl_http_error(h->c, h->req, 403, "forbidden", NULL, "job %llu belongs to another tenant",
+                       (unsigned long long)h->id);
+        return false;
+    }
+    *out = j;
+    return true;
+}
+
+static void h_list(hreq_t *h) {
+    ctl_t *c = h->c;
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    list_ctx_t lc = {c, &b, h->admin ? -1 : h->tenant, -1, -1, 0};
+    const char *v;
+    if ((v = evhttp_find_header(&h->query, "state")) != NULL) {
+        ctl_job_state_t st;
+        if (ctl_job_state_parse(v, &st) < 0) {
+            ctl_http_error(c, h->req, 400, "invalid_field", "state",
+                           "state: \"%s\" is not one of pending, running, succeeded, failed, cancelled", v);
+            return;
+        }
+        lc.state = (int)st;
+    }
+    if ((v = evhttp_find_header(&h->query, "tenant")) != NULL) {
+        int t = sl_sched_tenant_find(c->sched, v);
+        if (t < 0) {
+            ctl_http_error(c, h->req, 400, "invalid_field", "tenant", "tenant: unknown tenant \"%s\"", v);
+            return;
+        }
+        if (!h->admin && t != h->tenant) {
+            ctl_http_error(c, h->req, 403, "forbidden", "tenant", "tenant: this token sees only its own jobs");
+            return;
+        }
+        lc.tenant = t;
+    }
+    if ((v = evhttp_find_header(&h->query, "limit")) != NULL && !parse_u64(v, &lc.limit)) {
+        ctl_http_error(c, h->req, 400, "invalid_field", "limit", "limit: must be a whole number");
+        return;
+    }
+    ctl_buf_reserve(&b, 4096);
+    ctl_buf_puts(&b, "{\"jobs\":[");
+    if (lc.state < 0 || lc.state == CTL_JOB_PENDING)
+        sl_sched_foreach(c->sched, SL_JOB_PENDING, list_core, &lc);
+    sl_sched_foreach(c->sched, SL_JOB_RUNNING, list_core, &lc);
+    if (lc.state < 0 || lc.state > CTL_JOB_RUNNING) {
+        for (uint64_t id = 1; id < c->next_id; id++) {
+            ctl_job_t *j = ctl_job_find(c, id);
+            if (j == NULL || j->in_core)
+                continue;
+            if (!list_one(&lc, j))
+                break;
+        }
+    }
+    ctl_buf_puts(&b, "]}\n");
+    ctl_http_send_json(h->req, 200, &b);
+}
+
+static void h_get(hreq_t *h) {
+    ctl_job_t *j;
+    if (!job_access(h, &j))
+        return;
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    ctl_job_write(h->c, &b, j);
+    ctl_buf_putc(&b, '\n');
+    ctl_http_send_json(h->req, 200, &b);
+}
+
+static void h_cancel(hreq_t *h) {
+    ctl_job_t *j;
+    if (!job_access(h, &j))
+        return;
+    if (ctl_job_cancel(h->c, j) < 0) {
+        ctl_http_error(h->c, h->req, 409, "conflict", NULL, "job %llu already %s",
+                       (unsigned long long)j->id, ctl_job_state_name(j->state));
+        return;
+    }
+    ctl_http_defer(h->c, h->req, 200, j->id);
+}
+
+static void h_logs(hreq_t *h) {
+    ctl_t *c = h->c;
+    ctl_job_t *j;
+    if (!job_access(h, &j))
+        return;
+    int64_t task = 0, offset = 0, limit = 65536;
+    const char *v;
+    if ((v = evhttp_find_header(&h->query, "task")) != NULL && !parse_u64(v, &task)) {
+        ctl_http_error(c, h->req, 400, "invalid_field", "task", "task: must be a task index");
+        return;
+    }
+    if ((v = evhttp_find_header(&h->query, "offset")) != NULL && !parse_u64(v, &offset)) {
+        ctl_http_error(c, h->req, 400, "invalid_field", "offset", "offset: must be a byte offset");
+        return;
+    }
+    if ((v = evhttp_find_header(&h->query, "limit")) != NULL &&
+        (!parse_u64(v, &limit) || limit > CTL_MAX_MSG / 2)) {
+        ctl_http_error(c, h->req, 400, "invalid_field", "limit", "limit: must be from 0 to %d bytes",
+                       CTL_MAX_MSG / 2);
+        return;
+    }
+    if (task >= j->core.ntasks) {
+        ctl_http_error(c, h->req, 400, "invalid_field", "task", "task: job %llu has tasks 0..%d",
+                       (unsigned long long)j->id, j->core.ntasks - 1);
+        return;
+    }
+    if (task >= j->ntasks || j->tasks[task].node < 0) {
+        ctl_http_error(c, h->req, 409, "conflict", "task", "task %lld of job %llu has not run yet",
+                       (long long)task, (unsigned long long)j->id);
+        return;
+    }
+    uint32_t node = (uint32_t)j->tasks[task].node;
+    ctl_node_t *n = ctl_node_get(c, node);
+    if (n == NULL || n->conn == NULL) {
+        ctl_http_error(c, h->req, 503, "unavailable", NULL, "node %s, which ran task %lld, is not connected",
+                       sl_cluster_node(c->cl, node)->name, (long long)task);
+        return;
+    }
+    ctl_logreq_t *lr = sl_xcalloc(1, sizeof *lr);
+    lr->req = ++c->next_logreq;
+    lr->http = h->req;
+    lr->job = j->id;
+    lr->task = (int32_t)task;
+    lr->node = node;
+    lr->deadline_mono_us = ctl_mono_us() + 10 * 1000000;
+    lr->next = c->logreqs;
+    c->logreqs = lr;
+    char msg[200];
+    int len = snprintf(msg, sizeof msg,
+                       "{\"type\":\"logs\",\"req\":%llu,\"job\":%llu,\"task\":%lld,\"offset\":%lld,"
+                       "\"limit\":%lld}\n",
+                       (unsigned long long)lr->req, (unsigned long long)j->id, (long long)task,
+                       (long long)offset, (long long)limit);
+    ctl_agent_send_now(c, node, msg, (size_t)len);
+}
+
+static ctl_logreq_t *logreq_take(ctl_t *c, bool (*pred)(ctl_logreq_t *, const void *), const void *arg) {
+    for (ctl_logreq_t **pp = &c->logreqs; *pp; pp = &(*pp)->next) {
+        if (pred(*pp, arg)) {
+            ctl_logreq_t *lr = *pp;
+            *pp = lr->next;
+            return lr;
+        }
+    }
+    return NULL;
+}
+
+static bool by_req(ctl_logreq_t *lr, const void *arg) {
+    return lr->req == *(const uint64_t *)arg;
+}
+
+static bool by_node(ctl_logreq_t *lr, const void *arg) {
+    return lr->node == *(const uint32_t *)arg;
+}
+
+static bool expired(ctl_logreq_t *lr, const void *arg) {
+    return lr->deadline_mono_us <= *(const int64_t *)arg;
+}
+
+void ctl_logreq_answer(ctl_t *c, uint64_t req, json_t *msg) {
+    ctl_logreq_t *lr = logreq_take(c, by_req, &req);
+    if (lr == NULL)
+        return; /* expired or its client went away */
+    const char *e = json_string_value(json_object_get(msg, "error"));
+    if (e != NULL) {
+        ctl_http_error(c, lr->http, 404, "not_found", "task", "%s", e);
+    } else {
+        json_t *d = json_object_get(msg, "data");
+        ctl_buf_t b;
+        ctl_buf_init(&b);
+        ctl_buf_puts(&b, "{\"job\":");
+        ctl_buf_u64(&b, lr->job);
+        ctl_buf_puts(&b, ",\"task\":");
+        ctl_buf_i64(&b, lr->task);
+        ctl_buf_puts(&b, ",\"offset\":");
+        ctl_buf_i64(&b, json_integer_value(json_object_get(msg, "offset")));
+        ctl_buf_puts(&b, ",\"data\":");
+        ctl_buf_jstrn(&b, json_string_value(d) ? json_string_value(d) : "", json_string_length(d));
+        ctl_buf_puts(&b, ",\"eof\":");
+        ctl_buf_puts(&b, json_is_true(json_object_get(msg, "eof")) ? "true" : "false");
+        ctl_buf_puts(&b, "}\n");
+        ctl_http_send_json(lr->http, 200, &b);
+    }
+    sl_free(lr);
+}
+
+void ctl_logreq_fail_node(ctl_t *c, uint32_t node, const char *why) {
+    ctl_logreq_t *lr;
+    while ((lr = logreq_take(c, by_node, &node)) != NULL) {
+        ctl_http_error(c, lr->http, 502, "unavailable", NULL, "logs of job %llu task %d: %s",
+                       (unsigned long long)lr->job, lr->task, why);
+        sl_free(lr);
+    }
+}
+
+void ctl_logreq_expire(ctl_t *c) {
+    int64_t now = ctl_mono_us();
+    ctl_logreq_t *lr;
+    while ((lr = logreq_take(c, expired, &now)) != NULL) {
+        ctl_http_error(c, lr->http, 504, "unavailable", NULL,
+                       "logs of job %llu task %d: the agent did not answer in time",
+                       (unsigned long long)lr->job, lr->task);
+        sl_free(lr);
+    }
+}
+
+static void h_nodes(hreq_t *h) {
+    ctl_t *c = h->c;
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    ctl_buf_puts(&b, "{\"nodes\":[");
+    for (size_t i = 0; i < c->nnodes; i++) {
+        if (i)
+            ctl_buf_putc(&b, ',');
+        ctl_node_write(c, &b, (uint32_t)i);
+    }
+    ctl_buf_puts(&b, "]}\n");
+    ctl_http_send_json(h->req, 200, &b);
+}
+
+static void res_write(ctl_buf_t *b, sl_res_t r) {
+    char q[64];
+    ctl_buf_puts(b, "{\"cpus\":");
+    sl_qty_format(r.cpu_milli, SL_QTY_CPU, q, sizeof q);
+    ctl_buf_jstr(b, q);
+    ctl_buf_puts(b, ",\"memory\":");
+    sl_qty_format(r.mem_bytes, SL_QTY_MEM, q, sizeof q);
+    ctl_buf_jstr(b, q);
+    ctl_buf_puts(b, ",\"gpus\":");
+    ctl_buf_milli(b, r.gpu_milli);
+    ctl_buf_putc(b, '}');
+}
+
+static void h_tenants(hreq_t *h) {
+    ctl_t *c = h->c;
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    ctl_buf_puts(&b, "{\"tenants\":[");
+    bool first = true;
+    for (size_t i = 0; i < c->cfg.ntenants; i++) {
+        int32_t t = sl_sched_tenant_find(c->sched, c->cfg.tenants[i].name);
+        if (t < 0 || (!h->admin && t != h->tenant))
+            continue;
+        if (!first)
+            ctl_buf_putc(&b, ',');
+        first = false;
+        size_t pending, running;
+        sl_sched_tenant_jobs(c->sched, t, &pending, &running);
+        ctl_buf_puts(&b, "{\"name\":");
+        ctl_buf_jstr(&b, c->cfg.tenants[i].name);
+        ctl_buf_puts(&b, ",\"weight\":");
+        ctl_buf_i64(&b, sl_sched_tenant_weight(c->sched, t));
+        ctl_buf_puts(&b, ",\"quota\":");
+        if (c->cfg.tenants[i].has_quota)
+            res_write(&b, c->cfg.tenants[i].quota);
+        else
+            ctl_buf_puts(&b, "null");
+        ctl_buf_puts(&b, ",\"pending\":");
+        ctl_buf_u64(&b, pending);
+        ctl_buf_puts(&b, ",\"running\":");
+        ctl_buf_u64(&b, running);
+        ctl_buf_puts(&b, ",\"usage\":");
+        res_write(&b, sl_sched_tenant_usage(c->sched, t));
+        ctl_buf_puts(&b, ",\"dominant_share\":");
+        ctl_buf_double(&b, sl_sched_tenant_share(c->sched, t));
+        ctl_buf_putc(&b, '}');
+    }
+    ctl_buf_puts(&b, "]}\n");
+    ctl_http_send_json(h->req, 200, &b);
+}
+
+static void h_metrics(hreq_t *h) {
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    ctl_metrics_write(h->c, &b);
+    send_body(h->req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
+}
