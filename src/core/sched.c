@@ -89,6 +89,7 @@ typedef struct fcache_entry {
     uint64_t epoch; /* valid iff equal to the scheduler's epoch */
     sl_task_req_t req;
     int32_t n, m;
+    bool lng;       /* applies to long backfill candidates only */
     sl_status_t st;
     char reason[SL_REASON_MAX];
 } fcache_entry_t;
@@ -829,18 +830,18 @@ static size_t fcache_home(const sl_task_req_t *r, int32_t n, int32_t m) {
 }
 
 static const fcache_entry_t *fcache_find(const sl_sched_t *s, const sl_task_req_t *r, int32_t n,
-                                         int32_t m) {
+                                         int32_t m, bool lng) {
     size_t i = fcache_home(r, n, m);
     for (int p = 0; p < FCACHE_PROBES; p++, i = (i + 1) & (FCACHE_SIZE - 1)) {
         const fcache_entry_t *e = &s->fcache[i];
         if (e->epoch != s->epoch) return NULL;
-        if (e->n == n && e->m == m && req_eq(&e->req, r)) return e;
+        if (e->n == n && e->m == m && (!e->lng || lng) && req_eq(&e->req, r)) return e;
     }
     return NULL;
 }
 
-static void fcache_put(sl_sched_t *s, const sl_task_req_t *r, int32_t n, int32_t m, sl_status_t st,
-                       const char *reason) {
+static void fcache_put(sl_sched_t *s, const sl_task_req_t *r, int32_t n, int32_t m, bool lng,
+                       sl_status_t st, const char *reason) {
     size_t i = fcache_home(r, n, m);
     for (int p = 0; p < FCACHE_PROBES; p++, i = (i + 1) & (FCACHE_SIZE - 1)) {
         fcache_entry_t *e = &s->fcache[i];
@@ -849,6 +850,7 @@ static void fcache_put(sl_sched_t *s, const sl_task_req_t *r, int32_t n, int32_t
         e->req = *r;
         e->n = n;
         e->m = m;
+        e->lng = lng;
         e->st = st;
         setf(e->reason, sizeof e->reason, "%s", reason);
         return;
@@ -898,7 +900,7 @@ static int attempt_job(sl_sched_t *s, sl_cycle_t *cy, sl_job_t *j, int32_t n, in
     a->tried = false;
     a->k = 0;
 
-    const fcache_entry_t *fe = fcache_find(s, req, n, m);
+    const fcache_entry_t *fe = fcache_find(s, req, n, m, mode == MODE_LONG);
     if (fe) {
         j->status = fe->st;
         setf(j->reason, sizeof j->reason, "%s", fe->reason);
@@ -931,11 +933,12 @@ static int attempt_job(sl_sched_t *s, sl_cycle_t *cy, sl_job_t *j, int32_t n, in
         setf(j->reason, sizeof j->reason,
              "fits only on nodes reserved for job %llu from %lld and would run past then",
              (unsigned long long)resv_id, (long long)s->easy.shadow_us);
+        fcache_put(s, req, n, m, true, SL_WAIT, j->reason);
         return SL_WAIT;
     }
     j->status = rc == SL_NOFIT_EVER ? SL_NOFIT_EVER : SL_NOFIT;
     setf(j->reason, sizeof j->reason, "%s", reason);
-    fcache_put(s, req, n, m, j->status, j->reason);
+    fcache_put(s, req, n, m, false, j->status, j->reason);
     return j->status;
 }
 
