@@ -411,6 +411,19 @@ class FakeAgent:
     def heartbeat(self):
         self.send({"type": "heartbeat", "time": time.time()})
 
+    def start_heartbeats(self, interval=0.2):
+        """Sends a heartbeat every interval seconds until close()."""
+        stop = self.closed
+
+        def loop():
+            while not stop.wait(interval):
+                try:
+                    self.heartbeat()
+                except (OSError, AttributeError):
+                    return
+
+        threading.Thread(target=loop, daemon=True).start()
+
     def _read_loop(self):
         try:
             for line in self.file:

@@ -1,0 +1,398 @@
+"""
+test_api.py - every route of sluiced's HTTP API (docs/api.md), against a
+real sluiced with fake agents written in Python (harness.FakeAgent), so that
+these tests do not depend on sluice-agent.
+"""
+
+import json
+
+import pytest
+
+from harness import wait_for
+
+
+def err(body):
+    assert isinstance(body, dict) and "error" in body, body
+    return body["error"]
+
+
+# ---- /healthz, auth, routing ----
+
+def test_healthz_needs_no_token(controller):
+    st, body = controller.request("GET", "/healthz")
+    assert st == 200
+    assert body["status"] == "ok" and body["version"]
+
+
+@pytest.mark.parametrize("path", ["/v1/jobs", "/v1/nodes", "/v1/tenants", "/metrics", "/v1/jobs/1"])
+def test_missing_or_unknown_token_is_401(controller, path):
+    st, body = controller.request("GET", path)
+    assert st == 401 and err(body)["code"] == "unauthorized"
+    st, body = controller.request("GET", path, token="not-a-token")
+    assert st == 401 and err(body)["code"] == "unauthorized"
+    st, body = controller.request("GET", path, headers={"Authorization": "Basic abc"})
+    assert st == 401
+
+
+def test_cluster_token_is_refused_on_the_api(controller):
+    st, body = controller.request("GET", "/v1/jobs", token=controller.cluster_token)
+    assert st == 403 and err(body)["code"] == "forbidden"
+
+
+def test_unknown_route_and_method(controller):
+    st, body = controller.request("GET", "/v1/nope", token=controller.admin_token)
+    assert st == 404 and err(body)["code"] == "not_found"
+    st, body = controller.request("PUT", "/v1/jobs", token=controller.admin_token, body={})
+    assert st == 405 and err(body)["code"] == "method_not_allowed"
+    st, body = controller.request("GET", "/v1/jobs/999", token=controller.admin_token)
+    assert st == 404 and err(body)["field"] == "id"
+
+
+# ---- submission and validation ----
+
+def test_submit_show_list_cancel_pending(controller):
+    job = controller.submit({"name": "hello", "command": ["echo", "hi"], "gpus": 1,
+                             "cpus": "2", "memory": "4Gi"})
+    assert job["state"] == "pending" and job["tenant"] == "alice" and job["name"] == "hello"
+    assert job["cpus"] == "2" and job["memory"] == "4Gi" and job["gpus"] == 1
+    assert job["command"] == ["echo", "hi"] and job["placement"] == []
+    jid = job["id"]
+    shown = controller.job(jid, "alice")
+    assert shown["id"] == jid and shown["submit_time"] == job["submit_time"]
+    # No node yet: it waits and says why.
+    assert shown["state"] == "pending"
+    listed = controller.jobs("alice")
+    assert [j["id"] for j in listed] == [jid]
+    st, body = controller.request("DELETE", "/v1/jobs/%d" % jid, token=controller.token("alice"))
+    assert st == 200 and body["state"] == "cancelled"
+    st, body = controller.request("DELETE", "/v1/jobs/%d" % jid, token=controller.token("alice"))
+    assert st == 409 and err(body)["code"] == "conflict"
+    assert controller.jobs("alice", "?state=cancelled")[0]["id"] == jid
+    assert controller.jobs("alice", "?state=pending") == []
+
+
+def test_defaults_and_normalised_quantities(controller):
+    job = controller.submit({"command": ["/usr/bin/python3", "x.py"], "cpus": 0.5,
+                             "memory": "1536Mi", "gpu_share": "0.25", "gpu_memory": "10Gi",
+                             "env": {"A": "1"}, "on_node_failure": "fail", "priority": 3,
+                             "time_limit": 60, "gpu_models": ["H100"], "pool": "default"})
+    assert job["name"] == "python3"
+    assert job["cpus"] == "500m" and job["memory"] == "1536Mi"
+    assert job["gpu_share"] == "0.25" and job["gpu_memory"] == "10Gi" and job["gpus"] == 0
+    assert job["tasks"] == 1 and job["min_tasks"] == 1
+    assert job["env"] == {"A": "1"} and job["on_node_failure"] == "fail"
+    assert job["gpu_models"] == ["H100"] and job["pool"] == "default"
+    assert job["priority"] == 3 and job["time_limit"] == 60
+
+
+def test_malformed_json_names_the_position(controller):
+    st, body = controller.request("POST", "/v1/jobs", raw=b'{"command": ["x"], "gpus": }',
+                                  token=controller.token("alice"))
+    e = err(body)
+    assert st == 400 and e["code"] == "bad_json"
+    assert e["position"] > 0 and "column" in e["message"]
+    st, body = controller.request("POST", "/v1/jobs", raw=b"", token=controller.token("alice"))
+    assert st == 400 and err(body)["code"] == "bad_json"
+    st, body = controller.request("POST", "/v1/jobs", raw=b"[1,2]", token=controller.token("alice"))
+    assert st == 400 and err(body)["code"] == "invalid_field"
+
+
+BAD_SPECS = [
+    ({"command": ["x"], "gpus": -1}, "gpus"),
+    ({"command": ["x"], "gpus": 17}, "gpus"),
+    ({"command": ["x"], "gpus": "2"}, "gpus"),
+    ({"command": ["x"], "tasks": 0}, "tasks"),
+    ({"command": ["x"], "tasks": 5000}, "tasks"),
+    ({"command": ["x"], "tasks": 2, "min_tasks": 3}, "min_tasks"),
+    ({"command": ["x"], "cpus": "abc"}, "cpus"),
+    ({"command": ["x"], "cpus": "-1"}, "cpus"),
+    ({"command": ["x"], "memory": "12Qi"}, "memory"),
+    ({"command": ["x"], "memory": "0.5"}, "memory"),
+    ({"command": ["x"], "gpus": 1, "gpu_share": "0.5"}, "gpu_share"),
+    ({"command": ["x"], "gpu_share": "1.5"}, "gpu_share"),
+    ({"command": ["x"], "gpu_memory": "1Gi"}, "gpu_memory"),
+    ({"command": ["x"], "gpus": 1, "gpu_models": [3]}, "gpu_models"),
+    ({"command": ["x"], "gpu_models": ["H100"]}, "gpu_models"),
+    ({"command": ["x"], "pool": ""}, "pool"),
+    ({"command": ["x"], "priority": "high"}, "priority"),
+    ({"command": ["x"], "time_limit": -5}, "time_limit"),
+    ({"command": []}, "command"),
+    ({"command": "echo hi"}, "command"),
+    ({"command": ["echo", 3]}, "command"),
+    ({"gpus": 1}, "command"),
+    ({"command": ["x"], "image": ""}, "image"),
+    ({"command": ["x"], "env": {"1BAD": "v"}}, "env"),
+    ({"command": ["x"], "env": {"K": 1}}, "env"),
+    ({"command": ["x"], "on_node_failure": "retry"}, "on_node_failure"),
+    ({"command": ["x"], "name": "n" * 64}, "name"),
+    ({"command": ["x"], "tenant": "nobody"}, "tenant"),
+]
+
+
+@pytest.mark.parametrize("spec,field", BAD_SPECS, ids=[f for _, f in BAD_SPECS])
+def test_bad_fields_are_named(controller, spec, field):
+    token = controller.admin_token if spec.get("tenant") == "nobody" else controller.token("alice")
+    st, body = controller.request("POST", "/v1/jobs", spec, token=token)
+    e = err(body)
+    assert st == 400, (st, body)
+    assert e["code"] == "invalid_field" and e["field"] == field
+    assert e["message"].startswith(field + ":")
+
+
+def test_unknown_field_is_rejected(controller):
+    st, body = controller.request("POST", "/v1/jobs", {"command": ["x"], "gpu": 1},
+                                  token=controller.token("alice"))
+    e = err(body)
+    assert st == 400 and e["code"] == "unknown_field" and e["field"] == "gpu"
+
+
+def test_tenant_of_the_submission(controller):
+    # A tenant token cannot submit for another tenant.
+    st, body = controller.request("POST", "/v1/jobs", {"command": ["x"], "tenant": "bob"},
+                                  token=controller.token("alice"))
+    assert st == 403 and err(body)["field"] == "tenant"
+    # The admin must say which tenant.
+    st, body = controller.request("POST", "/v1/jobs", {"command": ["x"]}, token=controller.admin_token)
+    assert st == 400 and err(body)["field"] == "tenant"
+    job = controller.submit({"command": ["x"], "tenant": "bob"}, tenant="admin")
+    assert job["tenant"] == "bob"
+
+
+def test_tenants_see_only_their_own_jobs(controller):
+    a = controller.submit({"command": ["a"]}, tenant="alice")
+    b = controller.submit({"command": ["b"]}, tenant="bob")
+    assert [j["id"] for j in controller.jobs("alice")] == [a["id"]]
+    assert [j["id"] for j in controller.jobs("bob")] == [b["id"]]
+    assert sorted(j["id"] for j in controller.jobs("admin")) == sorted([a["id"], b["id"]])
+    assert [j["id"] for j in controller.jobs("admin", "?tenant=bob")] == [b["id"]]
+    st, body = controller.request("GET", "/v1/jobs?tenant=bob", token=controller.token("alice"))
+    assert st == 403
+    for method in ("GET", "DELETE"):
+        st, body = controller.request(method, "/v1/jobs/%d" % a["id"], token=controller.token("bob"))
+        assert st == 403 and err(body)["code"] == "forbidden"
+    st, body = controller.request("GET", "/v1/jobs/%d/logs" % a["id"], token=controller.token("bob"))
+    assert st == 403
+    # The admin may cancel anyone's job.
+    st, body = controller.request("DELETE", "/v1/jobs/%d" % a["id"], token=controller.admin_token)
+    assert st == 200 and body["state"] == "cancelled"
+
+
+def test_list_query_validation_and_limit(controller):
+    for _ in range(3):
+        controller.submit({"command": ["x"]})
+    assert len(controller.jobs("alice", "?limit=2")) == 2
+    for q, field in (("?state=bogus", "state"), ("?limit=-1", "limit"), ("?tenant=zed", "tenant")):
+        st, body = controller.request("GET", "/v1/jobs" + q, token=controller.admin_token)
+        assert st == 400 and err(body)["field"] == field
+
+
+# ---- scheduling, launches and task ends with a fake agent ----
+
+def test_submission_is_launched_with_distributed_env(controller, fake_agent):
+    a1 = fake_agent("n1", gpus=8)
+    a2 = fake_agent("n2", gpus=8)
+    job = controller.submit({"name": "gang", "command": ["train"], "tasks": 4, "gpus": 4,
+                             "cpus": "8", "memory": "64Gi", "env": {"LR": "0.1"}})
+    launches = a1.wait_message("launch", job=job["id"], count=2) + \
+        a2.wait_message("launch", job=job["id"], count=2)
+    assert sorted(m["rank"] for m in launches) == [0, 1, 2, 3]
+    nodes_by_rank = {}
+    for m in launches:
+        assert m["task"] == m["rank"] and m["world_size"] == 4
+        assert m["argv"] == ["train"] and m["env"] == {"LR": "0.1"}
+        assert len(m["gpus"]) == 4 and m["gpu_milli"] == 1000
+        assert m["cpu_milli"] == 8000 and m["mem_bytes"] == 64 << 30
+        assert m["master_addr"] == "127.0.0.1" and m["master_port"] == 29500 + job["id"] % 1000
+        nodes_by_rank[m["rank"]] = m
+    for agent in (a1, a2):
+        ms = agent.messages("launch", job=job["id"])
+        assert sorted(m["local_rank"] for m in ms) == [0, 1]
+        assert len({g for m in ms for g in m["gpus"]}) == 8  # no GPU given twice
+    j = controller.wait_job(job["id"], "running")
+    wait_for(lambda: all(p["state"] == "running" for p in controller.job(job["id"])["placement"]),
+             what="all tasks running")
+    j = controller.job(job["id"])
+    assert sorted(p["task"] for p in j["placement"]) == [0, 1, 2, 3]
+    for m in launches:
+        agent = a1 if m in a1.messages("launch") else a2
+        agent.exit(job["id"], m["task"], 0)
+    j = controller.wait_job(job["id"], "succeeded")
+    assert j["exit_code"] == 0 and j["end_time"] >= j["start_time"]
+    assert all(p["exit_code"] == 0 for p in j["placement"])
+    # Every exit was acknowledged after it was recorded.
+    assert len(a1.messages("ack", job=job["id"])) + len(a2.messages("ack", job=job["id"])) == 4
+    wait_for(lambda: controller.node("n1")["free"]["gpus"] == 8, what="GPUs released")
+
+
+def test_gang_that_does_not_fit_waits_with_a_reason(controller, fake_agent):
+    fake_agent("n1", gpus=8)
+    job = controller.submit({"command": ["x"], "tasks": 2, "gpus": 8})
+    small = controller.submit({"command": ["x"], "gpus": 8})
+    j = controller.job(job["id"])
+    assert j["state"] == "pending" and j["reason"]
+    # Backfill lets a job that fits run past it.
+    controller.wait_job(small["id"], "running")
+
+
+def test_task_failure_fails_the_gang_and_kills_the_rest(controller, fake_agent):
+    a = fake_agent("n1", gpus=8)
+    job = controller.submit({"command": ["x"], "tasks": 2, "gpus": 1})
+    a.wait_message("launch", job=job["id"], count=2)
+    a.exit(job["id"], 1, code=3)
+    j = controller.wait_job(job["id"], "failed")
+    assert "task 1" in j["reason"] and j["exit_code"] == 3
+    kill = a.wait_message("kill", job=job["id"], task=0)
+    assert kill[0]["grace_ms"] >= 0
+    # The fake agent answers the kill with an exit; then the GPUs are free.
+    wait_for(lambda: controller.node("n1")["free"]["gpus"] == 8, what="GPUs released")
+
+
+def test_launch_failure_is_reported(controller, fake_agent):
+    a = fake_agent("n1", gpus=8)
+    job = controller.submit({"image": "nvcr.io/x", "gpus": 1})
+    m = a.wait_message("launch", job=job["id"])[0]
+    assert m["image"] == "nvcr.io/x" and m["argv"] is None
+    a.send({"type": "failed", "job": job["id"], "task": 0,
+            "reason": "image given but no container launcher is configured on node n1"})
+    j = controller.wait_job(job["id"], "failed")
+    assert "no container launcher" in j["reason"]
+    a.wait_message("ack", job=job["id"])
+
+
+def test_cancel_running_job_kills_and_releases(controller, fake_agent):
+    a = fake_agent("n1", gpus=8)
+    job = controller.submit({"command": ["sleep"], "gpus": 8})
+    a.wait_message("launch", job=job["id"])
+    waiting = controller.submit({"command": ["next"], "gpus": 8})
+    assert controller.job(waiting["id"])["state"] == "pending"
+    st, body = controller.request("DELETE", "/v1/jobs/%d" % job["id"], token=controller.token("alice"))
+    assert st == 200 and body["state"] == "cancelled"
+    a.wait_message("kill", job=job["id"], task=0)
+    # The kill's exit frees the GPUs; the waiting job starts on them.
+    a.wait_message("launch", job=waiting["id"])
+    assert controller.job(job["id"])["state"] == "cancelled"
+    controller.wait_job(waiting["id"], "running")
+
+
+def test_gpu_turnover_starts_next_job(controller, fake_agent):
+    a = fake_agent("n1", gpus=2)
+    jobs = [controller.submit({"command": ["x"], "gpus": 1}) for _ in range(5)]
+    a.wait_message("launch", count=2)
+    assert len(a.messages("launch")) == 2
+    for k in range(3):
+        first = a.messages("launch")[k]
+        a.exit(first["job"], 0, 0)
+        a.wait_message("launch", count=3 + k)
+    launched = [m["job"] for m in a.messages("launch")]
+    assert launched == [j["id"] for j in jobs]  # FIFO within one tenant
+
+
+def test_drf_between_two_tenants(controller, fake_agent):
+    # Queue everything first, then let one 8-GPU node join: DRF gives each
+    # tenant (weight 1) half of the GPUs.
+    for _ in range(8):
+        controller.submit({"command": ["a"], "gpus": 1, "cpus": "1"}, tenant="alice")
+        controller.submit({"command": ["b"], "gpus": 1, "cpus": "1"}, tenant="bob")
+    a = fake_agent("n1", gpus=8, cpus="64")
+    a.wait_message("launch", count=8)
+    running = controller.jobs("admin", "?state=running")
+    by_tenant = {}
+    for j in running:
+        by_tenant[j["tenant"]] = by_tenant.get(j["tenant"], 0) + 1
+    assert by_tenant == {"alice": 4, "bob": 4}
+    st, body = controller.request("GET", "/v1/tenants", token=controller.admin_token)
+    assert st == 200
+    shares = {t["name"]: t for t in body["tenants"]}
+    assert shares["alice"]["usage"]["gpus"] == 4 and shares["bob"]["usage"]["gpus"] == 4
+    assert shares["alice"]["running"] == 4 and shares["alice"]["pending"] == 4
+    assert shares["alice"]["dominant_share"] == pytest.approx(0.5)
+    st, body = controller.request("GET", "/v1/tenants", token=controller.token("bob"))
+    assert [t["name"] for t in body["tenants"]] == ["bob"]
+
+
+# ---- logs, nodes, metrics ----
+
+def test_logs_are_fetched_from_the_agent(controller, fake_agent):
+    a = fake_agent("n1", gpus=8)
+    pending = controller.submit({"command": ["x"], "gpus": 16 - 8 + 8, "tasks": 2})  # never fits
+    job = controller.submit({"command": ["x"], "tasks": 2, "gpus": 1})
+    a.wait_message("launch", job=job["id"], count=2)
+    a.logs[(job["id"], 1)] = "hello from task 1\n"
+    tok = controller.token("alice")
+    st, body = controller.request("GET", "/v1/jobs/%d/logs?task=1" % job["id"], token=tok)
+    assert st == 200, body
+    assert body == {"job": job["id"], "task": 1, "offset": 0, "data": "hello from task 1\n",
+                    "eof": True}
+    st, body = controller.request("GET", "/v1/jobs/%d/logs?task=1&offset=6&limit=4" % job["id"],
+                                  token=tok)
+    assert st == 200 and body["data"] == "from" and body["offset"] == 6 and body["eof"] is False
+    req = a.messages("logs")[-1]
+    assert req["job"] == job["id"] and req["task"] == 1 and req["offset"] == 6 and req["limit"] == 4
+    st, body = controller.request("GET", "/v1/jobs/%d/logs?task=0" % job["id"], token=tok)
+    assert st == 404 and "no log" in err(body)["message"]
+    st, body = controller.request("GET", "/v1/jobs/%d/logs?task=5" % job["id"], token=tok)
+    assert st == 400 and err(body)["field"] == "task"
+    st, body = controller.request("GET", "/v1/jobs/%d/logs" % pending["id"], token=tok)
+    assert st == 409 and err(body)["code"] == "conflict"
+
+
+def test_nodes_route(controller, fake_agent):
+    fake_agent("n1", gpus=4, gpu_model="A100", gpu_memory="40Gi", cpus="32", memory="256Gi",
+               pool="train", labels="rack=a")
+    fake_agent("n2", gpus=0, cpus="16", memory="64Gi")
+    nodes = {n["name"]: n for n in controller.nodes()}
+    n1 = nodes["n1"]
+    assert n1["state"] == "up" and n1["pool"] == "train" and n1["labels"] == "rack=a"
+    assert n1["gpus"] == 4 and n1["gpu_model"] == "A100" and n1["gpu_memory"] == "40Gi"
+    assert n1["cpus"] == "32" and n1["memory"] == "256Gi" and n1["free"]["gpus"] == 4
+    assert n1["free"]["gpu_milli"] == [1000] * 4 and n1["tasks"] == 0 and n1["last_seen"] > 0
+    assert nodes["n2"]["gpus"] == 0 and nodes["n2"]["gpu_model"] is None
+    job = controller.submit({"command": ["x"], "gpu_share": "0.25", "pool": "train"})
+    controller.wait_job(job["id"], "running")
+    n1 = controller.node("n1")
+    assert sorted(n1["free"]["gpu_milli"]) == [750, 1000, 1000, 1000] and n1["tasks"] == 1
+
+
+def test_agent_with_bad_token_is_rejected(controller):
+    from harness import FakeAgent
+    f = FakeAgent(controller, "intruder", token="wrong")
+    msg = f.connect()
+    assert msg["type"] == "error" and "token" in msg["message"]
+    f.close()
+    assert controller.node("intruder") is None
+
+
+def test_metrics(controller, fake_agent):
+    fake_agent("n1", gpus=8)
+    job = controller.submit({"command": ["x"], "gpus": 2})
+    controller.wait_job(job["id"], "running")
+    st, text = controller.request("GET", "/metrics", token=controller.admin_token)
+    assert st == 200
+    lines = text.splitlines()
+    assert "# TYPE sluice_jobs gauge" in lines
+    assert 'sluice_jobs{state="running"} 1' in lines
+    assert 'sluice_nodes{state="up"} 1' in lines
+    assert 'sluice_capacity{resource="gpus"} 8' in lines
+    assert 'sluice_allocated{resource="gpus"} 2' in lines
+    assert "sluice_submissions_total 1" in lines
+    assert any(line.startswith("sluice_db_commits_total ") for line in lines)
+    for line in lines:
+        if line and not line.startswith("#"):
+            name_labels, value = line.rsplit(" ", 1)
+            float(value)
+
+
+def test_keepalive_connection_serves_many_requests(controller):
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", controller.port, timeout=10)
+    hdrs = {"Authorization": "Bearer " + controller.token("alice"),
+            "Content-Type": "application/json"}
+    ids = []
+    for i in range(20):
+        conn.request("POST", "/v1/jobs", body=json.dumps({"command": ["x"], "name": "k%d" % i}),
+                     headers=hdrs)
+        r = conn.getresponse()
+        assert r.status == 201
+        ids.append(json.loads(r.read())["id"])
+    conn.close()
+    assert ids == sorted(ids) and len(set(ids)) == 20
