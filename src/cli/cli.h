@@ -1,0 +1,113 @@
+/*
+ * cli.h - internals of `sluice`, the command line.
+ *
+ * One table of commands (main.c) drives dispatch, option parsing and every
+ * --help text. Each command is a function taking the parsed options; it
+ * talks to sluiced over HTTP/JSON (http.c, libcurl) and prints a table for
+ * people or the server's JSON for scripts (--json).
+ *
+ * Exit codes (docs/cli.md): 0 ok, 1 the server refused or failed the
+ * request (or a waited-for job failed), 2 usage error (bad flag, bad spec
+ * file), 3 cannot reach the server.
+ */
+#ifndef SLUICE_CLI_H
+#define SLUICE_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define CLI_VERSION "0.1.0"
+
+enum { CLI_OK = 0, CLI_ESERVER = 1, CLI_EUSAGE = 2, CLI_EUNREACHABLE = 3 };
+
+#define CLI_MAX_OPTS 32
+
+typedef struct cli_opt {
+    const char *name;     /* long name without "--" */
+    char shortname;       /* 0 if none */
+    const char *metavar;  /* NULL: a flag without a value */
+    int repeat;           /* may be given several times (values kept in order) */
+    const char *help;
+} cli_opt_t;
+
+typedef struct cli cli_t;
+
+typedef struct cli_cmd {
+    const char *name;
+    const char *args;     /* positional synopsis, e.g. "JOB" */
+    const char *summary;
+    const char *details;  /* extra --help paragraphs, or NULL */
+    int (*run)(cli_t *c);
+    const cli_opt_t *opts; /* terminated by {0} */
+    int rest_is_command;  /* submit: the first positional starts the command */
+} cli_cmd_t;
+
+struct cli {
+    const cli_cmd_t *cmd;
+    /* option values by index into cmd->opts; repeatable ones in vals */
+    const char *val[CLI_MAX_OPTS];
+    int set[CLI_MAX_OPTS];
+    const char **multi[CLI_MAX_OPTS];
+    int nmulti[CLI_MAX_OPTS];
+    char **pos;           /* positionals */
+    int npos;
+    char **command;       /* submit: after "--" */
+    int ncommand;
+    /* globals */
+    int json;
+    char *server;         /* base URL, no trailing slash */
+    char *token;
+    char *tenant;         /* default tenant from the `sluice up` config, or NULL */
+    char *config_path;    /* the cli.json used, or NULL */
+    int quiet_unreachable; /* cli_http: do not print connection failures */
+};
+
+/* Option lookup by long name (the name must be in cmd->opts). */
+const char *cli_get(cli_t *c, const char *name);
+int cli_has(cli_t *c, const char *name);
+int cli_multi(cli_t *c, const char *name, const char ***vals);
+
+/* Prints "sluice CMD: message" to stderr; returns CLI_EUSAGE. */
+int cli_usage_error(cli_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* http.c: one request. body may be NULL (steals nothing). On an HTTP
+ * answer, *status is set and *out holds the parsed JSON (or NULL if the
+ * body was not JSON; then *text holds it if text != NULL). Returns CLI_OK,
+ * or CLI_EUNREACHABLE with a message printed. */
+int cli_http(cli_t *c, const char *method, const char *path, json_t *body, long *status,
+             json_t **out, char **text);
+/* The request, mapped to exit codes: 2xx -> CLI_OK with *out; else prints
+ * the server's error message and returns CLI_ESERVER. */
+int cli_call(cli_t *c, const char *method, const char *path, json_t *body, json_t **out);
+void cli_http_cleanup(void);
+
+/* spec.c: reads a job spec file (Sluice YAML/JSON, or a Kubernetes batch/v1
+ * Job) into the JSON submission of docs/api.md. Returns the new object, or
+ * NULL with a message naming the field path in err. */
+json_t *cli_spec_load(const char *path, char *err, size_t errlen);
+/* Converts a Kubernetes quantity or duration helper: "30m", "2h", "1d",
+ * "90" -> seconds. Returns 0 or -1. */
+int cli_parse_duration(const char *s, int64_t *out);
+
+/* cmds.c and up.c */
+int cli_cmd_submit(cli_t *c);
+int cli_cmd_queue(cli_t *c);
+int cli_cmd_show(cli_t *c);
+int cli_cmd_cancel(cli_t *c);
+int cli_cmd_nodes(cli_t *c);
+int cli_cmd_tenants(cli_t *c);
+int cli_cmd_logs(cli_t *c);
+int cli_cmd_up(cli_t *c);
+int cli_cmd_down(cli_t *c);
+
+/* Prints a JSON value to stdout, indented, with a newline. */
+void cli_print_json(json_t *v);
+
+/* Locates the `sluice up` state directory's cli.json: $SLUICE_DIR/cli.json,
+ * else .sluice/cli.json in the current directory or the nearest parent.
+ * Returns a malloc'd path or NULL. */
+char *cli_find_config(void);
+
+#endif

@@ -1,0 +1,718 @@
+/*
+ * cmds.c - the `sluice` commands that talk to the controller: submit,
+ * queue, show, cancel, nodes, tenants, logs.
+ *
+ * Each one makes one or a few HTTP requests and prints either a table for
+ * people or, with --json, the server's own JSON objects unchanged (so a
+ * script sees exactly the fields docs/api.md promises).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sluice/quantity.h>
+
+#include "cli.h"
+
+/* ---- small helpers ---- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void fmt_dur(double secs, char *buf, size_t len) {
+    if (secs < 0) secs = 0;
+    long s = (long)secs;
+    if (s < 60) snprintf(buf, len, "%lds", s);
+    else if (s < 3600) snprintf(buf, len, "%ldm%02lds", s / 60, s % 60);
+    else if (s < 86400) snprintf(buf, len, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
+    else snprintf(buf, len, "%ldd%02ldh", s / 86400, (s % 86400) / 3600);
+}
+
+/* A JSON scalar as text ("16", "128Gi", "-" for null/absent). */
+static const char *val_str(json_t *v, char *buf, size_t len) {
+    if (json_is_string(v)) return json_string_value(v);
+    if (json_is_integer(v)) {
+        snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+        return buf;
+    }
+    if (json_is_real(v)) {
+        snprintf(buf, len, "%g", json_real_value(v));
+        return buf;
+    }
+    if (json_is_true(v)) return "true";
+    if (json_is_false(v)) return "false";
+    return "-";
+}
+
+static int parse_id(cli_t *c, const char *s, long long *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v <= 0) {
+        cli_usage_error(c, "\"%s\" is not a job id (a positive whole number)", s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_num(cli_t *c, const char *flag, long long lo, long long hi, long long *out) {
+    const char *s = cli_get(c, flag);
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        cli_usage_error(c, "--%s: \"%s\" is not a whole number from %lld to %lld", flag, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int check_qty(cli_t *c, const char *flag, sl_qty_kind_t kind) {
+    int64_t v;
+    char err[256];
+    if (sl_qty_parse(cli_get(c, flag), kind, &v, err, sizeof err) != 0) {
+        cli_usage_error(c, "--%s: %s", flag, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* A simple table: rows of cells, printed with columns padded to width. */
+typedef struct table {
+    int ncol;
+    int nrow;
+    char ***rows;
+} table_t;
+
+static void tbl_row(table_t *t, ...) __attribute__((sentinel));
+static void tbl_row(table_t *t, ...) {
+    va_list ap;
+    char **row = calloc((size_t)t->ncol, sizeof *row);
+    va_start(ap, t);
+    for (int i = 0; i < t->ncol; i++) {
+        const char *s = va_arg(ap, const char *);
+        row[i] = strdup(s ? s : "");
+    }
+    va_end(ap);
+    t->rows = realloc(t->rows, sizeof *t->rows * (size_t)(t->nrow + 1));
+    t->rows[t->nrow++] = row;
+}
+
+static void tbl_print(table_t *t) {
+    int w[32] = {0};
+    for (int r = 0; r < t->nrow; r++)
+        for (int i = 0; i < t->ncol; i++) {
+            int l = (int)strlen(t->rows[r][i]);
+            if (l > w[i]) w[i] = l;
+        }
+    for (int r = 0; r < t->nrow; r++) {
+        for (int i = 0; i < t->ncol; i++) {
+            if (i == t->ncol - 1) printf("%s", t->rows[r][i]);
+            else printf("%-*s  ", w[i], t->rows[r][i]);
+        }
+        printf("\n");
+    }
+    for (int r = 0; r < t->nrow; r++) {
+        for (int i = 0; i < t->ncol; i++) free(t->rows[r][i]);
+        free(t->rows[r]);
+    }
+    free(t->rows);
+}
+
+/* "4 GPU, 16 CPU, 128Gi" for one task of job j. */
+static void per_task(json_t *j, char *buf, size_t len) {
+    char b1[32], b2[32], b3[32];
+    json_t *share = json_object_get(j, "gpu_share");
+    long long gpus = json_integer_value(json_object_get(j, "gpus"));
+    if (share && !json_is_null(share))
+        snprintf(buf, len, "%s GPU, %s CPU, %s", val_str(share, b1, sizeof b1),
+                 val_str(json_object_get(j, "cpus"), b2, sizeof b2),
+                 val_str(json_object_get(j, "memory"), b3, sizeof b3));
+    else
+        snprintf(buf, len, "%lld GPU, %s CPU, %s", gpus, val_str(json_object_get(j, "cpus"), b2, sizeof b2),
+                 val_str(json_object_get(j, "memory"), b3, sizeof b3));
+}
+
+static void job_nodes(json_t *j, char *buf, size_t len) {
+    buf[0] = '\0';
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(j, "placement"), i, p) {
+        const char *n = json_string_value(json_object_get(p, "node"));
+        if (!n) continue;
+        char key[160];
+        snprintf(key, sizeof key, ",%s,", n);
+        char hay[1100];
+        snprintf(hay, sizeof hay, ",%s,", buf);
+        if (strstr(hay, key)) continue;
+        size_t l = strlen(buf);
+        if (l + strlen(n) + 2 >= len || l > 40) {
+            if (l + 4 < len) strcat(buf, ",...");
+            break;
+        }
+        snprintf(buf + l, len - l, "%s%s", l ? "," : "", n);
+    }
+    if (!buf[0]) snprintf(buf, len, "-");
+}
+
+static void job_time(json_t *j, char *buf, size_t len) {
+    const char *st = json_string_value(json_object_get(j, "state"));
+    double sub = json_number_value(json_object_get(j, "submit_time"));
+    json_t *js = json_object_get(j, "start_time"), *je = json_object_get(j, "end_time");
+    double now = now_s();
+    if (st && !strcmp(st, "pending")) fmt_dur(now - sub, buf, len);
+    else if (json_is_number(js) && json_is_number(je)) fmt_dur(json_number_value(je) - json_number_value(js), buf, len);
+    else if (json_is_number(js)) fmt_dur(now - json_number_value(js), buf, len);
+    else snprintf(buf, len, "-");
+}
+
+/* ---- submit ---- */
+
+int cli_cmd_submit(cli_t *c) {
+    json_t *job = NULL, *out = NULL;
+    int rc = CLI_EUSAGE;
+    long long x;
+    const char *file = cli_get(c, "file");
+    if (file) {
+        char err[1024];
+        job = cli_spec_load(file, err, sizeof err);
+        if (!job) {
+            fprintf(stderr, "sluice submit: %s\n", err);
+            return CLI_EUSAGE;
+        }
+    } else {
+        job = json_object();
+    }
+    if (cli_has(c, "gpus") && cli_has(c, "gpu-share")) {
+        cli_usage_error(c, "--gpus and --gpu-share exclude each other");
+        goto out;
+    }
+    if (cli_has(c, "name")) json_object_set_new(job, "name", json_string(cli_get(c, "name")));
+    if (cli_has(c, "tenant")) json_object_set_new(job, "tenant", json_string(cli_get(c, "tenant")));
+    if (cli_has(c, "tasks")) {
+        if (parse_num(c, "tasks", 1, 4096, &x)) goto out;
+        json_object_set_new(job, "tasks", json_integer(x));
+    }
+    if (cli_has(c, "min-tasks")) {
+        if (parse_num(c, "min-tasks", 1, 4096, &x)) goto out;
+        json_object_set_new(job, "min_tasks", json_integer(x));
+    }
+    if (cli_has(c, "gpus")) {
+        if (parse_num(c, "gpus", 0, 1024, &x)) goto out;
+        json_object_set_new(job, "gpus", json_integer(x));
+        json_object_del(job, "gpu_share");
+    }
+    if (cli_has(c, "gpu-share")) {
+        if (check_qty(c, "gpu-share", SL_QTY_GPU)) goto out;
+        json_object_set_new(job, "gpu_share", json_string(cli_get(c, "gpu-share")));
+        json_object_del(job, "gpus");
+    }
+    if (cli_has(c, "gpu-memory")) {
+        if (check_qty(c, "gpu-memory", SL_QTY_MEM)) goto out;
+        json_object_set_new(job, "gpu_memory", json_string(cli_get(c, "gpu-memory")));
+    }
+    if (cli_has(c, "cpus")) {
+        if (check_qty(c, "cpus", SL_QTY_CPU)) goto out;
+        json_object_set_new(job, "cpus", json_string(cli_get(c, "cpus")));
+    }
+    if (cli_has(c, "mem")) {
+        if (check_qty(c, "mem", SL_QTY_MEM)) goto out;
+        json_object_set_new(job, "memory", json_string(cli_get(c, "mem")));
+    }
+    const char **vals;
+    int n = cli_multi(c, "gpu-model", &vals);
+    if (n > 0) {
+        json_t *models = json_array();
+        for (int i = 0; i < n; i++) {
+            char *copy = strdup(vals[i]), *save = NULL;
+            for (char *m = strtok_r(copy, ",", &save); m; m = strtok_r(NULL, ",", &save))
+                json_array_append_new(models, json_string(m));
+            free(copy);
+        }
+        json_object_set_new(job, "gpu_models", models);
+    }
+    if (cli_has(c, "pool")) json_object_set_new(job, "pool", json_string(cli_get(c, "pool")));
+    if (cli_has(c, "priority")) {
+        if (parse_num(c, "priority", -1000000000LL, 1000000000LL, &x)) goto out;
+        json_object_set_new(job, "priority", json_integer(x));
+    }
+    if (cli_has(c, "time")) {
+        int64_t secs;
+        if (cli_parse_duration(cli_get(c, "time"), &secs) != 0) {
+            cli_usage_error(c, "--time: \"%s\" is not a duration (seconds, or e.g. 30m, 2h, 1d)",
+                            cli_get(c, "time"));
+            goto out;
+        }
+        json_object_set_new(job, "time_limit", json_integer(secs));
+    }
+    if (cli_has(c, "image")) json_object_set_new(job, "image", json_string(cli_get(c, "image")));
+    n = cli_multi(c, "env", &vals);
+    if (n > 0) {
+        json_t *env = json_object_get(job, "env");
+        if (!json_is_object(env)) {
+            env = json_object();
+            json_object_set_new(job, "env", env);
+        }
+        for (int i = 0; i < n; i++) {
+            const char *eq = strchr(vals[i], '=');
+            if (!eq || eq == vals[i]) {
+                cli_usage_error(c, "--env: \"%s\" is not K=V", vals[i]);
+                goto out;
+            }
+            char *k = strndup(vals[i], (size_t)(eq - vals[i]));
+            json_object_set_new(env, k, json_string(eq + 1));
+            free(k);
+        }
+    }
+    if (cli_has(c, "on-node-failure")) {
+        const char *v = cli_get(c, "on-node-failure");
+        if (strcmp(v, "requeue") && strcmp(v, "fail")) {
+            cli_usage_error(c, "--on-node-failure: \"%s\" is not requeue or fail", v);
+            goto out;
+        }
+        json_object_set_new(job, "on_node_failure", json_string(v));
+    }
+    if (c->ncommand > 0) {
+        json_t *cmd = json_array();
+        for (int i = 0; i < c->ncommand; i++) json_array_append_new(cmd, json_string(c->command[i]));
+        json_object_set_new(job, "command", cmd);
+    }
+    if (!json_object_get(job, "command") && !json_object_get(job, "image")) {
+        cli_usage_error(c, "nothing to run: give a command after --, an --image, or -f FILE");
+        goto out;
+    }
+    if (!json_object_get(job, "tenant") && c->tenant)
+        json_object_set_new(job, "tenant", json_string(c->tenant));
+    if (cli_has(c, "dry-run")) {
+        cli_print_json(job);
+        rc = CLI_OK;
+        goto out;
+    }
+    rc = cli_call(c, "POST", "/v1/jobs", job, &out);
+    if (rc != CLI_OK) goto out;
+    if (c->json) {
+        cli_print_json(out);
+    } else if (cli_has(c, "quiet")) {
+        printf("%lld\n", (long long)json_integer_value(json_object_get(out, "id")));
+    } else {
+        const char *name = json_string_value(json_object_get(out, "name"));
+        const char *st = json_string_value(json_object_get(out, "state"));
+        const char *reason = json_string_value(json_object_get(out, "reason"));
+        printf("submitted job %lld%s%s%s: %s%s%s\n", (long long)json_integer_value(json_object_get(out, "id")),
+               name && *name ? " (" : "", name && *name ? name : "", name && *name ? ")" : "",
+               st ? st : "?", reason && *reason ? ", " : "", reason && *reason ? reason : "");
+    }
+out:
+    json_decref(job);
+    json_decref(out);
+    return rc;
+}
+
+/* ---- queue ---- */
+
+static int get_jobs(cli_t *c, const char *query, json_t *all) {
+    json_t *out = NULL;
+    char path[512];
+    snprintf(path, sizeof path, "/v1/jobs%s", query);
+    int rc = cli_call(c, "GET", path, NULL, &out);
+    if (rc != CLI_OK) return rc;
+    json_array_extend(all, json_object_get(out, "jobs"));
+    json_decref(out);
+    return CLI_OK;
+}
+
+static void url_append(char *q, size_t len, const char *key, const char *val) {
+    size_t l = strlen(q);
+    snprintf(q + l, len - l, "%c%s=", l ? '&' : '?', key);
+    l = strlen(q);
+    for (const unsigned char *p = (const unsigned char *)val; *p && l + 4 < len; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '_' || *p == '.')
+            q[l++] = (char)*p;
+        else
+            l += (size_t)snprintf(q + l, len - l, "%%%02X", *p);
+    }
+    q[l] = '\0';
+}
+
+int cli_cmd_queue(cli_t *c) {
+    if (c->npos > 0) return cli_usage_error(c, "unexpected argument \"%s\"", c->pos[0]);
+    char base[512] = "";
+    long long lim;
+    if (cli_has(c, "tenant")) url_append(base, sizeof base, "tenant", cli_get(c, "tenant"));
+    if (cli_has(c, "limit")) {
+        if (parse_num(c, "limit", 1, 1000000000LL, &lim)) return CLI_EUSAGE;
+        url_append(base, sizeof base, "limit", cli_get(c, "limit"));
+    }
+    json_t *jobs = json_array();
+    int rc;
+    if (cli_has(c, "state")) {
+        const char *st = cli_get(c, "state");
+        static const char *states[] = {"pending", "running", "succeeded", "failed", "cancelled"};
+        int ok = 0;
+        for (int i = 0; i < 5; i++) ok |= !strcmp(st, states[i]);
+        if (!ok) {
+            json_decref(jobs);
+            return cli_usage_error(c, "--state: \"%s\" is not pending, running, succeeded, failed or cancelled", st);
+        }
+        url_append(base, sizeof base, "state", st);
+        rc = get_jobs(c, base, jobs);
+    } else if (cli_has(c, "all")) {
+        rc = get_jobs(c, base, jobs);
+    } else {
+        char q[600];
+        snprintf(q, sizeof q, "%s", base);
+        url_append(q, sizeof q, "state", "pending");
+        rc = get_jobs(c, q, jobs);
+        snprintf(q, sizeof q, "%s", base);
+        url_append(q, sizeof q, "state", "running");
+        if (rc == CLI_OK) rc = get_jobs(c, q, jobs);
+    }
+    if (rc != CLI_OK) {
+        json_decref(jobs);
+        return rc;
+    }
+    if (c->json) {
+        json_t *o = json_pack("{s:O}", "jobs", jobs);
+        cli_print_json(o);
+        json_decref(o);
+        json_decref(jobs);
+        return CLI_OK;
+    }
+    table_t t = {.ncol = 9};
+    tbl_row(&t, "ID", "NAME", "TENANT", "STATE", "TASKS", "EACH", "NODES", "TIME", "REASON", NULL);
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j) {
+        char id[24], tasks[24], each[96], nodes[128], tm[32], nb[32];
+        snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
+        snprintf(tasks, sizeof tasks, "%s", val_str(json_object_get(j, "tasks"), nb, sizeof nb));
+        per_task(j, each, sizeof each);
+        job_nodes(j, nodes, sizeof nodes);
+        job_time(j, tm, sizeof tm);
+        const char *name = json_string_value(json_object_get(j, "name"));
+        tbl_row(&t, id, name && *name ? name : "-", json_string_value(json_object_get(j, "tenant")),
+                json_string_value(json_object_get(j, "state")), tasks, each, nodes, tm,
+                json_string_value(json_object_get(j, "reason")), NULL);
+    }
+    if (json_array_size(jobs) == 0 && !cli_has(c, "all"))
+        printf("no pending or running jobs (sluice queue --all shows finished ones)\n");
+    else
+        tbl_print(&t);
+    json_decref(jobs);
+    return CLI_OK;
+}
+
+/* ---- show ---- */
+
+static void print_time_field(const char *label, json_t *v) {
+    if (!json_is_number(v)) return;
+    double t = json_number_value(v);
+    time_t tt = (time_t)t;
+    struct tm tm;
+    char buf[64], ago[32];
+    localtime_r(&tt, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+    fmt_dur(now_s() - t, ago, sizeof ago);
+    printf("%-11s %s (%s ago)\n", label, buf, ago);
+}
+
+int cli_cmd_show(cli_t *c) {
+    long long id;
+    if (c->npos != 1) return cli_usage_error(c, "give one job id");
+    if (parse_id(c, c->pos[0], &id)) return CLI_EUSAGE;
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", id);
+    json_t *j = NULL;
+    int rc = cli_call(c, "GET", path, NULL, &j);
+    if (rc != CLI_OK) return rc;
+    if (c->json) {
+        cli_print_json(j);
+        json_decref(j);
+        return CLI_OK;
+    }
+    char b[128], each[96];
+    const char *name = json_string_value(json_object_get(j, "name"));
+    const char *state = json_string_value(json_object_get(j, "state"));
+    const char *reason = json_string_value(json_object_get(j, "reason"));
+    printf("job %lld%s%s\n", id, name && *name ? " " : "", name && *name ? name : "");
+    printf("%-11s %s\n", "tenant:", json_string_value(json_object_get(j, "tenant")));
+    printf("%-11s %s\n", "state:", state ? state : "?");
+    if (reason && *reason)
+        printf("%-11s %s\n", state && !strcmp(state, "pending") ? "waiting:" : "reason:", reason);
+    json_t *ec = json_object_get(j, "exit_code");
+    if (json_is_integer(ec)) printf("%-11s %lld\n", "exit code:", (long long)json_integer_value(ec));
+    per_task(j, each, sizeof each);
+    printf("%-11s %s x (%s)", "tasks:", val_str(json_object_get(j, "tasks"), b, sizeof b), each);
+    json_t *mt = json_object_get(j, "min_tasks");
+    if (json_is_integer(mt) && json_integer_value(mt) != json_integer_value(json_object_get(j, "tasks")))
+        printf(", at least %lld", (long long)json_integer_value(mt));
+    printf("\n");
+    json_t *gm = json_object_get(j, "gpu_models");
+    if (json_array_size(gm) > 0) {
+        printf("%-11s", "gpu models:");
+        size_t i;
+        json_t *v;
+        json_array_foreach(gm, i, v) printf(" %s", json_string_value(v));
+        printf("\n");
+    }
+    json_t *gmem = json_object_get(j, "gpu_memory");
+    if (json_is_string(gmem)) printf("%-11s %s\n", "gpu memory:", json_string_value(gmem));
+    if (json_is_string(json_object_get(j, "pool")))
+        printf("%-11s %s\n", "pool:", json_string_value(json_object_get(j, "pool")));
+    printf("%-11s %s\n", "priority:", val_str(json_object_get(j, "priority"), b, sizeof b));
+    long long tl = json_integer_value(json_object_get(j, "time_limit"));
+    if (tl > 0) {
+        fmt_dur((double)tl, b, sizeof b);
+        printf("%-11s %s\n", "time limit:", b);
+    }
+    if (json_is_string(json_object_get(j, "image")))
+        printf("%-11s %s\n", "image:", json_string_value(json_object_get(j, "image")));
+    json_t *cmd = json_object_get(j, "command");
+    if (json_array_size(cmd) > 0) {
+        printf("%-11s", "command:");
+        size_t i;
+        json_t *v;
+        json_array_foreach(cmd, i, v) {
+            const char *s = json_string_value(v);
+            printf(strpbrk(s ? s : "", " \t'\"$") ? " '%s'" : " %s", s ? s : "");
+        }
+        printf("\n");
+    }
+    print_time_field("submitted:", json_object_get(j, "submit_time"));
+    print_time_field("started:", json_object_get(j, "start_time"));
+    print_time_field("ended:", json_object_get(j, "end_time"));
+    json_t *pl = json_object_get(j, "placement");
+    if (json_array_size(pl) > 0) {
+        printf("placement:\n");
+        table_t t = {.ncol = 6};
+        tbl_row(&t, "  TASK", "NODE", "GPUS", "STATE", "PID", "EXIT", NULL);
+        size_t i;
+        json_t *p;
+        json_array_foreach(pl, i, p) {
+            char task[24], gpus[256] = "", pid[24], ex[48], nb[32];
+            snprintf(task, sizeof task, "  %s", val_str(json_object_get(p, "task"), nb, sizeof nb));
+            size_t gi;
+            json_t *g;
+            json_array_foreach(json_object_get(p, "gpus"), gi, g) {
+                size_t l = strlen(gpus);
+                snprintf(gpus + l, sizeof gpus - l, "%s%lld", gi ? "," : "", (long long)json_integer_value(g));
+            }
+            snprintf(pid, sizeof pid, "%s", val_str(json_object_get(p, "pid"), nb, sizeof nb));
+            json_t *sig = json_object_get(p, "signal"), *pex = json_object_get(p, "exit_code");
+            if (json_is_integer(sig) && json_integer_value(sig) > 0)
+                snprintf(ex, sizeof ex, "signal %lld", (long long)json_integer_value(sig));
+            else
+                snprintf(ex, sizeof ex, "%s", val_str(pex, nb, sizeof nb));
+            tbl_row(&t, task, json_string_value(json_object_get(p, "node")), gpus[0] ? gpus : "-",
+                    json_string_value(json_object_get(p, "state")), pid, ex, NULL);
+        }
+        tbl_print(&t);
+    }
+    json_decref(j);
+    return CLI_OK;
+}
+
+/* ---- cancel ---- */
+
+int cli_cmd_cancel(cli_t *c) {
+    if (c->npos < 1) return cli_usage_error(c, "give at least one job id");
+    long long ids[256];
+    if (c->npos > 256) return cli_usage_error(c, "at most 256 job ids at once");
+    for (int i = 0; i < c->npos; i++)
+        if (parse_id(c, c->pos[i], &ids[i])) return CLI_EUSAGE;
+    int rc = CLI_OK;
+    json_t *all = json_array();
+    for (int i = 0; i < c->npos; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/v1/jobs/%lld", ids[i]);
+        json_t *j = NULL;
+        int r = cli_call(c, "DELETE", path, NULL, &j);
+        if (r == CLI_EUNREACHABLE) {
+            rc = r;
+            break;
+        }
+        if (r != CLI_OK) {
+            rc = r;
+            continue;
+        }
+        if (!c->json) printf("cancelled job %lld\n", ids[i]);
+        json_array_append_new(all, j);
+    }
+    if (c->json) {
+        if (c->npos == 1 && json_array_size(all) == 1) cli_print_json(json_array_get(all, 0));
+        else if (json_array_size(all) > 0) {
+            json_t *o = json_pack("{s:O}", "jobs", all);
+            cli_print_json(o);
+            json_decref(o);
+        }
+    }
+    json_decref(all);
+    return rc;
+}
+
+/* ---- nodes, tenants ---- */
+
+int cli_cmd_nodes(cli_t *c) {
+    if (c->npos > 0) return cli_usage_error(c, "unexpected argument \"%s\"", c->pos[0]);
+    json_t *out = NULL;
+    int rc = cli_call(c, "GET", "/v1/nodes", NULL, &out);
+    if (rc != CLI_OK) return rc;
+    if (c->json) {
+        cli_print_json(out);
+        json_decref(out);
+        return CLI_OK;
+    }
+    table_t t = {.ncol = 9};
+    tbl_row(&t, "NAME", "STATE", "POOL", "GPU MODEL", "GPUS FREE", "CPUS FREE", "MEMORY FREE", "TASKS",
+            "LAST SEEN", NULL);
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(out, "nodes"), i, n) {
+        char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
+        char gpus[80], cpus[80], mem[80], seen[32];
+        json_t *fr = json_object_get(n, "free");
+        snprintf(gpus, sizeof gpus, "%s/%s", val_str(json_object_get(fr, "gpus"), b1, sizeof b1),
+                 val_str(json_object_get(n, "gpus"), b2, sizeof b2));
+        snprintf(cpus, sizeof cpus, "%s/%s", val_str(json_object_get(fr, "cpus"), b3, sizeof b3),
+                 val_str(json_object_get(n, "cpus"), b4, sizeof b4));
+        snprintf(mem, sizeof mem, "%s/%s", val_str(json_object_get(fr, "memory"), b5, sizeof b5),
+                 val_str(json_object_get(n, "memory"), b6, sizeof b6));
+        json_t *ls = json_object_get(n, "last_seen");
+        if (json_is_number(ls)) {
+            fmt_dur(now_s() - json_number_value(ls), seen, sizeof seen);
+            strncat(seen, " ago", sizeof seen - strlen(seen) - 1);
+        } else {
+            snprintf(seen, sizeof seen, "-");
+        }
+        json_t *model = json_object_get(n, "gpu_model");
+        tbl_row(&t, json_string_value(json_object_get(n, "name")), json_string_value(json_object_get(n, "state")),
+                val_str(json_object_get(n, "pool"), b7, sizeof b7),
+                json_is_string(model) ? json_string_value(model) : "-", gpus, cpus, mem,
+                val_str(json_object_get(n, "tasks"), b1, sizeof b1), seen, NULL);
+    }
+    tbl_print(&t);
+    json_decref(out);
+    return CLI_OK;
+}
+
+int cli_cmd_tenants(cli_t *c) {
+    if (c->npos > 0) return cli_usage_error(c, "unexpected argument \"%s\"", c->pos[0]);
+    json_t *out = NULL;
+    int rc = cli_call(c, "GET", "/v1/tenants", NULL, &out);
+    if (rc != CLI_OK) return rc;
+    if (c->json) {
+        cli_print_json(out);
+        json_decref(out);
+        return CLI_OK;
+    }
+    table_t t = {.ncol = 8};
+    tbl_row(&t, "NAME", "WEIGHT", "PENDING", "RUNNING", "GPUS", "CPUS", "MEMORY", "DOMINANT SHARE", NULL);
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(out, "tenants"), i, n) {
+        char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], share[32];
+        json_t *u = json_object_get(n, "usage");
+        json_t *ds = json_object_get(n, "dominant_share");
+        snprintf(share, sizeof share, json_is_number(ds) ? "%.3f" : "-", json_number_value(ds));
+        tbl_row(&t, json_string_value(json_object_get(n, "name")), val_str(json_object_get(n, "weight"), b1, sizeof b1),
+                val_str(json_object_get(n, "pending"), b2, sizeof b2),
+                val_str(json_object_get(n, "running"), b3, sizeof b3),
+                val_str(json_object_get(u, "gpus"), b4, sizeof b4), val_str(json_object_get(u, "cpus"), b5, sizeof b5),
+                val_str(json_object_get(u, "memory"), b6, sizeof b6), share, NULL);
+    }
+    tbl_print(&t);
+    json_decref(out);
+    return CLI_OK;
+}
+
+/* ---- logs ---- */
+
+static const char *job_state(cli_t *c, long long id) {
+    static char st[32];
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", id);
+    json_t *j = NULL;
+    long status = 0;
+    if (cli_http(c, "GET", path, NULL, &status, &j, NULL) != CLI_OK || status != 200) {
+        json_decref(j);
+        return NULL;
+    }
+    snprintf(st, sizeof st, "%s", json_string_value(json_object_get(j, "state")) ? json_string_value(json_object_get(j, "state")) : "");
+    json_decref(j);
+    return st;
+}
+
+int cli_cmd_logs(cli_t *c) {
+    long long id, task = 0;
+    if (c->npos != 1) return cli_usage_error(c, "give one job id");
+    if (parse_id(c, c->pos[0], &id)) return CLI_EUSAGE;
+    if (cli_has(c, "task") && parse_num(c, "task", 0, 4095, &task)) return CLI_EUSAGE;
+    int follow = cli_has(c, "follow");
+    long long off = 0;
+    json_t *acc = c->json ? json_string("") : NULL;
+    int rc = CLI_OK, eof = 0;
+    for (;;) {
+        char path[160];
+        snprintf(path, sizeof path, "/v1/jobs/%lld/logs?task=%lld&offset=%lld&limit=65536", id, task, off);
+        json_t *out = NULL;
+        long status = 0;
+        rc = cli_http(c, "GET", path, NULL, &status, &out, NULL);
+        if (rc != CLI_OK) break;
+        if (status != 200) {
+            const char *st = follow ? job_state(c, id) : NULL;
+            if (st && !strcmp(st, "pending")) {
+                /* Not started yet: wait for it. */
+                json_decref(out);
+                usleep(300000);
+                continue;
+            }
+            json_decref(out);
+            rc = cli_call(c, "GET", path, NULL, &out);
+            json_decref(out);
+            break;
+        }
+        json_t *data = json_object_get(out, "data");
+        size_t len = json_string_length(data);
+        if (len > 0) {
+            if (acc) {
+                size_t al = json_string_length(acc);
+                char *joined = malloc(al + len + 1);
+                memcpy(joined, json_string_value(acc), al);
+                memcpy(joined + al, json_string_value(data), len);
+                json_string_setn(acc, joined, al + len);
+                free(joined);
+            } else {
+                fwrite(json_string_value(data), 1, len, stdout);
+                fflush(stdout);
+            }
+        }
+        json_t *jo = json_object_get(out, "offset");
+        off = (json_is_integer(jo) ? json_integer_value(jo) : off) + (long long)len;
+        eof = json_is_true(json_object_get(out, "eof"));
+        json_decref(out);
+        if (eof) break;
+        if (len == 0) {
+            if (!follow) break;
+            usleep(200000);
+        }
+    }
+    if (acc) {
+        if (rc == CLI_OK) {
+            json_t *o = json_pack("{s:I,s:I,s:O,s:I,s:b}", "job", (json_int_t)id, "task", (json_int_t)task,
+                                  "data", acc, "offset", (json_int_t)off, "eof", eof);
+            cli_print_json(o);
+            json_decref(o);
+        }
+        json_decref(acc);
+    }
+    return rc;
+}

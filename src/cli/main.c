@@ -1,0 +1,415 @@
+/*
+ * main.c - `sluice`: the command table, option parsing, configuration.
+ *
+ * The table below is the only list of commands and options: dispatch,
+ * parsing and every --help text come from it (as Redis does with its
+ * commands/NAME.json), so help cannot drift from what is accepted.
+ *
+ * Server and token come from, in order: --server/--token, SLUICE_SERVER /
+ * SLUICE_TOKEN, the cli.json that `sluice up` writes in its state directory
+ * ($SLUICE_DIR, else .sluice/ here or in the nearest parent directory), and
+ * finally http://127.0.0.1:7070 with no token.
+ */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const cli_opt_t submit_opts[] = {
+    {"file", 'f', "FILE", 0, "job spec: Sluice YAML/JSON or a Kubernetes batch/v1 Job (docs/jobspec.md)"},
+    {"name", 0, "NAME", 0, "job name (at most 63 characters)"},
+    {"tenant", 0, "TENANT", 0, "tenant to submit as (admin token only)"},
+    {"tasks", 0, "N", 0, "tasks in the gang, all started together (default 1)"},
+    {"min-tasks", 0, "N", 0, "elastic jobs: fewest tasks to start with (default: --tasks)"},
+    {"gpus", 0, "N", 0, "whole GPUs per task (default 0)"},
+    {"gpu-share", 0, "F", 0, "a fraction of one GPU per task, e.g. 0.25 (instead of --gpus)"},
+    {"gpu-memory", 0, "Q", 0, "GPU memory a shared-GPU task needs, e.g. 10Gi"},
+    {"cpus", 0, "Q", 0, "CPUs per task, e.g. 16 or 500m (default 1)"},
+    {"mem", 0, "Q", 0, "memory per task, e.g. 128Gi (default 1Gi)"},
+    {"gpu-model", 0, "M", 1, "allowed GPU model (repeat or comma-separate for several)"},
+    {"pool", 0, "POOL", 0, "run only on nodes of this pool"},
+    {"priority", 0, "N", 0, "priority (higher first under the priority queue policy)"},
+    {"time", 0, "T", 0, "time limit: seconds, or 30m, 2h, 1d (default none)"},
+    {"image", 0, "IMAGE", 0, "container image, run through the agent's --launcher"},
+    {"env", 'e', "K=V", 1, "environment variable for the tasks (repeatable)"},
+    {"on-node-failure", 0, "requeue|fail", 0, "what happens when a node dies under the job"},
+    {"quiet", 'q', NULL, 0, "print only the job id"},
+    {"dry-run", 0, NULL, 0, "print the JSON submission instead of sending it"},
+    {0}};
+
+static const cli_opt_t queue_opts[] = {
+    {"all", 'a', NULL, 0, "include finished jobs"},
+    {"state", 0, "STATE", 0, "only jobs in STATE (pending, running, succeeded, failed, cancelled)"},
+    {"tenant", 0, "TENANT", 0, "only this tenant's jobs (admin token)"},
+    {"limit", 0, "N", 0, "at most N jobs"},
+    {0}};
+
+static const cli_opt_t none_opts[] = {{0}};
+
+static const cli_opt_t logs_opts[] = {
+    {"task", 't', "N", 0, "task index (default 0)"},
+    {"follow", 'f', NULL, 0, "keep printing new output until the task ends"},
+    {0}};
+
+static const cli_opt_t up_opts[] = {
+    {"dir", 0, "DIR", 0, "state directory (default ./.sluice)"},
+    {"port", 0, "PORT", 0, "HTTP API port on 127.0.0.1 (default 7070, or as before)"},
+    {"agent-port", 0, "PORT", 0, "agent port on 127.0.0.1 (default 7071, or as before)"},
+    {"name", 0, "NAME", 0, "node name of the local agent (default: short host name)"},
+    {"gpus", 0, "N", 0, "declare N GPUs on the local node (default: NVML, else none)"},
+    {"gpu-model", 0, "M", 0, "model of the declared GPUs (default H100 with --gpus)"},
+    {"gpu-memory", 0, "Q", 0, "memory per declared GPU (default 80Gi with --gpus)"},
+    {"cpus", 0, "Q", 0, "CPUs the local node offers (default: this machine's)"},
+    {"memory", 0, "Q", 0, "memory the local node offers (default: this machine's)"},
+    {"launcher", 0, "TEMPLATE", 0, "container launcher for jobs with an image (see sluice-agent --help)"},
+    {"detach", 'd', NULL, 0, "start in the background and return; stop with `sluice down`"},
+    {0}};
+
+static const cli_opt_t down_opts[] = {
+    {"dir", 0, "DIR", 0, "state directory (default ./.sluice)"},
+    {0}};
+
+static int cmd_version(cli_t *c);
+static int cmd_help(cli_t *c);
+
+static const cli_cmd_t commands[] = {
+    {"submit", "[-- COMMAND [ARG...]]", "submit a job",
+     "The command runs on every task. Without -f, the flags describe the job; with\n"
+     "-f, flags given as well override the file's fields. Prints the job id.",
+     cli_cmd_submit, submit_opts, 1},
+    {"queue", "", "list pending and running jobs (--all: finished ones too)", NULL, cli_cmd_queue,
+     queue_opts, 0},
+    {"show", "JOB", "show a job: state, placement, and why it waits", NULL, cli_cmd_show, none_opts, 0},
+    {"cancel", "JOB...", "cancel jobs (running tasks get SIGTERM, then SIGKILL)", NULL,
+     cli_cmd_cancel, none_opts, 0},
+    {"nodes", "", "list nodes and their free capacity", NULL, cli_cmd_nodes, none_opts, 0},
+    {"tenants", "", "list tenants, their usage and dominant share", NULL, cli_cmd_tenants, none_opts, 0},
+    {"logs", "JOB", "print a task's output (stdout and stderr)", NULL, cli_cmd_logs, logs_opts, 0},
+    {"up", "", "run a controller and a local agent (state in ./.sluice); Ctrl-C stops both",
+     "Writes DIR/sluiced.yaml (random admin, cluster and tenant tokens; tenant\n"
+     "\"default\") and DIR/cli.json, which later `sluice` commands in this directory\n"
+     "use, so that `sluice submit -- echo hi` works from another terminal.\n"
+     "Logs of both daemons go to the terminal, or with --detach to DIR/*.log.",
+     cli_cmd_up, up_opts, 0},
+    {"down", "", "stop what `sluice up --detach` started", NULL, cli_cmd_down, down_opts, 0},
+    {"version", "", "print the version", NULL, cmd_version, none_opts, 0},
+    {"help", "[COMMAND]", "show help for a command", NULL, cmd_help, none_opts, 0},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const char global_help[] =
+    "global options:\n"
+    "  --server URL     controller URL (env SLUICE_SERVER; default from .sluice/cli.json,\n"
+    "                   else http://127.0.0.1:7070)\n"
+    "  --token TOKEN    API token (env SLUICE_TOKEN; default from .sluice/cli.json)\n"
+    "  --json           print the server's JSON instead of a table\n"
+    "  -h, --help       help\n"
+    "\n"
+    "exit codes: 0 ok, 1 the server refused or failed the request, 2 usage error,\n"
+    "3 cannot reach the server\n";
+
+static void print_main_help(FILE *f) {
+    fprintf(f, "usage: sluice [global options] COMMAND [options] [args]\n\n"
+               "Sluice GPU cluster scheduler: submit and watch jobs.\n\ncommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n%s\nRun `sluice COMMAND --help` for a command's options.\n", global_help);
+}
+
+static void print_cmd_help(const cli_cmd_t *cmd, FILE *f) {
+    fprintf(f, "usage: sluice %s%s%s%s\n\n%s\n", cmd->name, cmd->opts[0].name ? " [options]" : "",
+            cmd->args[0] ? " " : "", cmd->args, cmd->summary);
+    if (cmd->details) fprintf(f, "\n%s\n", cmd->details);
+    if (cmd->opts[0].name) {
+        fprintf(f, "\noptions:\n");
+        for (const cli_opt_t *o = cmd->opts; o->name; o++) {
+            char left[96];
+            if (o->shortname)
+                snprintf(left, sizeof left, "-%c, --%s%s%s", o->shortname, o->name,
+                         o->metavar ? " " : "", o->metavar ? o->metavar : "");
+            else
+                snprintf(left, sizeof left, "    --%s%s%s", o->name, o->metavar ? " " : "",
+                         o->metavar ? o->metavar : "");
+            if (strlen(left) > 28)
+                fprintf(f, "  %s\n  %-28s %s\n", left, "", o->help);
+            else
+                fprintf(f, "  %-28s %s\n", left, o->help);
+        }
+    }
+    fprintf(f, "\n%s", global_help);
+}
+
+static int cmd_version(cli_t *c) {
+    if (c->json)
+        printf("{\"version\": \"%s\"}\n", CLI_VERSION);
+    else
+        printf("sluice %s\n", CLI_VERSION);
+    return CLI_OK;
+}
+
+static int cmd_help(cli_t *c) {
+    if (c->npos == 0) {
+        print_main_help(stdout);
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (strcmp(commands[i].name, c->pos[0]) == 0) {
+            print_cmd_help(&commands[i], stdout);
+            return CLI_OK;
+        }
+    }
+    return cli_usage_error(c, "no command \"%s\"", c->pos[0]);
+}
+
+int cli_usage_error(cli_t *c, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "sluice%s%s: ", c && c->cmd ? " " : "", c && c->cmd ? c->cmd->name : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'sluice %s%s--help'.\n", c && c->cmd ? c->cmd->name : "",
+            c && c->cmd ? " " : "");
+    return CLI_EUSAGE;
+}
+
+static int opt_index(const cli_cmd_t *cmd, const char *name, char shortname) {
+    for (int i = 0; cmd->opts[i].name; i++) {
+        if (name && strcmp(cmd->opts[i].name, name) == 0) return i;
+        if (!name && shortname && cmd->opts[i].shortname == shortname) return i;
+    }
+    return -1;
+}
+
+const char *cli_get(cli_t *c, const char *name) {
+    int i = opt_index(c->cmd, name, 0);
+    return i >= 0 && c->set[i] ? c->val[i] : NULL;
+}
+
+int cli_has(cli_t *c, const char *name) {
+    int i = opt_index(c->cmd, name, 0);
+    return i >= 0 && c->set[i];
+}
+
+int cli_multi(cli_t *c, const char *name, const char ***vals) {
+    int i = opt_index(c->cmd, name, 0);
+    if (i < 0) return 0;
+    *vals = c->multi[i];
+    return c->nmulti[i];
+}
+
+/* Global options: returns 1 if args[*i] was one (consuming its value), 0 if
+ * not, -1 on a usage error. */
+static int global_opt(cli_t *c, int argc, char **argv, int *i, int *help) {
+    const char *a = argv[*i];
+    const char *eq = strchr(a, '=');
+    size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+    char **dst = NULL;
+    if (strcmp(a, "--json") == 0) {
+        c->json = 1;
+        return 1;
+    }
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        *help = 1;
+        return 1;
+    }
+    if (nl == 8 && strncmp(a, "--server", 8) == 0) dst = &c->server;
+    else if (nl == 7 && strncmp(a, "--token", 7) == 0) dst = &c->token;
+    else return 0;
+    const char *v;
+    if (eq) {
+        v = eq + 1;
+    } else {
+        if (*i + 1 >= argc) {
+            cli_usage_error(c, "%.*s needs a value", (int)nl, a);
+            return -1;
+        }
+        v = argv[++*i];
+    }
+    free(*dst);
+    *dst = strdup(v);
+    return 1;
+}
+
+static int parse_args(cli_t *c, int argc, char **argv, int *help) {
+    const cli_cmd_t *cmd = c->cmd;
+    c->pos = calloc((size_t)argc + 1, sizeof *c->pos);
+    for (int i = 0; i < argc; i++) {
+        char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            if (cmd->rest_is_command) {
+                c->command = argv + i + 1;
+                c->ncommand = argc - i - 1;
+            } else {
+                for (int j = i + 1; j < argc; j++) c->pos[c->npos++] = argv[j];
+            }
+            return 0;
+        }
+        int g = global_opt(c, argc, argv, &i, help);
+        if (g < 0) return -1;
+        if (g > 0) continue;
+        int idx = -1;
+        const char *val = NULL;
+        if (a[0] == '-' && a[1] == '-') {
+            char *eq = strchr(a, '=');
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a - 2) : (int)strlen(a + 2), a + 2);
+            idx = opt_index(cmd, name, 0);
+            if (idx < 0) {
+                cli_usage_error(c, "unknown option --%s", name);
+                return -1;
+            }
+            if (eq) {
+                if (!cmd->opts[idx].metavar) {
+                    cli_usage_error(c, "--%s takes no value", name);
+                    return -1;
+                }
+                val = eq + 1;
+            }
+        } else if (a[0] == '-' && a[1] && !a[2]) {
+            idx = opt_index(cmd, NULL, a[1]);
+            if (idx < 0) {
+                cli_usage_error(c, "unknown option %s", a);
+                return -1;
+            }
+        } else if (a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9')) {
+            cli_usage_error(c, "unknown option %s", a);
+            return -1;
+        } else {
+            if (cmd->rest_is_command) {
+                c->command = argv + i;
+                c->ncommand = argc - i;
+                return 0;
+            }
+            c->pos[c->npos++] = a;
+            continue;
+        }
+        const cli_opt_t *o = &cmd->opts[idx];
+        if (o->metavar && !val) {
+            if (i + 1 >= argc) {
+                cli_usage_error(c, "--%s needs a value (%s)", o->name, o->metavar);
+                return -1;
+            }
+            val = argv[++i];
+        }
+        if (c->set[idx] && !o->repeat) {
+            cli_usage_error(c, "--%s given twice", o->name);
+            return -1;
+        }
+        c->set[idx] = 1;
+        c->val[idx] = val ? val : "1";
+        if (o->repeat) {
+            c->multi[idx] = realloc(c->multi[idx], sizeof(char *) * (size_t)(c->nmulti[idx] + 1));
+            c->multi[idx][c->nmulti[idx]++] = val;
+        }
+    }
+    return 0;
+}
+
+char *cli_find_config(void) {
+    char path[PATH_MAX + 32];
+    const char *d = getenv("SLUICE_DIR");
+    if (d && *d) {
+        snprintf(path, sizeof path, "%s/cli.json", d);
+        return access(path, R_OK) == 0 ? strdup(path) : NULL;
+    }
+    char dir[PATH_MAX];
+    if (!getcwd(dir, sizeof dir)) return NULL;
+    for (;;) {
+        snprintf(path, sizeof path, "%s/.sluice/cli.json", strcmp(dir, "/") == 0 ? "" : dir);
+        if (access(path, R_OK) == 0) return strdup(path);
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir) {
+            if (strcmp(dir, "/") == 0) return NULL;
+            strcpy(dir, "/");
+            continue;
+        }
+        *slash = '\0';
+    }
+}
+
+static void load_config(cli_t *c) {
+    const char *env;
+    if (!c->server && (env = getenv("SLUICE_SERVER")) && *env) c->server = strdup(env);
+    if (!c->token && (env = getenv("SLUICE_TOKEN")) && *env) c->token = strdup(env);
+    c->config_path = cli_find_config();
+    if (c->config_path) {
+        json_error_t err;
+        json_t *cfg = json_load_file(c->config_path, 0, &err);
+        if (!cfg) {
+            fprintf(stderr, "sluice: ignoring %s: %s\n", c->config_path, err.text);
+        } else {
+            const char *s;
+            if (!c->server && (s = json_string_value(json_object_get(cfg, "server")))) c->server = strdup(s);
+            if (!c->token && (s = json_string_value(json_object_get(cfg, "token")))) {
+                c->token = strdup(s);
+                /* The default tenant only goes with the config's own token. */
+                if ((s = json_string_value(json_object_get(cfg, "tenant")))) c->tenant = strdup(s);
+            }
+            json_decref(cfg);
+        }
+    }
+    if (!c->server) c->server = strdup("http://127.0.0.1:7070");
+    size_t n = strlen(c->server);
+    while (n > 0 && c->server[n - 1] == '/') c->server[--n] = '\0';
+    if (!strstr(c->server, "://")) {
+        char *u;
+        if (asprintf(&u, "http://%s", c->server) < 0) abort();
+        free(c->server);
+        c->server = u;
+    }
+}
+
+void cli_print_json(json_t *v) {
+    char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (s) {
+        fputs(s, stdout);
+        fputc('\n', stdout);
+        free(s);
+    }
+}
+
+int main(int argc, char **argv) {
+    cli_t c = {0};
+    int help = 0, i = 1, rc;
+    /* Global options may precede the command. */
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("sluice %s\n", CLI_VERSION);
+            return CLI_OK;
+        }
+        int g = global_opt(&c, argc, argv, &i, &help);
+        if (g < 0) return CLI_EUSAGE;
+        if (g == 0) return cli_usage_error(&c, "unknown option %s", argv[i]);
+    }
+    if (i >= argc) {
+        print_main_help(help ? stdout : stderr);
+        return help ? CLI_OK : CLI_EUSAGE;
+    }
+    for (size_t k = 0; k < NCOMMANDS; k++)
+        if (strcmp(commands[k].name, argv[i]) == 0) c.cmd = &commands[k];
+    if (!c.cmd) return cli_usage_error(&c, "no command \"%s\" (see sluice --help)", argv[i]);
+    if (parse_args(&c, argc - i - 1, argv + i + 1, &help) != 0) {
+        rc = CLI_EUSAGE;
+        goto out;
+    }
+    if (help) {
+        print_cmd_help(c.cmd, stdout);
+        rc = CLI_OK;
+        goto out;
+    }
+    load_config(&c);
+    rc = c.cmd->run(&c);
+out:
+    cli_http_cleanup();
+    for (int k = 0; k < CLI_MAX_OPTS; k++) free(c.multi[k]);
+    free(c.pos);
+    free(c.server);
+    free(c.token);
+    free(c.tenant);
+    free(c.config_path);
+    return rc;
+}

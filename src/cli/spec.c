@@ -1,0 +1,516 @@
+/*
+ * spec.c - job spec files for `sluice submit -f`: Sluice's own YAML (or
+ * JSON, which YAML reads too) and Kubernetes batch/v1 Job manifests, both
+ * turned into the JSON submission of docs/api.md (docs/jobspec.md).
+ *
+ * The file is loaded with libyaml's document API and walked field by field
+ * against what Sluice understands. Anything else is an error naming the
+ * field's path ("spec.template.spec.volumes: not supported"), never ignored
+ * in silence: a manifest that asks for something Sluice would not do must
+ * not run as if it had not asked. The only fields accepted and ignored are
+ * informational ones (metadata labels and annotations, container name,
+ * imagePullPolicy, ttlSecondsAfterFinished, completionMode).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "cli.h"
+
+typedef struct spec {
+    yaml_document_t doc;
+    char *err;
+    size_t errlen;
+} spec_t;
+
+static int fail(spec_t *s, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(spec_t *s, const char *path, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(s->err, s->errlen, "%s%s%s", path ? path : "", path && *path ? ": " : "", msg);
+    return -1;
+}
+
+static yaml_node_t *node_at(spec_t *s, int id) {
+    return yaml_document_get_node(&s->doc, id);
+}
+
+static const char *kind_name(yaml_node_t *n) {
+    switch (n->type) {
+    case YAML_MAPPING_NODE: return "a mapping";
+    case YAML_SEQUENCE_NODE: return "a list";
+    default: return "a scalar";
+    }
+}
+
+static int want(spec_t *s, const char *path, yaml_node_t *n, yaml_node_type_t t) {
+    if (n->type == t) return 0;
+    return fail(s, path, "must be %s, not %s",
+                t == YAML_MAPPING_NODE ? "a mapping" : t == YAML_SEQUENCE_NODE ? "a list" : "a scalar",
+                kind_name(n));
+}
+
+static const char *scalar(yaml_node_t *n) {
+    return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static int get_string(spec_t *s, const char *path, yaml_node_t *n, const char **out) {
+    if (want(s, path, n, YAML_SCALAR_NODE)) return -1;
+    *out = scalar(n);
+    return 0;
+}
+
+static int get_int(spec_t *s, const char *path, yaml_node_t *n, long long lo, long long hi,
+                   long long *out) {
+    if (want(s, path, n, YAML_SCALAR_NODE)) return -1;
+    const char *v = scalar(n);
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi)
+        return fail(s, path, "\"%s\" is not a whole number from %lld to %lld", v, lo, hi);
+    *out = x;
+    return 0;
+}
+
+static int get_strings(spec_t *s, const char *path, yaml_node_t *n, json_t *arr) {
+    if (want(s, path, n, YAML_SEQUENCE_NODE)) return -1;
+    int i = 0;
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++, i++) {
+        yaml_node_t *v = node_at(s, *it);
+        char p[256];
+        snprintf(p, sizeof p, "%s[%d]", path, i);
+        if (want(s, p, v, YAML_SCALAR_NODE)) return -1;
+        json_array_append_new(arr, json_string(scalar(v)));
+    }
+    return 0;
+}
+
+int cli_parse_duration(const char *str, int64_t *out) {
+    const char *p = str;
+    int64_t total = 0;
+    if (!*p) return -1;
+    while (*p) {
+        if (!isdigit((unsigned char)*p)) return -1;
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno) return -1;
+        int64_t mul = 1;
+        switch (*end) {
+        case '\0': mul = 1; break;
+        case 's': mul = 1; end++; break;
+        case 'm': mul = 60; end++; break;
+        case 'h': mul = 3600; end++; break;
+        case 'd': mul = 86400; end++; break;
+        default: return -1;
+        }
+        if (v > INT64_MAX / mul / 2) return -1;
+        total += v * mul;
+        p = end;
+    }
+    *out = total;
+    return 0;
+}
+
+/* ---- Sluice's own spec: the fields of the JSON submission ---- */
+
+static int sluice_spec(spec_t *s, yaml_node_t *root, json_t *job) {
+    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top; pr++) {
+        yaml_node_t *kn = node_at(s, pr->key), *v = node_at(s, pr->value);
+        const char *k = scalar(kn);
+        if (!k) return fail(s, "", "a key is not a scalar");
+        const char *str;
+        long long x;
+        if (!strcmp(k, "name") || !strcmp(k, "tenant") || !strcmp(k, "pool") ||
+            !strcmp(k, "image") || !strcmp(k, "on_node_failure")) {
+            if (get_string(s, k, v, &str)) return -1;
+            json_object_set_new(job, k, json_string(str));
+        } else if (!strcmp(k, "cpus") || !strcmp(k, "memory") || !strcmp(k, "gpu_share") ||
+                   !strcmp(k, "gpu_memory")) {
+            if (get_string(s, k, v, &str)) return -1;
+            json_object_set_new(job, k, json_string(str));
+        } else if (!strcmp(k, "tasks") || !strcmp(k, "min_tasks")) {
+            if (get_int(s, k, v, 1, 4096, &x)) return -1;
+            json_object_set_new(job, k, json_integer(x));
+        } else if (!strcmp(k, "gpus")) {
+            if (get_int(s, k, v, 0, 1024, &x)) return -1;
+            json_object_set_new(job, k, json_integer(x));
+        } else if (!strcmp(k, "priority")) {
+            if (get_int(s, k, v, -1000000000LL, 1000000000LL, &x)) return -1;
+            json_object_set_new(job, k, json_integer(x));
+        } else if (!strcmp(k, "time_limit")) {
+            int64_t secs;
+            if (get_string(s, k, v, &str)) return -1;
+            if (cli_parse_duration(str, &secs) != 0)
+                return fail(s, k, "\"%s\" is not a duration (seconds, or e.g. 30m, 2h, 1d)", str);
+            json_object_set_new(job, k, json_integer(secs));
+        } else if (!strcmp(k, "gpu_models")) {
+            json_t *arr = json_array();
+            json_object_set_new(job, k, arr);
+            if (v->type == YAML_SCALAR_NODE) json_array_append_new(arr, json_string(scalar(v)));
+            else if (get_strings(s, k, v, arr)) return -1;
+        } else if (!strcmp(k, "command")) {
+            json_t *arr = json_array();
+            json_object_set_new(job, k, arr);
+            if (v->type == YAML_SCALAR_NODE) {
+                json_array_append_new(arr, json_string("/bin/sh"));
+                json_array_append_new(arr, json_string("-c"));
+                json_array_append_new(arr, json_string(scalar(v)));
+            } else if (get_strings(s, k, v, arr)) {
+                return -1;
+            }
+        } else if (!strcmp(k, "env")) {
+            if (want(s, k, v, YAML_MAPPING_NODE)) return -1;
+            json_t *env = json_object();
+            json_object_set_new(job, k, env);
+            for (yaml_node_pair_t *e = v->data.mapping.pairs.start; e < v->data.mapping.pairs.top; e++) {
+                const char *ek = scalar(node_at(s, e->key));
+                char p[256];
+                snprintf(p, sizeof p, "env.%s", ek ? ek : "?");
+                if (!ek) return fail(s, "env", "a key is not a scalar");
+                if (get_string(s, p, node_at(s, e->value), &str)) return -1;
+                json_object_set_new(env, ek, json_string(str));
+            }
+        } else {
+            return fail(s, k, "unknown field (see docs/jobspec.md: name tenant tasks min_tasks cpus "
+                              "memory gpus gpu_share gpu_memory gpu_models pool priority time_limit "
+                              "command image env on_node_failure)");
+        }
+    }
+    return 0;
+}
+
+/* ---- Kubernetes batch/v1 Job ---- */
+
+static int ignore_meta(spec_t *s, const char *path, yaml_node_t *meta, json_t *job) {
+    if (want(s, path, meta, YAML_MAPPING_NODE)) return -1;
+    for (yaml_node_pair_t *pr = meta->data.mapping.pairs.start; pr < meta->data.mapping.pairs.top; pr++) {
+        const char *k = scalar(node_at(s, pr->key));
+        yaml_node_t *v = node_at(s, pr->value);
+        char p[256];
+        snprintf(p, sizeof p, "%s.%s", path, k ? k : "?");
+        if (k && job && !strcmp(k, "name")) {
+            const char *name;
+            if (get_string(s, p, v, &name)) return -1;
+            json_object_set_new(job, "name", json_string(name));
+        } else if (k && (!strcmp(k, "labels") || !strcmp(k, "annotations"))) {
+            continue;
+        } else if (k && !strcmp(k, "namespace")) {
+            return fail(s, p, "not supported: a job's tenant comes from the token (or --tenant)");
+        } else {
+            return fail(s, p, "not supported");
+        }
+    }
+    return 0;
+}
+
+static int k8s_resources(spec_t *s, const char *path, yaml_node_t *res, json_t *job) {
+    if (want(s, path, res, YAML_MAPPING_NODE)) return -1;
+    const char *gpu[2] = {NULL, NULL}, *cpu[2] = {NULL, NULL}, *mem[2] = {NULL, NULL};
+    char gpath[2][256];
+    for (yaml_node_pair_t *pr = res->data.mapping.pairs.start; pr < res->data.mapping.pairs.top; pr++) {
+        const char *k = scalar(node_at(s, pr->key));
+        yaml_node_t *v = node_at(s, pr->value);
+        char p[256];
+        snprintf(p, sizeof p, "%s.%s", path, k ? k : "?");
+        int which;
+        if (k && !strcmp(k, "limits")) which = 0;
+        else if (k && !strcmp(k, "requests")) which = 1;
+        else return fail(s, p, "not supported");
+        if (want(s, p, v, YAML_MAPPING_NODE)) return -1;
+        for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
+            const char *r = scalar(node_at(s, q->key));
+            yaml_node_t *rv = node_at(s, q->value);
+            char rp[320];
+            snprintf(rp, sizeof rp, "%s.%s", p, r ? r : "?");
+            const char *val;
+            if (!r) return fail(s, p, "a key is not a scalar");
+            if (get_string(s, rp, rv, &val)) return -1;
+            if (!strcmp(r, "nvidia.com/gpu")) {
+                gpu[which] = val;
+                snprintf(gpath[which], sizeof gpath[which], "%s", rp);
+            } else if (!strcmp(r, "cpu")) {
+                cpu[which] = val;
+            } else if (!strcmp(r, "memory")) {
+                mem[which] = val;
+            } else {
+                return fail(s, rp, "not supported (Sluice schedules nvidia.com/gpu, cpu and memory)");
+            }
+        }
+    }
+    if (gpu[0] && gpu[1] && strcmp(gpu[0], gpu[1]) != 0)
+        return fail(s, gpath[1], "\"%s\" differs from the limit \"%s\" (GPU requests must equal limits)",
+                    gpu[1], gpu[0]);
+    const char *g = gpu[0] ? gpu[0] : gpu[1];
+    if (g) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(g, &end, 10);
+        if (errno || end == g || *end || n < 0 || n > 1024)
+            return fail(s, gpath[gpu[0] ? 0 : 1], "\"%s\" is not a whole number of GPUs", g);
+        json_object_set_new(job, "gpus", json_integer(n));
+    }
+    /* Requests are what Kubernetes schedules by; limits stand in for them. */
+    if (cpu[1] || cpu[0]) json_object_set_new(job, "cpus", json_string(cpu[1] ? cpu[1] : cpu[0]));
+    if (mem[1] || mem[0]) json_object_set_new(job, "memory", json_string(mem[1] ? mem[1] : mem[0]));
+    return 0;
+}
+
+static int k8s_container(spec_t *s, const char *path, yaml_node_t *c, json_t *job) {
+    if (want(s, path, c, YAML_MAPPING_NODE)) return -1;
+    json_t *cmd = json_array(), *args = json_array();
+    int rc = -1;
+    for (yaml_node_pair_t *pr = c->data.mapping.pairs.start; pr < c->data.mapping.pairs.top; pr++) {
+        const char *k = scalar(node_at(s, pr->key));
+        yaml_node_t *v = node_at(s, pr->value);
+        char p[256];
+        snprintf(p, sizeof p, "%s.%s", path, k ? k : "?");
+        const char *str;
+        if (!k) {
+            fail(s, path, "a key is not a scalar");
+            goto out;
+        } else if (!strcmp(k, "name") || !strcmp(k, "imagePullPolicy")) {
+            if (get_string(s, p, v, &str)) goto out;
+        } else if (!strcmp(k, "image")) {
+            if (get_string(s, p, v, &str)) goto out;
+            json_object_set_new(job, "image", json_string(str));
+        } else if (!strcmp(k, "command")) {
+            if (get_strings(s, p, v, cmd)) goto out;
+        } else if (!strcmp(k, "args")) {
+            if (get_strings(s, p, v, args)) goto out;
+        } else if (!strcmp(k, "resources")) {
+            if (k8s_resources(s, p, v, job)) goto out;
+        } else if (!strcmp(k, "env")) {
+            if (want(s, p, v, YAML_SEQUENCE_NODE)) goto out;
+            json_t *env = json_object();
+            json_object_set_new(job, "env", env);
+            int i = 0;
+            for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++, i++) {
+                yaml_node_t *e = node_at(s, *it);
+                char ep[300];
+                snprintf(ep, sizeof ep, "%s[%d]", p, i);
+                if (want(s, ep, e, YAML_MAPPING_NODE)) goto out;
+                const char *name = NULL, *value = "";
+                for (yaml_node_pair_t *q = e->data.mapping.pairs.start; q < e->data.mapping.pairs.top; q++) {
+                    const char *ek = scalar(node_at(s, q->key));
+                    char fp[340];
+                    snprintf(fp, sizeof fp, "%s.%s", ep, ek ? ek : "?");
+                    if (ek && !strcmp(ek, "name")) {
+                        if (get_string(s, fp, node_at(s, q->value), &name)) goto out;
+                    } else if (ek && !strcmp(ek, "value")) {
+                        if (get_string(s, fp, node_at(s, q->value), &value)) goto out;
+                    } else {
+                        fail(s, fp, "not supported (only name and value)");
+                        goto out;
+                    }
+                }
+                if (!name) {
+                    fail(s, ep, "needs a name");
+                    goto out;
+                }
+                json_object_set_new(env, name, json_string(value));
+            }
+        } else {
+            fail(s, p, "not supported");
+            goto out;
+        }
+    }
+    json_array_extend(cmd, args);
+    if (json_array_size(cmd) > 0) json_object_set(job, "command", cmd);
+    rc = 0;
+out:
+    json_decref(cmd);
+    json_decref(args);
+    return rc;
+}
+
+static int k8s_pod_spec(spec_t *s, const char *path, yaml_node_t *ps, json_t *job) {
+    if (want(s, path, ps, YAML_MAPPING_NODE)) return -1;
+    int have_containers = 0;
+    for (yaml_node_pair_t *pr = ps->data.mapping.pairs.start; pr < ps->data.mapping.pairs.top; pr++) {
+        const char *k = scalar(node_at(s, pr->key));
+        yaml_node_t *v = node_at(s, pr->value);
+        char p[256];
+        snprintf(p, sizeof p, "%s.%s", path, k ? k : "?");
+        const char *str;
+        if (k && !strcmp(k, "containers")) {
+            if (want(s, p, v, YAML_SEQUENCE_NODE)) return -1;
+            int n = (int)(v->data.sequence.items.top - v->data.sequence.items.start);
+            if (n != 1)
+                return fail(s, p, "%d containers: not supported (Sluice runs exactly one per task)", n);
+            char cp[300];
+            snprintf(cp, sizeof cp, "%s[0]", p);
+            if (k8s_container(s, cp, node_at(s, v->data.sequence.items.start[0]), job)) return -1;
+            have_containers = 1;
+        } else if (k && !strcmp(k, "restartPolicy")) {
+            if (get_string(s, p, v, &str)) return -1;
+            if (strcmp(str, "Never") != 0)
+                return fail(s, p, "\"%s\" is not supported (Sluice never restarts a task in place; use Never)", str);
+        } else if (k && !strcmp(k, "nodeSelector")) {
+            if (want(s, p, v, YAML_MAPPING_NODE)) return -1;
+            for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
+                const char *sk = scalar(node_at(s, q->key));
+                char sp[320];
+                snprintf(sp, sizeof sp, "%s.%s", p, sk ? sk : "?");
+                if (get_string(s, sp, node_at(s, q->value), &str)) return -1;
+                if (sk && !strcmp(sk, "sluice.io/pool")) {
+                    json_object_set_new(job, "pool", json_string(str));
+                } else if (sk && !strcmp(sk, "nvidia.com/gpu.product")) {
+                    json_object_set_new(job, "gpu_models", json_pack("[s]", str));
+                } else {
+                    return fail(s, sp, "not supported (Sluice understands sluice.io/pool and nvidia.com/gpu.product)");
+                }
+            }
+        } else {
+            return fail(s, p, "not supported");
+        }
+    }
+    if (!have_containers) return fail(s, path, "needs containers");
+    return 0;
+}
+
+static int k8s_job(spec_t *s, yaml_node_t *root, json_t *job) {
+    const char *api = NULL, *kind = NULL;
+    long long completions = -1, tasks = 1;
+    int have_template = 0;
+    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top; pr++) {
+        const char *k = scalar(node_at(s, pr->key));
+        yaml_node_t *v = node_at(s, pr->value);
+        if (!k) return fail(s, "", "a key is not a scalar");
+        if (!strcmp(k, "apiVersion")) {
+            if (get_string(s, k, v, &api)) return -1;
+        } else if (!strcmp(k, "kind")) {
+            if (get_string(s, k, v, &kind)) return -1;
+        } else if (!strcmp(k, "metadata")) {
+            if (ignore_meta(s, "metadata", v, job)) return -1;
+        } else if (!strcmp(k, "spec")) {
+            if (want(s, "spec", v, YAML_MAPPING_NODE)) return -1;
+            for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
+                const char *sk = scalar(node_at(s, q->key));
+                yaml_node_t *sv = node_at(s, q->value);
+                char p[256];
+                snprintf(p, sizeof p, "spec.%s", sk ? sk : "?");
+                long long x;
+                const char *str;
+                if (!sk) return fail(s, "spec", "a key is not a scalar");
+                if (!strcmp(sk, "parallelism")) {
+                    if (get_int(s, p, sv, 1, 4096, &tasks)) return -1;
+                } else if (!strcmp(sk, "completions")) {
+                    if (get_int(s, p, sv, 1, 4096, &completions)) return -1;
+                } else if (!strcmp(sk, "completionMode")) {
+                    if (get_string(s, p, sv, &str)) return -1;
+                    if (strcmp(str, "Indexed") && strcmp(str, "NonIndexed"))
+                        return fail(s, p, "\"%s\" is not Indexed or NonIndexed", str);
+                } else if (!strcmp(sk, "backoffLimit")) {
+                    if (get_int(s, p, sv, 0, 1000000, &x)) return -1;
+                    if (x != 0)
+                        return fail(s, p, "%lld is not supported (Sluice does not retry failed tasks; use 0)", x);
+                } else if (!strcmp(sk, "activeDeadlineSeconds")) {
+                    if (get_int(s, p, sv, 1, 1LL << 40, &x)) return -1;
+                    json_object_set_new(job, "time_limit", json_integer(x));
+                } else if (!strcmp(sk, "ttlSecondsAfterFinished")) {
+                    if (get_int(s, p, sv, 0, 1LL << 40, &x)) return -1;
+                } else if (!strcmp(sk, "template")) {
+                    if (want(s, p, sv, YAML_MAPPING_NODE)) return -1;
+                    for (yaml_node_pair_t *t = sv->data.mapping.pairs.start; t < sv->data.mapping.pairs.top; t++) {
+                        const char *tk = scalar(node_at(s, t->key));
+                        yaml_node_t *tv = node_at(s, t->value);
+                        if (tk && !strcmp(tk, "metadata")) {
+                            if (ignore_meta(s, "spec.template.metadata", tv, NULL)) return -1;
+                        } else if (tk && !strcmp(tk, "spec")) {
+                            if (k8s_pod_spec(s, "spec.template.spec", tv, job)) return -1;
+                            have_template = 1;
+                        } else {
+                            char tp[256];
+                            snprintf(tp, sizeof tp, "spec.template.%s", tk ? tk : "?");
+                            return fail(s, tp, "not supported");
+                        }
+                    }
+                } else {
+                    return fail(s, p, "not supported");
+                }
+            }
+        } else {
+            return fail(s, k, "not supported in a batch/v1 Job manifest");
+        }
+    }
+    if (!api || strcmp(api, "batch/v1") != 0)
+        return fail(s, "apiVersion", "%s%s%s is not supported (only batch/v1 Job)", api ? "\"" : "",
+                    api ? api : "missing", api ? "\"" : "");
+    if (!kind || strcmp(kind, "Job") != 0)
+        return fail(s, "kind", "%s%s%s is not supported (only Job)", kind ? "\"" : "",
+                    kind ? kind : "missing", kind ? "\"" : "");
+    if (!have_template) return fail(s, "spec.template.spec", "missing");
+    if (completions >= 0 && completions != tasks)
+        return fail(s, "spec.completions", "%lld differs from spec.parallelism %lld: not supported "
+                    "(Sluice runs a job's tasks as one gang, all at once)", completions, tasks);
+    json_object_set_new(job, "tasks", json_integer(tasks));
+    return 0;
+}
+
+json_t *cli_spec_load(const char *path, char *err, size_t errlen) {
+    spec_t s = {.err = err, .errlen = errlen};
+    yaml_parser_t parser;
+    json_t *job = NULL;
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_file(&parser, f);
+    if (!yaml_parser_load(&parser, &s.doc)) {
+        snprintf(err, errlen, "%s:%zu:%zu: %s", path, parser.problem_mark.line + 1,
+                 parser.problem_mark.column + 1, parser.problem ? parser.problem : "YAML error");
+        goto out_parser;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&s.doc);
+    if (!root) {
+        snprintf(err, errlen, "%s: empty file", path);
+        goto out_doc;
+    }
+    if (root->type != YAML_MAPPING_NODE) {
+        snprintf(err, errlen, "%s: the top level must be a mapping, not %s", path, kind_name(root));
+        goto out_doc;
+    }
+    /* One job per file: a second document is an error, not ignored. */
+    yaml_document_t next;
+    if (yaml_parser_load(&parser, &next)) {
+        int more = yaml_document_get_root_node(&next) != NULL;
+        yaml_document_delete(&next);
+        if (more) {
+            snprintf(err, errlen, "%s: several YAML documents; give one job per file", path);
+            goto out_doc;
+        }
+    }
+    int is_k8s = 0;
+    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top; pr++) {
+        const char *k = scalar(node_at(&s, pr->key));
+        if (k && (!strcmp(k, "apiVersion") || !strcmp(k, "kind"))) is_k8s = 1;
+    }
+    job = json_object();
+    char msg[1024];
+    s.err = msg;
+    s.errlen = sizeof msg;
+    int rc = is_k8s ? k8s_job(&s, root, job) : sluice_spec(&s, root, job);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: %s", path, msg);
+        json_decref(job);
+        job = NULL;
+    }
+out_doc:
+    yaml_document_delete(&s.doc);
+out_parser:
+    yaml_parser_delete(&parser);
+    if (f != stdin) fclose(f);
+    return job;
+}

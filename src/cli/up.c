@@ -1,0 +1,578 @@
+/*
+ * up.c - `sluice up` and `sluice down`: a one-node cluster in one command.
+ *
+ * `up` keeps everything in a state directory (default ./.sluice):
+ * sluiced.yaml (written once with random tokens read from /dev/urandom,
+ * then only read, so edits stick), sluiced.db, agent/ (the agent's workdir
+ * with task logs), cli.json (server URL, admin token and default tenant,
+ * which every later `sluice` command here picks up) and pids.
+ *
+ * Both daemons are started with posix_spawn in their own process group, so
+ * that Ctrl-C reaches only `sluice up`, which then stops them in order: the
+ * agent first (its tasks get SIGTERM and their exits are reported while the
+ * controller still listens), then the controller. With --detach they get
+ * their own session, log to DIR/sluiced.log and DIR/agent.log, and `sluice
+ * down` stops them by the pids recorded in DIR/pids, after checking that
+ * each pid still runs the same program.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "yamldoc.h"
+
+extern char **environ;
+
+typedef struct up_paths {
+    char dir[PATH_MAX];
+    char cfg[PATH_MAX + 32];
+    char cli[PATH_MAX + 32];
+    char pids[PATH_MAX + 32];
+    char db[PATH_MAX + 32];
+    char agentdir[PATH_MAX + 32];
+    char ctl_log[PATH_MAX + 32];
+    char agent_log[PATH_MAX + 32];
+} up_paths_t;
+
+static int mkdirs(const char *path) {
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    }
+    return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+static int paths_init(cli_t *c, up_paths_t *p) {
+    const char *d = cli_get(c, "dir");
+    if (!d) d = ".sluice";
+    if (mkdirs(d) != 0) {
+        fprintf(stderr, "sluice %s: cannot create %s: %s\n", c->cmd->name, d, strerror(errno));
+        return -1;
+    }
+    if (!realpath(d, p->dir)) {
+        fprintf(stderr, "sluice %s: %s: %s\n", c->cmd->name, d, strerror(errno));
+        return -1;
+    }
+    snprintf(p->cfg, sizeof p->cfg, "%s/sluiced.yaml", p->dir);
+    snprintf(p->cli, sizeof p->cli, "%s/cli.json", p->dir);
+    snprintf(p->pids, sizeof p->pids, "%s/pids", p->dir);
+    snprintf(p->db, sizeof p->db, "%s/sluiced.db", p->dir);
+    snprintf(p->agentdir, sizeof p->agentdir, "%s/agent", p->dir);
+    snprintf(p->ctl_log, sizeof p->ctl_log, "%s/sluiced.log", p->dir);
+    snprintf(p->agent_log, sizeof p->agent_log, "%s/agent.log", p->dir);
+    return 0;
+}
+
+static int random_hex(char *out, size_t nbytes) {
+    unsigned char raw[64];
+    if (nbytes > sizeof raw) return -1;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, raw, nbytes);
+    close(fd);
+    if (n != (ssize_t)nbytes) return -1;
+    for (size_t i = 0; i < nbytes; i++) sprintf(out + 2 * i, "%02x", raw[i]);
+    return 0;
+}
+
+static int port_of(const char *listen) {
+    const char *colon = listen ? strrchr(listen, ':') : NULL;
+    return colon ? atoi(colon + 1) : 0;
+}
+
+/* Does pid still run the program named prog (basename of argv[0])? */
+static int pid_is(pid_t pid, const char *prog) {
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    const char *base = strrchr(buf, '/');
+    base = base ? base + 1 : buf;
+    return strcmp(base, prog) == 0;
+}
+
+typedef struct pidrec {
+    pid_t ctl, agent;
+} pidrec_t;
+
+static int read_pids(const up_paths_t *p, pidrec_t *r) {
+    r->ctl = r->agent = 0;
+    FILE *f = fopen(p->pids, "re");
+    if (!f) return -1;
+    char name[64];
+    int pid;
+    while (fscanf(f, "%63s %d", name, &pid) == 2) {
+        if (!strcmp(name, "sluiced")) r->ctl = pid;
+        else if (!strcmp(name, "sluice-agent")) r->agent = pid;
+    }
+    fclose(f);
+    return 0;
+}
+
+/* Path of a sibling program (next to this sluice binary), else its bare
+ * name for a PATH search. */
+static void sibling(const char *prog, char *out, size_t len) {
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(out, len, "%s/%s", self, prog);
+            if (access(out, X_OK) == 0) return;
+        }
+    }
+    snprintf(out, len, "%s", prog);
+}
+
+static pid_t spawn(char *const argv[], char *const envp[], int detach, const char *logpath) {
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none, dflt;
+    sigemptyset(&none);
+    sigemptyset(&dflt);
+    sigaddset(&dflt, SIGINT);
+    sigaddset(&dflt, SIGTERM);
+    sigaddset(&dflt, SIGCHLD);
+    sigaddset(&dflt, SIGHUP);
+    sigaddset(&dflt, SIGPIPE);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    if (detach) {
+        flags |= POSIX_SPAWN_SETSID;
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    } else {
+        flags |= POSIX_SPAWN_SETPGROUP;
+        posix_spawnattr_setpgroup(&at, 0);
+    }
+    posix_spawnattr_setflags(&at, flags);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &dflt);
+    pid_t pid = 0;
+    int e = posix_spawnp(&pid, argv[0], &fa, &at, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (e != 0) {
+        fprintf(stderr, "sluice up: cannot start %s: %s\n", argv[0], strerror(e));
+        return -1;
+    }
+    return pid;
+}
+
+/* Stops pid (ours or not): SIGTERM, then SIGKILL after timeout_ms. */
+static void stop_pid(pid_t pid, int ours, int timeout_ms) {
+    if (pid <= 0) return;
+    if (kill(pid, SIGTERM) != 0) {
+        if (ours) waitpid(pid, NULL, 0);
+        return;
+    }
+    for (int waited = 0;; waited += 20) {
+        if (ours) {
+            if (waitpid(pid, NULL, WNOHANG) == pid) return;
+        } else if (kill(pid, 0) != 0) {
+            return;
+        }
+        if (waited >= timeout_ms) {
+            kill(pid, SIGKILL);
+            if (ours) waitpid(pid, NULL, 0);
+            return;
+        }
+        usleep(20000);
+    }
+}
+
+static double mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int write_file(const char *path, const char *text, mode_t mode) {
+    char tmp[PATH_MAX + 40];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0) return -1;
+    size_t n = strlen(text);
+    int ok = write(fd, text, n) == (ssize_t)n;
+    ok = (close(fd) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct upcfg {
+    char *listen, *agent_listen, *admin_token, *cluster_token, *tenant;
+} upcfg_t;
+
+static void upcfg_free(upcfg_t *u) {
+    free(u->listen);
+    free(u->agent_listen);
+    free(u->admin_token);
+    free(u->cluster_token);
+    free(u->tenant);
+}
+
+static char *yget(const sl_yaml_node_t *root, const char *key) {
+    const sl_yaml_node_t *v = sl_yaml_map_get(root, key);
+    return v && v->kind == SL_YAML_SCALAR && v->value ? strdup(v->value) : NULL;
+}
+
+/* Reads the config `up` wrote before (or the user edited). */
+static int read_cfg(const up_paths_t *p, upcfg_t *u) {
+    sl_yaml_node_t *root = NULL;
+    char err[512];
+    if (sl_yaml_load_file(p->cfg, &root, err, sizeof err) < 0) {
+        fprintf(stderr, "sluice up: %s: %s\n", p->cfg, err);
+        return -1;
+    }
+    u->listen = yget(root, "listen");
+    u->agent_listen = yget(root, "agent_listen");
+    u->admin_token = yget(root, "admin_token");
+    u->cluster_token = yget(root, "cluster_token");
+    const sl_yaml_node_t *t = sl_yaml_map_get(root, "tenants");
+    if (t && t->kind == SL_YAML_SEQ && t->n > 0) u->tenant = yget(t->items[0], "name");
+    sl_yaml_free(root);
+    if (!u->admin_token || !u->cluster_token) {
+        fprintf(stderr, "sluice up: %s has no admin_token or cluster_token\n", p->cfg);
+        return -1;
+    }
+    if (!u->listen) u->listen = strdup("127.0.0.1:7070");
+    if (!u->agent_listen) u->agent_listen = strdup("127.0.0.1:7071");
+    return 0;
+}
+
+static int parse_port(cli_t *c, const char *flag, int *out) {
+    const char *v = cli_get(c, flag);
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || x < 1 || x > 65535) {
+        cli_usage_error(c, "--%s: \"%s\" is not a port from 1 to 65535", flag, v);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+static int wait_healthy(cli_t *c, pid_t ctl, double timeout) {
+    double end = mono() + timeout;
+    c->quiet_unreachable = 1;
+    while (mono() < end) {
+        json_t *out = NULL;
+        long status = 0;
+        int rc = cli_http(c, "GET", "/healthz", NULL, &status, &out, NULL);
+        json_decref(out);
+        if (rc == CLI_OK && status == 200) {
+            c->quiet_unreachable = 0;
+            return 0;
+        }
+        if (waitpid(ctl, NULL, WNOHANG) == ctl) {
+            fprintf(stderr, "sluice up: sluiced exited during start-up\n");
+            c->quiet_unreachable = 0;
+            return -1;
+        }
+        usleep(20000);
+    }
+    c->quiet_unreachable = 0;
+    fprintf(stderr, "sluice up: sluiced did not answer %s/healthz within %.0f s\n", c->server, timeout);
+    return -1;
+}
+
+static int wait_node(cli_t *c, const char *name, pid_t agent, double timeout) {
+    double end = mono() + timeout;
+    while (mono() < end) {
+        json_t *out = NULL;
+        long status = 0;
+        if (cli_http(c, "GET", "/v1/nodes", NULL, &status, &out, NULL) == CLI_OK && status == 200) {
+            size_t i;
+            json_t *n;
+            json_array_foreach(json_object_get(out, "nodes"), i, n) {
+                const char *nn = json_string_value(json_object_get(n, "name"));
+                const char *st = json_string_value(json_object_get(n, "state"));
+                if (nn && st && !strcmp(nn, name) && !strcmp(st, "up")) {
+                    json_decref(out);
+                    return 0;
+                }
+            }
+        }
+        json_decref(out);
+        if (waitpid(agent, NULL, WNOHANG) == agent) {
+            fprintf(stderr, "sluice up: sluice-agent exited during start-up\n");
+            return -1;
+        }
+        usleep(20000);
+    }
+    fprintf(stderr, "sluice up: node %s did not register within %.0f s\n", name, timeout);
+    return -1;
+}
+
+int cli_cmd_up(cli_t *c) {
+    up_paths_t p;
+    upcfg_t u = {0};
+    int rc = CLI_EUSAGE, port = 0, aport = 0;
+    pid_t ctl = -1, agent = -1;
+    char **envp = NULL;
+    int detach = cli_has(c, "detach");
+    if (c->npos > 0) return cli_usage_error(c, "unexpected argument \"%s\"", c->pos[0]);
+    if (cli_has(c, "port") && parse_port(c, "port", &port)) return CLI_EUSAGE;
+    if (cli_has(c, "agent-port") && parse_port(c, "agent-port", &aport)) return CLI_EUSAGE;
+    if (!cli_has(c, "gpus") && (cli_has(c, "gpu-model") || cli_has(c, "gpu-memory")))
+        return cli_usage_error(c, "--gpu-model and --gpu-memory go with --gpus");
+    if (paths_init(c, &p) != 0) return CLI_ESERVER;
+
+    pidrec_t old;
+    if (read_pids(&p, &old) == 0 && ((old.ctl > 0 && pid_is(old.ctl, "sluiced")) ||
+                                     (old.agent > 0 && pid_is(old.agent, "sluice-agent")))) {
+        fprintf(stderr, "sluice up: already up in %s (sluiced pid %d); run `sluice down` first\n", p.dir,
+                (int)old.ctl);
+        return CLI_ESERVER;
+    }
+
+    if (access(p.cfg, F_OK) != 0) {
+        char admin[33], cluster[33], tenant[33], text[2048];
+        if (random_hex(admin, 16) || random_hex(cluster, 16) || random_hex(tenant, 16)) {
+            fprintf(stderr, "sluice up: cannot read /dev/urandom\n");
+            return CLI_ESERVER;
+        }
+        snprintf(text, sizeof text,
+                 "# Written by `sluice up`; edit freely: it is read, never rewritten, while it exists.\n"
+                 "listen: 127.0.0.1:%d\n"
+                 "agent_listen: 127.0.0.1:%d\n"
+                 "state: %s\n"
+                 "admin_token: adm-%s\n"
+                 "cluster_token: clu-%s\n"
+                 "node_timeout: 10\n"
+                 "tenants:\n"
+                 "  - name: default\n"
+                 "    weight: 1\n"
+                 "    token: tok-%s\n",
+                 port ? port : 7070, aport ? aport : 7071, p.db, admin, cluster, tenant);
+        if (write_file(p.cfg, text, 0600) != 0) {
+            fprintf(stderr, "sluice up: cannot write %s: %s\n", p.cfg, strerror(errno));
+            return CLI_ESERVER;
+        }
+    }
+    if (read_cfg(&p, &u) != 0) {
+        rc = CLI_ESERVER;
+        goto out;
+    }
+    if ((port && port != port_of(u.listen)) || (aport && aport != port_of(u.agent_listen))) {
+        fprintf(stderr, "sluice up: %s listens on %s and %s; edit it (or remove it) to change ports\n",
+                p.cfg, u.listen, u.agent_listen);
+        rc = CLI_EUSAGE;
+        goto out;
+    }
+    /* The CLI here talks to this controller with the admin token. */
+    free(c->server);
+    if (asprintf(&c->server, "http://127.0.0.1:%d", port_of(u.listen)) < 0) abort();
+    free(c->token);
+    c->token = strdup(u.admin_token);
+    json_t *clicfg = json_pack("{s:s,s:s}", "server", c->server, "token", u.admin_token);
+    if (u.tenant) json_object_set_new(clicfg, "tenant", json_string(u.tenant));
+    char *clitext = json_dumps(clicfg, JSON_INDENT(2));
+    json_decref(clicfg);
+    int werr = write_file(p.cli, clitext, 0600);
+    free(clitext);
+    if (werr != 0) {
+        fprintf(stderr, "sluice up: cannot write %s: %s\n", p.cli, strerror(errno));
+        rc = CLI_ESERVER;
+        goto out;
+    }
+    if (mkdirs(p.agentdir) != 0) {
+        fprintf(stderr, "sluice up: cannot create %s: %s\n", p.agentdir, strerror(errno));
+        rc = CLI_ESERVER;
+        goto out;
+    }
+
+    /* The controller, with signals blocked here so that none is lost
+     * between spawning and waiting (the children get an empty mask). */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGCHLD);
+    if (!detach) sigprocmask(SIG_BLOCK, &set, NULL);
+    char ctl_bin[PATH_MAX], agent_bin[PATH_MAX];
+    sibling("sluiced", ctl_bin, sizeof ctl_bin);
+    sibling("sluice-agent", agent_bin, sizeof agent_bin);
+    char *ctl_argv[] = {ctl_bin, "--config", p.cfg, NULL};
+    ctl = spawn(ctl_argv, environ, detach, p.ctl_log);
+    if (ctl < 0) {
+        rc = CLI_ESERVER;
+        goto out;
+    }
+    if (wait_healthy(c, ctl, 20.0) != 0) {
+        if (detach) fprintf(stderr, "sluice up: see %s\n", p.ctl_log);
+        rc = CLI_ESERVER;
+        goto out;
+    }
+
+    /* The agent: the cluster token goes through the environment, not argv,
+     * so that `ps` does not show it. */
+    size_t ne = 0;
+    while (environ[ne]) ne++;
+    envp = calloc(ne + 2, sizeof *envp);
+    size_t k = 0;
+    for (size_t i = 0; i < ne; i++)
+        if (strncmp(environ[i], "SLUICE_CLUSTER_TOKEN=", 21) != 0) envp[k++] = environ[i];
+    char tokenv[256];
+    snprintf(tokenv, sizeof tokenv, "SLUICE_CLUSTER_TOKEN=%s", u.cluster_token);
+    envp[k++] = tokenv;
+    char host[256], ctladdr[300];
+    const char *name = cli_get(c, "name");
+    if (!name) {
+        if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "local");
+        host[sizeof host - 1] = '\0';
+        host[strcspn(host, ".")] = '\0';
+        name = host;
+    }
+    snprintf(ctladdr, sizeof ctladdr, "127.0.0.1:%d", port_of(u.agent_listen));
+    char *aargv[32];
+    int na = 0;
+    aargv[na++] = agent_bin;
+    aargv[na++] = "--controller";
+    aargv[na++] = ctladdr;
+    aargv[na++] = "--name";
+    aargv[na++] = (char *)name;
+    aargv[na++] = "--workdir";
+    aargv[na++] = p.agentdir;
+    if (cli_has(c, "gpus")) {
+        aargv[na++] = "--gpus";
+        aargv[na++] = (char *)cli_get(c, "gpus");
+        aargv[na++] = "--gpu-model";
+        aargv[na++] = (char *)(cli_get(c, "gpu-model") ? cli_get(c, "gpu-model") : "H100");
+        aargv[na++] = "--gpu-memory";
+        aargv[na++] = (char *)(cli_get(c, "gpu-memory") ? cli_get(c, "gpu-memory") : "80Gi");
+    }
+    static const char *pass[] = {"cpus", "memory", "launcher"};
+    char flagbuf[3][32];
+    for (int i = 0; i < 3; i++) {
+        if (cli_has(c, pass[i])) {
+            snprintf(flagbuf[i], sizeof flagbuf[i], "--%s", pass[i]);
+            aargv[na++] = flagbuf[i];
+            aargv[na++] = (char *)cli_get(c, pass[i]);
+        }
+    }
+    aargv[na] = NULL;
+    agent = spawn(aargv, envp, detach, p.agent_log);
+    if (agent < 0 || wait_node(c, name, agent, 20.0) != 0) {
+        if (detach) fprintf(stderr, "sluice up: see %s\n", p.agent_log);
+        rc = CLI_ESERVER;
+        goto out;
+    }
+    char pidtext[128];
+    snprintf(pidtext, sizeof pidtext, "sluiced %d\nsluice-agent %d\n", (int)ctl, (int)agent);
+    write_file(p.pids, pidtext, 0644);
+
+    if (c->json) {
+        json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:i}", "server", c->server, "dir", p.dir, "node", name,
+                              "controller_pid", (int)ctl, "agent_pid", (int)agent);
+        cli_print_json(o);
+        json_decref(o);
+    } else {
+        printf("Sluice is up: controller %s (pid %d), node %s (pid %d)\n"
+               "state in %s (sluiced.yaml, sluiced.db, agent/logs)\n"
+               "try:  sluice submit -- echo hello from sluice\n"
+               "      sluice queue --all; sluice logs 1\n"
+               "%s\n",
+               c->server, (int)ctl, name, (int)agent, p.dir,
+               detach ? "stop with: sluice down" : "Ctrl-C stops both.");
+    }
+    fflush(stdout);
+    if (detach) {
+        ctl = agent = -1; /* leave them running */
+        rc = CLI_OK;
+        goto out;
+    }
+
+    /* Foreground: wait for a signal or for a daemon to die. */
+    rc = CLI_OK;
+    for (;;) {
+        siginfo_t si;
+        int sig = sigwaitinfo(&set, &si);
+        if (sig < 0) continue;
+        if (sig == SIGCHLD) {
+            int st;
+            pid_t pid;
+            int died = 0;
+            while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+                if (pid == ctl || pid == agent) {
+                    fprintf(stderr, "sluice up: %s exited (%s %d); stopping\n",
+                            pid == ctl ? "sluiced" : "sluice-agent",
+                            WIFSIGNALED(st) ? "signal" : "status",
+                            WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+                    if (pid == ctl) ctl = -1;
+                    else agent = -1;
+                    died = 1;
+                }
+            }
+            if (died) {
+                rc = CLI_ESERVER;
+                break;
+            }
+            continue;
+        }
+        fprintf(stderr, "\nsluice up: stopping the agent and the controller\n");
+        break;
+    }
+out:
+    if (!detach || rc != CLI_OK) {
+        stop_pid(agent, 1, 15000);
+        stop_pid(ctl, 1, 10000);
+        if (ctl > 0 || agent > 0 || rc == CLI_OK) unlink(p.pids);
+    }
+    free(envp);
+    upcfg_free(&u);
+    return rc;
+}
+
+int cli_cmd_down(cli_t *c) {
+    up_paths_t p;
+    if (c->npos > 0) return cli_usage_error(c, "unexpected argument \"%s\"", c->pos[0]);
+    if (paths_init(c, &p) != 0) return CLI_ESERVER;
+    pidrec_t r;
+    if (read_pids(&p, &r) != 0) {
+        fprintf(stderr, "sluice down: nothing to stop (no %s)\n", p.pids);
+        return CLI_ESERVER;
+    }
+    int stopped = 0;
+    if (r.agent > 0 && pid_is(r.agent, "sluice-agent")) {
+        stop_pid(r.agent, 0, 15000);
+        if (!c->json) printf("stopped sluice-agent (pid %d)\n", (int)r.agent);
+        stopped++;
+    }
+    if (r.ctl > 0 && pid_is(r.ctl, "sluiced")) {
+        stop_pid(r.ctl, 0, 10000);
+        if (!c->json) printf("stopped sluiced (pid %d)\n", (int)r.ctl);
+        stopped++;
+    }
+    unlink(p.pids);
+    if (c->json) printf("{\"stopped\": %d}\n", stopped);
+    else if (!stopped) printf("nothing was running\n");
+    return CLI_OK;
+}
