@@ -22,7 +22,7 @@
  *   bench core queue=Q placement=P placements_per_s=N p50_us=N p99_us=N peak_rss_mib=N
  * where placements_per_s = placement decisions (started or refused) per
  * second of decision time, and details (jobs started, GPU allocation) on
- * stderr. Usage: bench_core [pod_list.csv]; default path is relative to the
+ * stderr. Usage: bench_core [pod_list.csv [bestfit|fgd]]; default path is relative to the
  * repository root, where `make bench-core` runs it.
  */
 #include <errno.h>
@@ -191,9 +191,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_core: no pods in %s\n", path);
         return 1;
     }
-    run("fifo", "bestfit", shapes, n);
-    run("drf", "bestfit", shapes, n);
-    run("drf", "fgd", shapes, n);
+    const char *only = argc > 2 ? argv[2] : NULL; /* optional: one placement policy */
+    if (!only || strcmp(only, "bestfit") == 0) {
+        run("fifo", "bestfit", shapes, n);
+        run("drf", "bestfit", shapes, n);
+    }
+    if (!only || strcmp(only, "fgd") == 0) run("drf", "fgd", shapes, n);
     free(shapes);
     return 0;
 }

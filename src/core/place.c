@@ -83,6 +83,29 @@ static int32_t empty_capacity(const sl_cluster_t *cl, const sl_task_req_t *req, 
     return sum;
 }
 
+/*
+ * sl_node_fits for a class representative (up by construction), with the
+ * cheapest and most selective tests first: this runs once per class per
+ * decision and is the framework's hot loop.
+ */
+static inline bool quick_fits(const sl_node_t *n, const sl_task_req_t *r) {
+    if (n->cpu_free < r->cpu_milli || n->mem_free < r->mem_bytes) return false;
+    if (r->pool != -1 && n->pool != r->pool) return false;
+    if (!sl__model_ok(n, r->model_mask)) return false;
+    if (r->gpus > 0) {
+        int32_t need = r->gpus;
+        for (int g = 0; g < n->ngpus; g++)
+            if (sl__gpu_full_free(n, g) && --need == 0) return n->state == SL_NODE_UP;
+        return false;
+    }
+    if (r->gpu_milli > 0) {
+        for (int g = 0; g < n->ngpus; g++)
+            if (sl__share_fits_gpu(n, g, r)) return n->state == SL_NODE_UP;
+        return false;
+    }
+    return n->state == SL_NODE_UP;
+}
+
 /* ---- one task ---- */
 
 int sl_place_task(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_task_req_t *req,
@@ -95,7 +118,7 @@ int sl_place_task(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_task_re
     sl_place_t bp = {0};
     for (size_t i = 0; i < nc; i++) {
         const sl_node_t *rep = sl_cluster_class_rep(cl, i);
-        if (!sl_node_fits(rep, req)) continue;
+        if (!quick_fits(rep, req)) continue;
         int64_t s;
         sl_place_t p;
         if (pol->score(cy, req, rep, sl_cluster_class_size(cl, i), &s, &p) != SL_FIT) continue;
@@ -208,6 +231,7 @@ static void scan_pool_model(const sl_cluster_t *cl, const sl_task_req_t *r, bool
         if (!sl__model_ok(n, r->model_mask)) continue;
         *model_ok = true;
         if (n->ngpus > *max_gpus) *max_gpus = n->ngpus;
+        if (*max_gpus >= r->gpus) return; /* all three answers are known */
     }
 }
 
@@ -322,7 +346,8 @@ int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl
         size_t nc = sl_cluster_class_count(cl);
         for (size_t i = 0; i < nc; i++) {
             const sl_node_t *rep = sl_cluster_class_rep(cl, i);
-            int32_t c = sl_node_fit_count(rep, req, remaining);
+            if (!quick_fits(rep, req)) continue;
+            int32_t c = remaining == 1 ? 1 : sl_node_fit_count(rep, req, remaining);
             if (c <= 0) continue;
             uint32_t size = sl_cluster_class_size(cl, i);
             if (first_round && total < n) total += (int64_t)c * size;

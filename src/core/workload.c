@@ -39,7 +39,7 @@
 
 #include "policy/place.h"
 
-#define MEMO_BITS 15
+#define MEMO_BITS 18
 #define MEMO_SLOTS (1u << MEMO_BITS)
 
 typedef struct memo_key {
@@ -61,6 +61,12 @@ typedef struct memo {
     bool usable;        /* false when shapes ask for GPU memory (not in the key) */
     int64_t *cpu_levels, *mem_levels; /* sorted distinct demands */
     uint32_t ncpu, nmem;
+    /* Distinct GPU demands (whole count, or share milli as a negative
+     * number) and, per shape, the index of its demand: on a miss each
+     * demand's GPU test is done once per node, not once per shape. */
+    int32_t *demand;
+    uint32_t *shape_demand;
+    uint32_t ndemand;
     bool built;
 } memo_t;
 
@@ -82,8 +88,12 @@ int sl_workload_create(sl_workload_t **out) {
 static void memo_reset(memo_t *m) {
     sl_free(m->cpu_levels);
     sl_free(m->mem_levels);
+    sl_free(m->demand);
+    sl_free(m->shape_demand);
     m->cpu_levels = m->mem_levels = NULL;
-    m->ncpu = m->nmem = 0;
+    m->demand = NULL;
+    m->shape_demand = NULL;
+    m->ncpu = m->nmem = m->ndemand = 0;
     m->built = false;
     if (m->slots && m->count) memset(m->slots, 0, MEMO_SLOTS * sizeof *m->slots);
     m->count = 0;
@@ -216,6 +226,16 @@ static void memo_build(const sl_workload_t *w, memo_t *m) {
     }
     m->ncpu = uniq_sorted(m->cpu_levels, (uint32_t)w->n);
     m->nmem = uniq_sorted(m->mem_levels, (uint32_t)w->n);
+    m->demand = sl_xmalloc((w->n + 1) * sizeof *m->demand);
+    m->shape_demand = sl_xmalloc((w->n + 1) * sizeof *m->shape_demand);
+    for (size_t i = 0; i < w->n; i++) {
+        const sl_task_req_t *sh = &w->shapes[i];
+        int32_t d = sh->gpus > 0 ? sh->gpus : -sh->gpu_milli; /* 0: CPU only */
+        uint32_t k = 0;
+        while (k < m->ndemand && m->demand[k] != d) k++;
+        if (k == m->ndemand) m->demand[m->ndemand++] = d;
+        m->shape_demand[i] = k;
+    }
     if (m->usable && !m->slots) m->slots = sl_xcalloc(MEMO_SLOTS, sizeof *m->slots);
     m->built = true;
 }
@@ -231,6 +251,48 @@ static uint16_t rank_of(const int64_t *lv, uint32_t n, int64_t v) {
             hi = mid;
     }
     return (uint16_t)lo;
+}
+
+/*
+ * sl_frag_node with the GPU test done once per distinct demand. It computes
+ * the same per-shape values and adds them in the same order with the same
+ * expression, so the result is bit-identical (the memo test checks this).
+ * Valid only when no shape asks for GPU memory (m->usable).
+ */
+static double frag_fast(const sl_workload_t *w, const memo_t *m, const sl_node_t *node) {
+    int64_t total = sl__node_gpu_free(node);
+    int64_t dfrag[64];
+    int64_t *df = m->ndemand <= 64 ? dfrag : sl_xmalloc(m->ndemand * sizeof *df);
+    for (uint32_t k = 0; k < m->ndemand; k++) {
+        int32_t d = m->demand[k];
+        if (d == 0) {
+            df[k] = total;
+            continue;
+        }
+        int32_t need = d > 0 ? d : 1, usable = 0;
+        int64_t frag = 0;
+        for (int g = 0; g < node->ngpus; g++) {
+            bool ok = d > 0 ? sl__gpu_full_free(node, g) : node->gpu_free[g] >= -d;
+            if (ok)
+                usable++;
+            else
+                frag += node->gpu_free[g];
+        }
+        df[k] = usable >= need ? frag : total;
+    }
+    double sum = 0.0, tot = (double)w->total;
+    for (size_t i = 0; i < w->n; i++) {
+        const sl_task_req_t *sh = &w->shapes[i];
+        int64_t f;
+        if (!sl__req_gpu(sh) || !sl__model_ok(node, sh->model_mask) ||
+            node->cpu_free < sh->cpu_milli || node->mem_free < sh->mem_bytes)
+            f = total;
+        else
+            f = df[m->shape_demand[i]];
+        if (f) sum += ((double)w->counts[i] / tot) * (double)f;
+    }
+    if (df != dfrag) sl_free(df);
+    return sum;
 }
 
 static uint64_t key_hash(const memo_key_t *k) {
@@ -278,7 +340,7 @@ double sl__frag_node_cached(const sl_workload_t *w, const sl_node_t *node) {
         if (memcmp(&s->key, &k, sizeof k) == 0) return s->val;
         i = (i + 1) & mask;
     }
-    double v = sl_frag_node(node, w);
+    double v = frag_fast(w, m, node);
     if (m->count >= MEMO_SLOTS / 2) {
         memset(m->slots, 0, MEMO_SLOTS * sizeof *m->slots);
         m->count = 0;
