@@ -6,6 +6,7 @@
  * change (state, times, reason, placement), so listing 10,000 jobs is
  * mostly memcpy.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "ctl.h"
@@ -34,11 +35,17 @@ void ctl_job_write(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
     ctl_buf_time(b, j->end_us);
     ctl_buf_puts(b, ",\"reason\":");
     const char *reason = j->reason;
+    char both[512];
     if (j->state == CTL_JOB_PENDING && !j->requeue_wait && j->in_core) {
+        /* Why it waits now (from the core), and why it was requeued if it was. */
         const sl_job_t *cj = sl_sched_job(c->sched, j->id);
         const char *r = cj ? sl_job_reason(cj) : NULL;
-        if (r && r[0])
+        if (r && r[0] && j->reason[0]) {
+            snprintf(both, sizeof both, "%s (%s)", r, j->reason);
+            reason = both;
+        } else if (r && r[0]) {
             reason = r;
+        }
     }
     ctl_buf_jstr(b, reason);
     ctl_buf_puts(b, ",\"placement\":[");
