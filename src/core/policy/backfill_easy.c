@@ -161,7 +161,7 @@ bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl_job_t *run
         grow((void **)&e->ends, &e->ends_cap, nends + 1, sizeof *e->ends);
         e->ends[nends++] = (struct sl__easy_end){end, order, j};
     }
-    qsort(e->ends, nends, sizeof *e->ends, cmp_end);
+    if (nends > 1) qsort(e->ends, nends, sizeof *e->ends, cmp_end);
 
     size_t ncopies = 0;
     bool found = sum >= count;
@@ -212,7 +212,7 @@ bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl_job_t *run
                 e->cands[nc++] = (struct sl__easy_cand){id, f};
             }
         }
-        qsort(e->cands, nc, sizeof *e->cands, cmp_cand);
+        if (nc > 1) qsort(e->cands, nc, sizeof *e->cands, cmp_cand);
         int64_t have = 0;
         for (size_t i = 0; i < nc && have < count; i++) {
             grow((void **)&e->rnodes, &e->rnodes_cap, e->nrnodes + 1, sizeof *e->rnodes);
