@@ -157,7 +157,7 @@ static void run(const char *queue, const char *placement, const shape_t *shapes,
     ids_t ids = {malloc(JOBS * sizeof(uint64_t)), 0};
     sl_sched_foreach(s, SL_JOB_PENDING, collect, &ids);
     double *lat = malloc(ids.n * sizeof *lat);
-    double total = 0.0;
+    double total = 0.0, total_fit = 0.0;
     size_t started = 0;
     for (size_t i = 0; i < ids.n; i++) {
         double t0 = now_s();
@@ -166,6 +166,7 @@ static void run(const char *queue, const char *placement, const shape_t *shapes,
         lat[i] = (t1 - t0) * 1e6;
         total += t1 - t0;
         started += rc == SL_FIT;
+        if (rc == SL_FIT) total_fit += t1 - t0;
     }
     qsort(lat, ids.n, sizeof *lat, cmp_double);
     double p50 = lat[ids.n / 2], p99 = lat[(size_t)((double)ids.n * 0.99)];
@@ -174,8 +175,10 @@ static void run(const char *queue, const char *placement, const shape_t *shapes,
     printf("bench core queue=%s placement=%s placements_per_s=%.0f p50_us=%.1f p99_us=%.1f peak_rss_mib=%ld\n",
            queue, placement, (double)ids.n / total, p50, p99, peak_rss_mib());
     fflush(stdout);
-    fprintf(stderr, "  (%zu decisions in %.3f s; %zu jobs started; GPU allocated %.2f%%; %zu classes)\n",
-            ids.n, total, started, 100.0 * (double)(cap.gpu_milli - fr.gpu_milli) / (double)cap.gpu_milli,
+    fprintf(stderr, "  (%zu decisions in %.3f s; %zu jobs started, mean %.1f us; %zu refused, mean %.1f us; "
+            "GPU allocated %.2f%%; %zu classes)\n",
+            ids.n, total, started, started ? total_fit * 1e6 / (double)started : 0.0, ids.n - started,
+            ids.n > started ? (total - total_fit) * 1e6 / (double)(ids.n - started) : 0.0, 100.0 * (double)(cap.gpu_milli - fr.gpu_milli) / (double)cap.gpu_milli,
             sl_cluster_class_count(cl));
     free(lat);
     free(ids.v);
