@@ -396,3 +396,42 @@ def test_keepalive_connection_serves_many_requests(controller):
         ids.append(json.loads(r.read())["id"])
     conn.close()
     assert ids == sorted(ids) and len(set(ids)) == 20
+
+
+# ---- the daemon's command line and config ----
+
+def test_config_errors_name_the_line(tmp_path, build_dir):
+    import os
+    import subprocess
+    binary = os.path.join(build_dir, "sluiced")
+    if not os.access(binary, os.X_OK):
+        pytest.skip("sluiced is not built")
+    cases = [
+        ("listen: 127.0.0.1:0\nscheduler:\n  queu: fifo\n", ":3:", "queu"),
+        ("tenants:\n  - name: a\n    weight: zero\n", ":3:", "weight"),
+        ("bogus: 1\n", ":1:", "bogus"),
+        ("scheduler:\n  placement: nosuch\n", "", "nosuch"),
+        ("tenants: [\n", "", ""),
+    ]
+    for text, line, word in cases:
+        cfg = tmp_path / "bad.yaml"
+        cfg.write_text(text)
+        r = subprocess.run([binary, "--config", str(cfg), "--state", str(tmp_path / "x.db")],
+                           capture_output=True, text=True, timeout=10)
+        assert r.returncode == 2, (text, r.stderr)
+        assert line in r.stderr and word in r.stderr, (text, r.stderr)
+
+
+def test_help_lists_every_route(build_dir):
+    import os
+    import subprocess
+    binary = os.path.join(build_dir, "sluiced")
+    if not os.access(binary, os.X_OK):
+        pytest.skip("sluiced is not built")
+    out = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=10).stdout
+    for route in ("GET    /healthz", "POST   /v1/jobs", "GET    /v1/jobs/{id}/logs",
+                  "DELETE /v1/jobs/{id}", "GET    /v1/nodes", "GET    /v1/tenants",
+                  "GET    /metrics"):
+        assert route in out
+    ver = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout
+    assert ver.startswith("sluiced ")
