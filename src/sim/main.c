@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,8 @@ static void usage_replay(FILE *f) {
             "  --estimate MODE      runtime estimate for jobs without a time_limit:\n"
             "                       exact = their real duration (default), none = no limit\n"
             "  --seed N             seed for random placement and tie-breaks (default 42)\n"
+            "  --load F             scale the arrival rate by F: submit times are divided by\n"
+            "                       F, durations kept (default 1 = the trace as recorded)\n"
             "  --json FILE          write results as JSON\n"
             "  --jobs-csv FILE      per-job id,tenant,submit,start,end,tasks,gpus,nodes; with\n"
             "                       several combinations, FILE gets a suffix per combination\n"
@@ -259,7 +262,7 @@ static void usage_gen(FILE *f) {
 enum {
     O_NODES = 1000, O_JOBS, O_FORMAT, O_TENANTS, O_PLACEMENT, O_QUEUE, O_BACKFILL, O_SHARING,
     O_ESTIMATE, O_SEED, O_SEEDS, O_JSON, O_JOBSCSV, O_SVG, O_CHECK, O_QUIET, O_INTER, O_GPUS,
-    O_GMODEL, O_GMEM, O_CPU, O_MEM
+    O_GMODEL, O_GMEM, O_CPU, O_MEM, O_LOAD
 };
 
 typedef struct opts {
@@ -268,6 +271,7 @@ typedef struct opts {
     list_t placement, queue, backfill, sharing;
     uint64_t seeds[1024];
     size_t nseeds;
+    double load;
     bool check, quiet;
 } opts_t;
 
@@ -281,7 +285,8 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
         {"seeds", required_argument, 0, O_SEEDS},       {"json", required_argument, 0, O_JSON},
         {"jobs-csv", required_argument, 0, O_JOBSCSV},  {"svg", required_argument, 0, O_SVG},
         {"check", no_argument, 0, O_CHECK},             {"quiet", no_argument, 0, O_QUIET},
-        {"help", no_argument, 0, 'h'},                  {0, 0, 0, 0}};
+        {"load", required_argument, 0, O_LOAD},         {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     const char *cmd = replay ? "replay" : "fill";
     int c;
     opterr = 0;
@@ -320,6 +325,16 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
         case O_SVG: o->svg = optarg; break;
         case O_CHECK: o->check = true; break;
         case O_QUIET: o->quiet = true; break;
+        case O_LOAD: {
+            char *end;
+            o->load = strtod(optarg, &end);
+            if (*end || !(o->load > 0) || o->load > 1e6) {
+                fprintf(stderr, "sluice-sim %s: --load takes a factor > 0 (got \"%s\")\n", cmd,
+                        optarg);
+                return 2;
+            }
+            break;
+        }
         case 'h':
             if (replay) usage_replay(stdout);
             else usage_fill(stdout);
@@ -342,9 +357,9 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
         return 2;
     }
     if (!replay && (o->queue.n || o->backfill.n || o->sharing.n || o->estimate || o->jobs_csv ||
-                    o->tenants)) {
-        fprintf(stderr, "sluice-sim fill: --queue, --backfill, --sharing, --estimate, --tenants "
-                "and --jobs-csv apply to replay only (fill schedules each pod once, in order)\n");
+                    o->tenants || o->load > 0)) {
+        fprintf(stderr, "sluice-sim fill: --queue, --backfill, --sharing, --estimate, --tenants, "
+                "--load and --jobs-csv apply to replay only (fill schedules each pod once, in order)\n");
         return 2;
     }
     if (replay && o->nseeds > 1) {
@@ -450,6 +465,9 @@ static int cmd_replay(int argc, char **argv) {
         return rc;
     }
     if ((rc = load_trace(&o, &t)) != 0) goto out;
+    if (o.load > 0 && o.load != 1)
+        for (size_t i = 0; i < t.njobs; i++)
+            t.jobs[i].submit_us = (int64_t)llround((double)t.jobs[i].submit_us / o.load);
     sim_run_opts_t ro = {.check = o.check, .progress = !o.quiet && isatty(2)};
     size_t ncombo = o.queue.n * o.placement.n * o.backfill.n * o.sharing.n;
     res = calloc(ncombo, sizeof *res);
@@ -472,8 +490,8 @@ static int cmd_replay(int argc, char **argv) {
                     }
                     nres++;
                 }
-    printf("replay: %zu nodes, %zu jobs, %zu tenants, format %s\n", t.nnodes, t.njobs,
-           t.ntenants, sim_format_name(t.format));
+    printf("replay: %zu nodes, %zu jobs, %zu tenants, format %s, load x%g\n", t.nnodes, t.njobs,
+           t.ntenants, sim_format_name(t.format), o.load > 0 ? o.load : 1.0);
     sim_replay_table(stdout, res, nres);
     if (o.json && sim_replay_json(o.json, &t, res, nres, err, sizeof err) < 0) {
         fprintf(stderr, "sluice-sim: %s\n", err);
