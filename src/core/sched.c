@@ -13,8 +13,13 @@
  *  - Running jobs: an intrusive doubly linked list in start order.
  *
  * The cycle. The next job is the least tenant head under the queue policy's
- * `less` (O(active tenants) per pick; each tenant has a cursor that walks
- * its queue in order). For each job:
+ * `less`. Each tenant has a cursor that walks its queue in order, and the
+ * tenants with jobs left sit in a binary heap keyed by their heads, so a
+ * pick costs O(log active tenants). This relies on a property all our
+ * policies have: comparing two heads depends only on those jobs, their own
+ * tenants and now, so a start changes only the starter's key (DRF: its
+ * share grows), and that tenant is the heap's top, re-sifted after each
+ * pick. For each job:
  *  1. Quota: the tenant's usage plus the job must stay within every non-zero
  *     quota dimension (an elastic job is capped to the count the quota
  *     allows). Otherwise the job waits (SL_WAIT, "tenant quota ...") and
@@ -50,8 +55,10 @@
  *  Shapes that failed in this cycle are remembered (a small hash keyed by
  *  task shape and counts, stamped with the cycle's epoch): the cluster only
  *  fills up during a cycle, so an identical job fails the same way and is
- *  answered in O(1). With 100,000 pending jobs of a few shapes a full EASY
- *  pass costs O(pending * active tenants) comparisons and a few placements.
+ *  answered in O(1). A long backfill candidate that fits only on reserved
+ *  nodes is remembered the same way, for long candidates only. With 100,000
+ *  pending jobs of a few shapes a full EASY pass costs
+ *  O(pending * log tenants) comparisons and a few placements per shape.
  *
  * on_start callbacks run after the cycle's decisions, in start order, for
  * jobs still running; they may call back into the scheduler.
@@ -76,6 +83,7 @@ typedef struct tenant {
     int32_t weight;
     sl_res_t quota;
     sl_res_t usage;
+    double share;    /* sl_sched_tenant_share, cached while cap_valid */
     size_t npending, nrunning;
     sl_job_t *root;  /* treap of pending jobs */
     /* per cycle */
@@ -134,6 +142,8 @@ struct sl_sched {
 };
 
 /* ---- small helpers ---- */
+
+static double share_of(const tenant_t *t, sl_res_t cap);
 
 static uint64_t mix64(uint64_t x) {
     x ^= x >> 30;
@@ -337,6 +347,7 @@ static void start_job(sl_sched_t *s, sl_job_t *j, const sl_place_t *pls, int32_t
     j->reason[0] = '\0';
     j->start_us = now_us;
     t->usage = sl_res_add(t->usage, job_total(j, n));
+    if (s->cap_valid) t->share = share_of(t, s->cap);
     t->nrunning++;
     s->nrunning++;
     run_insert(s, j);
@@ -546,18 +557,22 @@ static double ratio(int64_t used, int64_t cap) {
     return cap > 0 ? (double)used / (double)cap : 0.0;
 }
 
-double sl_sched_tenant_share(const sl_sched_t *s, int32_t tenant) {
-    if (!tenant_ok(s, tenant)) return 0.0;
-    const tenant_t *t = &s->tenants[tenant];
-    sl_res_t cap;
-    if (s->cap_valid) cap = s->cap;
-    else sl_cluster_capacity(s->cl, &cap, NULL);
+static double share_of(const tenant_t *t, sl_res_t cap) {
     double m = ratio(t->usage.cpu_milli, cap.cpu_milli);
     double r = ratio(t->usage.mem_bytes, cap.mem_bytes);
     if (r > m) m = r;
     r = ratio(t->usage.gpu_milli, cap.gpu_milli);
     if (r > m) m = r;
     return m / (double)t->weight;
+}
+
+double sl_sched_tenant_share(const sl_sched_t *s, int32_t tenant) {
+    if (!tenant_ok(s, tenant)) return 0.0;
+    const tenant_t *t = &s->tenants[tenant];
+    if (s->cap_valid) return t->share; /* during a cycle: DRF compares often */
+    sl_res_t cap;
+    sl_cluster_capacity(s->cl, &cap, NULL);
+    return share_of(t, cap);
 }
 
 void sl_sched_tenant_jobs(const sl_sched_t *s, int32_t tenant, size_t *pending, size_t *running) {
@@ -903,7 +918,7 @@ static int attempt_job(sl_sched_t *s, sl_cycle_t *cy, sl_job_t *j, int32_t n, in
     const fcache_entry_t *fe = fcache_find(s, req, n, m, mode == MODE_LONG);
     if (fe) {
         j->status = fe->st;
-        setf(j->reason, sizeof j->reason, "%s", fe->reason);
+        memcpy(j->reason, fe->reason, strlen(fe->reason) + 1); /* both SL_REASON_MAX */
         return fe->st;
     }
     a->tried = true;
@@ -953,45 +968,65 @@ static bool ends_by(const sl_sched_t *s, const sl_job_t *j, int64_t now_us, int6
     return now_us <= shadow_us - lim;
 }
 
+/* Tenant heap: is tenant a's current head before tenant b's? */
+static bool head_less(const sl_sched_t *s, uint32_t a, uint32_t b, int64_t now_us) {
+    return s->queue->less(s, s->tenants[a].cur, s->tenants[b].cur, now_us);
+}
+
+static void heap_down(sl_sched_t *s, size_t n, size_t i, int64_t now_us) {
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && head_less(s, s->act[l], s->act[m], now_us)) m = l;
+        if (r < n && head_less(s, s->act[r], s->act[m], now_us)) m = r;
+        if (m == i) return;
+        uint32_t tmp = s->act[i];
+        s->act[i] = s->act[m];
+        s->act[m] = tmp;
+        i = m;
+    }
+}
+
 int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud,
                    sl_cycle_stats_t *stats) {
     sl_cycle_stats_t st = {0, 0, 0, -1, -1};
     s->epoch++;
     see_time(s, now_us);
     sl_cluster_capacity(s->cl, &s->cap, NULL);
+    for (size_t i = 0; i < s->ntenants; i++) s->tenants[i].share = share_of(&s->tenants[i], s->cap);
     s->cap_valid = true;
     sl_cycle_t cy = {.cluster = s->cl, .workload = s->wl, .rng = &s->rng, .now_us = now_us};
     sl__easy_clear(&s->easy);
     size_t nstarted = 0;
 
+    /* A binary heap of the tenants with jobs left to consider, keyed by
+     * their current head under the policy. */
     size_t nact = 0;
     for (size_t i = 0; i < s->ntenants; i++) {
         tenant_t *t = &s->tenants[i];
         t->cur = treap_first(t->root);
         if (t->cur) s->act[nact++] = (uint32_t)i;
     }
+    for (size_t i = nact / 2; i-- > 0;) heap_down(s, nact, i, now_us);
 
     uint64_t resv_id = 0;
+    bool fix_top = false;
     for (;;) {
+        if (fix_top) {
+            /* The top tenant's head moved on (or its share grew): re-sift. */
+            if (!s->tenants[s->act[0]].cur) s->act[0] = s->act[--nact];
+            heap_down(s, nact, 0, now_us);
+            fix_top = false;
+        }
+        if (nact == 0) break;
         if (s->max_starts > 0 && st.started >= s->max_starts) {
             behind_global(s, "not considered: this cycle reached its start limit (%llu)%s",
                           (unsigned long long)s->max_starts, "");
             break;
         }
-        /* Pick the least tenant head. */
-        size_t bi = SIZE_MAX;
-        sl_job_t *j = NULL;
-        for (size_t a = 0; a < nact; a++) {
-            sl_job_t *h = s->tenants[s->act[a]].cur;
-            if (!j || s->queue->less(s, h, j, now_us)) {
-                j = h;
-                bi = a;
-            }
-        }
-        if (!j) break;
-        tenant_t *t = &s->tenants[s->act[bi]];
+        tenant_t *t = &s->tenants[s->act[0]];
+        sl_job_t *j = t->cur;
         t->cur = treap_next(j);
-        if (!t->cur) s->act[bi] = s->act[--nact];
+        fix_top = true;
         j->reason_epoch = s->epoch;
 
         int32_t n = j->spec.ntasks, m = job_min(j);
@@ -1002,10 +1037,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             setf(t->behind_reason, sizeof t->behind_reason,
                  "waiting behind job %llu of the same tenant (tenant quota)",
                  (unsigned long long)j->spec.id);
-            if (t->cur) {
-                t->cur = NULL;
-                s->act[bi] = s->act[--nact];
-            }
+            t->cur = NULL; /* the tenant leaves the heap */
             continue;
         }
 
