@@ -235,36 +235,40 @@ static void scan_pool_model(const sl_cluster_t *cl, const sl_task_req_t *r, bool
     }
 }
 
-/* Which single resource no eligible up node has enough of right now. */
-static void put_short(buf_t *b, const sl_cluster_t *cl, const sl_task_req_t *r) {
-    bool cpu = false, mem = false, gpu = false;
-    size_t nc = sl_cluster_class_count(cl);
-    for (size_t i = 0; i < nc && !(cpu && mem && gpu); i++) {
-        const sl_node_t *n = sl_cluster_class_rep(cl, i);
-        if (r->pool != -1 && n->pool != r->pool) continue;
-        if (!sl__model_ok(n, r->model_mask)) continue;
-        cpu |= n->cpu_free >= r->cpu_milli;
-        mem |= n->mem_free >= r->mem_bytes;
-        if (r->gpus > 0)
-            gpu |= sl__node_full_free(n) >= r->gpus;
-        else if (r->gpu_milli > 0)
-            for (int g = 0; g < n->ngpus; g++) gpu |= sl__share_fits_gpu(n, g, r);
-        else
-            gpu = true;
-    }
-    if (cpu && mem && gpu) {
+/* Which resources some eligible up node has enough of on its own right now
+ * (gathered during the gang's first pass over the classes). */
+typedef struct shortage {
+    bool cpu, mem, gpu;
+} shortage_t;
+
+static inline void shortage_see(shortage_t *sh, const sl_node_t *n, const sl_task_req_t *r) {
+    if (r->pool != -1 && n->pool != r->pool) return;
+    if (!sl__model_ok(n, r->model_mask)) return;
+    sh->cpu |= n->cpu_free >= r->cpu_milli;
+    sh->mem |= n->mem_free >= r->mem_bytes;
+    if (r->gpus > 0)
+        sh->gpu |= sl__node_full_free(n) >= r->gpus;
+    else if (r->gpu_milli > 0)
+        for (int g = 0; g < n->ngpus && !sh->gpu; g++) sh->gpu |= sl__share_fits_gpu(n, g, r);
+    else
+        sh->gpu = true;
+}
+
+static void put_short(buf_t *b, const shortage_t *sh) {
+    if (sh->cpu && sh->mem && sh->gpu) {
         bput(b, "no node has all of it free at once");
         return;
     }
     bput(b, "no node has enough free");
     bool first = true;
-    if (!cpu) bput(b, "%s CPU", first ? "" : ","), first = false;
-    if (!mem) bput(b, "%s memory", first ? "" : ","), first = false;
-    if (!gpu) bput(b, "%s GPU", first ? "" : ",");
+    if (!sh->cpu) bput(b, "%s CPU", first ? "" : ","), first = false;
+    if (!sh->mem) bput(b, "%s memory", first ? "" : ","), first = false;
+    if (!sh->gpu) bput(b, "%s GPU", first ? "" : ",");
 }
 
 static void explain(const sl_cluster_t *cl, const sl_task_req_t *r, int32_t n, int32_t fit_now,
-                    int32_t fit_empty, bool ever, char *reason, size_t reasonlen) {
+                    int32_t fit_empty, bool ever, const shortage_t *sh, char *reason,
+                    size_t reasonlen) {
     if (!reason || reasonlen == 0) return;
     buf_t b = {reason, reasonlen, 0};
     reason[0] = '\0';
@@ -321,7 +325,7 @@ static void explain(const sl_cluster_t *cl, const sl_task_req_t *r, int32_t n, i
         bput(&b, "needs ");
         put_task(&b, cl, r);
         bput(&b, "; ");
-        put_short(&b, cl, r);
+        put_short(&b, sh);
         return;
     }
     bput(&b, "needs %d tasks x (", n);
@@ -338,6 +342,7 @@ int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl
     if (!pol || !cy || !cl || !req || !pls || n < 1 || n > SL_MAX_TASKS) return SL_EINVAL;
     int32_t placed = 0, fit_now = 0;
     bool first_round = true;
+    shortage_t sh = {false, false, false};
     while (placed < n) {
         int32_t remaining = n - placed, best_cnt = 0;
         int64_t best_score = 0, total = 0;
@@ -346,6 +351,7 @@ int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl
         size_t nc = sl_cluster_class_count(cl);
         for (size_t i = 0; i < nc; i++) {
             const sl_node_t *rep = sl_cluster_class_rep(cl, i);
+            if (first_round && !(sh.cpu && sh.mem && sh.gpu)) shortage_see(&sh, rep, req);
             if (!quick_fits(rep, req)) continue;
             int32_t c = remaining == 1 ? 1 : sl_node_fit_count(rep, req, remaining);
             if (c <= 0) continue;
@@ -387,7 +393,7 @@ fail:
     {
         int32_t fit_empty = empty_capacity(cl, req, n);
         bool ever = fit_empty < n;
-        explain(cl, req, n, fit_now, fit_empty, ever, reason, reasonlen);
+        explain(cl, req, n, fit_now, fit_empty, ever, &sh, reason, reasonlen);
         return ever ? SL_NOFIT_EVER : SL_NOFIT;
     }
 }
