@@ -61,7 +61,14 @@
  *  O(pending * log tenants) comparisons and a few placements per shape.
  *
  * on_start callbacks run after the cycle's decisions, in start order, for
- * jobs still running; they may call back into the scheduler.
+ * jobs still running; they may call back into the scheduler (finish, cancel,
+ * requeue, submit) but must not run another cycle from inside one. The
+ * sl_sched_foreach callback must not change the scheduler.
+ *
+ * sl_sched_foreach(PENDING) merges the tenant queues with the same heap and
+ * the shares as they are now, at the latest time the scheduler was given
+ * (so "wfq" lists in the order the last cycle used); DONE and CANCELLED jobs
+ * come in table order.
  *
  * Pure: no I/O, no clock; time comes in as now_us.
  */
@@ -1118,6 +1125,21 @@ int sl_sched_try_start(sl_sched_t *s, uint64_t id, int64_t now_us) {
 
 /* ---- iteration and checks ---- */
 
+/* Sift-down for foreach's heap of tenant cursors. */
+static void fe_down(const sl_sched_t *s, const sl_job_t **cur, size_t *heap, size_t n, size_t i,
+                    int64_t now_us) {
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && s->queue->less(s, cur[heap[l]], cur[heap[m]], now_us)) m = l;
+        if (r < n && s->queue->less(s, cur[heap[r]], cur[heap[m]], now_us)) m = r;
+        if (m == i) return;
+        size_t tmp = heap[i];
+        heap[i] = heap[m];
+        heap[m] = tmp;
+        i = m;
+    }
+}
+
 void sl_sched_foreach(const sl_sched_t *s, sl_job_state_t st, sl_job_fn fn, void *ud) {
     if (st == SL_JOB_RUNNING) {
         for (const sl_job_t *j = s->run_head; j;) {
@@ -1135,19 +1157,26 @@ void sl_sched_foreach(const sl_sched_t *s, sl_job_state_t st, sl_job_fn fn, void
         return;
     }
     /* Merge the tenant queues under the policy, as a cycle would order them
-     * with the shares as they are now. */
-    const sl_job_t **cur = sl_xcalloc(s->ntenants ? s->ntenants : 1, sizeof *cur);
-    for (size_t i = 0; i < s->ntenants; i++) cur[i] = treap_first(s->tenants[i].root);
+     * with the shares as they are now: a heap of tenant cursors. */
+    size_t cap = s->ntenants ? s->ntenants : 1;
+    const sl_job_t **cur = sl_xcalloc(cap, sizeof *cur);
+    size_t *heap = sl_xcalloc(cap, sizeof *heap);
+    size_t n = 0;
     int64_t now = s->clock_us == INT64_MIN ? 0 : s->clock_us;
-    for (;;) {
-        size_t bi = SIZE_MAX;
-        for (size_t i = 0; i < s->ntenants; i++)
-            if (cur[i] && (bi == SIZE_MAX || s->queue->less(s, cur[i], cur[bi], now))) bi = i;
-        if (bi == SIZE_MAX) break;
-        const sl_job_t *j = cur[bi];
-        cur[bi] = treap_next(j);
+    for (size_t i = 0; i < s->ntenants; i++) {
+        cur[i] = treap_first(s->tenants[i].root);
+        if (cur[i]) heap[n++] = i;
+    }
+    for (size_t i = n / 2; i-- > 0;) fe_down(s, cur, heap, n, i, now);
+    while (n > 0) {
+        size_t ti = heap[0];
+        const sl_job_t *j = cur[ti];
+        cur[ti] = treap_next(j);
+        if (!cur[ti]) heap[0] = heap[--n];
+        fe_down(s, cur, heap, n, 0, now);
         if (fn(ud, j)) break;
     }
+    sl_free(heap);
     sl_free(cur);
 }
 
