@@ -220,7 +220,8 @@ def test_submission_is_launched_with_distributed_env(controller, fake_agent):
     assert j["exit_code"] == 0 and j["end_time"] >= j["start_time"]
     assert all(p["exit_code"] == 0 for p in j["placement"])
     # Every exit was acknowledged after it was recorded.
-    assert len(a1.messages("ack", job=job["id"])) + len(a2.messages("ack", job=job["id"])) == 4
+    wait_for(lambda: len(a1.messages("ack", job=job["id"])) + len(a2.messages("ack", job=job["id"])) == 4,
+             what="4 acks")
     wait_for(lambda: controller.node("n1")["free"]["gpus"] == 8, what="GPUs released")
 
 
@@ -435,3 +436,35 @@ def test_help_lists_every_route(build_dir):
         assert route in out
     ver = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout
     assert ver.startswith("sluiced ")
+
+
+def test_time_limit_is_enforced(controller, fake_agent):
+    a = fake_agent("n1", gpus=8)
+    job = controller.submit({"command": ["x"], "gpus": 1, "time_limit": 1})
+    assert a.wait_message("launch", job=job["id"])[0]["time_limit"] == 1
+    a.wait_message("kill", job=job["id"], timeout=20)
+    j = controller.wait_job(job["id"], "failed")
+    assert "time limit" in j["reason"]
+
+
+def test_configured_pools_restrict_job_pools(controller_factory):
+    ctl = controller_factory({"pools": ["default", {"name": "a100", "description": "old"}]})
+    assert ctl.submit({"command": ["x"], "pool": "a100"})["pool"] == "a100"
+    st, body = ctl.request("POST", "/v1/jobs", {"command": ["x"], "pool": "h200"},
+                           token=ctl.token("alice"))
+    assert st == 400 and err(body)["field"] == "pool"
+
+
+def test_tenant_quota_holds_jobs_back(controller_factory):
+    from harness import FakeAgent
+    ctl = controller_factory(tenants=[{"name": "alice", "weight": 1, "quota": {"gpus": 2}},
+                                      {"name": "bob", "weight": 1}])
+    a = FakeAgent(ctl, "n1", gpus=8).start()
+    jobs = [ctl.submit({"command": ["x"], "gpus": 1}) for _ in range(3)]
+    a.wait_message("launch", count=2)
+    j = ctl.job(jobs[2]["id"])
+    assert j["state"] == "pending" and j["reason"]
+    st, body = ctl.request("GET", "/v1/tenants", token=ctl.admin_token)
+    alice = [t for t in body["tenants"] if t["name"] == "alice"][0]
+    assert alice["quota"]["gpus"] == 2 and alice["usage"]["gpus"] == 2
+    a.close()

@@ -60,8 +60,10 @@ def test_kill9_readopts_running_tasks_without_relaunch(controller):
     assert after["start_time"] == before["start_time"]
     # The GPUs are still held: the waiting job must not start, and the
     # re-adopted tasks were not launched again.
-    b.heartbeat()
-    st, _ = controller.request("GET", "/healthz")
+    # A logs request is answered by the agent after everything sent to it
+    # before (one TCP stream): a barrier that makes "no launch" certain.
+    st, _ = controller.request("GET", "/v1/jobs/%d/logs" % run["id"], token=controller.admin_token)
+    assert st == 404
     assert controller.job(waiting["id"])["state"] == "pending"
     assert b.messages("launch") == []
     # When the re-adopted job ends, the waiting job gets the GPUs.
