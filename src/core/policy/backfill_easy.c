@@ -22,7 +22,9 @@
  * reaches count is the shadow time. The reserved nodes are then the nodes
  * of that released state that hold the most tasks (ties: lower id), taken
  * until they hold count tasks: as few nodes as possible, so that as many
- * others as possible stay open to long backfill jobs.
+ * others as possible stay open to long backfill jobs. Reservations are
+ * node-granular, as in Slurm: a long job may use no reserved node at all,
+ * even one with room beyond what the reserved job needs.
  *
  * Why the reservation holds: at the shadow time the reserved nodes are in
  * the copied state or better provided (a) running jobs end by their
