@@ -103,8 +103,8 @@ static unsigned long long proc_start_time(pid_t pid) {
     char *p = strrchr(buf, ')');
     if (!p) return 0;
     p++;
-    /* Fields after the command name start at 3 (state); starttime is 22. */
-    for (int field = 2; field < 22 && p; field++) {
+    /* p is at the blank before field 3 (state); starttime is field 22. */
+    for (int field = 3; field < 22 && p; field++) {
         p = strchr(p + 1, ' ');
     }
     return p ? strtoull(p + 1, NULL, 10) : 0;
