@@ -120,7 +120,7 @@ int sim_gen(const sim_gen_opts_t *o, FILE *f, char *err, size_t errlen) {
         snprintf(err, errlen, "--jobs must be 1..10000000");
         return SL_EINVAL;
     }
-    double gap = o->interarrival_s > 0 ? o->interarrival_s : kind == 0 ? 20 : kind == 1 ? 3600 : 60;
+    double gap = o->interarrival_s > 0 ? o->interarrival_s : kind == 0 ? 20 : kind == 1 ? 14400 : 1800;
     fprintf(f, "id,tenant,submit,duration,tasks,cpu,memory,gpus,gpu_share,gpu_models,pool,"
                "priority,time_limit,gpu_memory\n");
     double t = 0;

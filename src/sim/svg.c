@@ -90,7 +90,7 @@ static int plot_close(plot_t *p, char *err, size_t errlen) {
 }
 
 static void fmt_tick(char *buf, size_t len, double v) {
-    if (fabs(v) >= 1e4 || (fabs(v) < 1e-3 && v != 0)) snprintf(buf, len, "%.0e", v);
+    if (fabs(v) >= 1e7 || (fabs(v) < 1e-3 && v != 0)) snprintf(buf, len, "%.0e", v);
     else snprintf(buf, len, "%g", v);
 }
 
@@ -166,7 +166,7 @@ static void plot_line(plot_t *p, const double *x, const double *y, size_t n, con
     fprintf(p->f, "\"/>\n");
 }
 
-static void plot_legend(plot_t *p, const char *const *labels, size_t n, bool right_top) {
+static void plot_legend(plot_t *p, const char *const *labels, size_t n, int where) {
     double w = 0;
     for (size_t i = 0; i < n; i++) {
         double lw = 7.5 * (double)strlen(labels[i]);
@@ -174,8 +174,9 @@ static void plot_legend(plot_t *p, const char *const *labels, size_t n, bool rig
     }
     w += 40;
     double h = 20.0 * (double)n + 10;
-    double x = right_top ? p->W - p->mr - w - 10 : p->ml + 10;
-    double y = p->mt + 10;
+    /* where: 0 top left, 1 top right, 2 bottom right */
+    double x = where == 0 ? p->ml + 10 : p->W - p->mr - w - 10;
+    double y = where == 2 ? p->H - p->mb - h - 10 : p->mt + 10;
     fprintf(p->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" "
             "fill-opacity=\"0.9\" stroke=\"#999\"/>\n", x, y, w, h);
     for (size_t i = 0; i < n; i++) {
@@ -239,7 +240,7 @@ int sim_fill_svg(const char *dir, const sim_fill_result_t *r, size_t n, char *er
         labels[i] = lbuf[i];
     }
     fprintf(p.f, "</g>\n");
-    plot_legend(&p, labels, nl, false);
+    plot_legend(&p, labels, nl, 0);
     return plot_close(&p, err, errlen);
 }
 
@@ -285,7 +286,7 @@ int sim_replay_svg(const char *dir, const sim_replay_result_t *r, size_t n, char
         }
         plot_line(&p, xs, ys, k, palette[i % NPAL]);
     }
-    plot_legend(&p, labels, nl, false);
+    plot_legend(&p, labels, nl, 2);
     if ((rc = plot_close(&p, err, errlen)) < 0) return rc;
 
     /* GPU allocation over time. */
@@ -309,6 +310,6 @@ int sim_replay_svg(const char *dir, const sim_replay_result_t *r, size_t n, char
         plot_line(&p, tx, r[i].alloc.v, m, palette[i % NPAL]);
         sl_free(tx);
     }
-    plot_legend(&p, labels, nl, true);
+    plot_legend(&p, labels, nl, 1);
     return plot_close(&p, err, errlen);
 }
