@@ -26,6 +26,10 @@ static void gpu_list(ctl_buf_t *b, uint32_t mask) {
 }
 
 void ctl_job_write(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
+    ctl_job_write_core(c, b, j, NULL);
+}
+
+void ctl_job_write_core(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j, const sl_job_t *cj) {
     ctl_buf_add(b, j->head, j->head_len);
     ctl_buf_puts(b, ",\"state\":\"");
     ctl_buf_puts(b, ctl_job_state_name(j->state));
@@ -38,7 +42,8 @@ void ctl_job_write(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
     char both[512];
     if (j->state == CTL_JOB_PENDING && !j->requeue_wait && j->in_core) {
         /* Why it waits now (from the core), and why it was requeued if it was. */
-        const sl_job_t *cj = sl_sched_job(c->sched, j->id);
+        if (cj == NULL)
+            cj = sl_sched_job(c->sched, j->id);
         const char *r = cj ? sl_job_reason(cj) : NULL;
         if (r && r[0] && j->reason[0]) {
             snprintf(both, sizeof both, "%s (%s)", r, j->reason);

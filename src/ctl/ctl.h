@@ -231,6 +231,7 @@ typedef struct ctl {
     ctl_logreq_t *logreqs;
     uint64_t next_logreq;
 
+    size_t last_list_len;  /* size of the last job list, to pre-size the next */
     ctl_counters_t n;
     int64_t started_us;
     int64_t started_mono_us;
@@ -317,6 +318,8 @@ void ctl_logreq_expire(ctl_t *c);
 
 /* api.c */
 void ctl_job_write(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j);
+/* The same, with the core's job when the caller has it (saves a lookup). */
+void ctl_job_write_core(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j, const sl_job_t *cj);
 void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id);
 
 /* metrics.c */

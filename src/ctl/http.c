@@ -385,14 +385,14 @@ typedef struct list_ctx {
     int64_t n;
 } list_ctx_t;
 
-static bool list_one(list_ctx_t *lc, ctl_job_t *j) {
+static bool list_one(list_ctx_t *lc, ctl_job_t *j, const sl_job_t *cj) {
     if (lc->limit >= 0 && lc->n >= lc->limit)
         return false;
     if ((lc->tenant >= 0 && j->tenant != lc->tenant) || (lc->state >= 0 && (int)j->state != lc->state))
         return true;
     if (lc->n++)
         ctl_buf_putc(lc->b, ',');
-    ctl_job_write(lc->c, lc->b, j);
+    ctl_job_write_core(lc->c, lc->b, j, cj);
     return true;
 }
 
@@ -401,7 +401,7 @@ static int list_core(void *ud, const sl_job_t *cj) {
     ctl_job_t *j = ctl_job_find(lc->c, sl_job_id(cj));
     if (j == NULL)
         return 0;
-    return list_one(lc, j) ? 0 : 1;
+    return list_one(lc, j, cj) ? 0 : 1;
 }
 
 static bool parse_u64(const char *s, int64_t *out) {
@@ -432,6 +432,7 @@ static bool job_access(hreq_t *h, ctl_job_t **out) {
 
 static void h_list(hreq_t *h) {
     ctl_t *c = h->c;
+    int64_t t0 = ctl_mono_us();
     ctl_buf_t b;
     ctl_buf_init(&b);
     list_ctx_t lc = {c, &b, h->admin ? -1 : h->tenant, -1, -1, 0};
@@ -461,7 +462,7 @@ static void h_list(hreq_t *h) {
         ctl_http_error(c, h->req, 400, "invalid_field", "limit", "limit: must be a whole number");
         return;
     }
-    ctl_buf_reserve(&b, 4096);
+    ctl_buf_reserve(&b, c->last_list_len + 4096);
     ctl_buf_puts(&b, "{\"jobs\":[");
     if (lc.state < 0 || lc.state == CTL_JOB_PENDING)
         sl_sched_foreach(c->sched, SL_JOB_PENDING, list_core, &lc);
@@ -471,12 +472,19 @@ static void h_list(hreq_t *h) {
             ctl_job_t *j = ctl_job_find(c, id);
             if (j == NULL || j->in_core)
                 continue;
-            if (!list_one(&lc, j))
+            if (!list_one(&lc, j, NULL))
                 break;
         }
     }
     ctl_buf_puts(&b, "]}\n");
+    if (lc.tenant < 0 && lc.state < 0 && lc.limit < 0)
+        c->last_list_len = b.len;
+    size_t bytes = b.len;
+    int64_t t1 = ctl_mono_us();
     ctl_http_send_json(h->req, 200, &b);
+    if (sl_log_enabled(SL_LOG_DEBUG, "http"))
+        sl_log(SL_LOG_DEBUG, "http", "list jobs=%lld bytes=%zu build_us=%lld send_us=%lld",
+               (long long)lc.n, bytes, (long long)(t1 - t0), (long long)(ctl_mono_us() - t1));
 }
 
 static void h_get(hreq_t *h) {
