@@ -247,59 +247,122 @@ class Live:
             return False
 
 
-def job_spec(name, argv, gpus=1):
-    return {"name": name, "gpus": gpus, "cpus": "1", "memory": "1Gi",
-            "command": argv}
+def job_spec(name, argv, gpus=1, time_limit=0):
+    sp = {"name": name, "gpus": gpus, "cpus": "1", "memory": "1Gi",
+          "command": argv}
+    if time_limit:
+        sp["time_limit"] = time_limit
+    return sp
 
 
 # ------------------------------------------------------------------ startup
+def proc_cpu_s(pid):
+    """utime + stime of a process, seconds."""
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            f = fh.read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / float(os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def startup_submit(lc, mode, specs):
+    """Submits the specs; returns (t0, ids, seconds the submissions took).
+    mode "seq": one keep-alive connection, one POST after the other (as the
+    peer's 100 sequential sbatch); "cN": N concurrent connections; "cli":
+    one `sluice submit` process per job, one after the other."""
+    if mode == "cli":
+        argv, env = cli_base(lc, lc.tok)
+        t0 = time.time()
+        ids = []
+        for sp in specs:
+            p = subprocess.run(argv + ["submit", "-q", "--name", sp["name"],
+                                       "--gpus", "1", "--cpus", "1", "--mem", "1Gi",
+                                       "--"] + sp["command"],
+                               env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=60)
+            if p.returncode != 0:
+                raise RuntimeError("sluice submit -> %d: %s" % (p.returncode, p.stderr[:300]))
+            ids.append(int(p.stdout.split()[0]))
+        return t0, ids, time.time() - t0
+    raws = [httpload.build_request("POST", "/v1/jobs", lc.tok, sp) for sp in specs]
+    if mode == "seq":
+        t0 = time.time()
+        ids = lc.submit_raw(raws)
+        return t0, ids, time.time() - t0
+    conns = int(mode[1:])
+    t0 = time.time()
+    r = httpload.run_load(lc.ctl.port, lambda i: raws[i], len(raws), conns, 60,
+                          keep_bodies=True)
+    t_sub = time.time() - t0
+    if r["ok"] != len(raws):
+        raise RuntimeError("startup submit: %d of %d ok: %s" % (r["ok"], len(raws),
+                                                                r["first_error"]))
+    return t0, [json.loads(b)["id"] for b in r["bodies"]], t_sub
+
+
+def wait_load(a, what):
+    """Waits, bounded, for the shared machine to calm down before a part."""
+    if a.max_load <= 0:
+        return
+    deadline = time.monotonic() + a.max_load_wait
+    while os.getloadavg()[0] > a.max_load and time.monotonic() < deadline:
+        time.sleep(5)
+    log("%s: load average %.2f (limit %.2f)" % (what, os.getloadavg()[0], a.max_load))
+
+
 def sluice_startup(a, out):
+    wait_load(a, "sluice startup")
     n = a.startup_n
-    runs = []
+    res_all = out["sluice"]["startup"] = {}
     with Live(a.work, "startup", a.agents) as lc:
         log("startup cluster up: %d agents x 8 GPUs (sluiced pid %d)"
             % (a.agents, lc.ctl.proc.pid))
-        for r in range(a.reps):
-            d = os.path.join(lc.dir, "stamps-%d" % r)
-            fresh_dir(d)
-            raws = [httpload.build_request(
-                "POST", "/v1/jobs", lc.tok,
-                job_spec("start-%d-%d" % (r, i),
-                         ["/bin/bash", STAMP_SH, d, "30"])) for i in range(n)]
-            la = os.getloadavg()[0]
-            t0 = time.time()
-            ids = lc.submit_raw(raws)
-            t_sub = time.time() - t0
-            st = wait_stamps(d, ".s", n, 60)
-            starts = sorted(v[0] for v in st.values())
-            jobs = lc.wait_jobs(ids, ("running",), 30)
-            api = sorted(j["start_time"] for j in jobs.values())
-            q = sorted(j["start_time"] - j["submit_time"] for j in jobs.values())
-            slots = {(p["node"], tuple(p["gpus"])) for j in jobs.values()
-                     for p in j["placement"]}
-            nodes = {p["node"] for j in jobs.values() for p in j["placement"]}
-            res = {"all_started_stamp_s": starts[-1] - t0,
-                   "first_started_stamp_s": starts[0] - t0,
-                   "all_started_api_s": api[-1] - t0,
-                   "submit_s": t_sub, "queue_delay_max_s": q[-1],
-                   "queue_delay_median_s": statistics.median(q),
-                   "distinct_gpus": len(slots), "nodes_used": len(nodes),
-                   "loadavg1_before": la}
-            runs.append(res)
-            log("sluice startup rep %d: all %d started %.3f s by job stamps, "
-                "%.3f s by agents' start_time (first %.3f s; 100 POSTs took "
-                "%.3f s; %d nodes, %d distinct GPUs)"
-                % (r + 1, n, res["all_started_stamp_s"],
-                   res["all_started_api_s"], res["first_started_stamp_s"],
-                   t_sub, len(nodes), len(slots)))
-            lc.cancel(ids)
-            lc.wait_jobs(ids, ("cancelled", "failed", "succeeded"), 60)
-            lc.wait_idle(60)
-            time.sleep(1.0)  # as the Slurm side
-    out["sluice"]["startup"] = runs
+        for mode in a.startup_modes:
+            if mode == "cli" and not os.access(cli_base(lc)[0][0], os.X_OK):
+                log("startup mode cli skipped: sluice CLI not built")
+                continue
+            runs = res_all[mode] = []
+            for r in range(a.reps):
+                d = os.path.join(lc.dir, "stamps-%s-%d" % (mode, r))
+                fresh_dir(d)
+                specs = [job_spec("start-%s-%d-%d" % (mode, r, i),
+                                  ["/bin/bash", STAMP_SH, d, "30"]) for i in range(n)]
+                la = os.getloadavg()[0]
+                cpu0 = proc_cpu_s(lc.ctl.proc.pid)
+                t0, ids, t_sub = startup_submit(lc, mode, specs)
+                st = wait_stamps(d, ".s", n, 60)
+                cpu1 = proc_cpu_s(lc.ctl.proc.pid)
+                starts = sorted(v[0] for v in st.values())
+                jobs = lc.wait_jobs(ids, ("running",), 30)
+                api = sorted(j["start_time"] for j in jobs.values())
+                q = sorted(j["start_time"] - j["submit_time"] for j in jobs.values())
+                slots = {(p["node"], tuple(p["gpus"])) for j in jobs.values()
+                         for p in j["placement"]}
+                nodes = {p["node"] for j in jobs.values() for p in j["placement"]}
+                res = {"all_started_stamp_s": starts[-1] - t0,
+                       "first_started_stamp_s": starts[0] - t0,
+                       "all_started_api_s": api[-1] - t0,
+                       "submit_s": t_sub, "queue_delay_max_s": q[-1],
+                       "queue_delay_median_s": statistics.median(q),
+                       "distinct_gpus": len(slots), "nodes_used": len(nodes),
+                       "sluiced_cpu_s": cpu1 - cpu0, "loadavg1_before": la}
+                runs.append(res)
+                log("sluice startup %s rep %d: all %d started %.3f s by job stamps, "
+                    "%.3f s by agents' start_time (first %.3f s; submissions took "
+                    "%.3f s; submit->start max %.1f ms; sluiced CPU %.3f s; %d nodes, "
+                    "%d distinct GPUs)"
+                    % (mode, r + 1, n, res["all_started_stamp_s"],
+                       res["all_started_api_s"], res["first_started_stamp_s"],
+                       t_sub, 1e3 * q[-1], res["sluiced_cpu_s"], len(nodes), len(slots)))
+                lc.cancel(ids)
+                lc.wait_jobs(ids, ("cancelled", "failed", "succeeded"), 60)
+                lc.wait_idle(60)
+                time.sleep(1.0)  # as the Slurm side
 
 
 def sluice_turnover(a, out):
+    wait_load(a, "sluice turnover")
     J, S = a.turnover_jobs, a.turnover_sleep
     runs = []
     with Live(a.work, "turnover", 1) as lc:
@@ -352,12 +415,13 @@ def sluice_turnover(a, out):
 
 
 # ------------------------------------------------------- submit and queue
-def cli_base(lc):
+def cli_base(lc, token=None):
     """argv prefix and environment for the sluice CLI against lc."""
     exe = os.path.join(lc.harness.build_dir(), "sluice")
-    env = dict(os.environ, SLUICE_URL=lc.ctl.url, SLUICE_TOKEN=lc.adm,
+    token = token or lc.adm
+    env = dict(os.environ, SLUICE_URL=lc.ctl.url, SLUICE_TOKEN=token,
                SLUICE_SERVER=lc.ctl.url)
-    return [exe, "--server", lc.ctl.url, "--token", lc.adm], env
+    return [exe, "--server", lc.ctl.url, "--token", token], env
 
 
 def time_calls(fn, reps):
@@ -370,6 +434,7 @@ def time_calls(fn, reps):
 
 
 def sluice_submit_queue(a, out):
+    wait_load(a, "sluice submit")
     res = {"phases": []}
     out["sluice"]["submit"] = res
     with Live(a.work, "submit", 1) as lc:
@@ -377,11 +442,12 @@ def sluice_submit_queue(a, out):
         fresh_dir(d)
         blockers = lc.submit_raw([httpload.build_request(
             "POST", "/v1/jobs", lc.tok,
-            job_spec("blocker-%d" % i, ["/bin/bash", STAMP_SH, d, "3000"]))
+            job_spec("blocker-%d" % i, ["/bin/bash", STAMP_SH, d, "3000"],
+                     time_limit=3600 if a.time_limit else 0))
             for i in range(8)])
         wait_stamps(d, ".s", 8, 30)
         lc.wait_jobs(blockers, ("running",), 30)
-        body = job_spec("q", ["/bin/true"])
+        body = job_spec("q", ["/bin/true"], time_limit=a.time_limit)
         raw = httpload.build_request("POST", "/v1/jobs", lc.tok, body)
         acked = 0
         phases = [(1, min(a.seq_n, a.pending)), (a.conns, a.pending - min(a.seq_n, a.pending))]
@@ -390,8 +456,10 @@ def sluice_submit_queue(a, out):
         for idx, (c, n) in enumerate(phases):
             if n <= 0:
                 continue
+            cpu0 = proc_cpu_s(lc.ctl.proc.pid)
             r = httpload.run_load(lc.ctl.port, lambda i: raw, n, c,
                                   a.submit_deadline)
+            ctl_cpu = proc_cpu_s(lc.ctl.proc.pid) - cpu0
             acked += r["ok"]
             lat = r["latencies_s"]
             ph = {"conns": c, "n": n, "ok": r["ok"], "done": r["done"],
@@ -401,16 +469,17 @@ def sluice_submit_queue(a, out):
                   "lat_p50_ms": 1e3 * pct(lat, 0.5), "lat_p99_ms": 1e3 * pct(lat, 0.99),
                   "lat_max_ms": 1e3 * max(lat) if lat else None,
                   "client_cpu_us_per_req": 1e6 * r["cpu_s"] / max(1, r["done"]),
+                  "sluiced_cpu_us_per_req": 1e6 * ctl_cpu / max(1, r["done"]),
                   "jobs_before": acked - r["ok"]}
             res["phases"].append(ph)
             log("sluice submit phase %d: %d POST /v1/jobs over %d keep-alive "
                 "connection(s) with %d jobs already queued: %d acknowledged in "
                 "%.2f s = %.0f/s (latency p50 %.2f ms, p99 %.2f ms, max %.1f ms; "
-                "errors %s; client CPU %.0f us/request)"
+                "errors %s; CPU per request: sluiced %.0f us, client %.0f us)"
                 % (idx + 1, n, c, ph["jobs_before"], r["ok"], r["elapsed_s"],
                    ph["rate_per_s"], ph["lat_p50_ms"], ph["lat_p99_ms"],
                    ph["lat_max_ms"] or 0, r["errors"] or "none",
-                   ph["client_cpu_us_per_req"]))
+                   ph["sluiced_cpu_us_per_req"], ph["client_cpu_us_per_req"]))
             if r["ok"] < n:
                 log("  first error body: %s" % r["first_error"])
             if acked >= a.pending and "queue" not in res:
@@ -424,6 +493,7 @@ def sluice_submit_queue(a, out):
 
 def measure_queue(lc, a):
     q = {}
+    time.sleep(1.0)  # let the last commit and checkpoint settle
     st, js, b = lc.aconn.request("GET", "/v1/jobs?state=pending")
     q["pending"] = len(js["jobs"]) if st == 200 else None
     st, js, b = lc.aconn.request("GET", "/v1/jobs")
@@ -441,7 +511,7 @@ def measure_queue(lc, a):
         c.close()
     q["get_jobs_fresh_conn_s"] = time_calls(fresh, a.queue_reps)
     argv, env = cli_base(lc)
-    for name, extra in (("cli_queue_s", ["queue"]), ("cli_queue_json_s", ["queue", "--json"])):
+    for name, extra in (("cli_queue_s", ["queue"]), ("cli_queue_json_s", ["--json", "queue"])):
         lines = [0]
 
         def run():
@@ -495,6 +565,7 @@ def durability_check(lc, expected):
 def slurm_all(a, out):
     s = out["slurm"] = {"version": slurmside.version()}
     tests = a.tests
+    wait_load(a, "slurm")
     if "startup" in tests:
         s["startup"] = slurmside.startup(STAMP_SH, a.work, n=a.startup_n,
                                          sleep_s=30, reps=a.slurm_reps, log=log)
@@ -520,18 +591,24 @@ def summary(out, a):
     def row(*cells):
         L.append("| " + " | ".join(cells) + " |")
 
-    r1, s1 = sl.get("startup"), su.get("startup")
-    if r1 or s1:
-        row("100-task start-up: all started (job stamps), s, min / median / max",
+    s1 = su.get("startup")
+    modes = sl.get("startup") or {}
+    label = {"seq": "POSTs one after another on 1 connection (as 100 sequential sbatch)",
+             "cli": "100 sequential `sluice submit` processes"}
+    first = True
+    for mode, r1 in modes.items():
+        lab = label.get(mode, "POSTs from %s concurrent connections" % mode[1:])
+        row("100-task start-up, all started (job stamps), %s, s" % lab,
             TARGETS["startup"], col(r1, "all_started_stamp_s"),
-            col(s1, "all_started_s") + (" (no GRES: 128 CPUs, 1 node)" if s1 else ""),
-            SLURM_REF["startup"])
-        row("same, by the agents' reported start_time, s", "",
-            col(r1, "all_started_api_s"), "", "")
-        row("first task started (job stamp), s", "", col(r1, "first_started_stamp_s"),
-            col(s1, "first_started_s"), "")
-        row("the 100 submissions took (POSTs on one connection / sbatch calls), s", "",
-            col(r1, "submit_s"), col(s1, "submit_s"), "")
+            (col(s1, "all_started_s") + " (100 sequential sbatch, no GRES: 128 CPUs, 1 node)")
+            if first and s1 else "", SLURM_REF["startup"] if first else "")
+        row("same, by the agents' reported start_time, s", "", col(r1, "all_started_api_s"), "", "")
+        row("same, the 100 submissions took, s", "", col(r1, "submit_s"),
+            col(s1, "submit_s") if first and s1 else "", "")
+        first = False
+    if s1 and not modes:
+        row("100-task start-up, all started (job stamps), s", TARGETS["startup"], "not run",
+            col(s1, "all_started_s"), SLURM_REF["startup"])
     r2, s2 = sl.get("turnover"), su.get("turnover")
     if r2 or s2:
         row("GPU turnover: exit -> next start on that GPU (stamps), median of a run, ms",
@@ -585,6 +662,9 @@ def main():
     ap.add_argument("--reps", type=int, default=5, help="startup repetitions")
     ap.add_argument("--agents", type=int, default=13)
     ap.add_argument("--startup-n", type=int, default=100)
+    ap.add_argument("--startup-modes", default="seq,c10,cli",
+                    help="seq: POSTs one after another on one connection; cN: "
+                         "N concurrent connections; cli: one `sluice submit` each")
     ap.add_argument("--turnover-jobs", type=int, default=40)
     ap.add_argument("--turnover-sleep", type=float, default=0.2)
     ap.add_argument("--turnover-reps", type=int, default=3)
@@ -595,14 +675,23 @@ def main():
     ap.add_argument("--conns", type=int, default=8)
     ap.add_argument("--conns2", type=int, default=32)
     ap.add_argument("--submit-deadline", type=float, default=120)
-    ap.add_argument("--queue-reps", type=int, default=10)
+    ap.add_argument("--queue-reps", type=int, default=20)
+    ap.add_argument("--time-limit", type=int, default=0,
+                    help="submit test: give the queued jobs this time_limit (s) and "
+                         "the blockers 3600 s, so EASY backfill makes a reservation "
+                         "and considers every pending job in each cycle")
     ap.add_argument("--no-durability", dest="durability", action="store_false")
     ap.add_argument("--slurm-reps", type=int, default=3)
     ap.add_argument("--slurm-turnover-reps", type=int, default=2)
     ap.add_argument("--slurm-pending", type=int, default=10000)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--max-load", type=float, default=0,
+                    help="before each part, wait (at most --max-load-wait s) until "
+                         "the 1-minute load average is below this (0: do not wait)")
+    ap.add_argument("--max-load-wait", type=float, default=300)
     a = ap.parse_args()
     a.tests = [t for t in a.tests.split(",") if t]
+    a.startup_modes = [m for m in a.startup_modes.split(",") if m]
     a.reps = max(1, min(a.reps, 50))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     a.out = a.out or "/tmp/sluice-live-bench/%s" % stamp
