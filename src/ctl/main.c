@@ -211,6 +211,15 @@ int main(int argc, char **argv) {
     OVERRIDE(state, state)
 #undef OVERRIDE
     ctl_config_finish(&c->cfg);
+    if ((int64_t)c->cfg.heartbeat_s * 3000 > c->cfg.node_timeout_ms) {
+        /* Agents must say something several times per node_timeout. */
+        int32_t hb = (int32_t)(c->cfg.node_timeout_ms / 3000);
+        c->cfg.heartbeat_s = hb < 1 ? 1 : hb;
+        if (c->cfg.node_timeout_ms < 3000)
+            sl_log(SL_LOG_WARN, "config",
+                   "node_timeout=%lldms is below 3 heartbeats of 1 s; agents may be declared down",
+                   (long long)c->cfg.node_timeout_ms);
+    }
     c->next_id = 1;
     c->first_active = 1;
     c->started_us = ctl_now_us();
