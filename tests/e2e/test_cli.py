@@ -1,0 +1,385 @@
+"""
+test_cli.py - the `sluice` command line against real daemons on 127.0.0.1.
+
+Every command (help, submit with flags and with -f, queue, show, cancel,
+nodes, tenants, logs, up, down), --json output, and the exit codes scripts
+rely on: 0 ok, 1 the server refused, 2 usage error (including a bad spec
+file, found before any request), 3 cannot reach the server.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"))
+
+import harness  # noqa: E402
+import e2e_util as u  # noqa: E402
+
+MEGATRON = os.path.join(u.REPO, "examples", "megatron-3b.yaml")
+COMMANDS = ["submit", "queue", "show", "cancel", "nodes", "tenants", "logs", "up", "down",
+            "version", "help"]
+
+
+@pytest.fixture
+def cli_bin(build_dir):
+    exe = os.path.join(build_dir, "sluice")
+    if not os.access(exe, os.X_OK):
+        pytest.skip("sluice is not built")
+    return exe
+
+
+def test_help_for_every_command(cli_bin, tmp_path):
+    env = u.cli_env(tmpdir=tmp_path)
+    r = u.sluice(["--help"], env)
+    assert r.returncode == 0
+    for c in COMMANDS:
+        assert "\n  %s " % c in r.stdout, c
+    for c in COMMANDS:
+        r = u.sluice([c, "--help"], env)
+        assert r.returncode == 0, c
+        assert r.stdout.startswith("usage: sluice %s" % c), r.stdout
+        assert "exit codes: 0 ok, 1" in r.stdout
+    r = u.sluice(["submit", "--help"], env)
+    for flag in ("--name", "--tenant", "--tasks", "--gpus", "--gpu-share", "--gpu-memory", "--cpus",
+                 "--mem", "--gpu-model", "--pool", "--priority", "--time", "-f, --file", "--json"):
+        assert flag in r.stdout, flag
+    assert u.sluice(["help", "logs"], env).stdout.startswith("usage: sluice logs")
+    r = u.sluice(["--version"], env)
+    assert r.returncode == 0 and r.stdout.startswith("sluice ")
+
+
+@pytest.mark.parametrize("args,word", [
+    ([], "usage: sluice"),
+    (["frobnicate"], 'no command "frobnicate"'),
+    (["queue", "--bogus"], "unknown option --bogus"),
+    (["submit", "--gpus", "two", "--", "true"], "--gpus"),
+    (["submit", "--gpus", "1", "--gpu-share", "0.5", "--", "true"], "exclude"),
+    (["submit", "--cpus", "12Qi", "--", "true"], "--cpus"),
+    (["submit", "--mem", "lots", "--", "true"], "--mem"),
+    (["submit", "--time", "soon", "--", "true"], "--time"),
+    (["submit", "--env", "NOEQUALS", "--", "true"], "--env"),
+    (["submit", "--on-node-failure", "panic", "--", "true"], "--on-node-failure"),
+    (["submit", "--name", "x"], "nothing to run"),
+    (["submit", "--name"], "needs a value"),
+    (["show"], "give one job id"),
+    (["show", "abc"], "not a job id"),
+    (["cancel"], "at least one job id"),
+    (["logs", "1", "--task", "-3"], "--task"),
+    (["queue", "--state", "sleeping"], "--state"),
+    (["up", "--port", "99999"], "--port"),
+])
+def test_usage_errors_exit_2(cli_bin, tmp_path, args, word):
+    # The server does not exist: a usage error must be found before any request.
+    env = u.cli_env(extra={"SLUICE_SERVER": "http://127.0.0.1:%d" % harness.free_port()},
+                    tmpdir=tmp_path)
+    r = u.sluice(args, env)
+    assert r.returncode == 2, (args, r.returncode, r.stderr)
+    assert word in r.stderr, r.stderr
+
+
+def test_unreachable_server_exit_3(cli_bin, tmp_path):
+    env = u.cli_env(extra={"SLUICE_SERVER": "http://127.0.0.1:%d" % harness.free_port(),
+                           "SLUICE_TOKEN": "x"}, tmpdir=tmp_path)
+    for args in (["queue"], ["nodes"], ["show", "1"], ["submit", "--", "true"], ["cancel", "1"],
+                 ["logs", "1"], ["tenants"]):
+        r = u.sluice(args, env)
+        assert r.returncode == 3, (args, r.returncode, r.stderr)
+        assert "cannot reach" in r.stderr
+
+
+def test_submit_flags_build_the_api_submission(cli_bin, tmp_path):
+    env = u.cli_env(tmpdir=tmp_path)
+    r = u.sluice(["submit", "--dry-run", "--name", "sweep", "--tenant", "bob", "--tasks", "4",
+                  "--min-tasks", "2", "--gpu-share", "0.25", "--gpu-memory", "10Gi", "--cpus", "500m",
+                  "--mem", "2Gi", "--gpu-model", "H100,A100", "--gpu-model", "L4", "--pool", "batch",
+                  "--priority", "-3", "--time", "1h30m", "--image", "img", "-e", "A=1", "--env", "B=x=y",
+                  "--on-node-failure", "fail", "--", "python", "train.py", "--lr", "3e-4"], env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {
+        "name": "sweep", "tenant": "bob", "tasks": 4, "min_tasks": 2, "gpu_share": "0.25",
+        "gpu_memory": "10Gi", "cpus": "500m", "memory": "2Gi", "gpu_models": ["H100", "A100", "L4"],
+        "pool": "batch", "priority": -3, "time_limit": 5400, "image": "img",
+        "env": {"A": "1", "B": "x=y"}, "on_node_failure": "fail",
+        "command": ["python", "train.py", "--lr", "3e-4"]}
+    # Without "--", the first non-option starts the command.
+    r = u.sluice(["submit", "--dry-run", "--gpus", "1", "echo", "--gpus", "2"], env)
+    assert json.loads(r.stdout) == {"gpus": 1, "command": ["echo", "--gpus", "2"]}
+
+
+def test_megatron_manifest_submits_unchanged(cli_bin, controller, tmp_path):
+    shared = os.path.join(os.environ.get("SLUICE_SHARED", os.path.join(u.REPO, "..", "shared")),
+                          "examples", "megatron-3b.yaml")
+    if os.path.exists(shared):
+        with open(shared, "rb") as a, open(MEGATRON, "rb") as b:
+            assert a.read() == b.read(), "examples/megatron-3b.yaml must be the seed's manifest verbatim"
+    env = u.cli_env(controller, controller.token("alice"), tmpdir=tmp_path)
+    r = u.sluice(["submit", "--dry-run", "-f", MEGATRON], env)
+    assert json.loads(r.stdout) == {"name": "megatron-3b", "tasks": 8, "gpus": 4, "cpus": "16",
+                                    "memory": "128Gi", "image": "nvcr.io/megatron"}
+    job = u.sluice_json(["submit", "-f", MEGATRON], env)
+    assert (job["name"], job["tasks"], job["gpus"], job["image"], job["tenant"]) == \
+        ("megatron-3b", 8, 4, "nvcr.io/megatron", "alice")
+    assert job["state"] == "pending"
+    # No node: it waits, and `show` says why.
+    r = u.sluice(["show", str(job["id"])], env)
+    assert r.returncode == 0
+    assert "state:      pending" in r.stdout
+    reason = controller.job(job["id"])["reason"]
+    assert reason and ("waiting:    " + reason) in r.stdout
+    assert "tasks:      8 x (4 GPU, 16 CPU, 128Gi)" in r.stdout
+    # Flags override the file.
+    j2 = u.sluice_json(["submit", "-f", MEGATRON, "--name", "m2", "--priority", "5"], env)
+    assert (j2["name"], j2["priority"], j2["tasks"]) == ("m2", 5, 8)
+
+
+def _manifest(tmp_path, text, name="bad.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+with open(MEGATRON) as _f:
+    _MEG = _f.read()
+
+BAD_SPECS = [
+    (_MEG.replace("      containers:", "      volumes:\n      - name: data\n      containers:"),
+     "spec.template.spec.volumes: not supported"),
+    (_MEG.replace("      containers:", "      affinity: {}\n      containers:"),
+     "spec.template.spec.affinity: not supported"),
+    (_MEG.replace("  parallelism: 8", "  parallelism: 8\n  completions: 16"),
+     "spec.completions: 16 differs from spec.parallelism 8"),
+    (_MEG + "      - name: sidecar\n        image: busybox\n",
+     "spec.template.spec.containers: 2 containers: not supported"),
+    (_MEG.replace("kind: Job", "kind: Deployment"), 'kind: "Deployment" is not supported'),
+    (_MEG.replace("batch/v1", "batch/v2"), 'apiVersion: "batch/v2" is not supported'),
+    (_MEG.replace("        image: nvcr.io/megatron",
+                  "        image: nvcr.io/megatron\n        env:\n        - name: A\n          valueFrom: {}"),
+     "spec.template.spec.containers[0].env[0].valueFrom: not supported"),
+    (_MEG.replace("            memory: 128Gi", "            memory: 128Gi\n            ephemeral-storage: 1Gi"),
+     "spec.template.spec.containers[0].resources.limits.ephemeral-storage: not supported"),
+    (_MEG.replace("nvidia.com/gpu: 4", "nvidia.com/gpu: 0.5"),
+     "spec.template.spec.containers[0].resources.limits.nvidia.com/gpu: \"0.5\" is not a whole number"),
+    (_MEG.replace("  name: megatron-3b", "  name: megatron-3b\n  namespace: research"),
+     "metadata.namespace: not supported"),
+    (_MEG.replace("  parallelism: 8", "  parallelism: 8\n  backoffLimit: 6"), "spec.backoffLimit: 6 is not supported"),
+    (_MEG.replace("      containers:", "      restartPolicy: OnFailure\n      containers:"),
+     "spec.template.spec.restartPolicy: \"OnFailure\" is not supported"),
+    (_MEG + "status: {}\n", "status: not supported"),
+    ("name: x\ngpus: 2\nfoo: 1\ncommand: [a]\n", "foo: unknown field"),
+    ("name: x\ntasks: many\ncommand: [a]\n", "tasks: \"many\" is not a whole number"),
+    ("name: x\ncommand: [a\n", "bad.yaml:"),
+    ("- just\n- a list\n", "the top level must be a mapping"),
+    ("name: a\ncommand: [a]\n---\nname: b\ncommand: [b]\n", "several YAML documents"),
+]
+
+
+@pytest.mark.parametrize("text,message", BAD_SPECS)
+def test_bad_specs_name_the_field(cli_bin, tmp_path, text, message):
+    env = u.cli_env(extra={"SLUICE_SERVER": "http://127.0.0.1:%d" % harness.free_port()},
+                    tmpdir=tmp_path)
+    r = u.sluice(["submit", "-f", _manifest(tmp_path, text)], env)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert message in r.stderr, r.stderr
+
+
+def test_sluice_spec_file(cli_bin, controller, cluster, tmp_path):
+    cluster(1, gpus=2)
+    env = u.cli_env(controller, controller.token("bob"), tmpdir=tmp_path)
+    spec = _manifest(tmp_path, "name: spec-job\ntasks: 2\ngpus: 1\ncpus: 500m\nmemory: 256Mi\n"
+                               "env:\n  GREETING: hi\ncommand: echo $GREETING $RANK/$WORLD_SIZE\n",
+                     "job.yaml")
+    job = u.sluice_json(["submit", "-f", spec], env)
+    assert (job["name"], job["tasks"], job["gpus"], job["cpus"], job["tenant"]) == \
+        ("spec-job", 2, 1, "500m", "bob")
+    controller.wait_job(job["id"], "succeeded")
+    for t in (0, 1):
+        r = u.sluice(["logs", str(job["id"]), "--task", str(t)], env)
+        assert r.returncode == 0 and r.stdout == "hi %d/2\n" % t
+    # The same spec as JSON.
+    jspec = _manifest(tmp_path, json.dumps({"name": "j", "command": ["true"]}), "job.json")
+    assert u.sluice_json(["submit", "-f", jspec], env)["name"] == "j"
+
+
+def test_commands_against_a_cluster(cli_bin, controller, cluster, tmp_path):
+    cluster(2, gpus=4)
+    env = u.cli_env(controller, controller.token("alice"), tmpdir=tmp_path)
+    r = u.sluice(["submit", "--name", "hello", "--gpus", "1", "--", "sh", "-c", "echo hello $RANK"], env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("submitted job ")
+    jid = int(r.stdout.split()[2])
+    controller.wait_job(jid, "succeeded")
+    r = u.sluice(["logs", str(jid)], env)
+    assert (r.returncode, r.stdout) == (0, "hello 0\n")
+    out = u.sluice_json(["logs", str(jid)], env)
+    assert out["data"] == "hello 0\n" and out["eof"] is True
+
+    r = u.sluice(["submit", "-q", "--gpus", "4", "--tasks", "2", "--", "sleep", "1000"], env)
+    assert r.returncode == 0
+    gang = int(r.stdout)
+    u.wait_running_pids(controller, gang, n=2)
+    waiting = u.sluice_json(["submit", "--gpus", "4", "--", "true"], env)
+    assert waiting["state"] == "pending"
+
+    # queue: pending and running only; --all adds finished ones.
+    r = u.sluice(["queue"], env)
+    assert r.returncode == 0
+    header, *rows = r.stdout.splitlines()
+    assert header.split()[:5] == ["ID", "NAME", "TENANT", "STATE", "TASKS"]
+    ids = [int(row.split()[0]) for row in rows]
+    assert sorted(ids) == sorted([gang, waiting["id"]])
+    q = u.sluice_json(["queue"], env)
+    assert {j["id"]: j["state"] for j in q["jobs"]} == {gang: "running", waiting["id"]: "pending"}
+    q = u.sluice_json(["queue", "--all"], env)
+    assert {j["id"] for j in q["jobs"]} >= {jid, gang, waiting["id"]}
+    q = u.sluice_json(["queue", "--state", "succeeded"], env)
+    assert [j["id"] for j in q["jobs"]] == [jid]
+
+    # show: placement of the running gang; the reason of the waiting job.
+    r = u.sluice(["show", str(gang)], env)
+    assert "state:      running" in r.stdout and "placement:" in r.stdout
+    assert "n1" in r.stdout and "n2" in r.stdout
+    assert u.sluice_json(["show", str(gang)], env)["id"] == gang
+    r = u.sluice(["show", str(waiting["id"])], env)
+    assert "waiting:" in r.stdout
+
+    # nodes and tenants.
+    r = u.sluice(["nodes"], env)
+    assert r.returncode == 0 and r.stdout.splitlines()[0].startswith("NAME")
+    assert {n["name"]: n["free"]["gpus"] for n in u.sluice_json(["nodes"], env)["nodes"]} == \
+        {"n1": 0, "n2": 0}
+    admin = u.cli_env(controller, controller.admin_token, tmpdir=tmp_path)
+    t = u.sluice_json(["tenants"], admin)
+    assert {x["name"] for x in t["tenants"]} == {"alice", "bob"}
+    assert "DOMINANT SHARE" in u.sluice(["tenants"], admin).stdout
+
+    # cancel: the gang stops, the waiting job starts on the freed GPUs.
+    r = u.sluice(["cancel", str(gang)], env)
+    assert (r.returncode, r.stdout) == (0, "cancelled job %d\n" % gang)
+    controller.wait_job(waiting["id"], "succeeded")
+    assert controller.job(gang)["state"] == "cancelled"
+    # Cancelling a finished job is refused by the server: exit 1.
+    r = u.sluice(["cancel", str(gang)], env)
+    assert r.returncode == 1 and "HTTP 409" in r.stderr
+    r = u.sluice(["cancel", str(gang), "--json"], env)
+    assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "conflict"
+
+
+def test_server_errors_exit_1(cli_bin, controller, tmp_path):
+    bad = u.cli_env(controller, "not-a-token", tmpdir=tmp_path)
+    r = u.sluice(["queue"], bad)
+    assert r.returncode == 1 and "HTTP 401" in r.stderr
+    none = u.cli_env(controller, tmpdir=tmp_path)
+    r = u.sluice(["queue"], none)
+    assert r.returncode == 1 and "no token" in r.stderr
+    env = u.cli_env(controller, controller.token("alice"), tmpdir=tmp_path)
+    r = u.sluice(["show", "424242"], env)
+    assert r.returncode == 1 and "HTTP 404" in r.stderr
+    # Rejected by the server, not by the CLI: the server names the field.
+    r = u.sluice(["submit", "--tasks", "2", "--min-tasks", "3", "--", "true"], env)
+    assert r.returncode == 1 and "min_tasks" in r.stderr
+    # Another tenant's job: 403 (or hidden as 404).
+    j = controller.submit({"command": ["true"]}, tenant="bob")
+    r = u.sluice(["cancel", str(j["id"])], env)
+    assert r.returncode == 1 and ("HTTP 403" in r.stderr or "HTTP 404" in r.stderr)
+
+
+def test_logs_follow_until_the_task_ends(cli_bin, controller, cluster, tmp_path):
+    cluster(1, gpus=0)
+    env = u.cli_env(controller, controller.token("alice"), tmpdir=tmp_path)
+    go = tmp_path / "go"
+    j = controller.submit({"command": u.sh("echo first; while [ ! -e %s ]; do sleep 0.05; done; echo second"
+                                           % go)})
+    exe = os.path.join(harness.build_dir(), "sluice")
+    p = subprocess.Popen([exe, "logs", "-f", str(j["id"])], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "first\n"
+        go.write_text("")
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    assert out == "second\n"
+
+
+def _up_env(tmp_path):
+    env = u.cli_env()
+    env.pop("SLUICE_DIR", None)
+    return env
+
+
+def test_up_detach_submit_down(cli_bin, tmp_path):
+    work = tmp_path / "proj"
+    (work / "sub").mkdir(parents=True)
+    env = _up_env(tmp_path)
+    port, aport = harness.free_port(), harness.free_port()
+    r = u.sluice(["up", "--detach", "--port", str(port), "--agent-port", str(aport), "--gpus", "2",
+                  "--cpus", "4", "--memory", "8Gi", "--name", "local"], env, cwd=str(work))
+    try:
+        assert r.returncode == 0, r.stderr
+        assert "Sluice is up" in r.stdout and "sluice down" in r.stdout
+        state = work / ".sluice"
+        assert (os.stat(state / "sluiced.yaml").st_mode & 0o777) == 0o600
+        cfg = json.loads((state / "cli.json").read_text())
+        assert cfg["server"] == "http://127.0.0.1:%d" % port
+        # From a subdirectory, with no flags or environment: the README's commands.
+        sub = str(work / "sub")
+        r = u.sluice(["submit", "--name", "hello", "--", "echo", "hello from sluice"], env, cwd=sub)
+        assert r.returncode == 0, r.stderr
+        jid = int(r.stdout.split()[2])
+        harness.wait_for(lambda: u.sluice_json(["show", str(jid)], env, cwd=sub)["state"] == "succeeded",
+                         what="job succeeded")
+        assert u.sluice(["logs", str(jid)], env, cwd=sub).stdout == "hello from sluice\n"
+        nodes = u.sluice_json(["nodes"], env, cwd=sub)["nodes"]
+        assert [(n["name"], n["gpus"], n["state"]) for n in nodes] == [("local", 2, "up")]
+        # A second `up` in the same place refuses.
+        r2 = u.sluice(["up", "--detach"], env, cwd=str(work))
+        assert r2.returncode == 1 and "already up" in r2.stderr
+        pids = [int(line.split()[1]) for line in (state / "pids").read_text().splitlines()]
+    finally:
+        d = u.sluice(["down"], env, cwd=str(work))
+    assert d.returncode == 0 and "stopped sluiced" in d.stdout, (d.stdout, d.stderr)
+    for pid in pids:
+        harness.wait_for(lambda: not u.pid_alive(pid), what="pid %d gone" % pid)
+    # Up again: same tokens, the job is still there (SQLite state in .sluice).
+    r = u.sluice(["up", "--detach"], env, cwd=str(work))
+    try:
+        assert r.returncode == 0, r.stderr
+        assert json.loads((work / ".sluice" / "cli.json").read_text()) == cfg
+        assert u.sluice_json(["show", str(jid)], env, cwd=str(work))["state"] == "succeeded"
+    finally:
+        u.sluice(["down"], env, cwd=str(work))
+
+
+def test_up_foreground_ctrl_c_stops_both(cli_bin, tmp_path):
+    work = tmp_path / "fg"
+    work.mkdir()
+    env = _up_env(tmp_path)
+    exe = os.path.join(harness.build_dir(), "sluice")
+    port, aport = harness.free_port(), harness.free_port()
+    p = subprocess.Popen([exe, "up", "--port", str(port), "--agent-port", str(aport)], cwd=str(work),
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert p.stdout.readline().startswith("Sluice is up")
+        pids = [int(line.split()[1]) for line in (work / ".sluice" / "pids").read_text().splitlines()]
+        r = u.sluice(["submit", "-q", "--", "sleep", "1000"], env, cwd=str(work))
+        jid = int(r.stdout)
+        harness.wait_for(lambda: u.sluice_json(["show", str(jid)], env, cwd=str(work))["placement"][0].get("pid"),
+                         what="task started")
+        tpid = u.sluice_json(["show", str(jid)], env, cwd=str(work))["placement"][0]["pid"]
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=40) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    for pid in pids + [tpid]:
+        assert not u.pid_alive(pid), pid
+    assert not (work / ".sluice" / "pids").exists()
