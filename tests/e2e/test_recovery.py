@@ -193,3 +193,49 @@ def test_clean_restart_keeps_finished_jobs(controller, fake_agent):
     j = controller.job(job["id"])
     assert j["state"] == "succeeded" and j["placement"][0]["exit_code"] == 0
     assert controller.node("n1")["state"] == "down"
+
+
+# ---- the same with real sluice-agent processes (skipped until built) ----
+
+def test_real_agent_task_survives_controller_kill9(controller, cluster):
+    cluster(1, gpus=8)
+    job = controller.submit({"command": ["sh", "-c", "sleep 2; echo done $RANK"], "gpus": 2})
+    j = wait_for(lambda: (lambda x: x if x["placement"] and x["placement"][0]["state"] == "running"
+                          else None)(controller.job(job["id"])), what="task running")
+    pid = j["placement"][0]["pid"]
+    controller.kill9()
+    controller.start()
+    controller.wait_node("n1", "up")
+    again = controller.job(job["id"])
+    assert again["state"] == "running" and again["placement"][0]["pid"] == pid
+    done = controller.wait_job(job["id"], ["succeeded", "failed"])
+    assert done["state"] == "succeeded" and done["placement"][0]["pid"] == pid
+    st, body = controller.request("GET", "/v1/jobs/%d/logs" % job["id"], token=controller.admin_token)
+    assert st == 200 and body["data"] == "done 0\n"
+
+
+def test_real_agent_killed_its_job_requeued(controller_factory, build_dir):
+    import os
+    import pytest
+    from harness import Agent
+    if not os.access(os.path.join(build_dir, "sluice-agent"), os.X_OK):
+        pytest.skip("sluice-agent is not built")
+    ctl = controller_factory({"node_timeout": 3})
+    a1 = Agent(ctl, "n1", gpus=8).start()
+    a2 = None
+    try:
+        job = ctl.submit({"command": ["sleep", "4"], "gpus": 8})
+        wait_for(lambda: ctl.job(job["id"])["placement"] and
+                 ctl.job(job["id"])["placement"][0]["state"] == "running", what="running on n1")
+        a2 = Agent(ctl, "n2", gpus=8).start()
+        a1.kill9()
+        ctl.wait_node("n1", "down", timeout=20)
+        j = wait_for(lambda: (lambda x: x if x["state"] == "running" and x["placement"]
+                              and x["placement"][0]["node"] == "n2" else None)(ctl.job(job["id"])),
+                     timeout=20, what="requeued onto n2")
+        assert j["requeues"] == 1
+        assert ctl.wait_job(job["id"], ["succeeded", "failed"], timeout=20)["state"] == "succeeded"
+    finally:
+        a1.stop()
+        if a2:
+            a2.stop()
