@@ -220,7 +220,8 @@ static void on_exited(ctl_t *c, uint32_t node, json_t *m, bool launch_failed) {
 static void on_hello(ctl_conn_t *cn, json_t *m) {
     ctl_t *c = cn->c;
     const char *tok = json_string_value(json_object_get(m, "token"));
-    if (tok == NULL || strcmp(tok, c->cfg.cluster_token) != 0) {
+    if (tok == NULL || strlen(tok) != strlen(c->cfg.cluster_token) ||
+        memcmp(tok, c->cfg.cluster_token, strlen(tok)) != 0) {
         reject(cn, "bad cluster token");
         return;
     }

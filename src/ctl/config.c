@@ -317,3 +317,29 @@ void ctl_config_finish(ctl_config_t *cfg) {
         cfg->ntenants = 1;
     }
 }
+
+int ctl_config_check(const ctl_config_t *cfg, char *err, size_t errlen) {
+    const char *names[2] = {"admin_token", "cluster_token"};
+    const char *toks[2] = {cfg->admin_token, cfg->cluster_token};
+    if (toks[0][0] == '\0' || toks[1][0] == '\0') {
+        snprintf(err, errlen, "%s must not be empty", toks[0][0] ? names[1] : names[0]);
+        return -1;
+    }
+    if (strcmp(toks[0], toks[1]) == 0) {
+        snprintf(err, errlen, "admin_token and cluster_token must differ");
+        return -1;
+    }
+    for (size_t i = 0; i < cfg->ntenants; i++) {
+        const char *t = cfg->tenants[i].token;
+        if (t == NULL)
+            continue;
+        for (int k = 0; k < 2; k++) {
+            if (t[0] == '\0' || strcmp(t, toks[k]) == 0) {
+                snprintf(err, errlen, "tenant \"%s\": token must be non-empty and differ from %s",
+                         cfg->tenants[i].name, names[k]);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}

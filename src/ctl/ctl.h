@@ -85,6 +85,8 @@ void ctl_config_fini(ctl_config_t *cfg);
 int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errlen);
 /* Fills what is still missing (tokens, a default tenant). */
 void ctl_config_finish(ctl_config_t *cfg);
+/* Checks that tokens are non-empty and distinct. 0, or -1 with a message. */
+int ctl_config_check(const ctl_config_t *cfg, char *err, size_t errlen);
 
 /* ---- jobs and tasks ---- */
 

@@ -212,20 +212,29 @@ void ctl_http_flush(ctl_t *c) {
 
 /* ---- dispatch ---- */
 
+/* Compares tokens in time that depends only on their lengths. */
+static bool tok_eq(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char d = (unsigned char)(la != lb);
+    for (size_t i = 0; i < la; i++)
+        d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+    return d == 0 && lb > 0;
+}
+
 static const char *find_token(ctl_t *c, const char *tok, bool *admin, int32_t *tenant) {
-    if (strcmp(tok, c->cfg.admin_token) == 0) {
+    if (tok_eq(tok, c->cfg.admin_token)) {
         *admin = true;
         *tenant = -1;
         return "admin";
     }
     for (size_t i = 0; i < c->cfg.ntenants; i++) {
-        if (c->cfg.tenants[i].token && strcmp(tok, c->cfg.tenants[i].token) == 0) {
+        if (c->cfg.tenants[i].token && tok_eq(tok, c->cfg.tenants[i].token)) {
             *admin = false;
             *tenant = sl_sched_tenant_find(c->sched, c->cfg.tenants[i].name);
             return c->cfg.tenants[i].name;
         }
     }
-    if (strcmp(tok, c->cfg.cluster_token) == 0)
+    if (tok_eq(tok, c->cfg.cluster_token))
         return "cluster";
     return NULL;
 }

@@ -211,6 +211,11 @@ int main(int argc, char **argv) {
     OVERRIDE(state, state)
 #undef OVERRIDE
     ctl_config_finish(&c->cfg);
+    if (ctl_config_check(&c->cfg, err, sizeof err) < 0) {
+        fprintf(stderr, "sluiced: %s%s%s\n", config ? config : "", config ? ": " : "", err);
+        ctl_config_fini(&c->cfg);
+        return 2;
+    }
     if ((int64_t)c->cfg.heartbeat_s * 3000 > c->cfg.node_timeout_ms) {
         /* Agents must say something several times per node_timeout. */
         int32_t hb = (int32_t)(c->cfg.node_timeout_ms / 3000);

@@ -413,6 +413,7 @@ def test_config_errors_name_the_line(tmp_path, build_dir):
         ("bogus: 1\n", ":1:", "bogus"),
         ("scheduler:\n  placement: nosuch\n", "", "nosuch"),
         ("tenants: [\n", "", ""),
+        ("admin_token: same\ncluster_token: same\n", "", "must differ"),
     ]
     for text, line, word in cases:
         cfg = tmp_path / "bad.yaml"
