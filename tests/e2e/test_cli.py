@@ -383,3 +383,15 @@ def test_up_foreground_ctrl_c_stops_both(cli_bin, tmp_path):
     for pid in pids + [tpid]:
         assert not u.pid_alive(pid), pid
     assert not (work / ".sluice" / "pids").exists()
+
+
+def test_every_example_job_spec_parses(cli_bin, tmp_path):
+    env = u.cli_env(tmpdir=tmp_path)
+    d = os.path.join(u.REPO, "examples")
+    specs = [f for f in sorted(os.listdir(d)) if f.endswith(".yaml") and f != "sluiced.yaml"]
+    assert "megatron-3b.yaml" in specs and len(specs) >= 2
+    for f in specs:
+        r = u.sluice(["submit", "--dry-run", "-f", os.path.join(d, f)], env)
+        assert r.returncode == 0, (f, r.stderr)
+        job = json.loads(r.stdout)
+        assert job.get("command") or job.get("image"), f
