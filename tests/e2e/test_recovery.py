@@ -127,7 +127,7 @@ def test_stale_task_reported_by_agent_is_killed(controller):
 
 
 def fast_timeout_controller(controller_factory):
-    return controller_factory({"node_timeout": 1})
+    return controller_factory({"node_timeout": 2})
 
 
 def test_node_timeout_requeues_job_elsewhere(controller_factory):
