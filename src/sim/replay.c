@@ -465,6 +465,7 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
     res->fragmentation_ratio_mean = sim_tw_mean(&m_frag);
     res->drf_fairness_ratio_mean = m_drf.weight > 0 ? sim_tw_mean(&m_drf) : 1;
     res->jain_index_mean = m_jain.weight > 0 ? sim_tw_mean(&m_jain) : 1;
+    for (size_t i = 0; i < lat.n; i++) res->sched_wall_s += lat.v[i] / 1e6;
     sim_sort(lat.v, lat.n);
     res->lat_p50_us = sim_percentile(lat.v, lat.n, 50);
     res->lat_p99_us = sim_percentile(lat.v, lat.n, 99);

@@ -173,6 +173,7 @@ int sim_replay_json(const char *path, const sim_trace_t *t, const sim_replay_res
         json_object_set_new(o, "sched_latency_us",
                             json_pack("{s:f,s:f}", "p50", x->lat_p50_us, "p99", x->lat_p99_us));
         json_object_set_new(o, "cycles", json_integer((json_int_t)x->cycles));
+        json_object_set_new(o, "sched_wall_s", json_real(x->sched_wall_s));
         json_object_set_new(o, "invariant_checks", json_integer((json_int_t)x->checks));
         for (size_t k = 0; k < x->ntenants; k++) {
             const sim_tenant_res_t *tr = &x->tenants[k];

@@ -308,6 +308,7 @@ typedef struct sim_replay_result {
     double jain_index_mean;
     double lat_p50_us, lat_p99_us;
     size_t cycles;
+    double sched_wall_s; /* sum of the measured cycle times */
     size_t checks; /* invariant checks run (--check) */
     sim_tenant_res_t *tenants;
     size_t ntenants;
