@@ -34,16 +34,33 @@
  * a function of the call sequence alone (no addresses or randomness feed the
  * hashes), so the same calls give the same class order and representatives.
  *
+ * Summaries and buckets (cluster_index.h). Next to the dense order, two
+ * parallel dense arrays hold each class's 32-byte summary (what placement
+ * filters read: free CPU and memory, pool, model, fully free GPUs, largest
+ * free share, free GPU sum, representative) and its identity (a uid that is
+ * never reused, the key hash, size, slot). The dense order is grouped into
+ * SL__NBUCKETS contiguous buckets by free GPU (fully free count, else the
+ * largest free share in tenths of a GPU), ascending, with the start of each
+ * bucket kept in bstart[]. A new class goes at the end of its bucket and a
+ * dropped one is replaced by its bucket's last class; either way one class
+ * per later bucket moves by one position (its first or last element rotates
+ * across the boundary), so both cost O(buckets), and a request scans only
+ * the buckets that can hold it. A class's summary changes only when its
+ * representative or size does (O(1) on each member move).
+ *
  * Workload: 10^4..10^5 nodes, tens to low thousands of classes, millions of
  * alloc/release calls from the simulator. Capacity totals are maintained
  * incrementally so sl_cluster_capacity() is O(1).
  */
 #include <stdarg.h>
+#include <stdlib.h> /* qsort */
 #include <string.h>
 
 #include "sluice/alloc.h"
 #include "sluice/cluster.h"
 #include "sluice/error.h"
+
+#include "cluster_index.h"
 
 #include <stdio.h> /* vsnprintf only: formats error messages, no I/O */
 
@@ -62,6 +79,7 @@ typedef struct cls {
     uint32_t dense;         /* position in cl->order while in use */
     uint32_t next_free;     /* free-list link while unused */
     int32_t full_free;      /* GPUs with all compute and memory free */
+    uint64_t uid;           /* never reused */
     state_key_t key;
 } cls_t;
 
@@ -84,7 +102,11 @@ struct sl_cluster {
     cls_t *slots;           /* classes, stable while in use; may hold parked buffers */
     uint32_t nslots, slot_cap, free_slot;
     uint32_t *order;        /* dense: class i is slots[order[i]] */
+    sl__class_t *sum;       /* dense: summary of class i */
+    sl__class_id_t *ids;    /* dense: identity of class i */
     uint32_t nclasses, order_cap;
+    uint32_t bstart[SL__NBUCKETS + 1]; /* bucket b is [bstart[b], bstart[b + 1]) */
+    uint64_t next_uid;
     uint64_t *class_tab;    /* (hash >> 32) << 32 | (slot + 1); 0 = empty */
     uint32_t class_mask;
 
@@ -178,6 +200,32 @@ static int32_t node_full_free(const sl_node_t *n) {
     return c;
 }
 
+/* The summary of a node's class (rep = the node itself). */
+static void node_summary(const sl_node_t *n, sl__class_t *s) {
+    memset(s, 0, sizeof *s);
+    s->cpu_free = n->cpu_free;
+    s->mem_free = n->mem_free;
+    s->rep = n->id;
+    s->pool = (int16_t)n->pool;
+    s->model = (int8_t)n->model;
+    s->ngpus = (uint8_t)n->ngpus;
+    int32_t sum = 0, smax = 0;
+    for (int g = 0; g < n->ngpus; g++) {
+        int32_t f = n->gpu_free[g];
+        sum += f;
+        if (f > smax) smax = f;
+        if (f == 0) s->used |= SL__USED_WHOLE;
+        else if (f < SL_GPU_MILLI) s->used |= SL__USED_SHARE;
+    }
+    s->gpu_free = sum;
+    s->share_max = (int16_t)smax;
+    s->full_free = (uint8_t)node_full_free(n);
+}
+
+static int summary_bucket(const sl__class_t *s) {
+    return sl__bucket_of(s->full_free, s->share_max);
+}
+
 static sl_res_t node_total(const sl_node_t *n) {
     return (sl_res_t){n->cpu_total, n->mem_total, (int64_t)n->ngpus * SL_GPU_MILLI};
 }
@@ -265,6 +313,43 @@ static uint32_t ctab_find(const sl_cluster_t *cl, const state_key_t *k, uint64_t
     }
 }
 
+/* Moves the class at dense position from to position to (a hole). */
+static void dense_move(sl_cluster_t *cl, uint32_t from, uint32_t to) {
+    cl->order[to] = cl->order[from];
+    cl->sum[to] = cl->sum[from];
+    cl->ids[to] = cl->ids[from];
+    cl->slots[cl->order[to]].dense = to;
+}
+
+/* Opens a hole at the end of bucket b (every later bucket rotates by one)
+ * and returns its position. The caller fills it. O(buckets). */
+static uint32_t dense_open(sl_cluster_t *cl, int b) {
+    uint32_t hole = cl->nclasses++;
+    for (int k = SL__NBUCKETS - 1; k > b; k--) {
+        if (cl->bstart[k] < hole) dense_move(cl, cl->bstart[k], hole); /* hole: old end of k */
+        hole = cl->bstart[k];
+        cl->bstart[k]++;
+    }
+    cl->bstart[SL__NBUCKETS] = cl->nclasses;
+    return hole;
+}
+
+/* Closes the hole at position d of bucket b (the bucket's last class fills
+ * it, every later bucket rotates back by one). O(buckets). */
+static void dense_close(sl_cluster_t *cl, int b, uint32_t d) {
+    uint32_t last = cl->bstart[b + 1] - 1;
+    if (last != d) dense_move(cl, last, d);
+    uint32_t hole = last;
+    for (int k = b + 1; k < SL__NBUCKETS; k++) {
+        uint32_t end = cl->bstart[k + 1];
+        if (cl->bstart[k] < end) dense_move(cl, end - 1, hole);
+        hole = end - 1;
+        cl->bstart[k]--;
+    }
+    cl->nclasses--;
+    cl->bstart[SL__NBUCKETS] = cl->nclasses;
+}
+
 static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, const sl_node_t *n) {
     uint32_t slot = cl->free_slot;
     if (slot != NO_SLOT) {
@@ -282,6 +367,8 @@ static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, co
     if (cl->nclasses == cl->order_cap) {
         cl->order_cap = cl->order_cap ? cl->order_cap * 2 : 16;
         cl->order = sl_xrealloc(cl->order, (size_t)cl->order_cap * sizeof *cl->order);
+        cl->sum = sl_xrealloc(cl->sum, (size_t)cl->order_cap * sizeof *cl->sum);
+        cl->ids = sl_xrealloc(cl->ids, (size_t)cl->order_cap * sizeof *cl->ids);
     }
     if ((cl->nclasses + 1) * 2 > cl->class_mask + 1) ctab_grow(cl);
     cls_t *c = &cl->slots[slot];
@@ -289,10 +376,16 @@ static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, co
     c->n = 0;
     c->next_free = NO_SLOT;
     c->full_free = node_full_free(n);
+    c->uid = cl->next_uid++;
     c->key.len = k->len;
     memcpy(c->key.w, k->w, k->len * sizeof k->w[0]);
-    c->dense = cl->nclasses;
-    cl->order[cl->nclasses++] = slot;
+    sl__class_t s;
+    node_summary(n, &s);
+    uint32_t d = dense_open(cl, summary_bucket(&s));
+    cl->order[d] = slot;
+    cl->sum[d] = s;
+    cl->ids[d] = (sl__class_id_t){.uid = c->uid, .hash = h, .size = 0, .slot = slot};
+    c->dense = d;
     ctab_put(cl->class_tab, cl->class_mask, ((uint64_t)tag_of(h) << 32) | (slot + 1));
     return slot;
 }
@@ -300,9 +393,7 @@ static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, co
 static void class_drop(sl_cluster_t *cl, uint32_t slot) {
     ctab_delete(cl, slot);
     uint32_t d = cl->slots[slot].dense;
-    uint32_t last = cl->order[--cl->nclasses];
-    cl->order[d] = last;
-    cl->slots[last].dense = d;
+    dense_close(cl, summary_bucket(&cl->sum[d]), d);
     cl->slots[slot].next_free = cl->free_slot;
     cl->free_slot = slot;
 }
@@ -316,7 +407,12 @@ static void index_remove(sl_cluster_t *cl, uint32_t id) {
     c->members[pos] = moved;
     cl->node_pos[moved] = pos;
     cl->node_class[id] = -1;
-    if (c->n == 0) class_drop(cl, (uint32_t)slot);
+    if (c->n == 0) {
+        class_drop(cl, (uint32_t)slot);
+        return;
+    }
+    cl->ids[c->dense].size = c->n;
+    if (pos == 0) cl->sum[c->dense].rep = moved; /* same state, new representative */
 }
 
 /* Adds up node id, whose current key is k, to its class. */
@@ -332,6 +428,8 @@ static void index_insert_key(sl_cluster_t *cl, uint32_t id, const state_key_t *k
     cl->node_pos[id] = c->n;
     c->members[c->n++] = id;
     cl->node_class[id] = (int32_t)slot;
+    cl->ids[c->dense].size = c->n;
+    if (c->n == 1) cl->sum[c->dense].rep = id;
 }
 
 static void index_insert(sl_cluster_t *cl, uint32_t id) {
@@ -377,6 +475,8 @@ void sl_cluster_destroy(sl_cluster_t *cl) {
     for (uint32_t i = 0; i < cl->nslots; i++) sl_free(cl->slots[i].members);
     sl_free(cl->slots);
     sl_free(cl->order);
+    sl_free(cl->sum);
+    sl_free(cl->ids);
     sl_free(cl->class_tab);
     sl_free(cl->nodes);
     sl_free(cl->node_class);
@@ -801,18 +901,17 @@ void sl_cluster_capacity(const sl_cluster_t *cl, sl_res_t *total, sl_res_t *free
 }
 
 int32_t sl_cluster_largest_gpu_block(const sl_cluster_t *cl, int32_t pool, uint64_t model_mask) {
-    int32_t best = 0;
-    for (uint32_t i = 0; i < cl->nclasses; i++) {
-        const cls_t *c = &cl->slots[cl->order[i]];
-        if (c->full_free <= best) continue;
-        const sl_node_t *n = &cl->nodes[c->members[0]];
-        if (pool != -1 && n->pool != pool) continue;
-        if (model_mask != 0 &&
-            (n->model < 0 || n->model >= SL_MAX_MODELS || !(model_mask & (UINT64_C(1) << n->model))))
-            continue;
-        best = c->full_free;
+    /* From the bucket with the most fully free GPUs down: the first class
+     * of the pool and model answers (bucket 9 + f holds exactly f). */
+    for (int b = SL__NBUCKETS - 1; b >= SL__SHARE_BUCKETS; b--) {
+        for (uint32_t i = cl->bstart[b]; i < cl->bstart[b + 1]; i++) {
+            const sl__class_t *c = &cl->sum[i];
+            if (pool != -1 && c->pool != pool) continue;
+            if (!sl__class_model_ok(c, model_mask)) continue;
+            return c->full_free;
+        }
     }
-    return best;
+    return 0;
 }
 
 /* ---- index accessors ---- */
@@ -823,11 +922,61 @@ size_t sl_cluster_class_count(const sl_cluster_t *cl) {
 
 const sl_node_t *sl_cluster_class_rep(const sl_cluster_t *cl, size_t i) {
     if (i >= cl->nclasses) return NULL;
-    return &cl->nodes[cl->slots[cl->order[i]].members[0]];
+    return &cl->nodes[cl->sum[i].rep];
 }
 
 uint32_t sl_cluster_class_size(const sl_cluster_t *cl, size_t i) {
-    return i < cl->nclasses ? cl->slots[cl->order[i]].n : 0;
+    return i < cl->nclasses ? cl->ids[i].size : 0;
+}
+
+const sl__class_t *sl__cluster_classes(const sl_cluster_t *cl) {
+    return cl->sum;
+}
+
+const sl__class_id_t *sl__cluster_class_ids(const sl_cluster_t *cl) {
+    return cl->ids;
+}
+
+const uint32_t *sl__cluster_buckets(const sl_cluster_t *cl) {
+    return cl->bstart;
+}
+
+uint32_t sl__cluster_slot_count(const sl_cluster_t *cl) {
+    return cl->nslots;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The summaries, identities and buckets against the classes themselves. */
+static int check_summaries(const sl_cluster_t *cl) {
+    if (cl->bstart[0] != 0 || cl->bstart[SL__NBUCKETS] != cl->nclasses) return SL_ESTATE;
+    int b = 0;
+    for (uint32_t i = 0; i < cl->nclasses; i++) {
+        const cls_t *c = &cl->slots[cl->order[i]];
+        sl__class_t want;
+        node_summary(&cl->nodes[c->members[0]], &want);
+        if (memcmp(&want, &cl->sum[i], sizeof want) != 0) return SL_ESTATE;
+        const sl__class_id_t *id = &cl->ids[i];
+        if (id->uid != c->uid || id->uid >= cl->next_uid || id->hash != c->hash || id->size != c->n ||
+            id->slot != cl->order[i])
+            return SL_ESTATE;
+        while (b < SL__NBUCKETS && cl->bstart[b + 1] <= i) b++;
+        if (b >= SL__NBUCKETS || cl->bstart[b] > i || summary_bucket(&want) != b) return SL_ESTATE;
+    }
+    for (int k = 0; k < SL__NBUCKETS; k++)
+        if (cl->bstart[k] > cl->bstart[k + 1]) return SL_ESTATE;
+    if (cl->nclasses == 0) return 0;
+    uint64_t *u = sl_xmalloc(cl->nclasses * sizeof *u);
+    for (uint32_t i = 0; i < cl->nclasses; i++) u[i] = cl->ids[i].uid;
+    qsort(u, cl->nclasses, sizeof *u, cmp_u64);
+    int rc = 0;
+    for (uint32_t i = 1; i < cl->nclasses; i++)
+        if (u[i] == u[i - 1]) rc = SL_ESTATE;
+    sl_free(u);
+    return rc;
 }
 
 uint32_t sl_cluster_class_node(const sl_cluster_t *cl, size_t i, uint32_t k) {
@@ -885,5 +1034,5 @@ int sl_cluster_check(const sl_cluster_t *cl) {
     for (uint32_t s = 0; s <= cl->class_mask; s++) used += cl->class_tab[s] != 0;
     if (sum != members || used != cl->nclasses || nfree + cl->nclasses != cl->nslots)
         return SL_ESTATE;
-    return 0;
+    return check_summaries(cl);
 }

@@ -6,12 +6,14 @@
  * seeded random sequence of allocations, releases and state changes runs
  * against the cluster and against a naive reference kept here in plain
  * arrays; after every step the two must agree on every node, on what fits,
- * on capacity, and on the partition of up nodes into classes, and
- * sl_cluster_check() must pass.
+ * on capacity, on the partition of up nodes into classes, on each class's
+ * summary and bucket (cluster_index.h) and on which classes a bucketed
+ * search finds for a request, and sl_cluster_check() must pass.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "cluster_index.h"
 #include "testutil.h"
 
 #define GIB (INT64_C(1) << 30)
@@ -810,6 +812,47 @@ static void compare_all(sl_cluster_t *cl, ref_t *refs, sl_rng_t *rng) {
     }
     assert_int_equal(seen, up);
 
+    /* Summaries and buckets, recomputed from the reference. */
+    const sl__class_t *sum = sl__cluster_classes(cl);
+    const sl__class_id_t *ids = sl__cluster_class_ids(cl);
+    const uint32_t *bs = sl__cluster_buckets(cl);
+    assert_int_equal(bs[0], 0);
+    assert_int_equal(bs[SL__NBUCKETS], nc);
+    for (size_t c = 0; c < nc; c++) {
+        const ref_t *r = &refs[sl_cluster_class_rep(cl, c)->id];
+        int full = 0, smax = 0, gsum = 0;
+        for (int g = 0; g < r->sh->gpus; g++) {
+            full += ref_full(r, g);
+            if (r->gf[g] > smax) smax = r->gf[g];
+            gsum += r->gf[g];
+        }
+        assert_int_equal(sum[c].rep, sl_cluster_class_rep(cl, c)->id);
+        assert_int_equal(ids[c].size, sl_cluster_class_size(cl, c));
+        assert_int_equal(sum[c].cpu_free, r->cpu_free);
+        assert_int_equal(sum[c].mem_free, r->mem_free);
+        assert_int_equal(sum[c].full_free, full);
+        assert_int_equal(sum[c].share_max, smax);
+        assert_int_equal(sum[c].gpu_free, gsum);
+        assert_int_equal(sum[c].pool, r->pool);
+        assert_int_equal(sum[c].model, r->model);
+        int b = full > 0 ? 9 + full : (smax / 100 < 9 ? smax / 100 : 9);
+        assert_true(bs[b] <= c && c < bs[b + 1]);
+        for (size_t d = 0; d < c; d++) assert_true(ids[d].uid != ids[c].uid);
+    }
+    /* A bucketed search (first bucket on, summary filter, node check for
+     * shares with GPU memory) finds exactly the classes whose nodes fit. */
+    for (int k = 0; k < 2; k++) {
+        sl_task_req_t q = random_req(rng, cl);
+        bool hit[RN] = {false};
+        for (uint32_t c = bs[sl__first_bucket(&q) < SL__NBUCKETS ? sl__first_bucket(&q) : SL__NBUCKETS];
+             c < nc; c++) {
+            if (!sl__class_fits(&sum[c], &q)) continue;
+            if (q.gpu_mem_bytes > 0 && !sl_node_fits(sl_cluster_class_rep(cl, c), &q)) continue;
+            for (uint32_t m = 0; m < sl_cluster_class_size(cl, c); m++) hit[sl_cluster_class_node(cl, c, m)] = true;
+        }
+        for (int i = 0; i < RN; i++) assert_int_equal(hit[i], ref_fits(&refs[i], &q));
+    }
+
     /* Fitting agrees with the reference for a few random requests on every node. */
     for (int k = 0; k < 2; k++) {
         sl_task_req_t q = random_req(rng, cl);
@@ -997,6 +1040,15 @@ static void test_cluster_check_detects_stale_index(void **state) {
     n->cpu_free = n->cpu_total + 1;
     assert_int_equal(sl_cluster_check(cl), SL_ESTATE);
     n->cpu_free = n->cpu_total;
+    assert_int_equal(sl_cluster_check(cl), 0);
+    /* A stale summary or a class in the wrong bucket is reported too. */
+    sl__class_t *s = (sl__class_t *)sl__cluster_classes(cl); /* deliberate corruption */
+    s[0].share_max = 500;
+    assert_int_equal(sl_cluster_check(cl), SL_ESTATE);
+    s[0].share_max = 1000;
+    s[0].full_free = 1;
+    assert_int_equal(sl_cluster_check(cl), SL_ESTATE);
+    s[0].full_free = 2;
     assert_int_equal(sl_cluster_check(cl), 0);
     sl_cluster_destroy(cl);
 }

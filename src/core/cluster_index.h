@@ -1,0 +1,116 @@
+/*
+ * cluster_index.h - the free-capacity index as the placement framework sees
+ * it. Private to src/core (place.c, workload.c, the placement policies);
+ * include/sluice/cluster.h is the public view of the same index.
+ *
+ * Each class of identical up nodes (cluster.c) has a compact summary: the
+ * fields every placement filter reads, 32 bytes, so a scan over thousands of
+ * classes streams through contiguous memory and touches a representative
+ * node only for the classes that pass. Summaries are kept in dense arrays in
+ * the public class order (class i of sl_cluster_class_rep), and that order
+ * is grouped into buckets by how much GPU a class has free:
+ *
+ *   bucket b < 10:   no fully free GPU, largest free share in [100b, 100b+99]
+ *   bucket 9 + f:    f >= 1 fully free GPUs (f = 1..16)
+ *
+ * Buckets are contiguous and in ascending order, so a request only scans the
+ * suffix of buckets that can hold it (sl__first_bucket): a whole-GPU request
+ * for g GPUs starts at bucket 9 + g, a share of m milli at bucket m / 100, a
+ * task without GPUs at bucket 0. A request that no bucket can hold is refused
+ * in O(1). Within that suffix every class still goes through the exact filter
+ * (sl__class_fits and, for shares with GPU memory, the node itself).
+ *
+ * Each class also has an identity: a uid never reused within its cluster
+ * (a class's state never changes while it lives, so anything computed from
+ * it may be cached under the uid), the hash of its full state key, its size
+ * and its stable storage slot (< sl__cluster_slot_count, reused only after
+ * the class dies, so per-class caches may be arrays indexed by slot and
+ * validated by uid).
+ *
+ * Pointers returned here are owned by the cluster and valid until the next
+ * call that adds a node, allocates, releases or changes a node's state.
+ */
+#ifndef SLUICE_CLUSTER_INDEX_H
+#define SLUICE_CLUSTER_INDEX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sluice/cluster.h"
+#include "sluice/resources.h"
+
+#define SL__SHARE_BUCKETS 10
+#define SL__NBUCKETS (SL__SHARE_BUCKETS + SL_MAX_GPUS_PER_NODE)
+
+/* What the filters read, one per class (32 bytes, no padding). */
+typedef struct sl__class {
+    int64_t cpu_free;
+    int64_t mem_free;
+    int32_t gpu_free;   /* free milli summed over the GPUs */
+    uint32_t rep;       /* node id of the representative (the class's member 0) */
+    int16_t pool;
+    int8_t model;       /* -1 when the nodes have no GPU */
+    uint8_t ngpus;
+    uint8_t full_free;  /* GPUs with all compute and memory free */
+    uint8_t used;       /* SL__USED_* bits */
+    int16_t share_max;  /* largest free milli of one GPU (0 without GPUs) */
+} sl__class_t;
+
+#define SL__USED_SHARE 1u /* some GPU is partly used (0 < free < 1000) */
+#define SL__USED_WHOLE 2u /* some GPU is fully used (free 0) */
+
+/* Identity of a class, parallel to the summaries. */
+typedef struct sl__class_id {
+    uint64_t uid;  /* never reused within one cluster */
+    uint64_t hash; /* of the full state key */
+    uint32_t size; /* member nodes */
+    uint32_t slot; /* stable while the class lives */
+} sl__class_id_t;
+
+/* The bucket of a class with f fully free GPUs and largest free share s. */
+static inline int sl__bucket_of(int f, int s) {
+    if (f > 0) return SL__SHARE_BUCKETS - 1 + f;
+    int b = s / 100;
+    return b < SL__SHARE_BUCKETS - 1 ? b : SL__SHARE_BUCKETS - 1;
+}
+
+/* The first bucket that may hold one task of r (SL__NBUCKETS if none can). */
+static inline int sl__first_bucket(const sl_task_req_t *r) {
+    if (r->gpus > 0)
+        return r->gpus > SL_MAX_GPUS_PER_NODE ? SL__NBUCKETS : SL__SHARE_BUCKETS - 1 + r->gpus;
+    if (r->gpu_milli > 0) return sl__bucket_of(0, r->gpu_milli);
+    return 0;
+}
+
+/* The least free GPU milli (sum) of any class in bucket b. */
+static inline int32_t sl__bucket_min_gpu_free(int b) {
+    return b < SL__SHARE_BUCKETS ? 100 * b : SL_GPU_MILLI * (b - (SL__SHARE_BUCKETS - 1));
+}
+
+static inline bool sl__class_model_ok(const sl__class_t *c, uint64_t mask) {
+    return mask == 0 || (c->model >= 0 && ((mask >> c->model) & 1u));
+}
+
+/*
+ * Whether one task of r fits a node of class c, from the summary alone:
+ * exact except for a share with GPU memory (r->gpu_mem_bytes > 0), where
+ * true only means "maybe" and the node must be asked (sl_node_fits).
+ */
+static inline bool sl__class_fits(const sl__class_t *c, const sl_task_req_t *r) {
+    if (c->cpu_free < r->cpu_milli || c->mem_free < r->mem_bytes) return false;
+    if (r->pool != -1 && c->pool != r->pool) return false;
+    if (!sl__class_model_ok(c, r->model_mask)) return false;
+    if (r->gpus > 0) return c->full_free >= r->gpus;
+    if (r->gpu_milli > 0) return c->share_max >= r->gpu_milli;
+    return true;
+}
+
+/* Dense arrays of sl_cluster_class_count() entries, in class order. */
+const sl__class_t *sl__cluster_classes(const sl_cluster_t *cl);
+const sl__class_id_t *sl__cluster_class_ids(const sl_cluster_t *cl);
+/* SL__NBUCKETS + 1 positions: bucket b is [starts[b], starts[b + 1]). */
+const uint32_t *sl__cluster_buckets(const sl_cluster_t *cl);
+/* Upper bound of the slots of live classes. */
+uint32_t sl__cluster_slot_count(const sl_cluster_t *cl);
+
+#endif
