@@ -46,6 +46,7 @@ struct evbuffer;
 #define CTL_DEFAULT_STATE "sluiced.db"
 #define CTL_MAX_MSG (1024 * 1024)
 #define CTL_MASTER_PORT_BASE 29500
+#define CTL_LAZY_COMMIT_MS 100
 
 /* ---- configuration (config.c) ---- */
 
@@ -210,6 +211,8 @@ typedef struct ctl {
 
     sqlite3 *db;
     bool in_txn;
+    bool txn_urgent;       /* the open transaction must commit this iteration */
+    struct event *lazy_ev; /* commits a transaction holding only lazy writes */
     sqlite3_stmt *st[16];
 
     sl_cluster_t *cl;
@@ -250,6 +253,9 @@ int ctl_store_open(ctl_t *c, char *err, size_t errlen);
 void ctl_store_close(ctl_t *c);
 int ctl_store_load(ctl_t *c);   /* jobs, tasks, nodes into memory and the core */
 void ctl_store_begin(ctl_t *c);
+void ctl_store_begin_lazy(ctl_t *c);
+/* A task row whose loss in a crash is harmless (see store.c). */
+void ctl_store_task_put_lazy(ctl_t *c, const ctl_job_t *j, int32_t i);
 int ctl_store_commit(ctl_t *c);
 int ctl_store_job_insert(ctl_t *c, const ctl_job_t *j);
 void ctl_store_job_update(ctl_t *c, const ctl_job_t *j);

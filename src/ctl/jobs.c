@@ -654,7 +654,7 @@ void ctl_task_started(ctl_t *c, ctl_job_t *j, int32_t i, int32_t pid, int64_t t_
     t->pid = pid;
     if (t->start_us < 0)
         t->start_us = t_us;
-    ctl_store_task_put(c, j, i);
+    ctl_store_task_put_lazy(c, j, i);
 }
 
 void ctl_job_settle(ctl_t *c, ctl_job_t *j) {

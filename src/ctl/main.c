@@ -45,12 +45,17 @@ void ctl_kick(ctl_t *c) {
 static void flush_cb(evutil_socket_t fd, short what, void *ud) {
     ctl_t *c = ud;
     ctl_sched_run(c);
-    ctl_store_commit(c);
+    if (c->txn_urgent)
+        ctl_store_commit(c);
     ctl_http_flush(c);
     ctl_agent_flush(c);
     c->flush_armed = false;
-    if (c->sched_dirty || c->in_txn || c->nreplies || c->nflushq)
+    if (c->sched_dirty || c->txn_urgent || c->nreplies || c->nflushq)
         ctl_kick(c);
+}
+
+static void lazy_cb(evutil_socket_t fd, short what, void *ud) {
+    ctl_store_commit(ud);
 }
 
 static void sweep_cb(evutil_socket_t fd, short what, void *ud) {
@@ -151,6 +156,8 @@ static void teardown(ctl_t *c) {
         evhttp_free(c->http);
     if (c->flush_ev)
         event_free(c->flush_ev);
+    if (c->lazy_ev)
+        event_free(c->lazy_ev);
     if (c->sweep_ev)
         event_free(c->sweep_ev);
     for (int i = 0; i < 2; i++)
@@ -241,6 +248,7 @@ int main(int argc, char **argv) {
         goto out;
     }
     c->flush_ev = event_new(c->base, -1, 0, flush_cb, c);
+    c->lazy_ev = evtimer_new(c->base, lazy_cb, c);
     if (ctl_store_load(c) < 0) {
         fprintf(stderr, "sluiced: %s: cannot load state: %s\n", c->cfg.state, sqlite3_errmsg(c->db));
         goto out;

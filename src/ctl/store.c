@@ -7,6 +7,12 @@
  * iteration's I/O callbacks (group commit). Thousands of submissions per
  * second then cost a few fsyncs each second, not one per job.
  *
+ * Lazy writes (a task reported started) are not needed for any
+ * acknowledgement: if they are lost in a crash, the agent's next hello
+ * reports the task running again. They join the open transaction and are
+ * committed with the next urgent write or after CTL_LAZY_COMMIT_MS, so
+ * they do not put an fsync between a task's exit and the next launch.
+ *
  * Tables:
  *   jobs(id, tenant, spec JSON, state, submit_us, start_us, end_us, reason,
  *        exit_code, requeue_wait, requeues)
@@ -24,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <event2/event.h>
 
 #include "ctl.h"
 #include "log.h"
@@ -110,13 +118,26 @@ void ctl_store_close(ctl_t *c) {
     c->db = NULL;
 }
 
-void ctl_store_begin(ctl_t *c) {
+static void open_txn(ctl_t *c) {
     if (c->in_txn)
         return;
     if (sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         fatal_sql(c, "BEGIN");
     c->in_txn = true;
+}
+
+void ctl_store_begin(ctl_t *c) {
+    open_txn(c);
+    c->txn_urgent = true;
     ctl_kick(c);
+}
+
+void ctl_store_begin_lazy(ctl_t *c) {
+    open_txn(c);
+    if (!c->txn_urgent && c->lazy_ev && !evtimer_pending(c->lazy_ev, NULL)) {
+        struct timeval tv = {0, CTL_LAZY_COMMIT_MS * 1000};
+        evtimer_add(c->lazy_ev, &tv);
+    }
 }
 
 int ctl_store_commit(ctl_t *c) {
@@ -126,6 +147,9 @@ int ctl_store_commit(ctl_t *c) {
     if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         fatal_sql(c, "COMMIT");
     c->in_txn = false;
+    c->txn_urgent = false;
+    if (c->lazy_ev)
+        evtimer_del(c->lazy_ev);
     c->n.commits++;
     c->n.commit_us += (uint64_t)(ctl_mono_us() - t0);
     return 0;
@@ -191,7 +215,12 @@ void ctl_store_job_update(ctl_t *c, const ctl_job_t *j) {
 }
 
 void ctl_store_task_put(ctl_t *c, const ctl_job_t *j, int32_t i) {
+    ctl_store_task_put_lazy(c, j, i);
     ctl_store_begin(c);
+}
+
+void ctl_store_task_put_lazy(ctl_t *c, const ctl_job_t *j, int32_t i) {
+    ctl_store_begin_lazy(c);
     const ctl_task_t *t = &j->tasks[i];
     const sl_node_t *nd = sl_cluster_node(c->cl, (uint32_t)t->node);
     sqlite3_stmt *st = c->st[ST_TASK_PUT];
