@@ -75,6 +75,8 @@ struct agent {
     /* connection */
     struct bufferevent *bev;
     int connected;              /* TCP up and hello sent */
+    struct evbuffer *pending;   /* messages not yet handed to the socket */
+    int batch;                  /* > 0: inside a callback that may send several */
     int welcomed;
     int backoff_ms;
     struct event *reconnect_ev;
@@ -98,6 +100,10 @@ int agent_conn_start(agent_t *a);
  * connected: hello re-sends every unacked state on reconnect. */
 void agent_send(agent_t *a, json_t *obj);
 void agent_conn_fini(agent_t *a);
+/* Hands pending messages to the socket now (one send(2) when nothing is
+ * queued before them), so a `started` leaves in the callback that spawned
+ * the task rather than on the next loop pass. */
+void agent_flush(agent_t *a);
 
 /* task.c */
 int agent_tasks_init(agent_t *a);      /* sets up SIGCHLD and loads state.json */

@@ -37,6 +37,7 @@ static void schedule_reconnect(agent_t *a) {
 }
 
 static void conn_drop(agent_t *a, const char *why) {
+    if (evbuffer_get_length(a->pending) > 0) evbuffer_drain(a->pending, evbuffer_get_length(a->pending));
     if (a->bev) {
         if (a->welcomed)
             sl_log(SL_LOG_WARN, "agent", "lost controller %s:%s: %s; reconnecting", a->ctl_host,
@@ -51,16 +52,33 @@ static void conn_drop(agent_t *a, const char *why) {
     schedule_reconnect(a);
 }
 
+void agent_flush(agent_t *a) {
+    size_t n = evbuffer_get_length(a->pending);
+    if (n == 0) return;
+    if (!a->bev || !a->connected) {
+        evbuffer_drain(a->pending, n);
+        return;
+    }
+    struct evbuffer *out = bufferevent_get_output(a->bev);
+    if (evbuffer_get_length(out) == 0) {
+        /* Nothing queued ahead: write directly, keep only what did not fit. */
+        ssize_t w = send(bufferevent_getfd(a->bev), evbuffer_pullup(a->pending, -1), n,
+                         MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w > 0) evbuffer_drain(a->pending, (size_t)w);
+    }
+    if (evbuffer_get_length(a->pending) > 0) evbuffer_add_buffer(out, a->pending);
+}
+
 void agent_send(agent_t *a, json_t *obj) {
     if (!obj) return;
     if (a->bev && a->connected) {
         char *s = json_dumps(obj, JSON_COMPACT);
         if (s) {
-            struct evbuffer *out = bufferevent_get_output(a->bev);
-            evbuffer_add(out, s, strlen(s));
-            evbuffer_add(out, "\n", 1);
+            evbuffer_add(a->pending, s, strlen(s));
+            evbuffer_add(a->pending, "\n", 1);
             free(s);
         }
+        if (a->batch == 0) agent_flush(a);
     }
     json_decref(obj);
 }
@@ -116,6 +134,7 @@ static void read_cb(struct bufferevent *bev, void *arg) {
     struct evbuffer *in = bufferevent_get_input(bev);
     char *line;
     size_t len;
+    a->batch++;
     while (a->bev == bev && (line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL) {
         if (len == 0) {
             free(line);
@@ -132,6 +151,8 @@ static void read_cb(struct bufferevent *bev, void *arg) {
         handle(a, m);
         json_decref(m);
     }
+    a->batch--;
+    agent_flush(a);
     if (a->bev == bev && evbuffer_get_length(in) > AGENT_MAX_LINE) conn_drop(a, "message over 1 MiB");
 }
 
@@ -190,6 +211,7 @@ static void heartbeat_cb(evutil_socket_t fd, short ev, void *arg) {
 
 int agent_conn_start(agent_t *a) {
     a->backoff_ms = 100;
+    a->pending = evbuffer_new();
     a->reconnect_ev = evtimer_new(a->base, reconnect_cb, a);
     a->heartbeat_ev = event_new(a->base, -1, EV_PERSIST, heartbeat_cb, a);
     struct timeval tv = {a->heartbeat_s, 0};
@@ -199,6 +221,7 @@ int agent_conn_start(agent_t *a) {
 }
 
 void agent_conn_fini(agent_t *a) {
+    if (a->pending) agent_flush(a);
     if (a->bev) {
         /* Best effort: push out the last exits before the process ends. */
         struct evbuffer *out = bufferevent_get_output(a->bev);
@@ -216,4 +239,6 @@ void agent_conn_fini(agent_t *a) {
     if (a->reconnect_ev) event_free(a->reconnect_ev);
     if (a->heartbeat_ev) event_free(a->heartbeat_ev);
     a->reconnect_ev = a->heartbeat_ev = NULL;
+    if (a->pending) evbuffer_free(a->pending);
+    a->pending = NULL;
 }

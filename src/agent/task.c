@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -215,6 +216,7 @@ static void sigchld_cb(evutil_socket_t fd, short ev, void *arg) {
     agent_t *a = arg;
     int st;
     pid_t pid;
+    a->batch++;
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
         agent_task_t *t = task_find_pid(a, pid);
         if (!t) continue;
@@ -223,6 +225,8 @@ static void sigchld_cb(evutil_socket_t fd, short ev, void *arg) {
         else
             task_finish(t, WEXITSTATUS(st), 0, NULL);
     }
+    a->batch--;
+    agent_flush(a);
 }
 
 static void pidfd_cb(evutil_socket_t fd, short ev, void *arg) {
@@ -494,6 +498,8 @@ void agent_task_launch(agent_t *a, json_t *msg) {
     if (a->stopping) return;
     t = task_new(a, job, task);
     t->start_time = agent_now();
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     char reason[8192];
     if (spawn_task(a, t, msg, reason, sizeof reason) != 0) {
         t->state = AGENT_TASK_FAILED;
@@ -505,8 +511,9 @@ void agent_task_launch(agent_t *a, json_t *msg) {
         t->state = AGENT_TASK_RUNNING;
         a->nrunning++;
         send_started(t);
-        sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d started", (unsigned long long)job,
-               task, (int)t->pid);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d started spawn_us=%ld", (unsigned long long)job,
+               task, (int)t->pid, (long)((t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000));
     }
     agent_state_dirty(a);
 }
