@@ -300,7 +300,11 @@ class Agent:
         return os.path.join(build_dir(), "sluice-agent")
 
     def start(self, timeout=15.0, wait=True):
+        """Starts the agent; with wait, returns once the controller lists the
+        node up and connected with a hello newer than this start (so that a
+        restarted agent is not mistaken for its predecessor)."""
         self._log = open(self.log_path, "ab")
+        t_start = time.time() - 0.5  # margin for clock granularity
         self.proc = subprocess.Popen([self.binary] + self.args, stdout=self._log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         if wait:
@@ -309,7 +313,8 @@ class Agent:
                     raise AssertionError("sluice-agent %s exited with %s; log:\n%s"
                                          % (self.name, self.proc.returncode, self.log()))
                 n = self.controller.node(self.name)
-                return n is not None and n["state"] == "up"
+                return (n is not None and n["state"] == "up" and n.get("connected", True)
+                        and (n.get("last_seen") or 0) >= t_start)
 
             wait_for(up, timeout=timeout, what="node %s up" % self.name)
         return self
