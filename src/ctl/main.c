@@ -146,6 +146,11 @@ static void teardown(ctl_t *c) {
         sl_free(n);
     }
     sl_free(c->nodes);
+    while (c->logreqs) {
+        ctl_logreq_t *lr = c->logreqs;
+        c->logreqs = lr->next;
+        sl_free(lr); /* its HTTP request is freed with the server below */
+    }
     sl_free(c->flushq);
     sl_free(c->replies);
     sl_sched_destroy(c->sched);
