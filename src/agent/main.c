@@ -201,12 +201,6 @@ int main(int argc, char **argv) {
     const char *colon = strrchr(controller, ':');
     if (!colon || colon == controller || !colon[1])
         return die_usage("--controller: \"%s\" is not HOST:PORT%s", controller, "");
-    a.ctl_host = strndup(controller, (size_t)(colon - controller));
-    if (a.ctl_host[0] == '[' && a.ctl_host[strlen(a.ctl_host) - 1] == ']') {
-        memmove(a.ctl_host, a.ctl_host + 1, strlen(a.ctl_host));
-        a.ctl_host[strlen(a.ctl_host) - 1] = '\0';
-    }
-    a.ctl_port = strdup(colon + 1);
     if (a.labels) {
         char *copy = strdup(a.labels), *save = NULL;
         for (char *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
@@ -235,6 +229,12 @@ int main(int argc, char **argv) {
         free(copy);
         if (words == 0) return die_usage("--launcher: empty template%s%s", "", "");
     }
+    a.ctl_host = strndup(controller, (size_t)(colon - controller));
+    if (a.ctl_host[0] == '[' && a.ctl_host[strlen(a.ctl_host) - 1] == ']') {
+        memmove(a.ctl_host, a.ctl_host + 1, strlen(a.ctl_host));
+        a.ctl_host[strlen(a.ctl_host) - 1] = '\0';
+    }
+    a.ctl_port = strdup(colon + 1);
     char host[256];
     if (!a.name) {
         if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
@@ -242,13 +242,10 @@ int main(int argc, char **argv) {
         host[strcspn(host, ".")] = '\0';
         a.name = host;
     }
-    if (mkdirs(workdir) != 0) {
+    if (mkdirs(workdir) != 0 || !(a.workdir = realpath(workdir, NULL))) {
         fprintf(stderr, "sluice-agent: --workdir: cannot create %s: %s\n", workdir, strerror(errno));
-        return 1;
-    }
-    a.workdir = realpath(workdir, NULL);
-    if (!a.workdir) {
-        fprintf(stderr, "sluice-agent: --workdir: %s: %s\n", workdir, strerror(errno));
+        free(a.ctl_host);
+        free(a.ctl_port);
         return 1;
     }
     if (asprintf(&a.state_path, "%s/state.json", a.workdir) < 0) abort();
