@@ -3,14 +3,29 @@
  * and placing a gang all-or-none.
  *
  * One task (sl_place_task). The cluster's free-capacity index groups the up
- * nodes whose placement-relevant state is identical into classes. Every
- * class is evaluated once, through its representative node: the framework
- * filters it (sl_node_fits: state, pool, model, CPU, memory, GPUs) and asks
- * the policy for a score and a GPU choice, passing the class size as the
- * weight so that randomised policies can stay uniform over nodes (see
- * policy/place.h). The highest score wins; on equal scores the lower class
- * index wins, so a decision is a pure function of the cluster, the request
- * and the RNG state. Cost: O(classes * cost of score).
+ * nodes whose placement-relevant state is identical into classes, keeps a
+ * 32-byte summary of each in a dense array and orders that array in buckets
+ * by free GPU (cluster_index.h). A search scans only the buckets that can
+ * hold the task (a request for 4 whole GPUs never looks at a class with
+ * fewer than 4 free; one that no bucket can hold is refused in O(1)), and
+ * filters each class on its summary (state, pool, model, CPU, memory, GPUs;
+ * only a share with GPU memory asks the node). Each class that fits is
+ * evaluated once:
+ *  - built-in policies (policy/place.h, "fast path") give a primary score
+ *    from the summary (or a per-class cache, for FGD) without touching the
+ *    node or the RNG; the highest primary wins and equal primaries are
+ *    broken uniformly over NODES by a weighted reservoir draw (class i
+ *    replaces the current pick with probability size_i / total size of the
+ *    ties so far), which is the distribution the policies' own tie-break
+ *    gives. Only the winner's GPUs are chosen (on its representative). A
+ *    policy with a bound skips whole buckets that cannot beat the best
+ *    primary found so far (bestfit: a bucket's least free GPU);
+ *  - other policies are asked for a score and a GPU choice through the
+ *    representative, with the class size as the weight (policy/place.h); the
+ *    highest score wins, the first in scan order among equals.
+ * A decision is a pure function of the cluster, the request and the RNG
+ * state. Cost: O(classes in the buckets that can hold the task), a few
+ * loads each, plus the cost of score for the classes that fit.
  *
  * A gang (sl_place_gang): n identical tasks, all or none, on as few nodes as
  * possible. Each round picks, among the classes, the node that can hold the
@@ -20,7 +35,8 @@
  * the tasks that node can hold go there at once (the policy picks each
  * task's GPUs on the node as it fills up), then the next round starts. The
  * first round also sums what every node could hold; if that is less than n
- * the gang fails before allocating anything. Greedy largest-first is optimal
+ * the gang fails before allocating anything. Each round is one search as
+ * above, with the count first and the score second. Greedy largest-first is optimal
  * for the node count when, as here, each node's capacity for the gang's
  * tasks is independent of the others. On failure everything taken is
  * released in reverse order, so the cluster is left exactly as it was.
@@ -38,6 +54,7 @@
 #include "sluice/error.h"
 #include "sluice/policy.h"
 
+#include "cluster_index.h"
 #include "policy/place.h"
 
 static const sl_place_policy_t *const registry[] = {
@@ -83,27 +100,129 @@ static int32_t empty_capacity(const sl_cluster_t *cl, const sl_task_req_t *req, 
     return sum;
 }
 
-/*
- * sl_node_fits for a class representative (up by construction), with the
- * cheapest and most selective tests first: this runs once per class per
- * decision and is the framework's hot loop.
- */
-static inline bool quick_fits(const sl_node_t *n, const sl_task_req_t *r) {
-    if (n->cpu_free < r->cpu_milli || n->mem_free < r->mem_bytes) return false;
-    if (r->pool != -1 && n->pool != r->pool) return false;
-    if (!sl__model_ok(n, r->model_mask)) return false;
-    if (r->gpus > 0) {
-        int32_t need = r->gpus;
-        for (int g = 0; g < n->ngpus; g++)
-            if (sl__gpu_full_free(n, g) && --need == 0) return n->state == SL_NODE_UP;
-        return false;
+/* ---- searching the classes ---- */
+
+static const sl__place_fast_t *const fast_paths[] = {
+    &sl__fast_firstfit, &sl__fast_bestfit, &sl__fast_fgd, &sl__fast_dotprod,
+    &sl__fast_gpupacking, &sl__fast_gpuclustering, NULL};
+
+static const sl__place_fast_t *fast_of(const sl_place_policy_t *pol) {
+    for (size_t i = 0; fast_paths[i]; i++)
+        if (fast_paths[i]->policy == pol) return fast_paths[i];
+    return NULL;
+}
+
+static int64_t cap_div(int64_t have, int64_t need, int64_t cur) {
+    if (need <= 0) return cur;
+    int64_t q = have / need;
+    return q < cur ? q : cur;
+}
+
+/* sl_node_fit_count for a class that fits, from its summary where it can. */
+static int32_t class_fit_count(const sl_cluster_t *cl, const sl__class_t *c, const sl_node_t *rep,
+                               const sl_task_req_t *r, int32_t limit) {
+    if (r->gpus == 0 && r->gpu_milli > 0)
+        return sl_node_fit_count(rep ? rep : sl_cluster_node(cl, c->rep), r, limit);
+    int64_t k = limit;
+    k = cap_div(c->cpu_free, r->cpu_milli, k);
+    k = cap_div(c->mem_free, r->mem_bytes, k);
+    if (r->gpus > 0) k = cap_div(c->full_free, r->gpus, k);
+    return k < 0 ? 0 : (int32_t)k;
+}
+
+/* One search over the classes for the node that holds the most of
+ * `remaining` tasks (1 for a single task), best score among equals. */
+typedef struct search {
+    const sl_place_policy_t *pol;
+    const sl__place_fast_t *fast; /* NULL: through pol->score */
+    sl_cycle_t *cy;
+    const sl_cluster_t *cl;
+    const sl_task_req_t *req;
+    int32_t remaining;
+    int32_t count_to;   /* > 0: sum what every class holds into total, up to this */
+    int64_t total;
+    bool found;
+    int32_t best_cnt;
+    int64_t best;
+    uint32_t win;       /* dense class position */
+    sl_place_t win_pl;  /* without a fast path: the winner's GPUs */
+} search_t;
+
+static void search_run(search_t *s) {
+    const sl_cluster_t *cl = s->cl;
+    const sl_task_req_t *r = s->req;
+    const sl__class_t *sum = sl__cluster_classes(cl);
+    const sl__class_id_t *ids = sl__cluster_class_ids(cl);
+    const uint32_t *bs = sl__cluster_buckets(cl);
+    const sl__place_fast_t *fast = s->fast;
+    bool mem_check = r->gpus == 0 && r->gpu_milli > 0 && r->gpu_mem_bytes > 0;
+    uint64_t ties = 0; /* total size of the classes tied at the best so far */
+    sl__fast_ctx_t ctx = {.rid = -1, .row = NULL};
+    s->found = false;
+    s->best_cnt = 0;
+    s->best = 0;
+    if (fast && fast->begin) fast->begin(s->cy, r, &ctx);
+    for (int b = sl__first_bucket(r); b < SL__NBUCKETS; b++) {
+        if (bs[b] == bs[b + 1]) continue;
+        if (s->found && fast && fast->bound && s->best_cnt == s->remaining &&
+            (s->count_to <= 0 || s->total >= s->count_to) &&
+            fast->bound(r, sl__bucket_min_gpu_free(b)) < s->best)
+            continue; /* nothing here can win or tie */
+        for (uint32_t i = bs[b]; i < bs[b + 1]; i++) {
+            const sl__class_t *c = &sum[i];
+            if (!sl__class_fits(c, r)) continue;
+            const sl_node_t *rep = NULL;
+            if (mem_check) {
+                rep = sl_cluster_node(cl, c->rep);
+                if (!sl_node_fits(rep, r)) continue;
+            }
+            int32_t cnt = 1;
+            if (s->remaining > 1) {
+                cnt = class_fit_count(cl, c, rep, r, s->remaining);
+                if (cnt <= 0) continue;
+            }
+            uint32_t size = ids[i].size;
+            if (s->count_to > 0 && s->total < s->count_to) s->total += (int64_t)cnt * size;
+            if (cnt < s->best_cnt) continue;
+            int64_t p;
+            if (fast) {
+                if (fast->primary(s->cy, &ctx, r, c, &ids[i], &p) != SL_FIT) continue;
+                if (!s->found || cnt > s->best_cnt || p > s->best) {
+                    s->found = true;
+                    s->best_cnt = cnt;
+                    s->best = p;
+                    s->win = i;
+                    ties = size;
+                } else if (p == s->best) {
+                    ties += size;
+                    if (sl_rng_below(s->cy->rng, ties) < size) s->win = i;
+                }
+            } else {
+                sl_place_t pl;
+                if (!rep) rep = sl_cluster_node(cl, c->rep);
+                if (s->pol->score(s->cy, r, rep, size, &p, &pl) != SL_FIT) continue;
+                if (!s->found || cnt > s->best_cnt || p > s->best) {
+                    s->found = true;
+                    s->best_cnt = cnt;
+                    s->best = p;
+                    s->win = i;
+                    s->win_pl = pl;
+                }
+            }
+        }
     }
-    if (r->gpu_milli > 0) {
-        for (int g = 0; g < n->ngpus; g++)
-            if (sl__share_fits_gpu(n, g, r)) return n->state == SL_NODE_UP;
-        return false;
+}
+
+/* GPUs for the next task on node: the fast path's choice, or the policy's
+ * own (first = the search's winner, whose choice is already known). */
+static int next_gpus(const search_t *s, const sl_node_t *node, bool first, sl_place_t *pl) {
+    if (s->fast) return s->fast->gpus(s->cy, s->req, node, pl);
+    if (first) {
+        *pl = s->win_pl;
+        return SL_FIT;
     }
-    return n->state == SL_NODE_UP;
+    int64_t sc;
+    return s->pol->score(s->cy, s->req, node, 1, &sc, pl);
 }
 
 /* ---- one task ---- */
@@ -112,26 +231,16 @@ int sl_place_task(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_task_re
                   sl_place_t *pl) {
     if (!pol || !cy || !cy->cluster || !req || !pl) return SL_EINVAL;
     const sl_cluster_t *cl = cy->cluster;
-    size_t nc = sl_cluster_class_count(cl);
-    const sl_node_t *win = NULL;
-    int64_t best = 0;
-    sl_place_t bp = {0};
-    for (size_t i = 0; i < nc; i++) {
-        const sl_node_t *rep = sl_cluster_class_rep(cl, i);
-        if (!quick_fits(rep, req)) continue;
-        int64_t s;
+    search_t s = {.pol = pol, .fast = fast_of(pol), .cy = cy, .cl = cl, .req = req, .remaining = 1};
+    search_run(&s);
+    if (s.found) {
+        uint32_t id = sl__cluster_classes(cl)[s.win].rep;
         sl_place_t p;
-        if (pol->score(cy, req, rep, sl_cluster_class_size(cl, i), &s, &p) != SL_FIT) continue;
-        if (!win || s > best) {
-            win = rep;
-            best = s;
-            bp = p;
+        if (next_gpus(&s, sl_cluster_node(cl, id), true, &p) == SL_FIT) {
+            *pl = p;
+            pl->node = id;
+            return SL_FIT;
         }
-    }
-    if (win) {
-        *pl = bp;
-        pl->node = win->id;
-        return SL_FIT;
     }
     return empty_capacity(cl, req, 1) >= 1 ? SL_NOFIT : SL_NOFIT_EVER;
 }
@@ -235,23 +344,32 @@ static void scan_pool_model(const sl_cluster_t *cl, const sl_task_req_t *r, bool
     }
 }
 
-/* Which resources some eligible up node has enough of on its own right now
- * (gathered during the gang's first pass over the classes). */
+/* Which resources some eligible up node has enough of on its own right now. */
 typedef struct shortage {
     bool cpu, mem, gpu;
 } shortage_t;
 
-static inline void shortage_see(shortage_t *sh, const sl_node_t *n, const sl_task_req_t *r) {
-    if (r->pool != -1 && n->pool != r->pool) return;
-    if (!sl__model_ok(n, r->model_mask)) return;
-    sh->cpu |= n->cpu_free >= r->cpu_milli;
-    sh->mem |= n->mem_free >= r->mem_bytes;
-    if (r->gpus > 0)
-        sh->gpu |= sl__node_full_free(n) >= r->gpus;
-    else if (r->gpu_milli > 0)
-        for (int g = 0; g < n->ngpus && !sh->gpu; g++) sh->gpu |= sl__share_fits_gpu(n, g, r);
-    else
-        sh->gpu = true;
+static shortage_t shortage_scan(const sl_cluster_t *cl, const sl_task_req_t *r) {
+    shortage_t sh = {false, false, false};
+    const sl__class_t *sum = sl__cluster_classes(cl);
+    size_t nc = sl_cluster_class_count(cl);
+    for (size_t i = 0; i < nc && !(sh.cpu && sh.mem && sh.gpu); i++) {
+        const sl__class_t *c = &sum[i];
+        if (r->pool != -1 && c->pool != r->pool) continue;
+        if (!sl__class_model_ok(c, r->model_mask)) continue;
+        sh.cpu |= c->cpu_free >= r->cpu_milli;
+        sh.mem |= c->mem_free >= r->mem_bytes;
+        if (r->gpus > 0) {
+            sh.gpu |= c->full_free >= r->gpus;
+        } else if (r->gpu_milli > 0) {
+            if (c->share_max < r->gpu_milli || sh.gpu) continue;
+            const sl_node_t *n = sl_cluster_node(cl, c->rep);
+            for (int g = 0; g < n->ngpus && !sh.gpu; g++) sh.gpu |= sl__share_fits_gpu(n, g, r);
+        } else {
+            sh.gpu = true;
+        }
+    }
+    return sh;
 }
 
 static void put_short(buf_t *b, const shortage_t *sh) {
@@ -267,8 +385,7 @@ static void put_short(buf_t *b, const shortage_t *sh) {
 }
 
 static void explain(const sl_cluster_t *cl, const sl_task_req_t *r, int32_t n, int32_t fit_now,
-                    int32_t fit_empty, bool ever, const shortage_t *sh, char *reason,
-                    size_t reasonlen) {
+                    int32_t fit_empty, bool ever, char *reason, size_t reasonlen) {
     if (!reason || reasonlen == 0) return;
     buf_t b = {reason, reasonlen, 0};
     reason[0] = '\0';
@@ -325,7 +442,8 @@ static void explain(const sl_cluster_t *cl, const sl_task_req_t *r, int32_t n, i
         bput(&b, "needs ");
         put_task(&b, cl, r);
         bput(&b, "; ");
-        put_short(&b, sh);
+        shortage_t sh = shortage_scan(cl, r);
+        put_short(&b, &sh);
         return;
     }
     bput(&b, "needs %d tasks x (", n);
@@ -342,45 +460,22 @@ int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl
     if (!pol || !cy || !cl || !req || !pls || n < 1 || n > SL_MAX_TASKS) return SL_EINVAL;
     int32_t placed = 0, fit_now = 0;
     bool first_round = true;
-    shortage_t sh = {false, false, false};
+    search_t s = {.pol = pol, .fast = fast_of(pol), .cy = cy, .cl = cl, .req = req};
     while (placed < n) {
-        int32_t remaining = n - placed, best_cnt = 0;
-        int64_t best_score = 0, total = 0;
-        const sl_node_t *win = NULL;
-        sl_place_t win_pl = {0};
-        size_t nc = sl_cluster_class_count(cl);
-        for (size_t i = 0; i < nc; i++) {
-            const sl_node_t *rep = sl_cluster_class_rep(cl, i);
-            if (first_round && !(sh.cpu && sh.mem && sh.gpu)) shortage_see(&sh, rep, req);
-            if (!quick_fits(rep, req)) continue;
-            int32_t c = remaining == 1 ? 1 : sl_node_fit_count(rep, req, remaining);
-            if (c <= 0) continue;
-            uint32_t size = sl_cluster_class_size(cl, i);
-            if (first_round && total < n) total += (int64_t)c * size;
-            if (c < best_cnt) continue;
-            int64_t s;
-            sl_place_t p;
-            if (pol->score(cy, req, rep, size, &s, &p) != SL_FIT) continue;
-            if (!win || c > best_cnt || s > best_score) {
-                win = rep;
-                best_cnt = c;
-                best_score = s;
-                win_pl = p;
-            }
-        }
+        s.remaining = n - placed;
+        s.count_to = first_round ? n : 0;
+        s.total = 0;
+        search_run(&s);
         if (first_round) {
-            fit_now = total > n ? n : (int32_t)total;
+            fit_now = s.total > n ? n : (int32_t)s.total;
             first_round = false;
-            if (total < n) goto fail;
+            if (s.total < n) goto fail;
         }
-        if (!win) goto fail;
-        uint32_t id = win->id;
-        for (int32_t j = 0; j < best_cnt; j++) {
-            sl_place_t p = win_pl;
-            if (j > 0) {
-                int64_t s;
-                if (pol->score(cy, req, sl_cluster_node(cl, id), 1, &s, &p) != SL_FIT) goto fail;
-            }
+        if (!s.found) goto fail;
+        uint32_t id = sl__cluster_classes(cl)[s.win].rep;
+        for (int32_t j = 0; j < s.best_cnt; j++) {
+            sl_place_t p;
+            if (next_gpus(&s, sl_cluster_node(cl, id), j == 0, &p) != SL_FIT) goto fail;
             p.node = id;
             if (sl_cluster_alloc(cl, req, &p) != 0) goto fail;
             pls[placed++] = p;
@@ -393,7 +488,7 @@ fail:
     {
         int32_t fit_empty = empty_capacity(cl, req, n);
         bool ever = fit_empty < n;
-        explain(cl, req, n, fit_now, fit_empty, ever, &sh, reason, reasonlen);
+        explain(cl, req, n, fit_now, fit_empty, ever, reason, reasonlen);
         return ever ? SL_NOFIT_EVER : SL_NOFIT;
     }
 }

@@ -29,6 +29,17 @@
  * the state the measure depends on (which shapes' CPU and memory demands the
  * node meets, its model, and its sorted free GPU milli). It is flushed
  * whenever the workload changes, and when it is half full.
+ *
+ * FGD's fast path adds a per-class memo (sl__class_memo_*): a class of the
+ * cluster's index never changes state while it lives, so its F and the FGD
+ * primary of each request shape placed there are kept in arrays indexed by
+ * the class's stable slot. A slot entry is valid while the class's uid and
+ * state hash match it; each fill gets a fresh version (never reused), and a
+ * cached primary counts only if it carries its slot's current version, so a
+ * reused slot or a changed workload invalidates everything at once.
+ * Request shapes are interned through a small hash table (up to
+ * RQ_MAX; past that the memo starts over). One cluster at a time: another
+ * cluster flushes it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +79,25 @@ typedef struct memo {
     uint32_t *shape_demand;
     uint32_t ndemand;
     bool built;
+
+    /* The per-class memo. */
+    const sl_cluster_t *ccl; /* the cluster it describes */
+    struct cslot *cs;        /* per class slot */
+    uint32_t ncs;            /* slots (and row length) */
+    uint64_t next_ver;
+    sl_task_req_t *rq;       /* interned request shapes, RQ_MAX */
+    uint32_t nrq;
+    uint16_t *rq_tab;        /* rid + 1, RQ_TAB slots */
+    uint64_t **rows;         /* rows[rid][slot] = version << 8 | primary */
 } memo_t;
+
+typedef struct cslot {
+    uint64_t uid, hash, ver; /* ver 0: empty */
+    double before;
+} cslot_t;
+
+#define RQ_MAX 512
+#define RQ_TAB 1024
 
 struct sl_workload {
     sl_task_req_t *shapes;
@@ -85,7 +114,15 @@ int sl_workload_create(sl_workload_t **out) {
     return 0;
 }
 
+/* Forgets every class entry (new versions from here on) and every request. */
+static void class_memo_clear(memo_t *m) {
+    if (m->cs) memset(m->cs, 0, m->ncs * sizeof *m->cs);
+    if (m->rq_tab) memset(m->rq_tab, 0, RQ_TAB * sizeof *m->rq_tab);
+    m->nrq = 0;
+}
+
 static void memo_reset(memo_t *m) {
+    class_memo_clear(m);
     sl_free(m->cpu_levels);
     sl_free(m->mem_levels);
     sl_free(m->demand);
@@ -101,9 +138,16 @@ static void memo_reset(memo_t *m) {
 
 void sl_workload_destroy(sl_workload_t *w) {
     if (!w) return;
-    memo_reset(w->memo);
-    sl_free(w->memo->slots);
-    sl_free(w->memo);
+    memo_t *m = w->memo;
+    memo_reset(m);
+    sl_free(m->slots);
+    sl_free(m->cs);
+    sl_free(m->rq);
+    sl_free(m->rq_tab);
+    if (m->rows)
+        for (uint32_t i = 0; i < RQ_MAX; i++) sl_free(m->rows[i]);
+    sl_free(m->rows);
+    sl_free(m);
     sl_free(w->shapes);
     sl_free(w->counts);
     sl_free(w);
@@ -351,4 +395,87 @@ double sl__frag_node_cached(const sl_workload_t *w, const sl_node_t *node) {
     m->slots[i].val = v;
     m->count++;
     return v;
+}
+
+/* ---- the per-class memo ---- */
+
+static uint64_t req_hash(const sl_task_req_t *r) {
+    uint64_t v[6] = {(uint64_t)r->cpu_milli, (uint64_t)r->mem_bytes, (uint64_t)(uint32_t)r->gpus,
+                     (uint64_t)(uint32_t)r->gpu_milli, (uint64_t)r->gpu_mem_bytes, r->model_mask};
+    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (int i = 0; i < 6; i++) {
+        h = (h ^ v[i]) * 0x9fb21c651e98df25ULL;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* The request's id, interning it; -1 when the table is full. */
+static int32_t rq_intern(memo_t *m, const sl_task_req_t *req) {
+    uint32_t i = (uint32_t)req_hash(req) & (RQ_TAB - 1);
+    for (;;) {
+        uint16_t e = m->rq_tab[i];
+        if (!e) break;
+        if (same_shape(&m->rq[e - 1], req)) return e - 1;
+        i = (i + 1) & (RQ_TAB - 1);
+    }
+    if (m->nrq == RQ_MAX) return -1;
+    m->rq[m->nrq] = *req;
+    m->rq_tab[i] = (uint16_t)(m->nrq + 1);
+    return (int32_t)m->nrq++;
+}
+
+int32_t sl__class_memo_begin(const sl_workload_t *w, const sl_cluster_t *cl, const sl_task_req_t *req,
+                             uint64_t **row) {
+    *row = NULL;
+    if (!w || !cl || !req) return -1;
+    memo_t *m = w->memo;
+    if (!m->rq) {
+        m->rq = sl_xmalloc(RQ_MAX * sizeof *m->rq);
+        m->rq_tab = sl_xcalloc(RQ_TAB, sizeof *m->rq_tab);
+        m->rows = sl_xcalloc(RQ_MAX, sizeof *m->rows);
+    }
+    if (m->ccl != cl) {
+        class_memo_clear(m);
+        m->ccl = cl;
+    }
+    uint32_t need = sl__cluster_slot_count(cl);
+    if (need > m->ncs) {
+        uint32_t n = m->ncs ? m->ncs : 64;
+        while (n < need) n *= 2;
+        m->cs = sl_xrealloc(m->cs, n * sizeof *m->cs);
+        memset(m->cs + m->ncs, 0, (n - m->ncs) * sizeof *m->cs);
+        for (uint32_t r = 0; r < RQ_MAX; r++) {
+            if (!m->rows[r]) continue;
+            m->rows[r] = sl_xrealloc(m->rows[r], n * sizeof *m->rows[r]);
+            memset(m->rows[r] + m->ncs, 0, (n - m->ncs) * sizeof *m->rows[r]);
+        }
+        m->ncs = n;
+    }
+    int32_t rid = rq_intern(m, req);
+    if (rid < 0) { /* full: start over (rows stay, their versions are dead) */
+        class_memo_clear(m);
+        rid = rq_intern(m, req);
+    }
+    if (!m->rows[rid]) m->rows[rid] = sl_xcalloc(m->ncs, sizeof *m->rows[rid]);
+    *row = m->rows[rid];
+    return rid;
+}
+
+double sl__class_memo_before(const sl_workload_t *w, const sl_cluster_t *cl, const sl__class_t *c,
+                             const sl__class_id_t *id, uint64_t *version) {
+    memo_t *m = w->memo;
+    if (m->ccl != cl || id->slot >= m->ncs) { /* no begin for this cluster: no memo */
+        *version = 0;
+        return sl__frag_node_cached(w, sl_cluster_node(cl, c->rep));
+    }
+    cslot_t *e = &m->cs[id->slot];
+    if (e->ver == 0 || e->uid != id->uid || e->hash != id->hash) {
+        e->uid = id->uid;
+        e->hash = id->hash;
+        e->ver = ++m->next_ver;
+        e->before = sl__frag_node_cached(w, sl_cluster_node(cl, c->rep));
+    }
+    *version = e->ver;
+    return e->before;
 }

@@ -29,6 +29,8 @@
 #include "sluice/rng.h"
 #include "sluice/workload.h"
 
+#include "cluster_index.h"
+
 /* The simulator's normalisers (largest node of the Alibaba cluster, the
  * paper's "MaxSpec"): BestFit, DotProd and GpuClustering divide by them. */
 #define SL__MAX_SPEC_CPU_MILLI 128000.0
@@ -100,6 +102,65 @@ static inline void sl__place_share(const sl_node_t *n, const sl_task_req_t *r, i
  * O(shapes * gpus) on a miss.
  */
 double sl__frag_node_cached(const sl_workload_t *w, const sl_node_t *node);
+
+/*
+ * The fast path (place.c). A built-in policy whose GPU choice on a node is
+ * deterministic also exposes its primary score alone, as a function of the
+ * class (most read only the 32-byte summary and never touch the node), and
+ * its GPU choice. The framework then takes the highest primary over the
+ * classes that fit and breaks ties uniformly over NODES with one weighted
+ * reservoir draw per tie instead of one tie-break draw per class: the same
+ * distribution as `score`, fewer draws. The framework calls `begin` (may be
+ * NULL) once per search over the classes, with scratch for the policy.
+ * `bound` (may be NULL) gives an upper bound of the primary over classes
+ * whose free GPU milli is at least gpu_free_min, so whole buckets can be
+ * skipped; it must be non-increasing in gpu_free_min.
+ *
+ * The contracts: for a class c whose nodes fit req, primary() returns SL_FIT
+ * and exactly score(...) >> 32 of its representative; gpus() fills pl
+ * exactly as score() would on that node.
+ */
+typedef struct sl__fast_ctx {
+    int32_t rid;      /* fgd: the request's id in the workload's class memo, or -1 */
+    uint64_t *row;    /* fgd: that request's row of cached primaries */
+} sl__fast_ctx_t;
+
+typedef struct sl__place_fast {
+    const sl_place_policy_t *policy;
+    void (*begin)(sl_cycle_t *cy, const sl_task_req_t *req, sl__fast_ctx_t *ctx);
+    int (*primary)(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t *req, const sl__class_t *c,
+                   const sl__class_id_t *id, int64_t *primary);
+    int (*gpus)(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node, sl_place_t *pl);
+    int64_t (*bound)(const sl_task_req_t *req, int32_t gpu_free_min);
+} sl__place_fast_t;
+
+/* sl_node_choose_gpus as a fast-path gpus() (the default best-fit rule). */
+static inline int sl__gpus_default(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
+                                   sl_place_t *pl) {
+    (void)cy;
+    return sl_node_choose_gpus(node, req, pl);
+}
+
+/*
+ * The workload's per-class memo for FGD (workload.c). A class's state never
+ * changes while it lives, so F(before) of class (slot, uid) and the primary
+ * of placing a given request shape there are computed once per class.
+ * sl__class_memo_begin interns req (pool ignored) and returns its id and
+ * row (slots up to sl__cluster_slot_count(cl)), or -1 and NULL when the
+ * memo cannot hold it; sl__class_memo_before returns F of the class
+ * (computing it from its representative on a miss) and its version, which
+ * a row entry must carry to be valid. Row entries are (version << 8) |
+ * primary, primary in 0..255. All logically const, as sl__frag_node_cached.
+ */
+int32_t sl__class_memo_begin(const sl_workload_t *w, const sl_cluster_t *cl, const sl_task_req_t *req,
+                             uint64_t **row);
+double sl__class_memo_before(const sl_workload_t *w, const sl_cluster_t *cl, const sl__class_t *c,
+                             const sl__class_id_t *id, uint64_t *version);
+
+/* Fast paths of the built-in policies (NULL-terminated, place.c looks a
+ * policy up here by pointer; a policy without one uses `score`). */
+extern const sl__place_fast_t sl__fast_firstfit, sl__fast_bestfit, sl__fast_fgd, sl__fast_dotprod,
+    sl__fast_gpupacking, sl__fast_gpuclustering;
 
 /* The registered policies (policy/place_*.c). */
 extern const sl_place_policy_t sl__place_firstfit;

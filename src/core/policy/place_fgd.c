@@ -18,7 +18,9 @@
  * so each distinct state is evaluated once.
  *
  * Cost: one F per distinct GPU state of the node plus one, each O(gpus) when
- * the workload's memo hits and O(shapes * gpus) when it misses.
+ * the workload's memo hits and O(shapes * gpus) when it misses; through the
+ * framework's fast path (below) a class pays that once per request shape
+ * over its life, then one cached load per decision.
  */
 #include "policy/place.h"
 
@@ -27,15 +29,16 @@ static int64_t fgd_quant(double before, double after) {
     return (int64_t)(100.0 / (1.0 + exp(-d)));
 }
 
-static int fgd_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
-                     uint32_t weight, int64_t *score, sl_place_t *pl) {
+/*
+ * The primary score and the GPU choice on node, given F(node) = before.
+ * Returns SL_NOFIT if the task does not fit.
+ */
+static int fgd_eval(const sl_workload_t *w, const sl_task_req_t *req, const sl_node_t *node,
+                    double before, int64_t *primary, sl_place_t *pl) {
     if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
-    const sl_workload_t *w = cy->workload;
-    double before = sl__frag_node_cached(w, node);
     sl_node_t t = *node;
     t.cpu_free -= req->cpu_milli;
     t.mem_free -= req->mem_bytes;
-    int64_t primary;
     if (sl__req_share(req)) {
         int best_g = -1;
         int64_t best = 0;
@@ -58,15 +61,23 @@ static int fgd_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *
         }
         if (best_g < 0) return SL_NOFIT;
         sl__place_share(node, req, best_g, pl);
-        primary = best;
-    } else {
-        for (int g = 0; g < node->ngpus; g++) {
-            if (!(pl->gpu_mask & (1u << g))) continue;
-            t.gpu_free[g] = 0;
-            t.gpu_mem_free[g] = 0;
-        }
-        primary = fgd_quant(before, sl__frag_node_cached(w, &t));
+        *primary = best;
+        return SL_FIT;
     }
+    for (int g = 0; g < node->ngpus; g++) {
+        if (!(pl->gpu_mask & (1u << g))) continue;
+        t.gpu_free[g] = 0;
+        t.gpu_mem_free[g] = 0;
+    }
+    *primary = fgd_quant(before, sl__frag_node_cached(w, &t));
+    return SL_FIT;
+}
+
+static int fgd_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
+                     uint32_t weight, int64_t *score, sl_place_t *pl) {
+    int64_t primary;
+    double before = sl__frag_node_cached(cy->workload, node);
+    if (fgd_eval(cy->workload, req, node, before, &primary, pl) != SL_FIT) return SL_NOFIT;
     *score = sl__pack_score(primary, sl__tiebreak(cy->rng, weight));
     return SL_FIT;
 }
@@ -75,4 +86,45 @@ const sl_place_policy_t sl__place_fgd = {
     .name = "fgd",
     .help = "least growth of expected GPU fragmentation (FGD, USENIX ATC'23)",
     .score = fgd_score,
+};
+
+/*
+ * Fast path. The primary of (class, request shape) never changes while the
+ * class lives, so it is kept in the workload's class memo: F(before) once
+ * per class, the primary once per class and shape. A decision then costs a
+ * few loads per fitting class once the popular shapes have met the classes.
+ */
+static void fgd_begin(sl_cycle_t *cy, const sl_task_req_t *req, sl__fast_ctx_t *ctx) {
+    ctx->rid = sl__class_memo_begin(cy->workload, cy->cluster, req, &ctx->row);
+}
+
+static int fgd_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t *req,
+                       const sl__class_t *c, const sl__class_id_t *id, int64_t *primary) {
+    uint64_t ver;
+    double before = sl__class_memo_before(cy->workload, cy->cluster, c, id, &ver);
+    if (ctx->row && ver) {
+        uint64_t e = ctx->row[id->slot];
+        if (e >> 8 == ver) {
+            *primary = (int64_t)(e & 0xff);
+            return SL_FIT;
+        }
+    }
+    sl_place_t pl;
+    const sl_node_t *rep = sl_cluster_node(cy->cluster, c->rep);
+    if (fgd_eval(cy->workload, req, rep, before, primary, &pl) != SL_FIT) return SL_NOFIT;
+    if (ctx->row && ver) ctx->row[id->slot] = ver << 8 | (uint64_t)*primary;
+    return SL_FIT;
+}
+
+static int fgd_gpus(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node, sl_place_t *pl) {
+    int64_t primary;
+    double before = sl__frag_node_cached(cy->workload, node);
+    return fgd_eval(cy->workload, req, node, before, &primary, pl);
+}
+
+const sl__place_fast_t sl__fast_fgd = {
+    .policy = &sl__place_fgd,
+    .begin = fgd_begin,
+    .primary = fgd_primary,
+    .gpus = fgd_gpus,
 };

@@ -25,3 +25,17 @@ const sl_place_policy_t sl__place_firstfit = {
     .help = "lowest-numbered node that fits (deterministic)",
     .score = firstfit_score,
 };
+
+/* Fast path: the representative's id is in the class summary. */
+static int firstfit_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t *req,
+                            const sl__class_t *c, const sl__class_id_t *id, int64_t *primary) {
+    (void)cy, (void)ctx, (void)req, (void)id;
+    *primary = -(int64_t)c->rep;
+    return SL_FIT;
+}
+
+const sl__place_fast_t sl__fast_firstfit = {
+    .policy = &sl__place_firstfit,
+    .primary = firstfit_primary,
+    .gpus = sl__gpus_default,
+};

@@ -18,26 +18,26 @@
  */
 #include "policy/place.h"
 
+static int64_t gpuclustering_of(const sl_task_req_t *req, int64_t left, bool has_share, bool has_whole) {
+    if (!sl__req_gpu(req)) return 0;
+    int64_t base = 25 * ((int64_t)SL__MAX_SPEC_GPU_MILLI - left) / (int64_t)SL__MAX_SPEC_GPU_MILLI;
+    int kinds = (int)has_share + (int)has_whole;
+    bool match = sl__req_share(req) ? has_share : has_whole;
+    if (match) return base + (kinds == 1 ? 75 : 50);
+    return base + (kinds == 0 ? 25 : 0);
+}
+
 static int gpuclustering_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
                                uint32_t weight, int64_t *score, sl_place_t *pl) {
     if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
-    int64_t primary = 0;
-    if (sl__req_gpu(req)) {
-        bool has_share = false, has_whole = false;
-        int64_t left = 0;
-        for (int g = 0; g < node->ngpus; g++) {
-            left += node->gpu_free[g];
-            if (node->gpu_free[g] > 0 && node->gpu_free[g] < SL_GPU_MILLI) has_share = true;
-            if (node->gpu_free[g] == 0) has_whole = true;
-        }
-        int64_t base = 25 * ((int64_t)SL__MAX_SPEC_GPU_MILLI - left) / (int64_t)SL__MAX_SPEC_GPU_MILLI;
-        int kinds = (int)has_share + (int)has_whole;
-        bool match = sl__req_share(req) ? has_share : has_whole;
-        if (match)
-            primary = base + (kinds == 1 ? 75 : 50);
-        else
-            primary = base + (kinds == 0 ? 25 : 0);
+    bool has_share = false, has_whole = false;
+    int64_t left = 0;
+    for (int g = 0; g < node->ngpus; g++) {
+        left += node->gpu_free[g];
+        if (node->gpu_free[g] > 0 && node->gpu_free[g] < SL_GPU_MILLI) has_share = true;
+        if (node->gpu_free[g] == 0) has_whole = true;
     }
+    int64_t primary = gpuclustering_of(req, left, has_share, has_whole);
     *score = sl__pack_score(primary, sl__tiebreak(cy->rng, weight));
     return SL_FIT;
 }
@@ -46,4 +46,19 @@ const sl_place_policy_t sl__place_gpuclustering = {
     .name = "gpuclustering",
     .help = "keep tasks of the same GPU kind together (FGD paper's GpuClustering)",
     .score = gpuclustering_score,
+};
+
+/* Fast path: the free GPU sum and the kinds of use are in the summary. */
+static int gpuclustering_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t *req,
+                                 const sl__class_t *c, const sl__class_id_t *id, int64_t *primary) {
+    (void)cy, (void)ctx, (void)id;
+    *primary = gpuclustering_of(req, c->gpu_free, (c->used & SL__USED_SHARE) != 0,
+                                (c->used & SL__USED_WHOLE) != 0);
+    return SL_FIT;
+}
+
+const sl__place_fast_t sl__fast_gpuclustering = {
+    .policy = &sl__place_gpuclustering,
+    .primary = gpuclustering_primary,
+    .gpus = sl__gpus_default,
 };

@@ -15,9 +15,8 @@
  */
 #include "policy/place.h"
 
-static int gpupacking_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
-                            uint32_t weight, int64_t *score, sl_place_t *pl) {
-    if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
+/* The primary score of a node the task fits on; SL_NOFIT if it does not. */
+static int gpupacking_of(const sl_task_req_t *req, const sl_node_t *node, int64_t *out) {
     int64_t primary = 0;
     if (sl__req_gpu(req)) {
         int32_t ff = sl__node_full_free(node);
@@ -56,6 +55,15 @@ static int gpupacking_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_n
             }
         }
     }
+    *out = primary;
+    return SL_FIT;
+}
+
+static int gpupacking_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
+                            uint32_t weight, int64_t *score, sl_place_t *pl) {
+    if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
+    int64_t primary;
+    if (gpupacking_of(req, node, &primary) != SL_FIT) return SL_NOFIT;
     *score = sl__pack_score(primary, sl__tiebreak(cy->rng, weight));
     return SL_FIT;
 }
@@ -64,4 +72,27 @@ const sl_place_policy_t sl__place_gpupacking = {
     .name = "gpupacking",
     .help = "share used GPUs first, then used nodes, then free nodes (FGD paper's GpuPacking)",
     .score = gpupacking_score,
+};
+
+/* Fast path: a node whose GPUs are all free scores from the summary; the
+ * others need the representative's GPUs in order. */
+static int gpupacking_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t *req,
+                              const sl__class_t *c, const sl__class_id_t *id, int64_t *primary) {
+    (void)ctx, (void)id;
+    if (!sl__req_gpu(req)) {
+        *primary = 0;
+        return SL_FIT;
+    }
+    if (c->full_free == c->ngpus) {
+        int64_t p = 33 - c->full_free;
+        *primary = p < c->full_free ? c->full_free : p;
+        return SL_FIT;
+    }
+    return gpupacking_of(req, sl_cluster_node(cy->cluster, c->rep), primary);
+}
+
+const sl__place_fast_t sl__fast_gpupacking = {
+    .policy = &sl__place_gpupacking,
+    .primary = gpupacking_primary,
+    .gpus = sl__gpus_default,
 };
