@@ -145,6 +145,26 @@ class Controller:
         return os.path.join(build_dir(), "sluiced")
 
     def start(self, timeout=15.0):
+        """Starts sluiced and waits for /healthz. On the very first start a
+        port taken meanwhile by another process (free_port races) is
+        replaced and the start retried; restarts keep their ports."""
+        for attempt in range(3):
+            try:
+                return self._start_once(timeout)
+            except AssertionError as e:
+                first = not getattr(self, "_started", False)
+                port_taken = "cannot bind" in str(e) or "cannot listen" in str(e)
+                if not (first and port_taken and attempt < 2):
+                    raise
+                self.port = free_port()
+                self.agent_port = free_port()
+                self.url = "http://127.0.0.1:%d" % self.port
+                self.agent_addr = "127.0.0.1:%d" % self.agent_port
+                self.config["listen"] = "127.0.0.1:%d" % self.port
+                self.config["agent_listen"] = self.agent_addr
+                self._write_config()
+
+    def _start_once(self, timeout):
         assert self.proc is None or self.proc.poll() is not None, "already running"
         self._log = open(self.log_path, "ab")
         env = dict(os.environ)
@@ -160,6 +180,7 @@ class Controller:
             return st == 200 and body.get("status") == "ok"
 
         wait_for(healthy, timeout=timeout, what="sluiced /healthz")
+        self._started = True
         return self
 
     def log(self):
