@@ -78,17 +78,33 @@ const char *sl_place_policy_default(void) {
 
 /* ---- capacity of the empty cluster ---- */
 
-/* How many tasks of req node could hold if it were empty and up. */
+/* min(cur, have / need), need <= 0 meaning no limit. */
+static int64_t cap_div(int64_t have, int64_t need, int64_t cur) {
+    if (need <= 0) return cur;
+    int64_t q = have / need;
+    return q < cur ? q : cur;
+}
+
+
+/* How many tasks of req node could hold if it were empty and up
+ * (sl_node_fit_count on the node's totals). */
 static int32_t empty_fit_count(const sl_node_t *node, const sl_task_req_t *req, int32_t limit) {
-    sl_node_t e = *node;
-    e.state = SL_NODE_UP;
-    e.cpu_free = e.cpu_total;
-    e.mem_free = e.mem_total;
-    for (int g = 0; g < e.ngpus; g++) {
-        e.gpu_free[g] = SL_GPU_MILLI;
-        e.gpu_mem_free[g] = e.gpu_mem_total;
+    if (limit <= 0) return 0;
+    if (req->pool != -1 && req->pool != node->pool) return 0;
+    if (!sl__model_ok(node, req->model_mask)) return 0;
+    if (sl__req_gpu(req) && node->ngpus == 0) return 0;
+    int64_t n = limit;
+    n = cap_div(node->cpu_total, req->cpu_milli, n);
+    n = cap_div(node->mem_total, req->mem_bytes, n);
+    if (n <= 0) return 0;
+    if (req->gpus > 0) {
+        n = cap_div(node->ngpus, req->gpus, n);
+    } else if (req->gpu_milli > 0) {
+        int64_t k = SL_GPU_MILLI / req->gpu_milli;
+        if (req->gpu_mem_bytes > 0) k = cap_div(node->gpu_mem_total, req->gpu_mem_bytes, k);
+        n = cap_div(k * node->ngpus, 1, n);
     }
-    return sl_node_fit_count(&e, req, limit);
+    return n < 0 ? 0 : (int32_t)n;
 }
 
 /* Tasks of req the empty cluster could hold, counting up to n (early exit). */
@@ -110,12 +126,6 @@ static const sl__place_fast_t *fast_of(const sl_place_policy_t *pol) {
     for (size_t i = 0; fast_paths[i]; i++)
         if (fast_paths[i]->policy == pol) return fast_paths[i];
     return NULL;
-}
-
-static int64_t cap_div(int64_t have, int64_t need, int64_t cur) {
-    if (need <= 0) return cur;
-    int64_t q = have / need;
-    return q < cur ? q : cur;
 }
 
 /* sl_node_fit_count for a class that fits, from its summary where it can. */
@@ -349,25 +359,34 @@ typedef struct shortage {
     bool cpu, mem, gpu;
 } shortage_t;
 
+static bool eligible(const sl__class_t *c, const sl_task_req_t *r) {
+    return (r->pool == -1 || c->pool == r->pool) && sl__class_model_ok(c, r->model_mask);
+}
+
+/* GPUs: only the buckets that can hold the task, first eligible class
+ * answers (beyond the first share bucket every class has the share free).
+ * CPU and memory: a scan that stops as soon as both are found. */
 static shortage_t shortage_scan(const sl_cluster_t *cl, const sl_task_req_t *r) {
-    shortage_t sh = {false, false, false};
+    shortage_t sh = {false, false, !sl__req_gpu(r)};
     const sl__class_t *sum = sl__cluster_classes(cl);
-    size_t nc = sl_cluster_class_count(cl);
-    for (size_t i = 0; i < nc && !(sh.cpu && sh.mem && sh.gpu); i++) {
+    const uint32_t *bs = sl__cluster_buckets(cl);
+    int b0 = sl__first_bucket(r);
+    for (uint32_t i = b0 < SL__NBUCKETS ? bs[b0] : bs[SL__NBUCKETS]; i < bs[SL__NBUCKETS] && !sh.gpu; i++) {
         const sl__class_t *c = &sum[i];
-        if (r->pool != -1 && c->pool != r->pool) continue;
-        if (!sl__class_model_ok(c, r->model_mask)) continue;
-        sh.cpu |= c->cpu_free >= r->cpu_milli;
-        sh.mem |= c->mem_free >= r->mem_bytes;
+        if (!eligible(c, r)) continue;
         if (r->gpus > 0) {
-            sh.gpu |= c->full_free >= r->gpus;
-        } else if (r->gpu_milli > 0) {
-            if (c->share_max < r->gpu_milli || sh.gpu) continue;
+            sh.gpu = c->full_free >= r->gpus;
+        } else if (c->share_max >= r->gpu_milli) {
             const sl_node_t *n = sl_cluster_node(cl, c->rep);
             for (int g = 0; g < n->ngpus && !sh.gpu; g++) sh.gpu |= sl__share_fits_gpu(n, g, r);
-        } else {
-            sh.gpu = true;
         }
+    }
+    size_t nc = sl_cluster_class_count(cl);
+    for (size_t i = 0; i < nc && !(sh.cpu && sh.mem); i++) {
+        const sl__class_t *c = &sum[i];
+        if (!eligible(c, r)) continue;
+        sh.cpu |= c->cpu_free >= r->cpu_milli;
+        sh.mem |= c->mem_free >= r->mem_bytes;
     }
     return sh;
 }
