@@ -240,16 +240,20 @@ def test_agent_restart_readopts_running_task(controller, cluster, tmp_path):
     go = tmp_path / "go"
     j = controller.submit({"gpus": 1, "command": u.sh("while [ ! -e %s ]; do sleep 0.1; done" % go)})
     (pid,) = u.wait_running_pids(controller, j["id"])
-    agent.kill9()
-    assert u.pid_alive(pid)
-    agent.start()
-    harness.wait_for(lambda: "pid=%d re-adopted" % pid in agent.log(), what="re-adoption")
-    harness.wait_for(lambda: "registered with controller" in agent.log().split("re-adopted", 1)[1],
-                     what="the restarted agent registered")
-    (pid2,) = u.wait_running_pids(controller, j["id"])
-    assert pid2 == pid and u.pid_alive(pid)
-    # The re-adopted process is not the new agent's child, so its exit status
-    # is unknown: the job fails with a reason saying so (docs/cli.md).
-    go.write_text("")
-    done = controller.wait_job(j["id"], "failed")
-    assert "exit status unknown" in str(done)
+    try:
+        agent.kill9()
+        assert u.pid_alive(pid)
+        agent.start()
+        harness.wait_for(lambda: "pid=%d re-adopted" % pid in agent.log(), what="re-adoption")
+        harness.wait_for(lambda: "registered with controller" in agent.log().split("re-adopted", 1)[1],
+                         what="the restarted agent registered")
+        (pid2,) = u.wait_running_pids(controller, j["id"])
+        assert pid2 == pid and u.pid_alive(pid)
+        # The re-adopted process is not the new agent's child, so its exit status
+        # is unknown: the job fails with a reason saying so (docs/cli.md).
+        go.write_text("")
+        done = controller.wait_job(j["id"], "failed")
+        assert "exit status unknown" in str(done)
+    finally:
+        go.write_text("")
+        u.kill_pid_group(pid)
