@@ -271,8 +271,13 @@ static void test_gang_all_or_none(void **state) {
 static void test_place_task_matches_naive(void **state) {
     (void)state;
     const char *pols[] = {"bestfit", "fgd", "dotprod", "gpupacking", "gpuclustering", "random"};
-    for (size_t pi = 0; pi < sizeof pols / sizeof pols[0]; pi++) {
-        const sl_place_policy_t *pol = sl_place_policy_find(pols[pi]);
+    for (size_t pi = 0; pi < 2 * sizeof pols / sizeof pols[0]; pi++) {
+        /* Each built-in policy twice: as registered (the framework's fast
+         * path) and as an unregistered copy (the generic path through
+         * score, which any other policy takes). */
+        size_t np = sizeof pols / sizeof pols[0];
+        sl_place_policy_t copy = *sl_place_policy_find(pols[pi % np]);
+        const sl_place_policy_t *pol = pi < np ? sl_place_policy_find(pols[pi]) : &copy;
         for (uint64_t seed = 1; seed <= 4; seed++) {
             fx_t f;
             fx_init(&f, seed);
@@ -319,7 +324,7 @@ static void test_place_task_matches_naive(void **state) {
                 assert_int_equal(chosen->state, SL_NODE_UP);
                 assert_int_equal(pol->score(&f.cy, &r, chosen, 1, &s, &p), SL_FIT);
                 assert_int_equal(s >> 32, naive_best);
-                if (strcmp(pols[pi], "random") != 0) assert_int_equal(p.gpu_mask, pl.gpu_mask);
+                if (strcmp(pols[pi % np], "random") != 0) assert_int_equal(p.gpu_mask, pl.gpu_mask);
                 assert_int_equal(sl_cluster_alloc(f.cl, &r, &pl), 0);
             }
             assert_cluster_sane(f.cl);
@@ -376,6 +381,72 @@ static void test_place_random_uniform_over_nodes(void **state) {
     }
     /* Binomial(20000, 0.1): mean 2000, sd 42; the bounds are > 7 sd away. */
     assert_true(hits > 1700 && hits < 2300);
+    fx_fini(&f);
+}
+
+/* Ties between classes are broken uniformly over NODES on the fast path
+ * too: 9 untouched nodes form one class, one node with memory in use (which
+ * bestfit does not score) another, with the same primary score; the odd one
+ * must win about 1/10 for every built-in deterministic-GPU policy. */
+static void test_place_ties_uniform_over_nodes(void **state) {
+    (void)state;
+    const char *pols[] = {"bestfit", "fgd", "dotprod", "gpupacking", "gpuclustering"};
+    for (size_t pi = 0; pi < sizeof pols / sizeof pols[0]; pi++) {
+        fx_t f;
+        fx_init(&f, 4242 + pi);
+        fx_workload(&f);
+        tu_add_nodes(f.cl, "n", 10, "32", "128Gi", 4, "T4", "", "");
+        sl_task_req_t m = tu_req("", "8Gi", 0, "");
+        sl_place_t pl = {.node = 9};
+        assert_int_equal(sl_cluster_alloc(f.cl, &m, &pl), 0);
+        assert_int_equal(sl_cluster_class_count(f.cl), 2);
+        const sl_place_policy_t *pol = sl_place_policy_find(pols[pi]);
+        sl_task_req_t t = tu_req("1", "1Gi", 1, "");
+        int hits = 0, trials = 20000;
+        for (int i = 0; i < trials; i++) {
+            assert_int_equal(sl_place_task(pol, &f.cy, &t, &pl), SL_FIT);
+            hits += pl.node == 9;
+        }
+        /* Binomial(20000, 0.1): mean 2000, sd 42; the bounds are > 7 sd away. */
+        assert_true(hits > 1700 && hits < 2300);
+        fx_fini(&f);
+    }
+}
+
+/* A request no bucket can hold (more GPUs than any node has free) is refused
+ * without a full scan and with the same reasons; after a release it fits. */
+static void test_place_bucket_refusal_and_recovery(void **state) {
+    (void)state;
+    fx_t f;
+    fx_init(&f, 5);
+    fx_workload(&f);
+    tu_add_nodes(f.cl, "n", 3, "96", "384Gi", 8, "V100", "32Gi", "");
+    const sl_place_policy_t *const *list = sl_place_policy_list();
+    sl_task_req_t five = tu_req("1", "1Gi", 5, "");
+    sl_place_t hold[3];
+    for (uint32_t id = 0; id < 3; id++) {
+        hold[id] = (sl_place_t){.node = id, .gpu_mask = 0x1fu, .gpu_milli = 1000};
+        assert_int_equal(sl_cluster_alloc(f.cl, &five, &hold[id]), 0);
+    }
+    sl_task_req_t four = tu_req("1", "1Gi", 4, "");
+    sl_task_req_t big_share = tu_req("1", "1Gi", 0, "0.5");
+    for (size_t pi = 0; list[pi]; pi++) {
+        sl_place_t pl;
+        char reason[SL_REASON_MAX];
+        assert_int_equal(sl_place_task(list[pi], &f.cy, &four, &pl), SL_NOFIT);
+        assert_int_equal(sl_place_gang(list[pi], &f.cy, f.cl, &four, 1, &pl, reason, sizeof reason), SL_NOFIT);
+        assert_string_equal(reason, "needs 4 GPUs on one node; largest free block is 3");
+        /* A share still fits on the free GPUs. */
+        assert_int_equal(sl_place_task(list[pi], &f.cy, &big_share, &pl), SL_FIT);
+        assert_true(pl.gpu_mask & 0xe0u);
+    }
+    assert_int_equal(sl_cluster_release(f.cl, &five, &hold[1]), 0);
+    for (size_t pi = 0; list[pi]; pi++) {
+        sl_place_t pl;
+        assert_int_equal(sl_place_task(list[pi], &f.cy, &four, &pl), SL_FIT);
+        assert_int_equal(pl.node, 1);
+    }
+    assert_cluster_sane(f.cl);
     fx_fini(&f);
 }
 
@@ -530,6 +601,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_place_task_matches_naive, teardown),
         cmocka_unit_test_teardown(test_place_firstfit_lowest, teardown),
         cmocka_unit_test_teardown(test_place_random_uniform_over_nodes, teardown),
+        cmocka_unit_test_teardown(test_place_ties_uniform_over_nodes, teardown),
+        cmocka_unit_test_teardown(test_place_bucket_refusal_and_recovery, teardown),
         cmocka_unit_test_teardown(test_gang_fewest_nodes, teardown),
         cmocka_unit_test_teardown(test_gang_of_one_equals_task, teardown),
         cmocka_unit_test_teardown(test_gang_reasons, teardown),

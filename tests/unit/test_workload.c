@@ -259,6 +259,81 @@ static void test_fgd_choice_by_hand(void **state) {
     sl_cluster_destroy(cl);
 }
 
+/*
+ * The per-class FGD memo (workload.c) against the direct score: one workload
+ * serves two clusters in turn and changes midway, requests take more
+ * distinct shapes than the memo interns (it starts over), and classes die
+ * and are born (slots reused). The chosen node's FGD primary must always be
+ * the best primary over every node, and its GPU the one score picks.
+ */
+static void test_fgd_class_memo_matches_direct(void **state) {
+    (void)state;
+    sl_workload_t *w;
+    sl_workload_create(&w);
+    const sl_task_req_t shapes[] = {shape(4000, 8 * GiB, 0, 500), shape(8000, 16 * GiB, 1, 0),
+                                    shape(2000, 4 * GiB, 0, 250), shape(16000, 32 * GiB, 2, 0)};
+    for (int i = 0; i < 4; i++) sl_workload_add(w, &shapes[i], 10 + i);
+    sl_cluster_t *cl[2];
+    sl_rng_t rng[2], rr;
+    sl_rng_seed(&rr, 77);
+    for (int k = 0; k < 2; k++) {
+        sl_cluster_create(&cl[k]);
+        tu_add_nodes(cl[k], k ? "b" : "a", 12, "32", "128Gi", 4, "T4", "", "");
+        sl_rng_seed(&rng[k], (uint64_t)k + 1);
+    }
+    const sl_place_policy_t *fgd = sl_place_policy_find("fgd");
+    sl_place_t live[2][256];
+    sl_task_req_t lreq[2][256];
+    int nlive[2] = {0, 0};
+    for (int it = 0; it < 1600; it++) {
+        int k = (int)sl_rng_below(&rr, 2);
+        if (it == 800) {
+            sl_task_req_t extra = shape(1000, GiB, 0, 700);
+            sl_workload_add(w, &extra, 20); /* F changes: every cached value must go */
+        }
+        sl_cycle_t cy = {.cluster = cl[k], .workload = w, .rng = &rng[k], .now_us = 0};
+        if (nlive[k] > 0 && (nlive[k] == 256 || sl_rng_below(&rr, 3) == 0)) {
+            int j = (int)sl_rng_below(&rr, (uint64_t)nlive[k]);
+            assert_int_equal(sl_cluster_release(cl[k], &lreq[k][j], &live[k][j]), 0);
+            live[k][j] = live[k][--nlive[k]];
+            lreq[k][j] = lreq[k][nlive[k]];
+            continue;
+        }
+        /* Many distinct shapes: CPU in steps of 1 milli. */
+        sl_task_req_t r = shape(1 + (int64_t)sl_rng_below(&rr, 3000), GiB, 0, 0);
+        if (sl_rng_below(&rr, 2)) r.gpu_milli = 100 * (int32_t)(1 + sl_rng_below(&rr, 9));
+        else r.gpus = 1 + (int32_t)sl_rng_below(&rr, 2);
+        bool any = false;
+        int64_t best = 0;
+        for (uint32_t id = 0; id < sl_cluster_node_count(cl[k]); id++) {
+            const sl_node_t *n = sl_cluster_node(cl[k], id);
+            if (!sl_node_fits(n, &r)) continue;
+            int64_t sc;
+            sl_place_t p;
+            assert_int_equal(fgd->score(&cy, &r, n, 1, &sc, &p), SL_FIT);
+            if (!any || (sc >> 32) > best) best = sc >> 32;
+            any = true;
+        }
+        sl_place_t pl;
+        int st = sl_place_task(fgd, &cy, &r, &pl);
+        assert_int_equal(st == SL_FIT, any);
+        if (!any) continue;
+        int64_t sc;
+        sl_place_t p;
+        assert_int_equal(fgd->score(&cy, &r, sl_cluster_node(cl[k], pl.node), 1, &sc, &p), SL_FIT);
+        assert_int_equal(sc >> 32, best);
+        assert_int_equal(p.gpu_mask, pl.gpu_mask);
+        assert_int_equal(sl_cluster_alloc(cl[k], &r, &pl), 0);
+        live[k][nlive[k]] = pl;
+        lreq[k][nlive[k]++] = r;
+    }
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(sl_cluster_check(cl[k]), 0);
+        sl_cluster_destroy(cl[k]);
+    }
+    sl_workload_destroy(w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_workload_add_merges_identical_shapes, teardown),
@@ -267,6 +342,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_frag_memo_matches_direct, teardown),
         cmocka_unit_test_teardown(test_frag_cluster_sums_nodes, teardown),
         cmocka_unit_test_teardown(test_fgd_choice_by_hand, teardown),
+        cmocka_unit_test_teardown(test_fgd_class_memo_matches_direct, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
