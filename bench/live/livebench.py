@@ -301,14 +301,35 @@ def startup_submit(lc, mode, specs):
     return t0, [json.loads(b)["id"] for b in r["bodies"]], t_sub
 
 
+def disk_probe(d, n=50):
+    """fdatasync latency of 4 KiB appends in d (where the SQLite state
+    lives): durable submissions on one connection cannot beat it."""
+    p = os.path.join(d, "fsync-probe")
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    ts = []
+    try:
+        for _ in range(n):
+            os.write(fd, b"x" * 4096)
+            t = time.perf_counter()
+            os.fdatasync(fd)
+            ts.append(time.perf_counter() - t)
+    finally:
+        os.close(fd)
+        os.unlink(p)
+    return {"p50_ms": 1e3 * pct(ts, 0.5), "p90_ms": 1e3 * pct(ts, 0.9)}
+
+
 def wait_load(a, what):
-    """Waits, bounded, for the shared machine to calm down before a part."""
-    if a.max_load <= 0:
-        return
-    deadline = time.monotonic() + a.max_load_wait
-    while os.getloadavg()[0] > a.max_load and time.monotonic() < deadline:
-        time.sleep(5)
-    log("%s: load average %.2f (limit %.2f)" % (what, os.getloadavg()[0], a.max_load))
+    """Waits, bounded, for the shared machine to calm down before a part,
+    then records the load and the disk's fdatasync latency."""
+    if a.max_load > 0:
+        deadline = time.monotonic() + a.max_load_wait
+        while os.getloadavg()[0] > a.max_load and time.monotonic() < deadline:
+            time.sleep(5)
+    dp = disk_probe(a.work)
+    a.conditions[what] = {"loadavg1": os.getloadavg()[0], "fdatasync": dp}
+    log("%s: load average %.2f; disk fdatasync (4 KiB append) p50 %.2f ms, p90 %.2f ms"
+        % (what, os.getloadavg()[0], dp["p50_ms"], dp["p90_ms"]))
 
 
 def sluice_startup(a, out):
@@ -433,21 +454,22 @@ def time_calls(fn, reps):
     return ts
 
 
-def sluice_submit_queue(a, out):
-    wait_load(a, "sluice submit")
-    res = {"phases": []}
-    out["sluice"]["submit"] = res
-    with Live(a.work, "submit", 1) as lc:
+def sluice_submit_queue(a, out, time_limit=0, key="submit", full=True):
+    """full: also the queue latency and the kill -9 durability check."""
+    wait_load(a, "sluice " + key)
+    res = {"phases": [], "time_limit": time_limit}
+    out["sluice"][key] = res
+    with Live(a.work, key, 1) as lc:
         d = os.path.join(lc.dir, "stamps-blockers")
         fresh_dir(d)
         blockers = lc.submit_raw([httpload.build_request(
             "POST", "/v1/jobs", lc.tok,
             job_spec("blocker-%d" % i, ["/bin/bash", STAMP_SH, d, "3000"],
-                     time_limit=3600 if a.time_limit else 0))
+                     time_limit=3600 if time_limit else 0))
             for i in range(8)])
         wait_stamps(d, ".s", 8, 30)
         lc.wait_jobs(blockers, ("running",), 30)
-        body = job_spec("q", ["/bin/true"], time_limit=a.time_limit)
+        body = job_spec("q", ["/bin/true"], time_limit=time_limit)
         raw = httpload.build_request("POST", "/v1/jobs", lc.tok, body)
         acked = 0
         phases = [(1, min(a.seq_n, a.pending)), (a.conns, a.pending - min(a.seq_n, a.pending))]
@@ -472,20 +494,20 @@ def sluice_submit_queue(a, out):
                   "sluiced_cpu_us_per_req": 1e6 * ctl_cpu / max(1, r["done"]),
                   "jobs_before": acked - r["ok"]}
             res["phases"].append(ph)
-            log("sluice submit phase %d: %d POST /v1/jobs over %d keep-alive "
+            log("sluice %s phase %d: %d POST /v1/jobs over %d keep-alive "
                 "connection(s) with %d jobs already queued: %d acknowledged in "
                 "%.2f s = %.0f/s (latency p50 %.2f ms, p99 %.2f ms, max %.1f ms; "
                 "errors %s; CPU per request: sluiced %.0f us, client %.0f us)"
-                % (idx + 1, n, c, ph["jobs_before"], r["ok"], r["elapsed_s"],
+                % (key, idx + 1, n, c, ph["jobs_before"], r["ok"], r["elapsed_s"],
                    ph["rate_per_s"], ph["lat_p50_ms"], ph["lat_p99_ms"],
                    ph["lat_max_ms"] or 0, r["errors"] or "none",
                    ph["sluiced_cpu_us_per_req"], ph["client_cpu_us_per_req"]))
             if r["ok"] < n:
                 log("  first error body: %s" % r["first_error"])
-            if acked >= a.pending and "queue" not in res:
+            if full and acked >= a.pending and "queue" not in res:
                 res["queue"] = measure_queue(lc, a)
         res["acked"] = acked
-        if a.durability:
+        if full and a.durability:
             res["durability"] = durability_check(lc, acked + len(blockers))
         lc.cancel(blockers)
         lc.wait_jobs(blockers, ("cancelled", "failed", "succeeded"), 60)
@@ -623,9 +645,12 @@ def summary(out, a):
         row("same, agents' end_time -> next start_time (median), ms", "",
             col(r2, "api_gap_median_s", 1e3, 1), "", "")
     sub, ss = sl.get("submit") or {}, su.get("submit")
-    for ph in sub.get("phases", []):
-        row("durable submissions/s: %d connection(s), %d jobs, %d already queued"
-            % (ph["conns"], ph["n"], ph["jobs_before"]), TARGETS["submit"],
+    phs = [("", ph) for ph in sub.get("phases", [])]
+    phs += [(" [all jobs with time limits: EASY backfill scans the queue]", ph)
+            for ph in (sl.get("submit_easy") or {}).get("phases", [])]
+    for extra, ph in phs:
+        row("durable submissions/s: %d connection(s), %d jobs, %d already queued%s"
+            % (ph["conns"], ph["n"], ph["jobs_before"], extra), TARGETS["submit"],
             "%.0f/s (p50 %.2f ms, p99 %.2f ms)" % (ph["rate_per_s"], ph["lat_p50_ms"],
                                                     ph["lat_p99_ms"]), "", "")
     if ss:
@@ -650,6 +675,14 @@ def summary(out, a):
         row("kill -9 + restart: acknowledged jobs lost", "0",
             "%d of %d (restart to /healthz %.2f s)" % (dur["lost"], dur["expected"],
                                                        dur["restart_s"]), "", "")
+    cond = (out.get("meta") or {}).get("conditions") or {}
+    if cond:
+        L.append("")
+        L.append("Conditions before each part (1-min load average; fdatasync of a 4 KiB "
+                 "append in the state directory, p50/p90): " + "; ".join(
+                     "%s %.1f, %.2f/%.2f ms" % (k, v["loadavg1"], v["fdatasync"]["p50_ms"],
+                                                 v["fdatasync"]["p90_ms"])
+                     for k, v in cond.items()))
     return "\n".join(L)
 
 
@@ -681,6 +714,9 @@ def main():
                          "the blockers 3600 s, so EASY backfill makes a reservation "
                          "and considers every pending job in each cycle")
     ap.add_argument("--no-durability", dest="durability", action="store_false")
+    ap.add_argument("--no-easy-variant", dest="easy_variant", action="store_false",
+                    help="skip the second submission run in which every job has a "
+                         "time limit (EASY backfill then scans the whole queue)")
     ap.add_argument("--slurm-reps", type=int, default=3)
     ap.add_argument("--slurm-turnover-reps", type=int, default=2)
     ap.add_argument("--slurm-pending", type=int, default=10000)
@@ -696,12 +732,13 @@ def main():
     stamp = time.strftime("%Y%m%d-%H%M%S")
     a.out = a.out or "/tmp/sluice-live-bench/%s" % stamp
     a.work = os.path.join(a.out, "work")
+    a.conditions = {}
     os.makedirs(a.work, exist_ok=True)
     os.chmod(a.out, 0o755)
     out = {"meta": {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "kernel": platform.release(), "nproc": os.cpu_count(),
-        "args": {k: v for k, v in vars(a).items()},
+        "args": {k: v for k, v in vars(a).items() if k != "conditions"},
         "loadavg_start": os.getloadavg()}, "sluice": {}}
     try:
         out["meta"]["git"] = subprocess.run(
@@ -724,11 +761,14 @@ def main():
             if "turnover" in a.tests:
                 sluice_turnover(a, out)
             if "submit" in a.tests or "queue" in a.tests:
-                sluice_submit_queue(a, out)
+                sluice_submit_queue(a, out, a.time_limit)
+                if a.easy_variant:
+                    sluice_submit_queue(a, out, 600, "submit_easy", full=False)
         if a.slurm != "skip" and out["meta"].get("slurm") == "measured in this run":
             slurm_all(a, out)
     finally:
         out["meta"]["loadavg_end"] = os.getloadavg()
+        out["meta"]["conditions"] = a.conditions
         with open(os.path.join(a.out, "results.json"), "w") as fh:
             json.dump(out, fh, indent=1, default=str)
     s = summary(out, a)
