@@ -10,6 +10,7 @@ polls for a state with a generous deadline.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -257,3 +258,43 @@ def test_agent_restart_readopts_running_task(controller, cluster, tmp_path):
     finally:
         go.write_text("")
         u.kill_pid_group(pid)
+
+
+@pytest.fixture
+def fake_nvml(tmp_path):
+    """A directory holding a fake libnvidia-ml.so.1 (fixtures/fake_nvml.c)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler to build the fake NVML library")
+    d = tmp_path / "nvml"
+    d.mkdir()
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(d / "libnvidia-ml.so.1"),
+                    os.path.join(u.FIXTURES, "fake_nvml.c")], check=True, timeout=60)
+    return str(d)
+
+
+@pytest.mark.parametrize("env,expect", [
+    ({}, (8, "H100", "81559Mi")),
+    ({"FAKE_NVML_COUNT": "2", "FAKE_NVML_NAME": "NVIDIA A100-SXM4-80GB"}, (2, "A100", "81559Mi")),
+    ({"FAKE_NVML_FAIL": "1"}, (0, None, None)),
+])
+def test_gpus_found_through_nvml_at_run_time(controller, fake_nvml, env, expect, monkeypatch):
+    # The agent dlopen()s libnvidia-ml.so.1 at start-up: no --gpus here.
+    monkeypatch.setenv("LD_LIBRARY_PATH", fake_nvml)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    a = harness.Agent(controller, "gpu1", gpus=0)
+    try:
+        a.start()
+        n = controller.node("gpu1")
+        assert (n["gpus"], n["gpu_model"] if n["gpus"] else None,
+                n["gpu_memory"] if n["gpus"] else None) == expect, n
+        if expect[0]:
+            assert "NVML: %d GPU(s)" % expect[0] in a.log()
+            j = controller.submit({"gpus": expect[0], "command": u.sh("echo $CUDA_VISIBLE_DEVICES")})
+            controller.wait_job(j["id"], "succeeded")
+            assert u.job_log(controller, j["id"]).strip() == ",".join(str(i) for i in range(expect[0]))
+        else:
+            assert "no GPUs: nvmlInit_v2 failed" in a.log()
+    finally:
+        a.stop()
