@@ -10,13 +10,19 @@
  * The nodes are the trace's common 8-GPU machine (96 CPUs, 384 GiB).
  *
  * Method: for each (queue, placement) combination a fresh cluster and
- * scheduler are built and all jobs submitted; the pending queue is then read
- * once in the queue policy's order (sl_sched_foreach) and every job gets one
- * sl_sched_try_start, timed with clock_gettime(CLOCK_MONOTONIC) around the
- * call. That is the full scheduler path (quota check, sl_place_gang over the
- * free-capacity classes, allocation, job start). Jobs keep running (nothing
- * finishes), so the cluster fills up and the later attempts are the
- * expensive "does not fit" answers; both count as decisions.
+ * scheduler are built and all jobs submitted (sl_sched_submit). Then every
+ * pending job gets exactly one sl_sched_try_start (the FGD paper's "schedule
+ * each pod once" protocol), timed with clock_gettime(CLOCK_MONOTONIC) around
+ * the call. That is the full scheduler path: job lookup, quota check,
+ * sl_place_gang over the free-capacity index, allocation, job start, and for
+ * a refusal its readable reason. The order is the queue policy's, live: like
+ * the scheduling cycle, the next job is the least tenant head under the
+ * scheduler's own `less` (sl_sched_queue_policy) after every start, so under
+ * drf a tenant whose dominant share grew waits for the others (a tenant's
+ * head moves on after its try, whether it started or not). Picking the next
+ * job is outside the timed region. Jobs keep running (nothing finishes), so
+ * the cluster fills up and the later attempts are "does not fit" answers;
+ * both count as decisions.
  *
  * Output: one line per combination on stdout,
  *   bench core queue=Q placement=P placements_per_s=N p50_us=N p99_us=N peak_rss_mib=N
@@ -87,17 +93,6 @@ static size_t load_shapes(const char *path, shape_t **out) {
     return n;
 }
 
-typedef struct ids {
-    uint64_t *v;
-    size_t n;
-} ids_t;
-
-static int collect(void *ud, const sl_job_t *job) {
-    ids_t *ids = ud;
-    ids->v[ids->n++] = sl_job_id(job);
-    return 0;
-}
-
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -137,9 +132,14 @@ static void run(const char *queue, const char *placement, const shape_t *shapes,
     }
     sl_rng_t rng;
     sl_rng_seed(&rng, SEED);
+    /* Each tenant's jobs in its queue order (equal priority: submit order). */
+    uint64_t *tjobs[TENANTS];
+    size_t tn[TENANTS] = {0}, tpos[TENANTS] = {0};
+    for (int t = 0; t < TENANTS; t++) tjobs[t] = malloc(JOBS * sizeof(uint64_t));
     for (uint64_t id = 1; id <= JOBS; id++) {
         sl_job_spec_t js = {.id = id, .tenant = (int32_t)sl_rng_below(&rng, TENANTS),
                             .submit_us = (int64_t)id, .ntasks = 1};
+        tjobs[js.tenant][tn[js.tenant]++] = id;
         if (sl_rng_below(&rng, 100) < GANG_PCT) {
             sl_task_req_init(&js.task);
             js.task.cpu_milli = 32000;
@@ -154,34 +154,54 @@ static void run(const char *queue, const char *placement, const shape_t *shapes,
             exit(1);
         }
     }
-    ids_t ids = {malloc(JOBS * sizeof(uint64_t)), 0};
-    sl_sched_foreach(s, SL_JOB_PENDING, collect, &ids);
-    double *lat = malloc(ids.n * sizeof *lat);
+    const sl_queue_policy_t *qp = sl_sched_queue_policy(s);
+    const int64_t now = (int64_t)JOBS + 1;
+    size_t ndec = 0;
+    double *lat = malloc(JOBS * sizeof *lat);
     double total = 0.0, total_fit = 0.0;
     size_t started = 0;
-    for (size_t i = 0; i < ids.n; i++) {
+    for (;;) {
+        /* The next job: the least tenant head under the queue policy, now. */
+        const sl_job_t *head = NULL;
+        int ht = -1;
+        for (int t = 0; t < TENANTS; t++) {
+            if (tpos[t] == tn[t]) continue;
+            const sl_job_t *j = sl_sched_job(s, tjobs[t][tpos[t]]);
+            if (!head || qp->less(s, j, head, now)) head = j, ht = t;
+        }
+        if (!head) break;
+        uint64_t id = sl_job_id(head);
+        tpos[ht]++;
         double t0 = now_s();
-        int rc = sl_sched_try_start(s, ids.v[i], (int64_t)JOBS + 1);
+        int rc = sl_sched_try_start(s, id, now);
         double t1 = now_s();
-        lat[i] = (t1 - t0) * 1e6;
+        lat[ndec++] = (t1 - t0) * 1e6;
         total += t1 - t0;
         started += rc == SL_FIT;
         if (rc == SL_FIT) total_fit += t1 - t0;
     }
-    qsort(lat, ids.n, sizeof *lat, cmp_double);
-    double p50 = lat[ids.n / 2], p99 = lat[(size_t)((double)ids.n * 0.99)];
+    double smin = 1e300, smax = 0.0;
+    for (int t = 0; t < TENANTS; t++) {
+        double sh = sl_sched_tenant_share(s, t);
+        if (sh < smin) smin = sh;
+        if (sh > smax) smax = sh;
+        free(tjobs[t]);
+    }
+    qsort(lat, ndec, sizeof *lat, cmp_double);
+    double p50 = lat[ndec / 2], p99 = lat[(size_t)((double)ndec * 0.99)];
     sl_res_t cap, fr;
     sl_cluster_capacity(cl, &cap, &fr);
     printf("bench core queue=%s placement=%s placements_per_s=%.0f p50_us=%.1f p99_us=%.1f peak_rss_mib=%ld\n",
-           queue, placement, (double)ids.n / total, p50, p99, peak_rss_mib());
+           queue, placement, (double)ndec / total, p50, p99, peak_rss_mib());
     fflush(stdout);
     fprintf(stderr, "  (%zu decisions in %.3f s; %zu jobs started, mean %.1f us; %zu refused, mean %.1f us; "
-            "GPU allocated %.2f%%; %zu classes)\n",
-            ids.n, total, started, started ? total_fit * 1e6 / (double)started : 0.0, ids.n - started,
-            ids.n > started ? (total - total_fit) * 1e6 / (double)(ids.n - started) : 0.0, 100.0 * (double)(cap.gpu_milli - fr.gpu_milli) / (double)cap.gpu_milli,
-            sl_cluster_class_count(cl));
+            "GPU allocated %.2f%%; %zu classes; tenant dominant shares %.4f..%.4f)\n",
+            ndec, total, started, started ? total_fit * 1e6 / (double)started : 0.0, ndec - started,
+            ndec > started ? (total - total_fit) * 1e6 / (double)(ndec - started) : 0.0,
+            100.0 * (double)(cap.gpu_milli - fr.gpu_milli) / (double)cap.gpu_milli, sl_cluster_class_count(cl),
+            smin, smax);
+    fflush(stderr);
     free(lat);
-    free(ids.v);
     sl_sched_destroy(s);
     sl_cluster_destroy(cl);
 }
