@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -297,6 +298,8 @@ def test_logs_follow_until_the_task_ends(cli_bin, controller, cluster, tmp_path)
     exe = os.path.join(harness.build_dir(), "sluice")
     p = subprocess.Popen([exe, "logs", "-f", str(j["id"])], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(60, p.kill)  # a hung follow fails the test, not the suite
+    watchdog.start()
     try:
         assert p.stdout.readline() == "first\n"
         go.write_text("")
@@ -305,6 +308,7 @@ def test_logs_follow_until_the_task_ends(cli_bin, controller, cluster, tmp_path)
         if p.poll() is None:
             p.kill()
             p.wait()
+    watchdog.cancel()
     assert p.returncode == 0, err
     assert out == "second\n"
 
@@ -366,6 +370,8 @@ def test_up_foreground_ctrl_c_stops_both(cli_bin, tmp_path):
     port, aport = harness.free_port(), harness.free_port()
     p = subprocess.Popen([exe, "up", "--port", str(port), "--agent-port", str(aport)], cwd=str(work),
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    watchdog = threading.Timer(90, p.kill)
+    watchdog.start()
     try:
         assert p.stdout.readline().startswith("Sluice is up")
         pids = [int(line.split()[1]) for line in (work / ".sluice" / "pids").read_text().splitlines()]
@@ -377,9 +383,13 @@ def test_up_foreground_ctrl_c_stops_both(cli_bin, tmp_path):
         p.send_signal(signal.SIGINT)
         assert p.wait(timeout=40) == 0
     finally:
+        watchdog.cancel()
         if p.poll() is None:
             p.kill()
             p.wait()
+        pidfile = work / ".sluice" / "pids"
+        if pidfile.exists():  # `up` died without stopping its daemons: stop them here
+            u.sluice(["down"], env, cwd=str(work))
     for pid in pids + [tpid]:
         assert not u.pid_alive(pid), pid
     assert not (work / ".sluice" / "pids").exists()
