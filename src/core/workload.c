@@ -28,7 +28,9 @@
  * states that repeat, hence the memo below: a hash table keyed by the part of
  * the state the measure depends on (which shapes' CPU and memory demands the
  * node meets, its model, and its sorted free GPU milli). It is flushed
- * whenever the workload changes, and when it is half full.
+ * whenever the workload changes, and when it is half full, in O(1): entries
+ * carry the generation they were made in, and a flush starts a new one (so
+ * a scheduler that adds every submitted job's shape pays nothing per add).
  *
  * FGD's fast path adds a per-class memo (sl__class_memo_*): a class of the
  * cluster's index never changes state while it lives, so its F and the FGD
@@ -36,7 +38,8 @@
  * the class's stable slot. A slot entry is valid while the class's uid and
  * state hash match it; each fill gets a fresh version (never reused), and a
  * cached primary counts only if it carries its slot's current version, so a
- * reused slot or a changed workload invalidates everything at once.
+ * reused slot is invalidated at once, and a changed workload (every version
+ * so far dies: min_ver) in O(1).
  * Request shapes are interned through a small hash table (up to
  * RQ_MAX; past that the memo starts over). One cluster at a time: another
  * cluster flushes it.
@@ -62,13 +65,14 @@ typedef struct memo_key {
 
 typedef struct memo_slot {
     memo_key_t key;
-    uint32_t used;
+    uint32_t gen; /* valid only when equal to the memo's generation */
     double val;
 } memo_slot_t;
 
 typedef struct memo {
     memo_slot_t *slots; /* MEMO_SLOTS, allocated on first use */
     uint32_t count;
+    uint32_t gen;       /* current generation of slots (>= 1): flushing is O(1) */
     bool usable;        /* false when shapes ask for GPU memory (not in the key) */
     int64_t *cpu_levels, *mem_levels; /* sorted distinct demands */
     uint32_t ncpu, nmem;
@@ -85,6 +89,7 @@ typedef struct memo {
     struct cslot *cs;        /* per class slot */
     uint32_t ncs;            /* slots (and row length) */
     uint64_t next_ver;
+    uint64_t min_ver;        /* slot entries with ver <= min_ver are dead */
     sl_task_req_t *rq;       /* interned request shapes, RQ_MAX */
     uint32_t nrq;
     uint16_t *rq_tab;        /* rid + 1, RQ_TAB slots */
@@ -110,15 +115,26 @@ struct sl_workload {
 int sl_workload_create(sl_workload_t **out) {
     sl_workload_t *w = sl_xcalloc(1, sizeof *w);
     w->memo = sl_xcalloc(1, sizeof *w->memo);
+    w->memo->gen = 1;
     *out = w;
     return 0;
 }
 
-/* Forgets every class entry (new versions from here on) and every request. */
+/* Forgets every class entry (all versions so far die, in O(1)) and every
+ * request. */
 static void class_memo_clear(memo_t *m) {
-    if (m->cs) memset(m->cs, 0, m->ncs * sizeof *m->cs);
-    if (m->rq_tab) memset(m->rq_tab, 0, RQ_TAB * sizeof *m->rq_tab);
+    m->min_ver = m->next_ver;
+    if (m->rq_tab && m->nrq) memset(m->rq_tab, 0, RQ_TAB * sizeof *m->rq_tab);
     m->nrq = 0;
+}
+
+/* Empties the memo's slots: a new generation (memset only on wrap-around). */
+static void memo_flush(memo_t *m) {
+    m->count = 0;
+    if (++m->gen == 0) {
+        if (m->slots) memset(m->slots, 0, MEMO_SLOTS * sizeof *m->slots);
+        m->gen = 1;
+    }
 }
 
 static void memo_reset(memo_t *m) {
@@ -132,8 +148,7 @@ static void memo_reset(memo_t *m) {
     m->shape_demand = NULL;
     m->ncpu = m->nmem = m->ndemand = 0;
     m->built = false;
-    if (m->slots && m->count) memset(m->slots, 0, MEMO_SLOTS * sizeof *m->slots);
-    m->count = 0;
+    if (m->count) memo_flush(m);
 }
 
 void sl_workload_destroy(sl_workload_t *w) {
@@ -380,18 +395,17 @@ double sl__frag_node_cached(const sl_workload_t *w, const sl_node_t *node) {
     uint32_t mask = MEMO_SLOTS - 1, i = (uint32_t)h & mask;
     for (;;) {
         memo_slot_t *s = &m->slots[i];
-        if (!s->used) break;
+        if (s->gen != m->gen) break;
         if (memcmp(&s->key, &k, sizeof k) == 0) return s->val;
         i = (i + 1) & mask;
     }
     double v = frag_fast(w, m, node);
     if (m->count >= MEMO_SLOTS / 2) {
-        memset(m->slots, 0, MEMO_SLOTS * sizeof *m->slots);
-        m->count = 0;
+        memo_flush(m);
         i = (uint32_t)h & mask;
     }
     m->slots[i].key = k;
-    m->slots[i].used = 1;
+    m->slots[i].gen = m->gen;
     m->slots[i].val = v;
     m->count++;
     return v;
@@ -470,7 +484,7 @@ double sl__class_memo_before(const sl_workload_t *w, const sl_cluster_t *cl, con
         return sl__frag_node_cached(w, sl_cluster_node(cl, c->rep));
     }
     cslot_t *e = &m->cs[id->slot];
-    if (e->ver == 0 || e->uid != id->uid || e->hash != id->hash) {
+    if (e->ver <= m->min_ver || e->uid != id->uid || e->hash != id->hash) {
         e->uid = id->uid;
         e->hash = id->hash;
         e->ver = ++m->next_ver;

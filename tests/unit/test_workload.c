@@ -164,6 +164,29 @@ static void test_frag_memo_matches_direct(void **state) {
     sl_workload_destroy(w);
 }
 
+/* More distinct states than the memo holds before it flushes (half of its
+ * 2^18 slots): values stay exact across flushes, old and new entries. */
+static void test_frag_memo_flush_keeps_exact(void **state) {
+    (void)state;
+    sl_rng_t rng;
+    sl_rng_seed(&rng, 777);
+    sl_workload_t *w;
+    sl_workload_create(&w);
+    for (int i = 0; i < 60; i++) {
+        sl_task_req_t s = shape(500 * (int64_t)i, GiB * (int64_t)i, i % 3 == 1 ? 1 + i % 8 : 0,
+                                i % 3 == 0 ? 1 + 16 * i : 0);
+        sl_workload_add(w, &s, 1 + i);
+    }
+    for (int it = 0; it < 300000; it++) {
+        int32_t gf[8];
+        for (int g = 0; g < 8; g++) gf[g] = (int32_t)sl_rng_below(&rng, 21) * 50;
+        sl_node_t n = hand_node(500 * (int64_t)sl_rng_below(&rng, 64), GiB * (int64_t)sl_rng_below(&rng, 64), gf, 8);
+        if (it % 7 == 0) assert_true(sl__frag_node_cached(w, &n) == sl_frag_node(&n, w));
+        else (void)sl__frag_node_cached(w, &n);
+    }
+    sl_workload_destroy(w);
+}
+
 /* sl_frag_cluster sums sl_frag_node over up nodes (classes x size). */
 static void test_frag_cluster_sums_nodes(void **state) {
     (void)state;
@@ -340,6 +363,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_frag_node_shape_by_hand, teardown),
         cmocka_unit_test_teardown(test_frag_node_by_hand, teardown),
         cmocka_unit_test_teardown(test_frag_memo_matches_direct, teardown),
+        cmocka_unit_test_teardown(test_frag_memo_flush_keeps_exact, teardown),
         cmocka_unit_test_teardown(test_frag_cluster_sums_nodes, teardown),
         cmocka_unit_test_teardown(test_fgd_choice_by_hand, teardown),
         cmocka_unit_test_teardown(test_fgd_class_memo_matches_direct, teardown),
