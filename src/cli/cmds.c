@@ -636,19 +636,18 @@ int cli_cmd_tenants(cli_t *c) {
 
 /* ---- logs ---- */
 
-static const char *job_state(cli_t *c, long long id) {
-    static char st[32];
+/* The job's state into st (empty if it cannot be read). */
+static void job_state(cli_t *c, long long id, char *st, size_t len) {
     char path[64];
     snprintf(path, sizeof path, "/v1/jobs/%lld", id);
     json_t *j = NULL;
     long status = 0;
-    if (cli_http(c, "GET", path, NULL, &status, &j, NULL) != CLI_OK || status != 200) {
-        json_decref(j);
-        return NULL;
+    st[0] = '\0';
+    if (cli_http(c, "GET", path, NULL, &status, &j, NULL) == CLI_OK && status == 200) {
+        const char *s = json_string_value(json_object_get(j, "state"));
+        snprintf(st, len, "%s", s ? s : "");
     }
-    snprintf(st, sizeof st, "%s", json_string_value(json_object_get(j, "state")) ? json_string_value(json_object_get(j, "state")) : "");
     json_decref(j);
-    return st;
 }
 
 int cli_cmd_logs(cli_t *c) {
@@ -668,8 +667,9 @@ int cli_cmd_logs(cli_t *c) {
         rc = cli_http(c, "GET", path, NULL, &status, &out, NULL);
         if (rc != CLI_OK) break;
         if (status != 200) {
-            const char *st = follow ? job_state(c, id) : NULL;
-            if (st && !strcmp(st, "pending")) {
+            char st[32] = "";
+            if (follow) job_state(c, id, st, sizeof st);
+            if (!strcmp(st, "pending")) {
                 /* Not started yet: wait for it. */
                 json_decref(out);
                 usleep(300000);
