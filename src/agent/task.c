@@ -8,9 +8,13 @@
  * SIGKILL once the leader exits, so no stray child of a finished task keeps a
  * GPU. posix_spawnp reports exec failure synchronously, so a bad command is
  * reported `failed` (with the reason, also written to the task's log) and
- * never `started`. `started` is queued right after the spawn returns; the
- * exit is seen through SIGCHLD, which libevent turns into a loop event, and
- * `exited` is queued in the same callback.
+ * never `started`. `started` is handed to the socket at the end of the
+ * callback that read the launch (conn.c, agent_flush); the exit is seen
+ * through SIGCHLD, which libevent turns into a loop event, and `exited`
+ * leaves from that callback the same way.
+ *
+ * state.json is rewritten (write, rename; no fsync: a machine crash takes
+ * the tasks with it) once per loop pass that changed a task.
  *
  * Environment: the agent's own, then the job's `env`, then Sluice's
  * variables, which win: CUDA_VISIBLE_DEVICES (assigned GPU indices, empty
