@@ -57,9 +57,12 @@
 #include "cluster_index.h"
 #include "policy/place.h"
 
+extern const sl_place_policy_t sl__place_fgdbal; /* policy/place_fgdbal.c */
+
 static const sl_place_policy_t *const registry[] = {
     &sl__place_firstfit,   &sl__place_bestfit,       &sl__place_fgd,    &sl__place_dotprod,
-    &sl__place_gpupacking, &sl__place_gpuclustering, &sl__place_random, NULL};
+    &sl__place_gpupacking, &sl__place_gpuclustering, &sl__place_random, &sl__place_fgdbal,
+    NULL};
 
 const sl_place_policy_t *sl_place_policy_find(const char *name) {
     if (!name) return NULL;
