@@ -8,6 +8,7 @@
  * several agents share one machine in tests.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <sched.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -249,6 +251,22 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (asprintf(&a.state_path, "%s/state.json", a.workdir) < 0) abort();
+    /* One agent per work directory: a second one would clobber state.json
+     * and adopt the first one's tasks. The lock goes with the process (also
+     * on kill -9); tasks do not inherit it (O_CLOEXEC). */
+    char lockpath[PATH_MAX + 16];
+    snprintf(lockpath, sizeof lockpath, "%s/agent.lock", a.workdir);
+    int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr, "sluice-agent: --workdir: %s is in use by another sluice-agent (%s)\n",
+                a.workdir, lockfd < 0 ? strerror(errno) : "locked");
+        if (lockfd >= 0) close(lockfd);
+        free(a.ctl_host);
+        free(a.ctl_port);
+        free(a.workdir);
+        free(a.state_path);
+        return 1;
+    }
 
     /* Inventory. */
     char *cpus_alloc = NULL, *mem_alloc = NULL, *gpumem_alloc = NULL;
@@ -306,5 +324,6 @@ out:
     free(cpus_alloc);
     free(mem_alloc);
     free(gpumem_alloc);
+    close(lockfd);
     return rc;
 }

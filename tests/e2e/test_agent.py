@@ -298,3 +298,12 @@ def test_gpus_found_through_nvml_at_run_time(controller, fake_nvml, env, expect,
             assert "no GPUs: nvmlInit_v2 failed" in a.log()
     finally:
         a.stop()
+
+
+def test_one_agent_per_workdir(controller, cluster):
+    (agent,) = cluster(1, gpus=0)
+    second = subprocess.run([agent.binary] + agent.args[:4] + ["--name", "other", "--workdir", agent.workdir],
+                            capture_output=True, text=True, timeout=10)
+    assert second.returncode == 1
+    assert "is in use by another sluice-agent" in second.stderr
+    assert controller.node("other") is None
