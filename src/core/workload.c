@@ -41,7 +41,8 @@
  * reused slot is invalidated at once, and a changed workload (every version
  * so far dies: min_ver) in O(1).
  * Request shapes are interned through a small hash table (up to
- * RQ_MAX; past that the memo starts over). One cluster at a time: another
+ * RQ_MAX, fewer when the cluster has so many class slots that the rows
+ * would pass 64 MiB; past that the memo starts over). One cluster at a time: another
  * cluster flushes it.
  */
 #include <stdlib.h>
@@ -103,6 +104,13 @@ typedef struct cslot {
 
 #define RQ_MAX 512
 #define RQ_TAB 1024
+#define ROWS_MAX_ENTRIES (UINT32_C(1) << 23) /* 64 MiB of cached primaries at most */
+
+/* Request shapes interned at once: RQ_MAX, fewer when rows are long. */
+static uint32_t rq_cap(const memo_t *m) {
+    uint32_t c = m->ncs ? ROWS_MAX_ENTRIES / m->ncs : RQ_MAX;
+    return c < 16 ? 16 : c > RQ_MAX ? RQ_MAX : c;
+}
 
 struct sl_workload {
     sl_task_req_t *shapes;
@@ -433,7 +441,7 @@ static int32_t rq_intern(memo_t *m, const sl_task_req_t *req) {
         if (same_shape(&m->rq[e - 1], req)) return e - 1;
         i = (i + 1) & (RQ_TAB - 1);
     }
-    if (m->nrq == RQ_MAX) return -1;
+    if (m->nrq >= rq_cap(m)) return -1;
     m->rq[m->nrq] = *req;
     m->rq_tab[i] = (uint16_t)(m->nrq + 1);
     return (int32_t)m->nrq++;
@@ -459,12 +467,20 @@ int32_t sl__class_memo_begin(const sl_workload_t *w, const sl_cluster_t *cl, con
         while (n < need) n *= 2;
         m->cs = sl_xrealloc(m->cs, n * sizeof *m->cs);
         memset(m->cs + m->ncs, 0, (n - m->ncs) * sizeof *m->cs);
+        uint32_t old = m->ncs;
+        m->ncs = n;
+        uint32_t cap = rq_cap(m);
+        if (m->nrq > cap) class_memo_clear(m);
         for (uint32_t r = 0; r < RQ_MAX; r++) {
             if (!m->rows[r]) continue;
+            if (r >= cap) { /* longer rows, fewer of them: stay within ROWS_MAX_ENTRIES */
+                sl_free(m->rows[r]);
+                m->rows[r] = NULL;
+                continue;
+            }
             m->rows[r] = sl_xrealloc(m->rows[r], n * sizeof *m->rows[r]);
-            memset(m->rows[r] + m->ncs, 0, (n - m->ncs) * sizeof *m->rows[r]);
+            memset(m->rows[r] + old, 0, (n - old) * sizeof *m->rows[r]);
         }
-        m->ncs = n;
     }
     int32_t rid = rq_intern(m, req);
     if (rid < 0) { /* full: start over (rows stay, their versions are dead) */

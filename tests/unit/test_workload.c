@@ -357,6 +357,57 @@ static void test_fgd_class_memo_matches_direct(void **state) {
     sl_workload_destroy(w);
 }
 
+/* The class memo's rows stay bounded: when the cluster grows past 16,384
+ * class slots fewer request shapes are kept, which drops the ones interned
+ * beyond that, and placements stay exact. */
+static void test_fgd_class_memo_bounded_rows(void **state) {
+    (void)state;
+    sl_workload_t *w;
+    sl_workload_create(&w);
+    const sl_task_req_t ws[] = {shape(4000, 8 * GiB, 0, 500), shape(8000, 16 * GiB, 1, 0)};
+    sl_workload_add(w, &ws[0], 3);
+    sl_workload_add(w, &ws[1], 2);
+    sl_cluster_t *cl;
+    sl_cluster_create(&cl);
+    tu_add_nodes(cl, "a", 40, "32", "64Gi", 2, "T4", "", "");
+    sl_rng_t rng;
+    sl_rng_seed(&rng, 3);
+    sl_cycle_t cy = {.cluster = cl, .workload = w, .rng = &rng, .now_us = 0};
+    const sl_place_policy_t *fgd = sl_place_policy_find("fgd");
+    for (int i = 0; i < 300; i++) { /* 300 distinct shapes interned */
+        sl_task_req_t r = shape(1 + i, GiB, 0, 100);
+        sl_place_t pl;
+        assert_int_equal(sl_place_task(fgd, &cy, &r, &pl), SL_FIT);
+    }
+    uint32_t first = tu_add_nodes(cl, "x", 17000, "32", "64Gi", 1, "T4", "", "");
+    for (uint32_t i = 0; i < 17000; i++) { /* every new node in a class of its own */
+        sl_task_req_t r = shape(1 + (int64_t)i, 0, 0, 0);
+        sl_place_t pl = {.node = first + i};
+        assert_int_equal(sl_cluster_alloc(cl, &r, &pl), 0);
+    }
+    assert_true(sl_cluster_class_count(cl) > 16384);
+    for (int q = 0; q < 3; q++) {
+        sl_task_req_t r = q == 1 ? shape(2000, GiB, 1, 0) : shape(1000 + q, GiB, 0, q ? 300 : 0);
+        int64_t best = -1;
+        for (uint32_t id = 0; id < sl_cluster_node_count(cl); id++) {
+            const sl_node_t *n = sl_cluster_node(cl, id);
+            if (!sl_node_fits(n, &r)) continue;
+            int64_t sc;
+            sl_place_t p;
+            assert_int_equal(fgd->score(&cy, &r, n, 1, &sc, &p), SL_FIT);
+            if ((sc >> 32) > best) best = sc >> 32;
+        }
+        sl_place_t pl;
+        assert_int_equal(sl_place_task(fgd, &cy, &r, &pl), SL_FIT);
+        int64_t sc;
+        sl_place_t p;
+        assert_int_equal(fgd->score(&cy, &r, sl_cluster_node(cl, pl.node), 1, &sc, &p), SL_FIT);
+        assert_int_equal(sc >> 32, best);
+    }
+    sl_cluster_destroy(cl);
+    sl_workload_destroy(w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_workload_add_merges_identical_shapes, teardown),
@@ -367,6 +418,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_frag_cluster_sums_nodes, teardown),
         cmocka_unit_test_teardown(test_fgd_choice_by_hand, teardown),
         cmocka_unit_test_teardown(test_fgd_class_memo_matches_direct, teardown),
+        cmocka_unit_test_teardown(test_fgd_class_memo_bounded_rows, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
