@@ -189,6 +189,40 @@ static void on_start(void *ud, const sl_job_t *job) {
     heap_push(&rp->heap, rp->now + run_us(j), idx, EV_FINISH);
 }
 
+/*
+ * EASY's promise to the job holding the reservation: with every job ending
+ * by its time limit (the simulator kills it there), its reserved start time
+ * never moves later while it keeps the reservation, and it starts no later
+ * than that time. job and at carry the reservation between cycles.
+ */
+static int check_reservation(const replay_t *rp, const sl_cycle_stats_t *cst, int64_t *job,
+                             int64_t *at, char *err, size_t errlen) {
+    if (*job >= 0) {
+        const sim_job_rec_t *rec = &rp->recs[*job - 1];
+        if (rec->start_us >= 0) {
+            if (rec->start_us > *at) {
+                snprintf(err, errlen, "job %s started at %.3fs, after its reservation at %.3fs",
+                         rp->t->jobs[*job - 1].name, (double)rec->start_us / 1e6,
+                         (double)*at / 1e6);
+                return SL_ESTATE;
+            }
+        } else if (cst->reserved_job == *job && cst->reserved_at_us > *at) {
+            snprintf(err, errlen, "the reservation of job %s moved later, from %.3fs to %.3fs",
+                     rp->t->jobs[*job - 1].name, (double)*at / 1e6,
+                     (double)cst->reserved_at_us / 1e6);
+            return SL_ESTATE;
+        }
+    }
+    if (cst->reserved_job >= 0 && cst->reserved_at_us >= 0) {
+        if (cst->reserved_job != *job || cst->reserved_at_us < *at || *at < 0) *at = cst->reserved_at_us;
+        *job = cst->reserved_job;
+    } else if (*job >= 0 && rp->recs[*job - 1].start_us >= 0) {
+        *job = -1;
+        *at = -1;
+    }
+    return 0;
+}
+
 /* Marks shapes that can never run: their gang does not fit the empty cluster. */
 static int find_rejects(replay_t *rp, bool *reject, char *err, size_t errlen) {
     const sim_trace_t *t = rp->t;
@@ -360,6 +394,11 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
     size_t nevents = rp.heap.n * 2, done_events = 0;
     int64_t t_first = rp.heap.n ? rp.heap.v[0].t : 0, t_prev = t_first, t_last = t_first;
     double v_alloc = 0, v_mem = 0, v_frag = 0, v_drf = 1, v_jain = 1;
+    /* The reserved head job is never delayed: checked under FIFO order, where
+     * the head changes only when it starts (other orders may legitimately
+     * put another job ahead of it). */
+    bool resv_strict = strcmp(res->queue, "fifo") == 0 && sl_sched_backfill(rp.s) == SL_BACKFILL_EASY;
+    int64_t resv_job = -1, resv_at = -1;
     bool have_fair = false;
     while (rp.heap.n > 0) {
         int64_t now = rp.heap.v[0].t;
@@ -411,14 +450,20 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
             }
         }
         size_t pending = sl_sched_pending_count(rp.s);
+        sl_cycle_stats_t cst = {.reserved_job = -1, .reserved_at_us = -1};
         if (pending > 0) {
             double c0 = sim_now_s();
-            sl_sched_cycle(rp.s, now, on_start, &rp, NULL);
+            sl_sched_cycle(rp.s, now, on_start, &rp, &cst);
             sim_dvec_push(&lat, (sim_now_s() - c0) * 1e6);
             res->cycles++;
         }
         if (o->check) {
             if ((rc = sim_check(rp.s, msg, sizeof msg)) < 0) {
+                snprintf(err, errlen, "t=%.3fs: invariant broken: %s", (double)now / 1e6, msg);
+                goto out;
+            }
+            if (resv_strict && (rc = check_reservation(&rp, &cst, &resv_job, &resv_at, msg,
+                                                       sizeof msg)) < 0) {
                 snprintf(err, errlen, "t=%.3fs: invariant broken: %s", (double)now / 1e6, msg);
                 goto out;
             }
