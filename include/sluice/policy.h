@@ -50,10 +50,13 @@ const char *sl_place_policy_default(void);
 
 /*
  * Places one task of req on the best node of the cluster under policy pol:
- * evaluates every class once, takes the highest score (ties: lower class
- * index, i.e. deterministic), and a node of that class. Fills *pl and
- * returns SL_FIT, or SL_NOFIT / SL_NOFIT_EVER. Does not allocate anything in
- * the cluster. O(classes * cost of score).
+ * evaluates every class that can hold the task once (classes are bucketed by
+ * free GPU, so buckets that cannot hold it are skipped), takes the highest
+ * score, and a node of that class. Equal scores are settled by a draw from
+ * cy->rng weighted by class size, so ties are uniform over nodes and a
+ * decision is a pure function of the cluster, the request and the RNG state.
+ * Fills *pl and returns SL_FIT, or SL_NOFIT / SL_NOFIT_EVER. Does not
+ * allocate anything in the cluster. O(classes * cost of score) at worst.
  */
 int sl_place_task(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_task_req_t *req,
                   sl_place_t *pl);
