@@ -121,9 +121,11 @@ static int32_t empty_capacity(const sl_cluster_t *cl, const sl_task_req_t *req, 
 
 /* ---- searching the classes ---- */
 
+extern const sl__place_fast_t sl__fast_fgdbal; /* policy/place_fgdbal.c */
+
 static const sl__place_fast_t *const fast_paths[] = {
     &sl__fast_firstfit, &sl__fast_bestfit, &sl__fast_fgd, &sl__fast_dotprod,
-    &sl__fast_gpupacking, &sl__fast_gpuclustering, NULL};
+    &sl__fast_gpupacking, &sl__fast_gpuclustering, &sl__fast_fgdbal, NULL};
 
 static const sl__place_fast_t *fast_of(const sl_place_policy_t *pol) {
     for (size_t i = 0; fast_paths[i]; i++)

@@ -102,16 +102,17 @@ static double value(const sl_workload_t *w, const rates_t *r, double f_before, d
     return (f_before - sl__frag_node_cached(w, t)) - (stranded(t, r) - s_before);
 }
 
-static int fgdbal_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
-                        uint32_t weight, int64_t *score, sl_place_t *pl) {
+/*
+ * Evaluates placing one task of req on node: fills *pl with the GPUs and *v
+ * with the value. SL_NOFIT if the node cannot hold it.
+ */
+static int fgdbal_eval(const sl_workload_t *w, const rates_t *r, const sl_task_req_t *req,
+                       const sl_node_t *node, double f_before, double *v, sl_place_t *pl) {
     if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
-    const sl_workload_t *w = cy->workload;
-    rates_t r = workload_rates(w);
-    double f_before = sl__frag_node_cached(w, node), s_before = stranded(node, &r);
+    double s_before = stranded(node, r);
     sl_node_t t = *node;
     t.cpu_free -= req->cpu_milli;
     t.mem_free -= req->mem_bytes;
-    double v;
     if (sl__req_share(req)) {
         int best_g = -1;
         double best = 0.0;
@@ -124,7 +125,7 @@ static int fgdbal_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_
             if (dup) continue; /* same state as an earlier GPU: same value, earlier index wins */
             t.gpu_free[g] -= req->gpu_milli;
             t.gpu_mem_free[g] -= req->gpu_mem_bytes;
-            double q = value(w, &r, f_before, s_before, &t);
+            double q = value(w, r, f_before, s_before, &t);
             t.gpu_free[g] = node->gpu_free[g];
             t.gpu_mem_free[g] = node->gpu_mem_free[g];
             if (best_g < 0 || q > best) {
@@ -134,17 +135,31 @@ static int fgdbal_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_
         }
         if (best_g < 0) return SL_NOFIT;
         sl__place_share(node, req, best_g, pl);
-        v = best;
+        *v = best;
     } else {
         for (int g = 0; g < node->ngpus; g++) {
             if (!(pl->gpu_mask & (1u << g))) continue;
             t.gpu_free[g] = 0;
             t.gpu_mem_free[g] = 0;
         }
-        v = value(w, &r, f_before, s_before, &t);
+        *v = value(w, r, f_before, s_before, &t);
     }
-    if (node_in_use(node)) v += FGDBAL_PACK_MILLI;
-    *score = sl__pack_score(llround(v * FGDBAL_SCALE), sl__tiebreak(cy->rng, weight));
+    if (node_in_use(node)) *v += FGDBAL_PACK_MILLI;
+    return SL_FIT;
+}
+
+static int64_t primary_of(double v) {
+    return llround(v * FGDBAL_SCALE);
+}
+
+static int fgdbal_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
+                        uint32_t weight, int64_t *score, sl_place_t *pl) {
+    const sl_workload_t *w = cy->workload;
+    rates_t r = workload_rates(w);
+    double v;
+    if (fgdbal_eval(w, &r, req, node, sl__frag_node_cached(w, node), &v, pl) != SL_FIT)
+        return SL_NOFIT;
+    *score = sl__pack_score(primary_of(v), sl__tiebreak(cy->rng, weight));
     return SL_FIT;
 }
 
@@ -152,4 +167,44 @@ const sl_place_policy_t sl__place_fgdbal = {
     .name = "fgdbal",
     .help = "FGD's fragmentation delta plus GPUs stranded by CPU/memory, exact, packing (Sluice)",
     .score = fgdbal_score,
+};
+
+/* ---- the framework's fast path (policy/place.h) ---- */
+
+/* Once per search: the rates (O(shapes)) and the workload's per-class memo
+ * of F(before), shared with FGD. */
+static void fgdbal_begin(sl_cycle_t *cy, const sl_task_req_t *req, sl__fast_ctx_t *ctx) {
+    rates_t r = workload_rates(cy->workload);
+    ctx->aux[0] = r.cpu_per_milli;
+    ctx->aux[1] = r.mem_per_milli;
+    ctx->rid = sl__class_memo_begin(cy->workload, cy->cluster, req, &ctx->row);
+}
+
+static int fgdbal_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t *req,
+                          const sl__class_t *c, const sl__class_id_t *id, int64_t *primary) {
+    uint64_t ver;
+    double before = sl__class_memo_before(cy->workload, cy->cluster, c, id, &ver);
+    rates_t r = {ctx->aux[0], ctx->aux[1]};
+    sl_place_t pl;
+    double v;
+    if (fgdbal_eval(cy->workload, &r, req, sl_cluster_node(cy->cluster, c->rep), before, &v, &pl) !=
+        SL_FIT)
+        return SL_NOFIT;
+    *primary = primary_of(v);
+    return SL_FIT;
+}
+
+static int fgdbal_gpus(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
+                       sl_place_t *pl) {
+    rates_t r = workload_rates(cy->workload);
+    double v;
+    return fgdbal_eval(cy->workload, &r, req, node, sl__frag_node_cached(cy->workload, node), &v, pl);
+}
+
+const sl__place_fast_t sl__fast_fgdbal = {
+    .policy = &sl__place_fgdbal,
+    .begin = fgdbal_begin,
+    .primary = fgdbal_primary,
+    .gpus = fgdbal_gpus,
+    .bound = NULL,
 };
