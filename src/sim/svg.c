@@ -274,7 +274,7 @@ int sim_replay_svg(const char *dir, const sim_replay_result_t *r, size_t n, char
     plot_axes(&p, "Queueing delay CDF (delays under 1 s drawn at 1 s)",
               "Queueing delay (s, log scale)", "Fraction of started jobs");
     enum { NPTS = 1001 };
-    static double xs[NPTS], ys[NPTS];
+    static double xs[NPTS + 1], ys[NPTS + 1];
     for (size_t i = 0; i < nl; i++) {
         size_t k = 0;
         if (r[i].nqdelay == 0) continue;
@@ -284,6 +284,10 @@ int sim_replay_svg(const char *dir, const sim_replay_result_t *r, size_t n, char
             ys[k] = frac;
             k++;
         }
+        /* The CDF stays at 1 past the longest delay. */
+        xs[k] = p.x1;
+        ys[k] = 1;
+        k++;
         plot_line(&p, xs, ys, k, palette[i % NPAL]);
     }
     plot_legend(&p, labels, nl, 2);
