@@ -2,8 +2,9 @@
  * test_place_fgdbal.c - Sluice's own placement policy (policy/place_fgdbal.c):
  * its score on small hand-computed cases (the stranding term, the share's
  * GPU choice, the packing preference, a workload without GPU shapes), that
- * it never over-allocates while filling a mixed cluster to refusal, and
- * that gangs placed with it are all or none.
+ * it never over-allocates while filling a mixed cluster to refusal, that
+ * gangs placed with it are all or none, and that the framework's fast path
+ * for it picks what a naive scan of every node picks.
  */
 #include <stdio.h>
 #include <string.h>
@@ -254,6 +255,93 @@ static void test_fgdbal_gang_all_or_none(void **state) {
     fx_fini(&f);
 }
 
+/* A random request over the shapes the policy meets (CPU-only, shares with
+ * and without GPU memory, whole GPUs, some with a model). */
+static sl_task_req_t random_req(sl_rng_t *rng, const sl_cluster_t *cl) {
+    sl_task_req_t r;
+    sl_task_req_init(&r);
+    r.cpu_milli = 500 * (int64_t)(1 + sl_rng_below(rng, 40));
+    r.mem_bytes = (INT64_C(1) << 30) * (int64_t)(1 + sl_rng_below(rng, 64));
+    switch (sl_rng_below(rng, 4)) {
+    case 0: break;
+    case 1: r.gpu_milli = 50 * (int32_t)(1 + sl_rng_below(rng, 19)); break;
+    case 2: r.gpus = 1 + (int32_t)sl_rng_below(rng, 8); break;
+    default:
+        r.gpu_milli = 100 * (int32_t)(1 + sl_rng_below(rng, 9));
+        if (sl_rng_below(rng, 2)) r.gpu_mem_bytes = (INT64_C(1) << 30) * (int64_t)(1 + sl_rng_below(rng, 8));
+        break;
+    }
+    if (sl_rng_below(rng, 5) == 0 && sl_task_req_has_gpu(&r))
+        r.model_mask = UINT64_C(1) << sl_cluster_model_find(cl, sl_rng_below(rng, 2) ? "T4" : "V100");
+    return r;
+}
+
+/*
+ * The framework's fast path for fgdbal (rates once per search, F(before)
+ * from the class memo) and its generic path (an unregistered copy, through
+ * score) both pick a node whose primary score is the best of a naive scan
+ * of every node, with the GPUs score chooses there, on random clusters
+ * under random load.
+ */
+static void test_fgdbal_fast_path_matches_naive(void **state) {
+    (void)state;
+    sl_place_policy_t copy = *sl_place_policy_find("fgdbal");
+    for (int variant = 0; variant < 2; variant++) {
+        for (uint64_t seed = 1; seed <= 4; seed++) {
+            fx_t f;
+            fx_init(&f, seed);
+            const sl_place_policy_t *pol = variant == 0 ? f.pol : &copy;
+            sl_rng_t rr;
+            sl_rng_seed(&rr, seed * 104729);
+            int nn = 30 + (int)sl_rng_below(&rr, 51);
+            for (int i = 0; i < nn; i++) {
+                static const int g[] = {8, 4, 2, 0};
+                int k = (int)sl_rng_below(&rr, 4);
+                char name[32];
+                snprintf(name, sizeof name, "n%d", i);
+                tu_add_nodes(f.cl, name, 1, k == 0 ? "96" : k == 2 ? "104" : "32", "256Gi", g[k],
+                             g[k] ? (k == 1 ? "T4" : "V100") : NULL, "16Gi", "");
+            }
+            for (int i = 0; i < 12; i++) {
+                sl_task_req_t r = random_req(&rr, f.cl);
+                sl_workload_add(f.w, &r, 1 + (int64_t)sl_rng_below(&rr, 20));
+            }
+            for (int i = 0; i < 3 * nn; i++) {
+                sl_task_req_t r = random_req(&rr, f.cl);
+                sl_place_t pl;
+                if (sl_place_task(pol, &f.cy, &r, &pl) == SL_FIT)
+                    assert_int_equal(sl_cluster_alloc(f.cl, &r, &pl), 0);
+            }
+            for (int q = 0; q < 150; q++) {
+                sl_task_req_t r = random_req(&rr, f.cl);
+                bool found = false;
+                int64_t best = 0;
+                for (uint32_t id = 0; id < sl_cluster_node_count(f.cl); id++) {
+                    const sl_node_t *n = sl_cluster_node(f.cl, id);
+                    if (!sl_node_fits(n, &r)) continue;
+                    int64_t s;
+                    sl_place_t p;
+                    assert_int_equal(pol->score(&f.cy, &r, n, 1, &s, &p), SL_FIT);
+                    if (!found || (s >> 32) > best) best = s >> 32;
+                    found = true;
+                }
+                sl_place_t pl;
+                int st = sl_place_task(pol, &f.cy, &r, &pl);
+                assert_int_equal(st == SL_FIT, found);
+                if (!found) continue;
+                int64_t s;
+                sl_place_t p;
+                assert_int_equal(pol->score(&f.cy, &r, sl_cluster_node(f.cl, pl.node), 1, &s, &p), SL_FIT);
+                assert_int_equal(s >> 32, best);
+                assert_int_equal(p.gpu_mask, pl.gpu_mask);
+                assert_int_equal(sl_cluster_alloc(f.cl, &r, &pl), 0);
+            }
+            assert_int_equal(sl_cluster_check(f.cl), 0);
+            fx_fini(&f);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_fgdbal_registered, teardown),
@@ -264,6 +352,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_fgdbal_cpu_only_workload, teardown),
         cmocka_unit_test_teardown(test_fgdbal_never_overallocates, teardown),
         cmocka_unit_test_teardown(test_fgdbal_gang_all_or_none, teardown),
+        cmocka_unit_test_teardown(test_fgdbal_fast_path_matches_naive, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
