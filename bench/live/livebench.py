@@ -326,6 +326,8 @@ def wait_load(a, what):
         deadline = time.monotonic() + a.max_load_wait
         while os.getloadavg()[0] > a.max_load and time.monotonic() < deadline:
             time.sleep(5)
+    if getattr(a, "save", None):
+        a.save()  # what is measured so far survives an interrupted run
     dp = disk_probe(a.work)
     a.conditions[what] = {"loadavg1": os.getloadavg()[0], "fdatasync": dp}
     log("%s: load average %.2f; disk fdatasync (4 KiB append) p50 %.2f ms, p90 %.2f ms"
@@ -588,16 +590,21 @@ def slurm_all(a, out):
     s = out["slurm"] = {"version": slurmside.version()}
     tests = a.tests
     wait_load(a, "slurm")
-    if "startup" in tests:
-        s["startup"] = slurmside.startup(STAMP_SH, a.work, n=a.startup_n,
-                                         sleep_s=30, reps=a.slurm_reps, log=log)
-    if "turnover" in tests:
-        s["turnover"] = slurmside.turnover(STAMP_SH, a.work, a.turnover_jobs,
-                                           a.turnover_sleep,
-                                           a.slurm_turnover_reps, log=log)
-    if "submit" in tests or "queue" in tests:
-        s["submit"] = slurmside.submit_and_queue(a.slurm_pending, 4,
-                                                 a.queue_reps, log=log)
+    try:
+        if "startup" in tests:
+            s["startup"] = slurmside.startup(STAMP_SH, a.work, n=a.startup_n,
+                                             sleep_s=30, reps=a.slurm_reps, log=log)
+        if "turnover" in tests:
+            s["turnover"] = slurmside.turnover(STAMP_SH, a.work, a.turnover_jobs,
+                                               a.turnover_sleep,
+                                               a.slurm_turnover_reps, log=log)
+        if "submit" in tests or "queue" in tests:
+            s["submit"] = slurmside.submit_and_queue(a.slurm_pending, 4,
+                                                     a.queue_reps, log=log)
+    except BaseException:
+        # leave the peer's cluster empty: cancel what this run submitted
+        slurmside.cancel_all_and_wait(timeout=600)
+        raise
 
 
 # ------------------------------------------------------------------ summary
@@ -754,6 +761,15 @@ def main():
         else:
             out["meta"]["slurm"] = "not available: reference figures only"
             log("Slurm cluster not answering: Slurm column = reference figures only")
+    def on_term(signum, frame):
+        raise SystemExit("livebench: signal %d: stopping what it started" % signum)
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, on_term)
+
+    def save():
+        with open(os.path.join(a.out, "results.json"), "w") as fh:
+            json.dump(out, fh, indent=1, default=str)
+    a.save = save
     try:
         if a.slurm != "only":
             if "startup" in a.tests:
@@ -769,8 +785,7 @@ def main():
     finally:
         out["meta"]["loadavg_end"] = os.getloadavg()
         out["meta"]["conditions"] = a.conditions
-        with open(os.path.join(a.out, "results.json"), "w") as fh:
-            json.dump(out, fh, indent=1, default=str)
+        save()
     s = summary(out, a)
     with open(os.path.join(a.out, "summary.md"), "w") as fh:
         fh.write(s + "\n")
