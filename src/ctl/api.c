@@ -5,6 +5,13 @@
  * once at submission into j->head; a view appends only the parts that
  * change (state, times, reason, placement), so listing 10,000 jobs is
  * mostly memcpy.
+ *
+ * The text table of GET /v1/jobs?view=table (what `sluice queue` prints,
+ * the way a Kubernetes API server prints a Table for `kubectl get`) works
+ * the same way: the cells that never change (id, name, tenant, tasks,
+ * per-task resources) are formatted once into j->row; a listing formats
+ * only state, nodes, time and reason, in a first pass that also finds each
+ * column's width, and a second pass writes the padded rows.
  */
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +36,25 @@ void ctl_job_write(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
     ctl_job_write_core(c, b, j, NULL);
 }
 
+/* The job's reason: for a pending job, why it waits now (from the core) and
+ * why it was requeued if it was; else j->reason. May point into both. */
+static const char *job_reason(ctl_t *c, const ctl_job_t *j, const sl_job_t *cj, char *both,
+                              size_t len) {
+    const char *reason = j->reason;
+    if (j->state == CTL_JOB_PENDING && !j->requeue_wait && j->in_core) {
+        if (cj == NULL)
+            cj = sl_sched_job(c->sched, j->id);
+        const char *r = cj ? sl_job_reason(cj) : NULL;
+        if (r && r[0] && j->reason[0]) {
+            snprintf(both, len, "%s (%s)", r, j->reason);
+            reason = both;
+        } else if (r && r[0]) {
+            reason = r;
+        }
+    }
+    return reason;
+}
+
 void ctl_job_write_core(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j, const sl_job_t *cj) {
     ctl_buf_add(b, j->head, j->head_len);
     ctl_buf_puts(b, ",\"state\":\"");
@@ -38,21 +64,8 @@ void ctl_job_write_core(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j, const sl_job
     ctl_buf_puts(b, ",\"end_time\":");
     ctl_buf_time(b, j->end_us);
     ctl_buf_puts(b, ",\"reason\":");
-    const char *reason = j->reason;
     char both[512];
-    if (j->state == CTL_JOB_PENDING && !j->requeue_wait && j->in_core) {
-        /* Why it waits now (from the core), and why it was requeued if it was. */
-        if (cj == NULL)
-            cj = sl_sched_job(c->sched, j->id);
-        const char *r = cj ? sl_job_reason(cj) : NULL;
-        if (r && r[0] && j->reason[0]) {
-            snprintf(both, sizeof both, "%s (%s)", r, j->reason);
-            reason = both;
-        } else if (r && r[0]) {
-            reason = r;
-        }
-    }
-    ctl_buf_jstr(b, reason);
+    ctl_buf_jstr(b, job_reason(c, j, cj, both, sizeof both));
     ctl_buf_puts(b, ",\"placement\":[");
     for (int32_t i = 0; i < j->ntasks; i++) {
         const ctl_task_t *t = &j->tasks[i];
@@ -157,4 +170,248 @@ void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id) {
     ctl_buf_puts(b, ",\"addr\":");
     ctl_buf_jstr(b, n ? n->addr : "");
     ctl_buf_putc(b, '}');
+}
+
+/* ---- the text table (GET /v1/jobs?view=table) ---- */
+
+enum { JT_ID, JT_NAME, JT_TENANT, JT_TASKS, JT_EACH, JT_NSTATIC };
+enum { JT_STATE = JT_NSTATIC, JT_NODES, JT_TIME, JT_REASON, JT_NCOL };
+#define JT_CELL_MAX 1000 /* bytes of one cell at most (a reason is < 520) */
+
+/* Column order on the wire. */
+static const int jt_order[JT_NCOL] = {JT_ID,    JT_NAME,  JT_TENANT, JT_STATE, JT_TASKS,
+                                      JT_EACH,  JT_NODES, JT_TIME,   JT_REASON};
+static const char *const jt_head[JT_NCOL] = {"ID",   "NAME", "TENANT", "TASKS", "EACH",
+                                             "STATE", "NODES", "TIME", "REASON"};
+
+typedef struct jt_row {
+    const ctl_job_t *j;
+    size_t off;        /* nodes, time and reason, back to back in cells */
+    uint16_t len[3];
+} jt_row_t;
+
+struct ctl_jtable {
+    ctl_t *c;
+    int64_t now_us;
+    jt_row_t *rows;
+    size_t n, cap;
+    ctl_buf_t cells;
+    size_t w[JT_NCOL];
+};
+
+/* Appends s (at most JT_CELL_MAX bytes, cut at a UTF-8 character boundary)
+ * with control characters as '?', so that a cell stays on its line. */
+static void cell_put(ctl_buf_t *b, const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (n > JT_CELL_MAX) {
+        n = JT_CELL_MAX;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    ctl_buf_reserve(b, n);
+    char *d = b->p + b->len;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        d[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    }
+    b->len += n;
+}
+
+void ctl_job_make_row(ctl_job_t *j) {
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    size_t start = 0;
+    const char *name = json_string_value(json_object_get(j->spec, "name"));
+    const char *tenant = json_string_value(json_object_get(j->spec, "tenant"));
+    for (int col = 0; col < JT_NSTATIC; col++) {
+        switch (col) {
+        case JT_ID:
+            ctl_buf_u64(&b, j->id);
+            break;
+        case JT_NAME:
+            cell_put(&b, name && name[0] ? name : "-");
+            break;
+        case JT_TENANT:
+            cell_put(&b, tenant ? tenant : "-");
+            break;
+        case JT_TASKS:
+            ctl_buf_i64(&b, json_integer_value(json_object_get(j->spec, "tasks")));
+            break;
+        default: { /* "4 GPU, 16 CPU, 128Gi", or "0.25 GPU, ..." with a GPU share */
+            json_t *share = json_object_get(j->spec, "gpu_share");
+            if (json_is_string(share))
+                cell_put(&b, json_string_value(share));
+            else
+                ctl_buf_i64(&b, json_integer_value(json_object_get(j->spec, "gpus")));
+            ctl_buf_puts(&b, " GPU, ");
+            cell_put(&b, json_string_value(json_object_get(j->spec, "cpus")));
+            ctl_buf_puts(&b, " CPU, ");
+            cell_put(&b, json_string_value(json_object_get(j->spec, "memory")));
+            break;
+        }
+        }
+        j->row_len[col] = (uint16_t)(b.len - start);
+        start = b.len;
+    }
+    sl_free(j->row);
+    j->row = ctl_buf_steal(&b, NULL);
+}
+
+ctl_jtable_t *ctl_jtable_new(ctl_t *c) {
+    ctl_jtable_t *t = sl_xcalloc(1, sizeof *t);
+    t->c = c;
+    t->now_us = ctl_now_us();
+    ctl_buf_init(&t->cells);
+    for (int i = 0; i < JT_NCOL; i++)
+        t->w[i] = strlen(jt_head[i]);
+    return t;
+}
+
+/* "45s", "3m07s", "2h05m", "1d03h" (as `sluice` formats durations). */
+static void jt_dur(ctl_buf_t *b, int64_t us) {
+    long long s = us > 0 ? us / 1000000 : 0;
+    char buf[48];
+    if (s < 60)
+        snprintf(buf, sizeof buf, "%llds", s);
+    else if (s < 3600)
+        snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+    else if (s < 86400)
+        snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+    else
+        snprintf(buf, sizeof buf, "%lldd%02lldh", s / 86400, (s % 86400) / 3600);
+    ctl_buf_puts(b, buf);
+}
+
+/* The nodes of the job's tasks, each once, in task order; ",..." after
+ * about 40 characters; "-" when none. */
+static void jt_nodes(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
+    char buf[128];
+    size_t l = 0;
+    buf[0] = '\0';
+    for (int32_t i = 0; i < j->ntasks; i++) {
+        const sl_node_t *nd =
+            j->tasks[i].node >= 0 ? sl_cluster_node(c->cl, (uint32_t)j->tasks[i].node) : NULL;
+        if (nd == NULL)
+            continue;
+        size_t nl = strlen(nd->name);
+        bool seen = false;
+        for (const char *p = buf; *p && !seen;) {
+            const char *e = strchr(p, ',');
+            size_t tl = e ? (size_t)(e - p) : strlen(p);
+            seen = tl == nl && memcmp(p, nd->name, nl) == 0;
+            p = e ? e + 1 : p + tl;
+        }
+        if (seen)
+            continue;
+        if (l + nl + 2 >= sizeof buf || l > 40) {
+            if (l + 4 < sizeof buf)
+                memcpy(buf + l, ",...", 5);
+            break;
+        }
+        l += (size_t)snprintf(buf + l, sizeof buf - l, "%s%s", l ? "," : "", nd->name);
+    }
+    cell_put(b, buf[0] ? buf : "-");
+}
+
+/* Columns a cell takes on a terminal: its UTF-8 characters (continuation
+ * bytes do not count). */
+static size_t jt_width(const char *s, size_t n) {
+    size_t w = n;
+    for (size_t i = 0; i < n; i++)
+        w -= ((unsigned char)s[i] & 0xC0) == 0x80;
+    return w;
+}
+
+void ctl_jtable_add(ctl_jtable_t *t, const ctl_job_t *j, const sl_job_t *cj) {
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 1024;
+        t->rows = sl_xrealloc(t->rows, t->cap * sizeof *t->rows);
+    }
+    jt_row_t *r = &t->rows[t->n++];
+    r->j = j;
+    r->off = t->cells.len;
+    size_t mark = t->cells.len;
+    jt_nodes(t->c, &t->cells, j);
+    r->len[0] = (uint16_t)(t->cells.len - mark);
+    mark = t->cells.len;
+    if (j->state == CTL_JOB_PENDING)
+        jt_dur(&t->cells, t->now_us - j->submit_us);
+    else if (j->start_us >= 0 && j->end_us >= 0)
+        jt_dur(&t->cells, j->end_us - j->start_us);
+    else if (j->start_us >= 0)
+        jt_dur(&t->cells, t->now_us - j->start_us);
+    else
+        ctl_buf_putc(&t->cells, '-');
+    r->len[1] = (uint16_t)(t->cells.len - mark);
+    mark = t->cells.len;
+    char both[512];
+    cell_put(&t->cells, job_reason(t->c, j, cj, both, sizeof both));
+    r->len[2] = (uint16_t)(t->cells.len - mark);
+    const char *p = j->row;
+    for (int i = 0; i < JT_NSTATIC; i++) {
+        size_t w = jt_width(p, j->row_len[i]);
+        if (w > t->w[i])
+            t->w[i] = w;
+        p += j->row_len[i];
+    }
+    size_t sl = strlen(ctl_job_state_name(j->state));
+    if (sl > t->w[JT_STATE])
+        t->w[JT_STATE] = sl;
+    p = t->cells.p + r->off;
+    for (int i = 0; i < 3; i++) {
+        size_t w = jt_width(p, r->len[i]);
+        if (w > t->w[JT_NODES + i])
+            t->w[JT_NODES + i] = w;
+        p += r->len[i];
+    }
+}
+
+/* One cell, then blanks up to the column's width and two more (none after
+ * the last column). */
+static void jt_cell(ctl_buf_t *b, const char *s, size_t n, size_t w, bool last) {
+    size_t pad = last ? 0 : w - jt_width(s, n) + 2;
+    ctl_buf_reserve(b, n + pad);
+    memcpy(b->p + b->len, s, n);
+    memset(b->p + b->len + n, ' ', pad);
+    b->len += n + pad;
+}
+
+void ctl_jtable_write(ctl_jtable_t *t, ctl_buf_t *b) {
+    size_t line = 1;
+    for (int i = 0; i < JT_NCOL - 1; i++)
+        line += t->w[i] + 2;
+    ctl_buf_reserve(b, (t->n + 1) * line + t->cells.len);
+    for (int k = 0; k < JT_NCOL; k++) {
+        int col = jt_order[k];
+        jt_cell(b, jt_head[col], strlen(jt_head[col]), t->w[col], k == JT_NCOL - 1);
+    }
+    ctl_buf_putc(b, '\n');
+    for (size_t r = 0; r < t->n; r++) {
+        const jt_row_t *row = &t->rows[r];
+        const ctl_job_t *j = row->j;
+        const char *cell[JT_NCOL];
+        size_t len[JT_NCOL];
+        const char *p = j->row;
+        for (int i = 0; i < JT_NSTATIC; i++) {
+            cell[i] = p;
+            len[i] = j->row_len[i];
+            p += len[i];
+        }
+        cell[JT_STATE] = ctl_job_state_name(j->state);
+        len[JT_STATE] = strlen(cell[JT_STATE]);
+        p = t->cells.p + row->off;
+        for (int i = 0; i < 3; i++) {
+            cell[JT_NODES + i] = p;
+            len[JT_NODES + i] = row->len[i];
+            p += row->len[i];
+        }
+        for (int k = 0; k < JT_NCOL; k++) {
+            int col = jt_order[k];
+            jt_cell(b, cell[col], len[col], t->w[col], k == JT_NCOL - 1);
+        }
+        ctl_buf_putc(b, '\n');
+    }
+    ctl_buf_fini(&t->cells);
+    sl_free(t->rows);
+    sl_free(t);
 }

@@ -130,6 +130,9 @@ typedef struct ctl_job {
     json_t *spec;          /* the normalised submission (owned) */
     char *head;            /* cached `{"id":N,<spec fields>,"submit_time":T` */
     size_t head_len;
+    char *row;             /* cached text-table cells that never change (api.c):
+                            * id, name, tenant, tasks, per-task resources */
+    uint16_t row_len[5];   /* their lengths, stored back to back in row */
     sl_job_spec_t core;    /* what the core was given */
     bool requeue_on_node_failure;
     int64_t submit_us, start_us, end_us;
@@ -329,6 +332,15 @@ void ctl_job_write(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j);
 /* The same, with the core's job when the caller has it (saves a lookup). */
 void ctl_job_write_core(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j, const sl_job_t *cj);
 void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id);
+/* Formats j->row from j->id and j->spec (called by ctl_job_make_head). */
+void ctl_job_make_row(ctl_job_t *j);
+/* The text table of GET /v1/jobs?view=table (`sluice queue` prints it as
+ * is): add the listed jobs in order, then write writes the header and the
+ * padded rows into b and frees the table. */
+typedef struct ctl_jtable ctl_jtable_t;
+ctl_jtable_t *ctl_jtable_new(ctl_t *c);
+void ctl_jtable_add(ctl_jtable_t *t, const ctl_job_t *j, const sl_job_t *cj);
+void ctl_jtable_write(ctl_jtable_t *t, ctl_buf_t *b);
 
 /* metrics.c */
 void ctl_metrics_write(ctl_t *c, ctl_buf_t *b);

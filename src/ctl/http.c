@@ -60,7 +60,7 @@ static void h_metrics(hreq_t *h);
 static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/healthz", h_healthz, AUTH_NONE, "liveness: {\"status\":\"ok\",\"version\":...}"},
     {EVHTTP_REQ_POST, "/v1/jobs", h_submit, AUTH_API, "submit a job; 201 once it is durable"},
-    {EVHTTP_REQ_GET, "/v1/jobs", h_list, AUTH_API, "list jobs (?state= ?tenant= ?limit=)"},
+    {EVHTTP_REQ_GET, "/v1/jobs", h_list, AUTH_API, "list jobs (?state= ?tenant= ?limit= ?view=table)"},
     {EVHTTP_REQ_GET, "/v1/jobs/{id}", h_get, AUTH_API, "one job with its placement"},
     {EVHTTP_REQ_DELETE, "/v1/jobs/{id}", h_cancel, AUTH_API, "cancel a job"},
     {EVHTTP_REQ_GET, "/v1/jobs/{id}/logs", h_logs, AUTH_API,
@@ -388,20 +388,51 @@ static void h_submit(hreq_t *h) {
 typedef struct list_ctx {
     ctl_t *c;
     ctl_buf_t *b;
+    ctl_jtable_t *table;  /* ?view=table: rows go here, not into b */
     int32_t tenant;       /* -1: all */
-    int state;            /* -1: all */
+    unsigned states;      /* bit (1 << state) per listed state */
     int64_t limit;        /* -1: none */
     int64_t n;
 } list_ctx_t;
 
+#define ALL_STATES ((1u << CTL_JOB_NSTATES) - 1)
+
 static bool list_one(list_ctx_t *lc, ctl_job_t *j, const sl_job_t *cj) {
     if (lc->limit >= 0 && lc->n >= lc->limit)
         return false;
-    if ((lc->tenant >= 0 && j->tenant != lc->tenant) || (lc->state >= 0 && (int)j->state != lc->state))
+    if ((lc->tenant >= 0 && j->tenant != lc->tenant) || !(lc->states & (1u << j->state)))
         return true;
+    if (lc->table) {
+        lc->n++;
+        ctl_jtable_add(lc->table, j, cj);
+        return true;
+    }
     if (lc->n++)
         ctl_buf_putc(lc->b, ',');
     ctl_job_write_core(lc->c, lc->b, j, cj);
+    return true;
+}
+
+/* "pending,running" -> bits; false (with the bad word in bad) if a word
+ * is not a state. */
+static bool parse_states(const char *v, unsigned *out, char *bad, size_t badlen) {
+    unsigned m = 0;
+    for (;;) {
+        const char *e = strchr(v, ',');
+        size_t n = e ? (size_t)(e - v) : strlen(v);
+        char word[32];
+        ctl_job_state_t st;
+        snprintf(word, sizeof word, "%.*s", (int)(n < sizeof word ? n : sizeof word - 1), v);
+        if (n >= sizeof word || ctl_job_state_parse(word, &st) < 0) {
+            snprintf(bad, badlen, "%.*s", (int)n, v);
+            return false;
+        }
+        m |= 1u << st;
+        if (!e)
+            break;
+        v = e + 1;
+    }
+    *out = m;
     return true;
 }
 
@@ -444,16 +475,25 @@ static void h_list(hreq_t *h) {
     int64_t t0 = ctl_mono_us();
     ctl_buf_t b;
     ctl_buf_init(&b);
-    list_ctx_t lc = {c, &b, h->admin ? -1 : h->tenant, -1, -1, 0};
+    list_ctx_t lc = {c, &b, NULL, h->admin ? -1 : h->tenant, ALL_STATES, -1, 0};
     const char *v;
     if ((v = evhttp_find_header(&h->query, "state")) != NULL) {
-        ctl_job_state_t st;
-        if (ctl_job_state_parse(v, &st) < 0) {
+        char badword[200];
+        if (!parse_states(v, &lc.states, badword, sizeof badword)) {
             ctl_http_error(c, h->req, 400, "invalid_field", "state",
-                           "state: \"%s\" is not one of pending, running, succeeded, failed, cancelled", v);
+                           "state: \"%s\" is not one of pending, running, succeeded, failed, cancelled",
+                           badword);
             return;
         }
-        lc.state = (int)st;
+    }
+    bool table = false;
+    if ((v = evhttp_find_header(&h->query, "view")) != NULL) {
+        if (strcmp(v, "table") != 0) {
+            ctl_http_error(c, h->req, 400, "invalid_field", "view",
+                           "view: \"%s\" is not table (leave view out for the job objects)", v);
+            return;
+        }
+        table = true;
     }
     if ((v = evhttp_find_header(&h->query, "tenant")) != NULL) {
         int t = sl_sched_tenant_find(c->sched, v);
@@ -471,12 +511,17 @@ static void h_list(hreq_t *h) {
         ctl_http_error(c, h->req, 400, "invalid_field", "limit", "limit: must be a whole number");
         return;
     }
-    ctl_buf_reserve(&b, c->last_list_len + 4096);
-    ctl_buf_puts(&b, "{\"jobs\":[");
-    if (lc.state < 0 || lc.state == CTL_JOB_PENDING)
+    if (table)
+        lc.table = ctl_jtable_new(c);
+    else
+        ctl_buf_reserve(&b, c->last_list_len + 4096);
+    if (!table)
+        ctl_buf_puts(&b, "{\"jobs\":[");
+    if (lc.states & (1u << CTL_JOB_PENDING))
         sl_sched_foreach(c->sched, SL_JOB_PENDING, list_core, &lc);
+    /* Running in the core: also requeue waits and jobs whose tasks are stopping. */
     sl_sched_foreach(c->sched, SL_JOB_RUNNING, list_core, &lc);
-    if (lc.state < 0 || lc.state > CTL_JOB_RUNNING) {
+    if (lc.states & ~((1u << CTL_JOB_PENDING) | (1u << CTL_JOB_RUNNING))) {
         for (uint64_t id = 1; id < c->next_id; id++) {
             ctl_job_t *j = ctl_job_find(c, id);
             if (j == NULL || j->in_core)
@@ -485,15 +530,22 @@ static void h_list(hreq_t *h) {
                 break;
         }
     }
-    ctl_buf_puts(&b, "]}\n");
-    if (lc.tenant < 0 && lc.state < 0 && lc.limit < 0)
-        c->last_list_len = b.len;
+    if (table) {
+        ctl_jtable_write(lc.table, &b);
+    } else {
+        ctl_buf_puts(&b, "]}\n");
+        if (lc.tenant < 0 && lc.states == ALL_STATES && lc.limit < 0)
+            c->last_list_len = b.len;
+    }
     size_t bytes = b.len;
     int64_t t1 = ctl_mono_us();
-    ctl_http_send_json(h->req, 200, &b);
+    if (table)
+        send_body(h->req, 200, "text/plain; charset=utf-8", &b);
+    else
+        ctl_http_send_json(h->req, 200, &b);
     if (sl_log_enabled(SL_LOG_DEBUG, "http"))
-        sl_log(SL_LOG_DEBUG, "http", "list jobs=%lld bytes=%zu build_us=%lld send_us=%lld",
-               (long long)lc.n, bytes, (long long)(t1 - t0), (long long)(ctl_mono_us() - t1));
+        sl_log(SL_LOG_DEBUG, "http", "list jobs=%lld view=%s bytes=%zu build_us=%lld send_us=%lld",
+               (long long)lc.n, table ? "table" : "json", bytes, (long long)(t1 - t0), (long long)(ctl_mono_us() - t1));
 }
 
 static void h_get(hreq_t *h) {

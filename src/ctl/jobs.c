@@ -78,6 +78,7 @@ void ctl_job_free(ctl_job_t *j) {
         return;
     json_decref(j->spec);
     sl_free(j->head);
+    sl_free(j->row);
     sl_free(j->tasks);
     sl_free(j);
 }
@@ -98,6 +99,7 @@ void ctl_job_make_head(ctl_job_t *j) {
     free(spec);
     sl_free(j->head);
     j->head = ctl_buf_steal(&b, &j->head_len);
+    ctl_job_make_row(j);
 }
 
 /* ---- validation of a submission ---- */
