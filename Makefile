@@ -35,5 +35,5 @@ clean:
 deps:
 	apt-get update
 	apt-get install -y --no-install-recommends build-essential cmake pkg-config \
-	  libevent-dev libjansson-dev libyaml-dev libsqlite3-dev libcurl4-openssl-dev \
+	  libevent-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	  libcmocka-dev python3-pytest python3-yaml valgrind

@@ -3,8 +3,9 @@
  *
  * One table of commands (main.c) drives dispatch, option parsing and every
  * --help text. Each command is a function taking the parsed options; it
- * talks to sluiced over HTTP/JSON (http.c, libcurl) and prints a table for
- * people or the server's JSON for scripts (--json).
+ * talks to sluiced over HTTP/JSON (http.c, a small HTTP/1.1 client on a
+ * plain socket, so that start-up loads no HTTP library) and prints a table
+ * for people or the server's JSON for scripts (--json).
  *
  * Exit codes (docs/cli.md): 0 ok, 1 the server refused or failed the
  * request (or a waited-for job failed), 2 usage error (bad flag, bad spec
@@ -72,7 +73,31 @@ int cli_multi(cli_t *c, const char *name, const char ***vals);
 /* Prints "sluice CMD: message" to stderr; returns CLI_EUSAGE. */
 int cli_usage_error(cli_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* http.c: one request. body may be NULL (steals nothing). On an HTTP
+/* http.c: one reply. */
+typedef struct cli_reply {
+    long status;
+    char *body;        /* malloc'd and NUL-terminated; NULL when it went to a sink */
+    size_t len;
+    char ctype[128];   /* Content-Type, "" if none */
+} cli_reply_t;
+
+/* Receives body bytes as they arrive; returns 0, or -1 (errno set) to stop. */
+typedef int (*cli_sink_fn)(void *arg, const char *p, size_t n);
+
+/* One request on the run's kept-alive connection. body (len bytes of JSON)
+ * may be NULL. On an HTTP answer fills *r and returns CLI_OK; the body of a
+ * 2xx answer goes to sink when one is given (r->body stays NULL), any other
+ * body into r->body. Returns CLI_EUNREACHABLE with a message printed
+ * (unless c->quiet_unreachable) when no complete answer came; CLI_ESERVER
+ * when the sink failed; CLI_EUSAGE for a token that cannot be sent. */
+int cli_http_raw(cli_t *c, const char *method, const char *path, const char *body, size_t len,
+                 cli_reply_t *r, cli_sink_fn sink, void *arg);
+void cli_reply_free(cli_reply_t *r);
+/* Prints the server's error for a non-2xx reply as cli_call does; returns
+ * CLI_ESERVER. */
+int cli_reply_error(cli_t *c, const cli_reply_t *r);
+
+/* http.c: one request with a JSON body and answer. body may be NULL (steals nothing). On an HTTP
  * answer, *status is set and *out holds the parsed JSON (or NULL if the
  * body was not JSON; then *text holds it if text != NULL). Returns CLI_OK,
  * or CLI_EUNREACHABLE with a message printed. */

@@ -141,39 +141,6 @@ static void per_task(json_t *j, char *buf, size_t len) {
                  val_str(json_object_get(j, "memory"), b3, sizeof b3));
 }
 
-static void job_nodes(json_t *j, char *buf, size_t len) {
-    buf[0] = '\0';
-    size_t i;
-    json_t *p;
-    json_array_foreach(json_object_get(j, "placement"), i, p) {
-        const char *n = json_string_value(json_object_get(p, "node"));
-        if (!n) continue;
-        char key[160];
-        snprintf(key, sizeof key, ",%s,", n);
-        char hay[1100];
-        snprintf(hay, sizeof hay, ",%s,", buf);
-        if (strstr(hay, key)) continue;
-        size_t l = strlen(buf);
-        if (l + strlen(n) + 2 >= len || l > 40) {
-            if (l + 4 < len) strcat(buf, ",...");
-            break;
-        }
-        snprintf(buf + l, len - l, "%s%s", l ? "," : "", n);
-    }
-    if (!buf[0]) snprintf(buf, len, "-");
-}
-
-static void job_time(json_t *j, char *buf, size_t len) {
-    const char *st = json_string_value(json_object_get(j, "state"));
-    double sub = json_number_value(json_object_get(j, "submit_time"));
-    json_t *js = json_object_get(j, "start_time"), *je = json_object_get(j, "end_time");
-    double now = now_s();
-    if (st && !strcmp(st, "pending")) fmt_dur(now - sub, buf, len);
-    else if (json_is_number(js) && json_is_number(je)) fmt_dur(json_number_value(je) - json_number_value(js), buf, len);
-    else if (json_is_number(js)) fmt_dur(now - json_number_value(js), buf, len);
-    else snprintf(buf, len, "-");
-}
-
 /* ---- submit ---- */
 
 int cli_cmd_submit(cli_t *c) {
@@ -318,24 +285,13 @@ out:
 
 /* ---- queue ---- */
 
-static int get_jobs(cli_t *c, const char *query, json_t *all) {
-    json_t *out = NULL;
-    char path[512];
-    snprintf(path, sizeof path, "/v1/jobs%s", query);
-    int rc = cli_call(c, "GET", path, NULL, &out);
-    if (rc != CLI_OK) return rc;
-    json_array_extend(all, json_object_get(out, "jobs"));
-    json_decref(out);
-    return CLI_OK;
-}
-
 static void url_append(char *q, size_t len, const char *key, const char *val) {
     size_t l = strlen(q);
     snprintf(q + l, len - l, "%c%s=", l ? '&' : '?', key);
     l = strlen(q);
     for (const unsigned char *p = (const unsigned char *)val; *p && l + 4 < len; p++) {
         if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            *p == '-' || *p == '_' || *p == '.')
+            *p == '-' || *p == '_' || *p == '.' || *p == ',')
             q[l++] = (char)*p;
         else
             l += (size_t)snprintf(q + l, len - l, "%%%02X", *p);
@@ -343,72 +299,55 @@ static void url_append(char *q, size_t len, const char *key, const char *val) {
     q[l] = '\0';
 }
 
+static int to_stdout(void *arg, const char *p, size_t n) {
+    return fwrite(p, 1, n, stdout) == n ? 0 : -1;
+}
+
+/* One request, GET /v1/jobs with the filters; the server does the work: it
+ * formats the table (?view=table) for people, and with --json its bytes go
+ * to stdout as they arrive, unparsed. */
 int cli_cmd_queue(cli_t *c) {
     if (c->npos > 0) return cli_usage_error(c, "unexpected argument \"%s\"", c->pos[0]);
-    char base[512] = "";
+    char q[600] = "";
     long long lim;
-    if (cli_has(c, "tenant")) url_append(base, sizeof base, "tenant", cli_get(c, "tenant"));
+    if (cli_has(c, "tenant")) url_append(q, sizeof q, "tenant", cli_get(c, "tenant"));
     if (cli_has(c, "limit")) {
         if (parse_num(c, "limit", 1, 1000000000LL, &lim)) return CLI_EUSAGE;
-        url_append(base, sizeof base, "limit", cli_get(c, "limit"));
+        url_append(q, sizeof q, "limit", cli_get(c, "limit"));
     }
-    json_t *jobs = json_array();
-    int rc;
     if (cli_has(c, "state")) {
         const char *st = cli_get(c, "state");
         static const char *states[] = {"pending", "running", "succeeded", "failed", "cancelled"};
         int ok = 0;
         for (int i = 0; i < 5; i++) ok |= !strcmp(st, states[i]);
-        if (!ok) {
-            json_decref(jobs);
+        if (!ok)
             return cli_usage_error(c, "--state: \"%s\" is not pending, running, succeeded, failed or cancelled", st);
+        url_append(q, sizeof q, "state", st);
+    } else if (!cli_has(c, "all")) {
+        url_append(q, sizeof q, "state", "pending,running");
+    }
+    if (!c->json) url_append(q, sizeof q, "view", "table");
+    char path[640];
+    snprintf(path, sizeof path, "/v1/jobs%s", q);
+    cli_reply_t r;
+    int rc = cli_http_raw(c, "GET", path, NULL, 0, &r, c->json ? to_stdout : NULL, NULL);
+    if (rc != CLI_OK) return rc;
+    if (r.status < 200 || r.status >= 300) {
+        rc = cli_reply_error(c, &r);
+    } else if (!c->json) {
+        if (strncmp(r.ctype, "text/plain", 10) != 0) {
+            fprintf(stderr, "sluice queue: the server did not send a table (Content-Type \"%s\"); "
+                            "is sluiced older than this sluice?\n", r.ctype);
+            rc = CLI_ESERVER;
+        } else if (!cli_has(c, "all") && !memchr(r.body, '\n', r.len > 0 ? r.len - 1 : 0)) {
+            /* Only the header line: nothing listed. */
+            printf("no pending or running jobs (sluice queue --all shows finished ones)\n");
+        } else {
+            fwrite(r.body, 1, r.len, stdout);
         }
-        url_append(base, sizeof base, "state", st);
-        rc = get_jobs(c, base, jobs);
-    } else if (cli_has(c, "all")) {
-        rc = get_jobs(c, base, jobs);
-    } else {
-        char q[600];
-        snprintf(q, sizeof q, "%s", base);
-        url_append(q, sizeof q, "state", "pending");
-        rc = get_jobs(c, q, jobs);
-        snprintf(q, sizeof q, "%s", base);
-        url_append(q, sizeof q, "state", "running");
-        if (rc == CLI_OK) rc = get_jobs(c, q, jobs);
     }
-    if (rc != CLI_OK) {
-        json_decref(jobs);
-        return rc;
-    }
-    if (c->json) {
-        json_t *o = json_pack("{s:O}", "jobs", jobs);
-        cli_print_json(o);
-        json_decref(o);
-        json_decref(jobs);
-        return CLI_OK;
-    }
-    table_t t = {.ncol = 9};
-    tbl_row(&t, "ID", "NAME", "TENANT", "STATE", "TASKS", "EACH", "NODES", "TIME", "REASON", NULL);
-    size_t i;
-    json_t *j;
-    json_array_foreach(jobs, i, j) {
-        char id[24], tasks[24], each[96], nodes[128], tm[32], nb[32];
-        snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
-        snprintf(tasks, sizeof tasks, "%s", val_str(json_object_get(j, "tasks"), nb, sizeof nb));
-        per_task(j, each, sizeof each);
-        job_nodes(j, nodes, sizeof nodes);
-        job_time(j, tm, sizeof tm);
-        const char *name = json_string_value(json_object_get(j, "name"));
-        tbl_row(&t, id, name && *name ? name : "-", json_string_value(json_object_get(j, "tenant")),
-                json_string_value(json_object_get(j, "state")), tasks, each, nodes, tm,
-                json_string_value(json_object_get(j, "reason")), NULL);
-    }
-    if (json_array_size(jobs) == 0 && !cli_has(c, "all"))
-        printf("no pending or running jobs (sluice queue --all shows finished ones)\n");
-    else
-        tbl_print(&t);
-    json_decref(jobs);
-    return CLI_OK;
+    cli_reply_free(&r);
+    return rc;
 }
 
 /* ---- show ---- */

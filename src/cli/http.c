@@ -1,120 +1,684 @@
 /*
- * http.c - the CLI's HTTP client: libcurl, one easy handle reused for every
- * request of a run (so `queue` and `logs --follow` keep one connection).
+ * http.c - the CLI's HTTP/1.1 client: a plain TCP socket, no library.
  *
- * Connection failures (refused, timeout, DNS) map to exit code 3 so that a
- * script can tell "the server said no" (1) from "no server" (3).
+ * Why not libcurl: loading it (and the ~35 shared libraries it pulls in:
+ * TLS, HTTP/2, IDN, LDAP, ...) cost more than the whole `sluice queue` of
+ * 10,000 jobs should. sluiced speaks plain HTTP/1.1 on a trusted network,
+ * so the client needs only this:
+ *
+ *   - URL: http://HOST[:PORT][/PREFIX], HOST a name, an IPv4 address or an
+ *     [IPv6] address; getaddrinfo, every address tried in turn.
+ *   - connect with a 5 s limit (non-blocking connect + poll); each request
+ *     then has 120 s in all (every wait is a poll on the remaining time).
+ *   - request: one write of the request line, Host, User-Agent,
+ *     Authorization: Bearer, and for a body Content-Type/Content-Length.
+ *   - reply: status line and headers (at most 64 KiB), 1xx replies skipped;
+ *     the body by Content-Length, chunked Transfer-Encoding, or until the
+ *     server closes. A body either goes into one growing buffer (pre-sized
+ *     from Content-Length) or, for a 2xx reply when the caller gives a sink,
+ *     straight to the sink as it arrives (`sluice queue --json` streams the
+ *     server's bytes to stdout).
+ *   - keep-alive: one connection serves every request of a run (`logs -f`,
+ *     `cancel A B C`) unless the server says close. A request on a reused
+ *     connection that fails before any byte of the reply arrives (the
+ *     server closed the idle connection) is retried once on a new one.
+ *
+ * Every failure to get a complete reply (refused, timeout, name not found,
+ * a reply that is not HTTP) is CLI_EUNREACHABLE (exit code 3), so a script
+ * can tell "the server said no" (1) from "no server" (3).
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <curl/curl.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
-static CURL *handle;
+#define CONNECT_MS 5000
+#define REQUEST_MS 120000
+#define MAX_HEADER (64 * 1024)
+#define READ_CHUNK (256 * 1024)
 
-typedef struct buf {
-    char *p;
-    size_t n;
-} buf_t;
+/* The kept-alive connection of this run (the CLI is one short process). */
+static struct {
+    int fd; /* -1 (after the first use) or 0 (never opened) are both "none" */
+    bool open;
+    char server[512]; /* the URL it was opened for */
+} conn;
 
-static size_t write_cb(char *data, size_t size, size_t nmemb, void *arg) {
-    buf_t *b = arg;
-    size_t len = size * nmemb;
-    char *np = realloc(b->p, b->n + len + 1);
-    if (!np) return 0;
-    b->p = np;
-    memcpy(b->p + b->n, data, len);
-    b->n += len;
-    b->p[b->n] = '\0';
-    return len;
+typedef struct url {
+    char host[256];
+    char port[8];
+    char authority[300]; /* for the Host header */
+    const char *prefix;  /* path prefix in the server URL, "" if none */
+} url_t;
+
+/* The receive side of one reply. */
+typedef struct reader {
+    int fd;
+    int64_t deadline_ms;
+    char *buf;
+    size_t start, end, cap;
+    bool got_any; /* a byte of the reply arrived */
+    const char *err; /* what went wrong, for the message */
+    int err_no;
+} reader_t;
+
+/* Where body bytes go. */
+typedef struct body_out {
+    cli_sink_fn sink; /* NULL: into buf */
+    void *arg;
+    char *buf;
+    size_t len, cap;
+    bool sink_failed;
+    int err_no;
+} body_out_t;
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int parse_url(const char *server, url_t *u, const char **why) {
+    const char *p = server;
+    if (strncasecmp(p, "http://", 7) != 0) {
+        *why = strstr(p, "://") ? "only http:// URLs are supported (sluiced speaks plain HTTP)"
+                                : "not an http:// URL";
+        return -1;
+    }
+    p += 7;
+    size_t alen = strcspn(p, "/?#");
+    if (alen == 0 || alen >= sizeof u->authority || memchr(p, '@', alen)) {
+        *why = "cannot parse the host in the URL";
+        return -1;
+    }
+    memcpy(u->authority, p, alen);
+    u->authority[alen] = '\0';
+    u->prefix = p + alen;
+    if (u->prefix[0] == '?' || u->prefix[0] == '#') {
+        *why = "the server URL may not have a query";
+        return -1;
+    }
+    const char *hs = u->authority, *he, *colon;
+    if (hs[0] == '[') {
+        he = strchr(hs, ']');
+        if (he == NULL) {
+            *why = "unterminated [IPv6] address in the URL";
+            return -1;
+        }
+        hs++;
+        colon = he[1] == ':' ? he + 1 : NULL;
+        if (he[1] != '\0' && colon == NULL) {
+            *why = "cannot parse the host in the URL";
+            return -1;
+        }
+    } else {
+        colon = strrchr(hs, ':');
+        he = colon ? colon : hs + strlen(hs);
+    }
+    if (he == hs || (size_t)(he - hs) >= sizeof u->host) {
+        *why = "cannot parse the host in the URL";
+        return -1;
+    }
+    memcpy(u->host, hs, (size_t)(he - hs));
+    u->host[he - hs] = '\0';
+    const char *port = colon ? colon + 1 : "80";
+    size_t pl = strlen(port);
+    if (pl == 0 || pl > 5 || strspn(port, "0123456789") != pl || atoi(port) < 1 || atoi(port) > 65535) {
+        *why = "bad port in the URL";
+        return -1;
+    }
+    memcpy(u->port, port, pl + 1);
+    return 0;
+}
+
+/* Waits until fd is ready for ev or the deadline; 1 ready, 0 timeout, -1 error. */
+static int wait_fd(int fd, short ev, int64_t deadline_ms) {
+    for (;;) {
+        int64_t left = deadline_ms - mono_ms();
+        if (left <= 0)
+            return 0;
+        struct pollfd pfd = {fd, ev, 0};
+        int n = poll(&pfd, 1, left > 1000000 ? 1000000 : (int)left);
+        if (n > 0)
+            return 1;
+        if (n == 0)
+            continue; /* re-check the clock */
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
+/* A connected non-blocking socket, or -1 with errno-like detail in *why. */
+static int dial(const url_t *u, char *why, size_t whylen) {
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    int g = getaddrinfo(u->host, u->port, &hints, &res);
+    if (g != 0) {
+        snprintf(why, whylen, "cannot resolve %s: %s", u->host,
+                 g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
+        return -1;
+    }
+    int fd = -1;
+    int64_t deadline = mono_ms() + CONNECT_MS;
+    snprintf(why, whylen, "no address for %s", u->host);
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            snprintf(why, whylen, "socket: %s", strerror(errno));
+            continue;
+        }
+        int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+        int e = rc == 0 ? 0 : errno;
+        if (e == EINPROGRESS) {
+            int w = wait_fd(fd, POLLOUT, deadline);
+            if (w == 0) {
+                e = ETIMEDOUT;
+            } else if (w < 0) {
+                e = errno;
+            } else {
+                socklen_t el = sizeof e;
+                if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+                    e = errno;
+            }
+        }
+        if (e == 0) {
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            break;
+        }
+        snprintf(why, whylen, "%s", e == ETIMEDOUT ? "connection timed out" : strerror(e));
+        close(fd);
+        fd = -1;
+        if (mono_ms() >= deadline)
+            break;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static void conn_close(void) {
+    if (conn.open)
+        close(conn.fd);
+    conn.open = false;
+    conn.fd = -1;
+}
+
+/* Writes all of p; 0, or -1 with r->err set. */
+static int send_all(reader_t *r, const char *p, size_t n) {
+    while (n > 0) {
+        ssize_t w = send(r->fd, p, n, MSG_NOSIGNAL);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            int rc = wait_fd(r->fd, POLLOUT, r->deadline_ms);
+            if (rc > 0)
+                continue;
+            r->err = rc == 0 ? "timed out sending the request" : NULL;
+            r->err_no = errno;
+            return -1;
+        }
+        r->err = NULL;
+        r->err_no = errno;
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads at most max bytes into dst, waiting up to the deadline; >0 bytes
+ * read, 0 at EOF, -1 error (r->err set). */
+static ssize_t recv_wait(reader_t *r, char *dst, size_t max) {
+    for (;;) {
+        ssize_t n = recv(r->fd, dst, max, 0);
+        if (n > 0) {
+            r->got_any = true;
+            return n;
+        }
+        if (n == 0)
+            return 0;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            int rc = wait_fd(r->fd, POLLIN, r->deadline_ms);
+            if (rc > 0)
+                continue;
+            r->err = rc == 0 ? "timed out waiting for the reply" : NULL;
+            r->err_no = errno;
+            return -1;
+        }
+        r->err = NULL;
+        r->err_no = errno;
+        return -1;
+    }
+}
+
+/* Reads more into r->buf; >0 bytes read, 0 at EOF, -1 error (r->err set). */
+static ssize_t fill(reader_t *r) {
+    if (r->start > 0 && r->start == r->end)
+        r->start = r->end = 0;
+    if (r->end == r->cap) {
+        if (r->start > 0) {
+            memmove(r->buf, r->buf + r->start, r->end - r->start);
+            r->end -= r->start;
+            r->start = 0;
+        } else {
+            r->cap = r->cap ? 2 * r->cap : READ_CHUNK;
+            char *nb = realloc(r->buf, r->cap);
+            if (nb == NULL) {
+                r->err = "out of memory";
+                return -1;
+            }
+            r->buf = nb;
+        }
+    }
+    ssize_t n = recv_wait(r, r->buf + r->end, r->cap - r->end);
+    if (n > 0)
+        r->end += (size_t)n;
+    return n;
+}
+
+static int deliver(body_out_t *o, const char *p, size_t n) {
+    if (n == 0)
+        return 0;
+    if (o->sink) {
+        if (o->sink(o->arg, p, n) != 0) {
+            o->sink_failed = true;
+            o->err_no = errno;
+            return -1;
+        }
+        return 0;
+    }
+    if (o->len + n + 1 > o->cap) {
+        size_t cap = o->cap ? o->cap : 4096;
+        while (cap < o->len + n + 1)
+            cap *= 2;
+        char *nb = realloc(o->buf, cap);
+        if (nb == NULL)
+            return -1;
+        o->buf = nb;
+        o->cap = cap;
+    }
+    memcpy(o->buf + o->len, p, n);
+    o->len += n;
+    o->buf[o->len] = '\0';
+    return 0;
+}
+
+/* Passes n body bytes (or, with n == SIZE_MAX, everything until EOF) from
+ * the connection to o. 0 ok, -1 error. */
+static int copy_body(reader_t *r, body_out_t *o, size_t n) {
+    bool to_eof = n == SIZE_MAX;
+    for (;;) {
+        size_t have = r->end - r->start;
+        size_t take = have < n ? have : n;
+        if (take > 0) {
+            if (deliver(o, r->buf + r->start, take) != 0) {
+                r->err = "cannot keep the reply";
+                return -1;
+            }
+            r->start += take;
+            if (!to_eof)
+                n -= take;
+        }
+        if (!to_eof && n == 0)
+            return 0;
+        ssize_t got;
+        if (!o->sink && !to_eof && o->cap >= o->len + n + 1) {
+            /* A buffer sized from Content-Length: read straight into it. */
+            got = recv_wait(r, o->buf + o->len, n);
+            if (got > 0) {
+                o->len += (size_t)got;
+                o->buf[o->len] = '\0';
+                n -= (size_t)got;
+                continue;
+            }
+        } else {
+            got = fill(r);
+        }
+        if (got == 0) {
+            if (to_eof)
+                return 0;
+            r->err = "the server closed the connection in the middle of the reply";
+            return -1;
+        }
+        if (got < 0)
+            return -1;
+    }
+}
+
+/* One CRLF-terminated line from r into *line (NUL-terminated in place). */
+static int read_line(reader_t *r, char **line, size_t max) {
+    for (;;) {
+        char *s = r->end > r->start ? r->buf + r->start : NULL;
+        char *nl = s ? memchr(s, '\n', r->end - r->start) : NULL;
+        if (nl) {
+            *nl = '\0';
+            if (nl > s && nl[-1] == '\r')
+                nl[-1] = '\0';
+            *line = s;
+            r->start = (size_t)(nl + 1 - r->buf);
+            return 0;
+        }
+        if (r->end - r->start > max) {
+            r->err = "malformed reply (a line too long)";
+            return -1;
+        }
+        ssize_t got = fill(r);
+        if (got == 0) {
+            r->err = r->got_any ? "the server closed the connection in the middle of the reply"
+                                : "the server closed the connection without replying";
+            return -1;
+        }
+        if (got < 0)
+            return -1;
+    }
+}
+
+static int chunked_body(reader_t *r, body_out_t *o) {
+    for (;;) {
+        char *line;
+        if (read_line(r, &line, 1024) < 0)
+            return -1;
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(line, &end, 16);
+        if (end == line || errno || (*end && *end != ';' && *end != ' ' && *end != '\t')) {
+            r->err = "malformed reply (bad chunk size)";
+            return -1;
+        }
+        if (n == 0)
+            break;
+        if (n > SIZE_MAX / 2) {
+            r->err = "malformed reply (chunk too large)";
+            return -1;
+        }
+        if (copy_body(r, o, (size_t)n) < 0)
+            return -1;
+        if (read_line(r, &line, 16) < 0)
+            return -1;
+        if (line[0] != '\0') {
+            r->err = "malformed reply (no CRLF after a chunk)";
+            return -1;
+        }
+    }
+    for (;;) { /* trailers, up to the empty line */
+        char *line;
+        if (read_line(r, &line, MAX_HEADER) < 0)
+            return -1;
+        if (line[0] == '\0')
+            return 0;
+    }
+}
+
+/* Parses the status line and headers. Returns 0, or -1 with r->err. */
+static int read_head(reader_t *r, long *status, int *minor, long long *clen, bool *chunked,
+                     bool *close_after, char *ctype, size_t ctlen) {
+    size_t used = 0;
+    char *line;
+    if (read_line(r, &line, MAX_HEADER) < 0)
+        return -1;
+    int st = 0, mi = 0;
+    if (sscanf(line, "HTTP/1.%d %3d", &mi, &st) != 2 || st < 100 || st > 999) {
+        r->err = "the reply is not HTTP/1.x";
+        return -1;
+    }
+    *status = st;
+    *minor = mi;
+    *clen = -1;
+    *chunked = false;
+    *close_after = mi == 0; /* HTTP/1.0: close unless keep-alive */
+    ctype[0] = '\0';
+    for (;;) {
+        if (read_line(r, &line, MAX_HEADER) < 0)
+            return -1;
+        size_t ll = strlen(line);
+        used += ll + 2;
+        if (used > MAX_HEADER) {
+            r->err = "malformed reply (headers too long)";
+            return -1;
+        }
+        if (ll == 0)
+            return 0;
+        char *colon = strchr(line, ':');
+        if (colon == NULL)
+            continue;
+        *colon = '\0';
+        char *v = colon + 1;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        char *e = v + strlen(v);
+        while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+            *--e = '\0';
+        if (strcasecmp(line, "Content-Length") == 0) {
+            char *end;
+            errno = 0;
+            long long n = strtoll(v, &end, 10);
+            if (end == v || *end || errno || n < 0) {
+                r->err = "malformed reply (bad Content-Length)";
+                return -1;
+            }
+            *clen = n;
+        } else if (strcasecmp(line, "Transfer-Encoding") == 0) {
+            *chunked = strcasestr(v, "chunked") != NULL;
+        } else if (strcasecmp(line, "Connection") == 0) {
+            if (strcasestr(v, "close"))
+                *close_after = true;
+            else if (strcasestr(v, "keep-alive"))
+                *close_after = false;
+        } else if (strcasecmp(line, "Content-Type") == 0) {
+            snprintf(ctype, ctlen, "%s", v);
+        }
+    }
+}
+
+/* One attempt on the current (or a new) connection. Returns 0 with r->...
+ * filled, or -1; *retry says the failure came before any byte of the
+ * reply on a reused connection. */
+static int attempt(cli_t *c, const url_t *u, const char *req, size_t reqlen, const char *method,
+                   cli_reply_t *out, cli_sink_fn sink, void *arg, bool *retry, char *why,
+                   size_t whylen) {
+    *retry = false;
+    bool reused = conn.open && strcmp(conn.server, c->server) == 0;
+    if (!reused) {
+        conn_close();
+        int fd = dial(u, why, whylen);
+        if (fd < 0)
+            return -1;
+        conn.fd = fd;
+        conn.open = true;
+        snprintf(conn.server, sizeof conn.server, "%s", c->server);
+    }
+    reader_t r = {.fd = conn.fd, .deadline_ms = mono_ms() + REQUEST_MS};
+    body_out_t o = {0};
+    int rc = -1;
+    if (send_all(&r, req, reqlen) < 0)
+        goto fail;
+    long status;
+    int minor;
+    long long clen;
+    bool chunked, close_after;
+    do {
+        if (read_head(&r, &status, &minor, &clen, &chunked, &close_after, out->ctype,
+                      sizeof out->ctype) < 0)
+            goto fail;
+    } while (status >= 100 && status < 200);
+    out->status = status;
+    if (sink && status >= 200 && status < 300) {
+        o.sink = sink;
+        o.arg = arg;
+    } else if (clen >= 0 && !chunked) {
+        o.cap = (size_t)clen + 1;
+        o.buf = malloc(o.cap);
+        if (o.buf == NULL) {
+            r.err = "out of memory";
+            goto fail;
+        }
+        o.buf[0] = '\0';
+    }
+    if (strcmp(method, "HEAD") == 0 || status == 204 || status == 304) {
+        /* no body */
+    } else if (chunked) {
+        if (chunked_body(&r, &o) < 0)
+            goto fail;
+    } else if (clen >= 0) {
+        if (copy_body(&r, &o, (size_t)clen) < 0)
+            goto fail;
+    } else {
+        if (copy_body(&r, &o, SIZE_MAX) < 0)
+            goto fail;
+        close_after = true;
+    }
+    if (close_after || r.start != r.end)
+        conn_close();
+    out->body = o.buf;
+    out->len = o.len;
+    if (o.buf == NULL && !o.sink) {
+        out->body = calloc(1, 1);
+        if (out->body == NULL)
+            abort();
+    }
+    free(r.buf);
+    return 0;
+fail:
+    if (o.sink_failed) {
+        snprintf(why, whylen, "cannot write the output: %s", strerror(o.err_no));
+        out->status = -1;
+    } else if (r.err) {
+        snprintf(why, whylen, "%s", r.err);
+    } else {
+        snprintf(why, whylen, "%s", strerror(r.err_no));
+    }
+    *retry = reused && !r.got_any && !o.sink_failed;
+    conn_close();
+    free(o.buf);
+    free(r.buf);
+    return rc;
+}
+
+int cli_http_raw(cli_t *c, const char *method, const char *path, const char *body, size_t len,
+                 cli_reply_t *out, cli_sink_fn sink, void *arg) {
+    memset(out, 0, sizeof *out);
+    url_t u;
+    const char *bad;
+    if (parse_url(c->server, &u, &bad) < 0) {
+        if (!c->quiet_unreachable)
+            fprintf(stderr, "sluice: cannot reach %s: %s\n", c->server, bad);
+        return CLI_EUNREACHABLE;
+    }
+    if (c->token) {
+        for (const char *p = c->token; *p; p++) {
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+                fprintf(stderr, "sluice: the token contains a control character\n");
+                return CLI_EUSAGE;
+            }
+        }
+    }
+    char *req = NULL;
+    int n = asprintf(&req,
+                     "%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: sluice/" CLI_VERSION
+                     "\r\nAccept: */*\r\n%s%s%s",
+                     method, u.prefix, path, u.authority, c->token && *c->token ? "Authorization: Bearer " : "",
+                     c->token && *c->token ? c->token : "", c->token && *c->token ? "\r\n" : "");
+    if (n < 0)
+        abort();
+    size_t reqlen = (size_t)n;
+    char extra[96];
+    int el = body ? snprintf(extra, sizeof extra,
+                             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n", len)
+                  : snprintf(extra, sizeof extra, "\r\n");
+    char *full = realloc(req, reqlen + (size_t)el + (body ? len : 0) + 1);
+    if (full == NULL)
+        abort();
+    memcpy(full + reqlen, extra, (size_t)el);
+    reqlen += (size_t)el;
+    if (body) {
+        memcpy(full + reqlen, body, len);
+        reqlen += len;
+    }
+    full[reqlen] = '\0';
+    char why[300];
+    bool retry;
+    int rc = attempt(c, &u, full, reqlen, method, out, sink, arg, &retry, why, sizeof why);
+    if (rc < 0 && retry)
+        rc = attempt(c, &u, full, reqlen, method, out, sink, arg, &retry, why, sizeof why);
+    free(full);
+    if (rc < 0) {
+        if (out->status == -1) { /* the sink failed: we reached the server */
+            fprintf(stderr, "sluice: %s\n", why);
+            memset(out, 0, sizeof *out);
+            return CLI_ESERVER;
+        }
+        if (!c->quiet_unreachable)
+            fprintf(stderr, "sluice: cannot reach %s: %s\n", c->server, why);
+        memset(out, 0, sizeof *out);
+        return CLI_EUNREACHABLE;
+    }
+    return CLI_OK;
+}
+
+void cli_reply_free(cli_reply_t *r) {
+    free(r->body);
+    r->body = NULL;
+    r->len = 0;
 }
 
 int cli_http(cli_t *c, const char *method, const char *path, json_t *body, long *status,
              json_t **out, char **text) {
-    int rc = CLI_EUNREACHABLE;
-    char *url = NULL, *data = NULL, *auth = NULL;
-    struct curl_slist *hdrs = NULL;
-    buf_t b = {0};
     *out = NULL;
-    if (text) *text = NULL;
-    if (!handle) {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        handle = curl_easy_init();
-        if (!handle) {
-            fprintf(stderr, "sluice: cannot initialise libcurl\n");
-            return CLI_EUNREACHABLE;
-        }
+    if (text)
+        *text = NULL;
+    char *data = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    if (body && data == NULL) {
+        fprintf(stderr, "sluice: cannot encode the request\n");
+        return CLI_EUSAGE;
     }
-    CURL *h = handle;
-    curl_easy_reset(h);
-    if (asprintf(&url, "%s%s", c->server, path) < 0) abort();
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 120000L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "sluice/" CLI_VERSION);
-    if (c->token && *c->token) {
-        if (asprintf(&auth, "Authorization: Bearer %s", c->token) < 0) abort();
-        hdrs = curl_slist_append(hdrs, auth);
-    }
-    hdrs = curl_slist_append(hdrs, "Expect:");
-    if (body) {
-        data = json_dumps(body, JSON_COMPACT);
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, data);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(data));
-    } else if (strcmp(method, "GET") == 0) {
-        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
-    }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    CURLcode e = curl_easy_perform(h);
-    if (e != CURLE_OK) {
-        if (!c->quiet_unreachable)
-            fprintf(stderr, "sluice: cannot reach %s: %s\n", c->server, curl_easy_strerror(e));
-        goto out;
-    }
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-    if (b.n > 0) {
-        json_error_t jerr;
-        *out = json_loadb(b.p, b.n, 0, &jerr);
-    }
-    if (!*out && text && b.p) {
-        *text = b.p;
-        b.p = NULL;
-    }
-    rc = CLI_OK;
-out:
-    curl_slist_free_all(hdrs);
-    free(url);
+    cli_reply_t r;
+    int rc = cli_http_raw(c, method, path, data, data ? strlen(data) : 0, &r, NULL, NULL);
     free(data);
-    free(auth);
-    free(b.p);
-    return rc;
+    if (rc != CLI_OK)
+        return rc;
+    *status = r.status;
+    if (r.len > 0) {
+        json_error_t jerr;
+        *out = json_loadb(r.body, r.len, 0, &jerr);
+    }
+    if (!*out && text && r.len > 0) {
+        *text = r.body;
+        r.body = NULL;
+    }
+    cli_reply_free(&r);
+    return CLI_OK;
 }
 
-int cli_call(cli_t *c, const char *method, const char *path, json_t *body, json_t **out) {
-    long status = 0;
-    char *text = NULL;
-    int rc = cli_http(c, method, path, body, &status, out, &text);
-    if (rc != CLI_OK) return rc;
-    if (status >= 200 && status < 300) {
-        free(text);
-        return CLI_OK;
-    }
+/* Prints what the server said about a failed request (its error message,
+ * or with --json its error object on stdout). */
+static void report(cli_t *c, long status, json_t *out, const char *text) {
     const char *msg = NULL;
-    json_t *err = json_object_get(*out, "error");
-    if (json_is_object(err)) msg = json_string_value(json_object_get(err, "message"));
-    else if (json_is_string(err)) msg = json_string_value(err);
-    if (c->json && *out) {
-        cli_print_json(*out);
+    json_t *err = json_object_get(out, "error");
+    if (json_is_object(err))
+        msg = json_string_value(json_object_get(err, "message"));
+    else if (json_is_string(err))
+        msg = json_string_value(err);
+    if (c->json && out) {
+        cli_print_json(out);
     } else if (msg) {
         fprintf(stderr, "sluice %s: %s (HTTP %ld)\n", c->cmd->name, msg, status);
     } else {
@@ -123,6 +687,30 @@ int cli_call(cli_t *c, const char *method, const char *path, json_t *body, json_
     }
     if (status == 401 && !c->token)
         fprintf(stderr, "sluice: no token: pass --token, set SLUICE_TOKEN, or run `sluice up` here\n");
+}
+
+int cli_reply_error(cli_t *c, const cli_reply_t *r) {
+    json_t *out = NULL;
+    if (r->len > 0) {
+        json_error_t jerr;
+        out = json_loadb(r->body, r->len, 0, &jerr);
+    }
+    report(c, r->status, out, out ? NULL : (r->len > 0 ? r->body : NULL));
+    json_decref(out);
+    return CLI_ESERVER;
+}
+
+int cli_call(cli_t *c, const char *method, const char *path, json_t *body, json_t **out) {
+    long status = 0;
+    char *text = NULL;
+    int rc = cli_http(c, method, path, body, &status, out, &text);
+    if (rc != CLI_OK)
+        return rc;
+    if (status >= 200 && status < 300) {
+        free(text);
+        return CLI_OK;
+    }
+    report(c, status, *out, text);
     free(text);
     json_decref(*out);
     *out = NULL;
@@ -130,9 +718,5 @@ int cli_call(cli_t *c, const char *method, const char *path, json_t *body, json_
 }
 
 void cli_http_cleanup(void) {
-    if (handle) {
-        curl_easy_cleanup(handle);
-        handle = NULL;
-        curl_global_cleanup();
-    }
+    conn_close();
 }

@@ -188,6 +188,7 @@ typedef struct jt_row {
     const ctl_job_t *j;
     size_t off;        /* nodes, time and reason, back to back in cells */
     uint16_t len[3];
+    uint16_t w[JT_NCOL]; /* each cell's width on a terminal */
 } jt_row_t;
 
 struct ctl_jtable {
@@ -267,19 +268,28 @@ ctl_jtable_t *ctl_jtable_new(ctl_t *c) {
     return t;
 }
 
+/* v unit, then lo as two digits with lo_unit (none when lo_unit is 0). */
+static void jt_dur2(ctl_buf_t *b, int64_t v, char unit, int64_t lo, char lo_unit) {
+    ctl_buf_i64(b, v);
+    ctl_buf_putc(b, unit);
+    if (lo_unit) {
+        ctl_buf_putc(b, (char)('0' + lo / 10));
+        ctl_buf_putc(b, (char)('0' + lo % 10));
+        ctl_buf_putc(b, lo_unit);
+    }
+}
+
 /* "45s", "3m07s", "2h05m", "1d03h" (as `sluice` formats durations). */
 static void jt_dur(ctl_buf_t *b, int64_t us) {
-    long long s = us > 0 ? us / 1000000 : 0;
-    char buf[48];
+    int64_t s = us > 0 ? us / 1000000 : 0;
     if (s < 60)
-        snprintf(buf, sizeof buf, "%llds", s);
+        jt_dur2(b, s, 's', 0, 0);
     else if (s < 3600)
-        snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+        jt_dur2(b, s / 60, 'm', s % 60, 's');
     else if (s < 86400)
-        snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+        jt_dur2(b, s / 3600, 'h', (s % 3600) / 60, 'm');
     else
-        snprintf(buf, sizeof buf, "%lldd%02lldh", s / 86400, (s % 86400) / 3600);
-    ctl_buf_puts(b, buf);
+        jt_dur2(b, s / 86400, 'd', (s % 86400) / 3600, 'h');
 }
 
 /* The nodes of the job's tasks, each once, in task order; ",..." after
@@ -316,8 +326,13 @@ static void jt_nodes(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
 /* Columns a cell takes on a terminal: its UTF-8 characters (continuation
  * bytes do not count). */
 static size_t jt_width(const char *s, size_t n) {
-    size_t w = n;
-    for (size_t i = 0; i < n; i++)
+    size_t w = n, i = 0;
+    for (; i + 8 <= n; i += 8) { /* 8 bytes at a time: bit 7 set, bit 6 clear */
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        w -= (size_t)__builtin_popcountll(x & ~(x << 1) & 0x8080808080808080ull);
+    }
+    for (; i < n; i++)
         w -= ((unsigned char)s[i] & 0xC0) == 0x80;
     return w;
 }
@@ -349,27 +364,24 @@ void ctl_jtable_add(ctl_jtable_t *t, const ctl_job_t *j, const sl_job_t *cj) {
     r->len[2] = (uint16_t)(t->cells.len - mark);
     const char *p = j->row;
     for (int i = 0; i < JT_NSTATIC; i++) {
-        size_t w = jt_width(p, j->row_len[i]);
-        if (w > t->w[i])
-            t->w[i] = w;
+        r->w[i] = (uint16_t)jt_width(p, j->row_len[i]);
         p += j->row_len[i];
     }
-    size_t sl = strlen(ctl_job_state_name(j->state));
-    if (sl > t->w[JT_STATE])
-        t->w[JT_STATE] = sl;
+    r->w[JT_STATE] = (uint16_t)strlen(ctl_job_state_name(j->state));
     p = t->cells.p + r->off;
     for (int i = 0; i < 3; i++) {
-        size_t w = jt_width(p, r->len[i]);
-        if (w > t->w[JT_NODES + i])
-            t->w[JT_NODES + i] = w;
+        r->w[JT_NODES + i] = (uint16_t)jt_width(p, r->len[i]);
         p += r->len[i];
     }
+    for (int i = 0; i < JT_NCOL; i++)
+        if (r->w[i] > t->w[i])
+            t->w[i] = r->w[i];
 }
 
 /* One cell, then blanks up to the column's width and two more (none after
  * the last column). */
-static void jt_cell(ctl_buf_t *b, const char *s, size_t n, size_t w, bool last) {
-    size_t pad = last ? 0 : w - jt_width(s, n) + 2;
+static void jt_cell(ctl_buf_t *b, const char *s, size_t n, size_t cw, size_t w, bool last) {
+    size_t pad = last ? 0 : w - cw + 2;
     ctl_buf_reserve(b, n + pad);
     memcpy(b->p + b->len, s, n);
     memset(b->p + b->len + n, ' ', pad);
@@ -383,7 +395,8 @@ void ctl_jtable_write(ctl_jtable_t *t, ctl_buf_t *b) {
     ctl_buf_reserve(b, (t->n + 1) * line + t->cells.len);
     for (int k = 0; k < JT_NCOL; k++) {
         int col = jt_order[k];
-        jt_cell(b, jt_head[col], strlen(jt_head[col]), t->w[col], k == JT_NCOL - 1);
+        jt_cell(b, jt_head[col], strlen(jt_head[col]), strlen(jt_head[col]), t->w[col],
+                k == JT_NCOL - 1);
     }
     ctl_buf_putc(b, '\n');
     for (size_t r = 0; r < t->n; r++) {
@@ -407,7 +420,7 @@ void ctl_jtable_write(ctl_jtable_t *t, ctl_buf_t *b) {
         }
         for (int k = 0; k < JT_NCOL; k++) {
             int col = jt_order[k];
-            jt_cell(b, cell[col], len[col], t->w[col], k == JT_NCOL - 1);
+            jt_cell(b, cell[col], len[col], row->w[col], t->w[col], k == JT_NCOL - 1);
         }
         ctl_buf_putc(b, '\n');
     }
