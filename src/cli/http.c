@@ -106,7 +106,7 @@ static int parse_url(const char *server, url_t *u, const char **why) {
     memcpy(u->authority, p, alen);
     u->authority[alen] = '\0';
     u->prefix = p + alen;
-    if (u->prefix[0] == '?' || u->prefix[0] == '#') {
+    if (strpbrk(u->prefix, "?#")) {
         *why = "the server URL may not have a query";
         return -1;
     }

@@ -469,3 +469,114 @@ def test_tenant_quota_holds_jobs_back(controller_factory):
     alice = [t for t in body["tenants"] if t["name"] == "alice"][0]
     assert alice["quota"]["gpus"] == 2 and alice["usage"]["gpus"] == 2
     a.close()
+
+
+# ---- GET /v1/jobs?view=table: the text table `sluice queue` prints ----
+
+def parse_table(text):
+    """The rows of a ?view=table reply as dicts keyed by the header's names.
+    Columns are cut at the header words' positions, so this also checks
+    that every row lines up under the header (two blanks between columns)."""
+    import re
+    lines = text.split("\n")
+    assert lines[-1] == "", "the table ends with a newline"
+    header = lines[0]
+    cols = [(m.start(), m.group()) for m in re.finditer(r"\S+", header)]
+    assert [n for _, n in cols] == ["ID", "NAME", "TENANT", "STATE", "TASKS", "EACH", "NODES",
+                                    "TIME", "REASON"]
+    rows = []
+    for line in lines[1:-1]:
+        row = {}
+        for k, (start, name) in enumerate(cols):
+            end = cols[k + 1][0] if k + 1 < len(cols) else None
+            if k > 0:
+                assert line[start - 2:start] == "  ", (name, line)
+            row[name] = line[start:end].rstrip(" ") if end is not None else line[start:]
+        rows.append(row)
+    return rows
+
+
+def table(controller, query="", who="admin"):
+    st, body = controller.request("GET", "/v1/jobs?view=table" + query, token=controller.token(who))
+    assert st == 200, (st, body)
+    assert isinstance(body, str), body
+    return parse_table(body)
+
+
+def test_list_view_table_matches_the_job_objects(controller, fake_agent):
+    import re
+    fake_agent("n1", gpus=8)
+    fake_agent("n2", gpus=8)
+    gang = controller.submit({"name": "gang", "command": ["x"], "tasks": 2, "gpus": 8,
+                              "cpus": "4", "memory": "16Gi"})
+    wait_for(lambda: controller.job(gang["id"])["state"] == "running", what="gang running")
+    share = controller.submit({"name": "entra\u00eenement", "command": ["x"], "gpu_share": "0.25",
+                               "gpu_memory": "10Gi", "cpus": 0.5})
+    bobs = controller.submit({"command": ["/bin/true"], "gpus": 1}, tenant="bob")
+    gone = controller.submit({"command": ["x"], "gpus": 1})
+    st, _ = controller.request("DELETE", "/v1/jobs/%d" % gone["id"], token=controller.admin_token)
+    assert st == 200
+
+    st, text = controller.request("GET", "/v1/jobs?view=table", token=controller.admin_token)
+    assert st == 200 and text.startswith("ID  ")
+    rows = parse_table(text)
+    objs = controller.jobs("admin")
+    assert [int(r["ID"]) for r in rows] == [j["id"] for j in objs]
+    for r, j in zip(rows, objs):
+        assert r["NAME"] == (j["name"] or "-")
+        assert (r["TENANT"], r["STATE"], r["TASKS"]) == (j["tenant"], j["state"], str(j["tasks"]))
+        gpu = j["gpu_share"] if j["gpu_share"] is not None else str(j["gpus"])
+        assert r["EACH"] == "%s GPU, %s CPU, %s" % (gpu, j["cpus"], j["memory"])
+        nodes = []
+        for p in j["placement"]:
+            if p["node"] and p["node"] not in nodes:
+                nodes.append(p["node"])
+        assert r["NODES"] == (",".join(nodes) or "-")
+        assert r["REASON"] == j["reason"]
+        assert re.fullmatch(r"-|\d+s|\d+m\d\ds|\d+h\d\dm|\d+d\d\dh", r["TIME"]), r["TIME"]
+    by_id = {int(r["ID"]): r for r in rows}
+    assert by_id[gang["id"]]["NODES"] in ("n1,n2", "n2,n1")
+    assert by_id[share["id"]]["EACH"] == "%s GPU, 500m CPU, 1Gi" % share["gpu_share"]
+    assert by_id[share["id"]]["STATE"] == "pending" and by_id[share["id"]]["REASON"]
+    assert by_id[gone["id"]]["STATE"] == "cancelled"
+
+    # A list of states, in the order of the job list: pending (queue order), then running.
+    rows = table(controller, "&state=pending,running")
+    objs = controller.jobs("admin", "?state=pending,running")
+    assert [int(r["ID"]) for r in rows] == [j["id"] for j in objs]
+    assert [j["id"] for j in objs] == [j["id"] for j in controller.jobs("admin", "?state=pending")] + \
+        [j["id"] for j in controller.jobs("admin", "?state=running")]
+    assert {r["STATE"] for r in rows} == {"pending", "running"}
+    assert gone["id"] not in [int(r["ID"]) for r in rows]
+    # Filters: limit, tenant, a tenant token sees only its own jobs.
+    assert len(table(controller, "&limit=2")) == 2
+    assert [int(r["ID"]) for r in table(controller, "&tenant=bob")] == [bobs["id"]]
+    assert {r["TENANT"] for r in table(controller, who="alice")} == {"alice"}
+    # Nothing listed: the header alone.
+    st, text = controller.request("GET", "/v1/jobs?view=table&state=succeeded",
+                                  token=controller.admin_token)
+    assert st == 200 and text.count("\n") == 1 and text.split() == [
+        "ID", "NAME", "TENANT", "STATE", "TASKS", "EACH", "NODES", "TIME", "REASON"]
+
+
+def test_list_view_and_state_list_are_validated(controller):
+    for q, field in (("?view=tables", "view"), ("?view=", "view"), ("?state=pending,bogus", "state"),
+                     ("?state=pending,", "state"), ("?view=table&state=run", "state")):
+        st, body = controller.request("GET", "/v1/jobs" + q, token=controller.admin_token)
+        assert st == 400 and err(body)["field"] == field, (q, body)
+        assert err(body)["code"] == "invalid_field"
+    st, body = controller.request("GET", "/v1/jobs?view=table&tenant=bob", token=controller.token("alice"))
+    assert st == 403
+
+
+def test_list_view_table_keeps_each_job_on_one_line(controller, fake_agent):
+    a = fake_agent("n1", gpus=8)
+    job = controller.submit({"name": "two\u00e9", "command": ["x"], "gpus": 1})
+    a.wait_message("launch", job=job["id"])
+    a.send({"type": "failed", "job": job["id"], "task": 0, "reason": "line one\nline two\tend"})
+    j = controller.wait_job(job["id"], "failed")
+    assert "line one\nline two" in j["reason"]
+    rows = table(controller)
+    assert len(rows) == 1
+    assert rows[0]["REASON"] == j["reason"].replace("\n", "?").replace("\t", "?")
+    assert rows[0]["NAME"] == "two\u00e9"

@@ -405,3 +405,239 @@ def test_every_example_job_spec_parses(cli_bin, tmp_path):
         assert r.returncode == 0, (f, r.stderr)
         job = json.loads(r.stdout)
         assert job.get("command") or job.get("image"), f
+
+
+# ---- queue: the server's table; --json: the server's bytes ----
+
+def _cut_time(text):
+    """The table's lines with the TIME column blanked (it moves with the clock)."""
+    lines = text.split("\n")
+    start = lines[0].index("TIME")
+    end = lines[0].index("REASON")
+    return [line[:start] + line[end:] for line in lines]
+
+
+def test_queue_prints_the_servers_table(cli_bin, controller, fake_agent, tmp_path):
+    env = u.cli_env(controller, controller.admin_token, tmpdir=tmp_path)
+    r = u.sluice(["queue"], env)
+    assert (r.returncode, r.stdout) == (0, "no pending or running jobs (sluice queue --all shows finished ones)\n")
+    assert u.sluice(["queue", "--all"], env).stdout.split() == \
+        ["ID", "NAME", "TENANT", "STATE", "TASKS", "EACH", "NODES", "TIME", "REASON"]
+    fake_agent("n1", gpus=4)
+    run = controller.submit({"name": "run", "command": ["x"], "gpus": 4})
+    harness.wait_for(lambda: controller.job(run["id"])["state"] == "running", what="job running")
+    wait = controller.submit({"name": "wait", "command": ["x"], "gpus": 2}, tenant="bob")
+    gone = controller.submit({"name": "gone", "command": ["x"], "gpus": 1})
+    assert u.sluice(["cancel", str(gone["id"])], env).returncode == 0
+
+    r = u.sluice(["queue"], env)
+    assert r.returncode == 0, r.stderr
+    st, table = controller.request("GET", "/v1/jobs?view=table&state=pending,running",
+                                   token=controller.admin_token)
+    assert st == 200
+    assert _cut_time(r.stdout) == _cut_time(table)
+    header, *rows = r.stdout.splitlines()
+    assert [int(x.split()[0]) for x in rows] == [wait["id"], run["id"]]
+    assert rows[0].split()[1:4] == ["wait", "bob", "pending"]
+    assert "4 GPU, 1 CPU, 1Gi" in rows[1] and " n1 " in rows[1]
+
+    assert [x.split()[0] for x in u.sluice(["queue", "--limit", "1"], env).stdout.splitlines()[1:]] == \
+        [str(wait["id"])]
+    assert [x.split()[1] for x in u.sluice(["queue", "--tenant", "alice"], env).stdout.splitlines()[1:]] == \
+        ["run"]
+    r = u.sluice(["queue", "--state", "cancelled"], env)
+    assert [x.split()[:4] for x in r.stdout.splitlines()[1:]] == [[str(gone["id"]), "gone", "alice", "cancelled"]]
+
+    # --json: the job objects, exactly as GET /v1/jobs gives them.
+    r = u.sluice(["queue", "--json"], env)
+    assert r.returncode == 0 and r.stdout.endswith("}\n")
+    assert json.loads(r.stdout) == {"jobs": controller.jobs("admin", "?state=pending,running")}
+    q = u.sluice_json(["queue", "--all"], env)
+    assert [j["id"] for j in q["jobs"]] == [wait["id"], run["id"], gone["id"]]
+    assert u.sluice_json(["queue", "--state", "cancelled"], env)["jobs"][0]["reason"] == "cancelled"
+    # An error while streaming --json: the server's error object, exit 1.
+    r = u.sluice(["queue", "--json", "--tenant", "nobody"], env)
+    assert r.returncode == 1 and json.loads(r.stdout)["error"]["field"] == "tenant"
+    # A host name (every address it resolves to is tried in turn).
+    lh = u.cli_env(extra={"SLUICE_SERVER": "http://localhost:%d/" % controller.port,
+                          "SLUICE_TOKEN": controller.admin_token}, tmpdir=tmp_path)
+    r = u.sluice(["queue", "--limit", "1"], lh)
+    assert r.returncode == 0 and r.stdout.splitlines()[1].split()[0] == str(wait["id"])
+
+
+class ScriptedHTTP:
+    """An HTTP server on 127.0.0.1 that answers with canned raw replies, to
+    test the CLI's own HTTP client on what sluiced never sends (chunked
+    bodies, 1xx, HTTP/1.0, closed keep-alive connections, garbage).
+
+    Each request gets the next reply of `replies` (bytes); a connection is
+    closed after `per_conn` replies, or when the replies run out. Requests
+    are recorded as (request line, {header: value}, body)."""
+
+    def __init__(self, replies, per_conn=100):
+        import socket
+        self.replies = list(replies)
+        self.per_conn = per_conn
+        self.requests = []
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(30)
+        self.port = self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _read_request(self, f):
+        line = f.readline()
+        if not line:
+            return None
+        headers = {}
+        while True:
+            h = f.readline()
+            if h in (b"\r\n", b"\n", b""):
+                break
+            k, _, v = h.decode().partition(":")
+            headers[k.strip().lower()] = v.strip()
+        body = f.read(int(headers.get("content-length", "0")))
+        return line.decode().rstrip("\r\n"), headers, body
+
+    def _serve(self):
+        while self.replies:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(30)
+                f = conn.makefile("rb")
+                for _ in range(self.per_conn):
+                    if not self.replies:
+                        break
+                    try:
+                        req = self._read_request(f)
+                    except OSError:
+                        break
+                    if req is None:
+                        break
+                    self.requests.append(req)
+                    conn.sendall(self.replies.pop(0))
+                f.close()
+
+    def url(self, prefix=""):
+        return "http://127.0.0.1:%d%s" % (self.port, prefix)
+
+    def close(self):
+        self.sock.close()
+
+
+def _reply(body, status="200 OK", ctype="application/json", extra=""):
+    data = body.encode()
+    return ("HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n%s\r\n"
+            % (status, ctype, len(data), extra)).encode() + data
+
+
+def _chunked(parts, status="200 OK"):
+    out = "HTTP/1.1 %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" % status
+    for i, p in enumerate(parts):
+        out += "%x%s\r\n%s\r\n" % (len(p.encode()), ";ext=1" if i == 1 else "", p)
+    return (out + "0\r\nX-Trailer: t\r\n\r\n").encode()
+
+
+def _scripted(replies, tmp_path, prefix="", per_conn=100):
+    srv = ScriptedHTTP(replies, per_conn=per_conn)
+    env = u.cli_env(extra={"SLUICE_SERVER": srv.url(prefix), "SLUICE_TOKEN": "tok-1"}, tmpdir=tmp_path)
+    return srv, env
+
+
+def test_http_client_reads_every_body_framing(cli_bin, tmp_path):
+    nodes = '{"nodes": [{"name": "n\\u00e9", "gpus": 8}]}'
+    jobs = '{"jobs": [{"id": 7, "state": "pending"}]}\n'
+    srv, env = _scripted([
+        _chunked([nodes[:5], nodes[5:20], nodes[20:]]),
+        b"HTTP/1.1 100 Continue\r\n\r\n" + _reply(jobs),
+        _chunked([jobs[:9], jobs[9:]]),
+        b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + jobs.encode(),
+    ], tmp_path, prefix="/api/")
+    try:
+        assert u.sluice_json(["nodes"], env) == json.loads(nodes)
+        r = u.sluice(["queue", "--json", "--all"], env)
+        assert (r.returncode, r.stdout) == (0, jobs)
+        r = u.sluice(["queue", "--json", "--state", "pending"], env)
+        assert (r.returncode, r.stdout) == (0, jobs)
+        assert u.sluice_json(["queue", "--limit", "3"], env) == json.loads(jobs)
+    finally:
+        srv.close()
+    line, headers, body = srv.requests[0]
+    assert line == "GET /api/v1/nodes HTTP/1.1"
+    assert headers["host"] == "127.0.0.1:%d" % srv.port
+    assert headers["authorization"] == "Bearer tok-1"
+    assert body == b""
+    assert srv.requests[1][0] == "GET /api/v1/jobs HTTP/1.1"
+    assert srv.requests[2][0] == "GET /api/v1/jobs?state=pending HTTP/1.1"
+    assert srv.requests[3][0] == "GET /api/v1/jobs?limit=3&state=pending,running HTTP/1.1"
+
+
+def test_http_client_keepalive_and_retry_on_a_closed_connection(cli_bin, tmp_path):
+    job = lambda i: _reply('{"id": %d, "state": "cancelled"}' % i)  # noqa: E731
+    # One connection for all three requests of `cancel 1 2 3`.
+    srv, env = _scripted([job(1), job(2), job(3)], tmp_path)
+    try:
+        r = u.sluice(["cancel", "1", "2", "3"], env)
+    finally:
+        srv.close()
+    assert (r.returncode, r.stdout) == (0, "cancelled job 1\ncancelled job 2\ncancelled job 3\n")
+    assert [q[0] for q in srv.requests] == ["DELETE /v1/jobs/%d HTTP/1.1" % i for i in (1, 2, 3)]
+    # The server closes every connection after one reply (without saying so):
+    # the next request on the dead connection is sent again on a new one.
+    srv, env = _scripted([job(4), job(5)], tmp_path, per_conn=1)
+    try:
+        r = u.sluice(["cancel", "4", "5"], env)
+    finally:
+        srv.close()
+    assert (r.returncode, r.stdout) == (0, "cancelled job 4\ncancelled job 5\n"), r.stderr
+    # A POST body arrives whole, with its length and type.
+    srv, env = _scripted([_reply('{"id": 9, "name": "x", "state": "pending"}', "201 Created")], tmp_path)
+    try:
+        r = u.sluice(["submit", "--name", "x", "--", "echo", "h\u00e9"], env)
+    finally:
+        srv.close()
+    assert r.returncode == 0 and r.stdout.startswith("submitted job 9 (x): pending")
+    line, headers, body = srv.requests[0]
+    assert line == "POST /v1/jobs HTTP/1.1" and headers["content-type"] == "application/json"
+    assert json.loads(body) == {"name": "x", "command": ["echo", "h\u00e9"]}
+
+
+@pytest.mark.parametrize("reply,word", [
+    (b"hello\r\n\r\n", "not HTTP"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"nodes\"", "in the middle of the reply"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad chunk size"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n", "Content-Length"),
+    (b"", "closed the connection without replying"),
+])
+def test_http_client_bad_replies_exit_3(cli_bin, tmp_path, reply, word):
+    srv, env = _scripted([reply], tmp_path)
+    try:
+        r = u.sluice(["nodes"], env)
+    finally:
+        srv.close()
+    assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
+    assert "cannot reach" in r.stderr and word in r.stderr, r.stderr
+
+
+def test_http_client_errors_and_urls(cli_bin, tmp_path):
+    # A server error in a chunked body is still the server's error: exit 1.
+    err = '{"error": {"code": "not_found", "field": "id", "message": "no job 5"}}'
+    srv, env = _scripted([_chunked([err[:10], err[10:]], status="404 Not Found")], tmp_path)
+    try:
+        r = u.sluice(["show", "5"], env)
+    finally:
+        srv.close()
+    assert r.returncode == 1 and "no job 5 (HTTP 404)" in r.stderr
+    for url, word in (("https://127.0.0.1:1", "only http://"), ("http://127.0.0.1:99999", "bad port"),
+                      ("http://[::1", "IPv6"), ("http://127.0.0.1:1/x?y=1", "query")):
+        env = u.cli_env(extra={"SLUICE_SERVER": url, "SLUICE_TOKEN": "t"}, tmpdir=tmp_path)
+        r = u.sluice(["queue"], env)
+        assert r.returncode == 3 and "cannot reach" in r.stderr and word in r.stderr, (url, r.stderr)
+    env = u.cli_env(extra={"SLUICE_SERVER": "http://127.0.0.1:1", "SLUICE_TOKEN": "a\nb"}, tmpdir=tmp_path)
+    r = u.sluice(["queue"], env)
+    assert r.returncode == 2 and "control character" in r.stderr
