@@ -136,7 +136,6 @@ class Live:
         self.ctl = harness.Controller(self.dir)
         self.n_agents, self.gpus = agents, gpus
         self.agents = []
-        self.pids = set()  # task pids seen in placements (for the cleanup)
         self.tok = self.ctl.token("alice")
         self.adm = self.ctl.token("admin")
 
@@ -164,21 +163,36 @@ class Live:
         self.reap_tasks()
         return False
 
-    def reap_tasks(self):
-        """SIGKILLs task processes still alive after the agents stopped, but
-        only pids the controller reported for our jobs whose command line
-        names this cluster's directory (so they are ours)."""
-        for pid in sorted(self.pids):
-            try:
-                with open("/proc/%d/cmdline" % pid, "rb") as fh:
-                    cmd = fh.read()
-            except OSError:
+    def task_pids(self):
+        """Live processes whose command line names this cluster's directory
+        (the stamp directory is under it: stamp.sh's argv, or the argv[0]
+        it gives `sleep`), other than the controller and agents themselves:
+        the task processes of this benchmark's jobs."""
+        own = {os.getpid()}
+        for p in [self.ctl.proc] + [a.proc for a in self.agents]:
+            if p is not None:
+                own.add(p.pid)
+        mark = self.dir.encode()
+        out = []
+        for e in os.listdir("/proc"):
+            if not e.isdigit() or int(e) in own:
                 continue
-            if self.dir.encode() in cmd:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+            try:
+                with open("/proc/%s/cmdline" % e, "rb") as fh:
+                    if mark in fh.read():
+                        out.append(int(e))
+            except OSError:
+                pass
+        return out
+
+    def reap_tasks(self):
+        """SIGKILLs task processes still alive after the agents stopped
+        (only after an interrupted run: normally every job was cancelled)."""
+        for pid in self.task_pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
     def submit_raw(self, raws):
         ids = []
@@ -193,9 +207,6 @@ class Live:
         st, js, b = self.aconn.request("GET", "/v1/jobs/%d" % jid)
         if st != 200:
             raise RuntimeError("GET job %d -> %d %s" % (jid, st, b[:300]))
-        for p in js.get("placement") or []:
-            if p.get("pid"):
-                self.pids.add(int(p["pid"]))
         return js
 
     def cancel(self, ids):
@@ -226,25 +237,16 @@ class Live:
         return jobs
 
     def wait_idle(self, deadline_s=60):
-        """Until every node reports all its GPUs free and every task pid we
-        saw is gone."""
+        """Until every node reports all its GPUs free and no task process of
+        this cluster is left."""
         deadline = time.monotonic() + deadline_s
         while time.monotonic() < deadline:
             st, js, _ = self.aconn.request("GET", "/v1/nodes")
             free = all(n["free"]["gpus"] == n["gpus"] for n in js["nodes"])
-            alive = [p for p in self.pids if os.path.exists("/proc/%d" % p)
-                     and self._ours(p)]
-            if free and not alive:
+            if free and not self.task_pids():
                 return
             time.sleep(0.05)
         raise TimeoutError("cluster not idle after %d s" % deadline_s)
-
-    def _ours(self, pid):
-        try:
-            with open("/proc/%d/cmdline" % pid, "rb") as fh:
-                return self.dir.encode() in fh.read()
-        except OSError:
-            return False
 
 
 def job_spec(name, argv, gpus=1, time_limit=0):

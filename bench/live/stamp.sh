@@ -15,5 +15,7 @@ if [ "${3:-}" = end ]; then
     printf '%s\n' "$EPOCHREALTIME" > "$1/$id.e"
     exit 0
 fi
-[ "$2" != 0 ] && exec sleep "$2"
+# argv[0] names the stamp directory so that bench/live can find (and, if a
+# run is interrupted, stop) the task processes it caused, by PID.
+[ "$2" != 0 ] && exec -a "sleep-stamped:$1" sleep "$2"
 exit 0
