@@ -489,9 +489,10 @@ static int read_head(reader_t *r, long *status, int *minor, long long *clen, boo
     }
 }
 
-/* One attempt on the current (or a new) connection. Returns 0 with r->...
- * filled, or -1; *retry says the failure came before any byte of the
- * reply on a reused connection. */
+/* One attempt on the kept-alive connection, or a new one. Returns 0 with
+ * *out filled, or -1 with the cause in why; *retry says the failure came
+ * before any byte of the reply on a reused connection (the server had
+ * closed it), so the request can be sent again. */
 static int attempt(cli_t *c, const url_t *u, const char *req, size_t reqlen, const char *method,
                    cli_reply_t *out, cli_sink_fn sink, void *arg, bool *retry, char *why,
                    size_t whylen) {
