@@ -727,7 +727,7 @@ def main():
                     help="skip the second submission run in which every job has a "
                          "time limit (EASY backfill then scans the whole queue)")
     ap.add_argument("--slurm-reps", type=int, default=3)
-    ap.add_argument("--slurm-turnover-reps", type=int, default=2)
+    ap.add_argument("--slurm-turnover-reps", type=int, default=3)
     ap.add_argument("--slurm-pending", type=int, default=10000)
     ap.add_argument("--out", default=None)
     ap.add_argument("--max-load", type=float, default=0,
