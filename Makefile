@@ -12,7 +12,7 @@ build:
 	@$(CMAKE) --build build -j$(JOBS)
 
 asan:
-	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_CORE_ONLY=ON >/dev/null
+	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_CORE_ONLY=OFF >/dev/null
 	@$(CMAKE) --build build-asan -j$(JOBS)
 
 test: build asan
