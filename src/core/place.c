@@ -17,7 +17,10 @@
  *    broken uniformly over NODES by a weighted reservoir draw (class i
  *    replaces the current pick with probability size_i / total size of the
  *    ties so far), which is the distribution the policies' own tie-break
- *    gives. Only the winner's GPUs are chosen (on its representative). A
+ *    gives (a policy with a `member` hook folds its own fixed node order
+ *    into the primary instead, so nothing ties, and names the node of the
+ *    winning class the task goes to). Only the winner's GPUs are chosen
+ *    (on its representative, or that node). A
  *    policy with a bound skips whole buckets that cannot beat the best
  *    primary found so far (bestfit: a bucket's least free GPU);
  *  - other policies are asked for a score and a GPU choice through the
@@ -228,6 +231,12 @@ static void search_run(search_t *s) {
     }
 }
 
+/* The node of the winning class the task goes to. */
+static uint32_t winner_node(const search_t *s) {
+    if (s->fast && s->fast->member) return s->fast->member(s->cl, s->win);
+    return sl__cluster_classes(s->cl)[s->win].rep;
+}
+
 /* GPUs for the next task on node: the fast path's choice, or the policy's
  * own (first = the search's winner, whose choice is already known). */
 static int next_gpus(const search_t *s, const sl_node_t *node, bool first, sl_place_t *pl) {
@@ -249,7 +258,7 @@ int sl_place_task(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_task_re
     search_t s = {.pol = pol, .fast = fast_of(pol), .cy = cy, .cl = cl, .req = req, .remaining = 1};
     search_run(&s);
     if (s.found) {
-        uint32_t id = sl__cluster_classes(cl)[s.win].rep;
+        uint32_t id = winner_node(&s);
         sl_place_t p;
         if (next_gpus(&s, sl_cluster_node(cl, id), true, &p) == SL_FIT) {
             *pl = p;
@@ -496,7 +505,7 @@ int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl
             if (s.total < n) goto fail;
         }
         if (!s.found) goto fail;
-        uint32_t id = sl__cluster_classes(cl)[s.win].rep;
+        uint32_t id = winner_node(&s);
         for (int32_t j = 0; j < s.best_cnt; j++) {
             sl_place_t p;
             if (next_gpus(&s, sl_cluster_node(cl, id), j == 0, &p) != SL_FIT) goto fail;

@@ -15,6 +15,17 @@
  * where u is uniform in [0, 1): u^(1/w) is distributed as the maximum of w
  * independent uniforms, so among classes with the same primary score class i
  * wins with probability w_i / sum(w), i.e. uniformly over their nodes.
+ *
+ * The paper's runs did not use that rule: the simulator is built against a
+ * kube-scheduler fork (mental2008/kubernetes v1.20.5-minor) whose selectHost
+ * picks the lexicographically smallest node name among the best, and the
+ * simulator prefixes every node name with its position in a random
+ * permutation. Ties therefore go to a fixed node order, i.e. first fit over a
+ * shuffled node list, the same node winning every tie until it no longer
+ * fits. That matters only where scores tie massively: gpupacking and
+ * gpuclustering (every node scores 0 for a task without GPUs) use it, as
+ * primary * 2^32 + sl__order_tiebreak(node id) (below); the others keep the
+ * uniform draw, which their paper numbers are reproduced with.
  */
 #ifndef SLUICE_POLICY_PLACE_H
 #define SLUICE_POLICY_PLACE_H
@@ -82,6 +93,32 @@ static inline int64_t sl__pack_score(int64_t primary, int64_t tiebreak) {
     return primary * INT64_C(4294967296) + tiebreak;
 }
 
+/* The fixed node order (see the top): node id -> a pseudo-random rank
+ * (murmur3's fmix32, a bijection on 32 bits, so two nodes never tie); the
+ * lowest rank wins, so the tie-break term is its complement, 0 .. 2^32-1. */
+static inline uint32_t sl__node_rank(uint32_t id) {
+    uint32_t x = id;
+    x ^= x >> 16;
+    x *= 0x85ebca6bu;
+    x ^= x >> 13;
+    x *= 0xc2b2ae35u;
+    x ^= x >> 16;
+    return x;
+}
+static inline int64_t sl__order_tiebreak(uint32_t id) {
+    return (int64_t)(UINT32_MAX - sl__node_rank(id));
+}
+/* The node of class cls (its public index, = its dense position) that comes
+ * first in that order: what a fast path's `member` returns. O(class size). */
+static inline uint32_t sl__class_first_member(const sl_cluster_t *cl, uint32_t cls) {
+    uint32_t n = sl_cluster_class_size(cl, cls), best = sl_cluster_class_node(cl, cls, 0);
+    for (uint32_t k = 1; k < n; k++) {
+        uint32_t id = sl_cluster_class_node(cl, cls, k);
+        if (sl__node_rank(id) < sl__node_rank(best)) best = id;
+    }
+    return best;
+}
+
 /* A share placed on GPU g of node (the caller sets pl->node). */
 static inline void sl__place_share(const sl_node_t *n, const sl_task_req_t *r, int g,
                                    sl_place_t *pl) {
@@ -119,6 +156,15 @@ double sl__frag_node_cached(const sl_workload_t *w, const sl_node_t *node);
  * The contracts: for a class c whose nodes fit req, primary() returns SL_FIT
  * and exactly score(...) >> 32 of its representative; gpus() fills pl
  * exactly as score() would on that node.
+ *
+ * `member` (may be NULL: the task goes to the class representative) is for
+ * a policy that breaks ties by the fixed node order instead of the draw:
+ * its score() is then deterministic, primary * 2^32 + sl__order_tiebreak,
+ * and its primary() returns the whole score of the class's first node in
+ * that order (not >> 32), so no two classes tie; member() names that node
+ * (sl__class_first_member), and the task goes there. All nodes of a class
+ * have the same state, so only which one is used differs: the one the
+ * reference would use, which keeps winning ties until it is full.
  */
 typedef struct sl__fast_ctx {
     int32_t rid;      /* fgd: the request's id in the workload's class memo, or -1 */
@@ -133,6 +179,7 @@ typedef struct sl__place_fast {
                    const sl__class_id_t *id, int64_t *primary);
     int (*gpus)(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node, sl_place_t *pl);
     int64_t (*bound)(const sl_task_req_t *req, int32_t gpu_free_min);
+    uint32_t (*member)(const sl_cluster_t *cl, uint32_t cls);
 } sl__place_fast_t;
 
 /* sl_node_choose_gpus as a fast-path gpus() (the default best-fit rule). */

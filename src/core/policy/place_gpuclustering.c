@@ -13,8 +13,15 @@
  * free capacity, so the kinds are inferred from it: a partially used GPU
  * (0 < free < 1000) means shares run there, a fully used GPU (free 0) means
  * whole-GPU tasks do, and whole-GPU tasks of any count form one kind. This
- * is the one policy that approximates its reference. Equal scores: uniform
- * over nodes (policy/place.h); GPUs: the default best-fit rule. O(gpus).
+ * is the one policy that approximates its reference. GPUs: the default
+ * best-fit rule.
+ *
+ * Equal scores go to the first node in a fixed pseudo-random node order, as
+ * in the reference's runs (policy/place.h), not to a uniform draw: the same
+ * node keeps winning ties until it is full, so tasks without GPUs fill a few
+ * nodes first-fit instead of stranding GPUs everywhere. Deterministic, no
+ * RNG draws. Score: primary * 2^32 + sl__order_tiebreak(node). O(gpus); the
+ * fast path is O(class size) for the class's first node in the order.
  */
 #include "policy/place.h"
 
@@ -29,6 +36,7 @@ static int64_t gpuclustering_of(const sl_task_req_t *req, int64_t left, bool has
 
 static int gpuclustering_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
                                uint32_t weight, int64_t *score, sl_place_t *pl) {
+    (void)cy, (void)weight;
     if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
     bool has_share = false, has_whole = false;
     int64_t left = 0;
@@ -38,7 +46,7 @@ static int gpuclustering_score(sl_cycle_t *cy, const sl_task_req_t *req, const s
         if (node->gpu_free[g] == 0) has_whole = true;
     }
     int64_t primary = gpuclustering_of(req, left, has_share, has_whole);
-    *score = sl__pack_score(primary, sl__tiebreak(cy->rng, weight));
+    *score = sl__pack_score(primary, sl__order_tiebreak(node->id));
     return SL_FIT;
 }
 
@@ -48,12 +56,16 @@ const sl_place_policy_t sl__place_gpuclustering = {
     .score = gpuclustering_score,
 };
 
-/* Fast path: the free GPU sum and the kinds of use are in the summary. */
+/* Fast path: the free GPU sum and the kinds of use are in the summary; the
+ * whole score of the class's first node in the node order. */
 static int gpuclustering_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t *req,
                                  const sl__class_t *c, const sl__class_id_t *id, int64_t *primary) {
-    (void)cy, (void)ctx, (void)id;
-    *primary = gpuclustering_of(req, c->gpu_free, (c->used & SL__USED_SHARE) != 0,
-                                (c->used & SL__USED_WHOLE) != 0);
+    (void)ctx, (void)id;
+    const sl_cluster_t *cl = cy->cluster;
+    int64_t p = gpuclustering_of(req, c->gpu_free, (c->used & SL__USED_SHARE) != 0,
+                                 (c->used & SL__USED_WHOLE) != 0);
+    uint32_t first = sl__class_first_member(cl, (uint32_t)(c - sl__cluster_classes(cl)));
+    *primary = sl__pack_score(p, sl__order_tiebreak(first));
     return SL_FIT;
 }
 
@@ -61,4 +73,5 @@ const sl__place_fast_t sl__fast_gpuclustering = {
     .policy = &sl__place_gpuclustering,
     .primary = gpuclustering_primary,
     .gpus = sl__gpus_default,
+    .member = sl__class_first_member,
 };

@@ -10,8 +10,17 @@
  * The GPUs considered are the ones the task would take: the fitting GPUs in
  * ascending order of free compute (stable), i.e. the best-fit choice, which
  * is also the GPUs it gets. A task without GPUs scores 0 everywhere. All
- * integer arithmetic as in the simulator; equal scores: uniform over nodes
- * (policy/place.h). O(gpus^2) worst case (a stable sort of <= 16).
+ * integer arithmetic as in the simulator.
+ *
+ * Equal scores go to the first node in a fixed pseudo-random node order
+ * (policy/place.h: the reference's kube-scheduler fork picks the smallest
+ * node name, names carry a random permutation index), not to a uniform
+ * draw: the same node keeps winning ties until it is full, so tasks without
+ * GPUs (13% of the Alibaba pods) fill a few nodes' CPUs first-fit instead of
+ * spreading over all of them and stranding their GPUs. Deterministic, no
+ * RNG draws. Score: primary * 2^32 + sl__order_tiebreak(node). O(gpus^2)
+ * worst case (a stable sort of <= 16); the fast path adds O(class size)
+ * for the class's first node in the order.
  */
 #include "policy/place.h"
 
@@ -61,10 +70,11 @@ static int gpupacking_of(const sl_task_req_t *req, const sl_node_t *node, int64_
 
 static int gpupacking_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
                             uint32_t weight, int64_t *score, sl_place_t *pl) {
+    (void)cy, (void)weight;
     if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
     int64_t primary;
     if (gpupacking_of(req, node, &primary) != SL_FIT) return SL_NOFIT;
-    *score = sl__pack_score(primary, sl__tiebreak(cy->rng, weight));
+    *score = sl__pack_score(primary, sl__order_tiebreak(node->id));
     return SL_FIT;
 }
 
@@ -74,25 +84,30 @@ const sl_place_policy_t sl__place_gpupacking = {
     .score = gpupacking_score,
 };
 
-/* Fast path: a node whose GPUs are all free scores from the summary; the
- * others need the representative's GPUs in order. */
+/* Fast path: a node whose GPUs are all free (or a task without GPUs)
+ * scores from the summary; the others need the representative's GPUs in
+ * order. The whole score of the class's first node in the node order. */
 static int gpupacking_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t *req,
                               const sl__class_t *c, const sl__class_id_t *id, int64_t *primary) {
     (void)ctx, (void)id;
+    const sl_cluster_t *cl = cy->cluster;
+    int64_t p = 0;
     if (!sl__req_gpu(req)) {
-        *primary = 0;
-        return SL_FIT;
+        p = 0;
+    } else if (c->full_free == c->ngpus) {
+        p = 33 - c->full_free;
+        if (p < c->full_free) p = c->full_free;
+    } else if (gpupacking_of(req, sl_cluster_node(cl, c->rep), &p) != SL_FIT) {
+        return SL_NOFIT;
     }
-    if (c->full_free == c->ngpus) {
-        int64_t p = 33 - c->full_free;
-        *primary = p < c->full_free ? c->full_free : p;
-        return SL_FIT;
-    }
-    return gpupacking_of(req, sl_cluster_node(cy->cluster, c->rep), primary);
+    uint32_t first = sl__class_first_member(cl, (uint32_t)(c - sl__cluster_classes(cl)));
+    *primary = sl__pack_score(p, sl__order_tiebreak(first));
+    return SL_FIT;
 }
 
 const sl__place_fast_t sl__fast_gpupacking = {
     .policy = &sl__place_gpupacking,
     .primary = gpupacking_primary,
     .gpus = sl__gpus_default,
+    .member = sl__class_first_member,
 };
