@@ -387,10 +387,11 @@ static void test_place_random_uniform_over_nodes(void **state) {
 /* Ties between classes are broken uniformly over NODES on the fast path
  * too: 9 untouched nodes form one class, one node with memory in use (which
  * bestfit does not score) another, with the same primary score; the odd one
- * must win about 1/10 for every built-in deterministic-GPU policy. */
+ * must win about 1/10 for every built-in policy that breaks ties by a draw
+ * (gpupacking and gpuclustering use the fixed node order, tested below). */
 static void test_place_ties_uniform_over_nodes(void **state) {
     (void)state;
-    const char *pols[] = {"bestfit", "fgd", "dotprod", "gpupacking", "gpuclustering"};
+    const char *pols[] = {"bestfit", "fgd", "dotprod"};
     for (size_t pi = 0; pi < sizeof pols / sizeof pols[0]; pi++) {
         fx_t f;
         fx_init(&f, 4242 + pi);
@@ -409,6 +410,63 @@ static void test_place_ties_uniform_over_nodes(void **state) {
         }
         /* Binomial(20000, 0.1): mean 2000, sd 42; the bounds are > 7 sd away. */
         assert_true(hits > 1700 && hits < 2300);
+        fx_fini(&f);
+    }
+}
+
+/* gpupacking and gpuclustering break ties as the FGD paper's simulator
+ * does: the first node in a fixed pseudo-random order (sl__node_rank), the
+ * same node every time, never a draw. 10 identical nodes in two classes (one
+ * with memory in use): a 1-GPU task always goes to the lowest-ranked node,
+ * whichever class holds it; tasks without GPUs (score 0 everywhere) fill
+ * the nodes one after the other in rank order (first fit over the order),
+ * through the scheduler's path (sl_place_gang) as well as sl_place_task,
+ * and the cycle's RNG is never touched. */
+static void test_place_ties_node_order(void **state) {
+    (void)state;
+    const char *pols[] = {"gpupacking", "gpuclustering"};
+    for (size_t pi = 0; pi < sizeof pols / sizeof pols[0]; pi++) {
+        fx_t f;
+        fx_init(&f, 77 + pi);
+        fx_workload(&f);
+        tu_add_nodes(f.cl, "n", 10, "4", "128Gi", 4, "T4", "", "");
+        sl_task_req_t m = tu_req("", "8Gi", 0, "");
+        sl_place_t pl = {.node = 9};
+        assert_int_equal(sl_cluster_alloc(f.cl, &m, &pl), 0);
+        assert_int_equal(sl_cluster_class_count(f.cl), 2);
+        /* The nodes in rank order (selection sort on sl__node_rank). */
+        uint32_t order[10];
+        for (uint32_t i = 0; i < 10; i++) order[i] = i;
+        for (int i = 0; i < 10; i++)
+            for (int j = i + 1; j < 10; j++)
+                if (sl__node_rank(order[j]) < sl__node_rank(order[i])) {
+                    uint32_t t = order[i];
+                    order[i] = order[j];
+                    order[j] = t;
+                }
+        const sl_place_policy_t *pol = sl_place_policy_find(pols[pi]);
+        sl_rng_t before = f.rng;
+        sl_task_req_t t = tu_req("1", "1Gi", 1, "");
+        for (int i = 0; i < 50; i++) {
+            assert_int_equal(sl_place_task(pol, &f.cy, &t, &pl), SL_FIT);
+            assert_int_equal(pl.node, order[0]);
+        }
+        /* 40 one-CPU tasks without GPUs fill the 4-CPU nodes in rank order;
+         * half through sl_place_gang (n = 1), as the scheduler places. */
+        sl_task_req_t c = tu_req("1", "1Gi", 0, "");
+        for (int i = 0; i < 40; i++) {
+            if (i % 2 == 0) {
+                assert_int_equal(sl_place_task(pol, &f.cy, &c, &pl), SL_FIT);
+                assert_int_equal(sl_cluster_alloc(f.cl, &c, &pl), 0);
+            } else {
+                char reason[SL_REASON_MAX];
+                assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &c, 1, &pl, reason, sizeof reason), SL_FIT);
+            }
+            assert_int_equal(pl.node, order[i / 4]);
+        }
+        assert_int_equal(sl_place_task(pol, &f.cy, &c, &pl), SL_NOFIT);
+        assert_memory_equal(&before, &f.rng, sizeof before);
+        assert_cluster_sane(f.cl);
         fx_fini(&f);
     }
 }
@@ -602,6 +660,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_place_firstfit_lowest, teardown),
         cmocka_unit_test_teardown(test_place_random_uniform_over_nodes, teardown),
         cmocka_unit_test_teardown(test_place_ties_uniform_over_nodes, teardown),
+        cmocka_unit_test_teardown(test_place_ties_node_order, teardown),
         cmocka_unit_test_teardown(test_place_bucket_refusal_and_recovery, teardown),
         cmocka_unit_test_teardown(test_gang_fewest_nodes, teardown),
         cmocka_unit_test_teardown(test_gang_of_one_equals_task, teardown),
