@@ -15,10 +15,13 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "ctl.h"
 #include "log.h"
@@ -333,10 +336,17 @@ int ctl_http_listen(ctl_t *c, char *err, size_t errlen) {
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH);
     evhttp_set_timeout(c->http, 120);
     evhttp_set_gencb(c->http, dispatch, c);
-    if (evhttp_bind_socket_with_handle(c->http, host, (ev_uint16_t)port) == NULL) {
+    struct evhttp_bound_socket *bound = evhttp_bind_socket_with_handle(c->http, host, (ev_uint16_t)port);
+    if (bound == NULL) {
         snprintf(err, errlen, "listen: cannot bind %s", c->cfg.listen);
         return -1;
     }
+    /* Accepted sockets inherit TCP_NODELAY from the listener on Linux: without
+     * it a kept-alive client's next large reply can wait ~40 ms on Nagle and
+     * delayed ACKs. */
+    int one = 1;
+    if (setsockopt(evhttp_bound_socket_get_fd(bound), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
+        sl_log(SL_LOG_WARN, "http", "setsockopt TCP_NODELAY on %s failed", c->cfg.listen);
     return 0;
 }
 
