@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 
-.PHONY: all build asan test test-unit test-e2e bench-core bench clean deps
+.PHONY: all build asan test test-unit test-e2e bench-core bench-live clean deps
 
 all: build
 
@@ -37,3 +37,6 @@ deps:
 	apt-get install -y --no-install-recommends build-essential cmake pkg-config \
 	  libevent-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	  libcmocka-dev python3-pytest python3-yaml valgrind
+
+bench-live: build
+	bench/live/run.sh
