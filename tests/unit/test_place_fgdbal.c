@@ -1,11 +1,13 @@
 /*
  * test_place_fgdbal.c - Sluice's own placement policy (policy/place_fgdbal.c):
  * its score on small hand-computed cases (the stranding term, the share's
- * GPU choice, the packing preference, a workload without GPU shapes), that
+ * GPU choice, the packing preference, the weight of multi-GPU shapes, a
+ * workload without GPU shapes), that
  * it never over-allocates while filling a mixed cluster to refusal, that
  * gangs placed with it are all or none, and that the framework's fast path
  * for it picks what a naive scan of every node picks.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -154,6 +156,34 @@ static void test_fgdbal_prefers_used_node(void **state) {
         assert_int_equal(sl_place_task(f.pol, &f.cy, &g1, &pl), SL_FIT);
         assert_int_equal(pl.node, u);
     }
+    fx_fini(&f);
+}
+
+/*
+ * Multi-GPU shapes weigh their GPU count. Workload: one 8-GPU task and three
+ * 1-GPU tasks (T = 4, y = 1 * 7 = 7); CPU and memory plentiful (no
+ * stranding). A 1-GPU task on an empty 8-GPU node breaks the 8-GPU shape:
+ * FGD's d = -(1/4) * 7000 = -1750; the correction adds 1 * 7 * (0 - 7000),
+ * so D = (4 * -1750 - 49000) / 11 = -56000 / 11, exactly what weights 8 and
+ * 3 would give. On a node with one free GPU left (7 fully used, so in use)
+ * no multi-GPU shape fits before or after: d = (1/4) * 1000 = 250, the
+ * correction is y * 1000 = 7000 without a scan, D = 8000 / 11, plus 10.
+ */
+static void test_fgdbal_multi_gpu_weight(void **state) {
+    (void)state;
+    fx_t f;
+    fx_init(&f, 8);
+    uint32_t e = tu_add_nodes(f.cl, "e", 1, "1000", "4000Gi", 8, "V100", "32Gi", "");
+    uint32_t u = tu_add_nodes(f.cl, "u", 1, "1000", "4000Gi", 8, "V100", "32Gi", "");
+    sl_task_req_t g8 = tu_req("8", "8Gi", 8, "");
+    sl_task_req_t g1 = tu_req("1", "1Gi", 1, "");
+    sl_workload_add(f.w, &g8, 1);
+    sl_workload_add(f.w, &g1, 3);
+    sl_task_req_t g7 = tu_req("0", "0", 7, "");
+    sl_place_t p7 = {.node = u, .gpu_mask = 0x7f, .gpu_milli = 1000, .gpu_mem_bytes = 0};
+    assert_int_equal(sl_cluster_alloc(f.cl, &g7, &p7), 0);
+    assert_int_equal(primary_of(&f, &g1, e, NULL), llround(-56000.0 / 11.0 * 64.0));
+    assert_int_equal(primary_of(&f, &g1, u, NULL), llround((8000.0 / 11.0 + 10.0) * 64.0));
     fx_fini(&f);
 }
 
@@ -349,6 +379,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_fgdbal_mem_stranding, teardown),
         cmocka_unit_test_teardown(test_fgdbal_share_gpu_choice, teardown),
         cmocka_unit_test_teardown(test_fgdbal_prefers_used_node, teardown),
+        cmocka_unit_test_teardown(test_fgdbal_multi_gpu_weight, teardown),
         cmocka_unit_test_teardown(test_fgdbal_cpu_only_workload, teardown),
         cmocka_unit_test_teardown(test_fgdbal_never_overallocates, teardown),
         cmocka_unit_test_teardown(test_fgdbal_gang_all_or_none, teardown),
