@@ -1,8 +1,8 @@
 /*
  * test_place_fgdbal.c - Sluice's own placement policy (policy/place_fgdbal.c):
  * its score on small hand-computed cases (the stranding term, the share's
- * GPU choice, the packing preference, the weight of multi-GPU shapes, a
- * workload without GPU shapes), that
+ * GPU choice, the packing preference, the weight of multi-GPU shapes, scarce
+ * models, a workload without GPU shapes), that
  * it never over-allocates while filling a mixed cluster to refusal, that
  * gangs placed with it are all or none, and that the framework's fast path
  * for it picks what a naive scan of every node picks.
@@ -184,6 +184,33 @@ static void test_fgdbal_multi_gpu_weight(void **state) {
     assert_int_equal(sl_cluster_alloc(f.cl, &g7, &p7), 0);
     assert_int_equal(primary_of(&f, &g1, e, NULL), llround(-56000.0 / 11.0 * 64.0));
     assert_int_equal(primary_of(&f, &g1, u, NULL), llround((8000.0 / 11.0 + 10.0) * 64.0));
+    fx_fini(&f);
+}
+
+/*
+ * Scarce models. Two 2-GPU nodes, models A and B (half the GPUs each); the
+ * workload: 1-GPU tasks, one constrained to A and one free (half the GPU
+ * demand can only run on A: scarcity of A = 0.5 / 0.5 = 1, of B = 0). A free
+ * 1-GPU task on A: F does not change (both shapes still fit), the scarcity
+ * term costs 1000 * 1; on B: F drops by 1/2 * 1000 (the A-only shape counts
+ * B's free GPUs as fragmented), no scarcity cost. B wins by 1500 milli.
+ */
+static void test_fgdbal_scarce_model(void **state) {
+    (void)state;
+    fx_t f;
+    fx_init(&f, 9);
+    uint32_t a = tu_add_nodes(f.cl, "a", 1, "100", "1000Gi", 2, "A", "16Gi", "");
+    uint32_t b = tu_add_nodes(f.cl, "b", 1, "100", "1000Gi", 2, "B", "16Gi", "");
+    sl_task_req_t only_a = tu_req("1", "1Gi", 1, "");
+    only_a.model_mask = UINT64_C(1) << sl_cluster_model_find(f.cl, "A");
+    sl_task_req_t any = tu_req("1", "1Gi", 1, "");
+    sl_workload_add(f.w, &only_a, 1);
+    sl_workload_add(f.w, &any, 1);
+    assert_int_equal(primary_of(&f, &any, a, NULL), -1000 * 64);
+    assert_int_equal(primary_of(&f, &any, b, NULL), 500 * 64);
+    sl_place_t pl;
+    assert_int_equal(sl_place_task(f.pol, &f.cy, &any, &pl), SL_FIT);
+    assert_int_equal(pl.node, b);
     fx_fini(&f);
 }
 
@@ -380,6 +407,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_fgdbal_share_gpu_choice, teardown),
         cmocka_unit_test_teardown(test_fgdbal_prefers_used_node, teardown),
         cmocka_unit_test_teardown(test_fgdbal_multi_gpu_weight, teardown),
+        cmocka_unit_test_teardown(test_fgdbal_scarce_model, teardown),
         cmocka_unit_test_teardown(test_fgdbal_cpu_only_workload, teardown),
         cmocka_unit_test_teardown(test_fgdbal_never_overallocates, teardown),
         cmocka_unit_test_teardown(test_fgdbal_gang_all_or_none, teardown),

@@ -169,7 +169,7 @@ double sl__frag_node_cached(const sl_workload_t *w, const sl_node_t *node);
 typedef struct sl__fast_ctx {
     int32_t rid;      /* fgd: the request's id in the workload's class memo, or -1 */
     uint64_t *row;    /* fgd: that request's row of cached primaries */
-    double aux[3];    /* fgdbal: the workload's CPU and memory per GPU milli, multi-GPU weight */
+    double aux[4 + SL_MAX_MODELS]; /* fgdbal: the workload's rates, then each model's scarcity */
 } sl__fast_ctx_t;
 
 typedef struct sl__place_fast {
