@@ -34,7 +34,15 @@ typedef struct sl_sched_config {
     int64_t default_time_limit_us; /* runtime estimate for jobs without a limit; 0 = unbounded */
     int32_t max_starts_per_cycle; /* 0 = unbounded; bounds one cycle's work */
     bool track_workload;          /* add each submitted job's shape to the workload (FGD) */
+    /* EASY backfill depth: the most pending jobs one cycle examines once a
+     * reservation exists (Slurm's bf_max_job_test); the rest wait for a
+     * later cycle with the reason "not considered". Jobs skipped together
+     * with a failed job of the same tenant and shape (see the cycle) do not
+     * count. 0 = unbounded; default SL_SCHED_MAX_BACKFILL_TRIES_DEFAULT. */
+    int32_t max_backfill_tries;
 } sl_sched_config_t;
+
+#define SL_SCHED_MAX_BACKFILL_TRIES_DEFAULT 500
 
 void sl_sched_config_init(sl_sched_config_t *cfg); /* defaults; can't fail */
 
@@ -134,7 +142,11 @@ typedef struct sl_cycle_stats {
  * Runs one scheduling cycle at time now_us: starts what the policies allow,
  * calls on_start for each started job, records a reason on each job left
  * waiting, fills *stats (may be NULL). Returns the number of jobs started.
- * Can't fail. O(pending * classes) in the worst case.
+ * Can't fail. Pending jobs of one tenant with the same shape and counts are
+ * skipped together once one of them fails, so the cost grows with the jobs
+ * examined and the distinct shapes reached, not with the queue; with EASY
+ * backfill at most max_backfill_tries jobs are examined past the
+ * reservation. O((examined + groups reached) * (log pending + placement)).
  */
 int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud,
                    sl_cycle_stats_t *stats);

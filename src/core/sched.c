@@ -10,16 +10,25 @@
  *    (priority desc, submit asc, id asc) and heap-ordered by a hash of the
  *    id (deterministic, no RNG consumed). Insert/remove O(log n), successor
  *    O(1) amortised, so enqueueing allocates nothing beyond the job.
- *  - Running jobs: an intrusive doubly linked list in start order.
+ *  - Shape groups: each pending job is also in the treap of its group, the
+ *    tenant's pending jobs with the same task shape, ntasks and min_tasks
+ *    (found through a chained hash), in the same order. Each node keeps
+ *    the least runtime estimate of its subtree. The tenant indexes its
+ *    non-empty groups in a treap ordered by their first job.
+ *  - Running jobs: an intrusive doubly linked list in start order, and a
+ *    treap of those with a finite expected end, by end then start order,
+ *    which EASY walks from the earliest end (no per-cycle sort).
  *
  * The cycle. The next job is the least tenant head under the queue policy's
- * `less`. Each tenant has a cursor that walks its queue in order, and the
- * tenants with jobs left sit in a binary heap keyed by their heads, so a
- * pick costs O(log active tenants). This relies on a property all our
- * policies have: comparing two heads depends only on those jobs, their own
- * tenants and now, so a start changes only the starter's key (DRF: its
- * share grows), and that tenant is the heap's top, re-sifted after each
- * pick. For each job:
+ * `less`. The tenants with jobs left sit in a binary heap keyed by their
+ * heads, so a pick costs O(log active tenants). This relies on a property
+ * all our policies have: comparing two heads depends only on those jobs,
+ * their own tenants and now, so a start changes only the starter's key
+ * (DRF: its share grows), and that tenant is the heap's top, re-sifted
+ * after each pick. A tenant's head is the least "next job" over its groups
+ * the cycle has reached (a small heap per tenant), or the first job of the
+ * next group of its index, whichever comes first: groups are reached
+ * lazily, when the walk gets to their first job. For each job:
  *  1. Quota: the tenant's usage plus the job must stay within every non-zero
  *     quota dimension (an elastic job is capped to the count the quota
  *     allows). Otherwise the job waits (SL_WAIT, "tenant quota ...") and
@@ -47,18 +56,30 @@
  *         node is released and retried with the reserved nodes temporarily
  *         drained (sl_cluster_set_state), so it may still start elsewhere;
  *         drained nodes are restored to up before the cycle returns.
+ *         Past the reservation a cycle examines at most max_backfill_tries
+ *         jobs (Slurm's bf_max_job_test); the rest are "not considered".
+ *  Skipping by group. The cluster only fills during a cycle, so once a job
+ *  fails on the whole cluster every later job of its group fails the same
+ *  way (same shape, same counts, and the same quota-capped count); once a
+ *  long backfill candidate fits only on reserved nodes, so do the later
+ *  long ones of its group. The group then takes the failure as its
+ *  verdict: it leaves the tenant's heap (or, for the second kind, jumps to
+ *  its next short job, found in O(log n) through the subtree minima), and
+ *  its skipped jobs share its reason. This is exactly what walking them
+ *  would decide, since each would be answered by the failed-shape cache
+ *  below without touching the cluster or the RNG. A verdict depends on the
+ *  count the tenant's quota allows; when a tenant with a quota starts a
+ *  job, its groups whose count changed are resumed after that job. So a
+ *  run of 10,000 identical pending jobs costs one examination, and a cycle
+ *  costs O((examined + groups reached) * log) instead of O(pending).
  *  Reasons of the jobs a cycle does not reach are shared, not copied: the
  *  scheduler keeps one "waiting behind ..." string per cycle (and one per
- *  blocked tenant) with the epoch it belongs to, and sl_job_reason() picks
- *  the newest that applies. A cycle thus costs O(jobs examined), never
- *  O(jobs pending).
- *  Shapes that failed in this cycle are remembered (a small hash keyed by
- *  task shape and counts, stamped with the cycle's epoch): the cluster only
- *  fills up during a cycle, so an identical job fails the same way and is
- *  answered in O(1). A long backfill candidate that fits only on reserved
- *  nodes is remembered the same way, for long candidates only. With 100,000
- *  pending jobs of a few shapes a full EASY pass costs
- *  O(pending * log tenants) comparisons and a few placements per shape.
+ *  blocked tenant, and one per group) with the epoch it belongs to, and
+ *  sl_job_reason() picks the newest that applies.
+ *  Shapes that failed in this cycle are also remembered across tenants (a
+ *  small hash keyed by task shape and counts, stamped with the cycle's
+ *  epoch), so the first job of another tenant's group of the same shape is
+ *  answered in O(1) too.
  *
  * on_start callbacks run after the cycle's decisions, in start order, for
  * jobs still running; they may call back into the scheduler (finish, cancel,
@@ -73,6 +94,7 @@
  * Pure: no I/O, no clock; time comes in as now_us.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h> /* snprintf only: formats reasons and errors, no I/O */
 #include <stdlib.h>
 #include <string.h>
@@ -85,18 +107,61 @@
 #define FCACHE_PROBES 16
 #define ELASTIC_STEPS 8
 
+/* A group's verdict within a cycle. */
+enum { V_ALIVE = 0, V_LONG = 1, V_DEAD = 2 };
+
+/*
+ * A shape group: the pending jobs of one tenant that ask for the same task
+ * shape and the same counts (ntasks, min_tasks). Such jobs meet the same
+ * fate in a cycle as long as their tenant's quota allows the same count:
+ * once one fails on the full cluster, all later ones fail (the cluster only
+ * fills during a cycle); once a long one fits only on reserved nodes, later
+ * long ones do too. The cycle therefore walks groups, not jobs, past a
+ * failure.
+ */
+typedef struct sl__group {
+    sl__tnode_t ix;           /* the tenant's group index, ordered by head */
+    struct sl__group *h_next; /* group hash chain */
+    uint64_t hash;
+    int32_t tenant, n, m;     /* key: tenant, ntasks, min count, and req */
+    sl_task_req_t req;
+    sl__tnode_t *root;        /* treap of the pending jobs (job.gq) */
+    sl_job_t *head;           /* first of them in queue order */
+    size_t npending;
+    /* per cycle */
+    uint64_t act_epoch;       /* == the cycle's epoch once its head was reached */
+    uint64_t dead_epoch;      /* == the cycle's epoch while on the tenant's dead list */
+    sl_job_t *cur;            /* next job of the group to examine, or NULL */
+    int verdict;              /* V_ALIVE, V_LONG, V_DEAD */
+    int32_t vqn;              /* the quota-capped count the verdict holds for */
+    /* reason shared by the jobs the verdict skipped */
+    uint64_t r_epoch;
+    sl_status_t r_status;
+    char reason[SL_REASON_MAX];
+} group_t;
+
 typedef struct tenant {
     char name[SL_NAME_MAX];
     int32_t weight;
     sl_res_t quota;
+    bool has_quota;
     sl_res_t usage;
     double share;    /* sl_sched_tenant_share, cached while cap_valid */
     size_t npending, nrunning;
-    sl_job_t *root;  /* treap of pending jobs */
+    sl__tnode_t *root;  /* treap of pending jobs (job.tq) */
+    sl__tnode_t *groot; /* treap of its non-empty groups by head (group.ix) */
     /* per cycle */
-    sl_job_t *cur;   /* next job of this tenant to consider */
-    /* shared reason of the jobs behind a blocked head */
+    sl_job_t *cur;      /* next job of this tenant to consider */
+    sl__tnode_t *gnext; /* next group of the index whose head is not reached */
+    group_t **gh;       /* heap of reached groups with jobs left, by cur */
+    size_t ngh, gh_cap;
+    group_t **dl;       /* groups with a verdict (quota tenants only) */
+    size_t ndl, dl_cap;
+    /* shared reason of the jobs behind a blocked head (the blocker's key) */
     uint64_t behind_epoch;
+    int32_t blk_prio;
+    int64_t blk_submit;
+    uint64_t blk_id;
     char behind_reason[SL_REASON_MAX];
 } tenant_t;
 
@@ -118,6 +183,7 @@ struct sl_sched {
     sl_rng_t rng;
     int64_t default_limit_us;
     int32_t max_starts;
+    int32_t max_bf_tries;
     bool track_workload;
 
     tenant_t *tenants;
@@ -126,7 +192,15 @@ struct sl_sched {
     sl_job_t **slots; /* job hash */
     size_t nslots, njobs;
 
+    group_t **gtab;   /* group hash (chained), gbuckets a power of two */
+    size_t gbuckets, ngroups;
+    group_t **gdefer; /* groups emptied during a cycle, freed at its end */
+    size_t ndefer, defer_cap;
+    bool in_cycle;
+
     sl_job_t *run_head, *run_tail;
+    sl__tnode_t *ends_root; /* running jobs with a finite expected end (job.eq) */
+    uint64_t run_seq;
     size_t npending, nrunning;
 
     uint64_t epoch;        /* bumped by every cycle and try_start */
@@ -144,6 +218,7 @@ struct sl_sched {
     size_t started_cap;
 
     sl__easy_t easy;
+    int64_t short_lim;     /* with a reservation: a job is short iff lim <= this */
     uint32_t *drained;     /* reserved nodes drained by this cycle */
     size_t ndrained, drained_cap;
 };
@@ -234,67 +309,137 @@ static void jobs_remove(sl_sched_t *s, const sl_job_t *j) {
     s->njobs--;
 }
 
-/* ---- the pending treap ---- */
+/* ---- intrusive treaps ---- */
+
+typedef bool (*tn_less_fn)(const sl__tnode_t *a, const sl__tnode_t *b);
+typedef void (*tn_fix_fn)(sl__tnode_t *x); /* recomputes x's subtree summary */
+
+static void tn_rotate_up(sl__tnode_t **root, sl__tnode_t *x, tn_fix_fn fix) {
+    sl__tnode_t *p = x->up, *g = p->up;
+    if (p->l == x) {
+        p->l = x->r;
+        if (x->r) x->r->up = p;
+        x->r = p;
+    } else {
+        p->r = x->l;
+        if (x->l) x->l->up = p;
+        x->l = p;
+    }
+    p->up = x;
+    x->up = g;
+    if (!g) *root = x;
+    else if (g->l == p) g->l = x;
+    else g->r = x;
+    if (fix) {
+        fix(p);
+        fix(x);
+    }
+}
+
+static void tn_insert(sl__tnode_t **root, sl__tnode_t *x, tn_less_fn less, tn_fix_fn fix) {
+    x->l = x->r = x->up = NULL;
+    sl__tnode_t *p = NULL, **link = root;
+    while (*link) {
+        p = *link;
+        link = less(x, p) ? &p->l : &p->r;
+    }
+    *link = x;
+    x->up = p;
+    if (fix)
+        for (sl__tnode_t *a = x; a; a = a->up) fix(a);
+    while (x->up && x->up->prio < x->prio) tn_rotate_up(root, x, fix);
+}
+
+static void tn_remove(sl__tnode_t **root, sl__tnode_t *x, tn_fix_fn fix) {
+    while (x->l || x->r) {
+        sl__tnode_t *c;
+        if (!x->l) c = x->r;
+        else if (!x->r) c = x->l;
+        else c = x->l->prio > x->r->prio ? x->l : x->r;
+        tn_rotate_up(root, c, fix);
+    }
+    sl__tnode_t *p = x->up;
+    if (!p) *root = NULL;
+    else if (p->l == x) p->l = NULL;
+    else p->r = NULL;
+    x->up = NULL;
+    if (fix)
+        for (; p; p = p->up) fix(p);
+}
+
+#define tn_first sl__tn_first
+#define tn_next sl__tn_next
+
+/* ---- the pending queues: per tenant, and per shape group ---- */
 
 static bool qless(const sl_job_t *a, const sl_job_t *b) {
     if (a->spec.priority != b->spec.priority) return a->spec.priority > b->spec.priority;
     return sl__job_submit_less(a, b);
 }
 
-static void rotate_up(sl_job_t **root, sl_job_t *x) {
-    sl_job_t *p = x->t_up, *g = p->t_up;
-    if (p->t_left == x) {
-        p->t_left = x->t_right;
-        if (x->t_right) x->t_right->t_up = p;
-        x->t_right = p;
-    } else {
-        p->t_right = x->t_left;
-        if (x->t_left) x->t_left->t_up = p;
-        x->t_left = p;
+static sl_job_t *tq_job(const sl__tnode_t *n) {
+    return n ? (sl_job_t *)((uintptr_t)n - offsetof(sl_job_t, tq)) : NULL;
+}
+
+static sl_job_t *gq_job(const sl__tnode_t *n) {
+    return n ? (sl_job_t *)((uintptr_t)n - offsetof(sl_job_t, gq)) : NULL;
+}
+
+static group_t *ix_group(const sl__tnode_t *n) {
+    return n ? (group_t *)((uintptr_t)n - offsetof(group_t, ix)) : NULL;
+}
+
+/* Running jobs by expected end, then start order (the running list's). */
+static bool eq_less(const sl__tnode_t *a, const sl__tnode_t *b) {
+    const sl_job_t *x = sl__end_job(a), *y = sl__end_job(b);
+    if (x->end_us != y->end_us) return x->end_us < y->end_us;
+    if (x->start_us != y->start_us) return x->start_us < y->start_us;
+    return x->run_seq < y->run_seq;
+}
+
+static bool tq_less(const sl__tnode_t *a, const sl__tnode_t *b) {
+    return qless(tq_job(a), tq_job(b));
+}
+
+static bool gq_less(const sl__tnode_t *a, const sl__tnode_t *b) {
+    return qless(gq_job(a), gq_job(b));
+}
+
+static bool ix_less(const sl__tnode_t *a, const sl__tnode_t *b) {
+    return qless(ix_group(a)->head, ix_group(b)->head);
+}
+
+static void gq_fix(sl__tnode_t *x) {
+    sl_job_t *j = gq_job(x);
+    int64_t m = j->lim;
+    if (x->l && gq_job(x->l)->minlim < m) m = gq_job(x->l)->minlim;
+    if (x->r && gq_job(x->r)->minlim < m) m = gq_job(x->r)->minlim;
+    j->minlim = m;
+}
+
+/*
+ * First job of the group subtree x, in queue order, that comes after key
+ * (any job if key is NULL) and whose estimate is at most lim. O(depth):
+ * subtrees without a small enough estimate are never entered, and once
+ * past key every subtree entered holds a match.
+ */
+static sl_job_t *gq_find(const sl__tnode_t *x, const sl_job_t *key, int64_t lim) {
+    while (x) {
+        sl_job_t *j = gq_job(x);
+        if (j->minlim > lim) return NULL;
+        if (key && !qless(key, j)) { /* j and its left subtree are not after key */
+            x = x->r;
+            continue;
+        }
+        if (x->l) {
+            sl_job_t *r = gq_find(x->l, key, lim);
+            if (r) return r;
+        }
+        if (j->lim <= lim) return j;
+        x = x->r;
+        key = NULL; /* all of j's right subtree comes after key */
     }
-    p->t_up = x;
-    x->t_up = g;
-    if (!g) *root = x;
-    else if (g->t_left == p) g->t_left = x;
-    else g->t_right = x;
-}
-
-static void treap_insert(sl_job_t **root, sl_job_t *j) {
-    j->t_left = j->t_right = j->t_up = NULL;
-    sl_job_t *p = NULL, **link = root;
-    while (*link) {
-        p = *link;
-        link = qless(j, p) ? &p->t_left : &p->t_right;
-    }
-    *link = j;
-    j->t_up = p;
-    while (j->t_up && j->t_up->t_prio < j->t_prio) rotate_up(root, j);
-}
-
-static void treap_remove(sl_job_t **root, sl_job_t *j) {
-    while (j->t_left || j->t_right) {
-        sl_job_t *c;
-        if (!j->t_left) c = j->t_right;
-        else if (!j->t_right) c = j->t_left;
-        else c = j->t_left->t_prio > j->t_right->t_prio ? j->t_left : j->t_right;
-        rotate_up(root, c);
-    }
-    if (!j->t_up) *root = NULL;
-    else if (j->t_up->t_left == j) j->t_up->t_left = NULL;
-    else j->t_up->t_right = NULL;
-    j->t_up = NULL;
-}
-
-static sl_job_t *treap_first(sl_job_t *root) {
-    if (!root) return NULL;
-    while (root->t_left) root = root->t_left;
-    return root;
-}
-
-static sl_job_t *treap_next(const sl_job_t *j) {
-    if (j->t_right) return treap_first(j->t_right);
-    while (j->t_up && j->t_up->t_right == j) j = j->t_up;
-    return j->t_up;
+    return NULL;
 }
 
 /* ---- running list ---- */
@@ -310,14 +455,99 @@ static void run_insert(sl_sched_t *s, sl_job_t *j) {
     else s->run_tail = j;
     if (after) after->r_next = j;
     else s->run_head = j;
+    j->run_seq = ++s->run_seq;
+    j->end_us = sl__job_expected_end(j, s->default_limit_us);
+    if (j->end_us != INT64_MAX) tn_insert(&s->ends_root, &j->eq, eq_less, NULL);
 }
 
 static void run_remove(sl_sched_t *s, sl_job_t *j) {
+    if (j->end_us != INT64_MAX) tn_remove(&s->ends_root, &j->eq, NULL);
     if (j->r_prev) j->r_prev->r_next = j->r_next;
     else s->run_head = j->r_next;
     if (j->r_next) j->r_next->r_prev = j->r_prev;
     else s->run_tail = j->r_prev;
     j->r_prev = j->r_next = NULL;
+}
+
+/* ---- shape groups ---- */
+
+static bool req_eq(const sl_task_req_t *a, const sl_task_req_t *b) {
+    return a->cpu_milli == b->cpu_milli && a->mem_bytes == b->mem_bytes && a->gpus == b->gpus &&
+           a->gpu_milli == b->gpu_milli && a->gpu_mem_bytes == b->gpu_mem_bytes &&
+           a->model_mask == b->model_mask && a->pool == b->pool;
+}
+
+static uint64_t req_hash(const sl_task_req_t *r, int32_t n, int32_t m) {
+    uint64_t h = mix64((uint64_t)r->cpu_milli);
+    h = mix64(h ^ (uint64_t)r->mem_bytes);
+    h = mix64(h ^ (uint64_t)r->gpus ^ ((uint64_t)(uint32_t)r->gpu_milli << 32));
+    h = mix64(h ^ (uint64_t)r->gpu_mem_bytes);
+    h = mix64(h ^ r->model_mask);
+    h = mix64(h ^ (uint64_t)(uint32_t)r->pool ^ ((uint64_t)(uint32_t)n << 32));
+    return mix64(h ^ (uint64_t)(uint32_t)m);
+}
+
+static uint64_t group_hash(const sl_job_t *j) {
+    return mix64(req_hash(&j->spec.task, j->spec.ntasks, job_min(j)) ^
+                 ((uint64_t)(uint32_t)j->spec.tenant << 17));
+}
+
+static bool group_matches(const group_t *g, uint64_t h, const sl_job_t *j) {
+    return g->hash == h && g->tenant == j->spec.tenant && g->n == j->spec.ntasks &&
+           g->m == job_min(j) && req_eq(&g->req, &j->spec.task);
+}
+
+/* The group of j's shape, created (empty, not indexed) if there is none.
+ * O(1) expected: the table grows to keep at most one group per bucket. */
+static group_t *group_get(sl_sched_t *s, const sl_job_t *j) {
+    uint64_t h = group_hash(j);
+    if (s->gbuckets) {
+        for (group_t *g = s->gtab[h & (s->gbuckets - 1)]; g; g = g->h_next)
+            if (group_matches(g, h, j)) return g;
+    }
+    if (s->ngroups + 1 > s->gbuckets) {
+        size_t nb = s->gbuckets ? s->gbuckets * 2 : 64;
+        group_t **nt = sl_xcalloc(nb, sizeof *nt);
+        for (size_t i = 0; i < s->gbuckets; i++) {
+            for (group_t *g = s->gtab[i], *nx; g; g = nx) {
+                nx = g->h_next;
+                g->h_next = nt[g->hash & (nb - 1)];
+                nt[g->hash & (nb - 1)] = g;
+            }
+        }
+        sl_free(s->gtab);
+        s->gtab = nt;
+        s->gbuckets = nb;
+    }
+    group_t *g = sl_xcalloc(1, sizeof *g);
+    g->hash = h;
+    g->tenant = j->spec.tenant;
+    g->n = j->spec.ntasks;
+    g->m = job_min(j);
+    g->req = j->spec.task;
+    g->ix.prio = mix64(h ^ UINT64_C(0x2545f4914f6cdd1d));
+    g->h_next = s->gtab[h & (s->gbuckets - 1)];
+    s->gtab[h & (s->gbuckets - 1)] = g;
+    s->ngroups++;
+    return g;
+}
+
+/* Unhashes an empty group and frees it, or, during a cycle (whose heaps
+ * may still point at it), at the cycle's end. */
+static void group_drop(sl_sched_t *s, group_t *g) {
+    group_t **pp = &s->gtab[g->hash & (s->gbuckets - 1)];
+    while (*pp != g) pp = &(*pp)->h_next;
+    *pp = g->h_next;
+    s->ngroups--;
+    if (!s->in_cycle) {
+        sl_free(g);
+        return;
+    }
+    if (s->ndefer == s->defer_cap) {
+        s->defer_cap = s->defer_cap ? s->defer_cap * 2 : 16;
+        s->gdefer = sl_xrealloc(s->gdefer, s->defer_cap * sizeof *s->gdefer);
+    }
+    s->gdefer[s->ndefer++] = g;
 }
 
 /* ---- state transitions ---- */
@@ -326,14 +556,37 @@ static void enqueue(sl_sched_t *s, sl_job_t *j) {
     tenant_t *t = tenant_of(s, j);
     j->state = SL_JOB_PENDING;
     j->enq_epoch = s->epoch;
-    treap_insert(&t->root, j);
+    int64_t lim = j->spec.time_limit_us > 0 ? j->spec.time_limit_us : s->default_limit_us;
+    j->lim = lim > 0 ? lim : INT64_MAX;
+    tn_insert(&t->root, &j->tq, tq_less, NULL);
+    group_t *g = group_get(s, j);
+    bool new_head = !g->head || qless(j, g->head);
+    if (new_head && g->head) tn_remove(&t->groot, &g->ix, NULL);
+    tn_insert(&g->root, &j->gq, gq_less, gq_fix);
+    if (new_head) {
+        g->head = j;
+        tn_insert(&t->groot, &g->ix, ix_less, NULL);
+    }
+    g->npending++;
+    j->grp = g;
     t->npending++;
     s->npending++;
 }
 
 static void dequeue(sl_sched_t *s, sl_job_t *j) {
     tenant_t *t = tenant_of(s, j);
-    treap_remove(&t->root, j);
+    group_t *g = j->grp;
+    tn_remove(&t->root, &j->tq, NULL);
+    if (g->head == j) {
+        /* The group's position in the tenant's index follows its head. */
+        sl_job_t *nx = gq_job(tn_next(&j->gq));
+        tn_remove(&t->groot, &g->ix, NULL);
+        g->head = nx;
+        if (nx) tn_insert(&t->groot, &g->ix, ix_less, NULL);
+    }
+    tn_remove(&g->root, &j->gq, gq_fix);
+    j->grp = NULL;
+    if (--g->npending == 0) group_drop(s, g);
     t->npending--;
     s->npending--;
 }
@@ -385,6 +638,7 @@ void sl_sched_config_init(sl_sched_config_t *cfg) {
     cfg->queue = "fifo";
     cfg->placement = NULL;
     cfg->backfill = "none";
+    cfg->max_backfill_tries = SL_SCHED_MAX_BACKFILL_TRIES_DEFAULT;
 }
 
 static void list_names(char *buf, size_t len, const char *const *names, size_t n) {
@@ -444,6 +698,10 @@ int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t *
         setf(err, errlen, "max_starts_per_cycle is negative");
         return SL_EINVAL;
     }
+    if (cfg->max_backfill_tries < 0) {
+        setf(err, errlen, "max_backfill_tries is negative");
+        return SL_EINVAL;
+    }
 
     sl_sched_t *s = sl_xcalloc(1, sizeof *s);
     s->cl = cl;
@@ -454,6 +712,7 @@ int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t *
     sl_rng_seed(&s->rng, cfg->seed);
     s->default_limit_us = cfg->default_time_limit_us;
     s->max_starts = cfg->max_starts_per_cycle;
+    s->max_bf_tries = cfg->max_backfill_tries;
     s->track_workload = cfg->track_workload;
     s->nslots = 64;
     s->slots = sl_xcalloc(s->nslots, sizeof *s->slots);
@@ -475,6 +734,18 @@ void sl_sched_destroy(sl_sched_t *s) {
         sl_free(j);
     }
     sl_free(s->slots);
+    for (size_t i = 0; i < s->gbuckets; i++) {
+        for (group_t *g = s->gtab[i], *nx; g; g = nx) {
+            nx = g->h_next;
+            sl_free(g);
+        }
+    }
+    sl_free(s->gtab);
+    sl_free(s->gdefer);
+    for (size_t i = 0; i < s->ntenants; i++) {
+        sl_free(s->tenants[i].gh);
+        sl_free(s->tenants[i].dl);
+    }
     sl_free(s->tenants);
     sl_free(s->pls);
     sl_free(s->fcache);
@@ -530,6 +801,7 @@ int sl_sched_add_tenant(sl_sched_t *s, const sl_tenant_spec_t *spec) {
     memcpy(t->name, spec->name, len + 1);
     t->weight = spec->weight ? spec->weight : 1;
     t->quota = spec->quota;
+    t->has_quota = spec->quota.cpu_milli > 0 || spec->quota.mem_bytes > 0 || spec->quota.gpu_milli > 0;
     return (int)s->ntenants++;
 }
 
@@ -634,7 +906,7 @@ static sl_job_t *job_new(sl_sched_t *s, const sl_job_spec_t *spec) {
     j->owner = s;
     j->start_us = -1;
     j->status = SL_SKIP;
-    j->t_prio = mix64(spec->id ^ UINT64_C(0x5851f42d4c957f2d));
+    j->tq.prio = j->gq.prio = j->eq.prio = mix64(spec->id ^ UINT64_C(0x5851f42d4c957f2d));
     jobs_insert(s, j);
     if (s->track_workload)
         sl_workload_add(s->wl, &spec->task, spec->ntasks);
@@ -749,20 +1021,56 @@ size_t sl_sched_running_count(const sl_sched_t *s) {
 
 /* ---- shared reasons ---- */
 
-const char *sl__sched_job_reason(const sl_sched_t *s, const sl_job_t *j) {
+/* Is job j after the tenant's quota-blocked head in the tenant's order? */
+static bool after_blocker(const tenant_t *t, const sl_job_t *j) {
+    if (t->blk_prio != j->spec.priority) return t->blk_prio > j->spec.priority;
+    if (t->blk_submit != j->spec.submit_us) return t->blk_submit < j->spec.submit_us;
+    return t->blk_id < j->spec.id;
+}
+
+/*
+ * The newest reason that applies to pending job j: its own (written when a
+ * cycle examined it), its group's (the group's verdict skipped it), its
+ * tenant's (it was behind the tenant's quota-blocked head) or the cycle's
+ * (the cycle stopped before it). Within one cycle the more specific wins,
+ * except that a job of a skipped group that lies behind its tenant's
+ * blocked head shows the tenant's reason, as if it had been walked to.
+ */
+static const char *resolve_reason(const sl_sched_t *s, const sl_job_t *j, sl_status_t *st) {
     const char *r = j->reason;
+    sl_status_t rs = j->status;
     uint64_t e = j->reason_epoch;
+    bool from_group = false;
+    const group_t *g = j->grp;
+    if (g && g->r_epoch > e && j->enq_epoch < g->r_epoch) {
+        r = g->reason;
+        rs = g->r_status;
+        e = g->r_epoch;
+        from_group = true;
+    }
     const tenant_t *t = tenant_of(s, j);
-    if (t->behind_epoch > e && j->enq_epoch < t->behind_epoch) {
+    if (j->enq_epoch < t->behind_epoch &&
+        (t->behind_epoch > e || (t->behind_epoch == e && from_group && after_blocker(t, j)))) {
         r = t->behind_reason;
+        rs = SL_WAIT;
         e = t->behind_epoch;
     }
-    if (s->behind_epoch > e && j->enq_epoch < s->behind_epoch) r = s->behind_reason;
+    if (s->behind_epoch > e && j->enq_epoch < s->behind_epoch) {
+        r = s->behind_reason;
+        rs = SL_WAIT;
+    }
+    if (st) *st = rs;
     return r;
 }
 
+const char *sl__sched_job_reason(const sl_sched_t *s, const sl_job_t *j) {
+    return resolve_reason(s, j, NULL);
+}
+
 sl_status_t sl__sched_job_status(const sl_sched_t *s, const sl_job_t *j) {
-    return sl__sched_job_reason(s, j) == j->reason ? j->status : SL_WAIT;
+    sl_status_t st;
+    resolve_reason(s, j, &st);
+    return st;
 }
 
 /* ---- placement of one job ---- */
@@ -834,21 +1142,8 @@ static int32_t quota_cap(const sl_sched_t *s, const sl_job_t *j, int32_t n, int3
 
 /* ---- failed-shape cache (valid within one epoch) ---- */
 
-static bool req_eq(const sl_task_req_t *a, const sl_task_req_t *b) {
-    return a->cpu_milli == b->cpu_milli && a->mem_bytes == b->mem_bytes && a->gpus == b->gpus &&
-           a->gpu_milli == b->gpu_milli && a->gpu_mem_bytes == b->gpu_mem_bytes &&
-           a->model_mask == b->model_mask && a->pool == b->pool;
-}
-
 static size_t fcache_home(const sl_task_req_t *r, int32_t n, int32_t m) {
-    uint64_t h = mix64((uint64_t)r->cpu_milli);
-    h = mix64(h ^ (uint64_t)r->mem_bytes);
-    h = mix64(h ^ (uint64_t)r->gpus ^ ((uint64_t)(uint32_t)r->gpu_milli << 32));
-    h = mix64(h ^ (uint64_t)r->gpu_mem_bytes);
-    h = mix64(h ^ r->model_mask);
-    h = mix64(h ^ (uint64_t)(uint32_t)r->pool ^ ((uint64_t)(uint32_t)n << 32));
-    h = mix64(h ^ (uint64_t)(uint32_t)m);
-    return (size_t)h & (FCACHE_SIZE - 1);
+    return (size_t)req_hash(r, n, m) & (FCACHE_SIZE - 1);
 }
 
 static const fcache_entry_t *fcache_find(const sl_sched_t *s, const sl_task_req_t *r, int32_t n,
@@ -969,10 +1264,9 @@ static void behind_global(sl_sched_t *s, const char *fmt, unsigned long long id,
     setf(s->behind_reason, sizeof s->behind_reason, fmt, id, why);
 }
 
-static bool ends_by(const sl_sched_t *s, const sl_job_t *j, int64_t now_us, int64_t shadow_us) {
-    int64_t lim = j->spec.time_limit_us > 0 ? j->spec.time_limit_us : s->default_limit_us;
-    if (lim <= 0) return false;
-    return now_us <= shadow_us - lim;
+/* With a reservation: does j end by the shadow time if it starts now? */
+static bool is_short(const sl_sched_t *s, const sl_job_t *j) {
+    return j->lim != INT64_MAX && j->lim <= s->short_lim;
 }
 
 /* Tenant heap: is tenant a's current head before tenant b's? */
@@ -993,6 +1287,122 @@ static void heap_down(sl_sched_t *s, size_t n, size_t i, int64_t now_us) {
     }
 }
 
+/* ---- a tenant's reached groups: a binary heap by their next job ---- */
+
+static void gh_down(tenant_t *t, size_t i) {
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < t->ngh && qless(t->gh[l]->cur, t->gh[m]->cur)) m = l;
+        if (r < t->ngh && qless(t->gh[r]->cur, t->gh[m]->cur)) m = r;
+        if (m == i) return;
+        group_t *tmp = t->gh[i];
+        t->gh[i] = t->gh[m];
+        t->gh[m] = tmp;
+        i = m;
+    }
+}
+
+static void gh_push(tenant_t *t, group_t *g) {
+    if (t->ngh == t->gh_cap) {
+        t->gh_cap = t->gh_cap ? t->gh_cap * 2 : 8;
+        t->gh = sl_xrealloc(t->gh, t->gh_cap * sizeof *t->gh);
+    }
+    size_t i = t->ngh++;
+    while (i > 0 && qless(g->cur, t->gh[(i - 1) / 2]->cur)) {
+        t->gh[i] = t->gh[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    t->gh[i] = g;
+}
+
+/* The top group's cur changed (NULL: it has nothing left this cycle). */
+static void gh_fix_top(tenant_t *t) {
+    if (!t->gh[0]->cur) t->gh[0] = t->gh[--t->ngh];
+    if (t->ngh) gh_down(t, 0);
+}
+
+/*
+ * Sets t->cur to the tenant's next job in its queue order: the least of
+ * the reached groups' next jobs and the head of the first group not yet
+ * reached (the index is ordered by head, so groups are reached lazily and
+ * a cycle touches only the groups it gets to).
+ */
+static void tenant_settle(const sl_sched_t *s, tenant_t *t) {
+    for (;;) {
+        while (t->gnext && ix_group(t->gnext)->act_epoch == s->epoch) t->gnext = tn_next(t->gnext);
+        if (!t->gnext) break;
+        group_t *g = ix_group(t->gnext);
+        if (t->ngh && !qless(g->head, t->gh[0]->cur)) break;
+        g->act_epoch = s->epoch;
+        g->cur = g->head;
+        g->verdict = V_ALIVE;
+        t->gnext = tn_next(t->gnext);
+        gh_push(t, g);
+    }
+    t->cur = t->ngh ? t->gh[0]->cur : NULL;
+}
+
+/*
+ * Job j, examined with the quota-capped count qn, did not start and the
+ * cycle goes on: every later job of its group fails the same way (rc
+ * SL_WAIT: only as a long backfill candidate, so short ones are still
+ * examined). Records the verdict and the reason the skipped jobs show, and
+ * moves the group to its next job that can still start.
+ */
+static void group_fail(sl_sched_t *s, tenant_t *t, group_t *g, const sl_job_t *j, int rc,
+                       int32_t qn, const char *reason) {
+    g->vqn = qn;
+    g->r_epoch = s->epoch;
+    g->r_status = rc;
+    memcpy(g->reason, reason, strlen(reason) + 1); /* both SL_REASON_MAX */
+    if (rc == SL_WAIT) {
+        g->verdict = V_LONG;
+        g->cur = gq_find(g->root, j, s->short_lim);
+    } else {
+        g->verdict = V_DEAD;
+        g->cur = NULL;
+    }
+    gh_fix_top(t);
+    if (t->has_quota && g->dead_epoch != s->epoch) {
+        g->dead_epoch = s->epoch;
+        if (t->ndl == t->dl_cap) {
+            t->dl_cap = t->dl_cap ? t->dl_cap * 2 : 8;
+            t->dl = sl_xrealloc(t->dl, t->dl_cap * sizeof *t->dl);
+        }
+        t->dl[t->ndl++] = g;
+    }
+}
+
+/*
+ * Tenant t (with a quota) just started job j, so its quota may now allow a
+ * different count: a group verdict holds only for the count it was found
+ * with. Groups whose count changed are examined again from the job after
+ * j, exactly where the walk would meet them (a count of -1 then blocks the
+ * tenant at the right place). O(groups with a verdict).
+ */
+static void quota_revive(sl_sched_t *s, tenant_t *t, const sl_job_t *j) {
+    char scratch[SL_REASON_MAX];
+    bool changed = false;
+    for (size_t i = 0; i < t->ndl;) {
+        group_t *g = t->dl[i];
+        int32_t qn = g->npending ? quota_cap(s, g->head, g->n, g->m, scratch, sizeof scratch)
+                                 : g->vqn;
+        if (qn == g->vqn) {
+            i++;
+            continue;
+        }
+        t->dl[i] = t->dl[--t->ndl];
+        g->dead_epoch = 0;
+        bool in_heap = g->cur != NULL; /* a V_LONG group with short jobs left */
+        g->verdict = V_ALIVE;
+        g->cur = gq_find(g->root, j, INT64_MAX); /* never later than before */
+        if (!in_heap && g->cur) gh_push(t, g);
+        changed = true;
+    }
+    if (changed)
+        for (size_t k = t->ngh / 2; k-- > 0;) gh_down(t, k);
+}
+
 int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud,
                    sl_cycle_stats_t *stats) {
     sl_cycle_stats_t st = {0, 0, 0, -1, -1};
@@ -1001,6 +1411,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
     sl_cluster_capacity(s->cl, &s->cap, NULL);
     for (size_t i = 0; i < s->ntenants; i++) s->tenants[i].share = share_of(&s->tenants[i], s->cap);
     s->cap_valid = true;
+    s->in_cycle = true;
     sl_cycle_t cy = {.cluster = s->cl, .workload = s->wl, .rng = &s->rng, .now_us = now_us};
     sl__easy_clear(&s->easy);
     size_t nstarted = 0;
@@ -1010,12 +1421,16 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
     size_t nact = 0;
     for (size_t i = 0; i < s->ntenants; i++) {
         tenant_t *t = &s->tenants[i];
-        t->cur = treap_first(t->root);
+        t->ngh = 0;
+        t->ndl = 0;
+        t->gnext = tn_first(t->groot);
+        tenant_settle(s, t);
         if (t->cur) s->act[nact++] = (uint32_t)i;
     }
     for (size_t i = nact / 2; i-- > 0;) heap_down(s, nact, i, now_us);
 
     uint64_t resv_id = 0;
+    int32_t examined = 0; /* jobs examined since the reservation */
     bool fix_top = false;
     for (;;) {
         if (fix_top) {
@@ -1030,17 +1445,26 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
                           (unsigned long long)s->max_starts, "");
             break;
         }
+        if (s->easy.active && s->max_bf_tries > 0 && examined >= s->max_bf_tries) {
+            behind_global(s, "not considered: this cycle examined its backfill limit of jobs "
+                          "past job %llu%s", (unsigned long long)resv_id, " (reserved)");
+            break;
+        }
         tenant_t *t = &s->tenants[s->act[0]];
         sl_job_t *j = t->cur;
-        t->cur = treap_next(j);
+        group_t *g = t->gh[0];
         fix_top = true;
         j->reason_epoch = s->epoch;
+        if (s->easy.active) examined++;
 
         int32_t n = j->spec.ntasks, m = job_min(j);
         int32_t qn = quota_cap(s, j, n, m, j->reason, sizeof j->reason);
         if (qn < 0) {
             j->status = SL_WAIT;
             t->behind_epoch = s->epoch;
+            t->blk_prio = j->spec.priority;
+            t->blk_submit = j->spec.submit_us;
+            t->blk_id = j->spec.id;
             setf(t->behind_reason, sizeof t->behind_reason,
                  "waiting behind job %llu of the same tenant (tenant quota)",
                  (unsigned long long)j->spec.id);
@@ -1049,12 +1473,19 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         }
 
         int mode = MODE_PLAIN;
-        if (s->easy.active) mode = ends_by(s, j, now_us, s->easy.shadow_us) ? MODE_SHORT : MODE_LONG;
+        if (s->easy.active) mode = is_short(s, j) ? MODE_SHORT : MODE_LONG;
         attempt_t at;
         int rc = attempt_job(s, &cy, j, qn, m, mode, resv_id, &at);
         if (at.tried) st.tried++;
         if (rc == SL_FIT) {
+            /* The group's next candidate: in a V_LONG group only short jobs. */
+            sl_job_t *nx = g->verdict == V_LONG ? NULL : gq_job(tn_next(&j->gq));
             start_job(s, j, s->pls, at.k, now_us);
+            if (g->verdict == V_LONG) nx = gq_find(g->root, j, s->short_lim);
+            g->cur = nx;
+            gh_fix_top(t);
+            if (t->has_quota) quota_revive(s, t, j);
+            tenant_settle(s, t);
             st.started++;
             if (s->easy.active) st.backfilled++;
             if (nstarted == s->started_cap) {
@@ -1064,15 +1495,23 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             s->started[nstarted++] = j->spec.id;
             continue;
         }
-        if (rc == SL_NOFIT_EVER || s->easy.active) continue;
+        if (rc == SL_NOFIT_EVER || s->easy.active) {
+            group_fail(s, t, g, j, rc, qn, j->reason);
+            tenant_settle(s, t);
+            continue;
+        }
 
         /* The first blocked job. */
         if (s->backfill == SL_BACKFILL_EASY &&
-            sl__easy_reserve(&s->easy, s->cl, s->run_head, &j->spec.task, m, now_us,
-                             s->default_limit_us)) {
+            sl__easy_reserve(&s->easy, s->cl, s->ends_root, &j->spec.task, m, now_us)) {
             resv_id = j->spec.id;
             st.reserved_job = (int64_t)j->spec.id;
             st.reserved_at_us = s->easy.shadow_us;
+            if (__builtin_sub_overflow(s->easy.shadow_us, now_us, &s->short_lim) ||
+                s->short_lim == INT64_MAX)
+                s->short_lim = INT64_MAX - 1;
+            group_fail(s, t, g, j, rc, qn, j->reason);
+            tenant_settle(s, t);
             char r[SL_REASON_MAX];
             setf(r, sizeof r, "%s", j->reason);
             setf(j->reason, sizeof j->reason, "reserved from %lld on %zu nodes; now: %s",
@@ -1093,6 +1532,8 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
     undrain(s);
     sl__easy_clear(&s->easy);
     s->cap_valid = false;
+    s->in_cycle = false;
+    while (s->ndefer > 0) sl_free(s->gdefer[--s->ndefer]);
 
     for (size_t i = 0; i < nstarted && on_start; i++) {
         const sl_job_t *j = jobs_find(s, s->started[i]);
@@ -1164,14 +1605,14 @@ void sl_sched_foreach(const sl_sched_t *s, sl_job_state_t st, sl_job_fn fn, void
     size_t n = 0;
     int64_t now = s->clock_us == INT64_MIN ? 0 : s->clock_us;
     for (size_t i = 0; i < s->ntenants; i++) {
-        cur[i] = treap_first(s->tenants[i].root);
+        cur[i] = tq_job(tn_first(s->tenants[i].root));
         if (cur[i]) heap[n++] = i;
     }
     for (size_t i = n / 2; i-- > 0;) fe_down(s, cur, heap, n, i, now);
     while (n > 0) {
         size_t ti = heap[0];
         const sl_job_t *j = cur[ti];
-        cur[ti] = treap_next(j);
+        cur[ti] = tq_job(tn_next(&j->tq));
         if (!cur[ti]) heap[0] = heap[--n];
         fe_down(s, cur, heap, n, 0, now);
         if (fn(ud, j)) break;
@@ -1180,21 +1621,89 @@ void sl_sched_foreach(const sl_sched_t *s, sl_job_state_t st, sl_job_fn fn, void
     sl_free(cur);
 }
 
-static int check_treap(const sl_sched_t *s, const tenant_t *t, int32_t tid) {
+/* Links and heap order of one treap; its in-order nodes go to fn. */
+static int check_tn(const sl__tnode_t *root, size_t limit, int (*fn)(void *, const sl__tnode_t *),
+                    void *ud) {
     size_t n = 0;
-    const sl_job_t *prev = NULL;
-    if (t->root && t->root->t_up) return SL_ESTATE;
-    for (const sl_job_t *j = treap_first(t->root); j; j = treap_next(j)) {
-        if (j->state != SL_JOB_PENDING || j->spec.tenant != tid) return SL_ESTATE;
-        if (prev && !qless(prev, j)) return SL_ESTATE;
-        if (j->t_left && (j->t_left->t_up != j || j->t_left->t_prio > j->t_prio)) return SL_ESTATE;
-        if (j->t_right && (j->t_right->t_up != j || j->t_right->t_prio > j->t_prio))
-            return SL_ESTATE;
-        if (jobs_find(s, j->spec.id) != j) return SL_ESTATE;
-        prev = j;
-        if (++n > s->njobs) return SL_ESTATE;
+    if (root && root->up) return SL_ESTATE;
+    for (const sl__tnode_t *x = tn_first((sl__tnode_t *)(uintptr_t)root); x; x = tn_next(x)) {
+        if (x->l && (x->l->up != x || x->l->prio > x->prio)) return SL_ESTATE;
+        if (x->r && (x->r->up != x || x->r->prio > x->prio)) return SL_ESTATE;
+        if (++n > limit || fn(ud, x)) return SL_ESTATE;
     }
-    return n == t->npending ? 0 : SL_ESTATE;
+    return 0;
+}
+
+typedef struct check_ctx {
+    const sl_sched_t *s;
+    int32_t tid;
+    const group_t *g;
+    const sl_job_t *prev;
+    const group_t *gprev;
+    size_t n, ngroups;
+} check_ctx_t;
+
+static int check_tq_job(void *ud, const sl__tnode_t *x) {
+    check_ctx_t *c = ud;
+    const sl_job_t *j = tq_job(x);
+    if (j->state != SL_JOB_PENDING || j->spec.tenant != c->tid || !j->grp) return SL_ESTATE;
+    if (c->prev && !qless(c->prev, j)) return SL_ESTATE;
+    if (jobs_find(c->s, j->spec.id) != j) return SL_ESTATE;
+    c->prev = j;
+    c->n++;
+    return 0;
+}
+
+static int check_gq_job(void *ud, const sl__tnode_t *x) {
+    check_ctx_t *c = ud;
+    const sl_job_t *j = gq_job(x);
+    const group_t *g = c->g;
+    if (j->state != SL_JOB_PENDING || j->grp != g || !group_matches(g, g->hash, j)) return SL_ESTATE;
+    if (c->prev ? !qless(c->prev, j) : g->head != j) return SL_ESTATE;
+    int64_t lim = j->spec.time_limit_us > 0 ? j->spec.time_limit_us : c->s->default_limit_us;
+    if (j->lim != (lim > 0 ? lim : INT64_MAX)) return SL_ESTATE;
+    int64_t m = j->lim;
+    if (x->l && gq_job(x->l)->minlim < m) m = gq_job(x->l)->minlim;
+    if (x->r && gq_job(x->r)->minlim < m) m = gq_job(x->r)->minlim;
+    if (j->minlim != m) return SL_ESTATE;
+    c->prev = j;
+    c->n++;
+    return 0;
+}
+
+static int check_group(void *ud, const sl__tnode_t *x) {
+    check_ctx_t *c = ud;
+    const group_t *g = ix_group(x);
+    if (g->tenant != c->tid || !g->head || g->npending == 0) return SL_ESTATE;
+    if (c->gprev && !qless(c->gprev->head, g->head)) return SL_ESTATE;
+    if (g->hash != group_hash(g->head)) return SL_ESTATE;
+    check_ctx_t gc = {.s = c->s, .tid = c->tid, .g = g};
+    if (check_tn(g->root, g->npending, check_gq_job, &gc) || gc.n != g->npending) return SL_ESTATE;
+    c->gprev = g;
+    c->n += g->npending;
+    c->ngroups++;
+    return 0;
+}
+
+static int check_end_job(void *ud, const sl__tnode_t *x) {
+    check_ctx_t *c = ud;
+    const sl_job_t *j = sl__end_job(x);
+    if (j->state != SL_JOB_RUNNING || j->end_us == INT64_MAX ||
+        j->end_us != sl__job_expected_end(j, c->s->default_limit_us))
+        return SL_ESTATE;
+    if (c->prev && !eq_less(&c->prev->eq, x)) return SL_ESTATE;
+    c->prev = j;
+    c->n++;
+    return 0;
+}
+
+static int check_treap(const sl_sched_t *s, const tenant_t *t, int32_t tid, size_t *ngroups) {
+    check_ctx_t c = {.s = s, .tid = tid};
+    if (check_tn(t->root, s->njobs, check_tq_job, &c) || c.n != t->npending) return SL_ESTATE;
+    check_ctx_t gc = {.s = s, .tid = tid};
+    if (check_tn(t->groot, s->njobs, check_group, &gc) || gc.n != t->npending) return SL_ESTATE;
+    *ngroups += gc.ngroups;
+    return 0;
 }
 
 /* Per-node usage recomputed from the running jobs, against the cluster. */
@@ -1263,12 +1772,17 @@ int sl_sched_check(const sl_sched_t *s) {
     }
     if (count != s->njobs || npend != s->npending || nrun != s->nrunning) return SL_ESTATE;
 
-    size_t tp = 0;
+    size_t tp = 0, ng = 0, nh = 0;
     for (size_t i = 0; i < s->ntenants; i++) {
-        if (check_treap(s, &s->tenants[i], (int32_t)i)) return SL_ESTATE;
+        if (check_treap(s, &s->tenants[i], (int32_t)i, &ng)) return SL_ESTATE;
         tp += s->tenants[i].npending;
     }
     if (tp != s->npending) return SL_ESTATE;
+    /* Every hashed group is indexed (and so non-empty), in its bucket. */
+    for (size_t i = 0; i < s->gbuckets; i++)
+        for (const group_t *g = s->gtab[i]; g; g = g->h_next, nh++)
+            if ((g->hash & (s->gbuckets - 1)) != i || nh >= s->ngroups) return SL_ESTATE;
+    if (ng != s->ngroups || nh != s->ngroups) return SL_ESTATE;
 
     /* Running list: order, links, and usage per tenant. */
     sl_res_t *use = sl_xcalloc(s->ntenants ? s->ntenants : 1, sizeof *use);
@@ -1285,6 +1799,10 @@ int sl_sched_check(const sl_sched_t *s) {
         cnt[j->spec.tenant]++;
     }
     if (r != nrun || s->run_tail != prev) goto out;
+    size_t nfinite = 0;
+    for (const sl_job_t *j = s->run_head; j; j = j->r_next) nfinite += j->end_us != INT64_MAX;
+    check_ctx_t ec = {.s = s};
+    if (check_tn(s->ends_root, nrun, check_end_job, &ec) || ec.n != nfinite) goto out;
     for (size_t i = 0; i < s->ntenants; i++) {
         const tenant_t *t = &s->tenants[i];
         if (memcmp(&use[i], &t->usage, sizeof use[i]) != 0 || cnt[i] != t->nrunning) goto out;

@@ -2,20 +2,45 @@
  * sched_internal.h - the scheduler's private types, shared by sched.c, job.c
  * and the queue policies (src/core/policy/queue_*.c). Not installed.
  *
- * A job is one heap block holding its spec, its state and three intrusive
- * links: a treap node (its tenant's pending queue), a list node (the running
- * list, in start order) and nothing else; the job table is an open-addressing
- * hash of pointers. Enqueueing therefore allocates nothing beyond the job.
+ * A job is one heap block holding its spec, its state and intrusive links:
+ * two treap nodes while pending (its tenant's queue, and its shape group's
+ * queue, see sched.c) and a list node while running (start order); the job
+ * table is an open-addressing hash of pointers. Enqueueing therefore
+ * allocates nothing beyond the job (and, for the first job of a new shape,
+ * its group).
  */
 #ifndef SLUICE_SCHED_INTERNAL_H
 #define SLUICE_SCHED_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sluice/job.h"
 #include "sluice/policy.h"
 #include "sluice/sched.h"
+
+/* An intrusive treap node (sched.c): ordered by a caller's `less`,
+ * heap-ordered by prio (a hash of the owner's id: deterministic). */
+typedef struct sl__tnode {
+    struct sl__tnode *l, *r, *up;
+    uint64_t prio;
+} sl__tnode_t;
+
+static inline sl__tnode_t *sl__tn_first(sl__tnode_t *x) {
+    if (!x) return NULL;
+    while (x->l) x = x->l;
+    return x;
+}
+
+/* In-order successor; NULL after the last. O(1) amortised over a walk. */
+static inline sl__tnode_t *sl__tn_next(const sl__tnode_t *x) {
+    if (x->r) return sl__tn_first(x->r);
+    while (x->up && x->up->r == x) x = x->up;
+    return x->up;
+}
+
+struct sl__group; /* the pending jobs of one tenant with one shape (sched.c) */
 
 struct sl_job {
     sl_job_spec_t spec;       /* copied at submit; spec.min_tasks as given */
@@ -26,13 +51,24 @@ struct sl_job {
     int32_t nplaced;
     sl_place_t *pls;          /* nplaced entries while running; owned */
 
-    /* Pending queue of the tenant: a treap ordered by (priority desc,
-     * submit asc, id asc), heap-ordered by a hash of the id. */
-    sl_job_t *t_left, *t_right, *t_up;
-    uint64_t t_prio;
+    /* While pending: the tenant's queue and the shape group's queue, both
+     * ordered by (priority desc, submit asc, id asc). The group's treap
+     * keeps the least backfill estimate of each subtree (minlim), so the
+     * cycle finds the next job short enough to pass a reservation in
+     * O(log n). */
+    sl__tnode_t tq;
+    sl__tnode_t gq;
+    struct sl__group *grp;    /* NULL unless pending */
+    int64_t lim;              /* runtime estimate for backfill; INT64_MAX = none */
+    int64_t minlim;           /* min lim over this job's subtree of gq */
 
-    /* Running list, in start order. */
+    /* Running list, in start order; and, for a running job with a finite
+     * expected end, the scheduler's treap of running jobs ordered by
+     * (end_us, start_us, run_seq), which is expected end, then start order. */
     sl_job_t *r_prev, *r_next;
+    sl__tnode_t eq;
+    int64_t end_us;           /* sl__job_expected_end while running */
+    uint64_t run_seq;         /* order of insertion into the running list */
 
     /* Reason bookkeeping: the epoch (cycle or try_start) in which the job's
      * own reason was written, and the epoch at which it was last queued. */
@@ -54,7 +90,9 @@ static inline bool sl__job_submit_less(const sl_job_t *a, const sl_job_t *b) {
 }
 
 /* The reason and status a pending job shows, taking into account reasons
- * shared by every job a cycle did not reach (sched.c). */
+ * shared by the jobs of a shape group the cycle skipped, by the jobs behind
+ * a quota-blocked tenant head and by every job a cycle did not reach
+ * (sched.c). */
 const char *sl__sched_job_reason(const sl_sched_t *s, const sl_job_t *job);
 sl_status_t sl__sched_job_status(const sl_sched_t *s, const sl_job_t *job);
 
@@ -71,8 +109,6 @@ int64_t sl__job_expected_end(const sl_job_t *job, int64_t default_limit_us);
  */
 typedef struct sl__easy {
     /* scratch */
-    struct sl__easy_end *ends;      /* running jobs by expected end */
-    size_t ends_cap;
     sl_node_t *copies;              /* copies of the nodes a release touched */
     int32_t *copy_fit;              /* tasks of the blocked job each copy holds */
     size_t copies_cap;
@@ -91,20 +127,26 @@ typedef struct sl__easy {
 void sl__easy_init(sl__easy_t *e);  /* can't fail */
 void sl__easy_fini(sl__easy_t *e);  /* frees the scratch */
 
+/* The running job of a node of the end-ordered treap (job.eq). */
+static inline const sl_job_t *sl__end_job(const sl__tnode_t *n) {
+    return (const sl_job_t *)((uintptr_t)n - offsetof(sl_job_t, eq));
+}
+
 /*
  * Computes the reservation of a job that needs `count` tasks of req and
  * cannot start now: its shadow time (the earliest expected end of running
- * jobs, from run_head's list, after which `count` tasks fit on the released
+ * jobs, walked in order from `ends`, the root of the treap of running jobs
+ * with a finite expected end, after which `count` tasks fit on the released
  * state) and the nodes it would use then. Works on copies of the nodes
  * involved; the cluster is not changed. Returns true and sets e->active,
  * e->shadow_us, e->rnodes and the reserved marks; false (e->active false)
  * if the job does not fit even after every running job with a finite
- * expected end has ended. O(R log R + touched nodes * gpus + classes + C log C)
- * for R running jobs and C candidate nodes.
+ * expected end has ended. O(K + touched nodes * gpus + classes + C log C)
+ * for the K running jobs that end up to the shadow time (all of them when
+ * it fails) and C candidate nodes.
  */
-bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl_job_t *run_head,
-                      const sl_task_req_t *req, int32_t count, int64_t now_us,
-                      int64_t default_limit_us);
+bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl__tnode_t *ends,
+                      const sl_task_req_t *req, int32_t count, int64_t now_us);
 
 /* Drops the reservation (clears the marks). O(reserved nodes). */
 void sl__easy_clear(sl__easy_t *e);

@@ -33,20 +33,17 @@
  * per-node counts reaches the gang size, so the job starts by then.
  *
  * Workload: R running jobs (thousands), tens of thousands of nodes; one
- * reservation per cycle. Cost O(R log R + T * gpus + classes + C log C) for
- * T tasks released and C candidate nodes. The cluster is never modified.
+ * reservation per cycle. The scheduler keeps the running jobs ordered by
+ * expected end (a treap, sched.c), so the walk visits only the K jobs that
+ * end up to the shadow time: O(K + T * gpus + classes + C log C) for T
+ * tasks released and C candidate nodes, not O(R log R) per cycle. The
+ * cluster is never modified.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched_internal.h"
 #include "sluice/alloc.h"
-
-struct sl__easy_end {
-    int64_t end_us;
-    size_t order; /* position in the running list (start order) */
-    const sl_job_t *job;
-};
 
 struct sl__easy_cand {
     uint32_t node;
@@ -66,7 +63,6 @@ void sl__easy_init(sl__easy_t *e) {
 }
 
 void sl__easy_fini(sl__easy_t *e) {
-    sl_free(e->ends);
     sl_free(e->copies);
     sl_free(e->copy_fit);
     sl_free(e->copy_of);
@@ -83,12 +79,6 @@ static void grow(void **p, size_t *cap, size_t n, size_t sz) {
     while (c < n) c *= 2;
     *p = sl_xrealloc(*p, c * sz);
     *cap = c;
-}
-
-static int cmp_end(const void *pa, const void *pb) {
-    const struct sl__easy_end *a = pa, *b = pb;
-    if (a->end_us != b->end_us) return a->end_us < b->end_us ? -1 : 1;
-    return a->order < b->order ? -1 : a->order > b->order;
 }
 
 static int cmp_cand(const void *pa, const void *pb) {
@@ -129,9 +119,8 @@ bool sl__easy_touches(const sl__easy_t *e, const sl_place_t *pls, int32_t n) {
     return false;
 }
 
-bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl_job_t *run_head,
-                      const sl_task_req_t *req, int32_t count, int64_t now_us,
-                      int64_t default_limit_us) {
+bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl__tnode_t *ends,
+                      const sl_task_req_t *req, int32_t count, int64_t now_us) {
     sl__easy_clear(e);
     if (count <= 0) return false;
 
@@ -155,21 +144,15 @@ bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl_job_t *run
         sum += (int64_t)sl_cluster_class_size(cl, i) * sl_node_fit_count(rep, req, count);
     }
 
-    /* Running jobs with a finite expected end, by end then start order. */
-    size_t nends = 0, order = 0;
-    for (const sl_job_t *j = run_head; j; j = j->r_next, order++) {
-        int64_t end = sl__job_expected_end(j, default_limit_us);
-        if (end == INT64_MAX) continue;
-        grow((void **)&e->ends, &e->ends_cap, nends + 1, sizeof *e->ends);
-        e->ends[nends++] = (struct sl__easy_end){end, order, j};
-    }
-    if (nends > 1) qsort(e->ends, nends, sizeof *e->ends, cmp_end);
-
+    /* Running jobs with a finite expected end, by end then start order:
+     * the scheduler keeps them in that order, so only the prefix up to the
+     * shadow time is visited. */
     size_t ncopies = 0;
     bool found = sum >= count;
     int64_t shadow = now_us;
-    for (size_t k = 0; k < nends && !found; k++) {
-        const sl_job_t *j = e->ends[k].job;
+    for (const sl__tnode_t *x = sl__tn_first((sl__tnode_t *)(uintptr_t)ends); x && !found;
+         x = sl__tn_next(x)) {
+        const sl_job_t *j = sl__end_job(x);
         for (int32_t t = 0; t < j->nplaced; t++) {
             const sl_place_t *pl = &j->pls[t];
             if (pl->node >= nnodes) continue;
@@ -191,7 +174,7 @@ bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl_job_t *run
         }
         if (sum >= count) {
             found = true;
-            shadow = e->ends[k].end_us > now_us ? e->ends[k].end_us : now_us;
+            shadow = j->end_us > now_us ? j->end_us : now_us;
         }
     }
 
