@@ -134,10 +134,14 @@ typedef struct sl__group {
     sl_job_t *cur;            /* next job of the group to examine, or NULL */
     int verdict;              /* V_ALIVE, V_LONG, V_DEAD */
     int32_t vqn;              /* the quota-capped count the verdict holds for */
-    /* reason shared by the jobs the verdict skipped */
+    /* reasons shared by the jobs a verdict skipped: V_DEAD's (all jobs),
+     * and V_LONG's (for the jobs that were long at that cycle) */
     uint64_t r_epoch;
     sl_status_t r_status;
     char reason[SL_REASON_MAX];
+    uint64_t l_epoch;
+    int64_t l_short_lim;
+    char l_reason[SL_REASON_MAX];
 } group_t;
 
 typedef struct tenant {
@@ -155,6 +159,7 @@ typedef struct tenant {
     sl__tnode_t *gnext; /* next group of the index whose head is not reached */
     group_t **gh;       /* heap of reached groups with jobs left, by cur */
     size_t ngh, gh_cap;
+    bool skip;          /* group verdicts may skip jobs this cycle (see the cycle) */
     group_t **dl;       /* groups with a verdict (quota tenants only) */
     size_t ndl, dl_cap;
     /* shared reason of the jobs behind a blocked head (the blocker's key) */
@@ -185,6 +190,8 @@ struct sl_sched {
     int32_t max_starts;
     int32_t max_bf_tries;
     bool track_workload;
+    bool group_skip;       /* off only in tests: examine every job (reference) */
+    uint64_t n_skips, n_revived; /* verdicts that skipped jobs; resumed groups */
 
     tenant_t *tenants;
     size_t ntenants, tenants_cap;
@@ -713,6 +720,7 @@ int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t *
     s->default_limit_us = cfg->default_time_limit_us;
     s->max_starts = cfg->max_starts_per_cycle;
     s->max_bf_tries = cfg->max_backfill_tries;
+    s->group_skip = true;
     s->track_workload = cfg->track_workload;
     s->nslots = 64;
     s->slots = sl_xcalloc(s->nslots, sizeof *s->slots);
@@ -1042,7 +1050,16 @@ static const char *resolve_reason(const sl_sched_t *s, const sl_job_t *j, sl_sta
     uint64_t e = j->reason_epoch;
     bool from_group = false;
     const group_t *g = j->grp;
-    if (g && g->r_epoch > e && j->enq_epoch < g->r_epoch) {
+    /* A long job skipped while the group could only run short ones keeps
+     * that reason even if a short one then failed outright in that cycle
+     * (the failed-shape cache answers the same). */
+    if (g && g->l_epoch > e && g->l_epoch >= g->r_epoch && j->enq_epoch < g->l_epoch &&
+        j->lim > g->l_short_lim) {
+        r = g->l_reason;
+        rs = SL_WAIT;
+        e = g->l_epoch;
+        from_group = true;
+    } else if (g && g->r_epoch > e && j->enq_epoch < g->r_epoch) {
         r = g->reason;
         rs = g->r_status;
         e = g->r_epoch;
@@ -1351,17 +1368,39 @@ static void tenant_settle(const sl_sched_t *s, tenant_t *t) {
  */
 static void group_fail(sl_sched_t *s, tenant_t *t, group_t *g, const sl_job_t *j, int rc,
                        int32_t qn, const char *reason) {
+    /* An elastic group under a quota may be resumed with a smaller count
+     * and fail again, with another reason for the jobs after that point:
+     * such groups (rare) are walked job by job, as the reference walk does. */
+    if (!t->skip || (t->has_quota && g->m < g->n)) {
+        g->cur = gq_job(tn_next(&j->gq));
+        gh_fix_top(t);
+        return;
+    }
+    const sl_job_t *nx = gq_job(tn_next(&j->gq));
     g->vqn = qn;
-    g->r_epoch = s->epoch;
-    g->r_status = rc;
-    memcpy(g->reason, reason, strlen(reason) + 1); /* both SL_REASON_MAX */
     if (rc == SL_WAIT) {
+        g->l_epoch = s->epoch;
+        g->l_short_lim = s->short_lim;
+        memcpy(g->l_reason, reason, strlen(reason) + 1); /* both SL_REASON_MAX */
         g->verdict = V_LONG;
         g->cur = gq_find(g->root, j, s->short_lim);
     } else {
+        g->r_epoch = s->epoch;
+        g->r_status = rc;
+        memcpy(g->reason, reason, strlen(reason) + 1);
         g->verdict = V_DEAD;
         g->cur = NULL;
+        /* If a long candidate of this shape (another tenant's) was already
+         * refused for the reservation's sake, the failed-shape cache gives
+         * later long jobs that answer first: so do we. */
+        const fcache_entry_t *fe = s->easy.active ? fcache_find(s, &g->req, qn, g->m, true) : NULL;
+        if (fe && fe->lng) {
+            g->l_epoch = s->epoch;
+            g->l_short_lim = s->short_lim;
+            memcpy(g->l_reason, fe->reason, strlen(fe->reason) + 1);
+        }
     }
+    if (nx && nx != g->cur) s->n_skips++;
     gh_fix_top(t);
     if (t->has_quota && g->dead_epoch != s->epoch) {
         g->dead_epoch = s->epoch;
@@ -1396,11 +1435,39 @@ static void quota_revive(sl_sched_t *s, tenant_t *t, const sl_job_t *j) {
         bool in_heap = g->cur != NULL; /* a V_LONG group with short jobs left */
         g->verdict = V_ALIVE;
         g->cur = gq_find(g->root, j, INT64_MAX); /* never later than before */
+        s->n_revived++;
         if (!in_heap && g->cur) gh_push(t, g);
         changed = true;
     }
     if (changed)
         for (size_t k = t->ngh / 2; k-- > 0;) gh_down(t, k);
+}
+
+/*
+ * Skipping a group's jobs leaves the order of the other jobs unchanged only
+ * if a tenant's own queue order agrees with how the policy compares its
+ * jobs to other tenants' jobs. Every policy compares two tenants' jobs
+ * through the tenants (share, weight) and, monotonically, through each
+ * job's submit time and id; only "priority" also through priorities. So
+ * the orders agree under "priority", and under the others when all the
+ * tenant's pending jobs share one priority. Otherwise a skipped job (a
+ * high-priority head, say) would have held its tenant back in the merge,
+ * and the tenant's jobs are examined one by one, as before. O(log n).
+ */
+static bool skip_exact(const sl_sched_t *s, const tenant_t *t) {
+    if (s->queue == &sl__queue_priority || !t->root) return true;
+    const sl__tnode_t *last = t->root;
+    while (last->r) last = last->r;
+    return tq_job(tn_first(t->root))->spec.priority == tq_job(last)->spec.priority;
+}
+
+void sl__sched_set_group_skip(sl_sched_t *s, bool on) {
+    s->group_skip = on;
+}
+
+void sl__sched_group_counters(const sl_sched_t *s, uint64_t *skips, uint64_t *revived) {
+    *skips = s->n_skips;
+    *revived = s->n_revived;
 }
 
 int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud,
@@ -1424,6 +1491,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         t->ngh = 0;
         t->ndl = 0;
         t->gnext = tn_first(t->groot);
+        t->skip = s->group_skip && skip_exact(s, t);
         tenant_settle(s, t);
         if (t->cur) s->act[nact++] = (uint32_t)i;
     }

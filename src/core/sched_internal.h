@@ -96,6 +96,18 @@ static inline bool sl__job_submit_less(const sl_job_t *a, const sl_job_t *b) {
 const char *sl__sched_job_reason(const sl_sched_t *s, const sl_job_t *job);
 sl_status_t sl__sched_job_status(const sl_sched_t *s, const sl_job_t *job);
 
+/*
+ * Tests only: with on == false a cycle examines every pending job in order
+ * instead of skipping the rest of a shape group after a failure (each is
+ * then answered by the failed-shape cache). Decisions must be identical
+ * either way; test_sched.c checks that on random workloads. Can't fail.
+ */
+void sl__sched_set_group_skip(sl_sched_t *s, bool on);
+
+/* Tests only: how many group verdicts skipped at least one job, and how
+ * many groups a quota change resumed, since creation. Can't fail. */
+void sl__sched_group_counters(const sl_sched_t *s, uint64_t *skips, uint64_t *revived);
+
 /* ---- EASY backfill: the reservation of the first blocked job ---- */
 
 /* Expected end of a running job: start + its time limit, else start + the

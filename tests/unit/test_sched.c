@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched_internal.h" /* sl__sched_set_group_skip: the reference walk */
 #include "testutil.h"
 
 #define GI (INT64_C(1) << 30)
@@ -767,6 +768,213 @@ static void test_sched_gang_never_partial_random(void **state) {
     }
 }
 
+/* ---- group skipping against the full walk (differential) ---- */
+
+typedef struct pair_ctx {
+    const sl_sched_t *other;
+    bool a_skips; /* the scheduler walked is the skipping one */
+    int bad;
+    int verdict_over_stop;
+} pair_ctx_t;
+
+/* Same state, placements, status and reason for the job in the other scheduler. */
+static int pair_job(void *ud, const sl_job_t *a) {
+    pair_ctx_t *c = ud;
+    const sl_job_t *b = sl_sched_job(c->other, sl_job_id(a));
+    if (!b || sl_job_state(a) != sl_job_state(b) || sl_job_start_us(a) != sl_job_start_us(b) ||
+        sl_job_ntasks_placed(a) != sl_job_ntasks_placed(b)) {
+        c->bad++;
+        return 0;
+    }
+    for (int32_t i = 0; i < sl_job_ntasks_placed(a); i++) {
+        const sl_place_t *x = sl_job_place(a, i), *y = sl_job_place(b, i);
+        if (x->node != y->node || x->gpu_mask != y->gpu_mask || x->gpu_milli != y->gpu_milli ||
+            x->gpu_mem_bytes != y->gpu_mem_bytes)
+            c->bad++;
+    }
+    if (sl_job_status(a) == sl_job_status(b) && strcmp(sl_job_reason(a), sl_job_reason(b)) == 0)
+        return 0;
+    /* One difference is by design: a job the reference walk did not reach
+     * before the cycle stopped shows the cycle's reason there, while the
+     * skipping cycle may already know its group's verdict (a failure of the
+     * same shape, with its own reason), which it shows instead. */
+    const sl_job_t *skip = c->a_skips ? a : b, *ref = c->a_skips ? b : a;
+    const char *rr = sl_job_reason(ref), *rs = sl_job_reason(skip);
+    bool stop_reason = (strncmp(rr, "waiting behind job", 18) == 0 && !strstr(rr, "tenant quota")) ||
+                       strncmp(rr, "not considered", 14) == 0;
+    sl_status_t ss = sl_job_status(skip);
+    if (sl_job_state(a) == SL_JOB_PENDING && stop_reason && sl_job_status(ref) == SL_WAIT &&
+        (ss == SL_NOFIT || ss == SL_NOFIT_EVER || ss == SL_WAIT) && rs[0] &&
+        strncmp(rs, "waiting behind", 14) != 0 && strncmp(rs, "not considered", 14) != 0) {
+        c->verdict_over_stop++;
+        return 0;
+    }
+    fprintf(stderr, "job %llu: status %d/%d reason \"%s\" / \"%s\"\n",
+            (unsigned long long)sl_job_id(a), sl_job_status(a), sl_job_status(b),
+            sl_job_reason(a), sl_job_reason(b));
+    c->bad++;
+    return 0;
+}
+
+/* Returns how many jobs showed a group verdict where the reference showed
+ * the cycle's stop reason. */
+static int pair_check(const sl_sched_t *a, const sl_sched_t *b, bool a_skips) {
+    pair_ctx_t c = {b, a_skips, 0, 0};
+    sl_sched_foreach(a, SL_JOB_PENDING, pair_job, &c);
+    sl_sched_foreach(a, SL_JOB_RUNNING, pair_job, &c);
+    assert_int_equal(c.bad, 0);
+    assert_int_equal(sl_sched_pending_count(a), sl_sched_pending_count(b));
+    assert_int_equal(sl_sched_running_count(a), sl_sched_running_count(b));
+    assert_int_equal(sl_sched_check(a), 0);
+    return c.verdict_over_stop;
+}
+
+/*
+ * The cycle skips the rest of a shape group after a failure; the reference
+ * (sl__sched_set_group_skip off) examines every job. On seeded random
+ * workloads with few shapes (so groups repeat), several tenants (some with
+ * quotas, so verdicts are resumed), elastic gangs, priorities, all queue
+ * orders and both backfill kinds, the two schedulers must take the same
+ * decisions (same starts, placements, stats) and show the same status and
+ * reason on every job, after every cycle.
+ */
+static void test_sched_group_skip_matches_full_walk_random(void **state) {
+    (void)state;
+    const char *queues[] = {"fifo", "priority", "drf", "wfq"};
+    const sl_place_policy_t *const *pols = sl_place_policy_list();
+    size_t npols = 0;
+    while (pols[npols]) npols++;
+    uint64_t skips = 0, revived = 0;
+    int over_stop = 0;
+    for (uint64_t seed = 1; seed <= 160; seed++) {
+        sl_rng_t r;
+        sl_rng_seed(&r, seed * 104729);
+        sl_cluster_t *cl[2];
+        sl_sched_t *s[2];
+        int nnodes = (int)rnd(&r, 1, 6);
+        sl_node_spec_t ns[6];
+        char names[6][16];
+        for (int i = 0; i < nnodes; i++) {
+            snprintf(names[i], sizeof names[i], "n%d", i);
+            int32_t gpus = rnd(&r, 0, 4) ? (int32_t)rnd(&r, 1, 8) : 0;
+            ns[i] = (sl_node_spec_t){.name = names[i], .cpu_milli = rnd(&r, 8, 64) * 1000,
+                                     .mem_bytes = rnd(&r, 32, 256) * GI, .gpus = gpus,
+                                     .gpu_model = gpus ? "A" : NULL,
+                                     .gpu_mem_bytes = gpus ? 40 * GI : 0};
+        }
+        sl_sched_config_t cfg;
+        sl_sched_config_init(&cfg);
+        cfg.queue = queues[seed % 4];
+        cfg.backfill = rnd(&r, 0, 3) ? "easy" : "none";
+        cfg.placement = pols[seed % npols]->name;
+        cfg.seed = seed;
+        cfg.default_time_limit_us = rnd(&r, 0, 1) * 40;
+        cfg.max_backfill_tries = 0; /* the reference would count skipped jobs */
+        int ntenants = (int)rnd(&r, 1, 3);
+        sl_tenant_spec_t ts[3];
+        char tnames[3][16];
+        for (int i = 0; i < ntenants; i++) {
+            snprintf(tnames[i], sizeof tnames[i], "t%d", i);
+            ts[i] = (sl_tenant_spec_t){.name = tnames[i], .weight = (int32_t)rnd(&r, 1, 3)};
+            if (rnd(&r, 0, 2) == 0) ts[i].quota.gpu_milli = rnd(&r, 1, 12) * 1000;
+            if (rnd(&r, 0, 4) == 0) ts[i].quota.cpu_milli = rnd(&r, 4, 32) * 1000;
+        }
+        for (int k = 0; k < 2; k++) {
+            char err[256];
+            sl_cluster_create(&cl[k]);
+            for (int i = 0; i < nnodes; i++)
+                assert_int_equal(sl_cluster_add_node(cl[k], &ns[i], NULL, err, sizeof err), 0);
+            assert_int_equal(sl_sched_create(&cfg, cl[k], &s[k], err, sizeof err), 0);
+            for (int i = 0; i < ntenants; i++) assert_int_equal(sl_sched_add_tenant(s[k], &ts[i]), i);
+        }
+        sl__sched_set_group_skip(s[1], false);
+        /* A few shapes, so that groups hold several jobs. */
+        sl_task_req_t shapes[4];
+        for (int i = 0; i < 4; i++) {
+            sl_task_req_init(&shapes[i]);
+            shapes[i].cpu_milli = rnd(&r, 1, 8) * 1000;
+            shapes[i].mem_bytes = rnd(&r, 1, 32) * GI;
+            int64_t k = rnd(&r, 0, 3);
+            if (k <= 1) shapes[i].gpus = (int32_t)rnd(&r, 1, 4);
+            else if (k == 2) shapes[i].gpu_milli = (int32_t)rnd(&r, 1, 9) * 100;
+        }
+        uint64_t next_id = 1;
+        int64_t now = 0;
+        int64_t ends[512] = {0}; /* planned end of each started job, by id */
+        for (int round = 0; round < 40; round++) {
+            now += rnd(&r, 1, 15);
+            char err[256];
+            int nsub = (int)rnd(&r, 0, 6);
+            for (int k = 0; k < nsub && next_id < 512; k++) {
+                int sh = (int)rnd(&r, 0, 3);
+                sl_job_spec_t sp = {.id = next_id++, .tenant = (int32_t)rnd(&r, 0, ntenants - 1),
+                                    .priority = (int32_t)rnd(&r, 0, 1), .submit_us = now,
+                                    .ntasks = 1 + sh % 2 + (int32_t)rnd(&r, 0, 1) * 2,
+                                    .task = shapes[sh],
+                                    .time_limit_us = rnd(&r, 0, 3) * rnd(&r, 5, 60)};
+                if (sh == 3 && sp.ntasks > 1) sp.min_tasks = 1;
+                for (int q = 0; q < 2; q++)
+                    assert_int_equal(sl_sched_submit(s[q], &sp, err, sizeof err), 0);
+            }
+            sl_cycle_stats_t st[2];
+            int started[2];
+            for (int q = 0; q < 2; q++) started[q] = sl_sched_cycle(s[q], now, NULL, NULL, &st[q]);
+            assert_int_equal(started[0], started[1]);
+            assert_int_equal(st[0].tried, st[1].tried);
+            assert_int_equal(st[0].started, st[1].started);
+            assert_int_equal(st[0].backfilled, st[1].backfilled);
+            assert_int_equal(st[0].reserved_job, st[1].reserved_job);
+            assert_int_equal(st[0].reserved_at_us, st[1].reserved_at_us);
+            over_stop += pair_check(s[0], s[1], true);
+            over_stop += pair_check(s[1], s[0], false);
+            /* Ends as planned, and random cancels, requeues, node changes. */
+            for (uint64_t id = 1; id < next_id; id++) {
+                const sl_job_t *j = sl_sched_job(s[0], id);
+                if (sl_job_state(j) == SL_JOB_RUNNING && ends[id] == 0) {
+                    int64_t lim = sl_job_spec(j)->time_limit_us;
+                    if (lim <= 0) lim = cfg.default_time_limit_us;
+                    ends[id] = sl_job_start_us(j) + (lim > 0 ? lim : rnd(&r, 5, 80));
+                }
+                int64_t k = rnd(&r, 0, 29);
+                for (int q = 0; q < 2; q++) {
+                    j = sl_sched_job(s[q], id);
+                    if (sl_job_state(j) == SL_JOB_RUNNING && ends[id] <= now) {
+                        assert_int_equal(sl_sched_finish(s[q], id, now), 0);
+                    } else if (sl_job_state(j) == SL_JOB_RUNNING && k == 0) {
+                        assert_int_equal(sl_sched_requeue(s[q], id, now), 0);
+                        if (q == 1) ends[id] = 0;
+                    } else if (sl_job_state(j) == SL_JOB_PENDING && k == 1) {
+                        assert_int_equal(sl_sched_cancel(s[q], id, now), 0);
+                    }
+                }
+            }
+            if (rnd(&r, 0, 7) == 0) {
+                uint32_t nid = (uint32_t)rnd(&r, 0, nnodes - 1);
+                sl_node_state_t nst = (sl_node_state_t)rnd(&r, 0, 1);
+                for (int q = 0; q < 2; q++) assert_int_equal(sl_cluster_set_state(cl[q], nid, nst), 0);
+            }
+            over_stop += pair_check(s[0], s[1], true);
+        }
+        uint64_t sk, rv;
+        sl__sched_group_counters(s[0], &sk, &rv);
+        skips += sk;
+        revived += rv;
+        sl__sched_group_counters(s[1], &sk, &rv);
+        assert_int_equal(sk + rv, 0); /* the reference never skips */
+        for (int q = 0; q < 2; q++) {
+            sl_sched_destroy(s[q]);
+            sl_cluster_destroy(cl[q]);
+        }
+        assert_int_equal(sl_alloc_live(), 0);
+    }
+    /* The generator must exercise both: skipping, and resuming by quota. */
+    fprintf(stderr, "group verdicts that skipped jobs: %llu, resumed by quota: %llu, "
+            "verdict shown instead of the stop reason: %d\n",
+            (unsigned long long)skips, (unsigned long long)revived, over_stop);
+    assert_true(skips > 200);
+    assert_true(revived > 5);
+}
+
 /* 100,000 pending jobs: a cycle must stay linear (failed-shape cache,
  * shared reasons), under both backfill kinds and a tenant-aware order. */
 static void run_big(const char *backfill, bool limits) {
@@ -837,6 +1045,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_sched_on_start_may_call_back, teardown),
         cmocka_unit_test_teardown(test_sched_gang_never_partial_random, teardown),
         cmocka_unit_test_teardown(test_sched_100k_pending_jobs, teardown),
+        cmocka_unit_test_teardown(test_sched_group_skip_matches_full_walk_random, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
