@@ -199,6 +199,63 @@ static void test_backfill_shadow_time_is_earliest(void **state) {
     sl_cluster_destroy(cl);
 }
 
+/* Past the reservation a cycle examines at most max_backfill_tries jobs;
+ * the others show "not considered" and get their turn in later cycles.
+ * Jobs skipped together with a failed one of the same shape do not count. */
+static void test_backfill_max_tries_bounds_a_cycle(void **state) {
+    (void)state;
+    for (int capped = 0; capped <= 1; capped++) {
+        sl_cluster_t *cl;
+        sl_cluster_create(&cl);
+        tu_add_nodes(cl, "g", 1, "32", "256Gi", 8, "H100", "80Gi", NULL);
+        sl_sched_config_t cfg;
+        sl_sched_config_init(&cfg);
+        cfg.backfill = "easy";
+        cfg.max_backfill_tries = capped ? 3 : 0;
+        sl_sched_t *s = NULL;
+        char err[256];
+        assert_int_equal(sl_sched_create(&cfg, cl, &s, err, sizeof err), 0);
+        sl_tenant_spec_t t = {.name = "a", .weight = 1};
+        assert_int_equal(sl_sched_add_tenant(s, &t), 0);
+        adopt(s, 1, 0, 4, 100); /* 4 GPUs free until 100 */
+        sub(s, 2, 1, 8, 1000);  /* reserved from 100 */
+        /* 20 identical 7-GPU jobs: skipped as one after the first. */
+        for (uint64_t id = 3; id <= 22; id++) sub(s, id, 2, 7, 1000);
+        /* 10 short one-GPU jobs, each its own shape (CPU), 4 can start. */
+        for (uint64_t id = 23; id <= 32; id++) {
+            sl_job_spec_t sp = {.id = id, .submit_us = 3, .ntasks = 1,
+                                .task = tu_req("1", "1Gi", 1, ""), .time_limit_us = 50};
+            sp.task.cpu_milli = (int64_t)id * 10;
+            assert_int_equal(sl_sched_submit(s, &sp, err, sizeof err), 0);
+        }
+        sl_cycle_stats_t st;
+        int started = sl_sched_cycle(s, 10, NULL, NULL, &st);
+        assert_int_equal(st.reserved_job, 2);
+        if (!capped) {
+            assert_int_equal(started, 4);
+        } else {
+            /* Examined past the reservation: job 3 (its group's verdict
+             * covers 4..22), then 23 and 24. */
+            assert_int_equal(started, 2);
+            const sl_job_t *j = sl_sched_job(s, 25);
+            assert_int_equal(sl_job_state(j), SL_JOB_PENDING);
+            assert_int_equal(sl_job_status(j), SL_WAIT);
+            assert_non_null(strstr(sl_job_reason(j), "not considered"));
+            assert_int_equal(sl_job_status(sl_sched_job(s, 22)), SL_NOFIT);
+            /* Each cycle restarts at the head and gets a bit further. */
+            assert_int_equal(sl_sched_cycle(s, 11, NULL, NULL, &st), 2);
+            assert_int_equal(sl_sched_cycle(s, 12, NULL, NULL, &st), 0);
+            assert_int_equal(sl_job_status(sl_sched_job(s, 27)), SL_NOFIT);
+        }
+        for (uint64_t id = 23; id <= 26; id++) assert_int_equal(state_of(s, id), SL_JOB_RUNNING);
+        assert_int_equal(sl_sched_check(s), 0);
+        sl_sched_destroy(s);
+        cfg.max_backfill_tries = -1;
+        assert_int_equal(sl_sched_create(&cfg, cl, &s, err, sizeof err), SL_EINVAL);
+        sl_cluster_destroy(cl);
+    }
+}
+
 /* ---- randomised: the reserved job is never delayed ---- */
 
 typedef struct simjob {
@@ -352,6 +409,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_backfill_long_job_avoids_reserved_nodes, teardown),
         cmocka_unit_test_teardown(test_backfill_needs_runtime_estimates, teardown),
         cmocka_unit_test_teardown(test_backfill_shadow_time_is_earliest, teardown),
+        cmocka_unit_test_teardown(test_backfill_max_tries_bounds_a_cycle, teardown),
         cmocka_unit_test_teardown(test_backfill_never_delays_reserved_random, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -76,6 +76,8 @@ static void test_sched_config_defaults(void **state) {
     assert_string_equal(cfg.backfill, "none");
     assert_null(cfg.placement);
     assert_int_equal(cfg.max_starts_per_cycle, 0);
+    assert_int_equal(cfg.max_backfill_tries, SL_SCHED_MAX_BACKFILL_TRIES_DEFAULT);
+    assert_int_equal(cfg.max_backfill_tries, 500);
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     sl_sched_t *s = mk(cl, "fifo", "none");
@@ -768,6 +770,88 @@ static void test_sched_gang_never_partial_random(void **state) {
     }
 }
 
+/* Regression (quota + skipping): a group skipped after a failure must be
+ * examined again once its tenant's quota changes, at the place where the
+ * walk meets it, or a later job of the tenant would pass a quota-blocked
+ * one. Job 3 (same shape as the reserved job 1) blocks tenant a once job 2
+ * took a GPU of its quota; job 4 must wait behind it. */
+static void test_sched_quota_change_resumes_skipped_group(void **state) {
+    (void)state;
+    sl_cluster_t *cl;
+    sl_cluster_create(&cl);
+    tu_add_nodes(cl, "g", 1, "32", "256Gi", 8, "H100", "80Gi", NULL);
+    sl_sched_t *s = mk(cl, "fifo", "easy");
+    int a = tenant(s, "a", 1, (sl_res_t){0, 0, 3000}), b = tenant(s, "b", 1, NOQ);
+    sl_job_spec_t blocker = spec(100, b, 1, tu_req("1", "1Gi", 6, ""));
+    blocker.time_limit_us = 100;
+    sl_place_t pl = {.node = 0, .gpu_mask = 0x3f, .gpu_milli = 1000};
+    char err[256];
+    assert_int_equal(sl_sched_adopt(s, &blocker, &pl, 1, 0, err, sizeof err), 0);
+    sl_job_spec_t j1 = spec(1, a, 1, tu_req("1", "1Gi", 3, "")); /* 2 GPUs free: reserved */
+    sl_job_spec_t j2 = spec(2, a, 1, tu_req("1", "1Gi", 1, "")); /* short: starts */
+    sl_job_spec_t j3 = spec(3, a, 1, tu_req("1", "1Gi", 3, "")); /* 1 + 3 > quota 3 */
+    sl_job_spec_t j4 = spec(4, a, 1, tu_req("1", "1Gi", 1, "")); /* would fit */
+    j1.time_limit_us = j3.time_limit_us = 1000;
+    j2.time_limit_us = j4.time_limit_us = 10;
+    sub(s, j1);
+    sub(s, j2);
+    sub(s, j3);
+    sub(s, j4);
+    sl_cycle_stats_t st;
+    assert_int_equal(sl_sched_cycle(s, 5, NULL, NULL, &st), 1);
+    assert_int_equal(st.reserved_job, 1);
+    assert_int_equal(sl_job_state(sl_sched_job(s, 2)), SL_JOB_RUNNING);
+    const sl_job_t *x3 = sl_sched_job(s, 3), *x4 = sl_sched_job(s, 4);
+    assert_int_equal(sl_job_status(x3), SL_WAIT);
+    assert_non_null(strstr(sl_job_reason(x3), "quota"));
+    assert_int_equal(sl_job_state(x4), SL_JOB_PENDING);
+    assert_non_null(strstr(sl_job_reason(x4), "waiting behind job 3 of the same tenant"));
+    uint64_t skips, revived;
+    sl__sched_group_counters(s, &skips, &revived);
+    assert_int_equal(revived, 1);
+    assert_int_equal(sl_sched_check(s), 0);
+    sl_sched_destroy(s);
+    sl_cluster_destroy(cl);
+}
+
+/* A run of identical pending jobs behind a failure costs one examination,
+ * and the skipped jobs show the failure (shared, not copied). */
+static void test_sched_identical_jobs_skipped_together(void **state) {
+    (void)state;
+    sl_cluster_t *cl;
+    sl_cluster_create(&cl);
+    tu_add_nodes(cl, "g", 2, "32", "256Gi", 8, "H100", "80Gi", NULL);
+    sl_sched_t *s = mk(cl, "drf", "easy");
+    int t = tenant(s, "a", 1, NOQ), u = tenant(s, "b", 1, NOQ);
+    sl_job_spec_t big = spec(1, t, 2, tu_req("1", "1Gi", 8, ""));
+    big.time_limit_us = 50;
+    sub(s, big); /* takes the whole cluster */
+    assert_int_equal(sl_sched_cycle(s, 1, NULL, NULL, NULL), 1);
+    for (uint64_t id = 2; id <= 5001; id++) {
+        sl_job_spec_t sp = spec(id, id % 2 ? t : u, 1, tu_req("1", "1Gi", 2, ""));
+        sp.time_limit_us = 1000;
+        sub(s, sp);
+    }
+    sl_cycle_stats_t st;
+    assert_int_equal(sl_sched_cycle(s, 2, NULL, NULL, &st), 0);
+    assert_int_equal(st.reserved_job, 2);
+    assert_int_equal(st.tried, 1); /* the reserved job; the rest by shape */
+    const sl_job_t *last = sl_sched_job(s, 5001);
+    assert_int_equal(sl_job_status(last), SL_NOFIT);
+    assert_string_equal(sl_job_reason(last), sl_job_reason(sl_sched_job(s, 3)));
+    uint64_t skips, revived;
+    sl__sched_group_counters(s, &skips, &revived);
+    assert_int_equal(skips, 2); /* one verdict per tenant's group */
+    /* The big job ends: its GPUs go to the queue in order. */
+    assert_int_equal(sl_sched_finish(s, 1, 50), 0);
+    assert_int_equal(sl_sched_cycle(s, 50, NULL, NULL, &st), 8);
+    for (uint64_t id = 2; id <= 9; id++)
+        assert_int_equal(sl_job_state(sl_sched_job(s, id)), SL_JOB_RUNNING);
+    assert_int_equal(sl_sched_check(s), 0);
+    sl_sched_destroy(s);
+    sl_cluster_destroy(cl);
+}
+
 /* ---- group skipping against the full walk (differential) ---- */
 
 typedef struct pair_ctx {
@@ -1045,6 +1129,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_sched_on_start_may_call_back, teardown),
         cmocka_unit_test_teardown(test_sched_gang_never_partial_random, teardown),
         cmocka_unit_test_teardown(test_sched_100k_pending_jobs, teardown),
+        cmocka_unit_test_teardown(test_sched_quota_change_resumes_skipped_group, teardown),
+        cmocka_unit_test_teardown(test_sched_identical_jobs_skipped_together, teardown),
         cmocka_unit_test_teardown(test_sched_group_skip_matches_full_walk_random, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
