@@ -36,12 +36,17 @@ typedef struct sl_sched_config {
     bool track_workload;          /* add each submitted job's shape to the workload (FGD) */
     /* EASY backfill depth: the most pending jobs one cycle examines once a
      * reservation exists (Slurm's bf_max_job_test); the rest wait for a
-     * later cycle with the reason "not considered". Jobs skipped together
-     * with a failed job of the same tenant and shape (see the cycle) do not
-     * count. 0 = unbounded; default SL_SCHED_MAX_BACKFILL_TRIES_DEFAULT. */
+     * later cycle (each cycle starts again at the head of the queue) with
+     * the reason "not considered". Jobs skipped together with a failed job
+     * of the same tenant and shape (see sl_sched_cycle) do not count, so
+     * the limit only bites on queues of many distinct shapes. 0 = unbounded;
+     * negative is SL_EINVAL. Default SL_SCHED_MAX_BACKFILL_TRIES_DEFAULT. */
     int32_t max_backfill_tries;
 } sl_sched_config_t;
 
+/* 500: Slurm's default bf_max_job_test. A cycle that examines 500 jobs
+ * costs ~0.2-0.4 ms at 10,000 nodes (bench/bench_sched.c), and the Philly
+ * replay at 8x load schedules exactly as without a limit. */
 #define SL_SCHED_MAX_BACKFILL_TRIES_DEFAULT 500
 
 void sl_sched_config_init(sl_sched_config_t *cfg); /* defaults; can't fail */
