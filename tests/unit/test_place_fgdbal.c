@@ -335,19 +335,25 @@ static sl_task_req_t random_req(sl_rng_t *rng, const sl_cluster_t *cl) {
 
 /*
  * The framework's fast path for fgdbal (rates once per search, F(before)
- * from the class memo) and its generic path (an unregistered copy, through
- * score) both pick a node whose primary score is the best of a naive scan
- * of every node, with the GPUs score chooses there, on random clusters
- * under random load.
+ * and its own primary cached per class in the class memo) and its generic
+ * path (an unregistered copy, through score) both pick a node whose primary
+ * score is the best of a naive scan of every node, with the GPUs score
+ * chooses there, on random clusters under random load; also when FGD
+ * decides on the same workload in between (shared memo rows).
  */
 static void test_fgdbal_fast_path_matches_naive(void **state) {
     (void)state;
     sl_place_policy_t copy = *sl_place_policy_find("fgdbal");
-    for (int variant = 0; variant < 2; variant++) {
+    const sl_place_policy_t *fgd = sl_place_policy_find("fgd");
+    /* variant 0: the fast path (with its per-class cache); 1: the generic
+     * path (a copy has no fast path); 2: the fast path with FGD deciding on
+     * the same workload before every query, so both policies' entries share
+     * the class memo's rows and must never be taken for each other's. */
+    for (int variant = 0; variant < 3; variant++) {
         for (uint64_t seed = 1; seed <= 4; seed++) {
             fx_t f;
             fx_init(&f, seed);
-            const sl_place_policy_t *pol = variant == 0 ? f.pol : &copy;
+            const sl_place_policy_t *pol = variant == 1 ? &copy : f.pol;
             sl_rng_t rr;
             sl_rng_seed(&rr, seed * 104729);
             int nn = 30 + (int)sl_rng_below(&rr, 51);
@@ -371,6 +377,10 @@ static void test_fgdbal_fast_path_matches_naive(void **state) {
             }
             for (int q = 0; q < 150; q++) {
                 sl_task_req_t r = random_req(&rr, f.cl);
+                if (variant == 2) {
+                    sl_place_t fp;
+                    (void)sl_place_task(fgd, &f.cy, &r, &fp);
+                }
                 bool found = false;
                 int64_t best = 0;
                 for (uint32_t id = 0; id < sl_cluster_node_count(f.cl); id++) {
