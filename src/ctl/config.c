@@ -20,7 +20,7 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->heartbeat_s = 2;
     cfg->kill_grace_ms = 10000;
     cfg->queue = sl_xstrdup("drf");
-    cfg->placement = sl_xstrdup("bestfit");
+    cfg->placement = sl_xstrdup(sl_place_policy_default());
     cfg->backfill = sl_xstrdup("easy");
 }
 

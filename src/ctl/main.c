@@ -106,7 +106,9 @@ static int setup_core(ctl_t *c, char *err, size_t errlen) {
     sc.seed = 1;
     sc.default_time_limit_us = c->cfg.default_time_limit_s * 1000000;
     sc.max_starts_per_cycle = c->cfg.max_starts_per_cycle;
-    sc.track_workload = c->cfg.placement && strcmp(c->cfg.placement, "fgd") == 0;
+    /* The typical task shapes come from what is submitted: the fragmentation-
+     * aware placements (fgd, fgdbal) score against them. Cheap for the others. */
+    sc.track_workload = true;
     char serr[256];
     if (sl_sched_create(&sc, c->cl, &c->sched, serr, sizeof serr) < 0) {
         snprintf(err, errlen, "scheduler: %s", serr);
