@@ -60,26 +60,6 @@ static void fx_mixed_cluster(fx_t *f) {
     tu_add_nodes(f->cl, "cpu", 3, "64", "256Gi", 0, NULL, "", "cpu");
 }
 
-static sl_task_req_t random_req(sl_rng_t *rng, const sl_cluster_t *cl) {
-    sl_task_req_t r;
-    sl_task_req_init(&r);
-    r.cpu_milli = 500 * (int64_t)(1 + sl_rng_below(rng, 40));
-    r.mem_bytes = (INT64_C(1) << 30) * (int64_t)(1 + sl_rng_below(rng, 64));
-    switch (sl_rng_below(rng, 4)) {
-    case 0: break; /* CPU only */
-    case 1: r.gpu_milli = 50 * (int32_t)(1 + sl_rng_below(rng, 19)); break;
-    case 2: r.gpus = 1 + (int32_t)sl_rng_below(rng, 8); break;
-    default:
-        r.gpu_milli = 100 * (int32_t)(1 + sl_rng_below(rng, 9));
-        if (sl_rng_below(rng, 2)) r.gpu_mem_bytes = (INT64_C(1) << 30) * (int64_t)(1 + sl_rng_below(rng, 8));
-        break;
-    }
-    if (sl_rng_below(rng, 5) == 0 && sl_task_req_has_gpu(&r))
-        r.model_mask = UINT64_C(1) << sl_cluster_model_find(cl, sl_rng_below(rng, 2) ? "T4" : "V100");
-    if (sl_rng_below(rng, 8) == 0) r.pool = sl_cluster_pool_find(cl, sl_rng_below(rng, 2) ? "cpu" : "default");
-    return r;
-}
-
 static bool any_node_fits(const sl_cluster_t *cl, const sl_task_req_t *r) {
     for (uint32_t id = 0; id < sl_cluster_node_count(cl); id++)
         if (sl_node_fits(sl_cluster_node(cl, id), r)) return true;
@@ -136,7 +116,7 @@ static void test_place_every_policy_feasible(void **state) {
         sl_rng_seed(&rr, 42);
         int placed = 0, nofit = 0;
         for (int it = 0; it < 600; it++) {
-            sl_task_req_t r = random_req(&rr, f.cl);
+            sl_task_req_t r = tu_random_req(&rr, f.cl, true);
             sl_place_t pl;
             int st = sl_place_task(list[pi], &f.cy, &r, &pl);
             if (st == SL_FIT) {
@@ -230,13 +210,13 @@ static void test_gang_all_or_none(void **state) {
         sl_rng_seed(&rr, 5);
         /* Some background load. */
         for (int i = 0; i < 40; i++) {
-            sl_task_req_t r = random_req(&rr, f.cl);
+            sl_task_req_t r = tu_random_req(&rr, f.cl, true);
             sl_place_t pl;
             if (sl_place_task(list[pi], &f.cy, &r, &pl) == SL_FIT) sl_cluster_alloc(f.cl, &r, &pl);
         }
         int fails = 0, fits = 0;
         for (int it = 0; it < 200; it++) {
-            sl_task_req_t r = random_req(&rr, f.cl);
+            sl_task_req_t r = tu_random_req(&rr, f.cl, true);
             int32_t n = 1 + (int32_t)sl_rng_below(&rr, 12);
             sl_place_t pls[16];
             char reason[SL_REASON_MAX];
@@ -295,36 +275,17 @@ static void test_place_task_matches_naive(void **state) {
             }
             fx_workload(&f);
             for (int i = 0; i < 3 * nn; i++) {
-                sl_task_req_t r = random_req(&rr, f.cl);
+                sl_task_req_t r = tu_random_req(&rr, f.cl, true);
                 sl_place_t pl;
                 const sl_place_policy_t *ff = sl_place_policy_find("random");
                 if (sl_place_task(ff, &f.cy, &r, &pl) == SL_FIT) sl_cluster_alloc(f.cl, &r, &pl);
             }
             if (seed == 2) sl_cluster_set_state(f.cl, 0, SL_NODE_DOWN);
             for (int q = 0; q < 150; q++) {
-                sl_task_req_t r = random_req(&rr, f.cl);
-                bool naive_found = false;
-                int64_t naive_best = 0;
-                for (uint32_t id = 0; id < sl_cluster_node_count(f.cl); id++) {
-                    const sl_node_t *n = sl_cluster_node(f.cl, id);
-                    if (!sl_node_fits(n, &r)) continue;
-                    int64_t s;
-                    sl_place_t p;
-                    assert_int_equal(pol->score(&f.cy, &r, n, 1, &s, &p), SL_FIT);
-                    if (!naive_found || (s >> 32) > naive_best) naive_best = s >> 32;
-                    naive_found = true;
-                }
+                sl_task_req_t r = tu_random_req(&rr, f.cl, true);
                 sl_place_t pl;
-                int st = sl_place_task(pol, &f.cy, &r, &pl);
-                assert_int_equal(st == SL_FIT, naive_found);
-                if (!naive_found) continue;
-                int64_t s;
-                sl_place_t p;
-                const sl_node_t *chosen = sl_cluster_node(f.cl, pl.node);
-                assert_int_equal(chosen->state, SL_NODE_UP);
-                assert_int_equal(pol->score(&f.cy, &r, chosen, 1, &s, &p), SL_FIT);
-                assert_int_equal(s >> 32, naive_best);
-                if (strcmp(pols[pi % np], "random") != 0) assert_int_equal(p.gpu_mask, pl.gpu_mask);
+                if (!tu_place_check_naive(pol, &f.cy, &r, strcmp(pols[pi % np], "random") != 0, &pl)) continue;
+                assert_int_equal(sl_cluster_node(f.cl, pl.node)->state, SL_NODE_UP);
                 assert_int_equal(sl_cluster_alloc(f.cl, &r, &pl), 0);
             }
             assert_cluster_sane(f.cl);
@@ -569,7 +530,7 @@ static void test_gang_of_one_equals_task(void **state) {
         sl_rng_t rr;
         sl_rng_seed(&rr, 31337);
         for (int it = 0; it < 200; it++) {
-            sl_task_req_t r = random_req(&rr, a.cl);
+            sl_task_req_t r = tu_random_req(&rr, a.cl, true);
             sl_place_t p1, p2;
             int s1 = sl_place_task(list[pi], &a.cy, &r, &p1);
             int s2 = sl_place_gang(list[pi], &b.cy, b.cl, &r, 1, &p2, NULL, 0);

@@ -312,27 +312,6 @@ static void test_fgdbal_gang_all_or_none(void **state) {
     fx_fini(&f);
 }
 
-/* A random request over the shapes the policy meets (CPU-only, shares with
- * and without GPU memory, whole GPUs, some with a model). */
-static sl_task_req_t random_req(sl_rng_t *rng, const sl_cluster_t *cl) {
-    sl_task_req_t r;
-    sl_task_req_init(&r);
-    r.cpu_milli = 500 * (int64_t)(1 + sl_rng_below(rng, 40));
-    r.mem_bytes = (INT64_C(1) << 30) * (int64_t)(1 + sl_rng_below(rng, 64));
-    switch (sl_rng_below(rng, 4)) {
-    case 0: break;
-    case 1: r.gpu_milli = 50 * (int32_t)(1 + sl_rng_below(rng, 19)); break;
-    case 2: r.gpus = 1 + (int32_t)sl_rng_below(rng, 8); break;
-    default:
-        r.gpu_milli = 100 * (int32_t)(1 + sl_rng_below(rng, 9));
-        if (sl_rng_below(rng, 2)) r.gpu_mem_bytes = (INT64_C(1) << 30) * (int64_t)(1 + sl_rng_below(rng, 8));
-        break;
-    }
-    if (sl_rng_below(rng, 5) == 0 && sl_task_req_has_gpu(&r))
-        r.model_mask = UINT64_C(1) << sl_cluster_model_find(cl, sl_rng_below(rng, 2) ? "T4" : "V100");
-    return r;
-}
-
 /*
  * The framework's fast path for fgdbal (rates once per search, F(before)
  * and its own primary cached per class in the class memo) and its generic
@@ -366,41 +345,23 @@ static void test_fgdbal_fast_path_matches_naive(void **state) {
                              g[k] ? (k == 1 ? "T4" : "V100") : NULL, "16Gi", "");
             }
             for (int i = 0; i < 12; i++) {
-                sl_task_req_t r = random_req(&rr, f.cl);
+                sl_task_req_t r = tu_random_req(&rr, f.cl, false);
                 sl_workload_add(f.w, &r, 1 + (int64_t)sl_rng_below(&rr, 20));
             }
             for (int i = 0; i < 3 * nn; i++) {
-                sl_task_req_t r = random_req(&rr, f.cl);
+                sl_task_req_t r = tu_random_req(&rr, f.cl, false);
                 sl_place_t pl;
                 if (sl_place_task(pol, &f.cy, &r, &pl) == SL_FIT)
                     assert_int_equal(sl_cluster_alloc(f.cl, &r, &pl), 0);
             }
             for (int q = 0; q < 150; q++) {
-                sl_task_req_t r = random_req(&rr, f.cl);
+                sl_task_req_t r = tu_random_req(&rr, f.cl, false);
                 if (variant == 2) {
                     sl_place_t fp;
                     (void)sl_place_task(fgd, &f.cy, &r, &fp);
                 }
-                bool found = false;
-                int64_t best = 0;
-                for (uint32_t id = 0; id < sl_cluster_node_count(f.cl); id++) {
-                    const sl_node_t *n = sl_cluster_node(f.cl, id);
-                    if (!sl_node_fits(n, &r)) continue;
-                    int64_t s;
-                    sl_place_t p;
-                    assert_int_equal(pol->score(&f.cy, &r, n, 1, &s, &p), SL_FIT);
-                    if (!found || (s >> 32) > best) best = s >> 32;
-                    found = true;
-                }
                 sl_place_t pl;
-                int st = sl_place_task(pol, &f.cy, &r, &pl);
-                assert_int_equal(st == SL_FIT, found);
-                if (!found) continue;
-                int64_t s;
-                sl_place_t p;
-                assert_int_equal(pol->score(&f.cy, &r, sl_cluster_node(f.cl, pl.node), 1, &s, &p), SL_FIT);
-                assert_int_equal(s >> 32, best);
-                assert_int_equal(p.gpu_mask, pl.gpu_mask);
+                if (!tu_place_check_naive(pol, &f.cy, &r, true, &pl)) continue;
                 assert_int_equal(sl_cluster_alloc(f.cl, &r, &pl), 0);
             }
             assert_int_equal(sl_cluster_check(f.cl), 0);

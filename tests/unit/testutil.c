@@ -45,6 +45,52 @@ sl_task_req_t tu_req(const char *cpus, const char *mem, int gpus, const char *gp
     return r;
 }
 
+sl_task_req_t tu_random_req(sl_rng_t *rng, const sl_cluster_t *cl, bool with_pool) {
+    sl_task_req_t r;
+    sl_task_req_init(&r);
+    r.cpu_milli = 500 * (int64_t)(1 + sl_rng_below(rng, 40));
+    r.mem_bytes = (INT64_C(1) << 30) * (int64_t)(1 + sl_rng_below(rng, 64));
+    switch (sl_rng_below(rng, 4)) {
+    case 0: break; /* CPU only */
+    case 1: r.gpu_milli = 50 * (int32_t)(1 + sl_rng_below(rng, 19)); break;
+    case 2: r.gpus = 1 + (int32_t)sl_rng_below(rng, 8); break;
+    default:
+        r.gpu_milli = 100 * (int32_t)(1 + sl_rng_below(rng, 9));
+        if (sl_rng_below(rng, 2)) r.gpu_mem_bytes = (INT64_C(1) << 30) * (int64_t)(1 + sl_rng_below(rng, 8));
+        break;
+    }
+    if (sl_rng_below(rng, 5) == 0 && sl_task_req_has_gpu(&r))
+        r.model_mask = UINT64_C(1) << sl_cluster_model_find(cl, sl_rng_below(rng, 2) ? "T4" : "V100");
+    if (with_pool && sl_rng_below(rng, 8) == 0)
+        r.pool = sl_cluster_pool_find(cl, sl_rng_below(rng, 2) ? "cpu" : "default");
+    return r;
+}
+
+bool tu_place_check_naive(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_task_req_t *r,
+                          bool same_gpus, sl_place_t *pl) {
+    const sl_cluster_t *cl = cy->cluster;
+    bool found = false;
+    int64_t best = 0;
+    for (uint32_t id = 0; id < sl_cluster_node_count(cl); id++) {
+        const sl_node_t *n = sl_cluster_node(cl, id);
+        if (!sl_node_fits(n, r)) continue;
+        int64_t s;
+        sl_place_t p;
+        assert_int_equal(pol->score(cy, r, n, 1, &s, &p), SL_FIT);
+        if (!found || (s >> 32) > best) best = s >> 32;
+        found = true;
+    }
+    int st = sl_place_task(pol, cy, r, pl);
+    assert_int_equal(st == SL_FIT, found);
+    if (!found) return false;
+    int64_t s;
+    sl_place_t p;
+    assert_int_equal(pol->score(cy, r, sl_cluster_node(cl, pl->node), 1, &s, &p), SL_FIT);
+    assert_int_equal(s >> 32, best);
+    if (same_gpus) assert_int_equal(p.gpu_mask, pl->gpu_mask);
+    return true;
+}
+
 const char *tu_trace_path(const char *rel, char *buf, size_t len) {
     const char *root = getenv("SLUICE_TRACES");
     snprintf(buf, len, "%s/%s", root ? root : "../shared/traces", rel);
