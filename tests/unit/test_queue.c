@@ -12,39 +12,6 @@
 
 #define GB (INT64_C(1) << 30)
 
-typedef struct order {
-    uint64_t ids[256];
-    size_t n;
-} order_t;
-
-static void record_start(void *ud, const sl_job_t *job) {
-    order_t *o = ud;
-    if (o->n < 256) o->ids[o->n++] = sl_job_id(job);
-}
-
-static int record_job(void *ud, const sl_job_t *job) {
-    record_start(ud, job);
-    return 0;
-}
-
-static sl_sched_t *mk_sched(sl_cluster_t *cl, const char *queue, const char *backfill) {
-    sl_sched_config_t cfg;
-    sl_sched_config_init(&cfg);
-    cfg.queue = queue;
-    cfg.backfill = backfill;
-    sl_sched_t *s = NULL;
-    char err[256];
-    assert_int_equal(sl_sched_create(&cfg, cl, &s, err, sizeof err), 0);
-    return s;
-}
-
-static int add_tenant(sl_sched_t *s, const char *name, int32_t weight) {
-    sl_tenant_spec_t t = {.name = name, .weight = weight};
-    int id = sl_sched_add_tenant(s, &t);
-    assert_true(id >= 0);
-    return id;
-}
-
 static void submit(sl_sched_t *s, uint64_t id, int tenant, int prio, int64_t submit_us,
                    sl_task_req_t task) {
     sl_job_spec_t sp = {.id = id, .tenant = tenant, .priority = prio, .submit_us = submit_us,
@@ -116,8 +83,9 @@ static void check_order(const char *queue, const uint64_t *expect, size_t n) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "n", 1, "64", "64Gi", 0, NULL, NULL, NULL);
-    sl_sched_t *s = mk_sched(cl, queue, "none");
-    int a = add_tenant(s, "a", 1), b = add_tenant(s, "b", 1), c = add_tenant(s, "c", 1);
+    sl_sched_t *s = tu_sched_create(cl, queue, "none");
+    int a = tu_tenant_add(s, "a", 1, TU_NO_QUOTA), b = tu_tenant_add(s, "b", 1, TU_NO_QUOTA);
+    int c = tu_tenant_add(s, "c", 1, TU_NO_QUOTA);
     sl_task_req_t t = tu_req("1", "1Gi", 0, "");
     submit(s, 1, a, 0, 30, t);
     submit(s, 2, b, 5, 40, t);
@@ -127,19 +95,19 @@ static void check_order(const char *queue, const uint64_t *expect, size_t n) {
     submit(s, 6, c, 0, 10, t);
     submit(s, 7, a, 0, 30, t);
 
-    order_t fe = {0};
-    sl_sched_foreach(s, SL_JOB_PENDING, record_job, &fe);
+    tu_ids_t fe = {0};
+    sl_sched_foreach(s, SL_JOB_PENDING, tu_ids_each, &fe);
     assert_int_equal(fe.n, n);
-    for (size_t i = 0; i < n; i++) assert_int_equal(fe.ids[i], expect[i]);
+    for (size_t i = 0; i < n; i++) assert_int_equal(fe.v[i], expect[i]);
 
-    order_t o = {0};
+    tu_ids_t o = {0};
     sl_cycle_stats_t st;
-    assert_int_equal(sl_sched_cycle(s, 100, record_start, &o, &st), (int)n);
+    assert_int_equal(sl_sched_cycle(s, 100, tu_ids_on_start, &o, &st), (int)n);
     assert_int_equal(st.started, (int)n);
     assert_int_equal(st.tried, (int)n);
     assert_int_equal(st.reserved_job, -1);
     assert_int_equal(o.n, n);
-    for (size_t i = 0; i < n; i++) assert_int_equal(o.ids[i], expect[i]);
+    for (size_t i = 0; i < n; i++) assert_int_equal(o.v[i], expect[i]);
     assert_int_equal(sl_sched_check(s), 0);
     sl_sched_destroy(s);
     sl_cluster_destroy(cl);
@@ -169,8 +137,8 @@ static void drf_paper(int32_t weight_a, int expect_a, int expect_b) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "n", 1, "9", "18G", 0, NULL, NULL, NULL);
-    sl_sched_t *s = mk_sched(cl, "drf", "none");
-    int a = add_tenant(s, "A", weight_a), b = add_tenant(s, "B", 1);
+    sl_sched_t *s = tu_sched_create(cl, "drf", "none");
+    int a = tu_tenant_add(s, "A", weight_a, TU_NO_QUOTA), b = tu_tenant_add(s, "B", 1, TU_NO_QUOTA);
     sl_task_req_t ta = tu_req("1", "4G", 0, ""), tb = tu_req("3", "1G", 0, "");
     for (int i = 0; i < 10; i++) {
         submit(s, 100 + (uint64_t)i, a, 0, 0, ta);
@@ -213,8 +181,8 @@ static void test_queue_drf_share_definition(void **state) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 2, "32", "128Gi", 4, "A100", "80Gi", NULL);
-    sl_sched_t *s = mk_sched(cl, "drf", "none");
-    int a = add_tenant(s, "a", 2), b = add_tenant(s, "b", 1);
+    sl_sched_t *s = tu_sched_create(cl, "drf", "none");
+    int a = tu_tenant_add(s, "a", 2, TU_NO_QUOTA), b = tu_tenant_add(s, "b", 1, TU_NO_QUOTA);
     assert_true(sl_sched_tenant_share(s, a) == 0.0);
     submit(s, 1, a, 0, 0, tu_req("4", "8Gi", 2, ""));   /* GPU 2/8 dominant */
     submit(s, 2, b, 0, 0, tu_req("16", "8Gi", 0, ""));  /* CPU 16/64 dominant */
@@ -281,10 +249,10 @@ static void test_queue_wfq_order_by_wait_over_normalised_weight(void **state) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "n", 1, "1", "1Gi", 0, NULL, NULL, NULL); /* one job at a time */
-    sl_sched_t *s = mk_sched(cl, "wfq", "none");
-    assert_int_equal(add_tenant(s, "t0", w[0]), 0);
-    assert_int_equal(add_tenant(s, "t1", w[1]), 1);
-    assert_int_equal(add_tenant(s, "t2", w[2]), 2);
+    sl_sched_t *s = tu_sched_create(cl, "wfq", "none");
+    assert_int_equal(tu_tenant_add(s, "t0", w[0], TU_NO_QUOTA), 0);
+    assert_int_equal(tu_tenant_add(s, "t1", w[1], TU_NO_QUOTA), 1);
+    assert_int_equal(tu_tenant_add(s, "t2", w[2], TU_NO_QUOTA), 2);
     for (size_t i = 0; i < n; i++)
         submit(s, jobs[i].id, jobs[i].tenant, 0, jobs[i].submit_us, tu_req("1", "1Gi", 0, ""));
 
@@ -293,11 +261,11 @@ static void test_queue_wfq_order_by_wait_over_normalised_weight(void **state) {
      * normalised weights change when a tenant runs dry, which (being a
      * common factor) must not change the order. */
     for (size_t k = 0; k < n; k++) {
-        order_t o = {0};
-        assert_int_equal(sl_sched_cycle(s, now, record_start, &o, NULL), 1);
-        assert_int_equal(o.ids[0], expect[k]);
+        tu_ids_t o = {0};
+        assert_int_equal(sl_sched_cycle(s, now, tu_ids_on_start, &o, NULL), 1);
+        assert_int_equal(o.v[0], expect[k]);
         assert_int_equal(sl_sched_check(s), 0);
-        assert_int_equal(sl_sched_finish(s, o.ids[0], now), 0);
+        assert_int_equal(sl_sched_finish(s, o.v[0], now), 0);
     }
     assert_int_equal(sl_sched_pending_count(s), 0);
     sl_sched_destroy(s);
@@ -309,19 +277,19 @@ static void test_queue_wfq_ties_and_waiting(void **state) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "n", 1, "8", "8Gi", 0, NULL, NULL, NULL);
-    sl_sched_t *s = mk_sched(cl, "wfq", "none");
-    int a = add_tenant(s, "a", 1), b = add_tenant(s, "b", 2);
+    sl_sched_t *s = tu_sched_create(cl, "wfq", "none");
+    int a = tu_tenant_add(s, "a", 1, TU_NO_QUOTA), b = tu_tenant_add(s, "b", 2, TU_NO_QUOTA);
     /* a waited 100 with weight 1, b waited 200 with weight 2: equal keys;
      * the earlier submit (b's, at 0) wins. Job 3 was submitted after now:
      * it counts as having waited 0 and goes last. */
     submit(s, 1, a, 0, 100, tu_req("1", "1Gi", 0, ""));
     submit(s, 2, b, 0, 0, tu_req("1", "1Gi", 0, ""));
     submit(s, 3, a, 0, 500, tu_req("1", "1Gi", 0, ""));
-    order_t o = {0};
-    assert_int_equal(sl_sched_cycle(s, 200, record_start, &o, NULL), 3);
-    assert_int_equal(o.ids[0], 2);
-    assert_int_equal(o.ids[1], 1);
-    assert_int_equal(o.ids[2], 3);
+    tu_ids_t o = {0};
+    assert_int_equal(sl_sched_cycle(s, 200, tu_ids_on_start, &o, NULL), 3);
+    assert_int_equal(o.v[0], 2);
+    assert_int_equal(o.v[1], 1);
+    assert_int_equal(o.v[2], 3);
     sl_sched_destroy(s);
     sl_cluster_destroy(cl);
 }

@@ -14,39 +14,6 @@
 
 #define GI (INT64_C(1) << 30)
 
-typedef struct ids {
-    uint64_t v[1024];
-    size_t n;
-} ids_t;
-
-static void on_start_rec(void *ud, const sl_job_t *job) {
-    ids_t *o = ud;
-    if (o->n < 1024) o->v[o->n++] = sl_job_id(job);
-}
-
-static int rec_job(void *ud, const sl_job_t *job) {
-    on_start_rec(ud, job);
-    return 0;
-}
-
-static sl_sched_t *mk(sl_cluster_t *cl, const char *queue, const char *backfill) {
-    sl_sched_config_t cfg;
-    sl_sched_config_init(&cfg);
-    cfg.queue = queue;
-    cfg.backfill = backfill;
-    sl_sched_t *s = NULL;
-    char err[256];
-    assert_int_equal(sl_sched_create(&cfg, cl, &s, err, sizeof err), 0);
-    return s;
-}
-
-static int tenant(sl_sched_t *s, const char *name, int32_t weight, sl_res_t quota) {
-    sl_tenant_spec_t t = {.name = name, .weight = weight, .quota = quota};
-    int id = sl_sched_add_tenant(s, &t);
-    assert_true(id >= 0);
-    return id;
-}
-
 static sl_job_spec_t spec(uint64_t id, int tn, int32_t ntasks, sl_task_req_t task) {
     sl_job_spec_t sp = {.id = id, .tenant = tn, .submit_us = (int64_t)id, .ntasks = ntasks,
                         .task = task};
@@ -66,7 +33,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-static const sl_res_t NOQ = {0, 0, 0};
 
 static void test_sched_config_defaults(void **state) {
     (void)state;
@@ -80,7 +46,7 @@ static void test_sched_config_defaults(void **state) {
     assert_int_equal(cfg.max_backfill_tries, 500);
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
-    sl_sched_t *s = mk(cl, "fifo", "none");
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "none");
     assert_ptr_equal(sl_sched_cluster(s), cl);
     assert_non_null(sl_sched_workload(s));
     assert_string_equal(sl_sched_place_policy(s)->name, sl_place_policy_default());
@@ -96,9 +62,9 @@ static void test_sched_tenants_add_find_validate(void **state) {
     (void)state;
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
-    sl_sched_t *s = mk(cl, "drf", "none");
-    assert_int_equal(tenant(s, "research", 0, NOQ), 0);
-    assert_int_equal(tenant(s, "prod", 3, NOQ), 1);
+    sl_sched_t *s = tu_sched_create(cl, "drf", "none");
+    assert_int_equal(tu_tenant_add(s, "research", 0, TU_NO_QUOTA), 0);
+    assert_int_equal(tu_tenant_add(s, "prod", 3, TU_NO_QUOTA), 1);
     sl_tenant_spec_t dup = {.name = "prod", .weight = 1};
     assert_int_equal(sl_sched_add_tenant(s, &dup), SL_EEXIST);
     sl_tenant_spec_t bad = {.name = "", .weight = 1};
@@ -126,8 +92,8 @@ static void test_sched_submit_validates_spec(void **state) {
     (void)state;
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
-    sl_sched_t *s = mk(cl, "fifo", "none");
-    int t = tenant(s, "a", 1, NOQ);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "none");
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
     char err[256];
     sl_job_spec_t sp = spec(1, t, 2, tu_req("1", "1Gi", 0, ""));
     assert_int_equal(sl_sched_submit(s, &sp, err, sizeof err), 0);
@@ -175,13 +141,13 @@ static void test_sched_lifecycle_finish_cancel_forget(void **state) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 2, "32", "256Gi", 8, "H100", "80Gi", NULL);
-    sl_sched_t *s = mk(cl, "fifo", "none");
-    int t = tenant(s, "a", 1, NOQ);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "none");
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
     sub(s, spec(1, t, 2, tu_req("16", "128Gi", 4, ""))); /* the seed's Megatron shape */
     sub(s, spec(2, t, 1, tu_req("4", "16Gi", 2, "")));
     sub(s, spec(3, t, 1, tu_req("1", "1Gi", 0, "0.5")));
-    ids_t o = {0};
-    assert_int_equal(sl_sched_cycle(s, 10, on_start_rec, &o, NULL), 3);
+    tu_ids_t o = {0};
+    assert_int_equal(sl_sched_cycle(s, 10, tu_ids_on_start, &o, NULL), 3);
     assert_int_equal(o.n, 3);
     assert_int_equal(o.v[0], 1);
     assert_int_equal(sl_sched_running_count(s), 3);
@@ -223,8 +189,8 @@ static void test_sched_lifecycle_finish_cancel_forget(void **state) {
     sl_sched_tenant_jobs(s, t, &p, &r);
     assert_int_equal(p, 0);
     assert_int_equal(r, 1);
-    ids_t d = {0};
-    sl_sched_foreach(s, SL_JOB_CANCELLED, rec_job, &d);
+    tu_ids_t d = {0};
+    sl_sched_foreach(s, SL_JOB_CANCELLED, tu_ids_each, &d);
     assert_int_equal(d.n, 1);
     assert_int_equal(d.v[0], 2);
     sl_sched_destroy(s); /* frees running job 3 and cancelled job 2 */
@@ -236,8 +202,8 @@ static void test_sched_requeue_keeps_submit_time(void **state) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 1, "8", "32Gi", 0, NULL, NULL, NULL);
-    sl_sched_t *s = mk(cl, "fifo", "none");
-    int t = tenant(s, "a", 1, NOQ);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "none");
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
     sub(s, spec(5, t, 1, tu_req("8", "1Gi", 0, "")));
     assert_int_equal(sl_sched_cycle(s, 100, NULL, NULL, NULL), 1);
     sub(s, spec(6, t, 1, tu_req("8", "1Gi", 0, "")));
@@ -248,8 +214,8 @@ static void test_sched_requeue_keeps_submit_time(void **state) {
     assert_int_equal(sl_job_spec(j)->submit_us, 5);
     assert_non_null(strstr(sl_job_reason(j), "requeued"));
     assert_int_equal(sl_sched_check(s), 0);
-    ids_t o = {0};
-    assert_int_equal(sl_sched_cycle(s, 300, on_start_rec, &o, NULL), 1);
+    tu_ids_t o = {0};
+    assert_int_equal(sl_sched_cycle(s, 300, tu_ids_on_start, &o, NULL), 1);
     assert_int_equal(o.v[0], 5); /* still ahead of job 6 */
     assert_int_equal(sl_job_start_us(j), 300);
     sl_sched_destroy(s);
@@ -261,8 +227,8 @@ static void test_sched_strict_blocking_backfill_none(void **state) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 2, "32", "256Gi", 8, "H100", "80Gi", NULL);
-    sl_sched_t *s = mk(cl, "fifo", "none");
-    int t = tenant(s, "a", 1, NOQ), u = tenant(s, "b", 1, NOQ);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "none");
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA), u = tu_tenant_add(s, "b", 1, TU_NO_QUOTA);
     sub(s, spec(1, t, 1, tu_req("1", "1Gi", 6, "")));
     sub(s, spec(2, t, 2, tu_req("1", "1Gi", 8, ""))); /* needs both nodes whole */
     sub(s, spec(3, u, 1, tu_req("1", "1Gi", 1, ""))); /* would fit */
@@ -285,8 +251,8 @@ static void test_sched_strict_blocking_backfill_none(void **state) {
     assert_string_equal(sl_job_reason(sl_sched_job(s, 7)), "");
     /* Once job 1 ends, job 2 starts first, then the others. */
     assert_int_equal(sl_sched_finish(s, 1, 60), 0);
-    ids_t o = {0};
-    assert_int_equal(sl_sched_cycle(s, 60, on_start_rec, &o, NULL), 1);
+    tu_ids_t o = {0};
+    assert_int_equal(sl_sched_cycle(s, 60, tu_ids_on_start, &o, NULL), 1);
     assert_int_equal(o.v[0], 2);
     /* Job 2 took every GPU: now job 3 is the one blocking, job 4 behind it. */
     assert_int_equal(sl_job_status(j3), SL_NOFIT);
@@ -301,8 +267,8 @@ static void test_sched_nofit_ever_does_not_block(void **state) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 2, "32", "256Gi", 8, "H100", "80Gi", NULL);
-    sl_sched_t *s = mk(cl, "fifo", "none");
-    int t = tenant(s, "a", 1, NOQ);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "none");
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
     sub(s, spec(1, t, 1, tu_req("1", "1Gi", 16, ""))); /* no node has 16 GPUs */
     sub(s, spec(2, t, 1, tu_req("1", "1Gi", 4, "")));
     sub(s, spec(3, t, 1, tu_req("1", "1Gi", 16, ""))); /* same shape: cached */
@@ -341,8 +307,8 @@ static void test_sched_elastic_starts_largest_count(void **state) {
         sl_cluster_t *cl;
         sl_cluster_create(&cl);
         tu_add_nodes(cl, "g", 4, "64", "512Gi", 8, "H100", "80Gi", NULL);
-        sl_sched_t *s = mk(cl, "fifo", "none");
-        int t = tenant(s, "a", 1, NOQ);
+        sl_sched_t *s = tu_sched_create(cl, "fifo", "none");
+        int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
         sl_place_t pl[4];
         for (uint32_t n = 0; n < 4; n++) {
             if (!cases[c].busy_gpus[n]) continue;
@@ -376,9 +342,9 @@ static void test_sched_quota_blocks_only_its_tenant(void **state) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 4, "64", "512Gi", 8, "H100", "80Gi", NULL);
-    sl_sched_t *s = mk(cl, "fifo", "none");
-    int a = tenant(s, "a", 1, (sl_res_t){0, 0, 8000}); /* at most 8 GPUs */
-    int b = tenant(s, "b", 1, NOQ);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "none");
+    int a = tu_tenant_add(s, "a", 1, (sl_res_t){0, 0, 8000}); /* at most 8 GPUs */
+    int b = tu_tenant_add(s, "b", 1, TU_NO_QUOTA);
     sub(s, spec(1, a, 1, tu_req("1", "1Gi", 6, "")));
     sub(s, spec(2, a, 1, tu_req("1", "1Gi", 4, ""))); /* 6 + 4 > 8 */
     sub(s, spec(3, a, 1, tu_req("1", "1Gi", 1, ""))); /* behind 2 in a's queue */
@@ -388,8 +354,8 @@ static void test_sched_quota_blocks_only_its_tenant(void **state) {
     el.priority = 5; /* heads a's queue */
     el.submit_us = 0;
     sub(s, el);
-    ids_t o = {0};
-    assert_int_equal(sl_sched_cycle(s, 1, on_start_rec, &o, NULL), 2);
+    tu_ids_t o = {0};
+    assert_int_equal(sl_sched_cycle(s, 1, tu_ids_on_start, &o, NULL), 2);
     assert_int_equal(o.v[0], 5);
     assert_int_equal(sl_job_ntasks_placed(sl_sched_job(s, 5)), 8); /* 10 fit, the quota allows 8 */
     /* Then job 1 (6 GPUs) is over quota, so a is blocked; b goes on. */
@@ -401,7 +367,7 @@ static void test_sched_quota_blocks_only_its_tenant(void **state) {
     assert_int_equal(sl_job_status(sl_sched_job(s, 3)), SL_WAIT);
     assert_int_equal(sl_sched_finish(s, 5, 2), 0);
     o.n = 0;
-    assert_int_equal(sl_sched_cycle(s, 2, on_start_rec, &o, NULL), 1);
+    assert_int_equal(sl_sched_cycle(s, 2, tu_ids_on_start, &o, NULL), 1);
     assert_int_equal(o.v[0], 1);
     assert_int_equal(sl_job_status(sl_sched_job(s, 2)), SL_WAIT);
     assert_int_equal(sl_sched_tenant_usage(s, a).gpu_milli, 6000);
@@ -418,8 +384,8 @@ static void test_sched_try_start_ignores_order(void **state) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 1, "16", "64Gi", 4, "T4", "16Gi", NULL);
-    sl_sched_t *s = mk(cl, "fifo", "none");
-    int t = tenant(s, "a", 1, NOQ);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "none");
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
     sub(s, spec(1, t, 1, tu_req("1", "1Gi", 8, "")));
     sub(s, spec(2, t, 1, tu_req("1", "1Gi", 0, "0.25")));
     sub(s, spec(3, t, 1, tu_req("1", "1Gi", 4, "")));
@@ -441,8 +407,8 @@ static void test_sched_adopt_running_job(void **state) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 2, "16", "64Gi", 4, "T4", "16Gi", NULL);
-    sl_sched_t *s = mk(cl, "fifo", "none");
-    int t = tenant(s, "a", 1, NOQ);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "none");
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
     sl_job_spec_t sp = spec(9, t, 2, tu_req("2", "4Gi", 2, ""));
     sl_place_t pl[2] = {{.node = 0, .gpu_mask = 0x3, .gpu_milli = 1000},
                         {.node = 1, .gpu_mask = 0xc, .gpu_milli = 1000}};
@@ -467,8 +433,8 @@ static void test_sched_adopt_running_job(void **state) {
     sl_job_spec_t sp3 = spec(11, t, 1, tu_req("1", "1Gi", 0, ""));
     sl_place_t pl3 = {.node = 1};
     assert_int_equal(sl_sched_adopt(s, &sp3, &pl3, 1, 1, err, sizeof err), 0);
-    ids_t o = {0};
-    sl_sched_foreach(s, SL_JOB_RUNNING, rec_job, &o);
+    tu_ids_t o = {0};
+    sl_sched_foreach(s, SL_JOB_RUNNING, tu_ids_each, &o);
     assert_int_equal(o.n, 2);
     assert_int_equal(o.v[0], 11);
     assert_int_equal(o.v[1], 9);
@@ -490,7 +456,7 @@ static void test_sched_max_starts_per_cycle(void **state) {
     sl_sched_t *s = NULL;
     char err[256];
     assert_int_equal(sl_sched_create(&cfg, cl, &s, err, sizeof err), 0);
-    int t = tenant(s, "a", 1, NOQ);
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
     for (uint64_t i = 1; i <= 10; i++) sub(s, spec(i, t, 1, tu_req("1", "1Gi", 0, "")));
     assert_int_equal(sl_sched_cycle(s, 1, NULL, NULL, NULL), 3);
     assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 4)), "start limit"));
@@ -515,7 +481,7 @@ static void test_sched_track_workload(void **state) {
     sl_sched_t *s = NULL;
     char err[256];
     assert_int_equal(sl_sched_create(&cfg, cl, &s, err, sizeof err), 0);
-    int t = tenant(s, "a", 1, NOQ);
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
     sub(s, spec(1, t, 8, tu_req("16", "128Gi", 4, "")));
     sub(s, spec(2, t, 2, tu_req("16", "128Gi", 4, "")));
     sub(s, spec(3, t, 3, tu_req("2", "8Gi", 0, "0.5")));
@@ -548,8 +514,8 @@ static void test_sched_on_start_may_call_back(void **state) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "c", 1, "4", "8Gi", 0, NULL, NULL, NULL);
-    sl_sched_t *s = mk(cl, "priority", "easy");
-    int t = tenant(s, "a", 1, NOQ);
+    sl_sched_t *s = tu_sched_create(cl, "priority", "easy");
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
     for (uint64_t i = 1; i <= 6; i++) sub(s, spec(i, t, 1, tu_req("1", "1Gi", 0, "")));
     cb_ctx_t c = {s, 0};
     assert_int_equal(sl_sched_cycle(s, 9, finish_cb, &c, NULL), 4);
@@ -713,10 +679,10 @@ static void test_sched_gang_never_partial_random(void **state) {
         for (int i = 0; i < ntenants; i++) {
             char name[16];
             snprintf(name, sizeof name, "t%d", i);
-            sl_res_t q = NOQ;
+            sl_res_t q = TU_NO_QUOTA;
             if (rnd(&r, 0, 3) == 0) q.gpu_milli = rnd(&r, 1, 16) * 1000;
             if (rnd(&r, 0, 3) == 0) q.cpu_milli = rnd(&r, 8, 64) * 1000;
-            tenant(s, name, (int32_t)rnd(&r, 1, 4), q);
+            tu_tenant_add(s, name, (int32_t)rnd(&r, 1, 4), q);
         }
         uint64_t next_id = 1;
         int64_t now = 0;
@@ -780,8 +746,8 @@ static void test_sched_quota_change_resumes_skipped_group(void **state) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 1, "32", "256Gi", 8, "H100", "80Gi", NULL);
-    sl_sched_t *s = mk(cl, "fifo", "easy");
-    int a = tenant(s, "a", 1, (sl_res_t){0, 0, 3000}), b = tenant(s, "b", 1, NOQ);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "easy");
+    int a = tu_tenant_add(s, "a", 1, (sl_res_t){0, 0, 3000}), b = tu_tenant_add(s, "b", 1, TU_NO_QUOTA);
     sl_job_spec_t blocker = spec(100, b, 1, tu_req("1", "1Gi", 6, ""));
     blocker.time_limit_us = 100;
     sl_place_t pl = {.node = 0, .gpu_mask = 0x3f, .gpu_milli = 1000};
@@ -821,8 +787,8 @@ static void test_sched_identical_jobs_skipped_together(void **state) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 2, "32", "256Gi", 8, "H100", "80Gi", NULL);
-    sl_sched_t *s = mk(cl, "drf", "easy");
-    int t = tenant(s, "a", 1, NOQ), u = tenant(s, "b", 1, NOQ);
+    sl_sched_t *s = tu_sched_create(cl, "drf", "easy");
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA), u = tu_tenant_add(s, "b", 1, TU_NO_QUOTA);
     sl_job_spec_t big = spec(1, t, 2, tu_req("1", "1Gi", 8, ""));
     big.time_limit_us = 50;
     sub(s, big); /* takes the whole cluster */
@@ -1075,7 +1041,7 @@ static void run_big(const char *backfill, bool limits) {
     for (int i = 0; i < 10; i++) {
         char name[16];
         snprintf(name, sizeof name, "t%d", i);
-        tenant(s, name, 1 + i % 3, NOQ);
+        tu_tenant_add(s, name, 1 + i % 3, TU_NO_QUOTA);
     }
     const int N = 100000;
     for (int i = 0; i < N; i++) {

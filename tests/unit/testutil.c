@@ -45,6 +45,34 @@ sl_task_req_t tu_req(const char *cpus, const char *mem, int gpus, const char *gp
     return r;
 }
 
+void tu_ids_on_start(void *ud, const sl_job_t *job) {
+    tu_ids_t *o = ud;
+    if (o->n < sizeof o->v / sizeof o->v[0]) o->v[o->n++] = sl_job_id(job);
+}
+
+int tu_ids_each(void *ud, const sl_job_t *job) {
+    tu_ids_on_start(ud, job);
+    return 0;
+}
+
+sl_sched_t *tu_sched_create(sl_cluster_t *cl, const char *queue, const char *backfill) {
+    sl_sched_config_t cfg;
+    sl_sched_config_init(&cfg);
+    cfg.queue = queue;
+    cfg.backfill = backfill;
+    sl_sched_t *s = NULL;
+    char err[256];
+    assert_int_equal(sl_sched_create(&cfg, cl, &s, err, sizeof err), 0);
+    return s;
+}
+
+int tu_tenant_add(sl_sched_t *s, const char *name, int32_t weight, sl_res_t quota) {
+    sl_tenant_spec_t t = {.name = name, .weight = weight, .quota = quota};
+    int id = sl_sched_add_tenant(s, &t);
+    assert_true(id >= 0);
+    return id;
+}
+
 sl_task_req_t tu_random_req(sl_rng_t *rng, const sl_cluster_t *cl, bool with_pool) {
     sl_task_req_t r;
     sl_task_req_init(&r);

@@ -22,6 +22,28 @@ uint32_t tu_add_nodes(sl_cluster_t *cl, const char *prefix, int n, const char *c
 /* A task request from user-style quantities; gpu_share is "" or e.g. "0.25". */
 sl_task_req_t tu_req(const char *cpus, const char *mem, int gpus, const char *gpu_share);
 
+/* No quota: tenants made with it may use the whole cluster. */
+#define TU_NO_QUOTA ((sl_res_t){0, 0, 0})
+
+/* Job ids in the order a callback saw them; ids past the 1024th are dropped. */
+typedef struct tu_ids {
+    uint64_t v[1024];
+    size_t n;
+} tu_ids_t;
+
+/* Appends the job's id to the tu_ids_t ud: an sl_sched_cycle start callback. */
+void tu_ids_on_start(void *ud, const sl_job_t *job);
+
+/* The same as an sl_sched_foreach callback; returns 0 (go on). */
+int tu_ids_each(void *ud, const sl_job_t *job);
+
+/* A scheduler over cl with the named queue and backfill policies and the
+ * other defaults; asserts that sl_sched_create succeeds. The caller destroys it. */
+sl_sched_t *tu_sched_create(sl_cluster_t *cl, const char *queue, const char *backfill);
+
+/* Adds a tenant and asserts it was accepted; returns its id. */
+int tu_tenant_add(sl_sched_t *s, const char *name, int32_t weight, sl_res_t quota);
+
 /* A random request over the shapes placement meets: CPU-only, shares with
  * and without GPU memory, whole GPUs, some with a model of cl (T4 or V100);
  * with_pool, also some bound to the "cpu" or "default" pool. Draws from rng
