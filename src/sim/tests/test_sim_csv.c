@@ -14,34 +14,7 @@
 #include <unistd.h>
 
 #include "sim.h"
-
-static char tmpdir[64];
-
-static int setup(void **state) {
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_sim_csv.XXXXXX");
-    assert_non_null(mkdtemp(tmpdir));
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    assert_int_equal(system(cmd), 0);
-    assert_int_equal(sl_alloc_live(), 0);
-    return 0;
-}
-
-/* Writes text to tmpdir/name; returns the path in a static-per-call buffer. */
-static const char *put(const char *name, const char *text, char *path, size_t len) {
-    snprintf(path, len, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
+#include "simtest.h"
 
 /* ---- the reader ---- */
 
@@ -134,14 +107,14 @@ static const char *NODES =
 static void test_sim_load_sluice_good(void **state) {
     (void)state;
     char pn[256], pj[256], pt[256], err[512];
-    put("nodes.csv", NODES, pn, sizeof pn);
-    put("jobs.csv",
+    simtest_put("nodes.csv", NODES, pn, sizeof pn);
+    simtest_put("jobs.csv",
         "id,tenant,submit,duration,tasks,cpu,memory,gpus,gpu_share,gpu_models,pool,priority,time_limit\n"
         "j1,alice,0,3600,8,9,18Gi,4,,A100|H100,,5,7200\n"
         "j2,,1.5,60,1,500m,512Mi,0,0.25,,,,\n"
         "\"j,3\",bob,2,10,1,1,1Gi,0,,,cpu,-1,\n",
         pj, sizeof pj);
-    put("tenants.csv", "name,weight\nalice,3\ncarol,2\n", pt, sizeof pt);
+    simtest_put("tenants.csv", "name,weight\nalice,3\ncarol,2\n", pt, sizeof pt);
     sim_trace_t t;
     sim_trace_init(&t);
     assert_int_equal(sim_load(&t, pn, pj, pt, SIM_FMT_AUTO, err, sizeof err), 0);
@@ -236,9 +209,9 @@ static void test_sim_load_sluice_malformed(void **state) {
          "2:6: field \"duration\": \"0.0000001\": too large or finer than a microsecond"},
     };
     char pn[256], pj[256], err[512], want[768];
-    put("nodes.csv", NODES, pn, sizeof pn);
+    simtest_put("nodes.csv", NODES, pn, sizeof pn);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        put("bad.csv", cases[i].jobs, pj, sizeof pj);
+        simtest_put("bad.csv", cases[i].jobs, pj, sizeof pj);
         sim_trace_t t;
         sim_trace_init(&t);
         assert_int_equal(sim_load(&t, pn, pj, NULL, SIM_FMT_SLUICE, err, sizeof err), SL_EINVAL);
@@ -253,27 +226,27 @@ static void test_sim_load_nodes_malformed(void **state) {
     char pn[256], err[512], want[512];
     sim_trace_t t;
     sim_trace_init(&t);
-    put("n.csv", "name,cpu,memory,gpus,gpu_model\nn1,8,1Gi,2,\n", pn, sizeof pn);
+    simtest_put("n.csv", "name,cpu,memory,gpus,gpu_model\nn1,8,1Gi,2,\n", pn, sizeof pn);
     assert_int_equal(sim_load_nodes(&t, pn, SIM_FMT_AUTO, err, sizeof err), SL_EINVAL);
     snprintf(want, sizeof want, "%s:2:12: field \"gpu_model\": empty for a node with GPUs", pn);
     assert_string_equal(err, want);
     sim_trace_fini(&t);
     sim_trace_init(&t);
-    put("n.csv", "name,cpu,memory,gpus\nn1,8,1Gi,0\nn1,8,1Gi,0\n", pn, sizeof pn);
+    simtest_put("n.csv", "name,cpu,memory,gpus\nn1,8,1Gi,0\nn1,8,1Gi,0\n", pn, sizeof pn);
     assert_int_equal(sim_load_nodes(&t, pn, SIM_FMT_AUTO, err, sizeof err), SL_EINVAL);
     snprintf(want, sizeof want, "%s:3:1: field \"name\": node \"n1\" appears twice", pn);
     assert_string_equal(err, want);
     sim_trace_fini(&t);
     /* The wrong format for the header. */
     sim_trace_init(&t);
-    put("n.csv", "name,cpu,memory,gpus\nn1,8,1Gi,0\n", pn, sizeof pn);
+    simtest_put("n.csv", "name,cpu,memory,gpus\nn1,8,1Gi,0\n", pn, sizeof pn);
     assert_int_equal(sim_load_nodes(&t, pn, SIM_FMT_PHILLY, err, sizeof err), SL_EINVAL);
     snprintf(want, sizeof want, "%s:1:1: header is in format sluice, not philly", pn);
     assert_string_equal(err, want);
     sim_trace_fini(&t);
     /* Not a known header at all. */
     sim_trace_init(&t);
-    put("n.csv", "foo,bar\n1,2\n", pn, sizeof pn);
+    simtest_put("n.csv", "foo,bar\n1,2\n", pn, sizeof pn);
     assert_int_equal(sim_load_nodes(&t, pn, SIM_FMT_AUTO, err, sizeof err), SL_EINVAL);
     snprintf(want, sizeof want, "%s:1:1: unrecognised nodes header", pn);
     assert_memory_equal(err, want, strlen(want));
@@ -285,14 +258,14 @@ static void test_sim_load_nodes_malformed(void **state) {
 static void test_sim_load_alibaba(void **state) {
     (void)state;
     char pn[256], pj[256], err[512], want[512];
-    put("an.csv",
+    simtest_put("an.csv",
         "sn,cpu_milli,memory_mib,gpu,model\n"
         "openb-node-0000,64000,262144,2,P100\n"
         "openb-node-0001,96000,786432,8,V100M32\n"
         "openb-node-0002,32000,262144,0,\n",
         pn, sizeof pn);
     /* The five-column form, as some published pod lists are. */
-    put("ap.csv",
+    simtest_put("ap.csv",
         "name,cpu_milli,memory_mib,num_gpu,gpu_milli\r\n"
         "p0,12000,16384,1,1000\r\n"
         "p1,6000,12288,1,460\r\n"
@@ -317,7 +290,7 @@ static void test_sim_load_alibaba(void **state) {
     sim_trace_fini(&t);
 
     /* The full form, with a GPU model constraint and times. */
-    put("ap.csv",
+    simtest_put("ap.csv",
         "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
         "deletion_time,scheduled_time\n"
         "p0,16000,32768,1,1000,V100M16|V100M32,LS,Running,9967058,9968575,9967063\n"
@@ -340,7 +313,7 @@ static void test_sim_load_alibaba(void **state) {
     sim_trace_fini(&t);
 
     /* Malformed pods. */
-    put("ap.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,2,500\n", pj,
+    simtest_put("ap.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,2,500\n", pj,
         sizeof pj);
     sim_trace_init(&t);
     assert_int_equal(sim_load(&t, pn, pj, NULL, SIM_FMT_AUTO, err, sizeof err), SL_EINVAL);
@@ -349,7 +322,7 @@ static void test_sim_load_alibaba(void **state) {
              "(1000)", pj);
     assert_string_equal(err, want);
     sim_trace_fini(&t);
-    put("ap.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1.5k,1024,1,500\n", pj,
+    simtest_put("ap.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1.5k,1024,1,500\n", pj,
         sizeof pj);
     sim_trace_init(&t);
     assert_int_equal(sim_load(&t, pn, pj, NULL, SIM_FMT_AUTO, err, sizeof err), SL_EINVAL);
@@ -363,9 +336,9 @@ static void test_sim_load_alibaba(void **state) {
 static void test_sim_load_philly(void **state) {
     (void)state;
     char pn[256], pj[256], err[512], want[512];
-    put("m.csv", "machineId, number of GPUs, single GPU mem\nm0,2, 12GB\nm1,8, 24GB\n", pn,
+    simtest_put("m.csv", "machineId, number of GPUs, single GPU mem\nm0,2, 12GB\nm1,8, 24GB\n", pn,
         sizeof pn);
-    put("p.csv",
+    simtest_put("p.csv",
         "timestamp,duration,num_gpus,gpu_time,cluster\n"
         "2017-10-09 07:01:55,66.0,1,66.0,11cb48\n"
         "2017-10-09 07:00:00,10.0,12,120.0,6214e9\n"
@@ -398,7 +371,7 @@ static void test_sim_load_philly(void **state) {
     sim_trace_fini(&t);
 
     /* Hu's revised list: an unnamed index column, no memory. */
-    put("m.csv", ",machineId,number of GPUs\n0,m0,4\n1,m1,0\n", pn, sizeof pn);
+    simtest_put("m.csv", ",machineId,number of GPUs\n0,m0,4\n1,m1,0\n", pn, sizeof pn);
     sim_trace_init(&t);
     assert_int_equal(sim_load(&t, pn, pj, NULL, SIM_FMT_PHILLY, err, sizeof err), 0);
     assert_int_equal(t.nodes[0].gpus, 4);
@@ -409,7 +382,7 @@ static void test_sim_load_philly(void **state) {
     assert_int_equal(t.jobs[3].ntasks, 2); /* 8 = 2 x 4 */
     sim_trace_fini(&t);
 
-    put("p.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n2017-13-09 07:01:55,1,1,1,a\n",
+    simtest_put("p.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n2017-13-09 07:01:55,1,1,1,a\n",
         pj, sizeof pj);
     sim_trace_init(&t);
     assert_int_equal(sim_load(&t, pn, pj, NULL, SIM_FMT_AUTO, err, sizeof err), SL_EINVAL);
@@ -418,7 +391,7 @@ static void test_sim_load_philly(void **state) {
              pj);
     assert_string_equal(err, want);
     sim_trace_fini(&t);
-    put("p.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,1,0,1,a\n",
+    simtest_put("p.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,1,0,1,a\n",
         pj, sizeof pj);
     sim_trace_init(&t);
     assert_int_equal(sim_load(&t, pn, pj, NULL, SIM_FMT_AUTO, err, sizeof err), SL_EINVAL);
@@ -432,7 +405,7 @@ static void test_sim_load_tenants_malformed(void **state) {
     char pt[256], err[512], want[512];
     sim_trace_t t;
     sim_trace_init(&t);
-    put("t.csv", "name,weight\na,1\nb,0\n", pt, sizeof pt);
+    simtest_put("t.csv", "name,weight\na,1\nb,0\n", pt, sizeof pt);
     assert_int_equal(sim_load_tenants(&t, pt, err, sizeof err), SL_EINVAL);
     snprintf(want, sizeof want, "%s:3:3: field \"weight\": \"0\" out of range 1..1000000", pt);
     assert_string_equal(err, want);
@@ -500,5 +473,5 @@ int main(void) {
         cmocka_unit_test(test_sim_parse_times),
         cmocka_unit_test(test_sim_load_real_traces),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, simtest_setup, simtest_teardown);
 }

@@ -15,35 +15,9 @@
 #include <unistd.h>
 
 #include "sim.h"
+#include "simtest.h"
 
 #define NEAR(a, b) assert_true(fabs((a) - (b)) < 1e-9)
-
-static char tmpdir[64];
-
-static int setup(void **state) {
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_sim_run.XXXXXX");
-    assert_non_null(mkdtemp(tmpdir));
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    assert_int_equal(system(cmd), 0);
-    assert_int_equal(sl_alloc_live(), 0);
-    return 0;
-}
-
-static const char *put(const char *name, const char *text, char *path, size_t len) {
-    snprintf(path, len, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
 
 /* ---- the arrival order ---- */
 
@@ -125,9 +99,9 @@ static void test_sim_fill_run_by_hand(void **state) {
      * GPU), the rest cannot use the 0.4 left on each: unallocated is 70%
      * after the first and 40% from the second on, for every seed. */
     char pn[256], pj[256], err[512];
-    put("n.csv", "name,cpu,memory,gpus,gpu_model,gpu_memory,pool\nn1,64,256Gi,2,T4,16Gi,\n", pn,
+    simtest_put("n.csv", "name,cpu,memory,gpus,gpu_model,gpu_memory,pool\nn1,64,256Gi,2,T4,16Gi,\n", pn,
         sizeof pn);
-    put("p.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,600\n"
+    simtest_put("p.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,600\n"
                  "p1,1000,1024,1,600\n", pj, sizeof pj);
     sim_trace_t t;
     sim_trace_init(&t);
@@ -157,8 +131,8 @@ static void test_sim_fill_run_by_hand(void **state) {
 static sim_replay_result_t replay(const char *nodes, const char *jobs, const char *queue,
                                   const char *backfill, bool sharing, sim_trace_t *t) {
     char pn[256], pj[256], err[512];
-    put("n.csv", nodes, pn, sizeof pn);
-    put("j.csv", jobs, pj, sizeof pj);
+    simtest_put("n.csv", nodes, pn, sizeof pn);
+    simtest_put("j.csv", jobs, pj, sizeof pj);
     sim_trace_init(t);
     assert_int_equal(sim_load(t, pn, pj, NULL, SIM_FMT_AUTO, err, sizeof err), 0);
     sim_replay_cfg_t cfg = {.queue = queue, .placement = "bestfit", .backfill = backfill,
@@ -241,8 +215,8 @@ static void test_sim_replay_sharing_memory_idle(void **state) {
 static void test_sim_replay_needs_times(void **state) {
     (void)state;
     char pn[256], pj[256], err[512];
-    put("n.csv", ONE_GPU, pn, sizeof pn);
-    put("p.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,600\n", pj, sizeof pj);
+    simtest_put("n.csv", ONE_GPU, pn, sizeof pn);
+    simtest_put("p.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,600\n", pj, sizeof pj);
     sim_trace_t t;
     sim_trace_init(&t);
     assert_int_equal(sim_load(&t, pn, pj, NULL, SIM_FMT_AUTO, err, sizeof err), 0);
@@ -265,5 +239,5 @@ int main(void) {
         cmocka_unit_test(test_sim_replay_sharing_memory_idle),
         cmocka_unit_test(test_sim_replay_needs_times),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, simtest_setup, simtest_teardown);
 }
