@@ -129,6 +129,55 @@ static inline void sl__place_share(const sl_node_t *n, const sl_task_req_t *r, i
 }
 
 /*
+ * The GPU choice FGD and fgdbal share: one task of req goes on node, and
+ * value(ctx, after) rates the node as it would be after it. A share tries
+ * each GPU it fits, one per distinct GPU state (the lowest index), and
+ * keeps the highest value, the lowest index on ties; whole GPUs are those
+ * sl_node_choose_gpus picks. Sets *pl and *out; SL_NOFIT (nothing set but
+ * *pl) if the task does not fit. O(gpus^2 + gpus * cost of value).
+ */
+static inline int sl__place_best_after(const sl_node_t *node, const sl_task_req_t *req,
+                                       double (*value)(void *ctx, const sl_node_t *after),
+                                       void *ctx, sl_place_t *pl, double *out) {
+    if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
+    sl_node_t t = *node;
+    t.cpu_free -= req->cpu_milli;
+    t.mem_free -= req->mem_bytes;
+    if (sl__req_share(req)) {
+        int best_g = -1;
+        double best = 0.0;
+        for (int g = 0; g < node->ngpus; g++) {
+            if (!sl__share_fits_gpu(node, g, req)) continue;
+            bool dup = false;
+            for (int h = 0; h < g && !dup; h++)
+                dup = sl__share_fits_gpu(node, h, req) && node->gpu_free[h] == node->gpu_free[g] &&
+                      node->gpu_mem_free[h] == node->gpu_mem_free[g];
+            if (dup) continue; /* same state as an earlier GPU: same value, earlier index wins */
+            t.gpu_free[g] -= req->gpu_milli;
+            t.gpu_mem_free[g] -= req->gpu_mem_bytes;
+            double q = value(ctx, &t);
+            t.gpu_free[g] = node->gpu_free[g];
+            t.gpu_mem_free[g] = node->gpu_mem_free[g];
+            if (best_g < 0 || q > best) {
+                best_g = g;
+                best = q;
+            }
+        }
+        if (best_g < 0) return SL_NOFIT;
+        sl__place_share(node, req, best_g, pl);
+        *out = best;
+        return SL_FIT;
+    }
+    for (int g = 0; g < node->ngpus; g++) {
+        if (!(pl->gpu_mask & (1u << g))) continue;
+        t.gpu_free[g] = 0;
+        t.gpu_mem_free[g] = 0;
+    }
+    *out = value(ctx, &t);
+    return SL_FIT;
+}
+
+/*
  * Expected fragmentation of a node state under w (sl_frag_node), memoised
  * inside the workload: the value depends only on which shapes' CPU and
  * memory demands the node meets, its model and the multiset of its GPUs'

@@ -29,47 +29,27 @@ static int64_t fgd_quant(double before, double after) {
     return (int64_t)(100.0 / (1.0 + exp(-d)));
 }
 
+/* What sl__place_best_after rates a node state by: FGD's quantised score. */
+typedef struct fgd_ctx {
+    const sl_workload_t *w;
+    double before; /* F(node) before the task */
+} fgd_ctx_t;
+
+static double fgd_value(void *ctx, const sl_node_t *after) {
+    const fgd_ctx_t *c = ctx;
+    return (double)fgd_quant(c->before, sl__frag_node_cached(c->w, after));
+}
+
 /*
  * The primary score and the GPU choice on node, given F(node) = before.
  * Returns SL_NOFIT if the task does not fit.
  */
 static int fgd_eval(const sl_workload_t *w, const sl_task_req_t *req, const sl_node_t *node,
                     double before, int64_t *primary, sl_place_t *pl) {
-    if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
-    sl_node_t t = *node;
-    t.cpu_free -= req->cpu_milli;
-    t.mem_free -= req->mem_bytes;
-    if (sl__req_share(req)) {
-        int best_g = -1;
-        int64_t best = 0;
-        for (int g = 0; g < node->ngpus; g++) {
-            if (!sl__share_fits_gpu(node, g, req)) continue;
-            bool dup = false;
-            for (int h = 0; h < g && !dup; h++)
-                dup = sl__share_fits_gpu(node, h, req) && node->gpu_free[h] == node->gpu_free[g] &&
-                      node->gpu_mem_free[h] == node->gpu_mem_free[g];
-            if (dup) continue; /* same state as an earlier GPU: same score, earlier index wins */
-            t.gpu_free[g] -= req->gpu_milli;
-            t.gpu_mem_free[g] -= req->gpu_mem_bytes;
-            int64_t q = fgd_quant(before, sl__frag_node_cached(w, &t));
-            t.gpu_free[g] = node->gpu_free[g];
-            t.gpu_mem_free[g] = node->gpu_mem_free[g];
-            if (best_g < 0 || q > best) {
-                best_g = g;
-                best = q;
-            }
-        }
-        if (best_g < 0) return SL_NOFIT;
-        sl__place_share(node, req, best_g, pl);
-        *primary = best;
-        return SL_FIT;
-    }
-    for (int g = 0; g < node->ngpus; g++) {
-        if (!(pl->gpu_mask & (1u << g))) continue;
-        t.gpu_free[g] = 0;
-        t.gpu_mem_free[g] = 0;
-    }
-    *primary = fgd_quant(before, sl__frag_node_cached(w, &t));
+    fgd_ctx_t c = {w, before};
+    double best;
+    if (sl__place_best_after(node, req, fgd_value, &c, pl, &best) != SL_FIT) return SL_NOFIT;
+    *primary = (int64_t)best;
     return SL_FIT;
 }
 

@@ -236,6 +236,20 @@ static double value(const sl_workload_t *w, const rates_t *r, double f_before, d
     return d - (stranded(t, r) - s_before);
 }
 
+/* What sl__place_best_after rates a node state by: value() with the
+ * workload's rates and the node's state before the task. */
+typedef struct fgdbal_ctx {
+    const sl_workload_t *w;
+    const rates_t *r;
+    double f_before, s_before;
+    const nsum_t *b;
+} fgdbal_ctx_t;
+
+static double fgdbal_value(void *ctx, const sl_node_t *after) {
+    const fgdbal_ctx_t *c = ctx;
+    return value(c->w, c->r, c->f_before, c->s_before, c->b, after);
+}
+
 /*
  * Evaluates placing one task of req on node: fills *pl with the GPUs and *v
  * with the value without the scarcity term. SL_NOFIT if the node cannot
@@ -243,43 +257,9 @@ static double value(const sl_workload_t *w, const rates_t *r, double f_before, d
  */
 static int fgdbal_eval(const sl_workload_t *w, const rates_t *r, const sl_task_req_t *req, const sl_node_t *node, double f_before, double *v,
                        sl_place_t *pl) {
-    if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
-    double s_before = stranded(node, r);
     nsum_t b = summary_of(node);
-    sl_node_t t = *node;
-    t.cpu_free -= req->cpu_milli;
-    t.mem_free -= req->mem_bytes;
-    if (sl__req_share(req)) {
-        int best_g = -1;
-        double best = 0.0;
-        for (int g = 0; g < node->ngpus; g++) {
-            if (!sl__share_fits_gpu(node, g, req)) continue;
-            bool dup = false;
-            for (int h = 0; h < g && !dup; h++)
-                dup = sl__share_fits_gpu(node, h, req) && node->gpu_free[h] == node->gpu_free[g] &&
-                      node->gpu_mem_free[h] == node->gpu_mem_free[g];
-            if (dup) continue; /* same state as an earlier GPU: same value, earlier index wins */
-            t.gpu_free[g] -= req->gpu_milli;
-            t.gpu_mem_free[g] -= req->gpu_mem_bytes;
-            double q = value(w, r, f_before, s_before, &b, &t);
-            t.gpu_free[g] = node->gpu_free[g];
-            t.gpu_mem_free[g] = node->gpu_mem_free[g];
-            if (best_g < 0 || q > best) {
-                best_g = g;
-                best = q;
-            }
-        }
-        if (best_g < 0) return SL_NOFIT;
-        sl__place_share(node, req, best_g, pl);
-        *v = best;
-    } else {
-        for (int g = 0; g < node->ngpus; g++) {
-            if (!(pl->gpu_mask & (1u << g))) continue;
-            t.gpu_free[g] = 0;
-            t.gpu_mem_free[g] = 0;
-        }
-        *v = value(w, r, f_before, s_before, &b, &t);
-    }
+    fgdbal_ctx_t c = {w, r, f_before, stranded(node, r), &b};
+    if (sl__place_best_after(node, req, fgdbal_value, &c, pl, v) != SL_FIT) return SL_NOFIT;
     if (node_in_use(node)) *v += FGDBAL_PACK_MILLI;
     return SL_FIT;
 }
