@@ -29,13 +29,7 @@ def cluster_with(controller_factory):
 
     def make(config_overrides=None, n=1, **kw):
         ctl = controller_factory(config_overrides=config_overrides)
-        out = []
-        for i in range(n):
-            a = harness.Agent(ctl, "n%d" % (i + 1), **kw)
-            agents.append(a)
-            a.start()
-            out.append(a)
-        return ctl, out
+        return ctl, u.start_agents(ctl, n, agents, **kw)
 
     yield make
     for a in agents:

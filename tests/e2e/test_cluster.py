@@ -33,13 +33,7 @@ def make_cluster(controller_factory):
 
     def make(n, config_overrides=None, tenants=None, **kw):
         ctl = controller_factory(config_overrides=config_overrides, tenants=tenants)
-        out = []
-        for i in range(n):
-            a = harness.Agent(ctl, "n%d" % (i + 1), **kw)
-            agents.append(a)
-            a.start()
-            out.append(a)
-        return ctl, out
+        return ctl, u.start_agents(ctl, n, agents, **kw)
 
     yield make
     for a in agents:
