@@ -25,6 +25,7 @@
 
 #include "agent.h"
 #include "log.h"
+#include "osutil.h"
 
 double agent_now(void) {
     struct timespec ts;
@@ -105,19 +106,6 @@ static char *detect_cpus(void) {
     char buf[32];
     snprintf(buf, sizeof buf, "%ld", n);
     return strdup(buf);
-}
-
-static int mkdirs(const char *path) {
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    }
-    return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
 }
 
 static void stop_cb(evutil_socket_t sig, short ev, void *arg) {
@@ -244,7 +232,7 @@ int main(int argc, char **argv) {
         host[strcspn(host, ".")] = '\0';
         a.name = host;
     }
-    if (mkdirs(workdir) != 0 || !(a.workdir = realpath(workdir, NULL))) {
+    if (sl_fs_mkdirs(workdir) != 0 || !(a.workdir = realpath(workdir, NULL))) {
         fprintf(stderr, "sluice-agent: --workdir: cannot create %s: %s\n", workdir, strerror(errno));
         free(a.ctl_host);
         free(a.ctl_port);

@@ -45,6 +45,7 @@
 
 #include "agent.h"
 #include "log.h"
+#include "osutil.h"
 
 extern char **environ;
 
@@ -97,14 +98,8 @@ static void task_remove(agent_t *a, agent_task_t *t) {
 /* Start time of pid in clock ticks since boot (field 22 of /proc/PID/stat),
  * or 0 if the process is gone. */
 static unsigned long long proc_start_time(pid_t pid) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
+    char buf[1024];
+    if (sl_proc_read(pid, "stat", buf, sizeof buf) == 0) return 0;
     char *p = strrchr(buf, ')');
     if (!p) return 0;
     p++;

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "osutil.h"
 #include "yamldoc.h"
 
 extern char **environ;
@@ -44,23 +45,10 @@ typedef struct up_paths {
     char agent_log[PATH_MAX + 32];
 } up_paths_t;
 
-static int mkdirs(const char *path) {
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    }
-    return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
-}
-
 static int paths_init(cli_t *c, up_paths_t *p) {
     const char *d = cli_get(c, "dir");
     if (!d) d = ".sluice";
-    if (mkdirs(d) != 0) {
+    if (sl_fs_mkdirs(d) != 0) {
         fprintf(stderr, "sluice %s: cannot create %s: %s\n", c->cmd->name, d, strerror(errno));
         return -1;
     }
@@ -97,14 +85,8 @@ static int port_of(const char *listen) {
 
 /* Does pid still run the program named prog (basename of argv[0])? */
 static int pid_is(pid_t pid, const char *prog) {
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
+    char buf[4096];
+    if (sl_proc_read(pid, "cmdline", buf, sizeof buf) == 0) return 0;
     const char *base = strrchr(buf, '/');
     base = base ? base + 1 : buf;
     return strcmp(base, prog) == 0;
@@ -402,7 +384,7 @@ int cli_cmd_up(cli_t *c) {
         rc = CLI_ESERVER;
         goto out;
     }
-    if (mkdirs(p.agentdir) != 0) {
+    if (sl_fs_mkdirs(p.agentdir) != 0) {
         fprintf(stderr, "sluice up: cannot create %s: %s\n", p.agentdir, strerror(errno));
         rc = CLI_ESERVER;
         goto out;

@@ -1,0 +1,22 @@
+/*
+ * osutil.h - small operating-system helpers the programs share (the agent
+ * and the CLI), never the core.
+ */
+#ifndef SLUICE_COMMON_OSUTIL_H
+#define SLUICE_COMMON_OSUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Creates path and any missing parents, mode 0755 (mkdir -p); a directory
+ * that already exists is fine. Returns 0, or -1 with errno set by the
+ * mkdir that failed. A path longer than PATH_MAX is cut to it. */
+int sl_fs_mkdirs(const char *path);
+
+/* Reads /proc/<pid>/<file> (e.g. "stat", "cmdline") into buf[len] with a
+ * NUL after the bytes read, at most len - 1 of them (one read). Returns how
+ * many bytes it read, or 0 if the process is gone or the file is empty or
+ * unreadable (buf is then unspecified). len must be at least 1. */
+size_t sl_proc_read(pid_t pid, const char *file, char *buf, size_t len);
+
+#endif
