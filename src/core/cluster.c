@@ -878,18 +878,7 @@ int sl_cluster_release(sl_cluster_t *cl, const sl_task_req_t *req, const sl_plac
         }
     }
     node_account(cl, n, -1);
-    n->cpu_free += req->cpu_milli;
-    n->mem_free += req->mem_bytes;
-    for (int g = 0; g < n->ngpus; g++) {
-        if (!(pl->gpu_mask & (1u << g))) continue;
-        if (req->gpus > 0) {
-            n->gpu_free[g] = SL_GPU_MILLI;
-            n->gpu_mem_free[g] = n->gpu_mem_total;
-        } else {
-            n->gpu_free[g] += req->gpu_milli;
-            n->gpu_mem_free[g] += req->gpu_mem_bytes;
-        }
-    }
+    sl__node_give_back(n, req, pl);
     node_account(cl, n, +1);
     index_update(cl, pl->node);
     return 0;

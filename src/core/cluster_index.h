@@ -105,6 +105,28 @@ static inline bool sl__class_fits(const sl__class_t *c, const sl_task_req_t *r) 
     return true;
 }
 
+/*
+ * Gives one task of req placed as pl back to node n: its CPU, memory and
+ * GPUs (whole ones reset to fully free, a share returned to its GPU). Only
+ * the node's fields; sl_cluster_release also keeps the index in step, the
+ * EASY reservation applies it to node copies. The caller has checked that
+ * pl's resources are in use on n. Can't fail. O(gpus).
+ */
+static inline void sl__node_give_back(sl_node_t *n, const sl_task_req_t *req, const sl_place_t *pl) {
+    n->cpu_free += req->cpu_milli;
+    n->mem_free += req->mem_bytes;
+    for (int g = 0; g < n->ngpus; g++) {
+        if (!(pl->gpu_mask & (1u << g))) continue;
+        if (req->gpus > 0) {
+            n->gpu_free[g] = SL_GPU_MILLI;
+            n->gpu_mem_free[g] = n->gpu_mem_total;
+        } else {
+            n->gpu_free[g] += req->gpu_milli;
+            n->gpu_mem_free[g] += req->gpu_mem_bytes;
+        }
+    }
+}
+
 /* Dense arrays of sl_cluster_class_count() entries, in class order. */
 const sl__class_t *sl__cluster_classes(const sl_cluster_t *cl);
 const sl__class_id_t *sl__cluster_class_ids(const sl_cluster_t *cl);

@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster_index.h"
 #include "sched_internal.h"
 #include "sluice/alloc.h"
 
@@ -85,23 +86,6 @@ static int cmp_cand(const void *pa, const void *pb) {
     const struct sl__easy_cand *a = pa, *b = pb;
     if (a->fit != b->fit) return a->fit > b->fit ? -1 : 1;
     return a->node < b->node ? -1 : a->node > b->node;
-}
-
-/* Gives one task's resources back on a node copy, as sl_cluster_release
- * does on the real node. */
-static void copy_release(sl_node_t *n, const sl_task_req_t *req, const sl_place_t *pl) {
-    n->cpu_free += req->cpu_milli;
-    n->mem_free += req->mem_bytes;
-    for (int g = 0; g < n->ngpus; g++) {
-        if (!(pl->gpu_mask & (1u << g))) continue;
-        if (req->gpus > 0) {
-            n->gpu_free[g] = SL_GPU_MILLI;
-            n->gpu_mem_free[g] = n->gpu_mem_total;
-        } else {
-            n->gpu_free[g] += req->gpu_milli;
-            n->gpu_mem_free[g] += req->gpu_mem_bytes;
-        }
-    }
 }
 
 void sl__easy_clear(sl__easy_t *e) {
@@ -167,7 +151,7 @@ bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl__tnode_t *
                 e->copy_fit[ci] = sl_node_fit_count(&e->copies[ci], req, count);
                 e->copy_of[pl->node] = ci;
             }
-            copy_release(&e->copies[ci], &j->spec.task, pl);
+            sl__node_give_back(&e->copies[ci], &j->spec.task, pl); /* as sl_cluster_release */
             int32_t f = sl_node_fit_count(&e->copies[ci], req, count);
             sum += f - e->copy_fit[ci];
             e->copy_fit[ci] = f;
