@@ -152,26 +152,26 @@ def test_cancel_sigterm_then_sigkill_whole_group(cluster_with, tmp_path):
     pidfile = tmp_path / "child.pid"
     # Ignores SIGTERM and leaves a child in its process group: SIGKILL after
     # the grace period must take both.
-    stubborn = ctl.submit({"command": u.sh(
+    term_ignorer = ctl.submit({"command": u.sh(
         "trap '' TERM; sleep 1000 & echo $! > %s; while :; do sleep 0.2; done" % pidfile)})
     polite = ctl.submit({"command": ["sleep", "1000"]})
-    (spid,) = u.wait_running_pids(ctl, stubborn["id"])
+    (spid,) = u.wait_running_pids(ctl, term_ignorer["id"])
     (ppid,) = u.wait_running_pids(ctl, polite["id"])
     u.wait_path(str(pidfile))
     child = int(pidfile.read_text().strip())
     assert u.pid_alive(spid) and u.pid_alive(child) and u.pid_alive(ppid)
-    for jid in (stubborn["id"], polite["id"]):
+    for jid in (term_ignorer["id"], polite["id"]):
         st, body = ctl.request("DELETE", "/v1/jobs/%d" % jid, token=ctl.token("alice"))
         assert st == 200 and body["state"] == "cancelled", (st, body)
     harness.wait_for(lambda: not u.pid_alive(ppid), what="polite task gone")
     harness.wait_for(lambda: not u.pid_alive(spid) and not u.pid_alive(child),
-                     what="stubborn task and its child gone")
+                     what="term_ignorer task and its child gone")
     # The agent reports how each ended: SIGTERM sufficed for one, SIGKILL for the other.
     harness.wait_for(lambda: "job=%d task=0 pid=%d exited exit_code=143 signal=15" % (polite["id"], ppid)
                      in agent.log(), what="polite exit reported")
-    harness.wait_for(lambda: "job=%d task=0 pid=%d exited exit_code=137 signal=9" % (stubborn["id"], spid)
-                     in agent.log(), what="stubborn exit reported")
-    assert ctl.job(stubborn["id"])["state"] == "cancelled"
+    harness.wait_for(lambda: "job=%d task=0 pid=%d exited exit_code=137 signal=9" % (term_ignorer["id"], spid)
+                     in agent.log(), what="term_ignorer exit reported")
+    assert ctl.job(term_ignorer["id"])["state"] == "cancelled"
 
 
 def test_container_launcher_records_what_it_was_given(controller, cluster, tmp_path):
