@@ -34,6 +34,15 @@
  * a function of the call sequence alone (no addresses or randomness feed the
  * hashes), so the same calls give the same class order and representatives.
  *
+ * The node order (cluster_index.h). Next to its member array each class
+ * keeps the same members in a binary min-heap of (sl__node_rank(order_key,
+ * id) << 32 | id), and each node remembers its heap position too, so the
+ * member first in the order is heap[0] (mirrored in the class's identity as
+ * `first`), a join is a sift-up and a leave a swap with the last entry and
+ * one sift: O(log class size). Changing the key rebuilds every heap
+ * (Floyd's heapify, O(up nodes)). The heap decides nothing else: the member
+ * array, and with it the representative, is kept exactly as without it.
+ *
  * Summaries and buckets (cluster_index.h). Next to the dense order, two
  * parallel dense arrays hold each class's 32-byte summary (what placement
  * filters read: free CPU and memory, pool, model, fully free GPUs, largest
@@ -75,6 +84,7 @@ typedef struct key {
 typedef struct cls {
     uint64_t hash;
     uint32_t *members;      /* node ids; members[0] is the representative */
+    uint64_t *heap;         /* the members as rank << 32 | id, a min-heap; n and cap shared */
     uint32_t n, cap;
     uint32_t dense;         /* position in cl->order while in use */
     uint32_t next_free;     /* free-list link while unused */
@@ -90,6 +100,8 @@ struct sl_cluster {
     uint32_t nnodes, node_cap;
     int32_t *node_class;    /* class slot of each node, -1 if not up */
     uint32_t *node_pos;     /* position in its class's member array */
+    uint32_t *node_hpos;    /* position in its class's heap */
+    uint64_t order_key;     /* of the node order the heaps follow */
 
     uint32_t *name_tab;     /* id + 1, 0 = empty */
     uint32_t name_mask;     /* table size - 1 */
@@ -362,6 +374,7 @@ static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, co
         }
         slot = cl->nslots++;
         cl->slots[slot].members = NULL;
+        cl->slots[slot].heap = NULL;
         cl->slots[slot].cap = 0;
     }
     if (cl->nclasses == cl->order_cap) {
@@ -384,7 +397,7 @@ static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, co
     uint32_t d = dense_open(cl, summary_bucket(&s));
     cl->order[d] = slot;
     cl->sum[d] = s;
-    cl->ids[d] = (sl__class_id_t){.uid = c->uid, .hash = h, .size = 0, .slot = slot};
+    cl->ids[d] = (sl__class_id_t){.uid = c->uid, .hash = h, .size = 0, .slot = slot, .first = n->id};
     c->dense = d;
     ctab_put(cl->class_tab, cl->class_mask, ((uint64_t)tag_of(h) << 32) | (slot + 1));
     return slot;
@@ -398,20 +411,61 @@ static void class_drop(sl_cluster_t *cl, uint32_t slot) {
     cl->free_slot = slot;
 }
 
+/* ---- the node order heaps ---- */
+
+static inline uint64_t order_entry(uint64_t key, uint32_t id) {
+    return (uint64_t)sl__node_rank(key, id) << 32 | id;
+}
+
+static inline void heap_set(sl_cluster_t *cl, cls_t *c, uint32_t i, uint64_t e) {
+    c->heap[i] = e;
+    cl->node_hpos[(uint32_t)e] = i;
+}
+
+/* Sifts entry i (of c->n) down below its smaller children. */
+static void heap_down(sl_cluster_t *cl, cls_t *c, uint32_t i) {
+    uint64_t e = c->heap[i];
+    for (;;) {
+        uint32_t m = 2 * i + 1;
+        if (m >= c->n) break;
+        if (m + 1 < c->n && c->heap[m + 1] < c->heap[m]) m++;
+        if (c->heap[m] >= e) break;
+        heap_set(cl, c, i, c->heap[m]);
+        i = m;
+    }
+    heap_set(cl, c, i, e);
+}
+
+/* Restores the heap property around entry i (of c->n), moving it up or down. */
+static void heap_fix(sl_cluster_t *cl, cls_t *c, uint32_t i) {
+    uint64_t e = c->heap[i];
+    while (i > 0 && c->heap[(i - 1) / 2] > e) {
+        heap_set(cl, c, i, c->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_set(cl, c, i, e);
+    heap_down(cl, c, i);
+}
+
 static void index_remove(sl_cluster_t *cl, uint32_t id) {
     int32_t slot = cl->node_class[id];
     if (slot < 0) return;
     cls_t *c = &cl->slots[slot];
-    uint32_t pos = cl->node_pos[id];
+    uint32_t pos = cl->node_pos[id], hpos = cl->node_hpos[id];
     uint32_t moved = c->members[--c->n];
     c->members[pos] = moved;
     cl->node_pos[moved] = pos;
     cl->node_class[id] = -1;
+    if (hpos != c->n) {
+        heap_set(cl, c, hpos, c->heap[c->n]);
+        heap_fix(cl, c, hpos);
+    }
     if (c->n == 0) {
         class_drop(cl, (uint32_t)slot);
         return;
     }
     cl->ids[c->dense].size = c->n;
+    cl->ids[c->dense].first = (uint32_t)c->heap[0];
     if (pos == 0) cl->sum[c->dense].rep = moved; /* same state, new representative */
 }
 
@@ -424,11 +478,15 @@ static void index_insert_key(sl_cluster_t *cl, uint32_t id, const state_key_t *k
     if (c->n == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 4;
         c->members = sl_xrealloc(c->members, (size_t)c->cap * sizeof *c->members);
+        c->heap = sl_xrealloc(c->heap, (size_t)c->cap * sizeof *c->heap);
     }
     cl->node_pos[id] = c->n;
-    c->members[c->n++] = id;
+    c->members[c->n] = id;
+    c->heap[c->n] = order_entry(cl->order_key, id);
+    heap_fix(cl, c, c->n++); /* the new last entry: up only */
     cl->node_class[id] = (int32_t)slot;
     cl->ids[c->dense].size = c->n;
+    cl->ids[c->dense].first = (uint32_t)c->heap[0];
     if (c->n == 1) cl->sum[c->dense].rep = id;
 }
 
@@ -472,7 +530,10 @@ int sl_cluster_create(sl_cluster_t **out) {
 void sl_cluster_destroy(sl_cluster_t *cl) {
     if (!cl) return;
     for (uint32_t i = 0; i < cl->nnodes; i++) sl_free(cl->nodes[i].labels);
-    for (uint32_t i = 0; i < cl->nslots; i++) sl_free(cl->slots[i].members);
+    for (uint32_t i = 0; i < cl->nslots; i++) {
+        sl_free(cl->slots[i].members);
+        sl_free(cl->slots[i].heap);
+    }
     sl_free(cl->slots);
     sl_free(cl->order);
     sl_free(cl->sum);
@@ -481,6 +542,7 @@ void sl_cluster_destroy(sl_cluster_t *cl) {
     sl_free(cl->nodes);
     sl_free(cl->node_class);
     sl_free(cl->node_pos);
+    sl_free(cl->node_hpos);
     sl_free(cl->name_tab);
     sl_free(cl->pools);
     sl_free(cl);
@@ -630,6 +692,7 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
         cl->nodes = sl_xrealloc(cl->nodes, (size_t)ncap * sizeof *cl->nodes);
         cl->node_class = sl_xrealloc(cl->node_class, (size_t)ncap * sizeof *cl->node_class);
         cl->node_pos = sl_xrealloc(cl->node_pos, (size_t)ncap * sizeof *cl->node_pos);
+        cl->node_hpos = sl_xrealloc(cl->node_hpos, (size_t)ncap * sizeof *cl->node_hpos);
         cl->node_cap = ncap;
     }
     if ((cl->nnodes + 1) * 2 > cl->name_mask + 1) {
@@ -934,6 +997,34 @@ uint32_t sl__cluster_slot_count(const sl_cluster_t *cl) {
     return cl->nslots;
 }
 
+uint64_t sl__cluster_order_key(const sl_cluster_t *cl) {
+    return cl->order_key;
+}
+
+void sl__cluster_set_order_key(sl_cluster_t *cl, uint64_t key) {
+    if (key == cl->order_key) return;
+    cl->order_key = key;
+    for (uint32_t i = 0; i < cl->nclasses; i++) {
+        cls_t *c = &cl->slots[cl->order[i]];
+        for (uint32_t k = 0; k < c->n; k++) heap_set(cl, c, k, order_entry(key, (uint32_t)c->heap[k]));
+        for (uint32_t k = c->n / 2; k-- > 0;) heap_down(cl, c, k); /* Floyd */
+        cl->ids[i].first = (uint32_t)c->heap[0];
+    }
+}
+
+/* The class's heap: the heap property, every entry's rank under the key,
+ * each member's position, and `first`. O(class size). */
+static int check_heap(const sl_cluster_t *cl, const cls_t *c, const sl__class_id_t *id) {
+    for (uint32_t k = 0; k < c->n; k++) {
+        uint32_t nid = (uint32_t)c->heap[k];
+        if (nid >= cl->nnodes || c->heap[k] != order_entry(cl->order_key, nid)) return SL_ESTATE;
+        if (cl->node_hpos[nid] != k || cl->node_class[nid] != (int32_t)id->slot) return SL_ESTATE;
+        if (k > 0 && c->heap[(k - 1) / 2] >= c->heap[k]) return SL_ESTATE;
+    }
+    if (c->n > 0 && id->first != (uint32_t)c->heap[0]) return SL_ESTATE;
+    return 0;
+}
+
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
@@ -952,6 +1043,7 @@ static int check_summaries(const sl_cluster_t *cl) {
         if (id->uid != c->uid || id->uid >= cl->next_uid || id->hash != c->hash || id->size != c->n ||
             id->slot != cl->order[i])
             return SL_ESTATE;
+        if (check_heap(cl, c, id) != 0) return SL_ESTATE;
         while (b < SL__NBUCKETS && cl->bstart[b + 1] <= i) b++;
         if (b >= SL__NBUCKETS || cl->bstart[b] > i || summary_bucket(&want) != b) return SL_ESTATE;
     }

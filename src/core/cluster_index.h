@@ -25,7 +25,18 @@
  * it may be cached under the uid), the hash of its full state key, its size
  * and its stable storage slot (< sl__cluster_slot_count, reused only after
  * the class dies, so per-class caches may be arrays indexed by slot and
- * validated by uid).
+ * validated by uid), and the member that comes first in the cluster's node
+ * order.
+ *
+ * The node order. gpupacking and gpuclustering send a task that ties on
+ * score to the first node of a keyed pseudo-random order of node ids, as
+ * the FGD paper's simulator does (policy/place.h): node id ranks
+ * sl__node_rank(key, id), lowest first, a bijection of the 32-bit id for
+ * every key, so no two nodes tie and each key gives its own order. The
+ * cluster keeps each class's members in a binary min-heap by rank under
+ * one key (sl__cluster_order_key, 0 on a new cluster; the scheduler sets
+ * its own with sl__cluster_set_order_key), so the first member of a class
+ * is read in O(1) and a node joining or leaving costs O(log class size).
  *
  * Pointers returned here are owned by the cluster and valid until the next
  * call that adds a node, allocates, releases or changes a node's state.
@@ -65,7 +76,24 @@ typedef struct sl__class_id {
     uint64_t hash; /* of the full state key */
     uint32_t size; /* member nodes */
     uint32_t slot; /* stable while the class lives */
+    uint32_t first; /* the member lowest in sl__node_rank(sl__cluster_order_key(cl), .) */
 } sl__class_id_t;
+
+/* murmur3's 32-bit finaliser: a bijection on 32 bits. */
+static inline uint32_t sl__fmix32(uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x85ebca6bu;
+    x ^= x >> 13;
+    x *= 0xc2b2ae35u;
+    x ^= x >> 16;
+    return x;
+}
+
+/* The rank of node id in the node order of key (lowest first): two keyed
+ * rounds of fmix32, a bijection of the id for every key. O(1). */
+static inline uint32_t sl__node_rank(uint64_t key, uint32_t id) {
+    return sl__fmix32(sl__fmix32(id ^ (uint32_t)key) ^ (uint32_t)(key >> 32));
+}
 
 /* The bucket of a class with f fully free GPUs and largest free share s. */
 static inline int sl__bucket_of(int f, int s) {
@@ -134,5 +162,11 @@ const sl__class_id_t *sl__cluster_class_ids(const sl_cluster_t *cl);
 const uint32_t *sl__cluster_buckets(const sl_cluster_t *cl);
 /* Upper bound of the slots of live classes. */
 uint32_t sl__cluster_slot_count(const sl_cluster_t *cl);
+/* The key of the node order that the classes' `first` members follow. */
+uint64_t sl__cluster_order_key(const sl_cluster_t *cl);
+/* Re-orders every class's members under key: O(up nodes) when the key
+ * changes, O(1) when it does not. Changes nothing else (class order,
+ * representatives, summaries). Can't fail. */
+void sl__cluster_set_order_key(sl_cluster_t *cl, uint64_t key);
 
 #endif

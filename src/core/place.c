@@ -17,7 +17,7 @@
  *    broken uniformly over NODES by a weighted reservoir draw (class i
  *    replaces the current pick with probability size_i / total size of the
  *    ties so far), which is the distribution the policies' own tie-break
- *    gives (a policy with a `member` hook folds its own fixed node order
+ *    gives (a policy with a `member` hook folds its own node order
  *    into the primary instead, so nothing ties, and names the node of the
  *    winning class the task goes to). Only the winner's GPUs are chosen
  *    (on its representative, or that node). A
@@ -236,7 +236,7 @@ static void search_run(search_t *s) {
 
 /* The node of the winning class the task goes to. */
 static uint32_t winner_node(const search_t *s) {
-    if (s->fast && s->fast->member) return s->fast->member(s->cl, s->win);
+    if (s->fast && s->fast->member) return s->fast->member(s->cy, s->cl, s->win);
     return sl__cluster_classes(s->cl)[s->win].rep;
 }
 

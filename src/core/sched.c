@@ -91,6 +91,12 @@
  * (so "wfq" lists in the order the last cycle used); DONE and CANCELLED jobs
  * come in table order.
  *
+ * Randomness: one RNG seeded with the config's seed, and a node order key
+ * derived from the same seed (splitmix64 of it) that every cycle carries
+ * (sl_cycle_t.order_key) and the cluster keeps its classes' first members
+ * in (sl__cluster_set_order_key, set at creation and checked, O(1), at each
+ * cycle), so gpupacking and gpuclustering shuffle the nodes per seed.
+ *
  * Pure: no I/O, no clock; time comes in as now_us.
  */
 #include <stdarg.h>
@@ -99,6 +105,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster_index.h"
 #include "sched_internal.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
@@ -186,6 +193,7 @@ struct sl_sched {
     const sl_queue_policy_t *queue;
     sl_backfill_kind_t backfill;
     sl_rng_t rng;
+    uint64_t order_key;     /* of the node order ties follow (sl_cycle_t.order_key) */
     int64_t default_limit_us;
     int32_t max_starts;
     int32_t max_bf_tries;
@@ -640,6 +648,15 @@ static void release_pls(sl_sched_t *s, const sl_task_req_t *req, const sl_place_
 
 /* ---- config, create, destroy ---- */
 
+/* The node order key of a seed: splitmix64's output function of it, so
+ * neighbouring seeds give unrelated orders. */
+static uint64_t order_key_of(uint64_t seed) {
+    uint64_t z = seed + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
 void sl_sched_config_init(sl_sched_config_t *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->queue = "fifo";
@@ -717,6 +734,8 @@ int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t *
     s->queue = q;
     s->backfill = bf;
     sl_rng_seed(&s->rng, cfg->seed);
+    s->order_key = order_key_of(cfg->seed);
+    sl__cluster_set_order_key(cl, s->order_key);
     s->default_limit_us = cfg->default_time_limit_us;
     s->max_starts = cfg->max_starts_per_cycle;
     s->max_bf_tries = cfg->max_backfill_tries;
@@ -1479,7 +1498,9 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
     for (size_t i = 0; i < s->ntenants; i++) s->tenants[i].share = share_of(&s->tenants[i], s->cap);
     s->cap_valid = true;
     s->in_cycle = true;
-    sl_cycle_t cy = {.cluster = s->cl, .workload = s->wl, .rng = &s->rng, .now_us = now_us};
+    sl__cluster_set_order_key(s->cl, s->order_key); /* O(1) unless another key was set */
+    sl_cycle_t cy = {.cluster = s->cl, .workload = s->wl, .rng = &s->rng, .now_us = now_us,
+                     .order_key = s->order_key};
     sl__easy_clear(&s->easy);
     size_t nstarted = 0;
 
@@ -1624,7 +1645,9 @@ int sl_sched_try_start(sl_sched_t *s, uint64_t id, int64_t now_us) {
         j->status = SL_WAIT;
         return SL_WAIT;
     }
-    sl_cycle_t cy = {.cluster = s->cl, .workload = s->wl, .rng = &s->rng, .now_us = now_us};
+    sl__cluster_set_order_key(s->cl, s->order_key); /* O(1) unless another key was set */
+    sl_cycle_t cy = {.cluster = s->cl, .workload = s->wl, .rng = &s->rng, .now_us = now_us,
+                     .order_key = s->order_key};
     attempt_t at;
     int rc = attempt_job(s, &cy, j, qn, m, MODE_PLAIN, 0, &at);
     if (rc != SL_FIT) return rc;

@@ -375,61 +375,176 @@ static void test_place_ties_uniform_over_nodes(void **state) {
     }
 }
 
+/* Nodes 0..n-1 in the node order of key (selection sort on sl__node_rank). */
+static void rank_order(uint64_t key, uint32_t *order, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) order[i] = i;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = i + 1; j < n; j++)
+            if (sl__node_rank(key, order[j]) < sl__node_rank(key, order[i])) {
+                uint32_t t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+            }
+}
+
+/* One run of the tie scenario below with policy pol and cy.order_key = key;
+ * with cluster_key the cluster keeps its classes in that order too (the O(1)
+ * path), else in the order of key 0 (the scan). Writes the node order the
+ * ties followed to out[10]. */
+static void ties_run(const char *pol_name, uint64_t seed, uint64_t key, bool cluster_key,
+                     uint32_t *out) {
+    fx_t f;
+    fx_init(&f, seed);
+    fx_workload(&f);
+    tu_add_nodes(f.cl, "n", 10, "4", "128Gi", 4, "T4", "", "");
+    sl_task_req_t m = tu_req("", "8Gi", 0, "");
+    sl_place_t pl = {.node = 9};
+    assert_int_equal(sl_cluster_alloc(f.cl, &m, &pl), 0);
+    assert_int_equal(sl_cluster_class_count(f.cl), 2);
+    if (cluster_key) sl__cluster_set_order_key(f.cl, key);
+    assert_int_equal(sl_cluster_check(f.cl), 0);
+    f.cy.order_key = key;
+    uint32_t order[10];
+    rank_order(key, order, 10);
+    const sl_place_policy_t *pol = sl_place_policy_find(pol_name);
+    sl_rng_t before = f.rng;
+    sl_task_req_t t = tu_req("1", "1Gi", 1, "");
+    for (int i = 0; i < 50; i++) {
+        assert_int_equal(sl_place_task(pol, &f.cy, &t, &pl), SL_FIT);
+        assert_int_equal(pl.node, order[0]);
+    }
+    /* 40 one-CPU tasks without GPUs fill the 4-CPU nodes in rank order;
+     * half through sl_place_gang (n = 1), as the scheduler places. */
+    sl_task_req_t c = tu_req("1", "1Gi", 0, "");
+    for (int i = 0; i < 40; i++) {
+        if (i % 2 == 0) {
+            assert_int_equal(sl_place_task(pol, &f.cy, &c, &pl), SL_FIT);
+            assert_int_equal(sl_cluster_alloc(f.cl, &c, &pl), 0);
+        } else {
+            char reason[SL_REASON_MAX];
+            assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &c, 1, &pl, reason, sizeof reason), SL_FIT);
+        }
+        assert_int_equal(pl.node, order[i / 4]);
+        if (i % 4 == 3) out[i / 4] = pl.node;
+    }
+    assert_int_equal(sl_place_task(pol, &f.cy, &c, &pl), SL_NOFIT);
+    assert_memory_equal(&before, &f.rng, sizeof before);
+    assert_true(sl__cluster_order_key(f.cl) == (cluster_key ? key : 0));
+    assert_cluster_sane(f.cl);
+    fx_fini(&f);
+}
+
 /* gpupacking and gpuclustering break ties as the FGD paper's simulator
- * does: the first node in a fixed pseudo-random order (sl__node_rank), the
- * same node every time, never a draw. 10 identical nodes in two classes (one
- * with memory in use): a 1-GPU task always goes to the lowest-ranked node,
- * whichever class holds it; tasks without GPUs (score 0 everywhere) fill
- * the nodes one after the other in rank order (first fit over the order),
- * through the scheduler's path (sl_place_gang) as well as sl_place_task,
- * and the cycle's RNG is never touched. */
+ * does: the first node in a pseudo-random order keyed by cy->order_key
+ * (sl__node_rank), the same node every time, never a draw. 10 identical
+ * nodes in two classes (one with memory in use): a 1-GPU task always goes
+ * to the lowest-ranked node, whichever class holds it; tasks without GPUs
+ * (score 0 everywhere) fill the nodes one after the other in rank order
+ * (first fit over the order), through the scheduler's path (sl_place_gang)
+ * as well as sl_place_task, and the cycle's RNG is never touched. The same
+ * holds whether the cluster keeps its classes in the cycle's order (O(1))
+ * or not (a scan), and different keys give different orders. */
 static void test_place_ties_node_order(void **state) {
     (void)state;
     const char *pols[] = {"gpupacking", "gpuclustering"};
+    const uint64_t keys[] = {0, UINT64_C(0x9e3779b97f4a7c15), UINT64_C(0x0123456789abcdef)};
     for (size_t pi = 0; pi < sizeof pols / sizeof pols[0]; pi++) {
-        fx_t f;
-        fx_init(&f, 77 + pi);
-        fx_workload(&f);
-        tu_add_nodes(f.cl, "n", 10, "4", "128Gi", 4, "T4", "", "");
-        sl_task_req_t m = tu_req("", "8Gi", 0, "");
-        sl_place_t pl = {.node = 9};
-        assert_int_equal(sl_cluster_alloc(f.cl, &m, &pl), 0);
-        assert_int_equal(sl_cluster_class_count(f.cl), 2);
-        /* The nodes in rank order (selection sort on sl__node_rank). */
-        uint32_t order[10];
-        for (uint32_t i = 0; i < 10; i++) order[i] = i;
-        for (int i = 0; i < 10; i++)
-            for (int j = i + 1; j < 10; j++)
-                if (sl__node_rank(order[j]) < sl__node_rank(order[i])) {
-                    uint32_t t = order[i];
-                    order[i] = order[j];
-                    order[j] = t;
-                }
-        const sl_place_policy_t *pol = sl_place_policy_find(pols[pi]);
-        sl_rng_t before = f.rng;
-        sl_task_req_t t = tu_req("1", "1Gi", 1, "");
-        for (int i = 0; i < 50; i++) {
-            assert_int_equal(sl_place_task(pol, &f.cy, &t, &pl), SL_FIT);
-            assert_int_equal(pl.node, order[0]);
+        uint32_t seen[3][10];
+        for (size_t ki = 0; ki < 3; ki++) {
+            uint32_t scan[10];
+            ties_run(pols[pi], 77 + pi, keys[ki], true, seen[ki]);
+            ties_run(pols[pi], 77 + pi, keys[ki], false, scan);
+            assert_memory_equal(seen[ki], scan, sizeof scan);
         }
-        /* 40 one-CPU tasks without GPUs fill the 4-CPU nodes in rank order;
-         * half through sl_place_gang (n = 1), as the scheduler places. */
-        sl_task_req_t c = tu_req("1", "1Gi", 0, "");
-        for (int i = 0; i < 40; i++) {
-            if (i % 2 == 0) {
-                assert_int_equal(sl_place_task(pol, &f.cy, &c, &pl), SL_FIT);
-                assert_int_equal(sl_cluster_alloc(f.cl, &c, &pl), 0);
-            } else {
-                char reason[SL_REASON_MAX];
-                assert_int_equal(sl_place_gang(pol, &f.cy, f.cl, &c, 1, &pl, reason, sizeof reason), SL_FIT);
-            }
-            assert_int_equal(pl.node, order[i / 4]);
-        }
-        assert_int_equal(sl_place_task(pol, &f.cy, &c, &pl), SL_NOFIT);
-        assert_memory_equal(&before, &f.rng, sizeof before);
-        assert_cluster_sane(f.cl);
-        fx_fini(&f);
+        assert_memory_not_equal(seen[0], seen[1], sizeof seen[0]);
+        assert_memory_not_equal(seen[0], seen[2], sizeof seen[0]);
+        assert_memory_not_equal(seen[1], seen[2], sizeof seen[0]);
     }
+}
+
+/* The scheduler keys the node order by its seed: the cluster follows the
+ * scheduler's key, seeds give different keys, and a job of one CPU task
+ * (every node ties) starts on the first node in that key's order. */
+static void test_place_ties_order_from_seed(void **state) {
+    (void)state;
+    uint64_t got[3];
+    for (uint64_t seed = 0; seed < 3; seed++) {
+        sl_cluster_t *cl;
+        sl_cluster_create(&cl);
+        tu_add_nodes(cl, "n", 12, "4", "16Gi", 2, "T4", "", "");
+        sl_sched_config_t cfg;
+        sl_sched_config_init(&cfg);
+        cfg.placement = "gpupacking";
+        cfg.seed = seed;
+        sl_sched_t *s = NULL;
+        char err[256];
+        assert_int_equal(sl_sched_create(&cfg, cl, &s, err, sizeof err), 0);
+        got[seed] = sl__cluster_order_key(cl);
+        assert_int_equal(tu_tenant_add(s, "a", 1, TU_NO_QUOTA), 0);
+        sl_job_spec_t sp = {.id = 1, .ntasks = 1, .task = tu_req("1", "1Gi", 0, "")};
+        assert_int_equal(sl_sched_submit(s, &sp, err, sizeof err), 0);
+        assert_int_equal(sl_sched_cycle(s, 0, NULL, NULL, NULL), 1);
+        uint32_t order[12];
+        rank_order(got[seed], order, 12);
+        assert_int_equal(sl_job_place(sl_sched_job(s, 1), 0)->node, order[0]);
+        assert_int_equal(sl_cluster_check(cl), 0);
+        sl_sched_destroy(s);
+        sl_cluster_destroy(cl);
+    }
+    assert_true(got[0] != got[1] && got[0] != got[2] && got[1] != got[2]);
+}
+
+/* The classes' first members in a key's order stay right while nodes move
+ * between classes under random allocations and releases, and across key
+ * changes: each equals the member of lowest rank (sl_cluster_check also
+ * verifies the heaps). */
+static void test_place_order_first_member_churn(void **state) {
+    (void)state;
+    fx_t f;
+    fx_init(&f, 11);
+    fx_mixed_cluster(&f);
+    tu_add_nodes(f.cl, "x", 40, "8", "32Gi", 4, "T4", "16Gi", "");
+    sl_place_t held[400];
+    sl_task_req_t reqs[400];
+    int nheld = 0;
+    for (int step = 0; step < 2000; step++) {
+        if (step % 500 == 0) {
+            f.cy.order_key = sl_rng_next(&f.rng);
+            sl__cluster_set_order_key(f.cl, f.cy.order_key);
+        }
+        if (nheld > 0 && (nheld == 400 || sl_rng_below(&f.rng, 3) == 0)) {
+            int k = (int)sl_rng_below(&f.rng, (uint64_t)nheld);
+            assert_int_equal(sl_cluster_release(f.cl, &reqs[k], &held[k]), 0);
+            held[k] = held[--nheld];
+            reqs[k] = reqs[nheld];
+        } else {
+            sl_task_req_t r = tu_random_req(&f.rng, f.cl, false);
+            if (sl_place_task(sl_place_policy_find("gpupacking"), &f.cy, &r, &held[nheld]) == SL_FIT) {
+                assert_int_equal(sl_cluster_alloc(f.cl, &r, &held[nheld]), 0);
+                reqs[nheld++] = r;
+            }
+        }
+        if (step % 50 == 0) {
+            assert_int_equal(sl_cluster_check(f.cl), 0);
+            for (size_t i = 0; i < sl_cluster_class_count(f.cl); i++) {
+                uint32_t best = UINT32_MAX;
+                for (uint32_t k = 0; k < sl_cluster_class_size(f.cl, i); k++) {
+                    uint32_t id = sl_cluster_class_node(f.cl, i, k);
+                    if (best == UINT32_MAX ||
+                        sl__node_rank(f.cy.order_key, id) < sl__node_rank(f.cy.order_key, best))
+                        best = id;
+                }
+                assert_int_equal(sl__cluster_class_ids(f.cl)[i].first, best);
+                assert_int_equal(sl__class_first_member(&f.cy, f.cl, (uint32_t)i), best);
+            }
+        }
+    }
+    while (nheld > 0) {
+        nheld--;
+        assert_int_equal(sl_cluster_release(f.cl, &reqs[nheld], &held[nheld]), 0);
+    }
+    assert_int_equal(sl_cluster_check(f.cl), 0);
+    fx_fini(&f);
 }
 
 /* A request no bucket can hold (more GPUs than any node has free) is refused
@@ -622,6 +737,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_place_random_uniform_over_nodes, teardown),
         cmocka_unit_test_teardown(test_place_ties_uniform_over_nodes, teardown),
         cmocka_unit_test_teardown(test_place_ties_node_order, teardown),
+        cmocka_unit_test_teardown(test_place_ties_order_from_seed, teardown),
+        cmocka_unit_test_teardown(test_place_order_first_member_churn, teardown),
         cmocka_unit_test_teardown(test_place_bucket_refusal_and_recovery, teardown),
         cmocka_unit_test_teardown(test_gang_fewest_nodes, teardown),
         cmocka_unit_test_teardown(test_gang_of_one_equals_task, teardown),

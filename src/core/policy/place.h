@@ -20,12 +20,15 @@
  * kube-scheduler fork (mental2008/kubernetes v1.20.5-minor) whose selectHost
  * picks the lexicographically smallest node name among the best, and the
  * simulator prefixes every node name with its position in a random
- * permutation. Ties therefore go to a fixed node order, i.e. first fit over a
- * shuffled node list, the same node winning every tie until it no longer
- * fits. That matters only where scores tie massively: gpupacking and
- * gpuclustering (every node scores 0 for a task without GPUs) use it, as
- * primary * 2^32 + sl__order_tiebreak(node id) (below); the others keep the
- * uniform draw, which their paper numbers are reproduced with.
+ * permutation drawn afresh for each seed. Ties therefore go to a node order
+ * fixed for the run, i.e. first fit over a shuffled node list, the same node
+ * winning every tie until it no longer fits. That matters only where scores
+ * tie massively: gpupacking and gpuclustering (every node scores 0 for a
+ * task without GPUs) use it, as primary * 2^32 + sl__order_tiebreak(key,
+ * node id) (below), where key = cy->order_key (the scheduler derives it from
+ * its seed, so each seed shuffles the nodes its own way, as the reference
+ * does); the others keep the uniform draw, which their paper numbers are
+ * reproduced with.
  */
 #ifndef SLUICE_POLICY_PLACE_H
 #define SLUICE_POLICY_PLACE_H
@@ -93,28 +96,25 @@ static inline int64_t sl__pack_score(int64_t primary, int64_t tiebreak) {
     return primary * INT64_C(4294967296) + tiebreak;
 }
 
-/* The fixed node order (see the top): node id -> a pseudo-random rank
- * (murmur3's fmix32, a bijection on 32 bits, so two nodes never tie); the
- * lowest rank wins, so the tie-break term is its complement, 0 .. 2^32-1. */
-static inline uint32_t sl__node_rank(uint32_t id) {
-    uint32_t x = id;
-    x ^= x >> 16;
-    x *= 0x85ebca6bu;
-    x ^= x >> 13;
-    x *= 0xc2b2ae35u;
-    x ^= x >> 16;
-    return x;
+/* The node order of key (see the top): node id -> its rank
+ * sl__node_rank(key, id) (cluster_index.h, a bijection of the id, so two
+ * nodes never tie); the lowest rank wins, so the tie-break term is its
+ * complement, 0 .. 2^32-1. */
+static inline int64_t sl__order_tiebreak(uint64_t key, uint32_t id) {
+    return (int64_t)(UINT32_MAX - sl__node_rank(key, id));
 }
-static inline int64_t sl__order_tiebreak(uint32_t id) {
-    return (int64_t)(UINT32_MAX - sl__node_rank(id));
-}
-/* The node of class cls (its public index, = its dense position) that comes
- * first in that order: what a fast path's `member` returns. O(class size). */
-static inline uint32_t sl__class_first_member(const sl_cluster_t *cl, uint32_t cls) {
+/* The node of class cls of cl (its public index, = its dense position) that
+ * comes first in the order of cy->order_key: what a fast path's `member`
+ * returns. O(1) from the class's heap when the cluster keeps its classes in
+ * that order (sl__cluster_order_key, which the scheduler sets to its own
+ * key), else O(class size). */
+static inline uint32_t sl__class_first_member(const sl_cycle_t *cy, const sl_cluster_t *cl, uint32_t cls) {
+    uint64_t key = cy->order_key;
+    if (sl__cluster_order_key(cl) == key) return sl__cluster_class_ids(cl)[cls].first;
     uint32_t n = sl_cluster_class_size(cl, cls), best = sl_cluster_class_node(cl, cls, 0);
     for (uint32_t k = 1; k < n; k++) {
         uint32_t id = sl_cluster_class_node(cl, cls, k);
-        if (sl__node_rank(id) < sl__node_rank(best)) best = id;
+        if (sl__node_rank(key, id) < sl__node_rank(key, best)) best = id;
     }
     return best;
 }
@@ -207,11 +207,11 @@ double sl__frag_node_cached(const sl_workload_t *w, const sl_node_t *node);
  * exactly as score() would on that node.
  *
  * `member` (may be NULL: the task goes to the class representative) is for
- * a policy that breaks ties by the fixed node order instead of the draw:
- * its score() is then deterministic, primary * 2^32 + sl__order_tiebreak,
- * and its primary() returns the whole score of the class's first node in
- * that order (not >> 32), so no two classes tie; member() names that node
- * (sl__class_first_member), and the task goes there. All nodes of a class
+ * a policy that breaks ties by the node order of cy->order_key instead of
+ * the draw: its score() is then deterministic, primary * 2^32 +
+ * sl__order_tiebreak, and its primary() returns the whole score of the
+ * class's first node in that order (not >> 32), so no two classes tie;
+ * member() names that node (sl__class_first_member), and the task goes there. All nodes of a class
  * have the same state, so only which one is used differs: the one the
  * reference would use, which keeps winning ties until it is full.
  */
@@ -228,7 +228,7 @@ typedef struct sl__place_fast {
                    const sl__class_id_t *id, int64_t *primary);
     int (*gpus)(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node, sl_place_t *pl);
     int64_t (*bound)(const sl_task_req_t *req, int32_t gpu_free_min);
-    uint32_t (*member)(const sl_cluster_t *cl, uint32_t cls);
+    uint32_t (*member)(const sl_cycle_t *cy, const sl_cluster_t *cl, uint32_t cls);
 } sl__place_fast_t;
 
 /* sl_node_choose_gpus as a fast-path gpus() (the default best-fit rule). */

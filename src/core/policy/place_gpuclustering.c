@@ -16,12 +16,13 @@
  * is the one policy that approximates its reference. GPUs: the default
  * best-fit rule.
  *
- * Equal scores go to the first node in a fixed pseudo-random node order, as
- * in the reference's runs (policy/place.h), not to a uniform draw: the same
- * node keeps winning ties until it is full, so tasks without GPUs fill a few
- * nodes first-fit instead of stranding GPUs everywhere. Deterministic, no
- * RNG draws. Score: primary * 2^32 + sl__order_tiebreak(node). O(gpus); the
- * fast path is O(class size) for the class's first node in the order.
+ * Equal scores go to the first node in a pseudo-random node order keyed by
+ * cy->order_key, as in the reference's runs (policy/place.h), not to a
+ * uniform draw: the same node keeps winning ties until it is full, so tasks
+ * without GPUs fill a few nodes first-fit instead of stranding GPUs
+ * everywhere. Deterministic for a key, no RNG draws. Score: primary * 2^32
+ * + sl__order_tiebreak(key, node). O(gpus); the fast path is O(1) (O(class
+ * size) if the cluster keeps another key, place.h).
  */
 #include "policy/place.h"
 
@@ -36,7 +37,7 @@ static int64_t gpuclustering_of(const sl_task_req_t *req, int64_t left, bool has
 
 static int gpuclustering_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
                                uint32_t weight, int64_t *score, sl_place_t *pl) {
-    (void)cy, (void)weight;
+    (void)weight;
     if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
     bool has_share = false, has_whole = false;
     int64_t left = 0;
@@ -46,7 +47,7 @@ static int gpuclustering_score(sl_cycle_t *cy, const sl_task_req_t *req, const s
         if (node->gpu_free[g] == 0) has_whole = true;
     }
     int64_t primary = gpuclustering_of(req, left, has_share, has_whole);
-    *score = sl__pack_score(primary, sl__order_tiebreak(node->id));
+    *score = sl__pack_score(primary, sl__order_tiebreak(cy->order_key, node->id));
     return SL_FIT;
 }
 
@@ -64,8 +65,8 @@ static int gpuclustering_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_t
     const sl_cluster_t *cl = cy->cluster;
     int64_t p = gpuclustering_of(req, c->gpu_free, (c->used & SL__USED_SHARE) != 0,
                                  (c->used & SL__USED_WHOLE) != 0);
-    uint32_t first = sl__class_first_member(cl, (uint32_t)(c - sl__cluster_classes(cl)));
-    *primary = sl__pack_score(p, sl__order_tiebreak(first));
+    uint32_t first = sl__class_first_member(cy, cl, (uint32_t)(c - sl__cluster_classes(cl)));
+    *primary = sl__pack_score(p, sl__order_tiebreak(cy->order_key, first));
     return SL_FIT;
 }
 

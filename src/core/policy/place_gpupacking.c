@@ -12,15 +12,16 @@
  * is also the GPUs it gets. A task without GPUs scores 0 everywhere. All
  * integer arithmetic as in the simulator.
  *
- * Equal scores go to the first node in a fixed pseudo-random node order
- * (policy/place.h: the reference's kube-scheduler fork picks the smallest
- * node name, names carry a random permutation index), not to a uniform
- * draw: the same node keeps winning ties until it is full, so tasks without
- * GPUs (13% of the Alibaba pods) fill a few nodes' CPUs first-fit instead of
- * spreading over all of them and stranding their GPUs. Deterministic, no
- * RNG draws. Score: primary * 2^32 + sl__order_tiebreak(node). O(gpus^2)
- * worst case (a stable sort of <= 16); the fast path adds O(class size)
- * for the class's first node in the order.
+ * Equal scores go to the first node in a pseudo-random node order keyed by
+ * cy->order_key (policy/place.h: the reference's kube-scheduler fork picks
+ * the smallest node name, names carry a per-seed random permutation index),
+ * not to a uniform draw: the same node keeps winning ties until it is full,
+ * so tasks without GPUs (13% of the Alibaba pods) fill a few nodes' CPUs
+ * first-fit instead of spreading over all of them and stranding their
+ * GPUs. Deterministic for a key, no RNG draws. Score: primary * 2^32 +
+ * sl__order_tiebreak(key, node). O(gpus^2) worst case (a stable sort of
+ * <= 16); the fast path reads the class's first node in the order in O(1)
+ * (O(class size) if the cluster keeps another key, place.h).
  */
 #include "policy/place.h"
 
@@ -70,11 +71,11 @@ static int gpupacking_of(const sl_task_req_t *req, const sl_node_t *node, int64_
 
 static int gpupacking_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
                             uint32_t weight, int64_t *score, sl_place_t *pl) {
-    (void)cy, (void)weight;
+    (void)weight;
     if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
     int64_t primary;
     if (gpupacking_of(req, node, &primary) != SL_FIT) return SL_NOFIT;
-    *score = sl__pack_score(primary, sl__order_tiebreak(node->id));
+    *score = sl__pack_score(primary, sl__order_tiebreak(cy->order_key, node->id));
     return SL_FIT;
 }
 
@@ -100,8 +101,8 @@ static int gpupacking_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task
     } else if (gpupacking_of(req, sl_cluster_node(cl, c->rep), &p) != SL_FIT) {
         return SL_NOFIT;
     }
-    uint32_t first = sl__class_first_member(cl, (uint32_t)(c - sl__cluster_classes(cl)));
-    *primary = sl__pack_score(p, sl__order_tiebreak(first));
+    uint32_t first = sl__class_first_member(cy, cl, (uint32_t)(c - sl__cluster_classes(cl)));
+    *primary = sl__pack_score(p, sl__order_tiebreak(cy->order_key, first));
     return SL_FIT;
 }
 
