@@ -19,6 +19,8 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->node_timeout_ms = 10000;
     cfg->heartbeat_s = 2;
     cfg->kill_grace_ms = 10000;
+    cfg->job_retention_ms = CTL_DEFAULT_JOB_RETENTION_MS;
+    cfg->max_finished_jobs = CTL_DEFAULT_MAX_FINISHED_JOBS;
     cfg->queue = sl_xstrdup("drf");
     cfg->placement = sl_xstrdup(sl_place_policy_default());
     cfg->backfill = sl_xstrdup("easy");
@@ -206,7 +208,8 @@ static int load_pools(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
 int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errlen) {
     static const char *const top[] = {"listen", "agent_listen", "state", "admin_token",
                                       "cluster_token", "node_timeout", "heartbeat", "kill_grace",
-                                      "scheduler", "tenants", "pools", "log_level", NULL};
+                                      "scheduler", "tenants", "pools", "log_level",
+                                      "job_retention", "max_finished_jobs", NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
                                       "max_starts_per_cycle", NULL};
     rd_t r = {path, err, errlen};
@@ -232,7 +235,9 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         get_str(&r, root, "cluster_token", &cfg->cluster_token) < 0 ||
         get_str(&r, root, "log_level", &cfg->log_level) < 0 ||
         get_ms(&r, root, "node_timeout", 100, &cfg->node_timeout_ms) < 0 ||
-        get_ms(&r, root, "kill_grace", 0, &cfg->kill_grace_ms) < 0)
+        get_ms(&r, root, "kill_grace", 0, &cfg->kill_grace_ms) < 0 ||
+        get_ms(&r, root, "job_retention", 0, &cfg->job_retention_ms) < 0 ||
+        get_int(&r, root, "max_finished_jobs", 0, 100000000, &cfg->max_finished_jobs) < 0)
         goto out;
     v = cfg->heartbeat_s;
     if (get_int(&r, root, "heartbeat", 1, 3600, &v) < 0)

@@ -47,6 +47,9 @@ struct evbuffer;
 #define CTL_MAX_MSG (1024 * 1024)
 #define CTL_MASTER_PORT_BASE 29500
 #define CTL_LAZY_COMMIT_MS 100
+#define CTL_DEFAULT_JOB_RETENTION_MS (3600 * 1000)
+#define CTL_DEFAULT_MAX_FINISHED_JOBS 10000
+#define CTL_TRIM_PER_PASS 1000  /* finished jobs dropped from memory per pass at most */
 
 /* ---- configuration (config.c) ---- */
 
@@ -72,6 +75,8 @@ typedef struct ctl_config {
     char *backfill;
     int64_t default_time_limit_s;
     int32_t max_starts_per_cycle;
+    int64_t job_retention_ms;   /* finished jobs stay in memory this long (by end time) */
+    int64_t max_finished_jobs;  /* and at most this many of them (the newest) */
     ctl_tenant_cfg_t *tenants;
     size_t ntenants;
     char **pools;
@@ -146,6 +151,7 @@ typedef struct ctl_job {
     bool requeue_wait;     /* requeue once the surviving tasks have stopped */
     int32_t requeues;
     uint32_t master_node;
+    bool retained;         /* finished and settled: in the finished list (c->fin) */
 } ctl_job_t;
 
 /* ---- nodes and agent connections ---- */
@@ -198,6 +204,7 @@ typedef struct ctl_counters {
     uint64_t node_failures;
     uint64_t requeues;
     uint64_t agent_messages;
+    uint64_t jobs_forgotten; /* finished jobs dropped from memory (kept in SQLite) */
 } ctl_counters_t;
 
 /* ---- the server ---- */
@@ -223,8 +230,16 @@ typedef struct ctl {
     bool sched_dirty;
     int32_t *pool_ok;      /* configured pools (NULL: any) */
 
-    ctl_job_t **jobs;      /* by id; jobs[0] unused */
-    uint64_t jobs_cap;
+    /* Jobs in memory, by id: an open-addressing hash table (linear probing,
+     * a power-of-two size at most half full), so memory follows the jobs
+     * held, not every id ever issued. Pending and running jobs are always
+     * here; finished ones only while retained (ctl_jobs_trim). */
+    ctl_job_t **jobmap;
+    size_t jobmap_cap, njobs;
+    /* Ids of the retained finished jobs in the order they finished: a ring
+     * (fin[fin_head], ... fin_len of them); trimming pops from the head. */
+    uint64_t *fin;
+    size_t fin_head, fin_len, fin_cap;
     uint64_t next_id;
     uint64_t first_active; /* lowest id that may still be pending or hold tasks */
 
@@ -254,7 +269,14 @@ void ctl_kick(ctl_t *c);        /* arms the flush event for this iteration */
 /* store.c: every ctl_store_* write joins the iteration's transaction. */
 int ctl_store_open(ctl_t *c, char *err, size_t errlen);
 void ctl_store_close(ctl_t *c);
-int ctl_store_load(ctl_t *c);   /* jobs, tasks, nodes into memory and the core */
+/* Nodes, active jobs and the finished jobs within job_retention and
+ * max_finished_jobs into memory and the core. */
+int ctl_store_load(ctl_t *c);
+/* Reads one job (with its tasks) from the database into a new ctl_job_t
+ * that is not registered (the caller frees it with ctl_job_free); NULL if
+ * there is no such job. j->tenant is -1 when its tenant is no longer
+ * configured. For jobs dropped from memory (ctl_jobs_trim). */
+ctl_job_t *ctl_store_job_fetch(ctl_t *c, uint64_t id);
 void ctl_store_begin(ctl_t *c);
 void ctl_store_begin_lazy(ctl_t *c);
 /* A task row whose loss in a crash is harmless (see store.c). */
@@ -271,6 +293,9 @@ const char *ctl_job_state_name(ctl_job_state_t st);
 int ctl_job_state_parse(const char *s, ctl_job_state_t *out);
 const char *ctl_task_state_name(ctl_task_state_t st);
 int ctl_task_state_parse(const char *s, ctl_task_state_t *out);
+/* The job with this id if it is in memory (pending, running, or finished
+ * and still retained), else NULL; a forgotten job is read back with
+ * ctl_store_job_fetch. O(1) expected. */
 ctl_job_t *ctl_job_find(ctl_t *c, uint64_t id);
 /* Validates a submission for tenant and normalises it into a new job (id 0,
  * not registered). On error returns NULL with the field and message. */
@@ -286,7 +311,18 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
 int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen);
 void ctl_job_make_head(ctl_job_t *j);
 void ctl_job_free(ctl_job_t *j);
+/* Puts j into the in-memory table (replacing a job with its id). */
 void ctl_job_register(ctl_t *c, ctl_job_t *j);
+/* Takes the job with this id out of the table and returns it (NULL if
+ * absent); the caller frees it. */
+ctl_job_t *ctl_job_unregister(ctl_t *c, uint64_t id);
+/* Appends a finished, settled job to the finished list (once). */
+void ctl_job_retain(ctl_t *c, ctl_job_t *j);
+/* Drops from memory, oldest first, the retained finished jobs that ended
+ * more than job_retention ago or exceed max_finished_jobs, at most max of
+ * them. They stay in SQLite (the API reads them back by id). Returns how
+ * many list entries it consumed: max means there may be more to drop. */
+size_t ctl_jobs_trim(ctl_t *c, int64_t now_us, size_t max);
 /* Submits a validated job: id, core, store. 0 or a negative error. */
 int ctl_job_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen);
 int ctl_job_cancel(ctl_t *c, ctl_job_t *j);

@@ -205,8 +205,12 @@ void ctl_http_flush(ctl_t *c) {
         ctl_buf_t b;
         ctl_buf_init(&b);
         ctl_job_t *j = ctl_job_find(c, r->job);
-        if (j)
+        if (j) {
             ctl_job_write(c, &b, j);
+        } else if ((j = ctl_store_job_fetch(c, r->job)) != NULL) { /* already forgotten */
+            ctl_job_write(c, &b, j);
+            ctl_job_free(j);
+        }
         ctl_buf_putc(&b, '\n');
         ctl_http_send_json(r->req, r->status, &b);
     }
@@ -465,19 +469,51 @@ static bool parse_u64(const char *s, int64_t *out) {
     return true;
 }
 
-static bool job_access(hreq_t *h, ctl_job_t **out) {
+/* The job of {id} if this token may see it, else answers 404 or 403 and
+ * returns NULL. A finished job no longer in memory is read from the
+ * database: *owned is then true and the caller frees it. */
+static ctl_job_t *job_access(hreq_t *h, bool *owned) {
     ctl_job_t *j = ctl_job_find(h->c, h->id);
+    *owned = false;
+    if (j == NULL && h->id > 0 && h->id < h->c->next_id) {
+        j = ctl_store_job_fetch(h->c, h->id);
+        *owned = j != NULL;
+    }
     if (j == NULL) {
         ctl_http_error(h->c, h->req, 404, "not_found", "id", "no job %llu", (unsigned long long)h->id);
-        return false;
+        return NULL;
     }
-    if (!h->admin && j->tenant != h->tenant) {
+    if (!h->admin && (j->tenant < 0 || j->tenant != h->tenant)) {
         ctl_http_error(h->c, h->req, 403, "forbidden", NULL, "job %llu belongs to another tenant",
                        (unsigned long long)h->id);
-        return false;
+        if (*owned)
+            ctl_job_free(j);
+        return NULL;
     }
-    *out = j;
-    return true;
+    return j;
+}
+
+static int cmp_job_id(const void *a, const void *b) {
+    uint64_t x = (*(ctl_job_t *const *)a)->id, y = (*(ctl_job_t *const *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* The finished jobs still in memory, by id (the finished list keeps them
+ * in finishing order: O(n log n) over at most max_finished_jobs). */
+static void list_finished(list_ctx_t *lc) {
+    ctl_t *c = lc->c;
+    ctl_job_t **v = sl_xmalloc((c->fin_len ? c->fin_len : 1) * sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < c->fin_len; i++) {
+        ctl_job_t *j = ctl_job_find(c, c->fin[(c->fin_head + i) % c->fin_cap]);
+        if (j != NULL && (lc->tenant < 0 || j->tenant == lc->tenant) &&
+            (lc->states & (1u << j->state)))
+            v[n++] = j;
+    }
+    qsort(v, n, sizeof *v, cmp_job_id);
+    for (size_t i = 0; i < n && list_one(lc, v[i], NULL); i++)
+        ;
+    sl_free(v);
 }
 
 static void h_list(hreq_t *h) {
@@ -531,15 +567,8 @@ static void h_list(hreq_t *h) {
         sl_sched_foreach(c->sched, SL_JOB_PENDING, list_core, &lc);
     /* Running in the core: also requeue waits and jobs whose tasks are stopping. */
     sl_sched_foreach(c->sched, SL_JOB_RUNNING, list_core, &lc);
-    if (lc.states & ~((1u << CTL_JOB_PENDING) | (1u << CTL_JOB_RUNNING))) {
-        for (uint64_t id = 1; id < c->next_id; id++) {
-            ctl_job_t *j = ctl_job_find(c, id);
-            if (j == NULL || j->in_core)
-                continue;
-            if (!list_one(&lc, j, NULL))
-                break;
-        }
-    }
+    if (lc.states & ~((1u << CTL_JOB_PENDING) | (1u << CTL_JOB_RUNNING)))
+        list_finished(&lc);
     if (table) {
         ctl_jtable_write(lc.table, &b);
     } else {
@@ -559,33 +588,49 @@ static void h_list(hreq_t *h) {
 }
 
 static void h_get(hreq_t *h) {
-    ctl_job_t *j;
-    if (!job_access(h, &j))
+    bool owned;
+    ctl_job_t *j = job_access(h, &owned);
+    if (j == NULL)
         return;
     ctl_buf_t b;
     ctl_buf_init(&b);
     ctl_job_write(h->c, &b, j);
     ctl_buf_putc(&b, '\n');
     ctl_http_send_json(h->req, 200, &b);
+    if (owned)
+        ctl_job_free(j);
 }
 
 static void h_cancel(hreq_t *h) {
-    ctl_job_t *j;
-    if (!job_access(h, &j))
+    bool owned;
+    ctl_job_t *j = job_access(h, &owned);
+    if (j == NULL)
         return;
-    if (ctl_job_cancel(h->c, j) < 0) {
+    /* A job read back from the database has finished: it is never cancelled. */
+    if (owned || ctl_job_cancel(h->c, j) < 0) {
         ctl_http_error(h->c, h->req, 409, "conflict", NULL, "job %llu already %s",
                        (unsigned long long)j->id, ctl_job_state_name(j->state));
+        if (owned)
+            ctl_job_free(j);
         return;
     }
     ctl_http_defer(h->c, h->req, 200, j->id);
 }
 
+static void logs_request(hreq_t *h, ctl_job_t *j);
+
 static void h_logs(hreq_t *h) {
-    ctl_t *c = h->c;
-    ctl_job_t *j;
-    if (!job_access(h, &j))
+    bool owned;
+    ctl_job_t *j = job_access(h, &owned);
+    if (j == NULL)
         return;
+    logs_request(h, j);
+    if (owned)
+        ctl_job_free(j);
+}
+
+static void logs_request(hreq_t *h, ctl_job_t *j) {
+    ctl_t *c = h->c;
     int64_t task = 0, offset = 0, limit = 65536;
     const char *v;
     if ((v = evhttp_find_header(&h->query, "task")) != NULL && !parse_u64(v, &task)) {

@@ -6,8 +6,9 @@
  * something arms the flush event, which libevent runs after the I/O
  * callbacks already queued in the same iteration (Redis's beforeSleep). It
  * runs one scheduling cycle if needed, commits the iteration's transaction
- * and then releases replies and agent messages (see ctl.h). A 500 ms timer
- * checks node liveness and time limits; it never schedules by itself.
+ * and then releases replies and agent messages (see ctl.h), then drops
+ * finished jobs past their retention from memory. A 500 ms timer checks
+ * node liveness and time limits; it never schedules by itself.
  */
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -49,8 +50,10 @@ static void flush_cb(evutil_socket_t fd, short what, void *ud) {
         ctl_store_commit(c);
     ctl_http_flush(c);
     ctl_agent_flush(c);
+    /* After the commit and the replies that may show them. */
+    bool more = ctl_jobs_trim(c, ctl_now_us(), CTL_TRIM_PER_PASS) == CTL_TRIM_PER_PASS;
     c->flush_armed = false;
-    if (c->sched_dirty || c->txn_urgent || c->nreplies || c->nflushq)
+    if (more || c->sched_dirty || c->txn_urgent || c->nreplies || c->nflushq)
         ctl_kick(c);
 }
 
@@ -135,9 +138,10 @@ static int setup_core(ctl_t *c, char *err, size_t errlen) {
 
 static void teardown(ctl_t *c) {
     ctl_store_close(c);
-    for (uint64_t id = 0; id < c->jobs_cap; id++)
-        ctl_job_free(c->jobs[id]);
-    sl_free(c->jobs);
+    for (size_t i = 0; i < c->jobmap_cap; i++)
+        ctl_job_free(c->jobmap[i]);
+    sl_free(c->jobmap);
+    sl_free(c->fin);
     for (size_t i = 0; i < c->nnodes; i++) {
         ctl_node_t *n = c->nodes[i];
         if (n == NULL)

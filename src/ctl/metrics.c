@@ -4,7 +4,7 @@
  * One table declares every metric (name, type, help, writer); it drives
  * both the scrape output and `sluiced --help`. Counters come from
  * ctl->n; gauges are computed at scrape time from the core and the job
- * table (O(jobs + nodes + tenants) per scrape).
+ * table (O(jobs in memory + nodes + tenants) per scrape).
  */
 #include <stdio.h>
 #include <string.h>
@@ -67,6 +67,7 @@ COUNTER(m_exited, tasks_exited)
 COUNTER(m_node_fail, node_failures)
 COUNTER(m_requeues, requeues)
 COUNTER(m_agent_msgs, agent_messages)
+COUNTER(m_forgotten, jobs_forgotten)
 #undef COUNTER
 
 static void m_commit_s(ctl_t *c, ctl_buf_t *b, const char *name) {
@@ -79,11 +80,9 @@ static void m_cycle_s(ctl_t *c, ctl_buf_t *b, const char *name) {
 
 static void m_jobs(ctl_t *c, ctl_buf_t *b, const char *name) {
     uint64_t count[CTL_JOB_NSTATES] = {0};
-    for (uint64_t id = 1; id < c->next_id; id++) {
-        ctl_job_t *j = ctl_job_find(c, id);
-        if (j)
-            count[j->state]++;
-    }
+    for (size_t i = 0; i < c->jobmap_cap; i++)
+        if (c->jobmap[i] != NULL)
+            count[c->jobmap[i]->state]++;
     for (int s = 0; s < CTL_JOB_NSTATES; s++) {
         sample(b, name, "state", ctl_job_state_name((ctl_job_state_t)s));
         ctl_buf_u64(b, count[s]);
@@ -154,7 +153,9 @@ static void m_uptime(ctl_t *c, ctl_buf_t *b, const char *name) {
 }
 
 static const metric_t metrics[] = {
-    {"sluice_jobs", "gauge", "Jobs known to the controller by state.", m_jobs},
+    {"sluice_jobs", "gauge",
+     "Jobs held in memory by state (finished ones only within job_retention and max_finished_jobs).",
+     m_jobs},
     {"sluice_queue_length", "gauge", "Jobs waiting in the scheduler's queue.", m_queue},
     {"sluice_nodes", "gauge", "Nodes by state.", m_nodes},
     {"sluice_capacity", "gauge", "Capacity of up and draining nodes.", m_capacity},
@@ -174,6 +175,8 @@ static const metric_t metrics[] = {
     {"sluice_node_failures_total", "counter", "Nodes declared down.", m_node_fail},
     {"sluice_requeues_total", "counter", "Jobs requeued after a node failure.", m_requeues},
     {"sluice_agent_messages_total", "counter", "Messages received from agents.", m_agent_msgs},
+    {"sluice_jobs_forgotten_total", "counter",
+     "Finished jobs dropped from memory (still in the database).", m_forgotten},
     {"sluice_uptime_seconds", "gauge", "Seconds since sluiced started.", m_uptime},
 };
 

@@ -25,7 +25,11 @@
  * agents must say hello again); pending jobs return to the queue with their
  * original submit times; jobs that hold tasks are re-adopted at their stored
  * placement (sl_sched_adopt), so nothing is restarted, and the agents'
- * hello reports then confirm, end or resend each task.
+ * hello reports then confirm, end or resend each task. Of the finished
+ * jobs only those within job_retention and max_finished_jobs are read
+ * (partial indexes on the active rows and an index on end_us keep
+ * start-up proportional to what is loaded, not to the history); the rest
+ * stay on disk and ctl_store_job_fetch reads one back by id.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +46,15 @@ enum {
     ST_TASK_PUT,
     ST_TASKS_DELETE,
     ST_NODE_PUT,
+    ST_JOB_GET,
+    ST_TASKS_GET,
     ST_COUNT
 };
+
+#define JOB_COLS                                                                            \
+    "SELECT id, tenant, spec, state, submit_us, start_us, end_us, reason, exit_code,"       \
+    " requeue_wait, requeues FROM jobs"
+
 
 static const char *const schema =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);"
@@ -57,6 +68,10 @@ static const char *const schema =
     " start_us INTEGER, end_us INTEGER, PRIMARY KEY(job, idx));"
     "CREATE TABLE IF NOT EXISTS nodes(name TEXT PRIMARY KEY, spec TEXT NOT NULL,"
     " addr TEXT, last_seen_us INTEGER);"
+    /* Start-up reads only the active jobs and the recently finished ones. */
+    "CREATE INDEX IF NOT EXISTS jobs_active ON jobs(id) WHERE state IN ('pending','running');"
+    "CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end_us);"
+    "CREATE INDEX IF NOT EXISTS tasks_live ON tasks(job) WHERE state IN ('launching','running');"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('schema', '1');";
 
 static const char *const stmts[ST_COUNT] = {
@@ -71,6 +86,9 @@ static const char *const stmts[ST_COUNT] = {
     [ST_TASKS_DELETE] = "DELETE FROM tasks WHERE job = ?1",
     [ST_NODE_PUT] = "INSERT OR REPLACE INTO nodes(name, spec, addr, last_seen_us)"
                     " VALUES(?1, ?2, ?3, ?4)",
+    [ST_JOB_GET] = JOB_COLS " WHERE id = ?1",
+    [ST_TASKS_GET] = "SELECT idx, node, gpu_mask, gpu_milli, gpu_mem, state, pid, exit_code,"
+                     " signal, start_us, end_us FROM tasks WHERE job = ?1 ORDER BY idx",
 };
 
 static void fatal_sql(ctl_t *c, const char *what) {
@@ -305,39 +323,83 @@ static int load_nodes(ctl_t *c) {
     return 0;
 }
 
-static int load_tasks(ctl_t *c) {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(c->db,
-                           "SELECT job, idx, node, gpu_mask, gpu_milli, gpu_mem, state, pid,"
-                           " exit_code, signal, start_us, end_us FROM tasks ORDER BY job, idx",
-                           -1, &st, NULL) != SQLITE_OK)
-        return -1;
+/* Reads j's task rows (ST_TASKS_GET) into j->tasks. */
+static void load_tasks(ctl_t *c, ctl_job_t *j) {
+    sqlite3_stmt *st = c->st[ST_TASKS_GET];
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
     while (sqlite3_step(st) == SQLITE_ROW) {
-        ctl_job_t *j = ctl_job_find(c, (uint64_t)sqlite3_column_int64(st, 0));
-        int32_t idx = sqlite3_column_int(st, 1);
-        if (j == NULL || idx < 0 || idx >= j->core.ntasks)
+        int32_t idx = sqlite3_column_int(st, 0);
+        if (idx < 0 || idx >= j->core.ntasks)
             continue;
         if (j->tasks == NULL)
             j->tasks = sl_xcalloc((size_t)j->core.ntasks, sizeof *j->tasks);
         if (idx + 1 > j->ntasks)
             j->ntasks = idx + 1;
         ctl_task_t *t = &j->tasks[idx];
-        const sl_node_t *nd = sl_cluster_find_node(c->cl, (const char *)sqlite3_column_text(st, 2));
+        const sl_node_t *nd = sl_cluster_find_node(c->cl, (const char *)sqlite3_column_text(st, 1));
         t->node = nd ? (int32_t)nd->id : -1;
-        t->gpu_mask = (uint32_t)sqlite3_column_int64(st, 3);
-        t->gpu_milli = sqlite3_column_int(st, 4);
-        t->gpu_mem_bytes = sqlite3_column_int64(st, 5);
-        if (ctl_task_state_parse((const char *)sqlite3_column_text(st, 6), &t->state) < 0)
+        t->gpu_mask = (uint32_t)sqlite3_column_int64(st, 2);
+        t->gpu_milli = sqlite3_column_int(st, 3);
+        t->gpu_mem_bytes = sqlite3_column_int64(st, 4);
+        if (ctl_task_state_parse((const char *)sqlite3_column_text(st, 5), &t->state) < 0)
             t->state = CTL_TASK_LOST;
-        t->pid = (int32_t)col_i64(st, 7, 0);
-        t->has_exit = sqlite3_column_type(st, 8) != SQLITE_NULL;
-        t->exit_code = (int32_t)col_i64(st, 8, 0);
-        t->signal = (int32_t)col_i64(st, 9, 0);
-        t->start_us = col_i64(st, 10, -1);
-        t->end_us = col_i64(st, 11, -1);
+        t->pid = (int32_t)col_i64(st, 6, 0);
+        t->has_exit = sqlite3_column_type(st, 7) != SQLITE_NULL;
+        t->exit_code = (int32_t)col_i64(st, 7, 0);
+        t->signal = (int32_t)col_i64(st, 8, 0);
+        t->start_us = col_i64(st, 9, -1);
+        t->end_us = col_i64(st, 10, -1);
     }
-    sqlite3_finalize(st);
-    return 0;
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+}
+
+/* A job from a JOB_COLS row: not registered, no core spec yet
+ * (core.ntasks from the spec, for load_tasks), j->tenant -1 when its
+ * tenant is not configured. NULL if the stored spec is unreadable. */
+static ctl_job_t *job_from_row(ctl_t *c, sqlite3_stmt *st) {
+    uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+    const char *tenant = (const char *)sqlite3_column_text(st, 1);
+    const char *spec = (const char *)sqlite3_column_text(st, 2);
+    json_error_t jerr;
+    json_t *js = json_loads(spec ? spec : "", 0, &jerr);
+    if (js == NULL) {
+        sl_log(SL_LOG_ERROR, "store", "job=%llu has an unreadable spec; skipped",
+               (unsigned long long)id);
+        return NULL;
+    }
+    ctl_job_t *j = sl_xcalloc(1, sizeof *j);
+    j->id = id;
+    j->spec = js;
+    j->tenant = sl_sched_tenant_find(c->sched, tenant ? tenant : "");
+    if (ctl_job_state_parse((const char *)sqlite3_column_text(st, 3), &j->state) < 0)
+        j->state = CTL_JOB_FAILED;
+    j->submit_us = col_i64(st, 4, 0);
+    j->start_us = col_i64(st, 5, -1);
+    j->end_us = col_i64(st, 6, -1);
+    const char *reason = (const char *)sqlite3_column_text(st, 7);
+    snprintf(j->reason, sizeof j->reason, "%s", reason ? reason : "");
+    j->has_exit = sqlite3_column_type(st, 8) != SQLITE_NULL;
+    j->exit_code = (int32_t)col_i64(st, 8, 0);
+    j->requeue_wait = sqlite3_column_int(st, 9) != 0;
+    j->requeues = sqlite3_column_int(st, 10);
+    json_int_t n = json_integer_value(json_object_get(js, "tasks"));
+    j->core.ntasks = n >= 1 && n <= SL_MAX_TASKS ? (int32_t)n : 1;
+    j->core.submit_us = j->submit_us;
+    return j;
+}
+
+ctl_job_t *ctl_store_job_fetch(ctl_t *c, uint64_t id) {
+    sqlite3_stmt *st = c->st[ST_JOB_GET];
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    ctl_job_t *j = sqlite3_step(st) == SQLITE_ROW ? job_from_row(c, st) : NULL;
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (j == NULL)
+        return NULL;
+    ctl_job_make_head(j);
+    load_tasks(c, j);
+    return j;
 }
 
 /* Puts a loaded job back into the core: pending jobs into the queue, jobs
@@ -407,90 +469,122 @@ static void restore_job(ctl_t *c, ctl_job_t *j) {
         ctl_job_settle(c, j); /* every task ended and was recorded before the crash */
 }
 
+/* Registers a job read at start-up that is (or was, before the crash)
+ * pending or running. False if it could not be kept as such: its tenant
+ * or spec is no longer acceptable, and it was failed. */
+static bool load_active(ctl_t *c, ctl_job_t *j) {
+    char err[256];
+    if (j->tenant < 0) {
+        const char *tenant = json_string_value(json_object_get(j->spec, "tenant"));
+        snprintf(err, sizeof err, "tenant \"%s\" is no longer configured", tenant ? tenant : "");
+        j->tenant = 0;
+        ctl_job_core_spec(c, j, err, sizeof err);
+    } else if (ctl_job_core_spec(c, j, err, sizeof err) == 0) {
+        j->core.submit_us = j->submit_us;
+        ctl_job_make_head(j);
+        ctl_job_register(c, j);
+        return true;
+    }
+    ctl_job_make_head(j);
+    ctl_job_register(c, j);
+    if (j->state == CTL_JOB_PENDING || j->state == CTL_JOB_RUNNING)
+        ctl_job_fail(c, j, err);
+    else
+        ctl_job_retain(c, j);
+    load_tasks(c, j);
+    return false;
+}
+
 int ctl_store_load(ctl_t *c) {
     if (load_nodes(c) < 0)
         return -1;
     sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->db, "SELECT MAX(id) FROM jobs", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        c->next_id = (uint64_t)sqlite3_column_int64(st, 0) + 1;
+    sqlite3_finalize(st);
+
+    /* Active jobs: pending or running, or finished with tasks that had
+     * not yet reported their end (both found through partial indexes). */
     if (sqlite3_prepare_v2(c->db,
-                           "SELECT id, tenant, spec, state, submit_us, start_us, end_us, reason,"
-                           " exit_code, requeue_wait, requeues FROM jobs ORDER BY id",
+                           JOB_COLS " WHERE state IN ('pending','running') UNION " JOB_COLS
+                                    " WHERE id IN (SELECT job FROM tasks WHERE state IN"
+                                    " ('launching','running')) ORDER BY 1",
                            -1, &st, NULL) != SQLITE_OK)
         return -1;
-    size_t njobs = 0;
+    ctl_job_t **active = NULL;
+    size_t nactive = 0, cap = 0, nfinished = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
-        const char *tenant = (const char *)sqlite3_column_text(st, 1);
-        const char *spec = (const char *)sqlite3_column_text(st, 2);
-        json_error_t jerr;
-        json_t *js = json_loads(spec ? spec : "", 0, &jerr);
-        if (id >= c->next_id)
-            c->next_id = id + 1;
-        if (js == NULL) {
-            sl_log(SL_LOG_ERROR, "store", "job=%llu has an unreadable spec; skipped",
-                   (unsigned long long)id);
+        ctl_job_t *j = job_from_row(c, st);
+        if (j == NULL || !load_active(c, j))
             continue;
+        if (nactive == cap) {
+            cap = cap ? 2 * cap : 256;
+            active = sl_xrealloc(active, cap * sizeof *active);
         }
-        ctl_job_t *j = sl_xcalloc(1, sizeof *j);
-        j->id = id;
-        j->spec = js;
-        j->tenant = sl_sched_tenant_find(c->sched, tenant ? tenant : "");
-        if (ctl_job_state_parse((const char *)sqlite3_column_text(st, 3), &j->state) < 0)
-            j->state = CTL_JOB_FAILED;
-        j->submit_us = col_i64(st, 4, 0);
-        j->start_us = col_i64(st, 5, -1);
-        j->end_us = col_i64(st, 6, -1);
-        const char *reason = (const char *)sqlite3_column_text(st, 7);
-        snprintf(j->reason, sizeof j->reason, "%s", reason ? reason : "");
-        j->has_exit = sqlite3_column_type(st, 8) != SQLITE_NULL;
-        j->exit_code = (int32_t)col_i64(st, 8, 0);
-        j->requeue_wait = sqlite3_column_int(st, 9) != 0;
-        j->requeues = sqlite3_column_int(st, 10);
-        char err[256];
-        if (j->tenant < 0) {
-            snprintf(err, sizeof err, "tenant \"%s\" is no longer configured", tenant ? tenant : "");
-            j->tenant = 0;
-            ctl_job_core_spec(c, j, err, sizeof err);
-            ctl_job_make_head(j);
-            ctl_job_register(c, j);
-            if (j->state == CTL_JOB_PENDING || j->state == CTL_JOB_RUNNING)
-                ctl_job_fail(c, j, err);
-            continue;
-        }
-        if (ctl_job_core_spec(c, j, err, sizeof err) < 0) {
-            ctl_job_make_head(j);
-            ctl_job_register(c, j);
-            if (j->state == CTL_JOB_PENDING || j->state == CTL_JOB_RUNNING)
-                ctl_job_fail(c, j, err);
-            continue;
-        }
-        j->core.submit_us = j->submit_us;
-        ctl_job_make_head(j);
-        ctl_job_register(c, j);
-        njobs++;
+        active[nactive++] = j;
     }
     sqlite3_finalize(st);
-    if (load_tasks(c) < 0)
-        return -1;
+
+    /* The newest finished jobs within job_retention and max_finished_jobs,
+     * retained oldest first as if they had just finished. */
+    if (c->cfg.job_retention_ms > 0 && c->cfg.max_finished_jobs > 0) {
+        if (sqlite3_prepare_v2(c->db,
+                               JOB_COLS " WHERE end_us >= ?1 AND state IN ('succeeded','failed',"
+                                        "'cancelled') ORDER BY end_us DESC, id DESC LIMIT ?2",
+                               -1, &st, NULL) != SQLITE_OK) {
+            sl_free(active);
+            return -1;
+        }
+        sqlite3_bind_int64(st, 1, ctl_now_us() - c->cfg.job_retention_ms * 1000);
+        sqlite3_bind_int64(st, 2, c->cfg.max_finished_jobs);
+        ctl_job_t **fin = NULL;
+        size_t fcap = 0;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (ctl_job_find(c, (uint64_t)sqlite3_column_int64(st, 0)) != NULL)
+                continue; /* loaded above: its tasks were still stopping */
+            ctl_job_t *j = job_from_row(c, st);
+            if (j == NULL)
+                continue;
+            if (nfinished == fcap) {
+                fcap = fcap ? 2 * fcap : 256;
+                fin = sl_xrealloc(fin, fcap * sizeof *fin);
+            }
+            fin[nfinished++] = j;
+        }
+        sqlite3_finalize(st);
+        for (size_t i = nfinished; i-- > 0;) {
+            ctl_job_t *j = fin[i];
+            ctl_job_make_head(j);
+            ctl_job_register(c, j);
+            load_tasks(c, j);
+            ctl_job_retain(c, j);
+        }
+        sl_free(fin);
+    }
+
+    for (size_t i = 0; i < nactive; i++)
+        load_tasks(c, active[i]);
     size_t pending = 0, adopted = 0;
-    for (uint64_t id = 1; id < c->next_id; id++) {
-        ctl_job_t *j = ctl_job_find(c, id);
-        if (j == NULL || j->in_core)
+    for (size_t i = 0; i < nactive; i++) {
+        ctl_job_t *j = active[i];
+        if (j->in_core)
             continue;
         bool is_pending = j->state == CTL_JOB_PENDING;
-        bool active = is_pending || j->state == CTL_JOB_RUNNING;
-        for (int32_t i = 0; !active && i < j->ntasks; i++)
-            active = j->tasks[i].state == CTL_TASK_LAUNCHING || j->tasks[i].state == CTL_TASK_RUNNING;
-        if (!active)
-            continue;
         restore_job(c, j);
         if (j->in_core && is_pending)
             pending++;
         else if (j->in_core)
             adopted++;
+        else if (j->live == 0)
+            ctl_job_retain(c, j); /* finished and settled before the crash */
     }
-    c->first_active = 1;
-    sl_log(SL_LOG_INFO, "store", "loaded jobs=%zu pending=%zu adopted=%zu nodes=%zu", njobs, pending,
-           adopted, c->nnodes);
+    /* The lowest id that may still be active; ids are sorted. */
+    c->first_active = nactive > 0 ? active[0]->id : c->next_id;
+    sl_free(active);
+    sl_log(SL_LOG_INFO, "store", "loaded active=%zu pending=%zu adopted=%zu finished=%zu nodes=%zu",
+           nactive, pending, adopted, nfinished, c->nnodes);
     ctl_store_commit(c);
     c->sched_dirty = true;
     return 0;

@@ -580,3 +580,86 @@ def test_list_view_table_keeps_each_job_on_one_line(controller, fake_agent):
     assert len(rows) == 1
     assert rows[0]["REASON"] == j["reason"].replace("\n", "?").replace("\t", "?")
     assert rows[0]["NAME"] == "two\u00e9"
+
+
+# ---- finished jobs leave memory (job_retention, max_finished_jobs) ----
+
+def _finish(ctl, agent, spec, code=0, tenant="alice"):
+    """Submits spec, waits for its launch on agent, exits its tasks with
+    code and waits until the job has finished; returns the job object."""
+    jid = ctl.submit(spec, tenant=tenant)["id"]
+    launches = agent.wait_message("launch", job=jid, count=spec.get("tasks", 1))
+    for m in launches:
+        agent.exit(jid, m["task"], code=code)
+    return ctl.wait_job(jid, ["succeeded", "failed"])
+
+
+def _listed(ctl, query="", who="admin"):
+    return [j["id"] for j in ctl.jobs(who, query)]
+
+
+def test_retention_0_forgets_finished_jobs_but_serves_them_by_id(controller_factory, fake_agent):
+    ctl = controller_factory({"job_retention": 0})
+    a = fake_agent("n1", ctl=ctl, gpus=8)
+    ok = ctl.submit({"command": ["ok"], "tasks": 2, "gpus": 2})
+    bad = ctl.submit({"command": ["bad"], "gpus": 1}, tenant="bob")
+    for m in a.wait_message("launch", job=ok["id"], count=2):
+        a.exit(ok["id"], m["task"], code=0)
+    a.wait_message("launch", job=bad["id"])
+    a.exit(bad["id"], 0, code=3)
+    wait_for(lambda: not {ok["id"], bad["id"]} & set(_listed(ctl)), what="finished jobs forgotten")
+    assert _listed(ctl, "?state=succeeded,failed") == []
+
+    # By id they come back from SQLite: the same object, exit codes and placement.
+    j = ctl.job(ok["id"])
+    assert j["state"] == "succeeded" and j["exit_code"] == 0 and j["tenant"] == "alice"
+    assert [(p["task"], p["node"], p["state"], p["exit_code"]) for p in j["placement"]] == \
+        [(0, "n1", "exited", 0), (1, "n1", "exited", 0)]
+    assert sorted(len(p["gpus"]) for p in j["placement"]) == [2, 2]
+    assert j["start_time"] and j["end_time"] >= j["start_time"]
+    b = ctl.job(bad["id"], who="bob")
+    assert b["state"] == "failed" and b["exit_code"] == 3 and "exited with code 3" in b["reason"]
+    assert b["placement"][0]["exit_code"] == 3
+
+    # The same permissions as before: a tenant sees only its own.
+    st, body = ctl.request("GET", "/v1/jobs/%d" % bad["id"], token=ctl.token("alice"))
+    assert st == 403 and err(body)["code"] == "forbidden"
+    st, body = ctl.request("GET", "/v1/jobs/%d/logs" % bad["id"], token=ctl.token("alice"))
+    assert st == 403
+    st, body = ctl.request("DELETE", "/v1/jobs/%d" % ok["id"], token=ctl.token("bob"))
+    assert st == 403
+    # Cancelling a forgotten job: 409, as for any finished job; unknown ids stay 404.
+    st, body = ctl.request("DELETE", "/v1/jobs/%d" % ok["id"], token=ctl.token("alice"))
+    assert st == 409 and err(body)["code"] == "conflict" and "succeeded" in err(body)["message"]
+    st, body = ctl.request("GET", "/v1/jobs/%d" % (bad["id"] + 1), token=ctl.admin_token)
+    assert st == 404
+    # Logs are still fetched from the agent that ran the task.
+    a.logs[(ok["id"], 1)] = "rank 1 done\n"
+    st, body = ctl.request("GET", "/v1/jobs/%d/logs?task=1" % ok["id"], token=ctl.token("alice"))
+    assert st == 200 and body["data"] == "rank 1 done\n" and body["eof"] is True
+
+    st, text = ctl.request("GET", "/metrics", token=ctl.admin_token)
+    assert "sluice_jobs_forgotten_total 2" in text.splitlines()
+    assert 'sluice_jobs{state="succeeded"} 0' in text.splitlines()
+
+
+def test_cancelled_pending_job_is_answered_then_forgotten(controller_factory):
+    ctl = controller_factory({"job_retention": 0})
+    jid = ctl.submit({"command": ["x"], "gpus": 1})["id"]  # no node: stays pending
+    st, body = ctl.request("DELETE", "/v1/jobs/%d" % jid, token=ctl.token("alice"))
+    assert st == 200 and body["id"] == jid and body["state"] == "cancelled"
+    wait_for(lambda: jid not in _listed(ctl), what="cancelled job forgotten")
+    assert ctl.job(jid, who="alice")["state"] == "cancelled"
+
+
+def test_max_finished_jobs_keeps_the_newest(controller_factory, fake_agent):
+    ctl = controller_factory({"max_finished_jobs": 3})
+    a = fake_agent("n1", ctl=ctl, gpus=8)
+    ids = [_finish(ctl, a, {"command": ["j%d" % i], "gpus": 1})["id"] for i in range(6)]
+    wait_for(lambda: _listed(ctl) == ids[3:], what="the newest 3 finished jobs kept")
+    running = ctl.submit({"command": ["still"], "gpus": 1})["id"]
+    a.wait_message("launch", job=running)
+    assert _listed(ctl) == [running] + ids[3:]
+    assert _listed(ctl, "?state=succeeded&limit=2") == ids[3:5]
+    for jid in ids[:3]:
+        assert ctl.job(jid)["state"] == "succeeded"

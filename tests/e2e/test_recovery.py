@@ -239,3 +239,42 @@ def test_real_agent_killed_its_job_requeued(controller_factory, build_dir):
         a1.stop()
         if a2:
             a2.stop()
+
+
+def test_restart_loads_only_retained_finished_jobs(controller_factory):
+    ctl = controller_factory({"max_finished_jobs": 2})
+    a = FakeAgent(ctl, "n1", gpus=8).start()
+    done = []
+    for i in range(4):
+        jid = ctl.submit({"command": ["j%d" % i], "gpus": 1})["id"]
+        a.wait_message("launch", job=jid)
+        a.exit(jid, 0, code=i)
+        done.append(jid)
+        ctl.wait_job(jid, ["succeeded", "failed"])
+    running = ctl.submit({"command": ["run"], "gpus": 2})["id"]
+    a.wait_message("launch", job=running)
+    pending = ctl.submit({"command": ["wait"], "gpus": 8})["id"]
+    wait_for(lambda: sorted(j["id"] for j in ctl.jobs()) == sorted([running, pending] + done[2:]),
+             what="only the newest 2 finished jobs in memory")
+
+    # A restart with a larger cap loads the newest finished jobs it allows
+    # (what is on disk), and still every active one.
+    ctl.stop()
+    a.close()
+    ctl.config["max_finished_jobs"] = 3
+    ctl._write_config()
+    ctl.start()
+    assert sorted(j["id"] for j in ctl.jobs()) == sorted([running, pending] + done[1:])
+    assert ctl.job(running)["state"] == "running"
+    assert ctl.job(pending)["state"] == "pending"
+    assert [ctl.job(j)["exit_code"] for j in done] == [0, 1, 2, 3]
+
+    # With job_retention 0 none is loaded, yet each is still served by id.
+    ctl.stop()
+    ctl.config["job_retention"] = 0
+    ctl._write_config()
+    ctl.start()
+    assert sorted(j["id"] for j in ctl.jobs()) == sorted([running, pending])
+    assert [ctl.job(j)["state"] for j in done] == ["succeeded", "failed", "failed", "failed"]
+    assert ctl.job(done[3])["placement"][0]["node"] == "n1"
+    assert ctl.submit({"command": ["x"]})["id"] == pending + 1
