@@ -90,7 +90,37 @@ def _stop_process(proc, sig=signal.SIGTERM, timeout=10.0):
         pass
 
 
-class Controller:
+class _Daemon:
+    """What Controller and Agent share: a child process (self.proc) whose
+    output goes to self.log_path through the open file self._log."""
+
+    def log(self):
+        """The last 8,000 characters the daemon wrote."""
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")[-8000:]
+        except OSError:
+            return ""
+
+    def stop(self):
+        _stop_process(self.proc)
+        if self._log:
+            self._log.close()
+            self._log = None
+
+    def kill9(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+        if self._log:
+            self._log.close()
+            self._log = None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+
+class Controller(_Daemon):
     """A sluiced process with its own config, state database and ports.
 
     Tenants alice and bob (weight 1 each) exist unless config_overrides
@@ -183,33 +213,11 @@ class Controller:
         self._started = True
         return self
 
-    def log(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode(errors="replace")[-8000:]
-        except OSError:
-            return ""
-
-    def stop(self):
-        _stop_process(self.proc)
-        if self._log:
-            self._log.close()
-            self._log = None
-
-    def kill9(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=10)
-        if self._log:
-            self._log.close()
-            self._log = None
 
     def restart(self, timeout=15.0):
         self.stop()
         return self.start(timeout=timeout)
 
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
 
     def token(self, who):
         """"admin", "cluster", or a tenant name -> its token."""
@@ -295,7 +303,7 @@ class Controller:
         return wait_for(check, timeout=timeout, what="node %s %s" % (name, state))
 
 
-class Agent:
+class Agent(_Daemon):
     """A real sluice-agent process declaring GPUs by flags."""
 
     def __init__(self, controller, name, gpus=8, gpu_model="H100", gpu_memory="80Gi",
@@ -340,29 +348,7 @@ class Agent:
             wait_for(up, timeout=timeout, what="node %s up" % self.name)
         return self
 
-    def log(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode(errors="replace")[-8000:]
-        except OSError:
-            return ""
 
-    def stop(self):
-        _stop_process(self.proc)
-        if self._log:
-            self._log.close()
-            self._log = None
-
-    def kill9(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=10)
-        if self._log:
-            self._log.close()
-            self._log = None
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
 
 
 class FakeAgent:
