@@ -726,6 +726,67 @@ static void test_gang_reasons(void **state) {
     fx_fini(&f);
 }
 
+/* firstfit's score (the generic path, which the registered policy never
+ * takes because the framework uses its fast path) ranks a lower node id
+ * higher and picks GPUs with the default rule; through an unregistered copy
+ * the framework must choose the same class, and the same GPUs on it, as the
+ * fast path, on random loads. */
+static void test_place_firstfit_score_matches_fast_path(void **state) {
+    (void)state;
+    const sl_place_policy_t *ff = sl_place_policy_find("firstfit");
+    assert_non_null(ff);
+    sl_place_policy_t copy = *ff;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        fx_t f;
+        fx_init(&f, seed);
+        fx_mixed_cluster(&f);
+        fx_workload(&f);
+        sl_rng_t rr;
+        sl_rng_seed(&rr, seed * 31);
+        /* Direct scores: fits -> SL_FIT with -id; full node -> SL_NOFIT. */
+        sl_task_req_t one = tu_req("1", "1Gi", 1, "");
+        for (uint32_t id = 0; id < sl_cluster_node_count(f.cl); id++) {
+            const sl_node_t *n = sl_cluster_node(f.cl, id);
+            int64_t sc = 1;
+            sl_place_t p;
+            if (n->ngpus == 0) {
+                assert_int_equal(copy.score(&f.cy, &one, n, 1, &sc, &p), SL_NOFIT);
+                continue;
+            }
+            assert_int_equal(copy.score(&f.cy, &one, n, 1, &sc, &p), SL_FIT);
+            assert_true(sc == -(int64_t)id);
+            assert_int_equal(p.gpu_mask, 1u);
+        }
+        int placed = 0;
+        for (int it = 0; it < 400; it++) {
+            sl_task_req_t r = tu_random_req(&rr, f.cl, true);
+            sl_place_t fast, slow;
+            int a = sl_place_task(ff, &f.cy, &r, &fast);
+            int b = sl_place_task(&copy, &f.cy, &r, &slow);
+            assert_int_equal(a == SL_FIT, b == SL_FIT);
+            if (a != SL_FIT) continue;
+            /* Same class: the two nodes have identical free state, and no
+             * class whose representative has a lower id fits. */
+            uint32_t want = UINT32_MAX;
+            for (size_t i = 0; i < sl_cluster_class_count(f.cl); i++) {
+                const sl_node_t *rep = sl_cluster_class_rep(f.cl, i);
+                if (sl_node_fits(rep, &r) && rep->id < want) want = rep->id;
+            }
+            assert_int_equal(fast.node, want);
+            const sl_node_t *nf = sl_cluster_node(f.cl, fast.node), *ns = sl_cluster_node(f.cl, slow.node);
+            assert_true(sl_node_fits(ns, &r));
+            assert_int_equal(nf->cpu_free, ns->cpu_free);
+            assert_int_equal(nf->ngpus, ns->ngpus);
+            assert_int_equal(slow.gpu_mask, fast.gpu_mask);
+            assert_int_equal(sl_cluster_alloc(f.cl, &r, &fast), 0);
+            placed++;
+        }
+        assert_true(placed > 20);
+        assert_cluster_sane(f.cl);
+        fx_fini(&f);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_place_registry, teardown),
@@ -734,6 +795,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_gang_all_or_none, teardown),
         cmocka_unit_test_teardown(test_place_task_matches_naive, teardown),
         cmocka_unit_test_teardown(test_place_firstfit_lowest, teardown),
+        cmocka_unit_test_teardown(test_place_firstfit_score_matches_fast_path, teardown),
         cmocka_unit_test_teardown(test_place_random_uniform_over_nodes, teardown),
         cmocka_unit_test_teardown(test_place_ties_uniform_over_nodes, teardown),
         cmocka_unit_test_teardown(test_place_ties_node_order, teardown),

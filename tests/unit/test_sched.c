@@ -1077,9 +1077,167 @@ static void test_sched_100k_pending_jobs(void **state) {
     run_big("easy", false);
 }
 
+static void test_sched_job_state_names(void **state) {
+    (void)state;
+    assert_string_equal(sl_job_state_name(SL_JOB_PENDING), "pending");
+    assert_string_equal(sl_job_state_name(SL_JOB_RUNNING), "running");
+    assert_string_equal(sl_job_state_name(SL_JOB_DONE), "done");
+    assert_string_equal(sl_job_state_name(SL_JOB_CANCELLED), "cancelled");
+    assert_string_equal(sl_job_state_name((sl_job_state_t)42), "unknown");
+}
+
+/* sl_sched_create: a NULL config means the defaults; a missing cluster or
+ * output and a negative default_time_limit_us are SL_EINVAL with a message;
+ * sl_sched_destroy accepts NULL. */
+static void test_sched_create_contract(void **state) {
+    (void)state;
+    sl_cluster_t *cl;
+    sl_cluster_create(&cl);
+    char err[256];
+    sl_sched_t *s = NULL;
+    assert_int_equal(sl_sched_create(NULL, cl, &s, err, sizeof err), 0);
+    assert_non_null(s);
+    assert_string_equal(sl_sched_queue_policy(s)->name, "fifo");
+    assert_string_equal(sl_sched_place_policy(s)->name, sl_place_policy_default());
+    assert_int_equal(sl_sched_backfill(s), SL_BACKFILL_NONE);
+    assert_int_equal(sl_sched_tenant_count(s), 0);
+    sl_sched_destroy(s);
+
+    sl_sched_config_t cfg;
+    sl_sched_config_init(&cfg);
+    sl_sched_t *bad = (sl_sched_t *)&cfg; /* must stay untouched on failure */
+    err[0] = '\0';
+    assert_int_equal(sl_sched_create(&cfg, NULL, &bad, err, sizeof err), SL_EINVAL);
+    assert_ptr_equal(bad, (sl_sched_t *)&cfg);
+    assert_non_null(strstr(err, "cluster"));
+    assert_int_equal(sl_sched_create(&cfg, cl, NULL, err, sizeof err), SL_EINVAL);
+    cfg.default_time_limit_us = -1;
+    err[0] = '\0';
+    assert_int_equal(sl_sched_create(&cfg, cl, &bad, err, sizeof err), SL_EINVAL);
+    assert_non_null(strstr(err, "default_time_limit_us"));
+    assert_ptr_equal(bad, (sl_sched_t *)&cfg);
+    sl_sched_destroy(NULL);
+    sl_cluster_destroy(cl);
+}
+
+/* A NULL spec to submit and a negative start time to adopt are SL_EINVAL
+ * and change nothing. */
+static void test_sched_submit_adopt_reject_null_and_negative(void **state) {
+    (void)state;
+    sl_cluster_t *cl;
+    sl_cluster_create(&cl);
+    tu_add_nodes(cl, "g", 1, "16", "64Gi", 4, "T4", "16Gi", NULL);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "none");
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
+    char err[256] = "";
+    assert_int_equal(sl_sched_submit(s, NULL, err, sizeof err), SL_EINVAL);
+    assert_true(err[0] != '\0');
+    sl_job_spec_t sp = spec(1, t, 1, tu_req("2", "4Gi", 2, ""));
+    sl_place_t pl = {.node = 0, .gpu_mask = 0x3, .gpu_milli = 1000};
+    err[0] = '\0';
+    assert_int_equal(sl_sched_adopt(s, &sp, &pl, 1, -1, err, sizeof err), SL_EINVAL);
+    assert_non_null(strstr(err, "start_us"));
+    assert_null(sl_sched_job(s, 1));
+    assert_int_equal(sl_cluster_node(cl, 0)->gpu_free[0], 1000);
+    assert_int_equal(sl_sched_running_count(s), 0);
+    assert_int_equal(sl_sched_check(s), 0);
+    sl_sched_destroy(s);
+    sl_cluster_destroy(cl);
+}
+
+/* Tenant getters on ids that do not exist: no name, weight 1, no usage, no
+ * share, no jobs (and NULL out-params are accepted). */
+static void test_sched_tenant_getters_bad_id(void **state) {
+    (void)state;
+    sl_cluster_t *cl;
+    sl_cluster_create(&cl);
+    tu_add_nodes(cl, "g", 1, "16", "64Gi", 4, "T4", "16Gi", NULL);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "none");
+    int t = tu_tenant_add(s, "a", 2, TU_NO_QUOTA);
+    sub(s, spec(1, t, 1, tu_req("2", "4Gi", 2, "")));
+    sub(s, spec(2, t, 1, tu_req("2", "4Gi", 4, "")));
+    assert_int_equal(sl_sched_cycle(s, 1, NULL, NULL, NULL), 1);
+    size_t p = 99, r = 99;
+    sl_sched_tenant_jobs(s, t, &p, &r);
+    assert_int_equal(p, 1);
+    assert_int_equal(r, 1);
+    sl_sched_tenant_jobs(s, t, NULL, &r);
+    assert_int_equal(r, 1);
+    sl_sched_tenant_jobs(s, t, &p, NULL);
+    assert_int_equal(p, 1);
+    assert_true(sl_sched_tenant_share(s, t) > 0.0);
+    const int32_t bad[] = {-1, 1, 1000, INT32_MAX};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_null(sl_sched_tenant_name(s, bad[i]));
+        assert_int_equal(sl_sched_tenant_weight(s, bad[i]), 1);
+        sl_res_t u = sl_sched_tenant_usage(s, bad[i]);
+        assert_true(u.cpu_milli == 0 && u.mem_bytes == 0 && u.gpu_milli == 0);
+        assert_true(sl_sched_tenant_share(s, bad[i]) == 0.0);
+        p = r = 99;
+        sl_sched_tenant_jobs(s, bad[i], &p, &r);
+        assert_int_equal(p, 0);
+        assert_int_equal(r, 0);
+    }
+    assert_int_equal(sl_sched_tenant_find(s, ""), SL_ENOENT);
+    sl_sched_destroy(s);
+    sl_cluster_destroy(cl);
+}
+
+typedef struct stop_after {
+    tu_ids_t ids;
+    size_t limit;
+} stop_after_t;
+
+static int stop_after_each(void *ud, const sl_job_t *job) {
+    stop_after_t *st = ud;
+    st->ids.v[st->ids.n++] = sl_job_id(job);
+    return st->ids.n >= st->limit;
+}
+
+/* sl_sched_foreach stops as soon as the callback returns non-zero, for
+ * every state, and visits pending jobs in queue order and running jobs in
+ * start order. */
+static void test_sched_foreach_stops_early(void **state) {
+    (void)state;
+    sl_cluster_t *cl;
+    sl_cluster_create(&cl);
+    tu_add_nodes(cl, "g", 1, "16", "64Gi", 4, "T4", "16Gi", NULL);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "none");
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
+    for (uint64_t id = 1; id <= 4; id++) sub(s, spec(id, t, 1, tu_req("1", "1Gi", 1, "")));
+    for (uint64_t id = 5; id <= 9; id++) sub(s, spec(id, t, 1, tu_req("1", "1Gi", 4, "")));
+    assert_int_equal(sl_sched_cycle(s, 1, NULL, NULL, NULL), 4);
+    for (uint64_t id = 1; id <= 3; id++) assert_int_equal(sl_sched_finish(s, id, 2), 0);
+    for (uint64_t id = 7; id <= 9; id++) assert_int_equal(sl_sched_cancel(s, id, 2), 0);
+    const struct {
+        sl_job_state_t st;
+        size_t all;
+        uint64_t first;
+    } rows[] = {{SL_JOB_PENDING, 2, 5}, {SL_JOB_RUNNING, 1, 4}, {SL_JOB_DONE, 3, 1},
+                {SL_JOB_CANCELLED, 3, 7}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        stop_after_t all = {.limit = 100};
+        sl_sched_foreach(s, rows[i].st, stop_after_each, &all);
+        assert_int_equal(all.ids.n, rows[i].all);
+        stop_after_t one = {.limit = 1};
+        sl_sched_foreach(s, rows[i].st, stop_after_each, &one);
+        assert_int_equal(one.ids.n, 1);
+        assert_int_equal(one.ids.v[0], all.ids.v[0]);
+        if (rows[i].st == SL_JOB_PENDING || rows[i].st == SL_JOB_RUNNING)
+            assert_int_equal(one.ids.v[0], rows[i].first);
+    }
+    sl_sched_destroy(s);
+    sl_cluster_destroy(cl);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_sched_config_defaults, teardown),
+        cmocka_unit_test_teardown(test_sched_job_state_names, teardown),
+        cmocka_unit_test_teardown(test_sched_create_contract, teardown),
+        cmocka_unit_test_teardown(test_sched_submit_adopt_reject_null_and_negative, teardown),
+        cmocka_unit_test_teardown(test_sched_tenant_getters_bad_id, teardown),
+        cmocka_unit_test_teardown(test_sched_foreach_stops_early, teardown),
         cmocka_unit_test_teardown(test_sched_tenants_add_find_validate, teardown),
         cmocka_unit_test_teardown(test_sched_submit_validates_spec, teardown),
         cmocka_unit_test_teardown(test_sched_lifecycle_finish_cancel_forget, teardown),
