@@ -663,3 +663,100 @@ def test_max_finished_jobs_keeps_the_newest(controller_factory, fake_agent):
     assert _listed(ctl, "?state=succeeded&limit=2") == ids[3:5]
     for jid in ids[:3]:
         assert ctl.job(jid)["state"] == "succeeded"
+
+
+# ---- HEAD, 405 and the Allow header, /metrics as a whole ----
+
+def _raw(controller, method, path, token=None):
+    """One request with http.client; returns (status, headers dict, body bytes)."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", controller.port, timeout=10)
+    try:
+        hdrs = {"Authorization": "Bearer " + token} if token else {}
+        conn.request(method, path, headers=hdrs)
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+def test_head_is_answered_as_get_without_a_body(controller):
+    st, hdrs, body = _raw(controller, "HEAD", "/healthz")
+    assert st == 200 and body == b""
+    assert "json" in hdrs.get("content-type", "")
+    # HEAD goes through the same auth as GET.
+    st, hdrs, body = _raw(controller, "HEAD", "/v1/jobs")
+    assert st == 401 and body == b""
+    assert hdrs.get("www-authenticate") == "Bearer"
+    for path in ("/v1/jobs", "/v1/nodes", "/v1/tenants", "/metrics"):
+        st, hdrs, body = _raw(controller, "HEAD", path, token=controller.admin_token)
+        assert (st, body) == (200, b""), path
+    st, _, body = _raw(controller, "HEAD", "/v1/jobs/999", token=controller.admin_token)
+    assert (st, body) == (404, b"")
+
+
+@pytest.mark.parametrize("method,path,allow", [
+    ("PUT", "/v1/jobs/1", "GET, DELETE"),
+    ("POST", "/v1/jobs/1", "GET, DELETE"),
+    ("DELETE", "/v1/jobs", "POST, GET"),
+    ("POST", "/healthz", "GET"),
+    ("DELETE", "/v1/nodes", "GET"),
+    ("PATCH", "/v1/tenants", "GET"),
+    ("POST", "/metrics", "GET"),
+    ("DELETE", "/v1/jobs/1/logs", "GET"),
+])
+def test_405_names_the_allowed_methods(controller, method, path, allow):
+    st, hdrs, body = _raw(controller, method, path, token=controller.admin_token)
+    assert st == 405
+    assert hdrs.get("allow") == allow
+    e = json.loads(body)["error"]
+    assert e["code"] == "method_not_allowed"
+    assert e["message"] == "%s %s: allowed methods: %s" % (method, path, allow)
+    # A path that no route matches is 404 whatever the method.
+    st, hdrs, _ = _raw(controller, method, path + "/nope", token=controller.admin_token)
+    assert st == 404 and "allow" not in hdrs
+
+
+def test_metrics_lists_every_declared_metric_and_counts_requests(controller, build_dir):
+    import os
+    import subprocess
+    binary = os.path.join(build_dir, "sluiced")
+    helptext = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=10).stdout
+    declared = {}
+    for line in helptext.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].startswith("sluice_") and parts[1] in ("gauge", "counter"):
+            declared[parts[0]] = parts[1]
+    assert len(declared) >= 20 and "sluice_http_requests_total" in declared
+
+    def scrape(token):
+        st, hdrs, body = _raw(controller, "GET", "/metrics", token=token)
+        assert st == 200
+        assert hdrs["content-type"].startswith("text/plain; version=0.0.4")
+        vals, types = {}, {}
+        for line in body.decode().splitlines():
+            if line.startswith("# TYPE "):
+                _, _, name, kind = line.split()
+                types[name] = kind
+            elif line and not line.startswith("#"):
+                key, v = line.rsplit(" ", 1)
+                vals[key] = float(v)
+        return vals, types
+
+    # A tenant token may read /metrics too (every route but /healthz takes one).
+    v1, types = scrape(controller.token("alice"))
+    assert types == declared  # the help and the endpoint come from one table
+    for name in declared:
+        assert any(k == name or k.startswith(name + "{") for k in v1), name
+    assert v1['sluice_tenant_dominant_share{tenant="alice"}'] == 0
+    assert v1['sluice_jobs{state="pending"}'] == 0
+    # Three more requests, one of them an error, then this scrape: counters move by exactly that.
+    assert controller.request("GET", "/healthz")[0] == 200
+    assert controller.request("GET", "/v1/nope", token=controller.admin_token)[0] == 404
+    job = controller.submit({"command": ["x"], "gpus": 1})
+    v2, _ = scrape(controller.admin_token)
+    assert v2["sluice_http_requests_total"] == v1["sluice_http_requests_total"] + 4
+    assert v2["sluice_http_errors_total"] == v1["sluice_http_errors_total"] + 1
+    assert v2["sluice_submissions_total"] == v1["sluice_submissions_total"] + 1
+    assert v2['sluice_jobs{state="pending"}'] == 1  # no node: it waits
+    assert controller.job(job["id"])["state"] == "pending"

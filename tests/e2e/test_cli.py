@@ -641,3 +641,95 @@ def test_http_client_errors_and_urls(cli_bin, tmp_path):
     env = u.cli_env(extra={"SLUICE_SERVER": "http://127.0.0.1:1", "SLUICE_TOKEN": "a\nb"}, tmpdir=tmp_path)
     r = u.sluice(["queue"], env)
     assert r.returncode == 2 and "control character" in r.stderr
+
+
+# ---- version, help, global flags, tenants as a tenant, down with nothing up ----
+
+def test_version_and_help_commands(cli_bin, controller, tmp_path):
+    env = u.cli_env(tmpdir=tmp_path)
+    r = u.sluice(["version"], env)
+    assert r.returncode == 0 and r.stderr == ""
+    st, health = controller.request("GET", "/healthz")
+    assert r.stdout == "sluice %s\n" % health["version"]  # the CLI and sluiced agree
+    assert u.sluice(["--version"], env).stdout == r.stdout
+    assert u.sluice_json(["version"], env) == {"version": health["version"]}
+    r = u.sluice(["help"], env)
+    assert r.returncode == 0
+    assert r.stdout == u.sluice(["--help"], env).stdout
+    assert r.stdout.startswith("usage: sluice [global options] COMMAND")
+    for c in COMMANDS:
+        assert u.sluice(["help", c], env).stdout == u.sluice([c, "--help"], env).stdout, c
+    r = u.sluice(["help", "frobnicate"], env)
+    assert r.returncode == 2 and 'no command "frobnicate"' in r.stderr
+    r = u.sluice(["version", "--bogus"], env)
+    assert r.returncode == 2 and "--bogus" in r.stderr
+
+
+def test_global_server_and_token_flags(cli_bin, controller, tmp_path):
+    """--server and --token work without the environment, before or after the
+    command name, and override SLUICE_SERVER / SLUICE_TOKEN."""
+    j = controller.submit({"command": ["true"], "name": "flagged"}, tenant="alice")
+    none = u.cli_env(tmpdir=tmp_path)
+    tok = controller.token("alice")
+    r = u.sluice(["--server", controller.url, "--token", tok, "--json", "queue"], none)
+    assert r.returncode == 0, r.stderr
+    assert [x["id"] for x in json.loads(r.stdout)["jobs"]] == [j["id"]]
+    r = u.sluice(["show", str(j["id"]), "--server", controller.url, "--token", tok, "--json"], none)
+    assert r.returncode == 0 and json.loads(r.stdout)["name"] == "flagged"
+    # Flags beat the environment: a dead server and a bad token in the env.
+    wrong = u.cli_env(extra={"SLUICE_SERVER": "http://127.0.0.1:%d" % harness.free_port(),
+                             "SLUICE_TOKEN": "not-a-token"}, tmpdir=tmp_path)
+    r = u.sluice(["--server", controller.url, "--token", tok, "queue"], wrong)
+    assert r.returncode == 0 and "flagged" in r.stdout
+    r = u.sluice(["--server", controller.url, "queue"], wrong)  # env token is used: refused
+    assert r.returncode == 1 and "HTTP 401" in r.stderr
+    # bob cannot see alice's job through the flag either.
+    r = u.sluice(["--server", controller.url, "--token", controller.token("bob"), "--json", "queue"], none)
+    assert r.returncode == 0 and json.loads(r.stdout)["jobs"] == []
+    r = u.sluice(["--server"], none)
+    assert r.returncode == 2
+
+
+def test_tenants_as_a_tenant_sees_only_itself(cli_bin, controller, fake_agent, tmp_path):
+    fake_agent("n1", gpus=8)
+    job = controller.submit({"command": ["x"], "gpus": 2}, tenant="bob")
+    controller.wait_job(job["id"], "running")
+    bob = u.cli_env(controller, controller.token("bob"), tmpdir=tmp_path)
+    t = u.sluice_json(["tenants"], bob)["tenants"]
+    assert [x["name"] for x in t] == ["bob"]
+    r = u.sluice(["tenants"], bob)
+    assert r.returncode == 0
+    header, *rows = r.stdout.splitlines()
+    assert "DOMINANT SHARE" in header
+    assert len(rows) == 1 and rows[0].split()[0] == "bob"
+    admin = u.cli_env(controller, controller.admin_token, tmpdir=tmp_path)
+    t = {x["name"]: x for x in u.sluice_json(["tenants"], admin)["tenants"]}
+    assert set(t) == {"alice", "bob"}
+    st, api = controller.request("GET", "/v1/tenants", token=controller.admin_token)
+    assert {x["name"]: x for x in api["tenants"]} == t  # the CLI prints the server's objects
+    rows = {line.split()[0]: line for line in u.sluice(["tenants"], admin).stdout.splitlines()[1:]}
+    assert set(rows) == {"alice", "bob"}
+    r = u.sluice(["tenants", "extra"], admin)
+    assert r.returncode == 2
+
+
+def test_down_with_nothing_up_exits_1(cli_bin, tmp_path):
+    env = u.cli_env(tmpdir=tmp_path)
+    d = tmp_path / "never-up"
+    r = u.sluice(["down", "--dir", str(d)], env)
+    assert r.returncode == 1 and "nothing to stop" in r.stderr
+    # A stale pids file naming processes that are not sluiced or sluice-agent:
+    # nothing is signalled, the file is removed, exit 0.
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        (d / "pids").write_text("sluiced %d\nsluice-agent %d\n" % (victim.pid, victim.pid))
+        r = u.sluice(["down", "--dir", str(d)], env)
+        assert r.returncode == 0, r.stderr
+        assert "nothing was running" in r.stdout
+        assert victim.poll() is None  # not ours to stop
+        assert not (d / "pids").exists()
+        r = u.sluice(["down", "--dir", str(d), "extra"], env)
+        assert r.returncode == 2
+    finally:
+        victim.kill()
+        victim.wait()
