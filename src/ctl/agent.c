@@ -207,11 +207,26 @@ static void on_exited(ctl_t *c, uint32_t node, json_t *m, bool launch_failed) {
             ctl_task_ended(c, j, i, CTL_TASK_FAILED, 0, 0, false,
                            json_string_value(json_object_get(m, "reason")), msg_time(m, "time"));
         } else {
+            /* A wait status: exit_code 0..255, signal 0..127 (exit_code is
+             * 128+signal when signal is non-zero). Anything else comes from a
+             * broken agent: it is logged and recorded as exit code 255, a
+             * failure, rather than wrapped into int32 (2^32 would read as 0,
+             * a success; 128+INT32_MAX overflows). */
             json_t *ec = json_object_get(m, "exit_code"), *sg = json_object_get(m, "signal");
-            int32_t sig = (int32_t)json_integer_value(sg);
-            int32_t code = json_is_integer(ec) ? (int32_t)json_integer_value(ec) : (sig ? 128 + sig : 0);
+            json_int_t sig = json_integer_value(sg);
+            json_int_t code = json_is_integer(ec) ? json_integer_value(ec)
+                                                  : (sig > 0 && sig < 128 ? 128 + sig : 0);
+            if (sig < 0 || sig > 127 || code < 0 || code > 255) {
+                sl_log(SL_LOG_WARN, "agent",
+                       "node=%s job=%llu task=%d: exit_code=%lld signal=%lld out of range; "
+                       "recorded as exit code 255",
+                       sl_cluster_node(c->cl, node)->name, (unsigned long long)j->id, i,
+                       (long long)code, (long long)sig);
+                sig = 0;
+                code = 255;
+            }
             int64_t t = msg_time(m, json_object_get(m, "end_time") ? "end_time" : "time");
-            ctl_task_ended(c, j, i, CTL_TASK_EXITED, code, sig, true, NULL, t);
+            ctl_task_ended(c, j, i, CTL_TASK_EXITED, (int32_t)code, (int32_t)sig, true, NULL, t);
         }
     }
     send_ack(c, node, m); /* leaves after the commit that recorded the exit */

@@ -278,3 +278,24 @@ def test_restart_loads_only_retained_finished_jobs(controller_factory):
     assert [ctl.job(j)["state"] for j in done] == ["succeeded", "failed", "failed", "failed"]
     assert ctl.job(done[3])["placement"][0]["node"] == "n1"
     assert ctl.submit({"command": ["x"]})["id"] == pending + 1
+
+
+def test_out_of_range_exit_status_is_a_failure_with_code_255(controller):
+    """An exit status no real process has (signal 2^31-1 without exit_code,
+    exit_code 2^32 or -1) is recorded as exit code 255 and fails the job:
+    not wrapped into int32 (2^32 read as 0 would be a success; 128 + 2^31-1
+    overflowed under UBSan)."""
+    a = FakeAgent(controller, "n1", gpus=8).start()
+    jobs = [controller.submit({"command": ["x"], "gpus": 1}) for _ in range(3)]
+    for j in jobs:
+        a.wait_message("launch", job=j["id"])
+    a.send({"type": "exited", "job": jobs[0]["id"], "task": 0, "signal": 2**31 - 1})
+    a.send({"type": "exited", "job": jobs[1]["id"], "task": 0, "exit_code": 2**32, "signal": 0})
+    a.send({"type": "exited", "job": jobs[2]["id"], "task": 0, "exit_code": -1, "signal": 0})
+    for j in jobs:
+        got = controller.wait_job(j["id"], ["failed", "succeeded"])
+        assert got["state"] == "failed" and got["exit_code"] == 255, got
+        assert got["placement"][0]["exit_code"] == 255, got
+        a.wait_message("ack", job=j["id"], task=0)
+    assert controller.alive()
+    a.close()
