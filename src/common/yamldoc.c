@@ -3,6 +3,13 @@
  * it into an owned tree of sl_yaml_node_t with line and column numbers.
  * Recursion depth is bounded (64) so that a hostile document cannot blow the
  * stack; aliases are copied (a bounded node budget stops "billion laughs").
+ *
+ * libyaml 0.2.5 has no nesting limit of its own, and its scanner walks the
+ * simple-key slot of every open flow level on each token, so "[[[[..." of n
+ * levels costs O(n^2) (100,000 levels: minutes). sl_yaml_depth_check first
+ * runs the scanner alone over the tokens and stops at MAX_DEPTH + 1 open
+ * collections, before the document API sees the text; a file is therefore
+ * read into memory and loaded as a string.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -95,6 +102,38 @@ out:
     return 0;
 }
 
+int sl_yaml_depth_check(const char *text, size_t len, int max_depth, char *err, size_t errlen) {
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return SL_ENOMEM;
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    int depth = 0, rc = 0;
+    for (;;) {
+        yaml_token_t tok;
+        if (!yaml_parser_scan(&parser, &tok))
+            break; /* a syntax error: the real parse reports it */
+        yaml_token_type_t type = tok.type;
+        yaml_mark_t mark = tok.start_mark;
+        yaml_token_delete(&tok);
+        if (type == YAML_STREAM_END_TOKEN)
+            break;
+        if (type == YAML_FLOW_SEQUENCE_START_TOKEN || type == YAML_FLOW_MAPPING_START_TOKEN ||
+            type == YAML_BLOCK_SEQUENCE_START_TOKEN || type == YAML_BLOCK_MAPPING_START_TOKEN) {
+            if (++depth > max_depth) {
+                snprintf(err, errlen, "%zu:%zu: document too deep or too large", mark.line + 1,
+                         mark.column + 1);
+                rc = SL_ERANGE;
+                break;
+            }
+        } else if (type == YAML_FLOW_SEQUENCE_END_TOKEN || type == YAML_FLOW_MAPPING_END_TOKEN ||
+                   type == YAML_BLOCK_END_TOKEN) {
+            depth--;
+        }
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
 static int load(yaml_parser_t *parser, sl_yaml_node_t **out, char *err, size_t errlen) {
     yaml_document_t doc;
     if (!yaml_parser_load(parser, &doc)) {
@@ -116,11 +155,16 @@ static int load(yaml_parser_t *parser, sl_yaml_node_t **out, char *err, size_t e
 
 int sl_yaml_load_string(const char *text, size_t len, sl_yaml_node_t **out, char *err,
                         size_t errlen) {
+    /* A collection at token depth d holds nodes at depth d, which convert()
+     * accepts up to MAX_DEPTH: anything deeper fails there anyway. */
+    int rc = sl_yaml_depth_check(text, len, MAX_DEPTH + 1, err, errlen);
+    if (rc < 0)
+        return rc;
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser))
         return SL_ENOMEM;
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    int rc = load(&parser, out, err, errlen);
+    rc = load(&parser, out, err, errlen);
     yaml_parser_delete(&parser);
     return rc;
 }
@@ -132,14 +176,25 @@ int sl_yaml_load_file(const char *path, sl_yaml_node_t **out, char *err, size_t 
         snprintf(err, errlen, "%s: %s", path, strerror(e));
         return -e;
     }
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-        fclose(f);
-        return SL_ENOMEM;
+    size_t len = 0, cap = 4096;
+    char *text = sl_xmalloc(cap);
+    size_t got;
+    while ((got = fread(text + len, 1, cap - len, f)) > 0) {
+        len += got;
+        if (len == cap) {
+            cap *= 2;
+            text = sl_xrealloc(text, cap);
+        }
     }
-    yaml_parser_set_input_file(&parser, f);
-    int rc = load(&parser, out, err, errlen);
-    yaml_parser_delete(&parser);
+    int rc;
+    if (ferror(f)) {
+        int e = errno ? errno : EIO;
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        rc = -e;
+    } else {
+        rc = sl_yaml_load_string(text, len, out, err, errlen);
+    }
+    sl_free(text);
     fclose(f);
     return rc;
 }

@@ -47,6 +47,13 @@ struct sl_yaml_node {
 int sl_yaml_load_string(const char *text, size_t len, sl_yaml_node_t **out, char *err,
                         size_t errlen);
 int sl_yaml_load_file(const char *path, sl_yaml_node_t **out, char *err, size_t errlen);
+
+/* Scans text's tokens only and fails with SL_ERANGE ("LINE:COL: document
+ * too deep or too large" in err) at the first collection opened more than
+ * max_depth levels deep; 0 otherwise (syntax errors are left to the parse).
+ * Cheap where libyaml's full parse of deep flow nesting is quadratic; the
+ * load functions call it first. */
+int sl_yaml_depth_check(const char *text, size_t len, int max_depth, char *err, size_t errlen);
 void sl_yaml_free(sl_yaml_node_t *node); /* accepts NULL */
 
 /* Value for key in a map; NULL if absent or node is not a map. O(n). */

@@ -424,6 +424,25 @@ def test_config_errors_name_the_line(tmp_path, build_dir):
         assert line in r.stderr and word in r.stderr, (text, r.stderr)
 
 
+def test_config_nested_a_million_deep_is_refused_at_once(tmp_path, build_dir):
+    """A config of 1,000,000 "[" is refused with the line and column of the
+    66th level; libyaml's own parse of that nesting is quadratic (it used
+    to run for many minutes, found by fuzzing the config loader). The
+    subprocess timeout only bounds a regression."""
+    import os
+    import subprocess
+    binary = os.path.join(build_dir, "sluiced")
+    if not os.access(binary, os.X_OK):
+        pytest.skip("sluiced is not built")
+    for text in ("[" * 1000000, "listen: " + "{a: " * 1000000 + "\n"):
+        cfg = tmp_path / "deep.yaml"
+        cfg.write_text(text)
+        r = subprocess.run([binary, "--config", str(cfg), "--state", str(tmp_path / "x.db")],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2, r.stderr
+        assert ":1:" in r.stderr and "too deep" in r.stderr, r.stderr
+
+
 def test_help_lists_every_route(build_dir):
     import os
     import subprocess
