@@ -12,6 +12,7 @@
  * read into memory and loaded as a string.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,39 @@ typedef struct conv {
     char *err;
     size_t errlen;
 } conv_t;
+
+typedef struct keyref {
+    const char *key;
+    size_t i; /* pair index */
+} keyref_t;
+
+static int keyref_cmp(const void *a, const void *b) {
+    const keyref_t *x = a, *y = b;
+    int d = strcmp(x->key, y->key);
+    return d ? d : (x->i > y->i) - (x->i < y->i);
+}
+
+/* Duplicate keys of a map, found by sorting (key, index) in O(n log n): the
+ * reported one is the earliest key in the document that repeats an earlier
+ * key, as a pairwise scan would report it. */
+static int dup_check(conv_t *c, const sl_yaml_node_t *n) {
+    if (n->n < 2)
+        return 0;
+    keyref_t *v = sl_xmalloc(n->n * sizeof *v);
+    for (size_t i = 0; i < n->n; i++)
+        v[i] = (keyref_t){n->items[2 * i]->value, i};
+    qsort(v, n->n, sizeof *v, keyref_cmp);
+    size_t first = SIZE_MAX;
+    for (size_t i = 1; i < n->n; i++)
+        if (strcmp(v[i - 1].key, v[i].key) == 0 && v[i].i < first)
+            first = v[i].i;
+    sl_free(v);
+    if (first == SIZE_MAX)
+        return 0;
+    const sl_yaml_node_t *k = n->items[2 * first];
+    snprintf(c->err, c->errlen, "%d:%d: duplicate key \"%s\"", k->line, k->col, k->value);
+    return SL_EINVAL;
+}
 
 static int convert(conv_t *c, yaml_node_t *yn, int depth, sl_yaml_node_t **out) {
     if (depth > MAX_DEPTH || c->budget == 0) {
@@ -83,15 +117,8 @@ static int convert(conv_t *c, yaml_node_t *yn, int depth, sl_yaml_node_t **out) 
                 goto out;
             }
             n->n++;
-            for (size_t j = 0; j < i; j++) {
-                if (strcmp(n->items[2 * j]->value, n->items[2 * i]->value) == 0) {
-                    snprintf(c->err, c->errlen, "%d:%d: duplicate key \"%s\"",
-                             n->items[2 * i]->line, n->items[2 * i]->col, n->items[2 * i]->value);
-                    rc = SL_EINVAL;
-                    goto out;
-                }
-            }
         }
+        rc = dup_check(c, n);
     }
 out:
     if (rc < 0) {

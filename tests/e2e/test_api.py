@@ -443,6 +443,26 @@ def test_config_nested_a_million_deep_is_refused_at_once(tmp_path, build_dir):
         assert ":1:" in r.stderr and "too deep" in r.stderr, r.stderr
 
 
+def test_config_with_300000_keys_names_its_duplicate_at_once(tmp_path, build_dir):
+    """Duplicate keys are found by sorting, not by comparing every pair: a
+    map of 300,000 keys (pairwise: minutes) is answered at once with the
+    line of the first key that repeats an earlier one."""
+    import os
+    import subprocess
+    binary = os.path.join(build_dir, "sluiced")
+    if not os.access(binary, os.X_OK):
+        pytest.skip("sluiced is not built")
+    keys = ["k%d: 1\n" % i for i in range(300000)]
+    keys.insert(200000, "k123: 2\n")  # line 200001 repeats line 124
+    keys.append("k7: 3\n")
+    cfg = tmp_path / "wide.yaml"
+    cfg.write_text("".join(keys))
+    r = subprocess.run([binary, "--config", str(cfg), "--state", str(tmp_path / "x.db")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert ':200001:1: duplicate key "k123"' in r.stderr, r.stderr
+
+
 def test_help_lists_every_route(build_dir):
     import os
     import subprocess
