@@ -10,6 +10,10 @@
  * not run as if it had not asked. The only fields accepted and ignored are
  * informational ones (metadata labels and annotations, container name,
  * imagePullPolicy, ttlSecondsAfterFinished, completionMode).
+ *
+ * The file is read into memory first and its tokens scanned for nesting
+ * deeper than any spec needs (sl_yaml_depth_check): libyaml's own parse of
+ * deep flow nesting ("[[[[...") is quadratic.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -21,6 +25,7 @@
 #include <yaml.h>
 
 #include "cli.h"
+#include "yamldoc.h"
 
 typedef struct spec {
     yaml_document_t doc;
@@ -457,6 +462,31 @@ static int k8s_job(spec_t *s, yaml_node_t *root, json_t *job) {
     return 0;
 }
 
+/* Deeper than any job spec or manifest nests (a Kubernetes Job: about 8). */
+#define SPEC_MAX_DEPTH 64
+
+/* The whole of f in a malloc'd buffer (*len bytes); NULL on a read error. */
+static char *read_all(FILE *f, size_t *len) {
+    size_t n = 0, cap = 4096;
+    char *p = malloc(cap);
+    size_t got;
+    while (p && (got = fread(p + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *q = realloc(p, cap *= 2);
+            if (!q)
+                free(p);
+            p = q;
+        }
+    }
+    if (p && ferror(f)) {
+        free(p);
+        p = NULL;
+    }
+    *len = n;
+    return p;
+}
+
 json_t *cli_spec_load(const char *path, char *err, size_t errlen) {
     spec_t s = {.err = err, .errlen = errlen};
     yaml_parser_t parser;
@@ -466,8 +496,21 @@ json_t *cli_spec_load(const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return NULL;
     }
+    size_t len;
+    char *text = read_all(f, &len);
+    if (f != stdin) fclose(f);
+    if (!text) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno ? errno : EIO));
+        return NULL;
+    }
+    char derr[160];
+    if (sl_yaml_depth_check(text, len, SPEC_MAX_DEPTH, derr, sizeof derr) < 0) {
+        snprintf(err, errlen, "%s:%s", path, derr);
+        free(text);
+        return NULL;
+    }
     yaml_parser_initialize(&parser);
-    yaml_parser_set_input_file(&parser, f);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &s.doc)) {
         snprintf(err, errlen, "%s:%zu:%zu: %s", path, parser.problem_mark.line + 1,
                  parser.problem_mark.column + 1, parser.problem ? parser.problem : "YAML error");
@@ -511,6 +554,6 @@ out_doc:
     yaml_document_delete(&s.doc);
 out_parser:
     yaml_parser_delete(&parser);
-    if (f != stdin) fclose(f);
+    free(text);
     return job;
 }

@@ -733,3 +733,23 @@ def test_down_with_nothing_up_exits_1(cli_bin, tmp_path):
     finally:
         victim.kill()
         victim.wait()
+
+
+def test_spec_nested_a_million_deep_is_refused_at_once(cli_bin, tmp_path):
+    """-f of 1,000,000 "[" (a file, or stdin) exits 2 naming the line and
+    column of the level past 64; libyaml's own parse of that nesting is
+    quadratic (found by fuzzing -f). u.sluice's timeout only bounds a
+    regression."""
+    env = u.cli_env(extra={"SLUICE_SERVER": "http://127.0.0.1:%d" % harness.free_port()},
+                    tmpdir=tmp_path)
+    deep = "name: x\ncommand: " + "[" * 1000000 + "\n"
+    r = u.sluice(["submit", "--dry-run", "-f", _manifest(tmp_path, deep)], env)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "bad.yaml:2:" in r.stderr and "too deep" in r.stderr, r.stderr
+    r = u.sluice(["submit", "--dry-run", "-f", "-"], env, input=deep)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "-:2:" in r.stderr and "too deep" in r.stderr, r.stderr
+    # The same file nested 8 deep, like a real manifest, still parses.
+    ok = "name: x\ncommand: [a]\nenv: {A: b}\n"
+    r = u.sluice(["submit", "--dry-run", "-f", "-"], env, input=ok)
+    assert r.returncode == 0 and json.loads(r.stdout)["command"] == ["a"], r.stderr
