@@ -51,7 +51,15 @@ typedef struct agent_task {
     struct event *kill_ev;      /* SIGKILL after the grace period */
     int pidfd;                  /* adopted tasks (not our children): exit watch */
     struct event *pidfd_ev;
+    int report;                 /* AGENT_REPORT_* bits: sent after the next state.json write */
 } agent_task_t;
+
+/* A task's start or end is reported to the controller only once state.json
+ * records it, so an agent killed in between never leaves the controller
+ * believing in a task the restarted agent does not know (it would launch it
+ * again) or has forgotten it ended. */
+#define AGENT_REPORT_STARTED 1
+#define AGENT_REPORT_END 2
 
 struct agent {
     struct event_base *base;

@@ -161,6 +161,13 @@ json_t *agent_tasks_hello(agent_t *a) {
 
 /* ---- state.json ---- */
 
+/* Queues a report of t's start or end for right after the state.json write
+ * of this loop pass (save_cb). */
+static void report_after_save(agent_task_t *t, int what) {
+    t->report |= what;
+    agent_state_dirty(t->agent);
+}
+
 static void save_cb(evutil_socket_t fd, short ev, void *arg) {
     agent_t *a = arg;
     json_t *arr = json_array();
@@ -174,6 +181,11 @@ static void save_cb(evutil_socket_t fd, short ev, void *arg) {
     if (json_dump_file(root, tmp, JSON_COMPACT) != 0 || rename(tmp, a->state_path) != 0)
         sl_log(SL_LOG_WARN, "agent", "cannot write %s: %s", a->state_path, strerror(errno));
     json_decref(root);
+    for (agent_task_t *t = a->tasks; t; t = t->next) {
+        if (t->report & AGENT_REPORT_STARTED) send_started(t);
+        if (t->report & AGENT_REPORT_END) send_end(t);
+        t->report = 0;
+    }
 }
 
 void agent_state_dirty(agent_t *a) {
@@ -206,8 +218,7 @@ static void task_finish(agent_task_t *t, int exit_code, int sig, const char *rea
     sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d %s exit_code=%d signal=%d",
            (unsigned long long)t->job, t->task, (int)t->pid, reason ? "lost" : "exited",
            exit_code, sig);
-    send_end(t);
-    agent_state_dirty(a);
+    report_after_save(t, AGENT_REPORT_END);
     if (a->stopping && a->nrunning == 0) event_base_loopexit(a->base, NULL);
 }
 
@@ -505,11 +516,11 @@ void agent_task_launch(agent_t *a, json_t *msg) {
         t->reason = strdup(reason);
         t->end_time = agent_now();
         sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
-        send_end(t);
+        report_after_save(t, AGENT_REPORT_END);
     } else {
         t->state = AGENT_TASK_RUNNING;
         a->nrunning++;
-        send_started(t);
+        report_after_save(t, AGENT_REPORT_STARTED);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d started spawn_us=%ld", (unsigned long long)job,
                task, (int)t->pid, (long)((t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000));
@@ -543,8 +554,7 @@ void agent_task_kill(agent_t *a, json_t *msg) {
         char r[256];
         snprintf(r, sizeof r, "no such task on node %s", a->name);
         t->reason = strdup(r);
-        send_end(t);
-        agent_state_dirty(a);
+        report_after_save(t, AGENT_REPORT_END);
         return;
     }
     if (t->state != AGENT_TASK_RUNNING) {
