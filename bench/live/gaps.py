@@ -9,7 +9,40 @@ sleep, is reported too so the figures line up with
 ../shared/peers/slurm/results.md.
 """
 import math
+import os
 import statistics
+import time
+
+
+def read_stamps(d, suffix, key=str):
+    """{key(name): (time, extra)} for the files NAME+suffix in d that a
+    task's stamp.sh has finished writing ("TIME [EXTRA]")."""
+    out = {}
+    for f in os.listdir(d):
+        if not f.endswith(suffix):
+            continue
+        try:
+            with open(os.path.join(d, f)) as fh:
+                parts = fh.read().split()
+            out[key(f[:-len(suffix)])] = (float(parts[0]),
+                                          parts[1] if len(parts) > 1 else "")
+        except (ValueError, IndexError, OSError):
+            pass  # still being written; the caller polls again
+    return out
+
+
+def wait_stamps(d, suffix, n, deadline_s, interval=0.005, key=str):
+    """Polls d until n complete stamps with suffix exist; TimeoutError after
+    deadline_s seconds."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if sum(1 for f in os.listdir(d) if f.endswith(suffix)) >= n:
+            st = read_stamps(d, suffix, key)
+            if len(st) >= n:
+                return st
+        time.sleep(interval)
+    raise TimeoutError("only %d of %d %s stamps after %.0f s in %s"
+                       % (len(read_stamps(d, suffix, key)), n, suffix, deadline_s, d))
 
 
 def _pct(xs, p):

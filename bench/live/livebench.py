@@ -97,30 +97,12 @@ def fresh_dir(d):
 
 
 def read_stamps(d, suffix):
-    out = {}
-    for f in os.listdir(d):
-        if not f.endswith(suffix):
-            continue
-        try:
-            with open(os.path.join(d, f)) as fh:
-                parts = fh.read().split()
-            out[int(f[:-len(suffix)])] = (float(parts[0]),
-                                          parts[1] if len(parts) > 1 else "")
-        except (ValueError, IndexError, OSError):
-            pass  # still being written; polled again
-    return out
+    """Stamps keyed by job id (the stamp files are named after it)."""
+    return gaps.read_stamps(d, suffix, key=int)
 
 
 def wait_stamps(d, suffix, n, deadline_s, interval=0.002):
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if sum(1 for f in os.listdir(d) if f.endswith(suffix)) >= n:
-            st = read_stamps(d, suffix)
-            if len(st) >= n:
-                return st
-        time.sleep(interval)
-    raise TimeoutError("only %d of %d %s stamps after %.0f s in %s"
-                       % (len(read_stamps(d, suffix)), n, suffix, deadline_s, d))
+    return gaps.wait_stamps(d, suffix, n, deadline_s, interval, key=int)
 
 
 # --------------------------------------------------------------- a cluster

@@ -25,6 +25,8 @@ import subprocess
 import threading
 import time
 
+import gaps  # bench/live/gaps.py: stamps and gap arithmetic
+
 RUN = "/tmp/slurm-peer"
 CONF = RUN + "/etc/slurm.conf"
 JOBDIR = RUN + "/jobs"
@@ -79,32 +81,6 @@ def _base_args():
             "--chdir", JOBDIR]
 
 
-def _read_stamps(d, suffix):
-    out = {}
-    for f in os.listdir(d):
-        if not f.endswith(suffix):
-            continue
-        try:
-            with open(os.path.join(d, f)) as fh:
-                parts = fh.read().split()
-            out[f[:-len(suffix)]] = (float(parts[0]),
-                                     parts[1] if len(parts) > 1 else "")
-        except (ValueError, IndexError, OSError):
-            pass  # being written; the caller polls again
-    return out
-
-
-def _wait_stamps(d, suffix, n, deadline_s, interval=0.005):
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if sum(1 for f in os.listdir(d) if f.endswith(suffix)) >= n:
-            st = _read_stamps(d, suffix)
-            if len(st) >= n:
-                return st
-        time.sleep(interval)
-    raise TimeoutError("only %d of %d %s stamps after %d s in %s"
-                       % (len(_read_stamps(d, suffix)), n, suffix,
-                          deadline_s, d))
 
 
 def _fresh_dir(d):
@@ -136,7 +112,7 @@ def startup(stamp_sh, workdir, n=100, sleep_s=30, reps=3, log=print):
                 err.append(e)
         th = threading.Thread(target=submit, daemon=True)
         th.start()
-        st = _wait_stamps(d, ".s", n, 180)
+        st = gaps.wait_stamps(d, ".s", n, 180)
         th.join(timeout=120)
         if err:
             raise err[0]
@@ -155,7 +131,6 @@ def startup(stamp_sh, workdir, n=100, sleep_s=30, reps=3, log=print):
 
 def turnover(stamp_sh, workdir, jobs=40, sleep_s=0.2, reps=2, log=print):
     """jobs x --gres=gpu:1 `sleep sleep_s` on 8 GPUs; per-GPU gaps."""
-    from gaps import gpu_gaps  # bench/live/gaps.py
     os.makedirs(JOBDIR, exist_ok=True)
     cancel_all_and_wait()
     runs = []
@@ -168,11 +143,11 @@ def turnover(stamp_sh, workdir, jobs=40, sleep_s=0.2, reps=2, log=print):
         for _ in range(jobs):
             sh(args, timeout=60)
         t_sub = time.time() - t0
-        ends = _wait_stamps(d, ".e", jobs, 60 + jobs * 10)
-        starts = _read_stamps(d, ".s")
+        ends = gaps.wait_stamps(d, ".e", jobs, 60 + jobs * 10)
+        starts = gaps.read_stamps(d, ".s")
         recs = [{"gpu": "localhost/" + starts[j][1], "start": starts[j][0],
                  "end": ends[j][0]} for j in ends if j in starts]
-        res = gpu_gaps(recs, sleep_s, gpus=8)
+        res = gaps.gpu_gaps(recs, sleep_s, gpus=8)
         res["submit_s"] = t_sub
         res["all_done_s"] = max(v[0] for v in ends.values()) - t0
         log("slurm turnover rep %d: %d jobs on 8 GPUs done in %.2f s; exit->next "
