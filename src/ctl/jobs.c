@@ -38,18 +38,22 @@ static const char *const job_states[CTL_JOB_NSTATES] = {"pending", "running", "s
 static const char *const task_states[CTL_TASK_NSTATES] = {"launching", "running", "exited",
                                                           "failed", "lost"};
 
+/* Index of s in names[0..n-1], or -1. */
+static int name_index(const char *const *names, int n, const char *s) {
+    for (int i = 0; s && i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
 const char *ctl_job_state_name(ctl_job_state_t st) {
     return (unsigned)st < CTL_JOB_NSTATES ? job_states[st] : "?";
 }
 
 int ctl_job_state_parse(const char *s, ctl_job_state_t *out) {
-    for (int i = 0; s && i < CTL_JOB_NSTATES; i++) {
-        if (strcmp(s, job_states[i]) == 0) {
-            *out = (ctl_job_state_t)i;
-            return 0;
-        }
-    }
-    return -1;
+    int i = name_index(job_states, CTL_JOB_NSTATES, s);
+    if (i < 0) return -1;
+    *out = (ctl_job_state_t)i;
+    return 0;
 }
 
 const char *ctl_task_state_name(ctl_task_state_t st) {
@@ -57,13 +61,10 @@ const char *ctl_task_state_name(ctl_task_state_t st) {
 }
 
 int ctl_task_state_parse(const char *s, ctl_task_state_t *out) {
-    for (int i = 0; s && i < CTL_TASK_NSTATES; i++) {
-        if (strcmp(s, task_states[i]) == 0) {
-            *out = (ctl_task_state_t)i;
-            return 0;
-        }
-    }
-    return -1;
+    int i = name_index(task_states, CTL_TASK_NSTATES, s);
+    if (i < 0) return -1;
+    *out = (ctl_task_state_t)i;
+    return 0;
 }
 
 /* ---- the in-memory job table and the finished list ---- */
