@@ -156,6 +156,15 @@ static void strset_free(strset_t *st) {
     memset(st, 0, sizeof *st);
 }
 
+/* Appends j to the trace (which takes its strings) and records its name;
+ * returns false if the name was already taken. */
+static bool job_add_named(sim_trace_t *t, const sim_job_t *j, strset_t *names) {
+    sim_job_t *nj = job_new(t);
+    *nj = *j;
+    nj->orig_gpus = nj->gpus;
+    return strset_add(names, nj->name);
+}
+
 /* ------------------------------------------------------------ value parsing */
 
 static int parse_i64(const char *s, int64_t min, int64_t max, int64_t *out) {
@@ -649,9 +658,7 @@ static int load_alibaba_jobs(sim_trace_t *t, sim_csv_t *c, char *err, size_t err
         }
         j.name = sl_xstrdup(fld(&r, NAME));
         j.models = *fld(&r, SPEC) ? sl_xstrdup(fld(&r, SPEC)) : NULL;
-        j.orig_gpus = j.gpus;
-        *job_new(t) = j;
-        if (!strset_add(&names, t->jobs[t->njobs - 1].name)) {
+        if (!job_add_named(t, &j, &names)) {
             rc = ferr(&r, NAME, "pod \"%s\" appears twice", j.name);
             break;
         }
@@ -773,9 +780,7 @@ static int load_sluice_jobs(sim_trace_t *t, sim_csv_t *c, char *err, size_t errl
         j.tenant = sim_tenant_intern(t, *tn ? tn : "default");
         j.models = *fld(&r, MODELS) ? sl_xstrdup(fld(&r, MODELS)) : NULL;
         j.pool = *fld(&r, POOL) ? sl_xstrdup(fld(&r, POOL)) : NULL;
-        j.orig_gpus = j.gpus;
-        *job_new(t) = j;
-        if (!strset_add(&names, t->jobs[t->njobs - 1].name)) {
+        if (!job_add_named(t, &j, &names)) {
             rc = ferr(&r, ID, "job \"%s\" appears twice", j.name);
             break;
         }
