@@ -9,12 +9,6 @@
 
 #include "testutil.h"
 
-static int teardown(void **state) {
-    (void)state;
-    SL_ASSERT_NO_LEAKS();
-    return 0;
-}
-
 static void test_alloc_counts_live_blocks(void **state) {
     (void)state;
     long base = sl_alloc_live();
@@ -83,10 +77,10 @@ static void test_alloc_strdup(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_alloc_counts_live_blocks, teardown),
-        cmocka_unit_test_teardown(test_alloc_calloc_zeroes, teardown),
-        cmocka_unit_test_teardown(test_alloc_realloc_keeps_contents, teardown),
-        cmocka_unit_test_teardown(test_alloc_strdup, teardown),
+        cmocka_unit_test_teardown(test_alloc_counts_live_blocks, tu_teardown),
+        cmocka_unit_test_teardown(test_alloc_calloc_zeroes, tu_teardown),
+        cmocka_unit_test_teardown(test_alloc_realloc_keeps_contents, tu_teardown),
+        cmocka_unit_test_teardown(test_alloc_strdup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

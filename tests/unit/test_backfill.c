@@ -14,12 +14,6 @@
 
 #define GI (INT64_C(1) << 30)
 
-static int teardown(void **state) {
-    (void)state;
-    SL_ASSERT_NO_LEAKS();
-    return 0;
-}
-
 static sl_sched_t *mk(sl_cluster_t *cl, const char *backfill, const char *placement,
                       int64_t default_limit) {
     sl_sched_config_t cfg;
@@ -404,13 +398,13 @@ static void test_backfill_never_delays_reserved_random(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_backfill_short_job_passes_long_does_not, teardown),
-        cmocka_unit_test_teardown(test_backfill_none_keeps_strict_order, teardown),
-        cmocka_unit_test_teardown(test_backfill_long_job_avoids_reserved_nodes, teardown),
-        cmocka_unit_test_teardown(test_backfill_needs_runtime_estimates, teardown),
-        cmocka_unit_test_teardown(test_backfill_shadow_time_is_earliest, teardown),
-        cmocka_unit_test_teardown(test_backfill_max_tries_bounds_a_cycle, teardown),
-        cmocka_unit_test_teardown(test_backfill_never_delays_reserved_random, teardown),
+        cmocka_unit_test_teardown(test_backfill_short_job_passes_long_does_not, tu_teardown),
+        cmocka_unit_test_teardown(test_backfill_none_keeps_strict_order, tu_teardown),
+        cmocka_unit_test_teardown(test_backfill_long_job_avoids_reserved_nodes, tu_teardown),
+        cmocka_unit_test_teardown(test_backfill_needs_runtime_estimates, tu_teardown),
+        cmocka_unit_test_teardown(test_backfill_shadow_time_is_earliest, tu_teardown),
+        cmocka_unit_test_teardown(test_backfill_max_tries_bounds_a_cycle, tu_teardown),
+        cmocka_unit_test_teardown(test_backfill_never_delays_reserved_random, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,12 +18,6 @@
 
 #define GIB (INT64_C(1) << 30)
 
-static int teardown(void **state) {
-    (void)state;
-    SL_ASSERT_NO_LEAKS();
-    return 0;
-}
-
 static sl_cluster_t *mk(void) {
     sl_cluster_t *cl = NULL;
     assert_int_equal(sl_cluster_create(&cl), 0);
@@ -1098,28 +1092,28 @@ static void test_cluster_index_at_10000_nodes(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_cluster_add_and_find, teardown),
-        cmocka_unit_test_teardown(test_cluster_add_many_names_stay_findable, teardown),
-        cmocka_unit_test_teardown(test_cluster_add_duplicate_name, teardown),
-        cmocka_unit_test_teardown(test_cluster_add_bad_specs, teardown),
-        cmocka_unit_test_teardown(test_cluster_pools_and_models_intern, teardown),
-        cmocka_unit_test_teardown(test_cluster_node_state_names, teardown),
-        cmocka_unit_test_teardown(test_cluster_fits_each_dimension, teardown),
-        cmocka_unit_test_teardown(test_cluster_whole_gpu_needs_full_memory_free, teardown),
-        cmocka_unit_test_teardown(test_cluster_fit_count_packs_shares, teardown),
-        cmocka_unit_test_teardown(test_cluster_choose_gpus_rules, teardown),
-        cmocka_unit_test_teardown(test_cluster_shares_never_exceed_1000, teardown),
-        cmocka_unit_test_teardown(test_cluster_alloc_more_than_free_changes_nothing, teardown),
-        cmocka_unit_test_teardown(test_cluster_release_more_than_taken_fails, teardown),
-        cmocka_unit_test_teardown(test_cluster_alloc_works_on_down_nodes, teardown),
-        cmocka_unit_test_teardown(test_cluster_capacity_counts_up_and_draining, teardown),
-        cmocka_unit_test_teardown(test_cluster_identical_nodes_form_one_class, teardown),
-        cmocka_unit_test_teardown(test_cluster_largest_gpu_block, teardown),
-        cmocka_unit_test_teardown(test_cluster_random_ops_match_reference, teardown),
-        cmocka_unit_test_teardown(test_cluster_same_calls_same_index, teardown),
-        cmocka_unit_test_teardown(test_cluster_many_classes_grow_and_shrink, teardown),
-        cmocka_unit_test_teardown(test_cluster_check_detects_stale_index, teardown),
-        cmocka_unit_test_teardown(test_cluster_index_at_10000_nodes, teardown),
+        cmocka_unit_test_teardown(test_cluster_add_and_find, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_add_many_names_stay_findable, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_add_duplicate_name, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_add_bad_specs, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_pools_and_models_intern, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_node_state_names, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_fits_each_dimension, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_whole_gpu_needs_full_memory_free, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_fit_count_packs_shares, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_choose_gpus_rules, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_shares_never_exceed_1000, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_alloc_more_than_free_changes_nothing, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_release_more_than_taken_fails, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_alloc_works_on_down_nodes, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_capacity_counts_up_and_draining, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_identical_nodes_form_one_class, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_largest_gpu_block, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_random_ops_match_reference, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_same_calls_same_index, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_many_classes_grow_and_shrink, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_check_detects_stale_index, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_index_at_10000_nodes, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

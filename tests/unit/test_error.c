@@ -9,12 +9,6 @@
 
 #include "testutil.h"
 
-static int teardown(void **state) {
-    (void)state;
-    SL_ASSERT_NO_LEAKS();
-    return 0;
-}
-
 typedef struct err_row {
     int code;
     const char *name;
@@ -89,11 +83,11 @@ static void test_error_status_names(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_error_strerror_every_code, teardown),
-        cmocka_unit_test_teardown(test_error_codes_are_negated_errno, teardown),
-        cmocka_unit_test_teardown(test_error_unknown_code_falls_back, teardown),
-        cmocka_unit_test_teardown(test_error_errname_every_code, teardown),
-        cmocka_unit_test_teardown(test_error_status_names, teardown),
+        cmocka_unit_test_teardown(test_error_strerror_every_code, tu_teardown),
+        cmocka_unit_test_teardown(test_error_codes_are_negated_errno, tu_teardown),
+        cmocka_unit_test_teardown(test_error_unknown_code_falls_back, tu_teardown),
+        cmocka_unit_test_teardown(test_error_errname_every_code, tu_teardown),
+        cmocka_unit_test_teardown(test_error_status_names, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,12 +11,6 @@
 #include "policy/place.h"
 #include "testutil.h"
 
-static int teardown(void **state) {
-    (void)state;
-    SL_ASSERT_NO_LEAKS();
-    return 0;
-}
-
 /* Fixture: a cluster, a workload and a cycle over them. */
 typedef struct fx {
     sl_cluster_t *cl;
@@ -789,22 +783,22 @@ static void test_place_firstfit_score_matches_fast_path(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_place_registry, teardown),
-        cmocka_unit_test_teardown(test_place_every_policy_feasible, teardown),
-        cmocka_unit_test_teardown(test_place_shares_never_overfill, teardown),
-        cmocka_unit_test_teardown(test_gang_all_or_none, teardown),
-        cmocka_unit_test_teardown(test_place_task_matches_naive, teardown),
-        cmocka_unit_test_teardown(test_place_firstfit_lowest, teardown),
-        cmocka_unit_test_teardown(test_place_firstfit_score_matches_fast_path, teardown),
-        cmocka_unit_test_teardown(test_place_random_uniform_over_nodes, teardown),
-        cmocka_unit_test_teardown(test_place_ties_uniform_over_nodes, teardown),
-        cmocka_unit_test_teardown(test_place_ties_node_order, teardown),
-        cmocka_unit_test_teardown(test_place_ties_order_from_seed, teardown),
-        cmocka_unit_test_teardown(test_place_order_first_member_churn, teardown),
-        cmocka_unit_test_teardown(test_place_bucket_refusal_and_recovery, teardown),
-        cmocka_unit_test_teardown(test_gang_fewest_nodes, teardown),
-        cmocka_unit_test_teardown(test_gang_of_one_equals_task, teardown),
-        cmocka_unit_test_teardown(test_gang_reasons, teardown),
+        cmocka_unit_test_teardown(test_place_registry, tu_teardown),
+        cmocka_unit_test_teardown(test_place_every_policy_feasible, tu_teardown),
+        cmocka_unit_test_teardown(test_place_shares_never_overfill, tu_teardown),
+        cmocka_unit_test_teardown(test_gang_all_or_none, tu_teardown),
+        cmocka_unit_test_teardown(test_place_task_matches_naive, tu_teardown),
+        cmocka_unit_test_teardown(test_place_firstfit_lowest, tu_teardown),
+        cmocka_unit_test_teardown(test_place_firstfit_score_matches_fast_path, tu_teardown),
+        cmocka_unit_test_teardown(test_place_random_uniform_over_nodes, tu_teardown),
+        cmocka_unit_test_teardown(test_place_ties_uniform_over_nodes, tu_teardown),
+        cmocka_unit_test_teardown(test_place_ties_node_order, tu_teardown),
+        cmocka_unit_test_teardown(test_place_ties_order_from_seed, tu_teardown),
+        cmocka_unit_test_teardown(test_place_order_first_member_churn, tu_teardown),
+        cmocka_unit_test_teardown(test_place_bucket_refusal_and_recovery, tu_teardown),
+        cmocka_unit_test_teardown(test_gang_fewest_nodes, tu_teardown),
+        cmocka_unit_test_teardown(test_gang_of_one_equals_task, tu_teardown),
+        cmocka_unit_test_teardown(test_gang_reasons, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

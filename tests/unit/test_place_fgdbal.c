@@ -14,12 +14,6 @@
 #include "policy/place.h"
 #include "testutil.h"
 
-static int teardown(void **state) {
-    (void)state;
-    SL_ASSERT_NO_LEAKS();
-    return 0;
-}
-
 typedef struct fx {
     sl_cluster_t *cl;
     sl_workload_t *w;
@@ -372,17 +366,17 @@ static void test_fgdbal_fast_path_matches_naive(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_fgdbal_registered, teardown),
-        cmocka_unit_test_teardown(test_fgdbal_cpu_stranding, teardown),
-        cmocka_unit_test_teardown(test_fgdbal_mem_stranding, teardown),
-        cmocka_unit_test_teardown(test_fgdbal_share_gpu_choice, teardown),
-        cmocka_unit_test_teardown(test_fgdbal_prefers_used_node, teardown),
-        cmocka_unit_test_teardown(test_fgdbal_multi_gpu_weight, teardown),
-        cmocka_unit_test_teardown(test_fgdbal_scarce_model, teardown),
-        cmocka_unit_test_teardown(test_fgdbal_cpu_only_workload, teardown),
-        cmocka_unit_test_teardown(test_fgdbal_never_overallocates, teardown),
-        cmocka_unit_test_teardown(test_fgdbal_gang_all_or_none, teardown),
-        cmocka_unit_test_teardown(test_fgdbal_fast_path_matches_naive, teardown),
+        cmocka_unit_test_teardown(test_fgdbal_registered, tu_teardown),
+        cmocka_unit_test_teardown(test_fgdbal_cpu_stranding, tu_teardown),
+        cmocka_unit_test_teardown(test_fgdbal_mem_stranding, tu_teardown),
+        cmocka_unit_test_teardown(test_fgdbal_share_gpu_choice, tu_teardown),
+        cmocka_unit_test_teardown(test_fgdbal_prefers_used_node, tu_teardown),
+        cmocka_unit_test_teardown(test_fgdbal_multi_gpu_weight, tu_teardown),
+        cmocka_unit_test_teardown(test_fgdbal_scarce_model, tu_teardown),
+        cmocka_unit_test_teardown(test_fgdbal_cpu_only_workload, tu_teardown),
+        cmocka_unit_test_teardown(test_fgdbal_never_overallocates, tu_teardown),
+        cmocka_unit_test_teardown(test_fgdbal_gang_all_or_none, tu_teardown),
+        cmocka_unit_test_teardown(test_fgdbal_fast_path_matches_naive, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

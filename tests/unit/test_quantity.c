@@ -240,21 +240,15 @@ static void test_quantity_parse_random_text(void **state) {
     assert_true(accepted > 100);
 }
 
-static int teardown(void **state) {
-    (void)state;
-    SL_ASSERT_NO_LEAKS();
-    return 0;
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_quantity_parse_table, teardown),
-        cmocka_unit_test_teardown(test_quantity_parse_null_and_small_err, teardown),
-        cmocka_unit_test_teardown(test_quantity_format_table, teardown),
-        cmocka_unit_test_teardown(test_quantity_format_truncates_like_snprintf, teardown),
-        cmocka_unit_test_teardown(test_quantity_roundtrip_table, teardown),
-        cmocka_unit_test_teardown(test_quantity_roundtrip_random, teardown),
-        cmocka_unit_test_teardown(test_quantity_parse_random_text, teardown),
+        cmocka_unit_test_teardown(test_quantity_parse_table, tu_teardown),
+        cmocka_unit_test_teardown(test_quantity_parse_null_and_small_err, tu_teardown),
+        cmocka_unit_test_teardown(test_quantity_format_table, tu_teardown),
+        cmocka_unit_test_teardown(test_quantity_format_truncates_like_snprintf, tu_teardown),
+        cmocka_unit_test_teardown(test_quantity_roundtrip_table, tu_teardown),
+        cmocka_unit_test_teardown(test_quantity_roundtrip_random, tu_teardown),
+        cmocka_unit_test_teardown(test_quantity_parse_random_text, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

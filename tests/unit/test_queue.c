@@ -20,12 +20,6 @@ static void submit(sl_sched_t *s, uint64_t id, int tenant, int prio, int64_t sub
     assert_int_equal(sl_sched_submit(s, &sp, err, sizeof err), 0);
 }
 
-static int teardown(void **state) {
-    (void)state;
-    SL_ASSERT_NO_LEAKS();
-    return 0;
-}
-
 static void test_queue_registry_lists_policies(void **state) {
     (void)state;
     const char *names[] = {"fifo", "priority", "drf", "wfq"};
@@ -296,15 +290,15 @@ static void test_queue_wfq_ties_and_waiting(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_queue_registry_lists_policies, teardown),
-        cmocka_unit_test_teardown(test_queue_unknown_policy_is_named, teardown),
-        cmocka_unit_test_teardown(test_queue_fifo_order, teardown),
-        cmocka_unit_test_teardown(test_queue_priority_order, teardown),
-        cmocka_unit_test_teardown(test_queue_drf_paper_example, teardown),
-        cmocka_unit_test_teardown(test_queue_drf_weighted_paper_example, teardown),
-        cmocka_unit_test_teardown(test_queue_drf_share_definition, teardown),
-        cmocka_unit_test_teardown(test_queue_wfq_order_by_wait_over_normalised_weight, teardown),
-        cmocka_unit_test_teardown(test_queue_wfq_ties_and_waiting, teardown),
+        cmocka_unit_test_teardown(test_queue_registry_lists_policies, tu_teardown),
+        cmocka_unit_test_teardown(test_queue_unknown_policy_is_named, tu_teardown),
+        cmocka_unit_test_teardown(test_queue_fifo_order, tu_teardown),
+        cmocka_unit_test_teardown(test_queue_priority_order, tu_teardown),
+        cmocka_unit_test_teardown(test_queue_drf_paper_example, tu_teardown),
+        cmocka_unit_test_teardown(test_queue_drf_weighted_paper_example, tu_teardown),
+        cmocka_unit_test_teardown(test_queue_drf_share_definition, tu_teardown),
+        cmocka_unit_test_teardown(test_queue_wfq_order_by_wait_over_normalised_weight, tu_teardown),
+        cmocka_unit_test_teardown(test_queue_wfq_ties_and_waiting, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

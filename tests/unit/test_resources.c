@@ -107,18 +107,12 @@ static void test_resources_vector_ops(void **state) {
     assert_true(sl_res_le(a, a));
 }
 
-static int teardown(void **state) {
-    (void)state;
-    SL_ASSERT_NO_LEAKS();
-    return 0;
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_resources_init_is_empty_any, teardown),
-        cmocka_unit_test_teardown(test_resources_check_table, teardown),
-        cmocka_unit_test_teardown(test_resources_total_counts_whole_gpus_as_1000, teardown),
-        cmocka_unit_test_teardown(test_resources_vector_ops, teardown),
+        cmocka_unit_test_teardown(test_resources_init_is_empty_any, tu_teardown),
+        cmocka_unit_test_teardown(test_resources_check_table, tu_teardown),
+        cmocka_unit_test_teardown(test_resources_total_counts_whole_gpus_as_1000, tu_teardown),
+        cmocka_unit_test_teardown(test_resources_vector_ops, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,12 +10,6 @@
 
 #include "testutil.h"
 
-static int teardown(void **state) {
-    (void)state;
-    SL_ASSERT_NO_LEAKS();
-    return 0;
-}
-
 static void test_rng_seed_is_deterministic(void **state) {
     (void)state;
     sl_rng_t a, b, c;
@@ -114,11 +108,11 @@ static void test_rng_unit_interval(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_rng_seed_is_deterministic, teardown),
-        cmocka_unit_test_teardown(test_rng_below_range, teardown),
-        cmocka_unit_test_teardown(test_rng_below_rejection_unbiased, teardown),
-        cmocka_unit_test_teardown(test_rng_below_roughly_uniform, teardown),
-        cmocka_unit_test_teardown(test_rng_unit_interval, teardown),
+        cmocka_unit_test_teardown(test_rng_seed_is_deterministic, tu_teardown),
+        cmocka_unit_test_teardown(test_rng_below_range, tu_teardown),
+        cmocka_unit_test_teardown(test_rng_below_rejection_unbiased, tu_teardown),
+        cmocka_unit_test_teardown(test_rng_below_roughly_uniform, tu_teardown),
+        cmocka_unit_test_teardown(test_rng_unit_interval, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

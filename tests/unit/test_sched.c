@@ -27,12 +27,6 @@ static void sub(sl_sched_t *s, sl_job_spec_t sp) {
     assert_int_equal(rc, 0);
 }
 
-static int teardown(void **state) {
-    (void)state;
-    SL_ASSERT_NO_LEAKS();
-    return 0;
-}
-
 
 static void test_sched_config_defaults(void **state) {
     (void)state;
@@ -1232,30 +1226,30 @@ static void test_sched_foreach_stops_early(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_sched_config_defaults, teardown),
-        cmocka_unit_test_teardown(test_sched_job_state_names, teardown),
-        cmocka_unit_test_teardown(test_sched_create_contract, teardown),
-        cmocka_unit_test_teardown(test_sched_submit_adopt_reject_null_and_negative, teardown),
-        cmocka_unit_test_teardown(test_sched_tenant_getters_bad_id, teardown),
-        cmocka_unit_test_teardown(test_sched_foreach_stops_early, teardown),
-        cmocka_unit_test_teardown(test_sched_tenants_add_find_validate, teardown),
-        cmocka_unit_test_teardown(test_sched_submit_validates_spec, teardown),
-        cmocka_unit_test_teardown(test_sched_lifecycle_finish_cancel_forget, teardown),
-        cmocka_unit_test_teardown(test_sched_requeue_keeps_submit_time, teardown),
-        cmocka_unit_test_teardown(test_sched_strict_blocking_backfill_none, teardown),
-        cmocka_unit_test_teardown(test_sched_nofit_ever_does_not_block, teardown),
-        cmocka_unit_test_teardown(test_sched_elastic_starts_largest_count, teardown),
-        cmocka_unit_test_teardown(test_sched_quota_blocks_only_its_tenant, teardown),
-        cmocka_unit_test_teardown(test_sched_try_start_ignores_order, teardown),
-        cmocka_unit_test_teardown(test_sched_adopt_running_job, teardown),
-        cmocka_unit_test_teardown(test_sched_max_starts_per_cycle, teardown),
-        cmocka_unit_test_teardown(test_sched_track_workload, teardown),
-        cmocka_unit_test_teardown(test_sched_on_start_may_call_back, teardown),
-        cmocka_unit_test_teardown(test_sched_gang_never_partial_random, teardown),
-        cmocka_unit_test_teardown(test_sched_100k_pending_jobs, teardown),
-        cmocka_unit_test_teardown(test_sched_quota_change_resumes_skipped_group, teardown),
-        cmocka_unit_test_teardown(test_sched_identical_jobs_skipped_together, teardown),
-        cmocka_unit_test_teardown(test_sched_group_skip_matches_full_walk_random, teardown),
+        cmocka_unit_test_teardown(test_sched_config_defaults, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_job_state_names, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_create_contract, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_submit_adopt_reject_null_and_negative, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_tenant_getters_bad_id, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_foreach_stops_early, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_tenants_add_find_validate, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_submit_validates_spec, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_lifecycle_finish_cancel_forget, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_requeue_keeps_submit_time, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_strict_blocking_backfill_none, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_nofit_ever_does_not_block, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_elastic_starts_largest_count, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_quota_blocks_only_its_tenant, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_try_start_ignores_order, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_adopt_running_job, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_max_starts_per_cycle, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_track_workload, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_on_start_may_call_back, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_gang_never_partial_random, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_100k_pending_jobs, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_quota_change_resumes_skipped_group, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_identical_jobs_skipped_together, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_group_skip_matches_full_walk_random, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,12 +11,6 @@
 
 #define GiB (INT64_C(1) << 30)
 
-static int teardown(void **state) {
-    (void)state;
-    SL_ASSERT_NO_LEAKS();
-    return 0;
-}
-
 /* A bare node: 4 GPUs of model 0 without GPU-memory accounting. */
 static sl_node_t hand_node(int64_t cpu_free, int64_t mem_free, const int32_t *gfree, int ngpus) {
     sl_node_t n;
@@ -410,15 +404,15 @@ static void test_fgd_class_memo_bounded_rows(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_workload_add_merges_identical_shapes, teardown),
-        cmocka_unit_test_teardown(test_frag_node_shape_by_hand, teardown),
-        cmocka_unit_test_teardown(test_frag_node_by_hand, teardown),
-        cmocka_unit_test_teardown(test_frag_memo_matches_direct, teardown),
-        cmocka_unit_test_teardown(test_frag_memo_flush_keeps_exact, teardown),
-        cmocka_unit_test_teardown(test_frag_cluster_sums_nodes, teardown),
-        cmocka_unit_test_teardown(test_fgd_choice_by_hand, teardown),
-        cmocka_unit_test_teardown(test_fgd_class_memo_matches_direct, teardown),
-        cmocka_unit_test_teardown(test_fgd_class_memo_bounded_rows, teardown),
+        cmocka_unit_test_teardown(test_workload_add_merges_identical_shapes, tu_teardown),
+        cmocka_unit_test_teardown(test_frag_node_shape_by_hand, tu_teardown),
+        cmocka_unit_test_teardown(test_frag_node_by_hand, tu_teardown),
+        cmocka_unit_test_teardown(test_frag_memo_matches_direct, tu_teardown),
+        cmocka_unit_test_teardown(test_frag_memo_flush_keeps_exact, tu_teardown),
+        cmocka_unit_test_teardown(test_frag_cluster_sums_nodes, tu_teardown),
+        cmocka_unit_test_teardown(test_fgd_choice_by_hand, tu_teardown),
+        cmocka_unit_test_teardown(test_fgd_class_memo_matches_direct, tu_teardown),
+        cmocka_unit_test_teardown(test_fgd_class_memo_bounded_rows, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -124,3 +124,9 @@ const char *tu_trace_path(const char *rel, char *buf, size_t len) {
     snprintf(buf, len, "%s/%s", root ? root : "../shared/traces", rel);
     return buf;
 }
+
+int tu_teardown(void **state) {
+    (void)state;
+    SL_ASSERT_NO_LEAKS();
+    return 0;
+}

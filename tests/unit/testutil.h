@@ -14,6 +14,9 @@
 /* Asserts that every block the core allocated has been freed. */
 #define SL_ASSERT_NO_LEAKS() assert_int_equal(sl_alloc_live(), 0)
 
+/* The teardown of every unit test: nothing the core allocated is left. */
+int tu_teardown(void **state);
+
 /* Adds n identical nodes named prefix-<i>; returns the id of the first. */
 uint32_t tu_add_nodes(sl_cluster_t *cl, const char *prefix, int n, const char *cpus,
                       const char *mem, int gpus, const char *model, const char *gpu_mem,
