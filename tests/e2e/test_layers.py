@@ -1,0 +1,87 @@
+"""
+test_layers.py - tools/check-layers.py, the build's layer check, on small
+C trees compiled here: it passes a tree whose calls go down, and fails,
+naming the file and the call, a call upward, a call within a layer, an
+include from above and a file left out of LAYERS.
+"""
+
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHECK = os.path.join(ROOT, "tools", "check-layers.py")
+
+
+def tree(tmp_path, files, layers):
+    """Writes files (name -> text) and LAYERS into tmp_path, compiles every
+    .c into NAME.c.o, and runs the check; returns (exit status, stderr)."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "LAYERS").write_text(layers)
+    objs = []
+    for name in files:
+        if name.endswith(".c"):
+            obj = str(tmp_path / (name + ".o"))
+            subprocess.run(["cc", "-c", "-o", obj, str(tmp_path / name)], check=True)
+            objs.append(obj)
+    r = subprocess.run(["/usr/bin/python3", CHECK, str(tmp_path / "LAYERS")] + objs,
+                       capture_output=True, text=True)
+    return r.returncode, r.stderr
+
+
+FILES = {
+    "low.h": "int low(int x);\n",
+    "low.c": '#include "low.h"\nint low(int x) { return x + 1; }\n',
+    "mid.h": "int mid(int x);\n",
+    "mid.c": '#include "low.h"\n#include "mid.h"\nint mid(int x) { return low(x) * 2; }\n',
+    "top.c": '#include "mid.h"\nint top(void);\nint top(void) { return mid(1); }\n',
+}
+
+
+def test_layers_downward_calls_pass(tmp_path):
+    rc, err = tree(tmp_path, FILES, "# lowest first\nlow: low.c low.h\nmid: mid.c mid.h\ntop: top.c\n")
+    assert rc == 0, err
+    assert err == ""
+
+
+def test_layers_upward_call_fails_naming_it(tmp_path):
+    rc, err = tree(tmp_path, FILES, "mid: mid.c mid.h\nlow: low.c low.h\ntop: top.c\n")
+    assert rc == 1
+    assert "mid.c: calls low() in low.c" in err
+    assert "mid.c:1: includes low.h" in err
+
+
+def test_layers_call_within_one_layer_fails(tmp_path):
+    rc, err = tree(tmp_path, FILES, "low: low.c low.h mid.c mid.h\ntop: top.c\n")
+    assert rc == 1
+    assert "mid.c: calls low() in low.c" in err
+
+
+def test_layers_unlisted_file_fails(tmp_path):
+    rc, err = tree(tmp_path, FILES, "low: low.c low.h\nmid: mid.c mid.h\n")
+    assert rc == 1
+    assert "top.c: not listed" in err
+
+
+def test_layers_malformed_file_is_a_usage_error(tmp_path):
+    rc, err = tree(tmp_path, FILES, "low low.c\n")
+    assert rc == 2
+    assert "expected 'layer: file ...'" in err
+
+
+@pytest.mark.parametrize("layers", ["src/core/LAYERS", "src/ctl/LAYERS", "src/agent/LAYERS"])
+def test_layers_files_of_the_tree_are_complete(layers):
+    """Each LAYERS in the tree names only files that exist (the build runs
+    the full check on the real objects)."""
+    path = os.path.join(ROOT, layers)
+    if not os.path.exists(path):
+        pytest.skip("%s not written" % layers)
+    listed = set()
+    for line in open(path):
+        line = line.split("#", 1)[0]
+        if ":" in line:
+            listed.update(line.split(":", 1)[1].split())
+    for fn in listed:
+        assert os.path.isfile(os.path.join(os.path.dirname(path), fn)), fn
