@@ -135,7 +135,7 @@ typedef struct flags {
 
 static void stop_cb(evutil_socket_t sig, short ev, void *arg) {
     agent_tasks_t *ts = arg;
-    sl_log(SL_LOG_INFO, "agent", "signal %d: stopping", (int)sig);
+    sl_log(SL_LOG_INFO, "agent", "SIG%s: stopping", sigabbrev_np((int)sig));
     agent_tasks_stop_all(ts);
 }
 
