@@ -7,7 +7,6 @@
 #include "sluice/error.h"
 #include "sluice/job.h"
 #include "sluice/policy.h"
-#include "sluice/quantity.h"
 #include "sluice/resources.h"
 #include "sluice/rng.h"
 #include "sluice/sched.h"

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sluice/quantity.h>
+#include "quantity.h"
 
 #include "agent.h"
 #include "log.h"

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sluice/quantity.h>
+#include "quantity.h"
 
 #include "cli.h"
 

@@ -15,6 +15,7 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "quantity.h"
 
 /* ---- validation of a submission ---- */
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "quantity.h"
 #include "testutil.h"
 
 typedef struct row {
