@@ -10,8 +10,7 @@
 #include "sluice/resources.h"
 #include "sluice/rng.h"
 #include "sluice/sched.h"
+#include "sluice/version.h"
 #include "sluice/workload.h"
-
-#define SLUICE_VERSION "0.1.0"
 
 #endif

@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#define CLI_VERSION "0.1.0"
+#include "sluice/version.h"
 
 enum { CLI_OK = 0, CLI_ESERVER = 1, CLI_EUSAGE = 2, CLI_EUNREACHABLE = 3 };
 

@@ -594,7 +594,7 @@ int cli_http_raw(cli_t *c, const char *method, const char *path, const char *bod
     }
     char *req = NULL;
     int n = asprintf(&req,
-                     "%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: sluice/" CLI_VERSION
+                     "%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: sluice/" SLUICE_VERSION
                      "\r\nAccept: */*\r\n%s%s%s",
                      method, u.prefix, path, u.authority, c->token && *c->token ? "Authorization: Bearer " : "",
                      c->token && *c->token ? c->token : "", c->token && *c->token ? "\r\n" : "");

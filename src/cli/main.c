@@ -145,9 +145,9 @@ static void print_cmd_help(const cli_cmd_t *cmd, FILE *f) {
 
 static int cmd_version(cli_t *c) {
     if (c->json)
-        printf("{\"version\": \"%s\"}\n", CLI_VERSION);
+        printf("{\"version\": \"%s\"}\n", SLUICE_VERSION);
     else
-        printf("sluice %s\n", CLI_VERSION);
+        printf("sluice %s\n", SLUICE_VERSION);
     return CLI_OK;
 }
 
@@ -378,7 +378,7 @@ int main(int argc, char **argv) {
     /* Global options may precede the command. */
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--version") == 0) {
-            printf("sluice %s\n", CLI_VERSION);
+            printf("sluice %s\n", SLUICE_VERSION);
             return CLI_OK;
         }
         int g = global_opt(&c, argc, argv, &i, &help);
