@@ -112,9 +112,6 @@ void cli_http_cleanup(void);
  * Job) into the JSON submission of docs/api.md. Returns the new object, or
  * NULL with a message naming the field path in err. */
 json_t *cli_spec_load(const char *path, char *err, size_t errlen);
-/* Converts a Kubernetes quantity or duration helper: "30m", "2h", "1d",
- * "90" -> seconds. Returns 0 or -1. */
-int cli_parse_duration(const char *s, int64_t *out);
 
 /* cmds.c and up.c */
 int cli_cmd_submit(cli_t *c);
