@@ -4,7 +4,8 @@
  * One table of commands (main.c) drives dispatch, option parsing and every
  * --help text. Each command is a function taking the parsed options; it
  * talks to sluiced over HTTP/JSON (http.c, a small HTTP/1.1 client on a
- * plain socket, so that start-up loads no HTTP library) and prints a table
+ * plain socket, so that start-up loads no HTTP library; docs/cli-http.md
+ * says why not libevent's) and prints a table
  * for people or the server's JSON for scripts (--json).
  *
  * Exit codes (docs/cli.md): 0 ok, 1 the server refused or failed the
