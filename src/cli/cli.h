@@ -66,7 +66,10 @@ struct cli {
     int quiet_unreachable; /* cli_http: do not print connection failures */
 };
 
-/* Option lookup by long name (the name must be in cmd->opts). */
+/* opts.c: the index of an option of cmd by long name, or by short name
+ * when name is NULL; -1 if it has none such. */
+int cli_opt_index(const cli_cmd_t *cmd, const char *name, char shortname);
+/* opts.c: option lookup by long name (the name must be in cmd->opts). */
 const char *cli_get(cli_t *c, const char *name);
 int cli_has(cli_t *c, const char *name);
 int cli_multi(cli_t *c, const char *name, const char ***vals);

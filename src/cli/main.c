@@ -184,42 +184,6 @@ static int cmd_help(cli_t *c) {
     return cli_usage_error(c, "no command \"%s\"", c->pos[0]);
 }
 
-int cli_usage_error(cli_t *c, const char *fmt, ...) {
-    va_list ap;
-    fprintf(stderr, "sluice%s%s: ", c && c->cmd ? " " : "", c && c->cmd ? c->cmd->name : "");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry 'sluice %s%s--help'.\n", c && c->cmd ? c->cmd->name : "",
-            c && c->cmd ? " " : "");
-    return CLI_EUSAGE;
-}
-
-static int opt_index(const cli_cmd_t *cmd, const char *name, char shortname) {
-    for (int i = 0; cmd->opts[i].name; i++) {
-        if (name && strcmp(cmd->opts[i].name, name) == 0) return i;
-        if (!name && shortname && cmd->opts[i].shortname == shortname) return i;
-    }
-    return -1;
-}
-
-const char *cli_get(cli_t *c, const char *name) {
-    int i = opt_index(c->cmd, name, 0);
-    return i >= 0 && c->set[i] ? c->val[i] : NULL;
-}
-
-int cli_has(cli_t *c, const char *name) {
-    int i = opt_index(c->cmd, name, 0);
-    return i >= 0 && c->set[i];
-}
-
-int cli_multi(cli_t *c, const char *name, const char ***vals) {
-    int i = opt_index(c->cmd, name, 0);
-    if (i < 0) return 0;
-    *vals = c->multi[i];
-    return c->nmulti[i];
-}
-
 /* Global options: returns 1 if args[*i] was one (consuming its value), 0 if
  * not, -1 on a usage error. */
 static int global_opt(cli_t *c, int argc, char **argv, int *i, int *help) {
@@ -276,7 +240,7 @@ static int parse_args(cli_t *c, int argc, char **argv, int *help) {
             char *eq = strchr(a, '=');
             char name[64];
             snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a - 2) : (int)strlen(a + 2), a + 2);
-            idx = opt_index(cmd, name, 0);
+            idx = cli_opt_index(cmd, name, 0);
             if (idx < 0) {
                 cli_usage_error(c, "unknown option --%s", name);
                 return -1;
@@ -289,7 +253,7 @@ static int parse_args(cli_t *c, int argc, char **argv, int *help) {
                 val = eq + 1;
             }
         } else if (a[0] == '-' && a[1] && !a[2]) {
-            idx = opt_index(cmd, NULL, a[1]);
+            idx = cli_opt_index(cmd, NULL, a[1]);
             if (idx < 0) {
                 cli_usage_error(c, "unknown option %s", a);
                 return -1;
@@ -379,15 +343,6 @@ static void load_config(cli_t *c) {
         if (asprintf(&u, "http://%s", c->server) < 0) abort();
         free(c->server);
         c->server = u;
-    }
-}
-
-void cli_print_json(json_t *v) {
-    char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (s) {
-        fputs(s, stdout);
-        fputc('\n', stdout);
-        free(s);
     }
 }
 
