@@ -11,6 +11,9 @@
  * informational ones (metadata labels and annotations, container name,
  * imagePullPolicy, ttlSecondsAfterFinished, completionMode).
  *
+ * A key given twice in one mapping is an error too ("job.yaml:7:1: duplicate
+ * key \"gpus\""), not a silent override.
+ *
  * The file is read into memory first and its tokens scanned for nesting
  * deeper than any spec needs (sl_yaml_depth_check): libyaml's own parse of
  * deep flow nesting ("[[[[...") is quadratic.
@@ -461,6 +464,33 @@ static int k8s_job(spec_t *s, yaml_node_t *root, json_t *job) {
     return 0;
 }
 
+/* The first key of any mapping under n that repeats an earlier key of its
+ * mapping, as "LINE:COL: duplicate key" in err: a second value for a field
+ * must not silently replace the first. Recursion is bounded by the depth
+ * check; O(keys^2) per mapping, which a spec keeps small. */
+static int dup_keys(spec_t *s, yaml_node_t *n, char *err, size_t errlen) {
+    if (n->type == YAML_SEQUENCE_NODE) {
+        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++)
+            if (dup_keys(s, node_at(s, *it), err, errlen)) return -1;
+        return 0;
+    }
+    if (n->type != YAML_MAPPING_NODE) return 0;
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = node_at(s, p->key);
+        const char *key = scalar(k);
+        for (yaml_node_pair_t *q = n->data.mapping.pairs.start; key && q < p; q++) {
+            const char *prev = scalar(node_at(s, q->key));
+            if (prev && strcmp(prev, key) == 0) {
+                snprintf(err, errlen, "%zu:%zu: duplicate key \"%s\"", k->start_mark.line + 1,
+                         k->start_mark.column + 1, key);
+                return -1;
+            }
+        }
+        if (dup_keys(s, node_at(s, p->value), err, errlen)) return -1;
+    }
+    return 0;
+}
+
 /* Deeper than any job spec or manifest nests (a Kubernetes Job: about 8). */
 #define SPEC_MAX_DEPTH 64
 
@@ -518,6 +548,11 @@ json_t *cli_spec_load(const char *path, char *err, size_t errlen) {
     yaml_node_t *root = yaml_document_get_root_node(&s.doc);
     if (!root) {
         snprintf(err, errlen, "%s: empty file", path);
+        goto out_doc;
+    }
+    char dmsg[200];
+    if (dup_keys(&s, root, dmsg, sizeof dmsg) < 0) {
+        snprintf(err, errlen, "%s:%s", path, dmsg);
         goto out_doc;
     }
     if (root->type != YAML_MAPPING_NODE) {

@@ -135,3 +135,26 @@ def test_rejected_job_leaves_the_cluster_as_it_was(controller, fake_agent):
     st, body = controller.request("POST", "/v1/jobs", {"command": ["x"], "gpus": 1,
                                                        "gpu_models": ["one-too-many"]}, token=tok)
     assert st == 400 and body["error"]["field"] == "gpu_models", body
+
+
+@pytest.mark.parametrize("text,message", [
+    ("gpus: 17\ncommand: [a]\n", 'gpus: "17" is not a whole number from 0 to 16 GPUs'),
+    ("priority: 2000000\ncommand: [a]\n", "from -1000000 to 1000000"),
+    ("time_limit: 3661d\ncommand: [a]\n", "not a duration from 0 to 3660d"),
+    ("gpu_share: 1.5\ncommand: [a]\n", 'gpu_share: "1.5" is out of range (0.001 to 0.999 GPU)'),
+    ("gpus: 1\ngpu_models: [H100, '']\ncommand: [a]\n", "gpu_models[1]:"),
+    ("env: {1X: a}\ncommand: [a]\n", "env.1X: not a valid variable name"),
+    ("name: a\ngpus: 1\ncommand: [a]\ngpus: 2\n", 'spec.yaml:4:1: duplicate key "gpus"'),
+    ("apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n      containers:\n"
+     "      - image: x\n        image: y\n", 'spec.yaml:8:9: duplicate key "image"'),
+    ("apiVersion: batch/v1\nkind: Job\nspec:\n  parallelism: 5000\n  template:\n    spec:\n"
+     "      containers:\n      - image: x\n", "spec.parallelism: \"5000\" is not a whole number from 1 to 4096"),
+])
+def test_spec_files_are_checked_by_the_table(cli_bin, tmp_path, text, message):
+    p = tmp_path / "spec.yaml"
+    p.write_text(text)
+    env = u.cli_env(extra={"SLUICE_SERVER": "http://127.0.0.1:%d" % harness.free_port()},
+                    tmpdir=tmp_path)
+    r = u.sluice(["submit", "--dry-run", "-f", str(p)], env)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert message in r.stderr, r.stderr
