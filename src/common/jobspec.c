@@ -214,6 +214,9 @@ static int qty_text(const sl_jobspec_field_t *f, const char *text, int64_t *out,
     return 0;
 }
 
+/* The field's range as text, into the caller's buffer "range". */
+#define RANGE (sl_jobspec_range_text(f, range, sizeof range), range)
+
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
@@ -225,22 +228,21 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
 
 int sl_jobspec_check(const sl_jobspec_field_t *f, json_t *v, int64_t *num, char *err,
                      size_t errlen) {
-    char range[96];
-    sl_jobspec_range_text(f, range, sizeof range);
+    char range[96]; /* the range for a message, written only on failure */
     switch (f->type) {
     case SL_FT_NAME:
         if (!json_is_string(v) || !name_ok(json_string_value(v), f))
             return fail(err, errlen, "must be a name of %s, none of them control characters",
-                        range);
+                        RANGE);
         return 0;
     case SL_FT_TEXT:
         if (!json_is_string(v) || (int64_t)json_string_length(v) < f->min ||
             (int64_t)json_string_length(v) > f->max)
-            return fail(err, errlen, "must be a string of %s", range);
+            return fail(err, errlen, "must be a string of %s", RANGE);
         return 0;
     case SL_FT_INT:
         if (!json_is_integer(v) || json_integer_value(v) < f->min || json_integer_value(v) > f->max)
-            return fail(err, errlen, "must be a whole number from %s", range);
+            return fail(err, errlen, "must be a whole number from %s", RANGE);
         *num = json_integer_value(v);
         return 0;
     case SL_FT_DURATION: {
@@ -277,11 +279,11 @@ int sl_jobspec_check(const sl_jobspec_field_t *f, json_t *v, int64_t *num, char 
         if (json_is_string(v))
             return name_ok(json_string_value(v), f)
                        ? 0
-                       : fail(err, errlen, "must be a list of %s (or one name)", range);
+                       : fail(err, errlen, "must be a list of %s (or one name)", RANGE);
         size_t i;
         json_t *m;
         if (!json_is_array(v))
-            return fail(err, errlen, "must be a list of %s (or one name)", range);
+            return fail(err, errlen, "must be a list of %s (or one name)", RANGE);
         json_array_foreach(v, i, m) {
             if (!json_is_string(m) || !name_ok(json_string_value(m), f))
                 return fail(err, errlen, "item %zu: must be a name of %lld to %lld characters", i,
@@ -315,7 +317,7 @@ int sl_jobspec_check(const sl_jobspec_field_t *f, json_t *v, int64_t *num, char 
     }
     case SL_FT_ENUM:
         if (!json_is_string(v) || !enum_ok(f, json_string_value(v)))
-            return fail(err, errlen, "must be %s", range);
+            return fail(err, errlen, "must be %s", RANGE);
         return 0;
     }
     return fail(err, errlen, "cannot be checked");
@@ -354,8 +356,7 @@ int sl_jobspec_parse_duration(const char *str, int64_t *out) {
 
 json_t *sl_jobspec_from_text(const sl_jobspec_field_t *f, const char *text, char *err,
                              size_t errlen) {
-    char range[96];
-    sl_jobspec_range_text(f, range, sizeof range);
+    char range[96]; /* the range for a message, written only on failure */
     switch (f->type) {
     case SL_FT_NAME:
     case SL_FT_NAMES:
@@ -367,7 +368,7 @@ json_t *sl_jobspec_from_text(const sl_jobspec_field_t *f, const char *text, char
         return json_string(text);
     case SL_FT_TEXT:
         if ((int64_t)strlen(text) < f->min || (int64_t)strlen(text) > f->max) {
-            fail(err, errlen, "must be a string of %s", range);
+            fail(err, errlen, "must be a string of %s", RANGE);
             return NULL;
         }
         return json_string(text);
@@ -376,7 +377,7 @@ json_t *sl_jobspec_from_text(const sl_jobspec_field_t *f, const char *text, char
         errno = 0;
         long long x = strtoll(text, &end, 10);
         if (errno || end == text || *end || x < f->min || x > f->max) {
-            fail(err, errlen, "\"%s\" is not a whole number from %s", text, range);
+            fail(err, errlen, "\"%s\" is not a whole number from %s", text, RANGE);
             return NULL;
         }
         return json_integer(x);
@@ -388,7 +389,7 @@ json_t *sl_jobspec_from_text(const sl_jobspec_field_t *f, const char *text, char
             return NULL;
         }
         if (secs < f->min || secs > f->max) {
-            fail(err, errlen, "\"%s\" is not a duration from %s", text, range);
+            fail(err, errlen, "\"%s\" is not a duration from %s", text, RANGE);
             return NULL;
         }
         return json_integer(secs);
@@ -401,7 +402,7 @@ json_t *sl_jobspec_from_text(const sl_jobspec_field_t *f, const char *text, char
     }
     case SL_FT_ENUM:
         if (!enum_ok(f, text)) {
-            fail(err, errlen, "\"%s\" is not %s", text, range);
+            fail(err, errlen, "\"%s\" is not %s", text, RANGE);
             return NULL;
         }
         return json_string(text);
