@@ -203,9 +203,9 @@ static int ignore_meta(spec_t *s, const char *path, yaml_node_t *meta, json_t *j
         char p[256];
         snprintf(p, sizeof p, "%s.%s", path, k ? k : "?");
         if (k && job && !strcmp(k, "name")) {
-            const char *name;
-            if (get_string(s, p, v, &name)) return -1;
-            json_object_set_new(job, "name", json_string(name));
+            json_t *name;
+            if (get_field(s, p, v, &sl_jobspec_fields[SL_JS_NAME], &name)) return -1;
+            json_object_set_new(job, "name", name);
         } else if (k && (!strcmp(k, "labels") || !strcmp(k, "annotations"))) {
             continue;
         } else if (k && !strcmp(k, "namespace")) {
@@ -288,8 +288,9 @@ static int k8s_container(spec_t *s, const char *path, yaml_node_t *c, json_t *jo
         } else if (!strcmp(k, "name") || !strcmp(k, "imagePullPolicy")) {
             if (get_string(s, p, v, &str)) goto out;
         } else if (!strcmp(k, "image")) {
-            if (get_string(s, p, v, &str)) goto out;
-            json_object_set_new(job, "image", json_string(str));
+            json_t *image;
+            if (get_field(s, p, v, &sl_jobspec_fields[SL_JS_IMAGE], &image)) goto out;
+            json_object_set_new(job, "image", image);
         } else if (!strcmp(k, "command")) {
             if (get_strings(s, p, v, cmd)) goto out;
         } else if (!strcmp(k, "args")) {
@@ -322,6 +323,10 @@ static int k8s_container(spec_t *s, const char *path, yaml_node_t *c, json_t *jo
                 }
                 if (!name) {
                     fail(s, ep, "needs a name");
+                    goto out;
+                }
+                if (!sl_jobspec_env_name_ok(name)) {
+                    fail(s, ep, "\"%s\" is not a valid variable name", name);
                     goto out;
                 }
                 json_object_set_new(env, name, json_string(value));
@@ -368,11 +373,16 @@ static int k8s_pod_spec(spec_t *s, const char *path, yaml_node_t *ps, json_t *jo
                 const char *sk = scalar(node_at(s, q->key));
                 char sp[320];
                 snprintf(sp, sizeof sp, "%s.%s", p, sk ? sk : "?");
-                if (get_string(s, sp, node_at(s, q->value), &str)) return -1;
+                json_t *val;
                 if (sk && !strcmp(sk, "sluice.io/pool")) {
-                    json_object_set_new(job, "pool", json_string(str));
+                    if (get_field(s, sp, node_at(s, q->value), &sl_jobspec_fields[SL_JS_POOL], &val))
+                        return -1;
+                    json_object_set_new(job, "pool", val);
                 } else if (sk && !strcmp(sk, "nvidia.com/gpu.product")) {
-                    json_object_set_new(job, "gpu_models", json_pack("[s]", str));
+                    if (get_field(s, sp, node_at(s, q->value), &sl_jobspec_fields[SL_JS_GPU_MODELS],
+                                  &val))
+                        return -1;
+                    json_object_set_new(job, "gpu_models", json_pack("[o]", val));
                 } else {
                     return fail(s, sp, "not supported (Sluice understands sluice.io/pool and nvidia.com/gpu.product)");
                 }

@@ -149,6 +149,14 @@ def test_rejected_job_leaves_the_cluster_as_it_was(controller, fake_agent):
      "      - image: x\n        image: y\n", 'spec.yaml:8:9: duplicate key "image"'),
     ("apiVersion: batch/v1\nkind: Job\nspec:\n  parallelism: 5000\n  template:\n    spec:\n"
      "      containers:\n      - image: x\n", "spec.parallelism: \"5000\" is not a whole number from 1 to 4096"),
+    ("apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n      nodeSelector:\n"
+     "        sluice.io/pool: ''\n      containers:\n      - image: x\n",
+     "spec.template.spec.nodeSelector.sluice.io/pool: \"\" is not a name of 1 to 63 characters"),
+    ("apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n      containers:\n"
+     "      - image: x\n        env:\n        - name: 1X\n", "env[0]: \"1X\" is not a valid variable name"),
+    ("apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n      containers:\n"
+     "      - image: x\n        resources:\n          requests:\n            cpu: 2Qi\n",
+     "resources.requests.cpu: \"2Qi\": unknown unit"),
 ])
 def test_spec_files_are_checked_by_the_table(cli_bin, tmp_path, text, message):
     p = tmp_path / "spec.yaml"
