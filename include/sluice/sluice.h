@@ -7,12 +7,10 @@
 #include "sluice/error.h"
 #include "sluice/job.h"
 #include "sluice/policy.h"
-#include "sluice/quantity.h"
 #include "sluice/resources.h"
 #include "sluice/rng.h"
 #include "sluice/sched.h"
+#include "sluice/version.h"
 #include "sluice/workload.h"
-
-#define SLUICE_VERSION "0.1.0"
 
 #endif

@@ -23,7 +23,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sluice/quantity.h>
 #include <sluice/sluice.h>
 
 #include "conn.h"
@@ -31,6 +30,7 @@
 #include "log.h"
 #include "loop.h"
 #include "osutil.h"
+#include "quantity.h"
 #include "spawn.h"
 #include "task.h"
 

@@ -4,7 +4,8 @@
  * One table of commands (main.c) drives dispatch, option parsing and every
  * --help text. Each command is a function taking the parsed options; it
  * talks to sluiced over HTTP/JSON (http.c, a small HTTP/1.1 client on a
- * plain socket, so that start-up loads no HTTP library) and prints a table
+ * plain socket, so that start-up loads no HTTP library; docs/cli-http.md
+ * says why not libevent's) and prints a table
  * for people or the server's JSON for scripts (--json).
  *
  * Exit codes (docs/cli.md): 0 ok, 1 the server refused or failed the
@@ -19,7 +20,7 @@
 
 #include <jansson.h>
 
-#define CLI_VERSION "0.1.0"
+#include "sluice/version.h"
 
 enum { CLI_OK = 0, CLI_ESERVER = 1, CLI_EUSAGE = 2, CLI_EUNREACHABLE = 3 };
 
@@ -65,7 +66,10 @@ struct cli {
     int quiet_unreachable; /* cli_http: do not print connection failures */
 };
 
-/* Option lookup by long name (the name must be in cmd->opts). */
+/* opts.c: the index of an option of cmd by long name, or by short name
+ * when name is NULL; -1 if it has none such. */
+int cli_opt_index(const cli_cmd_t *cmd, const char *name, char shortname);
+/* opts.c: option lookup by long name (the name must be in cmd->opts). */
 const char *cli_get(cli_t *c, const char *name);
 int cli_has(cli_t *c, const char *name);
 int cli_multi(cli_t *c, const char *name, const char ***vals);
@@ -112,9 +116,6 @@ void cli_http_cleanup(void);
  * Job) into the JSON submission of docs/api.md. Returns the new object, or
  * NULL with a message naming the field path in err. */
 json_t *cli_spec_load(const char *path, char *err, size_t errlen);
-/* Converts a Kubernetes quantity or duration helper: "30m", "2h", "1d",
- * "90" -> seconds. Returns 0 or -1. */
-int cli_parse_duration(const char *s, int64_t *out);
 
 /* cmds.c and up.c */
 int cli_cmd_submit(cli_t *c);

@@ -13,9 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sluice/quantity.h>
+#include "quantity.h"
 
 #include "cli.h"
+#include "jobspec.h"
 
 /* ---- small helpers ---- */
 
@@ -72,16 +73,6 @@ static int parse_num(cli_t *c, const char *flag, long long lo, long long hi, lon
         return -1;
     }
     *out = v;
-    return 0;
-}
-
-static int check_qty(cli_t *c, const char *flag, sl_qty_kind_t kind) {
-    int64_t v;
-    char err[256];
-    if (sl_qty_parse(cli_get(c, flag), kind, &v, err, sizeof err) != 0) {
-        cli_usage_error(c, "--%s: %s", flag, err);
-        return -1;
-    }
     return 0;
 }
 
@@ -143,10 +134,100 @@ static void per_task(json_t *j, char *buf, size_t len) {
 
 /* ---- submit ---- */
 
+/* A GPU model flag's names: repeated, or comma-separated. */
+static int flag_names(cli_t *c, const sl_jobspec_field_t *f, json_t *job) {
+    const char **vals;
+    int n = cli_multi(c, f->flag, &vals);
+    json_t *names = json_array();
+    json_object_set_new(job, f->name, names);
+    for (int i = 0; i < n; i++) {
+        char *copy = strdup(vals[i]), *save = NULL;
+        for (char *m = strtok_r(copy, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+            char err[256];
+            json_t *v = sl_jobspec_from_text(f, m, err, sizeof err);
+            if (v == NULL) {
+                cli_usage_error(c, "--%s: %s", f->flag, err);
+                free(copy);
+                return -1;
+            }
+            json_array_append_new(names, v);
+        }
+        free(copy);
+    }
+    return 0;
+}
+
+/* --env K=V, repeated; merged into the env a spec file gave. */
+static int flag_env(cli_t *c, const sl_jobspec_field_t *f, json_t *job) {
+    const char **vals;
+    int n = cli_multi(c, f->flag, &vals);
+    json_t *env = json_object_get(job, f->name);
+    if (!json_is_object(env)) {
+        env = json_object();
+        json_object_set_new(job, f->name, env);
+    }
+    for (int i = 0; i < n; i++) {
+        const char *eq = strchr(vals[i], '=');
+        if (!eq || eq == vals[i]) {
+            cli_usage_error(c, "--%s: \"%s\" is not K=V", f->flag, vals[i]);
+            return -1;
+        }
+        char *k = strndup(vals[i], (size_t)(eq - vals[i]));
+        if (!sl_jobspec_env_name_ok(k)) {
+            cli_usage_error(c, "--%s: \"%s\" is not a valid variable name", f->flag, k);
+            free(k);
+            return -1;
+        }
+        json_object_set_new(env, k, json_string(eq + 1));
+        free(k);
+    }
+    return 0;
+}
+
+/* The flags of the job-spec table into job (over what a spec file gave):
+ * every value checked against the field's type and range, as the server
+ * will check it. 0, or -1 after a usage error. */
+static int submit_flags(cli_t *c, json_t *job) {
+    const sl_jobspec_field_t *gpus = &sl_jobspec_fields[SL_JS_GPUS];
+    const sl_jobspec_field_t *share = &sl_jobspec_fields[SL_JS_GPU_SHARE];
+    if (cli_has(c, gpus->flag) && cli_has(c, share->flag)) {
+        cli_usage_error(c, "--%s and --%s exclude each other", gpus->flag, share->flag);
+        return -1;
+    }
+    for (int i = 0; i < SL_JS_NFIELDS; i++) {
+        const sl_jobspec_field_t *f = &sl_jobspec_fields[i];
+        if (f->flag == NULL || !cli_has(c, f->flag))
+            continue;
+        if (f->type == SL_FT_NAMES) {
+            if (flag_names(c, f, job) < 0)
+                return -1;
+            continue;
+        }
+        if (f->type == SL_FT_ENV) {
+            if (flag_env(c, f, job) < 0)
+                return -1;
+            continue;
+        }
+        char err[256];
+        json_t *v = sl_jobspec_from_text(f, cli_get(c, f->flag), err, sizeof err);
+        if (v == NULL) {
+            cli_usage_error(c, "--%s: %s", f->flag, err);
+            return -1;
+        }
+        json_object_set_new(job, f->name, v);
+        /* Whole GPUs on the command line replace a spec file's share, and
+         * the other way round. */
+        if (i == SL_JS_GPUS)
+            json_object_del(job, share->name);
+        else if (i == SL_JS_GPU_SHARE)
+            json_object_del(job, gpus->name);
+    }
+    return 0;
+}
+
 int cli_cmd_submit(cli_t *c) {
     json_t *job = NULL, *out = NULL;
     int rc = CLI_EUSAGE;
-    long long x;
     const char *file = cli_get(c, "file");
     if (file) {
         char err[1024];
@@ -158,95 +239,8 @@ int cli_cmd_submit(cli_t *c) {
     } else {
         job = json_object();
     }
-    if (cli_has(c, "gpus") && cli_has(c, "gpu-share")) {
-        cli_usage_error(c, "--gpus and --gpu-share exclude each other");
+    if (submit_flags(c, job) < 0)
         goto out;
-    }
-    if (cli_has(c, "name")) json_object_set_new(job, "name", json_string(cli_get(c, "name")));
-    if (cli_has(c, "tenant")) json_object_set_new(job, "tenant", json_string(cli_get(c, "tenant")));
-    if (cli_has(c, "tasks")) {
-        if (parse_num(c, "tasks", 1, 4096, &x)) goto out;
-        json_object_set_new(job, "tasks", json_integer(x));
-    }
-    if (cli_has(c, "min-tasks")) {
-        if (parse_num(c, "min-tasks", 1, 4096, &x)) goto out;
-        json_object_set_new(job, "min_tasks", json_integer(x));
-    }
-    if (cli_has(c, "gpus")) {
-        if (parse_num(c, "gpus", 0, 1024, &x)) goto out;
-        json_object_set_new(job, "gpus", json_integer(x));
-        json_object_del(job, "gpu_share");
-    }
-    if (cli_has(c, "gpu-share")) {
-        if (check_qty(c, "gpu-share", SL_QTY_GPU)) goto out;
-        json_object_set_new(job, "gpu_share", json_string(cli_get(c, "gpu-share")));
-        json_object_del(job, "gpus");
-    }
-    if (cli_has(c, "gpu-memory")) {
-        if (check_qty(c, "gpu-memory", SL_QTY_MEM)) goto out;
-        json_object_set_new(job, "gpu_memory", json_string(cli_get(c, "gpu-memory")));
-    }
-    if (cli_has(c, "cpus")) {
-        if (check_qty(c, "cpus", SL_QTY_CPU)) goto out;
-        json_object_set_new(job, "cpus", json_string(cli_get(c, "cpus")));
-    }
-    if (cli_has(c, "mem")) {
-        if (check_qty(c, "mem", SL_QTY_MEM)) goto out;
-        json_object_set_new(job, "memory", json_string(cli_get(c, "mem")));
-    }
-    const char **vals;
-    int n = cli_multi(c, "gpu-model", &vals);
-    if (n > 0) {
-        json_t *models = json_array();
-        for (int i = 0; i < n; i++) {
-            char *copy = strdup(vals[i]), *save = NULL;
-            for (char *m = strtok_r(copy, ",", &save); m; m = strtok_r(NULL, ",", &save))
-                json_array_append_new(models, json_string(m));
-            free(copy);
-        }
-        json_object_set_new(job, "gpu_models", models);
-    }
-    if (cli_has(c, "pool")) json_object_set_new(job, "pool", json_string(cli_get(c, "pool")));
-    if (cli_has(c, "priority")) {
-        if (parse_num(c, "priority", -1000000000LL, 1000000000LL, &x)) goto out;
-        json_object_set_new(job, "priority", json_integer(x));
-    }
-    if (cli_has(c, "time")) {
-        int64_t secs;
-        if (cli_parse_duration(cli_get(c, "time"), &secs) != 0) {
-            cli_usage_error(c, "--time: \"%s\" is not a duration (seconds, or e.g. 30m, 2h, 1d)",
-                            cli_get(c, "time"));
-            goto out;
-        }
-        json_object_set_new(job, "time_limit", json_integer(secs));
-    }
-    if (cli_has(c, "image")) json_object_set_new(job, "image", json_string(cli_get(c, "image")));
-    n = cli_multi(c, "env", &vals);
-    if (n > 0) {
-        json_t *env = json_object_get(job, "env");
-        if (!json_is_object(env)) {
-            env = json_object();
-            json_object_set_new(job, "env", env);
-        }
-        for (int i = 0; i < n; i++) {
-            const char *eq = strchr(vals[i], '=');
-            if (!eq || eq == vals[i]) {
-                cli_usage_error(c, "--env: \"%s\" is not K=V", vals[i]);
-                goto out;
-            }
-            char *k = strndup(vals[i], (size_t)(eq - vals[i]));
-            json_object_set_new(env, k, json_string(eq + 1));
-            free(k);
-        }
-    }
-    if (cli_has(c, "on-node-failure")) {
-        const char *v = cli_get(c, "on-node-failure");
-        if (strcmp(v, "requeue") && strcmp(v, "fail")) {
-            cli_usage_error(c, "--on-node-failure: \"%s\" is not requeue or fail", v);
-            goto out;
-        }
-        json_object_set_new(job, "on_node_failure", json_string(v));
-    }
     if (c->ncommand > 0) {
         json_t *cmd = json_array();
         for (int i = 0; i < c->ncommand; i++) json_array_append_new(cmd, json_string(c->command[i]));

@@ -18,28 +18,35 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "jobspec.h"
 
-static const cli_opt_t submit_opts[] = {
-    {"file", 'f', "FILE", 0, "job spec: Sluice YAML/JSON or a Kubernetes batch/v1 Job (docs/jobspec.md)"},
-    {"name", 0, "NAME", 0, "job name (at most 63 characters)"},
-    {"tenant", 0, "TENANT", 0, "tenant to submit as (admin token only)"},
-    {"tasks", 0, "N", 0, "tasks in the gang, all started together (default 1)"},
-    {"min-tasks", 0, "N", 0, "elastic jobs: fewest tasks to start with (default: --tasks)"},
-    {"gpus", 0, "N", 0, "whole GPUs per task (default 0)"},
-    {"gpu-share", 0, "F", 0, "a fraction of one GPU per task, e.g. 0.25 (instead of --gpus)"},
-    {"gpu-memory", 0, "Q", 0, "GPU memory a shared-GPU task needs, e.g. 10Gi"},
-    {"cpus", 0, "Q", 0, "CPUs per task, e.g. 16 or 500m (default 1)"},
-    {"mem", 0, "Q", 0, "memory per task, e.g. 128Gi (default 1Gi)"},
-    {"gpu-model", 0, "M", 1, "allowed GPU model (repeat or comma-separate for several)"},
-    {"pool", 0, "POOL", 0, "run only on nodes of this pool"},
-    {"priority", 0, "N", 0, "priority (higher first under the priority queue policy)"},
-    {"time", 0, "T", 0, "time limit: seconds, or 30m, 2h, 1d (default none)"},
-    {"image", 0, "IMAGE", 0, "container image, run through the agent's --launcher"},
-    {"env", 'e', "K=V", 1, "environment variable for the tasks (repeatable)"},
-    {"on-node-failure", 0, "requeue|fail", 0, "what happens when a node dies under the job"},
-    {"quiet", 'q', NULL, 0, "print only the job id"},
-    {"dry-run", 0, NULL, 0, "print the JSON submission instead of sending it"},
-    {0}};
+/* `sluice submit`'s options: -f, then one per field of the job-spec table
+ * (src/common/jobspec.h, which the server and docs/jobspec.md share), then
+ * --quiet and --dry-run. Filled from the table at start-up. */
+static cli_opt_t submit_opts[SL_JS_NFIELDS + 4];
+static char submit_help[SL_JS_NFIELDS][200];
+
+static void init_submit_opts(void) {
+    size_t n = 0;
+    submit_opts[n++] = (cli_opt_t){"file", 'f', "FILE", 0,
+                                   "job spec: Sluice YAML/JSON or a Kubernetes batch/v1 Job "
+                                   "(docs/jobspec.md)"};
+    for (int i = 0; i < SL_JS_NFIELDS; i++) {
+        const sl_jobspec_field_t *f = &sl_jobspec_fields[i];
+        if (f->flag == NULL)
+            continue;
+        snprintf(submit_help[i], sizeof submit_help[i], "%s%s%s%s", f->help,
+                 f->dflt_text ? " (default: " : "", f->dflt_text ? f->dflt_text : "",
+                 f->dflt_text ? ")" : "");
+        submit_opts[n++] = (cli_opt_t){f->flag, f->shortflag, f->metavar,
+                                       f->type == SL_FT_NAMES || f->type == SL_FT_ENV,
+                                       submit_help[i]};
+    }
+    submit_opts[n++] = (cli_opt_t){"quiet", 'q', NULL, 0, "print only the job id"};
+    submit_opts[n++] = (cli_opt_t){"dry-run", 0, NULL, 0,
+                                   "print the JSON submission instead of sending it"};
+    submit_opts[n] = (cli_opt_t){0};
+}
 
 static const cli_opt_t queue_opts[] = {
     {"all", 'a', NULL, 0, "include finished jobs"},
@@ -49,6 +56,10 @@ static const cli_opt_t queue_opts[] = {
     {0}};
 
 static const cli_opt_t none_opts[] = {{0}};
+
+static const cli_opt_t help_opts[] = {
+    {"markdown", 0, NULL, 0, "with `help spec`: the table as Markdown (as in docs/jobspec.md)"},
+    {0}};
 
 static const cli_opt_t logs_opts[] = {
     {"task", 't', "N", 0, "task index (default 0)"},
@@ -97,7 +108,10 @@ static const cli_cmd_t commands[] = {
      cli_cmd_up, up_opts, 0},
     {"down", "", "stop what `sluice up --detach` started", NULL, cli_cmd_down, down_opts, 0},
     {"version", "", "print the version", NULL, cmd_version, none_opts, 0},
-    {"help", "[COMMAND]", "show help for a command", NULL, cmd_help, none_opts, 0},
+    {"help", "[COMMAND | spec]", "show help for a command, or the job spec's fields",
+     "`sluice help spec` lists the fields of a job spec (flags of `submit`, keys\n"
+     "of a spec file, JSON fields of POST /v1/jobs) with their ranges.",
+     cmd_help, help_opts, 0},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -117,7 +131,8 @@ static void print_main_help(FILE *f) {
                "Sluice GPU cluster scheduler: submit and watch jobs.\n\ncommands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n%s\nRun `sluice COMMAND --help` for a command's options.\n", global_help);
+    fprintf(f, "\n%s\nRun `sluice COMMAND --help` for a command's options, `sluice help spec` for\n"
+               "the fields of a job spec.\n", global_help);
 }
 
 static void print_cmd_help(const cli_cmd_t *cmd, FILE *f) {
@@ -145,15 +160,19 @@ static void print_cmd_help(const cli_cmd_t *cmd, FILE *f) {
 
 static int cmd_version(cli_t *c) {
     if (c->json)
-        printf("{\"version\": \"%s\"}\n", CLI_VERSION);
+        printf("{\"version\": \"%s\"}\n", SLUICE_VERSION);
     else
-        printf("sluice %s\n", CLI_VERSION);
+        printf("sluice %s\n", SLUICE_VERSION);
     return CLI_OK;
 }
 
 static int cmd_help(cli_t *c) {
     if (c->npos == 0) {
         print_main_help(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(c->pos[0], "spec") == 0) {
+        sl_jobspec_write_table(stdout, cli_has(c, "markdown"));
         return CLI_OK;
     }
     for (size_t i = 0; i < NCOMMANDS; i++) {
@@ -163,42 +182,6 @@ static int cmd_help(cli_t *c) {
         }
     }
     return cli_usage_error(c, "no command \"%s\"", c->pos[0]);
-}
-
-int cli_usage_error(cli_t *c, const char *fmt, ...) {
-    va_list ap;
-    fprintf(stderr, "sluice%s%s: ", c && c->cmd ? " " : "", c && c->cmd ? c->cmd->name : "");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry 'sluice %s%s--help'.\n", c && c->cmd ? c->cmd->name : "",
-            c && c->cmd ? " " : "");
-    return CLI_EUSAGE;
-}
-
-static int opt_index(const cli_cmd_t *cmd, const char *name, char shortname) {
-    for (int i = 0; cmd->opts[i].name; i++) {
-        if (name && strcmp(cmd->opts[i].name, name) == 0) return i;
-        if (!name && shortname && cmd->opts[i].shortname == shortname) return i;
-    }
-    return -1;
-}
-
-const char *cli_get(cli_t *c, const char *name) {
-    int i = opt_index(c->cmd, name, 0);
-    return i >= 0 && c->set[i] ? c->val[i] : NULL;
-}
-
-int cli_has(cli_t *c, const char *name) {
-    int i = opt_index(c->cmd, name, 0);
-    return i >= 0 && c->set[i];
-}
-
-int cli_multi(cli_t *c, const char *name, const char ***vals) {
-    int i = opt_index(c->cmd, name, 0);
-    if (i < 0) return 0;
-    *vals = c->multi[i];
-    return c->nmulti[i];
 }
 
 /* Global options: returns 1 if args[*i] was one (consuming its value), 0 if
@@ -257,7 +240,7 @@ static int parse_args(cli_t *c, int argc, char **argv, int *help) {
             char *eq = strchr(a, '=');
             char name[64];
             snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a - 2) : (int)strlen(a + 2), a + 2);
-            idx = opt_index(cmd, name, 0);
+            idx = cli_opt_index(cmd, name, 0);
             if (idx < 0) {
                 cli_usage_error(c, "unknown option --%s", name);
                 return -1;
@@ -270,7 +253,7 @@ static int parse_args(cli_t *c, int argc, char **argv, int *help) {
                 val = eq + 1;
             }
         } else if (a[0] == '-' && a[1] && !a[2]) {
-            idx = opt_index(cmd, NULL, a[1]);
+            idx = cli_opt_index(cmd, NULL, a[1]);
             if (idx < 0) {
                 cli_usage_error(c, "unknown option %s", a);
                 return -1;
@@ -363,22 +346,14 @@ static void load_config(cli_t *c) {
     }
 }
 
-void cli_print_json(json_t *v) {
-    char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (s) {
-        fputs(s, stdout);
-        fputc('\n', stdout);
-        free(s);
-    }
-}
-
 int main(int argc, char **argv) {
     cli_t c = {0};
     int help = 0, i = 1, rc;
+    init_submit_opts();
     /* Global options may precede the command. */
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--version") == 0) {
-            printf("sluice %s\n", CLI_VERSION);
+            printf("sluice %s\n", SLUICE_VERSION);
             return CLI_OK;
         }
         int g = global_opt(&c, argc, argv, &i, &help);

@@ -11,6 +11,9 @@
  * informational ones (metadata labels and annotations, container name,
  * imagePullPolicy, ttlSecondsAfterFinished, completionMode).
  *
+ * A key given twice in one mapping is an error too ("job.yaml:7:1: duplicate
+ * key \"gpus\""), not a silent override.
+ *
  * The file is read into memory first and its tokens scanned for nesting
  * deeper than any spec needs (sl_yaml_depth_check): libyaml's own parse of
  * deep flow nesting ("[[[[...") is quadratic.
@@ -25,6 +28,7 @@
 #include <yaml.h>
 
 #include "cli.h"
+#include "jobspec.h"
 #include "yamldoc.h"
 
 typedef struct spec {
@@ -99,30 +103,24 @@ static int get_strings(spec_t *s, const char *path, yaml_node_t *n, json_t *arr)
     return 0;
 }
 
-int cli_parse_duration(const char *str, int64_t *out) {
-    const char *p = str;
-    int64_t total = 0;
-    if (!*p) return -1;
-    while (*p) {
-        if (!isdigit((unsigned char)*p)) return -1;
-        char *end;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno) return -1;
-        int64_t mul = 1;
-        switch (*end) {
-        case '\0': mul = 1; break;
-        case 's': mul = 1; end++; break;
-        case 'm': mul = 60; end++; break;
-        case 'h': mul = 3600; end++; break;
-        case 'd': mul = 86400; end++; break;
-        default: return -1;
-        }
-        if (v > INT64_MAX / mul / 2) return -1;
-        total += v * mul;
-        p = end;
-    }
-    *out = total;
+/* A scalar as the JSON value of field f, checked by the job-spec table. */
+static int get_field(spec_t *s, const char *path, yaml_node_t *n, const sl_jobspec_field_t *f,
+                     json_t **out) {
+    const char *str;
+    char err[256];
+    if (get_string(s, path, n, &str)) return -1;
+    *out = sl_jobspec_from_text(f, str, err, sizeof err);
+    if (*out == NULL) return fail(s, path, "%s", err);
+    return 0;
+}
+
+/* A scalar as a whole number in field f's range. */
+static int get_field_int(spec_t *s, const char *path, yaml_node_t *n, sl_jobspec_id_t id,
+                         long long *out) {
+    json_t *v;
+    if (get_field(s, path, n, &sl_jobspec_fields[id], &v)) return -1;
+    *out = json_integer_value(v);
+    json_decref(v);
     return 0;
 }
 
@@ -133,62 +131,63 @@ static int sluice_spec(spec_t *s, yaml_node_t *root, json_t *job) {
         yaml_node_t *kn = node_at(s, pr->key), *v = node_at(s, pr->value);
         const char *k = scalar(kn);
         if (!k) return fail(s, "", "a key is not a scalar");
-        const char *str;
-        long long x;
-        if (!strcmp(k, "name") || !strcmp(k, "tenant") || !strcmp(k, "pool") ||
-            !strcmp(k, "image") || !strcmp(k, "on_node_failure")) {
-            if (get_string(s, k, v, &str)) return -1;
-            json_object_set_new(job, k, json_string(str));
-        } else if (!strcmp(k, "cpus") || !strcmp(k, "memory") || !strcmp(k, "gpu_share") ||
-                   !strcmp(k, "gpu_memory")) {
-            if (get_string(s, k, v, &str)) return -1;
-            json_object_set_new(job, k, json_string(str));
-        } else if (!strcmp(k, "tasks") || !strcmp(k, "min_tasks")) {
-            if (get_int(s, k, v, 1, 4096, &x)) return -1;
-            json_object_set_new(job, k, json_integer(x));
-        } else if (!strcmp(k, "gpus")) {
-            if (get_int(s, k, v, 0, 1024, &x)) return -1;
-            json_object_set_new(job, k, json_integer(x));
-        } else if (!strcmp(k, "priority")) {
-            if (get_int(s, k, v, -1000000000LL, 1000000000LL, &x)) return -1;
-            json_object_set_new(job, k, json_integer(x));
-        } else if (!strcmp(k, "time_limit")) {
-            int64_t secs;
-            if (get_string(s, k, v, &str)) return -1;
-            if (cli_parse_duration(str, &secs) != 0)
-                return fail(s, k, "\"%s\" is not a duration (seconds, or e.g. 30m, 2h, 1d)", str);
-            json_object_set_new(job, k, json_integer(secs));
-        } else if (!strcmp(k, "gpu_models")) {
-            json_t *arr = json_array();
-            json_object_set_new(job, k, arr);
-            if (v->type == YAML_SCALAR_NODE) json_array_append_new(arr, json_string(scalar(v)));
-            else if (get_strings(s, k, v, arr)) return -1;
-        } else if (!strcmp(k, "command")) {
-            json_t *arr = json_array();
-            json_object_set_new(job, k, arr);
+        const sl_jobspec_field_t *f = sl_jobspec_find(k);
+        if (f == NULL) {
+            char known[400];
+            size_t n = 0;
+            for (int i = 0; i < SL_JS_NFIELDS && n < sizeof known; i++)
+                n += (size_t)snprintf(known + n, sizeof known - n, " %s", sl_jobspec_fields[i].name);
+            return fail(s, k, "unknown field (see docs/jobspec.md:%s)", known);
+        }
+        json_t *val;
+        switch (f->type) {
+        case SL_FT_NAMES:
             if (v->type == YAML_SCALAR_NODE) {
-                json_array_append_new(arr, json_string("/bin/sh"));
-                json_array_append_new(arr, json_string("-c"));
-                json_array_append_new(arr, json_string(scalar(v)));
-            } else if (get_strings(s, k, v, arr)) {
+                if (get_field(s, k, v, f, &val)) return -1;
+                json_object_set_new(job, k, json_pack("[o]", val));
+                break;
+            }
+            if (want(s, k, v, YAML_SEQUENCE_NODE)) return -1;
+            val = json_array();
+            json_object_set_new(job, k, val);
+            int i = 0;
+            for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++, i++) {
+                char p[256];
+                json_t *name;
+                snprintf(p, sizeof p, "%s[%d]", k, i);
+                if (get_field(s, p, node_at(s, *it), f, &name)) return -1;
+                json_array_append_new(val, name);
+            }
+            break;
+        case SL_FT_ARGV:
+            val = json_array();
+            json_object_set_new(job, k, val);
+            if (v->type == YAML_SCALAR_NODE) {
+                json_array_append_new(val, json_string("/bin/sh"));
+                json_array_append_new(val, json_string("-c"));
+                json_array_append_new(val, json_string(scalar(v)));
+            } else if (get_strings(s, k, v, val)) {
                 return -1;
             }
-        } else if (!strcmp(k, "env")) {
+            break;
+        case SL_FT_ENV:
             if (want(s, k, v, YAML_MAPPING_NODE)) return -1;
-            json_t *env = json_object();
-            json_object_set_new(job, k, env);
+            val = json_object();
+            json_object_set_new(job, k, val);
             for (yaml_node_pair_t *e = v->data.mapping.pairs.start; e < v->data.mapping.pairs.top; e++) {
-                const char *ek = scalar(node_at(s, e->key));
+                const char *ek = scalar(node_at(s, e->key)), *str;
                 char p[256];
-                snprintf(p, sizeof p, "env.%s", ek ? ek : "?");
-                if (!ek) return fail(s, "env", "a key is not a scalar");
+                snprintf(p, sizeof p, "%s.%s", k, ek ? ek : "?");
+                if (!ek) return fail(s, k, "a key is not a scalar");
+                if (!sl_jobspec_env_name_ok(ek)) return fail(s, p, "not a valid variable name");
                 if (get_string(s, p, node_at(s, e->value), &str)) return -1;
-                json_object_set_new(env, ek, json_string(str));
+                json_object_set_new(val, ek, json_string(str));
             }
-        } else {
-            return fail(s, k, "unknown field (see docs/jobspec.md: name tenant tasks min_tasks cpus "
-                              "memory gpus gpu_share gpu_memory gpu_models pool priority time_limit "
-                              "command image env on_node_failure)");
+            break;
+        default:
+            if (get_field(s, k, v, f, &val)) return -1;
+            json_object_set_new(job, k, val);
+            break;
         }
     }
     return 0;
@@ -204,9 +203,9 @@ static int ignore_meta(spec_t *s, const char *path, yaml_node_t *meta, json_t *j
         char p[256];
         snprintf(p, sizeof p, "%s.%s", path, k ? k : "?");
         if (k && job && !strcmp(k, "name")) {
-            const char *name;
-            if (get_string(s, p, v, &name)) return -1;
-            json_object_set_new(job, "name", json_string(name));
+            json_t *name;
+            if (get_field(s, p, v, &sl_jobspec_fields[SL_JS_NAME], &name)) return -1;
+            json_object_set_new(job, "name", name);
         } else if (k && (!strcmp(k, "labels") || !strcmp(k, "annotations"))) {
             continue;
         } else if (k && !strcmp(k, "namespace")) {
@@ -243,10 +242,14 @@ static int k8s_resources(spec_t *s, const char *path, yaml_node_t *res, json_t *
             if (!strcmp(r, "nvidia.com/gpu")) {
                 gpu[which] = val;
                 snprintf(gpath[which], sizeof gpath[which], "%s", rp);
-            } else if (!strcmp(r, "cpu")) {
-                cpu[which] = val;
-            } else if (!strcmp(r, "memory")) {
-                mem[which] = val;
+            } else if (!strcmp(r, "cpu") || !strcmp(r, "memory")) {
+                char err[256];
+                json_t *ok = sl_jobspec_from_text(&sl_jobspec_fields[*r == 'c' ? SL_JS_CPUS : SL_JS_MEMORY],
+                                                  val, err, sizeof err);
+                if (!ok) return fail(s, rp, "%s", err);
+                json_decref(ok);
+                if (*r == 'c') cpu[which] = val;
+                else mem[which] = val;
             } else {
                 return fail(s, rp, "not supported (Sluice schedules nvidia.com/gpu, cpu and memory)");
             }
@@ -256,13 +259,12 @@ static int k8s_resources(spec_t *s, const char *path, yaml_node_t *res, json_t *
         return fail(s, gpath[1], "\"%s\" differs from the limit \"%s\" (GPU requests must equal limits)",
                     gpu[1], gpu[0]);
     const char *g = gpu[0] ? gpu[0] : gpu[1];
+    char err[256];
+    json_t *v;
     if (g) {
-        char *end;
-        errno = 0;
-        long long n = strtoll(g, &end, 10);
-        if (errno || end == g || *end || n < 0 || n > 1024)
-            return fail(s, gpath[gpu[0] ? 0 : 1], "\"%s\" is not a whole number of GPUs", g);
-        json_object_set_new(job, "gpus", json_integer(n));
+        if ((v = sl_jobspec_from_text(&sl_jobspec_fields[SL_JS_GPUS], g, err, sizeof err)) == NULL)
+            return fail(s, gpath[gpu[0] ? 0 : 1], "%s", err);
+        json_object_set_new(job, "gpus", v);
     }
     /* Requests are what Kubernetes schedules by; limits stand in for them. */
     if (cpu[1] || cpu[0]) json_object_set_new(job, "cpus", json_string(cpu[1] ? cpu[1] : cpu[0]));
@@ -286,8 +288,9 @@ static int k8s_container(spec_t *s, const char *path, yaml_node_t *c, json_t *jo
         } else if (!strcmp(k, "name") || !strcmp(k, "imagePullPolicy")) {
             if (get_string(s, p, v, &str)) goto out;
         } else if (!strcmp(k, "image")) {
-            if (get_string(s, p, v, &str)) goto out;
-            json_object_set_new(job, "image", json_string(str));
+            json_t *image;
+            if (get_field(s, p, v, &sl_jobspec_fields[SL_JS_IMAGE], &image)) goto out;
+            json_object_set_new(job, "image", image);
         } else if (!strcmp(k, "command")) {
             if (get_strings(s, p, v, cmd)) goto out;
         } else if (!strcmp(k, "args")) {
@@ -320,6 +323,10 @@ static int k8s_container(spec_t *s, const char *path, yaml_node_t *c, json_t *jo
                 }
                 if (!name) {
                     fail(s, ep, "needs a name");
+                    goto out;
+                }
+                if (!sl_jobspec_env_name_ok(name)) {
+                    fail(s, ep, "\"%s\" is not a valid variable name", name);
                     goto out;
                 }
                 json_object_set_new(env, name, json_string(value));
@@ -366,11 +373,16 @@ static int k8s_pod_spec(spec_t *s, const char *path, yaml_node_t *ps, json_t *jo
                 const char *sk = scalar(node_at(s, q->key));
                 char sp[320];
                 snprintf(sp, sizeof sp, "%s.%s", p, sk ? sk : "?");
-                if (get_string(s, sp, node_at(s, q->value), &str)) return -1;
+                json_t *val;
                 if (sk && !strcmp(sk, "sluice.io/pool")) {
-                    json_object_set_new(job, "pool", json_string(str));
+                    if (get_field(s, sp, node_at(s, q->value), &sl_jobspec_fields[SL_JS_POOL], &val))
+                        return -1;
+                    json_object_set_new(job, "pool", val);
                 } else if (sk && !strcmp(sk, "nvidia.com/gpu.product")) {
-                    json_object_set_new(job, "gpu_models", json_pack("[s]", str));
+                    if (get_field(s, sp, node_at(s, q->value), &sl_jobspec_fields[SL_JS_GPU_MODELS],
+                                  &val))
+                        return -1;
+                    json_object_set_new(job, "gpu_models", json_pack("[o]", val));
                 } else {
                     return fail(s, sp, "not supported (Sluice understands sluice.io/pool and nvidia.com/gpu.product)");
                 }
@@ -408,9 +420,9 @@ static int k8s_job(spec_t *s, yaml_node_t *root, json_t *job) {
                 const char *str;
                 if (!sk) return fail(s, "spec", "a key is not a scalar");
                 if (!strcmp(sk, "parallelism")) {
-                    if (get_int(s, p, sv, 1, 4096, &tasks)) return -1;
+                    if (get_field_int(s, p, sv, SL_JS_TASKS, &tasks)) return -1;
                 } else if (!strcmp(sk, "completions")) {
-                    if (get_int(s, p, sv, 1, 4096, &completions)) return -1;
+                    if (get_field_int(s, p, sv, SL_JS_TASKS, &completions)) return -1;
                 } else if (!strcmp(sk, "completionMode")) {
                     if (get_string(s, p, sv, &str)) return -1;
                     if (strcmp(str, "Indexed") && strcmp(str, "NonIndexed"))
@@ -420,7 +432,7 @@ static int k8s_job(spec_t *s, yaml_node_t *root, json_t *job) {
                     if (x != 0)
                         return fail(s, p, "%lld is not supported (Sluice does not retry failed tasks; use 0)", x);
                 } else if (!strcmp(sk, "activeDeadlineSeconds")) {
-                    if (get_int(s, p, sv, 1, 1LL << 40, &x)) return -1;
+                    if (get_int(s, p, sv, 1, sl_jobspec_fields[SL_JS_TIME_LIMIT].max, &x)) return -1;
                     json_object_set_new(job, "time_limit", json_integer(x));
                 } else if (!strcmp(sk, "ttlSecondsAfterFinished")) {
                     if (get_int(s, p, sv, 0, 1LL << 40, &x)) return -1;
@@ -459,6 +471,33 @@ static int k8s_job(spec_t *s, yaml_node_t *root, json_t *job) {
         return fail(s, "spec.completions", "%lld differs from spec.parallelism %lld: not supported "
                     "(Sluice runs a job's tasks as one gang, all at once)", completions, tasks);
     json_object_set_new(job, "tasks", json_integer(tasks));
+    return 0;
+}
+
+/* The first key of any mapping under n that repeats an earlier key of its
+ * mapping, as "LINE:COL: duplicate key" in err: a second value for a field
+ * must not silently replace the first. Recursion is bounded by the depth
+ * check; O(keys^2) per mapping, which a spec keeps small. */
+static int dup_keys(spec_t *s, yaml_node_t *n, char *err, size_t errlen) {
+    if (n->type == YAML_SEQUENCE_NODE) {
+        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++)
+            if (dup_keys(s, node_at(s, *it), err, errlen)) return -1;
+        return 0;
+    }
+    if (n->type != YAML_MAPPING_NODE) return 0;
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = node_at(s, p->key);
+        const char *key = scalar(k);
+        for (yaml_node_pair_t *q = n->data.mapping.pairs.start; key && q < p; q++) {
+            const char *prev = scalar(node_at(s, q->key));
+            if (prev && strcmp(prev, key) == 0) {
+                snprintf(err, errlen, "%zu:%zu: duplicate key \"%s\"", k->start_mark.line + 1,
+                         k->start_mark.column + 1, key);
+                return -1;
+            }
+        }
+        if (dup_keys(s, node_at(s, p->value), err, errlen)) return -1;
+    }
     return 0;
 }
 
@@ -519,6 +558,11 @@ json_t *cli_spec_load(const char *path, char *err, size_t errlen) {
     yaml_node_t *root = yaml_document_get_root_node(&s.doc);
     if (!root) {
         snprintf(err, errlen, "%s: empty file", path);
+        goto out_doc;
+    }
+    char dmsg[200];
+    if (dup_keys(&s, root, dmsg, sizeof dmsg) < 0) {
+        snprintf(err, errlen, "%s:%s", path, dmsg);
         goto out_doc;
     }
     if (root->type != YAML_MAPPING_NODE) {

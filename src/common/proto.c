@@ -27,7 +27,7 @@
 #include "proto.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
-#include "sluice/quantity.h"
+#include "quantity.h"
 #include "sluice/resources.h"
 
 static const char *const type_names[SL_PROTO_NTYPES] = {

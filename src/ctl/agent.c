@@ -28,6 +28,7 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "quantity.h"
 
 struct ctl_conn {
     ctl_t *c;

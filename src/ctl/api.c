@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "quantity.h"
 
 static void gpu_list(ctl_buf_t *b, uint32_t mask) {
     ctl_buf_putc(b, '[');

@@ -12,6 +12,7 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "quantity.h"
 #include "yamldoc.h"
 
 void ctl_config_init(ctl_config_t *cfg) {

@@ -25,6 +25,7 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "quantity.h"
 
 typedef enum auth_kind {
     AUTH_NONE = 0, /* no token needed */

@@ -210,6 +210,8 @@ int ctl_job_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     j->submit_us = ctl_now_us();
     j->core.id = j->id;
     j->core.submit_us = j->submit_us;
+    if (ctl_job_core_spec(c, j, err, errlen) < 0)
+        return SL_EINVAL;
     int rc = sl_sched_submit(c->sched, &j->core, err, errlen);
     if (rc < 0)
         return rc;

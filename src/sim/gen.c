@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "quantity.h"
 #include "sim.h"
 
 void sim_gen_opts_init(sim_gen_opts_t *o) {

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quantity.h"
 #include "sim.h"
 
 /* ------------------------------------------------------------ trace */

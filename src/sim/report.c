@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "quantity.h"
 #include "sim.h"
 
 double sim_now_s(void) {

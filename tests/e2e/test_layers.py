@@ -71,7 +71,7 @@ def test_layers_malformed_file_is_a_usage_error(tmp_path):
     assert "expected 'layer: file ...'" in err
 
 
-@pytest.mark.parametrize("layers", ["src/core/LAYERS", "src/ctl/LAYERS", "src/agent/LAYERS"])
+@pytest.mark.parametrize("layers", ["src/core/LAYERS", "src/ctl/LAYERS", "src/agent/LAYERS", "src/cli/LAYERS", "src/common/LAYERS"])
 def test_layers_files_of_the_tree_are_complete(layers):
     """Each LAYERS in the tree names only files that exist (the build runs
     the full check on the real objects)."""

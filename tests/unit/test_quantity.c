@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "quantity.h"
 #include "testutil.h"
 
 typedef struct row {
@@ -157,6 +158,9 @@ static const frow_t frows[] = {
     {16000, C, "16"}, {1500, C, "1.5"}, {500, C, "500m"}, {0, C, "0"}, {1, C, "1m"},
     {1250, C, "1.25"}, {1001, C, "1.001"}, {999, C, "999m"},
     {2000, G, "2"}, {250, G, "0.25"}, {500, G, "0.5"}, {1, G, "0.001"}, {0, G, "0"},
+    /* GPUs read as GPUs, never milli-GPUs: the job spec's share range and
+     * messages are formatted this way. */
+    {999, G, "0.999"}, {16000, G, "16"}, {1125, G, "1.125"},
     {128 * GI, M, "128Gi"}, {3 * GI / 2, M, "1536Mi"}, {KI, M, "1Ki"}, {1000, M, "1000"},
     {0, M, "0"}, {7 * EI, M, "7Ei"}, {INT64_MAX, M, "9223372036854775807"}, {1023, M, "1023"},
     {1025 * KI, M, "1025Ki"}, {-2048, M, "-2Ki"}, {-1500, C, "-1.5"},

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "quantity.h"
 #include "testutil.h"
 
 static int64_t qty(const char *s, sl_qty_kind_t k) {

@@ -10,8 +10,8 @@
  * floating point). A value finer than the unit (0.0001 CPU, 0.5 byte) is an
  * error, never silently rounded.
  */
-#ifndef SLUICE_QUANTITY_H
-#define SLUICE_QUANTITY_H
+#ifndef SLUICE_COMMON_QUANTITY_H
+#define SLUICE_COMMON_QUANTITY_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "sluice/error.h"
-#include "sluice/quantity.h"
+#include "quantity.h"
 
 #define MAX_INT_DIGITS 19  /* 10^19 > INT64_MAX: any more is an overflow */
 #define MAX_FRAC_DIGITS 18

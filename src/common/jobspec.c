@@ -1,0 +1,515 @@
+/*
+ * jobspec.c - the table of a job spec's fields and the checks it drives.
+ *
+ * Each field is checked by its type and range alone (sl_jobspec_check for a
+ * JSON value, sl_jobspec_from_text for a flag or a YAML scalar; both share
+ * the range and the wording of the message), then sl_jobspec_parse applies
+ * the few rules that tie fields together. Quantities are parsed once, here:
+ * the server stores their canonical text (sl_qty_format of the parsed
+ * value) and hands the parsed integers to the core.
+ *
+ * Ranges are the server's (it is the authority): gpus 0..16 (one node's
+ * GPUs, SL_MAX_GPUS_PER_NODE), priority -1,000,000..1,000,000, tasks
+ * 1..4096 (SL_MAX_TASKS), time limits up to 3660 days.
+ *
+ * Messages speak the user's units: GPUs and fractions of one, quantities as
+ * written ("128Gi"), durations in days, hours, minutes and seconds; never
+ * milli-GPUs or bytes.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobspec.h"
+#include "sluice/error.h"
+#include "sluice/job.h"
+#include "sluice/resources.h"
+
+#define NAME_LEN (SL_NAME_MAX - 1)
+#define MAX_TIME_LIMIT_S (366LL * 24 * 3600 * 10)
+#define MAX_PRIORITY 1000000
+
+const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
+    [SL_JS_NAME] = {"name", "name", 0, "NAME", SL_FT_NAME, 0, 1, NAME_LEN, NULL, 0,
+                    "the command's or image's last path part", "",
+                    "job name"},
+    [SL_JS_TENANT] = {"tenant", "tenant", 0, "TENANT", SL_FT_NAME, 0, 1, NAME_LEN, NULL, 0,
+                      "the token's tenant", "",
+                      "tenant to submit as (admin token only)"},
+    [SL_JS_TASKS] = {"tasks", "tasks", 0, "N", SL_FT_INT, 0, 1, SL_MAX_TASKS, NULL, 1, "1", "tasks",
+                     "tasks in the gang, all started together"},
+    [SL_JS_MIN_TASKS] = {"min_tasks", "min-tasks", 0, "N", SL_FT_INT, 0, 1, SL_MAX_TASKS, NULL, 0,
+                         "tasks", "tasks",
+                         "elastic jobs: fewest tasks to start with (at most tasks)"},
+    [SL_JS_GPUS] = {"gpus", "gpus", 0, "N", SL_FT_INT, 0, 0, SL_MAX_GPUS_PER_NODE, NULL, 0, "0",
+                    "GPUs", "whole GPUs per task"},
+    [SL_JS_GPU_SHARE] = {"gpu_share", "gpu-share", 0, "F", SL_FT_QTY, SL_QTY_GPU, 1,
+                         SL_GPU_MILLI - 1, NULL, 0, NULL, "GPU",
+                         "a fraction of one GPU per task, e.g. 0.25 (instead of gpus)"},
+    [SL_JS_GPU_MEMORY] = {"gpu_memory", "gpu-memory", 0, "Q", SL_FT_QTY, SL_QTY_MEM, 0, INT64_MAX,
+                          NULL, 0, NULL, "",
+                          "GPU memory a shared-GPU task needs, e.g. 10Gi (only with gpu_share)"},
+    [SL_JS_CPUS] = {"cpus", "cpus", 0, "Q", SL_FT_QTY, SL_QTY_CPU, 0, INT64_MAX, NULL, 1000, "1",
+                    "CPUs", "CPUs per task, e.g. 16 or 500m"},
+    [SL_JS_MEMORY] = {"memory", "mem", 0, "Q", SL_FT_QTY, SL_QTY_MEM, 0, INT64_MAX, NULL,
+                      1024LL * 1024 * 1024, "1Gi", "", "memory per task, e.g. 128Gi"},
+    [SL_JS_GPU_MODELS] = {"gpu_models", "gpu-model", 0, "M", SL_FT_NAMES, 0, 1, NAME_LEN, NULL, 0,
+                          "any", "",
+                          "allowed GPU models (flag: repeat or comma-separate; only with gpus "
+                          "or gpu_share)"},
+    [SL_JS_POOL] = {"pool", "pool", 0, "POOL", SL_FT_NAME, 0, 1, NAME_LEN, NULL, 0, "any", "",
+                    "run only on nodes of this pool"},
+    [SL_JS_PRIORITY] = {"priority", "priority", 0, "N", SL_FT_INT, 0, -MAX_PRIORITY, MAX_PRIORITY,
+                        NULL, 0, "0", "",
+                        "priority (higher first under the priority queue policy)"},
+    [SL_JS_TIME_LIMIT] = {"time_limit", "time", 0, "T", SL_FT_DURATION, 0, 0, MAX_TIME_LIMIT_S,
+                          NULL, 0, "none", "seconds",
+                          "time limit: seconds, or in files and flags 30m, 2h, 1d, 1h30m"},
+    [SL_JS_COMMAND] = {"command", NULL, 0, NULL, SL_FT_ARGV, 0, 1, 0, NULL, 0, NULL, "",
+                       "the command every task runs (flag: after --; in a file one string "
+                       "runs as /bin/sh -c)"},
+    [SL_JS_IMAGE] = {"image", "image", 0, "IMAGE", SL_FT_TEXT, 0, 1, 1024, NULL, 0, NULL, "",
+                     "container image, run through the agent's --launcher"},
+    [SL_JS_ENV] = {"env", "env", 'e', "K=V", SL_FT_ENV, 0, 0, 0, NULL, 0, NULL, "",
+                   "environment variables of the tasks (flag: repeat)"},
+    [SL_JS_ON_NODE_FAILURE] = {"on_node_failure", "on-node-failure", 0, "requeue|fail", SL_FT_ENUM,
+                               0, 0, 0, "requeue|fail", 0, "requeue", "",
+                               "what happens when a node dies under the job"},
+};
+
+const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
+    for (int i = 0; i < SL_JS_NFIELDS; i++)
+        if (strcmp(sl_jobspec_fields[i].name, name) == 0)
+            return &sl_jobspec_fields[i];
+    return NULL;
+}
+
+/* ---- the user's units ---- */
+
+/* Seconds as the largest exact unit: "3660d", "90m", "0". */
+static void dur_text(int64_t s, char *buf, size_t len) {
+    if (s != 0 && s % 86400 == 0)
+        snprintf(buf, len, "%lldd", (long long)(s / 86400));
+    else if (s != 0 && s % 3600 == 0)
+        snprintf(buf, len, "%lldh", (long long)(s / 3600));
+    else if (s != 0 && s % 60 == 0)
+        snprintf(buf, len, "%lldm", (long long)(s / 60));
+    else
+        snprintf(buf, len, "%lld", (long long)s);
+}
+
+static const char *unit_sep(const sl_jobspec_field_t *f) {
+    return f->unit[0] ? " " : "";
+}
+
+int sl_jobspec_range_text(const sl_jobspec_field_t *f, char *buf, size_t len) {
+    char a[48], b[48];
+    switch (f->type) {
+    case SL_FT_INT:
+        return snprintf(buf, len, "%lld to %lld%s%s", (long long)f->min, (long long)f->max,
+                        unit_sep(f), f->unit);
+    case SL_FT_DURATION:
+        dur_text(f->min, a, sizeof a);
+        dur_text(f->max, b, sizeof b);
+        return snprintf(buf, len, "%s to %s", a, b);
+    case SL_FT_QTY:
+        sl_qty_format(f->min, f->qty, a, sizeof a);
+        if (f->max == INT64_MAX)
+            return snprintf(buf, len, "%s or more%s%s", a, unit_sep(f), f->unit);
+        sl_qty_format(f->max, f->qty, b, sizeof b);
+        return snprintf(buf, len, "%s to %s%s%s", a, b, unit_sep(f), f->unit);
+    case SL_FT_NAME:
+    case SL_FT_TEXT:
+        return snprintf(buf, len, "%lld to %lld characters", (long long)f->min, (long long)f->max);
+    case SL_FT_NAMES:
+        return snprintf(buf, len, "names of %lld to %lld characters", (long long)f->min,
+                        (long long)f->max);
+    case SL_FT_ARGV:
+        return snprintf(buf, len, "one or more strings");
+    case SL_FT_ENV:
+        return snprintf(buf, len, "NAME: value");
+    case SL_FT_ENUM: {
+        size_t n = 0;
+        buf[0] = '\0';
+        for (const char *p = f->choices; *p && n + 5 < len; p++) {
+            if (*p == '|') {
+                n += (size_t)snprintf(buf + n, len - n, " or ");
+            } else {
+                buf[n++] = *p;
+                buf[n] = '\0';
+            }
+        }
+        return (int)n;
+    }
+    }
+    return snprintf(buf, len, "any");
+}
+
+static const char *type_text(const sl_jobspec_field_t *f) {
+    switch (f->type) {
+    case SL_FT_NAME: return "name";
+    case SL_FT_TEXT: return "string";
+    case SL_FT_INT: return "integer";
+    case SL_FT_DURATION: return "seconds (integer)";
+    case SL_FT_QTY:
+        return f->qty == SL_QTY_CPU   ? "CPU quantity (\"16\", \"500m\")"
+               : f->qty == SL_QTY_GPU ? "GPU quantity (\"0.25\", \"250m\")"
+                                      : "memory quantity (\"128Gi\", \"512Mi\")";
+    case SL_FT_NAMES: return "list of names, or one name";
+    case SL_FT_ARGV: return "list of strings";
+    case SL_FT_ENV: return "object of strings";
+    case SL_FT_ENUM: return "word";
+    }
+    return "?";
+}
+
+/* ---- one value ---- */
+
+static bool name_ok(const char *s, const sl_jobspec_field_t *f) {
+    size_t n = strlen(s);
+    if ((int64_t)n < f->min || (int64_t)n > f->max)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return false;
+    return true;
+}
+
+bool sl_jobspec_env_name_ok(const char *k) {
+    if (!(isalpha((unsigned char)k[0]) || k[0] == '_'))
+        return false;
+    for (const char *p = k; *p; p++)
+        if (!(isalnum((unsigned char)*p) || *p == '_'))
+            return false;
+    return strlen(k) < 256;
+}
+
+static bool enum_ok(const sl_jobspec_field_t *f, const char *s) {
+    size_t n = strlen(s);
+    for (const char *p = f->choices; *p;) {
+        size_t w = strcspn(p, "|");
+        if (w == n && n > 0 && strncmp(p, s, n) == 0)
+            return true;
+        p += w + (p[w] == '|');
+    }
+    return false;
+}
+
+/* A quantity's text and its range; 0 or SL_EINVAL with a message. */
+static int qty_text(const sl_jobspec_field_t *f, const char *text, int64_t *out, char *err,
+                    size_t errlen) {
+    int64_t v;
+    int rc = sl_qty_parse(text, f->qty, &v, err, errlen);
+    if (rc < 0)
+        return SL_EINVAL;
+    if (v < f->min || v > f->max) {
+        char range[96];
+        sl_jobspec_range_text(f, range, sizeof range);
+        snprintf(err, errlen, "\"%s\" is out of range (%s)", text, range);
+        return SL_EINVAL;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The field's range as text, into the caller's buffer "range". */
+#define RANGE (sl_jobspec_range_text(f, range, sizeof range), range)
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return SL_EINVAL;
+}
+
+int sl_jobspec_check(const sl_jobspec_field_t *f, json_t *v, int64_t *num, char *err,
+                     size_t errlen) {
+    char range[96]; /* the range for a message, written only on failure */
+    switch (f->type) {
+    case SL_FT_NAME:
+        if (!json_is_string(v) || !name_ok(json_string_value(v), f))
+            return fail(err, errlen, "must be a name of %s, none of them control characters",
+                        RANGE);
+        return 0;
+    case SL_FT_TEXT:
+        if (!json_is_string(v) || (int64_t)json_string_length(v) < f->min ||
+            (int64_t)json_string_length(v) > f->max)
+            return fail(err, errlen, "must be a string of %s", RANGE);
+        return 0;
+    case SL_FT_INT:
+        if (!json_is_integer(v) || json_integer_value(v) < f->min || json_integer_value(v) > f->max)
+            return fail(err, errlen, "must be a whole number from %s", RANGE);
+        *num = json_integer_value(v);
+        return 0;
+    case SL_FT_DURATION: {
+        char most[32];
+        dur_text(f->max, most, sizeof most);
+        if (!json_is_integer(v) || json_integer_value(v) < f->min || json_integer_value(v) > f->max)
+            return fail(err, errlen,
+                        "must be a whole number of seconds from %lld (no limit) to %lld (%s)",
+                        (long long)f->min, (long long)f->max, most);
+        *num = json_integer_value(v);
+        return 0;
+    }
+    case SL_FT_QTY: {
+        char text[64];
+        if (json_is_string(v)) {
+            snprintf(text, sizeof text, "%s", json_string_value(v));
+        } else if (json_is_integer(v)) {
+            snprintf(text, sizeof text, "%lld", (long long)json_integer_value(v));
+        } else if (json_is_real(v)) {
+            /* The number as a decimal, trailing zeros dropped, so that the
+             * exact parse sees what the user most likely wrote. */
+            snprintf(text, sizeof text, "%.9f", json_real_value(v));
+            char *e = text + strlen(text) - 1;
+            while (e > text && *e == '0')
+                *e-- = '\0';
+            if (*e == '.')
+                *e = '\0';
+        } else {
+            return fail(err, errlen, "must be a quantity (a string like \"16\", \"500m\", \"128Gi\")");
+        }
+        return qty_text(f, text, num, err, errlen);
+    }
+    case SL_FT_NAMES: {
+        if (json_is_string(v))
+            return name_ok(json_string_value(v), f)
+                       ? 0
+                       : fail(err, errlen, "must be a list of %s (or one name)", RANGE);
+        size_t i;
+        json_t *m;
+        if (!json_is_array(v))
+            return fail(err, errlen, "must be a list of %s (or one name)", RANGE);
+        json_array_foreach(v, i, m) {
+            if (!json_is_string(m) || !name_ok(json_string_value(m), f))
+                return fail(err, errlen, "item %zu: must be a name of %lld to %lld characters", i,
+                            (long long)f->min, (long long)f->max);
+        }
+        return 0;
+    }
+    case SL_FT_ARGV: {
+        size_t i;
+        json_t *a;
+        if (!json_is_array(v) || json_array_size(v) == 0)
+            return fail(err, errlen, "must be a non-empty list of strings");
+        json_array_foreach(v, i, a) {
+            if (!json_is_string(a))
+                return fail(err, errlen, "item %zu must be a string", i);
+        }
+        return 0;
+    }
+    case SL_FT_ENV: {
+        const char *k;
+        json_t *ev;
+        if (!json_is_object(v))
+            return fail(err, errlen, "must be an object of string values");
+        json_object_foreach(v, k, ev) {
+            if (!sl_jobspec_env_name_ok(k))
+                return fail(err, errlen, "\"%s\" is not a valid variable name", k);
+            if (!json_is_string(ev))
+                return fail(err, errlen, "value of %s must be a string", k);
+        }
+        return 0;
+    }
+    case SL_FT_ENUM:
+        if (!json_is_string(v) || !enum_ok(f, json_string_value(v)))
+            return fail(err, errlen, "must be %s", RANGE);
+        return 0;
+    }
+    return fail(err, errlen, "cannot be checked");
+}
+
+int sl_jobspec_parse_duration(const char *str, int64_t *out) {
+    const char *p = str;
+    int64_t total = 0;
+    if (!*p)
+        return -1;
+    while (*p) {
+        if (!isdigit((unsigned char)*p))
+            return -1;
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno)
+            return -1;
+        int64_t mul = 1;
+        switch (*end) {
+        case '\0': mul = 1; break;
+        case 's': mul = 1; end++; break;
+        case 'm': mul = 60; end++; break;
+        case 'h': mul = 3600; end++; break;
+        case 'd': mul = 86400; end++; break;
+        default: return -1;
+        }
+        if (v > INT64_MAX / mul / 2 || total > INT64_MAX / 2)
+            return -1;
+        total += v * mul;
+        p = end;
+    }
+    *out = total;
+    return 0;
+}
+
+json_t *sl_jobspec_from_text(const sl_jobspec_field_t *f, const char *text, char *err,
+                             size_t errlen) {
+    char range[96]; /* the range for a message, written only on failure */
+    switch (f->type) {
+    case SL_FT_NAME:
+    case SL_FT_NAMES:
+        if (!name_ok(text, f)) {
+            fail(err, errlen, "\"%s\" is not a name of %lld to %lld characters, none of them "
+                 "control characters", text, (long long)f->min, (long long)f->max);
+            return NULL;
+        }
+        return json_string(text);
+    case SL_FT_TEXT:
+        if ((int64_t)strlen(text) < f->min || (int64_t)strlen(text) > f->max) {
+            fail(err, errlen, "must be a string of %s", RANGE);
+            return NULL;
+        }
+        return json_string(text);
+    case SL_FT_INT: {
+        char *end;
+        errno = 0;
+        long long x = strtoll(text, &end, 10);
+        if (errno || end == text || *end || x < f->min || x > f->max) {
+            fail(err, errlen, "\"%s\" is not a whole number from %s", text, RANGE);
+            return NULL;
+        }
+        return json_integer(x);
+    }
+    case SL_FT_DURATION: {
+        int64_t secs;
+        if (sl_jobspec_parse_duration(text, &secs) != 0) {
+            fail(err, errlen, "\"%s\" is not a duration (seconds, or e.g. 30m, 2h, 1d)", text);
+            return NULL;
+        }
+        if (secs < f->min || secs > f->max) {
+            fail(err, errlen, "\"%s\" is not a duration from %s", text, RANGE);
+            return NULL;
+        }
+        return json_integer(secs);
+    }
+    case SL_FT_QTY: {
+        int64_t v;
+        if (qty_text(f, text, &v, err, errlen) < 0)
+            return NULL;
+        return json_string(text);
+    }
+    case SL_FT_ENUM:
+        if (!enum_ok(f, text)) {
+            fail(err, errlen, "\"%s\" is not %s", text, RANGE);
+            return NULL;
+        }
+        return json_string(text);
+    case SL_FT_ARGV:
+    case SL_FT_ENV:
+        break;
+    }
+    fail(err, errlen, "has no text form");
+    return NULL;
+}
+
+/* ---- a whole spec ---- */
+
+int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *err,
+                     size_t errlen) {
+    memset(out, 0, sizeof *out);
+    *field = NULL;
+    if (!json_is_object(spec))
+        return fail(err, errlen, "the body must be a JSON object (a job spec)");
+    const char *key;
+    json_t *v;
+    json_object_foreach(spec, key, v) {
+        if (sl_jobspec_find(key) == NULL) {
+            *field = key;
+            size_t n = (size_t)snprintf(err, errlen, "unknown field (known:");
+            for (int i = 0; i < SL_JS_NFIELDS && n < errlen; i++)
+                n += (size_t)snprintf(err + n, errlen - n, "%s %s", i ? "," : "",
+                                      sl_jobspec_fields[i].name);
+            if (n < errlen)
+                snprintf(err + n, errlen - n, ")");
+            return SL_ENOENT;
+        }
+    }
+    for (int i = 0; i < SL_JS_NFIELDS; i++) {
+        const sl_jobspec_field_t *f = &sl_jobspec_fields[i];
+        out->num[i] = f->dflt;
+        v = json_object_get(spec, f->name);
+        if (v == NULL || json_is_null(v))
+            continue;
+        *field = f->name;
+        int rc = sl_jobspec_check(f, v, &out->num[i], err, errlen);
+        if (rc < 0)
+            return rc;
+        out->val[i] = v;
+    }
+    int64_t *num = out->num;
+    json_t **val = out->val;
+    if (val[SL_JS_MIN_TASKS] == NULL) {
+        num[SL_JS_MIN_TASKS] = num[SL_JS_TASKS];
+    } else if (num[SL_JS_MIN_TASKS] > num[SL_JS_TASKS]) {
+        *field = "min_tasks";
+        return fail(err, errlen, "must be a whole number from 1 to tasks (%lld)",
+                    (long long)num[SL_JS_TASKS]);
+    }
+    if (val[SL_JS_GPU_SHARE] && num[SL_JS_GPUS] > 0) {
+        *field = "gpu_share";
+        return fail(err, errlen, "cannot be combined with gpus (ask for whole GPUs or a share)");
+    }
+    if (val[SL_JS_GPU_MEMORY] && !val[SL_JS_GPU_SHARE]) {
+        *field = "gpu_memory";
+        return fail(err, errlen, "only allowed with gpu_share");
+    }
+    json_t *models = val[SL_JS_GPU_MODELS];
+    if (models && (json_is_string(models) || json_array_size(models) > 0) &&
+        num[SL_JS_GPUS] == 0 && !val[SL_JS_GPU_SHARE]) {
+        *field = "gpu_models";
+        return fail(err, errlen, "only allowed with gpus or gpu_share");
+    }
+    if (!val[SL_JS_COMMAND] && !val[SL_JS_IMAGE]) {
+        *field = "command";
+        return fail(err, errlen, "required (or give an image)");
+    }
+    *field = NULL;
+    return 0;
+}
+
+/* ---- the table for people ---- */
+
+void sl_jobspec_write_table(FILE *out, bool markdown) {
+    if (markdown)
+        fprintf(out, "| field | `sluice submit` flag | type | range | default | meaning |\n"
+                     "|---|---|---|---|---|---|\n");
+    for (int i = 0; i < SL_JS_NFIELDS; i++) {
+        const sl_jobspec_field_t *f = &sl_jobspec_fields[i];
+        char range[96], flag[64];
+        sl_jobspec_range_text(f, range, sizeof range);
+        if (f->flag && f->shortflag)
+            snprintf(flag, sizeof flag, "-%c, --%s %s", f->shortflag, f->flag, f->metavar);
+        else if (f->flag)
+            snprintf(flag, sizeof flag, "--%s %s", f->flag, f->metavar);
+        else
+            snprintf(flag, sizeof flag, "-- COMMAND...");
+        if (markdown) {
+            /* A "|" in a cell (requeue|fail) would end the cell: escape it. */
+            char cell[96];
+            size_t n = 0;
+            for (const char *p = flag; *p && n + 3 < sizeof cell; p++) {
+                if (*p == '|')
+                    cell[n++] = '\\';
+                cell[n++] = *p;
+            }
+            cell[n] = '\0';
+            fprintf(out, "| `%s` | `%s` | %s | %s | %s | %s |\n", f->name, cell, type_text(f), range,
+                    f->dflt_text ? f->dflt_text : "-", f->help);
+        } else {
+            fprintf(out, "%s (%s; %s)\n    %s\n    range: %s; default: %s\n", f->name, flag,
+                    type_text(f), f->help, range, f->dflt_text ? f->dflt_text : "none");
+        }
+    }
+}

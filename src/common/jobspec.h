@@ -1,0 +1,146 @@
+/*
+ * jobspec.h - the one declaration of a job submission's fields.
+ *
+ * A job spec (the JSON body of POST /v1/jobs, docs/api.md) has the fields
+ * of sl_jobspec_fields[]: name, type, range, unit, default and help. That
+ * table drives everything that reads or describes a spec, so that they
+ * cannot disagree:
+ *
+ *   - `sluice submit`'s flags and their --help (src/cli/main.c, cmds.c);
+ *   - the CLI's reading of Sluice YAML spec files and of Kubernetes batch/v1
+ *     Jobs (src/cli/spec.c), whose values go through sl_jobspec_from_text;
+ *   - the server's validation (src/ctl/spec.c), sl_jobspec_parse;
+ *   - the field table of docs/jobspec.md, sl_jobspec_write_table (printed by
+ *     `sluice help spec --markdown`; a test fails when the two differ).
+ *
+ * What the table cannot know stays with its caller: the server checks the
+ * tenant against the token and the pool against its configuration.
+ */
+#ifndef SLUICE_COMMON_JOBSPEC_H
+#define SLUICE_COMMON_JOBSPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "quantity.h"
+
+/* The fields, in the order of the table (and of docs and --help). */
+typedef enum sl_jobspec_id {
+    SL_JS_NAME = 0,
+    SL_JS_TENANT,
+    SL_JS_TASKS,
+    SL_JS_MIN_TASKS,
+    SL_JS_GPUS,
+    SL_JS_GPU_SHARE,
+    SL_JS_GPU_MEMORY,
+    SL_JS_CPUS,
+    SL_JS_MEMORY,
+    SL_JS_GPU_MODELS,
+    SL_JS_POOL,
+    SL_JS_PRIORITY,
+    SL_JS_TIME_LIMIT,
+    SL_JS_COMMAND,
+    SL_JS_IMAGE,
+    SL_JS_ENV,
+    SL_JS_ON_NODE_FAILURE,
+    SL_JS_NFIELDS
+} sl_jobspec_id_t;
+
+/* What a field holds. In JSON (the API), and as text (a flag or a YAML
+ * scalar) where the field has a text form. */
+typedef enum sl_jobspec_type {
+    SL_FT_NAME = 0, /* a string of min..max printable characters (no control characters) */
+    SL_FT_TEXT,     /* a string of min..max bytes */
+    SL_FT_INT,      /* a whole number min..max */
+    SL_FT_DURATION, /* whole seconds min..max; text also "30m", "2h", "1d", "1h30m" */
+    SL_FT_QTY,      /* a quantity of kind qty (sl_qty_parse), min..max in its base unit;
+                     * JSON: a string or a number */
+    SL_FT_NAMES,    /* a list of names (each as SL_FT_NAME), or one name */
+    SL_FT_ARGV,     /* a non-empty list of strings */
+    SL_FT_ENV,      /* an object of variable names to strings */
+    SL_FT_ENUM      /* one of the words in choices ("a|b") */
+} sl_jobspec_type_t;
+
+typedef struct sl_jobspec_field {
+    const char *name;      /* key in JSON and YAML */
+    const char *flag;      /* `sluice submit --FLAG`, NULL if none */
+    char shortflag;        /* 0 if none */
+    const char *metavar;   /* the flag's value in --help */
+    sl_jobspec_type_t type;
+    sl_qty_kind_t qty;     /* SL_FT_QTY only */
+    int64_t min, max;      /* numbers: the range; names and text: the length */
+    const char *choices;   /* SL_FT_ENUM: "requeue|fail" */
+    int64_t dflt;          /* numbers: the value when absent */
+    const char *dflt_text; /* the default as the user sees it, NULL if none */
+    const char *unit;      /* the unit as the user sees it ("GPUs", "seconds"), or "" */
+    const char *help;      /* one line, for --help and docs */
+} sl_jobspec_field_t;
+
+extern const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS];
+
+/* The field with this JSON/YAML key, or NULL. O(fields). */
+const sl_jobspec_field_t *sl_jobspec_find(const char *name);
+
+/*
+ * A spec parsed by sl_jobspec_parse. val[] borrows from the parsed JSON (it
+ * is valid as long as that is): NULL where the field is absent or null.
+ * num[] holds the value of every number field (INT, DURATION, QTY: the
+ * quantity in its base unit, milli-CPUs, bytes, milli-GPUs), its default
+ * where absent; min_tasks defaults to tasks.
+ */
+typedef struct sl_jobspec {
+    json_t *val[SL_JS_NFIELDS];
+    int64_t num[SL_JS_NFIELDS];
+} sl_jobspec_t;
+
+/*
+ * Checks one JSON value v (not null) against field f: its type and range.
+ * Sets *num for a number field. Returns 0, or SL_EINVAL with a message in
+ * err in the user's units, not naming the field (the caller prefixes it).
+ */
+int sl_jobspec_check(const sl_jobspec_field_t *f, json_t *v, int64_t *num, char *err,
+                     size_t errlen);
+
+/*
+ * Parses and checks a whole spec: every key must be a field; every value
+ * passes sl_jobspec_check; then the rules between fields: min_tasks at most
+ * tasks, gpu_share not with gpus, gpu_memory only with gpu_share, gpu_models
+ * only with gpus or gpu_share, command or image required. Fills *out.
+ * Returns 0; SL_ENOENT for an unknown key; SL_EINVAL otherwise. On failure
+ * *field is the offending key (NULL when spec is not an object) and err
+ * the message. Reads only; O(size of spec).
+ */
+int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *err,
+                     size_t errlen);
+
+/*
+ * The JSON value of a field given as text (a flag's value, a YAML scalar):
+ * a whole number, a duration's seconds, a quantity's text as given, a name
+ * or a word, checked as sl_jobspec_check would check it. For SL_FT_NAMES
+ * text is one name (the result a string). Returns a new reference, or NULL
+ * with a message in err (SL_FT_ARGV and SL_FT_ENV have no text form).
+ */
+json_t *sl_jobspec_from_text(const sl_jobspec_field_t *f, const char *text, char *err,
+                             size_t errlen);
+
+/* Whether k may be an environment variable's name: [A-Za-z_][A-Za-z0-9_]*,
+ * shorter than 256 bytes. */
+bool sl_jobspec_env_name_ok(const char *k);
+
+/* Parses a duration, "90" or "90s", "30m", "2h", "1d", and sums like
+ * "1h30m", into seconds. Returns 0, or -1 for bad syntax or an overflow. */
+int sl_jobspec_parse_duration(const char *text, int64_t *out);
+
+/* The field's range in the user's units ("0 to 16", "0.001 to 0.999",
+ * "1 to 63 characters", "any"), snprintf semantics. */
+int sl_jobspec_range_text(const sl_jobspec_field_t *f, char *buf, size_t len);
+
+/* Writes the table of fields to f: a Markdown table (docs/jobspec.md) or
+ * aligned text (`sluice help spec`). */
+void sl_jobspec_write_table(FILE *f, bool markdown);
+
+#endif
