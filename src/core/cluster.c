@@ -3,8 +3,8 @@
  *
  * Storage. Nodes live in one dense array indexed by id (ids are handed out in
  * order and never reused: the cluster has no node removal). Names map to ids
- * through an open-addressing table of its own (linear probing, FNV-1a, load
- * at most 1/2; names are never deleted so no tombstones are needed). Pools
+ * through the core's hash table (sluice/hash.h) keyed by the name's FNV-1a
+ * hash, each candidate compared by name. Pools
  * and GPU models are interned into small arrays; they number in the tens, so
  * a linear lookup is cheaper than a hash.
  *
@@ -16,9 +16,9 @@
  * stable slot (slots are recycled through a free list, so a node's class
  * handle never changes while it is a member); a dense array of slot numbers
  * gives the public order (so class i and its representative are O(1)), and
- * an open-addressing table maps a key's hash to the slot (linear probing with
- * backward-shift deletion, so it never fills with tombstones; each entry
- * carries 32 bits of the hash, so misses never touch the classes). Each class
+ * the core's hash table (sluice/hash.h: backward-shift deletion, so churn
+ * leaves no tombstones; the key hash is stored in the entry, so misses never
+ * touch the classes) maps a key's hash to the slot. Each class
  * keeps its members in an array, and each node remembers its slot and its
  * position there, so a node leaves a class by swap-remove in O(1).
  *
@@ -35,8 +35,9 @@
  * hashes), so the same calls give the same class order and representatives.
  *
  * The node order (cluster_index.h). Next to its member array each class
- * keeps the same members in a binary min-heap of (sl__node_rank(order_key,
- * id) << 32 | id), and each node remembers its heap position too, so the
+ * keeps the same members in a binary min-heap (sluice/heap.h) of
+ * (sl__node_rank(order_key, id) << 32 | id), and each node remembers its
+ * heap position too (the heap reports moves), so the
  * member first in the order is heap[0] (mirrored in the class's identity as
  * `first`), a join is a sift-up and a leave a swap with the last entry and
  * one sift: O(log class size). Changing the key rebuilds every heap
@@ -68,6 +69,8 @@
 #include "sluice/alloc.h"
 #include "sluice/cluster.h"
 #include "sluice/error.h"
+#include "sluice/hash.h"
+#include "sluice/heap.h"
 
 #include "cluster_index.h"
 
@@ -84,8 +87,8 @@ typedef struct key {
 typedef struct cls {
     uint64_t hash;
     uint32_t *members;      /* node ids; members[0] is the representative */
-    uint64_t *heap;         /* the members as rank << 32 | id, a min-heap; n and cap shared */
-    uint32_t n, cap;
+    sl_heap_t heap;         /* the members as rank << 32 | id (uint64_t), a min-heap */
+    uint32_t n, cap;        /* of members */
     uint32_t dense;         /* position in cl->order while in use */
     uint32_t next_free;     /* free-list link while unused */
     int32_t full_free;      /* GPUs with all compute and memory free */
@@ -103,8 +106,7 @@ struct sl_cluster {
     uint32_t *node_hpos;    /* position in its class's heap */
     uint64_t order_key;     /* of the node order the heaps follow */
 
-    uint32_t *name_tab;     /* id + 1, 0 = empty */
-    uint32_t name_mask;     /* table size - 1 */
+    sl_hash_t names;        /* sl_hash_str(name) -> node id + 1 */
 
     char (*pools)[SL_NAME_MAX];
     int32_t npools, pool_cap;
@@ -119,8 +121,7 @@ struct sl_cluster {
     uint32_t nclasses, order_cap;
     uint32_t bstart[SL__NBUCKETS + 1]; /* bucket b is [bstart[b], bstart[b + 1]) */
     uint64_t next_uid;
-    uint64_t *class_tab;    /* (hash >> 32) << 32 | (slot + 1); 0 = empty */
-    uint32_t class_mask;
+    sl_hash_t classes;      /* key hash -> slot + 1 */
 
     sl_res_t cap_total, cap_free; /* over up and draining nodes */
 };
@@ -136,24 +137,6 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...) {
     va_end(ap);
 }
 
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ULL;
-    }
-    return h ^ (h >> 29);
-}
-
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 /* wyhash-style folded 128-bit multiply: two key words per multiplication. */
 static inline uint64_t mum(uint64_t a, uint64_t b) {
     unsigned __int128 r = (unsigned __int128)a * b;
@@ -166,7 +149,7 @@ static uint64_t hash_key(const state_key_t *k) {
     uint32_t i = 0;
     for (; i + 1 < k->len; i += 2) h = mum(k->w[i] ^ h ^ p0, k->w[i + 1] ^ p1);
     if (i < k->len) h = mum(k->w[i] ^ h ^ p0, p1 ^ k->len);
-    return mix64(h);
+    return sl_mix64(h);
 }
 
 static bool key_eq(const state_key_t *a, const state_key_t *b) {
@@ -270,59 +253,18 @@ int sl_node_state_parse(const char *s, sl_node_state_t *out) {
 
 /* ---- the class table ---- */
 
-static inline uint32_t tag_of(uint64_t h) {
-    return (uint32_t)(h >> 32);
-}
-
-static void ctab_put(uint64_t *tab, uint32_t mask, uint64_t entry) {
-    uint32_t i = (uint32_t)(entry >> 32) & mask;
-    while (tab[i]) i = (i + 1) & mask;
-    tab[i] = entry;
-}
-
-static void ctab_grow(sl_cluster_t *cl) {
-    uint32_t old = cl->class_mask + 1, size = old * 2;
-    uint64_t *tab = sl_xcalloc(size, sizeof *tab);
-    for (uint32_t i = 0; i < old; i++)
-        if (cl->class_tab[i]) ctab_put(tab, size - 1, cl->class_tab[i]);
-    sl_free(cl->class_tab);
-    cl->class_tab = tab;
-    cl->class_mask = size - 1;
-}
-
-/* Backward-shift deletion for linear probing (Knuth 6.4 Algorithm R). */
-static void ctab_delete(sl_cluster_t *cl, uint32_t slot) {
-    uint32_t mask = cl->class_mask;
-    uint32_t i = tag_of(cl->slots[slot].hash) & mask;
-    while ((uint32_t)cl->class_tab[i] != slot + 1) i = (i + 1) & mask;
-    uint32_t j = i;
-    for (;;) {
-        cl->class_tab[i] = 0;
-        for (;;) {
-            j = (j + 1) & mask;
-            if (!cl->class_tab[j]) return;
-            uint32_t home = (uint32_t)(cl->class_tab[j] >> 32) & mask;
-            /* Entry j stays unless moving it back to i keeps it reachable. */
-            bool stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
-            if (!stays) break;
-        }
-        cl->class_tab[i] = cl->class_tab[j];
-        i = j;
-    }
+/* Table values are slot + 1 (a value must not be NULL). */
+static inline void *slot_val(uint32_t slot) {
+    return (void *)(uintptr_t)(slot + 1);
 }
 
 static uint32_t ctab_find(const sl_cluster_t *cl, const state_key_t *k, uint64_t h) {
-    uint32_t tag = tag_of(h);
-    uint32_t i = tag & cl->class_mask;
-    for (;;) {
-        uint64_t e = cl->class_tab[i];
-        if (!e) return NO_SLOT;
-        if ((uint32_t)(e >> 32) == tag) {
-            uint32_t slot = (uint32_t)e - 1;
-            if (cl->slots[slot].hash == h && key_eq(&cl->slots[slot].key, k)) return slot;
-        }
-        i = (i + 1) & cl->class_mask;
+    size_t it = 0;
+    for (void *v; (v = sl_hash_find_next(&cl->classes, h, &it));) {
+        uint32_t slot = (uint32_t)(uintptr_t)v - 1;
+        if (key_eq(&cl->slots[slot].key, k)) return slot;
     }
+    return NO_SLOT;
 }
 
 /* Moves the class at dense position from to position to (a hole). */
@@ -374,7 +316,7 @@ static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, co
         }
         slot = cl->nslots++;
         cl->slots[slot].members = NULL;
-        cl->slots[slot].heap = NULL;
+        sl_heap_init(&cl->slots[slot].heap);
         cl->slots[slot].cap = 0;
     }
     if (cl->nclasses == cl->order_cap) {
@@ -383,7 +325,6 @@ static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, co
         cl->sum = sl_xrealloc(cl->sum, (size_t)cl->order_cap * sizeof *cl->sum);
         cl->ids = sl_xrealloc(cl->ids, (size_t)cl->order_cap * sizeof *cl->ids);
     }
-    if ((cl->nclasses + 1) * 2 > cl->class_mask + 1) ctab_grow(cl);
     cls_t *c = &cl->slots[slot];
     c->hash = h;
     c->n = 0;
@@ -399,12 +340,12 @@ static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, co
     cl->sum[d] = s;
     cl->ids[d] = (sl__class_id_t){.uid = c->uid, .hash = h, .size = 0, .slot = slot, .first = n->id};
     c->dense = d;
-    ctab_put(cl->class_tab, cl->class_mask, ((uint64_t)tag_of(h) << 32) | (slot + 1));
+    sl_hash_add(&cl->classes, h, slot_val(slot));
     return slot;
 }
 
 static void class_drop(sl_cluster_t *cl, uint32_t slot) {
-    ctab_delete(cl, slot);
+    sl_hash_remove(&cl->classes, cl->slots[slot].hash, slot_val(slot));
     uint32_t d = cl->slots[slot].dense;
     dense_close(cl, summary_bucket(&cl->sum[d]), d);
     cl->slots[slot].next_free = cl->free_slot;
@@ -417,34 +358,21 @@ static inline uint64_t order_entry(uint64_t key, uint32_t id) {
     return (uint64_t)sl__node_rank(key, id) << 32 | id;
 }
 
-static inline void heap_set(sl_cluster_t *cl, cls_t *c, uint32_t i, uint64_t e) {
-    c->heap[i] = e;
-    cl->node_hpos[(uint32_t)e] = i;
+static bool order_less(void *ctx, const void *a, const void *b) {
+    return *(const uint64_t *)a < *(const uint64_t *)b;
 }
 
-/* Sifts entry i (of c->n) down below its smaller children. */
-static void heap_down(sl_cluster_t *cl, cls_t *c, uint32_t i) {
-    uint64_t e = c->heap[i];
-    for (;;) {
-        uint32_t m = 2 * i + 1;
-        if (m >= c->n) break;
-        if (m + 1 < c->n && c->heap[m + 1] < c->heap[m]) m++;
-        if (c->heap[m] >= e) break;
-        heap_set(cl, c, i, c->heap[m]);
-        i = m;
-    }
-    heap_set(cl, c, i, e);
+/* Each node remembers its position in its class's heap. */
+static void order_moved(void *ctx, const void *e, size_t pos) {
+    sl_cluster_t *cl = ctx;
+    cl->node_hpos[(uint32_t)*(const uint64_t *)e] = (uint32_t)pos;
 }
 
-/* Restores the heap property around entry i (of c->n), moving it up or down. */
-static void heap_fix(sl_cluster_t *cl, cls_t *c, uint32_t i) {
-    uint64_t e = c->heap[i];
-    while (i > 0 && c->heap[(i - 1) / 2] > e) {
-        heap_set(cl, c, i, c->heap[(i - 1) / 2]);
-        i = (i - 1) / 2;
-    }
-    heap_set(cl, c, i, e);
-    heap_down(cl, c, i);
+static const sl_heap_type_t order_heap = {sizeof(uint64_t), order_less, order_moved};
+
+/* The member first in the node order (the class must not be empty). */
+static inline uint32_t order_first(const cls_t *c) {
+    return (uint32_t)*(const uint64_t *)sl_heap_top(&c->heap);
 }
 
 static void index_remove(sl_cluster_t *cl, uint32_t id) {
@@ -456,16 +384,13 @@ static void index_remove(sl_cluster_t *cl, uint32_t id) {
     c->members[pos] = moved;
     cl->node_pos[moved] = pos;
     cl->node_class[id] = -1;
-    if (hpos != c->n) {
-        heap_set(cl, c, hpos, c->heap[c->n]);
-        heap_fix(cl, c, hpos);
-    }
+    sl_heap_remove(&c->heap, &order_heap, cl, hpos, NULL);
     if (c->n == 0) {
         class_drop(cl, (uint32_t)slot);
         return;
     }
     cl->ids[c->dense].size = c->n;
-    cl->ids[c->dense].first = (uint32_t)c->heap[0];
+    cl->ids[c->dense].first = order_first(c);
     if (pos == 0) cl->sum[c->dense].rep = moved; /* same state, new representative */
 }
 
@@ -478,15 +403,15 @@ static void index_insert_key(sl_cluster_t *cl, uint32_t id, const state_key_t *k
     if (c->n == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 4;
         c->members = sl_xrealloc(c->members, (size_t)c->cap * sizeof *c->members);
-        c->heap = sl_xrealloc(c->heap, (size_t)c->cap * sizeof *c->heap);
     }
     cl->node_pos[id] = c->n;
     c->members[c->n] = id;
-    c->heap[c->n] = order_entry(cl->order_key, id);
-    heap_fix(cl, c, c->n++); /* the new last entry: up only */
+    c->n++;
+    uint64_t e = order_entry(cl->order_key, id);
+    sl_heap_push(&c->heap, &order_heap, cl, &e);
     cl->node_class[id] = (int32_t)slot;
     cl->ids[c->dense].size = c->n;
-    cl->ids[c->dense].first = (uint32_t)c->heap[0];
+    cl->ids[c->dense].first = order_first(c);
     if (c->n == 1) cl->sum[c->dense].rep = id;
 }
 
@@ -514,10 +439,8 @@ static void index_update(sl_cluster_t *cl, uint32_t id) {
 
 int sl_cluster_create(sl_cluster_t **out) {
     sl_cluster_t *cl = sl_xcalloc(1, sizeof *cl);
-    cl->name_mask = 63;
-    cl->name_tab = sl_xcalloc(cl->name_mask + 1, sizeof *cl->name_tab);
-    cl->class_mask = 31;
-    cl->class_tab = sl_xcalloc(cl->class_mask + 1, sizeof *cl->class_tab);
+    sl_hash_init(&cl->names);
+    sl_hash_init(&cl->classes);
     cl->free_slot = NO_SLOT;
     cl->pool_cap = 8;
     cl->pools = sl_xmalloc((size_t)cl->pool_cap * sizeof *cl->pools);
@@ -532,18 +455,18 @@ void sl_cluster_destroy(sl_cluster_t *cl) {
     for (uint32_t i = 0; i < cl->nnodes; i++) sl_free(cl->nodes[i].labels);
     for (uint32_t i = 0; i < cl->nslots; i++) {
         sl_free(cl->slots[i].members);
-        sl_free(cl->slots[i].heap);
+        sl_heap_fini(&cl->slots[i].heap);
     }
     sl_free(cl->slots);
     sl_free(cl->order);
     sl_free(cl->sum);
     sl_free(cl->ids);
-    sl_free(cl->class_tab);
+    sl_hash_fini(&cl->classes);
     sl_free(cl->nodes);
     sl_free(cl->node_class);
     sl_free(cl->node_pos);
     sl_free(cl->node_hpos);
-    sl_free(cl->name_tab);
+    sl_hash_fini(&cl->names);
     sl_free(cl->pools);
     sl_free(cl);
 }
@@ -608,21 +531,14 @@ size_t sl_cluster_model_count(const sl_cluster_t *cl) {
 
 /* ---- nodes ---- */
 
-static void name_tab_put(uint32_t *tab, uint32_t mask, const char *name, uint32_t id) {
-    uint32_t i = (uint32_t)hash_str(name) & mask;
-    while (tab[i]) i = (i + 1) & mask;
-    tab[i] = id + 1;
-}
-
 const sl_node_t *sl_cluster_find_node(const sl_cluster_t *cl, const char *name) {
     if (!name) return NULL;
-    uint32_t i = (uint32_t)hash_str(name) & cl->name_mask;
-    for (;;) {
-        uint32_t v = cl->name_tab[i];
-        if (!v) return NULL;
-        if (strcmp(cl->nodes[v - 1].name, name) == 0) return &cl->nodes[v - 1];
-        i = (i + 1) & cl->name_mask;
+    size_t it = 0;
+    for (void *v; (v = sl_hash_find_next(&cl->names, sl_hash_str(name), &it));) {
+        const sl_node_t *n = &cl->nodes[(uint32_t)(uintptr_t)v - 1];
+        if (strcmp(n->name, name) == 0) return n;
     }
+    return NULL;
 }
 
 int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *id_out,
@@ -695,14 +611,6 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
         cl->node_hpos = sl_xrealloc(cl->node_hpos, (size_t)ncap * sizeof *cl->node_hpos);
         cl->node_cap = ncap;
     }
-    if ((cl->nnodes + 1) * 2 > cl->name_mask + 1) {
-        uint32_t size = (cl->name_mask + 1) * 2;
-        uint32_t *tab = sl_xcalloc(size, sizeof *tab);
-        for (uint32_t i = 0; i < cl->nnodes; i++) name_tab_put(tab, size - 1, cl->nodes[i].name, i);
-        sl_free(cl->name_tab);
-        cl->name_tab = tab;
-        cl->name_mask = size - 1;
-    }
 
     uint32_t id = cl->nnodes++;
     sl_node_t *n = &cl->nodes[id];
@@ -721,7 +629,7 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
         n->gpu_mem_free[g] = spec->gpu_mem_bytes;
     }
     n->labels = sl_xstrdup(spec->labels);
-    name_tab_put(cl->name_tab, cl->name_mask, nm, id);
+    sl_hash_add(&cl->names, sl_hash_str(nm), slot_val(id));
     cl->node_class[id] = -1;
     index_insert(cl, id);
     cl->cap_total = sl_res_add(cl->cap_total, node_total(n));
@@ -1006,22 +914,27 @@ void sl__cluster_set_order_key(sl_cluster_t *cl, uint64_t key) {
     cl->order_key = key;
     for (uint32_t i = 0; i < cl->nclasses; i++) {
         cls_t *c = &cl->slots[cl->order[i]];
-        for (uint32_t k = 0; k < c->n; k++) heap_set(cl, c, k, order_entry(key, (uint32_t)c->heap[k]));
-        for (uint32_t k = c->n / 2; k-- > 0;) heap_down(cl, c, k); /* Floyd */
-        cl->ids[i].first = (uint32_t)c->heap[0];
+        for (size_t k = 0; k < sl_heap_count(&c->heap); k++) {
+            uint64_t *e = sl_heap_at(&c->heap, &order_heap, k);
+            *e = order_entry(key, (uint32_t)*e);
+        }
+        sl_heap_build(&c->heap, &order_heap, cl); /* Floyd */
+        cl->ids[i].first = order_first(c);
     }
 }
 
 /* The class's heap: the heap property, every entry's rank under the key,
  * each member's position, and `first`. O(class size). */
 static int check_heap(const sl_cluster_t *cl, const cls_t *c, const sl__class_id_t *id) {
+    if (sl_heap_count(&c->heap) != c->n) return SL_ESTATE;
+    const uint64_t *h = sl_heap_at(&c->heap, &order_heap, 0);
     for (uint32_t k = 0; k < c->n; k++) {
-        uint32_t nid = (uint32_t)c->heap[k];
-        if (nid >= cl->nnodes || c->heap[k] != order_entry(cl->order_key, nid)) return SL_ESTATE;
+        uint32_t nid = (uint32_t)h[k];
+        if (nid >= cl->nnodes || h[k] != order_entry(cl->order_key, nid)) return SL_ESTATE;
         if (cl->node_hpos[nid] != k || cl->node_class[nid] != (int32_t)id->slot) return SL_ESTATE;
-        if (k > 0 && c->heap[(k - 1) / 2] >= c->heap[k]) return SL_ESTATE;
+        if (k > 0 && h[(k - 1) / 2] >= h[k]) return SL_ESTATE;
     }
-    if (c->n > 0 && id->first != (uint32_t)c->heap[0]) return SL_ESTATE;
+    if (c->n > 0 && id->first != order_first(c)) return SL_ESTATE;
     return 0;
 }
 
@@ -1112,7 +1025,7 @@ int sl_cluster_check(const sl_cluster_t *cl) {
     uint32_t nfree = 0;
     for (uint32_t s = cl->free_slot; s != NO_SLOT; s = cl->slots[s].next_free)
         if (++nfree > cl->nslots) return SL_ESTATE;
-    for (uint32_t s = 0; s <= cl->class_mask; s++) used += cl->class_tab[s] != 0;
+    used = sl_hash_count(&cl->classes);
     if (sum != members || used != cl->nclasses || nfree + cl->nclasses != cl->nslots)
         return SL_ESTATE;
     return check_summaries(cl);

@@ -4,8 +4,7 @@
  *
  * Data structures.
  *  - Jobs: one heap block each (struct sl_job, sched_internal.h), found by
- *    id through an open-addressing hash of pointers (linear probing, load at
- *    most 1/2, backward-shift deletion, so no tombstones). O(1) expected.
+ *    id through the core's hash table (sluice/hash.h). O(1) expected.
  *  - Pending queues: one per tenant, an intrusive treap ordered by
  *    (priority desc, submit asc, id asc) and heap-ordered by a hash of the
  *    id (deterministic, no RNG consumed). Insert/remove O(log n), successor
@@ -109,6 +108,8 @@
 #include "sched_internal.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
+#include "sluice/hash.h"
+#include "sluice/heap.h"
 
 #define FCACHE_SIZE 1024 /* failed-shape cache slots (power of two) */
 #define FCACHE_PROBES 16
@@ -164,8 +165,7 @@ typedef struct tenant {
     /* per cycle */
     sl_job_t *cur;      /* next job of this tenant to consider */
     sl__tnode_t *gnext; /* next group of the index whose head is not reached */
-    group_t **gh;       /* heap of reached groups with jobs left, by cur */
-    size_t ngh, gh_cap;
+    sl_heap_t gh;       /* reached groups with jobs left (group_t *), by cur */
     bool skip;          /* group verdicts may skip jobs this cycle (see the cycle) */
     group_t **dl;       /* groups with a verdict (quota tenants only) */
     size_t ndl, dl_cap;
@@ -204,8 +204,7 @@ struct sl_sched {
     tenant_t *tenants;
     size_t ntenants, tenants_cap;
 
-    sl_job_t **slots; /* job hash */
-    size_t nslots, njobs;
+    sl_hash_t jobs;   /* every job by id (sl_job_t *, owned) */
 
     group_t **gtab;   /* group hash (chained), gbuckets a power of two */
     size_t gbuckets, ngroups;
@@ -228,7 +227,7 @@ struct sl_sched {
 
     sl_place_t *pls;       /* SL_MAX_TASKS scratch for the placer */
     fcache_entry_t *fcache;
-    uint32_t *act;         /* active tenant indices during a cycle */
+    sl_heap_t act;         /* tenants with jobs left in a cycle (uint32_t), by head */
     uint64_t *started;     /* ids started by the cycle, in order */
     size_t started_cap;
 
@@ -241,15 +240,6 @@ struct sl_sched {
 /* ---- small helpers ---- */
 
 static double share_of(const tenant_t *t, sl_res_t cap);
-
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 30;
-    x *= UINT64_C(0xbf58476d1ce4e5b9);
-    x ^= x >> 27;
-    x *= UINT64_C(0x94d049bb133111eb);
-    x ^= x >> 31;
-    return x;
-}
 
 static void invariant(bool ok) {
     if (!ok) abort(); /* internal state is corrupt: no safe decision exists */
@@ -272,56 +262,10 @@ static tenant_t *tenant_of(const sl_sched_t *s, const sl_job_t *j) {
     return &s->tenants[j->spec.tenant];
 }
 
-/* ---- the job hash ---- */
-
-static size_t slot_of(const sl_sched_t *s, uint64_t id) {
-    return (size_t)mix64(id) & (s->nslots - 1);
-}
+/* ---- the job table (sl_hash_t by id) ---- */
 
 static sl_job_t *jobs_find(const sl_sched_t *s, uint64_t id) {
-    for (size_t i = slot_of(s, id);; i = (i + 1) & (s->nslots - 1)) {
-        sl_job_t *j = s->slots[i];
-        if (!j) return NULL;
-        if (j->spec.id == id) return j;
-    }
-}
-
-static void jobs_put_raw(sl_job_t **slots, size_t nslots, sl_job_t *j) {
-    size_t i = (size_t)mix64(j->spec.id) & (nslots - 1);
-    while (slots[i]) i = (i + 1) & (nslots - 1);
-    slots[i] = j;
-}
-
-static void jobs_insert(sl_sched_t *s, sl_job_t *j) {
-    if ((s->njobs + 1) * 2 > s->nslots) {
-        size_t n = s->nslots * 2;
-        sl_job_t **ns = sl_xcalloc(n, sizeof *ns);
-        for (size_t i = 0; i < s->nslots; i++)
-            if (s->slots[i]) jobs_put_raw(ns, n, s->slots[i]);
-        sl_free(s->slots);
-        s->slots = ns;
-        s->nslots = n;
-    }
-    jobs_put_raw(s->slots, s->nslots, j);
-    s->njobs++;
-}
-
-static void jobs_remove(sl_sched_t *s, const sl_job_t *j) {
-    size_t mask = s->nslots - 1, i = slot_of(s, j->spec.id);
-    while (s->slots[i] != j) i = (i + 1) & mask;
-    /* Backward-shift deletion keeps every probe chain unbroken. */
-    size_t hole = i;
-    for (size_t k = (hole + 1) & mask; s->slots[k]; k = (k + 1) & mask) {
-        size_t home = slot_of(s, s->slots[k]->spec.id);
-        /* Move k into the hole unless its home lies cyclically in (hole, k]. */
-        bool stays = hole <= k ? (home > hole && home <= k) : (home > hole || home <= k);
-        if (!stays) {
-            s->slots[hole] = s->slots[k];
-            hole = k;
-        }
-    }
-    s->slots[hole] = NULL;
-    s->njobs--;
+    return sl_hash_find(&s->jobs, id);
 }
 
 /* ---- intrusive treaps ---- */
@@ -493,17 +437,17 @@ static bool req_eq(const sl_task_req_t *a, const sl_task_req_t *b) {
 }
 
 static uint64_t req_hash(const sl_task_req_t *r, int32_t n, int32_t m) {
-    uint64_t h = mix64((uint64_t)r->cpu_milli);
-    h = mix64(h ^ (uint64_t)r->mem_bytes);
-    h = mix64(h ^ (uint64_t)r->gpus ^ ((uint64_t)(uint32_t)r->gpu_milli << 32));
-    h = mix64(h ^ (uint64_t)r->gpu_mem_bytes);
-    h = mix64(h ^ r->model_mask);
-    h = mix64(h ^ (uint64_t)(uint32_t)r->pool ^ ((uint64_t)(uint32_t)n << 32));
-    return mix64(h ^ (uint64_t)(uint32_t)m);
+    uint64_t h = sl_mix64((uint64_t)r->cpu_milli);
+    h = sl_mix64(h ^ (uint64_t)r->mem_bytes);
+    h = sl_mix64(h ^ (uint64_t)r->gpus ^ ((uint64_t)(uint32_t)r->gpu_milli << 32));
+    h = sl_mix64(h ^ (uint64_t)r->gpu_mem_bytes);
+    h = sl_mix64(h ^ r->model_mask);
+    h = sl_mix64(h ^ (uint64_t)(uint32_t)r->pool ^ ((uint64_t)(uint32_t)n << 32));
+    return sl_mix64(h ^ (uint64_t)(uint32_t)m);
 }
 
 static uint64_t group_hash(const sl_job_t *j) {
-    return mix64(req_hash(&j->spec.task, j->spec.ntasks, job_min(j)) ^
+    return sl_mix64(req_hash(&j->spec.task, j->spec.ntasks, job_min(j)) ^
                  ((uint64_t)(uint32_t)j->spec.tenant << 17));
 }
 
@@ -540,7 +484,7 @@ static group_t *group_get(sl_sched_t *s, const sl_job_t *j) {
     g->n = j->spec.ntasks;
     g->m = job_min(j);
     g->req = j->spec.task;
-    g->ix.prio = mix64(h ^ UINT64_C(0x2545f4914f6cdd1d));
+    g->ix.prio = sl_mix64(h ^ UINT64_C(0x2545f4914f6cdd1d));
     g->h_next = s->gtab[h & (s->gbuckets - 1)];
     s->gtab[h & (s->gbuckets - 1)] = g;
     s->ngroups++;
@@ -648,13 +592,11 @@ static void release_pls(sl_sched_t *s, const sl_task_req_t *req, const sl_place_
 
 /* ---- config, create, destroy ---- */
 
-/* The node order key of a seed: splitmix64's output function of it, so
- * neighbouring seeds give unrelated orders. */
+/* The node order key of a seed: splitmix64's first output for it (the
+ * golden-ratio step, then the mixer), so neighbouring seeds give unrelated
+ * orders. */
 static uint64_t order_key_of(uint64_t seed) {
-    uint64_t z = seed + 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    return sl_mix64(seed + UINT64_C(0x9e3779b97f4a7c15));
 }
 
 void sl_sched_config_init(sl_sched_config_t *cfg) {
@@ -741,8 +683,7 @@ int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t *
     s->max_bf_tries = cfg->max_backfill_tries;
     s->group_skip = true;
     s->track_workload = cfg->track_workload;
-    s->nslots = 64;
-    s->slots = sl_xcalloc(s->nslots, sizeof *s->slots);
+    sl_hash_init(&s->jobs);
     s->pls = sl_xmalloc(SL_MAX_TASKS * sizeof *s->pls);
     s->fcache = sl_xcalloc(FCACHE_SIZE, sizeof *s->fcache);
     s->epoch = 1;
@@ -754,13 +695,13 @@ int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t *
 
 void sl_sched_destroy(sl_sched_t *s) {
     if (!s) return;
-    for (size_t i = 0; i < s->nslots; i++) {
-        sl_job_t *j = s->slots[i];
-        if (!j) continue;
+    size_t it = 0;
+    for (const sl_hash_entry_t *e; (e = sl_hash_next(&s->jobs, &it));) {
+        sl_job_t *j = e->val;
         sl_free(j->pls);
         sl_free(j);
     }
-    sl_free(s->slots);
+    sl_hash_fini(&s->jobs);
     for (size_t i = 0; i < s->gbuckets; i++) {
         for (group_t *g = s->gtab[i], *nx; g; g = nx) {
             nx = g->h_next;
@@ -770,13 +711,13 @@ void sl_sched_destroy(sl_sched_t *s) {
     sl_free(s->gtab);
     sl_free(s->gdefer);
     for (size_t i = 0; i < s->ntenants; i++) {
-        sl_free(s->tenants[i].gh);
+        sl_heap_fini(&s->tenants[i].gh);
         sl_free(s->tenants[i].dl);
     }
     sl_free(s->tenants);
     sl_free(s->pls);
     sl_free(s->fcache);
-    sl_free(s->act);
+    sl_heap_fini(&s->act);
     sl_free(s->started);
     sl_free(s->drained);
     sl__easy_fini(&s->easy);
@@ -821,7 +762,6 @@ int sl_sched_add_tenant(sl_sched_t *s, const sl_tenant_spec_t *spec) {
     if (s->ntenants == s->tenants_cap) {
         s->tenants_cap = s->tenants_cap ? s->tenants_cap * 2 : 8;
         s->tenants = sl_xrealloc(s->tenants, s->tenants_cap * sizeof *s->tenants);
-        s->act = sl_xrealloc(s->act, s->tenants_cap * sizeof *s->act);
     }
     tenant_t *t = &s->tenants[s->ntenants];
     memset(t, 0, sizeof *t);
@@ -933,8 +873,8 @@ static sl_job_t *job_new(sl_sched_t *s, const sl_job_spec_t *spec) {
     j->owner = s;
     j->start_us = -1;
     j->status = SL_SKIP;
-    j->tq.prio = j->gq.prio = j->eq.prio = mix64(spec->id ^ UINT64_C(0x5851f42d4c957f2d));
-    jobs_insert(s, j);
+    j->tq.prio = j->gq.prio = j->eq.prio = sl_mix64(spec->id ^ UINT64_C(0x5851f42d4c957f2d));
+    sl_hash_add(&s->jobs, spec->id, j);
     if (s->track_workload)
         sl_workload_add(s->wl, &spec->task, spec->ntasks);
     return j;
@@ -1032,7 +972,7 @@ int sl_sched_forget(sl_sched_t *s, uint64_t id) {
     sl_job_t *j = jobs_find(s, id);
     if (!j) return SL_ENOENT;
     if (j->state == SL_JOB_PENDING || j->state == SL_JOB_RUNNING) return SL_ESTATE;
-    jobs_remove(s, j);
+    sl_hash_remove(&s->jobs, id, j);
     sl_free(j->pls);
     sl_free(j);
     return 0;
@@ -1305,56 +1245,41 @@ static bool is_short(const sl_sched_t *s, const sl_job_t *j) {
     return j->lim != INT64_MAX && j->lim <= s->short_lim;
 }
 
-/* Tenant heap: is tenant a's current head before tenant b's? */
-static bool head_less(const sl_sched_t *s, uint32_t a, uint32_t b, int64_t now_us) {
-    return s->queue->less(s, s->tenants[a].cur, s->tenants[b].cur, now_us);
+/* The cycle's heap of tenants (uint32_t indices) by their current heads
+ * under the queue policy, and a tenant's heap of reached groups
+ * (group_t *) by their next jobs in queue order. */
+typedef struct head_ctx {
+    const sl_sched_t *s;
+    int64_t now_us;
+} head_ctx_t;
+
+static bool head_less(void *ctx, const void *a, const void *b) {
+    const head_ctx_t *c = ctx;
+    const tenant_t *ta = &c->s->tenants[*(const uint32_t *)a];
+    const tenant_t *tb = &c->s->tenants[*(const uint32_t *)b];
+    return c->s->queue->less(c->s, ta->cur, tb->cur, c->now_us);
 }
 
-static void heap_down(sl_sched_t *s, size_t n, size_t i, int64_t now_us) {
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && head_less(s, s->act[l], s->act[m], now_us)) m = l;
-        if (r < n && head_less(s, s->act[r], s->act[m], now_us)) m = r;
-        if (m == i) return;
-        uint32_t tmp = s->act[i];
-        s->act[i] = s->act[m];
-        s->act[m] = tmp;
-        i = m;
-    }
+static const sl_heap_type_t head_heap = {sizeof(uint32_t), head_less, NULL};
+
+static bool gh_less(void *ctx, const void *a, const void *b) {
+    return qless((*(group_t *const *)a)->cur, (*(group_t *const *)b)->cur);
 }
 
-/* ---- a tenant's reached groups: a binary heap by their next job ---- */
+static const sl_heap_type_t group_heap = {sizeof(group_t *), gh_less, NULL};
 
-static void gh_down(tenant_t *t, size_t i) {
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < t->ngh && qless(t->gh[l]->cur, t->gh[m]->cur)) m = l;
-        if (r < t->ngh && qless(t->gh[r]->cur, t->gh[m]->cur)) m = r;
-        if (m == i) return;
-        group_t *tmp = t->gh[i];
-        t->gh[i] = t->gh[m];
-        t->gh[m] = tmp;
-        i = m;
-    }
+static group_t *gh_top(const tenant_t *t) {
+    return sl_heap_count(&t->gh) ? *(group_t **)sl_heap_top(&t->gh) : NULL;
 }
 
 static void gh_push(tenant_t *t, group_t *g) {
-    if (t->ngh == t->gh_cap) {
-        t->gh_cap = t->gh_cap ? t->gh_cap * 2 : 8;
-        t->gh = sl_xrealloc(t->gh, t->gh_cap * sizeof *t->gh);
-    }
-    size_t i = t->ngh++;
-    while (i > 0 && qless(g->cur, t->gh[(i - 1) / 2]->cur)) {
-        t->gh[i] = t->gh[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    t->gh[i] = g;
+    sl_heap_push(&t->gh, &group_heap, NULL, &g);
 }
 
 /* The top group's cur changed (NULL: it has nothing left this cycle). */
 static void gh_fix_top(tenant_t *t) {
-    if (!t->gh[0]->cur) t->gh[0] = t->gh[--t->ngh];
-    if (t->ngh) gh_down(t, 0);
+    if (!gh_top(t)->cur) sl_heap_pop(&t->gh, &group_heap, NULL, NULL);
+    else sl_heap_fix(&t->gh, &group_heap, NULL, 0);
 }
 
 /*
@@ -1368,14 +1293,14 @@ static void tenant_settle(const sl_sched_t *s, tenant_t *t) {
         while (t->gnext && ix_group(t->gnext)->act_epoch == s->epoch) t->gnext = tn_next(t->gnext);
         if (!t->gnext) break;
         group_t *g = ix_group(t->gnext);
-        if (t->ngh && !qless(g->head, t->gh[0]->cur)) break;
+        if (sl_heap_count(&t->gh) && !qless(g->head, gh_top(t)->cur)) break;
         g->act_epoch = s->epoch;
         g->cur = g->head;
         g->verdict = V_ALIVE;
         t->gnext = tn_next(t->gnext);
         gh_push(t, g);
     }
-    t->cur = t->ngh ? t->gh[0]->cur : NULL;
+    t->cur = sl_heap_count(&t->gh) ? gh_top(t)->cur : NULL;
 }
 
 /*
@@ -1458,8 +1383,7 @@ static void quota_revive(sl_sched_t *s, tenant_t *t, const sl_job_t *j) {
         if (!in_heap && g->cur) gh_push(t, g);
         changed = true;
     }
-    if (changed)
-        for (size_t k = t->ngh / 2; k-- > 0;) gh_down(t, k);
+    if (changed) sl_heap_build(&t->gh, &group_heap, NULL);
 }
 
 /*
@@ -1506,17 +1430,19 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
 
     /* A binary heap of the tenants with jobs left to consider, keyed by
      * their current head under the policy. */
-    size_t nact = 0;
+    head_ctx_t hc = {s, now_us};
+    sl_heap_clear(&s->act);
     for (size_t i = 0; i < s->ntenants; i++) {
         tenant_t *t = &s->tenants[i];
-        t->ngh = 0;
+        sl_heap_clear(&t->gh);
         t->ndl = 0;
         t->gnext = tn_first(t->groot);
         t->skip = s->group_skip && skip_exact(s, t);
         tenant_settle(s, t);
-        if (t->cur) s->act[nact++] = (uint32_t)i;
+        uint32_t ti = (uint32_t)i;
+        if (t->cur) sl_heap_append(&s->act, &head_heap, &ti);
     }
-    for (size_t i = nact / 2; i-- > 0;) heap_down(s, nact, i, now_us);
+    sl_heap_build(&s->act, &head_heap, &hc);
 
     uint64_t resv_id = 0;
     int32_t examined = 0; /* jobs examined since the reservation */
@@ -1524,11 +1450,13 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
     for (;;) {
         if (fix_top) {
             /* The top tenant's head moved on (or its share grew): re-sift. */
-            if (!s->tenants[s->act[0]].cur) s->act[0] = s->act[--nact];
-            heap_down(s, nact, 0, now_us);
+            if (!s->tenants[*(uint32_t *)sl_heap_top(&s->act)].cur)
+                sl_heap_pop(&s->act, &head_heap, &hc, NULL);
+            else
+                sl_heap_fix(&s->act, &head_heap, &hc, 0);
             fix_top = false;
         }
-        if (nact == 0) break;
+        if (sl_heap_count(&s->act) == 0) break;
         if (s->max_starts > 0 && st.started >= s->max_starts) {
             behind_global(s, "not considered: this cycle reached its start limit (%llu)%s",
                           (unsigned long long)s->max_starts, "");
@@ -1539,9 +1467,9 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
                           "past job %llu%s", (unsigned long long)resv_id, " (reserved)");
             break;
         }
-        tenant_t *t = &s->tenants[s->act[0]];
+        tenant_t *t = &s->tenants[*(uint32_t *)sl_heap_top(&s->act)];
         sl_job_t *j = t->cur;
-        group_t *g = t->gh[0];
+        group_t *g = gh_top(t);
         fix_top = true;
         j->reason_epoch = s->epoch;
         if (s->easy.active) examined++;
@@ -1657,20 +1585,19 @@ int sl_sched_try_start(sl_sched_t *s, uint64_t id, int64_t now_us) {
 
 /* ---- iteration and checks ---- */
 
-/* Sift-down for foreach's heap of tenant cursors. */
-static void fe_down(const sl_sched_t *s, const sl_job_t **cur, size_t *heap, size_t n, size_t i,
-                    int64_t now_us) {
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && s->queue->less(s, cur[heap[l]], cur[heap[m]], now_us)) m = l;
-        if (r < n && s->queue->less(s, cur[heap[r]], cur[heap[m]], now_us)) m = r;
-        if (m == i) return;
-        size_t tmp = heap[i];
-        heap[i] = heap[m];
-        heap[m] = tmp;
-        i = m;
-    }
+/* foreach's heap of tenant indices (size_t) by their cursors. */
+typedef struct fe_ctx {
+    const sl_sched_t *s;
+    const sl_job_t **cur;
+    int64_t now_us;
+} fe_ctx_t;
+
+static bool fe_less(void *ctx, const void *a, const void *b) {
+    const fe_ctx_t *c = ctx;
+    return c->s->queue->less(c->s, c->cur[*(const size_t *)a], c->cur[*(const size_t *)b], c->now_us);
 }
+
+static const sl_heap_type_t fe_heap = {sizeof(size_t), fe_less, NULL};
 
 void sl_sched_foreach(const sl_sched_t *s, sl_job_state_t st, sl_job_fn fn, void *ud) {
     if (st == SL_JOB_RUNNING) {
@@ -1682,9 +1609,10 @@ void sl_sched_foreach(const sl_sched_t *s, sl_job_state_t st, sl_job_fn fn, void
         return;
     }
     if (st != SL_JOB_PENDING) {
-        for (size_t i = 0; i < s->nslots; i++) {
-            const sl_job_t *j = s->slots[i];
-            if (j && j->state == st && fn(ud, j)) return;
+        size_t it = 0;
+        for (const sl_hash_entry_t *e; (e = sl_hash_next(&s->jobs, &it));) {
+            const sl_job_t *j = e->val;
+            if (j->state == st && fn(ud, j)) return;
         }
         return;
     }
@@ -1692,23 +1620,23 @@ void sl_sched_foreach(const sl_sched_t *s, sl_job_state_t st, sl_job_fn fn, void
      * with the shares as they are now: a heap of tenant cursors. */
     size_t cap = s->ntenants ? s->ntenants : 1;
     const sl_job_t **cur = sl_xcalloc(cap, sizeof *cur);
-    size_t *heap = sl_xcalloc(cap, sizeof *heap);
-    size_t n = 0;
-    int64_t now = s->clock_us == INT64_MIN ? 0 : s->clock_us;
+    fe_ctx_t fc = {s, cur, s->clock_us == INT64_MIN ? 0 : s->clock_us};
+    sl_heap_t heap;
+    sl_heap_init(&heap);
     for (size_t i = 0; i < s->ntenants; i++) {
         cur[i] = tq_job(tn_first(s->tenants[i].root));
-        if (cur[i]) heap[n++] = i;
+        if (cur[i]) sl_heap_append(&heap, &fe_heap, &i);
     }
-    for (size_t i = n / 2; i-- > 0;) fe_down(s, cur, heap, n, i, now);
-    while (n > 0) {
-        size_t ti = heap[0];
+    sl_heap_build(&heap, &fe_heap, &fc);
+    while (sl_heap_count(&heap) > 0) {
+        size_t ti = *(size_t *)sl_heap_top(&heap);
         const sl_job_t *j = cur[ti];
         cur[ti] = tq_job(tn_next(&j->tq));
-        if (!cur[ti]) heap[0] = heap[--n];
-        fe_down(s, cur, heap, n, 0, now);
+        if (!cur[ti]) sl_heap_pop(&heap, &fe_heap, &fc, NULL);
+        else sl_heap_fix(&heap, &fe_heap, &fc, 0);
         if (fn(ud, j)) break;
     }
-    sl_free(heap);
+    sl_heap_fini(&heap);
     sl_free(cur);
 }
 
@@ -1790,9 +1718,9 @@ static int check_end_job(void *ud, const sl__tnode_t *x) {
 
 static int check_treap(const sl_sched_t *s, const tenant_t *t, int32_t tid, size_t *ngroups) {
     check_ctx_t c = {.s = s, .tid = tid};
-    if (check_tn(t->root, s->njobs, check_tq_job, &c) || c.n != t->npending) return SL_ESTATE;
+    if (check_tn(t->root, sl_hash_count(&s->jobs), check_tq_job, &c) || c.n != t->npending) return SL_ESTATE;
     check_ctx_t gc = {.s = s, .tid = tid};
-    if (check_tn(t->groot, s->njobs, check_group, &gc) || gc.n != t->npending) return SL_ESTATE;
+    if (check_tn(t->groot, sl_hash_count(&s->jobs), check_group, &gc) || gc.n != t->npending) return SL_ESTATE;
     *ngroups += gc.ngroups;
     return 0;
 }
@@ -1851,9 +1779,9 @@ out:
 
 int sl_sched_check(const sl_sched_t *s) {
     size_t count = 0, npend = 0, nrun = 0;
-    for (size_t i = 0; i < s->nslots; i++) {
-        const sl_job_t *j = s->slots[i];
-        if (!j) continue;
+    size_t it = 0;
+    for (const sl_hash_entry_t *e; (e = sl_hash_next(&s->jobs, &it));) {
+        const sl_job_t *j = e->val;
         count++;
         if (jobs_find(s, j->spec.id) != j || j->owner != s) return SL_ESTATE;
         if (!tenant_ok(s, j->spec.tenant)) return SL_ESTATE;
@@ -1861,7 +1789,7 @@ int sl_sched_check(const sl_sched_t *s) {
         if (j->state == SL_JOB_RUNNING) nrun++;
         if (j->state != SL_JOB_RUNNING && (j->nplaced != 0 || j->pls)) return SL_ESTATE;
     }
-    if (count != s->njobs || npend != s->npending || nrun != s->nrunning) return SL_ESTATE;
+    if (count != sl_hash_count(&s->jobs) || npend != s->npending || nrun != s->nrunning) return SL_ESTATE;
 
     size_t tp = 0, ng = 0, nh = 0;
     for (size_t i = 0; i < s->ntenants; i++) {

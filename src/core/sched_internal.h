@@ -5,7 +5,7 @@
  * A job is one heap block holding its spec, its state and intrusive links:
  * two treap nodes while pending (its tenant's queue, and its shape group's
  * queue, see sched.c) and a list node while running (start order); the job
- * table is an open-addressing hash of pointers. Enqueueing therefore
+ * table is the core's hash table by id (sluice/hash.h). Enqueueing therefore
  * allocates nothing beyond the job (and, for the first job of a new shape,
  * its group).
  */
