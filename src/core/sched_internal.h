@@ -16,6 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdlib.h>
+
+#include "sluice/hash.h"
+#include "sluice/heap.h"
 #include "sluice/job.h"
 #include "sluice/policy.h"
 #include "sluice/sched.h"
@@ -165,5 +169,248 @@ void sl__easy_clear(sl__easy_t *e);
 
 /* True if any of the n placements uses a reserved node. O(n). */
 bool sl__easy_touches(const sl__easy_t *e, const sl_place_t *pls, int32_t n);
+
+
+/* ==== The scheduler's state (shared by the sched_*.c files) ==== */
+
+#define FCACHE_SIZE 1024 /* failed-shape cache slots (power of two) */
+#define FCACHE_PROBES 16
+#define ELASTIC_STEPS 8
+
+/* A group's verdict within a cycle. */
+enum { V_ALIVE = 0, V_LONG = 1, V_DEAD = 2 };
+
+/*
+ * A shape group: the pending jobs of one tenant that ask for the same task
+ * shape and the same counts (ntasks, min_tasks). Such jobs meet the same
+ * fate in a cycle as long as their tenant's quota allows the same count:
+ * once one fails on the full cluster, all later ones fail (the cluster only
+ * fills during a cycle); once a long one fits only on reserved nodes, later
+ * long ones do too. The cycle therefore walks groups, not jobs, past a
+ * failure.
+ */
+typedef struct sl__group {
+    sl__tnode_t ix;           /* the tenant's group index, ordered by head */
+    struct sl__group *h_next; /* group hash chain */
+    uint64_t hash;
+    int32_t tenant, n, m;     /* key: tenant, ntasks, min count, and req */
+    sl_task_req_t req;
+    sl__tnode_t *root;        /* treap of the pending jobs (job.gq) */
+    sl_job_t *head;           /* first of them in queue order */
+    size_t npending;
+    /* per cycle */
+    uint64_t act_epoch;       /* == the cycle's epoch once its head was reached */
+    uint64_t dead_epoch;      /* == the cycle's epoch while on the tenant's dead list */
+    sl_job_t *cur;            /* next job of the group to examine, or NULL */
+    int verdict;              /* V_ALIVE, V_LONG, V_DEAD */
+    int32_t vqn;              /* the quota-capped count the verdict holds for */
+    /* reasons shared by the jobs a verdict skipped: V_DEAD's (all jobs),
+     * and V_LONG's (for the jobs that were long at that cycle) */
+    uint64_t r_epoch;
+    sl_status_t r_status;
+    char reason[SL_REASON_MAX];
+    uint64_t l_epoch;
+    int64_t l_short_lim;
+    char l_reason[SL_REASON_MAX];
+} group_t;
+
+typedef struct tenant {
+    char name[SL_NAME_MAX];
+    int32_t weight;
+    sl_res_t quota;
+    bool has_quota;
+    sl_res_t usage;
+    double share;    /* sl_sched_tenant_share, cached while cap_valid */
+    size_t npending, nrunning;
+    sl__tnode_t *root;  /* treap of pending jobs (job.tq) */
+    sl__tnode_t *groot; /* treap of its non-empty groups by head (group.ix) */
+    /* per cycle */
+    sl_job_t *cur;      /* next job of this tenant to consider */
+    sl__tnode_t *gnext; /* next group of the index whose head is not reached */
+    sl_heap_t gh;       /* reached groups with jobs left (group_t *), by cur */
+    bool skip;          /* group verdicts may skip jobs this cycle (see the cycle) */
+    group_t **dl;       /* groups with a verdict (quota tenants only) */
+    size_t ndl, dl_cap;
+    /* shared reason of the jobs behind a blocked head (the blocker's key) */
+    uint64_t behind_epoch;
+    int32_t blk_prio;
+    int64_t blk_submit;
+    uint64_t blk_id;
+    char behind_reason[SL_REASON_MAX];
+} tenant_t;
+
+typedef struct fcache_entry {
+    uint64_t epoch; /* valid iff equal to the scheduler's epoch */
+    sl_task_req_t req;
+    int32_t n, m;
+    bool lng;       /* applies to long backfill candidates only */
+    sl_status_t st;
+    char reason[SL_REASON_MAX];
+} fcache_entry_t;
+
+struct sl_sched {
+    sl_cluster_t *cl;
+    sl_workload_t *wl;
+    const sl_place_policy_t *place;
+    const sl_queue_policy_t *queue;
+    sl_backfill_kind_t backfill;
+    sl_rng_t rng;
+    uint64_t order_key;     /* of the node order ties follow (sl_cycle_t.order_key) */
+    int64_t default_limit_us;
+    int32_t max_starts;
+    int32_t max_bf_tries;
+    bool track_workload;
+    bool group_skip;       /* off only in tests: examine every job (reference) */
+    uint64_t n_skips, n_revived; /* verdicts that skipped jobs; resumed groups */
+
+    tenant_t *tenants;
+    size_t ntenants, tenants_cap;
+
+    sl_hash_t jobs;   /* every job by id (sl_job_t *, owned) */
+
+    group_t **gtab;   /* group hash (chained), gbuckets a power of two */
+    size_t gbuckets, ngroups;
+    group_t **gdefer; /* groups emptied during a cycle, freed at its end */
+    size_t ndefer, defer_cap;
+    bool in_cycle;
+
+    sl_job_t *run_head, *run_tail;
+    sl__tnode_t *ends_root; /* running jobs with a finite expected end (job.eq) */
+    uint64_t run_seq;
+    size_t npending, nrunning;
+
+    uint64_t epoch;        /* bumped by every cycle and try_start */
+    uint64_t behind_epoch; /* epoch of the cycle that left jobs unreached */
+    char behind_reason[SL_REASON_MAX];
+    int64_t clock_us;      /* latest now_us seen (for foreach under wfq) */
+
+    bool cap_valid;        /* cap is a snapshot valid during a cycle */
+    sl_res_t cap;
+
+    sl_place_t *pls;       /* SL_MAX_TASKS scratch for the placer */
+    fcache_entry_t *fcache;
+    sl_heap_t act;         /* tenants with jobs left in a cycle (uint32_t), by head */
+    uint64_t *started;     /* ids started by the cycle, in order */
+    size_t started_cap;
+
+    sl__easy_t easy;
+    int64_t short_lim;     /* with a reservation: a job is short iff lim <= this */
+    uint32_t *drained;     /* reserved nodes drained by this cycle */
+    size_t ndrained, drained_cap;
+};
+
+/* ---- small helpers (inline: used by every sched_*.c file) ---- */
+
+static inline void sl__invariant(bool ok) {
+    if (!ok) abort(); /* internal state is corrupt: no safe decision exists */
+}
+
+/* snprintf into buf (if any), truncating. Can't fail. (sched_queue.c) */
+void sl__setf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static inline int32_t job_min(const sl_job_t *j) {
+    return j->spec.min_tasks > 0 ? j->spec.min_tasks : j->spec.ntasks;
+}
+
+static inline tenant_t *tenant_of(const sl_sched_t *s, const sl_job_t *j) {
+    return &s->tenants[j->spec.tenant];
+}
+
+static inline sl_job_t *jobs_find(const sl_sched_t *s, uint64_t id) {
+    return (sl_job_t *)sl_hash_find(&s->jobs, id);
+}
+
+static inline bool qless(const sl_job_t *a, const sl_job_t *b) {
+    if (a->spec.priority != b->spec.priority) return a->spec.priority > b->spec.priority;
+    return sl__job_submit_less(a, b);
+}
+
+static inline sl_job_t *tq_job(const sl__tnode_t *n) {
+    return n ? (sl_job_t *)((uintptr_t)n - offsetof(sl_job_t, tq)) : NULL;
+}
+
+static inline sl_job_t *gq_job(const sl__tnode_t *n) {
+    return n ? (sl_job_t *)((uintptr_t)n - offsetof(sl_job_t, gq)) : NULL;
+}
+
+static inline group_t *ix_group(const sl__tnode_t *n) {
+    return n ? (group_t *)((uintptr_t)n - offsetof(group_t, ix)) : NULL;
+}
+
+/* Running jobs by expected end, then start order (the running list's). */
+static inline bool eq_less(const sl__tnode_t *a, const sl__tnode_t *b) {
+    const sl_job_t *x = sl__end_job(a), *y = sl__end_job(b);
+    if (x->end_us != y->end_us) return x->end_us < y->end_us;
+    if (x->start_us != y->start_us) return x->start_us < y->start_us;
+    return x->run_seq < y->run_seq;
+}
+
+static inline bool req_eq(const sl_task_req_t *a, const sl_task_req_t *b) {
+    return a->cpu_milli == b->cpu_milli && a->mem_bytes == b->mem_bytes && a->gpus == b->gpus &&
+           a->gpu_milli == b->gpu_milli && a->gpu_mem_bytes == b->gpu_mem_bytes &&
+           a->model_mask == b->model_mask && a->pool == b->pool;
+}
+
+static inline uint64_t req_hash(const sl_task_req_t *r, int32_t n, int32_t m) {
+    uint64_t h = sl_mix64((uint64_t)r->cpu_milli);
+    h = sl_mix64(h ^ (uint64_t)r->mem_bytes);
+    h = sl_mix64(h ^ (uint64_t)r->gpus ^ ((uint64_t)(uint32_t)r->gpu_milli << 32));
+    h = sl_mix64(h ^ (uint64_t)r->gpu_mem_bytes);
+    h = sl_mix64(h ^ r->model_mask);
+    h = sl_mix64(h ^ (uint64_t)(uint32_t)r->pool ^ ((uint64_t)(uint32_t)n << 32));
+    return sl_mix64(h ^ (uint64_t)(uint32_t)m);
+}
+
+static inline uint64_t group_hash(const sl_job_t *j) {
+    return sl_mix64(req_hash(&j->spec.task, j->spec.ntasks, job_min(j)) ^
+                 ((uint64_t)(uint32_t)j->spec.tenant << 17));
+}
+
+static inline bool group_matches(const group_t *g, uint64_t h, const sl_job_t *j) {
+    return g->hash == h && g->tenant == j->spec.tenant && g->n == j->spec.ntasks &&
+           g->m == job_min(j) && req_eq(&g->req, &j->spec.task);
+}
+
+static inline sl_res_t job_total(const sl_job_t *j, int32_t n) {
+    return sl_res_scale(sl_task_req_total(&j->spec.task), n);
+}
+
+static inline bool tenant_ok(const sl_sched_t *s, int32_t tenant) {
+    return tenant >= 0 && (size_t)tenant < s->ntenants;
+}
+
+static inline void see_time(sl_sched_t *s, int64_t now_us) {
+    if (now_us > s->clock_us) s->clock_us = now_us;
+}
+
+/* ---- sched_queue.c: treaps, tenant and group queues, the running list,
+ * tenants and shared reasons ---- */
+
+/* First job of the group subtree x after key (any if NULL) with estimate
+ * at most lim; NULL if none. O(depth). */
+sl_job_t *sl__gq_find(const sl__tnode_t *x, const sl_job_t *key, int64_t lim);
+/* Puts a job in / takes it off its tenant's and its group's queues. O(log n). */
+void sl__enqueue(sl_sched_t *s, sl_job_t *j);
+void sl__dequeue(sl_sched_t *s, sl_job_t *j);
+/* Adds a job to / removes it from the running list and the end-ordered treap. */
+void sl__run_insert(sl_sched_t *s, sl_job_t *j);
+void sl__run_remove(sl_sched_t *s, sl_job_t *j);
+/* A tenant's dominant share over cap, divided by its weight. O(1). */
+double sl__share_of(const tenant_t *t, sl_res_t cap);
+
+/* ---- sched.c: the lifecycle of a job ---- */
+
+/* Marks a pending job (already allocated at pls[0..n-1]) running. */
+void sl__start_job(sl_sched_t *s, sl_job_t *j, const sl_place_t *pls, int32_t n, int64_t now_us);
+/* Gives n placements of req back to the cluster. */
+void sl__release_pls(sl_sched_t *s, const sl_task_req_t *req, const sl_place_t *pls, int32_t n);
+/* The count the tenant's quota allows (<= n), or -1 with a reason if not even m. */
+int32_t sl__quota_cap(const sl_sched_t *s, const sl_job_t *j, int32_t n, int32_t m, char *reason,
+                      size_t rlen);
+/* Places between m and n tasks of j (the most that fit: elastic jobs); on
+ * SL_FIT they are allocated at s->pls[0..*k-1]; otherwise reason says why
+ * and the status of the attempt at m tasks is returned. */
+int sl__place_range(sl_sched_t *s, sl_cycle_t *cy, const sl_job_t *j, int32_t n, int32_t m,
+                    int32_t *k, char *reason, size_t rlen);
 
 #endif
