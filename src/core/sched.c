@@ -127,9 +127,14 @@ int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t *
         sl__setf(err, errlen, "unknown placement \"%s\" (known: %s)", pname, known);
         return SL_EINVAL;
     }
-    sl_backfill_kind_t bf = SL_BACKFILL_NONE;
-    if (cfg->backfill && sl_backfill_parse(cfg->backfill, &bf) != 0) {
-        sl__setf(err, errlen, "unknown backfill \"%s\" (known: none, easy)", cfg->backfill);
+    const char *bname = cfg->backfill ? cfg->backfill : "none";
+    const sl_backfill_policy_t *bf = sl_backfill_policy_find(bname);
+    if (!bf) {
+        const sl_backfill_policy_t *const *l = sl_backfill_policy_list();
+        size_t n = 0;
+        for (; l[n] && n < 16; n++) names[n] = l[n]->name;
+        list_names(known, sizeof known, names, n);
+        sl__setf(err, errlen, "unknown backfill \"%s\" (known: %s)", bname, known);
         return SL_EINVAL;
     }
     if (cfg->default_time_limit_us < 0) {
@@ -164,7 +169,7 @@ int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t *
     s->fcache = sl_xcalloc(FCACHE_SIZE, sizeof *s->fcache);
     s->epoch = 1;
     s->clock_us = INT64_MIN;
-    sl__easy_init(&s->easy);
+    s->bf_state = bf->init ? bf->init() : NULL;
     *out = s;
     return 0;
 }
@@ -196,7 +201,7 @@ void sl_sched_destroy(sl_sched_t *s) {
     sl_heap_fini(&s->act);
     sl_free(s->started);
     sl_free(s->drained);
-    sl__easy_fini(&s->easy);
+    if (s->backfill->fini) s->backfill->fini(s->bf_state);
     sl_workload_destroy(s->wl);
     sl_free(s);
 }
@@ -214,7 +219,9 @@ const sl_queue_policy_t *sl_sched_queue_policy(const sl_sched_t *s) {
     return s->queue;
 }
 sl_backfill_kind_t sl_sched_backfill(const sl_sched_t *s) {
-    return s->backfill;
+    sl_backfill_kind_t k = SL_BACKFILL_NONE;
+    sl_backfill_parse(s->backfill->name, &k);
+    return k;
 }
 sl_rng_t *sl_sched_rng(sl_sched_t *s) {
     return &s->rng;

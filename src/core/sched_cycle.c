@@ -123,11 +123,39 @@ static void fcache_put(sl_sched_t *s, const sl_task_req_t *r, int32_t n, int32_t
     }
 }
 
+/* ---- the backfill policy's reservation ---- */
+
+/* The backfill view's walk over the running jobs by expected end: the
+ * cursor is the job's node in the end-ordered treap. */
+static bool next_end(const void *ctx, const void **cursor, sl_running_view_t *out) {
+    const sl_sched_t *s = ctx;
+    const sl__tnode_t *x = *cursor ? sl__tn_next(*cursor) : sl__tn_first(s->ends_root);
+    if (!x) return false;
+    const sl_job_t *j = sl__end_job(x);
+    *out = (sl_running_view_t){&j->spec.task, j->pls, j->nplaced, j->end_us};
+    *cursor = x;
+    return true;
+}
+
+/* Asks the backfill policy for a reservation of count tasks of req. */
+static bool reserve(sl_sched_t *s, const sl_task_req_t *req, int32_t count, int64_t now_us) {
+    if (!s->backfill->reserve) return false;
+    sl_backfill_view_t v = {.cluster = s->cl, .next_end = next_end, .ctx = s};
+    s->resv_active = s->backfill->reserve(s->bf_state, &v, req, count, now_us, &s->resv);
+    return s->resv_active;
+}
+
+static void clear_reservation(sl_sched_t *s) {
+    if (s->backfill->clear) s->backfill->clear(s->bf_state);
+    s->resv_active = false;
+    s->resv = (sl_reservation_t){-1, NULL, 0};
+}
+
 /* ---- draining the reserved nodes for long backfill jobs ---- */
 
 static void drain_reserved(sl_sched_t *s) {
-    for (size_t i = 0; i < s->easy.nrnodes; i++) {
-        uint32_t id = s->easy.rnodes[i];
+    for (size_t i = 0; i < s->resv.nnodes; i++) {
+        uint32_t id = s->resv.nodes[i];
         const sl_node_t *n = sl_cluster_node(s->cl, id);
         if (!n || n->state != SL_NODE_UP) continue;
         if (s->ndrained == s->drained_cap) {
@@ -187,7 +215,7 @@ static int attempt_job(sl_sched_t *s, sl_cycle_t *cy, sl_job_t *j, int32_t n, in
 
     rc = sl__place_range(s, cy, j, n, m, &a->k, reason, sizeof reason);
     if (rc == SL_FIT) {
-        if (mode != MODE_LONG || !sl__easy_touches(&s->easy, s->pls, a->k)) return SL_FIT;
+        if (mode != MODE_LONG || !s->backfill->touches(s->bf_state, s->pls, a->k)) return SL_FIT;
         /* It would delay the reservation here; try again off the reserved nodes. */
         sl__release_pls(s, req, s->pls, a->k);
         if (!drained_tried) {
@@ -198,7 +226,7 @@ static int attempt_job(sl_sched_t *s, sl_cycle_t *cy, sl_job_t *j, int32_t n, in
         j->status = SL_WAIT;
         sl__setf(j->reason, sizeof j->reason,
              "fits only on nodes reserved for job %llu from %lld and would run past then",
-             (unsigned long long)resv_id, (long long)s->easy.shadow_us);
+             (unsigned long long)resv_id, (long long)s->resv.start_us);
         fcache_put(s, req, n, m, true, SL_WAIT, j->reason);
         return SL_WAIT;
     }
@@ -310,7 +338,7 @@ static void group_fail(sl_sched_t *s, tenant_t *t, group_t *g, const sl_job_t *j
         /* If a long candidate of this shape (another tenant's) was already
          * refused for the reservation's sake, the failed-shape cache gives
          * later long jobs that answer first: so do we. */
-        const fcache_entry_t *fe = s->easy.active ? fcache_find(s, &g->req, qn, g->m, true) : NULL;
+        const fcache_entry_t *fe = s->resv_active ? fcache_find(s, &g->req, qn, g->m, true) : NULL;
         if (fe && fe->lng) {
             g->l_epoch = s->epoch;
             g->l_short_lim = s->short_lim;
@@ -398,7 +426,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
     sl__cluster_set_order_key(s->cl, s->order_key); /* O(1) unless another key was set */
     sl_cycle_t cy = {.cluster = s->cl, .workload = s->wl, .rng = &s->rng, .now_us = now_us,
                      .order_key = s->order_key};
-    sl__easy_clear(&s->easy);
+    clear_reservation(s);
     size_t nstarted = 0;
 
     /* A binary heap of the tenants with jobs left to consider, keyed by
@@ -435,7 +463,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
                           (unsigned long long)s->max_starts, "");
             break;
         }
-        if (s->easy.active && s->max_bf_tries > 0 && examined >= s->max_bf_tries) {
+        if (s->resv_active && s->max_bf_tries > 0 && examined >= s->max_bf_tries) {
             behind_global(s, "not considered: this cycle examined its backfill limit of jobs "
                           "past job %llu%s", (unsigned long long)resv_id, " (reserved)");
             break;
@@ -445,7 +473,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         group_t *g = gh_top(t);
         fix_top = true;
         j->reason_epoch = s->epoch;
-        if (s->easy.active) examined++;
+        if (s->resv_active) examined++;
 
         int32_t n = j->spec.ntasks, m = job_min(j);
         int32_t qn = sl__quota_cap(s, j, n, m, j->reason, sizeof j->reason);
@@ -463,7 +491,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         }
 
         int mode = MODE_PLAIN;
-        if (s->easy.active) mode = is_short(s, j) ? MODE_SHORT : MODE_LONG;
+        if (s->resv_active) mode = is_short(s, j) ? MODE_SHORT : MODE_LONG;
         attempt_t at;
         int rc = attempt_job(s, &cy, j, qn, m, mode, resv_id, &at);
         if (at.tried) st.tried++;
@@ -477,7 +505,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             if (t->has_quota) quota_revive(s, t, j);
             tenant_settle(s, t);
             st.started++;
-            if (s->easy.active) st.backfilled++;
+            if (s->resv_active) st.backfilled++;
             if (nstarted == s->started_cap) {
                 s->started_cap = s->started_cap ? s->started_cap * 2 : 64;
                 s->started = sl_xrealloc(s->started, s->started_cap * sizeof *s->started);
@@ -485,19 +513,18 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             s->started[nstarted++] = j->spec.id;
             continue;
         }
-        if (rc == SL_NOFIT_EVER || s->easy.active) {
+        if (rc == SL_NOFIT_EVER || s->resv_active) {
             group_fail(s, t, g, j, rc, qn, j->reason);
             tenant_settle(s, t);
             continue;
         }
 
         /* The first blocked job. */
-        if (s->backfill == SL_BACKFILL_EASY &&
-            sl__easy_reserve(&s->easy, s->cl, s->ends_root, &j->spec.task, m, now_us)) {
+        if (reserve(s, &j->spec.task, m, now_us)) {
             resv_id = j->spec.id;
             st.reserved_job = (int64_t)j->spec.id;
-            st.reserved_at_us = s->easy.shadow_us;
-            if (__builtin_sub_overflow(s->easy.shadow_us, now_us, &s->short_lim) ||
+            st.reserved_at_us = s->resv.start_us;
+            if (__builtin_sub_overflow(s->resv.start_us, now_us, &s->short_lim) ||
                 s->short_lim == INT64_MAX)
                 s->short_lim = INT64_MAX - 1;
             group_fail(s, t, g, j, rc, qn, j->reason);
@@ -505,22 +532,22 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             char r[SL_REASON_MAX];
             sl__setf(r, sizeof r, "%s", j->reason);
             sl__setf(j->reason, sizeof j->reason, "reserved from %lld on %zu nodes; now: %s",
-                 (long long)s->easy.shadow_us, s->easy.nrnodes, r);
+                 (long long)s->resv.start_us, s->resv.nnodes, r);
             continue;
         }
-        if (s->backfill == SL_BACKFILL_EASY) {
+        if (s->backfill->reserve) {
             char r[SL_REASON_MAX];
             sl__setf(r, sizeof r, "%s", j->reason);
             sl__setf(j->reason, sizeof j->reason, "no reservation possible (running jobs without "
                  "time limits); now: %s", r);
         }
         behind_global(s, "waiting behind job %llu (%s)", (unsigned long long)j->spec.id,
-                      s->backfill == SL_BACKFILL_EASY ? "no reservation possible" : "strict order");
+                      s->backfill->reserve ? "no reservation possible" : "strict order");
         break;
     }
 
     undrain(s);
-    sl__easy_clear(&s->easy);
+    clear_reservation(s);
     s->cap_valid = false;
     s->in_cycle = false;
     while (s->ndefer > 0) sl_free(s->gdefer[--s->ndefer]);

@@ -112,64 +112,16 @@ void sl__sched_set_group_skip(sl_sched_t *s, bool on);
  * many groups a quota change resumed, since creation. Can't fail. */
 void sl__sched_group_counters(const sl_sched_t *s, uint64_t *skips, uint64_t *revived);
 
-/* ---- EASY backfill: the reservation of the first blocked job ---- */
+/* ---- running jobs by expected end (sched_queue.c) ---- */
 
 /* Expected end of a running job: start + its time limit, else start + the
  * default limit; INT64_MAX ("never") when both are 0. */
 int64_t sl__job_expected_end(const sl_job_t *job, int64_t default_limit_us);
 
-/*
- * The reservation state and its scratch buffers, owned by the scheduler and
- * reused from cycle to cycle (steady state allocates nothing). Fields after
- * the scratch are the result of sl__easy_reserve.
- */
-typedef struct sl__easy {
-    /* scratch */
-    sl_node_t *copies;              /* copies of the nodes a release touched */
-    int32_t *copy_fit;              /* tasks of the blocked job each copy holds */
-    size_t copies_cap;
-    int32_t *copy_of;               /* node id -> index in copies, or -1 */
-    uint8_t *reserved;              /* node id -> 1 if reserved */
-    size_t nodes_cap;               /* entries of copy_of and reserved */
-    struct sl__easy_cand *cands;    /* candidate nodes at the shadow time */
-    size_t cands_cap;
-    /* result */
-    bool active;
-    int64_t shadow_us;              /* the reserved start time */
-    uint32_t *rnodes;               /* the reserved nodes */
-    size_t nrnodes, rnodes_cap;
-} sl__easy_t;
-
-void sl__easy_init(sl__easy_t *e);  /* can't fail */
-void sl__easy_fini(sl__easy_t *e);  /* frees the scratch */
-
 /* The running job of a node of the end-ordered treap (job.eq). */
 static inline const sl_job_t *sl__end_job(const sl__tnode_t *n) {
     return (const sl_job_t *)((uintptr_t)n - offsetof(sl_job_t, eq));
 }
-
-/*
- * Computes the reservation of a job that needs `count` tasks of req and
- * cannot start now: its shadow time (the earliest expected end of running
- * jobs, walked in order from `ends`, the root of the treap of running jobs
- * with a finite expected end, after which `count` tasks fit on the released
- * state) and the nodes it would use then. Works on copies of the nodes
- * involved; the cluster is not changed. Returns true and sets e->active,
- * e->shadow_us, e->rnodes and the reserved marks; false (e->active false)
- * if the job does not fit even after every running job with a finite
- * expected end has ended. O(K + touched nodes * gpus + classes + C log C)
- * for the K running jobs that end up to the shadow time (all of them when
- * it fails) and C candidate nodes.
- */
-bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl__tnode_t *ends,
-                      const sl_task_req_t *req, int32_t count, int64_t now_us);
-
-/* Drops the reservation (clears the marks). O(reserved nodes). */
-void sl__easy_clear(sl__easy_t *e);
-
-/* True if any of the n placements uses a reserved node. O(n). */
-bool sl__easy_touches(const sl__easy_t *e, const sl_place_t *pls, int32_t n);
-
 
 /* ==== The scheduler's state (shared by the sched_*.c files) ==== */
 
@@ -253,7 +205,8 @@ struct sl_sched {
     sl_workload_t *wl;
     const sl_place_policy_t *place;
     const sl_queue_policy_t *queue;
-    sl_backfill_kind_t backfill;
+    const sl_backfill_policy_t *backfill;
+    void *bf_state;        /* the backfill policy's (init/fini) */
     sl_rng_t rng;
     uint64_t order_key;     /* of the node order ties follow (sl_cycle_t.order_key) */
     int64_t default_limit_us;
@@ -293,7 +246,8 @@ struct sl_sched {
     uint64_t *started;     /* ids started by the cycle, in order */
     size_t started_cap;
 
-    sl__easy_t easy;
+    bool resv_active;      /* a reservation is held in this cycle */
+    sl_reservation_t resv; /* its start time and nodes (the policy's) */
     int64_t short_lim;     /* with a reservation: a job is short iff lim <= this */
     uint32_t *drained;     /* reserved nodes drained by this cycle */
     size_t ndrained, drained_cap;

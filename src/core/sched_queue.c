@@ -151,6 +151,13 @@ sl_job_t *sl__gq_find(const sl__tnode_t *x, const sl_job_t *key, int64_t lim) {
 
 /* ---- running list ---- */
 
+int64_t sl__job_expected_end(const sl_job_t *job, int64_t default_limit_us) {
+    int64_t lim = job->spec.time_limit_us > 0 ? job->spec.time_limit_us : default_limit_us;
+    if (lim <= 0) return INT64_MAX;
+    if (job->start_us > INT64_MAX - lim) return INT64_MAX;
+    return job->start_us + lim;
+}
+
 void sl__run_insert(sl_sched_t *s, sl_job_t *j) {
     /* Keep start order; starts come in time order, so this is O(1) except
      * for adopted jobs with earlier start times. */
