@@ -44,6 +44,16 @@ typedef struct sl_place_policy {
      */
     int (*score)(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
                  uint32_t weight, int64_t *score, sl_place_t *pl);
+    /*
+     * Filter (k8s Filter): may a task of req go on node at all? NULL means
+     * every node that has room. It sees nodes one by one, so with a filter
+     * the framework scores each passing node (weight 1) instead of each
+     * class once: O(up nodes in the buckets that can hold the task). It
+     * must depend only on what does not change as tasks come and go (labels,
+     * pool, model, totals, the node's name or id) and the request, so that a
+     * node refused once is refused on the empty cluster too (SL_NOFIT_EVER).
+     */
+    bool (*filter)(const sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node);
 } sl_place_policy_t;
 
 /* Looks a placement policy up by name; NULL if unknown. */

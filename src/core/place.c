@@ -25,7 +25,12 @@
  *    primary found so far (bestfit: a bucket's least free GPU);
  *  - other policies are asked for a score and a GPU choice through the
  *    representative, with the class size as the weight (policy/place.h); the
- *    highest score wins, the first in scan order among equals.
+ *    highest score wins, the first in scan order among equals;
+ *  - a policy with a `filter` (per node: may the task go there) is asked
+ *    about each member of a class that fits, and scores each member that
+ *    passes with weight 1 (no fast path): nodes of one class share their
+ *    free capacity, not their labels. The filter is also applied to the
+ *    empty cluster, so a task no node may take is SL_NOFIT_EVER.
  * A decision is a pure function of the cluster, the request and the RNG
  * state. Cost: O(classes in the buckets that can hold the task), a few
  * loads each, plus the cost of score for the classes that fit.
@@ -96,9 +101,11 @@ static int64_t cap_div(int64_t have, int64_t need, int64_t cur) {
 
 
 /* How many tasks of req node could hold if it were empty and up
- * (sl_node_fit_count on the node's totals). */
-static int32_t empty_fit_count(const sl_node_t *node, const sl_task_req_t *req, int32_t limit) {
+ * (sl_node_fit_count on the node's totals), under pol's filter. */
+static int32_t empty_fit_count(const sl_place_policy_t *pol, const sl_cycle_t *cy,
+                               const sl_node_t *node, const sl_task_req_t *req, int32_t limit) {
     if (limit <= 0) return 0;
+    if (pol->filter && !pol->filter(cy, req, node)) return 0;
     if (req->pool != -1 && req->pool != node->pool) return 0;
     if (!sl__model_ok(node, req->model_mask)) return 0;
     if (sl__req_gpu(req) && node->ngpus == 0) return 0;
@@ -117,12 +124,23 @@ static int32_t empty_fit_count(const sl_node_t *node, const sl_task_req_t *req, 
 }
 
 /* Tasks of req the empty cluster could hold, counting up to n (early exit). */
-static int32_t empty_capacity(const sl_cluster_t *cl, const sl_task_req_t *req, int32_t n) {
+static int32_t empty_capacity(const sl_place_policy_t *pol, const sl_cycle_t *cy,
+                              const sl_cluster_t *cl, const sl_task_req_t *req, int32_t n) {
     int32_t sum = 0;
     size_t nn = sl_cluster_node_count(cl);
     for (uint32_t id = 0; id < nn && sum < n; id++)
-        sum += empty_fit_count(sl_cluster_node(cl, id), req, n - sum);
+        sum += empty_fit_count(pol, cy, sl_cluster_node(cl, id), req, n - sum);
     return sum;
+}
+
+/* Whether any node at all passes pol's filter for req. O(nodes). */
+static bool any_node_passes(const sl_place_policy_t *pol, const sl_cycle_t *cy,
+                            const sl_cluster_t *cl, const sl_task_req_t *req) {
+    if (!pol->filter) return true;
+    size_t nn = sl_cluster_node_count(cl);
+    for (uint32_t id = 0; id < nn; id++)
+        if (pol->filter(cy, req, sl_cluster_node(cl, id))) return true;
+    return false;
 }
 
 /* ---- searching the classes ---- */
@@ -166,8 +184,35 @@ typedef struct search {
     int32_t best_cnt;
     int64_t best;
     uint32_t win;       /* dense class position */
+    uint32_t win_node;  /* with a filter: the winning node */
     sl_place_t win_pl;  /* without a fast path: the winner's GPUs */
 } search_t;
+
+/*
+ * With a filter: scores each member of class i (cnt tasks each) that the
+ * filter lets through, as the slow path scores a representative. The first
+ * best node in scan order wins, as there.
+ */
+static void search_members(search_t *s, uint32_t i, uint32_t size, int32_t cnt) {
+    for (uint32_t m = 0; m < size; m++) {
+        uint32_t id = sl_cluster_class_node(s->cl, i, m);
+        const sl_node_t *node = sl_cluster_node(s->cl, id);
+        if (!s->pol->filter(s->cy, s->req, node)) continue;
+        if (s->count_to > 0 && s->total < s->count_to) s->total += cnt;
+        if (cnt < s->best_cnt) continue;
+        int64_t p;
+        sl_place_t pl;
+        if (s->pol->score(s->cy, s->req, node, 1, &p, &pl) != SL_FIT) continue;
+        if (!s->found || cnt > s->best_cnt || p > s->best) {
+            s->found = true;
+            s->best_cnt = cnt;
+            s->best = p;
+            s->win = i;
+            s->win_node = id;
+            s->win_pl = pl;
+        }
+    }
+}
 
 static void search_run(search_t *s) {
     const sl_cluster_t *cl = s->cl;
@@ -203,6 +248,10 @@ static void search_run(search_t *s) {
                 if (cnt <= 0) continue;
             }
             uint32_t size = ids[i].size;
+            if (s->pol->filter) {
+                search_members(s, i, size, cnt);
+                continue;
+            }
             if (s->count_to > 0 && s->total < s->count_to) s->total += (int64_t)cnt * size;
             if (cnt < s->best_cnt) continue;
             int64_t p;
@@ -236,6 +285,7 @@ static void search_run(search_t *s) {
 
 /* The node of the winning class the task goes to. */
 static uint32_t winner_node(const search_t *s) {
+    if (s->pol->filter) return s->win_node;
     if (s->fast && s->fast->member) return s->fast->member(s->cy, s->cl, s->win);
     return sl__cluster_classes(s->cl)[s->win].rep;
 }
@@ -258,7 +308,8 @@ int sl_place_task(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_task_re
                   sl_place_t *pl) {
     if (!pol || !cy || !cy->cluster || !req || !pl) return SL_EINVAL;
     const sl_cluster_t *cl = cy->cluster;
-    search_t s = {.pol = pol, .fast = fast_of(pol), .cy = cy, .cl = cl, .req = req, .remaining = 1};
+    search_t s = {.pol = pol, .fast = pol->filter ? NULL : fast_of(pol), .cy = cy, .cl = cl,
+                  .req = req, .remaining = 1};
     search_run(&s);
     if (s.found) {
         uint32_t id = winner_node(&s);
@@ -269,7 +320,7 @@ int sl_place_task(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_task_re
             return SL_FIT;
         }
     }
-    return empty_capacity(cl, req, 1) >= 1 ? SL_NOFIT : SL_NOFIT_EVER;
+    return empty_capacity(pol, cy, cl, req, 1) >= 1 ? SL_NOFIT : SL_NOFIT_EVER;
 }
 
 /* ---- reasons ---- */
@@ -496,7 +547,8 @@ int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl
     if (!pol || !cy || !cl || !req || !pls || n < 1 || n > SL_MAX_TASKS) return SL_EINVAL;
     int32_t placed = 0, fit_now = 0;
     bool first_round = true;
-    search_t s = {.pol = pol, .fast = fast_of(pol), .cy = cy, .cl = cl, .req = req};
+    search_t s = {.pol = pol, .fast = pol->filter ? NULL : fast_of(pol), .cy = cy, .cl = cl,
+                  .req = req};
     while (placed < n) {
         s.remaining = n - placed;
         s.count_to = first_round ? n : 0;
@@ -522,9 +574,14 @@ int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl
 fail:
     for (int32_t k = placed - 1; k >= 0; k--) sl_cluster_release(cl, req, &pls[k]);
     {
-        int32_t fit_empty = empty_capacity(cl, req, n);
+        int32_t fit_empty = empty_capacity(pol, cy, cl, req, n);
         bool ever = fit_empty < n;
-        explain(cl, req, n, fit_now, fit_empty, ever, reason, reasonlen);
+        if (!any_node_passes(pol, cy, cl, req)) {
+            if (reason && reasonlen > 0)
+                snprintf(reason, reasonlen, "no node passes placement %s's filter", pol->name);
+        } else {
+            explain(cl, req, n, fit_now, fit_empty, ever, reason, reasonlen);
+        }
         return ever ? SL_NOFIT_EVER : SL_NOFIT;
     }
 }
