@@ -184,32 +184,54 @@ typedef struct search {
     int32_t best_cnt;
     int64_t best;
     uint32_t win;       /* dense class position */
-    uint32_t win_node;  /* with a filter: the winning node */
     sl_place_t win_pl;  /* without a fast path: the winner's GPUs */
+    uint32_t win_node;  /* with a filter: the winning node */
 } search_t;
 
 /*
- * With a filter: scores each member of class i (cnt tasks each) that the
- * filter lets through, as the slow path scores a representative. The first
- * best node in scan order wins, as there.
+ * The search for a policy with a filter: each class that can hold the task
+ * is looked at member by member (nodes of one class share their free state,
+ * not their labels); each member the filter lets through is scored as the
+ * slow path scores a representative, with weight 1, and the first best node
+ * in scan order wins. Kept apart from search_run so that the unfiltered
+ * search, the hot one, pays nothing for it.
  */
-static void search_members(search_t *s, uint32_t i, uint32_t size, int32_t cnt) {
-    for (uint32_t m = 0; m < size; m++) {
-        uint32_t id = sl_cluster_class_node(s->cl, i, m);
-        const sl_node_t *node = sl_cluster_node(s->cl, id);
-        if (!s->pol->filter(s->cy, s->req, node)) continue;
-        if (s->count_to > 0 && s->total < s->count_to) s->total += cnt;
-        if (cnt < s->best_cnt) continue;
-        int64_t p;
-        sl_place_t pl;
-        if (s->pol->score(s->cy, s->req, node, 1, &p, &pl) != SL_FIT) continue;
-        if (!s->found || cnt > s->best_cnt || p > s->best) {
-            s->found = true;
-            s->best_cnt = cnt;
-            s->best = p;
-            s->win = i;
-            s->win_node = id;
-            s->win_pl = pl;
+__attribute__((noinline)) static void search_filtered(search_t *s) {
+    const sl_cluster_t *cl = s->cl;
+    const sl_task_req_t *r = s->req;
+    const sl__class_t *sum = sl__cluster_classes(cl);
+    const sl__class_id_t *ids = sl__cluster_class_ids(cl);
+    const uint32_t *bs = sl__cluster_buckets(cl);
+    bool mem_check = r->gpus == 0 && r->gpu_milli > 0 && r->gpu_mem_bytes > 0;
+    s->found = false;
+    s->best_cnt = 0;
+    s->best = 0;
+    for (int b = sl__first_bucket(r); b < SL__NBUCKETS; b++) {
+        for (uint32_t i = bs[b]; i < bs[b + 1]; i++) {
+            const sl__class_t *c = &sum[i];
+            if (!sl__class_fits(c, r)) continue;
+            const sl_node_t *rep = sl_cluster_node(cl, c->rep);
+            if (mem_check && !sl_node_fits(rep, r)) continue;
+            int32_t cnt = s->remaining > 1 ? sl_node_fit_count(rep, r, s->remaining) : 1;
+            if (cnt <= 0) continue;
+            for (uint32_t m = 0; m < ids[i].size; m++) {
+                uint32_t id = sl_cluster_class_node(cl, i, m);
+                const sl_node_t *node = sl_cluster_node(cl, id);
+                if (!s->pol->filter(s->cy, r, node)) continue;
+                if (s->count_to > 0 && s->total < s->count_to) s->total += cnt;
+                if (cnt < s->best_cnt) continue;
+                int64_t p;
+                sl_place_t pl;
+                if (s->pol->score(s->cy, r, node, 1, &p, &pl) != SL_FIT) continue;
+                if (!s->found || cnt > s->best_cnt || p > s->best) {
+                    s->found = true;
+                    s->best_cnt = cnt;
+                    s->best = p;
+                    s->win = i;
+                    s->win_node = id;
+                    s->win_pl = pl;
+                }
+            }
         }
     }
 }
@@ -248,10 +270,6 @@ static void search_run(search_t *s) {
                 if (cnt <= 0) continue;
             }
             uint32_t size = ids[i].size;
-            if (s->pol->filter) {
-                search_members(s, i, size, cnt);
-                continue;
-            }
             if (s->count_to > 0 && s->total < s->count_to) s->total += (int64_t)cnt * size;
             if (cnt < s->best_cnt) continue;
             int64_t p;
@@ -310,7 +328,8 @@ int sl_place_task(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_task_re
     const sl_cluster_t *cl = cy->cluster;
     search_t s = {.pol = pol, .fast = pol->filter ? NULL : fast_of(pol), .cy = cy, .cl = cl,
                   .req = req, .remaining = 1};
-    search_run(&s);
+    if (pol->filter) search_filtered(&s);
+    else search_run(&s);
     if (s.found) {
         uint32_t id = winner_node(&s);
         sl_place_t p;
@@ -553,7 +572,8 @@ int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl
         s.remaining = n - placed;
         s.count_to = first_round ? n : 0;
         s.total = 0;
-        search_run(&s);
+        if (pol->filter) search_filtered(&s);
+        else search_run(&s);
         if (first_round) {
             fit_now = s.total > n ? n : (int32_t)s.total;
             first_round = false;
