@@ -86,6 +86,7 @@
 
 #include "cluster_index.h"
 #include "sched_internal.h"
+#include "units.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
 
@@ -224,9 +225,10 @@ static int attempt_job(sl_sched_t *s, sl_cycle_t *cy, sl_job_t *j, int32_t n, in
             if (rc == SL_FIT) return SL_FIT;
         }
         j->status = SL_WAIT;
+        char at[SL__UNIT_BUF];
         sl__setf(j->reason, sizeof j->reason,
-             "fits only on nodes reserved for job %llu from %lld and would run past then",
-             (unsigned long long)resv_id, (long long)s->resv.start_us);
+                 "fits only on nodes reserved for job %llu from t=%s and would run past then",
+                 (unsigned long long)resv_id, sl__fmt_secs(at, sizeof at, s->resv.start_us));
         fcache_put(s, req, n, m, true, SL_WAIT, j->reason);
         return SL_WAIT;
     }
@@ -531,8 +533,9 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             tenant_settle(s, t);
             char r[SL_REASON_MAX];
             sl__setf(r, sizeof r, "%s", j->reason);
-            sl__setf(j->reason, sizeof j->reason, "reserved from %lld on %zu nodes; now: %s",
-                 (long long)s->resv.start_us, s->resv.nnodes, r);
+            char from[SL__UNIT_BUF];
+            sl__setf(j->reason, sizeof j->reason, "reserved from t=%s on %zu nodes; now: %s",
+                     sl__fmt_secs(from, sizeof from, s->resv.start_us), s->resv.nnodes, r);
             continue;
         }
         if (s->backfill->reserve) {

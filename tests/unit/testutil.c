@@ -130,3 +130,16 @@ int tu_teardown(void **state) {
     SL_ASSERT_NO_LEAKS();
     return 0;
 }
+
+sl_job_spec_t tu_spec(uint64_t id, int tn, int32_t ntasks, sl_task_req_t task) {
+    sl_job_spec_t sp = {.id = id, .tenant = tn, .submit_us = (int64_t)id, .ntasks = ntasks,
+                        .task = task};
+    return sp;
+}
+
+void tu_submit(sl_sched_t *s, sl_job_spec_t sp) {
+    char err[256];
+    int rc = sl_sched_submit(s, &sp, err, sizeof err);
+    if (rc) fprintf(stderr, "submit %llu: %s\n", (unsigned long long)sp.id, err);
+    assert_int_equal(rc, 0);
+}

@@ -44,6 +44,13 @@ int tu_ids_each(void *ud, const sl_job_t *job);
  * other defaults; asserts that sl_sched_create succeeds. The caller destroys it. */
 sl_sched_t *tu_sched_create(sl_cluster_t *cl, const char *queue, const char *backfill);
 
+/* A job spec of ntasks tasks of task for tenant tn, submitted at time id
+ * (so ids give submit order); other fields zero. */
+sl_job_spec_t tu_spec(uint64_t id, int tn, int32_t ntasks, sl_task_req_t task);
+
+/* Submits sp and asserts it was accepted (printing the error if not). */
+void tu_submit(sl_sched_t *s, sl_job_spec_t sp);
+
 /* Adds a tenant and asserts it was accepted; returns its id. */
 int tu_tenant_add(sl_sched_t *s, const char *name, int32_t weight, sl_res_t quota);
 
