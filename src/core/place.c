@@ -361,15 +361,21 @@ static void bput(buf_t *b, const char *fmt, ...) {
     if (b->off >= b->len) b->off = b->len - 1;
 }
 
+/* Appends s as it is (no format to parse: reasons are written often). */
+static void bputs(buf_t *b, const char *s) {
+    while (*s && b->off + 1 < b->len) b->p[b->off++] = *s++;
+    b->p[b->off] = '\0';
+}
+
 /* CPUs as a decimal ("4", "0.5"), memory with a binary suffix ("16Gi"). */
 static void put_cpu(buf_t *b, int64_t milli) {
     char n[SL__UNIT_BUF];
-    bput(b, "%s", sl__fmt_milli(n, sizeof n, milli));
+    bputs(b, sl__fmt_milli(n, sizeof n, milli));
 }
 
 static void put_mem(buf_t *b, int64_t bytes) {
     char n[SL__UNIT_BUF];
-    bput(b, "%s", sl__fmt_bytes(n, sizeof n, bytes));
+    bputs(b, sl__fmt_bytes(n, sizeof n, bytes));
 }
 
 static void put_models(buf_t *b, const sl_cluster_t *cl, uint64_t mask) {
@@ -396,12 +402,14 @@ static void put_pool(buf_t *b, const sl_cluster_t *cl, int32_t pool) {
 /* "4 GPUs of model H100", "0.25 of one GPU", "" for CPU-only. */
 static void put_gpu(buf_t *b, const sl_cluster_t *cl, const sl_task_req_t *r) {
     char n[SL__UNIT_BUF];
-    if (r->gpus > 0)
+    if (r->gpus > 0) {
         bput(b, "%d GPU%s", r->gpus, r->gpus == 1 ? "" : "s");
-    else if (r->gpu_milli > 0)
-        bput(b, "%s of one GPU", sl__fmt_milli(n, sizeof n, r->gpu_milli));
-    else
+    } else if (r->gpu_milli > 0) {
+        bputs(b, sl__fmt_milli(n, sizeof n, r->gpu_milli));
+        bputs(b, " of one GPU");
+    } else {
         return;
+    }
     if (r->model_mask) {
         bput(b, " of model ");
         put_models(b, cl, r->model_mask);

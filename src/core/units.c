@@ -1,43 +1,70 @@
 /*
  * units.c - the core's formatter of user units (units.h). Decimals are
  * written from integers (no floating point), trailing zeros trimmed, so the
- * text is exact and the same on every platform.
+ * text is exact and the same on every platform. Digits are written by hand
+ * rather than through snprintf: placement reasons are written for every
+ * refused job, and this keeps them cheap.
  */
 #include "units.h"
 
-#include <stdio.h> /* snprintf only: formats text, no I/O */
+#include <stdbool.h>
 
-/* v / scale with up to `digits` decimals (scale = 10^digits), trailing
- * zeros trimmed; v is rounded to the nearest unit of the last digit by the
- * caller. */
-static char *fmt_fixed(char *buf, size_t len, int64_t v, int64_t scale, int digits) {
-    const char *sign = "";
-    uint64_t a = (uint64_t)v;
+/* An output cursor that truncates at the end of the buffer (len > 0). */
+typedef struct out {
+    char *p, *end; /* end is the last byte, kept for the NUL */
+} out_t;
+
+static void put_str(out_t *o, const char *s) {
+    while (*s && o->p < o->end) *o->p++ = *s++;
+    *o->p = '\0';
+}
+
+static void put_u64(out_t *o, uint64_t v, int min_digits) {
+    char d[24];
+    int n = 0;
+    do {
+        d[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v || n < min_digits);
+    while (n > 0 && o->p < o->end) *o->p++ = d[--n];
+    *o->p = '\0';
+}
+
+/* v / 10^digits with up to `digits` decimals, trailing zeros trimmed. */
+static void put_fixed(out_t *o, int64_t v, int digits) {
+    uint64_t a = (uint64_t)v, scale = 1;
+    for (int i = 0; i < digits; i++) scale *= 10;
     if (v < 0) {
-        sign = "-";
+        put_str(o, "-");
         a = 0 - a;
     }
-    uint64_t whole = a / (uint64_t)scale, frac = a % (uint64_t)scale;
-    if (frac == 0) {
-        snprintf(buf, len, "%s%llu", sign, (unsigned long long)whole);
-        return buf;
-    }
+    uint64_t frac = a % scale;
+    put_u64(o, a / scale, 1);
+    if (frac == 0) return;
     while (frac % 10 == 0) {
         frac /= 10;
         digits--;
     }
-    snprintf(buf, len, "%s%llu.%0*llu", sign, (unsigned long long)whole, digits,
-             (unsigned long long)frac);
-    return buf;
+    put_str(o, ".");
+    put_u64(o, frac, digits);
+}
+
+static out_t out_of(char *buf, size_t len) {
+    buf[0] = '\0';
+    return (out_t){buf, buf + len - 1};
 }
 
 char *sl__fmt_milli(char *buf, size_t len, int64_t milli) {
-    return fmt_fixed(buf, len, milli, 1000, 3);
+    out_t o = out_of(buf, len);
+    put_fixed(&o, milli, 3);
+    return buf;
 }
 
 static char *fmt_count(char *buf, size_t len, int64_t milli, const char *one, const char *many) {
-    char n[SL__UNIT_BUF];
-    snprintf(buf, len, "%s %s", sl__fmt_milli(n, sizeof n, milli), milli == 1000 ? one : many);
+    out_t o = out_of(buf, len);
+    put_fixed(&o, milli, 3);
+    put_str(&o, " ");
+    put_str(&o, milli == 1000 ? one : many);
     return buf;
 }
 
@@ -51,8 +78,12 @@ char *sl__fmt_cpus(char *buf, size_t len, int64_t cpu_milli) {
 
 char *sl__fmt_bytes(char *buf, size_t len, int64_t bytes) {
     static const char *const unit[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
-    uint64_t a = bytes < 0 ? 0 - (uint64_t)bytes : (uint64_t)bytes;
-    const char *sign = bytes < 0 ? "-" : "";
+    out_t o = out_of(buf, len);
+    uint64_t a = (uint64_t)bytes;
+    if (bytes < 0) {
+        put_str(&o, "-");
+        a = 0 - a;
+    }
     int u = 0;
     uint64_t x = a;
     while (u < 6 && x != 0 && x % 1024 == 0) {
@@ -60,11 +91,12 @@ char *sl__fmt_bytes(char *buf, size_t len, int64_t bytes) {
         u++;
     }
     if (x < 1024 || u == 6) { /* a whole number of the largest unit it reaches */
-        snprintf(buf, len, "%s%llu%s", sign, (unsigned long long)x, unit[u]);
+        put_u64(&o, x, 1);
+        put_str(&o, unit[u]);
         return buf;
     }
-    /* Not a whole number of any unit of which it is at least one: the
-     * largest such unit, rounded to hundredths. */
+    /* Not a whole number of the largest unit it reaches: that unit, rounded
+     * to hundredths. */
     u = 0;
     uint64_t div = 1;
     while (u < 6 && a / div >= 1024) {
@@ -73,14 +105,14 @@ char *sl__fmt_bytes(char *buf, size_t len, int64_t bytes) {
     }
     uint64_t hundredths =
         (a / div) * 100 + (uint64_t)(((unsigned __int128)(a % div) * 100 + div / 2) / div);
-    char n[SL__UNIT_BUF];
-    fmt_fixed(n, sizeof n, (int64_t)hundredths, 100, 2);
-    snprintf(buf, len, "%s%s%s", sign, n, unit[u]);
+    put_fixed(&o, (int64_t)hundredths, 2);
+    put_str(&o, unit[u]);
     return buf;
 }
 
 char *sl__fmt_secs(char *buf, size_t len, int64_t us) {
-    char n[SL__UNIT_BUF];
-    snprintf(buf, len, "%ss", fmt_fixed(n, sizeof n, us, 1000000, 6));
+    out_t o = out_of(buf, len);
+    put_fixed(&o, us, 6);
+    put_str(&o, "s");
     return buf;
 }
