@@ -39,7 +39,7 @@
 #include "sluice/policy.h"
 #include "sluice/sched.h"
 
-/* An intrusive treap node (sched.c): ordered by a caller's `less`,
+/* An intrusive treap node (sched_queue.c): ordered by a caller's `less`,
  * heap-ordered by prio (a hash of the owner's id: deterministic). */
 typedef struct sl__tnode {
     struct sl__tnode *l, *r, *up;
@@ -59,11 +59,11 @@ static inline sl__tnode_t *sl__tn_next(const sl__tnode_t *x) {
     return x->up;
 }
 
-struct sl__group; /* the pending jobs of one tenant with one shape (sched.c) */
+struct sl__group; /* the pending jobs of one tenant with one shape (sched_queue.c) */
 
 struct sl_job {
     sl_job_spec_t spec;       /* copied at submit; spec.min_tasks as given */
-    const sl_sched_t *owner;  /* for lazily shared reasons (see sched.c) */
+    const sl_sched_t *owner;  /* for lazily shared reasons (see sched_queue.c) */
     sl_job_state_t state;
     sl_status_t status;       /* of the last attempt (own, not shared) */
     int64_t start_us;         /* -1 until started */
@@ -111,7 +111,7 @@ static inline bool sl__job_submit_less(const sl_job_t *a, const sl_job_t *b) {
 /* The reason and status a pending job shows, taking into account reasons
  * shared by the jobs of a shape group the cycle skipped, by the jobs behind
  * a quota-blocked tenant head and by every job a cycle did not reach
- * (sched.c). */
+ * (sched_queue.c). */
 const char *sl__sched_job_reason(const sl_sched_t *s, const sl_job_t *job);
 sl_status_t sl__sched_job_status(const sl_sched_t *s, const sl_job_t *job);
 
@@ -119,7 +119,8 @@ sl_status_t sl__sched_job_status(const sl_sched_t *s, const sl_job_t *job);
  * Tests only: with on == false a cycle examines every pending job in order
  * instead of skipping the rest of a shape group after a failure (each is
  * then answered by the failed-shape cache). Decisions must be identical
- * either way; test_sched.c checks that on random workloads. Can't fail.
+ * either way; test_sched_random.c checks that on random workloads. Can't
+ * fail. (sched_cycle.c)
  */
 void sl__sched_set_group_skip(sl_sched_t *s, bool on);
 
