@@ -1,7 +1,7 @@
 /*
  * job.c - read-only accessors of a job (include/sluice/job.h).
  *
- * Jobs are owned by the scheduler (sched.c); the struct lives in
+ * Jobs are owned by the scheduler (sched*.c); the struct lives in
  * sched_internal.h. Every accessor is O(1) and can't fail. The reason and
  * status of a pending job may be shared by all jobs a cycle did not reach
  * ("waiting behind job 17"), so they are resolved through the scheduler

@@ -69,7 +69,7 @@ static void test_backfill_short_job_passes_long_does_not(void **state) {
     assert_int_equal(state_of(s, 4), SL_JOB_PENDING);
     assert_int_equal(sl_job_status(sl_sched_job(s, 4)), SL_WAIT);
     assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 4)), "reserved for job 2"));
-    assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 2)), "reserved from 100"));
+    assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 2)), "reserved from t=0.0001s"));
     assert_int_equal(sl_sched_check(s), 0);
 
     /* Job 3 ends at 60; job 4 still may not pass (60 + 500 > 100). */
@@ -396,6 +396,39 @@ static void test_backfill_never_delays_reserved_random(void **state) {
     assert_true(backfilled > 100);
 }
 
+/* Backfill policies are const structs looked up by name, like queue and
+ * placement policies; "none" has no reservation hook, "easy" all of them;
+ * the scheduler names the known ones when given an unknown one. */
+static void test_backfill_policy_registry(void **state) {
+    (void)state;
+    const sl_backfill_policy_t *none = sl_backfill_policy_find("none");
+    const sl_backfill_policy_t *easy = sl_backfill_policy_find("easy");
+    assert_non_null(none);
+    assert_non_null(easy);
+    assert_null(sl_backfill_policy_find("conservative"));
+    assert_null(sl_backfill_policy_find(NULL));
+    assert_null(none->reserve);
+    assert_true(easy->init && easy->fini && easy->reserve && easy->touches && easy->clear);
+    const sl_backfill_policy_t *const *l = sl_backfill_policy_list();
+    assert_ptr_equal(l[SL_BACKFILL_NONE], none);
+    assert_ptr_equal(l[SL_BACKFILL_EASY], easy);
+    assert_null(l[2]);
+    sl_cluster_t *cl;
+    sl_cluster_create(&cl);
+    sl_sched_config_t cfg;
+    sl_sched_config_init(&cfg);
+    cfg.backfill = "conservative";
+    sl_sched_t *s = NULL;
+    char err[128];
+    assert_int_equal(sl_sched_create(&cfg, cl, &s, err, sizeof err), SL_EINVAL);
+    assert_string_equal(err, "unknown backfill \"conservative\" (known: none, easy)");
+    cfg.backfill = "easy";
+    assert_int_equal(sl_sched_create(&cfg, cl, &s, err, sizeof err), 0);
+    assert_int_equal(sl_sched_backfill(s), SL_BACKFILL_EASY);
+    sl_sched_destroy(s);
+    sl_cluster_destroy(cl);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_backfill_short_job_passes_long_does_not, tu_teardown),
@@ -405,6 +438,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_backfill_shadow_time_is_earliest, tu_teardown),
         cmocka_unit_test_teardown(test_backfill_max_tries_bounds_a_cycle, tu_teardown),
         cmocka_unit_test_teardown(test_backfill_never_delays_reserved_random, tu_teardown),
+        cmocka_unit_test_teardown(test_backfill_policy_registry, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
