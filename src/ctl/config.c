@@ -10,7 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "config.h"
+#include "loop.h"
 #include "log.h"
 #include "yamldoc.h"
 
@@ -347,4 +348,16 @@ int ctl_config_check(const ctl_config_t *cfg, char *err, size_t errlen) {
         }
     }
     return 0;
+}
+
+bool ctl_token_eq(const char *given, const char *want) {
+    if (given == NULL || want == NULL)
+        return false;
+    size_t lg = strlen(given), lw = strlen(want);
+    /* Every byte of given is compared (with want repeated), whatever the
+     * first difference; the lengths are compared the same way. */
+    unsigned char d = (unsigned char)(lg != lw);
+    for (size_t i = 0; i < lg; i++)
+        d |= (unsigned char)(given[i] ^ want[i % (lw ? lw : 1)]);
+    return d == 0 && lw > 0;
 }
