@@ -106,8 +106,11 @@ static int get_ms(rd_t *r, const sl_yaml_node_t *map, const char *key, int64_t m
     /* Seconds parse exactly like CPUs: "2" -> 2000 milli, "0.5" -> 500. */
     if (v->kind != SL_YAML_SCALAR || sl_qty_parse(v->value, SL_QTY_CPU, &ms, qerr, sizeof qerr) < 0)
         return fail(r, v, "%s: must be a number of seconds%s", key, "");
-    if (ms < min_ms)
-        return fail(r, v, "%s: too small%s", key, "");
+    if (ms < min_ms) {
+        char least[48];
+        snprintf(least, sizeof least, " (at least %g seconds)", (double)min_ms / 1000);
+        return fail(r, v, "%s: too small%s", key, least);
+    }
     *out = ms;
     return 0;
 }

@@ -35,6 +35,8 @@ static void kick(ctl_t *c) {
 /* ---- set-up ---- */
 
 int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
+    if (ctl_store_open(&c->store, c->loop, c->cfg.state, err, errlen) < 0)
+        return -1;
     sl_cluster_create(&c->cl);
     sl_sched_config_t sc;
     sl_sched_config_init(&sc);
@@ -72,6 +74,7 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
 }
 
 void ctl_domain_close(ctl_t *c) {
+    ctl_store_close(&c->store); /* commits what is open */
     ctl_jobs_fini(c);
     ctl_nodes_fini(c);
     sl_sched_destroy(c->sched);
@@ -512,8 +515,9 @@ void ctl_node_heard(ctl_t *c, uint32_t node, bool heartbeat) {
 }
 
 void ctl_node_failed(ctl_t *c, uint32_t node, const char *why) {
-    char name[SL_NAME_MAX];
-    snprintf(name, sizeof name, "%s", ctl_node_name(c, (int32_t)node)[0] ? ctl_node_name(c, (int32_t)node) : "?");
+    const char *name = ctl_node_name(c, (int32_t)node);
+    if (name[0] == '\0')
+        name = "?";
     sl_log(SL_LOG_WARN, "node", "node=%s down: %s", name, why);
     c->n.node_failures++;
     sl_cluster_set_state(c->cl, node, SL_NODE_DOWN);
@@ -551,20 +555,6 @@ static int over_limit(void *ud, const sl_job_t *cj) {
     return 0;
 }
 
-/* "1h05m", "30m", "45s": a duration as a person reads it. */
-static void fmt_dur(char *out, size_t len, int64_t s) {
-    if (s >= 3600 && s % 3600)
-        snprintf(out, len, "%lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
-    else if (s >= 3600)
-        snprintf(out, len, "%lldh", (long long)(s / 3600));
-    else if (s >= 60 && s % 60)
-        snprintf(out, len, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
-    else if (s >= 60)
-        snprintf(out, len, "%lldm", (long long)(s / 60));
-    else
-        snprintf(out, len, "%llds", (long long)s);
-}
-
 void ctl_sweep(ctl_t *c) {
     int64_t mono = ctl_mono_us();
     int64_t timeout_us = c->cfg.node_timeout_ms * 1000;
@@ -586,9 +576,9 @@ void ctl_sweep(ctl_t *c) {
     for (size_t i = 0; i < col.n; i++) {
         ctl_job_t *j = ctl_job_find(c, col.ids[i]);
         if (j && j->state == CTL_JOB_RUNNING) {
-            char why[96], d[32];
-            fmt_dur(d, sizeof d, j->core.time_limit_us / 1000000);
-            snprintf(why, sizeof why, "time limit of %s exceeded", d);
+            char why[96];
+            snprintf(why, sizeof why, "time limit of %lld s exceeded",
+                     (long long)(j->core.time_limit_us / 1000000));
             ctl_job_fail(c, j, why);
         }
     }

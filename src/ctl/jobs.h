@@ -15,10 +15,12 @@
 #include "jobtab.h"
 #include "nodes.h"
 
-/* Creates the cluster and the scheduler from c->cfg (policies, tenants,
- * pools). 0, or -1 with a message in err. */
+/* Opens the store (c->cfg.state, on c->loop) and creates the cluster and
+ * the scheduler from c->cfg (policies, tenants, pools). 0, or -1 with a
+ * message in err (close the domain anyway). */
 int ctl_domain_open(ctl_t *c, char *err, size_t errlen);
-/* Frees jobs, nodes, scheduler and cluster; accepts a domain never opened. */
+/* Commits and closes the store, frees jobs, nodes, scheduler and cluster;
+ * accepts a domain never opened. */
 void ctl_domain_close(ctl_t *c);
 
 /* Submits a validated job (ctl_job_from_spec): interns its GPU models and

@@ -75,7 +75,6 @@ static void usage(FILE *f) {
 }
 
 static void teardown(daemon_t *d) {
-    ctl_store_close(&d->c.store);
     ctl_agentport_fini(&d->ap);
     ctl_http_fini(&d->http);
     ctl_domain_close(&d->c);
@@ -150,8 +149,8 @@ int main(int argc, char **argv) {
         c->cfg.heartbeat_s = hb < 1 ? 1 : hb;
         if (c->cfg.node_timeout_ms < 3000)
             sl_log(SL_LOG_WARN, "config",
-                   "node_timeout=%lldms is below 3 heartbeats of 1 s; agents may be declared down",
-                   (long long)c->cfg.node_timeout_ms);
+                   "node_timeout=%gs is below 3 heartbeats of 1 s; agents may be declared down",
+                   (double)c->cfg.node_timeout_ms / 1000);
     }
     c->next_id = 1;
     c->started_us = ctl_now_us();
@@ -176,15 +175,13 @@ int main(int argc, char **argv) {
     ctl_loop_hook(&d->loop, CTL_HOOK_AGENTS, ctl_agentport_flush, &d->ap);
     ctl_loop_hook(&d->loop, CTL_HOOK_TRIM, ctl_jobs_trim_hook, c);
     int rc = 1;
-    if (ctl_domain_open(c, err, sizeof err) < 0 ||
-        ctl_store_open(&c->store, &d->loop, c->cfg.state, err, sizeof err) < 0) {
+    if (ctl_domain_open(c, err, sizeof err) < 0) {
         fprintf(stderr, "sluiced: %s\n", err);
         rc = 2;
         goto out;
     }
-    if (ctl_recover(c) < 0) {
-        fprintf(stderr, "sluiced: %s: cannot load state: %s\n", c->cfg.state,
-                sqlite3_errmsg(c->store.db));
+    if (ctl_recover(c, err, sizeof err) < 0) {
+        fprintf(stderr, "sluiced: %s: cannot load state: %s\n", c->cfg.state, err);
         goto out;
     }
     if (ctl_http_listen(&d->http, err, sizeof err) < 0 ||

@@ -167,19 +167,18 @@ static bool load_active(ctl_t *c, ctl_job_t *j) {
     return false;
 }
 
-int ctl_recover(ctl_t *c) {
-    if (ctl_store_nodes_read(&c->store, node_row, c) < 0)
-        return -1;
+int ctl_recover(ctl_t *c, char *err, size_t errlen) {
     uint64_t max_id;
-    if (ctl_store_max_id(&c->store, &max_id) < 0)
-        return -1;
+    if (ctl_store_nodes_read(&c->store, node_row, c) < 0 ||
+        ctl_store_max_id(&c->store, &max_id) < 0)
+        goto fail;
     c->next_id = max_id + 1;
 
     /* Active jobs: pending or running, or finished with tasks that had
      * not yet reported their end. */
     jobvec_t all = {c, NULL, 0, 0};
     if (ctl_store_jobs_active(&c->store, job_row, &all) < 0)
-        return -1;
+        goto fail;
     size_t nactive = 0;
     for (size_t i = 0; i < all.n; i++)
         if (load_active(c, all.v[i]))
@@ -192,7 +191,7 @@ int ctl_recover(ctl_t *c) {
         if (ctl_store_jobs_finished(&c->store, ctl_now_us() - c->cfg.job_retention_ms * 1000,
                                     c->cfg.max_finished_jobs, job_row, &fin) < 0) {
             sl_free(all.v);
-            return -1;
+            goto fail;
         }
         for (size_t i = fin.n; i-- > 0;) {
             ctl_job_t *j = fin.v[i];
@@ -225,4 +224,7 @@ int ctl_recover(ctl_t *c) {
     ctl_store_commit(&c->store);
     c->sched_dirty = true;
     return 0;
+fail:
+    snprintf(err, errlen, "%s", ctl_store_errmsg(&c->store));
+    return -1;
 }

@@ -139,6 +139,10 @@ void ctl_store_close(ctl_store_t *s) {
     s->lazy_ev = NULL;
 }
 
+const char *ctl_store_errmsg(ctl_store_t *s) {
+    return s->db ? sqlite3_errmsg(s->db) : "not open";
+}
+
 bool ctl_store_flush(void *ud) {
     ctl_store_t *s = ud;
     if (s->txn_urgent)

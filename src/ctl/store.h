@@ -44,6 +44,8 @@ typedef struct ctl_store {
 int ctl_store_open(ctl_store_t *s, ctl_loop_t *loop, const char *path, char *err, size_t errlen);
 /* Commits what is open and closes; accepts a store never opened. */
 void ctl_store_close(ctl_store_t *s);
+/* SQLite's message for the last failed call (valid until the next call). */
+const char *ctl_store_errmsg(ctl_store_t *s);
 /* Commits the open transaction, if any. 0 (a failure exits). */
 int ctl_store_commit(ctl_store_t *s);
 /* The loop's COMMIT hook: commits when a write asked for it (ud is the
