@@ -1,10 +1,18 @@
 /*
- * conn.c - the agent's one connection to the controller (docs/protocol.md).
+ * conn.c - the agent's one connection to the controller (conn.h,
+ * docs/protocol.md).
  *
  * A bufferevent over a non-blocking TCP socket (TCP_NODELAY) carries
- * newline-delimited JSON both ways. Launches arrive pushed and are handled
- * in the read callback itself, so a launch is spawned and its `started`
- * queued within the same loop pass as its bytes arrived.
+ * newline-delimited JSON both ways, encoded and decoded by the protocol
+ * codec (src/common/proto.h). Launches arrive pushed and are handed to the
+ * tasks in the read callback itself, so a launch is spawned within the same
+ * loop pass as its bytes arrived.
+ *
+ * Outgoing messages collect in `pending` while a read callback runs (so the
+ * replies to one read leave in one send(2)) and are handed to the socket
+ * when it returns; a message sent from anywhere else is handed over at
+ * once. A direct send(2) skips the bufferevent's copy when nothing is queued
+ * ahead of it.
  *
  * When the connection fails or drops, the agent keeps its tasks running and
  * reconnects after 100 ms, doubling to at most 2 s; a `welcome` resets the
@@ -23,178 +31,227 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 
-#include "agent.h"
+#include "conn.h"
 #include "log.h"
+#include "loop.h"
+#include "sluice/alloc.h"
+#include "sluice/error.h"
+#include "sluice/sluice.h"
 
-static void try_connect(agent_t *a);
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS 2000
 
-static void schedule_reconnect(agent_t *a) {
-    if (a->stopping) return;
-    struct timeval tv = {a->backoff_ms / 1000, (a->backoff_ms % 1000) * 1000};
-    evtimer_add(a->reconnect_ev, &tv);
-    a->backoff_ms = a->backoff_ms * 2 > 2000 ? 2000 : a->backoff_ms * 2;
+struct agent_conn {
+    struct event_base *base;
+    agent_conn_config_t cfg;
+    agent_tasks_t *ts;
+    struct bufferevent *bev;
+    int connected;              /* TCP up and hello sent */
+    int welcomed;
+    struct evbuffer *pending;   /* messages not yet handed to the socket */
+    int batch;                  /* > 0: inside the read callback */
+    int backoff_ms;
+    int heartbeat_s;
+    struct event *reconnect_ev;
+    struct event *heartbeat_ev;
+};
+
+static void try_connect(agent_conn_t *cn);
+
+static void schedule_reconnect(agent_conn_t *cn) {
+    struct timeval tv = agent_tv_ms(cn->backoff_ms);
+    evtimer_add(cn->reconnect_ev, &tv);
+    cn->backoff_ms = cn->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : cn->backoff_ms * 2;
 }
 
-static void conn_drop(agent_t *a, const char *why) {
-    if (evbuffer_get_length(a->pending) > 0) evbuffer_drain(a->pending, evbuffer_get_length(a->pending));
-    if (a->bev) {
-        if (a->welcomed)
-            sl_log(SL_LOG_WARN, "agent", "lost controller %s:%s: %s; reconnecting", a->ctl_host,
-                   a->ctl_port, why);
+static void conn_drop(agent_conn_t *cn, const char *why) {
+    if (evbuffer_get_length(cn->pending) > 0) evbuffer_drain(cn->pending, evbuffer_get_length(cn->pending));
+    if (cn->bev) {
+        if (cn->welcomed)
+            sl_log(SL_LOG_WARN, "agent", "lost controller %s:%s: %s; reconnecting", cn->cfg.host,
+                   cn->cfg.port, why);
         else
-            sl_log(SL_LOG_DEBUG, "agent", "controller %s:%s: %s", a->ctl_host, a->ctl_port, why);
-        bufferevent_free(a->bev);
-        a->bev = NULL;
+            sl_log(SL_LOG_DEBUG, "agent", "controller %s:%s: %s", cn->cfg.host, cn->cfg.port, why);
+        bufferevent_free(cn->bev);
+        cn->bev = NULL;
     }
-    a->connected = 0;
-    a->welcomed = 0;
-    schedule_reconnect(a);
+    cn->connected = 0;
+    cn->welcomed = 0;
+    schedule_reconnect(cn);
 }
 
-void agent_flush(agent_t *a) {
-    size_t n = evbuffer_get_length(a->pending);
+/* Hands pending messages to the socket now. */
+static void flush(agent_conn_t *cn) {
+    size_t n = evbuffer_get_length(cn->pending);
     if (n == 0) return;
-    if (!a->bev || !a->connected) {
-        evbuffer_drain(a->pending, n);
+    if (!cn->bev || !cn->connected) {
+        evbuffer_drain(cn->pending, n);
         return;
     }
-    struct evbuffer *out = bufferevent_get_output(a->bev);
+    struct evbuffer *out = bufferevent_get_output(cn->bev);
     if (evbuffer_get_length(out) == 0) {
         /* Nothing queued ahead: write directly, keep only what did not fit. */
-        ssize_t w = send(bufferevent_getfd(a->bev), evbuffer_pullup(a->pending, -1), n,
+        ssize_t w = send(bufferevent_getfd(cn->bev), evbuffer_pullup(cn->pending, -1), n,
                          MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (w > 0) evbuffer_drain(a->pending, (size_t)w);
+        if (w > 0) evbuffer_drain(cn->pending, (size_t)w);
     }
-    if (evbuffer_get_length(a->pending) > 0) evbuffer_add_buffer(out, a->pending);
+    if (evbuffer_get_length(cn->pending) > 0) evbuffer_add_buffer(out, cn->pending);
 }
 
-void agent_send(agent_t *a, json_t *obj) {
-    if (!obj) return;
-    if (a->bev && a->connected) {
-        char *s = json_dumps(obj, JSON_COMPACT);
-        if (s) {
-            evbuffer_add(a->pending, s, strlen(s));
-            evbuffer_add(a->pending, "\n", 1);
-            free(s);
-        }
-        if (a->batch == 0) agent_flush(a);
+/* Queues one message; dropped, with a debug line, when not connected
+ * (hello re-sends every unacknowledged state on reconnect). */
+static void send_msg(agent_conn_t *cn, const sl_proto_msg_t *m) {
+    if (!cn->bev || !cn->connected) {
+        sl_log(SL_LOG_DEBUG, "agent", "not connected: %s dropped", sl_proto_type_name(m->type));
+        return;
     }
-    json_decref(obj);
-}
-
-static void send_hello(agent_t *a) {
-    json_t *node = json_pack("{s:s,s:s,s:s,s:i}", "name", a->name, "cpus", a->cpus, "memory",
-                             a->memory, "gpus", a->gpus);
-    if (a->gpus > 0) {
-        json_object_set_new(node, "gpu_model", json_string(a->gpu_model ? a->gpu_model : "unknown"));
-        if (a->gpu_memory) json_object_set_new(node, "gpu_memory", json_string(a->gpu_memory));
+    char small[4096];
+    size_t len;
+    if (sl_proto_encode(m, small, sizeof small, &len) != 0) {
+        sl_log(SL_LOG_ERROR, "agent", "cannot encode a %s message", sl_proto_type_name(m->type));
+        return;
     }
-    if (a->pool) json_object_set_new(node, "pool", json_string(a->pool));
-    if (a->labels) json_object_set_new(node, "labels", json_string(a->labels));
-    agent_send(a, json_pack("{s:s,s:s,s:s,s:o,s:o}", "type", "hello", "token", a->token,
-                            "version", AGENT_VERSION, "node", node, "tasks", agent_tasks_hello(a)));
-}
-
-static void handle(agent_t *a, json_t *m) {
-    const char *type = json_string_value(json_object_get(m, "type"));
-    if (!type) {
-        sl_log(SL_LOG_WARN, "agent", "message without a type; ignored");
-    } else if (strcmp(type, "launch") == 0) {
-        agent_task_launch(a, m);
-    } else if (strcmp(type, "kill") == 0) {
-        agent_task_kill(a, m);
-    } else if (strcmp(type, "ack") == 0) {
-        agent_task_ack(a, m);
-    } else if (strcmp(type, "logs") == 0) {
-        agent_task_logs(a, m);
-    } else if (strcmp(type, "welcome") == 0) {
-        a->welcomed = 1;
-        a->backoff_ms = 100;
-        json_t *hb = json_object_get(m, "heartbeat");
-        if (json_is_integer(hb) && json_integer_value(hb) > 0 &&
-            json_integer_value(hb) < a->heartbeat_s) {
-            a->heartbeat_s = (int)json_integer_value(hb);
-            struct timeval tv = {a->heartbeat_s, 0};
-            evtimer_del(a->heartbeat_ev);
-            event_add(a->heartbeat_ev, &tv);
-        }
-        sl_log(SL_LOG_INFO, "agent", "node=%s registered with controller %s:%s", a->name,
-               a->ctl_host, a->ctl_port);
-    } else if (strcmp(type, "error") == 0) {
-        const char *msg = json_string_value(json_object_get(m, "message"));
-        sl_log(SL_LOG_ERROR, "agent", "controller refused node %s: %s", a->name, msg ? msg : "?");
+    if (len < sizeof small) {
+        evbuffer_add(cn->pending, small, len);
     } else {
-        sl_log(SL_LOG_DEBUG, "agent", "unknown message type %s; ignored", type);
+        char *big = sl_xmalloc(len + 1);
+        sl_proto_encode(m, big, len + 1, &len);
+        evbuffer_add(cn->pending, big, len);
+        sl_free(big);
     }
+    if (cn->batch == 0) flush(cn);
+}
+
+/* The tasks' sender (agent_tasks_set_sender). */
+static void tasks_send(void *ud, const sl_proto_msg_t *m) {
+    send_msg(ud, m);
+}
+
+static void send_hello(agent_conn_t *cn) {
+    size_t ntasks;
+    sl_proto_task_t *tasks = agent_tasks_report(cn->ts, &ntasks);
+    sl_proto_msg_t m = {.type = SL_PROTO_HELLO,
+                        .u.hello = {.token = cn->cfg.token, .version = SLUICE_VERSION,
+                                    .node = cn->cfg.node, .tasks = tasks, .ntasks = ntasks}};
+    send_msg(cn, &m);
+    free(tasks);
+}
+
+static void on_welcome(agent_conn_t *cn, const sl_proto_welcome_t *w) {
+    cn->welcomed = 1;
+    cn->backoff_ms = BACKOFF_FIRST_MS;
+    if (w->heartbeat > 0 && w->heartbeat < cn->heartbeat_s) {
+        cn->heartbeat_s = w->heartbeat;
+        struct timeval tv = agent_tv_ms(cn->heartbeat_s * INT64_C(1000));
+        evtimer_del(cn->heartbeat_ev);
+        event_add(cn->heartbeat_ev, &tv);
+    }
+    sl_log(SL_LOG_INFO, "agent", "node=%s registered with controller %s:%s", cn->cfg.node.name,
+           cn->cfg.host, cn->cfg.port);
+}
+
+/* Decodes one line and hands it to the tasks. A launch or logs request that
+ * does not decode is still answered when its job and task could be read:
+ * the controller waits for one or the other. */
+static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
+    sl_proto_msg_t m;
+    char err[512];
+    int rc = sl_proto_decode_line(line, len, SL_PROTO_TO_AGENT, &m, err, sizeof err);
+    if (rc == SL_ENOENT) {
+        sl_log(SL_LOG_DEBUG, "agent", "%s; ignored", err);
+    } else if (rc != 0 && m.type == SL_PROTO_LAUNCH && m.has_ids) {
+        agent_tasks_launch(cn->ts, m.job, m.task, NULL, err);
+    } else if (rc != 0 && m.type == SL_PROTO_LOGS_REQ && m.has_ids) {
+        sl_proto_msg_t r = {.type = SL_PROTO_LOGS_REPLY, .req = m.req, .job = m.job, .task = m.task,
+                            .u.logs_reply.error = err};
+        send_msg(cn, &r);
+    } else if (rc != 0) {
+        sl_log(SL_LOG_WARN, "agent", "bad message from controller: %s", err);
+    } else {
+        switch (m.type) {
+        case SL_PROTO_LAUNCH:
+            agent_tasks_launch(cn->ts, m.job, m.task, &m.u.launch, NULL);
+            break;
+        case SL_PROTO_KILL:
+            agent_tasks_kill(cn->ts, m.job, m.task, m.u.kill.grace_ms);
+            break;
+        case SL_PROTO_ACK:
+            agent_tasks_ack(cn->ts, m.job, m.task);
+            break;
+        case SL_PROTO_LOGS_REQ:
+            agent_tasks_logs(cn->ts, m.req, m.job, m.task, m.u.logs_req.offset, m.u.logs_req.limit);
+            break;
+        case SL_PROTO_WELCOME:
+            on_welcome(cn, &m.u.welcome);
+            break;
+        case SL_PROTO_ERROR:
+            sl_log(SL_LOG_ERROR, "agent", "controller refused node %s: %s", cn->cfg.node.name,
+                   m.u.error.message);
+            break;
+        default:
+            break;
+        }
+    }
+    sl_proto_msg_fini(&m);
 }
 
 static void read_cb(struct bufferevent *bev, void *arg) {
-    agent_t *a = arg;
+    agent_conn_t *cn = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
     char *line;
     size_t len;
-    a->batch++;
-    while (a->bev == bev && (line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL) {
-        if (len == 0) {
-            free(line);
-            continue;
-        }
-        json_error_t err;
-        json_t *m = json_loadb(line, len, 0, &err);
+    cn->batch++;
+    while (cn->bev == bev && (line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL) {
+        if (len > 0) dispatch(cn, line, len);
         free(line);
-        if (!json_is_object(m)) {
-            sl_log(SL_LOG_WARN, "agent", "bad message from controller: %s", m ? "not an object" : err.text);
-            json_decref(m);
-            continue;
-        }
-        handle(a, m);
-        json_decref(m);
     }
-    a->batch--;
-    agent_flush(a);
-    if (a->bev == bev && evbuffer_get_length(in) > AGENT_MAX_LINE) conn_drop(a, "message over 1 MiB");
+    cn->batch--;
+    flush(cn);
+    if (cn->bev == bev && evbuffer_get_length(in) > SL_PROTO_MAX_LINE)
+        conn_drop(cn, "message over 1 MiB");
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg) {
-    agent_t *a = arg;
+    agent_conn_t *cn = arg;
     if (what & BEV_EVENT_CONNECTED) {
-        a->connected = 1;
-        send_hello(a);
+        cn->connected = 1;
+        send_hello(cn);
         return;
     }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
         int e = EVUTIL_SOCKET_ERROR();
-        conn_drop(a, (what & BEV_EVENT_EOF) ? "connection closed" : strerror(e));
+        conn_drop(cn, (what & BEV_EVENT_EOF) ? "connection closed" : strerror(e));
     }
 }
 
-static void try_connect(agent_t *a) {
+static void try_connect(agent_conn_t *cn) {
     struct addrinfo hints = {0}, *res = NULL;
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    int e = getaddrinfo(a->ctl_host, a->ctl_port, &hints, &res);
+    int e = getaddrinfo(cn->cfg.host, cn->cfg.port, &hints, &res);
     if (e != 0 || !res) {
-        sl_log(SL_LOG_WARN, "agent", "cannot resolve %s: %s", a->ctl_host, gai_strerror(e));
-        schedule_reconnect(a);
+        sl_log(SL_LOG_WARN, "agent", "cannot resolve %s: %s", cn->cfg.host, gai_strerror(e));
+        schedule_reconnect(cn);
         return;
     }
     int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         sl_log(SL_LOG_WARN, "agent", "socket: %s", strerror(errno));
         freeaddrinfo(res);
-        schedule_reconnect(a);
+        schedule_reconnect(cn);
         return;
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-    a->bev = bufferevent_socket_new(a->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    bufferevent_setcb(a->bev, read_cb, NULL, event_cb, a);
-    bufferevent_enable(a->bev, EV_READ | EV_WRITE);
-    if (bufferevent_socket_connect(a->bev, res->ai_addr, (int)res->ai_addrlen) != 0) {
+    cn->bev = bufferevent_socket_new(cn->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(cn->bev, read_cb, NULL, event_cb, cn);
+    bufferevent_enable(cn->bev, EV_READ | EV_WRITE);
+    if (bufferevent_socket_connect(cn->bev, res->ai_addr, (int)res->ai_addrlen) != 0) {
         freeaddrinfo(res);
-        conn_drop(a, "connect failed");
+        conn_drop(cn, "connect failed");
         return;
     }
     freeaddrinfo(res);
@@ -205,40 +262,50 @@ static void reconnect_cb(evutil_socket_t fd, short ev, void *arg) {
 }
 
 static void heartbeat_cb(evutil_socket_t fd, short ev, void *arg) {
-    agent_t *a = arg;
-    if (a->connected) agent_send(a, json_pack("{s:s,s:f}", "type", "heartbeat", "time", agent_now()));
+    agent_conn_t *cn = arg;
+    sl_proto_msg_t m = {.type = SL_PROTO_HEARTBEAT, .time = agent_now()};
+    if (cn->connected) send_msg(cn, &m);
 }
 
-int agent_conn_start(agent_t *a) {
-    a->backoff_ms = 100;
-    a->pending = evbuffer_new();
-    a->reconnect_ev = evtimer_new(a->base, reconnect_cb, a);
-    a->heartbeat_ev = event_new(a->base, -1, EV_PERSIST, heartbeat_cb, a);
-    struct timeval tv = {a->heartbeat_s, 0};
-    event_add(a->heartbeat_ev, &tv);
-    try_connect(a);
+int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, agent_tasks_t *ts,
+                      agent_conn_t **out) {
+    agent_conn_t *cn = sl_xcalloc(1, sizeof *cn);
+    cn->base = base;
+    cn->cfg = *cfg;
+    cn->ts = ts;
+    cn->backoff_ms = BACKOFF_FIRST_MS;
+    cn->heartbeat_s = cfg->heartbeat_s;
+    cn->pending = evbuffer_new();
+    cn->reconnect_ev = evtimer_new(base, reconnect_cb, cn);
+    cn->heartbeat_ev = event_new(base, -1, EV_PERSIST, heartbeat_cb, cn);
+    if (!cn->pending || !cn->reconnect_ev || !cn->heartbeat_ev) abort();
+    struct timeval tv = agent_tv_ms(cn->heartbeat_s * INT64_C(1000));
+    event_add(cn->heartbeat_ev, &tv);
+    agent_tasks_set_sender(ts, tasks_send, cn);
+    try_connect(cn);
+    *out = cn;
     return 0;
 }
 
-void agent_conn_fini(agent_t *a) {
-    if (a->pending) agent_flush(a);
-    if (a->bev) {
+void agent_conn_destroy(agent_conn_t *cn) {
+    if (!cn) return;
+    agent_tasks_set_sender(cn->ts, NULL, NULL);
+    flush(cn);
+    if (cn->bev) {
         /* Best effort: push out the last exits before the process ends. */
-        struct evbuffer *out = bufferevent_get_output(a->bev);
+        struct evbuffer *out = bufferevent_get_output(cn->bev);
         size_t n = evbuffer_get_length(out);
         /* The output buffer's front is frozen for outside callers: write a
          * copy of it rather than draining it. */
-        if (a->connected && n > 0) {
+        if (cn->connected && n > 0) {
             unsigned char *p = evbuffer_pullup(out, -1);
-            if (p && write(bufferevent_getfd(a->bev), p, n) < 0)
+            if (p && write(bufferevent_getfd(cn->bev), p, n) < 0)
                 sl_log(SL_LOG_DEBUG, "agent", "final write: %s", strerror(errno));
         }
-        bufferevent_free(a->bev);
-        a->bev = NULL;
+        bufferevent_free(cn->bev);
     }
-    if (a->reconnect_ev) event_free(a->reconnect_ev);
-    if (a->heartbeat_ev) event_free(a->heartbeat_ev);
-    a->reconnect_ev = a->heartbeat_ev = NULL;
-    if (a->pending) evbuffer_free(a->pending);
-    a->pending = NULL;
+    event_free(cn->reconnect_ev);
+    event_free(cn->heartbeat_ev);
+    evbuffer_free(cn->pending);
+    sl_free(cn);
 }

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent.h"
+#include "gpu.h"
 
 typedef struct nvml_memory {
     unsigned long long total;

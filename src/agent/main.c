@@ -1,5 +1,7 @@
 /*
- * main.c - sluice-agent: flags, node inventory, the event loop.
+ * main.c - sluice-agent: flags, node inventory, and the wiring of the
+ * layers (LAYERS): the loop, then the tasks, then the connection on top of
+ * them, which registers itself as the tasks' sender.
  *
  * Inventory: CPUs from the scheduler affinity mask (what this process may
  * use, so a cpuset is respected), memory from /proc/meminfo MemTotal
@@ -13,25 +15,24 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sluice/quantity.h>
+#include <sluice/sluice.h>
 
-#include "agent.h"
+#include "conn.h"
+#include "gpu.h"
 #include "log.h"
+#include "loop.h"
 #include "osutil.h"
-
-double agent_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "spawn.h"
+#include "task.h"
 
 static const char usage[] =
     "usage: sluice-agent --controller HOST:PORT --token CLUSTER_TOKEN --workdir DIR [options]\n"
@@ -58,10 +59,15 @@ static const char usage[] =
     "  --help                  this text\n"
     "  --version               print the version\n";
 
-static int die_usage(const char *fmt, const char *a1, const char *a2) {
+/* Prints a usage error and returns the exit status for one (2). */
+static int die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int die_usage(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "sluice-agent: ");
-    fprintf(stderr, fmt, a1, a2);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\nTry 'sluice-agent --help'.\n");
+    va_end(ap);
     return 2;
 }
 
@@ -108,14 +114,33 @@ static char *detect_cpus(void) {
     return strdup(buf);
 }
 
+/* What the flags say, after defaults and inventory. */
+typedef struct flags {
+    char *ctl_host;
+    char *ctl_port;
+    const char *token;
+    const char *name;
+    char *workdir;          /* absolute */
+    int gpus;               /* -1: ask NVML */
+    const char *gpu_model;
+    const char *gpu_memory;
+    const char *cpus;
+    const char *memory;
+    const char *pool;
+    const char *labels;
+    int heartbeat_s;
+    const char *launcher;
+    int grace_s;
+} flags_t;
+
 static void stop_cb(evutil_socket_t sig, short ev, void *arg) {
-    agent_t *a = arg;
+    agent_tasks_t *ts = arg;
     sl_log(SL_LOG_INFO, "agent", "signal %d: stopping", (int)sig);
-    agent_tasks_stop_all(a);
+    agent_tasks_stop_all(ts);
 }
 
 int main(int argc, char **argv) {
-    agent_t a = {0};
+    flags_t a = {0};
     a.heartbeat_s = 2;
     a.grace_s = 10;
     a.gpus = -1;
@@ -151,7 +176,7 @@ int main(int argc, char **argv) {
         case O_WORKDIR: workdir = optarg; break;
         case O_GPUS:
             if (parse_int(optarg, 0, 1024, &a.gpus) != 0)
-                return die_usage("--gpus: \"%s\" is not a whole number from 0 to 1024%s", optarg, "");
+                return die_usage("--gpus: \"%s\" is not a whole number of GPUs from 0 to 1024", optarg);
             break;
         case O_GPU_MODEL: a.gpu_model = optarg; break;
         case O_GPU_MEMORY:
@@ -170,33 +195,33 @@ int main(int argc, char **argv) {
         case O_LABELS: a.labels = optarg; break;
         case O_HEARTBEAT:
             if (parse_int(optarg, 1, 3600, &a.heartbeat_s) != 0)
-                return die_usage("--heartbeat: \"%s\" is not a whole number of seconds from 1 to 3600%s", optarg, "");
+                return die_usage("--heartbeat: \"%s\" is not a whole number of seconds from 1 to 3600", optarg);
             break;
         case O_LAUNCHER: a.launcher = optarg; break;
         case O_GRACE:
             if (parse_int(optarg, 0, 3600, &a.grace_s) != 0)
-                return die_usage("--grace: \"%s\" is not a whole number of seconds from 0 to 3600%s", optarg, "");
+                return die_usage("--grace: \"%s\" is not a whole number of seconds from 0 to 3600", optarg);
             break;
         case O_HELP: fputs(usage, stdout); return 0;
-        case O_VERSION: printf("sluice-agent %s\n", AGENT_VERSION); return 0;
-        case ':': return die_usage("%s needs a value%s", argv[optind - 1], "");
-        default: return die_usage("unknown option %s%s", argv[optind - 1], "");
+        case O_VERSION: printf("sluice-agent %s\n", SLUICE_VERSION); return 0;
+        case ':': return die_usage("%s needs a value", argv[optind - 1]);
+        default: return die_usage("unknown option %s", argv[optind - 1]);
         }
     }
-    if (optind < argc) return die_usage("unexpected argument \"%s\"%s", argv[optind], "");
-    if (!controller) return die_usage("--controller HOST:PORT is required%s%s", "", "");
+    if (optind < argc) return die_usage("unexpected argument \"%s\"", argv[optind]);
+    if (!controller) return die_usage("--controller HOST:PORT is required");
     if (!a.token) a.token = getenv("SLUICE_CLUSTER_TOKEN");
-    if (!a.token || !*a.token) return die_usage("--token is required (or SLUICE_CLUSTER_TOKEN)%s%s", "", "");
-    if (!workdir) return die_usage("--workdir DIR is required%s%s", "", "");
+    if (!a.token || !*a.token) return die_usage("--token is required (or SLUICE_CLUSTER_TOKEN)");
+    if (!workdir) return die_usage("--workdir DIR is required");
     const char *colon = strrchr(controller, ':');
     if (!colon || colon == controller || !colon[1])
-        return die_usage("--controller: \"%s\" is not HOST:PORT%s", controller, "");
+        return die_usage("--controller: \"%s\" is not HOST:PORT", controller);
     if (a.labels) {
         char *copy = strdup(a.labels), *save = NULL;
         for (char *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
             char *eq = strchr(kv, '=');
             if (!eq || eq == kv) {
-                int r = die_usage("--labels: \"%s\" is not key=value%s", kv, "");
+                int r = die_usage("--labels: \"%s\" is not key=value", kv);
                 free(copy);
                 return r;
             }
@@ -210,14 +235,15 @@ int main(int argc, char **argv) {
             const char *bad = NULL;
             char *x = agent_launcher_expand(w, "i", "w", "1", "0", "n", "n", "0", "l", &bad);
             if (!x) {
-                int r = die_usage("--launcher: unknown placeholder at \"%s\" (known: {image} {workdir} {job} {task} {name} {node} {gpus} {log})%s", bad, "");
+                int r = die_usage("--launcher: unknown placeholder at \"%s\" (known: {image} {workdir} {job} "
+                                  "{task} {name} {node} {gpus} {log})", bad);
                 free(copy);
                 return r;
             }
             free(x);
         }
         free(copy);
-        if (words == 0) return die_usage("--launcher: empty template%s%s", "", "");
+        if (words == 0) return die_usage("--launcher: empty template");
     }
     a.ctl_host = strndup(controller, (size_t)(colon - controller));
     if (a.ctl_host[0] == '[' && a.ctl_host[strlen(a.ctl_host) - 1] == ']') {
@@ -238,7 +264,6 @@ int main(int argc, char **argv) {
         free(a.ctl_port);
         return 1;
     }
-    if (asprintf(&a.state_path, "%s/state.json", a.workdir) < 0) abort();
     /* One agent per work directory: a second one would clobber state.json
      * and adopt the first one's tasks. The lock goes with the process (also
      * on kill -9); tasks do not inherit it (O_CLOEXEC). */
@@ -252,7 +277,6 @@ int main(int argc, char **argv) {
         free(a.ctl_host);
         free(a.ctl_port);
         free(a.workdir);
-        free(a.state_path);
         return 1;
     }
 
@@ -282,33 +306,42 @@ int main(int argc, char **argv) {
     }
 
     signal(SIGPIPE, SIG_IGN);
-    a.base = event_base_new();
-    if (!a.base) {
+    struct event_base *base = agent_loop_create();
+    if (!base) {
         fprintf(stderr, "sluice-agent: cannot create the event loop\n");
         return 1;
     }
     int rc = 1;
-    struct event *sigterm = evsignal_new(a.base, SIGTERM, stop_cb, &a);
-    struct event *sigint = evsignal_new(a.base, SIGINT, stop_cb, &a);
+    agent_tasks_t *ts = NULL;
+    agent_conn_t *cn = NULL;
+    struct event *sigterm = NULL, *sigint = NULL;
+    agent_tasks_config_t tcfg = {.workdir = a.workdir, .node = a.name, .launcher = a.launcher,
+                                 .grace_s = a.grace_s};
+    if (agent_tasks_create(base, &tcfg, &ts) != 0) goto out;
+    sigterm = evsignal_new(base, SIGTERM, stop_cb, ts);
+    sigint = evsignal_new(base, SIGINT, stop_cb, ts);
     event_add(sigterm, NULL);
     event_add(sigint, NULL);
-    if (agent_tasks_init(&a) != 0) goto out;
     sl_log(SL_LOG_INFO, "agent", "node=%s cpus=%s memory=%s gpus=%d workdir=%s controller=%s:%s",
            a.name, a.cpus, a.memory, a.gpus, a.workdir, a.ctl_host, a.ctl_port);
-    agent_conn_start(&a);
-    event_base_dispatch(a.base);
+    agent_conn_config_t ccfg = {
+        .host = a.ctl_host, .port = a.ctl_port, .token = a.token, .heartbeat_s = a.heartbeat_s,
+        .node = {.name = a.name, .cpus = a.cpus, .memory = a.memory, .gpus = a.gpus,
+                 .gpu_model = a.gpus > 0 ? (a.gpu_model ? a.gpu_model : "unknown") : NULL,
+                 .gpu_memory = a.gpus > 0 ? a.gpu_memory : NULL, .pool = a.pool, .labels = a.labels}};
+    agent_conn_create(base, &ccfg, ts, &cn);
+    event_base_dispatch(base);
     rc = 0;
     sl_log(SL_LOG_INFO, "agent", "stopped");
 out:
-    agent_conn_fini(&a);
-    agent_tasks_fini(&a);
-    event_free(sigterm);
-    event_free(sigint);
-    event_base_free(a.base);
+    agent_conn_destroy(cn);
+    agent_tasks_destroy(ts);
+    if (sigterm) event_free(sigterm);
+    if (sigint) event_free(sigint);
+    event_base_free(base);
     free(a.ctl_host);
     free(a.ctl_port);
     free(a.workdir);
-    free(a.state_path);
     free(cpus_alloc);
     free(mem_alloc);
     free(gpumem_alloc);

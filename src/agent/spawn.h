@@ -1,0 +1,42 @@
+/*
+ * spawn.h - starting one task's process (spawn.c): its command line (with
+ * the --launcher template for images), its environment, its log file. No
+ * state: the tasks layer above decides when, and keeps what it started.
+ */
+#ifndef SLUICE_AGENT_SPAWN_H
+#define SLUICE_AGENT_SPAWN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto.h"
+
+typedef struct agent_spawn {
+    const char *workdir;            /* the task's working directory; logs/ under it */
+    const char *node;               /* this node's name (messages, SLUICE_NODE) */
+    const char *launcher;           /* --launcher template, or NULL */
+    uint64_t job;
+    int32_t task;
+    const sl_proto_launch_t *launch; /* the decoded launch (borrowed) */
+} agent_spawn_t;
+
+/*
+ * Spawns the task of sp in its own session and process group, stdout and
+ * stderr appended to WORKDIR/logs/JOB/TASK.log. Returns 0 with *pid set, or
+ * -1 with reason (rlen bytes) saying why in words for the job's owner
+ * (also written to the log when the command could not be executed).
+ */
+int agent_spawn(const agent_spawn_t *sp, pid_t *pid, char *reason, size_t rlen);
+
+/*
+ * Expands the {placeholders} of one --launcher template word ({image}
+ * {workdir} {job} {task} {name} {node} {gpus} {log}). Returns a malloc'd
+ * string, or NULL with *bad pointing at the unknown placeholder in word.
+ */
+char *agent_launcher_expand(const char *word, const char *image, const char *workdir,
+                            const char *job, const char *task, const char *name,
+                            const char *node, const char *gpus, const char *log,
+                            const char **bad);
+
+#endif

@@ -1,0 +1,87 @@
+/*
+ * task.h - the tasks this node runs (task.c): launch, stop, reap, report,
+ * and their record in WORKDIR/state.json.
+ *
+ * Task life: launch -> running (started reported) -> exited/failed
+ * (reported, kept until the controller's `ack`) -> forgotten. Running and
+ * unacknowledged tasks are written to WORKDIR/state.json after every change,
+ * so that a restarted agent re-adopts still-running processes and still
+ * reports exit codes the controller has not recorded.
+ *
+ * The tasks layer knows nothing of the connection above it: it reports
+ * (started, exited, failed, logs replies) through the sender that the
+ * connection registers with agent_tasks_set_sender at start-up, and is
+ * told what to do through the calls below, with messages the connection has
+ * already decoded.
+ */
+#ifndef SLUICE_AGENT_TASK_H
+#define SLUICE_AGENT_TASK_H
+
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "proto.h"
+
+/* Largest logs reply: JSON escaping keeps the line under 1 MiB. */
+#define AGENT_LOG_CHUNK (128 * 1024)
+
+typedef struct agent_tasks agent_tasks_t;
+
+typedef struct agent_tasks_config {
+    const char *workdir;    /* absolute; state.json and logs/ live here */
+    const char *node;       /* this node's name, for reasons and SLUICE_NODE */
+    const char *launcher;   /* --launcher template, or NULL */
+    int grace_s;            /* SIGTERM-to-SIGKILL grace when a kill names none */
+} agent_tasks_config_t;
+
+/* Hands one message to the controller (or drops it while disconnected:
+ * the next hello reports the whole state). m is only borrowed. */
+typedef void (*agent_tasks_send_fn)(void *ud, const sl_proto_msg_t *m);
+
+/*
+ * Creates the tasks of base: creates WORKDIR/logs, handles SIGCHLD, and
+ * loads state.json (re-adopting processes that still run). cfg's strings
+ * are borrowed and must outlive the tasks. Returns 0 with *out set, or -1
+ * (logged) when WORKDIR/logs cannot be created.
+ */
+int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
+                       agent_tasks_t **out);
+
+/* Writes state.json a last time and frees everything; processes keep
+ * running (the next agent re-adopts them). Accepts NULL. */
+void agent_tasks_destroy(agent_tasks_t *ts);
+
+/* Registers (or, with NULL, removes) the sender of reports. Reports made
+ * while none is registered are dropped. */
+void agent_tasks_set_sender(agent_tasks_t *ts, agent_tasks_send_fn send, void *ud);
+
+/* Starts task (job, task) as l says; with l NULL, reports it failed with
+ * `why` (a launch that did not decode). A repeated launch of a running task
+ * reports `started` again instead. Ignored while stopping. */
+void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_proto_launch_t *l,
+                        const char *why);
+
+/* SIGTERM to the task's process group, SIGKILL after grace_ms (< 0: the
+ * configured grace). An unknown task is reported failed, an ended one's end
+ * reported again. */
+void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t grace_ms);
+
+/* The controller recorded the end of (job, task): forget it. */
+void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task);
+
+/* Replies to logs request req with up to limit bytes (at most
+ * AGENT_LOG_CHUNK) of the task's log from offset. */
+void agent_tasks_logs(agent_tasks_t *ts, uint64_t req, uint64_t job, int32_t task, int64_t offset,
+                      int64_t limit);
+
+/* Every task still running or not yet acknowledged, for a hello: an array
+ * (malloc'd; the caller frees it) of *n entries whose strings stay valid
+ * until the next call into the tasks. */
+sl_proto_task_t *agent_tasks_report(agent_tasks_t *ts, size_t *n);
+
+/* SIGTERM to every task, SIGKILL after the grace; the loop exits once none
+ * runs. A second call sends SIGKILL at once. */
+void agent_tasks_stop_all(agent_tasks_t *ts);
+
+#endif

@@ -1,0 +1,880 @@
+/*
+ * proto.c - encoder and decoder of the controller <-> agent protocol
+ * (proto.h, docs/protocol.md).
+ *
+ * Encoding writes the line directly, field by field in the order
+ * docs/protocol.md shows, into the caller's buffer through a writer that
+ * keeps counting past the end of the buffer (snprintf semantics), so the
+ * caller learns the length a short buffer would have needed and nothing is
+ * allocated. Integers are converted by hand and strings escaped in one pass
+ * that copies runs of plain bytes with memcpy: a launch is a few hundred
+ * bytes and the controller writes one per task it starts.
+ *
+ * Decoding reads a jansson document. Each message has one function that
+ * walks its fields in wire order through small typed getters (integer in a
+ * range, number, string, boolean); a getter that fails writes "<message>:
+ * <field>: <what it must be>" and the walk stops. The identifying fields
+ * (job, task, req) are read first so that a reader can answer a message
+ * that fails later (has_ids). Decoded strings point into the document, of
+ * which the message holds a reference; arrays come from one list of blocks
+ * freed by sl_proto_msg_fini.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "proto.h"
+#include "sluice/alloc.h"
+#include "sluice/error.h"
+#include "sluice/quantity.h"
+#include "sluice/resources.h"
+
+static const char *const type_names[SL_PROTO_NTYPES] = {
+    [SL_PROTO_NONE] = "?",
+    [SL_PROTO_HELLO] = "hello",
+    [SL_PROTO_STARTED] = "started",
+    [SL_PROTO_EXITED] = "exited",
+    [SL_PROTO_FAILED] = "failed",
+    [SL_PROTO_HEARTBEAT] = "heartbeat",
+    [SL_PROTO_LOGS_REPLY] = "logs",
+    [SL_PROTO_WELCOME] = "welcome",
+    [SL_PROTO_ERROR] = "error",
+    [SL_PROTO_LAUNCH] = "launch",
+    [SL_PROTO_KILL] = "kill",
+    [SL_PROTO_ACK] = "ack",
+    [SL_PROTO_LOGS_REQ] = "logs",
+};
+
+const char *sl_proto_type_name(sl_proto_type_t type) {
+    return type > SL_PROTO_NONE && type < SL_PROTO_NTYPES ? type_names[type] : "?";
+}
+
+/* ---- encoding ---- */
+
+typedef struct writer {
+    char *buf;
+    size_t cap;
+    size_t len; /* bytes the whole line needs so far; may exceed cap */
+} writer_t;
+
+static void put(writer_t *w, const void *p, size_t n) {
+    if (w->len < w->cap) {
+        size_t room = w->cap - w->len;
+        memcpy(w->buf + w->len, p, n < room ? n : room);
+    }
+    w->len += n;
+}
+
+static void puts_(writer_t *w, const char *s) {
+    put(w, s, strlen(s));
+}
+
+static void put_u64(writer_t *w, uint64_t v) {
+    char tmp[24];
+    size_t i = sizeof tmp;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(w, tmp + i, sizeof tmp - i);
+}
+
+static void put_i64(writer_t *w, int64_t v) {
+    if (v < 0) {
+        put(w, "-", 1);
+        put_u64(w, (uint64_t)0 - (uint64_t)v);
+    } else {
+        put_u64(w, (uint64_t)v);
+    }
+}
+
+/* Length of the valid UTF-8 sequence at s[0..n) (n > 0, s[0] >= 0x80), or 0
+ * if it is not one (RFC 3629: no overlongs, surrogates or > U+10FFFF). */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    unsigned c = s[0], lo = 0x80, hi = 0xBF;
+    size_t k;
+    if (c >= 0xC2 && c <= 0xDF) {
+        k = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        k = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        k = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        return 0;
+    }
+    if (n < k) return 0;
+    if (s[1] < lo || s[1] > hi) return 0;
+    for (size_t j = 2; j < k; j++)
+        if (s[j] < 0x80 || s[j] > 0xBF) return 0;
+    return k;
+}
+
+/* A JSON string literal of s[0..n); NULL writes null. */
+static void put_strn(writer_t *w, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    if (s == NULL) {
+        puts_(w, "null");
+        return;
+    }
+    const unsigned char *u = (const unsigned char *)s;
+    put(w, "\"", 1);
+    size_t start = 0, i = 0;
+    while (i < n) {
+        unsigned c = u[i];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            i++;
+            continue;
+        }
+        if (c >= 0x80) {
+            size_t k = utf8_seq(u + i, n - i);
+            if (k > 0) {
+                i += k;
+                continue;
+            }
+        }
+        put(w, s + start, i - start);
+        char esc[6] = {'\\', 0, '0', '0', 0, 0};
+        size_t en = 2;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            if (c >= 0x80) {
+                esc[0] = '?'; /* not UTF-8: one byte becomes one '?' */
+                en = 1;
+            } else {
+                esc[1] = 'u';
+                esc[4] = hex[c >> 4];
+                esc[5] = hex[c & 15];
+                en = 6;
+            }
+        }
+        put(w, esc, en);
+        i++;
+        start = i;
+    }
+    put(w, s + start, n - start);
+    put(w, "\"", 1);
+}
+
+static void put_str(writer_t *w, const char *s) {
+    put_strn(w, s, s ? strlen(s) : 0);
+}
+
+/* ,"key": */
+static void key(writer_t *w, const char *k) {
+    put(w, ",\"", 2);
+    puts_(w, k);
+    put(w, "\":", 2);
+}
+
+/* Seconds with microseconds, the precision the controller records. */
+static int put_time(writer_t *w, double t) {
+    if (!isfinite(t)) return SL_EINVAL;
+    char tmp[64];
+    int n = snprintf(tmp, sizeof tmp, "%.6f", t);
+    if (n < 0 || (size_t)n >= sizeof tmp) return SL_EINVAL;
+    put(w, tmp, (size_t)n);
+    return 0;
+}
+
+static void put_ids(writer_t *w, const sl_proto_msg_t *m) {
+    key(w, "job");
+    put_u64(w, m->job);
+    key(w, "task");
+    put_i64(w, m->task);
+}
+
+static int enc_task(writer_t *w, const sl_proto_task_t *t) {
+    puts_(w, "{\"job\":");
+    put_u64(w, t->job);
+    key(w, "task");
+    put_i64(w, t->task);
+    key(w, "state");
+    int rc = 0;
+    switch (t->state) {
+    case SL_PROTO_TASK_RUNNING:
+        puts_(w, "\"running\"");
+        key(w, "pid");
+        put_i64(w, t->pid);
+        key(w, "start_time");
+        rc = put_time(w, t->start_time);
+        break;
+    case SL_PROTO_TASK_EXITED:
+        puts_(w, "\"exited\"");
+        key(w, "exit_code");
+        put_i64(w, t->exit_code);
+        key(w, "signal");
+        put_i64(w, t->signal);
+        key(w, "end_time");
+        rc = put_time(w, t->end_time);
+        break;
+    case SL_PROTO_TASK_FAILED:
+        puts_(w, "\"failed\"");
+        key(w, "reason");
+        put_str(w, t->reason ? t->reason : "");
+        key(w, "end_time");
+        rc = put_time(w, t->end_time);
+        break;
+    default:
+        return SL_EINVAL;
+    }
+    put(w, "}", 1);
+    return rc;
+}
+
+static int enc_hello(writer_t *w, const sl_proto_hello_t *h) {
+    const sl_proto_node_t *n = &h->node;
+    if (h->token == NULL || n->name == NULL || (h->ntasks > 0 && h->tasks == NULL)) return SL_EINVAL;
+    key(w, "token");
+    put_str(w, h->token);
+    if (h->version) {
+        key(w, "version");
+        put_str(w, h->version);
+    }
+    puts_(w, ",\"node\":{\"name\":");
+    put_str(w, n->name);
+    const char *const qk[] = {"cpus", "memory"};
+    const char *const qv[] = {n->cpus, n->memory};
+    for (int i = 0; i < 2; i++) {
+        if (qv[i]) {
+            key(w, qk[i]);
+            put_str(w, qv[i]);
+        }
+    }
+    key(w, "gpus");
+    put_i64(w, n->gpus);
+    const char *const sk[] = {"gpu_model", "gpu_memory", "pool", "labels", "addr"};
+    const char *const sv[] = {n->gpu_model, n->gpu_memory, n->pool, n->labels, n->addr};
+    for (int i = 0; i < 5; i++) {
+        if (sv[i]) {
+            key(w, sk[i]);
+            put_str(w, sv[i]);
+        }
+    }
+    puts_(w, "},\"tasks\":[");
+    for (size_t i = 0; i < h->ntasks; i++) {
+        if (i) put(w, ",", 1);
+        if (enc_task(w, &h->tasks[i]) != 0) return SL_EINVAL;
+    }
+    put(w, "]", 1);
+    return 0;
+}
+
+static int enc_launch(writer_t *w, const sl_proto_msg_t *m) {
+    const sl_proto_launch_t *l = &m->u.launch;
+    if ((l->argc > 0 && l->argv == NULL) || (l->nenv > 0 && l->env == NULL) ||
+        (l->ngpus > 0 && l->gpus == NULL))
+        return SL_EINVAL;
+    put_ids(w, m);
+    key(w, "name");
+    put_str(w, l->name);
+    key(w, "tenant");
+    put_str(w, l->tenant);
+    key(w, "argv");
+    if (l->argv == NULL) {
+        puts_(w, "null");
+    } else {
+        put(w, "[", 1);
+        for (size_t i = 0; i < l->argc; i++) {
+            if (l->argv[i] == NULL) return SL_EINVAL;
+            if (i) put(w, ",", 1);
+            put_str(w, l->argv[i]);
+        }
+        put(w, "]", 1);
+    }
+    key(w, "image");
+    put_str(w, l->image);
+    puts_(w, ",\"env\":{");
+    for (size_t i = 0; i < l->nenv; i++) {
+        if (l->env[i].key == NULL || l->env[i].value == NULL) return SL_EINVAL;
+        if (i) put(w, ",", 1);
+        put_str(w, l->env[i].key);
+        put(w, ":", 1);
+        put_str(w, l->env[i].value);
+    }
+    puts_(w, "},\"gpus\":[");
+    for (size_t i = 0; i < l->ngpus; i++) {
+        if (i) put(w, ",", 1);
+        put_i64(w, l->gpus[i]);
+    }
+    put(w, "]", 1);
+    key(w, "gpu_milli");
+    put_i64(w, l->gpu_milli);
+    key(w, "gpu_memory");
+    put_i64(w, l->gpu_memory);
+    key(w, "cpu_milli");
+    put_i64(w, l->cpu_milli);
+    key(w, "mem_bytes");
+    put_i64(w, l->mem_bytes);
+    key(w, "rank");
+    put_i64(w, l->rank);
+    key(w, "world_size");
+    put_i64(w, l->world_size);
+    key(w, "local_rank");
+    put_i64(w, l->local_rank);
+    key(w, "master_addr");
+    put_str(w, l->master_addr ? l->master_addr : SL_PROTO_DEFAULT_MASTER_ADDR);
+    key(w, "master_port");
+    put_i64(w, l->master_port);
+    key(w, "time_limit");
+    put_i64(w, l->time_limit);
+    return 0;
+}
+
+static int enc_body(writer_t *w, const sl_proto_msg_t *m) {
+    switch (m->type) {
+    case SL_PROTO_HELLO:
+        return enc_hello(w, &m->u.hello);
+    case SL_PROTO_STARTED:
+        put_ids(w, m);
+        key(w, "pid");
+        put_i64(w, m->u.started.pid);
+        key(w, "time");
+        return put_time(w, m->time);
+    case SL_PROTO_EXITED:
+        put_ids(w, m);
+        key(w, "exit_code");
+        put_i64(w, m->u.exited.exit_code);
+        key(w, "signal");
+        put_i64(w, m->u.exited.signal);
+        key(w, "time");
+        return put_time(w, m->time);
+    case SL_PROTO_FAILED:
+        if (m->u.failed.reason == NULL) return SL_EINVAL;
+        put_ids(w, m);
+        key(w, "reason");
+        put_str(w, m->u.failed.reason);
+        key(w, "time");
+        return put_time(w, m->time);
+    case SL_PROTO_HEARTBEAT:
+        key(w, "time");
+        return put_time(w, m->time);
+    case SL_PROTO_LOGS_REPLY: {
+        const sl_proto_logs_reply_t *r = &m->u.logs_reply;
+        key(w, "req");
+        put_u64(w, m->req);
+        put_ids(w, m);
+        if (r->error) {
+            key(w, "error");
+            put_str(w, r->error);
+            return 0;
+        }
+        if (r->data == NULL && r->data_len > 0) return SL_EINVAL;
+        key(w, "offset");
+        put_i64(w, r->offset);
+        key(w, "data");
+        put_strn(w, r->data ? r->data : "", r->data_len);
+        if (r->size >= 0) {
+            key(w, "size");
+            put_i64(w, r->size);
+        }
+        key(w, "eof");
+        puts_(w, r->eof ? "true" : "false");
+        return 0;
+    }
+    case SL_PROTO_WELCOME:
+        if (m->u.welcome.node) {
+            key(w, "node");
+            put_str(w, m->u.welcome.node);
+        }
+        if (m->u.welcome.heartbeat > 0) {
+            key(w, "heartbeat");
+            put_i64(w, m->u.welcome.heartbeat);
+        }
+        return 0;
+    case SL_PROTO_ERROR:
+        if (m->u.error.message == NULL) return SL_EINVAL;
+        key(w, "message");
+        put_str(w, m->u.error.message);
+        return 0;
+    case SL_PROTO_LAUNCH:
+        return enc_launch(w, m);
+    case SL_PROTO_KILL:
+        put_ids(w, m);
+        if (m->u.kill.grace_ms >= 0) {
+            key(w, "grace_ms");
+            put_i64(w, m->u.kill.grace_ms);
+        }
+        return 0;
+    case SL_PROTO_ACK:
+        put_ids(w, m);
+        return 0;
+    case SL_PROTO_LOGS_REQ:
+        key(w, "req");
+        put_u64(w, m->req);
+        put_ids(w, m);
+        key(w, "offset");
+        put_i64(w, m->u.logs_req.offset);
+        key(w, "limit");
+        put_i64(w, m->u.logs_req.limit);
+        return 0;
+    default:
+        return SL_EINVAL;
+    }
+}
+
+int sl_proto_encode(const sl_proto_msg_t *m, char *buf, size_t cap, size_t *len) {
+    writer_t w = {buf, cap, 0};
+    if (m->type <= SL_PROTO_NONE || m->type >= SL_PROTO_NTYPES) return SL_EINVAL;
+    puts_(&w, "{\"type\":\"");
+    puts_(&w, type_names[m->type]);
+    put(&w, "\"", 1);
+    int rc = enc_body(&w, m);
+    if (rc != 0) {
+        if (cap > 0) buf[0] = '\0';
+        *len = 0;
+        return rc;
+    }
+    put(&w, "}\n", 2);
+    if (w.len < cap)
+        buf[w.len] = '\0';
+    else if (cap > 0)
+        buf[cap - 1] = '\0';
+    *len = w.len;
+    return 0;
+}
+
+char *sl_proto_encode_alloc(const sl_proto_msg_t *m, size_t *len) {
+    char small[512];
+    size_t n;
+    if (sl_proto_encode(m, small, sizeof small, &n) != 0) return NULL;
+    char *out = sl_xmalloc(n + 1);
+    if (n < sizeof small)
+        memcpy(out, small, n + 1);
+    else
+        sl_proto_encode(m, out, n + 1, &n);
+    *len = n;
+    return out;
+}
+
+/* ---- decoding ---- */
+
+typedef struct dec {
+    sl_proto_msg_t *m;
+    const char *what;   /* the message's name for errors */
+    const char *prefix; /* "node." or "tasks[3]." or "" */
+    char *err;
+    size_t errlen;
+} dec_t;
+
+static int fail(dec_t *d, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(dec_t *d, const char *field, const char *fmt, ...) {
+    if (d->errlen > 0) {
+        int n = snprintf(d->err, d->errlen, "%s: %s%s: ", d->what, d->prefix, field);
+        if (n >= 0 && (size_t)n < d->errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(d->err + n, d->errlen - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return SL_EINVAL;
+}
+
+/* Arrays of a decoded message: blocks chained through their first word. */
+typedef union blk {
+    union blk *next;
+    max_align_t align_;
+} blk_t;
+
+static void *dec_alloc(dec_t *d, size_t n, size_t size) {
+    if (n == 0) return NULL;
+    blk_t *b = sl_xcalloc(1, sizeof *b + n * size);
+    b->next = d->m->alloc_;
+    d->m->alloc_ = b;
+    return b + 1;
+}
+
+static bool absent(const json_t *v) {
+    return v == NULL || json_is_null(v);
+}
+
+/* An integer in lo..hi into *out; absent: dflt, or an error if required. */
+static int get_int(dec_t *d, json_t *o, const char *k, bool required, int64_t lo, int64_t hi,
+                   int64_t dflt, int64_t *out, const char *must) {
+    json_t *v = json_object_get(o, k);
+    if (absent(v)) {
+        if (required) return fail(d, k, "is required (%s)", must);
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return fail(d, k, "must be %s", must);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+static int get_i32(dec_t *d, json_t *o, const char *k, bool required, int64_t lo, int64_t hi,
+                   int64_t dflt, int32_t *out, const char *must) {
+    int64_t v;
+    int rc = get_int(d, o, k, required, lo, hi, dflt, &v, must);
+    if (rc == 0) *out = (int32_t)v;
+    return rc;
+}
+
+/* A string; absent: NULL, or an error if required. */
+static int get_str(dec_t *d, json_t *o, const char *k, bool required, const char **out) {
+    json_t *v = json_object_get(o, k);
+    if (absent(v)) {
+        if (required) return fail(d, k, "is required (a string)");
+        *out = NULL;
+        return 0;
+    }
+    if (!json_is_string(v)) return fail(d, k, "must be a string");
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* Seconds since the epoch (a number); absent: 0. The bound keeps the
+ * reader's conversion to microseconds within int64. */
+static int get_time(dec_t *d, json_t *o, const char *k, double *out) {
+    json_t *v = json_object_get(o, k);
+    if (absent(v)) {
+        *out = 0;
+        return 0;
+    }
+    double t = json_number_value(v);
+    if (!json_is_number(v) || !(t >= 0 && t <= 1e11))
+        return fail(d, k, "must be a time in seconds since the epoch");
+    *out = t;
+    return 0;
+}
+
+static int get_bool(dec_t *d, json_t *o, const char *k, bool *out) {
+    json_t *v = json_object_get(o, k);
+    if (absent(v)) {
+        *out = false;
+        return 0;
+    }
+    if (!json_is_boolean(v)) return fail(d, k, "must be true or false");
+    *out = json_is_true(v);
+    return 0;
+}
+
+#define JOB_MUST "a job id (a whole number, 0 or more)"
+#define TASK_MUST "a task index (a whole number, 0 or more)"
+
+static int get_ids(dec_t *d, json_t *o, bool with_req) {
+    sl_proto_msg_t *m = d->m;
+    int64_t job, req = 0;
+    if (with_req && get_int(d, o, "req", true, 0, INT64_MAX, 0, &req,
+                            "a request id (a whole number, 0 or more)") != 0)
+        return SL_EINVAL;
+    m->req = (uint64_t)req;
+    if (get_int(d, o, "job", true, 0, INT64_MAX, 0, &job, JOB_MUST) != 0 ||
+        get_i32(d, o, "task", true, 0, INT32_MAX, 0, &m->task, TASK_MUST) != 0)
+        return SL_EINVAL;
+    m->job = (uint64_t)job;
+    m->has_ids = true;
+    return 0;
+}
+
+/* The wait status of an exit (proto.h, sl_proto_exited_t). */
+static int get_status(dec_t *d, json_t *o, int64_t *code, int64_t *sig, bool *bad) {
+    const char *must = "a whole number";
+    if (get_int(d, o, "signal", false, INT64_MIN, INT64_MAX, 0, sig, must) != 0 ||
+        get_int(d, o, "exit_code", false, INT64_MIN, INT64_MAX, -1, code, must) != 0)
+        return SL_EINVAL;
+    if (absent(json_object_get(o, "exit_code"))) *code = *sig > 0 && *sig < 128 ? 128 + *sig : 0;
+    *bad = *sig < 0 || *sig > 127 || *code < 0 || *code > 255;
+    return 0;
+}
+
+/* A quantity: a string or an integer (as its decimal text); absent: 0. */
+static int get_qty(dec_t *d, json_t *o, const char *k, sl_qty_kind_t kind, const char **text,
+                   int64_t *out) {
+    json_t *v = json_object_get(o, k);
+    char num[32], qe[160];
+    const char *s;
+    *text = NULL;
+    *out = 0;
+    if (absent(v)) return 0;
+    if (json_is_string(v)) {
+        s = *text = json_string_value(v);
+    } else if (json_is_integer(v)) {
+        snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+        s = num;
+    } else {
+        return fail(d, k, "must be a quantity string");
+    }
+    if (sl_qty_parse(s, kind, out, qe, sizeof qe) != 0) return fail(d, k, "%s", qe);
+    return 0;
+}
+
+static int dec_node(dec_t *d, json_t *nd, sl_proto_node_t *n) {
+    d->prefix = "node.";
+    n->name = json_string_value(json_object_get(nd, "name"));
+    if (!json_is_object(nd) || n->name == NULL || n->name[0] == '\0' ||
+        strlen(n->name) >= SL_NAME_MAX)
+        return fail(d, "name", "is required (1..%d characters)", SL_NAME_MAX - 1);
+    if (get_i32(d, nd, "gpus", false, 0, 1024, 0, &n->gpus, "a whole number of GPUs from 0 to 1024") ||
+        get_qty(d, nd, "cpus", SL_QTY_CPU, &n->cpus, &n->cpu_milli) ||
+        get_qty(d, nd, "memory", SL_QTY_MEM, &n->memory, &n->mem_bytes) ||
+        get_qty(d, nd, "gpu_memory", SL_QTY_MEM, &n->gpu_memory, &n->gpu_mem_bytes) ||
+        get_str(d, nd, "gpu_model", false, &n->gpu_model) ||
+        get_str(d, nd, "pool", false, &n->pool) || get_str(d, nd, "labels", false, &n->labels) ||
+        get_str(d, nd, "addr", false, &n->addr))
+        return SL_EINVAL;
+    d->prefix = "";
+    return 0;
+}
+
+static int dec_task(dec_t *d, json_t *o, sl_proto_task_t *t) {
+    const char *st;
+    int64_t job;
+    if (!json_is_object(o)) {
+        char f[32];
+        snprintf(f, sizeof f, "%.*s", (int)strlen(d->prefix) - 1, d->prefix);
+        d->prefix = "";
+        return fail(d, f, "must be an object");
+    }
+    if (get_int(d, o, "job", true, 0, INT64_MAX, 0, &job, JOB_MUST) ||
+        get_i32(d, o, "task", true, 0, INT32_MAX, 0, &t->task, TASK_MUST) ||
+        get_str(d, o, "state", false, &st))
+        return SL_EINVAL;
+    t->job = (uint64_t)job;
+    if (st == NULL || strcmp(st, "running") == 0)
+        t->state = SL_PROTO_TASK_RUNNING;
+    else if (strcmp(st, "exited") == 0)
+        t->state = SL_PROTO_TASK_EXITED;
+    else if (strcmp(st, "failed") == 0)
+        t->state = SL_PROTO_TASK_FAILED;
+    else
+        return fail(d, "state", "must be running, exited or failed");
+    switch (t->state) {
+    case SL_PROTO_TASK_RUNNING:
+        return get_i32(d, o, "pid", false, 0, INT32_MAX, 0, &t->pid, "a process id") ||
+               get_time(d, o, "start_time", &t->start_time);
+    case SL_PROTO_TASK_EXITED:
+        return get_status(d, o, &t->exit_code, &t->signal, &t->status_out_of_range) ||
+               get_time(d, o, "end_time", &t->end_time);
+    default:
+        return get_str(d, o, "reason", false, &t->reason) ||
+               get_time(d, o, "end_time", &t->end_time);
+    }
+}
+
+static int dec_hello(dec_t *d, json_t *o) {
+    sl_proto_hello_t *h = &d->m->u.hello;
+    if (get_str(d, o, "token", true, &h->token) || get_str(d, o, "version", false, &h->version) ||
+        dec_node(d, json_object_get(o, "node"), &h->node))
+        return SL_EINVAL;
+    json_t *tasks = json_object_get(o, "tasks");
+    if (absent(tasks)) return 0;
+    if (!json_is_array(tasks)) return fail(d, "tasks", "must be an array");
+    size_t n = json_array_size(tasks);
+    sl_proto_task_t *t = dec_alloc(d, n, sizeof *t);
+    h->tasks = t;
+    h->ntasks = n;
+    char prefix[48];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(prefix, sizeof prefix, "tasks[%zu].", i);
+        d->prefix = prefix;
+        if (dec_task(d, json_array_get(tasks, i), &t[i]) != 0) {
+            d->prefix = "";
+            return SL_EINVAL;
+        }
+    }
+    d->prefix = "";
+    return 0;
+}
+
+static int dec_launch(dec_t *d, json_t *o) {
+    sl_proto_launch_t *l = &d->m->u.launch;
+    if (get_ids(d, o, false) || get_str(d, o, "name", false, &l->name) ||
+        get_str(d, o, "tenant", false, &l->tenant))
+        return SL_EINVAL;
+    json_t *v = json_object_get(o, "argv");
+    if (!absent(v)) {
+        if (!json_is_array(v)) return fail(d, "argv", "must be an array of strings or null");
+        size_t n = json_array_size(v);
+        const char **argv = dec_alloc(d, n + 1, sizeof *argv);
+        for (size_t i = 0; i < n; i++) {
+            if (!json_is_string(json_array_get(v, i))) {
+                char f[32];
+                snprintf(f, sizeof f, "argv[%zu]", i);
+                return fail(d, f, "must be a string");
+            }
+            argv[i] = json_string_value(json_array_get(v, i));
+        }
+        l->argv = argv;
+        l->argc = n;
+    }
+    if (get_str(d, o, "image", false, &l->image)) return SL_EINVAL;
+    v = json_object_get(o, "env");
+    if (!absent(v)) {
+        if (!json_is_object(v)) return fail(d, "env", "must be an object of strings");
+        sl_proto_kv_t *env = dec_alloc(d, json_object_size(v), sizeof *env);
+        size_t n = 0;
+        const char *k;
+        json_t *ev;
+        json_object_foreach(v, k, ev) {
+            if (!json_is_string(ev)) return fail(d, "env", "the value of %.64s must be a string", k);
+            env[n].key = k;
+            env[n++].value = json_string_value(ev);
+        }
+        l->env = env;
+        l->nenv = n;
+    }
+    v = json_object_get(o, "gpus");
+    if (!absent(v)) {
+        if (!json_is_array(v)) return fail(d, "gpus", "must be an array of GPU indices");
+        size_t n = json_array_size(v);
+        int32_t *g = dec_alloc(d, n, sizeof *g);
+        for (size_t i = 0; i < n; i++) {
+            json_t *x = json_array_get(v, i);
+            if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+                json_integer_value(x) > SL_PROTO_MAX_GPU_INDEX) {
+                char f[32];
+                snprintf(f, sizeof f, "gpus[%zu]", i);
+                return fail(d, f, "must be a GPU index from 0 to %d", SL_PROTO_MAX_GPU_INDEX);
+            }
+            g[i] = (int32_t)json_integer_value(x);
+        }
+        l->gpus = g;
+        l->ngpus = n;
+    }
+    const char *nonneg = "a whole number, 0 or more";
+    if (get_int(d, o, "gpu_milli", false, 0, 1000, 1000, &l->gpu_milli,
+                "a share of a GPU in thousandths, from 0 to 1000") ||
+        get_int(d, o, "gpu_memory", false, 0, INT64_MAX, 0, &l->gpu_memory, "a number of bytes") ||
+        get_int(d, o, "cpu_milli", false, 0, INT64_MAX, 0, &l->cpu_milli, "a number of milli-CPUs") ||
+        get_int(d, o, "mem_bytes", false, 0, INT64_MAX, 0, &l->mem_bytes, "a number of bytes") ||
+        get_i32(d, o, "rank", false, 0, INT32_MAX, d->m->task, &l->rank, nonneg) ||
+        get_i32(d, o, "world_size", false, 1, INT32_MAX, 1, &l->world_size, "a whole number, 1 or more") ||
+        get_i32(d, o, "local_rank", false, 0, INT32_MAX, 0, &l->local_rank, nonneg) ||
+        get_str(d, o, "master_addr", false, &l->master_addr) ||
+        get_i32(d, o, "master_port", false, 1, 65535, SL_PROTO_DEFAULT_MASTER_PORT, &l->master_port,
+                "a TCP port from 1 to 65535") ||
+        get_int(d, o, "time_limit", false, 0, INT64_MAX, 0, &l->time_limit, "a number of seconds, 0 or more"))
+        return SL_EINVAL;
+    if (l->master_addr == NULL) l->master_addr = SL_PROTO_DEFAULT_MASTER_ADDR;
+    return 0;
+}
+
+static int dec_body(dec_t *d, json_t *o) {
+    sl_proto_msg_t *m = d->m;
+    switch (m->type) {
+    case SL_PROTO_HELLO:
+        return dec_hello(d, o);
+    case SL_PROTO_STARTED:
+        return get_ids(d, o, false) ||
+               get_i32(d, o, "pid", true, 0, INT32_MAX, 0, &m->u.started.pid, "a process id") ||
+               get_time(d, o, "time", &m->time);
+    case SL_PROTO_EXITED:
+        return get_ids(d, o, false) ||
+               get_status(d, o, &m->u.exited.exit_code, &m->u.exited.signal,
+                          &m->u.exited.status_out_of_range) ||
+               get_time(d, o, "time", &m->time);
+    case SL_PROTO_FAILED:
+        return get_ids(d, o, false) || get_str(d, o, "reason", true, &m->u.failed.reason) ||
+               get_time(d, o, "time", &m->time);
+    case SL_PROTO_HEARTBEAT:
+        return get_time(d, o, "time", &m->time);
+    case SL_PROTO_LOGS_REPLY: {
+        sl_proto_logs_reply_t *r = &m->u.logs_reply;
+        if (get_ids(d, o, true) || get_str(d, o, "error", false, &r->error)) return SL_EINVAL;
+        r->size = -1;
+        if (r->error) return 0;
+        json_t *v = json_object_get(o, "data");
+        if (!absent(v) && !json_is_string(v)) return fail(d, "data", "must be a string");
+        r->data = absent(v) ? "" : json_string_value(v);
+        r->data_len = absent(v) ? 0 : json_string_length(v);
+        return get_int(d, o, "offset", false, 0, INT64_MAX, 0, &r->offset, "a byte offset, 0 or more") ||
+               get_int(d, o, "size", false, 0, INT64_MAX, -1, &r->size, "a number of bytes") ||
+               get_bool(d, o, "eof", &r->eof);
+    }
+    case SL_PROTO_WELCOME:
+        return get_str(d, o, "node", false, &m->u.welcome.node) ||
+               get_i32(d, o, "heartbeat", false, 1, 3600, 0, &m->u.welcome.heartbeat,
+                       "a whole number of seconds from 1 to 3600");
+    case SL_PROTO_ERROR:
+        return get_str(d, o, "message", true, &m->u.error.message);
+    case SL_PROTO_LAUNCH:
+        return dec_launch(d, o);
+    case SL_PROTO_KILL:
+        return get_ids(d, o, false) ||
+               get_int(d, o, "grace_ms", false, 0, INT64_MAX / 1000, -1, &m->u.kill.grace_ms,
+                       "a number of milliseconds, 0 or more");
+    case SL_PROTO_ACK:
+        return get_ids(d, o, false);
+    case SL_PROTO_LOGS_REQ:
+        return get_ids(d, o, true) ||
+               get_int(d, o, "offset", false, 0, INT64_MAX, 0, &m->u.logs_req.offset,
+                       "a byte offset, 0 or more") ||
+               get_int(d, o, "limit", false, 0, INT64_MAX, SL_PROTO_DEFAULT_LOG_LIMIT,
+                       &m->u.logs_req.limit, "a number of bytes, 0 or more");
+    default:
+        return SL_EINVAL;
+    }
+}
+
+static sl_proto_type_t type_of(const char *name, sl_proto_dir_t dir) {
+    sl_proto_type_t lo = dir == SL_PROTO_TO_CTL ? SL_PROTO_HELLO : SL_PROTO_WELCOME;
+    sl_proto_type_t hi = dir == SL_PROTO_TO_CTL ? SL_PROTO_LOGS_REPLY : SL_PROTO_LOGS_REQ;
+    for (sl_proto_type_t t = lo; t <= hi; t++)
+        if (strcmp(type_names[t], name) == 0) return t;
+    return SL_PROTO_NONE;
+}
+
+int sl_proto_decode(json_t *obj, sl_proto_dir_t dir, sl_proto_msg_t *m, char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    dec_t d = {m, "message", "", err, errlen};
+    if (errlen > 0) err[0] = '\0';
+    if (!json_is_object(obj)) {
+        snprintf(err, errlen, "not a JSON object");
+        return SL_EINVAL;
+    }
+    json_t *tv = json_object_get(obj, "type");
+    if (!json_is_string(tv)) {
+        snprintf(err, errlen, "message without a type");
+        return SL_EINVAL;
+    }
+    m->type = type_of(json_string_value(tv), dir);
+    if (m->type == SL_PROTO_NONE) {
+        snprintf(err, errlen, "unknown message type \"%.64s\"", json_string_value(tv));
+        return SL_ENOENT;
+    }
+    m->root_ = json_incref(obj);
+    d.what = type_names[m->type];
+    return dec_body(&d, obj) == 0 ? 0 : SL_EINVAL;
+}
+
+int sl_proto_decode_line(const char *line, size_t len, sl_proto_dir_t dir, sl_proto_msg_t *m,
+                         char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    if (len > SL_PROTO_MAX_LINE) {
+        snprintf(err, errlen, "message longer than 1 MiB");
+        return SL_EINVAL;
+    }
+    json_error_t jerr;
+    json_t *obj = json_loadb(line, len, 0, &jerr);
+    if (obj == NULL) {
+        snprintf(err, errlen, "bad JSON at position %d: %s", jerr.position, jerr.text);
+        return SL_EINVAL;
+    }
+    int rc = sl_proto_decode(obj, dir, m, err, errlen);
+    json_decref(obj);
+    return rc;
+}
+
+void sl_proto_msg_fini(sl_proto_msg_t *m) {
+    if (m == NULL) return;
+    blk_t *b = m->alloc_;
+    while (b) {
+        blk_t *next = b->next;
+        sl_free(b);
+        b = next;
+    }
+    json_decref(m->root_);
+    memset(m, 0, sizeof *m);
+}
