@@ -11,6 +11,7 @@
 #ifndef SLUICE_POLICY_H
 #define SLUICE_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,16 @@ typedef struct sl_place_policy {
      */
     int (*score)(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,
                  uint32_t weight, int64_t *score, sl_place_t *pl);
+    /*
+     * Filter (k8s Filter): may a task of req go on node at all? NULL means
+     * every node that has room. It sees nodes one by one, so with a filter
+     * the framework scores each passing node (weight 1) instead of each
+     * class once: O(up nodes in the buckets that can hold the task). It
+     * must depend only on what does not change as tasks come and go (labels,
+     * pool, model, totals, the node's name or id) and the request, so that a
+     * node refused once is refused on the empty cluster too (SL_NOFIT_EVER).
+     */
+    bool (*filter)(const sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node);
 } sl_place_policy_t;
 
 /* Looks a placement policy up by name; NULL if unknown. */
@@ -94,6 +105,70 @@ typedef struct sl_queue_policy {
 const sl_queue_policy_t *sl_queue_policy_find(const char *name);
 const sl_queue_policy_t *const *sl_queue_policy_list(void);
 
+/*
+ * Backfill: which jobs may pass the first job of a cycle that cannot start.
+ *
+ * A backfill policy sees the scheduler only through sl_backfill_view_t: the
+ * cluster (read-only) and the running jobs with a finite expected end, in
+ * order of expected end (ties: start order), one at a time. It computes a
+ * reservation for the blocked job; the cycle (sched_cycle.c) then lets a
+ * later job start only if it ends by the reservation's start or uses none
+ * of its nodes (`touches`). A policy without `reserve` ("none") keeps
+ * strict order: the cycle stops at the first blocked job.
+ */
+
+/* One running job, as a backfill policy sees it. Pointers are the
+ * scheduler's, valid until the scheduler changes. */
+typedef struct sl_running_view {
+    const sl_task_req_t *req;  /* one task's request */
+    const sl_place_t *pls;     /* where its n tasks run */
+    int32_t n;
+    int64_t end_us;            /* expected end (start + time limit) */
+} sl_running_view_t;
+
+typedef struct sl_backfill_view {
+    const sl_cluster_t *cluster;
+    /* Fills *out with the running job after *cursor (the first when *cursor
+     * is NULL) and advances *cursor; false after the last. O(1) amortised. */
+    bool (*next_end)(const void *ctx, const void **cursor, sl_running_view_t *out);
+    const void *ctx;
+} sl_backfill_view_t;
+
+/* A reservation: when the blocked job is expected to start, and where. */
+typedef struct sl_reservation {
+    int64_t start_us;         /* the "shadow" time */
+    const uint32_t *nodes;    /* reserved node ids; owned by the policy's state, */
+    size_t nnodes;            /* valid until its next reserve or clear */
+} sl_reservation_t;
+
+typedef struct sl_backfill_policy {
+    const char *name;
+    const char *help;
+    /* Per-scheduler state (scratch reused from cycle to cycle); NULL init
+     * means none. init aborts on out-of-memory, fini accepts NULL. */
+    void *(*init)(void);
+    void (*fini)(void *st);
+    /*
+     * Computes the reservation of a job of `count` tasks of req that cannot
+     * start now. Returns true with *out filled, or false if no start time
+     * can be found (the cycle then stops, as with no backfill). NULL: no
+     * backfill at all. Must not change the cluster.
+     */
+    bool (*reserve)(void *st, const sl_backfill_view_t *v, const sl_task_req_t *req,
+                    int32_t count, int64_t now_us, sl_reservation_t *out);
+    /* Whether any of the n placements uses a node of the current
+     * reservation. Called only while one is held. */
+    bool (*touches)(const void *st, const sl_place_t *pls, int32_t n);
+    /* Drops the reservation; idempotent. */
+    void (*clear)(void *st);
+} sl_backfill_policy_t;
+
+/* Looks a backfill policy up by name ("none", "easy"); NULL if unknown. */
+const sl_backfill_policy_t *sl_backfill_policy_find(const char *name);
+/* The registry, NULL-terminated. */
+const sl_backfill_policy_t *const *sl_backfill_policy_list(void);
+
+/* The policies by number, as earlier versions of this API named them. */
 typedef enum sl_backfill_kind {
     SL_BACKFILL_NONE = 0, /* strict order: the cycle stops at the first job that cannot start */
     SL_BACKFILL_EASY = 1  /* the first blocked job gets a reservation; others pass only if they cannot delay it */

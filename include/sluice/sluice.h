@@ -5,6 +5,8 @@
 #include "sluice/alloc.h"
 #include "sluice/cluster.h"
 #include "sluice/error.h"
+#include "sluice/hash.h"
+#include "sluice/heap.h"
 #include "sluice/job.h"
 #include "sluice/policy.h"
 #include "sluice/quantity.h"

@@ -1,10 +1,13 @@
 /*
- * cluster.c - nodes, pools, GPU models and the free-capacity index.
+ * cluster.c - nodes, pools, GPU models and the free-capacity index. This
+ * file holds the nodes, pools, models, fitting and alloc/release; the index
+ * (classes, their table, buckets and node order heaps) is cluster_class.c,
+ * which this file calls and which calls nothing here (cluster_internal.h).
  *
  * Storage. Nodes live in one dense array indexed by id (ids are handed out in
  * order and never reused: the cluster has no node removal). Names map to ids
- * through an open-addressing table of its own (linear probing, FNV-1a, load
- * at most 1/2; names are never deleted so no tombstones are needed). Pools
+ * through the core's hash table (sluice/hash.h) keyed by the name's FNV-1a
+ * hash, each candidate compared by name. Pools
  * and GPU models are interned into small arrays; they number in the tens, so
  * a linear lookup is cheaper than a hash.
  *
@@ -16,9 +19,9 @@
  * stable slot (slots are recycled through a free list, so a node's class
  * handle never changes while it is a member); a dense array of slot numbers
  * gives the public order (so class i and its representative are O(1)), and
- * an open-addressing table maps a key's hash to the slot (linear probing with
- * backward-shift deletion, so it never fills with tombstones; each entry
- * carries 32 bits of the hash, so misses never touch the classes). Each class
+ * the core's hash table (sluice/hash.h: backward-shift deletion, so churn
+ * leaves no tombstones; the key hash is stored in the entry, so misses never
+ * touch the classes) maps a key's hash to the slot. Each class
  * keeps its members in an array, and each node remembers its slot and its
  * position there, so a node leaves a class by swap-remove in O(1).
  *
@@ -35,8 +38,9 @@
  * hashes), so the same calls give the same class order and representatives.
  *
  * The node order (cluster_index.h). Next to its member array each class
- * keeps the same members in a binary min-heap of (sl__node_rank(order_key,
- * id) << 32 | id), and each node remembers its heap position too, so the
+ * keeps the same members in a binary min-heap (sluice/heap.h) of
+ * (sl__node_rank(order_key, id) << 32 | id), and each node remembers its
+ * heap position too (the heap reports moves), so the
  * member first in the order is heap[0] (mirrored in the class's identity as
  * `first`), a join is a sift-up and a leave a swap with the last entry and
  * one sift: O(log class size). Changing the key rebuilds every heap
@@ -62,68 +66,13 @@
  * incrementally so sl_cluster_capacity() is O(1).
  */
 #include <stdarg.h>
-#include <stdlib.h> /* qsort */
 #include <string.h>
 
+#include "cluster_internal.h"
 #include "sluice/alloc.h"
-#include "sluice/cluster.h"
 #include "sluice/error.h"
 
-#include "cluster_index.h"
-
 #include <stdio.h> /* vsnprintf only: formats error messages, no I/O */
-
-#define KEY_HDR 7
-#define KEY_MAX (KEY_HDR + 2 * SL_MAX_GPUS_PER_NODE)
-
-typedef struct key {
-    uint32_t len;           /* words used */
-    uint64_t w[KEY_MAX];
-} state_key_t;
-
-typedef struct cls {
-    uint64_t hash;
-    uint32_t *members;      /* node ids; members[0] is the representative */
-    uint64_t *heap;         /* the members as rank << 32 | id, a min-heap; n and cap shared */
-    uint32_t n, cap;
-    uint32_t dense;         /* position in cl->order while in use */
-    uint32_t next_free;     /* free-list link while unused */
-    int32_t full_free;      /* GPUs with all compute and memory free */
-    uint64_t uid;           /* never reused */
-    state_key_t key;
-} cls_t;
-
-#define NO_SLOT UINT32_MAX
-
-struct sl_cluster {
-    sl_node_t *nodes;
-    uint32_t nnodes, node_cap;
-    int32_t *node_class;    /* class slot of each node, -1 if not up */
-    uint32_t *node_pos;     /* position in its class's member array */
-    uint32_t *node_hpos;    /* position in its class's heap */
-    uint64_t order_key;     /* of the node order the heaps follow */
-
-    uint32_t *name_tab;     /* id + 1, 0 = empty */
-    uint32_t name_mask;     /* table size - 1 */
-
-    char (*pools)[SL_NAME_MAX];
-    int32_t npools, pool_cap;
-    char models[SL_MAX_MODELS][SL_NAME_MAX];
-    int32_t nmodels;
-
-    cls_t *slots;           /* classes, stable while in use; may hold parked buffers */
-    uint32_t nslots, slot_cap, free_slot;
-    uint32_t *order;        /* dense: class i is slots[order[i]] */
-    sl__class_t *sum;       /* dense: summary of class i */
-    sl__class_id_t *ids;    /* dense: identity of class i */
-    uint32_t nclasses, order_cap;
-    uint32_t bstart[SL__NBUCKETS + 1]; /* bucket b is [bstart[b], bstart[b + 1]) */
-    uint64_t next_uid;
-    uint64_t *class_tab;    /* (hash >> 32) << 32 | (slot + 1); 0 = empty */
-    uint32_t class_mask;
-
-    sl_res_t cap_total, cap_free; /* over up and draining nodes */
-};
 
 /* ---- small helpers ---- */
 
@@ -134,108 +83,6 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
-}
-
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ULL;
-    }
-    return h ^ (h >> 29);
-}
-
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
-/* wyhash-style folded 128-bit multiply: two key words per multiplication. */
-static inline uint64_t mum(uint64_t a, uint64_t b) {
-    unsigned __int128 r = (unsigned __int128)a * b;
-    return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-static uint64_t hash_key(const state_key_t *k) {
-    const uint64_t p0 = 0xa0761d6478bd642fULL, p1 = 0xe7037ed1a0b428dbULL;
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ k->len;
-    uint32_t i = 0;
-    for (; i + 1 < k->len; i += 2) h = mum(k->w[i] ^ h ^ p0, k->w[i + 1] ^ p1);
-    if (i < k->len) h = mum(k->w[i] ^ h ^ p0, p1 ^ k->len);
-    return mix64(h);
-}
-
-static bool key_eq(const state_key_t *a, const state_key_t *b) {
-    return a->len == b->len && memcmp(a->w, b->w, a->len * sizeof a->w[0]) == 0;
-}
-
-static bool gpu_full_free(const sl_node_t *n, int g) {
-    return n->gpu_free[g] == SL_GPU_MILLI && n->gpu_mem_free[g] == n->gpu_mem_total;
-}
-
-static void node_key(const sl_node_t *n, state_key_t *k) {
-    k->w[0] = (uint64_t)(uint32_t)n->pool | ((uint64_t)(uint32_t)n->model << 32);
-    k->w[1] = (uint64_t)(uint32_t)n->ngpus;
-    k->w[2] = (uint64_t)n->cpu_total;
-    k->w[3] = (uint64_t)n->mem_total;
-    k->w[4] = (uint64_t)n->gpu_mem_total;
-    k->w[5] = (uint64_t)n->cpu_free;
-    k->w[6] = (uint64_t)n->mem_free;
-    /* Insertion sort of (free milli, free memory) pairs: <= 16 elements. */
-    uint64_t a[SL_MAX_GPUS_PER_NODE], b[SL_MAX_GPUS_PER_NODE];
-    int g = n->ngpus;
-    for (int i = 0; i < g; i++) {
-        uint64_t x = (uint64_t)(uint32_t)n->gpu_free[i], y = (uint64_t)n->gpu_mem_free[i];
-        int j = i;
-        while (j > 0 && (a[j - 1] > x || (a[j - 1] == x && b[j - 1] > y))) {
-            a[j] = a[j - 1];
-            b[j] = b[j - 1];
-            j--;
-        }
-        a[j] = x;
-        b[j] = y;
-    }
-    for (int i = 0; i < g; i++) {
-        k->w[KEY_HDR + 2 * i] = a[i];
-        k->w[KEY_HDR + 2 * i + 1] = b[i];
-    }
-    k->len = KEY_HDR + 2 * (uint32_t)g;
-}
-
-static int32_t node_full_free(const sl_node_t *n) {
-    int32_t c = 0;
-    for (int g = 0; g < n->ngpus; g++) c += gpu_full_free(n, g);
-    return c;
-}
-
-/* The summary of a node's class (rep = the node itself). */
-static void node_summary(const sl_node_t *n, sl__class_t *s) {
-    memset(s, 0, sizeof *s);
-    s->cpu_free = n->cpu_free;
-    s->mem_free = n->mem_free;
-    s->rep = n->id;
-    s->pool = (int16_t)n->pool;
-    s->model = (int8_t)n->model;
-    s->ngpus = (uint8_t)n->ngpus;
-    int32_t sum = 0, smax = 0;
-    for (int g = 0; g < n->ngpus; g++) {
-        int32_t f = n->gpu_free[g];
-        sum += f;
-        if (f > smax) smax = f;
-        if (f == 0) s->used |= SL__USED_WHOLE;
-        else if (f < SL_GPU_MILLI) s->used |= SL__USED_SHARE;
-    }
-    s->gpu_free = sum;
-    s->share_max = (int16_t)smax;
-    s->full_free = (uint8_t)node_full_free(n);
-}
-
-static int summary_bucket(const sl__class_t *s) {
-    return sl__bucket_of(s->full_free, s->share_max);
 }
 
 static sl_res_t node_total(const sl_node_t *n) {
@@ -268,256 +115,12 @@ int sl_node_state_parse(const char *s, sl_node_state_t *out) {
     return 0;
 }
 
-/* ---- the class table ---- */
-
-static inline uint32_t tag_of(uint64_t h) {
-    return (uint32_t)(h >> 32);
-}
-
-static void ctab_put(uint64_t *tab, uint32_t mask, uint64_t entry) {
-    uint32_t i = (uint32_t)(entry >> 32) & mask;
-    while (tab[i]) i = (i + 1) & mask;
-    tab[i] = entry;
-}
-
-static void ctab_grow(sl_cluster_t *cl) {
-    uint32_t old = cl->class_mask + 1, size = old * 2;
-    uint64_t *tab = sl_xcalloc(size, sizeof *tab);
-    for (uint32_t i = 0; i < old; i++)
-        if (cl->class_tab[i]) ctab_put(tab, size - 1, cl->class_tab[i]);
-    sl_free(cl->class_tab);
-    cl->class_tab = tab;
-    cl->class_mask = size - 1;
-}
-
-/* Backward-shift deletion for linear probing (Knuth 6.4 Algorithm R). */
-static void ctab_delete(sl_cluster_t *cl, uint32_t slot) {
-    uint32_t mask = cl->class_mask;
-    uint32_t i = tag_of(cl->slots[slot].hash) & mask;
-    while ((uint32_t)cl->class_tab[i] != slot + 1) i = (i + 1) & mask;
-    uint32_t j = i;
-    for (;;) {
-        cl->class_tab[i] = 0;
-        for (;;) {
-            j = (j + 1) & mask;
-            if (!cl->class_tab[j]) return;
-            uint32_t home = (uint32_t)(cl->class_tab[j] >> 32) & mask;
-            /* Entry j stays unless moving it back to i keeps it reachable. */
-            bool stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
-            if (!stays) break;
-        }
-        cl->class_tab[i] = cl->class_tab[j];
-        i = j;
-    }
-}
-
-static uint32_t ctab_find(const sl_cluster_t *cl, const state_key_t *k, uint64_t h) {
-    uint32_t tag = tag_of(h);
-    uint32_t i = tag & cl->class_mask;
-    for (;;) {
-        uint64_t e = cl->class_tab[i];
-        if (!e) return NO_SLOT;
-        if ((uint32_t)(e >> 32) == tag) {
-            uint32_t slot = (uint32_t)e - 1;
-            if (cl->slots[slot].hash == h && key_eq(&cl->slots[slot].key, k)) return slot;
-        }
-        i = (i + 1) & cl->class_mask;
-    }
-}
-
-/* Moves the class at dense position from to position to (a hole). */
-static void dense_move(sl_cluster_t *cl, uint32_t from, uint32_t to) {
-    cl->order[to] = cl->order[from];
-    cl->sum[to] = cl->sum[from];
-    cl->ids[to] = cl->ids[from];
-    cl->slots[cl->order[to]].dense = to;
-}
-
-/* Opens a hole at the end of bucket b (every later bucket rotates by one)
- * and returns its position. The caller fills it. O(buckets). */
-static uint32_t dense_open(sl_cluster_t *cl, int b) {
-    uint32_t hole = cl->nclasses++;
-    for (int k = SL__NBUCKETS - 1; k > b; k--) {
-        if (cl->bstart[k] < hole) dense_move(cl, cl->bstart[k], hole); /* hole: old end of k */
-        hole = cl->bstart[k];
-        cl->bstart[k]++;
-    }
-    cl->bstart[SL__NBUCKETS] = cl->nclasses;
-    return hole;
-}
-
-/* Closes the hole at position d of bucket b (the bucket's last class fills
- * it, every later bucket rotates back by one). O(buckets). */
-static void dense_close(sl_cluster_t *cl, int b, uint32_t d) {
-    uint32_t last = cl->bstart[b + 1] - 1;
-    if (last != d) dense_move(cl, last, d);
-    uint32_t hole = last;
-    for (int k = b + 1; k < SL__NBUCKETS; k++) {
-        uint32_t end = cl->bstart[k + 1];
-        if (cl->bstart[k] < end) dense_move(cl, end - 1, hole);
-        hole = end - 1;
-        cl->bstart[k]--;
-    }
-    cl->nclasses--;
-    cl->bstart[SL__NBUCKETS] = cl->nclasses;
-}
-
-static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, const sl_node_t *n) {
-    uint32_t slot = cl->free_slot;
-    if (slot != NO_SLOT) {
-        cl->free_slot = cl->slots[slot].next_free; /* reuses its parked member buffer */
-    } else {
-        if (cl->nslots == cl->slot_cap) {
-            uint32_t ncap = cl->slot_cap ? cl->slot_cap * 2 : 16;
-            cl->slots = sl_xrealloc(cl->slots, (size_t)ncap * sizeof *cl->slots);
-            cl->slot_cap = ncap;
-        }
-        slot = cl->nslots++;
-        cl->slots[slot].members = NULL;
-        cl->slots[slot].heap = NULL;
-        cl->slots[slot].cap = 0;
-    }
-    if (cl->nclasses == cl->order_cap) {
-        cl->order_cap = cl->order_cap ? cl->order_cap * 2 : 16;
-        cl->order = sl_xrealloc(cl->order, (size_t)cl->order_cap * sizeof *cl->order);
-        cl->sum = sl_xrealloc(cl->sum, (size_t)cl->order_cap * sizeof *cl->sum);
-        cl->ids = sl_xrealloc(cl->ids, (size_t)cl->order_cap * sizeof *cl->ids);
-    }
-    if ((cl->nclasses + 1) * 2 > cl->class_mask + 1) ctab_grow(cl);
-    cls_t *c = &cl->slots[slot];
-    c->hash = h;
-    c->n = 0;
-    c->next_free = NO_SLOT;
-    c->full_free = node_full_free(n);
-    c->uid = cl->next_uid++;
-    c->key.len = k->len;
-    memcpy(c->key.w, k->w, k->len * sizeof k->w[0]);
-    sl__class_t s;
-    node_summary(n, &s);
-    uint32_t d = dense_open(cl, summary_bucket(&s));
-    cl->order[d] = slot;
-    cl->sum[d] = s;
-    cl->ids[d] = (sl__class_id_t){.uid = c->uid, .hash = h, .size = 0, .slot = slot, .first = n->id};
-    c->dense = d;
-    ctab_put(cl->class_tab, cl->class_mask, ((uint64_t)tag_of(h) << 32) | (slot + 1));
-    return slot;
-}
-
-static void class_drop(sl_cluster_t *cl, uint32_t slot) {
-    ctab_delete(cl, slot);
-    uint32_t d = cl->slots[slot].dense;
-    dense_close(cl, summary_bucket(&cl->sum[d]), d);
-    cl->slots[slot].next_free = cl->free_slot;
-    cl->free_slot = slot;
-}
-
-/* ---- the node order heaps ---- */
-
-static inline uint64_t order_entry(uint64_t key, uint32_t id) {
-    return (uint64_t)sl__node_rank(key, id) << 32 | id;
-}
-
-static inline void heap_set(sl_cluster_t *cl, cls_t *c, uint32_t i, uint64_t e) {
-    c->heap[i] = e;
-    cl->node_hpos[(uint32_t)e] = i;
-}
-
-/* Sifts entry i (of c->n) down below its smaller children. */
-static void heap_down(sl_cluster_t *cl, cls_t *c, uint32_t i) {
-    uint64_t e = c->heap[i];
-    for (;;) {
-        uint32_t m = 2 * i + 1;
-        if (m >= c->n) break;
-        if (m + 1 < c->n && c->heap[m + 1] < c->heap[m]) m++;
-        if (c->heap[m] >= e) break;
-        heap_set(cl, c, i, c->heap[m]);
-        i = m;
-    }
-    heap_set(cl, c, i, e);
-}
-
-/* Restores the heap property around entry i (of c->n), moving it up or down. */
-static void heap_fix(sl_cluster_t *cl, cls_t *c, uint32_t i) {
-    uint64_t e = c->heap[i];
-    while (i > 0 && c->heap[(i - 1) / 2] > e) {
-        heap_set(cl, c, i, c->heap[(i - 1) / 2]);
-        i = (i - 1) / 2;
-    }
-    heap_set(cl, c, i, e);
-    heap_down(cl, c, i);
-}
-
-static void index_remove(sl_cluster_t *cl, uint32_t id) {
-    int32_t slot = cl->node_class[id];
-    if (slot < 0) return;
-    cls_t *c = &cl->slots[slot];
-    uint32_t pos = cl->node_pos[id], hpos = cl->node_hpos[id];
-    uint32_t moved = c->members[--c->n];
-    c->members[pos] = moved;
-    cl->node_pos[moved] = pos;
-    cl->node_class[id] = -1;
-    if (hpos != c->n) {
-        heap_set(cl, c, hpos, c->heap[c->n]);
-        heap_fix(cl, c, hpos);
-    }
-    if (c->n == 0) {
-        class_drop(cl, (uint32_t)slot);
-        return;
-    }
-    cl->ids[c->dense].size = c->n;
-    cl->ids[c->dense].first = (uint32_t)c->heap[0];
-    if (pos == 0) cl->sum[c->dense].rep = moved; /* same state, new representative */
-}
-
-/* Adds up node id, whose current key is k, to its class. */
-static void index_insert_key(sl_cluster_t *cl, uint32_t id, const state_key_t *k) {
-    uint64_t h = hash_key(k);
-    uint32_t slot = ctab_find(cl, k, h);
-    if (slot == NO_SLOT) slot = class_new(cl, k, h, &cl->nodes[id]);
-    cls_t *c = &cl->slots[slot];
-    if (c->n == c->cap) {
-        c->cap = c->cap ? c->cap * 2 : 4;
-        c->members = sl_xrealloc(c->members, (size_t)c->cap * sizeof *c->members);
-        c->heap = sl_xrealloc(c->heap, (size_t)c->cap * sizeof *c->heap);
-    }
-    cl->node_pos[id] = c->n;
-    c->members[c->n] = id;
-    c->heap[c->n] = order_entry(cl->order_key, id);
-    heap_fix(cl, c, c->n++); /* the new last entry: up only */
-    cl->node_class[id] = (int32_t)slot;
-    cl->ids[c->dense].size = c->n;
-    cl->ids[c->dense].first = (uint32_t)c->heap[0];
-    if (c->n == 1) cl->sum[c->dense].rep = id;
-}
-
-static void index_insert(sl_cluster_t *cl, uint32_t id) {
-    state_key_t k;
-    node_key(&cl->nodes[id], &k);
-    index_insert_key(cl, id, &k);
-}
-
-/*
- * Re-keys one up node after its free state changed. A node whose key did not
- * change stays where it is, so its position (and a representative) is kept.
- */
-static void index_update(sl_cluster_t *cl, uint32_t id) {
-    int32_t slot = cl->node_class[id];
-    if (slot < 0) return;
-    state_key_t k;
-    node_key(&cl->nodes[id], &k);
-    if (key_eq(&k, &cl->slots[slot].key)) return;
-    index_remove(cl, id);
-    index_insert_key(cl, id, &k);
-}
-
 /* ---- create / destroy ---- */
 
 int sl_cluster_create(sl_cluster_t **out) {
     sl_cluster_t *cl = sl_xcalloc(1, sizeof *cl);
-    cl->name_mask = 63;
-    cl->name_tab = sl_xcalloc(cl->name_mask + 1, sizeof *cl->name_tab);
-    cl->class_mask = 31;
-    cl->class_tab = sl_xcalloc(cl->class_mask + 1, sizeof *cl->class_tab);
+    sl_hash_init(&cl->names);
+    sl_hash_init(&cl->classes);
     cl->free_slot = NO_SLOT;
     cl->pool_cap = 8;
     cl->pools = sl_xmalloc((size_t)cl->pool_cap * sizeof *cl->pools);
@@ -532,18 +135,18 @@ void sl_cluster_destroy(sl_cluster_t *cl) {
     for (uint32_t i = 0; i < cl->nnodes; i++) sl_free(cl->nodes[i].labels);
     for (uint32_t i = 0; i < cl->nslots; i++) {
         sl_free(cl->slots[i].members);
-        sl_free(cl->slots[i].heap);
+        sl_heap_fini(&cl->slots[i].heap);
     }
     sl_free(cl->slots);
     sl_free(cl->order);
     sl_free(cl->sum);
     sl_free(cl->ids);
-    sl_free(cl->class_tab);
+    sl_hash_fini(&cl->classes);
     sl_free(cl->nodes);
     sl_free(cl->node_class);
     sl_free(cl->node_pos);
     sl_free(cl->node_hpos);
-    sl_free(cl->name_tab);
+    sl_hash_fini(&cl->names);
     sl_free(cl->pools);
     sl_free(cl);
 }
@@ -608,21 +211,14 @@ size_t sl_cluster_model_count(const sl_cluster_t *cl) {
 
 /* ---- nodes ---- */
 
-static void name_tab_put(uint32_t *tab, uint32_t mask, const char *name, uint32_t id) {
-    uint32_t i = (uint32_t)hash_str(name) & mask;
-    while (tab[i]) i = (i + 1) & mask;
-    tab[i] = id + 1;
-}
-
 const sl_node_t *sl_cluster_find_node(const sl_cluster_t *cl, const char *name) {
     if (!name) return NULL;
-    uint32_t i = (uint32_t)hash_str(name) & cl->name_mask;
-    for (;;) {
-        uint32_t v = cl->name_tab[i];
-        if (!v) return NULL;
-        if (strcmp(cl->nodes[v - 1].name, name) == 0) return &cl->nodes[v - 1];
-        i = (i + 1) & cl->name_mask;
+    size_t it = 0;
+    for (void *v; (v = sl_hash_find_next(&cl->names, sl_hash_str(name), &it));) {
+        const sl_node_t *n = &cl->nodes[(uint32_t)(uintptr_t)v - 1];
+        if (strcmp(n->name, name) == 0) return n;
     }
+    return NULL;
 }
 
 int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *id_out,
@@ -695,14 +291,6 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
         cl->node_hpos = sl_xrealloc(cl->node_hpos, (size_t)ncap * sizeof *cl->node_hpos);
         cl->node_cap = ncap;
     }
-    if ((cl->nnodes + 1) * 2 > cl->name_mask + 1) {
-        uint32_t size = (cl->name_mask + 1) * 2;
-        uint32_t *tab = sl_xcalloc(size, sizeof *tab);
-        for (uint32_t i = 0; i < cl->nnodes; i++) name_tab_put(tab, size - 1, cl->nodes[i].name, i);
-        sl_free(cl->name_tab);
-        cl->name_tab = tab;
-        cl->name_mask = size - 1;
-    }
 
     uint32_t id = cl->nnodes++;
     sl_node_t *n = &cl->nodes[id];
@@ -721,9 +309,9 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
         n->gpu_mem_free[g] = spec->gpu_mem_bytes;
     }
     n->labels = sl_xstrdup(spec->labels);
-    name_tab_put(cl->name_tab, cl->name_mask, nm, id);
+    sl_hash_add(&cl->names, sl_hash_str(nm), slot_val(id));
     cl->node_class[id] = -1;
-    index_insert(cl, id);
+    sl__index_insert(cl, id);
     cl->cap_total = sl_res_add(cl->cap_total, node_total(n));
     cl->cap_free = sl_res_add(cl->cap_free, node_free(n));
     if (id_out) *id_out = id;
@@ -748,9 +336,9 @@ int sl_cluster_set_state(sl_cluster_t *cl, uint32_t id, sl_node_state_t st) {
         cl->cap_total = sl_res_sub(cl->cap_total, node_total(n));
         cl->cap_free = sl_res_sub(cl->cap_free, node_free(n));
     }
-    if (old == SL_NODE_UP) index_remove(cl, id);
+    if (old == SL_NODE_UP) sl__index_remove(cl, id);
     n->state = st;
-    if (st == SL_NODE_UP) index_insert(cl, id);
+    if (st == SL_NODE_UP) sl__index_insert(cl, id);
     if (st != SL_NODE_DOWN) {
         cl->cap_total = sl_res_add(cl->cap_total, node_total(n));
         cl->cap_free = sl_res_add(cl->cap_free, node_free(n));
@@ -921,7 +509,7 @@ int sl_cluster_alloc(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_
         }
     }
     node_account(cl, n, +1);
-    index_update(cl, pl->node);
+    sl__index_update(cl, pl->node);
     return 0;
 }
 
@@ -943,7 +531,7 @@ int sl_cluster_release(sl_cluster_t *cl, const sl_task_req_t *req, const sl_plac
     node_account(cl, n, -1);
     sl__node_give_back(n, req, pl);
     node_account(cl, n, +1);
-    index_update(cl, pl->node);
+    sl__index_update(cl, pl->node);
     return 0;
 }
 
@@ -966,106 +554,6 @@ int32_t sl_cluster_largest_gpu_block(const sl_cluster_t *cl, int32_t pool, uint6
     return 0;
 }
 
-/* ---- index accessors ---- */
-
-size_t sl_cluster_class_count(const sl_cluster_t *cl) {
-    return cl->nclasses;
-}
-
-const sl_node_t *sl_cluster_class_rep(const sl_cluster_t *cl, size_t i) {
-    if (i >= cl->nclasses) return NULL;
-    return &cl->nodes[cl->sum[i].rep];
-}
-
-uint32_t sl_cluster_class_size(const sl_cluster_t *cl, size_t i) {
-    return i < cl->nclasses ? cl->ids[i].size : 0;
-}
-
-const sl__class_t *sl__cluster_classes(const sl_cluster_t *cl) {
-    return cl->sum;
-}
-
-const sl__class_id_t *sl__cluster_class_ids(const sl_cluster_t *cl) {
-    return cl->ids;
-}
-
-const uint32_t *sl__cluster_buckets(const sl_cluster_t *cl) {
-    return cl->bstart;
-}
-
-uint32_t sl__cluster_slot_count(const sl_cluster_t *cl) {
-    return cl->nslots;
-}
-
-uint64_t sl__cluster_order_key(const sl_cluster_t *cl) {
-    return cl->order_key;
-}
-
-void sl__cluster_set_order_key(sl_cluster_t *cl, uint64_t key) {
-    if (key == cl->order_key) return;
-    cl->order_key = key;
-    for (uint32_t i = 0; i < cl->nclasses; i++) {
-        cls_t *c = &cl->slots[cl->order[i]];
-        for (uint32_t k = 0; k < c->n; k++) heap_set(cl, c, k, order_entry(key, (uint32_t)c->heap[k]));
-        for (uint32_t k = c->n / 2; k-- > 0;) heap_down(cl, c, k); /* Floyd */
-        cl->ids[i].first = (uint32_t)c->heap[0];
-    }
-}
-
-/* The class's heap: the heap property, every entry's rank under the key,
- * each member's position, and `first`. O(class size). */
-static int check_heap(const sl_cluster_t *cl, const cls_t *c, const sl__class_id_t *id) {
-    for (uint32_t k = 0; k < c->n; k++) {
-        uint32_t nid = (uint32_t)c->heap[k];
-        if (nid >= cl->nnodes || c->heap[k] != order_entry(cl->order_key, nid)) return SL_ESTATE;
-        if (cl->node_hpos[nid] != k || cl->node_class[nid] != (int32_t)id->slot) return SL_ESTATE;
-        if (k > 0 && c->heap[(k - 1) / 2] >= c->heap[k]) return SL_ESTATE;
-    }
-    if (c->n > 0 && id->first != (uint32_t)c->heap[0]) return SL_ESTATE;
-    return 0;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The summaries, identities and buckets against the classes themselves. */
-static int check_summaries(const sl_cluster_t *cl) {
-    if (cl->bstart[0] != 0 || cl->bstart[SL__NBUCKETS] != cl->nclasses) return SL_ESTATE;
-    int b = 0;
-    for (uint32_t i = 0; i < cl->nclasses; i++) {
-        const cls_t *c = &cl->slots[cl->order[i]];
-        sl__class_t want;
-        node_summary(&cl->nodes[c->members[0]], &want);
-        if (memcmp(&want, &cl->sum[i], sizeof want) != 0) return SL_ESTATE;
-        const sl__class_id_t *id = &cl->ids[i];
-        if (id->uid != c->uid || id->uid >= cl->next_uid || id->hash != c->hash || id->size != c->n ||
-            id->slot != cl->order[i])
-            return SL_ESTATE;
-        if (check_heap(cl, c, id) != 0) return SL_ESTATE;
-        while (b < SL__NBUCKETS && cl->bstart[b + 1] <= i) b++;
-        if (b >= SL__NBUCKETS || cl->bstart[b] > i || summary_bucket(&want) != b) return SL_ESTATE;
-    }
-    for (int k = 0; k < SL__NBUCKETS; k++)
-        if (cl->bstart[k] > cl->bstart[k + 1]) return SL_ESTATE;
-    if (cl->nclasses == 0) return 0;
-    uint64_t *u = sl_xmalloc(cl->nclasses * sizeof *u);
-    for (uint32_t i = 0; i < cl->nclasses; i++) u[i] = cl->ids[i].uid;
-    qsort(u, cl->nclasses, sizeof *u, cmp_u64);
-    int rc = 0;
-    for (uint32_t i = 1; i < cl->nclasses; i++)
-        if (u[i] == u[i - 1]) rc = SL_ESTATE;
-    sl_free(u);
-    return rc;
-}
-
-uint32_t sl_cluster_class_node(const sl_cluster_t *cl, size_t i, uint32_t k) {
-    if (i >= cl->nclasses) return UINT32_MAX;
-    const cls_t *c = &cl->slots[cl->order[i]];
-    return k < c->n ? c->members[k] : UINT32_MAX;
-}
-
 int sl_cluster_check(const sl_cluster_t *cl) {
     uint64_t members = 0;
     sl_res_t tot = {0, 0, 0}, fr = {0, 0, 0};
@@ -1085,10 +573,7 @@ int sl_cluster_check(const sl_cluster_t *cl) {
             const cls_t *c = &cl->slots[ci];
             if (c->dense >= cl->nclasses || cl->order[c->dense] != (uint32_t)ci) return SL_ESTATE;
             if (cl->node_pos[id] >= c->n || c->members[cl->node_pos[id]] != id) return SL_ESTATE;
-            state_key_t k;
-            node_key(n, &k);
-            if (!key_eq(&k, &c->key) || hash_key(&k) != c->hash) return SL_ESTATE;
-            if (node_full_free(n) != c->full_free) return SL_ESTATE;
+            if (sl__index_check_node(cl, n, c) != 0) return SL_ESTATE;
             members++;
         } else if (ci != -1) {
             return SL_ESTATE;
@@ -1100,20 +585,6 @@ int sl_cluster_check(const sl_cluster_t *cl) {
     }
     if (memcmp(&tot, &cl->cap_total, sizeof tot) != 0 || memcmp(&fr, &cl->cap_free, sizeof fr) != 0)
         return SL_ESTATE;
-    uint64_t sum = 0, used = 0;
-    for (uint32_t i = 0; i < cl->nclasses; i++) {
-        uint32_t slot = cl->order[i];
-        if (slot >= cl->nslots) return SL_ESTATE;
-        const cls_t *c = &cl->slots[slot];
-        if (c->n == 0 || c->dense != i) return SL_ESTATE;
-        sum += c->n;
-        if (ctab_find(cl, &c->key, c->hash) != slot) return SL_ESTATE;
-    }
-    uint32_t nfree = 0;
-    for (uint32_t s = cl->free_slot; s != NO_SLOT; s = cl->slots[s].next_free)
-        if (++nfree > cl->nslots) return SL_ESTATE;
-    for (uint32_t s = 0; s <= cl->class_mask; s++) used += cl->class_tab[s] != 0;
-    if (sum != members || used != cl->nclasses || nfree + cl->nclasses != cl->nslots)
-        return SL_ESTATE;
-    return check_summaries(cl);
+    return sl__index_check(cl, members);
 }
+

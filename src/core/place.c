@@ -25,7 +25,12 @@
  *    primary found so far (bestfit: a bucket's least free GPU);
  *  - other policies are asked for a score and a GPU choice through the
  *    representative, with the class size as the weight (policy/place.h); the
- *    highest score wins, the first in scan order among equals.
+ *    highest score wins, the first in scan order among equals;
+ *  - a policy with a `filter` (per node: may the task go there) is asked
+ *    about each member of a class that fits, and scores each member that
+ *    passes with weight 1 (no fast path): nodes of one class share their
+ *    free capacity, not their labels. The filter is also applied to the
+ *    empty cluster, so a task no node may take is SL_NOFIT_EVER.
  * A decision is a pure function of the cluster, the request and the RNG
  * state. Cost: O(classes in the buckets that can hold the task), a few
  * loads each, plus the cost of score for the classes that fit.
@@ -96,9 +101,11 @@ static int64_t cap_div(int64_t have, int64_t need, int64_t cur) {
 
 
 /* How many tasks of req node could hold if it were empty and up
- * (sl_node_fit_count on the node's totals). */
-static int32_t empty_fit_count(const sl_node_t *node, const sl_task_req_t *req, int32_t limit) {
+ * (sl_node_fit_count on the node's totals), under pol's filter. */
+static int32_t empty_fit_count(const sl_place_policy_t *pol, const sl_cycle_t *cy,
+                               const sl_node_t *node, const sl_task_req_t *req, int32_t limit) {
     if (limit <= 0) return 0;
+    if (pol->filter && !pol->filter(cy, req, node)) return 0;
     if (req->pool != -1 && req->pool != node->pool) return 0;
     if (!sl__model_ok(node, req->model_mask)) return 0;
     if (sl__req_gpu(req) && node->ngpus == 0) return 0;
@@ -117,12 +124,23 @@ static int32_t empty_fit_count(const sl_node_t *node, const sl_task_req_t *req, 
 }
 
 /* Tasks of req the empty cluster could hold, counting up to n (early exit). */
-static int32_t empty_capacity(const sl_cluster_t *cl, const sl_task_req_t *req, int32_t n) {
+static int32_t empty_capacity(const sl_place_policy_t *pol, const sl_cycle_t *cy,
+                              const sl_cluster_t *cl, const sl_task_req_t *req, int32_t n) {
     int32_t sum = 0;
     size_t nn = sl_cluster_node_count(cl);
     for (uint32_t id = 0; id < nn && sum < n; id++)
-        sum += empty_fit_count(sl_cluster_node(cl, id), req, n - sum);
+        sum += empty_fit_count(pol, cy, sl_cluster_node(cl, id), req, n - sum);
     return sum;
+}
+
+/* Whether any node at all passes pol's filter for req. O(nodes). */
+static bool any_node_passes(const sl_place_policy_t *pol, const sl_cycle_t *cy,
+                            const sl_cluster_t *cl, const sl_task_req_t *req) {
+    if (!pol->filter) return true;
+    size_t nn = sl_cluster_node_count(cl);
+    for (uint32_t id = 0; id < nn; id++)
+        if (pol->filter(cy, req, sl_cluster_node(cl, id))) return true;
+    return false;
 }
 
 /* ---- searching the classes ---- */
@@ -167,7 +185,56 @@ typedef struct search {
     int64_t best;
     uint32_t win;       /* dense class position */
     sl_place_t win_pl;  /* without a fast path: the winner's GPUs */
+    uint32_t win_node;  /* with a filter: the winning node */
 } search_t;
+
+/*
+ * The search for a policy with a filter: each class that can hold the task
+ * is looked at member by member (nodes of one class share their free state,
+ * not their labels); each member the filter lets through is scored as the
+ * slow path scores a representative, with weight 1, and the first best node
+ * in scan order wins. Kept apart from search_run so that the unfiltered
+ * search, the hot one, pays nothing for it.
+ */
+__attribute__((noinline)) static void search_filtered(search_t *s) {
+    const sl_cluster_t *cl = s->cl;
+    const sl_task_req_t *r = s->req;
+    const sl__class_t *sum = sl__cluster_classes(cl);
+    const sl__class_id_t *ids = sl__cluster_class_ids(cl);
+    const uint32_t *bs = sl__cluster_buckets(cl);
+    bool mem_check = r->gpus == 0 && r->gpu_milli > 0 && r->gpu_mem_bytes > 0;
+    s->found = false;
+    s->best_cnt = 0;
+    s->best = 0;
+    for (int b = sl__first_bucket(r); b < SL__NBUCKETS; b++) {
+        for (uint32_t i = bs[b]; i < bs[b + 1]; i++) {
+            const sl__class_t *c = &sum[i];
+            if (!sl__class_fits(c, r)) continue;
+            const sl_node_t *rep = sl_cluster_node(cl, c->rep);
+            if (mem_check && !sl_node_fits(rep, r)) continue;
+            int32_t cnt = s->remaining > 1 ? sl_node_fit_count(rep, r, s->remaining) : 1;
+            if (cnt <= 0) continue;
+            for (uint32_t m = 0; m < ids[i].size; m++) {
+                uint32_t id = sl_cluster_class_node(cl, i, m);
+                const sl_node_t *node = sl_cluster_node(cl, id);
+                if (!s->pol->filter(s->cy, r, node)) continue;
+                if (s->count_to > 0 && s->total < s->count_to) s->total += cnt;
+                if (cnt < s->best_cnt) continue;
+                int64_t p;
+                sl_place_t pl;
+                if (s->pol->score(s->cy, r, node, 1, &p, &pl) != SL_FIT) continue;
+                if (!s->found || cnt > s->best_cnt || p > s->best) {
+                    s->found = true;
+                    s->best_cnt = cnt;
+                    s->best = p;
+                    s->win = i;
+                    s->win_node = id;
+                    s->win_pl = pl;
+                }
+            }
+        }
+    }
+}
 
 static void search_run(search_t *s) {
     const sl_cluster_t *cl = s->cl;
@@ -236,6 +303,7 @@ static void search_run(search_t *s) {
 
 /* The node of the winning class the task goes to. */
 static uint32_t winner_node(const search_t *s) {
+    if (s->pol->filter) return s->win_node;
     if (s->fast && s->fast->member) return s->fast->member(s->cy, s->cl, s->win);
     return sl__cluster_classes(s->cl)[s->win].rep;
 }
@@ -258,8 +326,10 @@ int sl_place_task(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_task_re
                   sl_place_t *pl) {
     if (!pol || !cy || !cy->cluster || !req || !pl) return SL_EINVAL;
     const sl_cluster_t *cl = cy->cluster;
-    search_t s = {.pol = pol, .fast = fast_of(pol), .cy = cy, .cl = cl, .req = req, .remaining = 1};
-    search_run(&s);
+    search_t s = {.pol = pol, .fast = pol->filter ? NULL : fast_of(pol), .cy = cy, .cl = cl,
+                  .req = req, .remaining = 1};
+    if (pol->filter) search_filtered(&s);
+    else search_run(&s);
     if (s.found) {
         uint32_t id = winner_node(&s);
         sl_place_t p;
@@ -269,7 +339,7 @@ int sl_place_task(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_task_re
             return SL_FIT;
         }
     }
-    return empty_capacity(cl, req, 1) >= 1 ? SL_NOFIT : SL_NOFIT_EVER;
+    return empty_capacity(pol, cy, cl, req, 1) >= 1 ? SL_NOFIT : SL_NOFIT_EVER;
 }
 
 /* ---- reasons ---- */
@@ -496,12 +566,14 @@ int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl
     if (!pol || !cy || !cl || !req || !pls || n < 1 || n > SL_MAX_TASKS) return SL_EINVAL;
     int32_t placed = 0, fit_now = 0;
     bool first_round = true;
-    search_t s = {.pol = pol, .fast = fast_of(pol), .cy = cy, .cl = cl, .req = req};
+    search_t s = {.pol = pol, .fast = pol->filter ? NULL : fast_of(pol), .cy = cy, .cl = cl,
+                  .req = req};
     while (placed < n) {
         s.remaining = n - placed;
         s.count_to = first_round ? n : 0;
         s.total = 0;
-        search_run(&s);
+        if (pol->filter) search_filtered(&s);
+        else search_run(&s);
         if (first_round) {
             fit_now = s.total > n ? n : (int32_t)s.total;
             first_round = false;
@@ -522,9 +594,14 @@ int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl
 fail:
     for (int32_t k = placed - 1; k >= 0; k--) sl_cluster_release(cl, req, &pls[k]);
     {
-        int32_t fit_empty = empty_capacity(cl, req, n);
+        int32_t fit_empty = empty_capacity(pol, cy, cl, req, n);
         bool ever = fit_empty < n;
-        explain(cl, req, n, fit_now, fit_empty, ever, reason, reasonlen);
+        if (!any_node_passes(pol, cy, cl, req)) {
+            if (reason && reasonlen > 0)
+                snprintf(reason, reasonlen, "no node passes placement %s's filter", pol->name);
+        } else {
+            explain(cl, req, n, fit_now, fit_empty, ever, reason, reasonlen);
+        }
         return ever ? SL_NOFIT_EVER : SL_NOFIT;
     }
 }

@@ -4,11 +4,11 @@
  */
 #include "sluice/rng.h"
 
+#include "sluice/hash.h"
+
+/* splitmix64: a Weyl sequence of step 2^64 / phi, each value mixed. */
 static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    return sl_mix64(*x += UINT64_C(0x9e3779b97f4a7c15));
 }
 
 static inline uint64_t rotl(uint64_t x, int k) {

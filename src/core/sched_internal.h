@@ -5,7 +5,7 @@
  * A job is one heap block holding its spec, its state and intrusive links:
  * two treap nodes while pending (its tenant's queue, and its shape group's
  * queue, see sched.c) and a list node while running (start order); the job
- * table is an open-addressing hash of pointers. Enqueueing therefore
+ * table is the core's hash table by id (sluice/hash.h). Enqueueing therefore
  * allocates nothing beyond the job (and, for the first job of a new shape,
  * its group).
  */
@@ -16,6 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdlib.h>
+
+#include "sluice/hash.h"
+#include "sluice/heap.h"
 #include "sluice/job.h"
 #include "sluice/policy.h"
 #include "sluice/sched.h"
@@ -108,62 +112,259 @@ void sl__sched_set_group_skip(sl_sched_t *s, bool on);
  * many groups a quota change resumed, since creation. Can't fail. */
 void sl__sched_group_counters(const sl_sched_t *s, uint64_t *skips, uint64_t *revived);
 
-/* ---- EASY backfill: the reservation of the first blocked job ---- */
+/* ---- running jobs by expected end (sched_queue.c) ---- */
 
 /* Expected end of a running job: start + its time limit, else start + the
  * default limit; INT64_MAX ("never") when both are 0. */
 int64_t sl__job_expected_end(const sl_job_t *job, int64_t default_limit_us);
-
-/*
- * The reservation state and its scratch buffers, owned by the scheduler and
- * reused from cycle to cycle (steady state allocates nothing). Fields after
- * the scratch are the result of sl__easy_reserve.
- */
-typedef struct sl__easy {
-    /* scratch */
-    sl_node_t *copies;              /* copies of the nodes a release touched */
-    int32_t *copy_fit;              /* tasks of the blocked job each copy holds */
-    size_t copies_cap;
-    int32_t *copy_of;               /* node id -> index in copies, or -1 */
-    uint8_t *reserved;              /* node id -> 1 if reserved */
-    size_t nodes_cap;               /* entries of copy_of and reserved */
-    struct sl__easy_cand *cands;    /* candidate nodes at the shadow time */
-    size_t cands_cap;
-    /* result */
-    bool active;
-    int64_t shadow_us;              /* the reserved start time */
-    uint32_t *rnodes;               /* the reserved nodes */
-    size_t nrnodes, rnodes_cap;
-} sl__easy_t;
-
-void sl__easy_init(sl__easy_t *e);  /* can't fail */
-void sl__easy_fini(sl__easy_t *e);  /* frees the scratch */
 
 /* The running job of a node of the end-ordered treap (job.eq). */
 static inline const sl_job_t *sl__end_job(const sl__tnode_t *n) {
     return (const sl_job_t *)((uintptr_t)n - offsetof(sl_job_t, eq));
 }
 
+/* ==== The scheduler's state (shared by the sched_*.c files) ==== */
+
+#define FCACHE_SIZE 1024 /* failed-shape cache slots (power of two) */
+#define FCACHE_PROBES 16
+#define ELASTIC_STEPS 8
+
+/* A group's verdict within a cycle. */
+enum { V_ALIVE = 0, V_LONG = 1, V_DEAD = 2 };
+
 /*
- * Computes the reservation of a job that needs `count` tasks of req and
- * cannot start now: its shadow time (the earliest expected end of running
- * jobs, walked in order from `ends`, the root of the treap of running jobs
- * with a finite expected end, after which `count` tasks fit on the released
- * state) and the nodes it would use then. Works on copies of the nodes
- * involved; the cluster is not changed. Returns true and sets e->active,
- * e->shadow_us, e->rnodes and the reserved marks; false (e->active false)
- * if the job does not fit even after every running job with a finite
- * expected end has ended. O(K + touched nodes * gpus + classes + C log C)
- * for the K running jobs that end up to the shadow time (all of them when
- * it fails) and C candidate nodes.
+ * A shape group: the pending jobs of one tenant that ask for the same task
+ * shape and the same counts (ntasks, min_tasks). Such jobs meet the same
+ * fate in a cycle as long as their tenant's quota allows the same count:
+ * once one fails on the full cluster, all later ones fail (the cluster only
+ * fills during a cycle); once a long one fits only on reserved nodes, later
+ * long ones do too. The cycle therefore walks groups, not jobs, past a
+ * failure.
  */
-bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl__tnode_t *ends,
-                      const sl_task_req_t *req, int32_t count, int64_t now_us);
+typedef struct sl__group {
+    sl__tnode_t ix;           /* the tenant's group index, ordered by head */
+    struct sl__group *h_next; /* group hash chain */
+    uint64_t hash;
+    int32_t tenant, n, m;     /* key: tenant, ntasks, min count, and req */
+    sl_task_req_t req;
+    sl__tnode_t *root;        /* treap of the pending jobs (job.gq) */
+    sl_job_t *head;           /* first of them in queue order */
+    size_t npending;
+    /* per cycle */
+    uint64_t act_epoch;       /* == the cycle's epoch once its head was reached */
+    uint64_t dead_epoch;      /* == the cycle's epoch while on the tenant's dead list */
+    sl_job_t *cur;            /* next job of the group to examine, or NULL */
+    int verdict;              /* V_ALIVE, V_LONG, V_DEAD */
+    int32_t vqn;              /* the quota-capped count the verdict holds for */
+    /* reasons shared by the jobs a verdict skipped: V_DEAD's (all jobs),
+     * and V_LONG's (for the jobs that were long at that cycle) */
+    uint64_t r_epoch;
+    sl_status_t r_status;
+    char reason[SL_REASON_MAX];
+    uint64_t l_epoch;
+    int64_t l_short_lim;
+    char l_reason[SL_REASON_MAX];
+} group_t;
 
-/* Drops the reservation (clears the marks). O(reserved nodes). */
-void sl__easy_clear(sl__easy_t *e);
+typedef struct tenant {
+    char name[SL_NAME_MAX];
+    int32_t weight;
+    sl_res_t quota;
+    bool has_quota;
+    sl_res_t usage;
+    double share;    /* sl_sched_tenant_share, cached while cap_valid */
+    size_t npending, nrunning;
+    sl__tnode_t *root;  /* treap of pending jobs (job.tq) */
+    sl__tnode_t *groot; /* treap of its non-empty groups by head (group.ix) */
+    /* per cycle */
+    sl_job_t *cur;      /* next job of this tenant to consider */
+    sl__tnode_t *gnext; /* next group of the index whose head is not reached */
+    sl_heap_t gh;       /* reached groups with jobs left (group_t *), by cur */
+    bool skip;          /* group verdicts may skip jobs this cycle (see the cycle) */
+    group_t **dl;       /* groups with a verdict (quota tenants only) */
+    size_t ndl, dl_cap;
+    /* shared reason of the jobs behind a blocked head (the blocker's key) */
+    uint64_t behind_epoch;
+    int32_t blk_prio;
+    int64_t blk_submit;
+    uint64_t blk_id;
+    char behind_reason[SL_REASON_MAX];
+} tenant_t;
 
-/* True if any of the n placements uses a reserved node. O(n). */
-bool sl__easy_touches(const sl__easy_t *e, const sl_place_t *pls, int32_t n);
+typedef struct fcache_entry {
+    uint64_t epoch; /* valid iff equal to the scheduler's epoch */
+    sl_task_req_t req;
+    int32_t n, m;
+    bool lng;       /* applies to long backfill candidates only */
+    sl_status_t st;
+    char reason[SL_REASON_MAX];
+} fcache_entry_t;
+
+struct sl_sched {
+    sl_cluster_t *cl;
+    sl_workload_t *wl;
+    const sl_place_policy_t *place;
+    const sl_queue_policy_t *queue;
+    const sl_backfill_policy_t *backfill;
+    void *bf_state;        /* the backfill policy's (init/fini) */
+    sl_rng_t rng;
+    uint64_t order_key;     /* of the node order ties follow (sl_cycle_t.order_key) */
+    int64_t default_limit_us;
+    int32_t max_starts;
+    int32_t max_bf_tries;
+    bool track_workload;
+    bool group_skip;       /* off only in tests: examine every job (reference) */
+    uint64_t n_skips, n_revived; /* verdicts that skipped jobs; resumed groups */
+
+    tenant_t *tenants;
+    size_t ntenants, tenants_cap;
+
+    sl_hash_t jobs;   /* every job by id (sl_job_t *, owned) */
+
+    group_t **gtab;   /* group hash (chained), gbuckets a power of two */
+    size_t gbuckets, ngroups;
+    group_t **gdefer; /* groups emptied during a cycle, freed at its end */
+    size_t ndefer, defer_cap;
+    bool in_cycle;
+
+    sl_job_t *run_head, *run_tail;
+    sl__tnode_t *ends_root; /* running jobs with a finite expected end (job.eq) */
+    uint64_t run_seq;
+    size_t npending, nrunning;
+
+    uint64_t epoch;        /* bumped by every cycle and try_start */
+    uint64_t behind_epoch; /* epoch of the cycle that left jobs unreached */
+    char behind_reason[SL_REASON_MAX];
+    int64_t clock_us;      /* latest now_us seen (for foreach under wfq) */
+
+    bool cap_valid;        /* cap is a snapshot valid during a cycle */
+    sl_res_t cap;
+
+    sl_place_t *pls;       /* SL_MAX_TASKS scratch for the placer */
+    fcache_entry_t *fcache;
+    sl_heap_t act;         /* tenants with jobs left in a cycle (uint32_t), by head */
+    uint64_t *started;     /* ids started by the cycle, in order */
+    size_t started_cap;
+
+    bool resv_active;      /* a reservation is held in this cycle */
+    sl_reservation_t resv; /* its start time and nodes (the policy's) */
+    int64_t short_lim;     /* with a reservation: a job is short iff lim <= this */
+    uint32_t *drained;     /* reserved nodes drained by this cycle */
+    size_t ndrained, drained_cap;
+};
+
+/* ---- small helpers (inline: used by every sched_*.c file) ---- */
+
+static inline void sl__invariant(bool ok) {
+    if (!ok) abort(); /* internal state is corrupt: no safe decision exists */
+}
+
+/* snprintf into buf (if any), truncating. Can't fail. (sched_queue.c) */
+void sl__setf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static inline int32_t job_min(const sl_job_t *j) {
+    return j->spec.min_tasks > 0 ? j->spec.min_tasks : j->spec.ntasks;
+}
+
+static inline tenant_t *tenant_of(const sl_sched_t *s, const sl_job_t *j) {
+    return &s->tenants[j->spec.tenant];
+}
+
+static inline sl_job_t *jobs_find(const sl_sched_t *s, uint64_t id) {
+    return (sl_job_t *)sl_hash_find(&s->jobs, id);
+}
+
+static inline bool qless(const sl_job_t *a, const sl_job_t *b) {
+    if (a->spec.priority != b->spec.priority) return a->spec.priority > b->spec.priority;
+    return sl__job_submit_less(a, b);
+}
+
+static inline sl_job_t *tq_job(const sl__tnode_t *n) {
+    return n ? (sl_job_t *)((uintptr_t)n - offsetof(sl_job_t, tq)) : NULL;
+}
+
+static inline sl_job_t *gq_job(const sl__tnode_t *n) {
+    return n ? (sl_job_t *)((uintptr_t)n - offsetof(sl_job_t, gq)) : NULL;
+}
+
+static inline group_t *ix_group(const sl__tnode_t *n) {
+    return n ? (group_t *)((uintptr_t)n - offsetof(group_t, ix)) : NULL;
+}
+
+/* Running jobs by expected end, then start order (the running list's). */
+static inline bool eq_less(const sl__tnode_t *a, const sl__tnode_t *b) {
+    const sl_job_t *x = sl__end_job(a), *y = sl__end_job(b);
+    if (x->end_us != y->end_us) return x->end_us < y->end_us;
+    if (x->start_us != y->start_us) return x->start_us < y->start_us;
+    return x->run_seq < y->run_seq;
+}
+
+static inline bool req_eq(const sl_task_req_t *a, const sl_task_req_t *b) {
+    return a->cpu_milli == b->cpu_milli && a->mem_bytes == b->mem_bytes && a->gpus == b->gpus &&
+           a->gpu_milli == b->gpu_milli && a->gpu_mem_bytes == b->gpu_mem_bytes &&
+           a->model_mask == b->model_mask && a->pool == b->pool;
+}
+
+static inline uint64_t req_hash(const sl_task_req_t *r, int32_t n, int32_t m) {
+    uint64_t h = sl_mix64((uint64_t)r->cpu_milli);
+    h = sl_mix64(h ^ (uint64_t)r->mem_bytes);
+    h = sl_mix64(h ^ (uint64_t)r->gpus ^ ((uint64_t)(uint32_t)r->gpu_milli << 32));
+    h = sl_mix64(h ^ (uint64_t)r->gpu_mem_bytes);
+    h = sl_mix64(h ^ r->model_mask);
+    h = sl_mix64(h ^ (uint64_t)(uint32_t)r->pool ^ ((uint64_t)(uint32_t)n << 32));
+    return sl_mix64(h ^ (uint64_t)(uint32_t)m);
+}
+
+static inline uint64_t group_hash(const sl_job_t *j) {
+    return sl_mix64(req_hash(&j->spec.task, j->spec.ntasks, job_min(j)) ^
+                 ((uint64_t)(uint32_t)j->spec.tenant << 17));
+}
+
+static inline bool group_matches(const group_t *g, uint64_t h, const sl_job_t *j) {
+    return g->hash == h && g->tenant == j->spec.tenant && g->n == j->spec.ntasks &&
+           g->m == job_min(j) && req_eq(&g->req, &j->spec.task);
+}
+
+static inline sl_res_t job_total(const sl_job_t *j, int32_t n) {
+    return sl_res_scale(sl_task_req_total(&j->spec.task), n);
+}
+
+static inline bool tenant_ok(const sl_sched_t *s, int32_t tenant) {
+    return tenant >= 0 && (size_t)tenant < s->ntenants;
+}
+
+static inline void see_time(sl_sched_t *s, int64_t now_us) {
+    if (now_us > s->clock_us) s->clock_us = now_us;
+}
+
+/* ---- sched_queue.c: treaps, tenant and group queues, the running list,
+ * tenants and shared reasons ---- */
+
+/* First job of the group subtree x after key (any if NULL) with estimate
+ * at most lim; NULL if none. O(depth). */
+sl_job_t *sl__gq_find(const sl__tnode_t *x, const sl_job_t *key, int64_t lim);
+/* Puts a job in / takes it off its tenant's and its group's queues. O(log n). */
+void sl__enqueue(sl_sched_t *s, sl_job_t *j);
+void sl__dequeue(sl_sched_t *s, sl_job_t *j);
+/* Adds a job to / removes it from the running list and the end-ordered treap. */
+void sl__run_insert(sl_sched_t *s, sl_job_t *j);
+void sl__run_remove(sl_sched_t *s, sl_job_t *j);
+/* A tenant's dominant share over cap, divided by its weight. O(1). */
+double sl__share_of(const tenant_t *t, sl_res_t cap);
+
+/* ---- sched.c: the lifecycle of a job ---- */
+
+/* Marks a pending job (already allocated at pls[0..n-1]) running. */
+void sl__start_job(sl_sched_t *s, sl_job_t *j, const sl_place_t *pls, int32_t n, int64_t now_us);
+/* Gives n placements of req back to the cluster. */
+void sl__release_pls(sl_sched_t *s, const sl_task_req_t *req, const sl_place_t *pls, int32_t n);
+/* The count the tenant's quota allows (<= n), or -1 with a reason if not even m. */
+int32_t sl__quota_cap(const sl_sched_t *s, const sl_job_t *j, int32_t n, int32_t m, char *reason,
+                      size_t rlen);
+/* Places between m and n tasks of j (the most that fit: elastic jobs); on
+ * SL_FIT they are allocated at s->pls[0..*k-1]; otherwise reason says why
+ * and the status of the attempt at m tasks is returned. */
+int sl__place_range(sl_sched_t *s, sl_cycle_t *cy, const sl_job_t *j, int32_t n, int32_t m,
+                    int32_t *k, char *reason, size_t rlen);
 
 #endif

@@ -50,6 +50,7 @@
 
 #include "sluice/alloc.h"
 #include "sluice/error.h"
+#include "sluice/hash.h"
 #include "sluice/workload.h"
 
 #include "policy/place.h"
@@ -371,8 +372,7 @@ static uint64_t key_hash(const memo_key_t *k) {
         h = (h ^ words[i]) * 0x9fb21c651e98df25ULL;
         h ^= h >> 29;
     }
-    h *= 0xff51afd7ed558ccdULL;
-    return h ^ (h >> 32);
+    return sl_mix64(h);
 }
 
 double sl__frag_node_cached(const sl_workload_t *w, const sl_node_t *node) {

@@ -114,46 +114,24 @@ const char *sim_format_name(sim_format_t f) {
 
 /* ------------------------------------------------------------ a string set */
 
-/* Open addressing over borrowed strings, for duplicate names. */
+/* Borrowed strings in the core's hash table (sluice/hash.h) under their
+ * FNV-1a hash, for duplicate names. A zeroed strset_t is empty. */
 typedef struct strset {
-    const char **slot;
-    size_t cap, n;
+    sl_hash_t h;
 } strset_t;
 
-static uint64_t str_hash(const char *s) {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-/* Adds s; returns false if it was there already. */
+/* Adds s; returns false if it was there already. O(1) expected. */
 static bool strset_add(strset_t *st, const char *s) {
-    if (2 * (st->n + 1) > st->cap) {
-        size_t ncap = st->cap ? st->cap * 2 : 1024;
-        const char **ns = sl_xcalloc(ncap, sizeof *ns);
-        for (size_t i = 0; i < st->cap; i++) {
-            if (!st->slot[i]) continue;
-            size_t k = str_hash(st->slot[i]) & (ncap - 1);
-            while (ns[k]) k = (k + 1) & (ncap - 1);
-            ns[k] = st->slot[i];
-        }
-        sl_free(st->slot);
-        st->slot = ns;
-        st->cap = ncap;
-    }
-    size_t k = str_hash(s) & (st->cap - 1);
-    while (st->slot[k]) {
-        if (strcmp(st->slot[k], s) == 0) return false;
-        k = (k + 1) & (st->cap - 1);
-    }
-    st->slot[k] = s;
-    st->n++;
+    uint64_t key = sl_hash_str(s);
+    size_t it = 0;
+    for (const char *o; (o = sl_hash_find_next(&st->h, key, &it));)
+        if (strcmp(o, s) == 0) return false;
+    sl_hash_add(&st->h, key, (void *)(uintptr_t)s); /* borrowed, never written */
     return true;
 }
 
 static void strset_free(strset_t *st) {
-    sl_free(st->slot);
-    memset(st, 0, sizeof *st);
+    sl_hash_fini(&st->h);
 }
 
 /* Appends j to the trace (which takes its strings) and records its name;

@@ -46,50 +46,38 @@ typedef struct ev {
     uint8_t kind;
 } ev_t;
 
+/* The events in the core's heap (sluice/heap.h), by time, then by the
+ * order they were pushed in (seq), so ties keep arrival order. */
 typedef struct evheap {
-    ev_t *v;
-    size_t n, cap;
+    sl_heap_t h;
     uint64_t seq;
 } evheap_t;
 
-static bool ev_less(const ev_t *a, const ev_t *b) {
-    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+static bool ev_less(void *ctx, const void *a, const void *b) {
+    const ev_t *x = a, *y = b;
+    return x->t < y->t || (x->t == y->t && x->seq < y->seq);
 }
 
+static const sl_heap_type_t ev_heap = {sizeof(ev_t), ev_less, NULL};
+
 static void heap_push(evheap_t *h, int64_t t, uint32_t job, uint8_t kind) {
-    if (h->n == h->cap) {
-        h->cap = h->cap ? h->cap * 2 : 1024;
-        h->v = sl_xrealloc(h->v, h->cap * sizeof *h->v);
-    }
     ev_t e = {t, h->seq++, job, kind};
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!ev_less(&e, &h->v[p])) break;
-        h->v[i] = h->v[p];
-        i = p;
-    }
-    h->v[i] = e;
+    sl_heap_push(&h->h, &ev_heap, NULL, &e);
 }
 
 static ev_t heap_pop(evheap_t *h) {
-    ev_t top = h->v[0];
-    ev_t last = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        const ev_t *best = &last;
-        if (l < h->n && ev_less(&h->v[l], best)) {
-            m = l;
-            best = &h->v[l];
-        }
-        if (r < h->n && ev_less(&h->v[r], best)) m = r;
-        if (m == i) break;
-        h->v[i] = h->v[m];
-        i = m;
-    }
-    if (h->n > 0) h->v[i] = last;
+    ev_t top;
+    sl_heap_pop(&h->h, &ev_heap, NULL, &top);
     return top;
+}
+
+static size_t heap_count(const evheap_t *h) {
+    return sl_heap_count(&h->h);
+}
+
+/* The earliest event's time; the heap must not be empty. */
+static int64_t heap_next_t(const evheap_t *h) {
+    return ((const ev_t *)sl_heap_top(&h->h))->t;
 }
 
 /* ------------------------------------------------------------ state */
@@ -391,8 +379,9 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
     }
     shares = sl_xmalloc((ntn ? ntn : 1) * sizeof *shares);
     active = sl_xmalloc((ntn ? ntn : 1) * sizeof *active);
-    size_t nevents = rp.heap.n * 2, done_events = 0;
-    int64_t t_first = rp.heap.n ? rp.heap.v[0].t : 0, t_prev = t_first, t_last = t_first;
+    size_t nevents = heap_count(&rp.heap) * 2, done_events = 0;
+    int64_t t_first = heap_count(&rp.heap) ? heap_next_t(&rp.heap) : 0, t_prev = t_first,
+            t_last = t_first;
     double v_alloc = 0, v_mem = 0, v_frag = 0, v_drf = 1, v_jain = 1;
     /* The reserved head job is never delayed: checked under FIFO order, where
      * the head changes only when it starts (other orders may legitimately
@@ -400,8 +389,8 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
     bool resv_strict = strcmp(res->queue, "fifo") == 0 && sl_sched_backfill(rp.s) == SL_BACKFILL_EASY;
     int64_t resv_job = -1, resv_at = -1;
     bool have_fair = false;
-    while (rp.heap.n > 0) {
-        int64_t now = rp.heap.v[0].t;
+    while (heap_count(&rp.heap) > 0) {
+        int64_t now = heap_next_t(&rp.heap);
         /* The state sampled after the previous cycle held until now. */
         double dt = (double)(now - t_prev);
         sim_tw_add(&m_alloc, v_alloc, dt);
@@ -412,7 +401,7 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
             sim_tw_add(&m_jain, v_jain, dt);
         }
         rp.now = now;
-        while (rp.heap.n > 0 && rp.heap.v[0].t == now) {
+        while (heap_count(&rp.heap) > 0 && heap_next_t(&rp.heap) == now) {
             ev_t e = heap_pop(&rp.heap);
             const sim_job_t *j = &t->jobs[e.job];
             done_events++;
@@ -489,7 +478,7 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
         t_last = now;
         if (o->progress && (done_events & 1023) == 0)
             sim_progress(true, "replay", nevents ? (double)done_events / (double)nevents : 1);
-        if (rp.heap.n == 0 && sl_sched_pending_count(rp.s) > 0) {
+        if (heap_count(&rp.heap) == 0 && sl_sched_pending_count(rp.s) > 0) {
             snprintf(err, errlen, "%zu jobs still pending with nothing running at t=%.0fs "
                      "(the queue is blocked)", sl_sched_pending_count(rp.s), (double)now / 1e6);
             rc = SL_ESTATE;
@@ -570,7 +559,7 @@ out:
     sl_free(shares);
     sl_free(active);
     sl_free(reject);
-    sl_free(rp.heap.v);
+    sl_heap_fini(&rp.heap.h);
     sl_free(rp.reqs);
     sl_free(rp.tenant_ids);
     sl_free(rp.gpu_tasks);

@@ -8,7 +8,10 @@
  * default; a job with neither never ends), and the nodes it would use then.
  * Later jobs may start now only if they cannot delay it: they end by that
  * "shadow" time, or they use none of the reserved nodes. The cycle in
- * sched.c enforces that rule; this file computes the reservation.
+ * sched_cycle.c enforces that rule; this file computes the reservation.
+ * It is the backfill policy "easy" (policy.h): it reads the scheduler only
+ * through the sl_backfill_view_t it is given (the cluster, and the running
+ * jobs in order of expected end), and calls nothing of the scheduler.
  *
  * Algorithm. The blocked job needs `count` identical tasks of one shape.
  * Tasks on different nodes do not interact, so the job fits iff the sum over
@@ -34,7 +37,7 @@
  *
  * Workload: R running jobs (thousands), tens of thousands of nodes; one
  * reservation per cycle. The scheduler keeps the running jobs ordered by
- * expected end (a treap, sched.c), so the walk visits only the K jobs that
+ * expected end (a treap, sched_queue.c), so the walk visits only the K jobs that
  * end up to the shadow time: O(K + T * gpus + classes + C log C) for T
  * tasks released and C candidate nodes, not O(R log R) per cycle. The
  * cluster is never modified.
@@ -43,34 +46,52 @@
 #include <string.h>
 
 #include "cluster_index.h"
-#include "sched_internal.h"
+#include "policy/backfill.h"
 #include "sluice/alloc.h"
 
-struct sl__easy_cand {
+typedef struct easy_cand {
     uint32_t node;
     int32_t fit;
-};
+} easy_cand_t;
 
-int64_t sl__job_expected_end(const sl_job_t *job, int64_t default_limit_us) {
-    int64_t lim = job->spec.time_limit_us > 0 ? job->spec.time_limit_us : default_limit_us;
-    if (lim <= 0) return INT64_MAX;
-    if (job->start_us > INT64_MAX - lim) return INT64_MAX;
-    return job->start_us + lim;
-}
+/*
+ * The reservation state and its scratch buffers, one per scheduler, reused
+ * from cycle to cycle (steady state allocates nothing). Fields after the
+ * scratch are the result of easy_reserve.
+ */
+typedef struct easy {
+    /* scratch */
+    sl_node_t *copies;              /* copies of the nodes a release touched */
+    int32_t *copy_fit;              /* tasks of the blocked job each copy holds */
+    size_t copies_cap;
+    int32_t *copy_of;               /* node id -> index in copies, or -1 */
+    uint8_t *reserved;              /* node id -> 1 if reserved */
+    size_t nodes_cap;               /* entries of copy_of and reserved */
+    easy_cand_t *cands;             /* candidate nodes at the shadow time */
+    size_t cands_cap;
+    /* result */
+    bool active;
+    int64_t shadow_us;              /* the reserved start time */
+    uint32_t *rnodes;               /* the reserved nodes */
+    size_t nrnodes, rnodes_cap;
+} easy_t;
 
-void sl__easy_init(sl__easy_t *e) {
-    memset(e, 0, sizeof *e);
+static void *easy_init(void) {
+    easy_t *e = sl_xcalloc(1, sizeof *e);
     e->shadow_us = -1;
+    return e;
 }
 
-void sl__easy_fini(sl__easy_t *e) {
+static void easy_fini(void *st) {
+    easy_t *e = st;
+    if (!e) return;
     sl_free(e->copies);
     sl_free(e->copy_fit);
     sl_free(e->copy_of);
     sl_free(e->reserved);
     sl_free(e->cands);
     sl_free(e->rnodes);
-    sl__easy_init(e);
+    sl_free(e);
 }
 
 /* Grows *p to hold at least n elements of size sz (capacity in *cap). */
@@ -83,12 +104,14 @@ static void grow(void **p, size_t *cap, size_t n, size_t sz) {
 }
 
 static int cmp_cand(const void *pa, const void *pb) {
-    const struct sl__easy_cand *a = pa, *b = pb;
+    const easy_cand_t *a = pa, *b = pb;
     if (a->fit != b->fit) return a->fit > b->fit ? -1 : 1;
     return a->node < b->node ? -1 : a->node > b->node;
 }
 
-void sl__easy_clear(sl__easy_t *e) {
+/* Drops the reservation (clears the marks). O(reserved nodes). */
+static void easy_clear(void *st) {
+    easy_t *e = st;
     for (size_t i = 0; i < e->nrnodes; i++)
         if (e->rnodes[i] < e->nodes_cap) e->reserved[e->rnodes[i]] = 0;
     e->nrnodes = 0;
@@ -96,16 +119,31 @@ void sl__easy_clear(sl__easy_t *e) {
     e->shadow_us = -1;
 }
 
-bool sl__easy_touches(const sl__easy_t *e, const sl_place_t *pls, int32_t n) {
+/* True if any of the n placements uses a reserved node. O(n). */
+static bool easy_touches(const void *st, const sl_place_t *pls, int32_t n) {
+    const easy_t *e = st;
     if (!e->active) return false;
     for (int32_t i = 0; i < n; i++)
         if (pls[i].node < e->nodes_cap && e->reserved[pls[i].node]) return true;
     return false;
 }
 
-bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl__tnode_t *ends,
-                      const sl_task_req_t *req, int32_t count, int64_t now_us) {
-    sl__easy_clear(e);
+/*
+ * Computes the reservation of a job that needs `count` tasks of req and
+ * cannot start now: its shadow time (the earliest expected end of running
+ * jobs, walked in order through v->next_end, after which `count` tasks fit
+ * on the released state) and the nodes it would use then. Works on copies
+ * of the nodes involved; the cluster is not changed. Returns true and fills
+ * *out; false if the job does not fit even after every running job with a
+ * finite expected end has ended. O(K + touched nodes * gpus + classes +
+ * C log C) for the K running jobs that end up to the shadow time (all of
+ * them when it fails) and C candidate nodes.
+ */
+static bool easy_reserve(void *st, const sl_backfill_view_t *v, const sl_task_req_t *req,
+                         int32_t count, int64_t now_us, sl_reservation_t *out) {
+    easy_t *e = st;
+    const sl_cluster_t *cl = v->cluster;
+    easy_clear(e);
     if (count <= 0) return false;
 
     size_t nnodes = sl_cluster_node_count(cl);
@@ -134,11 +172,11 @@ bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl__tnode_t *
     size_t ncopies = 0;
     bool found = sum >= count;
     int64_t shadow = now_us;
-    for (const sl__tnode_t *x = sl__tn_first((sl__tnode_t *)(uintptr_t)ends); x && !found;
-         x = sl__tn_next(x)) {
-        const sl_job_t *j = sl__end_job(x);
-        for (int32_t t = 0; t < j->nplaced; t++) {
-            const sl_place_t *pl = &j->pls[t];
+    const void *cur = NULL;
+    sl_running_view_t j;
+    while (!found && v->next_end(v->ctx, &cur, &j)) {
+        for (int32_t t = 0; t < j.n; t++) {
+            const sl_place_t *pl = &j.pls[t];
             if (pl->node >= nnodes) continue;
             int32_t ci = e->copy_of[pl->node];
             if (ci < 0) {
@@ -151,14 +189,14 @@ bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl__tnode_t *
                 e->copy_fit[ci] = sl_node_fit_count(&e->copies[ci], req, count);
                 e->copy_of[pl->node] = ci;
             }
-            sl__node_give_back(&e->copies[ci], &j->spec.task, pl); /* as sl_cluster_release */
+            sl__node_give_back(&e->copies[ci], j.req, pl); /* as sl_cluster_release */
             int32_t f = sl_node_fit_count(&e->copies[ci], req, count);
             sum += f - e->copy_fit[ci];
             e->copy_fit[ci] = f;
         }
         if (sum >= count) {
             found = true;
-            shadow = j->end_us > now_us ? j->end_us : now_us;
+            shadow = j.end_us > now_us ? j.end_us : now_us;
         }
     }
 
@@ -168,7 +206,7 @@ bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl__tnode_t *
         for (size_t ci = 0; ci < ncopies; ci++) {
             if (e->copy_fit[ci] <= 0) continue;
             grow((void **)&e->cands, &e->cands_cap, nc + 1, sizeof *e->cands);
-            e->cands[nc++] = (struct sl__easy_cand){e->copies[ci].id, e->copy_fit[ci]};
+            e->cands[nc++] = (easy_cand_t){e->copies[ci].id, e->copy_fit[ci]};
         }
         for (size_t i = 0; i < nclasses; i++) {
             int32_t f = sl_node_fit_count(sl_cluster_class_rep(cl, i), req, count);
@@ -178,7 +216,7 @@ bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl__tnode_t *
                 uint32_t id = sl_cluster_class_node(cl, i, m);
                 if (id >= nnodes || e->copy_of[id] >= 0) continue;
                 grow((void **)&e->cands, &e->cands_cap, nc + 1, sizeof *e->cands);
-                e->cands[nc++] = (struct sl__easy_cand){id, f};
+                e->cands[nc++] = (easy_cand_t){id, f};
             }
         }
         if (nc > 1) qsort(e->cands, nc, sizeof *e->cands, cmp_cand);
@@ -191,9 +229,20 @@ bool sl__easy_reserve(sl__easy_t *e, const sl_cluster_t *cl, const sl__tnode_t *
         }
         e->active = true;
         e->shadow_us = shadow;
+        *out = (sl_reservation_t){shadow, e->rnodes, e->nrnodes};
     }
 
     /* Reset the copy map for the next call. */
     for (size_t ci = 0; ci < ncopies; ci++) e->copy_of[e->copies[ci].id] = -1;
     return found;
 }
+
+const sl_backfill_policy_t sl__backfill_easy = {
+    .name = "easy",
+    .help = "EASY: the first blocked job gets a reservation; later jobs pass only if they cannot delay it",
+    .init = easy_init,
+    .fini = easy_fini,
+    .reserve = easy_reserve,
+    .touches = easy_touches,
+    .clear = easy_clear,
+};

@@ -1,0 +1,97 @@
+/*
+ * cluster_internal.h - the cluster's private state, shared by cluster.c
+ * (nodes, pools, models, fitting, alloc/release) and cluster_class.c (the
+ * free-capacity index: classes, their table, dense order, buckets and node
+ * order heaps). Not installed; placement code reads the index through
+ * cluster_index.h instead.
+ */
+#ifndef SLUICE_CLUSTER_INTERNAL_H
+#define SLUICE_CLUSTER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster_index.h"
+#include "sluice/cluster.h"
+#include "sluice/hash.h"
+#include "sluice/heap.h"
+
+#define KEY_HDR 7
+#define KEY_MAX (KEY_HDR + 2 * SL_MAX_GPUS_PER_NODE)
+
+typedef struct key {
+    uint32_t len;           /* words used */
+    uint64_t w[KEY_MAX];
+} state_key_t;
+
+typedef struct cls {
+    uint64_t hash;
+    uint32_t *members;      /* node ids; members[0] is the representative */
+    sl_heap_t heap;         /* the members as rank << 32 | id (uint64_t), a min-heap */
+    uint32_t n, cap;        /* of members */
+    uint32_t dense;         /* position in cl->order while in use */
+    uint32_t next_free;     /* free-list link while unused */
+    int32_t full_free;      /* GPUs with all compute and memory free */
+    uint64_t uid;           /* never reused */
+    state_key_t key;
+} cls_t;
+
+#define NO_SLOT UINT32_MAX
+
+struct sl_cluster {
+    sl_node_t *nodes;
+    uint32_t nnodes, node_cap;
+    int32_t *node_class;    /* class slot of each node, -1 if not up */
+    uint32_t *node_pos;     /* position in its class's member array */
+    uint32_t *node_hpos;    /* position in its class's heap */
+    uint64_t order_key;     /* of the node order the heaps follow */
+
+    sl_hash_t names;        /* sl_hash_str(name) -> node id + 1 */
+
+    char (*pools)[SL_NAME_MAX];
+    int32_t npools, pool_cap;
+    char models[SL_MAX_MODELS][SL_NAME_MAX];
+    int32_t nmodels;
+
+    cls_t *slots;           /* classes, stable while in use; may hold parked buffers */
+    uint32_t nslots, slot_cap, free_slot;
+    uint32_t *order;        /* dense: class i is slots[order[i]] */
+    sl__class_t *sum;       /* dense: summary of class i */
+    sl__class_id_t *ids;    /* dense: identity of class i */
+    uint32_t nclasses, order_cap;
+    uint32_t bstart[SL__NBUCKETS + 1]; /* bucket b is [bstart[b], bstart[b + 1]) */
+    uint64_t next_uid;
+    sl_hash_t classes;      /* key hash -> slot + 1 */
+
+    sl_res_t cap_total, cap_free; /* over up and draining nodes */
+};
+
+
+static inline bool gpu_full_free(const sl_node_t *n, int g) {
+    return n->gpu_free[g] == SL_GPU_MILLI && n->gpu_mem_free[g] == n->gpu_mem_total;
+}
+
+static inline int32_t node_full_free(const sl_node_t *n) {
+    int32_t c = 0;
+    for (int g = 0; g < n->ngpus; g++) c += gpu_full_free(n, g);
+    return c;
+}
+
+/* Hash table values for a small index i (class slot, node id): i + 1, as a
+ * value must not be NULL. */
+static inline void *slot_val(uint32_t i) {
+    return (void *)(uintptr_t)(i + 1);
+}
+
+/* ---- cluster_class.c: the index ---- */
+
+/* Adds up node id to the class of its state / takes it out / re-keys it
+ * after its free state changed. O(gpus + log class size) expected. */
+void sl__index_insert(sl_cluster_t *cl, uint32_t id);
+void sl__index_remove(sl_cluster_t *cl, uint32_t id);
+void sl__index_update(sl_cluster_t *cl, uint32_t id);
+/* Checks for sl_cluster_check: 0 or SL_ESTATE. */
+int sl__index_check_node(const sl_cluster_t *cl, const sl_node_t *n, const cls_t *c);
+int sl__index_check(const sl_cluster_t *cl, uint64_t members);
+
+#endif
