@@ -33,6 +33,7 @@
 #include "config.h"
 #include "loop.h"
 #include "model.h"
+#include "sluice/hash.h"
 #include "sluice/sluice.h"
 #include "store.h"
 
@@ -76,12 +77,10 @@ typedef struct ctl {
     sl_sched_t *sched;
     bool sched_dirty;
 
-    /* Jobs in memory, by id (jobtab.c): an open-addressing hash table
-     * (linear probing, a power-of-two size at most half full), so memory
-     * follows the jobs held, not every id ever issued. Pending and running
-     * jobs are always here; finished ones only while retained. */
-    ctl_job_t **jobmap;
-    size_t jobmap_cap, njobs;
+    /* Jobs in memory, by id (jobtab.c), in the core's one hash table, so
+     * memory follows the jobs held, not every id ever issued. Pending and
+     * running jobs are always here; finished ones only while retained. */
+    sl_hash_t jobs;
     /* Ids of the retained finished jobs in the order they finished: a ring
      * (fin[fin_head], ... fin_len of them); trimming pops from the head. */
     uint64_t *fin;

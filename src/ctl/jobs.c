@@ -35,6 +35,7 @@ static void kick(ctl_t *c) {
 /* ---- set-up ---- */
 
 int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
+    sl_hash_init(&c->jobs);
     if (ctl_store_open(&c->store, c->loop, c->cfg.state, err, errlen) < 0)
         return -1;
     sl_cluster_create(&c->cl);

@@ -83,9 +83,9 @@ static void m_cycle_s(ctl_t *c, ctl_buf_t *b, const char *name) {
 
 static void m_jobs(ctl_t *c, ctl_buf_t *b, const char *name) {
     uint64_t count[CTL_JOB_NSTATES] = {0};
-    for (size_t i = 0; i < c->jobmap_cap; i++)
-        if (c->jobmap[i] != NULL)
-            count[c->jobmap[i]->state]++;
+    size_t it = 0;
+    for (const sl_hash_entry_t *e; (e = sl_hash_next(&c->jobs, &it)) != NULL;)
+        count[((const ctl_job_t *)e->val)->state]++;
     for (int s = 0; s < CTL_JOB_NSTATES; s++) {
         sample(b, name, "state", ctl_job_state_name((ctl_job_state_t)s));
         ctl_buf_u64(b, count[s]);
