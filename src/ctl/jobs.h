@@ -25,11 +25,13 @@ void ctl_domain_close(ctl_t *c);
 
 /* Submits a validated job (ctl_job_from_spec): interns its GPU models and
  * pool (ctl_job_core_spec), gives it an id, puts it into the core, the
- * table and the iteration's transaction. Ownership: on success (0) the job
- * table owns j; on failure j is unchanged, not registered, not in the core,
- * and the caller still owns it (and frees it). Fails with SL_EINVAL (the
- * core or the core spec refused it; message in err: answer 4xx) or SL_EIO
- * (the database refused the row: answer 5xx). */
+ * table and the iteration's transaction. O(the core's submit).
+ * Ownership: on success (0) the job table owns j and the caller must not
+ * free it. On failure nothing holds j (not the table, the core or the
+ * store) and the caller still owns it and frees it; its id fields may have
+ * been set. Fails with a negative error and a message in err: SL_EIO when
+ * the database refused the row (the id is then burnt; answer 5xx), any
+ * other when the core spec or the core refused the job (answer 4xx). */
 int ctl_job_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen);
 /* Cancels a pending or running job. 0, or SL_ESTATE if it has finished. */
 int ctl_job_cancel(ctl_t *c, ctl_job_t *j);

@@ -11,8 +11,16 @@ scenario.
   compare the API tokens use): every near miss is refused;
 - a node failure and an agent's hello walked every job since the oldest
   active one; they now walk the node's own list of live tasks, and must
-  touch exactly that node's tasks.
+  touch exactly that node's tasks;
+- messages a user reads speak the units the user configured (seconds,
+  not milliseconds).
 """
+
+import os
+import re
+import subprocess
+
+import pytest
 
 import harness
 from harness import FakeAgent
@@ -116,6 +124,8 @@ def test_node_failure_requeues_exactly_the_jobs_on_that_node(controller_factory)
             if node == "n1":
                 j = ctl.wait_job(jid, "pending")
                 assert j["requeues"] == 1 and "n1" in j["reason"], j
+                # node_timeout is configured in seconds, and so is the reason.
+                assert re.search(r"node n1 failed \(no message for \d+\.\d s\)", j["reason"]), j
             else:
                 j = ctl.job(jid)
                 assert j["state"] == "running" and j["requeues"] == 0, j
@@ -163,3 +173,17 @@ def test_hello_reconciles_listed_unlisted_and_unknown_tasks(controller):
         assert controller.node("n1")["tasks"] == 3
     finally:
         g.close()
+
+
+def test_config_too_small_timeout_names_the_least_value_in_seconds(tmp_path, build_dir):
+    """node_timeout is given in seconds; its refusal says the least value in
+    seconds too (it said only "too small")."""
+    binary = os.path.join(build_dir, "sluiced")
+    if not os.access(binary, os.X_OK):
+        pytest.skip("sluiced is not built")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("node_timeout: 0.05\n")
+    r = subprocess.run([binary, "--config", str(cfg), "--state", str(tmp_path / "x.db")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "c.yaml:1: node_timeout: too small (at least 0.1 seconds)" in r.stderr, r.stderr
