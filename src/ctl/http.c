@@ -5,7 +5,11 @@
  * drives dispatch, the 404/405 answers, `sluiced --help` and the table in
  * docs/api.md. Handlers that change state (submit, cancel) defer their
  * reply until the flush event has committed the iteration's transaction, so
- * a 201 means the job is on disk. Reads answer at once.
+ * a 201 means the job is on disk (the loop's REPLIES hook, after COMMIT).
+ * Reads answer at once. GET .../logs is the one request answered by an
+ * agent: it goes out through logs_send (the agent port's, wired by
+ * main.c) and waits, at most 10 s, for ctl_http_logs_answer; the HTTP
+ * adapter knows nothing of the agent protocol.
  *
  * Auth: "Authorization: Bearer TOKEN". The admin token sees everything; a
  * tenant token sees its own jobs (403 for others'); the cluster token is
