@@ -25,23 +25,23 @@
 #include "recover.h"
 
 /* Everything one sluiced process holds (one per process: main's static). */
-typedef struct daemon {
+typedef struct sluiced {
     ctl_loop_t loop;
     ctl_t c;
     ctl_agentport_t ap;
     ctl_http_t http;
     struct event *sweep_ev;
     struct event *sig_ev[2];
-} daemon_t;
+} sluiced_t;
 
 static void sweep_cb(evutil_socket_t fd, short what, void *ud) {
-    daemon_t *d = ud;
+    sluiced_t *d = ud;
     ctl_sweep(&d->c);
     ctl_http_logs_expire(&d->http);
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *ud) {
-    daemon_t *d = ud;
+    sluiced_t *d = ud;
     sl_log(SL_LOG_INFO, "main", "signal=%d: shutting down", (int)sig);
     event_base_loopexit(d->loop.base, NULL);
 }
@@ -74,7 +74,7 @@ static void usage(FILE *f) {
     }
 }
 
-static void teardown(daemon_t *d) {
+static void teardown(sluiced_t *d) {
     ctl_agentport_fini(&d->ap);
     ctl_http_fini(&d->http);
     ctl_domain_close(&d->c);
@@ -113,8 +113,8 @@ int main(int argc, char **argv) {
     }
     signal(SIGPIPE, SIG_IGN);
     sl_log_init_from_env();
-    static daemon_t daemon; /* one per process; zeroed */
-    daemon_t *d = &daemon;
+    static sluiced_t sluiced; /* one per process; zeroed */
+    sluiced_t *d = &sluiced;
     ctl_t *c = &d->c;
     char err[512];
     ctl_config_init(&c->cfg);
