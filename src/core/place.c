@@ -64,6 +64,7 @@
 
 #include "cluster_index.h"
 #include "policy/place.h"
+#include "units.h"
 
 extern const sl_place_policy_t sl__place_fgdbal; /* policy/place_fgdbal.c */
 
@@ -360,21 +361,21 @@ static void bput(buf_t *b, const char *fmt, ...) {
     if (b->off >= b->len) b->off = b->len - 1;
 }
 
+/* Appends s as it is (no format to parse: reasons are written often). */
+static void bputs(buf_t *b, const char *s) {
+    while (*s && b->off + 1 < b->len) b->p[b->off++] = *s++;
+    b->p[b->off] = '\0';
+}
+
+/* CPUs as a decimal ("4", "0.5"), memory with a binary suffix ("16Gi"). */
 static void put_cpu(buf_t *b, int64_t milli) {
-    if (milli % 1000 == 0)
-        bput(b, "%lld", (long long)(milli / 1000));
-    else
-        bput(b, "%lldm", (long long)milli);
+    char n[SL__UNIT_BUF];
+    bputs(b, sl__fmt_milli(n, sizeof n, milli));
 }
 
 static void put_mem(buf_t *b, int64_t bytes) {
-    static const char *const unit[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi"};
-    int u = 0;
-    while (u < 5 && bytes != 0 && bytes % 1024 == 0) {
-        bytes /= 1024;
-        u++;
-    }
-    bput(b, "%lld%s", (long long)bytes, unit[u]);
+    char n[SL__UNIT_BUF];
+    bputs(b, sl__fmt_bytes(n, sizeof n, bytes));
 }
 
 static void put_models(buf_t *b, const sl_cluster_t *cl, uint64_t mask) {
@@ -398,14 +399,17 @@ static void put_pool(buf_t *b, const sl_cluster_t *cl, int32_t pool) {
         bput(b, "#%d", pool);
 }
 
-/* "4 GPUs of model H100", "250m of one GPU", "" for CPU-only. */
+/* "4 GPUs of model H100", "0.25 of one GPU", "" for CPU-only. */
 static void put_gpu(buf_t *b, const sl_cluster_t *cl, const sl_task_req_t *r) {
-    if (r->gpus > 0)
+    char n[SL__UNIT_BUF];
+    if (r->gpus > 0) {
         bput(b, "%d GPU%s", r->gpus, r->gpus == 1 ? "" : "s");
-    else if (r->gpu_milli > 0)
-        bput(b, "%dm of one GPU", r->gpu_milli);
-    else
+    } else if (r->gpu_milli > 0) {
+        bputs(b, sl__fmt_milli(n, sizeof n, r->gpu_milli));
+        bputs(b, " of one GPU");
+    } else {
         return;
+    }
     if (r->model_mask) {
         bput(b, " of model ");
         put_models(b, cl, r->model_mask);

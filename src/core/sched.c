@@ -27,6 +27,7 @@
 
 #include "cluster_index.h"
 #include "sched_internal.h"
+#include "units.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
 
@@ -252,7 +253,9 @@ static int spec_check(const sl_sched_t *s, const sl_job_spec_t *spec, char *err,
         return SL_EINVAL;
     }
     if (spec->time_limit_us < 0) {
-        sl__setf(err, errlen, "time_limit_us: %lld is negative", (long long)spec->time_limit_us);
+        char v[SL__UNIT_BUF];
+        sl__setf(err, errlen, "time_limit_us: %s is negative",
+                 sl__fmt_secs(v, sizeof v, spec->time_limit_us));
         return SL_EINVAL;
     }
     char rerr[128];
@@ -295,7 +298,8 @@ int sl_sched_cancel(sl_sched_t *s, uint64_t id, int64_t now_us) {
     else if (j->state == SL_JOB_RUNNING) stop_job(s, j);
     else return SL_ESTATE;
     j->state = SL_JOB_CANCELLED;
-    sl__setf(j->reason, sizeof j->reason, "cancelled at %lld", (long long)now_us);
+    char at[SL__UNIT_BUF];
+    sl__setf(j->reason, sizeof j->reason, "cancelled at t=%s", sl__fmt_secs(at, sizeof at, now_us));
     return 0;
 }
 
@@ -318,7 +322,8 @@ int sl_sched_requeue(sl_sched_t *s, uint64_t id, int64_t now_us) {
     stop_job(s, j);
     j->start_us = -1;
     j->status = SL_SKIP;
-    sl__setf(j->reason, sizeof j->reason, "requeued at %lld", (long long)now_us);
+    char at[SL__UNIT_BUF];
+    sl__setf(j->reason, sizeof j->reason, "requeued at t=%s", sl__fmt_secs(at, sizeof at, now_us));
     j->reason_epoch = s->epoch;
     sl__enqueue(s, j);
     return 0;
@@ -334,7 +339,8 @@ int sl_sched_adopt(sl_sched_t *s, const sl_job_spec_t *spec, const sl_place_t *p
         return SL_EINVAL;
     }
     if (start_us < 0) {
-        sl__setf(err, errlen, "start_us: %lld is negative", (long long)start_us);
+        char v[SL__UNIT_BUF];
+        sl__setf(err, errlen, "start_us: %s is negative", sl__fmt_secs(v, sizeof v, start_us));
         return SL_EINVAL;
     }
     for (int32_t i = 0; i < n; i++) {
@@ -433,15 +439,20 @@ int32_t sl__quota_cap(const sl_sched_t *s, const sl_job_t *j, int32_t n, int32_t
     const int64_t q[3] = {t->quota.cpu_milli, t->quota.mem_bytes, t->quota.gpu_milli};
     const int64_t u[3] = {t->usage.cpu_milli, t->usage.mem_bytes, t->usage.gpu_milli};
     const int64_t d[3] = {per.cpu_milli, per.mem_bytes, per.gpu_milli};
-    static const char *const what[3] = {"cpu_milli", "mem_bytes", "gpu_milli"};
     int32_t k = n;
     for (int i = 0; i < 3; i++) {
         if (q[i] <= 0 || d[i] <= 0) continue;
         int64_t room = q[i] - u[i];
         int64_t fit = room < 0 ? 0 : room / d[i];
         if (fit < m) {
-            sl__setf(reason, rlen, "tenant %s quota: %s in use %lld + job %lld > quota %lld", t->name,
-                 what[i], (long long)u[i], (long long)(d[i] * m), (long long)q[i]);
+            /* In the user's units: "8 GPUs in use + 32 GPUs for this job > 24 GPUs". */
+            char a[SL__UNIT_BUF], b[SL__UNIT_BUF], c[SL__UNIT_BUF];
+            const char *mem = i == 1 ? " memory" : "";
+            char *(*fmt)(char *, size_t, int64_t) =
+                i == 0 ? sl__fmt_cpus : i == 1 ? sl__fmt_bytes : sl__fmt_gpus;
+            sl__setf(reason, rlen, "tenant %s quota: %s%s in use + %s%s for this job > %s%s",
+                     t->name, fmt(a, sizeof a, u[i]), mem, fmt(b, sizeof b, d[i] * m), mem,
+                     fmt(c, sizeof c, q[i]), mem);
             return -1;
         }
         if (fit < k) k = (int32_t)fit;

@@ -18,19 +18,19 @@
  *     its TENANT is blocked for the rest of the cycle: its later jobs keep
  *     their order behind it, while other tenants go on (a tenant at its
  *     quota must not stop everybody else; this is the "blocked-tenant skip").
- *  2. Placement: sl_place_gang with the full task count; for an elastic job
- *     that does not fit, an upper bound of the tasks that fit (sum over
- *     free-capacity classes of sl_node_fit_count) gives the first count to
- *     try; we then step down linearly (at most 8 tries) and finally try
- *     min_tasks. The bound is exact when the placer is complete, so this
- *     costs one or two gang attempts in practice.
+ *  2. Placement: sl_place_gang with the full task count, or for an elastic
+ *     job the most tasks that fit between min_tasks and ntasks
+ *     (sl__place_range, sched.c).
  *  3. A job that fits starts (state RUNNING, tenant usage updated). A job
  *     that can never fit (SL_NOFIT_EVER) is skipped with its reason and does
  *     not block anything. A job that does not fit now is "blocked":
- *       - backfill none: the cycle stops; every job it did not reach shows
- *         "waiting behind job N" (strict order, no starvation);
- *       - backfill easy: the first blocked job gets a reservation
- *         (backfill_easy.c). If none can be computed (it would not fit even
+ *       - backfill none (a policy without `reserve`): the cycle stops;
+ *         every job it did not reach shows "waiting behind job N" (strict
+ *         order, no starvation);
+ *       - backfill easy: the first blocked job gets a reservation from the
+ *         backfill policy (policy/backfill_easy.c, which sees the scheduler
+ *         only through sl_backfill_view_t: the cluster and the running jobs
+ *         by expected end). If none can be computed (it would not fit even
  *         after every job with a finite estimate ended) the cycle stops as
  *         with none: conservative, nothing may pass a job whose start time
  *         is unknown. Otherwise later jobs start if they fit now and either
@@ -86,6 +86,7 @@
 
 #include "cluster_index.h"
 #include "sched_internal.h"
+#include "units.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
 
@@ -224,9 +225,10 @@ static int attempt_job(sl_sched_t *s, sl_cycle_t *cy, sl_job_t *j, int32_t n, in
             if (rc == SL_FIT) return SL_FIT;
         }
         j->status = SL_WAIT;
+        char at[SL__UNIT_BUF];
         sl__setf(j->reason, sizeof j->reason,
-             "fits only on nodes reserved for job %llu from %lld and would run past then",
-             (unsigned long long)resv_id, (long long)s->resv.start_us);
+                 "fits only on nodes reserved for job %llu from t=%s and would run past then",
+                 (unsigned long long)resv_id, sl__fmt_secs(at, sizeof at, s->resv.start_us));
         fcache_put(s, req, n, m, true, SL_WAIT, j->reason);
         return SL_WAIT;
     }
@@ -531,8 +533,9 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             tenant_settle(s, t);
             char r[SL_REASON_MAX];
             sl__setf(r, sizeof r, "%s", j->reason);
-            sl__setf(j->reason, sizeof j->reason, "reserved from %lld on %zu nodes; now: %s",
-                 (long long)s->resv.start_us, s->resv.nnodes, r);
+            char from[SL__UNIT_BUF];
+            sl__setf(j->reason, sizeof j->reason, "reserved from t=%s on %zu nodes; now: %s",
+                     sl__fmt_secs(from, sizeof from, s->resv.start_us), s->resv.nnodes, r);
             continue;
         }
         if (s->backfill->reserve) {

@@ -1,10 +1,26 @@
 /*
- * sched_internal.h - the scheduler's private types, shared by sched.c, job.c
- * and the queue policies (src/core/policy/queue_*.c). Not installed.
+ * sched_internal.h - the scheduler's private types, shared by the sched_*.c
+ * files, job.c and the queue policies (src/core/policy/queue_*.c). Not
+ * installed. Which file owns what (src/core/LAYERS orders them):
+ *
+ *   sched_queue.c  the data structures: the intrusive treaps, tenants and
+ *                  their pending queues, shape groups, the running list and
+ *                  its end-ordered treap, and the reasons pending jobs share
+ *                  (sl__sched_job_reason). Calls only the cluster.
+ *   sched.c        the front door and a job's lifecycle: config, create and
+ *                  destroy, submit, cancel, finish, requeue, adopt, forget,
+ *                  start and stop, the quota check and elastic placement.
+ *   sched_cycle.c  the cycle and try_start: the tenant heap, group verdicts,
+ *                  the failed-shape cache, and the backfill policy's
+ *                  reservation (asked through sl_backfill_policy_t only).
+ *   sched_check.c  sl_sched_foreach and sl_sched_check.
+ *
+ * Each calls only files above it in this list; helpers that several need
+ * are static inline below.
  *
  * A job is one heap block holding its spec, its state and intrusive links:
  * two treap nodes while pending (its tenant's queue, and its shape group's
- * queue, see sched.c) and a list node while running (start order); the job
+ * queue, see sched_queue.c) and a list node while running (start order); the job
  * table is the core's hash table by id (sluice/hash.h). Enqueueing therefore
  * allocates nothing beyond the job (and, for the first job of a new shape,
  * its group).
@@ -15,7 +31,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
 #include <stdlib.h>
 
 #include "sluice/hash.h"

@@ -69,7 +69,7 @@ static void test_backfill_short_job_passes_long_does_not(void **state) {
     assert_int_equal(state_of(s, 4), SL_JOB_PENDING);
     assert_int_equal(sl_job_status(sl_sched_job(s, 4)), SL_WAIT);
     assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 4)), "reserved for job 2"));
-    assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 2)), "reserved from 100"));
+    assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 2)), "reserved from t=0.0001s"));
     assert_int_equal(sl_sched_check(s), 0);
 
     /* Job 3 ends at 60; job 4 still may not pass (60 + 500 > 100). */

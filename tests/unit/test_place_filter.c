@@ -118,6 +118,7 @@ static void test_place_filter_matches_naive_scan(void **state) {
         fx_t f;
         fx_init(&f);
         tu_add_nodes(f.cl, "t", 5, "32", "128Gi", 4, "T4", "16Gi", "");
+        tu_add_nodes(f.cl, "v", 3, "48", "192Gi", 4, "V100", "32Gi", ""); /* tu_random_req's models */
         tu_add_nodes(f.cl, "cpu", 3, "64", "256Gi", 0, NULL, "", "cpu");
         sl_rng_t rng;
         sl_rng_seed(&rng, seed);

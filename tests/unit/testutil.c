@@ -130,3 +130,37 @@ int tu_teardown(void **state) {
     SL_ASSERT_NO_LEAKS();
     return 0;
 }
+
+sl_job_spec_t tu_spec(uint64_t id, int tn, int32_t ntasks, sl_task_req_t task) {
+    sl_job_spec_t sp = {.id = id, .tenant = tn, .submit_us = (int64_t)id, .ntasks = ntasks,
+                        .task = task};
+    return sp;
+}
+
+void tu_submit(sl_sched_t *s, sl_job_spec_t sp) {
+    char err[256];
+    int rc = sl_sched_submit(s, &sp, err, sizeof err);
+    if (rc) fprintf(stderr, "submit %llu: %s\n", (unsigned long long)sp.id, err);
+    assert_int_equal(rc, 0);
+}
+
+sl_cluster_t *tu_cluster(void) {
+    sl_cluster_t *cl = NULL;
+    assert_int_equal(sl_cluster_create(&cl), 0);
+    assert_non_null(cl);
+    return cl;
+}
+
+sl_node_spec_t tu_node_spec(const char *name, int64_t cpu, int64_t mem, int32_t gpus,
+                            const char *model, int64_t gpu_mem, const char *pool) {
+    return (sl_node_spec_t){.name = name, .cpu_milli = cpu, .mem_bytes = mem, .gpus = gpus,
+                            .gpu_model = model, .gpu_mem_bytes = gpu_mem, .pool = pool};
+}
+
+uint32_t tu_node_add(sl_cluster_t *cl, sl_node_spec_t sp) {
+    uint32_t id = UINT32_MAX;
+    char err[128] = "";
+    int rc = sl_cluster_add_node(cl, &sp, &id, err, sizeof err);
+    if (rc) fail_msg("add %s: %s", sp.name, err);
+    return id;
+}

@@ -22,6 +22,16 @@ uint32_t tu_add_nodes(sl_cluster_t *cl, const char *prefix, int n, const char *c
                       const char *mem, int gpus, const char *model, const char *gpu_mem,
                       const char *pool);
 
+/* A new empty cluster; asserts it was created. The caller destroys it. */
+sl_cluster_t *tu_cluster(void);
+
+/* A node spec from raw values (CPU in milli, bytes). */
+sl_node_spec_t tu_node_spec(const char *name, int64_t cpu, int64_t mem, int32_t gpus,
+                            const char *model, int64_t gpu_mem, const char *pool);
+
+/* Adds the node and fails the test (with the error) if it is refused. */
+uint32_t tu_node_add(sl_cluster_t *cl, sl_node_spec_t sp);
+
 /* A task request from user-style quantities; gpu_share is "" or e.g. "0.25". */
 sl_task_req_t tu_req(const char *cpus, const char *mem, int gpus, const char *gpu_share);
 
@@ -43,6 +53,13 @@ int tu_ids_each(void *ud, const sl_job_t *job);
 /* A scheduler over cl with the named queue and backfill policies and the
  * other defaults; asserts that sl_sched_create succeeds. The caller destroys it. */
 sl_sched_t *tu_sched_create(sl_cluster_t *cl, const char *queue, const char *backfill);
+
+/* A job spec of ntasks tasks of task for tenant tn, submitted at time id
+ * (so ids give submit order); other fields zero. */
+sl_job_spec_t tu_spec(uint64_t id, int tn, int32_t ntasks, sl_task_req_t task);
+
+/* Submits sp and asserts it was accepted (printing the error if not). */
+void tu_submit(sl_sched_t *s, sl_job_spec_t sp);
 
 /* Adds a tenant and asserts it was accepted; returns its id. */
 int tu_tenant_add(sl_sched_t *s, const char *name, int32_t weight, sl_res_t quota);
