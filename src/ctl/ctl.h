@@ -13,11 +13,14 @@
  *                               the Prometheus exposition
  *   recover.c                   start-up: rows from the store -> core, jobs
  *   jobs.c                      the domain: submit, start, end, cancel,
- *                               fail, requeue; the only writer of the core
- *                               and the store
+ *                               fail, requeue, node failure and hello;
+ *                               with recover.c the only code that changes
+ *                               the core or writes the store (the layers
+ *                               above read the core through its getters)
  *   nodes.c jobtab.c            the node table with each node's live tasks;
  *                               jobs by id and the finished list
- *   spec.c                      validation of a submission
+ *   spec.c                      validation of a submission; the core spec
+ *                               (interning names) for the domain
  *   ctl.h                       this state
  *   store.c config.c            SQLite rows; the YAML configuration
  *   model.c                     job, task and node records, state names
