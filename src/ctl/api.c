@@ -2,21 +2,24 @@
  * api.c - JSON views of jobs and nodes for the HTTP API (docs/api.md).
  *
  * A job's immutable part (id, normalised spec, submit time) is formatted
- * once at submission into j->head; a view appends only the parts that
+ * once, the first time it is shown, into j->head; a view appends only the parts that
  * change (state, times, reason, placement), so listing 10,000 jobs is
  * mostly memcpy.
  *
  * The text table of GET /v1/jobs?view=table (what `sluice queue` prints,
  * the way a Kubernetes API server prints a Table for `kubectl get`) works
  * the same way: the cells that never change (id, name, tenant, tasks,
- * per-task resources) are formatted once into j->row; a listing formats
+ * per-task resources) are formatted once (first listing) into j->row; a listing formats
  * only state, nodes, time and reason, in a first pass that also finds each
  * column's width, and a second pass writes the padded rows.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "api.h"
+#include "jobtab.h"
+#include "nodes.h"
 #include "quantity.h"
 
 static void gpu_list(ctl_buf_t *b, uint32_t mask) {
@@ -33,7 +36,26 @@ static void gpu_list(ctl_buf_t *b, uint32_t mask) {
     ctl_buf_putc(b, ']');
 }
 
-void ctl_job_write(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
+/* Formats the job's immutable part once: `{"id":N,<spec fields>,"submit_time":T`. */
+static void make_head(ctl_job_t *j) {
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    char *spec = json_dumps(j->spec, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    size_t sl = strlen(spec);
+    ctl_buf_puts(&b, "{\"id\":");
+    ctl_buf_u64(&b, j->id);
+    if (sl > 2) {
+        ctl_buf_putc(&b, ',');
+        ctl_buf_add(&b, spec + 1, sl - 2);
+    }
+    ctl_buf_puts(&b, ",\"submit_time\":");
+    ctl_buf_time(&b, j->submit_us);
+    free(spec);
+    sl_free(j->head);
+    j->head = ctl_buf_steal(&b, &j->head_len);
+}
+
+void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
     ctl_job_write_core(c, b, j, NULL);
 }
 
@@ -56,7 +78,9 @@ static const char *job_reason(ctl_t *c, const ctl_job_t *j, const sl_job_t *cj, 
     return reason;
 }
 
-void ctl_job_write_core(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j, const sl_job_t *cj) {
+void ctl_job_write_core(ctl_t *c, ctl_buf_t *b, ctl_job_t *j, const sl_job_t *cj) {
+    if (j->head == NULL)
+        make_head(j);
     ctl_buf_add(b, j->head, j->head_len);
     ctl_buf_puts(b, ",\"state\":\"");
     ctl_buf_puts(b, ctl_job_state_name(j->state));
@@ -167,7 +191,7 @@ void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id) {
     ctl_buf_puts(b, ",\"tasks\":");
     ctl_buf_i64(b, n ? n->live_tasks : 0);
     ctl_buf_puts(b, ",\"connected\":");
-    ctl_buf_puts(b, n && n->conn ? "true" : "false");
+    ctl_buf_puts(b, n && n->connected ? "true" : "false");
     ctl_buf_puts(b, ",\"addr\":");
     ctl_buf_jstr(b, n ? n->addr : "");
     ctl_buf_putc(b, '}');
@@ -219,7 +243,7 @@ static void cell_put(ctl_buf_t *b, const char *s) {
     b->len += n;
 }
 
-void ctl_job_make_row(ctl_job_t *j) {
+static void make_row(ctl_job_t *j) {
     ctl_buf_t b;
     ctl_buf_init(&b);
     size_t start = 0;
@@ -338,7 +362,9 @@ static size_t jt_width(const char *s, size_t n) {
     return w;
 }
 
-void ctl_jtable_add(ctl_jtable_t *t, const ctl_job_t *j, const sl_job_t *cj) {
+void ctl_jtable_add(ctl_jtable_t *t, ctl_job_t *j, const sl_job_t *cj) {
+    if (j->row == NULL)
+        make_row(j);
     if (t->n == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 1024;
         t->rows = sl_xrealloc(t->rows, t->cap * sizeof *t->rows);

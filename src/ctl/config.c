@@ -10,7 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "config.h"
+#include "loop.h"
 #include "log.h"
 #include "quantity.h"
 #include "yamldoc.h"
@@ -106,8 +107,11 @@ static int get_ms(rd_t *r, const sl_yaml_node_t *map, const char *key, int64_t m
     /* Seconds parse exactly like CPUs: "2" -> 2000 milli, "0.5" -> 500. */
     if (v->kind != SL_YAML_SCALAR || sl_qty_parse(v->value, SL_QTY_CPU, &ms, qerr, sizeof qerr) < 0)
         return fail(r, v, "%s: must be a number of seconds%s", key, "");
-    if (ms < min_ms)
-        return fail(r, v, "%s: too small%s", key, "");
+    if (ms < min_ms) {
+        char least[48];
+        snprintf(least, sizeof least, " (at least %g seconds)", (double)min_ms / 1000);
+        return fail(r, v, "%s: too small%s", key, least);
+    }
     *out = ms;
     return 0;
 }
@@ -348,4 +352,16 @@ int ctl_config_check(const ctl_config_t *cfg, char *err, size_t errlen) {
         }
     }
     return 0;
+}
+
+bool ctl_token_eq(const char *given, const char *want) {
+    if (given == NULL || want == NULL)
+        return false;
+    size_t lg = strlen(given), lw = strlen(want);
+    /* Every byte of given is compared (with want repeated), whatever the
+     * first difference; the lengths are compared the same way. */
+    unsigned char d = (unsigned char)(lg != lw);
+    for (size_t i = 0; i < lg; i++)
+        d |= (unsigned char)(given[i] ^ want[i % (lw ? lw : 1)]);
+    return d == 0 && lw > 0;
 }

@@ -5,7 +5,11 @@
  * drives dispatch, the 404/405 answers, `sluiced --help` and the table in
  * docs/api.md. Handlers that change state (submit, cancel) defer their
  * reply until the flush event has committed the iteration's transaction, so
- * a 201 means the job is on disk. Reads answer at once.
+ * a 201 means the job is on disk (the loop's REPLIES hook, after COMMIT).
+ * Reads answer at once. GET .../logs is the one request answered by an
+ * agent: it goes out through logs_send (the agent port's, wired by
+ * main.c) and waits, at most 10 s, for ctl_http_logs_answer; the HTTP
+ * adapter knows nothing of the agent protocol.
  *
  * Auth: "Authorization: Bearer TOKEN". The admin token sees everything; a
  * tenant token sees its own jobs (403 for others'); the cluster token is
@@ -23,8 +27,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "ctl.h"
+#include "api.h"
+#include "http.h"
+#include "jobs.h"
 #include "log.h"
+#include "metrics.h"
 #include "quantity.h"
 
 typedef enum auth_kind {
@@ -32,7 +39,24 @@ typedef enum auth_kind {
     AUTH_API = 1   /* a tenant or the admin token */
 } auth_kind_t;
 
+struct ctl_reply {
+    struct evhttp_request *req;
+    int status;
+    uint64_t job;          /* the body is this job's object */
+};
+
+struct ctl_logreq {
+    uint64_t req;
+    struct evhttp_request *http;
+    uint64_t job;
+    int32_t task;
+    uint32_t node;
+    int64_t deadline_mono_us;
+    struct ctl_logreq *next;
+};
+
 typedef struct hreq {
+    ctl_http_t *hs;
     ctl_t *c;
     struct evhttp_request *req;
     struct evkeyvalq query;
@@ -146,7 +170,7 @@ static void send_body(struct evhttp_request *req, int status, const char *ctype,
     evbuffer_free(out);
 }
 
-void ctl_http_send_json(struct evhttp_request *req, int status, ctl_buf_t *body) {
+static void send_json(struct evhttp_request *req, int status, ctl_buf_t *body) {
     send_body(req, status, "application/json", body);
 }
 
@@ -171,11 +195,13 @@ static void verror(ctl_t *c, struct evhttp_request *req, int status, const char 
     ctl_buf_puts(&b, "}}\n");
     if (c)
         c->n.http_errors++;
-    ctl_http_send_json(req, status, &b);
+    send_json(req, status, &b);
 }
 
-void ctl_http_error(ctl_t *c, struct evhttp_request *req, int status, const char *code,
-                    const char *field, const char *fmt, ...) {
+static void http_error(ctl_t *c, struct evhttp_request *req, int status, const char *code,
+                       const char *field, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void http_error(ctl_t *c, struct evhttp_request *req, int status, const char *code,
+                       const char *field, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     verror(c, req, status, code, field, -1, fmt, ap);
@@ -191,64 +217,60 @@ static void error_at(ctl_t *c, struct evhttp_request *req, long position, const 
     va_end(ap);
 }
 
-void ctl_http_defer(ctl_t *c, struct evhttp_request *req, int status, uint64_t job) {
-    if (c->nreplies == c->replies_cap) {
-        c->replies_cap = c->replies_cap ? 2 * c->replies_cap : 64;
-        c->replies = sl_xrealloc(c->replies, c->replies_cap * sizeof *c->replies);
+/* Answers req with job's object (status) once the iteration has committed. */
+static void defer(ctl_http_t *hs, struct evhttp_request *req, int status, uint64_t job) {
+    if (hs->nreplies == hs->replies_cap) {
+        hs->replies_cap = hs->replies_cap ? 2 * hs->replies_cap : 64;
+        hs->replies = sl_xrealloc(hs->replies, hs->replies_cap * sizeof *hs->replies);
     }
-    c->replies[c->nreplies++] = (ctl_reply_t){req, status, job};
-    ctl_kick(c);
+    hs->replies[hs->nreplies++] = (ctl_reply_t){req, status, job};
+    ctl_loop_kick(hs->c->loop);
 }
 
-void ctl_http_flush(ctl_t *c) {
-    for (size_t i = 0; i < c->nreplies; i++) {
-        ctl_reply_t *r = &c->replies[i];
+bool ctl_http_flush(void *ud) {
+    ctl_http_t *hs = ud;
+    ctl_t *c = hs->c;
+    for (size_t i = 0; i < hs->nreplies; i++) {
+        ctl_reply_t *r = &hs->replies[i];
         ctl_buf_t b;
         ctl_buf_init(&b);
         ctl_job_t *j = ctl_job_find(c, r->job);
         if (j) {
             ctl_job_write(c, &b, j);
-        } else if ((j = ctl_store_job_fetch(c, r->job)) != NULL) { /* already forgotten */
+        } else if ((j = ctl_job_fetch(c, r->job)) != NULL) { /* already forgotten */
             ctl_job_write(c, &b, j);
             ctl_job_free(j);
         }
         ctl_buf_putc(&b, '\n');
-        ctl_http_send_json(r->req, r->status, &b);
+        send_json(r->req, r->status, &b);
     }
-    c->nreplies = 0;
+    hs->nreplies = 0;
+    return false;
 }
 
 /* ---- dispatch ---- */
 
-/* Compares tokens in time that depends only on their lengths. */
-static bool tok_eq(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    unsigned char d = (unsigned char)(la != lb);
-    for (size_t i = 0; i < la; i++)
-        d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
-    return d == 0 && lb > 0;
-}
-
 static const char *find_token(ctl_t *c, const char *tok, bool *admin, int32_t *tenant) {
-    if (tok_eq(tok, c->cfg.admin_token)) {
+    if (ctl_token_eq(tok, c->cfg.admin_token)) {
         *admin = true;
         *tenant = -1;
         return "admin";
     }
     for (size_t i = 0; i < c->cfg.ntenants; i++) {
-        if (c->cfg.tenants[i].token && tok_eq(tok, c->cfg.tenants[i].token)) {
+        if (c->cfg.tenants[i].token && ctl_token_eq(tok, c->cfg.tenants[i].token)) {
             *admin = false;
             *tenant = sl_sched_tenant_find(c->sched, c->cfg.tenants[i].name);
             return c->cfg.tenants[i].name;
         }
     }
-    if (tok_eq(tok, c->cfg.cluster_token))
+    if (ctl_token_eq(tok, c->cfg.cluster_token))
         return "cluster";
     return NULL;
 }
 
 static void dispatch(struct evhttp_request *req, void *ud) {
-    ctl_t *c = ud;
+    ctl_http_t *hs = ud;
+    ctl_t *c = hs->c;
     c->n.http_requests++;
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
@@ -274,21 +296,21 @@ static void dispatch(struct evhttp_request *req, void *ud) {
     if (rt == NULL) {
         if (allow[0]) {
             evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
-            ctl_http_error(c, req, 405, "method_not_allowed", NULL, "%s %s: allowed methods: %s",
+            http_error(c, req, 405, "method_not_allowed", NULL, "%s %s: allowed methods: %s",
                            method_name(method), path, allow);
         } else {
-            ctl_http_error(c, req, 404, "not_found", NULL, "no route for %s", path);
+            http_error(c, req, 404, "not_found", NULL, "no route for %s", path);
         }
         return;
     }
-    hreq_t h = {.c = c, .req = req, .tenant = -1, .id = id};
+    hreq_t h = {.hs = hs, .c = c, .req = req, .tenant = -1, .id = id};
     h.query.tqh_first = NULL;
     h.query.tqh_last = &h.query.tqh_first;
     if (rt->auth != AUTH_NONE) {
         const char *hdr = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
         if (hdr == NULL || strncasecmp(hdr, "Bearer ", 7) != 0) {
             evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
-            ctl_http_error(c, req, 401, "unauthorized", NULL,
+            http_error(c, req, 401, "unauthorized", NULL,
                            "missing \"Authorization: Bearer TOKEN\" header");
             return;
         }
@@ -298,29 +320,46 @@ static void dispatch(struct evhttp_request *req, void *ud) {
         const char *who = find_token(c, tok, &h.admin, &h.tenant);
         if (who == NULL) {
             evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
-            ctl_http_error(c, req, 401, "unauthorized", NULL, "unknown token");
+            http_error(c, req, 401, "unauthorized", NULL, "unknown token");
             return;
         }
         if (strcmp(who, "cluster") == 0) {
-            ctl_http_error(c, req, 403, "forbidden", NULL,
+            http_error(c, req, 403, "forbidden", NULL,
                            "the cluster token is for agents; use a tenant or the admin token");
             return;
         }
         if (!h.admin && h.tenant < 0) {
-            ctl_http_error(c, req, 403, "forbidden", NULL, "tenant of this token is unknown");
+            http_error(c, req, 403, "forbidden", NULL, "tenant of this token is unknown");
             return;
         }
     }
     const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
     if (q && evhttp_parse_query_str(q, &h.query) < 0) {
-        ctl_http_error(c, req, 400, "invalid_field", NULL, "malformed query string");
+        http_error(c, req, 400, "invalid_field", NULL, "malformed query string");
         return;
     }
     rt->fn(&h);
     evhttp_clear_headers(&h.query);
 }
 
-int ctl_http_listen(ctl_t *c, char *err, size_t errlen) {
+void ctl_http_init(ctl_http_t *hs, ctl_t *c) {
+    *hs = (ctl_http_t){.c = c};
+}
+
+void ctl_http_fini(ctl_http_t *hs) {
+    while (hs->logreqs) {
+        ctl_logreq_t *lr = hs->logreqs;
+        hs->logreqs = lr->next;
+        sl_free(lr); /* its HTTP request is freed with the server below */
+    }
+    if (hs->http)
+        evhttp_free(hs->http);
+    sl_free(hs->replies);
+    *hs = (ctl_http_t){0};
+}
+
+int ctl_http_listen(ctl_http_t *hs, char *err, size_t errlen) {
+    ctl_t *c = hs->c;
     char host[128];
     const char *colon = strrchr(c->cfg.listen, ':');
     if (colon == NULL || colon == c->cfg.listen || (size_t)(colon - c->cfg.listen) >= sizeof host) {
@@ -335,13 +374,13 @@ int ctl_http_listen(ctl_t *c, char *err, size_t errlen) {
         snprintf(err, errlen, "listen: bad port in \"%s\"", c->cfg.listen);
         return -1;
     }
-    c->http = evhttp_new(c->base);
-    evhttp_set_max_body_size(c->http, CTL_MAX_MSG);
-    evhttp_set_allowed_methods(c->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
+    hs->http = evhttp_new(c->loop->base);
+    evhttp_set_max_body_size(hs->http, CTL_MAX_MSG);
+    evhttp_set_allowed_methods(hs->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH);
-    evhttp_set_timeout(c->http, 120);
-    evhttp_set_gencb(c->http, dispatch, c);
-    struct evhttp_bound_socket *bound = evhttp_bind_socket_with_handle(c->http, host, (ev_uint16_t)port);
+    evhttp_set_timeout(hs->http, 120);
+    evhttp_set_gencb(hs->http, dispatch, hs);
+    struct evhttp_bound_socket *bound = evhttp_bind_socket_with_handle(hs->http, host, (ev_uint16_t)port);
     if (bound == NULL) {
         snprintf(err, errlen, "listen: cannot bind %s", c->cfg.listen);
         return -1;
@@ -361,7 +400,7 @@ static void h_healthz(hreq_t *h) {
     ctl_buf_t b;
     ctl_buf_init(&b);
     ctl_buf_puts(&b, "{\"status\":\"ok\",\"version\":\"" SLUICE_VERSION "\"}\n");
-    ctl_http_send_json(h->req, 200, &b);
+    send_json(h->req, 200, &b);
 }
 
 static void h_submit(hreq_t *h) {
@@ -384,20 +423,20 @@ static void h_submit(hreq_t *h) {
     ctl_job_t *j = ctl_job_from_spec(c, spec, h->tenant, h->admin, &fe);
     json_decref(spec);
     if (j == NULL) {
-        ctl_http_error(c, h->req, fe.status, fe.code, fe.field, "%s", fe.message);
+        http_error(c, h->req, fe.status, fe.code, fe.field, "%s", fe.message);
         return;
     }
     char err[256];
     int rc = ctl_job_submit(c, j, err, sizeof err);
     if (rc < 0) {
         if (rc == SL_EIO)
-            ctl_http_error(c, h->req, 500, "internal", NULL, "%s", err);
+            http_error(c, h->req, 500, "internal", NULL, "%s", err);
         else
-            ctl_http_error(c, h->req, 400, "invalid_field", NULL, "%s", err);
-        ctl_job_free(j);
+            http_error(c, h->req, 400, "invalid_field", NULL, "%s", err);
+        ctl_job_free(j); /* a refused job stays the caller's (jobs.h) */
         return;
     }
-    ctl_http_defer(c, h->req, 201, j->id);
+    defer(h->hs, h->req, 201, j->id);
 }
 
 typedef struct list_ctx {
@@ -459,7 +498,9 @@ static int list_core(void *ud, const sl_job_t *cj) {
     return list_one(lc, j, cj) ? 0 : 1;
 }
 
-static bool parse_u64(const char *s, int64_t *out) {
+/* A non-negative decimal integer that fits in an int64_t (no sign, no
+ * blanks, nothing after it). */
+static bool parse_count(const char *s, int64_t *out) {
     char *end;
     if (s == NULL || *s < '0' || *s > '9')
         return false;
@@ -477,15 +518,15 @@ static ctl_job_t *job_access(hreq_t *h, bool *owned) {
     ctl_job_t *j = ctl_job_find(h->c, h->id);
     *owned = false;
     if (j == NULL && h->id > 0 && h->id < h->c->next_id) {
-        j = ctl_store_job_fetch(h->c, h->id);
+        j = ctl_job_fetch(h->c, h->id);
         *owned = j != NULL;
     }
     if (j == NULL) {
-        ctl_http_error(h->c, h->req, 404, "not_found", "id", "no job %llu", (unsigned long long)h->id);
+        http_error(h->c, h->req, 404, "not_found", "id", "no job %llu", (unsigned long long)h->id);
         return NULL;
     }
     if (!h->admin && (j->tenant < 0 || j->tenant != h->tenant)) {
-        ctl_http_error(h->c, h->req, 403, "forbidden", NULL, "job %llu belongs to another tenant",
+        http_error(h->c, h->req, 403, "forbidden", NULL, "job %llu belongs to another tenant",
                        (unsigned long long)h->id);
         if (*owned)
             ctl_job_free(j);
@@ -527,7 +568,7 @@ static void h_list(hreq_t *h) {
     if ((v = evhttp_find_header(&h->query, "state")) != NULL) {
         char badword[200];
         if (!parse_states(v, &lc.states, badword, sizeof badword)) {
-            ctl_http_error(c, h->req, 400, "invalid_field", "state",
+            http_error(c, h->req, 400, "invalid_field", "state",
                            "state: \"%s\" is not one of pending, running, succeeded, failed, cancelled",
                            badword);
             return;
@@ -536,7 +577,7 @@ static void h_list(hreq_t *h) {
     bool table = false;
     if ((v = evhttp_find_header(&h->query, "view")) != NULL) {
         if (strcmp(v, "table") != 0) {
-            ctl_http_error(c, h->req, 400, "invalid_field", "view",
+            http_error(c, h->req, 400, "invalid_field", "view",
                            "view: \"%s\" is not table (leave view out for the job objects)", v);
             return;
         }
@@ -545,23 +586,23 @@ static void h_list(hreq_t *h) {
     if ((v = evhttp_find_header(&h->query, "tenant")) != NULL) {
         int t = sl_sched_tenant_find(c->sched, v);
         if (t < 0) {
-            ctl_http_error(c, h->req, 400, "invalid_field", "tenant", "tenant: unknown tenant \"%s\"", v);
+            http_error(c, h->req, 400, "invalid_field", "tenant", "tenant: unknown tenant \"%s\"", v);
             return;
         }
         if (!h->admin && t != h->tenant) {
-            ctl_http_error(c, h->req, 403, "forbidden", "tenant", "tenant: this token sees only its own jobs");
+            http_error(c, h->req, 403, "forbidden", "tenant", "tenant: this token sees only its own jobs");
             return;
         }
         lc.tenant = t;
     }
-    if ((v = evhttp_find_header(&h->query, "limit")) != NULL && !parse_u64(v, &lc.limit)) {
-        ctl_http_error(c, h->req, 400, "invalid_field", "limit", "limit: must be a whole number");
+    if ((v = evhttp_find_header(&h->query, "limit")) != NULL && !parse_count(v, &lc.limit)) {
+        http_error(c, h->req, 400, "invalid_field", "limit", "limit: must be a whole number");
         return;
     }
     if (table)
         lc.table = ctl_jtable_new(c);
     else
-        ctl_buf_reserve(&b, c->last_list_len + 4096);
+        ctl_buf_reserve(&b, h->hs->last_list_len + 4096);
     if (!table)
         ctl_buf_puts(&b, "{\"jobs\":[");
     if (lc.states & (1u << CTL_JOB_PENDING))
@@ -575,14 +616,14 @@ static void h_list(hreq_t *h) {
     } else {
         ctl_buf_puts(&b, "]}\n");
         if (lc.tenant < 0 && lc.states == ALL_STATES && lc.limit < 0)
-            c->last_list_len = b.len;
+            h->hs->last_list_len = b.len;
     }
     size_t bytes = b.len;
     int64_t t1 = ctl_mono_us();
     if (table)
         send_body(h->req, 200, "text/plain; charset=utf-8", &b);
     else
-        ctl_http_send_json(h->req, 200, &b);
+        send_json(h->req, 200, &b);
     if (sl_log_enabled(SL_LOG_DEBUG, "http"))
         sl_log(SL_LOG_DEBUG, "http", "list jobs=%lld view=%s bytes=%zu build_us=%lld send_us=%lld",
                (long long)lc.n, table ? "table" : "json", bytes, (long long)(t1 - t0), (long long)(ctl_mono_us() - t1));
@@ -597,7 +638,7 @@ static void h_get(hreq_t *h) {
     ctl_buf_init(&b);
     ctl_job_write(h->c, &b, j);
     ctl_buf_putc(&b, '\n');
-    ctl_http_send_json(h->req, 200, &b);
+    send_json(h->req, 200, &b);
     if (owned)
         ctl_job_free(j);
 }
@@ -609,13 +650,13 @@ static void h_cancel(hreq_t *h) {
         return;
     /* A job read back from the database has finished: it is never cancelled. */
     if (owned || ctl_job_cancel(h->c, j) < 0) {
-        ctl_http_error(h->c, h->req, 409, "conflict", NULL, "job %llu already %s",
+        http_error(h->c, h->req, 409, "conflict", NULL, "job %llu already %s",
                        (unsigned long long)j->id, ctl_job_state_name(j->state));
         if (owned)
             ctl_job_free(j);
         return;
     }
-    ctl_http_defer(h->c, h->req, 200, j->id);
+    defer(h->hs, h->req, 200, j->id);
 }
 
 static void logs_request(hreq_t *h, ctl_job_t *j);
@@ -634,57 +675,54 @@ static void logs_request(hreq_t *h, ctl_job_t *j) {
     ctl_t *c = h->c;
     int64_t task = 0, offset = 0, limit = 65536;
     const char *v;
-    if ((v = evhttp_find_header(&h->query, "task")) != NULL && !parse_u64(v, &task)) {
-        ctl_http_error(c, h->req, 400, "invalid_field", "task", "task: must be a task index");
+    if ((v = evhttp_find_header(&h->query, "task")) != NULL && !parse_count(v, &task)) {
+        http_error(c, h->req, 400, "invalid_field", "task", "task: must be a task index");
         return;
     }
-    if ((v = evhttp_find_header(&h->query, "offset")) != NULL && !parse_u64(v, &offset)) {
-        ctl_http_error(c, h->req, 400, "invalid_field", "offset", "offset: must be a byte offset");
+    if ((v = evhttp_find_header(&h->query, "offset")) != NULL && !parse_count(v, &offset)) {
+        http_error(c, h->req, 400, "invalid_field", "offset", "offset: must be a byte offset");
         return;
     }
     if ((v = evhttp_find_header(&h->query, "limit")) != NULL &&
-        (!parse_u64(v, &limit) || limit > CTL_MAX_MSG / 2)) {
-        ctl_http_error(c, h->req, 400, "invalid_field", "limit", "limit: must be from 0 to %d bytes",
+        (!parse_count(v, &limit) || limit > CTL_MAX_MSG / 2)) {
+        http_error(c, h->req, 400, "invalid_field", "limit", "limit: must be from 0 to %d bytes",
                        CTL_MAX_MSG / 2);
         return;
     }
     if (task >= j->core.ntasks) {
-        ctl_http_error(c, h->req, 400, "invalid_field", "task", "task: job %llu has tasks 0..%d",
+        http_error(c, h->req, 400, "invalid_field", "task", "task: job %llu has tasks 0..%d",
                        (unsigned long long)j->id, j->core.ntasks - 1);
         return;
     }
     if (task >= j->ntasks || j->tasks[task].node < 0) {
-        ctl_http_error(c, h->req, 409, "conflict", "task", "task %lld of job %llu has not run yet",
+        http_error(c, h->req, 409, "conflict", "task", "task %lld of job %llu has not run yet",
                        (long long)task, (unsigned long long)j->id);
         return;
     }
     uint32_t node = (uint32_t)j->tasks[task].node;
     ctl_node_t *n = ctl_node_get(c, node);
-    if (n == NULL || n->conn == NULL) {
-        ctl_http_error(c, h->req, 503, "unavailable", NULL, "node %s, which ran task %lld, is not connected",
-                       sl_cluster_node(c->cl, node)->name, (long long)task);
+    ctl_http_t *hs = h->hs;
+    uint64_t req = hs->next_logreq + 1;
+    if (n == NULL || !n->connected || hs->logs_send == NULL ||
+        hs->logs_send(hs->logs_ud, node, req, j->id, (int32_t)task, offset, limit) < 0) {
+        http_error(c, h->req, 503, "unavailable", NULL, "node %s, which ran task %lld, is not connected",
+                   ctl_node_name(c, (int32_t)node), (long long)task);
         return;
     }
     ctl_logreq_t *lr = sl_xcalloc(1, sizeof *lr);
-    lr->req = ++c->next_logreq;
+    lr->req = ++hs->next_logreq;
     lr->http = h->req;
     lr->job = j->id;
     lr->task = (int32_t)task;
     lr->node = node;
     lr->deadline_mono_us = ctl_mono_us() + 10 * 1000000;
-    lr->next = c->logreqs;
-    c->logreqs = lr;
-    char msg[200];
-    int len = snprintf(msg, sizeof msg,
-                       "{\"type\":\"logs\",\"req\":%llu,\"job\":%llu,\"task\":%lld,\"offset\":%lld,"
-                       "\"limit\":%lld}\n",
-                       (unsigned long long)lr->req, (unsigned long long)j->id, (long long)task,
-                       (long long)offset, (long long)limit);
-    ctl_agent_send_now(c, node, msg, (size_t)len);
+    lr->next = hs->logreqs;
+    hs->logreqs = lr;
 }
 
-static ctl_logreq_t *logreq_take(ctl_t *c, bool (*pred)(ctl_logreq_t *, const void *), const void *arg) {
-    for (ctl_logreq_t **pp = &c->logreqs; *pp; pp = &(*pp)->next) {
+static ctl_logreq_t *logreq_take(ctl_http_t *hs, bool (*pred)(ctl_logreq_t *, const void *),
+                                 const void *arg) {
+    for (ctl_logreq_t **pp = &hs->logreqs; *pp; pp = &(*pp)->next) {
         if (pred(*pp, arg)) {
             ctl_logreq_t *lr = *pp;
             *pp = lr->next;
@@ -706,15 +744,15 @@ static bool expired(ctl_logreq_t *lr, const void *arg) {
     return lr->deadline_mono_us <= *(const int64_t *)arg;
 }
 
-void ctl_logreq_answer(ctl_t *c, uint64_t req, json_t *msg) {
-    ctl_logreq_t *lr = logreq_take(c, by_req, &req);
+void ctl_http_logs_answer(void *ud, uint64_t req, const char *error, const char *data, size_t len,
+                          int64_t offset, bool eof) {
+    ctl_http_t *hs = ud;
+    ctl_logreq_t *lr = logreq_take(hs, by_req, &req);
     if (lr == NULL)
         return; /* expired or its client went away */
-    const char *e = json_string_value(json_object_get(msg, "error"));
-    if (e != NULL) {
-        ctl_http_error(c, lr->http, 404, "not_found", "task", "%s", e);
+    if (error != NULL) {
+        http_error(hs->c, lr->http, 404, "not_found", "task", "%s", error);
     } else {
-        json_t *d = json_object_get(msg, "data");
         ctl_buf_t b;
         ctl_buf_init(&b);
         ctl_buf_puts(&b, "{\"job\":");
@@ -722,33 +760,34 @@ void ctl_logreq_answer(ctl_t *c, uint64_t req, json_t *msg) {
         ctl_buf_puts(&b, ",\"task\":");
         ctl_buf_i64(&b, lr->task);
         ctl_buf_puts(&b, ",\"offset\":");
-        ctl_buf_i64(&b, json_integer_value(json_object_get(msg, "offset")));
+        ctl_buf_i64(&b, offset);
         ctl_buf_puts(&b, ",\"data\":");
-        ctl_buf_jstrn(&b, json_string_value(d) ? json_string_value(d) : "", json_string_length(d));
+        ctl_buf_jstrn(&b, data ? data : "", data ? len : 0);
         ctl_buf_puts(&b, ",\"eof\":");
-        ctl_buf_puts(&b, json_is_true(json_object_get(msg, "eof")) ? "true" : "false");
+        ctl_buf_puts(&b, eof ? "true" : "false");
         ctl_buf_puts(&b, "}\n");
-        ctl_http_send_json(lr->http, 200, &b);
+        send_json(lr->http, 200, &b);
     }
     sl_free(lr);
 }
 
-void ctl_logreq_fail_node(ctl_t *c, uint32_t node, const char *why) {
+void ctl_http_logs_gone(void *ud, uint32_t node, const char *why) {
+    ctl_http_t *hs = ud;
     ctl_logreq_t *lr;
-    while ((lr = logreq_take(c, by_node, &node)) != NULL) {
-        ctl_http_error(c, lr->http, 502, "unavailable", NULL, "logs of job %llu task %d: %s",
-                       (unsigned long long)lr->job, lr->task, why);
+    while ((lr = logreq_take(hs, by_node, &node)) != NULL) {
+        http_error(hs->c, lr->http, 502, "unavailable", NULL, "logs of job %llu task %d: %s",
+                   (unsigned long long)lr->job, lr->task, why);
         sl_free(lr);
     }
 }
 
-void ctl_logreq_expire(ctl_t *c) {
+void ctl_http_logs_expire(ctl_http_t *hs) {
     int64_t now = ctl_mono_us();
     ctl_logreq_t *lr;
-    while ((lr = logreq_take(c, expired, &now)) != NULL) {
-        ctl_http_error(c, lr->http, 504, "unavailable", NULL,
-                       "logs of job %llu task %d: the agent did not answer in time",
-                       (unsigned long long)lr->job, lr->task);
+    while ((lr = logreq_take(hs, expired, &now)) != NULL) {
+        http_error(hs->c, lr->http, 504, "unavailable", NULL,
+                   "logs of job %llu task %d: the agent did not answer in time",
+                   (unsigned long long)lr->job, lr->task);
         sl_free(lr);
     }
 }
@@ -764,7 +803,7 @@ static void h_nodes(hreq_t *h) {
         ctl_node_write(c, &b, (uint32_t)i);
     }
     ctl_buf_puts(&b, "]}\n");
-    ctl_http_send_json(h->req, 200, &b);
+    send_json(h->req, 200, &b);
 }
 
 static void res_write(ctl_buf_t *b, sl_res_t r) {
@@ -815,7 +854,7 @@ static void h_tenants(hreq_t *h) {
         ctl_buf_putc(&b, '}');
     }
     ctl_buf_puts(&b, "]}\n");
-    ctl_http_send_json(h->req, 200, &b);
+    send_json(h->req, 200, &b);
 }
 
 static void h_metrics(hreq_t *h) {

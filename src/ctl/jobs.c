@@ -1,8 +1,5 @@
 /*
- * jobs.c - the life of a job in sluiced.
- *
- *   submit -> pending (core queue) -> running (the cycle placed it; tasks
- *   written, then launches pushed) -> succeeded | failed | cancelled
+ * jobs.c - the life of a job in sluiced (see jobs.h).
  *
  * A job is a gang: a task that fails fails the job and the others are
  * killed; the job's resources stay held in the core until every task has
@@ -12,304 +9,126 @@
  * have stopped, with its original submit time) or fails it.
  *
  * Every change is written into the iteration's transaction (store.c); the
- * messages it causes (launch, kill, ack) wait in the node's queue until
- * that transaction has committed (agent.c).
+ * messages it causes (launch, kill) go to c->out, whose queue the agent
+ * port releases only after that transaction has committed.
  *
- * Memory stays bounded on a controller that runs for months: jobs live in
- * a hash table by id, and a finished job, once settled (the core has
- * already forgotten it), joins a FIFO of finished jobs. The flush, after
- * the commit and the deferred replies, drops from the head of that FIFO
- * the jobs that ended more than job_retention ago or exceed
- * max_finished_jobs (Slurm's MinJobAge/MaxJobCount), at most
- * CTL_TRIM_PER_PASS per pass; SQLite keeps them, and the API reads a
- * forgotten job back by id (ctl_store_job_fetch).
+ * Each node lists its live tasks (nodes.c), so a node failure and the
+ * reconciliation of an agent's hello cost O(tasks on that node): a hello
+ * stamps each task it lists (ctl_task_t.seen) and then walks the node's
+ * list once for the tasks it did not list.
  */
-#include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "jobs.h"
 #include "log.h"
 
-static const char *const job_states[CTL_JOB_NSTATES] = {"pending", "running", "succeeded", "failed",
-                                                        "cancelled"};
-static const char *const task_states[CTL_TASK_NSTATES] = {"launching", "running", "exited",
-                                                          "failed", "lost"};
-
-/* Index of s in names[0..n-1], or -1. */
-static int name_index(const char *const *names, int n, const char *s) {
-    for (int i = 0; s && i < n; i++)
-        if (strcmp(s, names[i]) == 0) return i;
-    return -1;
+static void put_task(ctl_t *c, const ctl_job_t *j, int32_t i) {
+    ctl_store_task_put(&c->store, j, i, ctl_node_name(c, j->tasks[i].node));
 }
 
-const char *ctl_job_state_name(ctl_job_state_t st) {
-    return (unsigned)st < CTL_JOB_NSTATES ? job_states[st] : "?";
+static void kick(ctl_t *c) {
+    ctl_loop_kick(c->loop);
 }
 
-int ctl_job_state_parse(const char *s, ctl_job_state_t *out) {
-    int i = name_index(job_states, CTL_JOB_NSTATES, s);
-    if (i < 0) return -1;
-    *out = (ctl_job_state_t)i;
+/* ---- set-up ---- */
+
+int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
+    sl_hash_init(&c->jobs);
+    if (ctl_store_open(&c->store, c->loop, c->cfg.state, err, errlen) < 0)
+        return -1;
+    sl_cluster_create(&c->cl);
+    sl_sched_config_t sc;
+    sl_sched_config_init(&sc);
+    sc.queue = c->cfg.queue;
+    sc.placement = c->cfg.placement;
+    sc.backfill = c->cfg.backfill;
+    sc.seed = 1;
+    sc.default_time_limit_us = c->cfg.default_time_limit_s * 1000000;
+    sc.max_starts_per_cycle = c->cfg.max_starts_per_cycle;
+    /* The typical task shapes come from what is submitted: the fragmentation-
+     * aware placements (fgd, fgdbal) score against them. Cheap for the others. */
+    sc.track_workload = true;
+    char serr[256];
+    if (sl_sched_create(&sc, c->cl, &c->sched, serr, sizeof serr) < 0) {
+        snprintf(err, errlen, "scheduler: %s", serr);
+        return -1;
+    }
+    for (size_t i = 0; i < c->cfg.ntenants; i++) {
+        ctl_tenant_cfg_t *t = &c->cfg.tenants[i];
+        sl_tenant_spec_t ts = {t->name, t->weight, t->has_quota ? t->quota : (sl_res_t){0, 0, 0}};
+        int rc = sl_sched_add_tenant(c->sched, &ts);
+        if (rc < 0) {
+            snprintf(err, errlen, "tenant \"%s\": %s", t->name, sl_strerror(rc));
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < c->cfg.npools; i++) {
+        int rc = sl_cluster_pool_intern(c->cl, c->cfg.pools[i]);
+        if (rc < 0) {
+            snprintf(err, errlen, "pool \"%s\": %s", c->cfg.pools[i], sl_strerror(rc));
+            return -1;
+        }
+    }
     return 0;
 }
 
-const char *ctl_task_state_name(ctl_task_state_t st) {
-    return (unsigned)st < CTL_TASK_NSTATES ? task_states[st] : "?";
+void ctl_domain_close(ctl_t *c) {
+    ctl_store_close(&c->store); /* commits what is open */
+    ctl_jobs_fini(c);
+    ctl_nodes_fini(c);
+    sl_sched_destroy(c->sched);
+    sl_cluster_destroy(c->cl);
+    c->sched = NULL;
+    c->cl = NULL;
 }
 
-int ctl_task_state_parse(const char *s, ctl_task_state_t *out) {
-    int i = name_index(task_states, CTL_TASK_NSTATES, s);
-    if (i < 0) return -1;
-    *out = (ctl_task_state_t)i;
-    return 0;
-}
-
-/* ---- the in-memory job table and the finished list ---- */
-
-static size_t map_slot(uint64_t id, size_t cap) {
-    uint64_t h = id * 0x9E3779B97F4A7C15ull; /* Fibonacci hashing: ids are dense */
-    return (size_t)(h ^ (h >> 29)) & (cap - 1);
-}
-
-static void map_put(ctl_job_t **map, size_t cap, ctl_job_t *j) {
-    size_t i = map_slot(j->id, cap);
-    while (map[i] != NULL && map[i]->id != j->id)
-        i = (i + 1) & (cap - 1);
-    map[i] = j;
-}
-
-static void map_resize(ctl_t *c, size_t cap) {
-    ctl_job_t **map = sl_xcalloc(cap, sizeof *map);
-    for (size_t i = 0; i < c->jobmap_cap; i++)
-        if (c->jobmap[i] != NULL)
-            map_put(map, cap, c->jobmap[i]);
-    sl_free(c->jobmap);
-    c->jobmap = map;
-    c->jobmap_cap = cap;
-}
-
-ctl_job_t *ctl_job_find(ctl_t *c, uint64_t id) {
-    if (c->jobmap_cap == 0)
-        return NULL;
-    for (size_t i = map_slot(id, c->jobmap_cap);; i = (i + 1) & (c->jobmap_cap - 1)) {
-        ctl_job_t *j = c->jobmap[i];
-        if (j == NULL || j->id == id)
-            return j;
-    }
-}
-
-void ctl_job_register(ctl_t *c, ctl_job_t *j) {
-    if (2 * (c->njobs + 1) > c->jobmap_cap)
-        map_resize(c, c->jobmap_cap ? 2 * c->jobmap_cap : 1024);
-    if (ctl_job_find(c, j->id) == NULL)
-        c->njobs++;
-    map_put(c->jobmap, c->jobmap_cap, j);
-}
-
-ctl_job_t *ctl_job_unregister(ctl_t *c, uint64_t id) {
-    if (c->jobmap_cap == 0)
-        return NULL;
-    size_t m = c->jobmap_cap - 1, hole = map_slot(id, c->jobmap_cap);
-    while (c->jobmap[hole] != NULL && c->jobmap[hole]->id != id)
-        hole = (hole + 1) & m;
-    ctl_job_t *j = c->jobmap[hole];
-    if (j == NULL)
-        return NULL;
-    c->jobmap[hole] = NULL;
-    c->njobs--;
-    /* Backward shift: move later members of the probe run into the hole
-     * when the hole lies between their home slot and where they sit. */
-    for (size_t k = (hole + 1) & m; c->jobmap[k] != NULL; k = (k + 1) & m) {
-        size_t home = map_slot(c->jobmap[k]->id, c->jobmap_cap);
-        if (((k - home) & m) >= ((k - hole) & m)) {
-            c->jobmap[hole] = c->jobmap[k];
-            c->jobmap[k] = NULL;
-            hole = k;
-        }
-    }
-    if (c->jobmap_cap > 1024 && 8 * c->njobs < c->jobmap_cap)
-        map_resize(c, c->jobmap_cap / 2);
-    return j;
-}
-
-void ctl_job_retain(ctl_t *c, ctl_job_t *j) {
-    if (j->retained)
-        return;
-    j->retained = true;
-    if (c->fin_len == c->fin_cap) {
-        size_t cap = c->fin_cap ? 2 * c->fin_cap : 1024;
-        uint64_t *fin = sl_xmalloc(cap * sizeof *fin);
-        for (size_t i = 0; i < c->fin_len; i++)
-            fin[i] = c->fin[(c->fin_head + i) % c->fin_cap];
-        sl_free(c->fin);
-        c->fin = fin;
-        c->fin_cap = cap;
-        c->fin_head = 0;
-    }
-    c->fin[(c->fin_head + c->fin_len) % c->fin_cap] = j->id;
-    c->fin_len++;
-}
-
-size_t ctl_jobs_trim(ctl_t *c, int64_t now_us, size_t max) {
-    int64_t cut = now_us - c->cfg.job_retention_ms * 1000;
-    size_t n = 0;
-    while (c->fin_len > 0 && n < max) {
-        ctl_job_t *j = ctl_job_find(c, c->fin[c->fin_head]);
-        if (j != NULL) {
-            /* End times come in (nearly) finishing order, so the head is
-             * the oldest; retention 0 forgets even an end time reported
-             * slightly ahead of this clock. */
-            bool drop = (int64_t)c->fin_len > c->cfg.max_finished_jobs ||
-                        c->cfg.job_retention_ms == 0 || j->end_us <= cut;
-            if (!drop)
-                break;
-            ctl_job_free(ctl_job_unregister(c, j->id));
-            c->n.jobs_forgotten++;
-        }
-        c->fin_head = (c->fin_head + 1) % c->fin_cap;
-        c->fin_len--;
-        n++;
-    }
-    return n;
-}
-
-void ctl_job_free(ctl_job_t *j) {
-    if (j == NULL)
-        return;
-    json_decref(j->spec);
-    sl_free(j->head);
-    sl_free(j->row);
-    sl_free(j->tasks);
-    sl_free(j);
-}
-
-void ctl_job_make_head(ctl_job_t *j) {
-    ctl_buf_t b;
-    ctl_buf_init(&b);
-    char *spec = json_dumps(j->spec, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    size_t sl = strlen(spec);
-    ctl_buf_puts(&b, "{\"id\":");
-    ctl_buf_u64(&b, j->id);
-    if (sl > 2) {
-        ctl_buf_putc(&b, ',');
-        ctl_buf_add(&b, spec + 1, sl - 2);
-    }
-    ctl_buf_puts(&b, ",\"submit_time\":");
-    ctl_buf_time(&b, j->submit_us);
-    free(spec);
-    sl_free(j->head);
-    j->head = ctl_buf_steal(&b, &j->head_len);
-    ctl_job_make_row(j);
-}
+/* ---- submission ---- */
 
 int ctl_job_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     j->id = c->next_id;
     j->submit_us = ctl_now_us();
-    j->core.id = j->id;
-    j->core.submit_us = j->submit_us;
+    /* Validation interned nothing; names enter the cluster only here, for
+     * a job about to be queued. */
     if (ctl_job_core_spec(c, j, err, errlen) < 0)
         return SL_EINVAL;
+    j->core.id = j->id;
+    j->core.submit_us = j->submit_us;
     int rc = sl_sched_submit(c->sched, &j->core, err, errlen);
     if (rc < 0)
         return rc;
-    c->next_id++;
-    j->in_core = true;
-    ctl_job_make_head(j);
-    ctl_job_register(c, j);
-    rc = ctl_store_job_insert(c, j);
+    rc = ctl_store_job_insert(&c->store, j, sl_sched_tenant_name(c->sched, j->tenant));
     if (rc < 0) {
+        /* Undo the queueing; the id is burnt, so the next job never
+         * collides with whatever holds this one's row. */
         sl_sched_cancel(c->sched, j->id, j->submit_us);
         sl_sched_forget(c->sched, j->id);
-        ctl_job_unregister(c, j->id);
-        ctl_job_free(j);
+        c->next_id++;
         snprintf(err, errlen, "could not store the job");
-        return rc;
+        return SL_EIO;
     }
+    c->next_id++;
+    j->in_core = true;
+    ctl_job_register(c, j);
     c->n.submissions++;
     c->sched_dirty = true;
-    ctl_kick(c);
+    kick(c);
     return 0;
 }
 
 /* ---- messages to agents ---- */
 
-void ctl_send_launch(ctl_t *c, ctl_job_t *j, int32_t i) {
-    const ctl_task_t *t = &j->tasks[i];
-    ctl_node_t *mn = ctl_node_get(c, j->master_node);
-    int32_t local = 0;
-    for (int32_t k = 0; k < i; k++)
-        local += j->tasks[k].node == t->node;
-    ctl_buf_t b;
-    ctl_buf_init(&b);
-    ctl_buf_puts(&b, "{\"type\":\"launch\",\"job\":");
-    ctl_buf_u64(&b, j->id);
-    ctl_buf_puts(&b, ",\"task\":");
-    ctl_buf_i64(&b, i);
-    ctl_buf_puts(&b, ",\"name\":");
-    ctl_buf_jstr(&b, json_string_value(json_object_get(j->spec, "name")));
-    ctl_buf_puts(&b, ",\"tenant\":");
-    ctl_buf_jstr(&b, sl_sched_tenant_name(c->sched, j->tenant));
-    char *argv = json_dumps(json_object_get(j->spec, "command"), JSON_COMPACT | JSON_ENCODE_ANY);
-    char *env = json_dumps(json_object_get(j->spec, "env"), JSON_COMPACT | JSON_PRESERVE_ORDER);
-    ctl_buf_puts(&b, ",\"argv\":");
-    ctl_buf_puts(&b, argv ? argv : "null");
-    ctl_buf_puts(&b, ",\"image\":");
-    ctl_buf_jstr(&b, json_string_value(json_object_get(j->spec, "image")));
-    ctl_buf_puts(&b, ",\"env\":");
-    ctl_buf_puts(&b, env ? env : "{}");
-    free(argv);
-    free(env);
-    ctl_buf_puts(&b, ",\"gpus\":[");
-    bool first = true;
-    for (int g = 0; g < SL_MAX_GPUS_PER_NODE; g++) {
-        if (t->gpu_mask & (1u << g)) {
-            if (!first)
-                ctl_buf_putc(&b, ',');
-            ctl_buf_i64(&b, g);
-            first = false;
-        }
-    }
-    ctl_buf_puts(&b, "],\"gpu_milli\":");
-    ctl_buf_i64(&b, t->gpu_mask ? t->gpu_milli : 0);
-    ctl_buf_puts(&b, ",\"gpu_memory\":");
-    ctl_buf_i64(&b, j->core.task.gpus ? 0 : j->core.task.gpu_mem_bytes);
-    ctl_buf_puts(&b, ",\"cpu_milli\":");
-    ctl_buf_i64(&b, j->core.task.cpu_milli);
-    ctl_buf_puts(&b, ",\"mem_bytes\":");
-    ctl_buf_i64(&b, j->core.task.mem_bytes);
-    ctl_buf_puts(&b, ",\"rank\":");
-    ctl_buf_i64(&b, i);
-    ctl_buf_puts(&b, ",\"world_size\":");
-    ctl_buf_i64(&b, j->ntasks);
-    ctl_buf_puts(&b, ",\"local_rank\":");
-    ctl_buf_i64(&b, local);
-    ctl_buf_puts(&b, ",\"master_addr\":");
-    ctl_buf_jstr(&b, mn && mn->addr[0] ? mn->addr : "127.0.0.1");
-    ctl_buf_puts(&b, ",\"master_port\":");
-    ctl_buf_i64(&b, CTL_MASTER_PORT_BASE + (int64_t)(j->id % 1000));
-    ctl_buf_puts(&b, ",\"time_limit\":");
-    ctl_buf_i64(&b, j->core.time_limit_us / 1000000);
-    ctl_buf_puts(&b, "}\n");
-    ctl_agent_send(c, (uint32_t)t->node, b.p, b.len);
-    ctl_buf_fini(&b);
-    c->n.tasks_launched++;
-}
-
-void ctl_send_kill(ctl_t *c, ctl_job_t *j, int32_t i) {
-    char msg[160];
-    int n = snprintf(msg, sizeof msg, "{\"type\":\"kill\",\"job\":%llu,\"task\":%d,\"grace_ms\":%lld}\n",
-                     (unsigned long long)j->id, i, (long long)c->cfg.kill_grace_ms);
-    ctl_agent_send(c, (uint32_t)j->tasks[i].node, msg, (size_t)n);
+static void send_kill(ctl_t *c, ctl_job_t *j, int32_t i) {
+    if (j->tasks[i].node >= 0)
+        c->out.kill(c->out.ud, (uint32_t)j->tasks[i].node, j->id, i);
 }
 
 static void kill_live(ctl_t *c, ctl_job_t *j, int32_t except_node) {
     for (int32_t i = 0; i < j->ntasks; i++) {
         ctl_task_t *t = &j->tasks[i];
-        if ((t->state == CTL_TASK_LAUNCHING || t->state == CTL_TASK_RUNNING) && t->node != except_node)
-            ctl_send_kill(c, j, i);
+        if (ctl_task_is_live(t) && t->node != except_node)
+            send_kill(c, j, i);
     }
 }
 
@@ -338,41 +157,43 @@ static void on_start(void *ud, const sl_job_t *cj) {
         t->gpu_mem_bytes = pl->gpu_mem_bytes;
         t->state = CTL_TASK_LAUNCHING;
         t->start_us = t->end_us = -1;
-        ctl_node_get(c, pl->node)->live_tasks++;
-        ctl_store_task_put(c, j, i);
+        ctl_node_link(c, j, i);
+        put_task(c, j, i);
     }
     j->live = n;
     j->master_node = n ? (uint32_t)j->tasks[0].node : 0;
-    ctl_store_job_update(c, j);
+    ctl_store_job_update(&c->store, j);
     for (int32_t i = 0; i < n; i++)
-        ctl_send_launch(c, j, i);
+        c->out.launch(c->out.ud, j, i);
     c->n.jobs_started++;
     if (sl_log_enabled(SL_LOG_DEBUG, "sched"))
         sl_log(SL_LOG_DEBUG, "sched", "job=%llu started tasks=%d", (unsigned long long)j->id, n);
 }
 
-void ctl_sched_run(ctl_t *c) {
+bool ctl_jobs_cycle(void *ud) {
+    ctl_t *c = ud;
     if (!c->sched_dirty)
-        return;
+        return false;
     c->sched_dirty = false;
     int64_t t0 = ctl_mono_us();
     sl_cycle_stats_t st;
     sl_sched_cycle(c->sched, ctl_now_us(), on_start, c, &st);
     c->n.cycles++;
     c->n.cycle_us += (uint64_t)(ctl_mono_us() - t0);
+    return false;
 }
 
 /* ---- task and job ends ---- */
 
 void ctl_task_started(ctl_t *c, ctl_job_t *j, int32_t i, int32_t pid, int64_t t_us) {
     ctl_task_t *t = &j->tasks[i];
-    if (t->state != CTL_TASK_LAUNCHING && t->state != CTL_TASK_RUNNING)
+    if (!ctl_task_is_live(t))
         return;
     t->state = CTL_TASK_RUNNING;
     t->pid = pid;
     if (t->start_us < 0)
         t->start_us = t_us;
-    ctl_store_task_put_lazy(c, j, i);
+    ctl_store_task_put_lazy(&c->store, j, i, ctl_node_name(c, t->node));
 }
 
 void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
@@ -390,10 +211,10 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
         j->start_us = -1;
         j->requeues++;
         c->n.requeues++;
-        ctl_store_tasks_delete(c, j->id);
-        ctl_store_job_update(c, j);
+        ctl_store_tasks_delete(&c->store, j->id);
+        ctl_store_job_update(&c->store, j);
         c->sched_dirty = true;
-        ctl_kick(c);
+        kick(c);
         return;
     }
     j->requeue_wait = false;
@@ -418,17 +239,16 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
         sl_sched_forget(c->sched, j->id);
         j->in_core = false;
         c->sched_dirty = true;
-        ctl_kick(c);
     }
-    ctl_store_job_update(c, j);
+    ctl_store_job_update(&c->store, j);
     ctl_job_retain(c, j);
-    ctl_kick(c); /* the flush trims the finished list once this is committed */
+    kick(c); /* the flush trims the finished list once this is committed */
 }
 
 void ctl_task_ended(ctl_t *c, ctl_job_t *j, int32_t i, ctl_task_state_t st, int32_t exit_code,
                     int32_t sig, bool has_exit, const char *reason, int64_t t_us) {
     ctl_task_t *t = &j->tasks[i];
-    if (t->state != CTL_TASK_LAUNCHING && t->state != CTL_TASK_RUNNING)
+    if (!ctl_task_is_live(t))
         return;
     t->state = st;
     t->has_exit = has_exit;
@@ -436,19 +256,17 @@ void ctl_task_ended(ctl_t *c, ctl_job_t *j, int32_t i, ctl_task_state_t st, int3
     t->signal = sig;
     t->end_us = t_us > 0 ? t_us : ctl_now_us();
     j->live--;
-    if (t->node >= 0)
-        ctl_node_get(c, (uint32_t)t->node)->live_tasks--;
-    ctl_store_task_put(c, j, i);
+    ctl_node_unlink(c, t);
+    put_task(c, j, i);
     c->n.tasks_exited++;
     bool failed = st != CTL_TASK_EXITED || exit_code != 0 || sig != 0;
     if (failed && j->state == CTL_JOB_RUNNING) {
-        const sl_node_t *nd = sl_cluster_node(c->cl, (uint32_t)t->node);
         if (st == CTL_TASK_FAILED)
             snprintf(j->reason, sizeof j->reason, "task %d could not be launched: %s", i,
                      reason ? reason : "unknown reason");
         else if (st == CTL_TASK_LOST)
             snprintf(j->reason, sizeof j->reason, "task %d lost with node %s", i,
-                     nd ? nd->name : "?");
+                     t->node >= 0 ? ctl_node_name(c, t->node) : "?");
         else if (sig != 0)
             snprintf(j->reason, sizeof j->reason, "task %d killed by signal %d", i, sig);
         else
@@ -462,12 +280,12 @@ void ctl_task_ended(ctl_t *c, ctl_job_t *j, int32_t i, ctl_task_state_t st, int3
     if (j->live == 0)
         ctl_job_settle(c, j);
     else
-        ctl_store_job_update(c, j);
+        ctl_store_job_update(&c->store, j);
 }
 
-void ctl_job_fail(ctl_t *c, ctl_job_t *j, const char *reason) {
-    if (j->state != CTL_JOB_PENDING && j->state != CTL_JOB_RUNNING)
-        return;
+/* Ends j as `state` with reason (fail or cancel): out of the queue if it
+ * waits there, its live tasks killed. */
+static void job_end(ctl_t *c, ctl_job_t *j, ctl_job_state_t state, const char *reason) {
     int64_t now = ctl_now_us();
     if (j->in_core && j->state == CTL_JOB_PENDING && !j->requeue_wait) {
         sl_sched_cancel(c->sched, j->id, now);
@@ -475,7 +293,7 @@ void ctl_job_fail(ctl_t *c, ctl_job_t *j, const char *reason) {
         j->in_core = false;
         c->sched_dirty = true;
     }
-    j->state = CTL_JOB_FAILED;
+    j->state = state;
     j->requeue_wait = false;
     j->end_us = now;
     snprintf(j->reason, sizeof j->reason, "%s", reason);
@@ -483,38 +301,31 @@ void ctl_job_fail(ctl_t *c, ctl_job_t *j, const char *reason) {
     if (j->live == 0)
         ctl_job_settle(c, j);
     else
-        ctl_store_job_update(c, j);
-    ctl_kick(c);
+        ctl_store_job_update(&c->store, j);
+    kick(c);
+}
+
+void ctl_job_fail(ctl_t *c, ctl_job_t *j, const char *reason) {
+    if (j->state != CTL_JOB_PENDING && j->state != CTL_JOB_RUNNING)
+        return;
+    job_end(c, j, CTL_JOB_FAILED, reason);
 }
 
 int ctl_job_cancel(ctl_t *c, ctl_job_t *j) {
     if (j->state != CTL_JOB_PENDING && j->state != CTL_JOB_RUNNING)
         return SL_ESTATE;
-    int64_t now = ctl_now_us();
-    if (j->in_core && j->state == CTL_JOB_PENDING && !j->requeue_wait) {
-        sl_sched_cancel(c->sched, j->id, now);
-        sl_sched_forget(c->sched, j->id);
-        j->in_core = false;
-        c->sched_dirty = true;
-    }
-    j->state = CTL_JOB_CANCELLED;
-    j->requeue_wait = false;
-    j->end_us = now;
-    snprintf(j->reason, sizeof j->reason, "cancelled");
-    kill_live(c, j, -1);
-    if (j->live == 0)
-        ctl_job_settle(c, j);
-    else
-        ctl_store_job_update(c, j);
-    ctl_kick(c);
+    job_end(c, j, CTL_JOB_CANCELLED, "cancelled");
     return 0;
+}
+
+static bool lost_here(const ctl_task_t *t, int32_t i, uint32_t node, int32_t task) {
+    return t->node == (int32_t)node && (task < 0 || i == task) && ctl_task_is_live(t);
 }
 
 void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const char *why) {
     bool here = false;
     for (int32_t i = 0; i < j->ntasks && !here; i++)
-        here = j->tasks[i].node == (int32_t)node && (task < 0 || i == task) &&
-               (j->tasks[i].state == CTL_TASK_LAUNCHING || j->tasks[i].state == CTL_TASK_RUNNING);
+        here = lost_here(&j->tasks[i], i, node, task);
     if (!here)
         return;
     if (j->state == CTL_JOB_RUNNING) {
@@ -530,38 +341,205 @@ void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const cha
         kill_live(c, j, task < 0 ? (int32_t)node : -1);
     }
     int64_t now = ctl_now_us();
-    for (int32_t i = 0; i < j->ntasks; i++) {
-        if (j->tasks[i].node == (int32_t)node && (task < 0 || i == task) &&
-            (j->tasks[i].state == CTL_TASK_LAUNCHING || j->tasks[i].state == CTL_TASK_RUNNING))
+    for (int32_t i = 0; i < j->ntasks; i++)
+        if (lost_here(&j->tasks[i], i, node, task))
             ctl_task_ended(c, j, i, CTL_TASK_LOST, 0, 0, false, NULL, now);
+}
+
+/* ---- reading jobs back ---- */
+
+static void task_row(void *ud, ctl_job_t *j, int32_t idx, const char *node, const ctl_task_t *t) {
+    ctl_t *c = ud;
+    if (idx < 0 || idx >= j->core.ntasks)
+        return;
+    if (j->tasks == NULL)
+        j->tasks = sl_xcalloc((size_t)j->core.ntasks, sizeof *j->tasks);
+    if (idx + 1 > j->ntasks)
+        j->ntasks = idx + 1;
+    const sl_node_t *nd = node ? sl_cluster_find_node(c->cl, node) : NULL;
+    j->tasks[idx] = *t;
+    j->tasks[idx].node = nd ? (int32_t)nd->id : -1;
+    j->tasks[idx].job = j;
+}
+
+void ctl_job_load_tasks(ctl_t *c, ctl_job_t *j) {
+    if (j->core.ntasks <= 0) {
+        json_int_t n = json_integer_value(json_object_get(j->spec, "tasks"));
+        j->core.ntasks = n >= 1 && n <= SL_MAX_TASKS ? (int32_t)n : 1;
+    }
+    ctl_store_tasks_read(&c->store, j, task_row, c);
+}
+
+ctl_job_t *ctl_job_fetch(ctl_t *c, uint64_t id) {
+    char tenant[SL_NAME_MAX + 1];
+    ctl_job_t *j = ctl_store_job_get(&c->store, id, tenant, sizeof tenant);
+    if (j == NULL)
+        return NULL;
+    j->tenant = sl_sched_tenant_find(c->sched, tenant);
+    ctl_job_load_tasks(c, j);
+    return j;
+}
+
+/* ---- what agents report ---- */
+
+ctl_job_t *ctl_task_find_live(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int32_t *idx) {
+    ctl_job_t *j = ctl_job_find(c, job);
+    if (j == NULL || task < 0 || task >= j->ntasks || j->tasks[task].node != (int32_t)node ||
+        !ctl_task_is_live(&j->tasks[task]))
+        return NULL;
+    *idx = (int32_t)task;
+    return j;
+}
+
+int ctl_node_hello(ctl_t *c, const sl_node_spec_t *ns, const char *addr, uint32_t *idp, char *err,
+                   size_t errlen) {
+    const sl_node_t *known = sl_cluster_find_node(c->cl, ns->name);
+    uint32_t id;
+    if (known) {
+        id = known->id;
+        int32_t pool = sl_cluster_pool_find(c->cl, ns->pool && ns->pool[0] ? ns->pool : "default");
+        if (known->ngpus != ns->gpus || known->cpu_total != ns->cpu_milli ||
+            known->mem_total != ns->mem_bytes || known->pool != pool)
+            sl_log(SL_LOG_WARN, "agent",
+                   "node=%s reconnected with a different spec; keeping the registered one",
+                   ns->name);
+    } else if (sl_cluster_add_node(c->cl, ns, &id, err, errlen) < 0) {
+        return -1;
+    }
+    ctl_node_t *n = ctl_node_get(c, id);
+    if (n == NULL)
+        n = ctl_node_new(c, id);
+    snprintf(n->addr, sizeof n->addr, "%s", addr);
+    n->last_seen_mono_us = ctl_mono_us();
+    n->last_seen_us = ctl_now_us();
+    if (known == NULL || n->spec_json == NULL) {
+        json_t *sj = json_pack("{s:I,s:I,s:i,s:s?,s:I,s:s?,s:s?}", "cpu_milli",
+                               (json_int_t)ns->cpu_milli, "mem_bytes", (json_int_t)ns->mem_bytes,
+                               "gpus", ns->gpus, "gpu_model", ns->gpu_model, "gpu_mem_bytes",
+                               (json_int_t)ns->gpu_mem_bytes, "pool", ns->pool, "labels",
+                               ns->labels);
+        sl_free(n->spec_json);
+        char *s = json_dumps(sj, JSON_COMPACT);
+        n->spec_json = sl_xstrdup(s);
+        free(s);
+        json_decref(sj);
+        if (ns->gpu_model)
+            snprintf(n->gpu_model, sizeof n->gpu_model, "%s", ns->gpu_model);
+    }
+    ctl_store_node_put(&c->store, n, ns->name);
+    if (sl_cluster_node(c->cl, id)->state == SL_NODE_DOWN)
+        sl_cluster_set_state(c->cl, id, SL_NODE_UP);
+    c->hello_stamp++;
+    c->sched_dirty = true;
+    kick(c);
+    *idp = id;
+    return 0;
+}
+
+void ctl_node_hello_running(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int32_t pid,
+                            int64_t start_us) {
+    int32_t i;
+    ctl_job_t *j = ctl_task_find_live(c, node, job, task, &i);
+    if (j != NULL)
+        j->tasks[i].seen = c->hello_stamp;
+    if (j != NULL && j->state == CTL_JOB_RUNNING)
+        ctl_task_started(c, j, i, pid, start_us);
+    else if (task >= 0 && task <= INT32_MAX)
+        c->out.kill(c->out.ud, node, job, (int32_t)task);
+}
+
+typedef struct unlisted {
+    uint64_t job;
+    int32_t task;
+} unlisted_t;
+
+void ctl_node_hello_end(ctl_t *c, uint32_t node) {
+    ctl_node_t *n = ctl_node_get(c, node);
+    if (n == NULL)
+        return;
+    /* Collect first: losing a task unlinks it (and may end its job). */
+    size_t cnt = 0, cap = (size_t)n->live_tasks;
+    unlisted_t *todo = sl_xmalloc((cap ? cap : 1) * sizeof *todo);
+    for (ctl_task_t *t = n->tasks; t != NULL && cnt < cap; t = t->node_next)
+        if (t->seen != c->hello_stamp)
+            todo[cnt++] = (unlisted_t){t->job->id, (int32_t)(t - t->job->tasks)};
+    for (size_t k = 0; k < cnt; k++) {
+        int32_t i;
+        ctl_job_t *j = ctl_task_find_live(c, node, todo[k].job, todo[k].task, &i);
+        if (j == NULL)
+            continue;
+        if (j->tasks[i].state == CTL_TASK_LAUNCHING && j->state == CTL_JOB_RUNNING) {
+            c->out.launch(c->out.ud, j, i); /* the launch never reached the agent */
+        } else {
+            char why[128];
+            snprintf(why, sizeof why, "agent on %s no longer has task %d", ctl_node_name(c, (int32_t)node), i);
+            ctl_job_lose(c, j, node, i, why);
+        }
+    }
+    sl_free(todo);
+}
+
+void ctl_node_task_end(ctl_t *c, uint32_t node, uint64_t job, int64_t task, ctl_task_state_t st,
+                       int32_t exit_code, int32_t sig, const char *reason, int64_t t_us) {
+    int32_t i;
+    ctl_job_t *j = ctl_task_find_live(c, node, job, task, &i);
+    if (j == NULL)
+        return;
+    j->tasks[i].seen = c->hello_stamp;
+    if (st == CTL_TASK_FAILED)
+        ctl_task_ended(c, j, i, CTL_TASK_FAILED, 0, 0, false, reason, t_us);
+    else
+        ctl_task_ended(c, j, i, CTL_TASK_EXITED, exit_code, sig, true, NULL, t_us);
+}
+
+void ctl_node_task_started(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int32_t pid,
+                           int64_t t_us) {
+    int32_t i;
+    ctl_job_t *j = ctl_task_find_live(c, node, job, task, &i);
+    if (j != NULL)
+        ctl_task_started(c, j, i, pid, t_us);
+}
+
+void ctl_node_heard(ctl_t *c, uint32_t node, bool heartbeat) {
+    ctl_node_t *n = ctl_node_get(c, node);
+    if (n == NULL)
+        return;
+    n->last_seen_mono_us = ctl_mono_us();
+    n->last_seen_us = ctl_now_us();
+    if (heartbeat && sl_cluster_node(c->cl, node)->state == SL_NODE_DOWN) {
+        /* Declared down while still connected (e.g. a long stall): it is
+         * back; tasks it had were already handled as lost. */
+        sl_cluster_set_state(c->cl, node, SL_NODE_UP);
+        c->sched_dirty = true;
+        kick(c);
     }
 }
 
 void ctl_node_failed(ctl_t *c, uint32_t node, const char *why) {
-    const sl_node_t *nd = sl_cluster_node(c->cl, node);
-    char name[SL_NAME_MAX];
-    snprintf(name, sizeof name, "%s", nd ? nd->name : "?");
+    const char *name = ctl_node_name(c, (int32_t)node);
+    if (name[0] == '\0')
+        name = "?";
     sl_log(SL_LOG_WARN, "node", "node=%s down: %s", name, why);
     c->n.node_failures++;
     sl_cluster_set_state(c->cl, node, SL_NODE_DOWN);
-    ctl_agent_close_node(c, node);
-    ctl_logreq_fail_node(c, node, "the node failed");
+    c->out.node_down(c->out.ud, node, why);
     char why2[200];
     snprintf(why2, sizeof why2, "node %s failed (%s)", name, why);
-    for (uint64_t id = c->first_active; id < c->next_id; id++) {
-        ctl_job_t *j = ctl_job_find(c, id);
-        if (j != NULL && j->live > 0)
-            ctl_job_lose(c, j, node, -1, why2);
-    }
+    /* Losing the head task ends every live task of its job on this node,
+     * so the list shrinks by at least one each time. */
+    ctl_node_t *n = ctl_node_get(c, node);
+    while (n != NULL && n->tasks != NULL)
+        ctl_job_lose(c, n->tasks->job, node, -1, why2);
     c->sched_dirty = true;
-    ctl_kick(c);
+    kick(c);
 }
+
+/* ---- the sweep ---- */
 
 typedef struct collect {
     uint64_t *ids;
     size_t n, cap;
     int64_t now;
-    ctl_t *c;
 } collect_t;
 
 static int over_limit(void *ud, const sl_job_t *cj) {
@@ -589,12 +567,12 @@ void ctl_sweep(ctl_t *c) {
         if ((nd->state != SL_NODE_DOWN || n->live_tasks > 0) &&
             mono - n->last_seen_mono_us > timeout_us) {
             char why[96];
-            snprintf(why, sizeof why, "no message for %lld ms",
-                     (long long)((mono - n->last_seen_mono_us) / 1000));
+            snprintf(why, sizeof why, "no message for %.1f s",
+                     (double)(mono - n->last_seen_mono_us) / 1e6);
             ctl_node_failed(c, (uint32_t)i, why);
         }
     }
-    collect_t col = {NULL, 0, 0, ctl_now_us(), c};
+    collect_t col = {NULL, 0, 0, ctl_now_us()};
     sl_sched_foreach(c->sched, SL_JOB_RUNNING, over_limit, &col);
     for (size_t i = 0; i < col.n; i++) {
         ctl_job_t *j = ctl_job_find(c, col.ids[i]);
@@ -606,14 +584,6 @@ void ctl_sweep(ctl_t *c) {
         }
     }
     sl_free(col.ids);
-    /* Advance the scan start past jobs that can no longer change. */
-    while (c->first_active < c->next_id) {
-        ctl_job_t *j = ctl_job_find(c, c->first_active);
-        if (j != NULL && (j->in_core || j->live > 0))
-            break;
-        c->first_active++;
-    }
-    ctl_logreq_expire(c);
     if (c->fin_len > 0)
-        ctl_kick(c); /* the flush drops finished jobs past job_retention */
+        kick(c); /* the flush drops finished jobs past job_retention */
 }

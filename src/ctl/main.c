@@ -1,19 +1,15 @@
 /*
- * main.c - sluiced: flags, start-up (config, core, recovery from SQLite,
- * listeners) and the one event loop.
+ * main.c - sluiced: flags, configuration, and the start-up wiring of the
+ * layers (src/ctl/LAYERS): the loop at the bottom, the store and the
+ * domain on it, recovery from SQLite, then the adapters (agent port and
+ * HTTP API) on top, each registering its hook with the loop.
  *
- * The loop's only scheduling trigger is ctl_kick: any handler that changes
- * something arms the flush event, which libevent runs after the I/O
- * callbacks already queued in the same iteration (Redis's beforeSleep). It
- * runs one scheduling cycle if needed, commits the iteration's transaction
- * and then releases replies and agent messages (see ctl.h), then drops
- * finished jobs past their retention from memory. A 500 ms timer checks
- * node liveness and time limits; it never schedules by itself.
+ * Besides the flush (loop.h), two kinds of timer run: the store's lazy
+ * commit, and the sweep here, every node_timeout / 4 clamped to 20..500 ms,
+ * which checks node liveness, time limits and log-request deadlines; it
+ * never schedules by itself.
  */
-#include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/listener.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,54 +17,33 @@
 #include <string.h>
 #include <time.h>
 
-#include "ctl.h"
+#include "agentport.h"
+#include "http.h"
+#include "jobs.h"
 #include "log.h"
+#include "metrics.h"
+#include "recover.h"
 
-int64_t ctl_now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-int64_t ctl_mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-void ctl_kick(ctl_t *c) {
-    if (c->flush_armed || c->flush_ev == NULL)
-        return;
-    c->flush_armed = true;
-    event_active(c->flush_ev, EV_TIMEOUT, 0);
-}
-
-static void flush_cb(evutil_socket_t fd, short what, void *ud) {
-    ctl_t *c = ud;
-    ctl_sched_run(c);
-    if (c->txn_urgent)
-        ctl_store_commit(c);
-    ctl_http_flush(c);
-    ctl_agent_flush(c);
-    /* After the commit and the replies that may show them. */
-    bool more = ctl_jobs_trim(c, ctl_now_us(), CTL_TRIM_PER_PASS) == CTL_TRIM_PER_PASS;
-    c->flush_armed = false;
-    if (more || c->sched_dirty || c->txn_urgent || c->nreplies || c->nflushq)
-        ctl_kick(c);
-}
-
-static void lazy_cb(evutil_socket_t fd, short what, void *ud) {
-    ctl_store_commit(ud);
-}
+/* Everything one sluiced process holds (one per process: main's static). */
+typedef struct sluiced {
+    ctl_loop_t loop;
+    ctl_t c;
+    ctl_agentport_t ap;
+    ctl_http_t http;
+    struct event *sweep_ev;
+    struct event *sig_ev[2];
+} sluiced_t;
 
 static void sweep_cb(evutil_socket_t fd, short what, void *ud) {
-    ctl_sweep(ud);
+    sluiced_t *d = ud;
+    ctl_sweep(&d->c);
+    ctl_http_logs_expire(&d->http);
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *ud) {
-    ctl_t *c = ud;
+    sluiced_t *d = ud;
     sl_log(SL_LOG_INFO, "main", "signal=%d: shutting down", (int)sig);
-    event_base_loopexit(c->base, NULL);
+    event_base_loopexit(d->loop.base, NULL);
 }
 
 static void usage(FILE *f) {
@@ -99,84 +74,17 @@ static void usage(FILE *f) {
     }
 }
 
-static int setup_core(ctl_t *c, char *err, size_t errlen) {
-    sl_cluster_create(&c->cl);
-    sl_sched_config_t sc;
-    sl_sched_config_init(&sc);
-    sc.queue = c->cfg.queue;
-    sc.placement = c->cfg.placement;
-    sc.backfill = c->cfg.backfill;
-    sc.seed = 1;
-    sc.default_time_limit_us = c->cfg.default_time_limit_s * 1000000;
-    sc.max_starts_per_cycle = c->cfg.max_starts_per_cycle;
-    /* The typical task shapes come from what is submitted: the fragmentation-
-     * aware placements (fgd, fgdbal) score against them. Cheap for the others. */
-    sc.track_workload = true;
-    char serr[256];
-    if (sl_sched_create(&sc, c->cl, &c->sched, serr, sizeof serr) < 0) {
-        snprintf(err, errlen, "scheduler: %s", serr);
-        return -1;
-    }
-    for (size_t i = 0; i < c->cfg.ntenants; i++) {
-        ctl_tenant_cfg_t *t = &c->cfg.tenants[i];
-        sl_tenant_spec_t ts = {t->name, t->weight, t->has_quota ? t->quota : (sl_res_t){0, 0, 0}};
-        int rc = sl_sched_add_tenant(c->sched, &ts);
-        if (rc < 0) {
-            snprintf(err, errlen, "tenant \"%s\": %s", t->name, sl_strerror(rc));
-            return -1;
-        }
-    }
-    for (size_t i = 0; i < c->cfg.npools; i++) {
-        int rc = sl_cluster_pool_intern(c->cl, c->cfg.pools[i]);
-        if (rc < 0) {
-            snprintf(err, errlen, "pool \"%s\": %s", c->cfg.pools[i], sl_strerror(rc));
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static void teardown(ctl_t *c) {
-    ctl_store_close(c);
-    for (size_t i = 0; i < c->jobmap_cap; i++)
-        ctl_job_free(c->jobmap[i]);
-    sl_free(c->jobmap);
-    sl_free(c->fin);
-    for (size_t i = 0; i < c->nnodes; i++) {
-        ctl_node_t *n = c->nodes[i];
-        if (n == NULL)
-            continue;
-        ctl_agent_close_node(c, (uint32_t)i);
-        evbuffer_free(n->outq);
-        sl_free(n->spec_json);
-        sl_free(n);
-    }
-    sl_free(c->nodes);
-    while (c->logreqs) {
-        ctl_logreq_t *lr = c->logreqs;
-        c->logreqs = lr->next;
-        sl_free(lr); /* its HTTP request is freed with the server below */
-    }
-    sl_free(c->flushq);
-    sl_free(c->replies);
-    sl_sched_destroy(c->sched);
-    sl_cluster_destroy(c->cl);
-    if (c->agent_lst)
-        evconnlistener_free(c->agent_lst);
-    if (c->http)
-        evhttp_free(c->http);
-    if (c->flush_ev)
-        event_free(c->flush_ev);
-    if (c->lazy_ev)
-        event_free(c->lazy_ev);
-    if (c->sweep_ev)
-        event_free(c->sweep_ev);
+static void teardown(sluiced_t *d) {
+    ctl_agentport_fini(&d->ap);
+    ctl_http_fini(&d->http);
+    ctl_domain_close(&d->c);
+    if (d->sweep_ev)
+        event_free(d->sweep_ev);
     for (int i = 0; i < 2; i++)
-        if (c->sig_ev[i])
-            event_free(c->sig_ev[i]);
-    if (c->base)
-        event_base_free(c->base);
-    ctl_config_fini(&c->cfg);
+        if (d->sig_ev[i])
+            event_free(d->sig_ev[i]);
+    ctl_loop_fini(&d->loop);
+    ctl_config_fini(&d->c.cfg);
 }
 
 int main(int argc, char **argv) {
@@ -205,8 +113,9 @@ int main(int argc, char **argv) {
     }
     signal(SIGPIPE, SIG_IGN);
     sl_log_init_from_env();
-    static ctl_t ctl; /* one per process; zeroed */
-    ctl_t *c = &ctl;
+    static sluiced_t sluiced; /* one per process; zeroed */
+    sluiced_t *d = &sluiced;
+    ctl_t *c = &d->c;
     char err[512];
     ctl_config_init(&c->cfg);
     if (config && ctl_config_load(&c->cfg, config, err, sizeof err) < 0) {
@@ -240,54 +149,66 @@ int main(int argc, char **argv) {
         c->cfg.heartbeat_s = hb < 1 ? 1 : hb;
         if (c->cfg.node_timeout_ms < 3000)
             sl_log(SL_LOG_WARN, "config",
-                   "node_timeout=%lldms is below 3 heartbeats of 1 s; agents may be declared down",
-                   (long long)c->cfg.node_timeout_ms);
+                   "node_timeout=%gs is below 3 heartbeats of 1 s; agents may be declared down",
+                   (double)c->cfg.node_timeout_ms / 1000);
     }
     c->next_id = 1;
-    c->first_active = 1;
     c->started_us = ctl_now_us();
     c->started_mono_us = ctl_mono_us();
-    c->base = event_base_new();
-    if (c->base == NULL) {
+    if (ctl_loop_init(&d->loop) < 0) {
         fprintf(stderr, "sluiced: cannot create the event loop\n");
+        ctl_config_fini(&c->cfg);
         return 1;
     }
+    c->loop = &d->loop;
+    ctl_agentport_init(&d->ap, c); /* sets c->out, which recovery may use */
+    ctl_http_init(&d->http, c);
+    d->ap.logs_answer = ctl_http_logs_answer;
+    d->ap.logs_gone = ctl_http_logs_gone;
+    d->ap.logs_ud = &d->http;
+    d->http.logs_send = ctl_agentport_logs;
+    d->http.logs_ud = &d->ap;
+    /* The flush's fixed order (loop.h): cycle, commit, replies, agents, trim. */
+    ctl_loop_hook(&d->loop, CTL_HOOK_CYCLE, ctl_jobs_cycle, c);
+    ctl_loop_hook(&d->loop, CTL_HOOK_COMMIT, ctl_store_flush, &c->store);
+    ctl_loop_hook(&d->loop, CTL_HOOK_REPLIES, ctl_http_flush, &d->http);
+    ctl_loop_hook(&d->loop, CTL_HOOK_AGENTS, ctl_agentport_flush, &d->ap);
+    ctl_loop_hook(&d->loop, CTL_HOOK_TRIM, ctl_jobs_trim_hook, c);
     int rc = 1;
-    if (setup_core(c, err, sizeof err) < 0 || ctl_store_open(c, err, sizeof err) < 0) {
+    if (ctl_domain_open(c, err, sizeof err) < 0) {
         fprintf(stderr, "sluiced: %s\n", err);
         rc = 2;
         goto out;
     }
-    c->flush_ev = event_new(c->base, -1, 0, flush_cb, c);
-    c->lazy_ev = evtimer_new(c->base, lazy_cb, c);
-    if (ctl_store_load(c) < 0) {
-        fprintf(stderr, "sluiced: %s: cannot load state: %s\n", c->cfg.state, sqlite3_errmsg(c->db));
+    if (ctl_recover(c, err, sizeof err) < 0) {
+        fprintf(stderr, "sluiced: %s: cannot load state: %s\n", c->cfg.state, err);
         goto out;
     }
-    if (ctl_http_listen(c, err, sizeof err) < 0 || ctl_agent_listen(c, err, sizeof err) < 0) {
+    if (ctl_http_listen(&d->http, err, sizeof err) < 0 ||
+        ctl_agentport_listen(&d->ap, err, sizeof err) < 0) {
         fprintf(stderr, "sluiced: %s\n", err);
         goto out;
     }
-    c->sweep_ev = event_new(c->base, -1, EV_PERSIST, sweep_cb, c);
+    d->sweep_ev = event_new(d->loop.base, -1, EV_PERSIST, sweep_cb, d);
     int64_t sweep_ms = c->cfg.node_timeout_ms / 4;
     if (sweep_ms > 500)
         sweep_ms = 500;
     if (sweep_ms < 20)
         sweep_ms = 20;
     struct timeval tv = {(time_t)(sweep_ms / 1000), (suseconds_t)(sweep_ms % 1000) * 1000};
-    event_add(c->sweep_ev, &tv);
-    c->sig_ev[0] = evsignal_new(c->base, SIGINT, signal_cb, c);
-    c->sig_ev[1] = evsignal_new(c->base, SIGTERM, signal_cb, c);
-    event_add(c->sig_ev[0], NULL);
-    event_add(c->sig_ev[1], NULL);
+    event_add(d->sweep_ev, &tv);
+    d->sig_ev[0] = evsignal_new(d->loop.base, SIGINT, signal_cb, d);
+    d->sig_ev[1] = evsignal_new(d->loop.base, SIGTERM, signal_cb, d);
+    event_add(d->sig_ev[0], NULL);
+    event_add(d->sig_ev[1], NULL);
     sl_log(SL_LOG_INFO, "main", "sluiced %s listen=%s agent_listen=%s state=%s queue=%s placement=%s "
            "backfill=%s tenants=%zu",
            SLUICE_VERSION, c->cfg.listen, c->cfg.agent_listen, c->cfg.state, c->cfg.queue,
            c->cfg.placement, c->cfg.backfill, c->cfg.ntenants);
-    ctl_kick(c);
-    event_base_dispatch(c->base);
+    ctl_loop_kick(&d->loop);
+    event_base_dispatch(d->loop.base);
     rc = 0;
 out:
-    teardown(c);
+    teardown(d);
     return rc;
 }

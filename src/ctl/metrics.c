@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "metrics.h"
 
 typedef void (*metric_fn)(ctl_t *c, ctl_buf_t *b, const char *name);
 
@@ -59,7 +59,6 @@ static void secs_line(ctl_buf_t *b, const char *name, uint64_t us) {
 COUNTER(m_http, http_requests)
 COUNTER(m_http_err, http_errors)
 COUNTER(m_submissions, submissions)
-COUNTER(m_commits, commits)
 COUNTER(m_cycles, cycles)
 COUNTER(m_started, jobs_started)
 COUNTER(m_launched, tasks_launched)
@@ -70,8 +69,12 @@ COUNTER(m_agent_msgs, agent_messages)
 COUNTER(m_forgotten, jobs_forgotten)
 #undef COUNTER
 
+static void m_commits(ctl_t *c, ctl_buf_t *b, const char *name) {
+    u64_line(b, name, c->store.commits);
+}
+
 static void m_commit_s(ctl_t *c, ctl_buf_t *b, const char *name) {
-    secs_line(b, name, c->n.commit_us);
+    secs_line(b, name, c->store.commit_us);
 }
 
 static void m_cycle_s(ctl_t *c, ctl_buf_t *b, const char *name) {
@@ -80,9 +83,9 @@ static void m_cycle_s(ctl_t *c, ctl_buf_t *b, const char *name) {
 
 static void m_jobs(ctl_t *c, ctl_buf_t *b, const char *name) {
     uint64_t count[CTL_JOB_NSTATES] = {0};
-    for (size_t i = 0; i < c->jobmap_cap; i++)
-        if (c->jobmap[i] != NULL)
-            count[c->jobmap[i]->state]++;
+    size_t it = 0;
+    for (const sl_hash_entry_t *e; (e = sl_hash_next(&c->jobs, &it)) != NULL;)
+        count[((const ctl_job_t *)e->val)->state]++;
     for (int s = 0; s < CTL_JOB_NSTATES; s++) {
         sample(b, name, "state", ctl_job_state_name((ctl_job_state_t)s));
         ctl_buf_u64(b, count[s]);

@@ -3,7 +3,7 @@
  * synchronous=FULL, so a COMMIT is on disk when it returns).
  *
  * Writes never commit on their own: the first write of a loop iteration
- * opens a transaction and the flush event commits it once, after the
+ * opens a transaction and the loop's COMMIT hook commits it once, after the
  * iteration's I/O callbacks (group commit). Thousands of submissions per
  * second then cost a few fsyncs each second, not one per job.
  *
@@ -21,15 +21,8 @@
  *   nodes(name, spec JSON, addr, last_seen_us)     last known node specs
  *   meta(key, value)                               schema version
  *
- * Recovery (ctl_store_load): nodes are re-created in the core as down (their
- * agents must say hello again); pending jobs return to the queue with their
- * original submit times; jobs that hold tasks are re-adopted at their stored
- * placement (sl_sched_adopt), so nothing is restarted, and the agents'
- * hello reports then confirm, end or resend each task. Of the finished
- * jobs only those within job_retention and max_finished_jobs are read
- * (partial indexes on the active rows and an index on end_us keep
- * start-up proportional to what is loaded, not to the history); the rest
- * stay on disk and ctl_store_job_fetch reads one back by id.
+ * Partial indexes on the active rows and an index on end_us keep start-up
+ * (recover.c) proportional to what it reads, not to the history.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +30,8 @@
 
 #include <event2/event.h>
 
-#include "ctl.h"
+#include "store.h"
+#include "loop.h"
 #include "log.h"
 
 enum {
@@ -91,94 +85,114 @@ static const char *const stmts[ST_COUNT] = {
                      " signal, start_us, end_us FROM tasks WHERE job = ?1 ORDER BY idx",
 };
 
-static void fatal_sql(ctl_t *c, const char *what) {
+static void lazy_cb(evutil_socket_t fd, short what, void *ud) {
+    ctl_store_commit(ud);
+}
+
+static void fatal_sql(ctl_store_t *s, const char *what) {
     sl_log(SL_LOG_ERROR, "store", "%s: %s; exiting (state on disk is consistent)", what,
-           sqlite3_errmsg(c->db));
+           sqlite3_errmsg(s->db));
     exit(3);
 }
 
-int ctl_store_open(ctl_t *c, char *err, size_t errlen) {
-    int rc = sqlite3_open_v2(c->cfg.state, &c->db,
+int ctl_store_open(ctl_store_t *s, ctl_loop_t *loop, const char *path, char *err, size_t errlen) {
+    *s = (ctl_store_t){.path = path, .loop = loop};
+    int rc = sqlite3_open_v2(path, &s->db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", c->cfg.state, c->db ? sqlite3_errmsg(c->db) : "cannot open");
+        snprintf(err, errlen, "%s: %s", s->path, s->db ? sqlite3_errmsg(s->db) : "cannot open");
         return -1;
     }
-    sqlite3_busy_timeout(c->db, 5000);
+    sqlite3_busy_timeout(s->db, 5000);
     char *msg = NULL;
-    if (sqlite3_exec(c->db,
+    if (sqlite3_exec(s->db,
                      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
                      " PRAGMA wal_autocheckpoint=4000; PRAGMA foreign_keys=OFF;",
                      NULL, NULL, &msg) != SQLITE_OK ||
-        sqlite3_exec(c->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", c->cfg.state, msg ? msg : sqlite3_errmsg(c->db));
+        sqlite3_exec(s->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", s->path, msg ? msg : sqlite3_errmsg(s->db));
         sqlite3_free(msg);
         return -1;
     }
     for (int i = 0; i < ST_COUNT; i++) {
-        if (sqlite3_prepare_v3(c->db, stmts[i], -1, SQLITE_PREPARE_PERSISTENT, &c->st[i], NULL) !=
+        if (sqlite3_prepare_v3(s->db, stmts[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL) !=
             SQLITE_OK) {
-            snprintf(err, errlen, "%s: %s", c->cfg.state, sqlite3_errmsg(c->db));
+            snprintf(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
             return -1;
         }
     }
+    s->lazy_ev = evtimer_new(loop->base, lazy_cb, s);
     return 0;
 }
 
-void ctl_store_close(ctl_t *c) {
-    if (c->db == NULL)
+void ctl_store_close(ctl_store_t *s) {
+    if (s->db == NULL)
         return;
-    if (c->in_txn)
-        ctl_store_commit(c);
+    if (s->in_txn)
+        ctl_store_commit(s);
     for (int i = 0; i < ST_COUNT; i++)
-        sqlite3_finalize(c->st[i]);
-    sqlite3_close(c->db);
-    c->db = NULL;
+        sqlite3_finalize(s->st[i]);
+    sqlite3_close(s->db);
+    s->db = NULL;
+    if (s->lazy_ev)
+        event_free(s->lazy_ev);
+    s->lazy_ev = NULL;
 }
 
-static void open_txn(ctl_t *c) {
-    if (c->in_txn)
+const char *ctl_store_errmsg(ctl_store_t *s) {
+    return s->db ? sqlite3_errmsg(s->db) : "not open";
+}
+
+bool ctl_store_flush(void *ud) {
+    ctl_store_t *s = ud;
+    if (s->txn_urgent)
+        ctl_store_commit(s);
+    return false;
+}
+
+static void open_txn(ctl_store_t *s) {
+    if (s->in_txn)
         return;
-    if (sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-        fatal_sql(c, "BEGIN");
-    c->in_txn = true;
+    if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        fatal_sql(s, "BEGIN");
+    s->in_txn = true;
 }
 
-void ctl_store_begin(ctl_t *c) {
-    open_txn(c);
-    c->txn_urgent = true;
-    ctl_kick(c);
+static void store_begin(ctl_store_t *s) {
+    open_txn(s);
+    s->txn_urgent = true;
+    ctl_loop_kick(s->loop);
 }
 
-void ctl_store_begin_lazy(ctl_t *c) {
-    open_txn(c);
-    if (!c->txn_urgent && c->lazy_ev && !evtimer_pending(c->lazy_ev, NULL)) {
+static void store_begin_lazy(ctl_store_t *s) {
+    open_txn(s);
+    if (!s->txn_urgent && s->lazy_ev && !evtimer_pending(s->lazy_ev, NULL)) {
         struct timeval tv = {0, CTL_LAZY_COMMIT_MS * 1000};
-        evtimer_add(c->lazy_ev, &tv);
+        evtimer_add(s->lazy_ev, &tv);
     }
 }
 
-int ctl_store_commit(ctl_t *c) {
-    if (!c->in_txn)
+int ctl_store_commit(ctl_store_t *s) {
+    if (!s->in_txn)
         return 0;
     int64_t t0 = ctl_mono_us();
-    if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        fatal_sql(c, "COMMIT");
-    c->in_txn = false;
-    c->txn_urgent = false;
-    if (c->lazy_ev)
-        evtimer_del(c->lazy_ev);
-    c->n.commits++;
-    c->n.commit_us += (uint64_t)(ctl_mono_us() - t0);
+    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        fatal_sql(s, "COMMIT");
+    s->in_txn = false;
+    s->txn_urgent = false;
+    if (s->lazy_ev)
+        evtimer_del(s->lazy_ev);
+    s->commits++;
+    s->commit_us += (uint64_t)(ctl_mono_us() - t0);
     return 0;
 }
 
-static void step(ctl_t *c, sqlite3_stmt *st, const char *what) {
+static void step(ctl_store_t *s, sqlite3_stmt *st, const char *what) {
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_DONE)
-        fatal_sql(c, what);
+        fatal_sql(s, what);
 }
 
 static void bind_opt_i64(sqlite3_stmt *st, int i, bool has, int64_t v) {
@@ -188,7 +202,7 @@ static void bind_opt_i64(sqlite3_stmt *st, int i, bool has, int64_t v) {
         sqlite3_bind_null(st, i);
 }
 
-static void bind_job(ctl_t *c, sqlite3_stmt *st, const ctl_job_t *j, int base) {
+static void bind_job(sqlite3_stmt *st, const ctl_job_t *j, int base) {
     sqlite3_bind_text(st, base, ctl_job_state_name(j->state), -1, SQLITE_STATIC);
     bind_opt_i64(st, base + 1, j->start_us >= 0, j->start_us);
     bind_opt_i64(st, base + 2, j->end_us >= 0, j->end_us);
@@ -198,12 +212,12 @@ static void bind_job(ctl_t *c, sqlite3_stmt *st, const ctl_job_t *j, int base) {
     sqlite3_bind_int(st, base + 6, j->requeues);
 }
 
-int ctl_store_job_insert(ctl_t *c, const ctl_job_t *j) {
-    ctl_store_begin(c);
-    sqlite3_stmt *st = c->st[ST_JOB_INSERT];
+int ctl_store_job_insert(ctl_store_t *s, const ctl_job_t *j, const char *tenant) {
+    store_begin(s);
+    sqlite3_stmt *st = s->st[ST_JOB_INSERT];
     char *spec = json_dumps(j->spec, JSON_COMPACT | JSON_PRESERVE_ORDER);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
-    sqlite3_bind_text(st, 2, sl_sched_tenant_name(c->sched, j->tenant), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, spec, -1, free);
     sqlite3_bind_text(st, 4, ctl_job_state_name(j->state), -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, j->submit_us);
@@ -218,33 +232,37 @@ int ctl_store_job_insert(ctl_t *c, const ctl_job_t *j) {
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_DONE) {
         sl_log(SL_LOG_ERROR, "store", "job=%llu insert: %s", (unsigned long long)j->id,
-               sqlite3_errmsg(c->db));
+               sqlite3_errmsg(s->db));
+        /* SQLite may roll the whole transaction back (a full disk): the
+         * iteration's other writes are then lost, and only a restart from
+         * the database can make memory agree with it again. */
+        if (sqlite3_get_autocommit(s->db))
+            fatal_sql(s, "job insert rolled the transaction back");
         return SL_EIO;
     }
     return 0;
 }
 
-void ctl_store_job_update(ctl_t *c, const ctl_job_t *j) {
-    ctl_store_begin(c);
-    sqlite3_stmt *st = c->st[ST_JOB_UPDATE];
+void ctl_store_job_update(ctl_store_t *s, const ctl_job_t *j) {
+    store_begin(s);
+    sqlite3_stmt *st = s->st[ST_JOB_UPDATE];
     sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
-    bind_job(c, st, j, 2);
-    step(c, st, "job update");
+    bind_job(st, j, 2);
+    step(s, st, "job update");
 }
 
-void ctl_store_task_put(ctl_t *c, const ctl_job_t *j, int32_t i) {
-    ctl_store_task_put_lazy(c, j, i);
-    ctl_store_begin(c);
+void ctl_store_task_put(ctl_store_t *s, const ctl_job_t *j, int32_t i, const char *node) {
+    ctl_store_task_put_lazy(s, j, i, node);
+    store_begin(s);
 }
 
-void ctl_store_task_put_lazy(ctl_t *c, const ctl_job_t *j, int32_t i) {
-    ctl_store_begin_lazy(c);
+void ctl_store_task_put_lazy(ctl_store_t *s, const ctl_job_t *j, int32_t i, const char *node) {
+    store_begin_lazy(s);
     const ctl_task_t *t = &j->tasks[i];
-    const sl_node_t *nd = sl_cluster_node(c->cl, (uint32_t)t->node);
-    sqlite3_stmt *st = c->st[ST_TASK_PUT];
+    sqlite3_stmt *st = s->st[ST_TASK_PUT];
     sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
     sqlite3_bind_int(st, 2, i);
-    sqlite3_bind_text(st, 3, nd ? nd->name : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, node ? node : "", -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, t->gpu_mask);
     sqlite3_bind_int(st, 5, t->gpu_milli);
     sqlite3_bind_int64(st, 6, t->gpu_mem_bytes);
@@ -254,112 +272,61 @@ void ctl_store_task_put_lazy(ctl_t *c, const ctl_job_t *j, int32_t i) {
     bind_opt_i64(st, 10, t->has_exit, t->signal);
     bind_opt_i64(st, 11, t->start_us >= 0, t->start_us);
     bind_opt_i64(st, 12, t->end_us >= 0, t->end_us);
-    step(c, st, "task put");
+    step(s, st, "task put");
 }
 
-void ctl_store_tasks_delete(ctl_t *c, uint64_t job) {
-    ctl_store_begin(c);
-    sqlite3_stmt *st = c->st[ST_TASKS_DELETE];
+void ctl_store_tasks_delete(ctl_store_t *s, uint64_t job) {
+    store_begin(s);
+    sqlite3_stmt *st = s->st[ST_TASKS_DELETE];
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
-    step(c, st, "tasks delete");
+    step(s, st, "tasks delete");
 }
 
-void ctl_store_node_put(ctl_t *c, const ctl_node_t *n, const char *name) {
-    ctl_store_begin(c);
-    sqlite3_stmt *st = c->st[ST_NODE_PUT];
+void ctl_store_node_put(ctl_store_t *s, const ctl_node_t *n, const char *name) {
+    store_begin(s);
+    sqlite3_stmt *st = s->st[ST_NODE_PUT];
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, n->spec_json ? n->spec_json : "{}", -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, n->addr, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, n->last_seen_us);
-    step(c, st, "node put");
+    step(s, st, "node put");
 }
 
-/* ---- recovery ---- */
+/* ---- reads ---- */
 
 static int64_t col_i64(sqlite3_stmt *st, int i, int64_t dflt) {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
 }
 
-static int load_nodes(ctl_t *c) {
+int ctl_store_nodes_read(ctl_store_t *s, ctl_store_node_fn fn, void *ud) {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(c->db, "SELECT name, spec, addr, last_seen_us FROM nodes ORDER BY rowid",
+    if (sqlite3_prepare_v2(s->db, "SELECT name, spec, addr, last_seen_us FROM nodes ORDER BY rowid",
                            -1, &st, NULL) != SQLITE_OK)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(st, 0);
         const char *spec = (const char *)sqlite3_column_text(st, 1);
-        json_t *js = json_loads(spec ? spec : "{}", 0, NULL);
-        if (js == NULL)
-            continue;
-        sl_node_spec_t ns = {
-            .name = name,
-            .cpu_milli = json_integer_value(json_object_get(js, "cpu_milli")),
-            .mem_bytes = json_integer_value(json_object_get(js, "mem_bytes")),
-            .gpus = (int32_t)json_integer_value(json_object_get(js, "gpus")),
-            .gpu_model = json_string_value(json_object_get(js, "gpu_model")),
-            .gpu_mem_bytes = json_integer_value(json_object_get(js, "gpu_mem_bytes")),
-            .pool = json_string_value(json_object_get(js, "pool")),
-            .labels = json_string_value(json_object_get(js, "labels")),
-        };
-        uint32_t id;
-        char err[200];
-        if (sl_cluster_add_node(c->cl, &ns, &id, err, sizeof err) < 0) {
-            sl_log(SL_LOG_WARN, "store", "node=%s not restored: %s", name, err);
-            json_decref(js);
-            continue;
-        }
-        sl_cluster_set_state(c->cl, id, SL_NODE_DOWN);
-        ctl_node_t *n = ctl_node_new(c, id);
-        n->spec_json = sl_xstrdup(spec);
-        const char *addr = (const char *)sqlite3_column_text(st, 2);
-        snprintf(n->addr, sizeof n->addr, "%s", addr ? addr : "");
-        n->last_seen_us = col_i64(st, 3, -1);
-        n->last_seen_mono_us = c->started_mono_us; /* its agent has node_timeout to return */
-        if (ns.gpu_model)
-            snprintf(n->gpu_model, sizeof n->gpu_model, "%s", ns.gpu_model);
-        json_decref(js);
+        fn(ud, (const char *)sqlite3_column_text(st, 0), spec ? spec : "{}",
+           (const char *)sqlite3_column_text(st, 2), col_i64(st, 3, -1));
     }
     sqlite3_finalize(st);
     return 0;
 }
 
-/* Reads j's task rows (ST_TASKS_GET) into j->tasks. */
-static void load_tasks(ctl_t *c, ctl_job_t *j) {
-    sqlite3_stmt *st = c->st[ST_TASKS_GET];
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int32_t idx = sqlite3_column_int(st, 0);
-        if (idx < 0 || idx >= j->core.ntasks)
-            continue;
-        if (j->tasks == NULL)
-            j->tasks = sl_xcalloc((size_t)j->core.ntasks, sizeof *j->tasks);
-        if (idx + 1 > j->ntasks)
-            j->ntasks = idx + 1;
-        ctl_task_t *t = &j->tasks[idx];
-        const sl_node_t *nd = sl_cluster_find_node(c->cl, (const char *)sqlite3_column_text(st, 1));
-        t->node = nd ? (int32_t)nd->id : -1;
-        t->gpu_mask = (uint32_t)sqlite3_column_int64(st, 2);
-        t->gpu_milli = sqlite3_column_int(st, 3);
-        t->gpu_mem_bytes = sqlite3_column_int64(st, 4);
-        if (ctl_task_state_parse((const char *)sqlite3_column_text(st, 5), &t->state) < 0)
-            t->state = CTL_TASK_LOST;
-        t->pid = (int32_t)col_i64(st, 6, 0);
-        t->has_exit = sqlite3_column_type(st, 7) != SQLITE_NULL;
-        t->exit_code = (int32_t)col_i64(st, 7, 0);
-        t->signal = (int32_t)col_i64(st, 8, 0);
-        t->start_us = col_i64(st, 9, -1);
-        t->end_us = col_i64(st, 10, -1);
-    }
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
+int ctl_store_max_id(ctl_store_t *s, uint64_t *out) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT MAX(id) FROM jobs", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    *out = 0;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        *out = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return 0;
 }
 
-/* A job from a JOB_COLS row: not registered, no core spec yet
- * (core.ntasks from the spec, for load_tasks), j->tenant -1 when its
- * tenant is not configured. NULL if the stored spec is unreadable. */
-static ctl_job_t *job_from_row(ctl_t *c, sqlite3_stmt *st) {
+/* A job from a JOB_COLS row (see ctl_store_job_fn); NULL if the stored
+ * spec is unreadable. */
+static ctl_job_t *job_from_row(sqlite3_stmt *st) {
     uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
-    const char *tenant = (const char *)sqlite3_column_text(st, 1);
     const char *spec = (const char *)sqlite3_column_text(st, 2);
     json_error_t jerr;
     json_t *js = json_loads(spec ? spec : "", 0, &jerr);
@@ -368,10 +335,10 @@ static ctl_job_t *job_from_row(ctl_t *c, sqlite3_stmt *st) {
                (unsigned long long)id);
         return NULL;
     }
-    ctl_job_t *j = sl_xcalloc(1, sizeof *j);
+    ctl_job_t *j = ctl_job_new();
     j->id = id;
     j->spec = js;
-    j->tenant = sl_sched_tenant_find(c->sched, tenant ? tenant : "");
+    j->tenant = -1;
     if (ctl_job_state_parse((const char *)sqlite3_column_text(st, 3), &j->state) < 0)
         j->state = CTL_JOB_FAILED;
     j->submit_us = col_i64(st, 4, 0);
@@ -383,209 +350,78 @@ static ctl_job_t *job_from_row(ctl_t *c, sqlite3_stmt *st) {
     j->exit_code = (int32_t)col_i64(st, 8, 0);
     j->requeue_wait = sqlite3_column_int(st, 9) != 0;
     j->requeues = sqlite3_column_int(st, 10);
-    json_int_t n = json_integer_value(json_object_get(js, "tasks"));
-    j->core.ntasks = n >= 1 && n <= SL_MAX_TASKS ? (int32_t)n : 1;
-    j->core.submit_us = j->submit_us;
     return j;
 }
 
-ctl_job_t *ctl_store_job_fetch(ctl_t *c, uint64_t id) {
-    sqlite3_stmt *st = c->st[ST_JOB_GET];
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-    ctl_job_t *j = sqlite3_step(st) == SQLITE_ROW ? job_from_row(c, st) : NULL;
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    if (j == NULL)
-        return NULL;
-    ctl_job_make_head(j);
-    load_tasks(c, j);
-    return j;
+static const char *row_tenant(sqlite3_stmt *st) {
+    const char *t = (const char *)sqlite3_column_text(st, 1);
+    return t ? t : "";
 }
 
-/* Puts a loaded job back into the core: pending jobs into the queue, jobs
- * with live tasks re-adopted at their stored placement. */
-static void restore_job(ctl_t *c, ctl_job_t *j) {
-    char err[256];
-    if (j->state == CTL_JOB_PENDING && !j->requeue_wait) {
-        j->ntasks = 0;
-        sl_free(j->tasks);
-        j->tasks = NULL;
-        if (sl_sched_submit(c->sched, &j->core, err, sizeof err) < 0) {
-            ctl_job_fail(c, j, err);
-            return;
-        }
-        j->in_core = true;
-        return;
+/* Hands every row of a prepared JOB_COLS statement to fn and finalizes it. */
+static int jobs_read(sqlite3_stmt *st, ctl_store_job_fn fn, void *ud) {
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        ctl_job_t *j = job_from_row(st);
+        if (j != NULL)
+            fn(ud, j, row_tenant(st));
     }
-    for (int32_t i = 0; i < j->ntasks; i++) {
-        ctl_task_t *t = &j->tasks[i];
-        if (t->state == CTL_TASK_LAUNCHING || t->state == CTL_TASK_RUNNING) {
-            j->live++;
-            if (t->node >= 0)
-                ctl_node_get(c, (uint32_t)t->node)->live_tasks++;
-        }
-    }
-    if (j->live == 0 && j->state != CTL_JOB_RUNNING && !j->requeue_wait)
-        return; /* finished and settled */
-    sl_place_t *pls = sl_xcalloc((size_t)(j->ntasks ? j->ntasks : 1), sizeof *pls);
-    bool ok = j->ntasks > 0;
-    for (int32_t i = 0; i < j->ntasks; i++) {
-        if (j->tasks[i].node < 0)
-            ok = false;
-        pls[i] = (sl_place_t){(uint32_t)(j->tasks[i].node < 0 ? 0 : j->tasks[i].node),
-                              j->tasks[i].gpu_mask, j->tasks[i].gpu_milli,
-                              j->tasks[i].gpu_mem_bytes};
-    }
-    int rc = ok ? sl_sched_adopt(c->sched, &j->core, pls, j->ntasks, j->start_us, err, sizeof err)
-                : SL_EINVAL;
-    sl_free(pls);
-    if (rc < 0) {
-        if (!ok)
-            snprintf(err, sizeof err, "placement lost");
-        sl_log(SL_LOG_ERROR, "store", "job=%llu cannot be re-adopted: %s",
-               (unsigned long long)j->id, err);
-        char why[300];
-        snprintf(why, sizeof why, "could not be re-adopted after restart: %s", err);
-        for (int32_t i = 0; i < j->ntasks; i++) {
-            ctl_task_t *t = &j->tasks[i];
-            if (t->state == CTL_TASK_LAUNCHING || t->state == CTL_TASK_RUNNING) {
-                if (t->node >= 0) {
-                    ctl_node_get(c, (uint32_t)t->node)->live_tasks--;
-                    ctl_send_kill(c, j, i);
-                }
-                t->state = CTL_TASK_LOST;
-                ctl_store_task_put(c, j, i);
-            }
-        }
-        j->live = 0;
-        j->requeue_wait = false;
-        if (j->state == CTL_JOB_RUNNING || j->state == CTL_JOB_PENDING)
-            ctl_job_fail(c, j, why);
-        return;
-    }
-    j->in_core = true;
-    j->master_node = (uint32_t)j->tasks[0].node;
-    if (j->live == 0)
-        ctl_job_settle(c, j); /* every task ended and was recorded before the crash */
-}
-
-/* Registers a job read at start-up that is (or was, before the crash)
- * pending or running. False if it could not be kept as such: its tenant
- * or spec is no longer acceptable, and it was failed. */
-static bool load_active(ctl_t *c, ctl_job_t *j) {
-    char err[256];
-    if (j->tenant < 0) {
-        const char *tenant = json_string_value(json_object_get(j->spec, "tenant"));
-        snprintf(err, sizeof err, "tenant \"%s\" is no longer configured", tenant ? tenant : "");
-        j->tenant = 0;
-        ctl_job_core_spec(c, j, err, sizeof err);
-    } else if (ctl_job_core_spec(c, j, err, sizeof err) == 0) {
-        j->core.submit_us = j->submit_us;
-        ctl_job_make_head(j);
-        ctl_job_register(c, j);
-        return true;
-    }
-    ctl_job_make_head(j);
-    ctl_job_register(c, j);
-    if (j->state == CTL_JOB_PENDING || j->state == CTL_JOB_RUNNING)
-        ctl_job_fail(c, j, err);
-    else
-        ctl_job_retain(c, j);
-    load_tasks(c, j);
-    return false;
-}
-
-int ctl_store_load(ctl_t *c) {
-    if (load_nodes(c) < 0)
-        return -1;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(c->db, "SELECT MAX(id) FROM jobs", -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        c->next_id = (uint64_t)sqlite3_column_int64(st, 0) + 1;
     sqlite3_finalize(st);
+    return 0;
+}
 
-    /* Active jobs: pending or running, or finished with tasks that had
-     * not yet reported their end (both found through partial indexes). */
-    if (sqlite3_prepare_v2(c->db,
+int ctl_store_jobs_active(ctl_store_t *s, ctl_store_job_fn fn, void *ud) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
                            JOB_COLS " WHERE state IN ('pending','running') UNION " JOB_COLS
                                     " WHERE id IN (SELECT job FROM tasks WHERE state IN"
                                     " ('launching','running')) ORDER BY 1",
                            -1, &st, NULL) != SQLITE_OK)
         return -1;
-    ctl_job_t **active = NULL;
-    size_t nactive = 0, cap = 0, nfinished = 0;
+    return jobs_read(st, fn, ud);
+}
+
+int ctl_store_jobs_finished(ctl_store_t *s, int64_t since_us, int64_t limit, ctl_store_job_fn fn,
+                            void *ud) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           JOB_COLS " WHERE end_us >= ?1 AND state IN ('succeeded','failed',"
+                                    "'cancelled') ORDER BY end_us DESC, id DESC LIMIT ?2",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, since_us);
+    sqlite3_bind_int64(st, 2, limit);
+    return jobs_read(st, fn, ud);
+}
+
+ctl_job_t *ctl_store_job_get(ctl_store_t *s, uint64_t id, char *tenant, size_t tenantlen) {
+    sqlite3_stmt *st = s->st[ST_JOB_GET];
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    ctl_job_t *j = NULL;
+    if (sqlite3_step(st) == SQLITE_ROW && (j = job_from_row(st)) != NULL)
+        snprintf(tenant, tenantlen, "%s", row_tenant(st));
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return j;
+}
+
+void ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, void *ud) {
+    sqlite3_stmt *st = s->st[ST_TASKS_GET];
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
     while (sqlite3_step(st) == SQLITE_ROW) {
-        ctl_job_t *j = job_from_row(c, st);
-        if (j == NULL || !load_active(c, j))
-            continue;
-        if (nactive == cap) {
-            cap = cap ? 2 * cap : 256;
-            active = sl_xrealloc(active, cap * sizeof *active);
-        }
-        active[nactive++] = j;
+        ctl_task_t t = {.node = -1};
+        t.gpu_mask = (uint32_t)sqlite3_column_int64(st, 2);
+        t.gpu_milli = sqlite3_column_int(st, 3);
+        t.gpu_mem_bytes = sqlite3_column_int64(st, 4);
+        if (ctl_task_state_parse((const char *)sqlite3_column_text(st, 5), &t.state) < 0)
+            t.state = CTL_TASK_LOST;
+        t.pid = (int32_t)col_i64(st, 6, 0);
+        t.has_exit = sqlite3_column_type(st, 7) != SQLITE_NULL;
+        t.exit_code = (int32_t)col_i64(st, 7, 0);
+        t.signal = (int32_t)col_i64(st, 8, 0);
+        t.start_us = col_i64(st, 9, -1);
+        t.end_us = col_i64(st, 10, -1);
+        fn(ud, j, sqlite3_column_int(st, 0), (const char *)sqlite3_column_text(st, 1), &t);
     }
-    sqlite3_finalize(st);
-
-    /* The newest finished jobs within job_retention and max_finished_jobs,
-     * retained oldest first as if they had just finished. */
-    if (c->cfg.job_retention_ms > 0 && c->cfg.max_finished_jobs > 0) {
-        if (sqlite3_prepare_v2(c->db,
-                               JOB_COLS " WHERE end_us >= ?1 AND state IN ('succeeded','failed',"
-                                        "'cancelled') ORDER BY end_us DESC, id DESC LIMIT ?2",
-                               -1, &st, NULL) != SQLITE_OK) {
-            sl_free(active);
-            return -1;
-        }
-        sqlite3_bind_int64(st, 1, ctl_now_us() - c->cfg.job_retention_ms * 1000);
-        sqlite3_bind_int64(st, 2, c->cfg.max_finished_jobs);
-        ctl_job_t **fin = NULL;
-        size_t fcap = 0;
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            if (ctl_job_find(c, (uint64_t)sqlite3_column_int64(st, 0)) != NULL)
-                continue; /* loaded above: its tasks were still stopping */
-            ctl_job_t *j = job_from_row(c, st);
-            if (j == NULL)
-                continue;
-            if (nfinished == fcap) {
-                fcap = fcap ? 2 * fcap : 256;
-                fin = sl_xrealloc(fin, fcap * sizeof *fin);
-            }
-            fin[nfinished++] = j;
-        }
-        sqlite3_finalize(st);
-        for (size_t i = nfinished; i-- > 0;) {
-            ctl_job_t *j = fin[i];
-            ctl_job_make_head(j);
-            ctl_job_register(c, j);
-            load_tasks(c, j);
-            ctl_job_retain(c, j);
-        }
-        sl_free(fin);
-    }
-
-    for (size_t i = 0; i < nactive; i++)
-        load_tasks(c, active[i]);
-    size_t pending = 0, adopted = 0;
-    for (size_t i = 0; i < nactive; i++) {
-        ctl_job_t *j = active[i];
-        if (j->in_core)
-            continue;
-        bool is_pending = j->state == CTL_JOB_PENDING;
-        restore_job(c, j);
-        if (j->in_core && is_pending)
-            pending++;
-        else if (j->in_core)
-            adopted++;
-        else if (j->live == 0)
-            ctl_job_retain(c, j); /* finished and settled before the crash */
-    }
-    /* The lowest id that may still be active; ids are sorted. */
-    c->first_active = nactive > 0 ? active[0]->id : c->next_id;
-    sl_free(active);
-    sl_log(SL_LOG_INFO, "store", "loaded active=%zu pending=%zu adopted=%zu finished=%zu nodes=%zu",
-           nactive, pending, adopted, nfinished, c->nnodes);
-    ctl_store_commit(c);
-    c->sched_dirty = true;
-    return 0;
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
 }

@@ -1,0 +1,571 @@
+/*
+ * agentport.c - the controller's side of the agent protocol
+ * (docs/protocol.md): newline-delimited JSON over one TCP connection per
+ * agent, on libevent bufferevents with TCP_NODELAY.
+ *
+ * Every wire message the controller writes is encoded in this file (the
+ * "encode" section) and every one it reads is decoded here (on_message and
+ * its helpers); the domain sees only calls with plain values.
+ *
+ * Messages that depend on durable state (launch, kill, ack) go into the
+ * node's queue and leave only after the iteration's COMMIT (the loop's
+ * AGENTS hook, ctl_agentport_flush); a queue is dropped when its
+ * connection goes, because the agent's next hello lets the controller
+ * rebuild exactly what it still needs: launches it never got are resent,
+ * kills are repeated for tasks that should not run, exits it reports again
+ * are recorded (idempotently) and acknowledged. welcome, error and log
+ * requests are written at once.
+ */
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "agentport.h"
+#include "buf.h"
+#include "jobs.h"
+#include "log.h"
+#include "proto.h"
+
+struct ctl_conn {
+    ctl_agentport_t *ap;
+    struct bufferevent *bev;
+    int32_t node;   /* -1 until a successful hello */
+    char addr[64];
+    bool in_cb;
+    bool dead;      /* free once the current callback returns */
+    bool closing;   /* free once the output has drained */
+};
+
+struct ctl_apnode {
+    ctl_conn_t *conn;      /* NULL while the agent is not connected */
+    struct evbuffer *outq; /* messages waiting for the next commit */
+};
+
+/* The agent port's record of node id; created when create is set. */
+static ctl_apnode_t *apnode(ctl_agentport_t *ap, uint32_t id, bool create) {
+    if (id >= ap->nnodes) {
+        if (!create)
+            return NULL;
+        size_t n = ap->nnodes ? 2 * ap->nnodes : 64;
+        while (n <= id)
+            n *= 2;
+        ap->nodes = sl_xrealloc(ap->nodes, n * sizeof *ap->nodes);
+        memset(ap->nodes + ap->nnodes, 0, (n - ap->nnodes) * sizeof *ap->nodes);
+        ap->nnodes = n;
+    }
+    if (ap->nodes[id] == NULL && create) {
+        ap->nodes[id] = sl_xcalloc(1, sizeof *ap->nodes[id]);
+        ap->nodes[id]->outq = evbuffer_new();
+    }
+    return ap->nodes[id];
+}
+
+static void set_connected(ctl_agentport_t *ap, uint32_t id, ctl_conn_t *cn) {
+    ctl_apnode_t *an = apnode(ap, id, true);
+    an->conn = cn;
+    evbuffer_drain(an->outq, evbuffer_get_length(an->outq));
+    ctl_node_t *n = ctl_node_get(ap->c, id);
+    if (n)
+        n->connected = cn != NULL;
+}
+
+static void conn_free(ctl_conn_t *cn) {
+    ctl_agentport_t *ap = cn->ap;
+    if (cn->node >= 0) {
+        ctl_apnode_t *an = apnode(ap, (uint32_t)cn->node, false);
+        if (an && an->conn == cn) {
+            set_connected(ap, (uint32_t)cn->node, NULL);
+            ap->logs_gone(ap->logs_ud, (uint32_t)cn->node, "the agent disconnected");
+            sl_log(SL_LOG_INFO, "agent", "node=%s disconnected",
+                   ctl_node_name(ap->c, cn->node));
+        }
+    }
+    bufferevent_free(cn->bev);
+    sl_free(cn);
+}
+
+static void conn_close(ctl_conn_t *cn) {
+    if (cn->in_cb)
+        cn->dead = true;
+    else
+        conn_free(cn);
+}
+
+/* Drops node's connection without telling anyone (its caller does). */
+static void close_node(ctl_agentport_t *ap, uint32_t node) {
+    ctl_apnode_t *an = apnode(ap, node, false);
+    if (an && an->conn) {
+        ctl_conn_t *cn = an->conn;
+        set_connected(ap, node, NULL);
+        cn->node = -1;
+        conn_close(cn);
+    }
+}
+
+/* Queues msg for node until the next commit; dropped when the agent is not
+ * connected (its next hello rebuilds what it needs). */
+static void queue(ctl_agentport_t *ap, uint32_t node, const char *msg, size_t len) {
+    ctl_apnode_t *an = apnode(ap, node, false);
+    if (an == NULL || an->conn == NULL)
+        return;
+    if (evbuffer_get_length(an->outq) == 0) {
+        if (ap->nflushq == ap->flushq_cap) {
+            ap->flushq_cap = ap->flushq_cap ? 2 * ap->flushq_cap : 64;
+            ap->flushq = sl_xrealloc(ap->flushq, ap->flushq_cap * sizeof *ap->flushq);
+        }
+        ap->flushq[ap->nflushq++] = node;
+    }
+    evbuffer_add(an->outq, msg, len);
+    ctl_loop_kick(ap->c->loop);
+}
+
+bool ctl_agentport_flush(void *ud) {
+    ctl_agentport_t *ap = ud;
+    for (size_t i = 0; i < ap->nflushq; i++) {
+        ctl_apnode_t *an = apnode(ap, ap->flushq[i], false);
+        if (an == NULL)
+            continue;
+        if (an->conn)
+            bufferevent_write_buffer(an->conn->bev, an->outq);
+        else
+            evbuffer_drain(an->outq, evbuffer_get_length(an->outq));
+    }
+    ap->nflushq = 0;
+    return false;
+}
+
+/* ---- encode: every message the controller writes (through proto.h) ---- */
+
+/* Encodes m into a line: into small when it fits, else into a new block
+ * that *big holds (the caller frees it). NULL when m cannot be encoded,
+ * which only a bug can cause (logged). */
+static const char *encode(const sl_proto_msg_t *m, char *small, size_t cap, char **big,
+                          size_t *len) {
+    *big = NULL;
+    if (sl_proto_encode(m, small, cap, len) != 0) {
+        sl_log(SL_LOG_ERROR, "agent", "cannot encode a %s message", sl_proto_type_name(m->type));
+        return NULL;
+    }
+    if (*len < cap)
+        return small;
+    *big = sl_proto_encode_alloc(m, len);
+    return *big;
+}
+
+/* Queues m for node (see queue). */
+static void queue_msg(ctl_agentport_t *ap, uint32_t node, const sl_proto_msg_t *m) {
+    char small[1024], *big;
+    size_t len;
+    const char *line = encode(m, small, sizeof small, &big, &len);
+    if (line)
+        queue(ap, node, line, len);
+    sl_free(big);
+}
+
+/* Writes m on cn at once (welcome, error). */
+static void send_now(ctl_conn_t *cn, const sl_proto_msg_t *m) {
+    char small[1024], *big;
+    size_t len;
+    const char *line = encode(m, small, sizeof small, &big, &len);
+    if (line)
+        bufferevent_write(cn->bev, line, len);
+    sl_free(big);
+}
+
+static void out_launch(void *ud, const ctl_job_t *j, int32_t i) {
+    ctl_agentport_t *ap = ud;
+    ctl_t *c = ap->c;
+    const ctl_task_t *t = &j->tasks[i];
+    ctl_node_t *mn = ctl_node_get(c, j->master_node);
+    int32_t local = 0;
+    for (int32_t k = 0; k < i; k++)
+        local += j->tasks[k].node == t->node;
+    int32_t gpus[SL_MAX_GPUS_PER_NODE];
+    size_t ngpus = 0;
+    for (int g = 0; g < SL_MAX_GPUS_PER_NODE; g++)
+        if (t->gpu_mask & (1u << g))
+            gpus[ngpus++] = g;
+    /* argv and env point into the job's spec, which outlives the call. */
+    json_t *cmd = json_object_get(j->spec, "command"), *env = json_object_get(j->spec, "env");
+    size_t argc = json_array_size(cmd), nenv = json_object_size(env);
+    const char **argv = json_is_array(cmd) ? sl_xmalloc((argc + 1) * sizeof *argv) : NULL;
+    for (size_t k = 0; argv && k < argc; k++)
+        argv[k] = json_string_value(json_array_get(cmd, k));
+    sl_proto_kv_t *kv = sl_xmalloc((nenv ? nenv : 1) * sizeof *kv);
+    size_t n = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(env, key, v) {
+        kv[n].key = key;
+        kv[n++].value = json_string_value(v);
+    }
+    sl_proto_msg_t m = {
+        .type = SL_PROTO_LAUNCH,
+        .job = j->id,
+        .task = i,
+        .u.launch = {
+            .name = json_string_value(json_object_get(j->spec, "name")),
+            .tenant = json_string_value(json_object_get(j->spec, "tenant")),
+            .argv = argv,
+            .argc = argv ? argc : 0,
+            .image = json_string_value(json_object_get(j->spec, "image")),
+            .env = kv,
+            .nenv = n,
+            .gpus = gpus,
+            .ngpus = ngpus,
+            .gpu_milli = t->gpu_mask ? t->gpu_milli : 0,
+            .gpu_memory = j->core.task.gpus ? 0 : j->core.task.gpu_mem_bytes,
+            .cpu_milli = j->core.task.cpu_milli,
+            .mem_bytes = j->core.task.mem_bytes,
+            .rank = i,
+            .world_size = j->ntasks,
+            .local_rank = local,
+            .master_addr = mn && mn->addr[0] ? mn->addr : "127.0.0.1",
+            .master_port = CTL_MASTER_PORT_BASE + (int32_t)(j->id % 1000),
+            .time_limit = j->core.time_limit_us / 1000000,
+        }};
+    queue_msg(ap, (uint32_t)t->node, &m);
+    sl_free(argv);
+    sl_free(kv);
+    c->n.tasks_launched++;
+}
+
+static void out_kill(void *ud, uint32_t node, uint64_t job, int32_t task) {
+    ctl_agentport_t *ap = ud;
+    sl_proto_msg_t m = {.type = SL_PROTO_KILL, .job = job, .task = task,
+                        .u.kill.grace_ms = ap->c->cfg.kill_grace_ms};
+    queue_msg(ap, node, &m);
+}
+
+static void out_node_down(void *ud, uint32_t node, const char *why) {
+    ctl_agentport_t *ap = ud;
+    close_node(ap, node);
+    ap->logs_gone(ap->logs_ud, node, "the node failed");
+}
+
+static void send_ack(ctl_agentport_t *ap, uint32_t node, uint64_t job, int32_t task) {
+    sl_proto_msg_t m = {.type = SL_PROTO_ACK, .job = job, .task = task};
+    queue_msg(ap, node, &m);
+}
+
+/* Sends an error and closes the connection once it has drained. */
+static void reject(ctl_conn_t *cn, const char *msg) {
+    sl_proto_msg_t m = {.type = SL_PROTO_ERROR, .u.error.message = msg};
+    send_now(cn, &m);
+    bufferevent_disable(cn->bev, EV_READ);
+    cn->closing = true;
+    sl_log(SL_LOG_WARN, "agent", "addr=%s rejected: %s", cn->addr, msg);
+}
+
+int ctl_agentport_logs(void *ud, uint32_t node, uint64_t req, uint64_t job, int32_t task,
+                       int64_t offset, int64_t limit) {
+    ctl_agentport_t *ap = ud;
+    ctl_apnode_t *an = apnode(ap, node, false);
+    if (an == NULL || an->conn == NULL)
+        return SL_ENOENT;
+    sl_proto_msg_t m = {.type = SL_PROTO_LOGS_REQ, .req = req, .job = job, .task = task,
+                        .u.logs_req = {.offset = offset, .limit = limit}};
+    char line[256];
+    size_t len;
+    if (sl_proto_encode(&m, line, sizeof line, &len) != 0 || len >= sizeof line)
+        return SL_EINVAL;
+    return bufferevent_write(an->conn->bev, line, len) == 0 ? 0 : SL_EIO;
+}
+
+/* ---- decode: every message the controller reads (through proto.h) ---- */
+
+/* A message's time (seconds since the epoch) in microseconds; now when the
+ * message had none. */
+static int64_t time_us(double t) {
+    return t > 0 ? (int64_t)llround(t * 1e6) : ctl_now_us();
+}
+
+/* An exit status the codec flagged as impossible for a process comes from
+ * a broken agent: it is logged and recorded as exit code 255, a failure,
+ * rather than wrapped into int32 (2^32 would read as 0, a success;
+ * 128+INT32_MAX overflows). */
+static void wait_status(ctl_t *c, uint32_t node, uint64_t job, int32_t task, int64_t code,
+                        int64_t sig, bool bad, int32_t *code_out, int32_t *sig_out) {
+    if (bad) {
+        sl_log(SL_LOG_WARN, "agent",
+               "node=%s job=%llu task=%d: exit_code=%lld signal=%lld out of range; "
+               "recorded as exit code 255",
+               ctl_node_name(c, (int32_t)node), (unsigned long long)job, task, (long long)code,
+               (long long)sig);
+        sig = 0;
+        code = 255;
+    }
+    *code_out = (int32_t)code;
+    *sig_out = (int32_t)sig;
+}
+
+/* An `exited` or `failed` report (a message, or an entry of a hello's
+ * tasks): recorded by the domain, then acknowledged after the commit. */
+static void on_end(ctl_agentport_t *ap, uint32_t node, uint64_t job, int32_t task, bool failed,
+                   const char *reason, int64_t code, int64_t sig, bool bad, double t) {
+    ctl_t *c = ap->c;
+    int32_t i;
+    if (ctl_task_find_live(c, node, job, task, &i)) {
+        if (failed) {
+            ctl_node_task_end(c, node, job, i, CTL_TASK_FAILED, 0, 0, reason, time_us(t));
+        } else {
+            int32_t code32, sig32;
+            wait_status(c, node, job, i, code, sig, bad, &code32, &sig32);
+            ctl_node_task_end(c, node, job, i, CTL_TASK_EXITED, code32, sig32, NULL, time_us(t));
+        }
+    }
+    send_ack(ap, node, job, task); /* leaves after the commit that recorded the exit */
+}
+
+static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char *derr) {
+    ctl_agentport_t *ap = cn->ap;
+    ctl_t *c = ap->c;
+    const sl_proto_hello_t *h = &m->u.hello;
+    /* The token first, whatever else is wrong: an unknown peer learns nothing more. */
+    if (!ctl_token_eq(h->token, c->cfg.cluster_token)) {
+        reject(cn, "bad cluster token");
+        return;
+    }
+    if (rc != 0) {
+        reject(cn, derr);
+        return;
+    }
+    const sl_proto_node_t *pn = &h->node;
+    sl_node_spec_t ns = {.name = pn->name, .cpu_milli = pn->cpu_milli, .mem_bytes = pn->mem_bytes,
+                         .gpus = pn->gpus, .gpu_model = pn->gpu_model,
+                         .gpu_mem_bytes = pn->gpu_mem_bytes, .pool = pn->pool,
+                         .labels = pn->labels};
+    uint32_t id;
+    char err[256];
+    if (ctl_node_hello(c, &ns, pn->addr && pn->addr[0] ? pn->addr : cn->addr, &id, err,
+                       sizeof err) < 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "hello: %s", err);
+        reject(cn, msg);
+        return;
+    }
+    ctl_apnode_t *an = apnode(ap, id, true);
+    if (an->conn && an->conn != cn) {
+        sl_log(SL_LOG_INFO, "agent", "node=%s: new connection replaces the old one", pn->name);
+        close_node(ap, id);
+    }
+    set_connected(ap, id, cn);
+    cn->node = (int32_t)id;
+    sl_proto_msg_t w = {.type = SL_PROTO_WELCOME,
+                        .u.welcome = {.node = ctl_node_name(c, (int32_t)id),
+                                      .heartbeat = c->cfg.heartbeat_s}};
+    send_now(cn, &w);
+
+    /* Reconcile what the agent runs with what the controller recorded. */
+    for (size_t k = 0; k < h->ntasks; k++) {
+        const sl_proto_task_t *t = &h->tasks[k];
+        if (t->state == SL_PROTO_TASK_RUNNING)
+            ctl_node_hello_running(c, id, t->job, t->task, t->pid, time_us(t->start_time));
+        else
+            on_end(ap, id, t->job, t->task, t->state == SL_PROTO_TASK_FAILED, t->reason,
+                   t->exit_code, t->signal, t->status_out_of_range, t->end_time);
+    }
+    ctl_node_hello_end(c, id);
+    ctl_node_t *n = ctl_node_get(c, id);
+    sl_log(SL_LOG_INFO, "agent", "node=%s up addr=%s gpus=%d tasks=%zu", ctl_node_name(c, (int32_t)id),
+           n->addr, sl_cluster_node(c->cl, id)->ngpus, h->ntasks);
+}
+
+/* A logs reply that the codec refused for lack of job and task, which
+ * docs/protocol.md does not ask of a reply: answered from its req, error,
+ * data, offset and eof as the protocol describes them. */
+static void logs_reply_without_ids(ctl_agentport_t *ap, json_t *o) {
+    json_t *d = json_object_get(o, "data"), *r = json_object_get(o, "req");
+    if (!json_is_integer(r))
+        return;
+    ap->logs_answer(ap->logs_ud, (uint64_t)json_integer_value(r),
+                    json_string_value(json_object_get(o, "error")),
+                    json_string_value(d) ? json_string_value(d) : "", json_string_length(d),
+                    json_integer_value(json_object_get(o, "offset")),
+                    json_is_true(json_object_get(o, "eof")));
+}
+
+static void on_message(ctl_conn_t *cn, json_t *o) {
+    ctl_agentport_t *ap = cn->ap;
+    ctl_t *c = ap->c;
+    sl_proto_msg_t m;
+    char err[300];
+    int rc = sl_proto_decode(o, SL_PROTO_TO_CTL, &m, err, sizeof err);
+    c->n.agent_messages++;
+    if (rc != 0 && m.type == SL_PROTO_NONE && rc != SL_ENOENT) {
+        sl_log(SL_LOG_WARN, "agent", "addr=%s message without type ignored", cn->addr);
+        goto out;
+    }
+    if (cn->node < 0) {
+        if (m.type == SL_PROTO_HELLO)
+            on_hello(cn, &m, rc, err);
+        else
+            reject(cn, "the first message must be hello");
+        goto out;
+    }
+    uint32_t node = (uint32_t)cn->node;
+    ctl_node_heard(c, node, m.type == SL_PROTO_HEARTBEAT);
+    if (rc != 0 && !(m.type == SL_PROTO_LOGS_REPLY || m.has_ids)) {
+        if (rc == SL_ENOENT)
+            sl_log(SL_LOG_DEBUG, "agent", "node=%s %s; ignored", ctl_node_name(c, (int32_t)node), err);
+        else
+            sl_log(SL_LOG_WARN, "agent", "node=%s: %s; ignored", ctl_node_name(c, (int32_t)node), err);
+        goto out;
+    }
+    if (rc != 0)
+        sl_log(SL_LOG_WARN, "agent", "node=%s: %s", ctl_node_name(c, (int32_t)node), err);
+    /* From here on rc != 0 means a readable job and task (has_ids) with a
+     * bad field: the report still counts, with what could be read. */
+    switch (m.type) {
+    case SL_PROTO_HEARTBEAT:
+        break; /* a sign of life only */
+    case SL_PROTO_STARTED:
+        ctl_node_task_started(c, node, m.job, m.task, m.u.started.pid, time_us(m.time));
+        break;
+    case SL_PROTO_EXITED:
+        on_end(ap, node, m.job, m.task, false, NULL, m.u.exited.exit_code, m.u.exited.signal,
+               m.u.exited.status_out_of_range || rc != 0, m.time);
+        break;
+    case SL_PROTO_FAILED:
+        on_end(ap, node, m.job, m.task, true, m.u.failed.reason, 0, 0, false, m.time);
+        break;
+    case SL_PROTO_LOGS_REPLY:
+        if (rc != 0 && !m.has_ids)
+            logs_reply_without_ids(ap, o);
+        else
+            ap->logs_answer(ap->logs_ud, m.req, rc != 0 ? err : m.u.logs_reply.error,
+                            m.u.logs_reply.data, m.u.logs_reply.data_len, m.u.logs_reply.offset,
+                            m.u.logs_reply.eof);
+        break;
+    case SL_PROTO_HELLO:
+        reject(cn, "hello sent twice");
+        break;
+    default:
+        break;
+    }
+out:
+    sl_proto_msg_fini(&m);
+}
+
+/* ---- connections ---- */
+
+static void read_cb(struct bufferevent *bev, void *ud) {
+    ctl_conn_t *cn = ud;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    cn->in_cb = true;
+    while (!cn->dead && !cn->closing) {
+        size_t len;
+        char *line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF);
+        if (line == NULL) {
+            if (evbuffer_get_length(in) > CTL_MAX_MSG)
+                reject(cn, "message longer than 1 MiB");
+            break;
+        }
+        if (len == 0) {
+            free(line);
+            continue;
+        }
+        json_error_t jerr;
+        json_t *m = json_loadb(line, len, 0, &jerr);
+        free(line);
+        if (m == NULL || !json_is_object(m)) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "bad JSON at position %d: %s", jerr.position, jerr.text);
+            json_decref(m);
+            reject(cn, msg);
+            break;
+        }
+        on_message(cn, m);
+        json_decref(m);
+    }
+    cn->in_cb = false;
+    if (cn->dead)
+        conn_free(cn);
+}
+
+static void write_cb(struct bufferevent *bev, void *ud) {
+    ctl_conn_t *cn = ud;
+    if (cn->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        conn_close(cn);
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *ud) {
+    ctl_conn_t *cn = ud;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+        conn_close(cn);
+}
+
+static void accept_cb(struct evconnlistener *lst, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *ud) {
+    ctl_agentport_t *ap = ud;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ctl_conn_t *cn = sl_xcalloc(1, sizeof *cn);
+    cn->ap = ap;
+    cn->node = -1;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, cn->addr, sizeof cn->addr);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, cn->addr, sizeof cn->addr);
+    cn->bev = bufferevent_socket_new(ap->c->loop->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(cn->bev, read_cb, write_cb, event_cb, cn);
+    bufferevent_enable(cn->bev, EV_READ | EV_WRITE);
+}
+
+static void no_logs_answer(void *ud, uint64_t req, const char *error, const char *data, size_t len,
+                           int64_t offset, bool eof) {
+}
+
+static void no_logs_gone(void *ud, uint32_t node, const char *why) {
+}
+
+void ctl_agentport_init(ctl_agentport_t *ap, ctl_t *c) {
+    *ap = (ctl_agentport_t){.c = c, .logs_answer = no_logs_answer, .logs_gone = no_logs_gone};
+    c->out = (ctl_outbound_t){.ud = ap, .launch = out_launch, .kill = out_kill,
+                              .node_down = out_node_down};
+}
+
+int ctl_agentport_listen(ctl_agentport_t *ap, char *err, size_t errlen) {
+    ctl_t *c = ap->c;
+    struct sockaddr_storage ss;
+    int sslen = sizeof ss;
+    if (evutil_parse_sockaddr_port(c->cfg.agent_listen, (struct sockaddr *)&ss, &sslen) < 0) {
+        snprintf(err, errlen, "agent_listen: cannot parse \"%s\" (want HOST:PORT)", c->cfg.agent_listen);
+        return -1;
+    }
+    ap->lst = evconnlistener_new_bind(c->loop->base, accept_cb, ap,
+                                      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 512,
+                                      (struct sockaddr *)&ss, sslen);
+    if (ap->lst == NULL) {
+        snprintf(err, errlen, "agent_listen: cannot listen on %s: %s", c->cfg.agent_listen,
+                 evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+        return -1;
+    }
+    return 0;
+}
+
+void ctl_agentport_fini(ctl_agentport_t *ap) {
+    for (size_t i = 0; i < ap->nnodes; i++) {
+        ctl_apnode_t *an = ap->nodes[i];
+        if (an == NULL)
+            continue;
+        close_node(ap, (uint32_t)i);
+        evbuffer_free(an->outq);
+        sl_free(an);
+    }
+    sl_free(ap->nodes);
+    sl_free(ap->flushq);
+    if (ap->lst)
+        evconnlistener_free(ap->lst);
+    *ap = (ctl_agentport_t){0};
+}

@@ -1,0 +1,26 @@
+/*
+ * api.h - JSON and text views of jobs and nodes for the HTTP API
+ * (docs/api.md). Views fill the job's view caches (head, row) on first
+ * use, which is why they take a non-const job.
+ */
+#ifndef SLUICE_CTL_API_H
+#define SLUICE_CTL_API_H
+
+#include "buf.h"
+#include "ctl.h"
+
+/* Appends the job object of j to b. */
+void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j);
+/* The same, with the core's job when the caller has it (saves a lookup). */
+void ctl_job_write_core(ctl_t *c, ctl_buf_t *b, ctl_job_t *j, const sl_job_t *cj);
+/* Appends the node object of core node id. */
+void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id);
+/* The text table of GET /v1/jobs?view=table (`sluice queue` prints it as
+ * is): add the listed jobs in order, then write writes the header and the
+ * padded rows into b and frees the table. */
+typedef struct ctl_jtable ctl_jtable_t;
+ctl_jtable_t *ctl_jtable_new(ctl_t *c);
+void ctl_jtable_add(ctl_jtable_t *t, ctl_job_t *j, const sl_job_t *cj);
+void ctl_jtable_write(ctl_jtable_t *t, ctl_buf_t *b);
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * config.h - sluiced's configuration (docs/config.md) and the one
+ * comparison of secrets (tokens) that every adapter uses.
+ */
+#ifndef SLUICE_CTL_CONFIG_H
+#define SLUICE_CTL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/sluice.h"
+
+#define CTL_DEFAULT_LISTEN "127.0.0.1:7070"
+#define CTL_DEFAULT_AGENT_LISTEN "127.0.0.1:7071"
+#define CTL_DEFAULT_STATE "sluiced.db"
+#define CTL_MAX_MSG (1024 * 1024)
+#define CTL_MASTER_PORT_BASE 29500
+#define CTL_DEFAULT_JOB_RETENTION_MS (3600 * 1000)
+#define CTL_DEFAULT_MAX_FINISHED_JOBS 10000
+#define CTL_TRIM_PER_PASS 1000  /* finished jobs dropped from memory per pass at most */
+
+typedef struct ctl_tenant_cfg {
+    char *name;
+    int32_t weight;
+    char *token;     /* may be NULL: only the admin can submit for it */
+    bool has_quota;
+    sl_res_t quota;
+} ctl_tenant_cfg_t;
+
+typedef struct ctl_config {
+    char *listen;
+    char *agent_listen;
+    char *state;
+    char *admin_token;
+    char *cluster_token;
+    int64_t node_timeout_ms;
+    int32_t heartbeat_s;
+    int64_t kill_grace_ms;
+    char *queue;
+    char *placement;
+    char *backfill;
+    int64_t default_time_limit_s;
+    int32_t max_starts_per_cycle;
+    int64_t job_retention_ms;   /* finished jobs stay in memory this long (by end time) */
+    int64_t max_finished_jobs;  /* and at most this many of them (the newest) */
+    ctl_tenant_cfg_t *tenants;
+    size_t ntenants;
+    char **pools;
+    size_t npools;
+    char *log_level;
+} ctl_config_t;
+
+void ctl_config_init(ctl_config_t *cfg);
+void ctl_config_fini(ctl_config_t *cfg);
+/* Loads path into cfg (keys absent keep their defaults). Returns 0, or -1
+ * with "FILE:LINE: message" in err. */
+int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errlen);
+/* Fills what is still missing (tokens, a default tenant). */
+void ctl_config_finish(ctl_config_t *cfg);
+/* Checks that tokens are non-empty and distinct. 0, or -1 with a message. */
+int ctl_config_check(const ctl_config_t *cfg, char *err, size_t errlen);
+
+/* True when the secret `given` equals `want` (non-empty), in time that
+ * depends only on the length of `given`, so that a client cannot learn a
+ * token's bytes by timing (for API tokens and the cluster token alike).
+ * NULL given is false. O(strlen(given) + strlen(want)). */
+bool ctl_token_eq(const char *given, const char *want);
+
+#endif

@@ -1,0 +1,115 @@
+/*
+ * model.h - the records sluiced keeps about jobs, tasks and nodes, and the
+ * names of their states (as stored in SQLite and shown by the API).
+ *
+ * Plain data: every layer above may read these records; only the domain
+ * (jobs.c, nodes.c, recover.c) changes them, and the adapters write the few
+ * fields marked "adapter" (what the agent port knows about a connection).
+ */
+#ifndef SLUICE_CTL_MODEL_H
+#define SLUICE_CTL_MODEL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sluice/sluice.h"
+
+typedef enum ctl_job_state {
+    CTL_JOB_PENDING = 0,
+    CTL_JOB_RUNNING,
+    CTL_JOB_SUCCEEDED,
+    CTL_JOB_FAILED,
+    CTL_JOB_CANCELLED,
+    CTL_JOB_NSTATES
+} ctl_job_state_t;
+
+typedef enum ctl_task_state {
+    CTL_TASK_LAUNCHING = 0, /* launch queued or sent, no `started` yet */
+    CTL_TASK_RUNNING,
+    CTL_TASK_EXITED,
+    CTL_TASK_FAILED,        /* could not be launched */
+    CTL_TASK_LOST,          /* its node failed */
+    CTL_TASK_NSTATES
+} ctl_task_state_t;
+
+struct ctl_job;
+
+typedef struct ctl_task {
+    int32_t node;          /* core node id; -1 when its node is no longer known */
+    uint32_t gpu_mask;
+    int32_t gpu_milli;
+    int64_t gpu_mem_bytes;
+    ctl_task_state_t state;
+    int32_t pid;
+    int32_t exit_code;     /* valid when has_exit */
+    int32_t signal;
+    bool has_exit;
+    int64_t start_us;      /* reported by the agent; -1 until started */
+    int64_t end_us;
+    /* The node's index of its live tasks (nodes.c): an intrusive list, so
+     * that a node failure or an agent's hello visits only that node's
+     * tasks. Linked while the task is launching or running on a known node. */
+    struct ctl_job *job;   /* the job whose tasks[] holds this task */
+    struct ctl_task *node_prev, *node_next;
+    bool linked;
+    uint32_t seen;         /* hello reconciliation stamp (nodes.c) */
+} ctl_task_t;
+
+typedef struct ctl_job {
+    uint64_t id;
+    int32_t tenant;        /* core tenant id; -1 when no longer configured */
+    ctl_job_state_t state;
+    json_t *spec;          /* the normalised submission (owned) */
+    /* View caches that the API fills on first use (api.c); NULL until then. */
+    char *head;            /* `{"id":N,<spec fields>,"submit_time":T` */
+    size_t head_len;
+    char *row;             /* text-table cells that never change: id, name,
+                            * tenant, tasks, per-task resources */
+    uint16_t row_len[5];   /* their lengths, stored back to back in row */
+    sl_job_spec_t core;    /* what the core was given */
+    bool requeue_on_node_failure;
+    int64_t submit_us, start_us, end_us;
+    char reason[256];      /* for finished jobs and the requeue wait */
+    int32_t exit_code;
+    bool has_exit;
+    int32_t ntasks;        /* placed tasks (0 while pending) */
+    ctl_task_t *tasks;
+    int32_t live;          /* tasks launching or running */
+    bool in_core;          /* the core holds it (pending or running) */
+    bool requeue_wait;     /* requeue once the surviving tasks have stopped */
+    int32_t requeues;
+    uint32_t master_node;
+    bool retained;         /* finished and settled: in the finished list */
+} ctl_job_t;
+
+typedef struct ctl_node {
+    uint32_t id;           /* core node id */
+    int64_t last_seen_mono_us;
+    int64_t last_seen_us;  /* wall clock, for the API; -1 never */
+    char addr[64];         /* address the agent connected from (MASTER_ADDR) */
+    int32_t live_tasks;    /* the length of tasks below */
+    ctl_task_t *tasks;     /* live tasks placed here (intrusive list) */
+    char gpu_model[SL_NAME_MAX];
+    char *spec_json;       /* as stored in the nodes table */
+    bool connected;        /* adapter: its agent has a connection that said hello */
+} ctl_node_t;
+
+/* State names: "?" for a value out of range. Can't fail. */
+const char *ctl_job_state_name(ctl_job_state_t st);
+const char *ctl_task_state_name(ctl_task_state_t st);
+/* Parses a state name. 0, or -1 (and *out unchanged) for an unknown name. */
+int ctl_job_state_parse(const char *s, ctl_job_state_t *out);
+int ctl_task_state_parse(const char *s, ctl_task_state_t *out);
+/* True while a task is launching or running. */
+bool ctl_task_is_live(const ctl_task_t *t);
+
+/* A new job record with no spec, no tasks and no times (start/end -1).
+ * Can't fail (aborts on out-of-memory). */
+ctl_job_t *ctl_job_new(void);
+/* Frees j with its spec, view caches and tasks; accepts NULL. The caller
+ * must have taken j out of every index first (the job table, its nodes'
+ * task lists). */
+void ctl_job_free(ctl_job_t *j);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * nodes.c - the node table (by core node id, grown by doubling) and the
+ * per-node lists of live tasks (see nodes.h).
+ */
+#include <string.h>
+
+#include "nodes.h"
+
+ctl_node_t *ctl_node_get(ctl_t *c, uint32_t id) {
+    return id < c->nnodes ? c->nodes[id] : NULL;
+}
+
+ctl_node_t *ctl_node_new(ctl_t *c, uint32_t id) {
+    if (id >= c->nodes_cap) {
+        size_t cap = c->nodes_cap ? c->nodes_cap * 2 : 64;
+        while (cap <= id)
+            cap *= 2;
+        c->nodes = sl_xrealloc(c->nodes, cap * sizeof *c->nodes);
+        memset(c->nodes + c->nodes_cap, 0, (cap - c->nodes_cap) * sizeof *c->nodes);
+        c->nodes_cap = cap;
+    }
+    ctl_node_t *n = sl_xcalloc(1, sizeof *n);
+    n->id = id;
+    n->last_seen_us = -1;
+    n->last_seen_mono_us = ctl_mono_us();
+    c->nodes[id] = n;
+    if (id >= c->nnodes)
+        c->nnodes = id + 1;
+    return n;
+}
+
+const char *ctl_node_name(ctl_t *c, int32_t id) {
+    const sl_node_t *nd = id >= 0 ? sl_cluster_node(c->cl, (uint32_t)id) : NULL;
+    return nd ? nd->name : "";
+}
+
+void ctl_nodes_fini(ctl_t *c) {
+    for (size_t i = 0; i < c->nnodes; i++) {
+        if (c->nodes[i] == NULL)
+            continue;
+        sl_free(c->nodes[i]->spec_json);
+        sl_free(c->nodes[i]);
+    }
+    sl_free(c->nodes);
+    c->nodes = NULL;
+    c->nnodes = c->nodes_cap = 0;
+}
+
+void ctl_node_link(ctl_t *c, ctl_job_t *j, int32_t i) {
+    ctl_task_t *t = &j->tasks[i];
+    t->job = j;
+    ctl_node_t *n = t->node >= 0 ? ctl_node_get(c, (uint32_t)t->node) : NULL;
+    if (n == NULL || t->linked)
+        return;
+    t->node_prev = NULL;
+    t->node_next = n->tasks;
+    if (n->tasks)
+        n->tasks->node_prev = t;
+    n->tasks = t;
+    t->linked = true;
+    n->live_tasks++;
+}
+
+void ctl_node_unlink(ctl_t *c, ctl_task_t *t) {
+    if (!t->linked)
+        return;
+    ctl_node_t *n = ctl_node_get(c, (uint32_t)t->node);
+    if (t->node_prev)
+        t->node_prev->node_next = t->node_next;
+    else
+        n->tasks = t->node_next;
+    if (t->node_next)
+        t->node_next->node_prev = t->node_prev;
+    t->node_prev = t->node_next = NULL;
+    t->linked = false;
+    n->live_tasks--;
+}

@@ -1,0 +1,230 @@
+/*
+ * recover.c - sluiced's start-up from the database, which is the truth.
+ *
+ * Nodes are re-created in the core as down (their agents must say hello
+ * again, within node_timeout); pending jobs return to the queue with their
+ * original submit times; jobs that hold tasks are re-adopted at their
+ * stored placement (sl_sched_adopt), so nothing is restarted, and the
+ * agents' hello reports then confirm, end or resend each task. A job whose
+ * tenant or spec is no longer acceptable, or whose placement no longer
+ * fits, is failed (its tasks told to stop). Of the finished jobs only those
+ * within job_retention and max_finished_jobs are read; the rest stay on
+ * disk and ctl_job_fetch reads one back by id.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "jobs.h"
+#include "log.h"
+#include "recover.h"
+
+static void node_row(void *ud, const char *name, const char *spec, const char *addr,
+                     int64_t last_seen_us) {
+    ctl_t *c = ud;
+    json_t *js = json_loads(spec, 0, NULL);
+    if (js == NULL)
+        return;
+    sl_node_spec_t ns = {
+        .name = name,
+        .cpu_milli = json_integer_value(json_object_get(js, "cpu_milli")),
+        .mem_bytes = json_integer_value(json_object_get(js, "mem_bytes")),
+        .gpus = (int32_t)json_integer_value(json_object_get(js, "gpus")),
+        .gpu_model = json_string_value(json_object_get(js, "gpu_model")),
+        .gpu_mem_bytes = json_integer_value(json_object_get(js, "gpu_mem_bytes")),
+        .pool = json_string_value(json_object_get(js, "pool")),
+        .labels = json_string_value(json_object_get(js, "labels")),
+    };
+    uint32_t id;
+    char err[200];
+    if (sl_cluster_add_node(c->cl, &ns, &id, err, sizeof err) < 0) {
+        sl_log(SL_LOG_WARN, "store", "node=%s not restored: %s", name, err);
+        json_decref(js);
+        return;
+    }
+    sl_cluster_set_state(c->cl, id, SL_NODE_DOWN);
+    ctl_node_t *n = ctl_node_new(c, id);
+    n->spec_json = sl_xstrdup(spec);
+    snprintf(n->addr, sizeof n->addr, "%s", addr ? addr : "");
+    n->last_seen_us = last_seen_us;
+    n->last_seen_mono_us = c->started_mono_us; /* its agent has node_timeout to return */
+    if (ns.gpu_model)
+        snprintf(n->gpu_model, sizeof n->gpu_model, "%s", ns.gpu_model);
+    json_decref(js);
+}
+
+/* Jobs read from the store, in the order read. */
+typedef struct jobvec {
+    ctl_t *c;
+    ctl_job_t **v;
+    size_t n, cap;
+} jobvec_t;
+
+static void job_row(void *ud, ctl_job_t *j, const char *tenant) {
+    jobvec_t *jv = ud;
+    if (ctl_job_find(jv->c, j->id) != NULL) {
+        ctl_job_free(j); /* already loaded as active: its tasks were still stopping */
+        return;
+    }
+    j->tenant = sl_sched_tenant_find(jv->c->sched, tenant);
+    if (jv->n == jv->cap) {
+        jv->cap = jv->cap ? 2 * jv->cap : 256;
+        jv->v = sl_xrealloc(jv->v, jv->cap * sizeof *jv->v);
+    }
+    jv->v[jv->n++] = j;
+}
+
+/* Fails every live task of j that could not be re-adopted (why) and j. */
+static void drop_tasks(ctl_t *c, ctl_job_t *j, const char *why) {
+    for (int32_t i = 0; i < j->ntasks; i++) {
+        ctl_task_t *t = &j->tasks[i];
+        if (!ctl_task_is_live(t))
+            continue;
+        ctl_node_unlink(c, t);
+        if (t->node >= 0)
+            c->out.kill(c->out.ud, (uint32_t)t->node, j->id, i);
+        t->state = CTL_TASK_LOST;
+        ctl_store_task_put(&c->store, j, i, ctl_node_name(c, t->node));
+    }
+    j->live = 0;
+    j->requeue_wait = false;
+    if (j->state == CTL_JOB_RUNNING || j->state == CTL_JOB_PENDING)
+        ctl_job_fail(c, j, why);
+}
+
+/* Puts a loaded job back into the core: pending jobs into the queue, jobs
+ * with live tasks re-adopted at their stored placement. */
+static void restore_job(ctl_t *c, ctl_job_t *j) {
+    char err[256];
+    if (j->state == CTL_JOB_PENDING && !j->requeue_wait) {
+        j->ntasks = 0;
+        sl_free(j->tasks);
+        j->tasks = NULL;
+        if (sl_sched_submit(c->sched, &j->core, err, sizeof err) < 0) {
+            ctl_job_fail(c, j, err);
+            return;
+        }
+        j->in_core = true;
+        return;
+    }
+    for (int32_t i = 0; i < j->ntasks; i++) {
+        if (ctl_task_is_live(&j->tasks[i])) {
+            j->live++;
+            ctl_node_link(c, j, i);
+        }
+    }
+    if (j->live == 0 && j->state != CTL_JOB_RUNNING && !j->requeue_wait)
+        return; /* finished and settled */
+    sl_place_t *pls = sl_xcalloc((size_t)(j->ntasks ? j->ntasks : 1), sizeof *pls);
+    bool ok = j->ntasks > 0;
+    for (int32_t i = 0; i < j->ntasks; i++) {
+        if (j->tasks[i].node < 0)
+            ok = false;
+        pls[i] = (sl_place_t){(uint32_t)(j->tasks[i].node < 0 ? 0 : j->tasks[i].node),
+                              j->tasks[i].gpu_mask, j->tasks[i].gpu_milli,
+                              j->tasks[i].gpu_mem_bytes};
+    }
+    int rc = ok ? sl_sched_adopt(c->sched, &j->core, pls, j->ntasks, j->start_us, err, sizeof err)
+                : SL_EINVAL;
+    sl_free(pls);
+    if (rc < 0) {
+        if (!ok)
+            snprintf(err, sizeof err, "placement lost");
+        sl_log(SL_LOG_ERROR, "store", "job=%llu cannot be re-adopted: %s",
+               (unsigned long long)j->id, err);
+        char why[300];
+        snprintf(why, sizeof why, "could not be re-adopted after restart: %s", err);
+        drop_tasks(c, j, why);
+        return;
+    }
+    j->in_core = true;
+    j->master_node = (uint32_t)j->tasks[0].node;
+    if (j->live == 0)
+        ctl_job_settle(c, j); /* every task ended and was recorded before the crash */
+}
+
+/* Registers a job read at start-up that is (or was, before the crash)
+ * pending or running. False if it could not be kept as such: its tenant
+ * or spec is no longer acceptable, and it was failed. */
+static bool load_active(ctl_t *c, ctl_job_t *j) {
+    char err[256];
+    if (j->tenant < 0) {
+        const char *tenant = json_string_value(json_object_get(j->spec, "tenant"));
+        snprintf(err, sizeof err, "tenant \"%s\" is no longer configured", tenant ? tenant : "");
+        j->tenant = 0;
+        char ignored[256];
+        ctl_job_core_spec(c, j, ignored, sizeof ignored); /* for the task count only */
+    } else if (ctl_job_core_spec(c, j, err, sizeof err) == 0) {
+        j->core.submit_us = j->submit_us;
+        ctl_job_register(c, j);
+        return true;
+    }
+    ctl_job_register(c, j);
+    if (j->state == CTL_JOB_PENDING || j->state == CTL_JOB_RUNNING)
+        ctl_job_fail(c, j, err);
+    else
+        ctl_job_retain(c, j);
+    ctl_job_load_tasks(c, j); /* after the failure: none of them is re-adopted */
+    return false;
+}
+
+int ctl_recover(ctl_t *c, char *err, size_t errlen) {
+    uint64_t max_id;
+    if (ctl_store_nodes_read(&c->store, node_row, c) < 0 ||
+        ctl_store_max_id(&c->store, &max_id) < 0)
+        goto fail;
+    c->next_id = max_id + 1;
+
+    /* Active jobs: pending or running, or finished with tasks that had
+     * not yet reported their end. */
+    jobvec_t all = {c, NULL, 0, 0};
+    if (ctl_store_jobs_active(&c->store, job_row, &all) < 0)
+        goto fail;
+    size_t nactive = 0;
+    for (size_t i = 0; i < all.n; i++)
+        if (load_active(c, all.v[i]))
+            all.v[nactive++] = all.v[i];
+
+    /* The newest finished jobs within job_retention and max_finished_jobs,
+     * retained oldest first as if they had just finished. */
+    jobvec_t fin = {c, NULL, 0, 0};
+    if (c->cfg.job_retention_ms > 0 && c->cfg.max_finished_jobs > 0) {
+        if (ctl_store_jobs_finished(&c->store, ctl_now_us() - c->cfg.job_retention_ms * 1000,
+                                    c->cfg.max_finished_jobs, job_row, &fin) < 0) {
+            sl_free(all.v);
+            goto fail;
+        }
+        for (size_t i = fin.n; i-- > 0;) {
+            ctl_job_t *j = fin.v[i];
+            ctl_job_register(c, j);
+            ctl_job_load_tasks(c, j);
+            ctl_job_retain(c, j);
+        }
+    }
+
+    for (size_t i = 0; i < nactive; i++)
+        ctl_job_load_tasks(c, all.v[i]);
+    size_t pending = 0, adopted = 0;
+    for (size_t i = 0; i < nactive; i++) {
+        ctl_job_t *j = all.v[i];
+        if (j->in_core)
+            continue;
+        bool is_pending = j->state == CTL_JOB_PENDING;
+        restore_job(c, j);
+        if (j->in_core && is_pending)
+            pending++;
+        else if (j->in_core)
+            adopted++;
+        else if (j->live == 0)
+            ctl_job_retain(c, j); /* finished and settled before the crash */
+    }
+    sl_log(SL_LOG_INFO, "store", "loaded active=%zu pending=%zu adopted=%zu finished=%zu nodes=%zu",
+           nactive, pending, adopted, fin.n, c->nnodes);
+    sl_free(all.v);
+    sl_free(fin.v);
+    ctl_store_commit(&c->store);
+    c->sched_dirty = true;
+    return 0;
+fail:
+    snprintf(err, errlen, "%s", ctl_store_errmsg(&c->store));
+    return -1;
+}

@@ -1,0 +1,35 @@
+/*
+ * spec.h - validation of a job submission (spec.c).
+ *
+ * Included by ctl.h, so that spec.c needs no header of its own beyond it.
+ */
+#ifndef SLUICE_CTL_SPEC_H
+#define SLUICE_CTL_SPEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+struct ctl;
+
+/* Why a submission was refused. */
+typedef struct ctl_field_err {
+    int status;            /* 400 or 403 */
+    const char *code;      /* "invalid_field", "unknown_field", "forbidden" */
+    char field[64];
+    char message[320];
+} ctl_field_err_t;
+
+/* Validates a submission for tenant (admin: any tenant) and normalises it
+ * into a new job (id 0, not registered), which the caller owns. On error
+ * returns NULL with the field and message in fe. */
+ctl_job_t *ctl_job_from_spec(struct ctl *c, json_t *spec, int32_t tenant, bool admin,
+                             ctl_field_err_t *fe);
+/* Fills j->core from j->spec, interning its GPU models and pool into the
+ * cluster. 0, or -1 with a message in err. */
+int ctl_job_core_spec(struct ctl *c, ctl_job_t *j, char *err, size_t errlen);
+
+#endif

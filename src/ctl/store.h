@@ -1,0 +1,101 @@
+/*
+ * store.h - sluiced's durable state: rows in SQLite, nothing more.
+ *
+ * The store knows tables, statements and transactions. It does not know
+ * the scheduler, the cluster or a job's lifecycle: the domain passes names
+ * (tenant, node) where a row holds them, and reading back hands rows to the
+ * caller (recover.c), which rebuilds the core and the jobs.
+ *
+ * Every write joins the loop iteration's open transaction; the COMMIT hook
+ * (ctl_store_flush, run by the loop after the scheduling cycle) commits it
+ * once. A failed write or COMMIT is fatal (fail-stop: the process exits
+ * with status 3 and a restart recovers from the database, which is the
+ * truth), except for ctl_store_job_insert, whose failure the submitter
+ * answers.
+ */
+#ifndef SLUICE_CTL_STORE_H
+#define SLUICE_CTL_STORE_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "loop.h"
+#include "model.h"
+
+struct event;
+
+#define CTL_LAZY_COMMIT_MS 100
+
+typedef struct ctl_store {
+    sqlite3 *db;
+    const char *path;      /* not owned */
+    ctl_loop_t *loop;      /* kicked when a write must commit this iteration */
+    bool in_txn;
+    bool txn_urgent;       /* the open transaction must commit this iteration */
+    struct event *lazy_ev; /* commits a transaction holding only lazy writes */
+    sqlite3_stmt *st[16];
+    uint64_t commits;      /* for /metrics */
+    uint64_t commit_us;
+} ctl_store_t;
+
+/* Opens (creating if needed) the database at path in caller storage s.
+ * 0, or -1 with "path: message" in err (close s anyway). */
+int ctl_store_open(ctl_store_t *s, ctl_loop_t *loop, const char *path, char *err, size_t errlen);
+/* Commits what is open and closes; accepts a store never opened. */
+void ctl_store_close(ctl_store_t *s);
+/* SQLite's message for the last failed call (valid until the next call). */
+const char *ctl_store_errmsg(ctl_store_t *s);
+/* Commits the open transaction, if any. 0 (a failure exits). */
+int ctl_store_commit(ctl_store_t *s);
+/* The loop's COMMIT hook: commits when a write asked for it (ud is the
+ * store). Returns false (no work left). */
+bool ctl_store_flush(void *ud);
+
+/* ---- writes (each joins the iteration's transaction) ---- */
+
+/* Inserts j's row (tenant is its tenant's name). 0, or SL_EIO when SQLite
+ * refused the row (logged; the transaction stays open and usable, or the
+ * process exits if SQLite rolled it back). */
+int ctl_store_job_insert(ctl_store_t *s, const ctl_job_t *j, const char *tenant);
+void ctl_store_job_update(ctl_store_t *s, const ctl_job_t *j);
+/* Task i of j, placed on the node called node. */
+void ctl_store_task_put(ctl_store_t *s, const ctl_job_t *j, int32_t i, const char *node);
+/* The same for a change whose loss in a crash is harmless (a task reported
+ * started): committed with the next urgent write or after
+ * CTL_LAZY_COMMIT_MS. */
+void ctl_store_task_put_lazy(ctl_store_t *s, const ctl_job_t *j, int32_t i, const char *node);
+void ctl_store_tasks_delete(ctl_store_t *s, uint64_t job);
+void ctl_store_node_put(ctl_store_t *s, const ctl_node_t *n, const char *name);
+
+/* ---- reads ---- */
+
+/* A node row. The strings are valid during the call only. */
+typedef void (*ctl_store_node_fn)(void *ud, const char *name, const char *spec_json,
+                                  const char *addr, int64_t last_seen_us);
+/* A job row as a new record (id, spec, state, times, reason, exit,
+ * requeue_wait, requeues; tenant -1, no tasks), which the callee owns;
+ * tenant is the stored tenant name, valid during the call only. */
+typedef void (*ctl_store_job_fn)(void *ud, ctl_job_t *j, const char *tenant);
+/* A task row: t has node -1; node is the stored node name. */
+typedef void (*ctl_store_task_fn)(void *ud, ctl_job_t *j, int32_t idx, const char *node,
+                                  const ctl_task_t *t);
+
+/* Every node row, oldest first. 0 or -1. */
+int ctl_store_nodes_read(ctl_store_t *s, ctl_store_node_fn fn, void *ud);
+/* The highest job id ever stored (0 when none). 0 or -1. */
+int ctl_store_max_id(ctl_store_t *s, uint64_t *out);
+/* Jobs pending or running, or finished with tasks that had not reported
+ * their end, by id (partial indexes: proportional to what is read). 0 or -1. */
+int ctl_store_jobs_active(ctl_store_t *s, ctl_store_job_fn fn, void *ud);
+/* Finished jobs that ended at or after since_us, newest first, at most
+ * limit of them. 0 or -1. */
+int ctl_store_jobs_finished(ctl_store_t *s, int64_t since_us, int64_t limit, ctl_store_job_fn fn,
+                            void *ud);
+/* The job row with this id as a new record (the caller frees it) and its
+ * tenant's name in tenant; NULL if there is none or its spec is unreadable. */
+ctl_job_t *ctl_store_job_get(ctl_store_t *s, uint64_t id, char *tenant, size_t tenantlen);
+/* Every task row of job j, by index. */
+void ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, void *ud);
+
+#endif
