@@ -21,8 +21,8 @@ leaves undefined and another defines is a call between their files), so a
 call through a macro or an inline wrapper is seen too; calls through
 function pointers are not calls (that is how a lower layer reaches up: a
 hook registered at start-up). Includes are read from the sources'
-`#include "..."` lines. Every .c and .h of the directory (not of its
-subdirectories, unless LAYERS names them) must be listed, so a new file
+`#include "..."` lines. Every .c and .h of the directory, and of each
+subdirectory that LAYERS names a file of, must be listed, so a new file
 cannot slip past the check.
 
 Exit status: 0 clean, 1 violations (each printed as file: message), 2 usage
@@ -89,10 +89,16 @@ def main(argv):
     names, layer_of = read_layers(layers_path)
     bad = []
 
-    # Every source and header of the directory is listed (and exists).
-    for fn in sorted(os.listdir(root)):
-        if fn.endswith((".c", ".h")) and fn not in layer_of:
-            bad.append("%s: not listed in %s" % (fn, layers_path))
+    # Every source and header of the directory, and of each subdirectory
+    # LAYERS names a file of, is listed (and exists).
+    dirs = sorted({os.path.dirname(fn) for fn in layer_of} | {""})
+    for sub in dirs:
+        if not os.path.isdir(os.path.join(root, sub)):
+            continue
+        for fn in sorted(os.listdir(os.path.join(root, sub))):
+            rel = os.path.join(sub, fn) if sub else fn
+            if fn.endswith((".c", ".h")) and rel not in layer_of:
+                bad.append("%s: not listed in %s" % (rel, layers_path))
     for fn in layer_of:
         if not os.path.isfile(os.path.join(root, fn)):
             bad.append("%s: listed in %s but does not exist" % (fn, layers_path))

@@ -782,7 +782,18 @@ static int dec_body(dec_t *d, json_t *o) {
         return get_time(d, o, "time", &m->time);
     case SL_PROTO_LOGS_REPLY: {
         sl_proto_logs_reply_t *r = &m->u.logs_reply;
-        if (get_ids(d, o, true) || get_str(d, o, "error", false, &r->error)) return SL_EINVAL;
+        /* A reply names its request; job and task are optional (the
+         * request already says which log), read when the agent sends them. */
+        if (absent(json_object_get(o, "job")) && absent(json_object_get(o, "task"))) {
+            int64_t req = 0;
+            if (get_int(d, o, "req", true, 0, INT64_MAX, 0, &req,
+                        "a request id (a whole number, 0 or more)") != 0)
+                return SL_EINVAL;
+            m->req = (uint64_t)req;
+        } else if (get_ids(d, o, true)) {
+            return SL_EINVAL;
+        }
+        if (get_str(d, o, "error", false, &r->error)) return SL_EINVAL;
         r->size = -1;
         if (r->error) return 0;
         json_t *v = json_object_get(o, "data");

@@ -381,20 +381,6 @@ static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char
            n->addr, sl_cluster_node(c->cl, id)->ngpus, h->ntasks);
 }
 
-/* A logs reply that the codec refused for lack of job and task, which
- * docs/protocol.md does not ask of a reply: answered from its req, error,
- * data, offset and eof as the protocol describes them. */
-static void logs_reply_without_ids(ctl_agentport_t *ap, json_t *o) {
-    json_t *d = json_object_get(o, "data"), *r = json_object_get(o, "req");
-    if (!json_is_integer(r))
-        return;
-    ap->logs_answer(ap->logs_ud, (uint64_t)json_integer_value(r),
-                    json_string_value(json_object_get(o, "error")),
-                    json_string_value(d) ? json_string_value(d) : "", json_string_length(d),
-                    json_integer_value(json_object_get(o, "offset")),
-                    json_is_true(json_object_get(o, "eof")));
-}
-
 static void on_message(ctl_conn_t *cn, json_t *o) {
     ctl_agentport_t *ap = cn->ap;
     ctl_t *c = ap->c;
@@ -440,12 +426,9 @@ static void on_message(ctl_conn_t *cn, json_t *o) {
         on_end(ap, node, m.job, m.task, true, m.u.failed.reason, 0, 0, false, m.time);
         break;
     case SL_PROTO_LOGS_REPLY:
-        if (rc != 0 && !m.has_ids)
-            logs_reply_without_ids(ap, o);
-        else
-            ap->logs_answer(ap->logs_ud, m.req, rc != 0 ? err : m.u.logs_reply.error,
-                            m.u.logs_reply.data, m.u.logs_reply.data_len, m.u.logs_reply.offset,
-                            m.u.logs_reply.eof);
+        ap->logs_answer(ap->logs_ud, m.req, rc != 0 ? err : m.u.logs_reply.error,
+                        m.u.logs_reply.data, m.u.logs_reply.data_len, m.u.logs_reply.offset,
+                        m.u.logs_reply.eof);
         break;
     case SL_PROTO_HELLO:
         reject(cn, "hello sent twice");

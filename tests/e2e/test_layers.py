@@ -85,3 +85,15 @@ def test_layers_files_of_the_tree_are_complete(layers):
             listed.update(line.split(":", 1)[1].split())
     for fn in listed:
         assert os.path.isfile(os.path.join(os.path.dirname(path), fn)), fn
+
+
+def test_layers_unlisted_file_of_a_listed_subdirectory_fails(tmp_path):
+    (tmp_path / "policy").mkdir()
+    files = dict(FILES)
+    files["policy/p.c"] = '#include "../low.h"\nint p(void);\nint p(void) { return low(2); }\n'
+    files["policy/q.h"] = "int q(void);\n"
+    rc, err = tree(tmp_path, files, "low: low.c low.h\nmid: mid.c mid.h\ntop: top.c policy/p.c\n")
+    assert rc == 1
+    assert "policy/q.h: not listed" in err
+    rc, err = tree(tmp_path, files, "low: low.c low.h\nmid: mid.c mid.h policy/q.h\ntop: top.c policy/p.c\n")
+    assert rc == 0, err

@@ -166,6 +166,42 @@ static void test_proto_logs_round_trip(void **state) {
     sl_proto_msg_fini(&d);
 }
 
+/* docs/protocol.md's logs reply names only its request: job and task are
+ * optional, and a reply without them decodes (it used to be refused, and
+ * the controller read such replies with code of its own). */
+static void test_proto_logs_reply_without_job_and_task(void **state) {
+    (void)state;
+    sl_proto_msg_t d;
+    char err[200];
+    static const char ok[] = "{\"type\":\"logs\",\"req\":7,\"data\":\"hi\\n\",\"offset\":0,\"eof\":true}";
+    assert_int_equal(sl_proto_decode_line(ok, sizeof ok - 1, SL_PROTO_TO_CTL, &d, err, sizeof err), 0);
+    assert_int_equal(d.type, SL_PROTO_LOGS_REPLY);
+    assert_int_equal(d.req, 7);
+    assert_false(d.has_ids);
+    assert_int_equal(d.u.logs_reply.data_len, 3);
+    assert_true(d.u.logs_reply.eof);
+    sl_proto_msg_fini(&d);
+
+    static const char gone[] = "{\"type\":\"logs\",\"req\":9,\"error\":\"no log for job 12 task 3\"}";
+    assert_int_equal(sl_proto_decode_line(gone, sizeof gone - 1, SL_PROTO_TO_CTL, &d, err, sizeof err), 0);
+    assert_int_equal(d.req, 9);
+    assert_string_equal(d.u.logs_reply.error, "no log for job 12 task 3");
+    sl_proto_msg_fini(&d);
+
+    static const char noreq[] = "{\"type\":\"logs\",\"data\":\"x\"}";
+    assert_int_equal(sl_proto_decode_line(noreq, sizeof noreq - 1, SL_PROTO_TO_CTL, &d, err, sizeof err),
+                     SL_EINVAL);
+    assert_non_null(strstr(err, "req"));
+    sl_proto_msg_fini(&d);
+
+    /* One id without the other is still checked. */
+    static const char half[] = "{\"type\":\"logs\",\"req\":4,\"job\":12,\"data\":\"x\"}";
+    assert_int_equal(sl_proto_decode_line(half, sizeof half - 1, SL_PROTO_TO_CTL, &d, err, sizeof err),
+                     SL_EINVAL);
+    assert_non_null(strstr(err, "task"));
+    sl_proto_msg_fini(&d);
+}
+
 static void test_proto_controller_messages_round_trip(void **state) {
     (void)state;
     sl_proto_msg_t d;
@@ -563,6 +599,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_proto_hello_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_task_reports_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_logs_round_trip, tu_teardown),
+        cmocka_unit_test_teardown(test_proto_logs_reply_without_job_and_task, tu_teardown),
         cmocka_unit_test_teardown(test_proto_controller_messages_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_launch_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_rejects_bad_messages, tu_teardown),
