@@ -418,42 +418,22 @@ void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task) {
 static size_t utf8_clean(unsigned char *b, size_t n, int final) {
     size_t i = 0;
     while (i < n) {
-        unsigned c = b[i];
-        size_t k;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c == 0) {
+        if (b[i] == 0) {
             b[i++] = '?';
             continue;
         }
-        if (c < 0x80) {
+        if (b[i] < 0x80) {
             i++;
             continue;
         }
-        if (c >= 0xC2 && c <= 0xDF) k = 2;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            k = 3;
-            if (c == 0xE0) lo = 0xA0;
-            if (c == 0xED) hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            k = 4;
-            if (c == 0xF0) lo = 0x90;
-            if (c == 0xF4) hi = 0x8F;
-        } else {
-            b[i++] = '?';
-            continue;
-        }
-        size_t j = 1;
-        for (; j < k && i + j < n; j++) {
-            unsigned d = b[i + j];
-            if (j == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF)) break;
-        }
-        if (j == k) {
+        bool cut;
+        size_t k = sl_proto_utf8_seq(b + i, n - i, &cut);
+        if (k > 0)
             i += k;
-        } else if (i + j == n && !final) {
+        else if (cut && !final)
             return i;  /* incomplete at the end: leave for the next read */
-        } else {
+        else
             b[i++] = '?';
-        }
     }
     return n;
 }

@@ -89,11 +89,10 @@ static void put_i64(writer_t *w, int64_t v) {
     }
 }
 
-/* Length of the valid UTF-8 sequence at s[0..n) (n > 0, s[0] >= 0x80), or 0
- * if it is not one (RFC 3629: no overlongs, surrogates or > U+10FFFF). */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
+size_t sl_proto_utf8_seq(const unsigned char *s, size_t n, bool *cut) {
     unsigned c = s[0], lo = 0x80, hi = 0xBF;
     size_t k;
+    if (cut) *cut = false;
     if (c >= 0xC2 && c <= 0xDF) {
         k = 2;
     } else if (c >= 0xE0 && c <= 0xEF) {
@@ -107,10 +106,13 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
     } else {
         return 0;
     }
-    if (n < k) return 0;
-    if (s[1] < lo || s[1] > hi) return 0;
-    for (size_t j = 2; j < k; j++)
-        if (s[j] < 0x80 || s[j] > 0xBF) return 0;
+    for (size_t j = 1; j < k; j++) {
+        if (j == n) {
+            if (cut) *cut = true;
+            return 0;
+        }
+        if (j == 1 ? (s[1] < lo || s[1] > hi) : (s[j] < 0x80 || s[j] > 0xBF)) return 0;
+    }
     return k;
 }
 
@@ -131,7 +133,7 @@ static void put_strn(writer_t *w, const char *s, size_t n) {
             continue;
         }
         if (c >= 0x80) {
-            size_t k = utf8_seq(u + i, n - i);
+            size_t k = sl_proto_utf8_seq(u + i, n - i, NULL);
             if (k > 0) {
                 i += k;
                 continue;
