@@ -96,14 +96,17 @@ int ctl_job_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     j->core.id = j->id;
     j->core.submit_us = j->submit_us;
     int rc = sl_sched_submit(c->sched, &j->core, err, errlen);
-    if (rc < 0)
+    if (rc < 0) {
+        ctl_job_release_names(c, j); /* a refused job leaves no name behind */
         return rc;
+    }
     rc = ctl_store_job_insert(&c->store, j, sl_sched_tenant_name(c->sched, j->tenant));
     if (rc < 0) {
         /* Undo the queueing; the id is burnt, so the next job never
          * collides with whatever holds this one's row. */
         sl_sched_cancel(c->sched, j->id, j->submit_us);
         sl_sched_forget(c->sched, j->id);
+        ctl_job_release_names(c, j);
         c->next_id++;
         snprintf(err, errlen, "could not store the job");
         return SL_EIO;
@@ -240,6 +243,9 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
         j->in_core = false;
         c->sched_dirty = true;
     }
+    /* Finished for good: the names it held may now go (a requeued job
+     * above keeps them, as it waits in the queue again). */
+    ctl_job_release_names(c, j);
     ctl_store_job_update(&c->store, j);
     ctl_job_retain(c, j);
     kick(c); /* the flush trims the finished list once this is committed */

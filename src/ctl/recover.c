@@ -159,6 +159,7 @@ static bool load_active(ctl_t *c, ctl_job_t *j) {
         return true;
     }
     ctl_job_register(c, j);
+    ctl_job_release_names(c, j); /* it will not be scheduled */
     if (j->state == CTL_JOB_PENDING || j->state == CTL_JOB_RUNNING)
         ctl_job_fail(c, j, err);
     else
@@ -214,8 +215,10 @@ int ctl_recover(ctl_t *c, char *err, size_t errlen) {
             pending++;
         else if (j->in_core)
             adopted++;
-        else if (j->live == 0)
+        else if (j->live == 0) {
+            ctl_job_release_names(c, j);
             ctl_job_retain(c, j); /* finished and settled before the crash */
+        }
     }
     sl_log(SL_LOG_INFO, "store", "loaded active=%zu pending=%zu adopted=%zu finished=%zu nodes=%zu",
            nactive, pending, adopted, fin.n, c->nnodes);
