@@ -20,7 +20,9 @@
  * reference goes frees its slot, which the next new name takes (the lowest
  * free id, so that ids stay a function of the call sequence); an id never
  * changes while the name is referenced, so the masks of pending jobs stay
- * valid.
+ * valid. (The workload statistics, sl_workload, keep the masks of past jobs'
+ * shapes; after an id is reused they count toward its new name: an input of
+ * the fragmentation score, never of whether a placement fits.)
  *
  * The index. Every node that is up belongs to exactly one equivalence class:
  * the nodes whose whole placement-relevant state is identical, namely pool,

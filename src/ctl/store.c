@@ -550,8 +550,9 @@ ctl_job_t *ctl_store_job_get(ctl_store_t *s, uint64_t id, char *tenant, size_t t
 
 int ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, void *ud) {
     sqlite3_stmt *st = s->st[ST_TASKS_GET];
-    int rc = sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
-    int out = rc == SQLITE_OK ? 0 : -1;
+    if (sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id) != SQLITE_OK)
+        return read_fail(s, "reading tasks");
+    int rc, out = 0;
     while (out == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         ctl_task_t t = {.node = -1};
         int32_t idx = sqlite3_column_int(st, 0);
@@ -574,8 +575,6 @@ int ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, voi
     }
     if (out == 0 && rc != SQLITE_DONE)
         out = read_fail(s, "reading tasks");
-    else if (out < 0 && rc != SQLITE_ROW && rc != SQLITE_OK)
-        out = read_fail(s, "reading tasks"); /* a failed bind */
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return out;
@@ -645,7 +644,8 @@ int ctl_store_backup(const char *src_path, const char *dst_path, ctl_store_backu
         snprintf(err, errlen, "copying %s to %s: %s", src_path, tmp, sqlite3_errmsg(dst));
         goto out;
     }
-    sqlite3_exec(src, "COMMIT", NULL, NULL, NULL);
+    /* Ends the read transaction; the copy is complete either way. */
+    (void)sqlite3_exec(src, "COMMIT", NULL, NULL, NULL);
     /* A self-contained file (no -wal beside it); sluiced turns WAL back on
      * when it opens the copy. */
     if (sqlite3_exec(dst, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL) != SQLITE_OK ||

@@ -203,16 +203,24 @@ def test_missing_or_empty_database_needs_init(tmp_path):
 def test_backup_while_submitting_restores_acknowledged_jobs(tmp_path):
     ctl = Controller(tmp_path / "ctl").start()
     try:
-        acked = submit_pending(ctl, 200)
+        # About 5 MiB of rows, so that the copy takes more than one step
+        # (1,024 pages of 4 KiB each) while submissions keep committing.
+        acked = submit_pending(ctl, 600, env={"PAD": "x" * 8000})
         stop = threading.Event()
-        during = []
+        during, errors = [], []
 
         def keep_submitting():
             deadline = time.time() + 60
             while not stop.is_set() and len(during) < 5000 and time.time() < deadline:
-                st, body = ctl.request("POST", "/v1/jobs", {"command": ["x"], "gpus": 1},
-                                       token=ctl.token("bob"))
-                assert st == 201, (st, body)
+                try:
+                    st, body = ctl.request("POST", "/v1/jobs", {"command": ["x"], "gpus": 1},
+                                           token=ctl.token("bob"))
+                except OSError as e:
+                    errors.append(repr(e))
+                    return
+                if st != 201:
+                    errors.append((st, body))
+                    return
                 during.append(body["id"])
 
         t = threading.Thread(target=keep_submitting, daemon=True)
@@ -224,8 +232,11 @@ def test_backup_while_submitting_restores_acknowledged_jobs(tmp_path):
         n_before_end = len(during)
         stop.set()
         t.join(timeout=70)
+        assert not errors, errors
         assert r.returncode == 0, r.stderr
         assert "wrote %s" % copy in r.stdout and "quick_check ok" in r.stdout, r.stdout
+        steps = int(r.stdout.split(" steps")[0].rsplit(" ", 1)[1])
+        assert steps >= 2, r.stdout
         assert not os.path.exists(copy + "-wal")
         assert quick_check(copy) == "ok"
         con = sqlite3.connect(copy)
