@@ -244,6 +244,8 @@ int ctl_recover(ctl_t *c, char *err, size_t errlen) {
 out:
     if (rc < 0) {
         snprintf(err, errlen, "%s", ctl_store_errmsg(&c->store));
+        /* Jobs failed before the bad row was met stay as they were on disk. */
+        ctl_store_discard(&c->store);
         /* Rows read but not yet in the job table are the loader's. */
         for (size_t i = 0; i < all.n; i++)
             if (all.v[i] != NULL && ctl_job_find(c, all.v[i]->id) != all.v[i])

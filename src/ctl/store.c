@@ -282,6 +282,17 @@ static void store_begin_lazy(ctl_store_t *s) {
     }
 }
 
+void ctl_store_discard(ctl_store_t *s) {
+    if (s->db == NULL || !s->in_txn)
+        return;
+    if (sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
+        sl_log(SL_LOG_ERROR, "store", "%s: ROLLBACK: %s", s->path, sqlite3_errmsg(s->db));
+    s->in_txn = false;
+    s->txn_urgent = false;
+    if (s->lazy_ev)
+        evtimer_del(s->lazy_ev);
+}
+
 int ctl_store_commit(ctl_store_t *s) {
     if (!s->in_txn)
         return 0;

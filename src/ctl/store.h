@@ -56,6 +56,10 @@ void ctl_store_close(ctl_store_t *s);
 /* Why the last call failed: the store's own message for a bad row or a
  * failed read, else SQLite's (valid until the next call). */
 const char *ctl_store_errmsg(ctl_store_t *s);
+/* Rolls the open transaction back, if any: for a start-up that failed
+ * half-way, so that a refused load leaves the file as it was. Can't fail
+ * (a failed ROLLBACK is logged; SQLite then undoes it at the next open). */
+void ctl_store_discard(ctl_store_t *s);
 /* Commits the open transaction, if any. 0 (a failure exits). */
 int ctl_store_commit(ctl_store_t *s);
 /* The loop's COMMIT hook: commits when a write asked for it (ud is the

@@ -162,6 +162,38 @@ def test_damage_inside_a_value_stops_the_load(controller):
     assert len(ids) == 20
 
 
+def test_a_load_stopped_half_way_writes_nothing(controller):
+    """Job 1's tenant is no longer configured, so the load fails it; then
+    a finished job's stored spec turns out unreadable and the load stops.
+    The failure of job 1 must not reach the disk: the start was refused."""
+    j1 = controller.submit({"command": ["x"], "name": "orphan"}, tenant="bob")["id"]
+    j2 = controller.submit({"command": ["x"], "name": "victim"}, tenant="alice")["id"]
+    st, body = controller.request("DELETE", "/v1/jobs/%d" % j2, token=controller.token("alice"))
+    assert st == 200, (st, body)
+    controller.stop()
+    db = controller.db_path
+    with open(db, "rb") as f:
+        data = f.read()
+    at = data.find(b'{"name":"victim"')
+    assert at > 0
+    with open(db, "r+b") as f:
+        f.seek(at)
+        f.write(b"[")  # the spec is no longer a JSON object
+    assert quick_check(db) == "ok"
+    controller.config["tenants"] = [t for t in controller.config["tenants"]
+                                    if t["name"] != "bob"]
+    controller._write_config()
+    r = run_sluiced(controller)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "job %d" % j2 in r.stderr and "spec" in r.stderr, r.stderr
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    try:
+        state = con.execute("SELECT state FROM jobs WHERE id = ?", (j1,)).fetchone()[0]
+    finally:
+        con.close()
+    assert state == "pending"
+
+
 def test_missing_or_empty_database_needs_init(tmp_path):
     ctl = Controller(tmp_path / "ctl", init=False)
     db = ctl.db_path
