@@ -142,7 +142,10 @@ static int bad_row(ctl_store_t *s, const char *fmt, ...) {
     "over %s while sluiced is stopped), or move the file away and start with --init for an " \
     "empty cluster"
 
-/* PRAGMA quick_check: 0 when it reports "ok", else -1 with what it found. */
+/* PRAGMA quick_check: 0 when it reports "ok", else -1 with what it found:
+ * damage (what quick_check lists, or SQLite calling the file corrupt or
+ * not a database) with the advice to restore, or any other failure (a
+ * lock, a permission, an I/O error) as SQLite's message alone. */
 static int quick_check(sqlite3 *db, const char *path, char *err, size_t errlen) {
     sqlite3_stmt *st = NULL;
     char first[200] = "";
@@ -157,11 +160,17 @@ static int quick_check(sqlite3 *db, const char *path, char *err, size_t errlen) 
             }
         }
     }
-    if (rc != SQLITE_DONE && rc != SQLITE_OK)
+    bool ran = rc == SQLITE_DONE || rc == SQLITE_OK;
+    int code = sqlite3_errcode(db);
+    if (!ran)
         snprintf(first, sizeof first, "%s", sqlite3_errmsg(db));
     sqlite3_finalize(st);
-    if ((rc == SQLITE_DONE || rc == SQLITE_OK) && nbad == 0)
+    if (ran && nbad == 0)
         return 0;
+    if (!ran && code != SQLITE_CORRUPT && code != SQLITE_NOTADB) {
+        snprintf(err, errlen, "%s: cannot be read: %s", path, first);
+        return -1;
+    }
     snprintf(err, errlen, "%s: the database is damaged (quick_check: %s%s)" RESTORE_HINT, path,
              first, nbad > 1 ? "; and more" : "", path);
     return -1;

@@ -208,6 +208,14 @@ def test_missing_or_empty_database_needs_init(tmp_path):
     assert "empty (0 bytes)" in r.stderr and "--init" in r.stderr and db in r.stderr, r.stderr
     assert os.path.getsize(db) == 0
 
+    with open(db, "wb") as f:  # not an SQLite file at all: damaged, --init or not
+        f.write(os.urandom(8192))
+    for extra in ([], ["--init"]):
+        r = run_sluiced(ctl, *extra)
+        assert r.returncode == 2, r.stderr
+        assert "damaged" in r.stderr and "not a database" in r.stderr, r.stderr
+    open(db, "wb").close()
+
     ctl.init = True  # the empty file is initialised
     ctl.start()
     jid = ctl.submit({"command": ["true"]})["id"]
