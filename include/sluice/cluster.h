@@ -97,17 +97,33 @@ int sl_cluster_set_state(sl_cluster_t *cl, uint32_t id, sl_node_state_t st);
 
 /*
  * Interns a pool or GPU model name and returns its id (>= 0), creating it if
- * needed, so jobs may name models no node has yet. Returns SL_ERANGE past
- * SL_MAX_POOLS / SL_MAX_MODELS, SL_EINVAL for an empty or long name.
- * Pool "default" always exists with id 0.
+ * needed, so jobs may name models no node has yet. Each call takes one
+ * reference, which the caller gives back with the matching release; a node
+ * holds one to its model and pool (sl_cluster_add_node). Returns SL_ERANGE
+ * when SL_MAX_POOLS / SL_MAX_MODELS names are in use, SL_EINVAL for an
+ * empty or long name (nothing taken then). Pool "default" always exists
+ * with id 0. O(names in the table).
  */
 int sl_cluster_pool_intern(sl_cluster_t *cl, const char *name);
 int sl_cluster_model_intern(sl_cluster_t *cl, const char *name);
+/*
+ * Drops one reference taken by an intern. The name stays, with its id,
+ * while any reference does; with the last one its slot becomes free and
+ * the next new name may take that id. 0, or SL_EINVAL (nothing changed)
+ * for an id that holds no name taken by an intern ("default" keeps the
+ * cluster's own reference). O(1).
+ */
+int sl_cluster_pool_release(sl_cluster_t *cl, int32_t id);
+int sl_cluster_model_release(sl_cluster_t *cl, int32_t id);
 int sl_cluster_pool_find(const sl_cluster_t *cl, const char *name);  /* SL_ENOENT if absent */
 int sl_cluster_model_find(const sl_cluster_t *cl, const char *name); /* SL_ENOENT if absent */
-const char *sl_cluster_pool_name(const sl_cluster_t *cl, int32_t id);  /* NULL if bad id */
-const char *sl_cluster_model_name(const sl_cluster_t *cl, int32_t id); /* NULL if bad id */
+/* The name with this id; NULL for a bad id or a free slot. */
+const char *sl_cluster_pool_name(const sl_cluster_t *cl, int32_t id);
+const char *sl_cluster_model_name(const sl_cluster_t *cl, int32_t id);
+/* Names in use (ids may be sparse once a name was released; every id is
+ * below SL_MAX_MODELS / SL_MAX_POOLS). */
 size_t sl_cluster_model_count(const sl_cluster_t *cl);
+size_t sl_cluster_pool_count(const sl_cluster_t *cl);
 
 /*
  * Could one task of req be placed on node as it is now (state up, pool,

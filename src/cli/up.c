@@ -402,7 +402,12 @@ int cli_cmd_up(cli_t *c) {
     char ctl_bin[PATH_MAX], agent_bin[PATH_MAX];
     sibling("sluiced", ctl_bin, sizeof ctl_bin);
     sibling("sluice-agent", agent_bin, sizeof agent_bin);
-    char *ctl_argv[] = {ctl_bin, "--config", p.cfg, NULL};
+    /* --init only while the state is new (no database yet, or an empty
+     * one): a database that disappears or empties later is an error that
+     * sluiced reports, not a reason to start an empty cluster. */
+    struct stat dbst;
+    bool new_state = stat(p.db, &dbst) != 0 || dbst.st_size == 0;
+    char *ctl_argv[] = {ctl_bin, "--config", p.cfg, new_state ? "--init" : NULL, NULL};
     ctl = spawn(ctl_argv, environ, detach, p.ctl_log);
     if (ctl < 0) {
         rc = CLI_ESERVER;

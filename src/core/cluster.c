@@ -11,6 +11,19 @@
  * and GPU models are interned into small arrays; they number in the tens, so
  * a linear lookup is cheaper than a hash.
  *
+ * Names are reference counted, because the tables are small and fixed
+ * (SL_MAX_MODELS, as a model is a bit of a request's mask) and whoever can
+ * submit a job can name any model or pool. A node holds a reference to its
+ * model and pool for the cluster's life (nodes are never removed), a job
+ * from its submission until it is forgotten, the caller's configuration to
+ * its pools; pool "default" holds one of its own. A name whose last
+ * reference goes frees its slot, which the next new name takes (the lowest
+ * free id, so that ids stay a function of the call sequence); an id never
+ * changes while the name is referenced, so the masks of pending jobs stay
+ * valid. (The workload statistics, sl_workload, keep the masks of past jobs'
+ * shapes; after an id is reused they count toward its new name: an input of
+ * the fragmentation score, never of whether a placement fits.)
+ *
  * The index. Every node that is up belongs to exactly one equivalence class:
  * the nodes whose whole placement-relevant state is identical, namely pool,
  * model, GPU count, CPU/memory/GPU-memory totals, free CPU and memory, and
@@ -124,8 +137,11 @@ int sl_cluster_create(sl_cluster_t **out) {
     cl->free_slot = NO_SLOT;
     cl->pool_cap = 8;
     cl->pools = sl_xmalloc((size_t)cl->pool_cap * sizeof *cl->pools);
+    cl->pool_refs = sl_xcalloc((size_t)cl->pool_cap, sizeof *cl->pool_refs);
     strcpy(cl->pools[0], "default");
+    cl->pool_refs[0] = 1; /* the cluster's own: "default" always exists */
     cl->npools = 1;
+    cl->pools_used = 1;
     *out = cl;
     return 0;
 }
@@ -148,6 +164,7 @@ void sl_cluster_destroy(sl_cluster_t *cl) {
     sl_free(cl->node_hpos);
     sl_hash_fini(&cl->names);
     sl_free(cl->pools);
+    sl_free(cl->pool_refs);
     sl_free(cl);
 }
 
@@ -160,53 +177,103 @@ static int name_check(const char *name) {
 }
 
 int sl_cluster_pool_find(const sl_cluster_t *cl, const char *name) {
-    if (!name) return SL_ENOENT;
+    if (!name || !*name) return SL_ENOENT;
     for (int32_t i = 0; i < cl->npools; i++)
-        if (strcmp(cl->pools[i], name) == 0) return i;
+        if (cl->pool_refs[i] > 0 && strcmp(cl->pools[i], name) == 0) return i;
     return SL_ENOENT;
 }
 
 int sl_cluster_model_find(const sl_cluster_t *cl, const char *name) {
-    if (!name) return SL_ENOENT;
+    if (!name || !*name) return SL_ENOENT;
     for (int32_t i = 0; i < cl->nmodels; i++)
-        if (strcmp(cl->models[i], name) == 0) return i;
+        if (cl->model_refs[i] > 0 && strcmp(cl->models[i], name) == 0) return i;
     return SL_ENOENT;
+}
+
+/* The lowest free slot below used (a released name's), or used itself. */
+static int32_t free_slot(const int32_t *refs, int32_t used) {
+    int32_t i = 0;
+    while (i < used && refs[i] > 0) i++;
+    return i;
 }
 
 int sl_cluster_pool_intern(sl_cluster_t *cl, const char *name) {
     int rc = name_check(name);
     if (rc) return rc;
     int id = sl_cluster_pool_find(cl, name);
-    if (id >= 0) return id;
-    if (cl->npools >= SL_MAX_POOLS) return SL_ERANGE;
-    if (cl->npools == cl->pool_cap) {
-        cl->pool_cap *= 2;
-        cl->pools = sl_xrealloc(cl->pools, (size_t)cl->pool_cap * sizeof *cl->pools);
+    if (id >= 0) {
+        cl->pool_refs[id]++;
+        return id;
     }
-    strcpy(cl->pools[cl->npools], name);
-    return cl->npools++;
+    if (cl->pools_used >= SL_MAX_POOLS) return SL_ERANGE;
+    id = free_slot(cl->pool_refs, cl->npools);
+    if (id == cl->npools) {
+        if (cl->npools == cl->pool_cap) {
+            int32_t ncap = cl->pool_cap * 2;
+            cl->pools = sl_xrealloc(cl->pools, (size_t)ncap * sizeof *cl->pools);
+            cl->pool_refs = sl_xrealloc(cl->pool_refs, (size_t)ncap * sizeof *cl->pool_refs);
+            memset(cl->pool_refs + cl->pool_cap, 0,
+                   (size_t)(ncap - cl->pool_cap) * sizeof *cl->pool_refs);
+            cl->pool_cap = ncap;
+        }
+        cl->npools++;
+    }
+    strcpy(cl->pools[id], name);
+    cl->pool_refs[id] = 1;
+    cl->pools_used++;
+    return id;
 }
 
 int sl_cluster_model_intern(sl_cluster_t *cl, const char *name) {
     int rc = name_check(name);
     if (rc) return rc;
     int id = sl_cluster_model_find(cl, name);
-    if (id >= 0) return id;
-    if (cl->nmodels >= SL_MAX_MODELS) return SL_ERANGE;
-    strcpy(cl->models[cl->nmodels], name);
-    return cl->nmodels++;
+    if (id >= 0) {
+        cl->model_refs[id]++;
+        return id;
+    }
+    if (cl->models_used >= SL_MAX_MODELS) return SL_ERANGE;
+    id = free_slot(cl->model_refs, cl->nmodels);
+    if (id == cl->nmodels) cl->nmodels++;
+    strcpy(cl->models[id], name);
+    cl->model_refs[id] = 1;
+    cl->models_used++;
+    return id;
+}
+
+int sl_cluster_pool_release(sl_cluster_t *cl, int32_t id) {
+    /* Pool 0's first reference is the cluster's own: "default" stays. */
+    if (id < 0 || id >= cl->npools || cl->pool_refs[id] <= (id == 0)) return SL_EINVAL;
+    if (--cl->pool_refs[id] == 0) {
+        cl->pools[id][0] = '\0';
+        cl->pools_used--;
+    }
+    return 0;
+}
+
+int sl_cluster_model_release(sl_cluster_t *cl, int32_t id) {
+    if (id < 0 || id >= cl->nmodels || cl->model_refs[id] <= 0) return SL_EINVAL;
+    if (--cl->model_refs[id] == 0) {
+        cl->models[id][0] = '\0';
+        cl->models_used--;
+    }
+    return 0;
 }
 
 const char *sl_cluster_pool_name(const sl_cluster_t *cl, int32_t id) {
-    return (id >= 0 && id < cl->npools) ? cl->pools[id] : NULL;
+    return (id >= 0 && id < cl->npools && cl->pool_refs[id] > 0) ? cl->pools[id] : NULL;
 }
 
 const char *sl_cluster_model_name(const sl_cluster_t *cl, int32_t id) {
-    return (id >= 0 && id < cl->nmodels) ? cl->models[id] : NULL;
+    return (id >= 0 && id < cl->nmodels && cl->model_refs[id] > 0) ? cl->models[id] : NULL;
 }
 
 size_t sl_cluster_model_count(const sl_cluster_t *cl) {
-    return (size_t)cl->nmodels;
+    return (size_t)cl->models_used;
+}
+
+size_t sl_cluster_pool_count(const sl_cluster_t *cl) {
+    return (size_t)cl->pools_used;
 }
 
 /* ---- nodes ---- */
@@ -267,11 +334,12 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
         return SL_EEXIST;
     }
     /* Check both interns can succeed before doing either (nothing changes on failure). */
-    if (sl_cluster_pool_find(cl, pool) < 0 && cl->npools >= SL_MAX_POOLS) {
+    if (sl_cluster_pool_find(cl, pool) < 0 && cl->pools_used >= SL_MAX_POOLS) {
         seterr(err, errlen, "node \"%s\": too many pools", nm);
         return SL_ERANGE;
     }
-    if (has_model && sl_cluster_model_find(cl, spec->gpu_model) < 0 && cl->nmodels >= SL_MAX_MODELS) {
+    if (has_model && sl_cluster_model_find(cl, spec->gpu_model) < 0 &&
+        cl->models_used >= SL_MAX_MODELS) {
         seterr(err, errlen, "node \"%s\": too many GPU models", nm);
         return SL_ERANGE;
     }
@@ -280,6 +348,7 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
         return SL_ERANGE;
     }
 
+    /* The node's references to its pool and model, held for good. */
     int32_t pool_id = sl_cluster_pool_intern(cl, pool);
     int32_t model_id = has_model ? sl_cluster_model_intern(cl, spec->gpu_model) : -1;
 

@@ -48,10 +48,16 @@ struct sl_cluster {
 
     sl_hash_t names;        /* sl_hash_str(name) -> node id + 1 */
 
+    /* Interned names with a reference count each (cluster.c): slot i is
+     * free, and its name empty, while refs[i] is 0. npools and nmodels are
+     * the slots ever used (ids are below them); pools_used and models_used
+     * count the names in use. */
     char (*pools)[SL_NAME_MAX];
-    int32_t npools, pool_cap;
+    int32_t *pool_refs;
+    int32_t npools, pool_cap, pools_used;
     char models[SL_MAX_MODELS][SL_NAME_MAX];
-    int32_t nmodels;
+    int32_t model_refs[SL_MAX_MODELS];
+    int32_t nmodels, models_used;
 
     cls_t *slots;           /* classes, stable while in use; may hold parked buffers */
     uint32_t nslots, slot_cap, free_slot;

@@ -214,7 +214,9 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
     static const char *const top[] = {"listen", "agent_listen", "state", "admin_token",
                                       "cluster_token", "node_timeout", "heartbeat", "kill_grace",
                                       "scheduler", "tenants", "pools", "log_level",
-                                      "job_retention", "max_finished_jobs", NULL};
+                                      "job_retention", "max_finished_jobs",
+                                      "init", /* create a missing or empty state database */
+                                      NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
                                       "max_starts_per_cycle", NULL};
     rd_t r = {path, err, errlen};
@@ -270,6 +272,13 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         if (get_int(&r, s, "max_starts_per_cycle", 0, 1000000, &v) < 0)
             goto out;
         cfg->max_starts_per_cycle = (int32_t)v;
+    }
+    /* init: true lets sluiced create a missing or empty state database
+     * (as --init does); without it such a file is refused (store.c). */
+    const sl_yaml_node_t *ini = sl_yaml_map_get(root, "init");
+    if (ini != NULL && !sl_yaml_is_null(ini) && sl_yaml_bool(ini, &cfg->init) < 0) {
+        fail(&r, ini, "init: must be true or false%s%s", "", "");
+        goto out;
     }
     const sl_yaml_node_t *t = sl_yaml_map_get(root, "tenants");
     if (t != NULL && !sl_yaml_is_null(t) && load_tenants(&r, cfg, t) < 0)

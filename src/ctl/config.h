@@ -49,6 +49,7 @@ typedef struct ctl_config {
     char **pools;
     size_t npools;
     char *log_level;
+    bool init;                  /* create a missing or empty state database (--init) */
 } ctl_config_t;
 
 void ctl_config_init(ctl_config_t *cfg);

@@ -36,8 +36,6 @@ static void kick(ctl_t *c) {
 
 int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
     sl_hash_init(&c->jobs);
-    if (ctl_store_open(&c->store, c->loop, c->cfg.state, err, errlen) < 0)
-        return -1;
     sl_cluster_create(&c->cl);
     sl_sched_config_t sc;
     sl_sched_config_init(&sc);
@@ -71,7 +69,9 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
             return -1;
         }
     }
-    return 0;
+    /* Last, so that a configuration error is reported before the state
+     * file is opened (or created, with --init). */
+    return ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen);
 }
 
 void ctl_domain_close(ctl_t *c) {
@@ -96,14 +96,17 @@ int ctl_job_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     j->core.id = j->id;
     j->core.submit_us = j->submit_us;
     int rc = sl_sched_submit(c->sched, &j->core, err, errlen);
-    if (rc < 0)
+    if (rc < 0) {
+        ctl_job_release_names(c, j); /* a refused job leaves no name behind */
         return rc;
+    }
     rc = ctl_store_job_insert(&c->store, j, sl_sched_tenant_name(c->sched, j->tenant));
     if (rc < 0) {
         /* Undo the queueing; the id is burnt, so the next job never
          * collides with whatever holds this one's row. */
         sl_sched_cancel(c->sched, j->id, j->submit_us);
         sl_sched_forget(c->sched, j->id);
+        ctl_job_release_names(c, j);
         c->next_id++;
         snprintf(err, errlen, "could not store the job");
         return SL_EIO;
@@ -240,6 +243,9 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
         j->in_core = false;
         c->sched_dirty = true;
     }
+    /* Finished for good: the names it held may now go (a requeued job
+     * above keeps them, as it waits in the queue again). */
+    ctl_job_release_names(c, j);
     ctl_store_job_update(&c->store, j);
     ctl_job_retain(c, j);
     kick(c); /* the flush trims the finished list once this is committed */
@@ -348,10 +354,14 @@ void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const cha
 
 /* ---- reading jobs back ---- */
 
-static void task_row(void *ud, ctl_job_t *j, int32_t idx, const char *node, const ctl_task_t *t) {
+static int task_row(void *ud, ctl_job_t *j, int32_t idx, const char *node, const ctl_task_t *t) {
     ctl_t *c = ud;
-    if (idx < 0 || idx >= j->core.ntasks)
-        return;
+    if (idx < 0 || idx >= j->core.ntasks) {
+        snprintf(c->store.errbuf, sizeof c->store.errbuf,
+                 "job %llu: a stored task has index %d, outside its %d tasks",
+                 (unsigned long long)j->id, idx, j->core.ntasks);
+        return -1;
+    }
     if (j->tasks == NULL)
         j->tasks = sl_xcalloc((size_t)j->core.ntasks, sizeof *j->tasks);
     if (idx + 1 > j->ntasks)
@@ -360,14 +370,15 @@ static void task_row(void *ud, ctl_job_t *j, int32_t idx, const char *node, cons
     j->tasks[idx] = *t;
     j->tasks[idx].node = nd ? (int32_t)nd->id : -1;
     j->tasks[idx].job = j;
+    return 0;
 }
 
-void ctl_job_load_tasks(ctl_t *c, ctl_job_t *j) {
+int ctl_job_load_tasks(ctl_t *c, ctl_job_t *j) {
     if (j->core.ntasks <= 0) {
         json_int_t n = json_integer_value(json_object_get(j->spec, "tasks"));
         j->core.ntasks = n >= 1 && n <= SL_MAX_TASKS ? (int32_t)n : 1;
     }
-    ctl_store_tasks_read(&c->store, j, task_row, c);
+    return ctl_store_tasks_read(&c->store, j, task_row, c);
 }
 
 ctl_job_t *ctl_job_fetch(ctl_t *c, uint64_t id) {
@@ -376,7 +387,12 @@ ctl_job_t *ctl_job_fetch(ctl_t *c, uint64_t id) {
     if (j == NULL)
         return NULL;
     j->tenant = sl_sched_tenant_find(c->sched, tenant);
-    ctl_job_load_tasks(c, j);
+    if (ctl_job_load_tasks(c, j) < 0) {
+        sl_log(SL_LOG_ERROR, "store", "job=%llu unreadable: %s", (unsigned long long)id,
+               ctl_store_errmsg(&c->store));
+        ctl_job_free(j);
+        return NULL;
+    }
     return j;
 }
 

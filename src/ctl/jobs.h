@@ -50,11 +50,13 @@ void ctl_task_ended(ctl_t *c, ctl_job_t *j, int32_t i, ctl_task_state_t st, int3
                     int32_t sig, bool has_exit, const char *reason, int64_t t_us);
 
 /* Reads task rows of j from the store into j->tasks (node names resolved
- * to core ids, -1 for nodes no longer known). */
-void ctl_job_load_tasks(ctl_t *c, ctl_job_t *j);
+ * to core ids, -1 for nodes no longer known). 0, or -1 when the store
+ * failed or a row is not one sluiced writes (ctl_store_errmsg says why). */
+int ctl_job_load_tasks(ctl_t *c, ctl_job_t *j);
 /* A job dropped from memory, read back from the store with its tasks: a
  * new record the caller frees (ctl_job_free); tenant -1 when its tenant is
- * no longer configured; NULL if there is no such job. */
+ * no longer configured; NULL if there is no such job or its rows are
+ * unreadable (logged). */
 ctl_job_t *ctl_job_fetch(ctl_t *c, uint64_t id);
 
 /* ---- what agents report (the agent port translates its messages) ---- */

@@ -49,7 +49,8 @@ static void signal_cb(evutil_socket_t sig, short what, void *ud) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: sluiced [--config FILE] [--listen HOST:PORT] [--agent-listen HOST:PORT]\n"
-            "               [--state DB] [--help] [--version]\n"
+            "               [--state DB] [--init] [--help] [--version]\n"
+            "       sluiced backup FILE [--state DB | --config FILE]\n"
             "\n"
             "The Sluice controller: HTTP/JSON API, agent protocol, SQLite state.\n"
             "\n"
@@ -57,6 +58,11 @@ static void usage(FILE *f) {
             "  --listen HOST:PORT     HTTP API address (default %s)\n"
             "  --agent-listen H:P     agent protocol address (default %s)\n"
             "  --state DB             SQLite database (default ./%s)\n"
+            "  --init                 create the database if it is missing or empty\n"
+            "                         (without it sluiced refuses such a file)\n"
+            "\n"
+            "backup FILE writes a consistent copy of the database to the new file FILE\n"
+            "while sluiced runs (SQLite's online backup API), then checks it.\n"
             "\n"
             "Environment: SLUICE_LOG=error|warn|info|debug, SLUICE_LOG_FLAGS=sched,agent,...\n"
             "\nRoutes (Authorization: Bearer TOKEN):\n",
@@ -87,13 +93,71 @@ static void teardown(sluiced_t *d) {
     ctl_config_fini(&d->c.cfg);
 }
 
+/* ---- sluiced backup (issue 8: store) ---- */
+
+/* `sluiced backup FILE [--state DB | --config CONFIG]`: argv[0] is
+ * "backup". Exit 0 with what was written, 2 for bad usage or a missing
+ * source, 1 when the copy failed. */
+static int cmd_backup(int argc, char **argv) {
+    static const struct option opts[] = {{"state", required_argument, NULL, 's'},
+                                         {"config", required_argument, NULL, 'c'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *state = NULL, *config = NULL;
+    int o;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "s:c:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 's': state = optarg; break;
+        case 'c': config = optarg; break;
+        case 'h':
+            printf("usage: sluiced backup FILE [--state DB | --config FILE]\n\n"
+                   "Copies the state database (--state, or the config's state, or ./%s)\n"
+                   "to the new file FILE while sluiced may run, then checks the copy with\n"
+                   "PRAGMA quick_check. To restore: stop sluiced, copy FILE over the\n"
+                   "database, start sluiced.\n", CTL_DEFAULT_STATE);
+            return 0;
+        default: return 2;
+        }
+    }
+    if (optind != argc - 1 || (state && config)) {
+        fprintf(stderr, "usage: sluiced backup FILE [--state DB | --config FILE]\n");
+        return 2;
+    }
+    const char *dst = argv[optind];
+    ctl_config_t cfg;
+    ctl_config_init(&cfg);
+    char err[640];
+    if (config && ctl_config_load(&cfg, config, err, sizeof err) < 0) {
+        fprintf(stderr, "sluiced backup: %s\n", err);
+        ctl_config_fini(&cfg);
+        return 2;
+    }
+    const char *src = state ? state : cfg.state ? cfg.state : CTL_DEFAULT_STATE;
+    ctl_store_backup_stats_t st;
+    int rc = ctl_store_backup(src, dst, &st, err, sizeof err);
+    if (rc < 0)
+        fprintf(stderr, "sluiced backup: %s\n", err);
+    else
+        printf("sluiced backup: wrote %s from %s: %lld pages, %.1f MiB in %lld steps, %lld jobs "
+               "(%lld pending or running); quick_check ok\n",
+               dst, src, (long long)st.pages, (double)st.bytes / (1024.0 * 1024.0),
+               (long long)st.steps, (long long)st.jobs, (long long)st.active);
+    ctl_config_fini(&cfg);
+    return rc < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "backup") == 0)
+        return cmd_backup(argc - 1, argv + 1);
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},  {"listen", required_argument, NULL, 'l'},
         {"agent-listen", required_argument, NULL, 'a'}, {"state", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
+        {"init", no_argument, NULL, 'I'},
         {NULL, 0, NULL, 0}};
     const char *config = NULL, *listen = NULL, *agent_listen = NULL, *state = NULL;
+    bool init = false;
     int o;
     while ((o = getopt_long(argc, argv, "c:l:a:s:hV", opts, NULL)) != -1) {
         switch (o) {
@@ -103,6 +167,7 @@ int main(int argc, char **argv) {
         case 's': state = optarg; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("sluiced %s\n", SLUICE_VERSION); return 0;
+        case 'I': init = true; break;
         default: usage(stderr); return 2;
         }
     }
@@ -137,6 +202,7 @@ int main(int argc, char **argv) {
     OVERRIDE(agent_listen, agent_listen)
     OVERRIDE(state, state)
 #undef OVERRIDE
+    c->cfg.init = c->cfg.init || init;
     ctl_config_finish(&c->cfg);
     if (ctl_config_check(&c->cfg, err, sizeof err) < 0) {
         fprintf(stderr, "sluiced: %s%s%s\n", config ? config : "", config ? ": " : "", err);
@@ -181,7 +247,13 @@ int main(int argc, char **argv) {
         goto out;
     }
     if (ctl_recover(c, err, sizeof err) < 0) {
-        fprintf(stderr, "sluiced: %s: cannot load state: %s\n", c->cfg.state, err);
+        /* A row that cannot be read is damage quick_check did not see. */
+        fprintf(stderr,
+                "sluiced: %s: cannot load state: %s; sluiced will not start on a partly readable "
+                "database. Restore the last copy made with `sluiced backup` (copy it over %s), "
+                "or move the file away and start with --init for an empty cluster\n",
+                c->cfg.state, err, c->cfg.state);
+        rc = 2;
         goto out;
     }
     if (ctl_http_listen(&d->http, err, sizeof err) < 0 ||

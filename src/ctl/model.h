@@ -77,6 +77,9 @@ typedef struct ctl_job {
     ctl_task_t *tasks;
     int32_t live;          /* tasks launching or running */
     bool in_core;          /* the core holds it (pending or running) */
+    bool names_held;       /* core.task's GPU models and pool hold a reference
+                            * each in the cluster (spec.c), from submission
+                            * (or recovery) until the job leaves for good */
     bool requeue_wait;     /* requeue once the surviving tasks have stopped */
     int32_t requeues;
     uint32_t master_node;

@@ -18,12 +18,16 @@
 #include "log.h"
 #include "recover.h"
 
-static void node_row(void *ud, const char *name, const char *spec, const char *addr,
-                     int64_t last_seen_us) {
+static int node_row(void *ud, const char *name, const char *spec, const char *addr,
+                    int64_t last_seen_us) {
     ctl_t *c = ud;
     json_t *js = json_loads(spec, 0, NULL);
-    if (js == NULL)
-        return;
+    if (js == NULL || !json_is_object(js)) {
+        json_decref(js);
+        snprintf(c->store.errbuf, sizeof c->store.errbuf,
+                 "node %.63s: its stored spec is not a JSON object", name);
+        return -1;
+    }
     sl_node_spec_t ns = {
         .name = name,
         .cpu_milli = json_integer_value(json_object_get(js, "cpu_milli")),
@@ -39,7 +43,7 @@ static void node_row(void *ud, const char *name, const char *spec, const char *a
     if (sl_cluster_add_node(c->cl, &ns, &id, err, sizeof err) < 0) {
         sl_log(SL_LOG_WARN, "store", "node=%s not restored: %s", name, err);
         json_decref(js);
-        return;
+        return 0; /* its agent may register it again */
     }
     sl_cluster_set_state(c->cl, id, SL_NODE_DOWN);
     ctl_node_t *n = ctl_node_new(c, id);
@@ -50,6 +54,7 @@ static void node_row(void *ud, const char *name, const char *spec, const char *a
     if (ns.gpu_model)
         snprintf(n->gpu_model, sizeof n->gpu_model, "%s", ns.gpu_model);
     json_decref(js);
+    return 0;
 }
 
 /* Jobs read from the store, in the order read. */
@@ -59,11 +64,11 @@ typedef struct jobvec {
     size_t n, cap;
 } jobvec_t;
 
-static void job_row(void *ud, ctl_job_t *j, const char *tenant) {
+static int job_row(void *ud, ctl_job_t *j, const char *tenant) {
     jobvec_t *jv = ud;
     if (ctl_job_find(jv->c, j->id) != NULL) {
         ctl_job_free(j); /* already loaded as active: its tasks were still stopping */
-        return;
+        return 0;
     }
     j->tenant = sl_sched_tenant_find(jv->c->sched, tenant);
     if (jv->n == jv->cap) {
@@ -71,6 +76,7 @@ static void job_row(void *ud, ctl_job_t *j, const char *tenant) {
         jv->v = sl_xrealloc(jv->v, jv->cap * sizeof *jv->v);
     }
     jv->v[jv->n++] = j;
+    return 0;
 }
 
 /* Fails every live task of j that could not be re-adopted (why) and j. */
@@ -144,8 +150,9 @@ static void restore_job(ctl_t *c, ctl_job_t *j) {
 
 /* Registers a job read at start-up that is (or was, before the crash)
  * pending or running. False if it could not be kept as such: its tenant
- * or spec is no longer acceptable, and it was failed. */
-static bool load_active(ctl_t *c, ctl_job_t *j) {
+ * or spec is no longer acceptable, and it was failed; *bad is then set
+ * when its task rows could not be read. */
+static bool load_active(ctl_t *c, ctl_job_t *j, bool *bad) {
     char err[256];
     if (j->tenant < 0) {
         const char *tenant = json_string_value(json_object_get(j->spec, "tenant"));
@@ -159,50 +166,57 @@ static bool load_active(ctl_t *c, ctl_job_t *j) {
         return true;
     }
     ctl_job_register(c, j);
+    ctl_job_release_names(c, j); /* it will not be scheduled */
     if (j->state == CTL_JOB_PENDING || j->state == CTL_JOB_RUNNING)
         ctl_job_fail(c, j, err);
     else
         ctl_job_retain(c, j);
-    ctl_job_load_tasks(c, j); /* after the failure: none of them is re-adopted */
+    /* After the failure: none of them is re-adopted. */
+    *bad = ctl_job_load_tasks(c, j) < 0;
     return false;
 }
 
 int ctl_recover(ctl_t *c, char *err, size_t errlen) {
     uint64_t max_id;
+    jobvec_t all = {c, NULL, 0, 0}, fin = {c, NULL, 0, 0};
+    int rc = -1;
     if (ctl_store_nodes_read(&c->store, node_row, c) < 0 ||
         ctl_store_max_id(&c->store, &max_id) < 0)
-        goto fail;
+        goto out;
     c->next_id = max_id + 1;
 
     /* Active jobs: pending or running, or finished with tasks that had
-     * not yet reported their end. */
-    jobvec_t all = {c, NULL, 0, 0};
+     * not yet reported their end. Any row that cannot be read stops the
+     * load: a job silently left out would be lost for good. */
     if (ctl_store_jobs_active(&c->store, job_row, &all) < 0)
-        goto fail;
+        goto out;
     size_t nactive = 0;
-    for (size_t i = 0; i < all.n; i++)
-        if (load_active(c, all.v[i]))
+    bool bad = false;
+    for (size_t i = 0; i < all.n && !bad; i++)
+        if (load_active(c, all.v[i], &bad))
             all.v[nactive++] = all.v[i];
+    if (bad)
+        goto out;
 
     /* The newest finished jobs within job_retention and max_finished_jobs,
      * retained oldest first as if they had just finished. */
-    jobvec_t fin = {c, NULL, 0, 0};
     if (c->cfg.job_retention_ms > 0 && c->cfg.max_finished_jobs > 0) {
         if (ctl_store_jobs_finished(&c->store, ctl_now_us() - c->cfg.job_retention_ms * 1000,
-                                    c->cfg.max_finished_jobs, job_row, &fin) < 0) {
-            sl_free(all.v);
-            goto fail;
-        }
+                                    c->cfg.max_finished_jobs, job_row, &fin) < 0)
+            goto out;
         for (size_t i = fin.n; i-- > 0;) {
             ctl_job_t *j = fin.v[i];
+            fin.v[i] = NULL; /* the table owns it from here */
             ctl_job_register(c, j);
-            ctl_job_load_tasks(c, j);
             ctl_job_retain(c, j);
+            if (ctl_job_load_tasks(c, j) < 0)
+                goto out;
         }
     }
 
     for (size_t i = 0; i < nactive; i++)
-        ctl_job_load_tasks(c, all.v[i]);
+        if (ctl_job_load_tasks(c, all.v[i]) < 0)
+            goto out;
     size_t pending = 0, adopted = 0;
     for (size_t i = 0; i < nactive; i++) {
         ctl_job_t *j = all.v[i];
@@ -214,17 +228,33 @@ int ctl_recover(ctl_t *c, char *err, size_t errlen) {
             pending++;
         else if (j->in_core)
             adopted++;
-        else if (j->live == 0)
+        else if (j->live == 0) {
+            ctl_job_release_names(c, j);
             ctl_job_retain(c, j); /* finished and settled before the crash */
+        }
     }
     sl_log(SL_LOG_INFO, "store", "loaded active=%zu pending=%zu adopted=%zu finished=%zu nodes=%zu",
            nactive, pending, adopted, fin.n, c->nnodes);
-    sl_free(all.v);
-    sl_free(fin.v);
     ctl_store_commit(&c->store);
     c->sched_dirty = true;
-    return 0;
-fail:
-    snprintf(err, errlen, "%s", ctl_store_errmsg(&c->store));
-    return -1;
+    /* From here a failed read means the file went bad under a running
+     * sluiced: stop, as for a failed write. */
+    c->store.fail_stop = true;
+    rc = 0;
+out:
+    if (rc < 0) {
+        snprintf(err, errlen, "%s", ctl_store_errmsg(&c->store));
+        /* Jobs failed before the bad row was met stay as they were on disk. */
+        ctl_store_discard(&c->store);
+        /* Rows read but not yet in the job table are the loader's. */
+        for (size_t i = 0; i < all.n; i++)
+            if (all.v[i] != NULL && ctl_job_find(c, all.v[i]->id) != all.v[i])
+                ctl_job_free(all.v[i]);
+        for (size_t i = 0; i < fin.n; i++)
+            if (fin.v[i] != NULL)
+                ctl_job_free(fin.v[i]);
+    }
+    sl_free(all.v);
+    sl_free(fin.v);
+    return rc;
 }

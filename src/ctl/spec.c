@@ -14,7 +14,9 @@
  * cluster has never seen is checked against the room left in the cluster's
  * fixed tables (SL_MAX_MODELS, SL_MAX_POOLS) without adding the names, so a
  * rejected job leaves the cluster exactly as it was; ctl_job_core_spec adds
- * them, right before the job goes to the core (and at recovery).
+ * them, right before the job goes to the core (and at recovery), each with
+ * a reference the job holds until ctl_job_release_names, when it leaves the
+ * core for good; a name nothing references then frees its slot.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -115,16 +117,12 @@ static bool names_fit(ctl_t *c, json_t *models, const char *pool, ctl_field_err_
         }
         fresh[nfresh++] = name;
     }
-    if (pool && sl_cluster_pool_find(c->cl, pool) < 0) {
-        int32_t npools = 0;
-        while (npools < SL_MAX_POOLS && sl_cluster_pool_name(c->cl, npools) != NULL)
-            npools++;
-        if (npools >= SL_MAX_POOLS) {
-            bad(fe, 400, "invalid_field", "pool",
-                "\"%s\" is not a pool of this cluster, and it has no room for another "
-                "(at most %d pools)", pool, SL_MAX_POOLS);
-            return false;
-        }
+    if (pool && sl_cluster_pool_find(c->cl, pool) < 0 &&
+        sl_cluster_pool_count(c->cl) >= SL_MAX_POOLS) {
+        bad(fe, 400, "invalid_field", "pool",
+            "\"%s\" is not a pool of this cluster, and it has no room for another "
+            "(at most %d pools)", pool, SL_MAX_POOLS);
+        return false;
     }
     return true;
 }
@@ -232,6 +230,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
 int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     sl_job_spec_t *cs = &j->core;
     json_t *s = j->spec;
+    ctl_job_release_names(c, j); /* a second call takes them afresh */
     if (cs->task.pool != POOL_UNRESOLVED) {
         /* A job read back from the store: its core request is filled from
          * the stored spec, through the same table as a submission. */
@@ -249,6 +248,7 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     cs->submit_us = j->submit_us;
     sl_task_req_t *r = &cs->task;
     r->model_mask = 0;
+    r->pool = -1;
     size_t i;
     json_t *m;
     json_t *models = model_list(json_object_get(s, "gpu_models"));
@@ -259,21 +259,42 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
                      "has no room for another (at most %d models)", json_string_value(m),
                      SL_MAX_MODELS);
             json_decref(models);
-            return -1;
+            goto fail;
         }
+        if (r->model_mask & (1ull << id))
+            sl_cluster_model_release(c->cl, id); /* named twice: one reference per bit */
         r->model_mask |= 1ull << id;
     }
     json_decref(models);
-    r->pool = -1;
     const char *q = json_string_value(json_object_get(s, "pool"));
     if (q) {
         int id = sl_cluster_pool_intern(c->cl, q);
         if (id < 0) {
             snprintf(err, errlen, "pool: \"%s\" is not a pool of this cluster, and it has no room "
                      "for another (at most %d pools)", q, SL_MAX_POOLS);
-            return -1;
+            goto fail;
         }
         r->pool = id;
     }
-    return sl_task_req_check(r, err, errlen) < 0 ? -1 : 0;
+    j->names_held = true;
+    if (sl_task_req_check(r, err, errlen) < 0)
+        goto fail;
+    return 0;
+fail:
+    /* Nothing taken on failure: give back the names interned so far. */
+    j->names_held = true;
+    ctl_job_release_names(c, j);
+    return -1;
+}
+
+void ctl_job_release_names(ctl_t *c, ctl_job_t *j) {
+    if (!j->names_held)
+        return;
+    sl_task_req_t *r = &j->core.task;
+    for (int32_t id = 0; id < SL_MAX_MODELS; id++)
+        if (r->model_mask & (1ull << id))
+            sl_cluster_model_release(c->cl, id);
+    if (r->pool >= 0)
+        sl_cluster_pool_release(c->cl, r->pool);
+    j->names_held = false;
 }

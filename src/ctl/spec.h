@@ -29,7 +29,14 @@ typedef struct ctl_field_err {
 ctl_job_t *ctl_job_from_spec(struct ctl *c, json_t *spec, int32_t tenant, bool admin,
                              ctl_field_err_t *fe);
 /* Fills j->core from j->spec, interning its GPU models and pool into the
- * cluster. 0, or -1 with a message in err. */
+ * cluster: j then holds one reference to each (j->names_held) until
+ * ctl_job_release_names. 0, or -1 with a message in err and no reference
+ * taken. */
 int ctl_job_core_spec(struct ctl *c, ctl_job_t *j, char *err, size_t errlen);
+/* Gives back the references ctl_job_core_spec took, so that a name no job
+ * or node uses frees its slot in the cluster's fixed tables. Call it when
+ * the job leaves the core for good (finished, cancelled, refused); a no-op
+ * for a job that holds none. Can't fail. O(models named). */
+void ctl_job_release_names(struct ctl *c, ctl_job_t *j);
 
 #endif

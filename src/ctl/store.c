@@ -23,10 +23,32 @@
  *
  * Partial indexes on the active rows and an index on end_us keep start-up
  * (recover.c) proportional to what it reads, not to the history.
+ *
+ * Integrity. Every SQLite call that can fail is checked: a statement step
+ * must give SQLITE_ROW or SQLITE_DONE, anything else is an error, never
+ * the end of the data (a damaged page once read as "no more rows" lost a
+ * pending job and reissued job id 1). Opening runs PRAGMA quick_check
+ * (O(database size): it walks every b-tree page, without checking that
+ * index entries match their rows) and refuses a damaged file without
+ * changing it. A missing or empty file is created only when asked to
+ * (--init or init: true), as an empty file at a wrong path would otherwise
+ * start an empty cluster without a word. Reads fail back to the caller
+ * while sluiced starts (it exits 2 and says what to do) and are fail-stop
+ * once it runs (ctl_store_t.fail_stop), like writes.
+ *
+ * Backups (ctl_store_backup) use SQLite's online backup API from a second
+ * connection that holds one read transaction for the whole copy: in WAL
+ * mode that is a consistent snapshot which the daemon's commits neither
+ * block nor restart.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -90,20 +112,113 @@ static void lazy_cb(evutil_socket_t fd, short what, void *ud) {
 }
 
 static void fatal_sql(ctl_store_t *s, const char *what) {
-    sl_log(SL_LOG_ERROR, "store", "%s: %s; exiting (state on disk is consistent)", what,
-           sqlite3_errmsg(s->db));
+    sl_log(SL_LOG_ERROR, "store", "%s: %s: %s; exiting (state on disk is consistent)", s->path,
+           what, sqlite3_errmsg(s->db));
     exit(3);
 }
 
-int ctl_store_open(ctl_store_t *s, ctl_loop_t *loop, const char *path, char *err, size_t errlen) {
+/* A failed read: fatal once sluiced runs, else -1 with the message kept
+ * for ctl_store_errmsg. */
+static int read_fail(ctl_store_t *s, const char *what) {
+    if (s->fail_stop)
+        fatal_sql(s, what);
+    snprintf(s->errbuf, sizeof s->errbuf, "%s: %s", what, sqlite3_errmsg(s->db));
+    return -1;
+}
+
+/* A row SQLite read but whose content is not what sluiced wrote. -1. */
+static int bad_row(ctl_store_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad_row(ctl_store_t *s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->errbuf, sizeof s->errbuf, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* What to do about a damaged file, after the message saying why. */
+#define RESTORE_HINT                                                                        \
+    "; sluiced will not load it. Restore the last copy made with `sluiced backup` (copy it " \
+    "over %s while sluiced is stopped), or move the file away and start with --init for an " \
+    "empty cluster"
+
+/* PRAGMA quick_check: 0 when it reports "ok", else -1 with what it found:
+ * damage (what quick_check lists, or SQLite calling the file corrupt or
+ * not a database) with the advice to restore, or any other failure (a
+ * lock, a permission, an I/O error) as SQLite's message alone. */
+static int quick_check(sqlite3 *db, const char *path, char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    char first[200] = "";
+    int nbad = 0;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const char *m = (const char *)sqlite3_column_text(st, 0);
+            if (m == NULL || strcmp(m, "ok") != 0) {
+                if (nbad++ == 0)
+                    snprintf(first, sizeof first, "%s", m ? m : "(no message)");
+            }
+        }
+    }
+    bool ran = rc == SQLITE_DONE || rc == SQLITE_OK;
+    int code = sqlite3_errcode(db);
+    if (!ran)
+        snprintf(first, sizeof first, "%s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    if (ran && nbad == 0)
+        return 0;
+    if (!ran && code != SQLITE_CORRUPT && code != SQLITE_NOTADB) {
+        snprintf(err, errlen, "%s: cannot be read: %s", path, first);
+        return -1;
+    }
+    snprintf(err, errlen, "%s: the database is damaged (quick_check: %s%s)" RESTORE_HINT, path,
+             first, nbad > 1 ? "; and more" : "", path);
+    return -1;
+}
+
+/* Whether the state file must be created: it is missing, or empty with no
+ * write-ahead log holding its pages. */
+static bool needs_init(const char *path, bool *missing) {
+    struct stat sb;
+    *missing = false;
+    if (stat(path, &sb) != 0) {
+        *missing = errno == ENOENT;
+        return *missing;
+    }
+    if (!S_ISREG(sb.st_mode) || sb.st_size != 0)
+        return false;
+    char wal[4096];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    return stat(wal, &sb) != 0 || sb.st_size == 0;
+}
+
+int ctl_store_open(ctl_store_t *s, ctl_loop_t *loop, const char *path, bool init, char *err,
+                   size_t errlen) {
     *s = (ctl_store_t){.path = path, .loop = loop};
+    bool missing;
+    bool fresh = needs_init(path, &missing);
+    if (fresh && !init) {
+        snprintf(err, errlen,
+                 "%s: %s; start sluiced with --init (or init: true in the config) to create an "
+                 "empty state database there, or point --state at the existing one (a copy made "
+                 "with `sluiced backup` will do)",
+                 path, missing ? "no such file" : "the file is empty (0 bytes)");
+        return -1;
+    }
     int rc = sqlite3_open_v2(path, &s->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+                                 (missing ? SQLITE_OPEN_CREATE : 0),
+                             NULL);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", s->path, s->db ? sqlite3_errmsg(s->db) : "cannot open");
         return -1;
     }
     sqlite3_busy_timeout(s->db, 5000);
+    if (!fresh && quick_check(s->db, path, err, errlen) < 0) {
+        /* Leave the file and its log exactly as found: no checkpoint. */
+        sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+        return -1;
+    }
     char *msg = NULL;
     if (sqlite3_exec(s->db,
                      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
@@ -121,6 +236,8 @@ int ctl_store_open(ctl_store_t *s, ctl_loop_t *loop, const char *path, char *err
             return -1;
         }
     }
+    if (fresh)
+        sl_log(SL_LOG_INFO, "store", "created an empty state database at %s (--init)", path);
     s->lazy_ev = evtimer_new(loop->base, lazy_cb, s);
     return 0;
 }
@@ -140,6 +257,8 @@ void ctl_store_close(ctl_store_t *s) {
 }
 
 const char *ctl_store_errmsg(ctl_store_t *s) {
+    if (s->errbuf[0] != '\0')
+        return s->errbuf;
     return s->db ? sqlite3_errmsg(s->db) : "not open";
 }
 
@@ -172,6 +291,17 @@ static void store_begin_lazy(ctl_store_t *s) {
     }
 }
 
+void ctl_store_discard(ctl_store_t *s) {
+    if (s->db == NULL || !s->in_txn)
+        return;
+    if (sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
+        sl_log(SL_LOG_ERROR, "store", "%s: ROLLBACK: %s", s->path, sqlite3_errmsg(s->db));
+    s->in_txn = false;
+    s->txn_urgent = false;
+    if (s->lazy_ev)
+        evtimer_del(s->lazy_ev);
+}
+
 int ctl_store_commit(ctl_store_t *s) {
     if (!s->in_txn)
         return 0;
@@ -187,52 +317,54 @@ int ctl_store_commit(ctl_store_t *s) {
     return 0;
 }
 
-static void step(ctl_store_t *s, sqlite3_stmt *st, const char *what) {
-    int rc = sqlite3_step(st);
+/* Runs a write statement whose binds gave bound (SQLITE_OK, or not when
+ * any failed); anything but SQLITE_DONE is fatal. */
+static void step(ctl_store_t *s, sqlite3_stmt *st, int bound, const char *what) {
+    int rc = bound == SQLITE_OK ? sqlite3_step(st) : bound;
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_DONE)
         fatal_sql(s, what);
 }
 
-static void bind_opt_i64(sqlite3_stmt *st, int i, bool has, int64_t v) {
-    if (has)
-        sqlite3_bind_int64(st, i, v);
-    else
-        sqlite3_bind_null(st, i);
+/* The binds below return SQLITE_OK or an error; OR-ing them is nonzero
+ * exactly when one failed, which is all step() needs to know. */
+static int bind_opt_i64(sqlite3_stmt *st, int i, bool has, int64_t v) {
+    return has ? sqlite3_bind_int64(st, i, v) : sqlite3_bind_null(st, i);
 }
 
-static void bind_job(sqlite3_stmt *st, const ctl_job_t *j, int base) {
-    sqlite3_bind_text(st, base, ctl_job_state_name(j->state), -1, SQLITE_STATIC);
-    bind_opt_i64(st, base + 1, j->start_us >= 0, j->start_us);
-    bind_opt_i64(st, base + 2, j->end_us >= 0, j->end_us);
-    sqlite3_bind_text(st, base + 3, j->reason, -1, SQLITE_STATIC);
-    bind_opt_i64(st, base + 4, j->has_exit, j->exit_code);
-    sqlite3_bind_int(st, base + 5, j->requeue_wait);
-    sqlite3_bind_int(st, base + 6, j->requeues);
+static int bind_job(sqlite3_stmt *st, const ctl_job_t *j, int base) {
+    int b = sqlite3_bind_text(st, base, ctl_job_state_name(j->state), -1, SQLITE_STATIC);
+    b |= bind_opt_i64(st, base + 1, j->start_us >= 0, j->start_us);
+    b |= bind_opt_i64(st, base + 2, j->end_us >= 0, j->end_us);
+    b |= sqlite3_bind_text(st, base + 3, j->reason, -1, SQLITE_STATIC);
+    b |= bind_opt_i64(st, base + 4, j->has_exit, j->exit_code);
+    b |= sqlite3_bind_int(st, base + 5, j->requeue_wait);
+    b |= sqlite3_bind_int(st, base + 6, j->requeues);
+    return b;
 }
 
 int ctl_store_job_insert(ctl_store_t *s, const ctl_job_t *j, const char *tenant) {
     store_begin(s);
     sqlite3_stmt *st = s->st[ST_JOB_INSERT];
     char *spec = json_dumps(j->spec, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
-    sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, spec, -1, free);
-    sqlite3_bind_text(st, 4, ctl_job_state_name(j->state), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, j->submit_us);
-    bind_opt_i64(st, 6, j->start_us >= 0, j->start_us);
-    bind_opt_i64(st, 7, j->end_us >= 0, j->end_us);
-    sqlite3_bind_text(st, 8, j->reason, -1, SQLITE_STATIC);
-    bind_opt_i64(st, 9, j->has_exit, j->exit_code);
-    sqlite3_bind_int(st, 10, j->requeue_wait);
-    sqlite3_bind_int(st, 11, j->requeues);
-    int rc = sqlite3_step(st);
+    int b = sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+    b |= sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
+    b |= spec ? sqlite3_bind_text(st, 3, spec, -1, free) : SQLITE_NOMEM;
+    b |= sqlite3_bind_text(st, 4, ctl_job_state_name(j->state), -1, SQLITE_STATIC);
+    b |= sqlite3_bind_int64(st, 5, j->submit_us);
+    b |= bind_opt_i64(st, 6, j->start_us >= 0, j->start_us);
+    b |= bind_opt_i64(st, 7, j->end_us >= 0, j->end_us);
+    b |= sqlite3_bind_text(st, 8, j->reason, -1, SQLITE_STATIC);
+    b |= bind_opt_i64(st, 9, j->has_exit, j->exit_code);
+    b |= sqlite3_bind_int(st, 10, j->requeue_wait);
+    b |= sqlite3_bind_int(st, 11, j->requeues);
+    int rc = b == SQLITE_OK ? sqlite3_step(st) : b;
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_DONE) {
         sl_log(SL_LOG_ERROR, "store", "job=%llu insert: %s", (unsigned long long)j->id,
-               sqlite3_errmsg(s->db));
+               b == SQLITE_OK ? sqlite3_errmsg(s->db) : "the row could not be bound");
         /* SQLite may roll the whole transaction back (a full disk): the
          * iteration's other writes are then lost, and only a restart from
          * the database can make memory agree with it again. */
@@ -246,9 +378,9 @@ int ctl_store_job_insert(ctl_store_t *s, const ctl_job_t *j, const char *tenant)
 void ctl_store_job_update(ctl_store_t *s, const ctl_job_t *j) {
     store_begin(s);
     sqlite3_stmt *st = s->st[ST_JOB_UPDATE];
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
-    bind_job(st, j, 2);
-    step(s, st, "job update");
+    int b = sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+    b |= bind_job(st, j, 2);
+    step(s, st, b, "job update");
 }
 
 void ctl_store_task_put(ctl_store_t *s, const ctl_job_t *j, int32_t i, const char *node) {
@@ -260,36 +392,35 @@ void ctl_store_task_put_lazy(ctl_store_t *s, const ctl_job_t *j, int32_t i, cons
     store_begin_lazy(s);
     const ctl_task_t *t = &j->tasks[i];
     sqlite3_stmt *st = s->st[ST_TASK_PUT];
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
-    sqlite3_bind_int(st, 2, i);
-    sqlite3_bind_text(st, 3, node ? node : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, t->gpu_mask);
-    sqlite3_bind_int(st, 5, t->gpu_milli);
-    sqlite3_bind_int64(st, 6, t->gpu_mem_bytes);
-    sqlite3_bind_text(st, 7, ctl_task_state_name(t->state), -1, SQLITE_STATIC);
-    bind_opt_i64(st, 8, t->pid > 0, t->pid);
-    bind_opt_i64(st, 9, t->has_exit, t->exit_code);
-    bind_opt_i64(st, 10, t->has_exit, t->signal);
-    bind_opt_i64(st, 11, t->start_us >= 0, t->start_us);
-    bind_opt_i64(st, 12, t->end_us >= 0, t->end_us);
-    step(s, st, "task put");
+    int b = sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+    b |= sqlite3_bind_int(st, 2, i);
+    b |= sqlite3_bind_text(st, 3, node ? node : "", -1, SQLITE_STATIC);
+    b |= sqlite3_bind_int64(st, 4, t->gpu_mask);
+    b |= sqlite3_bind_int(st, 5, t->gpu_milli);
+    b |= sqlite3_bind_int64(st, 6, t->gpu_mem_bytes);
+    b |= sqlite3_bind_text(st, 7, ctl_task_state_name(t->state), -1, SQLITE_STATIC);
+    b |= bind_opt_i64(st, 8, t->pid > 0, t->pid);
+    b |= bind_opt_i64(st, 9, t->has_exit, t->exit_code);
+    b |= bind_opt_i64(st, 10, t->has_exit, t->signal);
+    b |= bind_opt_i64(st, 11, t->start_us >= 0, t->start_us);
+    b |= bind_opt_i64(st, 12, t->end_us >= 0, t->end_us);
+    step(s, st, b, "task put");
 }
 
 void ctl_store_tasks_delete(ctl_store_t *s, uint64_t job) {
     store_begin(s);
     sqlite3_stmt *st = s->st[ST_TASKS_DELETE];
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
-    step(s, st, "tasks delete");
+    step(s, st, sqlite3_bind_int64(st, 1, (sqlite3_int64)job), "tasks delete");
 }
 
 void ctl_store_node_put(ctl_store_t *s, const ctl_node_t *n, const char *name) {
     store_begin(s);
     sqlite3_stmt *st = s->st[ST_NODE_PUT];
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, n->spec_json ? n->spec_json : "{}", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, n->addr, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, n->last_seen_us);
-    step(s, st, "node put");
+    int b = sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    b |= sqlite3_bind_text(st, 2, n->spec_json ? n->spec_json : "{}", -1, SQLITE_STATIC);
+    b |= sqlite3_bind_text(st, 3, n->addr, -1, SQLITE_STATIC);
+    b |= sqlite3_bind_int64(st, 4, n->last_seen_us);
+    step(s, st, b, "node put");
 }
 
 /* ---- reads ---- */
@@ -302,45 +433,60 @@ int ctl_store_nodes_read(ctl_store_t *s, ctl_store_node_fn fn, void *ud) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT name, spec, addr, last_seen_us FROM nodes ORDER BY rowid",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+        return read_fail(s, "reading nodes");
+    int rc, out = 0;
+    while (out == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
         const char *spec = (const char *)sqlite3_column_text(st, 1);
-        fn(ud, (const char *)sqlite3_column_text(st, 0), spec ? spec : "{}",
-           (const char *)sqlite3_column_text(st, 2), col_i64(st, 3, -1));
+        if (name == NULL || spec == NULL)
+            out = bad_row(s, "a node row without a name or spec");
+        else
+            out = fn(ud, name, spec, (const char *)sqlite3_column_text(st, 2), col_i64(st, 3, -1));
     }
+    if (out == 0 && rc != SQLITE_DONE)
+        out = read_fail(s, "reading nodes");
     sqlite3_finalize(st);
-    return 0;
+    return out;
 }
 
 int ctl_store_max_id(ctl_store_t *s, uint64_t *out) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT MAX(id) FROM jobs", -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return read_fail(s, "reading the highest job id");
     *out = 0;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
         *out = (uint64_t)sqlite3_column_int64(st, 0);
+    int ret = rc == SQLITE_ROW ? 0 : read_fail(s, "reading the highest job id");
     sqlite3_finalize(st);
-    return 0;
+    return ret;
 }
 
-/* A job from a JOB_COLS row (see ctl_store_job_fn); NULL if the stored
- * spec is unreadable. */
-static ctl_job_t *job_from_row(sqlite3_stmt *st) {
+/* A job from a JOB_COLS row (see ctl_store_job_fn) in *out. -1 (*out
+ * NULL, the reason in s->errbuf) when a column does not hold what sluiced
+ * writes there: damage that quick_check cannot see, inside a value. */
+static int job_from_row(ctl_store_t *s, sqlite3_stmt *st, ctl_job_t **out) {
+    *out = NULL;
     uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
     const char *spec = (const char *)sqlite3_column_text(st, 2);
+    const char *state = (const char *)sqlite3_column_text(st, 3);
     json_error_t jerr;
-    json_t *js = json_loads(spec ? spec : "", 0, &jerr);
-    if (js == NULL) {
-        sl_log(SL_LOG_ERROR, "store", "job=%llu has an unreadable spec; skipped",
-               (unsigned long long)id);
-        return NULL;
+    json_t *js = spec ? json_loads(spec, 0, &jerr) : NULL;
+    if (js == NULL || !json_is_object(js)) {
+        json_decref(js);
+        return bad_row(s, "job %llu: its stored spec is not a JSON object",
+                       (unsigned long long)id);
     }
     ctl_job_t *j = ctl_job_new();
     j->id = id;
     j->spec = js;
     j->tenant = -1;
-    if (ctl_job_state_parse((const char *)sqlite3_column_text(st, 3), &j->state) < 0)
-        j->state = CTL_JOB_FAILED;
+    if (sqlite3_column_text(st, 1) == NULL ||
+        ctl_job_state_parse(state, &j->state) < 0) {
+        ctl_job_free(j);
+        return bad_row(s, "job %llu: its stored tenant or state (\"%.32s\") is not one sluiced "
+                       "writes", (unsigned long long)id, state ? state : "");
+    }
     j->submit_us = col_i64(st, 4, 0);
     j->start_us = col_i64(st, 5, -1);
     j->end_us = col_i64(st, 6, -1);
@@ -350,7 +496,8 @@ static ctl_job_t *job_from_row(sqlite3_stmt *st) {
     j->exit_code = (int32_t)col_i64(st, 8, 0);
     j->requeue_wait = sqlite3_column_int(st, 9) != 0;
     j->requeues = sqlite3_column_int(st, 10);
-    return j;
+    *out = j;
+    return 0;
 }
 
 static const char *row_tenant(sqlite3_stmt *st) {
@@ -358,15 +505,21 @@ static const char *row_tenant(sqlite3_stmt *st) {
     return t ? t : "";
 }
 
-/* Hands every row of a prepared JOB_COLS statement to fn and finalizes it. */
-static int jobs_read(sqlite3_stmt *st, ctl_store_job_fn fn, void *ud) {
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        ctl_job_t *j = job_from_row(st);
-        if (j != NULL)
-            fn(ud, j, row_tenant(st));
+/* Hands every row of a prepared JOB_COLS statement to fn and finalizes it.
+ * The first bad row, failed step or callback failure stops it: -1. */
+static int jobs_read(ctl_store_t *s, sqlite3_stmt *st, const char *what, ctl_store_job_fn fn,
+                     void *ud) {
+    int rc, out = 0;
+    while (out == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        ctl_job_t *j;
+        out = job_from_row(s, st, &j);
+        if (out == 0)
+            out = fn(ud, j, row_tenant(st));
     }
+    if (out == 0 && rc != SQLITE_DONE)
+        out = read_fail(s, what);
     sqlite3_finalize(st);
-    return 0;
+    return out;
 }
 
 int ctl_store_jobs_active(ctl_store_t *s, ctl_store_job_fn fn, void *ud) {
@@ -376,8 +529,8 @@ int ctl_store_jobs_active(ctl_store_t *s, ctl_store_job_fn fn, void *ud) {
                                     " WHERE id IN (SELECT job FROM tasks WHERE state IN"
                                     " ('launching','running')) ORDER BY 1",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    return jobs_read(st, fn, ud);
+        return read_fail(s, "reading the active jobs");
+    return jobs_read(s, st, "reading the active jobs", fn, ud);
 }
 
 int ctl_store_jobs_finished(ctl_store_t *s, int64_t since_us, int64_t limit, ctl_store_job_fn fn,
@@ -387,41 +540,185 @@ int ctl_store_jobs_finished(ctl_store_t *s, int64_t since_us, int64_t limit, ctl
                            JOB_COLS " WHERE end_us >= ?1 AND state IN ('succeeded','failed',"
                                     "'cancelled') ORDER BY end_us DESC, id DESC LIMIT ?2",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_int64(st, 1, since_us);
-    sqlite3_bind_int64(st, 2, limit);
-    return jobs_read(st, fn, ud);
+        return read_fail(s, "reading the finished jobs");
+    if ((sqlite3_bind_int64(st, 1, since_us) | sqlite3_bind_int64(st, 2, limit)) != SQLITE_OK) {
+        int rc = read_fail(s, "reading the finished jobs");
+        sqlite3_finalize(st);
+        return rc;
+    }
+    return jobs_read(s, st, "reading the finished jobs", fn, ud);
 }
 
 ctl_job_t *ctl_store_job_get(ctl_store_t *s, uint64_t id, char *tenant, size_t tenantlen) {
     sqlite3_stmt *st = s->st[ST_JOB_GET];
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    int rc = sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
     ctl_job_t *j = NULL;
-    if (sqlite3_step(st) == SQLITE_ROW && (j = job_from_row(st)) != NULL)
-        snprintf(tenant, tenantlen, "%s", row_tenant(st));
+    if (rc == SQLITE_ROW) {
+        if (job_from_row(s, st, &j) == 0)
+            snprintf(tenant, tenantlen, "%s", row_tenant(st));
+        else
+            sl_log(SL_LOG_ERROR, "store", "%s: %s", s->path, s->errbuf);
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        read_fail(s, "reading a job");
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return j;
 }
 
-void ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, void *ud) {
+int ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, void *ud) {
     sqlite3_stmt *st = s->st[ST_TASKS_GET];
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    if (sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id) != SQLITE_OK)
+        return read_fail(s, "reading tasks");
+    int rc, out = 0;
+    while (out == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         ctl_task_t t = {.node = -1};
+        int32_t idx = sqlite3_column_int(st, 0);
+        const char *state = (const char *)sqlite3_column_text(st, 5);
+        if (ctl_task_state_parse(state, &t.state) < 0) {
+            out = bad_row(s, "job %llu task %d: its stored state (\"%.32s\") is not one sluiced "
+                          "writes", (unsigned long long)j->id, idx, state ? state : "");
+            break;
+        }
         t.gpu_mask = (uint32_t)sqlite3_column_int64(st, 2);
         t.gpu_milli = sqlite3_column_int(st, 3);
         t.gpu_mem_bytes = sqlite3_column_int64(st, 4);
-        if (ctl_task_state_parse((const char *)sqlite3_column_text(st, 5), &t.state) < 0)
-            t.state = CTL_TASK_LOST;
         t.pid = (int32_t)col_i64(st, 6, 0);
         t.has_exit = sqlite3_column_type(st, 7) != SQLITE_NULL;
         t.exit_code = (int32_t)col_i64(st, 7, 0);
         t.signal = (int32_t)col_i64(st, 8, 0);
         t.start_us = col_i64(st, 9, -1);
         t.end_us = col_i64(st, 10, -1);
-        fn(ud, j, sqlite3_column_int(st, 0), (const char *)sqlite3_column_text(st, 1), &t);
+        out = fn(ud, j, idx, (const char *)sqlite3_column_text(st, 1), &t);
     }
+    if (out == 0 && rc != SQLITE_DONE)
+        out = read_fail(s, "reading tasks");
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
+    return out;
+}
+
+/* ---- backup ---- */
+
+/* Pages copied per sqlite3_backup_step: 4 MiB at the default page size. */
+#define BACKUP_PAGES_PER_STEP 1024
+
+int ctl_store_backup(const char *src_path, const char *dst_path, ctl_store_backup_stats_t *stats,
+                     char *err, size_t errlen) {
+    sqlite3 *src = NULL, *dst = NULL;
+    sqlite3_backup *b = NULL;
+    char tmp[4096];
+    int ret = -1, rc;
+    bool tmp_made = false;
+    memset(stats, 0, sizeof *stats);
+    struct stat sb;
+    if (stat(dst_path, &sb) == 0) {
+        snprintf(err, errlen, "%s already exists; name a new file (a backup never overwrites)",
+                 dst_path);
+        return -1;
+    }
+    if (stat(src_path, &sb) != 0 || sb.st_size == 0) {
+        snprintf(err, errlen, "%s: %s", src_path,
+                 errno == ENOENT ? "no such file" : "empty or unreadable: nothing to back up");
+        return -1;
+    }
+    snprintf(tmp, sizeof tmp, "%s.partial-%ld", dst_path, (long)getpid());
+    /* Read-write only so that SQLite may use the WAL index; nothing is written. */
+    if (sqlite3_open_v2(src_path, &src, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", src_path, src ? sqlite3_errmsg(src) : "cannot open");
+        goto out;
+    }
+    sqlite3_busy_timeout(src, 5000);
+    /* One read transaction for the whole copy: a fixed snapshot in WAL
+     * mode, so commits of the running sluiced neither wait for the copy
+     * nor make it start over. */
+    if (sqlite3_exec(src, "BEGIN; SELECT count(*) FROM sqlite_master;", NULL, NULL, NULL) !=
+        SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", src_path, sqlite3_errmsg(src));
+        goto out;
+    }
+    if (sqlite3_open_v2(tmp, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", tmp, dst ? sqlite3_errmsg(dst) : "cannot create");
+        goto out;
+    }
+    tmp_made = true;
+    b = sqlite3_backup_init(dst, "main", src, "main");
+    if (b == NULL) {
+        snprintf(err, errlen, "%s: %s", tmp, sqlite3_errmsg(dst));
+        goto out;
+    }
+    do {
+        rc = sqlite3_backup_step(b, BACKUP_PAGES_PER_STEP);
+        stats->steps++;
+        if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+            sqlite3_sleep(10);
+    } while (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
+    stats->pages = sqlite3_backup_pagecount(b);
+    rc = sqlite3_backup_finish(b);
+    b = NULL;
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "copying %s to %s: %s", src_path, tmp, sqlite3_errmsg(dst));
+        goto out;
+    }
+    /* Ends the read transaction; the copy is complete either way. */
+    (void)sqlite3_exec(src, "COMMIT", NULL, NULL, NULL);
+    /* A self-contained file (no -wal beside it); sluiced turns WAL back on
+     * when it opens the copy. */
+    if (sqlite3_exec(dst, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL) != SQLITE_OK ||
+        quick_check(dst, tmp, err, errlen) < 0) {
+        if (err[0] == '\0' || strstr(err, "quick_check") == NULL)
+            snprintf(err, errlen, "%s: %s", tmp, sqlite3_errmsg(dst));
+        goto out;
+    }
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(dst, "SELECT count(*), count(*) FILTER (WHERE state IN"
+                                " ('pending','running')) FROM jobs", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        snprintf(err, errlen, "%s: %s", tmp, sqlite3_errmsg(dst));
+        sqlite3_finalize(st);
+        goto out;
+    }
+    stats->jobs = sqlite3_column_int64(st, 0);
+    stats->active = sqlite3_column_int64(st, 1);
+    sqlite3_finalize(st);
+    if (sqlite3_close(dst) != SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", tmp, sqlite3_errmsg(dst));
+        goto out;
+    }
+    dst = NULL;
+    if (stat(tmp, &sb) == 0)
+        stats->bytes = (int64_t)sb.st_size;
+    /* The copy takes its name only once it is whole and checked. */
+    if (rename(tmp, dst_path) != 0) {
+        snprintf(err, errlen, "renaming %s to %s: %s", tmp, dst_path, strerror(errno));
+        goto out;
+    }
+    tmp_made = false;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", dst_path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        fsync(dfd); /* the new name survives a crash */
+        close(dfd);
+    }
+    ret = 0;
+out:
+    if (b)
+        sqlite3_backup_finish(b);
+    sqlite3_close(dst);
+    sqlite3_close(src);
+    if (tmp_made)
+        unlink(tmp);
+    return ret;
 }

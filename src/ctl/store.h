@@ -11,13 +11,16 @@
  * once. A failed write or COMMIT is fatal (fail-stop: the process exits
  * with status 3 and a restart recovers from the database, which is the
  * truth), except for ctl_store_job_insert, whose failure the submitter
- * answers.
+ * answers. Reads fail back to the caller while sluiced starts (recover.c
+ * stops the load and sluiced exits 2) and are fatal like writes once
+ * fail_stop is set.
  */
 #ifndef SLUICE_CTL_STORE_H
 #define SLUICE_CTL_STORE_H
 
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "loop.h"
@@ -37,15 +40,26 @@ typedef struct ctl_store {
     sqlite3_stmt *st[16];
     uint64_t commits;      /* for /metrics */
     uint64_t commit_us;
+    bool fail_stop;        /* a failed read exits 3, as a failed write does */
+    char errbuf[320];      /* why the last read failed, when SQLite did not say */
 } ctl_store_t;
 
-/* Opens (creating if needed) the database at path in caller storage s.
- * 0, or -1 with "path: message" in err (close s anyway). */
-int ctl_store_open(ctl_store_t *s, ctl_loop_t *loop, const char *path, char *err, size_t errlen);
+/* Opens the database at path in caller storage s, after PRAGMA
+ * quick_check. A missing or empty (0-byte) file is created only when init
+ * is true. 0, or -1 with "path: message" in err saying what to do: for a
+ * damaged file, restore a backup (the file is left as it was); for a
+ * missing or empty one, --init. Close s anyway. O(database size). */
+int ctl_store_open(ctl_store_t *s, ctl_loop_t *loop, const char *path, bool init, char *err,
+                   size_t errlen);
 /* Commits what is open and closes; accepts a store never opened. */
 void ctl_store_close(ctl_store_t *s);
-/* SQLite's message for the last failed call (valid until the next call). */
+/* Why the last call failed: the store's own message for a bad row or a
+ * failed read, else SQLite's (valid until the next call). */
 const char *ctl_store_errmsg(ctl_store_t *s);
+/* Rolls the open transaction back, if any: for a start-up that failed
+ * half-way, so that a refused load leaves the file as it was. Can't fail
+ * (a failed ROLLBACK is logged; SQLite then undoes it at the next open). */
+void ctl_store_discard(ctl_store_t *s);
 /* Commits the open transaction, if any. 0 (a failure exits). */
 int ctl_store_commit(ctl_store_t *s);
 /* The loop's COMMIT hook: commits when a write asked for it (ud is the
@@ -68,34 +82,61 @@ void ctl_store_task_put_lazy(ctl_store_t *s, const ctl_job_t *j, int32_t i, cons
 void ctl_store_tasks_delete(ctl_store_t *s, uint64_t job);
 void ctl_store_node_put(ctl_store_t *s, const ctl_node_t *n, const char *name);
 
-/* ---- reads ---- */
+/* ---- reads ----
+ * Each returns 0, or -1 (fatal instead once fail_stop is set) when a
+ * statement failed or a row does not hold what sluiced writes (damage
+ * inside a value, which quick_check does not see), with the reason in
+ * ctl_store_errmsg; or -1 when the callback returned -1, which stops the
+ * walk (the callback leaves its reason in s->errbuf). */
 
-/* A node row. The strings are valid during the call only. */
-typedef void (*ctl_store_node_fn)(void *ud, const char *name, const char *spec_json,
-                                  const char *addr, int64_t last_seen_us);
+/* A node row. The strings are valid during the call only. 0 or -1. */
+typedef int (*ctl_store_node_fn)(void *ud, const char *name, const char *spec_json,
+                                 const char *addr, int64_t last_seen_us);
 /* A job row as a new record (id, spec, state, times, reason, exit,
- * requeue_wait, requeues; tenant -1, no tasks), which the callee owns;
- * tenant is the stored tenant name, valid during the call only. */
-typedef void (*ctl_store_job_fn)(void *ud, ctl_job_t *j, const char *tenant);
-/* A task row: t has node -1; node is the stored node name. */
-typedef void (*ctl_store_task_fn)(void *ud, ctl_job_t *j, int32_t idx, const char *node,
-                                  const ctl_task_t *t);
+ * requeue_wait, requeues; tenant -1, no tasks), which the callee owns
+ * (also when it returns -1); tenant is the stored tenant name, valid
+ * during the call only. 0 or -1. */
+typedef int (*ctl_store_job_fn)(void *ud, ctl_job_t *j, const char *tenant);
+/* A task row: t has node -1; node is the stored node name. 0 or -1. */
+typedef int (*ctl_store_task_fn)(void *ud, ctl_job_t *j, int32_t idx, const char *node,
+                                 const ctl_task_t *t);
 
-/* Every node row, oldest first. 0 or -1. */
+/* Every node row, oldest first. */
 int ctl_store_nodes_read(ctl_store_t *s, ctl_store_node_fn fn, void *ud);
-/* The highest job id ever stored (0 when none). 0 or -1. */
+/* The highest job id ever stored (0 when none). */
 int ctl_store_max_id(ctl_store_t *s, uint64_t *out);
 /* Jobs pending or running, or finished with tasks that had not reported
- * their end, by id (partial indexes: proportional to what is read). 0 or -1. */
+ * their end, by id (partial indexes: proportional to what is read). */
 int ctl_store_jobs_active(ctl_store_t *s, ctl_store_job_fn fn, void *ud);
 /* Finished jobs that ended at or after since_us, newest first, at most
- * limit of them. 0 or -1. */
+ * limit of them. */
 int ctl_store_jobs_finished(ctl_store_t *s, int64_t since_us, int64_t limit, ctl_store_job_fn fn,
                             void *ud);
 /* The job row with this id as a new record (the caller frees it) and its
- * tenant's name in tenant; NULL if there is none or its spec is unreadable. */
+ * tenant's name in tenant; NULL if there is none, or if its row is
+ * unreadable (logged). A failed statement follows fail_stop. */
 ctl_job_t *ctl_store_job_get(ctl_store_t *s, uint64_t id, char *tenant, size_t tenantlen);
 /* Every task row of job j, by index. */
-void ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, void *ud);
+int ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, void *ud);
+
+/* ---- backup ---- */
+
+typedef struct ctl_store_backup_stats {
+    int64_t pages;         /* database pages copied */
+    int64_t steps;         /* sqlite3_backup_step calls */
+    int64_t bytes;         /* size of the copy */
+    int64_t jobs, active;  /* job rows in the copy; of them pending or running */
+} ctl_store_backup_stats_t;
+
+/* Copies the database at src_path into the new file dst_path with SQLite's
+ * online backup API, in steps, from one read transaction: a consistent
+ * snapshot (every commit before the copy began) taken while sluiced runs
+ * and writes in WAL mode, without blocking it. The copy is written beside
+ * dst_path, checked with quick_check and renamed into place, so dst_path
+ * never names a partial copy. Refuses an existing dst_path. 0 with stats,
+ * or -1 with a message in err (nothing left at dst_path). Opens no store:
+ * for the `sluiced backup` command. O(database size). */
+int ctl_store_backup(const char *src_path, const char *dst_path, ctl_store_backup_stats_t *stats,
+                     char *err, size_t errlen);
 
 #endif

@@ -127,7 +127,10 @@ class Controller(_Daemon):
     replaces "tenants". Tokens are random per instance and survive restart().
     """
 
-    def __init__(self, tmpdir, config_overrides=None, tenants=None):
+    def __init__(self, tmpdir, config_overrides=None, tenants=None, init=True):
+        # init: start with --init, so that a missing or empty state
+        # database is created (sluiced refuses one otherwise).
+        self.init = init
         self.dir = str(tmpdir)
         os.makedirs(self.dir, exist_ok=True)
         self.admin_token = "adm-" + secrets.token_hex(8)
@@ -199,7 +202,8 @@ class Controller(_Daemon):
         self._log = open(self.log_path, "ab")
         env = dict(os.environ)
         env.setdefault("SLUICE_LOG", "info")
-        self.proc = subprocess.Popen([self.binary, "--config", self.config_path],
+        init_args = ["--init"] if self.init else []
+        self.proc = subprocess.Popen([self.binary, "--config", self.config_path] + init_args,
                                      stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env)
 

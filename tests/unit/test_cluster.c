@@ -183,6 +183,125 @@ static void test_cluster_pools_and_models_intern(void **state) {
     sl_cluster_destroy(cl);
 }
 
+/* Finding 4 of issue 8: names a job took must come back when it goes, or
+ * 64 bogus model names lock every real GPU model out of the cluster. */
+static void test_cluster_names_release_and_reuse(void **state) {
+    (void)state;
+    sl_cluster_t *cl = tu_cluster();
+    /* Fill the model table with names only jobs hold. */
+    for (int i = 0; i < SL_MAX_MODELS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "bogus%d", i);
+        assert_int_equal(sl_cluster_model_intern(cl, name), i);
+    }
+    assert_int_equal(sl_cluster_model_count(cl), SL_MAX_MODELS);
+    assert_int_equal(sl_cluster_model_intern(cl, "A100"), SL_ERANGE);
+    sl_node_spec_t sp = tu_node_spec("a", 1000, GIB, 1, "A100", GIB, NULL);
+    assert_int_equal(sl_cluster_add_node(cl, &sp, NULL, NULL, 0), SL_ERANGE);
+
+    /* A second reference keeps the name and its id through one release. */
+    assert_int_equal(sl_cluster_model_intern(cl, "bogus7"), 7);
+    assert_int_equal(sl_cluster_model_release(cl, 7), 0);
+    assert_string_equal(sl_cluster_model_name(cl, 7), "bogus7");
+    assert_int_equal(sl_cluster_model_find(cl, "bogus7"), 7);
+    assert_int_equal(sl_cluster_model_intern(cl, "A100"), SL_ERANGE);
+
+    /* The last release frees the slot: the name is gone, the id is free. */
+    assert_int_equal(sl_cluster_model_release(cl, 7), 0);
+    assert_null(sl_cluster_model_name(cl, 7));
+    assert_int_equal(sl_cluster_model_find(cl, "bogus7"), SL_ENOENT);
+    assert_int_equal(sl_cluster_model_count(cl), SL_MAX_MODELS - 1);
+    assert_int_equal(sl_cluster_model_release(cl, 7), SL_EINVAL); /* no reference left */
+    assert_int_equal(sl_cluster_model_release(cl, -1), SL_EINVAL);
+    assert_int_equal(sl_cluster_model_release(cl, SL_MAX_MODELS), SL_EINVAL);
+
+    /* A real node takes the freed id; the other ids never moved. */
+    uint32_t id = tu_node_add(cl, sp);
+    assert_int_equal(sl_cluster_node(cl, id)->model, 7);
+    assert_string_equal(sl_cluster_model_name(cl, 7), "A100");
+    assert_string_equal(sl_cluster_model_name(cl, 8), "bogus8");
+    for (int i = 0; i < SL_MAX_MODELS; i++)
+        if (i != 7) assert_int_equal(sl_cluster_model_release(cl, i), 0);
+    /* The node's own reference keeps its model. */
+    assert_int_equal(sl_cluster_model_count(cl), 1);
+    assert_int_equal(sl_cluster_model_find(cl, "A100"), 7);
+    /* New names take the lowest free ids. */
+    assert_int_equal(sl_cluster_model_intern(cl, "H100"), 0);
+    assert_int_equal(sl_cluster_model_intern(cl, "L4"), 1);
+
+    assert_int_equal(sl_cluster_check(cl), 0);
+    sl_cluster_destroy(cl);
+
+    /* Pools: "default" is never freed; a released pool's slot is reused. */
+    cl = tu_cluster();
+    assert_int_equal(sl_cluster_pool_release(cl, 0), SL_EINVAL); /* only its own reference */
+    assert_int_equal(sl_cluster_pool_intern(cl, "default"), 0);
+    assert_int_equal(sl_cluster_pool_release(cl, 0), 0);
+    assert_string_equal(sl_cluster_pool_name(cl, 0), "default");
+    for (int i = 1; i < SL_MAX_POOLS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        assert_int_equal(sl_cluster_pool_intern(cl, name), i);
+    }
+    assert_int_equal(sl_cluster_pool_count(cl), SL_MAX_POOLS);
+    assert_int_equal(sl_cluster_pool_intern(cl, "gpu"), SL_ERANGE);
+    assert_int_equal(sl_cluster_pool_release(cl, 500), 0);
+    assert_int_equal(sl_cluster_pool_find(cl, "p500"), SL_ENOENT);
+    assert_int_equal(sl_cluster_pool_intern(cl, "gpu"), 500);
+    assert_int_equal(sl_cluster_pool_intern(cl, "p500"), SL_ERANGE);
+    assert_int_equal(sl_cluster_check(cl), 0);
+    sl_cluster_destroy(cl);
+}
+
+/* Interning and releasing in a seeded random order agrees with a naive
+ * table of (name, count) pairs: every referenced name keeps its id, and a
+ * full table refuses exactly when the reference table is full. */
+static void test_cluster_names_random_vs_reference(void **state) {
+    (void)state;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        sl_cluster_t *cl = tu_cluster();
+        sl_rng_t rng;
+        sl_rng_seed(&rng, seed);
+        int32_t refs[SL_MAX_MODELS] = {0};
+        char names[SL_MAX_MODELS][16];
+        int32_t used = 0;
+        for (int step = 0; step < 2000; step++) {
+            char name[16];
+            snprintf(name, sizeof name, "m%u", (unsigned)sl_rng_below(&rng, 96));
+            if (sl_rng_below(&rng, 2) == 0) {
+                int32_t have = -1;
+                for (int32_t i = 0; i < SL_MAX_MODELS; i++)
+                    if (refs[i] > 0 && strcmp(names[i], name) == 0) have = i;
+                int id = sl_cluster_model_intern(cl, name);
+                if (have >= 0) {
+                    assert_int_equal(id, have);
+                    refs[id]++;
+                } else if (used == SL_MAX_MODELS) {
+                    assert_int_equal(id, SL_ERANGE);
+                } else {
+                    assert_true(id >= 0 && id < SL_MAX_MODELS);
+                    assert_int_equal(refs[id], 0);
+                    for (int32_t i = 0; i < id; i++) assert_true(refs[i] > 0); /* lowest free */
+                    refs[id] = 1;
+                    strcpy(names[id], name);
+                    used++;
+                }
+            } else {
+                int32_t id = (int32_t)sl_rng_below(&rng, SL_MAX_MODELS);
+                int rc = sl_cluster_model_release(cl, id);
+                assert_int_equal(rc, refs[id] > 0 ? 0 : SL_EINVAL);
+                if (refs[id] > 0 && --refs[id] == 0) used--;
+            }
+            assert_int_equal(sl_cluster_model_count(cl), used);
+        }
+        for (int32_t i = 0; i < SL_MAX_MODELS; i++) {
+            if (refs[i] > 0) assert_string_equal(sl_cluster_model_name(cl, i), names[i]);
+            else assert_null(sl_cluster_model_name(cl, i));
+        }
+        sl_cluster_destroy(cl);
+    }
+}
+
 static void test_cluster_node_state_names(void **state) {
     (void)state;
     sl_node_state_t st;
@@ -603,6 +722,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_cluster_add_duplicate_name, tu_teardown),
         cmocka_unit_test_teardown(test_cluster_add_bad_specs, tu_teardown),
         cmocka_unit_test_teardown(test_cluster_pools_and_models_intern, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_names_release_and_reuse, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_names_random_vs_reference, tu_teardown),
         cmocka_unit_test_teardown(test_cluster_node_state_names, tu_teardown),
         cmocka_unit_test_teardown(test_cluster_fits_each_dimension, tu_teardown),
         cmocka_unit_test_teardown(test_cluster_whole_gpu_needs_full_memory_free, tu_teardown),
