@@ -125,9 +125,12 @@ class Controller(_Daemon):
 
     Tenants alice and bob (weight 1 each) exist unless config_overrides
     replaces "tenants". Tokens are random per instance and survive restart().
+    With tasks_as_root (the default) every tenant's tasks run as root
+    (default_user: root, allow_root: true), as they did before tenants were
+    Unix users; with False the config's own defaults apply (nobody).
     """
 
-    def __init__(self, tmpdir, config_overrides=None, tenants=None):
+    def __init__(self, tmpdir, config_overrides=None, tenants=None, tasks_as_root=True):
         self.dir = str(tmpdir)
         os.makedirs(self.dir, exist_ok=True)
         self.admin_token = "adm-" + secrets.token_hex(8)
@@ -158,6 +161,11 @@ class Controller(_Daemon):
             "scheduler": {"queue": "drf", "placement": "bestfit", "backfill": "easy"},
             "tenants": ts,
         }
+        if tasks_as_root:
+            # The tests written before tenants ran as Unix users expect their
+            # tasks to write into pytest's directories (root's, 0700), as the
+            # agent's user: say so explicitly. test_sec_users.py passes False.
+            self.config.update({"default_user": "root", "allow_root": True})
         if config_overrides:
             _deep_merge(self.config, config_overrides)
             if "tenants" in config_overrides:
