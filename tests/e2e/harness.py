@@ -315,8 +315,9 @@ class Agent(_Daemon):
     """A real sluice-agent process declaring GPUs by flags."""
 
     def __init__(self, controller, name, gpus=8, gpu_model="H100", gpu_memory="80Gi",
-                 cpus="64", memory="512Gi", pool=None, extra_args=()):
+                 cpus="64", memory="512Gi", pool=None, extra_args=(), env=None):
         self.controller = controller
+        self.env = env  # variables added to the agent's environment (None: ours as is)
         self.name = name
         self.workdir = os.path.join(controller.dir, "agent-" + name)
         os.makedirs(self.workdir, exist_ok=True)
@@ -343,7 +344,8 @@ class Agent(_Daemon):
         self._log = open(self.log_path, "ab")
         t_start = time.time() - 0.5  # margin for clock granularity
         self.proc = subprocess.Popen([self.binary] + self.args, stdout=self._log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=dict(os.environ, **self.env) if self.env else None)
         if wait:
             def up():
                 if self.proc.poll() is not None:
