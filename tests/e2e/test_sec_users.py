@@ -240,14 +240,18 @@ def test_root_only_with_the_explicit_opt_in(users, base_dir, build_dir):
     if not os.access(os.path.join(build_dir, "sluiced"), os.X_OK):
         pytest.skip("sluiced is not built")
     # Without allow_root, a config that maps anyone to root is refused.
-    for i, (tenants, over) in enumerate([([{"name": "alice", "user": "root"}], None),
-                                         ([{"name": "alice", "group": "root"}], None),
-                                         ([{"name": "alice"}], {"default_user": "root"})]):
+    # (A name that is not a Unix name is refused too, naming the field.)
+    root = "needs allow_root: true"
+    for i, (tenants, over, msg) in enumerate([
+            ([{"name": "alice", "user": "root"}], None, "tenants[].user: root " + root),
+            ([{"name": "alice", "group": "root"}], None, "tenants[].group: root " + root),
+            ([{"name": "alice"}], {"default_user": "root"}, "default_user: root " + root),
+            ([{"name": "alice", "user": "a b"}], None, 'tenants[].user: "a b" is not a Unix name')]):
         bad = harness.Controller(os.path.join(base_dir, "noroot%d" % i), tasks_as_root=False,
                                  tenants=tenants, config_overrides=over)
         r = subprocess.run([bad.binary, "--config", bad.config_path], capture_output=True,
                            text=True, timeout=30)
-        assert r.returncode != 0 and "needs allow_root: true" in r.stderr, (r.returncode, r.stderr)
+        assert r.returncode == 2 and msg in r.stderr, (r.returncode, r.stderr)
     # With it, a tenant mapped to root runs as root; the others still do not.
     ctl = harness.Controller(os.path.join(base_dir, "root"), tasks_as_root=False,
                              tenants=[{"name": "alice", "user": "root"}, {"name": "bob",
