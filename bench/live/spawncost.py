@@ -4,7 +4,7 @@ spawncost.py - what one task's launch costs inside sluice-agent: the time
 from a decoded launch to a running process (the agent logs it as
 `spawn_us=` per task), for N one-task jobs of `true` on one agent.
 
-    bench/live/spawncost.py [--n 300] [--user NAME] [--build DIR]
+    bench/live/spawncost.py [--n 300] [--user NAME] [--build DIR [--old-config]]
 
 --user maps the tenant to that Unix user (the agent then switches to it:
 needs root and the user on this machine); without it the tenant keeps the
@@ -29,6 +29,8 @@ def main():
     ap.add_argument("--n", type=int, default=300, help="jobs of one task (default 300)")
     ap.add_argument("--user", help="Unix user the tenant maps to (the agent must be root)")
     ap.add_argument("--build", help="build directory (default: SLUICE_BUILD or build/)")
+    ap.add_argument("--old-config", action="store_true",
+                    help="no user keys in the config (for a build from before issue 8)")
     a = ap.parse_args()
     if a.build:
         os.environ["SLUICE_BUILD"] = a.build
@@ -39,7 +41,7 @@ def main():
     tenants = [{"name": "alice", "weight": 1}]
     if a.user:
         tenants[0]["user"] = a.user
-    ctl = harness.Controller(tmp, tenants=tenants)
+    ctl = harness.Controller(tmp, tenants=tenants, tasks_as_root=not a.old_config)
     agent = None
     try:
         ctl.start()
