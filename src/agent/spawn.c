@@ -265,11 +265,16 @@ static int resolve_ident(const agent_spawn_t *sp, ident_t *id, char *reason, siz
         id->gid = gr->gr_gid;
     }
     if ((id->uid == 0 || id->gid == 0) && !l->allow_root) {
+        char who[300];
+        if (id->uid == 0)
+            snprintf(who, sizeof who, "user %s is root (uid 0)", user);
+        else if (l->group)
+            snprintf(who, sizeof who, "group %s is root (gid 0)", l->group);
+        else
+            snprintf(who, sizeof who, "the primary group of user %s is root (gid 0)", user);
         snprintf(reason, rlen,
-                 "%s %s is root (%s 0) on node %s, and the controller's config does not allow "
-                 "tasks to run as root (allow_root)",
-                 id->uid == 0 ? "user" : "group", id->uid == 0 ? user : l->group,
-                 id->uid == 0 ? "uid" : "gid", sp->node);
+                 "%s on node %s, and the controller's config does not allow tasks to run as root "
+                 "(allow_root)", who, sp->node);
         return -1;
     }
     return 0;

@@ -297,6 +297,12 @@ def test_agent_refuses_root_unless_the_launch_allows_it(users, base_dir, build_d
         assert r["status"]["Uid"] == [str(pwd.getpwnam("nobody").pw_uid)] * 4, r
         ctl.send(_launch(3, 0, argv=["true"], user="root", allow_root=True))
         assert ctl.wait_type("exited", job=3, task=0)["exit_code"] == 0
+        ctl.send(_launch(4, 0, argv=["true"], user="nobody", group="root"))
+        failed = ctl.wait_type("failed", job=4, task=0)
+        assert failed["reason"].startswith("group root is root (gid 0) on node n1"), failed
+        ctl.send(_launch(5, 0, argv=["true"], user="nobody", group=GROUP + "x"))
+        failed = ctl.wait_type("failed", job=5, task=0)
+        assert failed["reason"] == "group %sx does not exist on node n1" % GROUP, failed
     finally:
         agent.stop()
         ctl.close()
