@@ -16,6 +16,7 @@ mean in microseconds. Real daemons on 127.0.0.1 through tests/e2e/harness.py.
 import argparse
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -64,6 +65,7 @@ def main():
         if agent:
             agent.stop()
         ctl.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
