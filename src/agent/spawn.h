@@ -1,7 +1,8 @@
 /*
- * spawn.h - starting one task's process (spawn.c): its command line (with
- * the --launcher template for images), its environment, its log file. No
- * state: the tasks layer above decides when, and keeps what it started.
+ * spawn.h - starting one task's process (spawn.c): its Unix identity, its
+ * job directory, its command line (with the --launcher template for
+ * images), its environment, its log file. No state: the tasks layer above
+ * decides when, and keeps what it started.
  */
 #ifndef SLUICE_AGENT_SPAWN_H
 #define SLUICE_AGENT_SPAWN_H
@@ -13,7 +14,7 @@
 #include "proto.h"
 
 typedef struct agent_spawn {
-    const char *workdir;            /* the task's working directory; logs/ under it */
+    const char *workdir;            /* the agent's work directory: jobs/ and logs/ under it */
     const char *node;               /* this node's name (messages, SLUICE_NODE) */
     const char *launcher;           /* --launcher template, or NULL */
     uint64_t job;
@@ -22,10 +23,15 @@ typedef struct agent_spawn {
 } agent_spawn_t;
 
 /*
- * Spawns the task of sp in its own session and process group, stdout and
- * stderr appended to WORKDIR/logs/JOB/TASK.log. Returns 0 with *pid set, or
- * -1 with reason (rlen bytes) saying why in words for the job's owner
- * (also written to the log when the command could not be executed).
+ * Spawns the task of sp in its own session and process group, as the
+ * launch's user and group when the agent is root, working in
+ * WORKDIR/jobs/JOB (created 0700, the user's), stdout and stderr appended to
+ * WORKDIR/logs/JOB/TASK.log (0600, the user's), with the scrubbed
+ * environment spawn.c describes. Looks the user up (getpwnam: may read
+ * files or ask NSS) and blocks until the child has exec'd. Returns 0 with
+ * *pid set, or -1 with reason (rlen bytes) saying why in words for the
+ * job's owner ("user alice-svc does not exist on node n2"; also written to
+ * the log when the command could not be executed).
  */
 int agent_spawn(const agent_spawn_t *sp, pid_t *pid, char *reason, size_t rlen);
 

@@ -524,6 +524,37 @@ static void load_state(agent_tasks_t *ts) {
     json_decref(root);
 }
 
+/* Says once at start-up who the tasks will run as. A root agent runs each
+ * as its tenant's user (spawn.c), which must be able to reach its job
+ * directory by path (TMPDIR): warn when a directory above it is closed to
+ * others. */
+static void identity_notice(const char *workdir) {
+    if (geteuid() != 0) {
+        sl_log(SL_LOG_WARN, "agent",
+               "running as uid %u, not root: every task runs as this user whatever user its "
+               "tenant maps to (no isolation between tenants on this node)",
+               (unsigned)geteuid());
+        return;
+    }
+    /* The work directory and each directory above it, up to "/". */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", workdir);
+    for (;;) {
+        struct stat st;
+        if (stat(dir, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+            sl_log(SL_LOG_WARN, "agent",
+                   "%s is not searchable by other users (mode %03o): tasks that run as their "
+                   "tenant's user start in their job directory but cannot reach it by path "
+                   "(TMPDIR); chmod o+x %s",
+                   dir, (unsigned)(st.st_mode & 0777), dir);
+            return;
+        }
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir) return;  /* "/" is searchable */
+        *slash = '\0';
+    }
+}
+
 int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
                        agent_tasks_t **out) {
     char path[4096];
@@ -532,6 +563,14 @@ int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
         sl_log(SL_LOG_ERROR, "agent", "cannot create %s: %s", path, strerror(errno));
         return -1;
     }
+    /* Job directories live in WORKDIR/jobs, root's and 0711: a tenant can
+     * reach its own directory there but neither list nor rename entries. */
+    snprintf(path, sizeof path, "%s/jobs", cfg->workdir);
+    if ((mkdir(path, 0711) != 0 && errno != EEXIST) || chmod(path, 0711) != 0) {
+        sl_log(SL_LOG_ERROR, "agent", "cannot create %s: %s", path, strerror(errno));
+        return -1;
+    }
+    identity_notice(cfg->workdir);
     agent_tasks_t *ts = calloc(1, sizeof *ts);
     if (!ts) abort();
     ts->base = base;

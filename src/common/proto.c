@@ -329,6 +329,15 @@ static int enc_launch(writer_t *w, const sl_proto_msg_t *m) {
     put_i64(w, l->master_port);
     key(w, "time_limit");
     put_i64(w, l->time_limit);
+    if (l->user) {
+        key(w, "user");
+        put_str(w, l->user);
+    }
+    if (l->group) {
+        key(w, "group");
+        put_str(w, l->group);
+    }
+    if (l->allow_root) puts_(w, ",\"allow_root\":true");
     return 0;
 }
 
@@ -757,7 +766,9 @@ static int dec_launch(dec_t *d, json_t *o) {
         get_str(d, o, "master_addr", false, &l->master_addr) ||
         get_i32(d, o, "master_port", false, 1, 65535, SL_PROTO_DEFAULT_MASTER_PORT, &l->master_port,
                 "a TCP port from 1 to 65535") ||
-        get_int(d, o, "time_limit", false, 0, INT64_MAX, 0, &l->time_limit, "a number of seconds, 0 or more"))
+        get_int(d, o, "time_limit", false, 0, INT64_MAX, 0, &l->time_limit, "a number of seconds, 0 or more") ||
+        get_str(d, o, "user", false, &l->user) || get_str(d, o, "group", false, &l->group) ||
+        get_bool(d, o, "allow_root", &l->allow_root))
         return SL_EINVAL;
     if (l->master_addr == NULL) l->master_addr = SL_PROTO_DEFAULT_MASTER_ADDR;
     return 0;

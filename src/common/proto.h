@@ -57,6 +57,7 @@
 /* Defaults a decoded launch gets for absent fields (docs/protocol.md). */
 #define SL_PROTO_DEFAULT_MASTER_ADDR "127.0.0.1"
 #define SL_PROTO_DEFAULT_MASTER_PORT 29500
+#define SL_PROTO_DEFAULT_USER "nobody"
 /* Default "limit" of a logs request. */
 #define SL_PROTO_DEFAULT_LOG_LIMIT 65536
 
@@ -203,6 +204,13 @@ typedef struct sl_proto_launch {
     const char *master_addr;    /* encoder: NULL writes the default */
     int32_t master_port;        /* 1..65535 */
     int64_t time_limit;         /* seconds, 0: none */
+    /* The Unix identity the task runs as on a root agent (docs/protocol.md):
+     * names, resolved on the node. user NULL: "nobody" (SL_PROTO_DEFAULT_USER);
+     * group NULL: the user's primary group. The encoder writes each only when
+     * set, allow_root only when true. */
+    const char *user;
+    const char *group;
+    bool allow_root;            /* may user or group be root (uid or gid 0)? */
 } sl_proto_launch_t;
 
 typedef struct sl_proto_kill {

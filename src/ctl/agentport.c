@@ -209,13 +209,18 @@ static void out_launch(void *ud, const ctl_job_t *j, int32_t i) {
         kv[n].key = key;
         kv[n++].value = json_string_value(v);
     }
+    /* The Unix identity the task runs as: the tenant's mapping or the
+     * configured default, resolved by the agent on its node. */
+    const char *tenant = json_string_value(json_object_get(j->spec, "tenant"));
+    const char *group = NULL;
+    const char *user = ctl_config_task_user(&c->cfg, tenant, &group);
     sl_proto_msg_t m = {
         .type = SL_PROTO_LAUNCH,
         .job = j->id,
         .task = i,
         .u.launch = {
             .name = json_string_value(json_object_get(j->spec, "name")),
-            .tenant = json_string_value(json_object_get(j->spec, "tenant")),
+            .tenant = tenant,
             .argv = argv,
             .argc = argv ? argc : 0,
             .image = json_string_value(json_object_get(j->spec, "image")),
@@ -233,6 +238,9 @@ static void out_launch(void *ud, const ctl_job_t *j, int32_t i) {
             .master_addr = mn && mn->addr[0] ? mn->addr : "127.0.0.1",
             .master_port = CTL_MASTER_PORT_BASE + (int32_t)(j->id % 1000),
             .time_limit = j->core.time_limit_us / 1000000,
+            .user = user,
+            .group = group,
+            .allow_root = c->cfg.allow_root,
         }};
     queue_msg(ap, (uint32_t)t->node, &m);
     sl_free(argv);

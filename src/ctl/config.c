@@ -26,6 +26,7 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->queue = sl_xstrdup("drf");
     cfg->placement = sl_xstrdup(sl_place_policy_default());
     cfg->backfill = sl_xstrdup("easy");
+    cfg->default_user = sl_xstrdup("nobody");
 }
 
 void ctl_config_fini(ctl_config_t *cfg) {
@@ -38,9 +39,12 @@ void ctl_config_fini(ctl_config_t *cfg) {
     sl_free(cfg->placement);
     sl_free(cfg->backfill);
     sl_free(cfg->log_level);
+    sl_free(cfg->default_user);
     for (size_t i = 0; i < cfg->ntenants; i++) {
         sl_free(cfg->tenants[i].name);
         sl_free(cfg->tenants[i].token);
+        sl_free(cfg->tenants[i].user);
+        sl_free(cfg->tenants[i].group);
     }
     sl_free(cfg->tenants);
     for (size_t i = 0; i < cfg->npools; i++)
@@ -142,8 +146,38 @@ static int get_qty(rd_t *r, const sl_yaml_node_t *map, const char *key, sl_qty_k
     return 0;
 }
 
+/*
+ * Reads a Unix user or group name (key of map) into *out. Names, not ids:
+ * each node's agent resolves them (getpwnam, getgrnam), so a cluster whose
+ * nodes number users differently still runs a tenant as the same account,
+ * and a name missing on a node fails the task with a reason that says so
+ * instead of running it under an id nobody owns. The characters are the
+ * portable ones useradd accepts; root needs allow_root (read before).
+ */
+static int get_unix_name(rd_t *r, const ctl_config_t *cfg, const sl_yaml_node_t *map,
+                         const char *key, const char *where, char **out) {
+    if (get_str(r, map, key, out) < 0)
+        return -1;
+    const char *s = *out;
+    if (s == NULL)
+        return 0;
+    const sl_yaml_node_t *v = sl_yaml_map_get(map, key);
+    size_t n = strlen(s);
+    bool ok = n > 0 && n <= 32 && s[0] != '-';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+             (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.';
+    if (!ok)
+        return fail(r, v, "%s: \"%s\" is not a Unix name (1..32 letters, digits, '_', '-', '.')",
+                    where, s);
+    if (strcmp(s, "root") == 0 && !cfg->allow_root)
+        return fail(r, v, "%s: %s needs allow_root: true (tasks run as root only where the config says so)",
+                    where, "root");
+    return 0;
+}
+
 static int load_tenants(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
-    static const char *const keys[] = {"name", "weight", "token", "quota", NULL};
+    static const char *const keys[] = {"name", "weight", "token", "quota", "user", "group", NULL};
     static const char *const qkeys[] = {"cpus", "memory", "gpus", NULL};
     if (seq->kind != SL_YAML_SEQ)
         return fail(r, seq, "tenants must be a sequence of mappings%s%s", "", "");
@@ -157,6 +191,9 @@ static int load_tenants(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
             return -1;
         if (tc->name == NULL || tc->name[0] == '\0' || strlen(tc->name) >= SL_NAME_MAX)
             return fail(r, t, "tenants[]: name is required (1..63 characters)%s%s", "", "");
+        if (get_unix_name(r, cfg, t, "user", "tenants[].user", &tc->user) < 0 ||
+            get_unix_name(r, cfg, t, "group", "tenants[].group", &tc->group) < 0)
+            return -1;
         int64_t w = 1;
         if (get_int(r, t, "weight", 1, 1000000, &w) < 0)
             return -1;
@@ -216,7 +253,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "scheduler", "tenants", "pools", "log_level",
                                       "job_retention", "max_finished_jobs",
                                       "init", /* create a missing or empty state database */
-                                      NULL};
+                                      "default_user", "allow_root", NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
                                       "max_starts_per_cycle", NULL};
     rd_t r = {path, err, errlen};
@@ -245,6 +282,13 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         get_ms(&r, root, "kill_grace", 0, &cfg->kill_grace_ms) < 0 ||
         get_ms(&r, root, "job_retention", 0, &cfg->job_retention_ms) < 0 ||
         get_int(&r, root, "max_finished_jobs", 0, 100000000, &cfg->max_finished_jobs) < 0)
+        goto out;
+    const sl_yaml_node_t *ar = sl_yaml_map_get(root, "allow_root");
+    if (ar != NULL && !sl_yaml_is_null(ar) && sl_yaml_bool(ar, &cfg->allow_root) < 0) {
+        fail(&r, ar, "allow_root: must be true or false%s%s", "", "");
+        goto out;
+    }
+    if (get_unix_name(&r, cfg, root, "default_user", "default_user", &cfg->default_user) < 0)
         goto out;
     v = cfg->heartbeat_s;
     if (get_int(&r, root, "heartbeat", 1, 3600, &v) < 0)
@@ -361,6 +405,17 @@ int ctl_config_check(const ctl_config_t *cfg, char *err, size_t errlen) {
         }
     }
     return 0;
+}
+
+const char *ctl_config_task_user(const ctl_config_t *cfg, const char *tenant, const char **group) {
+    *group = NULL;
+    for (size_t i = 0; tenant && i < cfg->ntenants; i++) {
+        if (strcmp(cfg->tenants[i].name, tenant) != 0)
+            continue;
+        *group = cfg->tenants[i].group;
+        return cfg->tenants[i].user ? cfg->tenants[i].user : cfg->default_user;
+    }
+    return cfg->default_user;
 }
 
 bool ctl_token_eq(const char *given, const char *want) {

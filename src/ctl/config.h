@@ -26,6 +26,8 @@ typedef struct ctl_tenant_cfg {
     char *token;     /* may be NULL: only the admin can submit for it */
     bool has_quota;
     sl_res_t quota;
+    char *user;      /* Unix user its tasks run as on the nodes; NULL: default_user */
+    char *group;     /* and group; NULL: the user's primary group on the node */
 } ctl_tenant_cfg_t;
 
 typedef struct ctl_config {
@@ -50,6 +52,8 @@ typedef struct ctl_config {
     size_t npools;
     char *log_level;
     bool init;                  /* create a missing or empty state database (--init) */
+    char *default_user;         /* tenants without `user` run as this ("nobody") */
+    bool allow_root;            /* may a tenant's user or group be root? (false) */
 } ctl_config_t;
 
 void ctl_config_init(ctl_config_t *cfg);
@@ -61,6 +65,13 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
 void ctl_config_finish(ctl_config_t *cfg);
 /* Checks that tokens are non-empty and distinct. 0, or -1 with a message. */
 int ctl_config_check(const ctl_config_t *cfg, char *err, size_t errlen);
+
+/* The Unix user and group the tasks of tenant run as (names, resolved on
+ * each node by its agent): the tenant's own `user`, else default_user;
+ * *group is the tenant's `group` or NULL (the user's primary group). An
+ * unknown tenant gets default_user. Pointers are borrowed from cfg. Can't
+ * fail; O(tenants). */
+const char *ctl_config_task_user(const ctl_config_t *cfg, const char *tenant, const char **group);
 
 /* True when the secret `given` equals `want` (non-empty), in time that
  * depends only on the length of `given`, so that a client cannot learn a

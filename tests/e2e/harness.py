@@ -125,9 +125,13 @@ class Controller(_Daemon):
 
     Tenants alice and bob (weight 1 each) exist unless config_overrides
     replaces "tenants". Tokens are random per instance and survive restart().
+    With tasks_as_root (the default) every tenant's tasks run as root
+    (default_user: root, allow_root: true), as they did before tenants were
+    Unix users; with False the config's own defaults apply (nobody).
     """
 
-    def __init__(self, tmpdir, config_overrides=None, tenants=None, init=True):
+    def __init__(self, tmpdir, config_overrides=None, tenants=None, init=True,
+                 tasks_as_root=True):
         # init: start with --init, so that a missing or empty state
         # database is created (sluiced refuses one otherwise).
         self.init = init
@@ -161,6 +165,11 @@ class Controller(_Daemon):
             "scheduler": {"queue": "drf", "placement": "bestfit", "backfill": "easy"},
             "tenants": ts,
         }
+        if tasks_as_root:
+            # The tests written before tenants ran as Unix users expect their
+            # tasks to write into pytest's directories (root's, 0700), as the
+            # agent's user: say so explicitly. test_sec_users.py passes False.
+            self.config.update({"default_user": "root", "allow_root": True})
         if config_overrides:
             _deep_merge(self.config, config_overrides)
             if "tenants" in config_overrides:
@@ -311,8 +320,9 @@ class Agent(_Daemon):
     """A real sluice-agent process declaring GPUs by flags."""
 
     def __init__(self, controller, name, gpus=8, gpu_model="H100", gpu_memory="80Gi",
-                 cpus="64", memory="512Gi", pool=None, extra_args=()):
+                 cpus="64", memory="512Gi", pool=None, extra_args=(), env=None):
         self.controller = controller
+        self.env = env  # variables added to the agent's environment (None: ours as is)
         self.name = name
         self.workdir = os.path.join(controller.dir, "agent-" + name)
         os.makedirs(self.workdir, exist_ok=True)
@@ -339,7 +349,8 @@ class Agent(_Daemon):
         self._log = open(self.log_path, "ab")
         t_start = time.time() - 0.5  # margin for clock granularity
         self.proc = subprocess.Popen([self.binary] + self.args, stdout=self._log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=dict(os.environ, **self.env) if self.env else None)
         if wait:
             def up():
                 if self.proc.poll() is not None:

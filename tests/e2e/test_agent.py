@@ -91,7 +91,9 @@ def test_launch_environment_and_cwd(controller, cluster):
         assert env["SLUICE_NODE"] == "n1"
         assert int(env["MASTER_PORT"]) > 0
         assert env["MASTER_ADDR"]
-        assert env["cwd"] == os.path.realpath(agent.workdir)
+        # Each job works in its own directory (issue 8), which is also its TMPDIR.
+        jobdir = os.path.join(os.path.realpath(agent.workdir), "jobs", str(j["id"]))
+        assert env["cwd"] == jobdir and env["TMPDIR"] == jobdir
         local_ranks.add(env["LOCAL_RANK"])
         gpus_seen += p["gpus"]
         masters.add((env["MASTER_ADDR"], env["MASTER_PORT"]))

@@ -327,6 +327,26 @@ static void test_proto_launch_round_trip(void **state) {
     sl_proto_msg_fini(&d);
     sl_free(line);
 
+    /* The Unix identity (issue 8): written only when set, absent decodes as
+     * NULL, NULL, false. */
+    sl_proto_msg_t who = {.type = SL_PROTO_LAUNCH, .job = 2, .task = 0,
+                          .u.launch = {.world_size = 1, .master_port = 29502, .user = "alice-svc",
+                                       .group = "ml", .allow_root = true}};
+    line = round_trip(&who, SL_PROTO_TO_AGENT, &d);
+    assert_non_null(strstr(line, ",\"user\":\"alice-svc\",\"group\":\"ml\",\"allow_root\":true}"));
+    assert_string_equal(d.u.launch.user, "alice-svc");
+    assert_string_equal(d.u.launch.group, "ml");
+    assert_true(d.u.launch.allow_root);
+    sl_proto_msg_fini(&d);
+    sl_free(line);
+    line = round_trip(&img, SL_PROTO_TO_AGENT, &d);
+    assert_null(strstr(line, "user"));
+    assert_null(d.u.launch.user);
+    assert_null(d.u.launch.group);
+    assert_false(d.u.launch.allow_root);
+    sl_proto_msg_fini(&d);
+    sl_free(line);
+
     /* Defaults for a minimal launch are the agent's. */
     const char *min = "{\"type\":\"launch\",\"job\":4,\"task\":2,\"argv\":[]}";
     char err[256];
@@ -456,6 +476,10 @@ static const bad_row_t bad_rows[] = {
     {TA, "{\"type\":\"launch\",\"job\":1,\"task\":0,\"argv\":[\"ls\",1]}", SL_EINVAL,
      "launch: argv[1]: must be a string", true},
     {TA, "{\"type\":\"launch\",\"job\":1,\"task\":0,\"image\":{}}", SL_EINVAL, "launch: image: must be a string", true},
+    {TA, "{\"type\":\"launch\",\"job\":1,\"task\":0,\"user\":0}", SL_EINVAL, "launch: user: must be a string", true},
+    {TA, "{\"type\":\"launch\",\"job\":1,\"task\":0,\"group\":[]}", SL_EINVAL, "launch: group: must be a string", true},
+    {TA, "{\"type\":\"launch\",\"job\":1,\"task\":0,\"allow_root\":1}", SL_EINVAL,
+     "launch: allow_root: must be true or false", true},
     {TA, "{\"type\":\"launch\",\"job\":1,\"task\":0,\"env\":[]}", SL_EINVAL, "launch: env: must be an object of strings", true},
     {TA, "{\"type\":\"launch\",\"job\":1,\"task\":0,\"env\":{\"A\":1}}", SL_EINVAL,
      "launch: env: the value of A must be a string", true},
