@@ -19,6 +19,14 @@
 #define CTL_DEFAULT_JOB_RETENTION_MS (3600 * 1000)
 #define CTL_DEFAULT_MAX_FINISHED_JOBS 10000
 #define CTL_TRIM_PER_PASS 1000  /* finished jobs dropped from memory per pass at most */
+/* limits: (docs/config.md); the defaults */
+#define CTL_DEFAULT_MAX_CONNECTIONS 4096      /* per port */
+#define CTL_DEFAULT_MAX_CONNECTIONS_PER_PEER 256
+#define CTL_DEFAULT_HEADER_TIMEOUT_MS 10000
+#define CTL_DEFAULT_IDLE_TIMEOUT_MS 60000
+#define CTL_DEFAULT_MAX_HEADER_BYTES 16384
+#define CTL_DEFAULT_REPLY_BUFFER_BYTES (256LL << 20)
+#define CTL_DEFAULT_MAX_PENDING_JOBS 100000   /* per tenant */
 
 typedef struct ctl_tenant_cfg {
     char *name;
@@ -26,6 +34,7 @@ typedef struct ctl_tenant_cfg {
     char *token;     /* may be NULL: only the admin can submit for it */
     bool has_quota;
     sl_res_t quota;
+    int64_t max_pending_jobs; /* 0: limits.max_pending_jobs */
 } ctl_tenant_cfg_t;
 
 typedef struct ctl_config {
@@ -49,6 +58,14 @@ typedef struct ctl_config {
     char **pools;
     size_t npools;
     char *log_level;
+    /* limits: (docs/config.md, "Limits") */
+    int64_t max_connections;          /* per port (API, agent) */
+    int64_t max_connections_per_peer; /* per port and peer address */
+    int64_t header_timeout_ms;        /* a whole request, from open or the last reply */
+    int64_t idle_timeout_ms;          /* reads or writes without progress */
+    int64_t max_header_bytes;         /* request line and headers */
+    int64_t reply_buffer_bytes;       /* replies queued for all clients together */
+    int64_t max_pending_jobs;         /* per tenant, unless the tenant says */
 } ctl_config_t;
 
 void ctl_config_init(ctl_config_t *cfg);

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "listen.h"
 #include "loop.h"
 #include "model.h"
 #include "sluice/hash.h"
@@ -69,6 +70,9 @@ typedef struct ctl_counters {
     uint64_t node_failures;
     uint64_t requeues;
     uint64_t jobs_forgotten; /* finished jobs dropped from memory (kept in SQLite) */
+    ctl_port_counters_t api_port;   /* http: connections of the API port */
+    ctl_port_counters_t agent_port; /* agentport: connections of the agent port */
+    uint64_t replies_refused;       /* http: 503 for limits.reply_buffer */
 } ctl_counters_t;
 
 typedef struct ctl {
