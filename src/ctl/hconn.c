@@ -112,7 +112,8 @@ static void write_error(hconn_t *hc, struct evbuffer *out) {
         snprintf(msg, sizeof msg, "method not implemented: the API takes GET, HEAD, POST and DELETE");
     else
         snprintf(msg, sizeof msg,
-                 "malformed HTTP request: a bad request line or header, or a request line over %lld bytes",
+                 "malformed HTTP request: a bad request line or header, or a request line or "
+                 "headers over %lld bytes",
                  (long long)cfg->max_header_bytes);
     ctl_buf_t b;
     ctl_buf_init(&b);
