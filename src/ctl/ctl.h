@@ -9,6 +9,9 @@
  *   main.c                      flags, start-up wiring, signals
  *   http.c agentport.c          adapters: HTTP API routes, auth and replies;
  *                               the agent protocol over TCP
+ *   hconn.c                     the HTTP API's connections: limits,
+ *                               timeouts, unread replies, libevent's
+ *                               own errors as JSON
  *   api.c metrics.c             views: JSON and text of jobs and nodes,
  *                               the Prometheus exposition
  *   recover.c                   start-up: rows from the store -> core, jobs
@@ -24,6 +27,8 @@
  *   ctl.h                       this state
  *   store.c config.c            SQLite rows; the YAML configuration
  *   model.c                     job, task and node records, state names
+ *   listen.c                    listening ports with connection limits
+ *                               per port and peer, and accept back-off
  *   loop.c buf.c                event base, clocks, the per-iteration flush;
  *                               a byte buffer with a JSON writer
  */

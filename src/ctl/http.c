@@ -11,6 +11,12 @@
  * main.c) and waits, at most 10 s, for ctl_http_logs_answer; the HTTP
  * adapter knows nothing of the agent protocol.
  *
+ * Connections (limits per port and peer, header and idle timeouts, the
+ * bound on unread replies, JSON for the errors libevent answers itself)
+ * are hconn.c's; every reply leaves through send_body, which answers HEAD
+ * with the GET's Content-Length and no body. GET /v1/jobs is paged by id
+ * (api.c, ctl_jobs_list).
+ *
  * Auth: "Authorization: Bearer TOKEN". The admin token sees everything; a
  * tenant token sees its own jobs (403 for others'); the cluster token is
  * for agents only (403 here); a missing or unknown token is 401.
