@@ -69,6 +69,8 @@ typedef struct pending {
 
 #define SMALL_REPLY (64 * 1024)
 
+/* Connections are keyed by address: evhttp gives them no other identity,
+ * and nothing here depends on the table's iteration order. */
 static uint64_t key_of(const struct evhttp_connection *evcon) {
     return (uint64_t)(uintptr_t)evcon;
 }

@@ -354,3 +354,36 @@ def test_200_unread_job_lists_keep_rss_bounded(controller_factory):
     finally:
         _close_all(socks)
     _healthz(ctl)
+
+
+def test_sluice_queue_pages_through_every_job(build_dir, tmp_path):
+    """`sluice queue` asks page after page (10,000 jobs each) until a short
+    one, and prints one table (the header once); --json merges the pages
+    until next_after is null. Against canned pages (test_cli's server)."""
+    if not os.access(os.path.join(build_dir, "sluice"), os.X_OK):
+        pytest.skip("sluice is not built")
+    import test_cli as tc
+    text = "text/plain; charset=utf-8"
+    page1 = "ID     NAME\n" + "".join("%-5d  a\n" % i for i in range(1, 10001))
+    page2 = "ID     NAME\n10001  b\n"
+    srv, env = tc._scripted([
+        tc._reply(page1, ctype=text), tc._reply(page2, ctype=text),
+        tc._reply(json.dumps({"jobs": [{"id": 1}], "next_after": 1})),
+        tc._reply(json.dumps({"jobs": [{"id": 2}], "next_after": None})),
+    ], tmp_path)
+    try:
+        r = tc.u.sluice(["queue", "--all"], env)
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert len(lines) == 10002 and lines[0] == "ID     NAME" and lines[-1] == "10001  b"
+        r = tc.u.sluice(["queue", "--json", "--all"], env)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout) == {"jobs": [{"id": 1}, {"id": 2}]}
+    finally:
+        srv.close()
+    assert [q[0] for q in srv.requests] == [
+        "GET /v1/jobs?limit=10000&view=table HTTP/1.1",
+        "GET /v1/jobs?limit=10000&after=10000&view=table HTTP/1.1",
+        "GET /v1/jobs HTTP/1.1",
+        "GET /v1/jobs?limit=10000&after=1 HTTP/1.1",
+    ]
