@@ -29,6 +29,7 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->max_connections = CTL_DEFAULT_MAX_CONNECTIONS;
     cfg->max_connections_per_peer = CTL_DEFAULT_MAX_CONNECTIONS_PER_PEER;
     cfg->header_timeout_ms = CTL_DEFAULT_HEADER_TIMEOUT_MS;
+    cfg->body_timeout_ms = CTL_DEFAULT_BODY_TIMEOUT_MS;
     cfg->idle_timeout_ms = CTL_DEFAULT_IDLE_TIMEOUT_MS;
     cfg->max_header_bytes = CTL_DEFAULT_MAX_HEADER_BYTES;
     cfg->reply_buffer_bytes = CTL_DEFAULT_REPLY_BUFFER_BYTES;
@@ -224,7 +225,8 @@ static int load_pools(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
 /* The limits: section (docs/config.md, "Limits"). */
 static int load_limits(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *l) {
     static const char *const keys[] = {"max_connections", "max_connections_per_peer",
-                                       "header_timeout", "idle_timeout", "max_header_bytes",
+                                       "header_timeout", "body_timeout", "idle_timeout",
+                                       "max_header_bytes",
                                        "reply_buffer", "max_pending_jobs", NULL};
     if (l == NULL || sl_yaml_is_null(l))
         return 0;
@@ -232,6 +234,7 @@ static int load_limits(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *l) {
         get_int(r, l, "max_connections", 1, 1000000, &cfg->max_connections) < 0 ||
         get_int(r, l, "max_connections_per_peer", 1, 1000000, &cfg->max_connections_per_peer) < 0 ||
         get_ms(r, l, "header_timeout", 100, &cfg->header_timeout_ms) < 0 ||
+        get_ms(r, l, "body_timeout", 100, &cfg->body_timeout_ms) < 0 ||
         get_ms(r, l, "idle_timeout", 100, &cfg->idle_timeout_ms) < 0 ||
         get_int(r, l, "max_header_bytes", 1024, 1048576, &cfg->max_header_bytes) < 0 ||
         get_qty(r, l, "reply_buffer", SL_QTY_MEM, &cfg->reply_buffer_bytes) < 0 ||

@@ -23,6 +23,7 @@
 #define CTL_DEFAULT_MAX_CONNECTIONS 4096      /* per port */
 #define CTL_DEFAULT_MAX_CONNECTIONS_PER_PEER 256
 #define CTL_DEFAULT_HEADER_TIMEOUT_MS 10000
+#define CTL_DEFAULT_BODY_TIMEOUT_MS 30000
 #define CTL_DEFAULT_IDLE_TIMEOUT_MS 60000
 #define CTL_DEFAULT_MAX_HEADER_BYTES 16384
 #define CTL_DEFAULT_REPLY_BUFFER_BYTES (256LL << 20)
@@ -61,7 +62,8 @@ typedef struct ctl_config {
     /* limits: (docs/config.md, "Limits") */
     int64_t max_connections;          /* per port (API, agent) */
     int64_t max_connections_per_peer; /* per port and peer address */
-    int64_t header_timeout_ms;        /* a whole request, from open or the last reply */
+    int64_t header_timeout_ms;        /* request line and headers, from open or the last reply */
+    int64_t body_timeout_ms;          /* the body, from the end of the headers */
     int64_t idle_timeout_ms;          /* reads or writes without progress */
     int64_t max_header_bytes;         /* request line and headers */
     int64_t reply_buffer_bytes;       /* replies queued for all clients together */

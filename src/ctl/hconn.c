@@ -14,13 +14,13 @@
  *
  * Each admitted connection is idle (it may be evicted by a newcomer when
  * the port is full) from its accept or its last reply until a request is
- * dispatched. A sweep closes a connection idle for longer than
- * header_timeout, which bounds the time for a whole request (line,
- * headers and body) however slowly it trickles in, and the time a kept-
- * alive connection may wait for its next one; reads and writes that make
- * no progress for idle_timeout are evhttp's own timeout (a client that does
- * not read its reply). The list of connections is in the order they became
- * idle, so the sweep stops at the first that is not yet due.
+ * dispatched. A sweep closes a connection whose request line and headers
+ * have not all arrived header_timeout after it became idle (however slowly
+ * they trickle in; this is also how long a kept-alive connection may wait
+ * for its next request), or whose body has not arrived body_timeout after
+ * its headers ended (the input buffer's callback spots the blank line).
+ * Reads and writes that make no progress for idle_timeout are evhttp's own
+ * timeout (a client that does not read its reply).
  *
  * Unread replies: evhttp writes one reply at a time per connection and
  * reads the next request only when it has gone, so a connection holds at
@@ -57,7 +57,9 @@ typedef struct hconn {
     struct evhttp_connection *evcon;
     struct bufferevent *bev;
     ctl_lconn_t *lc;
-    struct evbuffer_cb_entry *out_cb;
+    struct evbuffer_cb_entry *out_cb, *in_cb;
+    int64_t body_mono_us; /* when the request's headers ended; 0: not yet */
+    uint8_t eol;     /* the end-of-headers scan: 1 after "\n", 2 after "\n\r" */
     int status;      /* libevent's error being rewritten; 0: none */
     bool rewriting;  /* inside our own rewrite */
 } hconn_t;
@@ -151,6 +153,41 @@ static void out_cb(struct evbuffer *out, const struct evbuffer_cb_info *info, vo
     hc->rewriting = false;
 }
 
+/* ---- the end of a request's headers, for body_timeout ---- */
+
+/* Scans the bytes just read for the blank line that ends the headers
+ * ("\r\n\r\n" or "\n\n"), carrying the state across reads because evhttp
+ * drains each header line as soon as it has it. The callback runs inside
+ * the read, before evhttp parses, so the new bytes are the buffer's last
+ * n_added. Only while no request is in progress and its headers have not
+ * ended: a connection scans each request's headers once. */
+static void in_cb(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg) {
+    hconn_t *hc = arg;
+    if (info->n_added == 0 || hc->body_mono_us != 0 || !hc->lc->idle)
+        return;
+    size_t len = evbuffer_get_length(in), n = info->n_added < len ? info->n_added : len;
+    struct evbuffer_ptr pos;
+    if (evbuffer_ptr_set(in, &pos, len - n, EVBUFFER_PTR_SET) < 0)
+        return;
+    char chunk[512];
+    while (n > 0) {
+        size_t k = n < sizeof chunk ? n : sizeof chunk;
+        ev_ssize_t got = evbuffer_copyout_from(in, &pos, chunk, k);
+        if (got <= 0)
+            return;
+        for (ev_ssize_t i = 0; i < got; i++) {
+            char ch = chunk[i];
+            if (ch == '\n' && hc->eol != 0) {
+                hc->body_mono_us = ctl_mono_us();
+                return;
+            }
+            hc->eol = ch == '\n' ? 1 : ch == '\r' && hc->eol == 1 ? 2 : 0;
+        }
+        evbuffer_ptr_set(in, &pos, (size_t)got, EVBUFFER_PTR_ADD);
+        n -= (size_t)got;
+    }
+}
+
 /* ---- admission ---- */
 
 static void close_cb(struct evhttp_connection *evcon, void *arg) {
@@ -159,6 +196,8 @@ static void close_cb(struct evhttp_connection *evcon, void *arg) {
     sl_hash_remove(&h->by_evcon, key_of(evcon), hc);
     if (hc->out_cb)
         evbuffer_remove_cb_entry(bufferevent_get_output(hc->bev), hc->out_cb);
+    if (hc->in_cb)
+        evbuffer_remove_cb_entry(bufferevent_get_input(hc->bev), hc->in_cb);
     ctl_lport_release(&h->port, hc->lc);
     sl_free(hc);
 }
@@ -203,6 +242,7 @@ static void admit_cb(evutil_socket_t unused, short what, void *arg) {
     sl_hash_add(&h->by_evcon, key_of(evcon), hc);
     evhttp_connection_set_closecb(evcon, close_cb, hc);
     hc->out_cb = evbuffer_add_cb(bufferevent_get_output(bev), out_cb, hc);
+    hc->in_cb = evbuffer_add_cb(bufferevent_get_input(bev), in_cb, hc);
     bufferevent_decref(bev);
 }
 
@@ -226,15 +266,19 @@ static struct bufferevent *bev_cb(struct event_base *base, void *arg) {
 
 static void sweep_cb(evutil_socket_t unused, short what, void *arg) {
     ctl_hconns_t *h = arg;
-    int64_t now = ctl_mono_us(), limit_us = h->c->cfg.header_timeout_ms * 1000;
+    const ctl_config_t *cfg = &h->c->cfg;
+    int64_t now = ctl_mono_us();
+    /* Every connection: the deadlines differ by phase, so the list's order
+     * (by idle time) does not order them; a few thousand a second is
+     * cheap. */
     for (ctl_lconn_t *lc = h->port.head, *next; lc; lc = next) {
         next = lc->next;
-        if (!lc->idle)
-            continue;
-        if (now - lc->idle_mono_us < limit_us)
-            break; /* the rest became idle later */
         hconn_t *hc = lc->ud;
-        if (out_len(hc) == 0)
+        if (!lc->idle || out_len(hc) > 0)
+            continue; /* a request in progress, or a reply still draining */
+        int64_t deadline = hc->body_mono_us ? hc->body_mono_us + cfg->body_timeout_ms * 1000
+                                            : lc->idle_mono_us + cfg->header_timeout_ms * 1000;
+        if (now >= deadline)
             evhttp_connection_free(hc->evcon);
     }
 }
@@ -278,7 +322,8 @@ int ctl_hconns_open(ctl_hconns_t *h, ctl_t *c, struct evhttp *http, char *err, s
         h->port.lst = NULL;
         return -1;
     }
-    int64_t sweep_ms = cfg->header_timeout_ms / 4;
+    int64_t sweep_ms = (cfg->header_timeout_ms < cfg->body_timeout_ms ? cfg->header_timeout_ms
+                                                                      : cfg->body_timeout_ms) / 4;
     if (sweep_ms > 1000)
         sweep_ms = 1000;
     h->sweep_ev = event_new(c->loop->base, -1, EV_PERSIST, sweep_cb, h);
@@ -320,8 +365,11 @@ void ctl_hconns_send(ctl_hconns_t *h, struct evhttp_request *req, int status, co
                      struct evbuffer *body) {
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     hconn_t *hc = evcon ? find(h, evcon) : NULL;
-    if (hc)
+    if (hc) {
         ctl_lport_set_idle(&h->port, hc->lc, true, ctl_mono_us());
+        hc->body_mono_us = 0; /* the next request's headers are due */
+        hc->eol = 0;
+    }
     h->sending = true;
     evhttp_send_reply(req, status, reason, body);
     h->sending = false;

@@ -259,6 +259,55 @@ def test_header_timeout_closes_a_request_that_trickles(controller_factory):
     _healthz(ctl)
 
 
+def test_body_timeout_closes_a_body_that_trickles(controller_factory):
+    ctl = controller_factory({"limits": {"header_timeout": 30, "body_timeout": 1}})
+    body = json.dumps({"command": ["x"], "gpus": 1}).encode()
+    s = socket.create_connection(("127.0.0.1", ctl.port), timeout=5.0)
+    closed = False
+    try:
+        s.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                  b"Content-Length: %d\r\n\r\n" % (ctl.admin_token.encode(), len(body) + 1000))
+        for i in range(40):  # one body byte every 0.1 s: at most 4 s
+            try:
+                s.sendall(body[i:i + 1] or b" ")
+                s.settimeout(0.1)
+                if s.recv(1) == b"":
+                    closed = True
+                    break
+            except socket.timeout:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+    finally:
+        s.close()
+    assert closed
+    assert ctl.jobs() == []
+
+
+def test_a_slow_body_within_body_timeout_is_served(controller_factory):
+    """header_timeout bounds the headers only: a body that takes longer than
+    it, but not than body_timeout, is read and answered."""
+    ctl = controller_factory({"limits": {"header_timeout": 0.5, "body_timeout": 30}})
+    body = json.dumps({"command": ["x"], "gpus": 1}).encode()
+    s = socket.create_connection(("127.0.0.1", ctl.port), timeout=10.0)
+    try:
+        s.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                  b"Connection: close\r\nContent-Length: %d\r\n\r\n" % (ctl.token("alice").encode(), len(body)))
+        for i in range(0, len(body), 4):  # the body over about 1.5 s
+            s.sendall(body[i:i + 4])
+            time.sleep(1.5 / (len(body) / 4))
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    assert data.startswith(b"HTTP/1.1 201"), data[:200]
+
+
 def _submit_many(ctl, n, tenant="alice", pad=0):
     conn = http.client.HTTPConnection("127.0.0.1", ctl.port, timeout=10.0)
     hdrs = {"Content-Type": "application/json", "Authorization": "Bearer " + ctl.token(tenant)}
