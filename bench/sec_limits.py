@@ -4,7 +4,7 @@ bench/sec_limits.py - the controller under hostile clients (issue 8,
 finding 3): /healthz latency with 0 and with 2,000 idle sockets open, and
 sluiced's RSS with 200 clients that never read their GET /v1/jobs.
 
-    bench/sec_limits.py [--build DIR] [--jobs N] [--probes N]
+    bench/sec_limits.py [--build DIR] [--jobs N] [--probes N] [--nofile N]
 
 Starts its own sluiced (build/sluiced by default) on ephemeral 127.0.0.1
 ports in a temporary directory, stopped by PID at the end. Each latency
@@ -15,7 +15,10 @@ idle sockets are opened from this process (its RLIMIT_NOFILE raised) to
 the API port, then to the agent port, and held while probing. RSS is
 VmRSS of /proc/PID/status: before, and with 200 sockets that each sent
 GET /v1/jobs?limit=10000 over --jobs (default 5,000) pending jobs of about
-2.2 KB and read nothing (receive buffers shrunk to 4 KiB).
+2.2 KB and read nothing (receive buffers shrunk to 4 KiB). --nofile N
+starts sluiced with RLIMIT_NOFILE N (soft and hard), as on a host whose
+default is 1024, to show what happens when idle sockets outnumber the
+descriptors; sluiced's log size is printed after each phase.
 """
 
 import argparse
@@ -77,6 +80,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(HERE, "build"))
     ap.add_argument("--jobs", type=int, default=5000)
     ap.add_argument("--probes", type=int, default=500)
+    ap.add_argument("--nofile", type=int, default=0)
     a = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
@@ -87,8 +91,13 @@ def main():
         f.write("listen: 127.0.0.1:%d\nagent_listen: 127.0.0.1:%d\nstate: %s/s.db\n"
                 "admin_token: adm-bench\ncluster_token: clu-bench\n" % (port, aport, d))
     log = open(os.path.join(d, "log"), "wb")
+    def limit():
+        if a.nofile:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (a.nofile, a.nofile))
     proc = subprocess.Popen([os.path.join(a.build, "sluiced"), "--config", cfg],
-                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            preexec_fn=limit)
+    logsize = lambda: os.path.getsize(os.path.join(d, "log")) / 1e6
     try:
         for _ in range(200):
             try:
@@ -100,13 +109,23 @@ def main():
         for name, p in (("API", port), ("agent", aport)):
             cpu0 = cpu_s(proc.pid)
             socks = []
-            for _ in range(2000):
-                s = socket.create_connection(("127.0.0.1", p), timeout=10)
-                socks.append(s)
+            try:
+                for _ in range(2000):
+                    socks.append(socket.create_connection(("127.0.0.1", p), timeout=5))
+            except OSError as e:
+                print("opening idle sockets: %d opened, then %s" % (len(socks), e))
             time.sleep(0.5)
-            r = probe(port, a.probes)
-            print("healthz, 2000 idle on %-5s port: p50 %.2f ms  p99 %.2f ms  max %.2f ms  (sluiced CPU %.2f s)"
-                  % ((name,) + r + (cpu_s(proc.pid) - cpu0,)))
+            try:
+                r = probe(port, a.probes)
+            except OSError as e:
+                r = (float("nan"),) * 3
+                print("healthz failed: %s" % e)
+            print("healthz, 2000 idle on %-5s port: p50 %.2f ms  p99 %.2f ms  max %.2f ms  (sluiced CPU %.2f s, "
+                  "log %.1f MB)" % ((name,) + r + (cpu_s(proc.pid) - cpu0, logsize())))
+            if r[0] != r[0]:  # healthz failed: sluiced is stalled, the rest would only wait
+                for s in socks:
+                    s.close()
+                break
             for s in socks:
                 s.close()
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
