@@ -280,8 +280,7 @@ ctl_lconn_t *ctl_lport_admit(ctl_lport_t *p, const struct sockaddr *sa, void *ud
         return NULL;
     }
     p->backoff_ms = 0;
-    if (peer == NULL || peer->nconns == 0) /* eviction may have freed it */
-        peer = peer_get(p, addr, true);
+    peer = peer_get(p, addr, true); /* again: an eviction may have freed it */
     ctl_lconn_t *lc = sl_xcalloc(1, sizeof *lc);
     lc->peer = peer;
     lc->ud = ud;
