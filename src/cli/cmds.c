@@ -293,22 +293,32 @@ static void url_append(char *q, size_t len, const char *key, const char *val) {
     q[l] = '\0';
 }
 
-static int to_stdout(void *arg, const char *p, size_t n) {
-    return fwrite(p, 1, n, stdout) == n ? 0 : -1;
+/* The id in the first column of the table's last row: the next page
+ * starts after it. 0 when the text has no row. */
+static unsigned long long last_row_id(const char *text, size_t len) {
+    size_t e = len;
+    while (e > 0 && text[e - 1] == '\n')
+        e--;
+    size_t b = e;
+    while (b > 0 && text[b - 1] != '\n')
+        b--;
+    if (b == 0)
+        return 0; /* only the header line */
+    return strtoull(text + b, NULL, 10);
 }
 
-/* One request, GET /v1/jobs with the filters; the server does the work: it
- * formats the table (?view=table) for people, and with --json its bytes go
- * to stdout as they arrive, unparsed. */
+/* GET /v1/jobs with the filters, a page at a time (the API pages by job id,
+ * at most 10,000 jobs a page): the server formats the table (?view=table)
+ * for people, and the first page's header line is printed once; with
+ * --json the pages' jobs are printed as one {"jobs":[...]} object (a single
+ * page as the server sent it). --limit caps the jobs printed in all. */
 int cli_cmd_queue(cli_t *c) {
     if (c->npos > 0) return cli_usage_error(c, "unexpected argument \"%s\"", c->pos[0]);
     char q[600] = "";
-    long long lim;
+    long long lim = -1;
     if (cli_has(c, "tenant")) url_append(q, sizeof q, "tenant", cli_get(c, "tenant"));
-    if (cli_has(c, "limit")) {
-        if (parse_num(c, "limit", 1, 1000000000LL, &lim)) return CLI_EUSAGE;
-        url_append(q, sizeof q, "limit", cli_get(c, "limit"));
-    }
+    if (cli_has(c, "limit") && parse_num(c, "limit", 1, 1000000000LL, &lim)) return CLI_EUSAGE;
+    char filters[600] = "";
     if (cli_has(c, "state")) {
         const char *st = cli_get(c, "state");
         static const char *states[] = {"pending", "running", "succeeded", "failed", "cancelled"};
@@ -316,31 +326,99 @@ int cli_cmd_queue(cli_t *c) {
         for (int i = 0; i < 5; i++) ok |= !strcmp(st, states[i]);
         if (!ok)
             return cli_usage_error(c, "--state: \"%s\" is not pending, running, succeeded, failed or cancelled", st);
-        url_append(q, sizeof q, "state", st);
+        url_append(filters, sizeof filters, "state", st);
     } else if (!cli_has(c, "all")) {
-        url_append(q, sizeof q, "state", "pending,running");
+        url_append(filters, sizeof filters, "state", "pending,running");
     }
-    if (!c->json) url_append(q, sizeof q, "view", "table");
-    char path[640];
-    snprintf(path, sizeof path, "/v1/jobs%s", q);
-    cli_reply_t r;
-    int rc = cli_http_raw(c, "GET", path, NULL, 0, &r, c->json ? to_stdout : NULL, NULL);
-    if (rc != CLI_OK) return rc;
-    if (r.status < 200 || r.status >= 300) {
-        rc = cli_reply_error(c, &r);
-    } else if (!c->json) {
-        if (strncmp(r.ctype, "text/plain", 10) != 0) {
-            fprintf(stderr, "sluice queue: the server did not send a table (Content-Type \"%s\"); "
-                            "is sluiced older than this sluice?\n", r.ctype);
-            rc = CLI_ESERVER;
-        } else if (!cli_has(c, "all") && !memchr(r.body, '\n', r.len > 0 ? r.len - 1 : 0)) {
-            /* Only the header line: nothing listed. */
-            printf("no pending or running jobs (sluice queue --all shows finished ones)\n");
-        } else {
-            fwrite(r.body, 1, r.len, stdout);
+    if (!c->json) url_append(filters, sizeof filters, "view", "table");
+    const long long page_max = 10000;
+    long long left = lim;
+    unsigned long long after = 0;
+    json_t *all = NULL; /* --json over several pages */
+    int rc = CLI_OK;
+    for (int page = 0;; page++) {
+        long long want = left >= 0 && left < page_max ? left : page_max;
+        char path[800], num[32];
+        snprintf(path, sizeof path, "%s", q);
+        /* The first page of a plain `sluice queue --json` asks as before
+         * (the server's default page); every other asks for its size. */
+        if (lim >= 0 || !c->json || page > 0) {
+            snprintf(num, sizeof num, "%lld", want);
+            url_append(path, sizeof path, "limit", num);
         }
+        if (after) {
+            snprintf(num, sizeof num, "%llu", after);
+            url_append(path, sizeof path, "after", num);
+        }
+        if (filters[0]) snprintf(path + strlen(path), sizeof path - strlen(path), "%c%s",
+                                 path[0] ? '&' : '?', filters + 1);
+        char full[840];
+        snprintf(full, sizeof full, "/v1/jobs%s", path);
+        cli_reply_t r;
+        rc = cli_http_raw(c, "GET", full, NULL, 0, &r, NULL, NULL);
+        if (rc != CLI_OK) break;
+        if (r.status < 200 || r.status >= 300) {
+            rc = cli_reply_error(c, &r);
+            cli_reply_free(&r);
+            break;
+        }
+        bool more = false;
+        if (c->json) {
+            json_error_t je;
+            json_t *doc = json_loadb(r.body, r.len, 0, &je);
+            json_t *jobs = json_object_get(doc, "jobs");
+            json_t *next = json_object_get(doc, "next_after");
+            long long n = json_is_array(jobs) ? (long long)json_array_size(jobs) : 0;
+            more = json_is_integer(next) && (left < 0 || left > n);
+            if (page == 0 && !more) {
+                fwrite(r.body, 1, r.len, stdout); /* one page: the server's bytes */
+            } else if (json_is_array(jobs)) {
+                if (all == NULL) all = json_array();
+                json_array_extend(all, jobs);
+            }
+            if (more) after = (unsigned long long)json_integer_value(next);
+            if (left >= 0) left -= n;
+            json_decref(doc);
+        } else {
+            if (strncmp(r.ctype, "text/plain", 10) != 0) {
+                fprintf(stderr, "sluice queue: the server did not send a table (Content-Type \"%s\"); "
+                                "is sluiced older than this sluice?\n", r.ctype);
+                rc = CLI_ESERVER;
+                cli_reply_free(&r);
+                break;
+            }
+            const char *body = r.body;
+            size_t len = r.len;
+            const char *nl = memchr(body, '\n', len);
+            long long rows = 0;
+            for (const char *p = nl; p && p + 1 < body + len; p = memchr(p + 1, '\n', (size_t)(body + len - p - 1)))
+                rows++;
+            if (page == 0 && rows == 0) {
+                if (!cli_has(c, "all"))
+                    printf("no pending or running jobs (sluice queue --all shows finished ones)\n");
+                else
+                    fwrite(body, 1, len, stdout);
+            } else if (page == 0) {
+                fwrite(body, 1, len, stdout);
+            } else if (nl) { /* later pages: their rows, not the header again */
+                fwrite(nl + 1, 1, (size_t)(body + len - nl - 1), stdout);
+            }
+            if (left >= 0) left -= rows;
+            more = rows == want && (left < 0 || left > 0);
+            after = last_row_id(body, len);
+        }
+        cli_reply_free(&r);
+        if (!more || after == 0) break;
     }
-    cli_reply_free(&r);
+    if (all != NULL) {
+        if (rc == CLI_OK) {
+            json_t *out = json_pack("{s:O}", "jobs", all);
+            json_dumpf(out, stdout, JSON_COMPACT);
+            fputc('\n', stdout);
+            json_decref(out);
+        }
+        json_decref(all);
+    }
     return rc;
 }
 

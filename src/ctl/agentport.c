@@ -39,6 +39,7 @@
 struct ctl_conn {
     ctl_agentport_t *ap;
     struct bufferevent *bev;
+    ctl_lconn_t *slot;  /* the port's count of this connection (listen.h) */
     int32_t node;   /* -1 until a successful hello */
     char addr[64];
     bool in_cb;
@@ -91,6 +92,7 @@ static void conn_free(ctl_conn_t *cn) {
         }
     }
     bufferevent_free(cn->bev);
+    ctl_lport_release(&ap->port, cn->slot);
     sl_free(cn);
 }
 
@@ -496,12 +498,28 @@ static void event_cb(struct bufferevent *bev, short what, void *ud) {
         conn_close(cn);
 }
 
+/* The port's eviction when it is full: a connection that has not said
+ * hello (and is not being read right now) makes room for a new one. */
+static bool evict_silent(void *arg, void *ud) {
+    ctl_conn_t *cn = ud;
+    if (cn->node >= 0 || cn->in_cb || cn->dead || cn->closing)
+        return false;
+    conn_free(cn);
+    return true;
+}
+
 static void accept_cb(struct evconnlistener *lst, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *ud) {
     ctl_agentport_t *ap = ud;
+    ctl_conn_t *cn = sl_xcalloc(1, sizeof *cn);
+    cn->slot = ctl_lport_admit(&ap->port, sa, cn);
+    if (cn->slot == NULL) { /* over a limit: counted, logged once per interval */
+        sl_free(cn);
+        evutil_closesocket(fd);
+        return;
+    }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    ctl_conn_t *cn = sl_xcalloc(1, sizeof *cn);
     cn->ap = ap;
     cn->node = -1;
     if (sa->sa_family == AF_INET)
@@ -528,20 +546,15 @@ void ctl_agentport_init(ctl_agentport_t *ap, ctl_t *c) {
 
 int ctl_agentport_listen(ctl_agentport_t *ap, char *err, size_t errlen) {
     ctl_t *c = ap->c;
-    struct sockaddr_storage ss;
-    int sslen = sizeof ss;
-    if (evutil_parse_sockaddr_port(c->cfg.agent_listen, (struct sockaddr *)&ss, &sslen) < 0) {
-        snprintf(err, errlen, "agent_listen: cannot parse \"%s\" (want HOST:PORT)", c->cfg.agent_listen);
+    /* The limits are c->cfg's after the HTTP adapter fitted both ports
+     * under the open-file limit (hconn.h). */
+    if (ctl_lport_open(&ap->port, c->loop->base, "agent_listen", c->cfg.agent_listen,
+                       c->cfg.max_connections, c->cfg.max_connections_per_peer, &c->n.agent_port,
+                       accept_cb, ap, true, err, errlen) < 0)
         return -1;
-    }
-    ap->lst = evconnlistener_new_bind(c->loop->base, accept_cb, ap,
-                                      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 512,
-                                      (struct sockaddr *)&ss, sslen);
-    if (ap->lst == NULL) {
-        snprintf(err, errlen, "agent_listen: cannot listen on %s: %s", c->cfg.agent_listen,
-                 evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-        return -1;
-    }
+    ap->port.name = "agent";
+    ap->port.evict = evict_silent;
+    ap->port.evict_arg = ap;
     return 0;
 }
 
@@ -556,7 +569,6 @@ void ctl_agentport_fini(ctl_agentport_t *ap) {
     }
     sl_free(ap->nodes);
     sl_free(ap->flushq);
-    if (ap->lst)
-        evconnlistener_free(ap->lst);
+    ctl_lport_fini(&ap->port);
     *ap = (ctl_agentport_t){0};
 }

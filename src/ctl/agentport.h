@@ -31,7 +31,7 @@ typedef void (*ctl_logs_gone_fn)(void *ud, uint32_t node, const char *why);
 
 typedef struct ctl_agentport {
     ctl_t *c;
-    struct evconnlistener *lst;
+    ctl_lport_t port;      /* the listener, its limits and back-off (listen.h) */
     ctl_apnode_t **nodes;  /* by core node id: connection and output queue */
     size_t nnodes;
     uint32_t *flushq;      /* nodes with queued output */

@@ -455,3 +455,57 @@ void ctl_jtable_write(ctl_jtable_t *t, ctl_buf_t *b) {
     sl_free(t->rows);
     sl_free(t);
 }
+
+/* ---- GET /v1/jobs, one page ---- */
+
+static int cmp_job_id(const void *a, const void *b) {
+    uint64_t x = (*(ctl_job_t *const *)a)->id, y = (*(ctl_job_t *const *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+void ctl_jobs_list(ctl_t *c, const ctl_list_query_t *q, ctl_buf_t *b, uint64_t *next_after,
+                   int64_t *count) {
+    /* Every job in memory is in the table (pending, running and the
+     * retained finished ones), so one pass finds the page's candidates;
+     * sorting them by id makes pages disjoint and complete however the
+     * queue reorders between requests. */
+    size_t n = 0, cap = 1024;
+    ctl_job_t **v = sl_xmalloc(cap * sizeof *v);
+    size_t it = 0;
+    for (const sl_hash_entry_t *e; (e = sl_hash_next(&c->jobs, &it)) != NULL;) {
+        ctl_job_t *j = e->val;
+        if (j->id <= q->after || !(q->states & (1u << j->state)) ||
+            (q->tenant >= 0 && j->tenant != q->tenant))
+            continue;
+        if (n == cap) {
+            cap *= 2;
+            v = sl_xrealloc(v, cap * sizeof *v);
+        }
+        v[n++] = j;
+    }
+    qsort(v, n, sizeof *v, cmp_job_id);
+    size_t k = n > (size_t)q->limit ? (size_t)q->limit : n;
+    *next_after = n > k ? v[k - 1]->id : 0;
+    *count = (int64_t)k;
+    if (q->table) {
+        ctl_jtable_t *t = ctl_jtable_new(c);
+        for (size_t i = 0; i < k; i++)
+            ctl_jtable_add(t, v[i], NULL);
+        ctl_jtable_write(t, b);
+    } else {
+        ctl_buf_reserve(b, 600 * k + 64);
+        ctl_buf_puts(b, "{\"jobs\":[");
+        for (size_t i = 0; i < k; i++) {
+            if (i)
+                ctl_buf_putc(b, ',');
+            ctl_job_write_core(c, b, v[i], NULL);
+        }
+        ctl_buf_puts(b, "],\"next_after\":");
+        if (*next_after)
+            ctl_buf_u64(b, *next_after);
+        else
+            ctl_buf_puts(b, "null");
+        ctl_buf_puts(b, "}\n");
+    }
+    sl_free(v);
+}

@@ -23,4 +23,22 @@ ctl_jtable_t *ctl_jtable_new(ctl_t *c);
 void ctl_jtable_add(ctl_jtable_t *t, ctl_job_t *j, const sl_job_t *cj);
 void ctl_jtable_write(ctl_jtable_t *t, ctl_buf_t *b);
 
+/* GET /v1/jobs is paged by job id (docs/api.md): a page holds the jobs
+ * with ids above `after`, in id order, at most `limit` of them. */
+#define CTL_LIST_DEFAULT_LIMIT 1000
+#define CTL_LIST_MAX_LIMIT 10000
+typedef struct ctl_list_query {
+    int32_t tenant;     /* -1: every tenant */
+    unsigned states;    /* bit (1 << state) per listed state */
+    uint64_t after;     /* ids above this one */
+    int64_t limit;      /* 1..CTL_LIST_MAX_LIMIT */
+    bool table;         /* the text table, not JSON */
+} ctl_list_query_t;
+/* Appends one page to b: {"jobs":[...],"next_after":ID or null}, or the
+ * text table. *next_after is the id to pass as `after` for the next page
+ * (0 on the last page); *count the jobs listed. O(m + k log k) for m jobs
+ * in memory, k of them matching. */
+void ctl_jobs_list(ctl_t *c, const ctl_list_query_t *q, ctl_buf_t *b, uint64_t *next_after,
+                   int64_t *count);
+
 #endif

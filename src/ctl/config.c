@@ -27,6 +27,14 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->placement = sl_xstrdup(sl_place_policy_default());
     cfg->backfill = sl_xstrdup("easy");
     cfg->default_user = sl_xstrdup("nobody");
+    cfg->max_connections = CTL_DEFAULT_MAX_CONNECTIONS;
+    cfg->max_connections_per_peer = CTL_DEFAULT_MAX_CONNECTIONS_PER_PEER;
+    cfg->header_timeout_ms = CTL_DEFAULT_HEADER_TIMEOUT_MS;
+    cfg->body_timeout_ms = CTL_DEFAULT_BODY_TIMEOUT_MS;
+    cfg->idle_timeout_ms = CTL_DEFAULT_IDLE_TIMEOUT_MS;
+    cfg->max_header_bytes = CTL_DEFAULT_MAX_HEADER_BYTES;
+    cfg->reply_buffer_bytes = CTL_DEFAULT_REPLY_BUFFER_BYTES;
+    cfg->max_pending_jobs = CTL_DEFAULT_MAX_PENDING_JOBS;
 }
 
 void ctl_config_fini(ctl_config_t *cfg) {
@@ -177,7 +185,9 @@ static int get_unix_name(rd_t *r, const ctl_config_t *cfg, const sl_yaml_node_t 
 }
 
 static int load_tenants(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
-    static const char *const keys[] = {"name", "weight", "token", "quota", "user", "group", NULL};
+    static const char *const keys[] = {"name", "weight", "token", "quota", "user", "group",
+                                       "max_pending_jobs",
+                                       NULL};
     static const char *const qkeys[] = {"cpus", "memory", "gpus", NULL};
     if (seq->kind != SL_YAML_SEQ)
         return fail(r, seq, "tenants must be a sequence of mappings%s%s", "", "");
@@ -198,6 +208,8 @@ static int load_tenants(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
         if (get_int(r, t, "weight", 1, 1000000, &w) < 0)
             return -1;
         tc->weight = (int32_t)w;
+        if (get_int(r, t, "max_pending_jobs", 1, 100000000, &tc->max_pending_jobs) < 0)
+            return -1;
         for (size_t j = 0; j + 1 < cfg->ntenants; j++) {
             if (strcmp(cfg->tenants[j].name, tc->name) == 0)
                 return fail(r, t, "tenants: duplicate name \"%s\"%s", tc->name, "");
@@ -247,13 +259,39 @@ static int load_pools(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     return 0;
 }
 
+/* The limits: section (docs/config.md, "Limits"). */
+static int load_limits(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *l) {
+    static const char *const keys[] = {"max_connections", "max_connections_per_peer",
+                                       "header_timeout", "body_timeout", "idle_timeout",
+                                       "max_header_bytes",
+                                       "reply_buffer", "max_pending_jobs", NULL};
+    if (l == NULL || sl_yaml_is_null(l))
+        return 0;
+    if (check_keys(r, l, "limits", keys) < 0 ||
+        get_int(r, l, "max_connections", 1, 1000000, &cfg->max_connections) < 0 ||
+        get_int(r, l, "max_connections_per_peer", 1, 1000000, &cfg->max_connections_per_peer) < 0 ||
+        get_ms(r, l, "header_timeout", 100, &cfg->header_timeout_ms) < 0 ||
+        get_ms(r, l, "body_timeout", 100, &cfg->body_timeout_ms) < 0 ||
+        get_ms(r, l, "idle_timeout", 100, &cfg->idle_timeout_ms) < 0 ||
+        get_int(r, l, "max_header_bytes", 1024, 1048576, &cfg->max_header_bytes) < 0 ||
+        get_qty(r, l, "reply_buffer", SL_QTY_MEM, &cfg->reply_buffer_bytes) < 0 ||
+        get_int(r, l, "max_pending_jobs", 1, 100000000, &cfg->max_pending_jobs) < 0)
+        return -1;
+    if (cfg->reply_buffer_bytes < (1 << 20))
+        return fail(r, sl_yaml_map_get(l, "reply_buffer"), "limits.reply_buffer: at least 1Mi%s%s", "",
+                    "");
+    return 0;
+}
+
 int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errlen) {
     static const char *const top[] = {"listen", "agent_listen", "state", "admin_token",
                                       "cluster_token", "node_timeout", "heartbeat", "kill_grace",
                                       "scheduler", "tenants", "pools", "log_level",
                                       "job_retention", "max_finished_jobs",
                                       "init", /* create a missing or empty state database */
-                                      "default_user", "allow_root", NULL};
+                                      "default_user", "allow_root",
+                                      "limits",
+                                      NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
                                       "max_starts_per_cycle", NULL};
     rd_t r = {path, err, errlen};
@@ -324,6 +362,8 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         fail(&r, ini, "init: must be true or false%s%s", "", "");
         goto out;
     }
+    if (load_limits(&r, cfg, sl_yaml_map_get(root, "limits")) < 0)
+        goto out;
     const sl_yaml_node_t *t = sl_yaml_map_get(root, "tenants");
     if (t != NULL && !sl_yaml_is_null(t) && load_tenants(&r, cfg, t) < 0)
         goto out;

@@ -19,6 +19,15 @@
 #define CTL_DEFAULT_JOB_RETENTION_MS (3600 * 1000)
 #define CTL_DEFAULT_MAX_FINISHED_JOBS 10000
 #define CTL_TRIM_PER_PASS 1000  /* finished jobs dropped from memory per pass at most */
+/* limits: (docs/config.md); the defaults */
+#define CTL_DEFAULT_MAX_CONNECTIONS 4096      /* per port */
+#define CTL_DEFAULT_MAX_CONNECTIONS_PER_PEER 256
+#define CTL_DEFAULT_HEADER_TIMEOUT_MS 10000
+#define CTL_DEFAULT_BODY_TIMEOUT_MS 30000
+#define CTL_DEFAULT_IDLE_TIMEOUT_MS 60000
+#define CTL_DEFAULT_MAX_HEADER_BYTES 16384
+#define CTL_DEFAULT_REPLY_BUFFER_BYTES (256LL << 20)
+#define CTL_DEFAULT_MAX_PENDING_JOBS 100000   /* per tenant */
 
 typedef struct ctl_tenant_cfg {
     char *name;
@@ -28,6 +37,7 @@ typedef struct ctl_tenant_cfg {
     sl_res_t quota;
     char *user;      /* Unix user its tasks run as on the nodes; NULL: default_user */
     char *group;     /* and group; NULL: the user's primary group on the node */
+    int64_t max_pending_jobs; /* 0: limits.max_pending_jobs */
 } ctl_tenant_cfg_t;
 
 typedef struct ctl_config {
@@ -54,6 +64,15 @@ typedef struct ctl_config {
     bool init;                  /* create a missing or empty state database (--init) */
     char *default_user;         /* tenants without `user` run as this ("nobody") */
     bool allow_root;            /* may a tenant's user or group be root? (false) */
+    /* limits: (docs/config.md, "Limits") */
+    int64_t max_connections;          /* per port (API, agent) */
+    int64_t max_connections_per_peer; /* per port and peer address */
+    int64_t header_timeout_ms;        /* request line and headers, from open or the last reply */
+    int64_t body_timeout_ms;          /* the body, from the end of the headers */
+    int64_t idle_timeout_ms;          /* reads or writes without progress */
+    int64_t max_header_bytes;         /* request line and headers */
+    int64_t reply_buffer_bytes;       /* replies queued for all clients together */
+    int64_t max_pending_jobs;         /* per tenant, unless the tenant says */
 } ctl_config_t;
 
 void ctl_config_init(ctl_config_t *cfg);

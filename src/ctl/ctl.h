@@ -9,6 +9,9 @@
  *   main.c                      flags, start-up wiring, signals
  *   http.c agentport.c          adapters: HTTP API routes, auth and replies;
  *                               the agent protocol over TCP
+ *   hconn.c                     the HTTP API's connections: limits,
+ *                               timeouts, unread replies, libevent's
+ *                               own errors as JSON
  *   api.c metrics.c             views: JSON and text of jobs and nodes,
  *                               the Prometheus exposition
  *   recover.c                   start-up: rows from the store -> core, jobs
@@ -24,6 +27,8 @@
  *   ctl.h                       this state
  *   store.c config.c            SQLite rows; the YAML configuration
  *   model.c                     job, task and node records, state names
+ *   listen.c                    listening ports with connection limits
+ *                               per port and peer, and accept back-off
  *   loop.c buf.c                event base, clocks, the per-iteration flush;
  *                               a byte buffer with a JSON writer
  */
@@ -34,6 +39,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "listen.h"
 #include "loop.h"
 #include "model.h"
 #include "sluice/hash.h"
@@ -69,6 +75,9 @@ typedef struct ctl_counters {
     uint64_t node_failures;
     uint64_t requeues;
     uint64_t jobs_forgotten; /* finished jobs dropped from memory (kept in SQLite) */
+    ctl_port_counters_t api_port;   /* http: connections of the API port */
+    ctl_port_counters_t agent_port; /* agentport: connections of the agent port */
+    uint64_t replies_refused;       /* http: 503 for limits.reply_buffer */
 } ctl_counters_t;
 
 typedef struct ctl {

@@ -11,6 +11,12 @@
  * main.c) and waits, at most 10 s, for ctl_http_logs_answer; the HTTP
  * adapter knows nothing of the agent protocol.
  *
+ * Connections (limits per port and peer, header and idle timeouts, the
+ * bound on unread replies, JSON for the errors libevent answers itself)
+ * are hconn.c's; every reply leaves through send_body, which answers HEAD
+ * with the GET's Content-Length and no body. GET /v1/jobs is paged by id
+ * (api.c, ctl_jobs_list).
+ *
  * Auth: "Authorization: Bearer TOKEN". The admin token sees everything; a
  * tenant token sees its own jobs (403 for others'); the cluster token is
  * for agents only (403 here); a missing or unknown token is 401.
@@ -19,6 +25,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -28,6 +35,7 @@
 #include <sys/socket.h>
 
 #include "api.h"
+#include "hconn.h"
 #include "http.h"
 #include "jobs.h"
 #include "log.h"
@@ -88,7 +96,8 @@ static void h_metrics(hreq_t *h);
 static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/healthz", h_healthz, AUTH_NONE, "liveness: {\"status\":\"ok\",\"version\":...}"},
     {EVHTTP_REQ_POST, "/v1/jobs", h_submit, AUTH_API, "submit a job; 201 once it is durable"},
-    {EVHTTP_REQ_GET, "/v1/jobs", h_list, AUTH_API, "list jobs (?state= ?tenant= ?limit= ?view=table)"},
+    {EVHTTP_REQ_GET, "/v1/jobs", h_list, AUTH_API,
+     "list jobs by id, a page at a time (?state= ?tenant= ?limit= ?after= ?view=table)"},
     {EVHTTP_REQ_GET, "/v1/jobs/{id}", h_get, AUTH_API, "one job with its placement"},
     {EVHTTP_REQ_DELETE, "/v1/jobs/{id}", h_cancel, AUTH_API, "cancel a job"},
     {EVHTTP_REQ_GET, "/v1/jobs/{id}/logs", h_logs, AUTH_API,
@@ -107,6 +116,9 @@ static const char *method_name(enum evhttp_cmd_type m) {
     case EVHTTP_REQ_PUT: return "PUT";
     case EVHTTP_REQ_HEAD: return "HEAD";
     case EVHTTP_REQ_PATCH: return "PATCH";
+    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+    case EVHTTP_REQ_TRACE: return "TRACE";
+    case EVHTTP_REQ_CONNECT: return "CONNECT";
     default: return "OTHER";
     }
 }
@@ -147,13 +159,35 @@ static void free_body(const void *data, size_t len, void *arg) {
     sl_free((void *)data);
 }
 
-static void send_body(struct evhttp_request *req, int status, const char *ctype, ctl_buf_t *body) {
+/* The reply to req: a HEAD request gets the headers of the GET with the
+ * body's Content-Length and no body; a large body that would pass
+ * limits.reply_buffer becomes a 503 (hconn.h). */
+static void send_body(ctl_http_t *hs, struct evhttp_request *req, int status, const char *ctype,
+                      ctl_buf_t *body) {
+    if (!ctl_hconns_room(&hs->conns, body->len)) {
+        hs->c->n.replies_refused++;
+        hs->c->n.http_errors++;
+        ctl_buf_fini(body);
+        ctl_buf_puts(body, "{\"error\":{\"code\":\"unavailable\",\"message\":\"too many unread "
+                           "replies are queued (limits.reply_buffer); retry later\"}}\n");
+        status = 503;
+        ctype = "application/json";
+        evhttp_remove_header(evhttp_request_get_output_headers(req), "Sluice-Next-After");
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+    }
     struct evbuffer *out = evbuffer_new();
     size_t len;
     char *p = ctl_buf_steal(body, &len);
-    if (p)
+    struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+        char cl[24];
+        snprintf(cl, sizeof cl, "%zu", len);
+        evhttp_add_header(oh, "Content-Length", cl);
+        sl_free(p);
+    } else if (p) {
         evbuffer_add_reference(out, p, len, free_body, NULL);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
+    }
+    evhttp_add_header(oh, "Content-Type", ctype);
     const char *reason = status == 200   ? "OK"
                          : status == 201 ? "Created"
                          : status == 400 ? "Bad Request"
@@ -162,19 +196,22 @@ static void send_body(struct evhttp_request *req, int status, const char *ctype,
                          : status == 404 ? "Not Found"
                          : status == 405 ? "Method Not Allowed"
                          : status == 409 ? "Conflict"
+                         : status == 413 ? "Payload Too Large"
+                         : status == 429 ? "Too Many Requests"
+                         : status == 500 ? "Internal Server Error"
                          : status == 502 ? "Bad Gateway"
                          : status == 503 ? "Service Unavailable"
                          : status == 504 ? "Gateway Timeout"
                                          : "Error";
-    evhttp_send_reply(req, status, reason, out);
+    ctl_hconns_send(&hs->conns, req, status, reason, out);
     evbuffer_free(out);
 }
 
-static void send_json(struct evhttp_request *req, int status, ctl_buf_t *body) {
-    send_body(req, status, "application/json", body);
+static void send_json(ctl_http_t *hs, struct evhttp_request *req, int status, ctl_buf_t *body) {
+    send_body(hs, req, status, "application/json", body);
 }
 
-static void verror(ctl_t *c, struct evhttp_request *req, int status, const char *code,
+static void verror(ctl_http_t *hs, struct evhttp_request *req, int status, const char *code,
                    const char *field, long position, const char *fmt, va_list ap) {
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -193,27 +230,26 @@ static void verror(ctl_t *c, struct evhttp_request *req, int status, const char 
     ctl_buf_puts(&b, ",\"message\":");
     ctl_buf_jstr(&b, msg);
     ctl_buf_puts(&b, "}}\n");
-    if (c)
-        c->n.http_errors++;
-    send_json(req, status, &b);
+    hs->c->n.http_errors++;
+    send_json(hs, req, status, &b);
 }
 
-static void http_error(ctl_t *c, struct evhttp_request *req, int status, const char *code,
+static void http_error(ctl_http_t *hs, struct evhttp_request *req, int status, const char *code,
                        const char *field, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void http_error(ctl_t *c, struct evhttp_request *req, int status, const char *code,
+static void http_error(ctl_http_t *hs, struct evhttp_request *req, int status, const char *code,
                        const char *field, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    verror(c, req, status, code, field, -1, fmt, ap);
+    verror(hs, req, status, code, field, -1, fmt, ap);
     va_end(ap);
 }
 
-static void error_at(ctl_t *c, struct evhttp_request *req, long position, const char *fmt, ...)
+static void error_at(ctl_http_t *hs, struct evhttp_request *req, long position, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void error_at(ctl_t *c, struct evhttp_request *req, long position, const char *fmt, ...) {
+static void error_at(ctl_http_t *hs, struct evhttp_request *req, long position, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    verror(c, req, 400, "bad_json", NULL, position, fmt, ap);
+    verror(hs, req, 400, "bad_json", NULL, position, fmt, ap);
     va_end(ap);
 }
 
@@ -242,7 +278,7 @@ bool ctl_http_flush(void *ud) {
             ctl_job_free(j);
         }
         ctl_buf_putc(&b, '\n');
-        send_json(r->req, r->status, &b);
+        send_json(hs, r->req, r->status, &b);
     }
     hs->nreplies = 0;
     return false;
@@ -272,6 +308,7 @@ static void dispatch(struct evhttp_request *req, void *ud) {
     ctl_http_t *hs = ud;
     ctl_t *c = hs->c;
     c->n.http_requests++;
+    ctl_hconns_busy(&hs->conns, req);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (path == NULL || path[0] == '\0')
@@ -296,10 +333,10 @@ static void dispatch(struct evhttp_request *req, void *ud) {
     if (rt == NULL) {
         if (allow[0]) {
             evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
-            http_error(c, req, 405, "method_not_allowed", NULL, "%s %s: allowed methods: %s",
+            http_error(hs, req, 405, "method_not_allowed", NULL, "%s %s: allowed methods: %s",
                            method_name(method), path, allow);
         } else {
-            http_error(c, req, 404, "not_found", NULL, "no route for %s", path);
+            http_error(hs, req, 404, "not_found", NULL, "no route for %s", path);
         }
         return;
     }
@@ -310,7 +347,7 @@ static void dispatch(struct evhttp_request *req, void *ud) {
         const char *hdr = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
         if (hdr == NULL || strncasecmp(hdr, "Bearer ", 7) != 0) {
             evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
-            http_error(c, req, 401, "unauthorized", NULL,
+            http_error(hs, req, 401, "unauthorized", NULL,
                            "missing \"Authorization: Bearer TOKEN\" header");
             return;
         }
@@ -320,22 +357,22 @@ static void dispatch(struct evhttp_request *req, void *ud) {
         const char *who = find_token(c, tok, &h.admin, &h.tenant);
         if (who == NULL) {
             evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
-            http_error(c, req, 401, "unauthorized", NULL, "unknown token");
+            http_error(hs, req, 401, "unauthorized", NULL, "unknown token");
             return;
         }
         if (strcmp(who, "cluster") == 0) {
-            http_error(c, req, 403, "forbidden", NULL,
+            http_error(hs, req, 403, "forbidden", NULL,
                            "the cluster token is for agents; use a tenant or the admin token");
             return;
         }
         if (!h.admin && h.tenant < 0) {
-            http_error(c, req, 403, "forbidden", NULL, "tenant of this token is unknown");
+            http_error(hs, req, 403, "forbidden", NULL, "tenant of this token is unknown");
             return;
         }
     }
     const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
     if (q && evhttp_parse_query_str(q, &h.query) < 0) {
-        http_error(c, req, 400, "invalid_field", NULL, "malformed query string");
+        http_error(hs, req, 400, "invalid_field", NULL, "malformed query string");
         return;
     }
     rt->fn(&h);
@@ -354,42 +391,28 @@ void ctl_http_fini(ctl_http_t *hs) {
     }
     if (hs->http)
         evhttp_free(hs->http);
+    ctl_hconns_fini(&hs->conns); /* after evhttp_free, which closes the connections */
     sl_free(hs->replies);
     *hs = (ctl_http_t){0};
 }
 
 int ctl_http_listen(ctl_http_t *hs, char *err, size_t errlen) {
     ctl_t *c = hs->c;
-    char host[128];
-    const char *colon = strrchr(c->cfg.listen, ':');
-    if (colon == NULL || colon == c->cfg.listen || (size_t)(colon - c->cfg.listen) >= sizeof host) {
-        snprintf(err, errlen, "listen: cannot parse \"%s\" (want HOST:PORT)", c->cfg.listen);
-        return -1;
-    }
-    memcpy(host, c->cfg.listen, (size_t)(colon - c->cfg.listen));
-    host[colon - c->cfg.listen] = '\0';
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end != '\0' || port < 0 || port > 65535) {
-        snprintf(err, errlen, "listen: bad port in \"%s\"", c->cfg.listen);
-        return -1;
-    }
     hs->http = evhttp_new(c->loop->base);
-    evhttp_set_max_body_size(hs->http, CTL_MAX_MSG);
+    /* Every method reaches dispatch, which answers 405 or 404 in JSON;
+     * libevent would answer a method it was not told of with HTML. */
     evhttp_set_allowed_methods(hs->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH);
-    evhttp_set_timeout(hs->http, 120);
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH |
+                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT);
     evhttp_set_gencb(hs->http, dispatch, hs);
-    struct evhttp_bound_socket *bound = evhttp_bind_socket_with_handle(hs->http, host, (ev_uint16_t)port);
-    if (bound == NULL) {
-        snprintf(err, errlen, "listen: cannot bind %s", c->cfg.listen);
+    if (ctl_hconns_open(&hs->conns, c, hs->http, err, errlen) < 0)
         return -1;
-    }
     /* Accepted sockets inherit TCP_NODELAY from the listener on Linux: without
      * it a kept-alive client's next large reply can wait ~40 ms on Nagle and
      * delayed ACKs. */
     int one = 1;
-    if (setsockopt(evhttp_bound_socket_get_fd(bound), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
+    if (setsockopt(evconnlistener_get_fd(hs->conns.port.lst), IPPROTO_TCP, TCP_NODELAY, &one,
+                   sizeof one) != 0)
         sl_log(SL_LOG_WARN, "http", "setsockopt TCP_NODELAY on %s failed", c->cfg.listen);
     return 0;
 }
@@ -400,7 +423,7 @@ static void h_healthz(hreq_t *h) {
     ctl_buf_t b;
     ctl_buf_init(&b);
     ctl_buf_puts(&b, "{\"status\":\"ok\",\"version\":\"" SLUICE_VERSION "\"}\n");
-    send_json(h->req, 200, &b);
+    send_json(h->hs, h->req, 200, &b);
 }
 
 static void h_submit(hreq_t *h) {
@@ -408,14 +431,14 @@ static void h_submit(hreq_t *h) {
     struct evbuffer *in = evhttp_request_get_input_buffer(h->req);
     size_t len = evbuffer_get_length(in);
     if (len == 0) {
-        error_at(c, h->req, 0, "empty body: expected a JSON job spec");
+        error_at(h->hs, h->req, 0, "empty body: expected a JSON job spec");
         return;
     }
     const char *data = (const char *)evbuffer_pullup(in, -1);
     json_error_t jerr;
     json_t *spec = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
     if (spec == NULL) {
-        error_at(c, h->req, jerr.position, "malformed JSON at line %d column %d (position %d): %s",
+        error_at(h->hs, h->req, jerr.position, "malformed JSON at line %d column %d (position %d): %s",
                  jerr.line, jerr.column, jerr.position, jerr.text);
         return;
     }
@@ -423,49 +446,25 @@ static void h_submit(hreq_t *h) {
     ctl_job_t *j = ctl_job_from_spec(c, spec, h->tenant, h->admin, &fe);
     json_decref(spec);
     if (j == NULL) {
-        http_error(c, h->req, fe.status, fe.code, fe.field, "%s", fe.message);
+        http_error(h->hs, h->req, fe.status, fe.code, fe.field, "%s", fe.message);
         return;
     }
     char err[256];
     int rc = ctl_job_submit(c, j, err, sizeof err);
     if (rc < 0) {
         if (rc == SL_EIO)
-            http_error(c, h->req, 500, "internal", NULL, "%s", err);
+            http_error(h->hs, h->req, 500, "internal", NULL, "%s", err);
+        else if (rc == SL_EBUSY)
+            http_error(h->hs, h->req, 429, "limit", "max_pending_jobs", "%s", err);
         else
-            http_error(c, h->req, 400, "invalid_field", NULL, "%s", err);
+            http_error(h->hs, h->req, 400, "invalid_field", NULL, "%s", err);
         ctl_job_free(j); /* a refused job stays the caller's (jobs.h) */
         return;
     }
     defer(h->hs, h->req, 201, j->id);
 }
 
-typedef struct list_ctx {
-    ctl_t *c;
-    ctl_buf_t *b;
-    ctl_jtable_t *table;  /* ?view=table: rows go here, not into b */
-    int32_t tenant;       /* -1: all */
-    unsigned states;      /* bit (1 << state) per listed state */
-    int64_t limit;        /* -1: none */
-    int64_t n;
-} list_ctx_t;
-
 #define ALL_STATES ((1u << CTL_JOB_NSTATES) - 1)
-
-static bool list_one(list_ctx_t *lc, ctl_job_t *j, const sl_job_t *cj) {
-    if (lc->limit >= 0 && lc->n >= lc->limit)
-        return false;
-    if ((lc->tenant >= 0 && j->tenant != lc->tenant) || !(lc->states & (1u << j->state)))
-        return true;
-    if (lc->table) {
-        lc->n++;
-        ctl_jtable_add(lc->table, j, cj);
-        return true;
-    }
-    if (lc->n++)
-        ctl_buf_putc(lc->b, ',');
-    ctl_job_write_core(lc->c, lc->b, j, cj);
-    return true;
-}
 
 /* "pending,running" -> bits; false (with the bad word in bad) if a word
  * is not a state. */
@@ -488,14 +487,6 @@ static bool parse_states(const char *v, unsigned *out, char *bad, size_t badlen)
     }
     *out = m;
     return true;
-}
-
-static int list_core(void *ud, const sl_job_t *cj) {
-    list_ctx_t *lc = ud;
-    ctl_job_t *j = ctl_job_find(lc->c, sl_job_id(cj));
-    if (j == NULL)
-        return 0;
-    return list_one(lc, j, cj) ? 0 : 1;
 }
 
 /* A non-negative decimal integer that fits in an int64_t (no sign, no
@@ -522,11 +513,11 @@ static ctl_job_t *job_access(hreq_t *h, bool *owned) {
         *owned = j != NULL;
     }
     if (j == NULL) {
-        http_error(h->c, h->req, 404, "not_found", "id", "no job %llu", (unsigned long long)h->id);
+        http_error(h->hs, h->req, 404, "not_found", "id", "no job %llu", (unsigned long long)h->id);
         return NULL;
     }
     if (!h->admin && (j->tenant < 0 || j->tenant != h->tenant)) {
-        http_error(h->c, h->req, 403, "forbidden", NULL, "job %llu belongs to another tenant",
+        http_error(h->hs, h->req, 403, "forbidden", NULL, "job %llu belongs to another tenant",
                        (unsigned long long)h->id);
         if (*owned)
             ctl_job_free(j);
@@ -535,98 +526,73 @@ static ctl_job_t *job_access(hreq_t *h, bool *owned) {
     return j;
 }
 
-static int cmp_job_id(const void *a, const void *b) {
-    uint64_t x = (*(ctl_job_t *const *)a)->id, y = (*(ctl_job_t *const *)b)->id;
-    return x < y ? -1 : x > y;
-}
-
-/* The finished jobs still in memory, by id (the finished list keeps them
- * in finishing order: O(n log n) over at most max_finished_jobs). */
-static void list_finished(list_ctx_t *lc) {
-    ctl_t *c = lc->c;
-    ctl_job_t **v = sl_xmalloc((c->fin_len ? c->fin_len : 1) * sizeof *v);
-    size_t n = 0;
-    for (size_t i = 0; i < c->fin_len; i++) {
-        ctl_job_t *j = ctl_job_find(c, c->fin[(c->fin_head + i) % c->fin_cap]);
-        if (j != NULL && (lc->tenant < 0 || j->tenant == lc->tenant) &&
-            (lc->states & (1u << j->state)))
-            v[n++] = j;
-    }
-    qsort(v, n, sizeof *v, cmp_job_id);
-    for (size_t i = 0; i < n && list_one(lc, v[i], NULL); i++)
-        ;
-    sl_free(v);
-}
-
 static void h_list(hreq_t *h) {
     ctl_t *c = h->c;
     int64_t t0 = ctl_mono_us();
-    ctl_buf_t b;
-    ctl_buf_init(&b);
-    list_ctx_t lc = {c, &b, NULL, h->admin ? -1 : h->tenant, ALL_STATES, -1, 0};
+    ctl_list_query_t lq = {h->admin ? -1 : h->tenant, ALL_STATES, 0, CTL_LIST_DEFAULT_LIMIT, false};
     const char *v;
     if ((v = evhttp_find_header(&h->query, "state")) != NULL) {
         char badword[200];
-        if (!parse_states(v, &lc.states, badword, sizeof badword)) {
-            http_error(c, h->req, 400, "invalid_field", "state",
+        if (!parse_states(v, &lq.states, badword, sizeof badword)) {
+            http_error(h->hs, h->req, 400, "invalid_field", "state",
                            "state: \"%s\" is not one of pending, running, succeeded, failed, cancelled",
                            badword);
             return;
         }
     }
-    bool table = false;
     if ((v = evhttp_find_header(&h->query, "view")) != NULL) {
         if (strcmp(v, "table") != 0) {
-            http_error(c, h->req, 400, "invalid_field", "view",
+            http_error(h->hs, h->req, 400, "invalid_field", "view",
                            "view: \"%s\" is not table (leave view out for the job objects)", v);
             return;
         }
-        table = true;
+        lq.table = true;
     }
     if ((v = evhttp_find_header(&h->query, "tenant")) != NULL) {
         int t = sl_sched_tenant_find(c->sched, v);
         if (t < 0) {
-            http_error(c, h->req, 400, "invalid_field", "tenant", "tenant: unknown tenant \"%s\"", v);
+            http_error(h->hs, h->req, 400, "invalid_field", "tenant", "tenant: unknown tenant \"%s\"", v);
             return;
         }
         if (!h->admin && t != h->tenant) {
-            http_error(c, h->req, 403, "forbidden", "tenant", "tenant: this token sees only its own jobs");
+            http_error(h->hs, h->req, 403, "forbidden", "tenant", "tenant: this token sees only its own jobs");
             return;
         }
-        lc.tenant = t;
+        lq.tenant = t;
     }
-    if ((v = evhttp_find_header(&h->query, "limit")) != NULL && !parse_count(v, &lc.limit)) {
-        http_error(c, h->req, 400, "invalid_field", "limit", "limit: must be a whole number");
+    if ((v = evhttp_find_header(&h->query, "limit")) != NULL &&
+        (!parse_count(v, &lq.limit) || lq.limit < 1 || lq.limit > CTL_LIST_MAX_LIMIT)) {
+        http_error(h->hs, h->req, 400, "invalid_field", "limit", "limit: must be a whole number from 1 to %d",
+                   CTL_LIST_MAX_LIMIT);
         return;
     }
-    if (table)
-        lc.table = ctl_jtable_new(c);
-    else
-        ctl_buf_reserve(&b, h->hs->last_list_len + 4096);
-    if (!table)
-        ctl_buf_puts(&b, "{\"jobs\":[");
-    if (lc.states & (1u << CTL_JOB_PENDING))
-        sl_sched_foreach(c->sched, SL_JOB_PENDING, list_core, &lc);
-    /* Running in the core: also requeue waits and jobs whose tasks are stopping. */
-    sl_sched_foreach(c->sched, SL_JOB_RUNNING, list_core, &lc);
-    if (lc.states & ~((1u << CTL_JOB_PENDING) | (1u << CTL_JOB_RUNNING)))
-        list_finished(&lc);
-    if (table) {
-        ctl_jtable_write(lc.table, &b);
-    } else {
-        ctl_buf_puts(&b, "]}\n");
-        if (lc.tenant < 0 && lc.states == ALL_STATES && lc.limit < 0)
-            h->hs->last_list_len = b.len;
+    int64_t after = 0;
+    if ((v = evhttp_find_header(&h->query, "after")) != NULL && !parse_count(v, &after)) {
+        http_error(h->hs, h->req, 400, "invalid_field", "after",
+                   "after: must be a job id (the next_after of the previous page)");
+        return;
+    }
+    lq.after = (uint64_t)after;
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    uint64_t next_after;
+    int64_t n;
+    ctl_jobs_list(c, &lq, &b, &next_after, &n);
+    if (next_after) {
+        char nb[24];
+        snprintf(nb, sizeof nb, "%llu", (unsigned long long)next_after);
+        evhttp_add_header(evhttp_request_get_output_headers(h->req), "Sluice-Next-After", nb);
     }
     size_t bytes = b.len;
     int64_t t1 = ctl_mono_us();
-    if (table)
-        send_body(h->req, 200, "text/plain; charset=utf-8", &b);
+    if (lq.table)
+        send_body(h->hs, h->req, 200, "text/plain; charset=utf-8", &b);
     else
-        send_json(h->req, 200, &b);
+        send_json(h->hs, h->req, 200, &b);
     if (sl_log_enabled(SL_LOG_DEBUG, "http"))
         sl_log(SL_LOG_DEBUG, "http", "list jobs=%lld view=%s bytes=%zu build_us=%lld send_us=%lld",
-               (long long)lc.n, table ? "table" : "json", bytes, (long long)(t1 - t0), (long long)(ctl_mono_us() - t1));
+               (long long)n, lq.table ? "table" : "json", bytes, (long long)(t1 - t0),
+               (long long)(ctl_mono_us() - t1));
 }
 
 static void h_get(hreq_t *h) {
@@ -638,7 +604,7 @@ static void h_get(hreq_t *h) {
     ctl_buf_init(&b);
     ctl_job_write(h->c, &b, j);
     ctl_buf_putc(&b, '\n');
-    send_json(h->req, 200, &b);
+    send_json(h->hs, h->req, 200, &b);
     if (owned)
         ctl_job_free(j);
 }
@@ -650,7 +616,7 @@ static void h_cancel(hreq_t *h) {
         return;
     /* A job read back from the database has finished: it is never cancelled. */
     if (owned || ctl_job_cancel(h->c, j) < 0) {
-        http_error(h->c, h->req, 409, "conflict", NULL, "job %llu already %s",
+        http_error(h->hs, h->req, 409, "conflict", NULL, "job %llu already %s",
                        (unsigned long long)j->id, ctl_job_state_name(j->state));
         if (owned)
             ctl_job_free(j);
@@ -676,26 +642,26 @@ static void logs_request(hreq_t *h, ctl_job_t *j) {
     int64_t task = 0, offset = 0, limit = 65536;
     const char *v;
     if ((v = evhttp_find_header(&h->query, "task")) != NULL && !parse_count(v, &task)) {
-        http_error(c, h->req, 400, "invalid_field", "task", "task: must be a task index");
+        http_error(h->hs, h->req, 400, "invalid_field", "task", "task: must be a task index");
         return;
     }
     if ((v = evhttp_find_header(&h->query, "offset")) != NULL && !parse_count(v, &offset)) {
-        http_error(c, h->req, 400, "invalid_field", "offset", "offset: must be a byte offset");
+        http_error(h->hs, h->req, 400, "invalid_field", "offset", "offset: must be a byte offset");
         return;
     }
     if ((v = evhttp_find_header(&h->query, "limit")) != NULL &&
         (!parse_count(v, &limit) || limit > CTL_MAX_MSG / 2)) {
-        http_error(c, h->req, 400, "invalid_field", "limit", "limit: must be from 0 to %d bytes",
+        http_error(h->hs, h->req, 400, "invalid_field", "limit", "limit: must be from 0 to %d bytes",
                        CTL_MAX_MSG / 2);
         return;
     }
     if (task >= j->core.ntasks) {
-        http_error(c, h->req, 400, "invalid_field", "task", "task: job %llu has tasks 0..%d",
+        http_error(h->hs, h->req, 400, "invalid_field", "task", "task: job %llu has tasks 0..%d",
                        (unsigned long long)j->id, j->core.ntasks - 1);
         return;
     }
     if (task >= j->ntasks || j->tasks[task].node < 0) {
-        http_error(c, h->req, 409, "conflict", "task", "task %lld of job %llu has not run yet",
+        http_error(h->hs, h->req, 409, "conflict", "task", "task %lld of job %llu has not run yet",
                        (long long)task, (unsigned long long)j->id);
         return;
     }
@@ -705,7 +671,7 @@ static void logs_request(hreq_t *h, ctl_job_t *j) {
     uint64_t req = hs->next_logreq + 1;
     if (n == NULL || !n->connected || hs->logs_send == NULL ||
         hs->logs_send(hs->logs_ud, node, req, j->id, (int32_t)task, offset, limit) < 0) {
-        http_error(c, h->req, 503, "unavailable", NULL, "node %s, which ran task %lld, is not connected",
+        http_error(h->hs, h->req, 503, "unavailable", NULL, "node %s, which ran task %lld, is not connected",
                    ctl_node_name(c, (int32_t)node), (long long)task);
         return;
     }
@@ -751,7 +717,7 @@ void ctl_http_logs_answer(void *ud, uint64_t req, const char *error, const char 
     if (lr == NULL)
         return; /* expired or its client went away */
     if (error != NULL) {
-        http_error(hs->c, lr->http, 404, "not_found", "task", "%s", error);
+        http_error(hs, lr->http, 404, "not_found", "task", "%s", error);
     } else {
         ctl_buf_t b;
         ctl_buf_init(&b);
@@ -766,7 +732,7 @@ void ctl_http_logs_answer(void *ud, uint64_t req, const char *error, const char 
         ctl_buf_puts(&b, ",\"eof\":");
         ctl_buf_puts(&b, eof ? "true" : "false");
         ctl_buf_puts(&b, "}\n");
-        send_json(lr->http, 200, &b);
+        send_json(hs, lr->http, 200, &b);
     }
     sl_free(lr);
 }
@@ -775,7 +741,7 @@ void ctl_http_logs_gone(void *ud, uint32_t node, const char *why) {
     ctl_http_t *hs = ud;
     ctl_logreq_t *lr;
     while ((lr = logreq_take(hs, by_node, &node)) != NULL) {
-        http_error(hs->c, lr->http, 502, "unavailable", NULL, "logs of job %llu task %d: %s",
+        http_error(hs, lr->http, 502, "unavailable", NULL, "logs of job %llu task %d: %s",
                    (unsigned long long)lr->job, lr->task, why);
         sl_free(lr);
     }
@@ -785,7 +751,7 @@ void ctl_http_logs_expire(ctl_http_t *hs) {
     int64_t now = ctl_mono_us();
     ctl_logreq_t *lr;
     while ((lr = logreq_take(hs, expired, &now)) != NULL) {
-        http_error(hs->c, lr->http, 504, "unavailable", NULL,
+        http_error(hs, lr->http, 504, "unavailable", NULL,
                    "logs of job %llu task %d: the agent did not answer in time",
                    (unsigned long long)lr->job, lr->task);
         sl_free(lr);
@@ -803,7 +769,7 @@ static void h_nodes(hreq_t *h) {
         ctl_node_write(c, &b, (uint32_t)i);
     }
     ctl_buf_puts(&b, "]}\n");
-    send_json(h->req, 200, &b);
+    send_json(h->hs, h->req, 200, &b);
 }
 
 static void res_write(ctl_buf_t *b, sl_res_t r) {
@@ -854,12 +820,12 @@ static void h_tenants(hreq_t *h) {
         ctl_buf_putc(&b, '}');
     }
     ctl_buf_puts(&b, "]}\n");
-    send_json(h->req, 200, &b);
+    send_json(h->hs, h->req, 200, &b);
 }
 
 static void h_metrics(hreq_t *h) {
     ctl_buf_t b;
     ctl_buf_init(&b);
     ctl_metrics_write(h->c, &b);
-    send_body(h->req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
+    send_body(h->hs, h->req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
 }

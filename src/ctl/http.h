@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "ctl.h"
+#include "hconn.h"
 
 struct evhttp;
 struct evhttp_request;
@@ -25,11 +26,11 @@ typedef struct ctl_logreq ctl_logreq_t;
 typedef struct ctl_http {
     ctl_t *c;
     struct evhttp *http;
+    ctl_hconns_t conns;    /* limits, timeouts, unread replies (hconn.h) */
     ctl_reply_t *replies;  /* deferred until the iteration's COMMIT */
     size_t nreplies, replies_cap;
     ctl_logreq_t *logreqs; /* log requests waiting for their agent */
     uint64_t next_logreq;
-    size_t last_list_len;  /* size of the last job list, to pre-size the next */
     ctl_logs_send_fn logs_send;
     void *logs_ud;
 } ctl_http_t;

@@ -86,7 +86,30 @@ void ctl_domain_close(ctl_t *c) {
 
 /* ---- submission ---- */
 
+/* The pending limit of tenant t: its own max_pending_jobs, else the
+ * limits: default. O(tenants). */
+static int64_t max_pending(const ctl_t *c, int32_t t) {
+    const char *name = sl_sched_tenant_name(c->sched, t);
+    for (size_t i = 0; name && i < c->cfg.ntenants; i++)
+        if (c->cfg.tenants[i].max_pending_jobs > 0 && strcmp(c->cfg.tenants[i].name, name) == 0)
+            return c->cfg.tenants[i].max_pending_jobs;
+    return c->cfg.max_pending_jobs;
+}
+
 int ctl_job_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
+    /* Checked first, so that a refused job interns nothing. */
+    size_t pending = 0, running = 0;
+    if (j->tenant >= 0) {
+        sl_sched_tenant_jobs(c->sched, j->tenant, &pending, &running);
+        int64_t limit = max_pending(c, j->tenant);
+        if ((int64_t)pending >= limit) {
+            snprintf(err, errlen,
+                     "tenant \"%s\" already has %zu pending jobs, its limit (max_pending_jobs: %lld); "
+                     "submit again when some have started",
+                     sl_sched_tenant_name(c->sched, j->tenant), pending, (long long)limit);
+            return SL_EBUSY;
+        }
+    }
     j->id = c->next_id;
     j->submit_us = ctl_now_us();
     /* Validation interned nothing; names enter the cluster only here, for

@@ -30,8 +30,9 @@ void ctl_domain_close(ctl_t *c);
  * free it. On failure nothing holds j (not the table, the core or the
  * store) and the caller still owns it and frees it; its id fields may have
  * been set. Fails with a negative error and a message in err: SL_EIO when
- * the database refused the row (the id is then burnt; answer 5xx), any
- * other when the core spec or the core refused the job (answer 4xx). */
+ * the database refused the row (the id is then burnt; answer 5xx), SL_EBUSY
+ * when the tenant already has its max_pending_jobs pending (answer 429),
+ * any other when the core spec or the core refused the job (answer 4xx). */
 int ctl_job_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen);
 /* Cancels a pending or running job. 0, or SL_ESTATE if it has finished. */
 int ctl_job_cancel(ctl_t *c, ctl_job_t *j);

@@ -151,6 +151,26 @@ static void m_queue(ctl_t *c, ctl_buf_t *b, const char *name) {
     u64_line(b, name, sl_sched_pending_count(c->sched));
 }
 
+/* One sample per port of a ctl_port_counters_t field (listen.h). */
+#define PORT_METRIC(fn, field)                                   \
+    static void fn(ctl_t *c, ctl_buf_t *b, const char *name) {   \
+        sample(b, name, "port", "api");                          \
+        ctl_buf_u64(b, c->n.api_port.field);                     \
+        ctl_buf_putc(b, '\n');                                   \
+        sample(b, name, "port", "agent");                        \
+        ctl_buf_u64(b, c->n.agent_port.field);                   \
+        ctl_buf_putc(b, '\n');                                   \
+    }
+PORT_METRIC(m_conns, conns)
+PORT_METRIC(m_conns_refused, refused)
+PORT_METRIC(m_conns_evicted, evicted)
+PORT_METRIC(m_accept_errors, accept_errors)
+#undef PORT_METRIC
+
+static void m_replies_refused(ctl_t *c, ctl_buf_t *b, const char *name) {
+    u64_line(b, name, c->n.replies_refused);
+}
+
 static void m_uptime(ctl_t *c, ctl_buf_t *b, const char *name) {
     secs_line(b, name, (uint64_t)(ctl_mono_us() - c->started_mono_us));
 }
@@ -180,6 +200,16 @@ static const metric_t metrics[] = {
     {"sluice_agent_messages_total", "counter", "Messages received from agents.", m_agent_msgs},
     {"sluice_jobs_forgotten_total", "counter",
      "Finished jobs dropped from memory (still in the database).", m_forgotten},
+    {"sluice_connections", "gauge", "Connections open, by port (api, agent).", m_conns},
+    {"sluice_connections_refused_total", "counter",
+     "Connections closed at once: over max_connections or max_connections_per_peer, none idle to evict.",
+     m_conns_refused},
+    {"sluice_connections_evicted_total", "counter",
+     "Idle connections closed to make room for a new one.", m_conns_evicted},
+    {"sluice_accept_errors_total", "counter",
+     "accept() failures (EMFILE, ENFILE, ENOBUFS...), each pausing the port.", m_accept_errors},
+    {"sluice_http_replies_refused_total", "counter",
+     "Replies refused with 503 because unread replies filled limits.reply_buffer.", m_replies_refused},
     {"sluice_uptime_seconds", "gauge", "Seconds since sluiced started.", m_uptime},
 };
 

@@ -579,12 +579,12 @@ def test_list_view_table_matches_the_job_objects(controller, fake_agent):
     assert by_id[share["id"]]["STATE"] == "pending" and by_id[share["id"]]["REASON"]
     assert by_id[gone["id"]]["STATE"] == "cancelled"
 
-    # A list of states, in the order of the job list: pending (queue order), then running.
+    # A list of states, in the order of the job list: by id (the API pages by id, issue 8).
     rows = table(controller, "&state=pending,running")
     objs = controller.jobs("admin", "?state=pending,running")
     assert [int(r["ID"]) for r in rows] == [j["id"] for j in objs]
-    assert [j["id"] for j in objs] == [j["id"] for j in controller.jobs("admin", "?state=pending")] + \
-        [j["id"] for j in controller.jobs("admin", "?state=running")]
+    assert [j["id"] for j in objs] == sorted([j["id"] for j in controller.jobs("admin", "?state=pending")] +
+                                             [j["id"] for j in controller.jobs("admin", "?state=running")])
     assert {r["STATE"] for r in rows} == {"pending", "running"}
     assert gone["id"] not in [int(r["ID"]) for r in rows]
     # Filters: limit, tenant, a tenant token sees only its own jobs.
@@ -698,7 +698,7 @@ def test_max_finished_jobs_keeps_the_newest(controller_factory, fake_agent):
     wait_for(lambda: _listed(ctl) == ids[3:], what="the newest 3 finished jobs kept")
     running = ctl.submit({"command": ["still"], "gpus": 1})["id"]
     a.wait_message("launch", job=running)
-    assert _listed(ctl) == [running] + ids[3:]
+    assert _listed(ctl) == ids[3:] + [running]  # by id (issue 8: paged by id)
     assert _listed(ctl, "?state=succeeded&limit=2") == ids[3:5]
     for jid in ids[:3]:
         assert ctl.job(jid)["state"] == "succeeded"

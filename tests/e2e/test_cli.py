@@ -437,12 +437,13 @@ def test_queue_prints_the_servers_table(cli_bin, controller, fake_agent, tmp_pat
     assert st == 200
     assert _cut_time(r.stdout) == _cut_time(table)
     header, *rows = r.stdout.splitlines()
-    assert [int(x.split()[0]) for x in rows] == [wait["id"], run["id"]]
-    assert rows[0].split()[1:4] == ["wait", "bob", "pending"]
-    assert "4 GPU, 1 CPU, 1Gi" in rows[1] and " n1 " in rows[1]
+    # Jobs by id (the API pages by id, issue 8).
+    assert [int(x.split()[0]) for x in rows] == [run["id"], wait["id"]]
+    assert rows[1].split()[1:4] == ["wait", "bob", "pending"]
+    assert "4 GPU, 1 CPU, 1Gi" in rows[0] and " n1 " in rows[0]
 
     assert [x.split()[0] for x in u.sluice(["queue", "--limit", "1"], env).stdout.splitlines()[1:]] == \
-        [str(wait["id"])]
+        [str(run["id"])]
     assert [x.split()[1] for x in u.sluice(["queue", "--tenant", "alice"], env).stdout.splitlines()[1:]] == \
         ["run"]
     r = u.sluice(["queue", "--state", "cancelled"], env)
@@ -451,9 +452,11 @@ def test_queue_prints_the_servers_table(cli_bin, controller, fake_agent, tmp_pat
     # --json: the job objects, exactly as GET /v1/jobs gives them.
     r = u.sluice(["queue", "--json"], env)
     assert r.returncode == 0 and r.stdout.endswith("}\n")
-    assert json.loads(r.stdout) == {"jobs": controller.jobs("admin", "?state=pending,running")}
+    # The server's page as sent: the jobs and, since issue 8, next_after (null: the last page).
+    assert json.loads(r.stdout) == {"jobs": controller.jobs("admin", "?state=pending,running"),
+                                    "next_after": None}
     q = u.sluice_json(["queue", "--all"], env)
-    assert [j["id"] for j in q["jobs"]] == [wait["id"], run["id"], gone["id"]]
+    assert [j["id"] for j in q["jobs"]] == [run["id"], wait["id"], gone["id"]]
     assert u.sluice_json(["queue", "--state", "cancelled"], env)["jobs"][0]["reason"] == "cancelled"
     # An error while streaming --json: the server's error object, exit 1.
     r = u.sluice(["queue", "--json", "--tenant", "nobody"], env)
@@ -462,7 +465,7 @@ def test_queue_prints_the_servers_table(cli_bin, controller, fake_agent, tmp_pat
     lh = u.cli_env(extra={"SLUICE_SERVER": "http://localhost:%d/" % controller.port,
                           "SLUICE_TOKEN": controller.admin_token}, tmpdir=tmp_path)
     r = u.sluice(["queue", "--limit", "1"], lh)
-    assert r.returncode == 0 and r.stdout.splitlines()[1].split()[0] == str(wait["id"])
+    assert r.returncode == 0 and r.stdout.splitlines()[1].split()[0] == str(run["id"])
 
 
 class ScriptedHTTP:
