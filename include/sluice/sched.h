@@ -157,6 +157,15 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
                    sl_cycle_stats_t *stats);
 
 /*
+ * The job that holds the EASY reservation across cycles (the job blocked at
+ * the head of the order, which keeps it whichever tenant the queue policy
+ * puts first until it starts; see sl_sched_cycle and backfill_easy.c), or 0
+ * if none; *since_us (may be NULL) gets the time of the cycle that gave it,
+ * or -1. Can't fail. O(1).
+ */
+uint64_t sl_sched_held_job(const sl_sched_t *s, int64_t *since_us);
+
+/*
  * Tries to start one pending job now, ignoring queue order and backfill
  * (the FGD paper's "schedule each pod once" protocol). Returns SL_FIT (job
  * is running; on_start not called) or SL_NOFIT / SL_NOFIT_EVER / SL_WAIT
