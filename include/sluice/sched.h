@@ -13,7 +13,11 @@
  * starvation). With "easy", that first blocked job gets a reservation (the
  * earliest time it could start, from the time limits of running jobs, on
  * specific nodes); later jobs start only if they cannot delay it: they end
- * before the reservation, or use none of its nodes.
+ * before the reservation, or use none of its nodes. The job keeps (holds)
+ * the reservation across cycles until it starts, whichever tenant the
+ * queue policy puts first, and each cycle tries it first; so it starts by
+ * the time first reserved for it if jobs end by their limits
+ * (docs/scheduling.md: the rules, and the bound on its wait).
  */
 #ifndef SLUICE_SCHED_H
 #define SLUICE_SCHED_H

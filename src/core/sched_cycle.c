@@ -30,7 +30,8 @@
  *       - backfill easy: the first blocked job gets a reservation from the
  *         backfill policy (policy/backfill_easy.c, which sees the scheduler
  *         only through sl_backfill_view_t: the cluster and the running jobs
- *         by expected end). If none can be computed (it would not fit even
+ *         by expected end), and HOLDS it across cycles (below). If none can
+ *         be computed (it would not fit even
  *         after every job with a finite estimate ended) the cycle stops as
  *         with none: conservative, nothing may pass a job whose start time
  *         is unknown. Otherwise later jobs start if they fit now and either
@@ -41,6 +42,19 @@
  *         drained nodes are restored to up before the cycle returns.
  *         Past the reservation a cycle examines at most max_backfill_tries
  *         jobs (Slurm's bf_max_job_test); the rest are "not considered".
+ *  The held reservation (docs/scheduling.md states the rules and the bound
+ *  on the held job's wait). The order of drf (and of any policy keyed by
+ *  shares or waits) moves between cycles, so "the first blocked job" would
+ *  be another tenant's job whenever that tenant's share dipped, and a wide
+ *  gang lost its reservation every time (issue 8). So the job that gets a
+ *  reservation keeps it (s->hold_id) until it starts, is cancelled, waits
+ *  on its own tenant's quota, can never fit, or, under "priority" only, a
+ *  pending job of a higher priority exists (hold_yields). A cycle with a
+ *  hold (hold_begin) first tries the held job on its own; if it still
+ *  cannot start, its reservation is computed afresh and the whole walk,
+ *  including jobs the policy now puts before it, is backfill against it;
+ *  when the walk reaches it, its failure is its group's verdict. A cycle
+ *  whose held job has no reservation possible starts nothing.
  *  Skipping by group. The cluster only fills during a cycle, so once a job
  *  fails on the whole cluster every later job of its group fails the same
  *  way (same shape, same counts, and the same quota-capped count); once a
