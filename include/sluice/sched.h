@@ -13,7 +13,11 @@
  * starvation). With "easy", that first blocked job gets a reservation (the
  * earliest time it could start, from the time limits of running jobs, on
  * specific nodes); later jobs start only if they cannot delay it: they end
- * before the reservation, or use none of its nodes.
+ * before the reservation, or use none of its nodes. The job keeps (holds)
+ * the reservation across cycles until it starts, whichever tenant the
+ * queue policy puts first, and each cycle tries it first; so it starts by
+ * the time first reserved for it if jobs end by their limits
+ * (docs/scheduling.md: the rules, and the bound on its wait).
  */
 #ifndef SLUICE_SCHED_H
 #define SLUICE_SCHED_H
@@ -155,6 +159,15 @@ typedef struct sl_cycle_stats {
  */
 int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud,
                    sl_cycle_stats_t *stats);
+
+/*
+ * The job that holds the EASY reservation across cycles (the job blocked at
+ * the head of the order, which keeps it whichever tenant the queue policy
+ * puts first until it starts; see sl_sched_cycle and backfill_easy.c), or 0
+ * if none; *since_us (may be NULL) gets the time of the cycle that gave it,
+ * or -1. Can't fail. O(1).
+ */
+uint64_t sl_sched_held_job(const sl_sched_t *s, int64_t *since_us);
 
 /*
  * Tries to start one pending job now, ignoring queue order and backfill

@@ -170,6 +170,7 @@ int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t *
     s->fcache = sl_xcalloc(FCACHE_SIZE, sizeof *s->fcache);
     s->epoch = 1;
     s->clock_us = INT64_MIN;
+    s->hold_since_us = -1;
     s->bf_state = bf->init ? bf->init() : NULL;
     *out = s;
     return 0;
@@ -298,6 +299,10 @@ int sl_sched_cancel(sl_sched_t *s, uint64_t id, int64_t now_us) {
     else if (j->state == SL_JOB_RUNNING) stop_job(s, j);
     else return SL_ESTATE;
     j->state = SL_JOB_CANCELLED;
+    if (s->hold_id == id) { /* a cancelled job releases its held reservation */
+        s->hold_id = 0;
+        s->hold_since_us = -1;
+    }
     char at[SL__UNIT_BUF];
     sl__setf(j->reason, sizeof j->reason, "cancelled at t=%s", sl__fmt_secs(at, sizeof at, now_us));
     return 0;

@@ -30,7 +30,8 @@
  *       - backfill easy: the first blocked job gets a reservation from the
  *         backfill policy (policy/backfill_easy.c, which sees the scheduler
  *         only through sl_backfill_view_t: the cluster and the running jobs
- *         by expected end). If none can be computed (it would not fit even
+ *         by expected end), and HOLDS it across cycles (below). If none can
+ *         be computed (it would not fit even
  *         after every job with a finite estimate ended) the cycle stops as
  *         with none: conservative, nothing may pass a job whose start time
  *         is unknown. Otherwise later jobs start if they fit now and either
@@ -41,6 +42,19 @@
  *         drained nodes are restored to up before the cycle returns.
  *         Past the reservation a cycle examines at most max_backfill_tries
  *         jobs (Slurm's bf_max_job_test); the rest are "not considered".
+ *  The held reservation (docs/scheduling.md states the rules and the bound
+ *  on the held job's wait). The order of drf (and of any policy keyed by
+ *  shares or waits) moves between cycles, so "the first blocked job" would
+ *  be another tenant's job whenever that tenant's share dipped, and a wide
+ *  gang lost its reservation every time (issue 8). So the job that gets a
+ *  reservation keeps it (s->hold_id) until it starts, is cancelled, waits
+ *  on its own tenant's quota, can never fit, or, under "priority" only, a
+ *  pending job of a higher priority exists (hold_yields). A cycle with a
+ *  hold (hold_begin) first tries the held job on its own; if it still
+ *  cannot start, its reservation is computed afresh and the whole walk,
+ *  including jobs the policy now puts before it, is backfill against it;
+ *  when the walk reaches it, its failure is its group's verdict. A cycle
+ *  whose held job has no reservation possible starts nothing.
  *  Skipping by group. The cluster only fills during a cycle, so once a job
  *  fails on the whole cluster every later job of its group fails the same
  *  way (same shape, same counts, and the same quota-capped count); once a
@@ -144,6 +158,14 @@ static bool reserve(sl_sched_t *s, const sl_task_req_t *req, int32_t count, int6
     sl_backfill_view_t v = {.cluster = s->cl, .next_end = next_end, .ctx = s};
     s->resv_active = s->backfill->reserve(s->bf_state, &v, req, count, now_us, &s->resv);
     return s->resv_active;
+}
+
+/* With a reservation: a job is short (ends by the shadow time if started
+ * now) iff its estimate is at most short_lim. */
+static void set_short_lim(sl_sched_t *s, int64_t now_us) {
+    if (__builtin_sub_overflow(s->resv.start_us, now_us, &s->short_lim) ||
+        s->short_lim == INT64_MAX)
+        s->short_lim = INT64_MAX - 1;
 }
 
 static void clear_reservation(sl_sched_t *s) {
@@ -416,6 +438,117 @@ void sl__sched_group_counters(const sl_sched_t *s, uint64_t *skips, uint64_t *re
     *revived = s->n_revived;
 }
 
+/* Appends a job the cycle started to its start list (for on_start). */
+static void note_start(sl_sched_t *s, size_t *nstarted, uint64_t id) {
+    if (*nstarted == s->started_cap) {
+        s->started_cap = s->started_cap ? s->started_cap * 2 : 64;
+        s->started = sl_xrealloc(s->started, s->started_cap * sizeof *s->started);
+    }
+    s->started[(*nstarted)++] = id;
+}
+
+/* ---- the held reservation ---- */
+
+/* Gives the hold to j, the first job of this cycle's order that is blocked
+ * (keeping the time it was first given if j already had it). */
+static void hold_give(sl_sched_t *s, const sl_job_t *j, int64_t now_us) {
+    if (s->hold_id != j->spec.id) s->hold_since_us = now_us;
+    s->hold_id = j->spec.id;
+}
+
+static void hold_drop(sl_sched_t *s) {
+    s->hold_id = 0;
+    s->hold_since_us = -1;
+}
+
+/*
+ * Whether the held job h yields its hold: only under "priority", whose
+ * order (priority, then submit) does not move as shares or waits change,
+ * and only to a pending job of a higher priority, which that order puts
+ * first. Under the other policies a job's priority orders only its own
+ * tenant's queue, so one tenant cannot take another's reservation by
+ * raising its own priorities. O(tenants * log pending).
+ */
+static bool hold_yields(const sl_sched_t *s, const sl_job_t *h) {
+    if (s->queue != &sl__queue_priority) return false;
+    for (size_t i = 0; i < s->ntenants; i++) {
+        const sl_job_t *f = tq_job(sl__tn_first(s->tenants[i].root));
+        if (f && f->spec.priority > h->spec.priority) return true;
+    }
+    return false;
+}
+
+enum { HOLD_NONE = 0, HOLD_RESERVED = 1, HOLD_STOP = 2 };
+
+/*
+ * The start of a cycle with a held reservation (see the file header): the
+ * held job is examined first. It starts if it fits now (HOLD_NONE: the
+ * cycle goes on as a plain EASY cycle). If it still cannot start, its
+ * reservation is computed afresh and the whole walk backfills against it
+ * (HOLD_RESERVED; *held is the job, raw the placement's reason for its
+ * group); or, when no reservation can be computed, nothing starts in this
+ * cycle (HOLD_STOP), as when the first blocked job of a plain cycle has
+ * none. The hold is dropped, and the cycle is a plain one, when the job is
+ * no longer pending, its tenant's quota holds it back, it can never fit,
+ * or it yields to a higher priority (hold_yields).
+ */
+static int hold_begin(sl_sched_t *s, sl_cycle_t *cy, int64_t now_us, sl_cycle_stats_t *st,
+                      size_t *nstarted, sl_job_t **held, char *raw, size_t rawlen) {
+    *held = NULL;
+    if (s->hold_id == 0) return HOLD_NONE;
+    sl_job_t *h = jobs_find(s, s->hold_id);
+    if (!h || h->state != SL_JOB_PENDING || !s->backfill->reserve || hold_yields(s, h)) {
+        hold_drop(s);
+        return HOLD_NONE;
+    }
+    int32_t n = h->spec.ntasks, m = job_min(h);
+    char qr[SL_REASON_MAX];
+    int32_t qn = sl__quota_cap(s, h, n, m, qr, sizeof qr);
+    if (qn < 0) {
+        hold_drop(s); /* the walk meets it and blocks its tenant */
+        return HOLD_NONE;
+    }
+    h->reason_epoch = s->epoch;
+    attempt_t at;
+    int rc = attempt_job(s, cy, h, qn, m, MODE_PLAIN, 0, &at);
+    if (at.tried) st->tried++;
+    if (rc == SL_FIT) {
+        sl__start_job(s, h, s->pls, at.k, now_us);
+        note_start(s, nstarted, h->spec.id);
+        st->started++;
+        hold_drop(s);
+        return HOLD_NONE;
+    }
+    if (rc != SL_NOFIT) {
+        hold_drop(s);
+        return HOLD_NONE;
+    }
+    sl__setf(raw, rawlen, "%s", h->reason);
+    char since[SL__UNIT_BUF];
+    sl__fmt_secs(since, sizeof since, s->hold_since_us);
+    if (!reserve(s, &h->spec.task, m, now_us)) {
+        sl__setf(h->reason, sizeof h->reason, "holds the reservation since t=%s, but none is "
+                 "possible now (running jobs without time limits); now: %s", since, raw);
+        behind_global(s, "waiting behind job %llu (%s)", (unsigned long long)h->spec.id,
+                      "no reservation possible");
+        return HOLD_STOP;
+    }
+    set_short_lim(s, now_us);
+    st->reserved_job = (int64_t)h->spec.id;
+    st->reserved_at_us = s->resv.start_us;
+    char from[SL__UNIT_BUF];
+    sl__setf(h->reason, sizeof h->reason, "reserved from t=%s on %zu nodes (held since t=%s); "
+             "now: %s", sl__fmt_secs(from, sizeof from, s->resv.start_us), s->resv.nnodes, since,
+             raw);
+    *held = h;
+    return HOLD_RESERVED;
+}
+
+uint64_t sl_sched_held_job(const sl_sched_t *s, int64_t *since_us) {
+    if (since_us) *since_us = s->hold_id ? s->hold_since_us : -1;
+    return s->hold_id;
+}
+
 int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud,
                    sl_cycle_stats_t *stats) {
     sl_cycle_stats_t st = {0, 0, 0, -1, -1};
@@ -430,6 +563,9 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
                      .order_key = s->order_key};
     clear_reservation(s);
     size_t nstarted = 0;
+    sl_job_t *held = NULL;
+    char held_raw[SL_REASON_MAX];
+    int hs = hold_begin(s, &cy, now_us, &st, &nstarted, &held, held_raw, sizeof held_raw);
 
     /* A binary heap of the tenants with jobs left to consider, keyed by
      * their current head under the policy. */
@@ -446,8 +582,9 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         if (t->cur) sl_heap_append(&s->act, &head_heap, &ti);
     }
     sl_heap_build(&s->act, &head_heap, &hc);
+    if (hs == HOLD_STOP) sl_heap_clear(&s->act); /* nothing passes the held job */
 
-    uint64_t resv_id = 0;
+    uint64_t resv_id = held ? held->spec.id : 0;
     int32_t examined = 0; /* jobs examined since the reservation */
     bool fix_top = false;
     for (;;) {
@@ -475,7 +612,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         group_t *g = gh_top(t);
         fix_top = true;
         j->reason_epoch = s->epoch;
-        if (s->resv_active) examined++;
+        if (s->resv_active && j != held) examined++; /* the held job is not past itself */
 
         int32_t n = j->spec.ntasks, m = job_min(j);
         int32_t qn = sl__quota_cap(s, j, n, m, j->reason, sizeof j->reason);
@@ -489,6 +626,13 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
                  "waiting behind job %llu of the same tenant (tenant quota)",
                  (unsigned long long)j->spec.id);
             t->cur = NULL; /* the tenant leaves the heap */
+            continue;
+        }
+        if (j == held) {
+            /* Examined first, and reserved for: its failure is its group's
+             * verdict (the jobs after it share its shape and counts). */
+            group_fail(s, t, g, j, SL_NOFIT, qn, held_raw);
+            tenant_settle(s, t);
             continue;
         }
 
@@ -508,11 +652,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             tenant_settle(s, t);
             st.started++;
             if (s->resv_active) st.backfilled++;
-            if (nstarted == s->started_cap) {
-                s->started_cap = s->started_cap ? s->started_cap * 2 : 64;
-                s->started = sl_xrealloc(s->started, s->started_cap * sizeof *s->started);
-            }
-            s->started[nstarted++] = j->spec.id;
+            note_start(s, &nstarted, j->spec.id);
             continue;
         }
         if (rc == SL_NOFIT_EVER || s->resv_active) {
@@ -522,13 +662,12 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         }
 
         /* The first blocked job. */
+        if (s->backfill->reserve) hold_give(s, j, now_us);
         if (reserve(s, &j->spec.task, m, now_us)) {
             resv_id = j->spec.id;
             st.reserved_job = (int64_t)j->spec.id;
             st.reserved_at_us = s->resv.start_us;
-            if (__builtin_sub_overflow(s->resv.start_us, now_us, &s->short_lim) ||
-                s->short_lim == INT64_MAX)
-                s->short_lim = INT64_MAX - 1;
+            set_short_lim(s, now_us);
             group_fail(s, t, g, j, rc, qn, j->reason);
             tenant_settle(s, t);
             char r[SL_REASON_MAX];

@@ -267,6 +267,11 @@ struct sl_sched {
     int64_t short_lim;     /* with a reservation: a job is short iff lim <= this */
     uint32_t *drained;     /* reserved nodes drained by this cycle */
     size_t ndrained, drained_cap;
+
+    /* The held reservation (sched_cycle.c): the job blocked at the head
+     * that keeps its reservation from cycle to cycle until it starts. */
+    uint64_t hold_id;      /* the job holding it; 0 = none */
+    int64_t hold_since_us; /* the cycle that gave it to that job */
 };
 
 /* ---- small helpers (inline: used by every sched_*.c file) ---- */

@@ -232,8 +232,9 @@ static void usage_replay(FILE *f) {
             "                       several combinations, FILE gets a suffix per combination\n"
             "  --svg DIR            write DIR/queue_delay_cdf.svg and DIR/gpu_allocation.svg\n"
             "  --check              assert invariants after every event (no over-allocation,\n"
-            "                       gangs all-or-none, core bookkeeping; with fifo + easy,\n"
-            "                       no delay to the job holding the reservation)\n"
+            "                       gangs all-or-none, core bookkeeping; with easy under\n"
+            "                       any order but priority, no delay to the job holding\n"
+            "                       the reservation)\n"
             "  --quiet              no progress bar (it only shows on a terminal anyway)\n"
             "  -h, --help           this text\n");
 }

@@ -383,10 +383,12 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
     int64_t t_first = heap_count(&rp.heap) ? heap_next_t(&rp.heap) : 0, t_prev = t_first,
             t_last = t_first;
     double v_alloc = 0, v_mem = 0, v_frag = 0, v_drf = 1, v_jain = 1;
-    /* The reserved head job is never delayed: checked under FIFO order, where
-     * the head changes only when it starts (other orders may legitimately
-     * put another job ahead of it). */
-    bool resv_strict = strcmp(res->queue, "fifo") == 0 && sl_sched_backfill(rp.s) == SL_BACKFILL_EASY;
+    /* The reserved head job is never delayed: it keeps its reservation
+     * across cycles whichever tenant the order puts first (sl_sched_cycle),
+     * so this holds under every order but "priority", where a job of a
+     * higher priority legitimately takes the reservation over. */
+    bool resv_strict = strcmp(res->queue, "priority") != 0 &&
+                       sl_sched_backfill(rp.s) == SL_BACKFILL_EASY;
     int64_t resv_job = -1, resv_at = -1;
     bool have_fair = false;
     while (heap_count(&rp.heap) > 0) {

@@ -382,7 +382,7 @@ static void test_sched_group_skip_matches_full_walk_random(void **state) {
     while (pols[npols]) npols++;
     uint64_t skips = 0, revived = 0;
     int over_stop = 0;
-    for (uint64_t seed = 1; seed <= 160; seed++) {
+    for (uint64_t seed = 1; seed <= 240; seed++) {
         sl_rng_t r;
         sl_rng_seed(&r, seed * 104729);
         sl_cluster_t *cl[2];

@@ -35,6 +35,34 @@
  * the reserved nodes. The gang placer finds a placement whenever the sum of
  * per-node counts reaches the gang size, so the job starts by then.
  *
+ * Held across cycles (sched_cycle.c, docs/scheduling.md). The scheduler
+ * asks for a reservation for the job that HOLDS it, not for whichever job is
+ * first blocked in this cycle's order: the first blocked job of a cycle
+ * without a hold takes the hold, and keeps it until it starts, leaves the
+ * queue (cancelled), is held back by its tenant's quota or can never fit,
+ * or, under the "priority" order only, a pending job of a higher priority
+ * exists. Each cycle tries the held job first, then calls easy_reserve
+ * afresh for it, and every other job, whatever its tenant and place in the
+ * order, backfills against it. Under drf the order moves with the tenants'
+ * shares; without the hold another tenant's short job came first each time
+ * a GPU freed, and a wide gang never got its nodes (issue 8).
+ *
+ * The bound. If the hold is given at t0 with shadow time S0, then S0 is at
+ * most the latest expected end of the jobs running at t0 (so S0 - t0 is at
+ * most the longest time limit, or default limit, among them), and the held
+ * job starts in the first cycle at or after S0, provided (a) running jobs
+ * end by their estimates, (b) the cluster does not shrink, (c) the hold is
+ * not released or superseded. Each cycle's reservation releases every
+ * running job at its expected end; a job started under the hold ended by
+ * the shadow time then in force or avoided the reserved nodes, so at that
+ * time the reserved nodes hold the job again and the next shadow time is
+ * no later (S_k+1 <= S_k). Jobs with a default limit only (not enforced by
+ * sluiced) that run past it count as ending now: the reservation stays at
+ * the present on their nodes and the held job waits for their real end.
+ * Jobs with no estimate at all never end here: if the held job needs
+ * their nodes, no reservation exists and nothing passes it (the cycle
+ * starts nothing) until they end, so the wait is theirs, unbounded.
+ *
  * Workload: R running jobs (thousands), tens of thousands of nodes; one
  * reservation per cycle. The scheduler keeps the running jobs ordered by
  * expected end (a treap, sched_queue.c), so the walk visits only the K jobs that
