@@ -16,11 +16,13 @@
  * for agents only (403 here); a missing or unknown token is 401.
  */
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,6 +360,22 @@ void ctl_http_fini(ctl_http_t *hs) {
     *hs = (ctl_http_t){0};
 }
 
+/* evhttp's bufferevent factory when the API speaks TLS: each accepted
+ * socket gets a server-side OpenSSL bufferevent, so the handshake runs in
+ * the loop like any read; a peer that fails it (plain HTTP, a wrong CA,
+ * garbage) is closed by evhttp without a reply. */
+static struct bufferevent *tls_bev(struct event_base *base, void *ud) {
+    ctl_http_t *hs = ud;
+    SSL *ssl = SSL_new(hs->tls);
+    if (ssl == NULL)
+        abort(); /* out of memory */
+    struct bufferevent *bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                             BEV_OPT_CLOSE_ON_FREE);
+    if (bev != NULL)
+        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    return bev;
+}
+
 int ctl_http_listen(ctl_http_t *hs, char *err, size_t errlen) {
     ctl_t *c = hs->c;
     char host[128];
@@ -380,6 +398,8 @@ int ctl_http_listen(ctl_http_t *hs, char *err, size_t errlen) {
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH);
     evhttp_set_timeout(hs->http, 120);
     evhttp_set_gencb(hs->http, dispatch, hs);
+    if (hs->tls)
+        evhttp_set_bevcb(hs->http, tls_bev, hs);
     struct evhttp_bound_socket *bound = evhttp_bind_socket_with_handle(hs->http, host, (ev_uint16_t)port);
     if (bound == NULL) {
         snprintf(err, errlen, "listen: cannot bind %s", c->cfg.listen);
