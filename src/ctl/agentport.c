@@ -1,7 +1,9 @@
 /*
  * agentport.c - the controller's side of the agent protocol
  * (docs/protocol.md): newline-delimited JSON over one TCP connection per
- * agent, on libevent bufferevents with TCP_NODELAY.
+ * agent, on libevent bufferevents with TCP_NODELAY (OpenSSL bufferevents
+ * when main.c sets ap->tls; with certs_bind_name, a hello must name the
+ * node of the peer's verified client certificate: peer_may_be).
  *
  * Every wire message the controller writes is encoded in this file (the
  * "encode" section) and every one it reads is decoded here (on_message and

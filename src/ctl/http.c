@@ -14,6 +14,10 @@
  * Auth: "Authorization: Bearer TOKEN". The admin token sees everything; a
  * tenant token sees its own jobs (403 for others'); the cluster token is
  * for agents only (403 here); a missing or unknown token is 401.
+ *
+ * TLS: when main.c sets h->tls, evhttp gets its bufferevents from tls_bev,
+ * which wraps each accepted socket in OpenSSL (docs/security.md); the
+ * rest of this file does not know whether a request came over TLS.
  */
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
