@@ -35,8 +35,8 @@ clean:
 deps:
 	apt-get update
 	apt-get install -y --no-install-recommends build-essential cmake pkg-config \
-	  libevent-dev libjansson-dev libyaml-dev libsqlite3-dev \
-	  libcmocka-dev python3-pytest python3-yaml valgrind
+	  libevent-dev libssl-dev libjansson-dev libyaml-dev libsqlite3-dev \
+	  libcmocka-dev python3-pytest python3-yaml valgrind openssl
 
 bench-live: build
 	bench/live/run.sh

@@ -10,7 +10,9 @@
 # The daemons (sluiced and a one-node sluice-agent) come from `sluice up
 # --detach` of the build/ next to this script (BUILD=dir to change), in a
 # temporary state directory that is removed afterwards; the queue holds 20
-# pending jobs so that each call gets a real table back.
+# pending jobs so that each call gets a real table back. `sluice up` serves
+# HTTPS (its own CA); PLAIN=1 makes it serve plain HTTP instead, to measure
+# what TLS costs a call (docs/security.md).
 set -eu
 N=200
 if [ "${1:-}" = "-n" ]; then N=$2; shift 2; fi
@@ -22,6 +24,10 @@ PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 APORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cleanup() { SLUICE_DIR=$DIR "$BUILD/sluice" down --dir "$DIR" >/dev/null 2>&1 || true; rm -rf "$DIR"; }
 trap cleanup EXIT
+if [ "${PLAIN:-0}" = 1 ]; then
+    printf 'listen: 127.0.0.1:%s\nagent_listen: 127.0.0.1:%s\nstate: %s/sluiced.db\nadmin_token: adm-bench\ncluster_token: clu-bench\ntenants:\n  - name: default\n    token: tok-bench\n' \
+        "$PORT" "$APORT" "$DIR" > "$DIR/sluiced.yaml"
+fi
 "$BUILD/sluice" up --dir "$DIR" --port "$PORT" --agent-port "$APORT" --gpus 0 --detach >/dev/null
 export SLUICE_DIR=$DIR
 i=0

@@ -14,6 +14,12 @@
  * once. A direct send(2) skips the bufferevent's copy when nothing is queued
  * ahead of it.
  *
+ * With TLS (--ca), the TCP connection is wrapped, once connected, in an
+ * OpenSSL filter bufferevent that checks the controller's certificate
+ * against the CA and the --controller host (and presents --cert/--key);
+ * hello goes out when the handshake completes. The direct send(2) is then
+ * skipped: every byte must pass through the TLS layer.
+ *
  * When the connection fails or drops, the agent keeps its tasks running and
  * reconnects after 100 ms, doubling to at most 2 s; a `welcome` resets the
  * delay. Messages produced while disconnected are not queued: the next
@@ -32,6 +38,9 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "conn.h"
 #include "log.h"
@@ -39,6 +48,7 @@
 #include "sluice/alloc.h"
 #include "sluice/error.h"
 #include "sluice/sluice.h"
+#include "tls.h"
 
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 2000
@@ -48,7 +58,9 @@ struct agent_conn {
     agent_conn_config_t cfg;
     agent_tasks_t *ts;
     struct bufferevent *bev;
-    int connected;              /* TCP up and hello sent */
+    int connected;              /* TCP up (and TLS handshake done) and hello sent */
+    int handshaking;            /* TLS: TCP up, handshake under way */
+    char tls_why[300];          /* the last TLS failure logged, so a retry loop logs it once */
     int welcomed;
     struct evbuffer *pending;   /* messages not yet handed to the socket */
     int batch;                  /* > 0: inside the read callback */
@@ -78,6 +90,7 @@ static void conn_drop(agent_conn_t *cn, const char *why) {
         cn->bev = NULL;
     }
     cn->connected = 0;
+    cn->handshaking = 0;
     cn->welcomed = 0;
     schedule_reconnect(cn);
 }
@@ -91,7 +104,7 @@ static void flush(agent_conn_t *cn) {
         return;
     }
     struct evbuffer *out = bufferevent_get_output(cn->bev);
-    if (evbuffer_get_length(out) == 0) {
+    if (evbuffer_get_length(out) == 0 && cn->cfg.tls == NULL) {
         /* Nothing queued ahead: write directly, keep only what did not fit. */
         ssize_t w = send(bufferevent_getfd(cn->bev), evbuffer_pullup(cn->pending, -1), n,
                          MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -141,6 +154,7 @@ static void send_hello(agent_conn_t *cn) {
 
 static void on_welcome(agent_conn_t *cn, const sl_proto_welcome_t *w) {
     cn->welcomed = 1;
+    cn->tls_why[0] = '\0';
     cn->backoff_ms = BACKOFF_FIRST_MS;
     if (w->heartbeat > 0 && w->heartbeat < cn->heartbeat_s) {
         cn->heartbeat_s = w->heartbeat;
@@ -213,15 +227,78 @@ static void read_cb(struct bufferevent *bev, void *arg) {
         conn_drop(cn, "message over 1 MiB");
 }
 
+static void event_cb(struct bufferevent *bev, short what, void *arg);
+
+/* TLS: wraps the connected TCP bufferevent in an OpenSSL filter that
+ * starts the handshake; 0, or -1 with the connection dropped. */
+static int start_tls(agent_conn_t *cn) {
+    SSL *ssl = SSL_new(cn->cfg.tls);
+    if (ssl == NULL || sl_tls_set_host(ssl, cn->cfg.host) < 0) {
+        SSL_free(ssl);
+        conn_drop(cn, "cannot set up TLS");
+        return -1;
+    }
+    struct bufferevent *f = bufferevent_openssl_filter_new(cn->base, cn->bev, ssl,
+                                                           BUFFEREVENT_SSL_CONNECTING,
+                                                           BEV_OPT_CLOSE_ON_FREE);
+    if (f == NULL) {
+        conn_drop(cn, "cannot set up TLS");
+        return -1;
+    }
+    bufferevent_openssl_set_allow_dirty_shutdown(f, 1);
+    cn->bev = f;
+    cn->handshaking = 1;
+    bufferevent_setcb(f, read_cb, NULL, event_cb, cn);
+    bufferevent_enable(f, EV_READ | EV_WRITE);
+    return 0;
+}
+
+/* Why a TLS connection failed, from OpenSSL's error queue (a certificate
+ * that does not verify or name the host shows here). */
+static void tls_drop(agent_conn_t *cn, struct bufferevent *bev) {
+    char why[300] = "TLS handshake failed";
+    unsigned long e = bufferevent_get_openssl_error(bev);
+    if (e != 0 && ERR_GET_LIB(e) == 0) {
+        /* Not OpenSSL's error but the socket's: the controller hung up,
+         * which after a handshake it does when it wants a certificate. */
+        snprintf(why, sizeof why, "TLS: the controller closed the connection (does it require "
+                                  "a client certificate? see --cert and --key)");
+    } else if (e != 0) {
+        char buf[256];
+        ERR_error_string_n(e, buf, sizeof buf);
+        snprintf(why, sizeof why, "TLS: %s", buf);
+    }
+    while (bufferevent_get_openssl_error(bev) != 0) {
+    }
+    if (!cn->welcomed && strcmp(why, cn->tls_why) != 0) {
+        sl_log(SL_LOG_WARN, "agent", "controller %s:%s: %s", cn->cfg.host, cn->cfg.port, why);
+        snprintf(cn->tls_why, sizeof cn->tls_why, "%s", why);
+    }
+    conn_drop(cn, why);
+}
+
 static void event_cb(struct bufferevent *bev, short what, void *arg) {
     agent_conn_t *cn = arg;
     if (what & BEV_EVENT_CONNECTED) {
+        if (cn->cfg.tls && !cn->handshaking) {
+            start_tls(cn);
+            return;
+        }
+        cn->handshaking = 0;
         cn->connected = 1;
         send_hello(cn);
         return;
     }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
         int e = EVUTIL_SOCKET_ERROR();
+        if (cn->cfg.tls && (what & BEV_EVENT_ERROR) && cn->handshaking && e == 0) {
+            tls_drop(cn, bev);
+            return;
+        }
+        if (cn->cfg.tls && (what & BEV_EVENT_ERROR) && bufferevent_get_openssl_error(bev) != 0) {
+            tls_drop(cn, bev);
+            return;
+        }
         conn_drop(cn, (what & BEV_EVENT_EOF) ? "connection closed" : strerror(e));
     }
 }
@@ -297,6 +374,18 @@ void agent_conn_destroy(agent_conn_t *cn) {
         size_t n = evbuffer_get_length(out);
         /* The output buffer's front is frozen for outside callers: write a
          * copy of it rather than draining it. */
+        if (cn->connected && cn->cfg.tls) {
+            /* TLS: the plaintext goes through SSL_write, whose bytes the
+             * filter's BIO appends to the TCP bufferevent's output, which
+             * is then written below like the plain case's. */
+            SSL *ssl = bufferevent_openssl_get_ssl(cn->bev);
+            unsigned char *p = evbuffer_pullup(out, -1);
+            if (ssl && p && n > 0 && n <= INT32_MAX && SSL_write(ssl, p, (int)n) <= 0)
+                sl_log(SL_LOG_DEBUG, "agent", "final TLS write failed");
+            struct bufferevent *low = bufferevent_get_underlying(cn->bev);
+            out = low ? bufferevent_get_output(low) : out;
+            n = low ? evbuffer_get_length(out) : 0;
+        }
         if (cn->connected && n > 0) {
             unsigned char *p = evbuffer_pullup(out, -1);
             if (p && write(bufferevent_getfd(cn->bev), p, n) < 0)

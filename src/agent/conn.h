@@ -12,6 +12,7 @@
 #include "task.h"
 
 typedef struct agent_conn agent_conn_t;
+struct ssl_ctx_st;
 
 typedef struct agent_conn_config {
     const char *host;       /* the controller's agent port */
@@ -19,6 +20,8 @@ typedef struct agent_conn_config {
     const char *token;      /* the cluster token */
     sl_proto_node_t node;   /* this node's spec, sent in every hello */
     int heartbeat_s;        /* at most this; the welcome may lower it */
+    struct ssl_ctx_st *tls; /* NULL: plain TCP; else TLS with this client context, the
+                             * server's certificate checked against host */
 } agent_conn_config_t;
 
 /*

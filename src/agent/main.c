@@ -33,6 +33,7 @@
 #include "quantity.h"
 #include "spawn.h"
 #include "task.h"
+#include "tls.h"
 
 static const char usage[] =
     "usage: sluice-agent --controller HOST:PORT --token CLUSTER_TOKEN --workdir DIR [options]\n"
@@ -56,6 +57,10 @@ static const char usage[] =
     "                          {image} {workdir} {job} {task} {name} {node} {gpus} {log};\n"
     "                          the task's command is appended\n"
     "  --grace SECONDS         SIGTERM-to-SIGKILL grace when stopping (default 10)\n"
+    "  --ca FILE               speak TLS to the controller, whose certificate must be\n"
+    "                          signed by this CA (PEM) and name the --controller host\n"
+    "  --cert FILE, --key FILE this node's client certificate and key (PEM), for a\n"
+    "                          controller that requires them (docs/security.md)\n"
     "  --help                  this text\n"
     "  --version               print the version\n";
 
@@ -146,7 +151,9 @@ int main(int argc, char **argv) {
     a.gpus = -1;
     const char *controller = NULL, *workdir = NULL;
     enum { O_CTL = 256, O_TOKEN, O_NAME, O_WORKDIR, O_GPUS, O_GPU_MODEL, O_GPU_MEMORY, O_CPUS,
-           O_MEMORY, O_POOL, O_LABELS, O_HEARTBEAT, O_LAUNCHER, O_GRACE, O_HELP, O_VERSION };
+           O_MEMORY, O_POOL, O_LABELS, O_HEARTBEAT, O_LAUNCHER, O_GRACE, O_HELP, O_VERSION,
+           O_CA, O_CERT, O_KEY };
+    const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
     static const struct option opts[] = {
         {"controller", required_argument, NULL, O_CTL},
         {"token", required_argument, NULL, O_TOKEN},
@@ -164,6 +171,9 @@ int main(int argc, char **argv) {
         {"grace", required_argument, NULL, O_GRACE},
         {"help", no_argument, NULL, O_HELP},
         {"version", no_argument, NULL, O_VERSION},
+        {"ca", required_argument, NULL, O_CA},
+        {"cert", required_argument, NULL, O_CERT},
+        {"key", required_argument, NULL, O_KEY},
         {0, 0, 0, 0}};
     sl_log_init_from_env();
     opterr = 0;
@@ -202,6 +212,9 @@ int main(int argc, char **argv) {
             if (parse_int(optarg, 0, 3600, &a.grace_s) != 0)
                 return die_usage("--grace: \"%s\" is not a whole number of seconds from 0 to 3600", optarg);
             break;
+        case O_CA: tls_ca = optarg; break;
+        case O_CERT: tls_cert = optarg; break;
+        case O_KEY: tls_key = optarg; break;
         case O_HELP: fputs(usage, stdout); return 0;
         case O_VERSION: printf("sluice-agent %s\n", SLUICE_VERSION); return 0;
         case ':': return die_usage("%s needs a value", argv[optind - 1]);
@@ -213,6 +226,17 @@ int main(int argc, char **argv) {
     if (!a.token) a.token = getenv("SLUICE_CLUSTER_TOKEN");
     if (!a.token || !*a.token) return die_usage("--token is required (or SLUICE_CLUSTER_TOKEN)");
     if (!workdir) return die_usage("--workdir DIR is required");
+    if ((tls_cert || tls_key) && !tls_ca) return die_usage("--cert and --key go with --ca");
+    if ((tls_cert == NULL) != (tls_key == NULL)) return die_usage("--cert and --key go together");
+    SSL_CTX *tls = NULL;
+    if (tls_ca) {
+        char terr[512];
+        tls = sl_tls_client_ctx(tls_ca, tls_cert, tls_key, terr, sizeof terr);
+        if (!tls) {
+            fprintf(stderr, "sluice-agent: %s\n", terr);
+            return 2;
+        }
+    }
     const char *colon = strrchr(controller, ':');
     if (!colon || colon == controller || !colon[1])
         return die_usage("--controller: \"%s\" is not HOST:PORT", controller);
@@ -326,6 +350,7 @@ int main(int argc, char **argv) {
            a.name, a.cpus, a.memory, a.gpus, a.workdir, a.ctl_host, a.ctl_port);
     agent_conn_config_t ccfg = {
         .host = a.ctl_host, .port = a.ctl_port, .token = a.token, .heartbeat_s = a.heartbeat_s,
+        .tls = tls,
         .node = {.name = a.name, .cpus = a.cpus, .memory = a.memory, .gpus = a.gpus,
                  .gpu_model = a.gpus > 0 ? (a.gpu_model ? a.gpu_model : "unknown") : NULL,
                  .gpu_memory = a.gpus > 0 ? a.gpu_memory : NULL, .pool = a.pool, .labels = a.labels}};
@@ -335,6 +360,7 @@ int main(int argc, char **argv) {
     sl_log(SL_LOG_INFO, "agent", "stopped");
 out:
     agent_conn_destroy(cn);
+    SSL_CTX_free(tls);
     agent_tasks_destroy(ts);
     if (sigterm) event_free(sigterm);
     if (sigint) event_free(sigint);

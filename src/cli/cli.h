@@ -61,6 +61,7 @@ struct cli {
     int json;
     char *server;         /* base URL, no trailing slash */
     char *token;
+    char *cacert;         /* CA (PEM) that signs an https server's certificate, or NULL */
     char *tenant;         /* default tenant from the `sluice up` config, or NULL */
     char *config_path;    /* the cli.json used, or NULL */
     int quiet_unreachable; /* cli_http: do not print connection failures */

@@ -1,13 +1,20 @@
 /*
- * http.c - the CLI's HTTP/1.1 client: a plain TCP socket, no library.
+ * http.c - the CLI's HTTP/1.1 client: a TCP socket (with OpenSSL for
+ * https:// URLs), no HTTP library.
  *
  * Why not libcurl: loading it (and the ~35 shared libraries it pulls in:
  * TLS, HTTP/2, IDN, LDAP, ...) cost more than the whole `sluice queue` of
  * 10,000 jobs should. sluiced speaks plain HTTP/1.1 on a trusted network,
  * so the client needs only this:
  *
- *   - URL: http://HOST[:PORT][/PREFIX], HOST a name, an IPv4 address or an
- *     [IPv6] address; getaddrinfo, every address tried in turn.
+ *   - URL: http[s]://HOST[:PORT][/PREFIX], HOST a name, an IPv4 address or
+ *     an [IPv6] address; getaddrinfo, every address tried in turn.
+ *   - https: TLS 1.2+ over the connected socket (OpenSSL, tls.h), the
+ *     server's certificate verified against --cacert / SLUICE_CACERT /
+ *     the cli.json of `sluice up` (else the system's trust store) and
+ *     checked to name HOST (an IP SAN for an address); the handshake
+ *     shares the connect's 5 s limit. A failed check is "cannot reach"
+ *     (3) with OpenSSL's reason, never a fallback to plain HTTP.
  *   - connect with a 5 s limit (non-blocking connect + poll); each request
  *     then has 120 s in all (every wait is a poll on the remaining time).
  *   - request: one write of the request line, Host, User-Agent,
@@ -46,7 +53,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 #include "cli.h"
+#include "tls.h"
 
 #define CONNECT_MS 5000
 #define REQUEST_MS 120000
@@ -57,19 +69,25 @@
 static struct {
     int fd; /* -1 (after the first use) or 0 (never opened) are both "none" */
     bool open;
+    SSL *ssl; /* https: the TLS session on fd; NULL for http */
     char server[512]; /* the URL it was opened for */
 } conn;
+
+/* The run's TLS client context, made on the first https request. */
+static SSL_CTX *tls_ctx;
 
 typedef struct url {
     char host[256];
     char port[8];
     char authority[300]; /* for the Host header */
     const char *prefix;  /* path prefix in the server URL, "" if none */
+    bool tls;            /* https:// */
 } url_t;
 
 /* The receive side of one reply. */
 typedef struct reader {
     int fd;
+    SSL *ssl; /* NULL: plain TCP */
     int64_t deadline_ms;
     char *buf;
     size_t start, end, cap;
@@ -96,12 +114,13 @@ static int64_t mono_ms(void) {
 
 static int parse_url(const char *server, url_t *u, const char **why) {
     const char *p = server;
-    if (strncasecmp(p, "http://", 7) != 0) {
-        *why = strstr(p, "://") ? "only http:// URLs are supported (sluiced speaks plain HTTP)"
-                                : "not an http:// URL";
+    u->tls = strncasecmp(p, "https://", 8) == 0;
+    if (!u->tls && strncasecmp(p, "http://", 7) != 0) {
+        *why = strstr(p, "://") ? "only http:// and https:// URLs are supported"
+                                : "not an http:// or https:// URL";
         return -1;
     }
-    p += 7;
+    p += u->tls ? 8 : 7;
     size_t alen = strcspn(p, "/?#");
     if (alen == 0 || alen >= sizeof u->authority || memchr(p, '@', alen)) {
         *why = "cannot parse the host in the URL";
@@ -137,7 +156,7 @@ static int parse_url(const char *server, url_t *u, const char **why) {
     }
     memcpy(u->host, hs, (size_t)(he - hs));
     u->host[he - hs] = '\0';
-    const char *port = colon ? colon + 1 : "80";
+    const char *port = colon ? colon + 1 : (u->tls ? "443" : "80");
     size_t pl = strlen(port);
     if (pl == 0 || pl > 5 || strspn(port, "0123456789") != pl || atoi(port) < 1 || atoi(port) > 65535) {
         *why = "bad port in the URL";
@@ -215,14 +234,83 @@ static int dial(const url_t *u, char *why, size_t whylen) {
 }
 
 static void conn_close(void) {
+    SSL_free(conn.ssl);
+    conn.ssl = NULL;
     if (conn.open)
         close(conn.fd);
     conn.open = false;
     conn.fd = -1;
 }
 
+/* Waits for what an OpenSSL call that returned rc asks (SSL_get_error):
+ * 1 try again, 0 timeout, -1 a real failure. */
+static int tls_wait(SSL *ssl, int fd, int rc, int64_t deadline_ms) {
+    int e = SSL_get_error(ssl, rc);
+    if (e == SSL_ERROR_WANT_READ)
+        return wait_fd(fd, POLLIN, deadline_ms);
+    if (e == SSL_ERROR_WANT_WRITE)
+        return wait_fd(fd, POLLOUT, deadline_ms);
+    return -1;
+}
+
+/* The TLS handshake on the connected fd for u (the connect's deadline).
+ * Returns the session, or NULL with the cause in why. */
+static SSL *tls_handshake(cli_t *c, const url_t *u, int fd, int64_t deadline, char *why,
+                          size_t whylen) {
+    char e[512];
+    if (tls_ctx == NULL) {
+        tls_ctx = sl_tls_client_ctx(c->cacert, NULL, NULL, e, sizeof e);
+        if (tls_ctx == NULL) {
+            snprintf(why, whylen, "%s", e);
+            return NULL;
+        }
+    }
+    SSL *ssl = SSL_new(tls_ctx);
+    if (ssl == NULL || SSL_set_fd(ssl, fd) != 1 || sl_tls_set_host(ssl, u->host) < 0) {
+        snprintf(why, whylen, "cannot set up TLS: %s", sl_tls_error(e, sizeof e));
+        SSL_free(ssl);
+        return NULL;
+    }
+    for (;;) {
+        int rc = SSL_connect(ssl);
+        if (rc == 1)
+            return ssl;
+        int w = tls_wait(ssl, fd, rc, deadline);
+        if (w > 0)
+            continue;
+        long v = SSL_get_verify_result(ssl);
+        if (w == 0)
+            snprintf(why, whylen, "TLS handshake timed out");
+        else if (v != X509_V_OK)
+            snprintf(why, whylen, "the server's certificate was refused: %s%s",
+                     X509_verify_cert_error_string(v),
+                     c->cacert ? "" : " (pass the CA with --cacert or SLUICE_CACERT)");
+        else if (ERR_peek_error() != 0)
+            snprintf(why, whylen, "TLS handshake failed: %s", sl_tls_error(e, sizeof e));
+        else
+            snprintf(why, whylen, "TLS handshake failed (is the server speaking TLS?)");
+        ERR_clear_error();
+        SSL_free(ssl);
+        return NULL;
+    }
+}
+
 /* Writes all of p; 0, or -1 with r->err set. */
 static int send_all(reader_t *r, const char *p, size_t n) {
+    while (n > 0 && r->ssl) {
+        int w = SSL_write(r->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        int rc = tls_wait(r->ssl, r->fd, w, r->deadline_ms);
+        if (rc > 0)
+            continue;
+        r->err = rc == 0 ? "timed out sending the request" : "TLS write failed";
+        ERR_clear_error();
+        return -1;
+    }
     while (n > 0) {
         ssize_t w = send(r->fd, p, n, MSG_NOSIGNAL);
         if (w > 0) {
@@ -250,6 +338,27 @@ static int send_all(reader_t *r, const char *p, size_t n) {
 /* Reads at most max bytes into dst, waiting up to the deadline; >0 bytes
  * read, 0 at EOF, -1 error (r->err set). */
 static ssize_t recv_wait(reader_t *r, char *dst, size_t max) {
+    while (r->ssl) {
+        int n = SSL_read(r->ssl, dst, max > INT32_MAX ? INT32_MAX : (int)max);
+        if (n > 0) {
+            r->got_any = true;
+            return n;
+        }
+        int e = SSL_get_error(r->ssl, n);
+        if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 &&
+                                           (n == 0 || errno == ECONNRESET))) {
+            /* close_notify, or a close without it (sluiced closes its
+             * connections so; the body's length guards against truncation). */
+            ERR_clear_error();
+            return 0;
+        }
+        int rc = tls_wait(r->ssl, r->fd, n, r->deadline_ms);
+        if (rc > 0)
+            continue;
+        r->err = rc == 0 ? "timed out waiting for the reply" : "TLS read failed";
+        ERR_clear_error();
+        return -1;
+    }
     for (;;) {
         ssize_t n = recv(r->fd, dst, max, 0);
         if (n > 0) {
@@ -509,9 +618,16 @@ static int attempt(cli_t *c, const url_t *u, const char *req, size_t reqlen, con
             return -1;
         conn.fd = fd;
         conn.open = true;
+        if (u->tls) {
+            conn.ssl = tls_handshake(c, u, fd, mono_ms() + CONNECT_MS, why, whylen);
+            if (conn.ssl == NULL) {
+                conn_close();
+                return -1;
+            }
+        }
         snprintf(conn.server, sizeof conn.server, "%s", c->server);
     }
-    reader_t r = {.fd = conn.fd, .deadline_ms = mono_ms() + REQUEST_MS};
+    reader_t r = {.fd = conn.fd, .ssl = conn.ssl, .deadline_ms = mono_ms() + REQUEST_MS};
     body_out_t o = {0};
     int rc = -1;
     if (send_all(&r, req, reqlen) < 0)
@@ -724,4 +840,6 @@ int cli_call(cli_t *c, const char *method, const char *path, json_t *body, json_
 
 void cli_http_cleanup(void) {
     conn_close();
+    SSL_CTX_free(tls_ctx);
+    tls_ctx = NULL;
 }

@@ -120,6 +120,8 @@ static const char global_help[] =
     "  --server URL     controller URL (env SLUICE_SERVER; default from .sluice/cli.json,\n"
     "                   else http://127.0.0.1:7070)\n"
     "  --token TOKEN    API token (env SLUICE_TOKEN; default from .sluice/cli.json)\n"
+    "  --cacert FILE    CA (PEM) that signs an https:// server's certificate (env\n"
+    "                   SLUICE_CACERT; default from .sluice/cli.json, else the system's)\n"
     "  --json           print the server's JSON instead of a table\n"
     "  -h, --help       help\n"
     "\n"
@@ -201,6 +203,7 @@ static int global_opt(cli_t *c, int argc, char **argv, int *i, int *help) {
     }
     if (nl == 8 && strncmp(a, "--server", 8) == 0) dst = &c->server;
     else if (nl == 7 && strncmp(a, "--token", 7) == 0) dst = &c->token;
+    else if (nl == 8 && strncmp(a, "--cacert", 8) == 0) dst = &c->cacert;
     else return 0;
     const char *v;
     if (eq) {
@@ -318,6 +321,7 @@ static void load_config(cli_t *c) {
     const char *env;
     if (!c->server && (env = getenv("SLUICE_SERVER")) && *env) c->server = strdup(env);
     if (!c->token && (env = getenv("SLUICE_TOKEN")) && *env) c->token = strdup(env);
+    if (!c->cacert && (env = getenv("SLUICE_CACERT")) && *env) c->cacert = strdup(env);
     c->config_path = cli_find_config();
     if (c->config_path) {
         json_error_t err;
@@ -326,6 +330,11 @@ static void load_config(cli_t *c) {
             fprintf(stderr, "sluice: ignoring %s: %s\n", c->config_path, err.text);
         } else {
             const char *s;
+            const char *cs = json_string_value(json_object_get(cfg, "server"));
+            /* The CA of `sluice up` goes with its own server only. */
+            if (!c->cacert && cs && (!c->server || strcmp(c->server, cs) == 0) &&
+                (s = json_string_value(json_object_get(cfg, "cacert"))))
+                c->cacert = strdup(s);
             if (!c->server && (s = json_string_value(json_object_get(cfg, "server")))) c->server = strdup(s);
             if (!c->token && (s = json_string_value(json_object_get(cfg, "token")))) {
                 c->token = strdup(s);
@@ -384,6 +393,7 @@ out:
     free(c.pos);
     free(c.server);
     free(c.token);
+    free(c.cacert);
     free(c.tenant);
     free(c.config_path);
     return rc;

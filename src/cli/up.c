@@ -7,6 +7,17 @@
  * with task logs), cli.json (server URL, admin token and default tenant,
  * which every later `sluice` command here picks up) and pids.
  *
+ * TLS: a new sluiced.yaml turns TLS on for both ports, with certificates in
+ * DIR/tls made by a small CA of `up`'s own (certgen.h, EC P-256): ca.crt
+ * and ca.key, server.crt for 127.0.0.1 and localhost, agent.crt naming the
+ * local node (the controller requires it: agent_client_cert: require).
+ * Keys are mode 0600. Certificates that still verify, name the right host
+ * or node and have more than a day left are reused; any other is made
+ * anew (a new CA re-issues the others). cli.json then holds the https://
+ * URL and the CA, so later commands here verify the controller with no
+ * flag. A sluiced.yaml without tls_cert (written before, or edited) keeps
+ * plain HTTP on loopback.
+ *
  * Both daemons are started with posix_spawn in their own process group, so
  * that Ctrl-C reaches only `sluice up`, which then stops them in order: the
  * agent first (its tasks get SIGTERM and their exits are reported while the
@@ -28,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "certgen.h"
 #include "cli.h"
 #include "osutil.h"
 #include "yamldoc.h"
@@ -43,6 +55,10 @@ typedef struct up_paths {
     char agentdir[PATH_MAX + 32];
     char ctl_log[PATH_MAX + 32];
     char agent_log[PATH_MAX + 32];
+    char tlsdir[PATH_MAX + 32];
+    char ca_crt[PATH_MAX + 48], ca_key[PATH_MAX + 48];
+    char srv_crt[PATH_MAX + 48], srv_key[PATH_MAX + 48];
+    char agent_crt[PATH_MAX + 48], agent_key[PATH_MAX + 48];
 } up_paths_t;
 
 static int paths_init(cli_t *c, up_paths_t *p) {
@@ -63,6 +79,13 @@ static int paths_init(cli_t *c, up_paths_t *p) {
     snprintf(p->agentdir, sizeof p->agentdir, "%s/agent", p->dir);
     snprintf(p->ctl_log, sizeof p->ctl_log, "%s/sluiced.log", p->dir);
     snprintf(p->agent_log, sizeof p->agent_log, "%s/agent.log", p->dir);
+    snprintf(p->tlsdir, sizeof p->tlsdir, "%s/tls", p->dir);
+    snprintf(p->ca_crt, sizeof p->ca_crt, "%s/ca.crt", p->tlsdir);
+    snprintf(p->ca_key, sizeof p->ca_key, "%s/ca.key", p->tlsdir);
+    snprintf(p->srv_crt, sizeof p->srv_crt, "%s/server.crt", p->tlsdir);
+    snprintf(p->srv_key, sizeof p->srv_key, "%s/server.key", p->tlsdir);
+    snprintf(p->agent_crt, sizeof p->agent_crt, "%s/agent.crt", p->tlsdir);
+    snprintf(p->agent_key, sizeof p->agent_key, "%s/agent.key", p->tlsdir);
     return 0;
 }
 
@@ -209,9 +232,12 @@ static int write_file(const char *path, const char *text, mode_t mode) {
 
 typedef struct upcfg {
     char *listen, *agent_listen, *admin_token, *cluster_token, *tenant;
+    char *tls_cert, *tls_ca; /* NULL: plain HTTP */
 } upcfg_t;
 
 static void upcfg_free(upcfg_t *u) {
+    free(u->tls_cert);
+    free(u->tls_ca);
     free(u->listen);
     free(u->agent_listen);
     free(u->admin_token);
@@ -236,6 +262,8 @@ static int read_cfg(const up_paths_t *p, upcfg_t *u) {
     u->agent_listen = yget(root, "agent_listen");
     u->admin_token = yget(root, "admin_token");
     u->cluster_token = yget(root, "cluster_token");
+    u->tls_cert = yget(root, "tls_cert");
+    u->tls_ca = yget(root, "tls_ca");
     const sl_yaml_node_t *t = sl_yaml_map_get(root, "tenants");
     if (t && t->kind == SL_YAML_SEQ && t->n > 0) u->tenant = yget(t->items[0], "name");
     sl_yaml_free(root);
@@ -312,6 +340,45 @@ static int wait_node(cli_t *c, const char *name, pid_t agent, double timeout) {
     return -1;
 }
 
+/* Days the certificates of `up` are valid: long, because the CA lives
+ * only in this state directory and a cluster of one machine has nobody to
+ * rotate them; delete DIR/tls to make new ones. */
+#define UP_CERT_DAYS 3650
+
+/* Makes (or keeps) the CA, the server certificate and the agent's for
+ * node in DIR/tls. 0, or -1 with a message printed. */
+static int ensure_certs(const up_paths_t *p, const char *node) {
+    char err[512], san[400];
+    if (sl_fs_mkdirs(p->tlsdir) != 0 || chmod(p->tlsdir, 0700) != 0) {
+        fprintf(stderr, "sluice up: cannot create %s: %s\n", p->tlsdir, strerror(errno));
+        return -1;
+    }
+    bool fresh = false;
+    if (access(p->ca_key, R_OK) != 0 || !sl_certgen_usable(p->ca_crt, p->ca_crt, NULL)) {
+        if (sl_certgen_ca("Sluice local CA", UP_CERT_DAYS, p->ca_key, p->ca_crt, err, sizeof err) < 0)
+            goto fail;
+        fresh = true;
+    }
+    if (fresh || access(p->srv_key, R_OK) != 0 ||
+        !sl_certgen_usable(p->ca_crt, p->srv_crt, "localhost")) {
+        if (sl_certgen_leaf(p->ca_key, p->ca_crt, SL_CERT_SERVER, "sluiced",
+                            "DNS:localhost,IP:127.0.0.1,IP:::1", UP_CERT_DAYS, p->srv_key,
+                            p->srv_crt, err, sizeof err) < 0)
+            goto fail;
+    }
+    if (fresh || access(p->agent_key, R_OK) != 0 ||
+        !sl_certgen_usable(p->ca_crt, p->agent_crt, node)) {
+        snprintf(san, sizeof san, "DNS:%s", node);
+        if (sl_certgen_leaf(p->ca_key, p->ca_crt, SL_CERT_CLIENT, node, san, UP_CERT_DAYS,
+                            p->agent_key, p->agent_crt, err, sizeof err) < 0)
+            goto fail;
+    }
+    return 0;
+fail:
+    fprintf(stderr, "sluice up: %s\n", err);
+    return -1;
+}
+
 int cli_cmd_up(cli_t *c) {
     up_paths_t p;
     upcfg_t u = {0};
@@ -335,7 +402,7 @@ int cli_cmd_up(cli_t *c) {
     }
 
     if (access(p.cfg, F_OK) != 0) {
-        char admin[33], cluster[33], tenant[33], text[2048];
+        char admin[33], cluster[33], tenant[33], text[2048 + 4 * PATH_MAX];
         if (random_hex(admin, 16) || random_hex(cluster, 16) || random_hex(tenant, 16)) {
             fprintf(stderr, "sluice up: cannot read /dev/urandom\n");
             return CLI_ESERVER;
@@ -351,8 +418,14 @@ int cli_cmd_up(cli_t *c) {
                  "tenants:\n"
                  "  - name: default\n"
                  "    weight: 1\n"
-                 "    token: tok-%s\n",
-                 port ? port : 7070, aport ? aport : 7071, p.db, admin, cluster, tenant);
+                 "    token: tok-%s\n"
+                 "# TLS on both ports with the certificates of `sluice up` (docs/security.md).\n"
+                 "tls_cert: %s\n"
+                 "tls_key: %s\n"
+                 "tls_ca: %s\n"
+                 "agent_client_cert: require\n",
+                 port ? port : 7070, aport ? aport : 7071, p.db, admin, cluster, tenant, p.srv_crt,
+                 p.srv_key, p.ca_crt);
         if (write_file(p.cfg, text, 0600) != 0) {
             fprintf(stderr, "sluice up: cannot write %s: %s\n", p.cfg, strerror(errno));
             return CLI_ESERVER;
@@ -368,12 +441,31 @@ int cli_cmd_up(cli_t *c) {
         rc = CLI_EUSAGE;
         goto out;
     }
-    /* The CLI here talks to this controller with the admin token. */
+    /* The node's name, which its client certificate carries. */
+    char host[256];
+    const char *name = cli_get(c, "name");
+    if (!name) {
+        if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "local");
+        host[sizeof host - 1] = '\0';
+        host[strcspn(host, ".")] = '\0';
+        name = host;
+    }
+    if (u.tls_cert && ensure_certs(&p, name) != 0) {
+        rc = CLI_ESERVER;
+        goto out;
+    }
+    /* The CLI here talks to this controller with the admin token (and, with
+     * TLS, verifies it with the CA of the config). */
     free(c->server);
-    if (asprintf(&c->server, "http://127.0.0.1:%d", port_of(u.listen)) < 0) abort();
+    if (asprintf(&c->server, "%s://127.0.0.1:%d", u.tls_cert ? "https" : "http",
+                 port_of(u.listen)) < 0)
+        abort();
     free(c->token);
     c->token = strdup(u.admin_token);
+    free(c->cacert);
+    c->cacert = u.tls_cert && u.tls_ca ? strdup(u.tls_ca) : NULL;
     json_t *clicfg = json_pack("{s:s,s:s}", "server", c->server, "token", u.admin_token);
+    if (c->cacert) json_object_set_new(clicfg, "cacert", json_string(c->cacert));
     if (u.tenant) json_object_set_new(clicfg, "tenant", json_string(u.tenant));
     char *clitext = json_dumps(clicfg, JSON_INDENT(2));
     json_decref(clicfg);
@@ -430,14 +522,7 @@ int cli_cmd_up(cli_t *c) {
     char tokenv[256];
     snprintf(tokenv, sizeof tokenv, "SLUICE_CLUSTER_TOKEN=%s", u.cluster_token);
     envp[k++] = tokenv;
-    char host[256], ctladdr[300];
-    const char *name = cli_get(c, "name");
-    if (!name) {
-        if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "local");
-        host[sizeof host - 1] = '\0';
-        host[strcspn(host, ".")] = '\0';
-        name = host;
-    }
+    char ctladdr[300];
     snprintf(ctladdr, sizeof ctladdr, "127.0.0.1:%d", port_of(u.agent_listen));
     char *aargv[32];
     int na = 0;
@@ -455,6 +540,15 @@ int cli_cmd_up(cli_t *c) {
         aargv[na++] = (char *)(cli_get(c, "gpu-model") ? cli_get(c, "gpu-model") : "H100");
         aargv[na++] = "--gpu-memory";
         aargv[na++] = (char *)(cli_get(c, "gpu-memory") ? cli_get(c, "gpu-memory") : "80Gi");
+    }
+    if (u.tls_cert) {
+        /* TLS to the controller, with this node's certificate. */
+        aargv[na++] = "--ca";
+        aargv[na++] = u.tls_ca ? u.tls_ca : p.ca_crt;
+        aargv[na++] = "--cert";
+        aargv[na++] = p.agent_crt;
+        aargv[na++] = "--key";
+        aargv[na++] = p.agent_key;
     }
     static const char *pass[] = {"cpus", "memory", "launcher"};
     char flagbuf[3][32];

@@ -1,7 +1,9 @@
 /*
  * agentport.c - the controller's side of the agent protocol
  * (docs/protocol.md): newline-delimited JSON over one TCP connection per
- * agent, on libevent bufferevents with TCP_NODELAY.
+ * agent, on libevent bufferevents with TCP_NODELAY (OpenSSL bufferevents
+ * when main.c sets ap->tls; with certs_bind_name, a hello must name the
+ * node of the peer's verified client certificate: peer_may_be).
  *
  * Every wire message the controller writes is encoded in this file (the
  * "encode" section) and every one it reads is decoded here (on_message and
@@ -19,12 +21,14 @@
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +39,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "proto.h"
+#include "tls.h"
 
 struct ctl_conn {
     ctl_agentport_t *ap;
@@ -337,6 +342,16 @@ static void on_end(ctl_agentport_t *ap, uint32_t node, uint64_t job, int32_t tas
     send_ack(ap, node, job, task); /* leaves after the commit that recorded the exit */
 }
 
+/* May this connection speak for node name? Always without TLS name
+ * binding; with it, only when the peer's verified client certificate
+ * names that node (docs/security.md), so a certificate for n1 cannot
+ * hello as n2. */
+static bool peer_may_be(ctl_conn_t *cn, const char *name) {
+    if (!cn->ap->certs_bind_name)
+        return true;
+    return sl_tls_peer_is(bufferevent_openssl_get_ssl(cn->bev), name);
+}
+
 static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char *derr) {
     ctl_agentport_t *ap = cn->ap;
     ctl_t *c = ap->c;
@@ -348,6 +363,12 @@ static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char
     }
     if (rc != 0) {
         reject(cn, derr);
+        return;
+    }
+    if (!peer_may_be(cn, h->node.name)) {
+        sl_log(SL_LOG_WARN, "agent", "addr=%s: hello as node=%s refused: the client certificate "
+               "does not name that node", cn->addr, h->node.name ? h->node.name : "");
+        reject(cn, "the client certificate does not name this node");
         return;
     }
     const sl_proto_node_t *pn = &h->node;
@@ -526,7 +547,19 @@ static void accept_cb(struct evconnlistener *lst, evutil_socket_t fd, struct soc
         inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, cn->addr, sizeof cn->addr);
     else if (sa->sa_family == AF_INET6)
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, cn->addr, sizeof cn->addr);
-    cn->bev = bufferevent_socket_new(ap->c->loop->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (ap->tls) {
+        /* The handshake runs in the loop; a peer that fails it (no or a
+         * wrong certificate, plain TCP, garbage) gets an error event and
+         * is closed like any dropped connection. */
+        SSL *ssl = SSL_new(ap->tls);
+        if (ssl == NULL)
+            abort(); /* out of memory */
+        cn->bev = bufferevent_openssl_socket_new(ap->c->loop->base, fd, ssl,
+                                                 BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+        bufferevent_openssl_set_allow_dirty_shutdown(cn->bev, 1);
+    } else {
+        cn->bev = bufferevent_socket_new(ap->c->loop->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    }
     bufferevent_setcb(cn->bev, read_cb, write_cb, event_cb, cn);
     bufferevent_enable(cn->bev, EV_READ | EV_WRITE);
 }

@@ -18,6 +18,7 @@
 #include "ctl.h"
 
 struct evconnlistener;
+struct ssl_ctx_st;
 typedef struct ctl_conn ctl_conn_t;
 typedef struct ctl_apnode ctl_apnode_t;
 
@@ -39,6 +40,11 @@ typedef struct ctl_agentport {
     ctl_logs_answer_fn logs_answer;
     ctl_logs_gone_fn logs_gone;
     void *logs_ud;
+    /* Set by main.c before listening: TLS on the agent port (NULL: plain
+     * TCP); with certs_bind_name, an agent whose verified client
+     * certificate does not name the node it claims in hello is refused. */
+    struct ssl_ctx_st *tls;
+    bool certs_bind_name;
 } ctl_agentport_t;
 
 /* Sets up ap in caller storage for c and points c->out at it. Can't fail. */

@@ -14,6 +14,7 @@
 #include "loop.h"
 #include "log.h"
 #include "quantity.h"
+#include "tls.h"
 #include "yamldoc.h"
 
 void ctl_config_init(ctl_config_t *cfg) {
@@ -48,6 +49,10 @@ void ctl_config_fini(ctl_config_t *cfg) {
     sl_free(cfg->backfill);
     sl_free(cfg->log_level);
     sl_free(cfg->default_user);
+    sl_free(cfg->tls_cert);
+    sl_free(cfg->tls_key);
+    sl_free(cfg->tls_ca);
+    sl_free(cfg->agent_client_cert);
     for (size_t i = 0; i < cfg->ntenants; i++) {
         sl_free(cfg->tenants[i].name);
         sl_free(cfg->tenants[i].token);
@@ -291,6 +296,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "init", /* create a missing or empty state database */
                                       "default_user", "allow_root",
                                       "limits",
+                                      "tls_cert", "tls_key", "tls_ca", "agent_client_cert",
                                       NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
                                       "max_starts_per_cycle", NULL};
@@ -316,6 +322,10 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         get_str(&r, root, "admin_token", &cfg->admin_token) < 0 ||
         get_str(&r, root, "cluster_token", &cfg->cluster_token) < 0 ||
         get_str(&r, root, "log_level", &cfg->log_level) < 0 ||
+        get_str(&r, root, "tls_cert", &cfg->tls_cert) < 0 ||
+        get_str(&r, root, "tls_key", &cfg->tls_key) < 0 ||
+        get_str(&r, root, "tls_ca", &cfg->tls_ca) < 0 ||
+        get_str(&r, root, "agent_client_cert", &cfg->agent_client_cert) < 0 ||
         get_ms(&r, root, "node_timeout", 100, &cfg->node_timeout_ms) < 0 ||
         get_ms(&r, root, "kill_grace", 0, &cfg->kill_grace_ms) < 0 ||
         get_ms(&r, root, "job_retention", 0, &cfg->job_retention_ms) < 0 ||
@@ -339,6 +349,14 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                  "log_level: \"%s\" is not one of error, warn, info, debug%s", cfg->log_level, "");
             goto out;
         }
+    }
+    if (cfg->agent_client_cert && strcmp(cfg->agent_client_cert, "none") != 0 &&
+        strcmp(cfg->agent_client_cert, "optional") != 0 &&
+        strcmp(cfg->agent_client_cert, "require") != 0) {
+        fail(&r, sl_yaml_map_get(root, "agent_client_cert"),
+             "agent_client_cert: \"%s\" is not one of none, optional, require%s",
+             cfg->agent_client_cert, "");
+        goto out;
     }
     const sl_yaml_node_t *s = sl_yaml_map_get(root, "scheduler");
     if (s != NULL && !sl_yaml_is_null(s)) {
@@ -421,11 +439,46 @@ void ctl_config_finish(ctl_config_t *cfg) {
     }
 }
 
+/* A token written "sha256:..." must be a whole SHA-256 in hex: anything
+ * else is a typo that would lock everyone out (or, kept as a plain token,
+ * be a guessable one). */
+static int check_hashed(const char *what, const char *tok, char *err, size_t errlen) {
+    if (tok == NULL || strncmp(tok, "sha256:", 7) != 0 || ctl_token_is_hashed(tok))
+        return 0;
+    snprintf(err, errlen,
+             "%s: \"sha256:\" must be followed by 64 lower-case hex digits (the output of `sluiced "
+             "hash-token`)", what);
+    return -1;
+}
+
 int ctl_config_check(const ctl_config_t *cfg, char *err, size_t errlen) {
     const char *names[2] = {"admin_token", "cluster_token"};
     const char *toks[2] = {cfg->admin_token, cfg->cluster_token};
     if (toks[0][0] == '\0' || toks[1][0] == '\0') {
         snprintf(err, errlen, "%s must not be empty", toks[0][0] ? names[1] : names[0]);
+        return -1;
+    }
+    if (check_hashed(names[0], toks[0], err, errlen) < 0 ||
+        check_hashed(names[1], toks[1], err, errlen) < 0)
+        return -1;
+    for (size_t i = 0; i < cfg->ntenants; i++) {
+        char what[128];
+        snprintf(what, sizeof what, "tenant \"%s\": token", cfg->tenants[i].name);
+        if (check_hashed(what, cfg->tenants[i].token, err, errlen) < 0)
+            return -1;
+    }
+    if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL)) {
+        snprintf(err, errlen, "%s is set without %s", cfg->tls_cert ? "tls_cert" : "tls_key",
+                 cfg->tls_cert ? "tls_key" : "tls_cert");
+        return -1;
+    }
+    if (cfg->tls_ca && !cfg->tls_cert) {
+        snprintf(err, errlen, "tls_ca is set without tls_cert and tls_key");
+        return -1;
+    }
+    if (cfg->agent_client_cert && strcmp(cfg->agent_client_cert, "none") != 0 && !cfg->tls_ca) {
+        snprintf(err, errlen, "agent_client_cert: %s needs tls_ca (the CA that signs agents' "
+                 "certificates)", cfg->agent_client_cert);
         return -1;
     }
     if (strcmp(toks[0], toks[1]) == 0) {
@@ -458,9 +511,22 @@ const char *ctl_config_task_user(const ctl_config_t *cfg, const char *tenant, co
     return cfg->default_user;
 }
 
+bool ctl_token_is_hashed(const char *token) {
+    return token != NULL && strncmp(token, "sha256:", 7) == 0 && strlen(token) == 7 + 64 &&
+           strspn(token + 7, "0123456789abcdef") == 64;
+}
+
 bool ctl_token_eq(const char *given, const char *want) {
     if (given == NULL || want == NULL)
         return false;
+    char hex[72];
+    if (ctl_token_is_hashed(want)) {
+        /* The hash of given is compared with the stored one, so the
+         * stored form itself never serves as a password. */
+        memcpy(hex, "sha256:", 7);
+        sl_sha256_hex(given, strlen(given), hex + 7);
+        given = hex;
+    }
     size_t lg = strlen(given), lw = strlen(want);
     /* Every byte of given is compared (with want repeated), whatever the
      * first difference; the lengths are compared the same way. */

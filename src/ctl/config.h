@@ -73,6 +73,13 @@ typedef struct ctl_config {
     int64_t max_header_bytes;         /* request line and headers */
     int64_t reply_buffer_bytes;       /* replies queued for all clients together */
     int64_t max_pending_jobs;         /* per tenant, unless the tenant says */
+    /* TLS (docs/security.md): with tls_cert and tls_key both ports speak
+     * TLS 1.2+; with tls_ca too, agents' client certificates are verified
+     * as agent_client_cert says ("none", "optional" or "require"). */
+    char *tls_cert;
+    char *tls_key;
+    char *tls_ca;
+    char *agent_client_cert;
 } ctl_config_t;
 
 void ctl_config_init(ctl_config_t *cfg);
@@ -95,7 +102,12 @@ const char *ctl_config_task_user(const ctl_config_t *cfg, const char *tenant, co
 /* True when the secret `given` equals `want` (non-empty), in time that
  * depends only on the length of `given`, so that a client cannot learn a
  * token's bytes by timing (for API tokens and the cluster token alike).
+ * A `want` of the form "sha256:<64 hex digits>" (a hashed token,
+ * docs/security.md) matches the given token whose SHA-256 that is.
  * NULL given is false. O(strlen(given) + strlen(want)). */
 bool ctl_token_eq(const char *given, const char *want);
+
+/* True when token is stored hashed ("sha256:" and 64 hex digits). */
+bool ctl_token_is_hashed(const char *token);
 
 #endif

@@ -248,7 +248,8 @@ static void admit_cb(evutil_socket_t unused, short what, void *arg) {
 
 static struct bufferevent *bev_cb(struct event_base *base, void *arg) {
     ctl_hconns_t *h = arg;
-    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev = h->make_bev ? h->make_bev(base, h->make_bev_ud)
+                                          : bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (bev == NULL)
         return NULL;
     pending_t *pd = sl_xcalloc(1, sizeof *pd);
@@ -286,7 +287,8 @@ static void sweep_cb(evutil_socket_t unused, short what, void *arg) {
 /* ---- the adapter's calls ---- */
 
 int ctl_hconns_open(ctl_hconns_t *h, ctl_t *c, struct evhttp *http, char *err, size_t errlen) {
-    *h = (ctl_hconns_t){.c = c, .http = http};
+    *h = (ctl_hconns_t){.c = c, .http = http, .make_bev = h->make_bev,
+                        .make_bev_ud = h->make_bev_ud};
     sl_hash_init(&h->by_evcon);
     ctl_config_t *cfg = &c->cfg;
     int64_t nofile = ctl_listen_raise_nofile();

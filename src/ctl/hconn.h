@@ -14,6 +14,8 @@
 
 struct evhttp;
 struct evhttp_request;
+struct bufferevent;
+struct event_base;
 struct evbuffer;
 
 typedef struct ctl_hconns {
@@ -23,6 +25,10 @@ typedef struct ctl_hconns {
     sl_hash_t by_evcon;    /* hconn by its evhttp_connection's address */
     struct event *sweep_ev;
     bool sending;          /* one of our own replies is being written */
+    /* Makes the bufferevent of an accepted connection (the HTTP adapter's
+     * TLS one); NULL: a plain socket bufferevent. Set before ctl_hconns_open. */
+    struct bufferevent *(*make_bev)(struct event_base *base, void *ud);
+    void *make_bev_ud;
 } ctl_hconns_t;
 
 /* Raises RLIMIT_NOFILE, fits both ports' connection limits under it

@@ -20,14 +20,20 @@
  * Auth: "Authorization: Bearer TOKEN". The admin token sees everything; a
  * tenant token sees its own jobs (403 for others'); the cluster token is
  * for agents only (403 here); a missing or unknown token is 401.
+ *
+ * TLS: when main.c sets h->tls, evhttp gets its bufferevents from tls_bev,
+ * which wraps each accepted socket in OpenSSL (docs/security.md); the
+ * rest of this file does not know whether a request came over TLS.
  */
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,6 +402,22 @@ void ctl_http_fini(ctl_http_t *hs) {
     *hs = (ctl_http_t){0};
 }
 
+/* evhttp's bufferevent factory when the API speaks TLS: each accepted
+ * socket gets a server-side OpenSSL bufferevent, so the handshake runs in
+ * the loop like any read; a peer that fails it (plain HTTP, a wrong CA,
+ * garbage) is closed by evhttp without a reply. */
+static struct bufferevent *tls_bev(struct event_base *base, void *ud) {
+    ctl_http_t *hs = ud;
+    SSL *ssl = SSL_new(hs->tls);
+    if (ssl == NULL)
+        abort(); /* out of memory */
+    struct bufferevent *bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                             BEV_OPT_CLOSE_ON_FREE);
+    if (bev != NULL)
+        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    return bev;
+}
+
 int ctl_http_listen(ctl_http_t *hs, char *err, size_t errlen) {
     ctl_t *c = hs->c;
     hs->http = evhttp_new(c->loop->base);
@@ -405,6 +427,10 @@ int ctl_http_listen(ctl_http_t *hs, char *err, size_t errlen) {
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH |
                                             EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT);
     evhttp_set_gencb(hs->http, dispatch, hs);
+    if (hs->tls) {
+        hs->conns.make_bev = tls_bev;
+        hs->conns.make_bev_ud = hs;
+    }
     if (ctl_hconns_open(&hs->conns, c, hs->http, err, errlen) < 0)
         return -1;
     /* Accepted sockets inherit TCP_NODELAY from the listener on Linux: without

@@ -14,6 +14,7 @@
 
 struct evhttp;
 struct evhttp_request;
+struct ssl_ctx_st;
 
 /* Sends a log request to node's agent at once: 0, or a negative error when
  * its agent is not connected. Set by main.c (the agent port's). */
@@ -33,6 +34,7 @@ typedef struct ctl_http {
     uint64_t next_logreq;
     ctl_logs_send_fn logs_send;
     void *logs_ud;
+    struct ssl_ctx_st *tls; /* set by main.c before listening: HTTPS; NULL: plain HTTP */
 } ctl_http_t;
 
 /* Sets up h in caller storage for c. Can't fail. */

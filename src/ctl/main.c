@@ -11,6 +11,8 @@
  */
 #include <event2/event.h>
 #include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "recover.h"
+#include "tls.h"
 
 /* Everything one sluiced process holds (one per process: main's static). */
 typedef struct sluiced {
@@ -49,8 +52,9 @@ static void signal_cb(evutil_socket_t sig, short what, void *ud) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: sluiced [--config FILE] [--listen HOST:PORT] [--agent-listen HOST:PORT]\n"
-            "               [--state DB] [--init] [--help] [--version]\n"
+            "               [--state DB] [--init] [--insecure] [--help] [--version]\n"
             "       sluiced backup FILE [--state DB | --config FILE]\n"
+            "       sluiced hash-token < TOKEN\n"
             "\n"
             "The Sluice controller: HTTP/JSON API, agent protocol, SQLite state.\n"
             "\n"
@@ -60,9 +64,12 @@ static void usage(FILE *f) {
             "  --state DB             SQLite database (default ./%s)\n"
             "  --init                 create the database if it is missing or empty\n"
             "                         (without it sluiced refuses such a file)\n"
+            "  --insecure             allow plain TCP on an address other than loopback\n"
             "\n"
             "backup FILE writes a consistent copy of the database to the new file FILE\n"
             "while sluiced runs (SQLite's online backup API), then checks it.\n"
+            "hash-token reads a token on stdin and prints its sha256: form, which the\n"
+            "config accepts in place of the token (docs/security.md).\n"
             "\n"
             "Environment: SLUICE_LOG=error|warn|info|debug, SLUICE_LOG_FLAGS=sched,agent,...\n"
             "\nRoutes (Authorization: Bearer TOKEN):\n",
@@ -81,8 +88,11 @@ static void usage(FILE *f) {
 }
 
 static void teardown(sluiced_t *d) {
+    SSL_CTX *tls[2] = {d->ap.tls, d->http.tls};
     ctl_agentport_fini(&d->ap);
     ctl_http_fini(&d->http);
+    SSL_CTX_free(tls[0]);
+    SSL_CTX_free(tls[1]);
     ctl_domain_close(&d->c);
     if (d->sweep_ev)
         event_free(d->sweep_ev);
@@ -147,6 +157,94 @@ static int cmd_backup(int argc, char **argv) {
     return rc < 0 ? 1 : 0;
 }
 
+/* ---- TLS and the --insecure rule (docs/security.md) ---- */
+
+/* `sluiced hash-token`: the first line of stdin, without its line end, as
+ * "sha256:<hex>". 0, or 2 when stdin has no token. */
+static int hash_token(void) {
+    char line[4096];
+    if (fgets(line, sizeof line, stdin) == NULL) {
+        fprintf(stderr, "sluiced hash-token: no token on stdin\n");
+        return 2;
+    }
+    line[strcspn(line, "\r\n")] = '\0';
+    if (line[0] == '\0') {
+        fprintf(stderr, "sluiced hash-token: the token on stdin is empty\n");
+        return 2;
+    }
+    char hex[65];
+    sl_sha256_hex(line, strlen(line), hex);
+    printf("sha256:%s\n", hex);
+    return 0;
+}
+
+/* True when every address HOST of "HOST:PORT" resolves to is a loopback
+ * address (127.0.0.0/8, ::1); a host that does not resolve is not. */
+static bool listen_is_loopback(const char *hostport) {
+    char host[256];
+    const char *colon = strrchr(hostport, ':');
+    size_t n = colon ? (size_t)(colon - hostport) : strlen(hostport);
+    if (n >= sizeof host)
+        return false;
+    memcpy(host, hostport, n);
+    host[n] = '\0';
+    if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+        memmove(host, host + 1, n - 2);
+        host[n - 2] = '\0';
+    }
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (host[0] == '\0' || getaddrinfo(host, NULL, &hints, &res) != 0)
+        return false;
+    bool lo = true;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        if (ai->ai_family == AF_INET)
+            lo = lo && (ntohl(((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr) >> 24) == 127;
+        else if (ai->ai_family == AF_INET6)
+            lo = lo && IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr);
+        else
+            lo = false;
+    }
+    freeaddrinfo(res);
+    return lo;
+}
+
+/* Builds the TLS context of both ports from the config (none without
+ * tls_cert) and refuses plain TCP on a non-loopback address unless
+ * insecure. 0, or -1 with a message in err. */
+static int tls_setup(sluiced_t *d, bool insecure, char *err, size_t errlen) {
+    const ctl_config_t *cfg = &d->c.cfg;
+    if (cfg->tls_cert == NULL) {
+        const char *addrs[2] = {cfg->listen, cfg->agent_listen};
+        const char *keys[2] = {"listen", "agent_listen"};
+        for (int i = 0; i < 2 && !insecure; i++) {
+            if (!listen_is_loopback(addrs[i])) {
+                snprintf(err, errlen,
+                         "%s: %s is not a loopback address and TLS is off: set tls_cert and "
+                         "tls_key (docs/security.md), or pass --insecure to serve plain TCP there",
+                         keys[i], addrs[i]);
+                return -1;
+            }
+        }
+        if (insecure)
+            sl_log(SL_LOG_WARN, "main", "--insecure: tokens and jobs cross the network in clear text");
+        return 0;
+    }
+    sl_tls_peer_mode_t mode = SL_TLS_PEER_NONE;
+    if (cfg->agent_client_cert && strcmp(cfg->agent_client_cert, "require") == 0)
+        mode = SL_TLS_PEER_REQUIRE;
+    else if (cfg->agent_client_cert && strcmp(cfg->agent_client_cert, "optional") == 0)
+        mode = SL_TLS_PEER_OPTIONAL;
+    /* The API asks for no client certificate: its clients use tokens. */
+    d->http.tls = sl_tls_server_ctx(cfg->tls_cert, cfg->tls_key, NULL, SL_TLS_PEER_NONE, err, errlen);
+    if (d->http.tls == NULL)
+        return -1;
+    d->ap.tls = sl_tls_server_ctx(cfg->tls_cert, cfg->tls_key, cfg->tls_ca, mode, err, errlen);
+    if (d->ap.tls == NULL)
+        return -1;
+    d->ap.certs_bind_name = mode == SL_TLS_PEER_REQUIRE;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "backup") == 0)
         return cmd_backup(argc - 1, argv + 1);
@@ -154,10 +252,12 @@ int main(int argc, char **argv) {
         {"config", required_argument, NULL, 'c'},  {"listen", required_argument, NULL, 'l'},
         {"agent-listen", required_argument, NULL, 'a'}, {"state", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
-        {"init", no_argument, NULL, 'I'},
+        {"init", no_argument, NULL, 'I'},          {"insecure", no_argument, NULL, 'X'},
         {NULL, 0, NULL, 0}};
     const char *config = NULL, *listen = NULL, *agent_listen = NULL, *state = NULL;
-    bool init = false;
+    bool init = false, insecure = false;
+    if (argc == 2 && strcmp(argv[1], "hash-token") == 0)
+        return hash_token();
     int o;
     while ((o = getopt_long(argc, argv, "c:l:a:s:hV", opts, NULL)) != -1) {
         switch (o) {
@@ -165,6 +265,7 @@ int main(int argc, char **argv) {
         case 'l': listen = optarg; break;
         case 'a': agent_listen = optarg; break;
         case 's': state = optarg; break;
+        case 'X': insecure = true; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("sluiced %s\n", SLUICE_VERSION); return 0;
         case 'I': init = true; break;
@@ -256,6 +357,11 @@ int main(int argc, char **argv) {
         rc = 2;
         goto out;
     }
+    if (tls_setup(d, insecure, err, sizeof err) < 0) {
+        fprintf(stderr, "sluiced: %s\n", err);
+        rc = 2;
+        goto out;
+    }
     if (ctl_http_listen(&d->http, err, sizeof err) < 0 ||
         ctl_agentport_listen(&d->ap, err, sizeof err) < 0) {
         fprintf(stderr, "sluiced: %s\n", err);
@@ -274,9 +380,9 @@ int main(int argc, char **argv) {
     event_add(d->sig_ev[0], NULL);
     event_add(d->sig_ev[1], NULL);
     sl_log(SL_LOG_INFO, "main", "sluiced %s listen=%s agent_listen=%s state=%s queue=%s placement=%s "
-           "backfill=%s tenants=%zu",
+           "backfill=%s tenants=%zu tls=%s",
            SLUICE_VERSION, c->cfg.listen, c->cfg.agent_listen, c->cfg.state, c->cfg.queue,
-           c->cfg.placement, c->cfg.backfill, c->cfg.ntenants);
+           c->cfg.placement, c->cfg.backfill, c->cfg.ntenants, d->http.tls ? "on" : "off");
     ctl_loop_kick(&d->loop);
     event_base_dispatch(d->loop.base);
     rc = 0;

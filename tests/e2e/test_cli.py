@@ -332,7 +332,9 @@ def test_up_detach_submit_down(cli_bin, tmp_path):
         state = work / ".sluice"
         assert (os.stat(state / "sluiced.yaml").st_mode & 0o777) == 0o600
         cfg = json.loads((state / "cli.json").read_text())
-        assert cfg["server"] == "http://127.0.0.1:%d" % port
+        # TLS by default (issue 8): the URL is https and the CA sits beside it.
+        assert cfg["server"] == "https://127.0.0.1:%d" % port
+        assert cfg["cacert"] == str(state / "tls" / "ca.crt")
         # From a subdirectory, with no flags or environment: the README's commands.
         sub = str(work / "sub")
         r = u.sluice(["submit", "--name", "hello", "--", "echo", "hello from sluice"], env, cwd=sub)
@@ -636,7 +638,7 @@ def test_http_client_errors_and_urls(cli_bin, tmp_path):
     finally:
         srv.close()
     assert r.returncode == 1 and "no job 5 (HTTP 404)" in r.stderr
-    for url, word in (("https://127.0.0.1:1", "only http://"), ("http://127.0.0.1:99999", "bad port"),
+    for url, word in (("ftp://127.0.0.1:1", "only http:// and https://"), ("http://127.0.0.1:99999", "bad port"),
                       ("http://[::1", "IPv6"), ("http://127.0.0.1:1/x?y=1", "query")):
         env = u.cli_env(extra={"SLUICE_SERVER": url, "SLUICE_TOKEN": "t"}, tmpdir=tmp_path)
         r = u.sluice(["queue"], env)
