@@ -342,6 +342,13 @@ int main(int argc, char **argv) {
     ctl_loop_hook(&d->loop, CTL_HOOK_AGENTS, ctl_agentport_flush, &d->ap);
     ctl_loop_hook(&d->loop, CTL_HOOK_TRIM, ctl_jobs_trim_hook, c);
     int rc = 1;
+    /* The TLS files and the --insecure rule are configuration: checked
+     * before the state database is opened (or created). */
+    if (tls_setup(d, insecure, err, sizeof err) < 0) {
+        fprintf(stderr, "sluiced: %s\n", err);
+        rc = 2;
+        goto out;
+    }
     if (ctl_domain_open(c, err, sizeof err) < 0) {
         fprintf(stderr, "sluiced: %s\n", err);
         rc = 2;
@@ -354,11 +361,6 @@ int main(int argc, char **argv) {
                 "database. Restore the last copy made with `sluiced backup` (copy it over %s), "
                 "or move the file away and start with --init for an empty cluster\n",
                 c->cfg.state, err, c->cfg.state);
-        rc = 2;
-        goto out;
-    }
-    if (tls_setup(d, insecure, err, sizeof err) < 0) {
-        fprintf(stderr, "sluiced: %s\n", err);
         rc = 2;
         goto out;
     }
