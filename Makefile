@@ -36,7 +36,8 @@ deps:
 	apt-get update
 	apt-get install -y --no-install-recommends build-essential cmake pkg-config \
 	  libevent-dev libjansson-dev libyaml-dev libsqlite3-dev \
-	  libcmocka-dev python3-pytest python3-yaml valgrind
+	  libcmocka-dev python3-pytest python3-yaml valgrind \
+	  libssl-dev
 
 bench-live: build
 	bench/live/run.sh

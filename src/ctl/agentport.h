@@ -39,6 +39,7 @@ typedef struct ctl_agentport {
     ctl_logs_answer_fn logs_answer;
     ctl_logs_gone_fn logs_gone;
     void *logs_ud;
+    char last_reject[320]; /* the last refusal, logged once while it repeats */
 } ctl_agentport_t;
 
 /* Sets up ap in caller storage for c and points c->out at it. Can't fail. */

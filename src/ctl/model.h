@@ -78,6 +78,7 @@ typedef struct ctl_job {
     int32_t live;          /* tasks launching or running */
     bool in_core;          /* the core holds it (pending or running) */
     bool requeue_wait;     /* requeue once the surviving tasks have stopped */
+    int64_t requeue_after_mono_us; /* and not before this (fencing, jobs.c); 0: none */
     int32_t requeues;
     uint32_t master_node;
     bool retained;         /* finished and settled: in the finished list */
@@ -93,6 +94,9 @@ typedef struct ctl_node {
     char gpu_model[SL_NAME_MAX];
     char *spec_json;       /* as stored in the nodes table */
     bool connected;        /* adapter: its agent has a connection that said hello */
+    /* Tasks lost here may run until this time (monotonic): their agent
+     * fences them by then (jobs.c, docs/protocol.md Fencing). 0: none. */
+    int64_t fence_until_mono_us;
 } ctl_node_t;
 
 /* State names: "?" for a value out of range. Can't fail. */
