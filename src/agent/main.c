@@ -40,6 +40,8 @@
 #include "spawn.h"
 #include "task.h"
 
+extern char **environ;
+
 static const char usage[] =
     "usage: sluice-agent --controller HOST:PORT --token-file FILE --workdir DIR [options]\n"
     "\n"
@@ -190,8 +192,14 @@ int main(int argc, char **argv) {
     /* Before anything can start a process: the token never reaches a task
      * through the environment. */
     static char token[4096];
-    const char *envtok = getenv("SLUICE_CLUSTER_TOKEN"), *token_file = NULL;
-    snprintf(token, sizeof token, "%s", envtok ? envtok : "");
+    const char *token_file = NULL;
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, "SLUICE_CLUSTER_TOKEN=", 21) != 0) continue;
+        snprintf(token, sizeof token, "%s", *e + 21);
+        /* Blank the string itself too: /proc/PID/environ shows the memory
+         * the environment was passed in, whatever unsetenv does. */
+        memset(*e + 21, 'x', strlen(*e + 21));
+    }
     unsetenv("SLUICE_CLUSTER_TOKEN");
     flags_t a = {0};
     a.heartbeat_s = 2;
