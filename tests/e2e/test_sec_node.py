@@ -10,7 +10,8 @@ test_sec_node.py - node credentials and fencing against real daemons
     - forged hellos are refused: a wrong token, another node's token, a
       revoked node (logged with the reason);
     - a second agent under a connected node's name is refused (logged once)
-      and the first keeps its task; a silent connection may be taken over;
+      and the first keeps its task; a restarted agent re-registers at once,
+      and a silent connection may be taken over;
     - an agent-port socket that never says hello is closed;
     - an agent cut off from the controller, or stopped with SIGSTOP for
       longer than node_timeout, stops its requeue-able task before the
@@ -238,6 +239,21 @@ def test_silent_connection_may_be_taken_over(controller_factory):
         new.close()
     finally:
         old.close()
+
+
+def test_restarted_agent_re_registers_at_once(controller):
+    """An agent that restarts closes its connection and says hello on a
+    new one at once: twenty times in a row the hello is welcome, never
+    taken for a second agent. (When the hello is read before the old
+    connection's end, the old one is no longer ESTABLISHED and is replaced;
+    on loopback the end is usually read first.)"""
+    tok = controller.node_token("n1")
+    for i in range(20):
+        f = FakeAgent(controller, "n1", token=tok)
+        msg = f.connect()
+        f.close()
+        assert msg is not None and msg["type"] == "welcome", (i, msg)
+    assert "already connected" not in controller.log()
 
 
 def test_silent_agent_port_socket_is_closed(controller_factory):
