@@ -213,15 +213,17 @@ def test_second_agent_with_a_connected_name_is_refused(controller, build_dir, tm
 def test_silent_connection_may_be_taken_over(controller_factory):
     """An agent restarted while its old connection is silent (stopped, or
     its machine gone) still registers: a hello is refused while the old
-    connection is fresh and accepted once it has said nothing for two
+    connection talks, and accepted once it has said nothing for two
     heartbeat intervals; the old connection is then closed."""
     ctl = controller_factory({"heartbeat": 1, "node_timeout": 30})
     old = FakeAgent(ctl, "n1", token=ctl.node_token("n1")).start()
     try:
+        old.start_heartbeats(0.2)
         first = FakeAgent(ctl, "n1", token=ctl.node_token("n1"))
         msg = first.connect()
         first.close()
         assert msg["type"] == "error" and "already connected" in msg["message"], msg
+        old.closed.set()  # its heartbeats stop; the socket stays open, silent
         new = FakeAgent(ctl, "n1", token=ctl.node_token("n1"))
 
         def welcomed():
@@ -233,8 +235,9 @@ def test_silent_connection_may_be_taken_over(controller_factory):
             return None
 
         wait_for(welcomed, timeout=20, what="takeover of the silent connection")
-        old.closed.wait(timeout=10)
-        assert old.closed.is_set()
+        old.reader.join(timeout=10)
+        assert not old.reader.is_alive()  # the controller closed the old connection
+        assert "replaces the one from 127.0.0.1 (silent)" in ctl.log()
         assert ctl.node("n1")["state"] == "up"
         new.close()
     finally:
