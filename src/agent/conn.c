@@ -25,6 +25,18 @@
  * delay. Messages produced while disconnected are not queued: the next
  * `hello` lists every running task and every exit not yet acknowledged,
  * which is the whole state the controller needs.
+ *
+ * Fencing (docs/protocol.md): the controller answers the hello with its
+ * welcome and each heartbeat (numbered by seq) with a heartbeat of the same
+ * seq. The agent is in contact as of the time it SENT the latest message
+ * so answered: the controller heard from it at that time or later, so the
+ * controller's own timeout (from the last message it heard) never ends
+ * before the agent's. When the contact is older than the node_timeout that
+ * the welcome gave, the agent stops the tasks whose jobs the controller
+ * will requeue (agent_tasks_fence) and drops the connection, whose unread
+ * messages are stale. Every callback here checks this first, so an agent
+ * resumed after SIGSTOP (or a suspend: the clock is CLOCK_BOOTTIME, which
+ * counts it) fences before it reads, sends or reconnects.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -34,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -52,6 +65,7 @@
 
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 2000
+#define HB_RING 64  /* send times kept for the last heartbeats' answers */
 
 struct agent_conn {
     struct event_base *base;
@@ -68,7 +82,58 @@ struct agent_conn {
     int heartbeat_s;
     struct event *reconnect_ev;
     struct event *heartbeat_ev;
+    /* Fencing: all times fence_clock_us(). */
+    int64_t node_timeout_us;    /* from the welcome; 0: no fencing */
+    int64_t kill_grace_ms;      /* from the welcome; -1: the agent's --grace */
+    int64_t contact_us;         /* sent time of the latest answered message; 0: none */
+    int64_t hello_sent_us;
+    uint64_t hb_seq;            /* the last heartbeat's seq */
+    int64_t hb_sent_us[HB_RING]; /* by seq % HB_RING */
+    int fenced;                 /* fenced since the last contact */
+    struct event *fence_ev;     /* fires when the contact gets too old */
 };
+
+/* The fencing clock: CLOCK_BOOTTIME, monotonic and counting a suspend, so
+ * that time the machine slept is never taken as time in contact. */
+static int64_t fence_clock_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void conn_drop(agent_conn_t *cn, const char *why);
+
+/* Stops the tasks to requeue if the contact is older than node_timeout.
+ * Returns 1 when it did (the connection is dropped: what it holds unread
+ * is stale), else 0. */
+static int fence_check(agent_conn_t *cn) {
+    if (cn->node_timeout_us <= 0 || cn->contact_us <= 0 || cn->fenced) return 0;
+    int64_t age = fence_clock_us() - cn->contact_us;
+    if (age <= cn->node_timeout_us) return 0;
+    cn->fenced = 1;
+    int n = agent_tasks_fence(cn->ts, cn->kill_grace_ms);
+    char why[160];
+    snprintf(why, sizeof why, "no answer from the controller for %.1f s (node_timeout %.1f s)",
+             (double)age / 1e6, (double)cn->node_timeout_us / 1e6);
+    sl_log(SL_LOG_WARN, "agent", "%s: stopped %d task(s) whose jobs will be requeued", why, n);
+    if (cn->bev) conn_drop(cn, why);
+    return 1;
+}
+
+static void fence_cb(evutil_socket_t fd, short ev, void *arg) {
+    fence_check(arg);
+}
+
+/* The controller answered a message sent at sent_us. */
+static void contact(agent_conn_t *cn, int64_t sent_us) {
+    if (sent_us <= cn->contact_us) return;
+    cn->contact_us = sent_us;
+    cn->fenced = 0;
+    if (cn->node_timeout_us <= 0) return;
+    int64_t wait_us = sent_us + cn->node_timeout_us - fence_clock_us();
+    struct timeval tv = agent_tv_ms(wait_us > 0 ? wait_us / 1000 + 1 : 0);
+    evtimer_add(cn->fence_ev, &tv);
+}
 
 static void try_connect(agent_conn_t *cn);
 
@@ -148,6 +213,7 @@ static void send_hello(agent_conn_t *cn) {
     sl_proto_msg_t m = {.type = SL_PROTO_HELLO,
                         .u.hello = {.token = cn->cfg.token, .version = SLUICE_VERSION,
                                     .node = cn->cfg.node, .tasks = tasks, .ntasks = ntasks}};
+    cn->hello_sent_us = fence_clock_us();
     send_msg(cn, &m);
     free(tasks);
 }
@@ -156,6 +222,9 @@ static void on_welcome(agent_conn_t *cn, const sl_proto_welcome_t *w) {
     cn->welcomed = 1;
     cn->tls_why[0] = '\0';
     cn->backoff_ms = BACKOFF_FIRST_MS;
+    cn->node_timeout_us = w->node_timeout_ms * 1000;
+    cn->kill_grace_ms = w->kill_grace_ms;
+    contact(cn, cn->hello_sent_us);
     if (w->heartbeat > 0 && w->heartbeat < cn->heartbeat_s) {
         cn->heartbeat_s = w->heartbeat;
         struct timeval tv = agent_tv_ms(cn->heartbeat_s * INT64_C(1000));
@@ -200,6 +269,11 @@ static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
         case SL_PROTO_WELCOME:
             on_welcome(cn, &m.u.welcome);
             break;
+        case SL_PROTO_HEARTBEAT_ECHO:
+            if (m.u.heartbeat.seq > 0 && m.u.heartbeat.seq <= cn->hb_seq &&
+                cn->hb_seq - m.u.heartbeat.seq < HB_RING)
+                contact(cn, cn->hb_sent_us[m.u.heartbeat.seq % HB_RING]);
+            break;
         case SL_PROTO_ERROR:
             sl_log(SL_LOG_ERROR, "agent", "controller refused node %s: %s", cn->cfg.node.name,
                    m.u.error.message);
@@ -216,6 +290,7 @@ static void read_cb(struct bufferevent *bev, void *arg) {
     struct evbuffer *in = bufferevent_get_input(bev);
     char *line;
     size_t len;
+    if (fence_check(cn)) return;
     cn->batch++;
     while (cn->bev == bev && (line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL) {
         if (len > 0) dispatch(cn, line, len);
@@ -279,6 +354,7 @@ static void tls_drop(agent_conn_t *cn, struct bufferevent *bev) {
 
 static void event_cb(struct bufferevent *bev, short what, void *arg) {
     agent_conn_t *cn = arg;
+    if (fence_check(cn)) return;
     if (what & BEV_EVENT_CONNECTED) {
         if (cn->cfg.tls && !cn->handshaking) {
             start_tls(cn);
@@ -335,13 +411,19 @@ static void try_connect(agent_conn_t *cn) {
 }
 
 static void reconnect_cb(evutil_socket_t fd, short ev, void *arg) {
-    try_connect(arg);
+    agent_conn_t *cn = arg;
+    fence_check(cn); /* nothing to drop: not connected */
+    try_connect(cn);
 }
 
 static void heartbeat_cb(evutil_socket_t fd, short ev, void *arg) {
     agent_conn_t *cn = arg;
-    sl_proto_msg_t m = {.type = SL_PROTO_HEARTBEAT, .time = agent_now()};
-    if (cn->connected) send_msg(cn, &m);
+    if (fence_check(cn) || !cn->connected) return;
+    cn->hb_seq++;
+    cn->hb_sent_us[cn->hb_seq % HB_RING] = fence_clock_us();
+    sl_proto_msg_t m = {.type = SL_PROTO_HEARTBEAT, .time = agent_now(),
+                        .u.heartbeat.seq = cn->hb_seq};
+    send_msg(cn, &m);
 }
 
 int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, agent_tasks_t *ts,
@@ -355,7 +437,9 @@ int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, a
     cn->pending = evbuffer_new();
     cn->reconnect_ev = evtimer_new(base, reconnect_cb, cn);
     cn->heartbeat_ev = event_new(base, -1, EV_PERSIST, heartbeat_cb, cn);
-    if (!cn->pending || !cn->reconnect_ev || !cn->heartbeat_ev) abort();
+    cn->fence_ev = evtimer_new(base, fence_cb, cn);
+    cn->kill_grace_ms = -1;
+    if (!cn->pending || !cn->reconnect_ev || !cn->heartbeat_ev || !cn->fence_ev) abort();
     struct timeval tv = agent_tv_ms(cn->heartbeat_s * INT64_C(1000));
     event_add(cn->heartbeat_ev, &tv);
     agent_tasks_set_sender(ts, tasks_send, cn);
@@ -395,6 +479,7 @@ void agent_conn_destroy(agent_conn_t *cn) {
     }
     event_free(cn->reconnect_ev);
     event_free(cn->heartbeat_ev);
+    event_free(cn->fence_ev);
     evbuffer_free(cn->pending);
     sl_free(cn);
 }

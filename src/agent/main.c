@@ -8,6 +8,12 @@
  * (rounded down to a whole MiB), GPUs from NVML (gpu.c) unless --gpus
  * declares them; every value can be overridden by a flag, which is how
  * several agents share one machine in tests.
+ *
+ * Secrets: the token (the node token that `sluiced node-token NAME` prints,
+ * or the cluster token) is best read from --token-file, a file that only
+ * its owner may read. --token shows in `ps` until this process overwrites
+ * its copy of argv, and SLUICE_CLUSTER_TOKEN is removed from the
+ * environment before anything else happens, so that no task inherits it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,13 +41,19 @@
 #include "task.h"
 #include "tls.h"
 
+extern char **environ;
+
 static const char usage[] =
-    "usage: sluice-agent --controller HOST:PORT --token CLUSTER_TOKEN --workdir DIR [options]\n"
+    "usage: sluice-agent --controller HOST:PORT --token-file FILE --workdir DIR [options]\n"
     "\n"
     "Runs the tasks that the Sluice controller places on this node.\n"
     "\n"
     "  --controller HOST:PORT  the controller's agent port (sluiced agent_listen)\n"
-    "  --token TOKEN           the cluster token (or env SLUICE_CLUSTER_TOKEN)\n"
+    "  --token-file FILE       the node's token (`sluiced node-token NAME`), in a file\n"
+    "                          that group and others cannot read (chmod 600)\n"
+    "  --token TOKEN           the token on the command line (briefly visible in ps),\n"
+    "                          or env SLUICE_CLUSTER_TOKEN (removed from the environment\n"
+    "                          at start-up, so tasks do not inherit it)\n"
     "  --name NAME             node name (default: the short host name)\n"
     "  --workdir DIR           state.json, logs/JOB/TASK.log; tasks run in DIR\n"
     "  --gpus N                declare N GPUs instead of asking NVML\n"
@@ -138,6 +150,43 @@ typedef struct flags {
     int grace_s;
 } flags_t;
 
+/* Reads the token from path into out (trailing blanks and newlines cut).
+ * Refuses a file that group or others may read, or that is not a regular
+ * file. 0, or -1 with the reason printed. */
+static int read_token_file(const char *path, char *out, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        fprintf(stderr, "sluice-agent: --token-file %s: %s\n", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) {
+        if (!S_ISREG(st.st_mode))
+            fprintf(stderr, "sluice-agent: --token-file %s: not a regular file\n", path);
+        else
+            fprintf(stderr, "sluice-agent: --token-file %s: mode %04o lets group or others read "
+                    "the token; refusing it (chmod 600 %s)\n", path,
+                    (unsigned)(st.st_mode & 07777), path);
+        close(fd);
+        return -1;
+    }
+    ssize_t n = read(fd, out, cap - 1);
+    close(fd);
+    if (n < 0) {
+        fprintf(stderr, "sluice-agent: --token-file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    out[n] = '\0';
+    while (n > 0 && strchr(" \t\r\n", out[n - 1])) out[--n] = '\0';
+    if (n == 0 || (size_t)n == cap - 1 || strpbrk(out, "\r\n")) {
+        fprintf(stderr, "sluice-agent: --token-file %s: %s\n", path,
+                n == 0 ? "empty" : "not one line of at most 4 KiB");
+        return -1;
+    }
+    return 0;
+}
+
 static void stop_cb(evutil_socket_t sig, short ev, void *arg) {
     agent_tasks_t *ts = arg;
     sl_log(SL_LOG_INFO, "agent", "SIG%s: stopping", sigabbrev_np((int)sig));
@@ -145,18 +194,31 @@ static void stop_cb(evutil_socket_t sig, short ev, void *arg) {
 }
 
 int main(int argc, char **argv) {
+    /* Before anything can start a process: the token never reaches a task
+     * through the environment. */
+    static char token[4096];
+    const char *token_file = NULL;
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, "SLUICE_CLUSTER_TOKEN=", 21) != 0) continue;
+        snprintf(token, sizeof token, "%s", *e + 21);
+        /* Blank the string itself too: /proc/PID/environ shows the memory
+         * the environment was passed in, whatever unsetenv does. */
+        memset(*e + 21, 'x', strlen(*e + 21));
+    }
+    unsetenv("SLUICE_CLUSTER_TOKEN");
     flags_t a = {0};
     a.heartbeat_s = 2;
     a.grace_s = 10;
     a.gpus = -1;
     const char *controller = NULL, *workdir = NULL;
-    enum { O_CTL = 256, O_TOKEN, O_NAME, O_WORKDIR, O_GPUS, O_GPU_MODEL, O_GPU_MEMORY, O_CPUS,
-           O_MEMORY, O_POOL, O_LABELS, O_HEARTBEAT, O_LAUNCHER, O_GRACE, O_HELP, O_VERSION,
-           O_CA, O_CERT, O_KEY };
+    enum { O_CTL = 256, O_TOKEN, O_TOKEN_FILE, O_NAME, O_WORKDIR, O_GPUS, O_GPU_MODEL,
+           O_GPU_MEMORY, O_CPUS, O_MEMORY, O_POOL, O_LABELS, O_HEARTBEAT, O_LAUNCHER, O_GRACE,
+           O_HELP, O_VERSION, O_CA, O_CERT, O_KEY };
     const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
     static const struct option opts[] = {
         {"controller", required_argument, NULL, O_CTL},
         {"token", required_argument, NULL, O_TOKEN},
+        {"token-file", required_argument, NULL, O_TOKEN_FILE},
         {"name", required_argument, NULL, O_NAME},
         {"workdir", required_argument, NULL, O_WORKDIR},
         {"gpus", required_argument, NULL, O_GPUS},
@@ -181,7 +243,13 @@ int main(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case O_CTL: controller = optarg; break;
-        case O_TOKEN: a.token = optarg; break;
+        case O_TOKEN:
+            /* Copied, then blanked in argv: ps shows it only until here. */
+            snprintf(token, sizeof token, "%s", optarg);
+            a.token = token;
+            memset(optarg, 'x', strlen(optarg));
+            break;
+        case O_TOKEN_FILE: token_file = optarg; break;
         case O_NAME: a.name = optarg; break;
         case O_WORKDIR: workdir = optarg; break;
         case O_GPUS:
@@ -223,8 +291,10 @@ int main(int argc, char **argv) {
     }
     if (optind < argc) return die_usage("unexpected argument \"%s\"", argv[optind]);
     if (!controller) return die_usage("--controller HOST:PORT is required");
-    if (!a.token) a.token = getenv("SLUICE_CLUSTER_TOKEN");
-    if (!a.token || !*a.token) return die_usage("--token is required (or SLUICE_CLUSTER_TOKEN)");
+    if (token_file && a.token) return die_usage("give --token or --token-file, not both");
+    if (token_file && read_token_file(token_file, token, sizeof token) != 0) return 2;
+    a.token = token;
+    if (!*a.token) return die_usage("--token-file is required (or --token, or SLUICE_CLUSTER_TOKEN)");
     if (!workdir) return die_usage("--workdir DIR is required");
     if ((tls_cert || tls_key) && !tls_ca) return die_usage("--cert and --key go with --ca");
     if ((tls_cert == NULL) != (tls_key == NULL)) return die_usage("--cert and --key go together");

@@ -62,6 +62,8 @@ typedef struct task {
     int pidfd;                  /* adopted tasks (not our children): exit watch */
     struct event *pidfd_ev;
     int report;                 /* REPORT_* bits */
+    int fence;                  /* its job is requeued if this node fails: fence it */
+    int fenced;                 /* stopped by agent_tasks_fence */
 } task_t;
 
 struct agent_tasks {
@@ -157,6 +159,7 @@ static void send_end(task_t *t) {
         m.type = SL_PROTO_EXITED;
         m.u.exited.exit_code = t->exit_code;
         m.u.exited.signal = t->sig;
+        m.u.exited.fenced = t->fenced != 0;
     } else if (t->state == TASK_FAILED) {
         m.type = SL_PROTO_FAILED;
         m.u.failed.reason = t->reason ? t->reason : "";
@@ -178,6 +181,7 @@ static sl_proto_task_t task_entry(const task_t *t) {
         e.state = SL_PROTO_TASK_EXITED;
         e.exit_code = t->exit_code;
         e.signal = t->sig;
+        e.fenced = t->fenced != 0;
         e.end_time = t->end_time;
         break;
     case TASK_FAILED:
@@ -206,6 +210,8 @@ sl_proto_task_t *agent_tasks_report(agent_tasks_t *ts, size_t *n) {
  * start time that tells a re-adopted pid from a reused one. */
 static json_t *task_json(const task_t *t) {
     json_t *o = json_pack("{s:I,s:i}", "job", (json_int_t)t->job, "task", (int)t->task);
+    if (t->fence) json_object_set_new(o, "fence", json_true());
+    if (t->fenced) json_object_set_new(o, "fenced", json_true());
     switch (t->state) {
     case TASK_RUNNING:
         json_object_set_new(o, "state", json_string("running"));
@@ -347,6 +353,7 @@ void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_
     if (t) task_remove(ts, t);  /* an older, finished attempt */
     if (ts->stopping) return;
     t = task_new(ts, job, task);
+    t->fence = l && l->on_node_failure && strcmp(l->on_node_failure, "requeue") == 0;
     t->start_time = agent_now();
     int64_t t0 = agent_mono_us();
     char reason[8192];
@@ -397,6 +404,22 @@ void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t gra
            (unsigned long long)job, task, (int)t->pid, (long long)grace_ms);
     kill(-t->pid, SIGTERM);
     arm_kill(t, grace_ms);
+}
+
+int agent_tasks_fence(agent_tasks_t *ts, int64_t grace_ms) {
+    if (grace_ms < 0) grace_ms = ts->cfg.grace_s * INT64_C(1000);
+    int n = 0;
+    for (task_t *t = ts->tasks; t; t = t->next) {
+        if (t->state != TASK_RUNNING || !t->fence || t->fenced) continue;
+        t->fenced = 1;
+        n++;
+        sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d pid=%d fenced: SIGTERM, SIGKILL in %lld ms",
+               (unsigned long long)t->job, t->task, (int)t->pid, (long long)grace_ms);
+        kill(-t->pid, SIGTERM);
+        arm_kill(t, grace_ms);
+    }
+    if (n > 0) state_dirty(ts);
+    return n;
 }
 
 void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task) {
@@ -496,6 +519,8 @@ static void load_state(agent_tasks_t *ts) {
         task_t *t = task_new(ts, (uint64_t)json_integer_value(jj), (int32_t)json_integer_value(jt));
         t->start_time = json_number_value(json_object_get(o, "start_time"));
         t->end_time = json_number_value(json_object_get(o, "end_time"));
+        t->fence = json_is_true(json_object_get(o, "fence"));
+        t->fenced = json_is_true(json_object_get(o, "fenced"));
         if (strcmp(state, "running") == 0) {
             t->pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
             t->pstart = (unsigned long long)json_integer_value(json_object_get(o, "pstart"));

@@ -67,6 +67,13 @@ void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_
  * reported again. */
 void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t grace_ms);
 
+/* Fencing (docs/protocol.md): SIGTERM to every running task whose launch
+ * said on_node_failure "requeue" and that is not fenced yet, SIGKILL after
+ * grace_ms (< 0: the configured grace). Their exits are reported (and kept
+ * in state.json) as fenced, so that the controller requeues their jobs
+ * rather than failing them. Returns how many were signalled. O(tasks). */
+int agent_tasks_fence(agent_tasks_t *ts, int64_t grace_ms);
+
 /* The controller recorded the end of (job, task): forget it. */
 void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task);
 

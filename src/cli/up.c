@@ -4,8 +4,10 @@
  * `up` keeps everything in a state directory (default ./.sluice):
  * sluiced.yaml (written once with random tokens read from /dev/urandom,
  * then only read, so edits stick), sluiced.db, agent/ (the agent's workdir
- * with task logs), cli.json (server URL, admin token and default tenant,
- * which every later `sluice` command here picks up) and pids.
+ * with task logs), agent.token (the agent's node token, mode 0600, made by
+ * `sluiced node-token` for its --token-file), cli.json (server URL, admin
+ * token and default tenant, which every later `sluice` command here picks
+ * up) and pids.
  *
  * TLS: a new sluiced.yaml turns TLS on for both ports, with certificates in
  * DIR/tls made by a small CA of `up`'s own (certgen.h, EC P-256): ca.crt
@@ -185,6 +187,33 @@ static pid_t spawn(char *const argv[], char *const envp[], int detach, const cha
         return -1;
     }
     return pid;
+}
+
+/* Writes node `name`'s token, as `sluiced node-token` derives it from the
+ * configuration's cluster token, into path (mode 0600) for the agent's
+ * --token-file: the agent holds a credential for its own name only, and
+ * no token shows in ps or in any environment. 0, or -1 (said why). */
+static int write_node_token(const char *ctl_bin, const char *cfg, const char *name,
+                            const char *path) {
+    unlink(path); /* a new file gets mode 0600, whatever the old one had */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "sluice up: cannot create %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd, 1);
+    char *argv[] = {(char *)ctl_bin, "node-token", (char *)name, "--config", (char *)cfg, NULL};
+    pid_t pid = 0;
+    int st = 0, e = posix_spawnp(&pid, ctl_bin, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd);
+    if (e == 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+    fprintf(stderr, "sluice up: %s node-token %s failed%s%s\n", ctl_bin, name, e ? ": " : "",
+            e ? strerror(e) : "");
+    unlink(path);
+    return -1;
 }
 
 /* Stops pid (ours or not): SIGTERM, then SIGKILL after timeout_ms. */
@@ -511,18 +540,21 @@ int cli_cmd_up(cli_t *c) {
         goto out;
     }
 
-    /* The agent: the cluster token goes through the environment, not argv,
-     * so that `ps` does not show it. */
+    /* The agent: its own node token in a file of mode 0600 (--token-file),
+     * never the cluster token, and nothing in argv or the environment that
+     * a task could inherit or `ps` could show. */
     size_t ne = 0;
     while (environ[ne]) ne++;
-    envp = calloc(ne + 2, sizeof *envp);
+    envp = calloc(ne + 1, sizeof *envp);
     size_t k = 0;
     for (size_t i = 0; i < ne; i++)
         if (strncmp(environ[i], "SLUICE_CLUSTER_TOKEN=", 21) != 0) envp[k++] = environ[i];
-    char tokenv[256];
-    snprintf(tokenv, sizeof tokenv, "SLUICE_CLUSTER_TOKEN=%s", u.cluster_token);
-    envp[k++] = tokenv;
-    char ctladdr[300];
+    char ctladdr[300], tokfile[PATH_MAX + 32];
+    snprintf(tokfile, sizeof tokfile, "%s/agent.token", p.dir);
+    if (write_node_token(ctl_bin, p.cfg, name, tokfile) != 0) {
+        rc = CLI_ESERVER;
+        goto out;
+    }
     snprintf(ctladdr, sizeof ctladdr, "127.0.0.1:%d", port_of(u.agent_listen));
     char *aargv[32];
     int na = 0;
@@ -533,6 +565,8 @@ int cli_cmd_up(cli_t *c) {
     aargv[na++] = (char *)name;
     aargv[na++] = "--workdir";
     aargv[na++] = p.agentdir;
+    aargv[na++] = "--token-file";
+    aargv[na++] = tokfile;
     if (cli_has(c, "gpus")) {
         aargv[na++] = "--gpus";
         aargv[na++] = (char *)cli_get(c, "gpus");

@@ -44,6 +44,7 @@ static const char *const type_names[SL_PROTO_NTYPES] = {
     [SL_PROTO_KILL] = "kill",
     [SL_PROTO_ACK] = "ack",
     [SL_PROTO_LOGS_REQ] = "logs",
+    [SL_PROTO_HEARTBEAT_ECHO] = "heartbeat",
 };
 
 const char *sl_proto_type_name(sl_proto_type_t type) {
@@ -216,6 +217,8 @@ static int enc_task(writer_t *w, const sl_proto_task_t *t) {
         put_i64(w, t->exit_code);
         key(w, "signal");
         put_i64(w, t->signal);
+        if (t->fenced)
+            puts_(w, ",\"fenced\":true");
         key(w, "end_time");
         rc = put_time(w, t->end_time);
         break;
@@ -338,6 +341,10 @@ static int enc_launch(writer_t *w, const sl_proto_msg_t *m) {
         put_str(w, l->group);
     }
     if (l->allow_root) puts_(w, ",\"allow_root\":true");
+    if (l->on_node_failure) {
+        key(w, "on_node_failure");
+        put_str(w, l->on_node_failure);
+    }
     return 0;
 }
 
@@ -357,6 +364,8 @@ static int enc_body(writer_t *w, const sl_proto_msg_t *m) {
         put_i64(w, m->u.exited.exit_code);
         key(w, "signal");
         put_i64(w, m->u.exited.signal);
+        if (m->u.exited.fenced)
+            puts_(w, ",\"fenced\":true");
         key(w, "time");
         return put_time(w, m->time);
     case SL_PROTO_FAILED:
@@ -367,8 +376,16 @@ static int enc_body(writer_t *w, const sl_proto_msg_t *m) {
         key(w, "time");
         return put_time(w, m->time);
     case SL_PROTO_HEARTBEAT:
+        if (m->u.heartbeat.seq > 0) {
+            key(w, "seq");
+            put_u64(w, m->u.heartbeat.seq);
+        }
         key(w, "time");
         return put_time(w, m->time);
+    case SL_PROTO_HEARTBEAT_ECHO:
+        key(w, "seq");
+        put_u64(w, m->u.heartbeat.seq);
+        return 0;
     case SL_PROTO_LOGS_REPLY: {
         const sl_proto_logs_reply_t *r = &m->u.logs_reply;
         key(w, "req");
@@ -400,6 +417,14 @@ static int enc_body(writer_t *w, const sl_proto_msg_t *m) {
         if (m->u.welcome.heartbeat > 0) {
             key(w, "heartbeat");
             put_i64(w, m->u.welcome.heartbeat);
+        }
+        if (m->u.welcome.node_timeout_ms > 0) {
+            key(w, "node_timeout_ms");
+            put_i64(w, m->u.welcome.node_timeout_ms);
+            if (m->u.welcome.kill_grace_ms >= 0) {
+                key(w, "kill_grace_ms");
+                put_i64(w, m->u.welcome.kill_grace_ms);
+            }
         }
         return 0;
     case SL_PROTO_ERROR:
@@ -667,7 +692,7 @@ static int dec_task(dec_t *d, json_t *o, sl_proto_task_t *t) {
                get_time(d, o, "start_time", &t->start_time);
     case SL_PROTO_TASK_EXITED:
         return get_status(d, o, &t->exit_code, &t->signal, &t->status_out_of_range) ||
-               get_time(d, o, "end_time", &t->end_time);
+               get_bool(d, o, "fenced", &t->fenced) || get_time(d, o, "end_time", &t->end_time);
     default:
         return get_str(d, o, "reason", false, &t->reason) ||
                get_time(d, o, "end_time", &t->end_time);
@@ -768,8 +793,12 @@ static int dec_launch(dec_t *d, json_t *o) {
                 "a TCP port from 1 to 65535") ||
         get_int(d, o, "time_limit", false, 0, INT64_MAX, 0, &l->time_limit, "a number of seconds, 0 or more") ||
         get_str(d, o, "user", false, &l->user) || get_str(d, o, "group", false, &l->group) ||
-        get_bool(d, o, "allow_root", &l->allow_root))
+        get_bool(d, o, "allow_root", &l->allow_root) ||
+        get_str(d, o, "on_node_failure", false, &l->on_node_failure))
         return SL_EINVAL;
+    if (l->on_node_failure && strcmp(l->on_node_failure, "requeue") != 0 &&
+        strcmp(l->on_node_failure, "fail") != 0)
+        return fail(d, "on_node_failure", "must be requeue or fail");
     if (l->master_addr == NULL) l->master_addr = SL_PROTO_DEFAULT_MASTER_ADDR;
     return 0;
 }
@@ -787,12 +816,23 @@ static int dec_body(dec_t *d, json_t *o) {
         return get_ids(d, o, false) ||
                get_status(d, o, &m->u.exited.exit_code, &m->u.exited.signal,
                           &m->u.exited.status_out_of_range) ||
-               get_time(d, o, "time", &m->time);
+               get_bool(d, o, "fenced", &m->u.exited.fenced) || get_time(d, o, "time", &m->time);
     case SL_PROTO_FAILED:
         return get_ids(d, o, false) || get_str(d, o, "reason", true, &m->u.failed.reason) ||
                get_time(d, o, "time", &m->time);
-    case SL_PROTO_HEARTBEAT:
-        return get_time(d, o, "time", &m->time);
+    case SL_PROTO_HEARTBEAT: {
+        int64_t seq = 0;
+        int rc = get_int(d, o, "seq", false, 0, INT64_MAX, 0, &seq, "a whole number, 0 or more") ||
+                 get_time(d, o, "time", &m->time);
+        m->u.heartbeat.seq = (uint64_t)seq;
+        return rc;
+    }
+    case SL_PROTO_HEARTBEAT_ECHO: {
+        int64_t seq = 0;
+        int rc = get_int(d, o, "seq", true, 0, INT64_MAX, 0, &seq, "a whole number, 0 or more");
+        m->u.heartbeat.seq = (uint64_t)seq;
+        return rc;
+    }
     case SL_PROTO_LOGS_REPLY: {
         sl_proto_logs_reply_t *r = &m->u.logs_reply;
         /* A reply names its request; job and task are optional (the
@@ -820,7 +860,11 @@ static int dec_body(dec_t *d, json_t *o) {
     case SL_PROTO_WELCOME:
         return get_str(d, o, "node", false, &m->u.welcome.node) ||
                get_i32(d, o, "heartbeat", false, 1, 3600, 0, &m->u.welcome.heartbeat,
-                       "a whole number of seconds from 1 to 3600");
+                       "a whole number of seconds from 1 to 3600") ||
+               get_int(d, o, "node_timeout_ms", false, 1, INT64_MAX / 1000, 0,
+                       &m->u.welcome.node_timeout_ms, "a number of milliseconds, 1 or more") ||
+               get_int(d, o, "kill_grace_ms", false, 0, INT64_MAX / 1000, -1,
+                       &m->u.welcome.kill_grace_ms, "a number of milliseconds, 0 or more");
     case SL_PROTO_ERROR:
         return get_str(d, o, "message", true, &m->u.error.message);
     case SL_PROTO_LAUNCH:
@@ -844,7 +888,7 @@ static int dec_body(dec_t *d, json_t *o) {
 
 static sl_proto_type_t type_of(const char *name, sl_proto_dir_t dir) {
     sl_proto_type_t lo = dir == SL_PROTO_TO_CTL ? SL_PROTO_HELLO : SL_PROTO_WELCOME;
-    sl_proto_type_t hi = dir == SL_PROTO_TO_CTL ? SL_PROTO_LOGS_REPLY : SL_PROTO_LOGS_REQ;
+    sl_proto_type_t hi = dir == SL_PROTO_TO_CTL ? SL_PROTO_LOGS_REPLY : SL_PROTO_HEARTBEAT_ECHO;
     for (sl_proto_type_t t = lo; t <= hi; t++)
         if (strcmp(type_names[t], name) == 0) return t;
     return SL_PROTO_NONE;

@@ -77,6 +77,7 @@ typedef enum sl_proto_type {
     SL_PROTO_KILL,
     SL_PROTO_ACK,
     SL_PROTO_LOGS_REQ, /* "logs" from the controller */
+    SL_PROTO_HEARTBEAT_ECHO, /* "heartbeat" from the controller: the answer to one */
     SL_PROTO_NTYPES
 } sl_proto_type_t;
 
@@ -107,6 +108,8 @@ typedef struct sl_proto_task {
     bool status_out_of_range;
     double end_time;
     const char *reason;         /* failed; NULL: absent */
+    bool fenced;                /* exited: its agent stopped it for lack of
+                                 * contact (docs/protocol.md, Fencing); absent: false */
 } sl_proto_task_t;
 
 /* A hello's "node": the node's spec. Quantities are text, as the user wrote
@@ -150,6 +153,7 @@ typedef struct sl_proto_exited {
     int64_t exit_code;
     int64_t signal;
     bool status_out_of_range; /* decode only */
+    bool fenced;              /* stopped by its agent for lack of contact; absent: false */
 } sl_proto_exited_t;
 
 typedef struct sl_proto_failed {
@@ -169,7 +173,19 @@ typedef struct sl_proto_logs_reply {
 typedef struct sl_proto_welcome {
     const char *node;       /* the registered node name; NULL: absent */
     int32_t heartbeat;      /* seconds, 1..3600; 0: absent */
+    /* Fencing (docs/protocol.md): the controller's node_timeout and kill
+     * grace. node_timeout_ms 0: absent (the agent does not fence), and then
+     * kill_grace_ms is not sent either; kill_grace_ms -1: absent. */
+    int64_t node_timeout_ms;
+    int64_t kill_grace_ms;
 } sl_proto_welcome_t;
+
+/* A heartbeat's sequence number, both ways: the agent numbers its
+ * heartbeats (1, 2, ...; 0: absent) and the controller answers each with a
+ * "heartbeat" carrying the same seq (SL_PROTO_HEARTBEAT_ECHO). */
+typedef struct sl_proto_heartbeat {
+    uint64_t seq;
+} sl_proto_heartbeat_t;
 
 typedef struct sl_proto_error {
     const char *message;    /* required */
@@ -211,6 +227,8 @@ typedef struct sl_proto_launch {
     const char *user;
     const char *group;
     bool allow_root;            /* may user or group be root (uid or gid 0)? */
+    const char *on_node_failure; /* "requeue" or "fail"; NULL: absent (the
+                                  * agent then does not fence the task) */
 } sl_proto_launch_t;
 
 typedef struct sl_proto_kill {
@@ -227,7 +245,7 @@ typedef struct sl_proto_msg {
     /* Shared fields, by type:
      *   job, task: started exited failed launch kill ack logs (both);
      *   req:       logs (both), required, >= 0;
-     *   time:      started exited failed heartbeat; seconds since the
+     *   time:      started exited failed heartbeat (agent's); seconds since the
      *              epoch, 0 when absent (the reader uses its own clock). */
     uint64_t job;               /* 0..2^63-1 on the wire */
     int32_t task;               /* >= 0 */
@@ -244,6 +262,7 @@ typedef struct sl_proto_msg {
         sl_proto_launch_t launch;
         sl_proto_kill_t kill;
         sl_proto_logs_req_t logs_req;
+        sl_proto_heartbeat_t heartbeat; /* heartbeat, both directions */
     } u;
     /* Decode only. has_ids: job, task and req (those of this type) were
      * decoded, also when a later field failed, so that a reader can still

@@ -17,6 +17,24 @@
  * kills are repeated for tasks that should not run, exits it reports again
  * are recorded (idempotently) and acknowledged. welcome, error and log
  * requests are written at once.
+ *
+ * Credentials (docs/protocol.md, Hello): a hello carries the node token of
+ * the name it claims, HMAC-SHA256(cluster_token, "sluice-node:" + name)
+ * (config.c), or the cluster token itself, an operator's credential that no
+ * node is given; names in revoked_nodes are refused whatever the token. A
+ * connection has hello_timeout to say a valid hello, then it is closed.
+ * A hello for a name whose agent is connected is refused, unless that
+ * connection is closed by its peer (TCP no longer ESTABLISHED: an agent that
+ * restarted, whose old connection's end the loop has not read yet) or has
+ * said nothing for two heartbeat intervals (its agent is stopped or gone);
+ * then the new one takes over, and tasks lost by the takeover are requeued
+ * only after the old agent has fenced them (jobs.c).
+ *
+ * Every heartbeat that carries a seq is answered at once with a heartbeat
+ * of the same seq: the agent counts the controller as in contact from the
+ * time it sent what the controller answered (welcome answers hello), and
+ * stops the tasks to requeue once that is older than node_timeout, which
+ * the welcome tells it (Fencing in docs/protocol.md).
  */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -50,6 +68,8 @@ struct ctl_conn {
     bool in_cb;
     bool dead;      /* free once the current callback returns */
     bool closing;   /* free once the output has drained */
+    struct event *hello_ev;     /* closes the connection without a hello in time */
+    int64_t last_read_mono_us;  /* when it last sent anything */
 };
 
 struct ctl_apnode {
@@ -96,6 +116,8 @@ static void conn_free(ctl_conn_t *cn) {
                    ctl_node_name(ap->c, cn->node));
         }
     }
+    if (cn->hello_ev)
+        event_free(cn->hello_ev);
     bufferevent_free(cn->bev);
     ctl_lport_release(&ap->port, cn->slot);
     sl_free(cn);
@@ -248,6 +270,7 @@ static void out_launch(void *ud, const ctl_job_t *j, int32_t i) {
             .user = user,
             .group = group,
             .allow_root = c->cfg.allow_root,
+            .on_node_failure = j->requeue_on_node_failure ? "requeue" : "fail",
         }};
     queue_msg(ap, (uint32_t)t->node, &m);
     sl_free(argv);
@@ -273,13 +296,18 @@ static void send_ack(ctl_agentport_t *ap, uint32_t node, uint64_t job, int32_t t
     queue_msg(ap, node, &m);
 }
 
-/* Sends an error and closes the connection once it has drained. */
+/* Sends an error and closes the connection once it has drained. Logged as
+ * a warning, except a repeat of the previous refusal (an agent retrying with
+ * backoff), which is logged at debug level. */
 static void reject(ctl_conn_t *cn, const char *msg) {
+    ctl_agentport_t *ap = cn->ap;
     sl_proto_msg_t m = {.type = SL_PROTO_ERROR, .u.error.message = msg};
     send_now(cn, &m);
     bufferevent_disable(cn->bev, EV_READ);
     cn->closing = true;
-    sl_log(SL_LOG_WARN, "agent", "addr=%s rejected: %s", cn->addr, msg);
+    bool again = strncmp(ap->last_reject, msg, sizeof ap->last_reject - 1) == 0;
+    sl_log(again ? SL_LOG_DEBUG : SL_LOG_WARN, "agent", "addr=%s rejected: %s", cn->addr, msg);
+    snprintf(ap->last_reject, sizeof ap->last_reject, "%s", msg);
 }
 
 int ctl_agentport_logs(void *ud, uint32_t node, uint64_t req, uint64_t job, int32_t task,
@@ -327,10 +355,18 @@ static void wait_status(ctl_t *c, uint32_t node, uint64_t job, int32_t task, int
 /* An `exited` or `failed` report (a message, or an entry of a hello's
  * tasks): recorded by the domain, then acknowledged after the commit. */
 static void on_end(ctl_agentport_t *ap, uint32_t node, uint64_t job, int32_t task, bool failed,
-                   const char *reason, int64_t code, int64_t sig, bool bad, double t) {
+                   const char *reason, int64_t code, int64_t sig, bool bad, bool fenced, double t) {
     ctl_t *c = ap->c;
     int32_t i;
-    if (ctl_task_find_live(c, node, job, task, &i)) {
+    ctl_job_t *j = ctl_task_find_live(c, node, job, task, &i);
+    if (j != NULL && fenced) {
+        /* Its agent stopped it for lack of contact: lost with its node, so
+         * its job is requeued or failed per on_node_failure. */
+        char why[160];
+        snprintf(why, sizeof why, "the agent on %s stopped task %d after losing contact with "
+                 "the controller for longer than node_timeout", ctl_node_name(c, (int32_t)node), i);
+        ctl_job_lose(c, j, node, i, why);
+    } else if (j != NULL) {
         if (failed) {
             ctl_node_task_end(c, node, job, i, CTL_TASK_FAILED, 0, 0, reason, time_us(t));
         } else {
@@ -352,13 +388,62 @@ static bool peer_may_be(ctl_conn_t *cn, const char *name) {
     return sl_tls_peer_is(bufferevent_openssl_get_ssl(cn->bev), name);
 }
 
+/* True when the peer of cn has closed or reset its end (TCP is no longer
+ * ESTABLISHED), also while unread bytes still precede that end. */
+static bool peer_gone(ctl_conn_t *cn) {
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    if (getsockopt(bufferevent_getfd(cn->bev), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+        return true;
+    return ti.tcpi_state != TCP_ESTABLISHED;
+}
+
+/* Whether a hello for node `name` on cn may take the node over from the
+ * agent connected under that name, if any: true when none is, or when its
+ * connection is gone or silent for two heartbeat intervals (that one is
+ * then closed, and its tasks fenced from its last message). False, with
+ * the refusal sent, otherwise. */
+static bool take_over(ctl_conn_t *cn, const char *name) {
+    ctl_agentport_t *ap = cn->ap;
+    ctl_t *c = ap->c;
+    const sl_node_t *nd = sl_cluster_find_node(c->cl, name);
+    ctl_apnode_t *an = nd ? apnode(ap, nd->id, false) : NULL;
+    if (an == NULL || an->conn == NULL || an->conn == cn)
+        return true;
+    ctl_conn_t *old = an->conn;
+    int64_t silent_us = ctl_mono_us() - old->last_read_mono_us;
+    bool gone = peer_gone(old);
+    if (!gone && silent_us <= 2 * INT64_C(1000000) * c->cfg.heartbeat_s) {
+        char msg[SL_NAME_MAX + 120];
+        snprintf(msg, sizeof msg, "node %s is already connected from %s", name, old->addr);
+        reject(cn, msg);
+        return false;
+    }
+    sl_log(SL_LOG_INFO, "agent", "node=%s: new connection from %s replaces the one from %s (%s)",
+           name, cn->addr, old->addr, gone ? "closed by its peer" : "silent");
+    if (!gone) /* its agent may still run tasks: fenced from its last word */
+        ctl_node_fence(c, nd->id, old->last_read_mono_us + ctl_fence_wait_us(c));
+    close_node(ap, nd->id);
+    return true;
+}
+
 static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char *derr) {
     ctl_agentport_t *ap = cn->ap;
     ctl_t *c = ap->c;
     const sl_proto_hello_t *h = &m->u.hello;
-    /* The token first, whatever else is wrong: an unknown peer learns nothing more. */
-    if (!ctl_token_eq(h->token, c->cfg.cluster_token)) {
-        reject(cn, "bad cluster token");
+    const char *name = h->node.name;
+    /* The token first, whatever else is wrong: an unknown peer learns
+     * nothing more. Both compares always run, in constant time. */
+    char ntok[CTL_NODE_TOKEN_LEN + 1] = "";
+    if (name != NULL)
+        ctl_node_token(c->cfg.cluster_token, name, ntok, sizeof ntok);
+    bool cluster_ok = ctl_token_eq(h->token, c->cfg.cluster_token);
+    bool node_ok = ctl_token_eq(h->token, ntok);
+    if (!cluster_ok && !node_ok) {
+        char msg[SL_NAME_MAX + 80];
+        snprintf(msg, sizeof msg, "bad token: neither the node token of %s nor the cluster token",
+                 name && strlen(name) < SL_NAME_MAX ? name : "this node");
+        reject(cn, msg);
         return;
     }
     if (rc != 0) {
@@ -371,6 +456,14 @@ static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char
         reject(cn, "the client certificate does not name this node");
         return;
     }
+    if (ctl_node_revoked(&c->cfg, name)) {
+        char msg[SL_NAME_MAX + 80];
+        snprintf(msg, sizeof msg, "node %s is revoked (revoked_nodes in the configuration)", name);
+        reject(cn, msg);
+        return;
+    }
+    if (!take_over(cn, name))
+        return;
     const sl_proto_node_t *pn = &h->node;
     sl_node_spec_t ns = {.name = pn->name, .cpu_milli = pn->cpu_milli, .mem_bytes = pn->mem_bytes,
                          .gpus = pn->gpus, .gpu_model = pn->gpu_model,
@@ -385,16 +478,14 @@ static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char
         reject(cn, msg);
         return;
     }
-    ctl_apnode_t *an = apnode(ap, id, true);
-    if (an->conn && an->conn != cn) {
-        sl_log(SL_LOG_INFO, "agent", "node=%s: new connection replaces the old one", pn->name);
-        close_node(ap, id);
-    }
     set_connected(ap, id, cn);
     cn->node = (int32_t)id;
+    event_del(cn->hello_ev);
     sl_proto_msg_t w = {.type = SL_PROTO_WELCOME,
                         .u.welcome = {.node = ctl_node_name(c, (int32_t)id),
-                                      .heartbeat = c->cfg.heartbeat_s}};
+                                      .heartbeat = c->cfg.heartbeat_s,
+                                      .node_timeout_ms = c->cfg.node_timeout_ms,
+                                      .kill_grace_ms = c->cfg.kill_grace_ms}};
     send_now(cn, &w);
 
     /* Reconcile what the agent runs with what the controller recorded. */
@@ -404,7 +495,7 @@ static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char
             ctl_node_hello_running(c, id, t->job, t->task, t->pid, time_us(t->start_time));
         else
             on_end(ap, id, t->job, t->task, t->state == SL_PROTO_TASK_FAILED, t->reason,
-                   t->exit_code, t->signal, t->status_out_of_range, t->end_time);
+                   t->exit_code, t->signal, t->status_out_of_range, t->fenced, t->end_time);
     }
     ctl_node_hello_end(c, id);
     ctl_node_t *n = ctl_node_get(c, id);
@@ -445,16 +536,20 @@ static void on_message(ctl_conn_t *cn, json_t *o) {
      * bad field: the report still counts, with what could be read. */
     switch (m.type) {
     case SL_PROTO_HEARTBEAT:
-        break; /* a sign of life only */
+        if (m.u.heartbeat.seq > 0) { /* answered at once: the agent's fencing clock */
+            sl_proto_msg_t e = {.type = SL_PROTO_HEARTBEAT_ECHO, .u.heartbeat.seq = m.u.heartbeat.seq};
+            send_now(cn, &e);
+        }
+        break;
     case SL_PROTO_STARTED:
         ctl_node_task_started(c, node, m.job, m.task, m.u.started.pid, time_us(m.time));
         break;
     case SL_PROTO_EXITED:
         on_end(ap, node, m.job, m.task, false, NULL, m.u.exited.exit_code, m.u.exited.signal,
-               m.u.exited.status_out_of_range || rc != 0, m.time);
+               m.u.exited.status_out_of_range || rc != 0, m.u.exited.fenced, m.time);
         break;
     case SL_PROTO_FAILED:
-        on_end(ap, node, m.job, m.task, true, m.u.failed.reason, 0, 0, false, m.time);
+        on_end(ap, node, m.job, m.task, true, m.u.failed.reason, 0, 0, false, false, m.time);
         break;
     case SL_PROTO_LOGS_REPLY:
         ap->logs_answer(ap->logs_ud, m.req, rc != 0 ? err : m.u.logs_reply.error,
@@ -477,6 +572,7 @@ static void read_cb(struct bufferevent *bev, void *ud) {
     ctl_conn_t *cn = ud;
     struct evbuffer *in = bufferevent_get_input(bev);
     cn->in_cb = true;
+    cn->last_read_mono_us = ctl_mono_us();
     while (!cn->dead && !cn->closing) {
         size_t len;
         char *line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF);
@@ -529,6 +625,26 @@ static bool evict_silent(void *arg, void *ud) {
     return true;
 }
 
+/* A connection that has not said a valid hello by now is closed (also one
+ * refused and still draining its error to a peer that does not read). */
+static void hello_timeout_cb(evutil_socket_t fd, short what, void *ud) {
+    ctl_conn_t *cn = ud;
+    if (cn->node >= 0)
+        return;
+    sl_log(SL_LOG_DEBUG, "agent", "addr=%s closed: no hello within %.1f s", cn->addr,
+           (double)cn->ap->c->cfg.hello_timeout_ms / 1000);
+    conn_close(cn);
+}
+
+/* Arms cn's hello deadline (accept_cb). */
+static void conn_hello_deadline(ctl_conn_t *cn) {
+    int64_t ms = cn->ap->c->cfg.hello_timeout_ms;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    cn->last_read_mono_us = ctl_mono_us();
+    cn->hello_ev = evtimer_new(cn->ap->c->loop->base, hello_timeout_cb, cn);
+    evtimer_add(cn->hello_ev, &tv);
+}
+
 static void accept_cb(struct evconnlistener *lst, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *ud) {
     ctl_agentport_t *ap = ud;
@@ -562,6 +678,7 @@ static void accept_cb(struct evconnlistener *lst, evutil_socket_t fd, struct soc
     }
     bufferevent_setcb(cn->bev, read_cb, write_cb, event_cb, cn);
     bufferevent_enable(cn->bev, EV_READ | EV_WRITE);
+    conn_hello_deadline(cn);
 }
 
 static void no_logs_answer(void *ud, uint64_t req, const char *error, const char *data, size_t len,

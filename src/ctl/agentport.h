@@ -45,6 +45,7 @@ typedef struct ctl_agentport {
      * certificate does not name the node it claims in hello is refused. */
     struct ssl_ctx_st *tls;
     bool certs_bind_name;
+    char last_reject[320]; /* the last refusal, logged once while it repeats */
 } ctl_agentport_t;
 
 /* Sets up ap in caller storage for c and points c->out at it. Can't fail. */

@@ -10,6 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include "config.h"
 #include "loop.h"
 #include "log.h"
@@ -22,6 +25,7 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->node_timeout_ms = 10000;
     cfg->heartbeat_s = 2;
     cfg->kill_grace_ms = 10000;
+    cfg->hello_timeout_ms = CTL_DEFAULT_HELLO_TIMEOUT_MS;
     cfg->job_retention_ms = CTL_DEFAULT_JOB_RETENTION_MS;
     cfg->max_finished_jobs = CTL_DEFAULT_MAX_FINISHED_JOBS;
     cfg->queue = sl_xstrdup("drf");
@@ -63,6 +67,9 @@ void ctl_config_fini(ctl_config_t *cfg) {
     for (size_t i = 0; i < cfg->npools; i++)
         sl_free(cfg->pools[i]);
     sl_free(cfg->pools);
+    for (size_t i = 0; i < cfg->nrevoked; i++)
+        sl_free(cfg->revoked_nodes[i]);
+    sl_free(cfg->revoked_nodes);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -288,6 +295,20 @@ static int load_limits(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *l) {
     return 0;
 }
 
+/* revoked_nodes: a sequence of node names whose hellos are refused. */
+static int load_revoked(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
+    if (seq->kind != SL_YAML_SEQ)
+        return fail(r, seq, "revoked_nodes must be a sequence of node names%s%s", "", "");
+    cfg->revoked_nodes = sl_xcalloc(seq->n ? seq->n : 1, sizeof *cfg->revoked_nodes);
+    for (size_t i = 0; i < seq->n; i++) {
+        const sl_yaml_node_t *v = seq->items[i];
+        if (v->kind != SL_YAML_SCALAR || v->value[0] == '\0' || strlen(v->value) >= SL_NAME_MAX)
+            return fail(r, v, "revoked_nodes[]: must be a node name (1..63 characters)%s%s", "", "");
+        cfg->revoked_nodes[cfg->nrevoked++] = sl_xstrdup(v->value);
+    }
+    return 0;
+}
+
 int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errlen) {
     static const char *const top[] = {"listen", "agent_listen", "state", "admin_token",
                                       "cluster_token", "node_timeout", "heartbeat", "kill_grace",
@@ -297,6 +318,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "default_user", "allow_root",
                                       "limits",
                                       "tls_cert", "tls_key", "tls_ca", "agent_client_cert",
+                                      "revoked_nodes", "hello_timeout",
                                       NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
                                       "max_starts_per_cycle", NULL};
@@ -328,6 +350,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         get_str(&r, root, "agent_client_cert", &cfg->agent_client_cert) < 0 ||
         get_ms(&r, root, "node_timeout", 100, &cfg->node_timeout_ms) < 0 ||
         get_ms(&r, root, "kill_grace", 0, &cfg->kill_grace_ms) < 0 ||
+        get_ms(&r, root, "hello_timeout", 100, &cfg->hello_timeout_ms) < 0 ||
         get_ms(&r, root, "job_retention", 0, &cfg->job_retention_ms) < 0 ||
         get_int(&r, root, "max_finished_jobs", 0, 100000000, &cfg->max_finished_jobs) < 0)
         goto out;
@@ -387,6 +410,9 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         goto out;
     const sl_yaml_node_t *p = sl_yaml_map_get(root, "pools");
     if (p != NULL && !sl_yaml_is_null(p) && load_pools(&r, cfg, p) < 0)
+        goto out;
+    const sl_yaml_node_t *rv = sl_yaml_map_get(root, "revoked_nodes");
+    if (rv != NULL && !sl_yaml_is_null(rv) && load_revoked(&r, cfg, rv) < 0)
         goto out;
     rc = 0;
 out:
@@ -534,4 +560,31 @@ bool ctl_token_eq(const char *given, const char *want) {
     for (size_t i = 0; i < lg; i++)
         d |= (unsigned char)(given[i] ^ want[i % (lw ? lw : 1)]);
     return d == 0 && lw > 0;
+}
+
+int ctl_node_token(const char *cluster_token, const char *name, char *out, size_t outlen) {
+    if (cluster_token == NULL || cluster_token[0] == '\0' || name == NULL || name[0] == '\0' ||
+        strlen(name) >= SL_NAME_MAX || outlen < CTL_NODE_TOKEN_LEN + 1)
+        return SL_EINVAL;
+    char msg[sizeof CTL_NODE_TOKEN_CONTEXT + SL_NAME_MAX];
+    int n = snprintf(msg, sizeof msg, "%s%s", CTL_NODE_TOKEN_CONTEXT, name);
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int maclen = 0;
+    if (HMAC(EVP_sha256(), cluster_token, (int)strlen(cluster_token), (const unsigned char *)msg,
+             (size_t)n, mac, &maclen) == NULL || maclen * 2 != CTL_NODE_TOKEN_LEN)
+        return SL_EIO;
+    static const char hex[] = "0123456789abcdef";
+    for (unsigned int i = 0; i < maclen; i++) {
+        out[2 * i] = hex[mac[i] >> 4];
+        out[2 * i + 1] = hex[mac[i] & 15];
+    }
+    out[CTL_NODE_TOKEN_LEN] = '\0';
+    return 0;
+}
+
+bool ctl_node_revoked(const ctl_config_t *cfg, const char *name) {
+    for (size_t i = 0; name && i < cfg->nrevoked; i++)
+        if (strcmp(cfg->revoked_nodes[i], name) == 0)
+            return true;
+    return false;
 }

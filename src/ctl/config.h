@@ -28,6 +28,13 @@
 #define CTL_DEFAULT_MAX_HEADER_BYTES 16384
 #define CTL_DEFAULT_REPLY_BUFFER_BYTES (256LL << 20)
 #define CTL_DEFAULT_MAX_PENDING_JOBS 100000   /* per tenant */
+/* An agent-port connection that has not said a valid hello this long after
+ * it was accepted is closed (config hello_timeout). */
+#define CTL_DEFAULT_HELLO_TIMEOUT_MS 5000
+/* A node token: HMAC-SHA256(cluster_token, CTL_NODE_TOKEN_CONTEXT + name)
+ * in lower-case hex (docs/config.md, Node credentials). */
+#define CTL_NODE_TOKEN_CONTEXT "sluice-node:"
+#define CTL_NODE_TOKEN_LEN 64
 
 typedef struct ctl_tenant_cfg {
     char *name;
@@ -80,6 +87,11 @@ typedef struct ctl_config {
     char *tls_key;
     char *tls_ca;
     char *agent_client_cert;
+    /* Node credentials (agentport.c): names whose hellos are refused, and
+     * how long a new agent-port connection may take to say hello. */
+    char **revoked_nodes;
+    size_t nrevoked;
+    int64_t hello_timeout_ms;
 } ctl_config_t;
 
 void ctl_config_init(ctl_config_t *cfg);
@@ -109,5 +121,15 @@ bool ctl_token_eq(const char *given, const char *want);
 
 /* True when token is stored hashed ("sha256:" and 64 hex digits). */
 bool ctl_token_is_hashed(const char *token);
+/* The node token of node `name`: HMAC-SHA256 keyed with cluster_token over
+ * "sluice-node:" + name, as CTL_NODE_TOKEN_LEN lower-case hex digits and a
+ * NUL in out (outlen > CTL_NODE_TOKEN_LEN). Only the controller and whoever
+ * holds the cluster token can make it; it proves the name it was made for
+ * and no other. 0, SL_EINVAL for an empty token or a name that is not
+ * 1..SL_NAME_MAX-1 bytes (out untouched), SL_EIO if libcrypto fails.
+ * O(length of both). */
+int ctl_node_token(const char *cluster_token, const char *name, char *out, size_t outlen);
+/* True when name is in the config's revoked_nodes. O(revoked names). */
+bool ctl_node_revoked(const ctl_config_t *cfg, const char *name);
 
 #endif

@@ -102,6 +102,10 @@ typedef struct ctl {
     ctl_node_t **nodes;    /* by core node id (nodes.c) */
     size_t nnodes, nodes_cap;
     uint32_t hello_stamp;  /* the last reconciliation's stamp (ctl_task_t.seen) */
+    /* Ids of jobs whose requeue waits for their lost tasks to be fenced
+     * (jobs.c, ctl_job_t.requeue_after_mono_us); the sweep requeues them. */
+    uint64_t *fenced;
+    size_t nfenced, fenced_cap;
 
     ctl_outbound_t out;
     ctl_counters_t n;

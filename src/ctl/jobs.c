@@ -8,6 +8,14 @@
  * per the job's on_node_failure, requeues the job (once the surviving tasks
  * have stopped, with its original submit time) or fails it.
  *
+ * Fencing (docs/protocol.md): a task lost with its node may still run, since
+ * only its agent can stop it, and the agent does so (SIGTERM, SIGKILL after
+ * kill_grace) once it has had no answer from the controller for node_timeout.
+ * So a requeue caused by a lost task waits until the node's fence time, its
+ * last message + node_timeout + kill_grace + a margin (ctl_fence_wait_us), in
+ * c->fenced; the sweep requeues it then. A job whose loss this process did
+ * not see (recovered from the store) waits as long from the start-up.
+ *
  * Every change is written into the iteration's transaction (store.c); the
  * messages it causes (launch, kill) go to c->out, whose queue the agent
  * port releases only after that transaction has committed.
@@ -76,6 +84,9 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
 
 void ctl_domain_close(ctl_t *c) {
     ctl_store_close(&c->store); /* commits what is open */
+    sl_free(c->fenced);
+    c->fenced = NULL;
+    c->nfenced = c->fenced_cap = 0;
     ctl_jobs_fini(c);
     ctl_nodes_fini(c);
     sl_sched_destroy(c->sched);
@@ -222,8 +233,65 @@ void ctl_task_started(ctl_t *c, ctl_job_t *j, int32_t i, int32_t pid, int64_t t_
     ctl_store_task_put_lazy(&c->store, j, i, ctl_node_name(c, t->node));
 }
 
+int64_t ctl_fence_wait_us(const ctl_t *c) {
+    int64_t w = (c->cfg.node_timeout_ms + c->cfg.kill_grace_ms) * 1000;
+    return w + CTL_FENCE_MARGIN_US + w / 100;
+}
+
+void ctl_node_fence(ctl_t *c, uint32_t node, int64_t until_mono_us) {
+    ctl_node_t *n = ctl_node_get(c, node);
+    if (n != NULL && until_mono_us > n->fence_until_mono_us)
+        n->fence_until_mono_us = until_mono_us;
+}
+
+/* True (and j kept in c->fenced for the sweep) while j's requeue must wait
+ * for its lost tasks to be fenced. */
+static bool fence_pending(ctl_t *c, ctl_job_t *j) {
+    int64_t until = j->requeue_after_mono_us;
+    if (until == 0) /* lost before this process started: assume at the start */
+        until = j->requeue_after_mono_us = c->started_mono_us + ctl_fence_wait_us(c);
+    if (ctl_mono_us() >= until)
+        return false;
+    for (size_t i = 0; i < c->nfenced; i++)
+        if (c->fenced[i] == j->id)
+            return true;
+    if (c->nfenced == c->fenced_cap) {
+        c->fenced_cap = c->fenced_cap ? 2 * c->fenced_cap : 16;
+        c->fenced = sl_xrealloc(c->fenced, c->fenced_cap * sizeof *c->fenced);
+    }
+    c->fenced[c->nfenced++] = j->id;
+    sl_log(SL_LOG_INFO, "sched", "job=%llu requeue waits %.1f s for its lost tasks to be fenced",
+           (unsigned long long)j->id, (double)(until - ctl_mono_us()) / 1e6);
+    return true;
+}
+
+/* The sweep's part: requeues the jobs whose fence time has passed. */
+static void requeue_fenced(ctl_t *c) {
+    int64_t now = ctl_mono_us();
+    size_t keep = 0, ndue = 0;
+    uint64_t *due = sl_xmalloc((c->nfenced ? c->nfenced : 1) * sizeof *due);
+    for (size_t i = 0; i < c->nfenced; i++) {
+        ctl_job_t *j = ctl_job_find(c, c->fenced[i]);
+        if (j == NULL || !j->requeue_wait)
+            continue; /* cancelled or failed meanwhile: settled without a requeue */
+        if (now < j->requeue_after_mono_us)
+            c->fenced[keep++] = c->fenced[i];
+        else
+            due[ndue++] = c->fenced[i];
+    }
+    c->nfenced = keep;
+    for (size_t i = 0; i < ndue; i++) {
+        ctl_job_t *j = ctl_job_find(c, due[i]);
+        if (j != NULL && j->requeue_wait && j->live == 0)
+            ctl_job_settle(c, j);
+    }
+    sl_free(due);
+}
+
 void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
     int64_t now = ctl_now_us();
+    if (j->requeue_wait && j->in_core && fence_pending(c, j))
+        return;
     if (j->requeue_wait && j->in_core) {
         int rc = sl_sched_requeue(c->sched, j->id, now);
         if (rc < 0)
@@ -235,8 +303,7 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
         j->requeue_wait = false;
         j->state = CTL_JOB_PENDING;
         j->start_us = -1;
-        j->requeues++;
-        c->n.requeues++;
+        j->requeue_after_mono_us = 0;
         ctl_store_tasks_delete(&c->store, j->id);
         ctl_store_job_update(&c->store, j);
         c->sched_dirty = true;
@@ -361,6 +428,10 @@ void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const cha
         if (j->requeue_on_node_failure) {
             j->state = CTL_JOB_PENDING;
             j->requeue_wait = true;
+            /* Counted when decided, although the requeue itself may wait
+             * for the fence (ctl_job_settle). */
+            j->requeues++;
+            c->n.requeues++;
             snprintf(j->reason, sizeof j->reason, "requeued: %s", why);
         } else {
             j->state = CTL_JOB_FAILED;
@@ -368,6 +439,14 @@ void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const cha
             snprintf(j->reason, sizeof j->reason, "%s", why);
         }
         kill_live(c, j, task < 0 ? (int32_t)node : -1);
+    }
+    if (j->requeue_wait) {
+        /* Its tasks here may run until the node's fence time (1: now, so
+         * that 0 keeps meaning "lost before this process started"). */
+        ctl_node_t *n = ctl_node_get(c, node);
+        int64_t until = n && n->fence_until_mono_us > 0 ? n->fence_until_mono_us : 1;
+        if (until > j->requeue_after_mono_us)
+            j->requeue_after_mono_us = until;
     }
     int64_t now = ctl_now_us();
     for (int32_t i = 0; i < j->ntasks; i++)
@@ -560,6 +639,9 @@ void ctl_node_failed(ctl_t *c, uint32_t node, const char *why) {
         name = "?";
     sl_log(SL_LOG_WARN, "node", "node=%s down: %s", name, why);
     c->n.node_failures++;
+    ctl_node_t *fn = ctl_node_get(c, node);
+    if (fn != NULL)
+        ctl_node_fence(c, node, fn->last_seen_mono_us + ctl_fence_wait_us(c));
     sl_cluster_set_state(c->cl, node, SL_NODE_DOWN);
     c->out.node_down(c->out.ud, node, why);
     char why2[200];
@@ -623,6 +705,8 @@ void ctl_sweep(ctl_t *c) {
         }
     }
     sl_free(col.ids);
+    if (c->nfenced > 0)
+        requeue_fenced(c);
     if (c->fin_len > 0)
         kick(c); /* the flush drops finished jobs past job_retention */
 }

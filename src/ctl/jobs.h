@@ -39,7 +39,9 @@ int ctl_job_cancel(ctl_t *c, ctl_job_t *j);
 /* Fails a pending or running job with reason (no-op otherwise). */
 void ctl_job_fail(ctl_t *c, ctl_job_t *j, const char *reason);
 /* Called when a job's last live task has ended: requeues it (node failure)
- * or finishes it, releasing its resources in the core. */
+ * or finishes it, releasing its resources in the core. A requeue waits (the
+ * job pending, its resources held) until its lost tasks are fenced, then
+ * the sweep calls this again. */
 void ctl_job_settle(ctl_t *c, ctl_job_t *j);
 /* Marks j's live tasks on node (all, or only task when >= 0) lost and
  * applies the job's on_node_failure: requeue once the others stopped, or fail. */
@@ -90,16 +92,31 @@ void ctl_node_task_started(ctl_t *c, uint32_t node, uint64_t job, int64_t task, 
  * declared down (a long stall) brings it back up. */
 void ctl_node_heard(ctl_t *c, uint32_t node, bool heartbeat);
 /* Declares node down: its connection goes (c->out.node_down) and its live
- * tasks are lost (their jobs requeued or failed). O(tasks on the node). */
+ * tasks are lost (their jobs requeued or failed); the node's fence time
+ * becomes its last message + ctl_fence_wait_us. O(tasks on the node). */
 void ctl_node_failed(ctl_t *c, uint32_t node, const char *why);
+
+/* ---- fencing (docs/protocol.md): a job never runs twice at once ---- */
+
+/* Added to node_timeout + kill_grace (with 1% of both) before a lost task
+ * is taken as stopped: the agent's timers and signals take some time, and
+ * the two monotonic clocks may drift apart by a little. */
+#define CTL_FENCE_MARGIN_US 1000000
+/* How long after a node's last message its tasks may still run: its agent
+ * stops the tasks to requeue node_timeout after its last answer from the
+ * controller, SIGKILL kill_grace later. Can't fail. */
+int64_t ctl_fence_wait_us(const ctl_t *c);
+/* Tasks lost on node from now on may run until until_mono_us (ctl_mono_us
+ * time); a later time only extends it. Their jobs' requeues wait for it. */
+void ctl_node_fence(ctl_t *c, uint32_t node, int64_t until_mono_us);
 
 /* ---- the loop's work ---- */
 
 /* The loop's CYCLE hook (ud is the ctl_t): one scheduling cycle if
  * anything changed. Returns false. */
 bool ctl_jobs_cycle(void *ud);
-/* Node liveness and time limits; run every node_timeout / 4 (clamped to
- * 20..500 ms) by main.c's sweep timer. */
+/* Node liveness, time limits and the requeues that waited for a fence; run
+ * every node_timeout / 4 (clamped to 20..500 ms) by main.c's sweep timer. */
 void ctl_sweep(ctl_t *c);
 
 #endif

@@ -55,6 +55,7 @@ static void usage(FILE *f) {
             "               [--state DB] [--init] [--insecure] [--help] [--version]\n"
             "       sluiced backup FILE [--state DB | --config FILE]\n"
             "       sluiced hash-token < TOKEN\n"
+            "       sluiced node-token NAME [--config FILE]\n"
             "\n"
             "The Sluice controller: HTTP/JSON API, agent protocol, SQLite state.\n"
             "\n"
@@ -85,6 +86,56 @@ static void usage(FILE *f) {
         printf("\nBackfill: none, easy\n\nMetrics (GET /metrics):\n");
         ctl_metrics_print_help();
     }
+}
+
+/* `sluiced node-token NAME [--config FILE]`: prints the node token of NAME
+ * (config.h, ctl_node_token), derived from the configuration's
+ * cluster_token, for that node's `sluice-agent --token-file`. */
+static int node_token_main(int argc, char **argv) {
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *config = NULL;
+    int o;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'c': config = optarg; break;
+        case 'h':
+            printf("usage: sluiced node-token NAME [--config FILE]\n\n"
+                   "Prints the credential of node NAME, derived from the configuration's\n"
+                   "cluster_token; give it to that node's agent with --token-file (mode 0600).\n");
+            return 0;
+        default:
+            fprintf(stderr, "usage: sluiced node-token NAME [--config FILE]\n");
+            return 2;
+        }
+    }
+    if (optind + 1 != argc) {
+        fprintf(stderr, "usage: sluiced node-token NAME [--config FILE]\n");
+        return 2;
+    }
+    const char *name = argv[optind];
+    ctl_config_t cfg;
+    char err[512], tok[CTL_NODE_TOKEN_LEN + 1];
+    ctl_config_init(&cfg);
+    int rc = 2;
+    if (config && ctl_config_load(&cfg, config, err, sizeof err) < 0) {
+        fprintf(stderr, "sluiced: %s\n", err);
+    } else if (cfg.cluster_token == NULL || cfg.cluster_token[0] == '\0') {
+        fprintf(stderr, "sluiced: node-token: %s has no cluster_token, from which node tokens "
+                "derive\n", config ? config : "the default configuration");
+    } else if (ctl_node_token(cfg.cluster_token, name, tok, sizeof tok) != 0) {
+        fprintf(stderr, "sluiced: node-token: \"%s\" is not a node name (1..%d characters)\n",
+                name, SL_NAME_MAX - 1);
+    } else {
+        if (ctl_node_revoked(&cfg, name))
+            fprintf(stderr, "sluiced: node-token: warning: node %s is in revoked_nodes\n", name);
+        printf("%s\n", tok);
+        rc = 0;
+    }
+    ctl_config_fini(&cfg);
+    return rc;
 }
 
 static void teardown(sluiced_t *d) {
@@ -259,6 +310,8 @@ int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "hash-token") == 0)
         return hash_token();
     int o;
+    if (argc > 1 && strcmp(argv[1], "node-token") == 0)
+        return node_token_main(argc - 1, argv + 1);
     while ((o = getopt_long(argc, argv, "c:l:a:s:hV", opts, NULL)) != -1) {
         switch (o) {
         case 'c': config = optarg; break;

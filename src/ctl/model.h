@@ -81,6 +81,7 @@ typedef struct ctl_job {
                             * each in the cluster (spec.c), from submission
                             * (or recovery) until the job leaves for good */
     bool requeue_wait;     /* requeue once the surviving tasks have stopped */
+    int64_t requeue_after_mono_us; /* and not before this (fencing, jobs.c); 0: none */
     int32_t requeues;
     uint32_t master_node;
     bool retained;         /* finished and settled: in the finished list */
@@ -96,6 +97,9 @@ typedef struct ctl_node {
     char gpu_model[SL_NAME_MAX];
     char *spec_json;       /* as stored in the nodes table */
     bool connected;        /* adapter: its agent has a connection that said hello */
+    /* Tasks lost here may run until this time (monotonic): their agent
+     * fences them by then (jobs.c, docs/protocol.md Fencing). 0: none. */
+    int64_t fence_until_mono_us;
 } ctl_node_t;
 
 /* State names: "?" for a value out of range. Can't fail. */

@@ -19,6 +19,8 @@ assert on elapsed time.
 """
 
 import copy
+import hashlib
+import hmac
 import http.client
 import json
 import os
@@ -232,6 +234,12 @@ class Controller(_Daemon):
         return self.start(timeout=timeout)
 
 
+    def node_token(self, name):
+        """The node token of node `name` (docs/config.md): what
+        `sluiced node-token NAME` prints."""
+        return hmac.new(self.cluster_token.encode(), b"sluice-node:" + name.encode(),
+                        hashlib.sha256).hexdigest()
+
     def token(self, who):
         """"admin", "cluster", or a tenant name -> its token."""
         if who == "admin":
@@ -320,13 +328,18 @@ class Agent(_Daemon):
     """A real sluice-agent process declaring GPUs by flags."""
 
     def __init__(self, controller, name, gpus=8, gpu_model="H100", gpu_memory="80Gi",
-                 cpus="64", memory="512Gi", pool=None, extra_args=(), env=None):
+                 cpus="64", memory="512Gi", pool=None, extra_args=(), token=None,
+                 token_file=None, env=None):
+        """token: sent with --token (default: the cluster token); token_file:
+        --token-file instead; env: variables added to the agent's environment."""
         self.controller = controller
-        self.env = env  # variables added to the agent's environment (None: ours as is)
         self.name = name
         self.workdir = os.path.join(controller.dir, "agent-" + name)
         os.makedirs(self.workdir, exist_ok=True)
-        self.args = ["--controller", controller.agent_addr, "--token", controller.cluster_token,
+        cred = (["--token-file", str(token_file)] if token_file is not None else
+                ["--token", token if token is not None else controller.cluster_token])
+        self.env = dict(os.environ, **env) if env else None
+        self.args = ["--controller", controller.agent_addr] + cred + [
                      "--name", name, "--workdir", self.workdir,
                      "--cpus", str(cpus), "--memory", str(memory)]
         if gpus:
@@ -350,7 +363,7 @@ class Agent(_Daemon):
         t_start = time.time() - 0.5  # margin for clock granularity
         self.proc = subprocess.Popen([self.binary] + self.args, stdout=self._log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env=dict(os.environ, **self.env) if self.env else None)
+                                     env=self.env)
         if wait:
             def up():
                 if self.proc.poll() is not None:

@@ -115,7 +115,9 @@ def test_hello_is_what_protocol_md_says(fake_ctl):
     assert hello["tasks"] == []
     ctl.send({"type": "welcome", "node": "n1", "heartbeat": 1})
     hb = ctl.wait_type("heartbeat")
-    assert set(hb) == {"type", "time"} and isinstance(hb["time"], float), hb
+    # seq (additive, for fencing): numbered from 1, answered by the controller.
+    assert set(hb) == {"type", "time", "seq"} and isinstance(hb["time"], float), hb
+    assert hb["seq"] >= 1, hb
 
 
 def test_launch_exit_ack_and_logs(fake_ctl):

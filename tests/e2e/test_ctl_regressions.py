@@ -87,7 +87,10 @@ def test_cluster_token_near_misses_are_refused(controller):
         f.token = bad  # None goes out as JSON null
         msg = f.connect()
         assert msg is not None and msg["type"] == "error", (bad, msg)
-        assert msg["message"] == "bad cluster token"
+        # A null token stops the decoder before the node's name.
+        assert msg["message"] in ("bad token: neither the node token of n-bad nor the cluster token",
+                                  "bad token: neither the node token of this node nor the cluster "
+                                  "token"), msg
         f.close()
     assert controller.node("n-bad") is None
     good = FakeAgent(controller, "n-good")

@@ -499,7 +499,71 @@ static const bad_row_t bad_rows[] = {
     {TA, "{\"type\":\"launch\",\"job\":1,\"task\":0,\"master_port\":65536}", SL_EINVAL,
      "launch: master_port: must be a TCP port from 1 to 65535", true},
     {TA, "{\"type\":\"launch\",\"job\":1,\"task\":0,\"time_limit\":-1}", SL_EINVAL, "launch: time_limit: must be", true},
+    /* Fencing fields (additive). */
+    {TA, "{\"type\":\"launch\",\"job\":1,\"task\":0,\"on_node_failure\":\"retry\"}", SL_EINVAL,
+     "launch: on_node_failure: must be requeue or fail", true},
+    {TA, "{\"type\":\"welcome\",\"node_timeout_ms\":0}", SL_EINVAL, "welcome: node_timeout_ms: must be", false},
+    {TA, "{\"type\":\"welcome\",\"node_timeout_ms\":1000,\"kill_grace_ms\":-1}", SL_EINVAL,
+     "welcome: kill_grace_ms: must be", false},
+    {TA, "{\"type\":\"heartbeat\"}", SL_EINVAL, "heartbeat: seq: is required", false},
+    {TC, "{\"type\":\"heartbeat\",\"seq\":-1}", SL_EINVAL, "heartbeat: seq: must be", false},
+    {TC, "{\"type\":\"exited\",\"job\":1,\"task\":0,\"fenced\":1}", SL_EINVAL, "exited: fenced: must be true or false", true},
 };
+
+/* The fields fencing added (docs/protocol.md, Fencing) survive a round
+ * trip, and their absence decodes to "no fencing". */
+static void test_proto_fencing_fields_round_trip(void **state) {
+    (void)state;
+    sl_proto_msg_t d;
+    sl_proto_msg_t w = {.type = SL_PROTO_WELCOME,
+                        .u.welcome = {.node = "n1", .heartbeat = 2, .node_timeout_ms = 10000,
+                                      .kill_grace_ms = 0}};
+    char *line = round_trip(&w, SL_PROTO_TO_AGENT, &d);
+    assert_string_equal(line, "{\"type\":\"welcome\",\"node\":\"n1\",\"heartbeat\":2,"
+                              "\"node_timeout_ms\":10000,\"kill_grace_ms\":0}\n");
+    assert_int_equal(d.u.welcome.node_timeout_ms, 10000);
+    assert_int_equal(d.u.welcome.kill_grace_ms, 0);
+    sl_proto_msg_fini(&d);
+    sl_free(line);
+    char err[256];
+    const char *old = "{\"type\":\"welcome\",\"node\":\"n1\"}";
+    assert_int_equal(sl_proto_decode_line(old, strlen(old), SL_PROTO_TO_AGENT, &d, err, sizeof err), 0);
+    assert_int_equal(d.u.welcome.node_timeout_ms, 0);
+    assert_int_equal(d.u.welcome.kill_grace_ms, -1);
+    sl_proto_msg_fini(&d);
+
+    sl_proto_msg_t hb = {.type = SL_PROTO_HEARTBEAT, .time = 5, .u.heartbeat.seq = 41};
+    sl_free(round_trip(&hb, SL_PROTO_TO_CTL, &d));
+    assert_int_equal(d.u.heartbeat.seq, 41);
+    sl_proto_msg_fini(&d);
+    sl_proto_msg_t echo = {.type = SL_PROTO_HEARTBEAT_ECHO, .u.heartbeat.seq = 41};
+    line = round_trip(&echo, SL_PROTO_TO_AGENT, &d);
+    assert_string_equal(line, "{\"type\":\"heartbeat\",\"seq\":41}\n");
+    assert_int_equal(d.type, SL_PROTO_HEARTBEAT_ECHO);
+    assert_int_equal(d.u.heartbeat.seq, 41);
+    sl_proto_msg_fini(&d);
+    sl_free(line);
+
+    sl_proto_msg_t ex = {.type = SL_PROTO_EXITED, .job = 3, .task = 1, .time = 7,
+                         .u.exited = {.exit_code = 143, .signal = 15, .fenced = true}};
+    sl_free(round_trip(&ex, SL_PROTO_TO_CTL, &d));
+    assert_true(d.u.exited.fenced);
+    sl_proto_msg_fini(&d);
+    sl_proto_task_t t = {.job = 3, .task = 1, .state = SL_PROTO_TASK_EXITED, .exit_code = 143,
+                         .signal = 15, .fenced = true, .end_time = 7};
+    sl_proto_msg_t h = {.type = SL_PROTO_HELLO,
+                        .u.hello = {.token = "t", .node = {.name = "n1"}, .tasks = &t, .ntasks = 1}};
+    sl_free(round_trip(&h, SL_PROTO_TO_CTL, &d));
+    assert_true(d.u.hello.tasks[0].fenced);
+    sl_proto_msg_fini(&d);
+
+    sl_proto_msg_t l = {.type = SL_PROTO_LAUNCH, .job = 1, .task = 0,
+                        .u.launch = {.world_size = 1, .master_port = 29500, .gpu_milli = 0,
+                                     .on_node_failure = "requeue"}};
+    sl_free(round_trip(&l, SL_PROTO_TO_AGENT, &d));
+    assert_string_equal(d.u.launch.on_node_failure, "requeue");
+    sl_proto_msg_fini(&d);
+}
 
 static void test_proto_rejects_bad_messages(void **state) {
     (void)state;
@@ -661,6 +725,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_proto_controller_messages_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_launch_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_rejects_bad_messages, tu_teardown),
+        cmocka_unit_test_teardown(test_proto_fencing_fields_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_launch_failure_keeps_ids, tu_teardown),
         cmocka_unit_test_teardown(test_proto_exit_status_out_of_range_is_flagged, tu_teardown),
         cmocka_unit_test_teardown(test_proto_line_length_limit, tu_teardown),
