@@ -563,6 +563,10 @@ bool ctl_token_eq(const char *given, const char *want) {
 }
 
 int ctl_node_token(const char *cluster_token, const char *name, char *out, size_t outlen) {
+    /* A hashed cluster token is not the secret: keyed with the stored
+     * hash, node tokens could be made by anyone who reads the config. */
+    if (ctl_token_is_hashed(cluster_token))
+        return SL_EPERM;
     if (cluster_token == NULL || cluster_token[0] == '\0' || name == NULL || name[0] == '\0' ||
         strlen(name) >= SL_NAME_MAX || outlen < CTL_NODE_TOKEN_LEN + 1)
         return SL_EINVAL;

@@ -126,7 +126,9 @@ bool ctl_token_is_hashed(const char *token);
  * NUL in out (outlen > CTL_NODE_TOKEN_LEN). Only the controller and whoever
  * holds the cluster token can make it; it proves the name it was made for
  * and no other. 0, SL_EINVAL for an empty token or a name that is not
- * 1..SL_NAME_MAX-1 bytes (out untouched), SL_EIO if libcrypto fails.
+ * 1..SL_NAME_MAX-1 bytes (out untouched), SL_EPERM for a cluster token
+ * stored hashed (sha256:, which is no secret: derivation is off), SL_EIO if
+ * libcrypto fails.
  * O(length of both). */
 int ctl_node_token(const char *cluster_token, const char *name, char *out, size_t outlen);
 /* True when name is in the config's revoked_nodes. O(revoked names). */

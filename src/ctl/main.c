@@ -125,6 +125,10 @@ static int node_token_main(int argc, char **argv) {
     } else if (cfg.cluster_token == NULL || cfg.cluster_token[0] == '\0') {
         fprintf(stderr, "sluiced: node-token: %s has no cluster_token, from which node tokens "
                 "derive\n", config ? config : "the default configuration");
+    } else if (ctl_token_is_hashed(cfg.cluster_token)) {
+        fprintf(stderr, "sluiced: node-token: %s stores cluster_token hashed (sha256:), from which "
+                "no node token can be derived; give the plain cluster_token to derive node tokens "
+                "(docs/security.md)\n", config ? config : "the configuration");
     } else if (ctl_node_token(cfg.cluster_token, name, tok, sizeof tok) != 0) {
         fprintf(stderr, "sluiced: node-token: \"%s\" is not a node name (1..%d characters)\n",
                 name, SL_NAME_MAX - 1);

@@ -15,6 +15,7 @@ docs/security.md), against real daemons on 127.0.0.1:
 """
 
 import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -285,7 +286,19 @@ def test_hashed_tokens(tmp_path, stack):
     bad.args[bad.args.index("--token") + 1] = "clu-wrong"
     stack.append(bad)
     bad.start(wait=False)
-    harness.wait_for(lambda: "bad cluster token" in bad.log(), what="wrong cluster token refused")
+    harness.wait_for(lambda: "bad token" in bad.log(), what="wrong cluster token refused")
+    assert [n["name"] for n in ctl.nodes()] == ["n1"]
+    # A hashed cluster token derives no node tokens: the hash is no secret
+    # (anyone who reads the config has it), so a token keyed with it is
+    # refused, and `sluiced node-token` says why.
+    r = _sluiced(["node-token", "n3", "--config", ctl.config_path])
+    assert r.returncode == 2 and "hashed" in r.stderr, r.stderr
+    forged = hmac.new(ctl.config["cluster_token"].encode(), b"sluice-node:n3",
+                      hashlib.sha256).hexdigest()
+    bad3 = harness.Agent(ctl, "n3", gpus=1, token=forged)
+    stack.append(bad3)
+    bad3.start(wait=False)
+    harness.wait_for(lambda: "bad token" in bad3.log(), what="node token keyed with the hash refused")
     assert [n["name"] for n in ctl.nodes()] == ["n1"]
 
 
