@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -436,6 +437,19 @@ int cli_cmd_up(cli_t *c) {
             fprintf(stderr, "sluice up: cannot read /dev/urandom\n");
             return CLI_ESERVER;
         }
+        /* A one-node cluster of one person: its tasks run as the user who
+         * ran `sluice up` (they read that user's files), said explicitly in
+         * the config; for root, with the allow_root that a shared cluster
+         * must never set by default. Without a name, the default (nobody). */
+        char who[300] = "";
+        const struct passwd *pw = getpwuid(geteuid());
+        if (pw != NULL && pw->pw_name[0] != '\0' && strlen(pw->pw_name) < 64 &&
+            strspn(pw->pw_name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+                strlen(pw->pw_name))
+            snprintf(who, sizeof who,
+                     "# Tasks run as the user who ran `sluice up` (docs/config.md, \"Tenants as Unix "
+                     "users\").\ndefault_user: %s\n%s",
+                     pw->pw_name, geteuid() == 0 ? "allow_root: true\n" : "");
         snprintf(text, sizeof text,
                  "# Written by `sluice up`; edit freely: it is read, never rewritten, while it exists.\n"
                  "listen: 127.0.0.1:%d\n"
@@ -444,6 +458,7 @@ int cli_cmd_up(cli_t *c) {
                  "admin_token: adm-%s\n"
                  "cluster_token: clu-%s\n"
                  "node_timeout: 10\n"
+                 "%s"
                  "tenants:\n"
                  "  - name: default\n"
                  "    weight: 1\n"
@@ -453,7 +468,7 @@ int cli_cmd_up(cli_t *c) {
                  "tls_key: %s\n"
                  "tls_ca: %s\n"
                  "agent_client_cert: require\n",
-                 port ? port : 7070, aport ? aport : 7071, p.db, admin, cluster, tenant, p.srv_crt,
+                 port ? port : 7070, aport ? aport : 7071, p.db, admin, cluster, who, tenant, p.srv_crt,
                  p.srv_key, p.ca_crt);
         if (write_file(p.cfg, text, 0600) != 0) {
             fprintf(stderr, "sluice up: cannot write %s: %s\n", p.cfg, strerror(errno));
