@@ -94,7 +94,12 @@ def main():
     def limit():
         if a.nofile:
             resource.setrlimit(resource.RLIMIT_NOFILE, (a.nofile, a.nofile))
-    proc = subprocess.Popen([os.path.join(a.build, "sluiced"), "--config", cfg],
+    sluiced = os.path.join(a.build, "sluiced")
+    # A new state database needs --init since issue 8; a build from before
+    # that does not know the flag (and creates the file by itself).
+    helptext = subprocess.run([sluiced, "--help"], capture_output=True, text=True).stdout
+    init = ["--init"] if "--init" in helptext else []
+    proc = subprocess.Popen([sluiced, "--config", cfg] + init,
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             preexec_fn=limit)
     logsize = lambda: os.path.getsize(os.path.join(d, "log")) / 1e6
