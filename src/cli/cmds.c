@@ -340,12 +340,11 @@ int cli_cmd_queue(cli_t *c) {
         long long want = left >= 0 && left < page_max ? left : page_max;
         char path[800], num[32];
         snprintf(path, sizeof path, "%s", q);
-        /* The first page of a plain `sluice queue --json` asks as before
-         * (the server's default page); every other asks for its size. */
-        if (lim >= 0 || !c->json || page > 0) {
-            snprintf(num, sizeof num, "%lld", want);
-            url_append(path, sizeof path, "limit", num);
-        }
+        /* Every page asks for its size (at most the server's largest), so
+         * that up to 10,000 jobs come in one reply, which --json then
+         * passes through as the server's bytes without parsing them. */
+        snprintf(num, sizeof num, "%lld", want);
+        url_append(path, sizeof path, "limit", num);
         if (after) {
             snprintf(num, sizeof num, "%llu", after);
             url_append(path, sizeof path, "after", num);

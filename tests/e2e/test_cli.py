@@ -577,8 +577,8 @@ def test_http_client_reads_every_body_framing(cli_bin, tmp_path):
     assert headers["host"] == "127.0.0.1:%d" % srv.port
     assert headers["authorization"] == "Bearer tok-1"
     assert body == b""
-    assert srv.requests[1][0] == "GET /api/v1/jobs HTTP/1.1"
-    assert srv.requests[2][0] == "GET /api/v1/jobs?state=pending HTTP/1.1"
+    assert srv.requests[1][0] == "GET /api/v1/jobs?limit=10000 HTTP/1.1"
+    assert srv.requests[2][0] == "GET /api/v1/jobs?limit=10000&state=pending HTTP/1.1"
     assert srv.requests[3][0] == "GET /api/v1/jobs?limit=3&state=pending,running HTTP/1.1"
 
 

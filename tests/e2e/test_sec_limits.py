@@ -433,6 +433,6 @@ def test_sluice_queue_pages_through_every_job(build_dir, tmp_path):
     assert [q[0] for q in srv.requests] == [
         "GET /v1/jobs?limit=10000&view=table HTTP/1.1",
         "GET /v1/jobs?limit=10000&after=10000&view=table HTTP/1.1",
-        "GET /v1/jobs HTTP/1.1",
+        "GET /v1/jobs?limit=10000 HTTP/1.1",
         "GET /v1/jobs?limit=10000&after=1 HTTP/1.1",
     ]
