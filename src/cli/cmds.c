@@ -295,6 +295,25 @@ static void url_append(char *q, size_t len, const char *key, const char *val) {
 
 /* The id in the first column of the table's last row: the next page
  * starts after it. 0 when the text has no row. */
+/* The next_after of a JSON page of GET /v1/jobs, read without parsing the
+ * page: the server writes that key last, after the jobs array ("next_after":
+ * N or null), and the same key inside a job (an env variable may be called
+ * next_after) comes before it, so the last occurrence is the page's. Inside
+ * a string the quotes would be escaped (\"), so no string matches. 0 when
+ * null or absent (no further page). */
+static unsigned long long json_next_after(const char *body, size_t len) {
+    static const char key[] = "\"next_after\":";
+    const size_t kl = sizeof key - 1;
+    for (size_t i = len >= kl ? len - kl + 1 : 0; i-- > 0;) {
+        if (memcmp(body + i, key, kl) == 0) {
+            const char *p = body + i + kl;
+            while (p < body + len && *p == ' ') p++;
+            return p < body + len && *p >= '0' && *p <= '9' ? strtoull(p, NULL, 10) : 0;
+        }
+    }
+    return 0;
+}
+
 static unsigned long long last_row_id(const char *text, size_t len) {
     size_t e = len;
     while (e > 0 && text[e - 1] == '\n')
@@ -362,7 +381,10 @@ int cli_cmd_queue(cli_t *c) {
             break;
         }
         bool more = false;
-        if (c->json) {
+        if (c->json && page == 0 && json_next_after(r.body, r.len) == 0) {
+            /* The whole list in one page: the server's bytes, unparsed. */
+            fwrite(r.body, 1, r.len, stdout);
+        } else if (c->json) {
             json_error_t je;
             json_t *doc = json_loadb(r.body, r.len, 0, &je);
             json_t *jobs = json_object_get(doc, "jobs");

@@ -405,6 +405,10 @@ def test_200_unread_job_lists_keep_rss_bounded(controller_factory):
     _healthz(ctl)
 
 
+ONE_PAGE = ('{"jobs":[{"id":3,"env":{"next_after":"9"},"name":"x \\"next_after\\": 5"}],'
+            '"next_after":null}')
+
+
 def test_sluice_queue_pages_through_every_job(build_dir, tmp_path):
     """`sluice queue` asks page after page (10,000 jobs each) until a short
     one, and prints one table (the header once); --json merges the pages
@@ -419,6 +423,10 @@ def test_sluice_queue_pages_through_every_job(build_dir, tmp_path):
         tc._reply(page1, ctype=text), tc._reply(page2, ctype=text),
         tc._reply(json.dumps({"jobs": [{"id": 1}], "next_after": 1})),
         tc._reply(json.dumps({"jobs": [{"id": 2}], "next_after": None})),
+        # One page holds the list: its bytes pass through as sent, also when
+        # a job's env has a variable called next_after (the page's own key,
+        # written last, is what counts).
+        tc._reply(ONE_PAGE),
     ], tmp_path)
     try:
         r = tc.u.sluice(["queue", "--all"], env)
@@ -428,6 +436,9 @@ def test_sluice_queue_pages_through_every_job(build_dir, tmp_path):
         r = tc.u.sluice(["queue", "--json", "--all"], env)
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout) == {"jobs": [{"id": 1}, {"id": 2}]}
+        r = tc.u.sluice(["queue", "--json", "--all"], env)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == ONE_PAGE + "\n" or r.stdout == ONE_PAGE
     finally:
         srv.close()
     assert [q[0] for q in srv.requests] == [
@@ -435,4 +446,5 @@ def test_sluice_queue_pages_through_every_job(build_dir, tmp_path):
         "GET /v1/jobs?limit=10000&after=10000&view=table HTTP/1.1",
         "GET /v1/jobs?limit=10000 HTTP/1.1",
         "GET /v1/jobs?limit=10000&after=1 HTTP/1.1",
+        "GET /v1/jobs?limit=10000 HTTP/1.1",
     ]
