@@ -35,8 +35,10 @@
  * reference goes while jobs still hold it. Only a job's new name is
  * checked against the share; recovery may take names past it (jobs
  * acknowledged before the share existed are kept, not dropped), so the
- * count may exceed the share until those jobs end. Either kind is O(1)
- * to count: a name's kind changes only on its first and last node reference.
+ * count may exceed the share until those jobs end. The count of names
+ * jobs alone hold is kept as references come and go (a name changes side
+ * only with its first node reference or its last), so checking the share
+ * costs O(1) on top of the lookup.
  *
  * The index. Every node that is up belongs to exactly one equivalence class:
  * the nodes whose whole placement-relevant state is identical, namely pool,

@@ -12,11 +12,14 @@
  *
  * Validation has no side effects. A job naming GPU models or a pool the
  * cluster has never seen is checked against the room left in the cluster's
- * fixed tables (SL_MAX_MODELS, SL_MAX_POOLS) without adding the names, so a
- * rejected job leaves the cluster exactly as it was; ctl_job_core_spec adds
- * them, right before the job goes to the core (and at recovery), each with
- * a reference the job holds until ctl_job_release_names, when it leaves the
- * core for good; a name nothing references then frees its slot.
+ * fixed tables (SL_MAX_MODELS, SL_MAX_POOLS) and in the jobs' share of them
+ * (SL_MAX_JOB_MODELS, SL_MAX_JOB_POOLS: names no node has may fill half of
+ * each, so that a new node can always register) without adding the names,
+ * so a rejected job leaves the cluster exactly as it was;
+ * ctl_job_core_spec adds them, right before the job goes to the core (and
+ * at recovery, past the share if need be), each with a job's reference the
+ * job holds until ctl_job_release_names, when it leaves the core for good;
+ * a name nothing references then frees its slot.
  */
 #include <stdarg.h>
 #include <stdio.h>
