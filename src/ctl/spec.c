@@ -127,7 +127,7 @@ static bool names_fit(ctl_t *c, json_t *models, const char *pool, ctl_field_err_
             dup = strcmp(fresh[k], name) == 0;
         if (dup)
             continue;
-        if (jobs + nfresh >= SL_MAX_JOB_MODELS && nfresh == 0) {
+        if (nfresh == 0 && jobs >= SL_MAX_JOB_MODELS) {
             bad(fe, 400, "invalid_field", "gpu_models",
                 "\"%s\": no node has this model and jobs already name %zu models no node has "
                 "(%s); name a model a node has", name, jobs,
