@@ -96,25 +96,55 @@ const sl_node_t *sl_cluster_find_node(const sl_cluster_t *cl, const char *name);
 int sl_cluster_set_state(sl_cluster_t *cl, uint32_t id, sl_node_state_t st);
 
 /*
+ * The job share: names that only jobs hold (no node has them, nor the
+ * configuration) may fill at most half of each table, so that one pending
+ * job (or a few) naming made-up models or pools cannot keep a real node
+ * with a new model or pool from registering while they wait. Nodes always
+ * find the other half. The one place these numbers are defined.
+ */
+#define SL_MAX_JOB_MODELS (SL_MAX_MODELS / 2) /* 32 */
+#define SL_MAX_JOB_POOLS (SL_MAX_POOLS / 2)   /* 512 */
+
+/*
  * Interns a pool or GPU model name and returns its id (>= 0), creating it if
- * needed, so jobs may name models no node has yet. Each call takes one
- * reference, which the caller gives back with the matching release; a node
- * holds one to its model and pool (sl_cluster_add_node). Returns SL_ERANGE
- * when SL_MAX_POOLS / SL_MAX_MODELS names are in use, SL_EINVAL for an
- * empty or long name (nothing taken then). Pool "default" always exists
- * with id 0. O(names in the table).
+ * needed. Each call takes one node reference, which the caller gives back
+ * with the matching release: what a node holds to its model and pool
+ * (sl_cluster_add_node takes them itself), the configuration to its pools,
+ * or any caller that trusts the name (the simulator, for its traces). Such
+ * a name never counts toward the job share, and a name jobs alone held
+ * stops counting from this call on. Returns SL_ERANGE when SL_MAX_POOLS /
+ * SL_MAX_MODELS names are in use, SL_EINVAL for an empty or long name
+ * (nothing taken then). Pool "default" always exists with id 0. O(names in
+ * the table).
  */
 int sl_cluster_pool_intern(sl_cluster_t *cl, const char *name);
 int sl_cluster_model_intern(sl_cluster_t *cl, const char *name);
 /*
- * Drops one reference taken by an intern. The name stays, with its id,
- * while any reference does; with the last one its slot becomes free and
- * the next new name may take that id. 0, or SL_EINVAL (nothing changed)
- * for an id that holds no name taken by an intern ("default" keeps the
- * cluster's own reference). O(1).
+ * Interns a name a job names: as above, but the reference is a job's, so
+ * jobs may name models no node has yet. A name the table already holds is
+ * always taken (it adds no slot). A new name becomes one that jobs alone
+ * hold, and is refused with SL_ENOSPC (nothing taken) when SL_MAX_JOB_MODELS
+ * / SL_MAX_JOB_POOLS such names are in use, unless past_share: the caller
+ * says so for a job it acknowledged before (recovery at start-up, which
+ * must not drop a job stored before the share existed), and the count may
+ * then exceed the share. SL_ERANGE and SL_EINVAL as above. O(names in the
+ * table).
+ */
+int sl_cluster_pool_intern_job(sl_cluster_t *cl, const char *name, bool past_share);
+int sl_cluster_model_intern_job(sl_cluster_t *cl, const char *name, bool past_share);
+/*
+ * Drops one reference taken by an intern (release) or a job intern
+ * (release_job). The name stays, with its id, while any reference does;
+ * with the last one its slot becomes free and the next new name may take
+ * that id. When the last node reference goes while jobs still hold the
+ * name, it counts toward the job share again. 0, or SL_EINVAL (nothing
+ * changed) for an id that holds no reference of that kind ("default"
+ * keeps the cluster's own reference). O(1).
  */
 int sl_cluster_pool_release(sl_cluster_t *cl, int32_t id);
 int sl_cluster_model_release(sl_cluster_t *cl, int32_t id);
+int sl_cluster_pool_release_job(sl_cluster_t *cl, int32_t id);
+int sl_cluster_model_release_job(sl_cluster_t *cl, int32_t id);
 int sl_cluster_pool_find(const sl_cluster_t *cl, const char *name);  /* SL_ENOENT if absent */
 int sl_cluster_model_find(const sl_cluster_t *cl, const char *name); /* SL_ENOENT if absent */
 /* The name with this id; NULL for a bad id or a free slot. */
@@ -124,6 +154,10 @@ const char *sl_cluster_model_name(const sl_cluster_t *cl, int32_t id);
  * below SL_MAX_MODELS / SL_MAX_POOLS). */
 size_t sl_cluster_model_count(const sl_cluster_t *cl);
 size_t sl_cluster_pool_count(const sl_cluster_t *cl);
+/* Names in use that jobs alone hold: what the job share bounds. Can't
+ * fail; O(1). */
+size_t sl_cluster_model_job_only_count(const sl_cluster_t *cl);
+size_t sl_cluster_pool_job_only_count(const sl_cluster_t *cl);
 
 /*
  * Could one task of req be placed on node as it is now (state up, pool,

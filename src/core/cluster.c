@@ -24,6 +24,22 @@
  * shapes; after an id is reused they count toward its new name: an input of
  * the fragmentation score, never of whether a placement fits.)
  *
+ * The job share. One pending job could otherwise name every free model
+ * and pool slot and, while it waits, keep a real node with a new model or
+ * pool from registering. So each name counts its references in two kinds,
+ * a job's and any other (a node's, the configuration's), and the names
+ * held by jobs alone may fill at most half of each table (SL_MAX_JOB_MODELS,
+ * SL_MAX_JOB_POOLS): nodes always find the other half. A name stops
+ * counting toward the share as soon as a node holds it too (registered
+ * before or after the job), and counts again only if every non-job
+ * reference goes while jobs still hold it. Only a job's new name is
+ * checked against the share; recovery may take names past it (jobs
+ * acknowledged before the share existed are kept, not dropped), so the
+ * count may exceed the share until those jobs end. The count of names
+ * jobs alone hold is kept as references come and go (a name changes side
+ * only with its first node reference or its last), so checking the share
+ * costs O(1) on top of the lookup.
+ *
  * The index. Every node that is up belongs to exactly one equivalence class:
  * the nodes whose whole placement-relevant state is identical, namely pool,
  * model, GPU count, CPU/memory/GPU-memory totals, free CPU and memory, and
@@ -128,6 +144,174 @@ int sl_node_state_parse(const char *s, sl_node_state_t *out) {
     return 0;
 }
 
+/* ---- pools and models ---- */
+
+/* A table of interned names (cluster_internal.h), for pools or GPU models:
+ * max slots in all, of which names held by jobs alone may use job_max. */
+static void names_init(sl_names_t *t, int32_t max, int32_t job_max) {
+    memset(t, 0, sizeof *t);
+    t->max = max;
+    t->job_max = job_max;
+}
+
+static void names_fini(sl_names_t *t) {
+    sl_free(t->name);
+    sl_free(t->refs);
+    sl_free(t->held);
+}
+
+static int name_check(const char *name) {
+    if (!name || !*name) return SL_EINVAL;
+    if (strlen(name) >= SL_NAME_MAX) return SL_EINVAL;
+    return 0;
+}
+
+static int names_find(const sl_names_t *t, const char *name) {
+    if (!name || !*name) return SL_ENOENT;
+    for (int32_t i = 0; i < t->n; i++)
+        if (t->refs[i] > 0 && strcmp(t->name[i], name) == 0) return i;
+    return SL_ENOENT;
+}
+
+/* The lowest free slot below n (a released name's), or n itself, which it
+ * makes room for. */
+static int32_t names_free_slot(sl_names_t *t) {
+    int32_t i = 0;
+    while (i < t->n && t->refs[i] > 0) i++;
+    if (i < t->n) return i;
+    if (t->n == t->cap) {
+        int32_t ncap = t->cap ? t->cap * 2 : 8;
+        if (ncap > t->max) ncap = t->max;
+        t->name = sl_xrealloc(t->name, (size_t)ncap * sizeof *t->name);
+        t->refs = sl_xrealloc(t->refs, (size_t)ncap * sizeof *t->refs);
+        t->held = sl_xrealloc(t->held, (size_t)ncap * sizeof *t->held);
+        memset(t->refs + t->cap, 0, (size_t)(ncap - t->cap) * sizeof *t->refs);
+        memset(t->held + t->cap, 0, (size_t)(ncap - t->cap) * sizeof *t->held);
+        t->cap = ncap;
+    }
+    t->n++;
+    return i;
+}
+
+/* Takes one reference to name, a job's (job) or a node's, creating the
+ * name if needed: see the contract of the interns in cluster.h. */
+static int names_take(sl_names_t *t, const char *name, bool job, bool past_share) {
+    int rc = name_check(name);
+    if (rc) return rc;
+    int id = names_find(t, name);
+    if (id >= 0) {
+        t->refs[id]++;
+        if (!job && t->held[id]++ == 0) t->job_only--; /* a node has it now */
+        return id;
+    }
+    if (t->used >= t->max) return SL_ERANGE;
+    if (job && !past_share && t->job_only >= t->job_max) return SL_ENOSPC;
+    id = names_free_slot(t);
+    strcpy(t->name[id], name);
+    t->refs[id] = 1;
+    t->held[id] = job ? 0 : 1;
+    t->used++;
+    t->job_only += job;
+    return id;
+}
+
+/* Drops one reference of the kind taken (job or not); keep is how many
+ * node references the slot keeps for good (pool "default": 1). */
+static int names_drop(sl_names_t *t, int32_t id, bool job, int32_t keep) {
+    if (id < 0 || id >= t->n || t->refs[id] <= 0) return SL_EINVAL;
+    if (job ? t->refs[id] - t->held[id] <= 0 : t->held[id] <= keep) return SL_EINVAL;
+    t->refs[id]--;
+    if (!job && --t->held[id] == 0 && t->refs[id] > 0) t->job_only++; /* jobs alone hold it */
+    if (t->refs[id] == 0) {
+        t->name[id][0] = '\0';
+        t->used--;
+        t->job_only -= job;
+    }
+    return 0;
+}
+
+static const char *names_name(const sl_names_t *t, int32_t id) {
+    return (id >= 0 && id < t->n && t->refs[id] > 0) ? t->name[id] : NULL;
+}
+
+/* For sl_cluster_check: the counts agree with the slots. */
+static int names_check(const sl_names_t *t) {
+    int32_t used = 0, job_only = 0;
+    for (int32_t i = 0; i < t->n; i++) {
+        if (t->refs[i] < 0 || t->held[i] < 0 || t->held[i] > t->refs[i]) return SL_ESTATE;
+        if ((t->refs[i] == 0) != (t->name[i][0] == '\0')) return SL_ESTATE;
+        used += t->refs[i] > 0;
+        job_only += t->refs[i] > 0 && t->held[i] == 0;
+    }
+    if (used != t->used || job_only != t->job_only || used > t->max) return SL_ESTATE;
+    return 0;
+}
+
+int sl_cluster_pool_find(const sl_cluster_t *cl, const char *name) {
+    return names_find(&cl->pools, name);
+}
+
+int sl_cluster_model_find(const sl_cluster_t *cl, const char *name) {
+    return names_find(&cl->models, name);
+}
+
+int sl_cluster_pool_intern(sl_cluster_t *cl, const char *name) {
+    return names_take(&cl->pools, name, false, false);
+}
+
+int sl_cluster_model_intern(sl_cluster_t *cl, const char *name) {
+    return names_take(&cl->models, name, false, false);
+}
+
+int sl_cluster_pool_intern_job(sl_cluster_t *cl, const char *name, bool past_share) {
+    return names_take(&cl->pools, name, true, past_share);
+}
+
+int sl_cluster_model_intern_job(sl_cluster_t *cl, const char *name, bool past_share) {
+    return names_take(&cl->models, name, true, past_share);
+}
+
+int sl_cluster_pool_release(sl_cluster_t *cl, int32_t id) {
+    /* Pool 0's first reference is the cluster's own: "default" stays. */
+    return names_drop(&cl->pools, id, false, id == 0);
+}
+
+int sl_cluster_model_release(sl_cluster_t *cl, int32_t id) {
+    return names_drop(&cl->models, id, false, 0);
+}
+
+int sl_cluster_pool_release_job(sl_cluster_t *cl, int32_t id) {
+    return names_drop(&cl->pools, id, true, 0);
+}
+
+int sl_cluster_model_release_job(sl_cluster_t *cl, int32_t id) {
+    return names_drop(&cl->models, id, true, 0);
+}
+
+const char *sl_cluster_pool_name(const sl_cluster_t *cl, int32_t id) {
+    return names_name(&cl->pools, id);
+}
+
+const char *sl_cluster_model_name(const sl_cluster_t *cl, int32_t id) {
+    return names_name(&cl->models, id);
+}
+
+size_t sl_cluster_model_count(const sl_cluster_t *cl) {
+    return (size_t)cl->models.used;
+}
+
+size_t sl_cluster_pool_count(const sl_cluster_t *cl) {
+    return (size_t)cl->pools.used;
+}
+
+size_t sl_cluster_model_job_only_count(const sl_cluster_t *cl) {
+    return (size_t)cl->models.job_only;
+}
+
+size_t sl_cluster_pool_job_only_count(const sl_cluster_t *cl) {
+    return (size_t)cl->pools.job_only;
+}
+
 /* ---- create / destroy ---- */
 
 int sl_cluster_create(sl_cluster_t **out) {
@@ -135,13 +319,10 @@ int sl_cluster_create(sl_cluster_t **out) {
     sl_hash_init(&cl->names);
     sl_hash_init(&cl->classes);
     cl->free_slot = NO_SLOT;
-    cl->pool_cap = 8;
-    cl->pools = sl_xmalloc((size_t)cl->pool_cap * sizeof *cl->pools);
-    cl->pool_refs = sl_xcalloc((size_t)cl->pool_cap, sizeof *cl->pool_refs);
-    strcpy(cl->pools[0], "default");
-    cl->pool_refs[0] = 1; /* the cluster's own: "default" always exists */
-    cl->npools = 1;
-    cl->pools_used = 1;
+    names_init(&cl->pools, SL_MAX_POOLS, SL_MAX_JOB_POOLS);
+    names_init(&cl->models, SL_MAX_MODELS, SL_MAX_JOB_MODELS);
+    /* The cluster's own reference: "default" always exists, with id 0. */
+    names_take(&cl->pools, "default", false, false);
     *out = cl;
     return 0;
 }
@@ -163,117 +344,9 @@ void sl_cluster_destroy(sl_cluster_t *cl) {
     sl_free(cl->node_pos);
     sl_free(cl->node_hpos);
     sl_hash_fini(&cl->names);
-    sl_free(cl->pools);
-    sl_free(cl->pool_refs);
+    names_fini(&cl->pools);
+    names_fini(&cl->models);
     sl_free(cl);
-}
-
-/* ---- pools and models ---- */
-
-static int name_check(const char *name) {
-    if (!name || !*name) return SL_EINVAL;
-    if (strlen(name) >= SL_NAME_MAX) return SL_EINVAL;
-    return 0;
-}
-
-int sl_cluster_pool_find(const sl_cluster_t *cl, const char *name) {
-    if (!name || !*name) return SL_ENOENT;
-    for (int32_t i = 0; i < cl->npools; i++)
-        if (cl->pool_refs[i] > 0 && strcmp(cl->pools[i], name) == 0) return i;
-    return SL_ENOENT;
-}
-
-int sl_cluster_model_find(const sl_cluster_t *cl, const char *name) {
-    if (!name || !*name) return SL_ENOENT;
-    for (int32_t i = 0; i < cl->nmodels; i++)
-        if (cl->model_refs[i] > 0 && strcmp(cl->models[i], name) == 0) return i;
-    return SL_ENOENT;
-}
-
-/* The lowest free slot below used (a released name's), or used itself. */
-static int32_t free_slot(const int32_t *refs, int32_t used) {
-    int32_t i = 0;
-    while (i < used && refs[i] > 0) i++;
-    return i;
-}
-
-int sl_cluster_pool_intern(sl_cluster_t *cl, const char *name) {
-    int rc = name_check(name);
-    if (rc) return rc;
-    int id = sl_cluster_pool_find(cl, name);
-    if (id >= 0) {
-        cl->pool_refs[id]++;
-        return id;
-    }
-    if (cl->pools_used >= SL_MAX_POOLS) return SL_ERANGE;
-    id = free_slot(cl->pool_refs, cl->npools);
-    if (id == cl->npools) {
-        if (cl->npools == cl->pool_cap) {
-            int32_t ncap = cl->pool_cap * 2;
-            cl->pools = sl_xrealloc(cl->pools, (size_t)ncap * sizeof *cl->pools);
-            cl->pool_refs = sl_xrealloc(cl->pool_refs, (size_t)ncap * sizeof *cl->pool_refs);
-            memset(cl->pool_refs + cl->pool_cap, 0,
-                   (size_t)(ncap - cl->pool_cap) * sizeof *cl->pool_refs);
-            cl->pool_cap = ncap;
-        }
-        cl->npools++;
-    }
-    strcpy(cl->pools[id], name);
-    cl->pool_refs[id] = 1;
-    cl->pools_used++;
-    return id;
-}
-
-int sl_cluster_model_intern(sl_cluster_t *cl, const char *name) {
-    int rc = name_check(name);
-    if (rc) return rc;
-    int id = sl_cluster_model_find(cl, name);
-    if (id >= 0) {
-        cl->model_refs[id]++;
-        return id;
-    }
-    if (cl->models_used >= SL_MAX_MODELS) return SL_ERANGE;
-    id = free_slot(cl->model_refs, cl->nmodels);
-    if (id == cl->nmodels) cl->nmodels++;
-    strcpy(cl->models[id], name);
-    cl->model_refs[id] = 1;
-    cl->models_used++;
-    return id;
-}
-
-int sl_cluster_pool_release(sl_cluster_t *cl, int32_t id) {
-    /* Pool 0's first reference is the cluster's own: "default" stays. */
-    if (id < 0 || id >= cl->npools || cl->pool_refs[id] <= (id == 0)) return SL_EINVAL;
-    if (--cl->pool_refs[id] == 0) {
-        cl->pools[id][0] = '\0';
-        cl->pools_used--;
-    }
-    return 0;
-}
-
-int sl_cluster_model_release(sl_cluster_t *cl, int32_t id) {
-    if (id < 0 || id >= cl->nmodels || cl->model_refs[id] <= 0) return SL_EINVAL;
-    if (--cl->model_refs[id] == 0) {
-        cl->models[id][0] = '\0';
-        cl->models_used--;
-    }
-    return 0;
-}
-
-const char *sl_cluster_pool_name(const sl_cluster_t *cl, int32_t id) {
-    return (id >= 0 && id < cl->npools && cl->pool_refs[id] > 0) ? cl->pools[id] : NULL;
-}
-
-const char *sl_cluster_model_name(const sl_cluster_t *cl, int32_t id) {
-    return (id >= 0 && id < cl->nmodels && cl->model_refs[id] > 0) ? cl->models[id] : NULL;
-}
-
-size_t sl_cluster_model_count(const sl_cluster_t *cl) {
-    return (size_t)cl->models_used;
-}
-
-size_t sl_cluster_pool_count(const sl_cluster_t *cl) {
-    return (size_t)cl->pools_used;
 }
 
 /* ---- nodes ---- */
@@ -334,12 +407,12 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
         return SL_EEXIST;
     }
     /* Check both interns can succeed before doing either (nothing changes on failure). */
-    if (sl_cluster_pool_find(cl, pool) < 0 && cl->pools_used >= SL_MAX_POOLS) {
+    if (sl_cluster_pool_find(cl, pool) < 0 && cl->pools.used >= cl->pools.max) {
         seterr(err, errlen, "node \"%s\": too many pools", nm);
         return SL_ERANGE;
     }
     if (has_model && sl_cluster_model_find(cl, spec->gpu_model) < 0 &&
-        cl->models_used >= SL_MAX_MODELS) {
+        cl->models.used >= cl->models.max) {
         seterr(err, errlen, "node \"%s\": too many GPU models", nm);
         return SL_ERANGE;
     }
@@ -348,7 +421,9 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
         return SL_ERANGE;
     }
 
-    /* The node's references to its pool and model, held for good. */
+    /* The node's references to its pool and model, held for good: node
+     * references, so a name that only jobs held stops counting toward the
+     * job share. */
     int32_t pool_id = sl_cluster_pool_intern(cl, pool);
     int32_t model_id = has_model ? sl_cluster_model_intern(cl, spec->gpu_model) : -1;
 
@@ -654,6 +729,7 @@ int sl_cluster_check(const sl_cluster_t *cl) {
     }
     if (memcmp(&tot, &cl->cap_total, sizeof tot) != 0 || memcmp(&fr, &cl->cap_free, sizeof fr) != 0)
         return SL_ESTATE;
+    if (names_check(&cl->pools) != 0 || names_check(&cl->models) != 0) return SL_ESTATE;
     return sl__index_check(cl, members);
 }
 

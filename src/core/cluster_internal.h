@@ -38,6 +38,24 @@ typedef struct cls {
 
 #define NO_SLOT UINT32_MAX
 
+/*
+ * A table of interned names (cluster.c): pools or GPU models. Slot i is
+ * free, and its name empty, while refs[i] is 0; held[i] is the part of its
+ * references that are not a job's (a node's, the configuration's), and a
+ * name in use with held[i] == 0 is held by jobs alone. Those number
+ * job_only, which a job's new name may raise only up to job_max (the job
+ * share, SL_MAX_JOB_MODELS / SL_MAX_JOB_POOLS), so that nodes always find
+ * max - job_max slots. n is the slots ever used (ids are below it), cap
+ * the slots allocated (at most max), used the names in use.
+ */
+typedef struct sl_names {
+    char (*name)[SL_NAME_MAX];
+    int32_t *refs;
+    int32_t *held;
+    int32_t n, cap, used, job_only;
+    int32_t max, job_max;
+} sl_names_t;
+
 struct sl_cluster {
     sl_node_t *nodes;
     uint32_t nnodes, node_cap;
@@ -48,16 +66,8 @@ struct sl_cluster {
 
     sl_hash_t names;        /* sl_hash_str(name) -> node id + 1 */
 
-    /* Interned names with a reference count each (cluster.c): slot i is
-     * free, and its name empty, while refs[i] is 0. npools and nmodels are
-     * the slots ever used (ids are below them); pools_used and models_used
-     * count the names in use. */
-    char (*pools)[SL_NAME_MAX];
-    int32_t *pool_refs;
-    int32_t npools, pool_cap, pools_used;
-    char models[SL_MAX_MODELS][SL_NAME_MAX];
-    int32_t model_refs[SL_MAX_MODELS];
-    int32_t nmodels, models_used;
+    sl_names_t pools;       /* SL_MAX_POOLS; "default" is id 0 for good */
+    sl_names_t models;      /* SL_MAX_MODELS, as a model is a bit of a mask */
 
     cls_t *slots;           /* classes, stable while in use; may hold parked buffers */
     uint32_t nslots, slot_cap, free_slot;

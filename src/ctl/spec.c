@@ -12,11 +12,14 @@
  *
  * Validation has no side effects. A job naming GPU models or a pool the
  * cluster has never seen is checked against the room left in the cluster's
- * fixed tables (SL_MAX_MODELS, SL_MAX_POOLS) without adding the names, so a
- * rejected job leaves the cluster exactly as it was; ctl_job_core_spec adds
- * them, right before the job goes to the core (and at recovery), each with
- * a reference the job holds until ctl_job_release_names, when it leaves the
- * core for good; a name nothing references then frees its slot.
+ * fixed tables (SL_MAX_MODELS, SL_MAX_POOLS) and in the jobs' share of them
+ * (SL_MAX_JOB_MODELS, SL_MAX_JOB_POOLS: names no node has may fill half of
+ * each, so that a new node can always register) without adding the names,
+ * so a rejected job leaves the cluster exactly as it was;
+ * ctl_job_core_spec adds them, right before the job goes to the core (and
+ * at recovery, past the share if need be), each with a job's reference the
+ * job holds until ctl_job_release_names, when it leaves the core for good;
+ * a name nothing references then frees its slot.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,12 +95,27 @@ static void fill_core(ctl_job_t *j, const sl_jobspec_t *js) {
     r->pool = POOL_UNRESOLVED;
 }
 
+/* "(the most)" when jobs hold exactly the job share of names no node
+ * has, "(the most is N)" when they hold more (jobs recovered past it). */
+static const char *share_note(size_t held, int share, char *buf, size_t len) {
+    if (held == (size_t)share)
+        return "the most";
+    snprintf(buf, len, "the most is %d", share);
+    return buf;
+}
+
 /* Whether the cluster could take the spec's GPU model and pool names
- * without adding any: every name it does not know yet must fit in its
- * fixed tables. Reads only. O(models x SL_MAX_MODELS). */
+ * without adding any. A name it holds already takes no slot and always
+ * fits. A new one becomes a name that jobs alone hold: it must fit in the
+ * job share (SL_MAX_JOB_MODELS, SL_MAX_JOB_POOLS, half of each table, so
+ * that a real node with a new model or pool can always register) and in
+ * the table, as ctl_job_core_spec will find when it interns them. Reads
+ * only. O(models x SL_MAX_MODELS). */
 static bool names_fit(ctl_t *c, json_t *models, const char *pool, ctl_field_err_t *fe) {
     const char *fresh[SL_MAX_MODELS];
     size_t nfresh = 0, known = sl_cluster_model_count(c->cl);
+    size_t jobs = sl_cluster_model_job_only_count(c->cl);
+    char note[32];
     size_t i;
     json_t *m;
     json_array_foreach(models, i, m) {
@@ -109,6 +127,20 @@ static bool names_fit(ctl_t *c, json_t *models, const char *pool, ctl_field_err_
             dup = strcmp(fresh[k], name) == 0;
         if (dup)
             continue;
+        if (nfresh == 0 && jobs >= SL_MAX_JOB_MODELS) {
+            bad(fe, 400, "invalid_field", "gpu_models",
+                "\"%s\": no node has this model and jobs already name %zu models no node has "
+                "(%s); name a model a node has", name, jobs,
+                share_note(jobs, SL_MAX_JOB_MODELS, note, sizeof note));
+            return false;
+        }
+        if (jobs + nfresh >= SL_MAX_JOB_MODELS) {
+            bad(fe, 400, "invalid_field", "gpu_models",
+                "\"%s\": no node has this model, and with it this job would bring the models "
+                "no node has to %zu (the most is %d); name models a node has", name,
+                jobs + nfresh + 1, SL_MAX_JOB_MODELS);
+            return false;
+        }
         if (known + nfresh >= SL_MAX_MODELS) {
             bad(fe, 400, "invalid_field", "gpu_models",
                 "\"%s\" is not a GPU model of this cluster, and it has no room for another "
@@ -117,12 +149,21 @@ static bool names_fit(ctl_t *c, json_t *models, const char *pool, ctl_field_err_
         }
         fresh[nfresh++] = name;
     }
-    if (pool && sl_cluster_pool_find(c->cl, pool) < 0 &&
-        sl_cluster_pool_count(c->cl) >= SL_MAX_POOLS) {
-        bad(fe, 400, "invalid_field", "pool",
-            "\"%s\" is not a pool of this cluster, and it has no room for another "
-            "(at most %d pools)", pool, SL_MAX_POOLS);
-        return false;
+    if (pool && sl_cluster_pool_find(c->cl, pool) < 0) {
+        size_t pjobs = sl_cluster_pool_job_only_count(c->cl);
+        if (pjobs >= SL_MAX_JOB_POOLS) {
+            bad(fe, 400, "invalid_field", "pool",
+                "\"%s\": no node is in this pool and jobs already name %zu pools no node is in "
+                "(%s); name a pool a node is in", pool, pjobs,
+                share_note(pjobs, SL_MAX_JOB_POOLS, note, sizeof note));
+            return false;
+        }
+        if (sl_cluster_pool_count(c->cl) >= SL_MAX_POOLS) {
+            bad(fe, 400, "invalid_field", "pool",
+                "\"%s\" is not a pool of this cluster, and it has no room for another "
+                "(at most %d pools)", pool, SL_MAX_POOLS);
+            return false;
+        }
     }
     return true;
 }
@@ -227,13 +268,39 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     return j;
 }
 
+/* Why a name could not be interned for a job: rc is what the intern
+ * returned (SL_ENOSPC: the job share is full; SL_ERANGE: the table). */
+static void intern_err(int rc, bool model, const char *name, char *err, size_t errlen) {
+    const char *field = model ? "gpu_models" : "pool";
+    if (rc == SL_ENOSPC && model)
+        snprintf(err, errlen, "%s: \"%s\": no node has this model and jobs already name %d "
+                 "models no node has (the most); name a model a node has", field, name,
+                 SL_MAX_JOB_MODELS);
+    else if (rc == SL_ENOSPC)
+        snprintf(err, errlen, "%s: \"%s\": no node is in this pool and jobs already name %d "
+                 "pools no node is in (the most); name a pool a node is in", field, name,
+                 SL_MAX_JOB_POOLS);
+    else if (model)
+        snprintf(err, errlen, "%s: \"%s\" is not a GPU model of this cluster, and it has no "
+                 "room for another (at most %d models)", field, name, SL_MAX_MODELS);
+    else
+        snprintf(err, errlen, "%s: \"%s\" is not a pool of this cluster, and it has no room "
+                 "for another (at most %d pools)", field, name, SL_MAX_POOLS);
+}
+
 int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     sl_job_spec_t *cs = &j->core;
     json_t *s = j->spec;
     ctl_job_release_names(c, j); /* a second call takes them afresh */
-    if (cs->task.pool != POOL_UNRESOLVED) {
-        /* A job read back from the store: its core request is filled from
-         * the stored spec, through the same table as a submission. */
+    /* A job read back from the store was acknowledged before, perhaps
+     * before the job share existed: it takes its names past the share
+     * rather than be dropped (the log says so), and the share counts them
+     * until it ends. A submission keeps to the share, as names_fit did. */
+    bool stored = cs->task.pool != POOL_UNRESOLVED;
+    bool past_share = false;
+    if (stored) {
+        /* Its core request is filled from the stored spec, through the
+         * same table as a submission. */
         sl_jobspec_t js;
         const char *field;
         char msg[280];
@@ -249,40 +316,47 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     sl_task_req_t *r = &cs->task;
     r->model_mask = 0;
     r->pool = -1;
+    j->names_held = true; /* from here on, ctl_job_release_names gives back what is in r */
     size_t i;
     json_t *m;
     json_t *models = model_list(json_object_get(s, "gpu_models"));
     json_array_foreach(models, i, m) {
-        int id = sl_cluster_model_intern(c->cl, json_string_value(m));
+        const char *name = json_string_value(m);
+        past_share |= stored && sl_cluster_model_find(c->cl, name) < 0 &&
+                      sl_cluster_model_job_only_count(c->cl) >= SL_MAX_JOB_MODELS;
+        int id = sl_cluster_model_intern_job(c->cl, name, stored);
         if (id < 0) {
-            snprintf(err, errlen, "gpu_models: \"%s\" is not a GPU model of this cluster, and it "
-                     "has no room for another (at most %d models)", json_string_value(m),
-                     SL_MAX_MODELS);
+            intern_err(id, true, name, err, errlen);
             json_decref(models);
             goto fail;
         }
         if (r->model_mask & (1ull << id))
-            sl_cluster_model_release(c->cl, id); /* named twice: one reference per bit */
+            sl_cluster_model_release_job(c->cl, id); /* named twice: one reference per bit */
         r->model_mask |= 1ull << id;
     }
     json_decref(models);
     const char *q = json_string_value(json_object_get(s, "pool"));
     if (q) {
-        int id = sl_cluster_pool_intern(c->cl, q);
+        past_share |= stored && sl_cluster_pool_find(c->cl, q) < 0 &&
+                      sl_cluster_pool_job_only_count(c->cl) >= SL_MAX_JOB_POOLS;
+        int id = sl_cluster_pool_intern_job(c->cl, q, stored);
         if (id < 0) {
-            snprintf(err, errlen, "pool: \"%s\" is not a pool of this cluster, and it has no room "
-                     "for another (at most %d pools)", q, SL_MAX_POOLS);
+            intern_err(id, false, q, err, errlen);
             goto fail;
         }
         r->pool = id;
     }
-    j->names_held = true;
     if (sl_task_req_check(r, err, errlen) < 0)
         goto fail;
+    if (past_share)
+        sl_log(SL_LOG_WARN, "store",
+               "job=%llu kept past the job share: jobs now name %zu GPU models and %zu pools no "
+               "node has (new submissions may name at most %d and %d); it was accepted before",
+               (unsigned long long)j->id, sl_cluster_model_job_only_count(c->cl),
+               sl_cluster_pool_job_only_count(c->cl), SL_MAX_JOB_MODELS, SL_MAX_JOB_POOLS);
     return 0;
 fail:
     /* Nothing taken on failure: give back the names interned so far. */
-    j->names_held = true;
     ctl_job_release_names(c, j);
     return -1;
 }
@@ -293,8 +367,8 @@ void ctl_job_release_names(ctl_t *c, ctl_job_t *j) {
     sl_task_req_t *r = &j->core.task;
     for (int32_t id = 0; id < SL_MAX_MODELS; id++)
         if (r->model_mask & (1ull << id))
-            sl_cluster_model_release(c->cl, id);
+            sl_cluster_model_release_job(c->cl, id);
     if (r->pool >= 0)
-        sl_cluster_pool_release(c->cl, r->pool);
+        sl_cluster_pool_release_job(c->cl, r->pool);
     j->names_held = false;
 }

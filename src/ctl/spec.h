@@ -29,9 +29,11 @@ typedef struct ctl_field_err {
 ctl_job_t *ctl_job_from_spec(struct ctl *c, json_t *spec, int32_t tenant, bool admin,
                              ctl_field_err_t *fe);
 /* Fills j->core from j->spec, interning its GPU models and pool into the
- * cluster: j then holds one reference to each (j->names_held) until
- * ctl_job_release_names. 0, or -1 with a message in err and no reference
- * taken. */
+ * cluster: j then holds one job's reference to each (j->names_held) until
+ * ctl_job_release_names. A new job (from ctl_job_from_spec) keeps to the
+ * jobs' share of the name tables; a job read back from the store may go
+ * past it (it was acknowledged before), which is logged. 0, or -1 with a
+ * message in err and no reference taken. */
 int ctl_job_core_spec(struct ctl *c, ctl_job_t *j, char *err, size_t errlen);
 /* Gives back the references ctl_job_core_spec took, so that a name no job
  * or node uses frees its slot in the cluster's fixed tables. Call it when

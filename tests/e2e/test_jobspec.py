@@ -115,7 +115,11 @@ def test_rejected_job_leaves_the_cluster_as_it_was(controller, fake_agent):
                                                        "gpu_models": bogus, "pool": "ghost"},
                                   token=tok)
     assert st == 400 and body["error"]["field"] == "gpu_models", body
-    assert "at most 64" in body["error"]["message"], body
+    # Jobs may name at most 32 models no node has (half the table of 64):
+    # the 33rd new name of this job is the one refused.
+    assert body["error"]["message"] == (
+        'gpu_models: "bogus-32": no node has this model, and with it this job would bring '
+        'the models no node has to 33 (the most is 32); name models a node has'), body
     for i in range(5):
         st, body = controller.request("POST", "/v1/jobs",
                                       {"command": ["x"], "gpus": 1, "gpu_models": bogus[:60],
@@ -129,12 +133,19 @@ def test_rejected_job_leaves_the_cluster_as_it_was(controller, fake_agent):
     job = controller.wait_job(job["id"], "running")
     assert [p["node"] for p in job["placement"]] == ["n2"]
     # The names of an accepted job are the cluster's from then on, and a job
-    # that names a new model still fits while there is room.
-    ok = controller.submit({"command": ["x"], "gpus": 1, "gpu_models": bogus[:62]})
+    # that names a new model still fits while the jobs' share has room
+    # (issue 8: 32 models no node has, so that nodes keep the other half).
+    ok = controller.submit({"command": ["x"], "gpus": 1, "gpu_models": bogus[:32]})
     assert controller.job(ok["id"])["state"] == "pending"
     st, body = controller.request("POST", "/v1/jobs", {"command": ["x"], "gpus": 1,
                                                        "gpu_models": ["one-too-many"]}, token=tok)
     assert st == 400 and body["error"]["field"] == "gpu_models", body
+    assert body["error"]["message"] == (
+        'gpu_models: "one-too-many": no node has this model and jobs already name 32 models '
+        'no node has (the most); name a model a node has'), body
+    # A model a node has is never refused for the share.
+    job = controller.submit({"command": ["x"], "gpus": 1, "gpu_models": ["A100", "bogus-0"]})
+    assert job["state"] in ("pending", "running"), job
 
 
 @pytest.mark.parametrize("text,message", [

@@ -4,11 +4,14 @@ state database is refused when damaged (a flipped byte in a page of job
 rows), missing or empty (unless --init), copied online by `sluiced backup`
 while jobs are submitted, and a full disk at COMMIT stops sluiced with
 status 3 and loses no acknowledged job; GPU model and pool names that jobs
-named come back when the jobs go, so 64 bogus models and 1,023 bogus pools
-no longer lock a real node out, across restarts.
+named come back when the jobs go, and jobs may hold only half of each name
+table (32 models, 512 pools no node has), so pending jobs naming bogus
+models and pools never lock a new real node out, across restarts; a job
+stored past that share is kept at start-up.
 """
 
 import hashlib
+import json
 import os
 import sqlite3
 import subprocess
@@ -373,38 +376,59 @@ def test_full_disk_at_commit_exits_3_and_loses_no_acknowledged_job(tmp_path, sma
         ctl.stop()
 
 
-# ---- finding 4: names come back when the jobs that named them go ----
+# ---- finding 4: names come back when the jobs that named them go, and jobs
+# may hold only half of each name table, so that a new node always fits ----
+
+MODEL_SHARE = 32   # SL_MAX_JOB_MODELS: half of the 64 GPU model names
+POOL_SHARE = 512   # SL_MAX_JOB_POOLS: half of the 1,024 pool names
+
+
+def fill_job_share(ctl, tenant="alice"):
+    """Pending jobs naming the most models and pools no node has: 512 jobs,
+    each with a pool of its own, the first 32 also a GPU model of their
+    own. Returns their ids."""
+    ids = []
+    for i in range(POOL_SHARE):
+        spec = {"command": ["x"], "gpus": 1, "pool": "bogus-pool-%d" % i}
+        if i < MODEL_SHARE:
+            spec["gpu_models"] = ["bogus-model-%d" % i]
+        ids.append(ctl.submit(spec, tenant=tenant)["id"])
+    return ids
+
+
+def assert_share_full(ctl, models=MODEL_SHARE, most="the most"):
+    """One more new model, or one more new pool, is refused with 400 and
+    says why in the user's words."""
+    st, body = ctl.request("POST", "/v1/jobs",
+                           {"command": ["x"], "gpus": 1, "gpu_models": ["x42"]},
+                           token=ctl.token("bob"))
+    assert st == 400 and body["error"]["field"] == "gpu_models", (st, body)
+    assert body["error"]["message"] == (
+        'gpu_models: "x42": no node has this model and jobs already name %d models no node '
+        'has (%s); name a model a node has' % (models, most)), body
+    st, body = ctl.request("POST", "/v1/jobs", {"command": ["x"], "pool": "ghost"},
+                           token=ctl.token("bob"))
+    assert st == 400 and body["error"]["field"] == "pool", (st, body)
+    assert body["error"]["message"] == (
+        'pool: "ghost": no node is in this pool and jobs already name %d pools no node is in '
+        '(the most); name a pool a node is in' % POOL_SHARE), body
+
 
 def test_bogus_models_and_pools_are_released_when_their_jobs_go(tmp_path):
     ctl = Controller(tmp_path / "ctl").start()
     try:
-        # 1,023 pending jobs, each naming a pool of its own (with "default",
-        # the whole pool table), the first 64 also a GPU model of their own
-        # (the whole model table).
-        ids = []
-        for i in range(1023):
-            spec = {"command": ["x"], "gpus": 1, "pool": "bogus-pool-%d" % i}
-            if i < 64:
-                spec["gpu_models"] = ["bogus-model-%d" % i]
-            ids.append(ctl.submit(spec)["id"])
-
-        def refused():
-            st, body = ctl.request("POST", "/v1/jobs",
-                                   {"command": ["x"], "gpus": 1, "gpu_models": ["A100"]},
-                                   token=ctl.token("alice"))
-            assert st == 400 and "gpu_models" in str(body), (st, body)
-            st, body = ctl.request("POST", "/v1/jobs",
-                                   {"command": ["x"], "gpus": 1, "pool": "train"},
-                                   token=ctl.token("alice"))
-            assert st == 400 and "pool" in str(body), (st, body)
-
-        refused()
+        ids = fill_job_share(ctl)
+        assert_share_full(ctl)
         ctl.restart()  # pending jobs hold their names across a restart
-        refused()
+        assert_share_full(ctl)
         for jid in ids:
             st, body = ctl.request("DELETE", "/v1/jobs/%d" % jid, token=ctl.token("alice"))
             assert st == 200, (st, body)
         ctl.restart()  # cancelled jobs take no name back at start-up
+        # The whole share is free again: 32 new models in one job, a new pool.
+        again = ctl.submit({"command": ["x"], "gpus": 1, "pool": "again",
+                            "gpu_models": ["again-%d" % i for i in range(MODEL_SHARE)]})
+        assert again["state"] == "pending", again
         agent = Agent(ctl, "real-a100", gpus=2, gpu_model="A100", pool="train").start()
         try:
             assert ctl.node("real-a100")["state"] == "up"
@@ -413,5 +437,86 @@ def test_bogus_models_and_pools_are_released_when_their_jobs_go(tmp_path):
             assert ctl.wait_job(jid, ["succeeded", "failed"], timeout=30)["state"] == "succeeded"
         finally:
             agent.stop()
+    finally:
+        ctl.stop()
+
+
+def test_jobs_naming_the_most_names_leave_room_for_a_new_node(tmp_path):
+    """A hostile tenant's pending jobs name as many made-up models and pools
+    as jobs may; a real node with a new model and a new pool still
+    registers, while they wait, and runs another tenant's job."""
+    ctl = Controller(tmp_path / "ctl").start()
+    try:
+        ids = fill_job_share(ctl)
+        assert_share_full(ctl)
+        agent = Agent(ctl, "real-b200", gpus=2, gpu_model="B200", pool="train").start()
+        try:
+            node = ctl.node("real-b200")
+            assert (node["state"], node["gpu_model"], node["pool"]) == ("up", "B200", "train")
+            jid = ctl.submit({"command": ["true"], "gpus": 1, "gpu_models": ["B200"],
+                              "pool": "train"}, tenant="bob")["id"]
+            assert ctl.wait_job(jid, ["succeeded", "failed"], timeout=30)["state"] == "succeeded"
+            # A name that a node registers no longer counts against the jobs'
+            # share: a pending job's made-up model, once a node has it, frees
+            # one place for a new one.
+            st, _ = ctl.request("POST", "/v1/jobs", {"command": ["x"], "gpus": 1,
+                                                     "gpu_models": ["fresh"]},
+                                token=ctl.token("bob"))
+            assert st == 400
+            other = Agent(ctl, "bogus-host", gpus=1, gpu_model="bogus-model-0").start()
+            try:
+                fresh = ctl.submit({"command": ["x"], "gpus": 1, "gpu_models": ["fresh"],
+                                    "pool": "train"}, tenant="bob")
+                assert fresh["state"] in ("pending", "running"), fresh
+            finally:
+                other.stop()
+        finally:
+            agent.stop()
+        assert all(ctl.job(jid)["state"] == "pending" for jid in ids)
+    finally:
+        ctl.stop()
+
+
+def test_recovery_keeps_a_job_stored_past_the_job_share(tmp_path):
+    """A job stored before the share existed may name more models than jobs
+    may now: start-up keeps it (an acknowledged job is never dropped) and
+    says so in the log; new submissions keep to the share, and a new node
+    still has room."""
+    ctl = Controller(tmp_path / "ctl").start()
+    try:
+        old = ctl.submit({"command": ["x"], "gpus": 1, "gpu_models": ["old-0"]})["id"]
+        ctl.stop()
+        many = ["old-%d" % i for i in range(MODEL_SHARE + 8)]
+        con = sqlite3.connect(ctl.db_path)
+        try:
+            (text,) = con.execute("SELECT spec FROM jobs WHERE id = ?", (old,)).fetchone()
+            spec = json.loads(text)
+            spec["gpu_models"] = many
+            con.execute("UPDATE jobs SET spec = ? WHERE id = ?", (json.dumps(spec), old))
+            con.commit()
+        finally:
+            con.close()
+        ctl.start()
+        job = ctl.job(old)
+        assert job["state"] == "pending", job
+        assert "job=%d kept past the job share" % old in ctl.log(), ctl.log()[-2000:]
+        st, body = ctl.request("POST", "/v1/jobs",
+                               {"command": ["x"], "gpus": 1, "gpu_models": ["x42"]},
+                               token=ctl.token("bob"))
+        assert st == 400 and body["error"]["message"] == (
+            'gpu_models: "x42": no node has this model and jobs already name %d models no '
+            'node has (the most is %d); name a model a node has'
+            % (len(many), MODEL_SHARE)), body
+        agent = Agent(ctl, "real-a100", gpus=2, gpu_model="A100", pool="train").start()
+        try:
+            jid = ctl.submit({"command": ["true"], "gpus": 1, "gpu_models": ["A100"],
+                              "pool": "train"}, tenant="bob")["id"]
+            assert ctl.wait_job(jid, ["succeeded", "failed"], timeout=30)["state"] == "succeeded"
+        finally:
+            agent.stop()
+        st, body = ctl.request("DELETE", "/v1/jobs/%d" % old, token=ctl.token("alice"))
+        assert st == 200, (st, body)
+        ok = ctl.submit({"command": ["x"], "gpus": 1, "gpu_models": ["x42"]}, tenant="bob")
+        assert ok["state"] == "pending", ok
     finally:
         ctl.stop()

@@ -188,7 +188,8 @@ static void test_cluster_pools_and_models_intern(void **state) {
 static void test_cluster_names_release_and_reuse(void **state) {
     (void)state;
     sl_cluster_t *cl = tu_cluster();
-    /* Fill the model table with names only jobs hold. */
+    /* Fill the model table (node references, which the job share does
+     * not bound; test_cluster_names.c has the jobs' side). */
     for (int i = 0; i < SL_MAX_MODELS; i++) {
         char name[16];
         snprintf(name, sizeof name, "bogus%d", i);
