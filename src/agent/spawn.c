@@ -5,17 +5,19 @@
  * Identity. Tenants do not trust each other's code, so each task runs as
  * the Unix user its tenant maps to (the launch's `user` and `group`, names
  * resolved here with getpwnam/getgrnam; an absent user is "nobody"), as
- * Slurm runs each job as its submitter. An agent running as root switches
- * to that user in the child: supplementary groups cleared (setgroups(0):
- * the config names the one group a tenant's tasks hold, and a node's
- * /etc/group must not add, say, `docker` or `disk` behind its back), then
- * setgid, setuid, and PR_SET_NO_NEW_PRIVS so that no setuid binary or file
- * capability hands privileges back. uid or gid 0 is refused unless the
- * launch says allow_root (the controller's explicit opt-in). An agent that
- * is not root cannot switch: its tasks run as itself (task.c says so once
- * at start-up); it does not refuse such launches, because a single-user
- * agent (`sluice up` as a developer) has no other identity to offer and
- * refusing would only stop it from working.
+ * Slurm runs each job as its submitter. The task is started by its monitor,
+ * sluice-monitor (monitor/monitor.c), which keeps the agent's identity; on the
+ * task's side of the monitor's fork, when the agent is root, it switches to
+ * that user: supplementary groups cleared (setgroups(0): the config names
+ * the one group a tenant's tasks hold, and a node's /etc/group must not
+ * add, say, `docker` or `disk` behind its back), then setgid, setuid, and
+ * PR_SET_NO_NEW_PRIVS so that no setuid binary or file capability hands
+ * privileges back. uid or gid 0 is refused here unless the launch says
+ * allow_root (the controller's explicit opt-in). An agent that is not root
+ * cannot switch: its tasks run as itself (task.c says so once at
+ * start-up); it does not refuse such launches, because a single-user agent
+ * (`sluice up` as a developer) has no other identity to offer and refusing
+ * would only stop it from working.
  *
  * Directory. Each job gets WORKDIR/jobs/JOB, mode 0700, owned by the
  * task's user: the task's working directory and TMPDIR. WORKDIR/jobs is
@@ -25,24 +27,25 @@
  * reason), is created mode 0600 and owned by the task's user: the agent
  * reads it for `sluice logs`, no other tenant can.
  *
- * Launch is clone(CLONE_VM | CLONE_VFORK) onto a stack of its own, as
- * glibc's posix_spawn does (posix_spawn itself cannot change the user): no
+ * Launch. The agent starts the monitor (monitor.h: its command line
+ * carries the status path, the identity, the exec candidates and the
+ * task's argv), which forks the task and reports on a pipe once the task
+ * has exec'd, or which step failed and its errno; the agent reads that
+ * report before it returns, so a bad command is known (and reported
+ * `failed` with the reason, also written to the task's log) before
+ * anything says `started`. The monitor is started with clone(CLONE_VM |
+ * CLONE_VFORK) onto a stack of its own, as glibc's posix_spawn does: no
  * copy of the agent's page tables, so the cost does not grow with the
- * agent, and the agent waits until the child has exec'd or failed. Between
- * clone and exec the child makes system calls only (setsid, dup2, fchdir,
- * setgroups, setgid, setuid, prctl, close_range, execve): everything that
- * allocates or reads files (user lookup, argv, environment, the PATH
- * candidates for the command) is done before. A child that fails before
- * exec records which step and errno in the memory it shares with the
- * agent, so a bad command is known (and reported `failed` with the reason,
- * also written to the task's log) before anything says `started`. Signals
- * are blocked across the clone so that none of the agent's handlers runs
- * in the child; the child resets every disposition to the default and
- * unblocks all before exec. Each task leads its own session and process
- * group, which is what the tasks layer signals to stop it. Measured with
- * bench/live/spawncost.py: a launch costs what posix_spawn's did (median
- * about 0.75 ms on the 2-core CI machine under load, either way); the
- * user switch (lookup, chown, set*id) adds little next to it.
+ * agent. Between clone and exec the child makes system calls only (setsid,
+ * dup2, fchdir, close_range, execve): everything that allocates or reads
+ * files (user lookup, argv, environment, the PATH candidates for the
+ * command) is done before. Signals are blocked across the clone so that
+ * none of the agent's handlers runs in the child; the child resets every
+ * disposition to the default and unblocks all before exec. The monitor
+ * leads a session of its own; the task leads another, and its process
+ * group is what the tasks layer signals to stop it. Measured with
+ * bench/live/spawncost.py (figures before and after the monitor in the
+ * commit that added it).
  *
  * Environment, scrubbed: the task sees none of the agent's variables (the
  * cluster token, whatever the agent inherited), only PATH (the agent's),
@@ -70,12 +73,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "monitor.h"
 #include "spawn.h"
 
 extern char **environ;
@@ -392,33 +394,32 @@ static void exec_candidates(const char *argv0, const strvec_t *env, strvec_t *ou
 /* What the child does and, when it fails before exec, which step failed
  * and why. The child shares the agent's memory (CLONE_VM), so it reports
  * here, and the agent reads it once the child has exec'd or exited. */
-enum { STEP_FDS = 1, STEP_DIR, STEP_IDENT, STEP_NNP, STEP_EXEC };
 typedef struct child_args {
-    int logfd, dirfd;
-    const ident_t *id;
-    char *const *cands, *const *argv, *const *envp;
-    int step;                   /* the step it reached */
+    int logfd, dirfd, repfd;
+    const char *monitor;
+    char *const *argv, *const *envp;
+    int step;                   /* the step it reached (AGENT_STEP_*) */
     int err;                    /* 0: exec'd; else the errno of that step */
 } child_args_t;
 
-/* Moves fd above the standard descriptors (the agent may have been started
- * with some of them closed). */
-static int above_std(int fd) {
-    return fd > 2 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+/* Moves fd above the descriptors the monitor is given (0 to
+ * AGENT_MONITOR_FD: the agent may have been started with some closed, and
+ * another of ours may sit on one of them). */
+static int above_fixed(int fd) {
+    return fd > AGENT_MONITOR_FD ? fd : fcntl(fd, F_DUPFD_CLOEXEC, AGENT_MONITOR_FD + 1);
 }
 
 /*
- * The child between clone and exec. It runs on its own stack in the
- * agent's memory while the agent waits (CLONE_VFORK), as glibc's
- * posix_spawn does, so it uses system calls only: no malloc, no stdio, no
- * lock. The identity changes are raw system calls: glibc's setuid() in a
- * multi-threaded process (NVML may start threads) would also change the
- * credentials of the agent's other threads, which this child shares memory
- * with. Returns (exit status 127) only after a failure, recorded in a.
+ * The child between clone and exec of the monitor. It runs on its own
+ * stack in the agent's memory while the agent waits (CLONE_VFORK), as
+ * glibc's posix_spawn does, so it uses system calls only: no malloc, no
+ * stdio, no lock. It keeps the agent's identity: the monitor drops nothing,
+ * the task's side of the monitor takes the tenant's user (monitor/monitor.c).
+ * Returns (exit status 127) only after a failure, recorded in a.
  */
 static int child(void *arg) {
     child_args_t *a = arg;
-    int logfd = a->logfd, dirfd = a->dirfd;
+    int logfd = a->logfd, dirfd = a->dirfd, repfd = a->repfd;
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -426,45 +427,28 @@ static int child(void *arg) {
      * agent's handlers may run here; glibc's own signals answer EINVAL. */
     for (int s = 1; s < NSIG; s++)
         if (s != SIGKILL && s != SIGSTOP) sigaction(s, &dfl, NULL);
-    a->step = STEP_FDS;
-    if (setsid() < 0 || (logfd = above_std(logfd)) < 0 || (dirfd = above_std(dirfd)) < 0)
+    a->step = AGENT_STEP_FDS;
+    /* A session of its own: no terminal's signal or process-group kill
+     * aimed at the agent reaches the monitor. */
+    if (setsid() < 0 || (logfd = above_fixed(logfd)) < 0 || (dirfd = above_fixed(dirfd)) < 0 ||
+        (repfd = above_fixed(repfd)) < 0)
         goto fail;
     int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (nullfd < 0 || dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) goto fail;
-    a->step = STEP_DIR;
-    if (fchdir(dirfd) != 0) goto fail;
-    a->step = STEP_IDENT;
-    /* Groups and gid while still root, uid last. */
-    if (a->id->change && (syscall(SYS_setgroups, 0, NULL) != 0 ||
-                          syscall(SYS_setgid, a->id->gid) != 0 ||
-                          syscall(SYS_setuid, a->id->uid) != 0))
+    if (nullfd < 0 || dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0 ||
+        dup2(repfd, AGENT_MONITOR_FD) < 0)
         goto fail;
-    a->step = STEP_NNP;
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) goto fail;
-    /* Nothing of the agent's (sockets, state files) reaches the task; the
-     * agent's descriptors are close-on-exec, but a library's may not be. */
-    a->step = STEP_FDS;
-    if (close_range(3, ~0U, 0) != 0) goto fail;
+    a->step = AGENT_STEP_DIR;
+    if (fchdir(dirfd) != 0) goto fail;
+    /* Nothing of the agent's (sockets, state files) reaches the monitor or
+     * the task; the agent's descriptors are close-on-exec, but a library's
+     * may not be. */
+    a->step = AGENT_STEP_FDS;
+    if (close_range(AGENT_MONITOR_FD + 1, ~0U, 0) != 0) goto fail;
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    a->step = STEP_EXEC;
-    int err = ENOENT;
-    bool denied = false;
-    for (size_t i = 0; a->cands[i]; i++) {
-        execve(a->cands[i], a->argv, a->envp);
-        /* As execvp: go on to the next directory unless another directory
-         * cannot help; EACCES wins if nothing runs. */
-        err = errno;
-        denied |= err == EACCES;
-        if (err != ENOENT && err != ENOTDIR && err != EACCES && err != ENODEV &&
-            err != ETIMEDOUT && err != ESTALE) {
-            denied = false;
-            break;
-        }
-    }
-    a->err = denied ? EACCES : err ? err : ENOEXEC;
-    return 127;
+    a->step = AGENT_STEP_MONITOR;
+    execve(a->monitor, a->argv, a->envp);
 fail:
     a->err = errno ? errno : EIO;
     return 127;
@@ -474,10 +458,77 @@ fail:
  * the event loop's thread), 64 KiB, far more than child() needs. */
 static char child_stack[64 * 1024] __attribute__((aligned(16)));
 
-int agent_spawn(const agent_spawn_t *sp, pid_t *pid, char *reason, size_t rlen) {
+/* The monitor's command line (monitor.h): status path, identity, exec
+ * candidates, then the task's argv. */
+static void build_monitor_argv(const agent_spawn_t *sp, const ident_t *id, const strvec_t *cands,
+                               const strvec_t *argv, strvec_t *out) {
+    char *p;
+    if (!(p = strdup(sp->monitor))) abort();
+    sv_push(out, p);
+    if (asprintf(&p, "%s/status/%llu.%d", sp->workdir, (unsigned long long)sp->job, sp->task) < 0)
+        abort();
+    sv_push(out, p);
+    if (asprintf(&p, "%u", (unsigned)id->uid) < 0) abort();
+    sv_push(out, p);
+    if (asprintf(&p, "%u", (unsigned)id->gid) < 0) abort();
+    sv_push(out, p);
+    if (!(p = strdup(id->change ? "1" : "0"))) abort();
+    sv_push(out, p);
+    if (asprintf(&p, "%zu", cands->n) < 0) abort();
+    sv_push(out, p);
+    for (size_t i = 0; i < cands->n; i++) {
+        if (!(p = strdup(cands->v[i]))) abort();
+        sv_push(out, p);
+    }
+    if (!(p = strdup("--"))) abort();
+    sv_push(out, p);
+    for (size_t i = 0; i < argv->n; i++) {
+        if (!(p = strdup(argv->v[i]))) abort();
+        sv_push(out, p);
+    }
+}
+
+/* Why a start failed at step (AGENT_STEP_*) with errno err, for the job's
+ * owner. */
+static void step_reason(const agent_spawn_t *sp, const ident_t *id, const char *jobdir,
+                        const char *argv0, int step, int err, char *reason, size_t rlen) {
+    const char *e = strerror(err);
+    switch (step) {
+    case AGENT_STEP_DIR:
+        snprintf(reason, rlen, "cannot enter the job directory %s on node %s: %s", jobdir,
+                 sp->node, e);
+        break;
+    case AGENT_STEP_MONITOR:
+        snprintf(reason, rlen, "cannot execute the task monitor %s on node %s: %s", sp->monitor,
+                 sp->node, e);
+        break;
+    case AGENT_STEP_FORK:
+        snprintf(reason, rlen, "the task monitor cannot start a process on node %s: %s", sp->node, e);
+        break;
+    case AGENT_STEP_IDENT:
+        snprintf(reason, rlen, "cannot switch to user %s (uid %u, gid %u) on node %s: %s",
+                 id->user, (unsigned)id->uid, (unsigned)id->gid, sp->node, e);
+        break;
+    case AGENT_STEP_NNP:
+        snprintf(reason, rlen, "cannot set no_new_privs on node %s: %s", sp->node, e);
+        break;
+    case AGENT_STEP_EXEC:
+        snprintf(reason, rlen, "cannot execute %s on node %s: %s", argv0, sp->node, e);
+        break;
+    case AGENT_STEP_ARGS:
+        snprintf(reason, rlen, "the task monitor %s on node %s does not read this agent's command "
+                 "line (is it from another version of Sluice?)", sp->monitor, sp->node);
+        break;
+    default:
+        snprintf(reason, rlen, "cannot set up the task's files on node %s: %s", sp->node, e);
+        break;
+    }
+}
+
+int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reason, size_t rlen) {
     const sl_proto_launch_t *l = sp->launch;
-    int rc = -1, logfd = -1, dirfd = -1;
-    strvec_t argv = {0}, env = {0}, cands = {0};
+    int rc = -1, logfd = -1, dirfd = -1, rp[2] = {-1, -1};
+    strvec_t argv = {0}, env = {0}, cands = {0}, margv = {0};
     char path[4096], jobdir[4096], gpus[512] = "";
     const char *image = l->image && l->image[0] ? l->image : NULL;
     ident_t id;
@@ -498,10 +549,17 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, char *reason, size_t rlen) 
     if (build_argv(sp, image, gpus, path, &argv, reason, rlen) != 0) goto out;
     build_env(sp, &id, jobdir, gpus, &env);
     exec_candidates(argv.v[0], &env, &cands);
+    build_monitor_argv(sp, &id, &cands, &argv, &margv);
     if ((logfd = open_log(sp, &id, path, reason, rlen)) < 0) goto out;
+    /* A status left by an earlier attempt of this task is not this one's. */
+    unlink(margv.v[1]);
+    if (pipe2(rp, O_CLOEXEC) != 0) {
+        snprintf(reason, rlen, "cannot start a task on node %s: pipe: %s", sp->node, strerror(errno));
+        goto out;
+    }
 
-    child_args_t ca = {.logfd = logfd, .dirfd = dirfd, .id = &id, .cands = cands.v,
-                       .argv = argv.v, .envp = env.v};
+    child_args_t ca = {.logfd = logfd, .dirfd = dirfd, .repfd = rp[1], .monitor = sp->monitor,
+                       .argv = margv.v, .envp = env.v};
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
@@ -512,45 +570,47 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, char *reason, size_t rlen) 
                             CLONE_VM | CLONE_VFORK | SIGCHLD, &ca);
     int clone_errno = errno;
     sigprocmask(SIG_SETMASK, &old, NULL);
+    close(rp[1]);
+    rp[1] = -1;
     if (child_pid < 0) {
         snprintf(reason, rlen, "cannot start a task on node %s: clone: %s", sp->node,
                  strerror(clone_errno));
         goto out;
     }
+    agent_monitor_report_t rep = {0};
     if (ca.err != 0) {
-        /* The child failed before exec and has exited: reap it here so that
-         * the SIGCHLD handler does not look for it among the tasks. */
-        while (waitpid(child_pid, NULL, 0) < 0 && errno == EINTR) {}
-        const char *e = strerror(ca.err);
-        switch (ca.step) {
-        case STEP_DIR:
-            snprintf(reason, rlen, "cannot enter the job directory %s on node %s: %s", jobdir,
-                     sp->node, e);
-            break;
-        case STEP_IDENT:
-            snprintf(reason, rlen, "cannot switch to user %s (uid %u, gid %u) on node %s: %s",
-                     id.user, (unsigned)id.uid, (unsigned)id.gid, sp->node, e);
-            break;
-        case STEP_NNP:
-            snprintf(reason, rlen, "cannot set no_new_privs on node %s: %s", sp->node, e);
-            break;
-        case STEP_EXEC:
-            snprintf(reason, rlen, "cannot execute %s on node %s: %s", argv.v[0], sp->node, e);
-            break;
-        default:
-            snprintf(reason, rlen, "cannot set up the task's files on node %s: %s", sp->node, e);
-            break;
+        rep.step = ca.step;
+        rep.err = ca.err;
+    } else {
+        /* The monitor reports once the task has exec'd or failed to: a
+         * blocking read, as the clone above blocks until an exec. */
+        ssize_t n;
+        while ((n = read(rp[0], &rep, sizeof rep)) < 0 && errno == EINTR) {}
+        if (n != (ssize_t)sizeof rep) {
+            rep.pid = 0;
+            rep.step = AGENT_STEP_FORK;
+            rep.err = n < 0 ? errno : EPIPE;
         }
+    }
+    if (rep.pid <= 0) {
+        /* The monitor has exited or is about to: reap it here so that the
+         * SIGCHLD handler does not look for it among the tasks. */
+        while (waitpid(child_pid, NULL, 0) < 0 && errno == EINTR) {}
+        step_reason(sp, &id, jobdir, argv.v[0], rep.step, rep.err, reason, rlen);
         dprintf(logfd, "sluice-agent: %s\n", reason);
         goto out;
     }
-    *pid = child_pid;
+    *pid = rep.pid;
+    *monitor = child_pid;
     rc = 0;
 out:
+    if (rp[0] >= 0) close(rp[0]);
+    if (rp[1] >= 0) close(rp[1]);
     if (logfd >= 0) close(logfd);
     if (dirfd >= 0) close(dirfd);
     sv_free(&argv);
     sv_free(&env);
     sv_free(&cands);
+    sv_free(&margv);
     return rc;
 }
