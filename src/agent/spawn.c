@@ -73,7 +73,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -391,35 +393,110 @@ static void exec_candidates(const char *argv0, const strvec_t *env, strvec_t *ou
     }
 }
 
-/* What the child does and, when it fails before exec, which step failed
- * and why. The child shares the agent's memory (CLONE_VM), so it reports
- * here, and the agent reads it once the child has exec'd or exited. */
+/* The steps of a start, for the reason of one that failed. */
+enum { STEP_FDS = 1, STEP_DIR, STEP_FORK, STEP_IDENT, STEP_NNP, STEP_EXEC, STEP_MONITOR };
+
+/* What the two children do and, when one fails, which step failed and
+ * why. They share the agent's memory (CLONE_VM), so they report here, and
+ * the agent reads it once the monitor has exec'd or the first child has
+ * exited. */
 typedef struct child_args {
-    int logfd, dirfd, repfd;
+    int logfd, dirfd;
+    const ident_t *id;
     const char *monitor;
-    char *const *argv, *const *envp;
-    int step;                   /* the step it reached (AGENT_STEP_*) */
-    int err;                    /* 0: exec'd; else the errno of that step */
+    char *const *cands, *const *argv, *const *envp;    /* the task's */
+    char *const *margv;         /* the monitor's; margv[2] is pidbuf, filled in */
+    char *pidbuf;               /* 24 bytes */
+    pid_t parent;               /* the first child, the task's parent (the monitor) */
+    pid_t task;                 /* the task, once it has exec'd */
+    int step;                   /* the step it reached */
+    int err;                    /* 0: both exec'd; else the errno of that step */
 } child_args_t;
 
-/* Moves fd above the descriptors the monitor is given (0 to
- * AGENT_MONITOR_FD: the agent may have been started with some closed, and
- * another of ours may sit on one of them). */
-static int above_fixed(int fd) {
-    return fd > AGENT_MONITOR_FD ? fd : fcntl(fd, F_DUPFD_CLOEXEC, AGENT_MONITOR_FD + 1);
+/* Moves fd above the standard descriptors (the agent may have been started
+ * with some of them closed). */
+static int above_std(int fd) {
+    return fd > 2 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 3);
 }
 
 /*
- * The child between clone and exec of the monitor. It runs on its own
- * stack in the agent's memory while the agent waits (CLONE_VFORK), as
- * glibc's posix_spawn does, so it uses system calls only: no malloc, no
- * stdio, no lock. It keeps the agent's identity: the monitor drops nothing,
- * the task's side of the monitor takes the tenant's user (monitor/monitor.c).
- * Returns (exit status 127) only after a failure, recorded in a.
+ * The task, between clone and exec: it runs on a stack of its own in the
+ * agent's memory while the first child waits (CLONE_VFORK), so it uses
+ * system calls only. The identity changes are raw system calls: glibc's
+ * setuid() in a multi-threaded process (NVML may start threads) would also
+ * change the credentials of the agent's other threads, which this child
+ * shares memory with. Returns (exit status 127) only after a failure,
+ * recorded in a.
+ */
+static int task_child(void *arg) {
+    child_args_t *a = arg;
+    a->step = STEP_FDS;
+    /* Its own session and process group: what kill and fencing signal. */
+    if (setsid() < 0) goto fail;
+    a->step = STEP_IDENT;
+    /* Groups and gid while still root, uid last. */
+    if (a->id->change && (syscall(SYS_setgroups, 0, NULL) != 0 ||
+                          syscall(SYS_setgid, a->id->gid) != 0 ||
+                          syscall(SYS_setuid, a->id->uid) != 0))
+        goto fail;
+    a->step = STEP_NNP;
+    /* SIGKILL should the monitor die (it can record nothing then); set
+     * after the identity change, which clears it. The parent cannot have
+     * died yet unless killed: the check closes that race. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) goto fail;
+    if ((pid_t)syscall(SYS_getppid) != a->parent) {
+        a->err = ESRCH;
+        return 127;
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) goto fail;
+    /* Nothing of the agent's (sockets, state files) reaches the task; the
+     * agent's descriptors are close-on-exec, but a library's may not be. */
+    a->step = STEP_FDS;
+    if (close_range(3, ~0U, 0) != 0) goto fail;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    a->step = STEP_EXEC;
+    int err = ENOENT;
+    bool denied = false;
+    for (size_t i = 0; a->cands[i]; i++) {
+        execve(a->cands[i], a->argv, a->envp);
+        /* As execvp: go on to the next directory unless another directory
+         * cannot help; EACCES wins if nothing runs. */
+        err = errno;
+        denied |= err == EACCES;
+        if (err != ENOENT && err != ENOTDIR && err != EACCES && err != ENODEV &&
+            err != ETIMEDOUT && err != ESTALE) {
+            denied = false;
+            break;
+        }
+    }
+    a->err = denied ? EACCES : err ? err : ENOEXEC;
+    return 127;
+fail:
+    a->err = errno ? errno : EIO;
+    return 127;
+}
+
+/* The second child's stack (the first's is child_stack, below): one per
+ * agent, as launches are made one at a time on the event loop's thread. */
+static char task_stack[64 * 1024] __attribute__((aligned(16)));
+
+/*
+ * The first child, which becomes the monitor: between clone and exec it
+ * runs on its own stack in the agent's memory while the agent waits
+ * (CLONE_VFORK), as glibc's posix_spawn does, so it uses system calls
+ * only: no malloc, no stdio, no lock. It leads a session of its own (no
+ * terminal's signal or process-group kill aimed at the agent reaches it),
+ * sets up the task's descriptors and directory, starts the task the same
+ * way (it waits until the task has exec'd) and execs the monitor, which
+ * is thereby the task's parent. It keeps the agent's identity. Returns
+ * (exit status 127) only after a failure, recorded in a; a task that
+ * exec'd is then killed, as nothing would record its end.
  */
 static int child(void *arg) {
     child_args_t *a = arg;
-    int logfd = a->logfd, dirfd = a->dirfd, repfd = a->repfd;
+    int logfd = a->logfd, dirfd = a->dirfd;
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -427,97 +504,78 @@ static int child(void *arg) {
      * agent's handlers may run here; glibc's own signals answer EINVAL. */
     for (int s = 1; s < NSIG; s++)
         if (s != SIGKILL && s != SIGSTOP) sigaction(s, &dfl, NULL);
-    a->step = AGENT_STEP_FDS;
-    /* A session of its own: no terminal's signal or process-group kill
-     * aimed at the agent reaches the monitor. */
-    if (setsid() < 0 || (logfd = above_fixed(logfd)) < 0 || (dirfd = above_fixed(dirfd)) < 0 ||
-        (repfd = above_fixed(repfd)) < 0)
+    a->step = STEP_FDS;
+    if (setsid() < 0 || (logfd = above_std(logfd)) < 0 || (dirfd = above_std(dirfd)) < 0)
         goto fail;
     int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (nullfd < 0 || dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0 ||
-        dup2(repfd, AGENT_MONITOR_FD) < 0)
-        goto fail;
-    a->step = AGENT_STEP_DIR;
+    if (nullfd < 0 || dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) goto fail;
+    a->step = STEP_DIR;
     if (fchdir(dirfd) != 0) goto fail;
-    /* Nothing of the agent's (sockets, state files) reaches the monitor or
-     * the task; the agent's descriptors are close-on-exec, but a library's
-     * may not be. */
-    a->step = AGENT_STEP_FDS;
-    if (close_range(AGENT_MONITOR_FD + 1, ~0U, 0) != 0) goto fail;
+    a->step = STEP_FORK;
+    a->parent = (pid_t)syscall(SYS_getpid);
+    pid_t task = clone(task_child, task_stack + sizeof task_stack,
+                       CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+    if (task < 0) goto fail;
+    if (a->err != 0) {
+        /* It failed before exec and has exited. */
+        while (waitpid(task, NULL, 0) < 0 && errno == EINTR) {}
+        return 127;
+    }
+    a->task = task;
+    /* The task's pid in decimal, the monitor's second argument. */
+    char digits[24];
+    int n = 0;
+    for (unsigned v = (unsigned)task; v || n == 0; v /= 10) digits[n++] = (char)('0' + v % 10);
+    for (int i = 0; i < n; i++) a->pidbuf[i] = digits[n - 1 - i];
+    a->pidbuf[n] = '\0';
+    a->step = STEP_FDS;
+    if (close_range(3, ~0U, 0) != 0) goto fail_task;
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    a->step = AGENT_STEP_MONITOR;
-    execve(a->monitor, a->argv, a->envp);
+    a->step = STEP_MONITOR;
+    static char *const no_env[] = {NULL};
+    execve(a->monitor, a->margv, no_env);
+fail_task:
+    a->err = errno ? errno : EIO;
+    kill(-task, SIGKILL);
+    while (waitpid(task, NULL, 0) < 0 && errno == EINTR) {}
+    return 127;
 fail:
     a->err = errno ? errno : EIO;
     return 127;
 }
 
-/* The child's stack: one per agent (launches are made one at a time on
- * the event loop's thread), 64 KiB, far more than child() needs. */
+/* The first child's stack: one per agent, 64 KiB, far more than child()
+ * needs. */
 static char child_stack[64 * 1024] __attribute__((aligned(16)));
 
-/* The monitor's command line (monitor.h): status path, identity, exec
- * candidates, then the task's argv. */
-static void build_monitor_argv(const agent_spawn_t *sp, const ident_t *id, const strvec_t *cands,
-                               const strvec_t *argv, strvec_t *out) {
-    char *p;
-    if (!(p = strdup(sp->monitor))) abort();
-    sv_push(out, p);
-    if (asprintf(&p, "%s/status/%llu.%d", sp->workdir, (unsigned long long)sp->job, sp->task) < 0)
-        abort();
-    sv_push(out, p);
-    if (asprintf(&p, "%u", (unsigned)id->uid) < 0) abort();
-    sv_push(out, p);
-    if (asprintf(&p, "%u", (unsigned)id->gid) < 0) abort();
-    sv_push(out, p);
-    if (!(p = strdup(id->change ? "1" : "0"))) abort();
-    sv_push(out, p);
-    if (asprintf(&p, "%zu", cands->n) < 0) abort();
-    sv_push(out, p);
-    for (size_t i = 0; i < cands->n; i++) {
-        if (!(p = strdup(cands->v[i]))) abort();
-        sv_push(out, p);
-    }
-    if (!(p = strdup("--"))) abort();
-    sv_push(out, p);
-    for (size_t i = 0; i < argv->n; i++) {
-        if (!(p = strdup(argv->v[i]))) abort();
-        sv_push(out, p);
-    }
-}
-
-/* Why a start failed at step (AGENT_STEP_*) with errno err, for the job's
+/* Why a start failed at step (STEP_*) with errno err, for the job's
  * owner. */
 static void step_reason(const agent_spawn_t *sp, const ident_t *id, const char *jobdir,
                         const char *argv0, int step, int err, char *reason, size_t rlen) {
     const char *e = strerror(err);
     switch (step) {
-    case AGENT_STEP_DIR:
+    case STEP_DIR:
         snprintf(reason, rlen, "cannot enter the job directory %s on node %s: %s", jobdir,
                  sp->node, e);
         break;
-    case AGENT_STEP_MONITOR:
-        snprintf(reason, rlen, "cannot execute the task monitor %s on node %s: %s", sp->monitor,
-                 sp->node, e);
+    case STEP_FORK:
+        snprintf(reason, rlen, "cannot start a task on node %s: clone: %s", sp->node, e);
         break;
-    case AGENT_STEP_FORK:
-        snprintf(reason, rlen, "the task monitor cannot start a process on node %s: %s", sp->node, e);
-        break;
-    case AGENT_STEP_IDENT:
+    case STEP_IDENT:
         snprintf(reason, rlen, "cannot switch to user %s (uid %u, gid %u) on node %s: %s",
                  id->user, (unsigned)id->uid, (unsigned)id->gid, sp->node, e);
         break;
-    case AGENT_STEP_NNP:
+    case STEP_NNP:
         snprintf(reason, rlen, "cannot set no_new_privs on node %s: %s", sp->node, e);
         break;
-    case AGENT_STEP_EXEC:
+    case STEP_EXEC:
         snprintf(reason, rlen, "cannot execute %s on node %s: %s", argv0, sp->node, e);
         break;
-    case AGENT_STEP_ARGS:
-        snprintf(reason, rlen, "the task monitor %s on node %s does not read this agent's command "
-                 "line (is it from another version of Sluice?)", sp->monitor, sp->node);
+    case STEP_MONITOR:
+        snprintf(reason, rlen, "cannot execute the task monitor %s on node %s: %s", sp->monitor,
+                 sp->node, e);
         break;
     default:
         snprintf(reason, rlen, "cannot set up the task's files on node %s: %s", sp->node, e);
@@ -527,9 +585,9 @@ static void step_reason(const agent_spawn_t *sp, const ident_t *id, const char *
 
 int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reason, size_t rlen) {
     const sl_proto_launch_t *l = sp->launch;
-    int rc = -1, logfd = -1, dirfd = -1, rp[2] = {-1, -1};
-    strvec_t argv = {0}, env = {0}, cands = {0}, margv = {0};
-    char path[4096], jobdir[4096], gpus[512] = "";
+    int rc = -1, logfd = -1, dirfd = -1;
+    strvec_t argv = {0}, env = {0}, cands = {0};
+    char path[4096], jobdir[4096], gpus[512] = "", status[4096], pidbuf[24] = "";
     const char *image = l->image && l->image[0] ? l->image : NULL;
     ident_t id;
 
@@ -549,68 +607,48 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reaso
     if (build_argv(sp, image, gpus, path, &argv, reason, rlen) != 0) goto out;
     build_env(sp, &id, jobdir, gpus, &env);
     exec_candidates(argv.v[0], &env, &cands);
-    build_monitor_argv(sp, &id, &cands, &argv, &margv);
     if ((logfd = open_log(sp, &id, path, reason, rlen)) < 0) goto out;
     /* A status left by an earlier attempt of this task is not this one's. */
-    unlink(margv.v[1]);
-    if (pipe2(rp, O_CLOEXEC) != 0) {
-        snprintf(reason, rlen, "cannot start a task on node %s: pipe: %s", sp->node, strerror(errno));
-        goto out;
-    }
+    snprintf(status, sizeof status, "%s/status/%llu.%d", sp->workdir, (unsigned long long)sp->job,
+             sp->task);
+    unlink(status);
 
-    child_args_t ca = {.logfd = logfd, .dirfd = dirfd, .repfd = rp[1], .monitor = sp->monitor,
-                       .argv = margv.v, .envp = env.v};
+    char *const margv[] = {(char *)sp->monitor, status, pidbuf, NULL};
+    child_args_t ca = {.logfd = logfd, .dirfd = dirfd, .id = &id, .monitor = sp->monitor,
+                       .cands = cands.v, .argv = argv.v, .envp = env.v, .margv = margv,
+                       .pidbuf = pidbuf};
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
-    /* CLONE_VFORK: returns once the child has exec'd or exited, so ca is
-     * final then; CLONE_VM: no copy of the agent's page tables, so the cost
-     * does not grow with the agent (posix_spawn's way). */
+    /* CLONE_VFORK: returns once the child has exec'd the monitor or exited,
+     * so ca is final then; CLONE_VM: no copy of the agent's page tables, so
+     * the cost does not grow with the agent (posix_spawn's way). */
     pid_t child_pid = clone(child, child_stack + sizeof child_stack,
                             CLONE_VM | CLONE_VFORK | SIGCHLD, &ca);
     int clone_errno = errno;
     sigprocmask(SIG_SETMASK, &old, NULL);
-    close(rp[1]);
-    rp[1] = -1;
     if (child_pid < 0) {
         snprintf(reason, rlen, "cannot start a task on node %s: clone: %s", sp->node,
                  strerror(clone_errno));
         goto out;
     }
-    agent_monitor_report_t rep = {0};
     if (ca.err != 0) {
-        rep.step = ca.step;
-        rep.err = ca.err;
-    } else {
-        /* The monitor reports once the task has exec'd or failed to: a
-         * blocking read, as the clone above blocks until an exec. */
-        ssize_t n;
-        while ((n = read(rp[0], &rep, sizeof rep)) < 0 && errno == EINTR) {}
-        if (n != (ssize_t)sizeof rep) {
-            rep.pid = 0;
-            rep.step = AGENT_STEP_FORK;
-            rep.err = n < 0 ? errno : EPIPE;
-        }
-    }
-    if (rep.pid <= 0) {
-        /* The monitor has exited or is about to: reap it here so that the
-         * SIGCHLD handler does not look for it among the tasks. */
+        /* The child failed (and killed a task that had exec'd) and has
+         * exited: reap it here so that the SIGCHLD handler does not look
+         * for it among the tasks. */
         while (waitpid(child_pid, NULL, 0) < 0 && errno == EINTR) {}
-        step_reason(sp, &id, jobdir, argv.v[0], rep.step, rep.err, reason, rlen);
+        step_reason(sp, &id, jobdir, argv.v[0], ca.step, ca.err, reason, rlen);
         dprintf(logfd, "sluice-agent: %s\n", reason);
         goto out;
     }
-    *pid = rep.pid;
+    *pid = ca.task;
     *monitor = child_pid;
     rc = 0;
 out:
-    if (rp[0] >= 0) close(rp[0]);
-    if (rp[1] >= 0) close(rp[1]);
     if (logfd >= 0) close(logfd);
     if (dirfd >= 0) close(dirfd);
     sv_free(&argv);
     sv_free(&env);
     sv_free(&cands);
-    sv_free(&margv);
     return rc;
 }
