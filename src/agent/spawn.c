@@ -5,19 +5,17 @@
  * Identity. Tenants do not trust each other's code, so each task runs as
  * the Unix user its tenant maps to (the launch's `user` and `group`, names
  * resolved here with getpwnam/getgrnam; an absent user is "nobody"), as
- * Slurm runs each job as its submitter. The task is started by its monitor,
- * sluice-monitor (monitor/monitor.c), which keeps the agent's identity; on the
- * task's side of the monitor's fork, when the agent is root, it switches to
- * that user: supplementary groups cleared (setgroups(0): the config names
- * the one group a tenant's tasks hold, and a node's /etc/group must not
- * add, say, `docker` or `disk` behind its back), then setgid, setuid, and
- * PR_SET_NO_NEW_PRIVS so that no setuid binary or file capability hands
- * privileges back. uid or gid 0 is refused here unless the launch says
- * allow_root (the controller's explicit opt-in). An agent that is not root
- * cannot switch: its tasks run as itself (task.c says so once at
- * start-up); it does not refuse such launches, because a single-user agent
- * (`sluice up` as a developer) has no other identity to offer and refusing
- * would only stop it from working.
+ * Slurm runs each job as its submitter. An agent running as root switches
+ * to that user in the task's child: supplementary groups cleared
+ * (setgroups(0): the config names the one group a tenant's tasks hold, and
+ * a node's /etc/group must not add, say, `docker` or `disk` behind its
+ * back), then setgid, setuid, and PR_SET_NO_NEW_PRIVS so that no setuid
+ * binary or file capability hands privileges back. uid or gid 0 is refused
+ * unless the launch says allow_root (the controller's explicit opt-in). An
+ * agent that is not root cannot switch: its tasks run as itself (task.c
+ * says so once at start-up); it does not refuse such launches, because a
+ * single-user agent (`sluice up` as a developer) has no other identity to
+ * offer and refusing would only stop it from working.
  *
  * Directory. Each job gets WORKDIR/jobs/JOB, mode 0700, owned by the
  * task's user: the task's working directory and TMPDIR. WORKDIR/jobs is
@@ -27,25 +25,30 @@
  * reason), is created mode 0600 and owned by the task's user: the agent
  * reads it for `sluice logs`, no other tenant can.
  *
- * Launch. The agent starts the monitor (monitor.h: its command line
- * carries the status path, the identity, the exec candidates and the
- * task's argv), which forks the task and reports on a pipe once the task
- * has exec'd, or which step failed and its errno; the agent reads that
- * report before it returns, so a bad command is known (and reported
- * `failed` with the reason, also written to the task's log) before
- * anything says `started`. The monitor is started with clone(CLONE_VM |
- * CLONE_VFORK) onto a stack of its own, as glibc's posix_spawn does: no
- * copy of the agent's page tables, so the cost does not grow with the
- * agent. Between clone and exec the child makes system calls only (setsid,
- * dup2, fchdir, close_range, execve): everything that allocates or reads
- * files (user lookup, argv, environment, the PATH candidates for the
- * command) is done before. Signals are blocked across the clone so that
- * none of the agent's handlers runs in the child; the child resets every
- * disposition to the default and unblocks all before exec. The monitor
- * leads a session of its own; the task leads another, and its process
- * group is what the tasks layer signals to stop it. Measured with
- * bench/live/spawncost.py (figures before and after the monitor in the
- * commit that added it).
+ * Launch. Each task runs under a monitor, sluice-monitor (monitor.h,
+ * monitor/monitor.c), its parent, which records its exit status for the
+ * agent. The agent clones a first child (clone(CLONE_VM | CLONE_VFORK) onto
+ * a stack of its own, as glibc's posix_spawn does: no copy of the agent's
+ * page tables, so the cost does not grow with the agent); that child leads
+ * a session of its own, sets up the task's descriptors and directory,
+ * clones the task the same way (the task leads another session and process
+ * group, which the tasks layer signals to stop it, takes the tenant's user
+ * and dies with SIGKILL should its parent die) and, once the task has
+ * exec'd, execs the monitor with the task's pid. The agent waits for both
+ * execs (one more than a bare task, nothing else on the launch path), so a
+ * bad command is known (and reported `failed` with the reason, also written
+ * to the task's log) before anything says `started`; should the monitor
+ * fail to exec, its task is killed, as nothing would record its end. Both
+ * children make system calls only (setsid, dup2, fchdir, clone, setgroups,
+ * setgid, setuid, prctl, close_range, execve): everything that allocates or
+ * reads files (user lookup, argv, environment, the PATH candidates for the
+ * command) is done before. A child that fails records which step and errno
+ * in the memory it shares with the agent. Signals are blocked across the
+ * clone so that none of the agent's handlers runs in the children; the
+ * first resets every disposition to the default, and both unblock all
+ * before exec. Measured with bench/live/spawncost.py: the monitor's exec
+ * adds about 0.5 ms to a launch on the 2-core CI machine (median 1.07 ms
+ * against 0.33-0.58 ms without a monitor, in one sitting).
  *
  * Environment, scrubbed: the task sees none of the agent's variables (the
  * cluster token, whatever the agent inherited), only PATH (the agent's),
@@ -79,7 +82,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "monitor.h"
 #include "spawn.h"
 
 extern char **environ;

@@ -32,7 +32,7 @@ typedef struct agent_spawn {
  * scrubbed environment spawn.c describes. The monitor writes the task's
  * exit status to WORKDIR/status/JOB.TASK (a stale one is removed first) and
  * exits. Looks the user up (getpwnam: may read files or ask NSS) and blocks
- * until the task has exec'd. Returns 0 with *pid (the task, its process
+ * until the task and then its monitor have exec'd. Returns 0 with *pid (the task, its process
  * group) and *monitor (the agent's child) set, or -1 with reason (rlen
  * bytes) saying why in words for the job's owner ("user alice-svc does not
  * exist on node n2"; also written to the log when the command could not be
