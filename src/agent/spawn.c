@@ -6,16 +6,16 @@
  * the Unix user its tenant maps to (the launch's `user` and `group`, names
  * resolved here with getpwnam/getgrnam; an absent user is "nobody"), as
  * Slurm runs each job as its submitter. An agent running as root switches
- * to that user in the child: supplementary groups cleared (setgroups(0):
- * the config names the one group a tenant's tasks hold, and a node's
- * /etc/group must not add, say, `docker` or `disk` behind its back), then
- * setgid, setuid, and PR_SET_NO_NEW_PRIVS so that no setuid binary or file
- * capability hands privileges back. uid or gid 0 is refused unless the
- * launch says allow_root (the controller's explicit opt-in). An agent that
- * is not root cannot switch: its tasks run as itself (task.c says so once
- * at start-up); it does not refuse such launches, because a single-user
- * agent (`sluice up` as a developer) has no other identity to offer and
- * refusing would only stop it from working.
+ * to that user in the task's child: supplementary groups cleared
+ * (setgroups(0): the config names the one group a tenant's tasks hold, and
+ * a node's /etc/group must not add, say, `docker` or `disk` behind its
+ * back), then setgid, setuid, and PR_SET_NO_NEW_PRIVS so that no setuid
+ * binary or file capability hands privileges back. uid or gid 0 is refused
+ * unless the launch says allow_root (the controller's explicit opt-in). An
+ * agent that is not root cannot switch: its tasks run as itself (task.c
+ * says so once at start-up); it does not refuse such launches, because a
+ * single-user agent (`sluice up` as a developer) has no other identity to
+ * offer and refusing would only stop it from working.
  *
  * Directory. Each job gets WORKDIR/jobs/JOB, mode 0700, owned by the
  * task's user: the task's working directory and TMPDIR. WORKDIR/jobs is
@@ -25,24 +25,30 @@
  * reason), is created mode 0600 and owned by the task's user: the agent
  * reads it for `sluice logs`, no other tenant can.
  *
- * Launch is clone(CLONE_VM | CLONE_VFORK) onto a stack of its own, as
- * glibc's posix_spawn does (posix_spawn itself cannot change the user): no
- * copy of the agent's page tables, so the cost does not grow with the
- * agent, and the agent waits until the child has exec'd or failed. Between
- * clone and exec the child makes system calls only (setsid, dup2, fchdir,
- * setgroups, setgid, setuid, prctl, close_range, execve): everything that
- * allocates or reads files (user lookup, argv, environment, the PATH
- * candidates for the command) is done before. A child that fails before
- * exec records which step and errno in the memory it shares with the
- * agent, so a bad command is known (and reported `failed` with the reason,
- * also written to the task's log) before anything says `started`. Signals
- * are blocked across the clone so that none of the agent's handlers runs
- * in the child; the child resets every disposition to the default and
- * unblocks all before exec. Each task leads its own session and process
- * group, which is what the tasks layer signals to stop it. Measured with
- * bench/live/spawncost.py: a launch costs what posix_spawn's did (median
- * about 0.75 ms on the 2-core CI machine under load, either way); the
- * user switch (lookup, chown, set*id) adds little next to it.
+ * Launch. Each task runs under a monitor, sluice-monitor (monitor.h,
+ * monitor/monitor.c), its parent, which records its exit status for the
+ * agent. The agent clones a first child (clone(CLONE_VM | CLONE_VFORK) onto
+ * a stack of its own, as glibc's posix_spawn does: no copy of the agent's
+ * page tables, so the cost does not grow with the agent); that child leads
+ * a session of its own, sets up the task's descriptors and directory,
+ * clones the task the same way (the task leads another session and process
+ * group, which the tasks layer signals to stop it, takes the tenant's user
+ * and dies with SIGKILL should its parent die) and, once the task has
+ * exec'd, execs the monitor with the task's pid. The agent waits for both
+ * execs (one more than a bare task, nothing else on the launch path), so a
+ * bad command is known (and reported `failed` with the reason, also written
+ * to the task's log) before anything says `started`; should the monitor
+ * fail to exec, its task is killed, as nothing would record its end. Both
+ * children make system calls only (setsid, dup2, fchdir, clone, setgroups,
+ * setgid, setuid, prctl, close_range, execve): everything that allocates or
+ * reads files (user lookup, argv, environment, the PATH candidates for the
+ * command) is done before. A child that fails records which step and errno
+ * in the memory it shares with the agent. Signals are blocked across the
+ * clone so that none of the agent's handlers runs in the children; the
+ * first resets every disposition to the default, and both unblock all
+ * before exec. Measured with bench/live/spawncost.py: the monitor's exec
+ * adds about 0.5 ms to a launch on the 2-core CI machine (median 1.07 ms
+ * against 0.33-0.58 ms without a monitor, in one sitting).
  *
  * Environment, scrubbed: the task sees none of the agent's variables (the
  * cluster token, whatever the agent inherited), only PATH (the agent's),
@@ -389,16 +395,24 @@ static void exec_candidates(const char *argv0, const strvec_t *env, strvec_t *ou
     }
 }
 
-/* What the child does and, when it fails before exec, which step failed
- * and why. The child shares the agent's memory (CLONE_VM), so it reports
- * here, and the agent reads it once the child has exec'd or exited. */
-enum { STEP_FDS = 1, STEP_DIR, STEP_IDENT, STEP_NNP, STEP_EXEC };
+/* The steps of a start, for the reason of one that failed. */
+enum { STEP_FDS = 1, STEP_DIR, STEP_FORK, STEP_IDENT, STEP_NNP, STEP_EXEC, STEP_MONITOR };
+
+/* What the two children do and, when one fails, which step failed and
+ * why. They share the agent's memory (CLONE_VM), so they report here, and
+ * the agent reads it once the monitor has exec'd or the first child has
+ * exited. */
 typedef struct child_args {
     int logfd, dirfd;
     const ident_t *id;
-    char *const *cands, *const *argv, *const *envp;
+    const char *monitor;
+    char *const *cands, *const *argv, *const *envp;    /* the task's */
+    char *const *margv;         /* the monitor's; margv[2] is pidbuf, filled in */
+    char *pidbuf;               /* 24 bytes */
+    pid_t parent;               /* the first child, the task's parent (the monitor) */
+    pid_t task;                 /* the task, once it has exec'd */
     int step;                   /* the step it reached */
-    int err;                    /* 0: exec'd; else the errno of that step */
+    int err;                    /* 0: both exec'd; else the errno of that step */
 } child_args_t;
 
 /* Moves fd above the standard descriptors (the agent may have been started
@@ -408,31 +422,19 @@ static int above_std(int fd) {
 }
 
 /*
- * The child between clone and exec. It runs on its own stack in the
- * agent's memory while the agent waits (CLONE_VFORK), as glibc's
- * posix_spawn does, so it uses system calls only: no malloc, no stdio, no
- * lock. The identity changes are raw system calls: glibc's setuid() in a
- * multi-threaded process (NVML may start threads) would also change the
- * credentials of the agent's other threads, which this child shares memory
- * with. Returns (exit status 127) only after a failure, recorded in a.
+ * The task, between clone and exec: it runs on a stack of its own in the
+ * agent's memory while the first child waits (CLONE_VFORK), so it uses
+ * system calls only. The identity changes are raw system calls: glibc's
+ * setuid() in a multi-threaded process (NVML may start threads) would also
+ * change the credentials of the agent's other threads, which this child
+ * shares memory with. Returns (exit status 127) only after a failure,
+ * recorded in a.
  */
-static int child(void *arg) {
+static int task_child(void *arg) {
     child_args_t *a = arg;
-    int logfd = a->logfd, dirfd = a->dirfd;
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    /* Its own copy of the dispositions (no CLONE_SIGHAND): none of the
-     * agent's handlers may run here; glibc's own signals answer EINVAL. */
-    for (int s = 1; s < NSIG; s++)
-        if (s != SIGKILL && s != SIGSTOP) sigaction(s, &dfl, NULL);
     a->step = STEP_FDS;
-    if (setsid() < 0 || (logfd = above_std(logfd)) < 0 || (dirfd = above_std(dirfd)) < 0)
-        goto fail;
-    int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (nullfd < 0 || dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) goto fail;
-    a->step = STEP_DIR;
-    if (fchdir(dirfd) != 0) goto fail;
+    /* Its own session and process group: what kill and fencing signal. */
+    if (setsid() < 0) goto fail;
     a->step = STEP_IDENT;
     /* Groups and gid while still root, uid last. */
     if (a->id->change && (syscall(SYS_setgroups, 0, NULL) != 0 ||
@@ -440,6 +442,14 @@ static int child(void *arg) {
                           syscall(SYS_setuid, a->id->uid) != 0))
         goto fail;
     a->step = STEP_NNP;
+    /* SIGKILL should the monitor die (it can record nothing then); set
+     * after the identity change, which clears it. The parent cannot have
+     * died yet unless killed: the check closes that race. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) goto fail;
+    if ((pid_t)syscall(SYS_getppid) != a->parent) {
+        a->err = ESRCH;
+        return 127;
+    }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) goto fail;
     /* Nothing of the agent's (sockets, state files) reaches the task; the
      * agent's descriptors are close-on-exec, but a library's may not be. */
@@ -470,15 +480,116 @@ fail:
     return 127;
 }
 
-/* The child's stack: one per agent (launches are made one at a time on
- * the event loop's thread), 64 KiB, far more than child() needs. */
+/* The second child's stack (the first's is child_stack, below): one per
+ * agent, as launches are made one at a time on the event loop's thread. */
+static char task_stack[64 * 1024] __attribute__((aligned(16)));
+
+/*
+ * The first child, which becomes the monitor: between clone and exec it
+ * runs on its own stack in the agent's memory while the agent waits
+ * (CLONE_VFORK), as glibc's posix_spawn does, so it uses system calls
+ * only: no malloc, no stdio, no lock. It leads a session of its own (no
+ * terminal's signal or process-group kill aimed at the agent reaches it),
+ * sets up the task's descriptors and directory, starts the task the same
+ * way (it waits until the task has exec'd) and execs the monitor, which
+ * is thereby the task's parent. It keeps the agent's identity. Returns
+ * (exit status 127) only after a failure, recorded in a; a task that
+ * exec'd is then killed, as nothing would record its end.
+ */
+static int child(void *arg) {
+    child_args_t *a = arg;
+    int logfd = a->logfd, dirfd = a->dirfd;
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    /* Its own copy of the dispositions (no CLONE_SIGHAND): none of the
+     * agent's handlers may run here; glibc's own signals answer EINVAL. */
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP) sigaction(s, &dfl, NULL);
+    a->step = STEP_FDS;
+    if (setsid() < 0 || (logfd = above_std(logfd)) < 0 || (dirfd = above_std(dirfd)) < 0)
+        goto fail;
+    int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (nullfd < 0 || dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) goto fail;
+    a->step = STEP_DIR;
+    if (fchdir(dirfd) != 0) goto fail;
+    a->step = STEP_FORK;
+    a->parent = (pid_t)syscall(SYS_getpid);
+    pid_t task = clone(task_child, task_stack + sizeof task_stack,
+                       CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+    if (task < 0) goto fail;
+    if (a->err != 0) {
+        /* It failed before exec and has exited. */
+        while (waitpid(task, NULL, 0) < 0 && errno == EINTR) {}
+        return 127;
+    }
+    a->task = task;
+    /* The task's pid in decimal, the monitor's second argument. */
+    char digits[24];
+    int n = 0;
+    for (unsigned v = (unsigned)task; v || n == 0; v /= 10) digits[n++] = (char)('0' + v % 10);
+    for (int i = 0; i < n; i++) a->pidbuf[i] = digits[n - 1 - i];
+    a->pidbuf[n] = '\0';
+    a->step = STEP_FDS;
+    if (close_range(3, ~0U, 0) != 0) goto fail_task;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    a->step = STEP_MONITOR;
+    static char *const no_env[] = {NULL};
+    execve(a->monitor, a->margv, no_env);
+fail_task:
+    a->err = errno ? errno : EIO;
+    kill(-task, SIGKILL);
+    while (waitpid(task, NULL, 0) < 0 && errno == EINTR) {}
+    return 127;
+fail:
+    a->err = errno ? errno : EIO;
+    return 127;
+}
+
+/* The first child's stack: one per agent, 64 KiB, far more than child()
+ * needs. */
 static char child_stack[64 * 1024] __attribute__((aligned(16)));
 
-int agent_spawn(const agent_spawn_t *sp, pid_t *pid, char *reason, size_t rlen) {
+/* Why a start failed at step (STEP_*) with errno err, for the job's
+ * owner. */
+static void step_reason(const agent_spawn_t *sp, const ident_t *id, const char *jobdir,
+                        const char *argv0, int step, int err, char *reason, size_t rlen) {
+    const char *e = strerror(err);
+    switch (step) {
+    case STEP_DIR:
+        snprintf(reason, rlen, "cannot enter the job directory %s on node %s: %s", jobdir,
+                 sp->node, e);
+        break;
+    case STEP_FORK:
+        snprintf(reason, rlen, "cannot start a task on node %s: clone: %s", sp->node, e);
+        break;
+    case STEP_IDENT:
+        snprintf(reason, rlen, "cannot switch to user %s (uid %u, gid %u) on node %s: %s",
+                 id->user, (unsigned)id->uid, (unsigned)id->gid, sp->node, e);
+        break;
+    case STEP_NNP:
+        snprintf(reason, rlen, "cannot set no_new_privs on node %s: %s", sp->node, e);
+        break;
+    case STEP_EXEC:
+        snprintf(reason, rlen, "cannot execute %s on node %s: %s", argv0, sp->node, e);
+        break;
+    case STEP_MONITOR:
+        snprintf(reason, rlen, "cannot execute the task monitor %s on node %s: %s", sp->monitor,
+                 sp->node, e);
+        break;
+    default:
+        snprintf(reason, rlen, "cannot set up the task's files on node %s: %s", sp->node, e);
+        break;
+    }
+}
+
+int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reason, size_t rlen) {
     const sl_proto_launch_t *l = sp->launch;
     int rc = -1, logfd = -1, dirfd = -1;
     strvec_t argv = {0}, env = {0}, cands = {0};
-    char path[4096], jobdir[4096], gpus[512] = "";
+    char path[4096], jobdir[4096], gpus[512] = "", status[4096], pidbuf[24] = "";
     const char *image = l->image && l->image[0] ? l->image : NULL;
     ident_t id;
 
@@ -499,15 +610,21 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, char *reason, size_t rlen) 
     build_env(sp, &id, jobdir, gpus, &env);
     exec_candidates(argv.v[0], &env, &cands);
     if ((logfd = open_log(sp, &id, path, reason, rlen)) < 0) goto out;
+    /* A status left by an earlier attempt of this task is not this one's. */
+    snprintf(status, sizeof status, "%s/status/%llu.%d", sp->workdir, (unsigned long long)sp->job,
+             sp->task);
+    unlink(status);
 
-    child_args_t ca = {.logfd = logfd, .dirfd = dirfd, .id = &id, .cands = cands.v,
-                       .argv = argv.v, .envp = env.v};
+    char *const margv[] = {(char *)sp->monitor, status, pidbuf, NULL};
+    child_args_t ca = {.logfd = logfd, .dirfd = dirfd, .id = &id, .monitor = sp->monitor,
+                       .cands = cands.v, .argv = argv.v, .envp = env.v, .margv = margv,
+                       .pidbuf = pidbuf};
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
-    /* CLONE_VFORK: returns once the child has exec'd or exited, so ca is
-     * final then; CLONE_VM: no copy of the agent's page tables, so the cost
-     * does not grow with the agent (posix_spawn's way). */
+    /* CLONE_VFORK: returns once the child has exec'd the monitor or exited,
+     * so ca is final then; CLONE_VM: no copy of the agent's page tables, so
+     * the cost does not grow with the agent (posix_spawn's way). */
     pid_t child_pid = clone(child, child_stack + sizeof child_stack,
                             CLONE_VM | CLONE_VFORK | SIGCHLD, &ca);
     int clone_errno = errno;
@@ -518,33 +635,16 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, char *reason, size_t rlen) 
         goto out;
     }
     if (ca.err != 0) {
-        /* The child failed before exec and has exited: reap it here so that
-         * the SIGCHLD handler does not look for it among the tasks. */
+        /* The child failed (and killed a task that had exec'd) and has
+         * exited: reap it here so that the SIGCHLD handler does not look
+         * for it among the tasks. */
         while (waitpid(child_pid, NULL, 0) < 0 && errno == EINTR) {}
-        const char *e = strerror(ca.err);
-        switch (ca.step) {
-        case STEP_DIR:
-            snprintf(reason, rlen, "cannot enter the job directory %s on node %s: %s", jobdir,
-                     sp->node, e);
-            break;
-        case STEP_IDENT:
-            snprintf(reason, rlen, "cannot switch to user %s (uid %u, gid %u) on node %s: %s",
-                     id.user, (unsigned)id.uid, (unsigned)id.gid, sp->node, e);
-            break;
-        case STEP_NNP:
-            snprintf(reason, rlen, "cannot set no_new_privs on node %s: %s", sp->node, e);
-            break;
-        case STEP_EXEC:
-            snprintf(reason, rlen, "cannot execute %s on node %s: %s", argv.v[0], sp->node, e);
-            break;
-        default:
-            snprintf(reason, rlen, "cannot set up the task's files on node %s: %s", sp->node, e);
-            break;
-        }
+        step_reason(sp, &id, jobdir, argv.v[0], ca.step, ca.err, reason, rlen);
         dprintf(logfd, "sluice-agent: %s\n", reason);
         goto out;
     }
-    *pid = child_pid;
+    *pid = ca.task;
+    *monitor = child_pid;
     rc = 0;
 out:
     if (logfd >= 0) close(logfd);

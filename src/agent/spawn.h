@@ -17,23 +17,28 @@ typedef struct agent_spawn {
     const char *workdir;            /* the agent's work directory: jobs/ and logs/ under it */
     const char *node;               /* this node's name (messages, SLUICE_NODE) */
     const char *launcher;           /* --launcher template, or NULL */
+    const char *monitor;            /* path of sluice-monitor (monitor.h) */
     uint64_t job;
     int32_t task;
     const sl_proto_launch_t *launch; /* the decoded launch (borrowed) */
 } agent_spawn_t;
 
 /*
- * Spawns the task of sp in its own session and process group, as the
- * launch's user and group when the agent is root, working in
- * WORKDIR/jobs/JOB (created 0700, the user's), stdout and stderr appended to
- * WORKDIR/logs/JOB/TASK.log (0600, the user's), with the scrubbed
- * environment spawn.c describes. Looks the user up (getpwnam: may read
- * files or ask NSS) and blocks until the child has exec'd. Returns 0 with
- * *pid set, or -1 with reason (rlen bytes) saying why in words for the
- * job's owner ("user alice-svc does not exist on node n2"; also written to
- * the log when the command could not be executed).
+ * Spawns the task of sp under its monitor (monitor.h): the monitor in a
+ * session of its own, as the agent's user; the task in another session and
+ * process group, as the launch's user and group when the agent is root,
+ * working in WORKDIR/jobs/JOB (created 0700, the user's), stdout and
+ * stderr appended to WORKDIR/logs/JOB/TASK.log (0600, the user's), with the
+ * scrubbed environment spawn.c describes. The monitor writes the task's
+ * exit status to WORKDIR/status/JOB.TASK (a stale one is removed first) and
+ * exits. Looks the user up (getpwnam: may read files or ask NSS) and blocks
+ * until the task and then its monitor have exec'd. Returns 0 with *pid (the task, its process
+ * group) and *monitor (the agent's child) set, or -1 with reason (rlen
+ * bytes) saying why in words for the job's owner ("user alice-svc does not
+ * exist on node n2"; also written to the log when the command could not be
+ * executed).
  */
-int agent_spawn(const agent_spawn_t *sp, pid_t *pid, char *reason, size_t rlen);
+int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reason, size_t rlen);
 
 /*
  * Expands the {placeholders} of one --launcher template word ({image}

@@ -5,13 +5,25 @@
  * tasks, and each message touches one task, so a list beats a hash on size
  * and clarity.
  *
- * A launch is spawned (spawn.c) in the callback that read it. Each task
- * leads its own process group, which is what `kill` signals (SIGTERM, then
- * SIGKILL after the grace period) and what is swept with SIGKILL once the
- * leader exits, so no stray child of a finished task keeps a GPU. The exit
- * is seen through SIGCHLD, which libevent turns into a loop event; tasks
+ * A launch is spawned (spawn.c) in the callback that read it, under a
+ * monitor (sluice-monitor, monitor/monitor.c) that is the agent's child and the
+ * task's parent. Each task leads its own process group, which is what
+ * `kill` and fencing signal (SIGTERM, then SIGKILL after the grace period)
+ * and what the monitor sweeps with SIGKILL once the leader exits, so no
+ * stray child of a finished task keeps a GPU. The monitor writes the task's
+ * exit status to WORKDIR/status/JOB.TASK and exits; the agent learns of the
+ * end from the monitor's exit and reads the status there. The exit is seen
+ * through SIGCHLD, which libevent turns into a loop event; monitors
  * re-adopted after an agent restart are not our children, and are watched
- * through a pidfd instead.
+ * through a pidfd instead, and a monitor that ended while no agent ran
+ * left its status file for the restarted agent to read. So an agent
+ * restart loses no exit status. The status directory is the agent's own
+ * (0700, beside state.json, on the same file system so the monitor's
+ * rename is atomic): a tenant's task, running as another user, can neither
+ * forge nor remove a status there, which its job directory would allow.
+ * One file per task needs no lock between monitors, nor between a monitor
+ * and the agent's state.json writes. A status file is removed once the
+ * controller acknowledges the end (state.json keeps the end until then).
  *
  * A task's start or end is reported to the controller only once state.json
  * records it, so an agent killed in between never leaves the controller
@@ -35,6 +47,7 @@
 
 #include "log.h"
 #include "loop.h"
+#include "monitor.h"
 #include "osutil.h"
 #include "spawn.h"
 #include "task.h"
@@ -51,15 +64,16 @@ typedef struct task {
     uint64_t job;
     int32_t task;
     task_state_t state;
-    pid_t pid;                  /* session and process group leader */
-    unsigned long long pstart;  /* /proc/PID/stat start time, guards against pid reuse */
+    pid_t pid;                  /* the task: session and process group leader */
+    pid_t monitor;              /* its monitor (the agent's child unless adopted) */
+    unsigned long long pstart;  /* the monitor's /proc/PID/stat start time, guards against pid reuse */
     int exit_code;
     int sig;
     double start_time;
     double end_time;
     char *reason;               /* failed: why */
     struct event *kill_ev;      /* SIGKILL after the grace period */
-    int pidfd;                  /* adopted tasks (not our children): exit watch */
+    int pidfd;                  /* adopted monitors (not our children): exit watch */
     struct event *pidfd_ev;
     int report;                 /* REPORT_* bits */
     int fence;                  /* its job is requeued if this node fails: fence it */
@@ -70,6 +84,7 @@ struct agent_tasks {
     struct event_base *base;
     agent_tasks_config_t cfg;
     char *state_path;
+    char *monitor_path;         /* sluice-monitor, beside the agent's binary */
     task_t *tasks;
     int nrunning;
     struct event *sigchld_ev;
@@ -90,7 +105,7 @@ static task_t *task_find(agent_tasks_t *ts, uint64_t job, int32_t task) {
 
 static task_t *task_find_pid(agent_tasks_t *ts, pid_t pid) {
     for (task_t *t = ts->tasks; t; t = t->next)
-        if (t->state == TASK_RUNNING && t->pid == pid && t->pidfd < 0) return t;
+        if (t->state == TASK_RUNNING && t->monitor == pid && t->pidfd < 0) return t;
     return NULL;
 }
 
@@ -115,6 +130,39 @@ static void task_free(task_t *t) {
     free(t);
 }
 
+/* WORKDIR/status/JOB.TASK, where t's monitor writes its exit status. */
+static void status_path(const task_t *t, char *buf, size_t len) {
+    snprintf(buf, len, "%s/status/%llu.%d", t->ts->cfg.workdir, (unsigned long long)t->job, t->task);
+}
+
+/*
+ * Reads the exit status t's monitor recorded (monitor.h). Returns 1 with
+ * *exit_code, *sig and *end_time set, 0 when there is none, -1 (logged)
+ * when the file cannot be read or parsed.
+ */
+static int status_read(const task_t *t, int *exit_code, int *sig, double *end_time) {
+    char path[4096];
+    status_path(t, path, sizeof path);
+    json_error_t err;
+    json_t *o = json_load_file(path, 0, &err);
+    if (!o) {
+        if (access(path, F_OK) != 0 && errno == ENOENT) return 0;
+        sl_log(SL_LOG_WARN, "agent", "cannot read the exit status in %s: %s", path, err.text);
+        return -1;
+    }
+    json_t *c = json_object_get(o, "exit_code"), *s = json_object_get(o, "signal");
+    int rc = json_is_integer(c) && json_is_integer(s) ? 1 : -1;
+    if (rc == 1) {
+        *exit_code = (int)json_integer_value(c);
+        *sig = (int)json_integer_value(s);
+        *end_time = json_number_value(json_object_get(o, "end_time"));
+    } else {
+        sl_log(SL_LOG_WARN, "agent", "%s lacks exit_code or signal", path);
+    }
+    json_decref(o);
+    return rc;
+}
+
 static void task_remove(agent_tasks_t *ts, task_t *t) {
     for (task_t **pp = &ts->tasks; *pp; pp = &(*pp)->next) {
         if (*pp == t) {
@@ -123,16 +171,20 @@ static void task_remove(agent_tasks_t *ts, task_t *t) {
         }
     }
     if (t->state == TASK_RUNNING) ts->nrunning--;
+    char path[4096];
+    status_path(t, path, sizeof path);
+    unlink(path);
     task_free(t);
 }
 
 /* Start time of pid in clock ticks since boot (field 22 of /proc/PID/stat),
- * or 0 if the process is gone. */
+ * or 0 if the process is gone or a zombie (it has ended; its parent, init
+ * once the agent that started it is gone, has not reaped it yet). */
 static unsigned long long proc_start_time(pid_t pid) {
     char buf[1024];
     if (sl_proc_read(pid, "stat", buf, sizeof buf) == 0) return 0;
     char *p = strrchr(buf, ')');
-    if (!p) return 0;
+    if (!p || p[1] != ' ' || p[2] == 'Z') return 0;
     p++;
     /* p is at the blank before field 3 (state); starttime is field 22. */
     for (int field = 3; field < 22 && p; field++) {
@@ -216,6 +268,7 @@ static json_t *task_json(const task_t *t) {
     case TASK_RUNNING:
         json_object_set_new(o, "state", json_string("running"));
         json_object_set_new(o, "pid", json_integer(t->pid));
+        json_object_set_new(o, "monitor", json_integer(t->monitor));
         json_object_set_new(o, "start_time", json_real(t->start_time));
         json_object_set_new(o, "pstart", json_integer((json_int_t)t->pstart));
         break;
@@ -250,7 +303,7 @@ static void save_cb(evutil_socket_t fd, short ev, void *arg) {
     agent_tasks_t *ts = arg;
     json_t *arr = json_array();
     for (task_t *t = ts->tasks; t; t = t->next) {
-        if (t->state == TASK_RUNNING && t->pstart == 0) t->pstart = proc_start_time(t->pid);
+        if (t->state == TASK_RUNNING && t->pstart == 0) t->pstart = proc_start_time(t->monitor);
         json_array_append_new(arr, task_json(t));
     }
     json_t *root = json_pack("{s:s,s:o}", "node", ts->cfg.node, "tasks", arr);
@@ -268,7 +321,9 @@ static void save_cb(evutil_socket_t fd, short ev, void *arg) {
 
 /* ---- ending ---- */
 
-static void task_finish(task_t *t, int exit_code, int sig, const char *reason) {
+/* Records t's end: exit_code and sig, or failed with reason when it is
+ * not NULL; end_time 0 means now. */
+static void task_finish(task_t *t, int exit_code, int sig, double end_time, const char *reason) {
     agent_tasks_t *ts = t->ts;
     if (t->kill_ev) event_del(t->kill_ev);
     if (t->pidfd_ev) event_del(t->pidfd_ev);
@@ -276,10 +331,11 @@ static void task_finish(task_t *t, int exit_code, int sig, const char *reason) {
         close(t->pidfd);
         t->pidfd = -1;
     }
-    /* Sweep whatever the task left behind in its process group. */
-    kill(-t->pid, SIGKILL);
-    t->end_time = agent_now();
+    t->end_time = end_time > 0 ? end_time : agent_now();
     if (reason) {
+        /* The monitor did not sweep the task's process group (it did when
+         * it recorded a status): whatever the task left there goes now. */
+        kill(-t->pid, SIGKILL);
         t->state = TASK_FAILED;
         t->reason = strdup(reason);
     } else {
@@ -295,6 +351,22 @@ static void task_finish(task_t *t, int exit_code, int sig, const char *reason) {
     if (ts->stopping && ts->nrunning == 0) event_base_loopexit(ts->base, NULL);
 }
 
+/* t's monitor has ended (how, in words, when known: "exited with status
+ * 1"): the task's end is what the monitor recorded. */
+static void monitor_ended(task_t *t, const char *how) {
+    int code = -1, sig = 0;
+    double end = 0;
+    if (status_read(t, &code, &sig, &end) == 1) {
+        task_finish(t, code, sig, end, NULL);
+        return;
+    }
+    char reason[256];
+    snprintf(reason, sizeof reason,
+             "exit status unknown: the task's monitor (pid %d) %s without recording it", (int)t->monitor,
+             how ? how : "ended");
+    task_finish(t, -1, 0, 0, reason);
+}
+
 static void sigchld_cb(evutil_socket_t fd, short ev, void *arg) {
     agent_tasks_t *ts = arg;
     int st;
@@ -302,15 +374,17 @@ static void sigchld_cb(evutil_socket_t fd, short ev, void *arg) {
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
         task_t *t = task_find_pid(ts, pid);
         if (!t) continue;
+        char how[64];
         if (WIFSIGNALED(st))
-            task_finish(t, 128 + WTERMSIG(st), WTERMSIG(st), NULL);
+            snprintf(how, sizeof how, "was killed by signal %d", WTERMSIG(st));
         else
-            task_finish(t, WEXITSTATUS(st), 0, NULL);
+            snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(st));
+        monitor_ended(t, how);
     }
 }
 
 static void pidfd_cb(evutil_socket_t fd, short ev, void *arg) {
-    task_finish(arg, -1, 0, "exit status unknown: sluice-agent restarted while the task ran");
+    monitor_ended(arg, NULL);
 }
 
 static void kill_cb(evutil_socket_t fd, short ev, void *arg) {
@@ -322,10 +396,10 @@ static void kill_cb(evutil_socket_t fd, short ev, void *arg) {
 }
 
 static void adopt(agent_tasks_t *ts, task_t *t) {
-    int fd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+    int fd = (int)syscall(SYS_pidfd_open, t->monitor, 0);
     if (fd < 0) {
         /* Kernels before 5.3: no pidfd; treat as gone once it is. */
-        sl_log(SL_LOG_WARN, "agent", "pidfd_open(%d): %s", (int)t->pid, strerror(errno));
+        sl_log(SL_LOG_WARN, "agent", "pidfd_open(%d): %s", (int)t->monitor, strerror(errno));
         return;
     }
     t->pidfd = fd;
@@ -358,20 +432,22 @@ void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_
     int64_t t0 = agent_mono_us();
     char reason[8192];
     agent_spawn_t sp = {.workdir = ts->cfg.workdir, .node = ts->cfg.node,
-                        .launcher = ts->cfg.launcher, .job = job, .task = task, .launch = l};
+                        .launcher = ts->cfg.launcher, .monitor = ts->monitor_path, .job = job,
+                        .task = task, .launch = l};
     if (l == NULL) {
         snprintf(reason, sizeof reason, "%s", why ? why : "invalid launch");
         sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
         fail_task(t, reason);
-    } else if (agent_spawn(&sp, &t->pid, reason, sizeof reason) != 0) {
+    } else if (agent_spawn(&sp, &t->pid, &t->monitor, reason, sizeof reason) != 0) {
         sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
         fail_task(t, reason);
     } else {
         t->state = TASK_RUNNING;
         ts->nrunning++;
         report_after_save(t, REPORT_STARTED);
-        sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d started spawn_us=%lld",
-               (unsigned long long)job, task, (int)t->pid, (long long)(agent_mono_us() - t0));
+        sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d monitor=%d started spawn_us=%lld",
+               (unsigned long long)job, task, (int)t->pid, (int)t->monitor,
+               (long long)(agent_mono_us() - t0));
     }
     state_dirty(ts);
 }
@@ -523,18 +599,33 @@ static void load_state(agent_tasks_t *ts) {
         t->fenced = json_is_true(json_object_get(o, "fenced"));
         if (strcmp(state, "running") == 0) {
             t->pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
+            /* A record from before monitors watched the task itself. */
+            json_t *jm = json_object_get(o, "monitor");
+            t->monitor = json_is_integer(jm) ? (pid_t)json_integer_value(jm) : t->pid;
             t->pstart = (unsigned long long)json_integer_value(json_object_get(o, "pstart"));
-            unsigned long long now_start = t->pid > 0 ? proc_start_time(t->pid) : 0;
-            if (t->pid > 0 && now_start != 0 && now_start == t->pstart) {
+            unsigned long long now_start = t->monitor > 0 ? proc_start_time(t->monitor) : 0;
+            int code = -1, sig = 0;
+            double end = 0;
+            if (t->monitor > 0 && now_start != 0 && now_start == t->pstart) {
                 t->state = TASK_RUNNING;
                 ts->nrunning++;
                 adopt(ts, t);
-                sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d re-adopted",
-                       (unsigned long long)t->job, t->task, (int)t->pid);
+                sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d re-adopted (monitor %d)",
+                       (unsigned long long)t->job, t->task, (int)t->pid, (int)t->monitor);
+            } else if (status_read(t, &code, &sig, &end) == 1) {
+                /* It ended while no agent ran; its monitor recorded how. */
+                t->state = TASK_EXITED;
+                t->exit_code = code;
+                t->sig = sig;
+                t->end_time = end > 0 ? end : agent_now();
+                sl_log(SL_LOG_INFO, "agent",
+                       "job=%llu task=%d pid=%d ended while the agent was down exit_code=%d signal=%d",
+                       (unsigned long long)t->job, t->task, (int)t->pid, code, sig);
             } else {
                 t->state = TASK_FAILED;
                 t->end_time = agent_now();
-                t->reason = strdup("exit status unknown: the task ended while sluice-agent was not running");
+                t->reason = strdup("exit status unknown: the task ended while sluice-agent was not "
+                                   "running and its monitor left no record of it");
             }
         } else if (strcmp(state, "exited") == 0) {
             t->state = TASK_EXITED;
@@ -580,6 +671,33 @@ static void identity_notice(const char *workdir) {
     }
 }
 
+/* The monitor's program: sluice-monitor beside the agent's own binary (as
+ * `sluice up` finds sluice-agent beside sluice). Returns a malloc'd path,
+ * or NULL (logged) when it is not there or not executable: an agent that
+ * cannot watch its tasks refuses to start rather than lose their ends. */
+static char *monitor_find(void) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        sl_log(SL_LOG_ERROR, "agent", "cannot read /proc/self/exe to find %s: %s",
+               AGENT_MONITOR_NAME, strerror(errno));
+        return NULL;
+    }
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = '\0';
+    char *path;
+    if (asprintf(&path, "%s/%s", slash ? self : ".", AGENT_MONITOR_NAME) < 0) abort();
+    if (access(path, X_OK) != 0) {
+        sl_log(SL_LOG_ERROR, "agent",
+               "cannot execute the task monitor %s: %s (it is built and installed beside "
+               "sluice-agent)", path, strerror(errno));
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
 int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
                        agent_tasks_t **out) {
     char path[4096];
@@ -595,11 +713,21 @@ int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
         sl_log(SL_LOG_ERROR, "agent", "cannot create %s: %s", path, strerror(errno));
         return -1;
     }
+    /* Exit statuses, written by the monitors: the agent's alone (0700),
+     * so that no tenant forges or removes one. */
+    snprintf(path, sizeof path, "%s/status", cfg->workdir);
+    if ((mkdir(path, 0700) != 0 && errno != EEXIST) || chmod(path, 0700) != 0) {
+        sl_log(SL_LOG_ERROR, "agent", "cannot create %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *monitor = monitor_find();
+    if (!monitor) return -1;
     identity_notice(cfg->workdir);
     agent_tasks_t *ts = calloc(1, sizeof *ts);
     if (!ts) abort();
     ts->base = base;
     ts->cfg = *cfg;
+    ts->monitor_path = monitor;
     if (asprintf(&ts->state_path, "%s/state.json", cfg->workdir) < 0) abort();
     ts->sigchld_ev = evsignal_new(base, SIGCHLD, sigchld_cb, ts);
     event_add(ts->sigchld_ev, NULL);
@@ -654,5 +782,6 @@ void agent_tasks_destroy(agent_tasks_t *ts) {
     if (ts->sigchld_ev) event_free(ts->sigchld_ev);
     if (ts->stop_ev) event_free(ts->stop_ev);
     free(ts->state_path);
+    free(ts->monitor_path);
     free(ts);
 }

@@ -6,7 +6,10 @@
  * (reported, kept until the controller's `ack`) -> forgotten. Running and
  * unacknowledged tasks are written to WORKDIR/state.json after every change,
  * so that a restarted agent re-adopts still-running processes and still
- * reports exit codes the controller has not recorded.
+ * reports exit codes the controller has not recorded. Each task runs under
+ * a monitor (sluice-monitor, monitor.h) that records its exit status in
+ * WORKDIR/status/JOB.TASK, so a restarted agent also learns how tasks that
+ * ended while it was away (or after it re-adopted them) ended.
  *
  * The tasks layer knows nothing of the connection above it: it reports
  * (started, exited, failed, logs replies) through the sender that the
@@ -40,10 +43,12 @@ typedef struct agent_tasks_config {
 typedef void (*agent_tasks_send_fn)(void *ud, const sl_proto_msg_t *m);
 
 /*
- * Creates the tasks of base: creates WORKDIR/logs, handles SIGCHLD, and
- * loads state.json (re-adopting processes that still run). cfg's strings
+ * Creates the tasks of base: creates WORKDIR/logs, WORKDIR/jobs and
+ * WORKDIR/status, finds sluice-monitor beside the agent's binary, handles
+ * SIGCHLD, and loads state.json (re-adopting monitors that still run,
+ * reading the recorded status of tasks that ended meanwhile). cfg's strings
  * are borrowed and must outlive the tasks. Returns 0 with *out set, or -1
- * (logged) when WORKDIR/logs cannot be created.
+ * (logged) when a directory cannot be created or the monitor is missing.
  */
 int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
                        agent_tasks_t **out);
