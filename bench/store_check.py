@@ -19,7 +19,6 @@ per measure, best of 3.
 
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -27,15 +26,10 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "e2e"))
+from harness import free_port  # noqa: E402  (one ephemeral-port picker for tests and benches)
+
 SLUICED = os.path.join(os.environ.get("SLUICE_BUILD", "build"), "sluiced")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def wait_healthy(port, proc, limit_s=60.0):

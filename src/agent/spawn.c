@@ -421,6 +421,19 @@ static int above_std(int fd) {
     return fd > 2 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 3);
 }
 
+/* In a child just before it execs: nothing of the agent's (sockets,
+ * state files) survives but stdin, stdout and stderr (the agent's
+ * descriptors are close-on-exec, but a library's may not be), and no
+ * signal stays blocked. Async-signal-safe. 0, or -1 with errno set. */
+static int clean_slate(void) {
+    if (close_range(3, ~0U, 0) != 0)
+        return -1;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    return 0;
+}
+
 /*
  * The task, between clone and exec: it runs on a stack of its own in the
  * agent's memory while the first child waits (CLONE_VFORK), so it uses
@@ -451,13 +464,8 @@ static int task_child(void *arg) {
         return 127;
     }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) goto fail;
-    /* Nothing of the agent's (sockets, state files) reaches the task; the
-     * agent's descriptors are close-on-exec, but a library's may not be. */
     a->step = STEP_FDS;
-    if (close_range(3, ~0U, 0) != 0) goto fail;
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (clean_slate() != 0) goto fail;
     a->step = STEP_EXEC;
     int err = ENOENT;
     bool denied = false;
@@ -531,10 +539,7 @@ static int child(void *arg) {
     for (int i = 0; i < n; i++) a->pidbuf[i] = digits[n - 1 - i];
     a->pidbuf[n] = '\0';
     a->step = STEP_FDS;
-    if (close_range(3, ~0U, 0) != 0) goto fail_task;
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (clean_slate() != 0) goto fail_task;
     a->step = STEP_MONITOR;
     static char *const no_env[] = {NULL};
     execve(a->monitor, a->margv, no_env);

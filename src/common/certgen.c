@@ -121,6 +121,14 @@ fail:
     return NULL;
 }
 
+/* A new key (0600: only its owner may read it) and its certificate (0644). */
+static int write_pair(EVP_PKEY *key, X509 *x, const char *key_path, const char *cert_path,
+                      char *err, size_t errlen) {
+    if (write_pem(key_path, 0600, key, NULL, err, errlen) < 0)
+        return -1;
+    return write_pem(cert_path, 0644, NULL, x, err, errlen);
+}
+
 int sl_certgen_ca(const char *cn, int days, const char *key_path, const char *cert_path, char *err,
                   size_t errlen) {
     int rc = -1;
@@ -134,8 +142,7 @@ int sl_certgen_ca(const char *cn, int days, const char *key_path, const char *ce
         ssl_why(err, errlen, "cannot make the CA certificate");
         goto out;
     }
-    if (write_pem(key_path, 0600, key, NULL, err, errlen) < 0 ||
-        write_pem(cert_path, 0644, NULL, x, err, errlen) < 0)
+    if (write_pair(key, x, key_path, cert_path, err, errlen) < 0)
         goto out;
     rc = 0;
 out:
@@ -168,8 +175,7 @@ int sl_certgen_leaf(const char *ca_key, const char *ca_cert, sl_cert_kind_t kind
         ssl_why(err, errlen, "cannot make the certificate");
         goto out;
     }
-    if (write_pem(key_path, 0600, key, NULL, err, errlen) < 0 ||
-        write_pem(cert_path, 0644, NULL, x, err, errlen) < 0)
+    if (write_pair(key, x, key_path, cert_path, err, errlen) < 0)
         goto out;
     rc = 0;
 out:

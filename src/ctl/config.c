@@ -542,16 +542,24 @@ bool ctl_token_is_hashed(const char *token) {
            strspn(token + 7, "0123456789abcdef") == 64;
 }
 
-bool ctl_token_eq(const char *given, const char *want) {
+void ctl_token_init(ctl_token_t *t, const char *given) {
+    t->plain = given;
+    t->hashed[0] = '\0';
+}
+
+bool ctl_token_matches(ctl_token_t *t, const char *want) {
+    const char *given = t->plain;
     if (given == NULL || want == NULL)
         return false;
-    char hex[72];
     if (ctl_token_is_hashed(want)) {
         /* The hash of given is compared with the stored one, so the
-         * stored form itself never serves as a password. */
-        memcpy(hex, "sha256:", 7);
-        sl_sha256_hex(given, strlen(given), hex + 7);
-        given = hex;
+         * stored form itself never serves as a password. Hashed once per
+         * presented token, however many stored tokens it is held against. */
+        if (t->hashed[0] == '\0') {
+            memcpy(t->hashed, "sha256:", 7);
+            sl_sha256_hex(given, strlen(given), t->hashed + 7);
+        }
+        given = t->hashed;
     }
     size_t lg = strlen(given), lw = strlen(want);
     /* Every byte of given is compared (with want repeated), whatever the
@@ -560,6 +568,12 @@ bool ctl_token_eq(const char *given, const char *want) {
     for (size_t i = 0; i < lg; i++)
         d |= (unsigned char)(given[i] ^ want[i % (lw ? lw : 1)]);
     return d == 0 && lw > 0;
+}
+
+bool ctl_token_eq(const char *given, const char *want) {
+    ctl_token_t t;
+    ctl_token_init(&t, given);
+    return ctl_token_matches(&t, want);
 }
 
 int ctl_node_token(const char *cluster_token, const char *name, char *out, size_t outlen) {

@@ -119,6 +119,18 @@ const char *ctl_config_task_user(const ctl_config_t *cfg, const char *tenant, co
  * NULL given is false. O(strlen(given) + strlen(want)). */
 bool ctl_token_eq(const char *given, const char *want);
 
+/* A presented token held against several stored ones (an API request
+ * against the admin's, every tenant's and the cluster's): its SHA-256 is
+ * computed at most once, on the first hashed stored token. given is
+ * borrowed; init can't fail. */
+typedef struct ctl_token {
+    const char *plain;
+    char hashed[72]; /* "sha256:<hex>", or "" until needed */
+} ctl_token_t;
+void ctl_token_init(ctl_token_t *t, const char *given);
+/* ctl_token_eq(t's token, want), reusing t's hash. */
+bool ctl_token_matches(ctl_token_t *t, const char *want);
+
 /* True when token is stored hashed ("sha256:" and 64 hex digits). */
 bool ctl_token_is_hashed(const char *token);
 /* The node token of node `name`: HMAC-SHA256 keyed with cluster_token over

@@ -113,7 +113,7 @@ static void write_error(hconn_t *hc, struct evbuffer *out) {
                  "request too large: the request line and headers may take %lld bytes, the body %d bytes",
                  (long long)cfg->max_header_bytes, CTL_MAX_MSG);
     else if (hc->status == 501)
-        snprintf(msg, sizeof msg, "method not implemented: the API takes GET, HEAD, POST and DELETE");
+        snprintf(msg, sizeof msg, "unknown method: the API takes GET, HEAD, POST and DELETE");
     else
         snprintf(msg, sizeof msg,
                  "malformed HTTP request: a bad request line or header, or a request line or "

@@ -293,19 +293,21 @@ bool ctl_http_flush(void *ud) {
 /* ---- dispatch ---- */
 
 static const char *find_token(ctl_t *c, const char *tok, bool *admin, int32_t *tenant) {
-    if (ctl_token_eq(tok, c->cfg.admin_token)) {
+    ctl_token_t t;
+    ctl_token_init(&t, tok);
+    if (ctl_token_matches(&t, c->cfg.admin_token)) {
         *admin = true;
         *tenant = -1;
         return "admin";
     }
     for (size_t i = 0; i < c->cfg.ntenants; i++) {
-        if (c->cfg.tenants[i].token && ctl_token_eq(tok, c->cfg.tenants[i].token)) {
+        if (c->cfg.tenants[i].token && ctl_token_matches(&t, c->cfg.tenants[i].token)) {
             *admin = false;
             *tenant = sl_sched_tenant_find(c->sched, c->cfg.tenants[i].name);
             return c->cfg.tenants[i].name;
         }
     }
-    if (ctl_token_eq(tok, c->cfg.cluster_token))
+    if (ctl_token_matches(&t, c->cfg.cluster_token))
         return "cluster";
     return NULL;
 }

@@ -248,12 +248,17 @@ class Controller(_Daemon):
             return self.cluster_token
         return self.tenant_tokens[who]
 
+    def _connect(self, timeout):
+        """The connection request() uses: plain HTTP here (TLSController
+        in fixtures/tlsutil.py speaks HTTPS)."""
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
     def request(self, method, path, body=None, token=None, timeout=10.0, raw=None,
                 headers=None):
         """Sends one HTTP request. body: a JSON-able object (or raw bytes via
         raw=). token: a token string (sent as Bearer). Returns (status, json
         or text when the body is not JSON)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn = self._connect(timeout)
         try:
             hdrs = dict(headers or {})
             data = None
