@@ -55,18 +55,12 @@ static void make_head(ctl_job_t *j) {
     j->head = ctl_buf_steal(&b, &j->head_len);
 }
 
-void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
-    ctl_job_write_core(c, b, j, NULL);
-}
-
 /* The job's reason: for a pending job, why it waits now (from the core) and
  * why it was requeued if it was; else j->reason. May point into both. */
-static const char *job_reason(ctl_t *c, const ctl_job_t *j, const sl_job_t *cj, char *both,
-                              size_t len) {
+static const char *job_reason(ctl_t *c, const ctl_job_t *j, char *both, size_t len) {
     const char *reason = j->reason;
     if (j->state == CTL_JOB_PENDING && !j->requeue_wait && j->in_core) {
-        if (cj == NULL)
-            cj = sl_sched_job(c->sched, j->id);
+        const sl_job_t *cj = sl_sched_job(c->sched, j->id);
         const char *r = cj ? sl_job_reason(cj) : NULL;
         if (r && r[0] && j->reason[0]) {
             snprintf(both, len, "%s (%s)", r, j->reason);
@@ -78,7 +72,7 @@ static const char *job_reason(ctl_t *c, const ctl_job_t *j, const sl_job_t *cj, 
     return reason;
 }
 
-void ctl_job_write_core(ctl_t *c, ctl_buf_t *b, ctl_job_t *j, const sl_job_t *cj) {
+void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
     if (j->head == NULL)
         make_head(j);
     ctl_buf_add(b, j->head, j->head_len);
@@ -90,7 +84,7 @@ void ctl_job_write_core(ctl_t *c, ctl_buf_t *b, ctl_job_t *j, const sl_job_t *cj
     ctl_buf_time(b, j->end_us);
     ctl_buf_puts(b, ",\"reason\":");
     char both[512];
-    ctl_buf_jstr(b, job_reason(c, j, cj, both, sizeof both));
+    ctl_buf_jstr(b, job_reason(c, j, both, sizeof both));
     ctl_buf_puts(b, ",\"placement\":[");
     for (int32_t i = 0; i < j->ntasks; i++) {
         const ctl_task_t *t = &j->tasks[i];
@@ -216,14 +210,14 @@ typedef struct jt_row {
     uint16_t w[JT_NCOL]; /* each cell's width on a terminal */
 } jt_row_t;
 
-struct ctl_jtable {
+typedef struct jtable {
     ctl_t *c;
     int64_t now_us;
     jt_row_t *rows;
     size_t n, cap;
     ctl_buf_t cells;
     size_t w[JT_NCOL];
-};
+} jtable_t;
 
 /* Appends s (at most JT_CELL_MAX bytes, cut at a UTF-8 character boundary)
  * with control characters as '?', so that a cell stays on its line. */
@@ -283,8 +277,8 @@ static void make_row(ctl_job_t *j) {
     j->row = ctl_buf_steal(&b, NULL);
 }
 
-ctl_jtable_t *ctl_jtable_new(ctl_t *c) {
-    ctl_jtable_t *t = sl_xcalloc(1, sizeof *t);
+static jtable_t *jtable_new(ctl_t *c) {
+    jtable_t *t = sl_xcalloc(1, sizeof *t);
     t->c = c;
     t->now_us = ctl_now_us();
     ctl_buf_init(&t->cells);
@@ -362,7 +356,7 @@ static size_t jt_width(const char *s, size_t n) {
     return w;
 }
 
-void ctl_jtable_add(ctl_jtable_t *t, ctl_job_t *j, const sl_job_t *cj) {
+static void jtable_add(jtable_t *t, ctl_job_t *j) {
     if (j->row == NULL)
         make_row(j);
     if (t->n == t->cap) {
@@ -387,7 +381,7 @@ void ctl_jtable_add(ctl_jtable_t *t, ctl_job_t *j, const sl_job_t *cj) {
     r->len[1] = (uint16_t)(t->cells.len - mark);
     mark = t->cells.len;
     char both[512];
-    cell_put(&t->cells, job_reason(t->c, j, cj, both, sizeof both));
+    cell_put(&t->cells, job_reason(t->c, j, both, sizeof both));
     r->len[2] = (uint16_t)(t->cells.len - mark);
     const char *p = j->row;
     for (int i = 0; i < JT_NSTATIC; i++) {
@@ -415,7 +409,7 @@ static void jt_cell(ctl_buf_t *b, const char *s, size_t n, size_t cw, size_t w, 
     b->len += n + pad;
 }
 
-void ctl_jtable_write(ctl_jtable_t *t, ctl_buf_t *b) {
+static void jtable_write(jtable_t *t, ctl_buf_t *b) {
     size_t line = 1;
     for (int i = 0; i < JT_NCOL - 1; i++)
         line += t->w[i] + 2;
@@ -488,17 +482,17 @@ void ctl_jobs_list(ctl_t *c, const ctl_list_query_t *q, ctl_buf_t *b, uint64_t *
     *next_after = n > k ? v[k - 1]->id : 0;
     *count = (int64_t)k;
     if (q->table) {
-        ctl_jtable_t *t = ctl_jtable_new(c);
+        jtable_t *t = jtable_new(c);
         for (size_t i = 0; i < k; i++)
-            ctl_jtable_add(t, v[i], NULL);
-        ctl_jtable_write(t, b);
+            jtable_add(t, v[i]);
+        jtable_write(t, b);
     } else {
         ctl_buf_reserve(b, 600 * k + 64);
         ctl_buf_puts(b, "{\"jobs\":[");
         for (size_t i = 0; i < k; i++) {
             if (i)
                 ctl_buf_putc(b, ',');
-            ctl_job_write_core(c, b, v[i], NULL);
+            ctl_job_write(c, b, v[i]);
         }
         ctl_buf_puts(b, "],\"next_after\":");
         if (*next_after)

@@ -11,17 +11,8 @@
 
 /* Appends the job object of j to b. */
 void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j);
-/* The same, with the core's job when the caller has it (saves a lookup). */
-void ctl_job_write_core(ctl_t *c, ctl_buf_t *b, ctl_job_t *j, const sl_job_t *cj);
 /* Appends the node object of core node id. */
 void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id);
-/* The text table of GET /v1/jobs?view=table (`sluice queue` prints it as
- * is): add the listed jobs in order, then write writes the header and the
- * padded rows into b and frees the table. */
-typedef struct ctl_jtable ctl_jtable_t;
-ctl_jtable_t *ctl_jtable_new(ctl_t *c);
-void ctl_jtable_add(ctl_jtable_t *t, ctl_job_t *j, const sl_job_t *cj);
-void ctl_jtable_write(ctl_jtable_t *t, ctl_buf_t *b);
 
 /* GET /v1/jobs is paged by job id (docs/api.md): a page holds the jobs
  * with ids above `after`, in id order, at most `limit` of them. */
