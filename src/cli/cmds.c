@@ -472,7 +472,7 @@ static void print_oom(json_t *j) {
         sl_qty_format_mem_round(peak, a, sizeof a);
         sl_qty_format_mem_round(lim, b, sizeof b);
         sl_qty_format_mem_round(req, r, sizeof r);
-        if (lim > 0 && req > 0) snprintf(pct, sizeof pct, " (%lld%% of %s)", (lim * 100 + req / 2) / req, r);
+        if (lim > 0 && req > 0) snprintf(pct, sizeof pct, " (%.0f%% of %s)", 100.0 * (double)lim / (double)req, r);
         if (peak > 0 && lim > 0)
             printf("%-11s %sused %s of its %s hard limit%s\n", "killed:", who, a, b, pct);
         else if (lim > 0)

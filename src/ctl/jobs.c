@@ -352,8 +352,8 @@ static void oom_reason(const ctl_task_t *t, int32_t i, char *buf, size_t len) {
     sl_qty_format_mem_round(t->mem_limit, limit, sizeof limit);
     sl_qty_format_mem_round(t->mem_request, req, sizeof req);
     if (t->mem_peak > 0 && t->mem_limit > 0 && t->mem_request > 0)
-        snprintf(buf, len, "OOMKilled: task %d used %s of its %s hard limit (%lld%% of %s)", i, peak,
-                 limit, (long long)((t->mem_limit * 100 + t->mem_request / 2) / t->mem_request), req);
+        snprintf(buf, len, "OOMKilled: task %d used %s of its %s hard limit (%.0f%% of %s)", i, peak,
+                 limit, 100.0 * (double)t->mem_limit / (double)t->mem_request, req);
     else if (t->mem_peak > 0 && t->mem_limit > 0)
         snprintf(buf, len, "OOMKilled: task %d used %s of its %s hard limit", i, peak, limit);
     else if (t->mem_limit > 0)

@@ -264,3 +264,16 @@ def test_example_config_loads(tmp_path, build_dir):
     finally:
         harness._stop_process(p)
         log.close()
+
+
+def test_oom_with_sizes_at_the_wire_maximum(controller, fake_agent):
+    """The largest sizes the protocol allows are shown, not overflowed."""
+    fa = fake_agent("n1", gpus=0)
+    jid, _ = _running(controller, fa, {"command": ["x"], "memory": "1Ki"})
+    fa.running.pop((jid, 0), None)
+    big = (1 << 63) - 1
+    fa.send({"type": "exited", "job": jid, "task": 0, "exit_code": 137, "signal": 9,
+             "oom_killed": True, "mem_peak": big, "mem_limit": big, "time": time.time()})
+    j = controller.wait_job(jid, "failed")
+    assert j["reason"].startswith("OOMKilled: task 0 used 8Ei of its 8Ei hard limit ("), j["reason"]
+    assert j["placement"][0]["mem_limit_bytes"] == big, j
