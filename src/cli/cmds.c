@@ -570,6 +570,8 @@ int cli_cmd_show(cli_t *c) {
                 snprintf(ex, sizeof ex, "signal %lld", (long long)json_integer_value(sig));
             else
                 snprintf(ex, sizeof ex, "%s", val_str(pex, nb, sizeof nb));
+            if (json_is_true(json_object_get(p, "oom_killed")))
+                snprintf(ex + strlen(ex), sizeof ex - strlen(ex), " (OOM)");
             tbl_row(&t, task, json_string_value(json_object_get(p, "node")), gpus[0] ? gpus : "-",
                     json_string_value(json_object_get(p, "state")), pid, ex, NULL);
         }

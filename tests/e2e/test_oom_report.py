@@ -92,6 +92,7 @@ def test_oom_exit_is_recorded_shown_and_survives_restart(controller_factory, cli
         out, env = _show(ctl, tmp_path, jid)
         assert SHOW_LINE + "\n" in out, out
         assert "reason:     " + REASON in out, out
+        assert re.search(r"\n  0 +n1 +- +exited +\d+ +signal 9 \(OOM\)\n", out), out
         if not overrides:  # the listing holds the finished jobs kept in memory
             # Its REASON column makes the OOM visible too.
             r = u.sluice(["queue", "--all"], env)
