@@ -296,34 +296,14 @@ static void m_gpu_alloc(ctl_t *c, ctl_buf_t *b, const char *name) {
     ctl_buf_putc(b, '\n');
 }
 
-/* The pending tasks' shapes with their counts, for the FGD measure. */
+/* The pending tasks' shapes with their task counts, for the FGD measure. */
 typedef struct shape_count {
     sl_task_req_t req;
     int64_t n;
 } shape_count_t;
 
-typedef struct shapes {
-    shape_count_t *v;
-    size_t n, cap;
-} shapes_t;
-
-static int add_pending(void *ud, const sl_job_t *job) {
-    shapes_t *sh = ud;
-    const sl_job_spec_t *sp = sl_job_spec(job);
-    if (sh->n == sh->cap) {
-        sh->cap = sh->cap ? 2 * sh->cap : 256;
-        sh->v = sl_xrealloc(sh->v, sh->cap * sizeof *sh->v);
-    }
-    sh->v[sh->n].req = sp->task;
-    sh->v[sh->n].req.pool = -1; /* the measure ignores pools (workload.h) */
-    sh->v[sh->n].n = sp->ntasks;
-    sh->n++;
-    return 0;
-}
-
 #define CMP(x, y) if ((x) != (y)) return (x) < (y) ? -1 : 1
-static int cmp_shape(const void *pa, const void *pb) {
-    const sl_task_req_t *a = &((const shape_count_t *)pa)->req, *b = &((const shape_count_t *)pb)->req;
+static int cmp_shape(const sl_task_req_t *a, const sl_task_req_t *b) {
     CMP(a->gpus, b->gpus);
     CMP(a->gpu_milli, b->gpu_milli);
     CMP(a->gpu_mem_bytes, b->gpu_mem_bytes);
@@ -337,9 +317,49 @@ static int cmp_shape(const void *pa, const void *pb) {
 static int cmp_count(const void *pa, const void *pb) {
     const shape_count_t *a = pa, *b = pb;
     CMP(b->n, a->n);
-    return cmp_shape(pa, pb);
+    return cmp_shape(&a->req, &b->req);
 }
 #undef CMP
+
+static uint64_t shape_hash(const sl_task_req_t *r) {
+    uint64_t h = sl_mix64((uint64_t)r->gpus ^ ((uint64_t)(uint32_t)r->gpu_milli << 32));
+    h = sl_mix64(h ^ (uint64_t)r->gpu_mem_bytes);
+    h = sl_mix64(h ^ (uint64_t)r->cpu_milli);
+    h = sl_mix64(h ^ (uint64_t)r->mem_bytes);
+    return sl_mix64(h ^ r->model_mask);
+}
+
+/*
+ * The distinct shapes of the pending jobs' tasks with their task counts,
+ * into *out (the caller frees it); returns how many. One pass over the
+ * job table with an open-addressing table of the shapes seen: O(jobs).
+ */
+static size_t pending_shapes(ctl_t *c, shape_count_t **out) {
+    size_t np = sl_sched_pending_count(c->sched), cap = 16, n = 0;
+    while (cap < 2 * np)
+        cap *= 2;
+    uint32_t *slot = sl_xcalloc(cap, sizeof *slot); /* index + 1 into v; 0 = empty */
+    shape_count_t *v = sl_xmalloc((np ? np : 1) * sizeof *v);
+    size_t it = 0;
+    for (const sl_hash_entry_t *e; (e = sl_hash_next(&c->jobs, &it)) != NULL;) {
+        const ctl_job_t *j = e->val;
+        if (j->state != CTL_JOB_PENDING || !j->in_core || n == np)
+            continue;
+        sl_task_req_t r = j->core.task;
+        r.pool = -1; /* the measure ignores pools (workload.h) */
+        size_t k = shape_hash(&r) & (cap - 1);
+        while (slot[k] && cmp_shape(&v[slot[k] - 1].req, &r) != 0)
+            k = (k + 1) & (cap - 1);
+        if (!slot[k]) {
+            v[n] = (shape_count_t){r, 0};
+            slot[k] = (uint32_t)++n;
+        }
+        v[slot[k] - 1].n += j->core.ntasks;
+    }
+    sl_free(slot);
+    *out = v;
+    return n;
+}
 
 /*
  * FGD's fragmentation (workload.h: free GPU capacity that a task shape
@@ -349,35 +369,30 @@ static int cmp_count(const void *pa, const void *pb) {
  * measure's cost at O(classes * shapes); it is exact whenever fewer shapes
  * wait. Nothing pending: 0, since no waiting task is kept out of any free
  * GPU (the FGD paper measures against a workload; here that workload is
- * what waits, and an empty one leaves nothing stranded).
+ * what waits, and an empty one leaves nothing stranded). The workload
+ * object lives in c->obs across scrapes, so that its memo is allocated
+ * once (workload.h; sl_workload_clear empties it in O(1)).
  */
 #define CTL_FRAG_SHAPES 64
 
 static void m_gpu_frag(ctl_t *c, ctl_buf_t *b, const char *name) {
     sl_res_t total, free_;
     sl_cluster_capacity(c->cl, &total, &free_);
-    shapes_t sh = {0};
-    sl_sched_foreach(c->sched, SL_JOB_PENDING, add_pending, &sh);
     double frag = 0;
-    if (sh.n > 0 && total.gpu_milli > 0) {
-        qsort(sh.v, sh.n, sizeof *sh.v, cmp_shape);
-        size_t m = 0;
-        for (size_t i = 0; i < sh.n; i++) {
-            if (m > 0 && cmp_shape(&sh.v[m - 1], &sh.v[i]) == 0)
-                sh.v[m - 1].n += sh.v[i].n;
-            else
-                sh.v[m++] = sh.v[i];
-        }
+    if (sl_sched_pending_count(c->sched) > 0 && total.gpu_milli > 0) {
+        shape_count_t *v;
+        size_t m = pending_shapes(c, &v);
         if (m > CTL_FRAG_SHAPES)
-            qsort(sh.v, m, sizeof *sh.v, cmp_count);
-        sl_workload_t *w;
-        sl_workload_create(&w);
+            qsort(v, m, sizeof *v, cmp_count);
+        if (c->obs.frag_wl == NULL)
+            sl_workload_create(&c->obs.frag_wl);
+        sl_workload_clear(c->obs.frag_wl);
         for (size_t i = 0; i < m && i < CTL_FRAG_SHAPES; i++)
-            sl_workload_add(w, &sh.v[i].req, sh.v[i].n);
-        frag = sl_frag_cluster(c->cl, w) / (double)total.gpu_milli;
-        sl_workload_destroy(w);
+            sl_workload_add(c->obs.frag_wl, &v[i].req, v[i].n);
+        if (m > 0)
+            frag = sl_frag_cluster(c->cl, c->obs.frag_wl) / (double)total.gpu_milli;
+        sl_free(v);
     }
-    sl_free(sh.v);
     sample(b, name, NULL, NULL);
     ctl_buf_double(b, frag);
     ctl_buf_putc(b, '\n');

@@ -34,9 +34,12 @@ void ctl_obs_init(ctl_obs_t *o, size_t ntenants) {
     o->ntenants = ntenants;
     o->cycle_t0_mono_us = 0;
     o->cycle_decided_us = -1;
+    o->frag_wl = NULL;
 }
 
 void ctl_obs_fini(ctl_obs_t *o) {
+    sl_workload_destroy(o->frag_wl);
+    o->frag_wl = NULL;
     sl_free(o->tenants);
     o->tenants = NULL;
     o->ntenants = 0;

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "sluice/workload.h"
 
 /*
  * Histogram buckets, in seconds: 100 us to one day in steps of x2.5 to x4
@@ -56,6 +57,10 @@ typedef struct ctl_obs {
      * until then). */
     int64_t cycle_t0_mono_us;
     int64_t cycle_decided_us;
+    /* Scratch of the fragmentation gauge (metrics.c): the pending tasks'
+     * shapes, kept across scrapes so that its memo is allocated once.
+     * NULL until the first scrape with pending jobs; owned. */
+    sl_workload_t *frag_wl;
 } ctl_obs_t;
 
 /* Sizes o for ntenants tenants, all zero. Can't fail (aborts on OOM). */
