@@ -15,7 +15,7 @@ The controller's own CPU time across the scrapes (/proc/PID/stat) is
 printed too: it excludes the client's share of the round trip.
 
     /usr/bin/python3 bench/metrics_scrape.py [--nodes N] [--jobs N] [--scrapes N]
-                                             [--perf FILE]
+                                             [--distinct] [--perf FILE]
 
 --perf FILE records the controller with `perf record -g` during the
 scrapes (read it with `perf report -i FILE`).
@@ -124,7 +124,7 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def submit_all(ctl, n_jobs, seed):
+def submit_all(ctl, n_jobs, seed, distinct):
     """Submits n_jobs round-robin over the tenants, one thread (and one
     keep-alive connection) per tenant, so that group commits batch them."""
     rng = random.Random(seed)
@@ -134,8 +134,9 @@ def submit_all(ctl, n_jobs, seed):
         gpus = rng.choices([1, 2, 8], weights=[3, 1, 6])[0]
         cpus = rng.choice([1, 2, 4, 8, 16])
         mem = rng.choice([4, 8, 16, 32, 64])
+        memory = "%dMi" % (1024 * mem + i) if distinct else "%dGi" % mem
         per[t].append({"tenant": t, "command": ["x"], "gpus": gpus, "cpus": str(cpus),
-                       "memory": "%dGi" % mem, "time_limit": rng.randrange(600, 86400)})
+                       "memory": memory, "time_limit": rng.randrange(600, 86400)})
     errs = []
 
     def run(specs):
@@ -172,6 +173,9 @@ def main():
     ap.add_argument("--jobs", type=int, default=10000)
     ap.add_argument("--scrapes", type=int, default=50)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--distinct", action="store_true",
+                    help="every job a shape of its own (memory + i MiB): the worst case of the "
+                         "fragmentation gauge's shape gathering")
     ap.add_argument("--perf", help="perf record the controller during the scrapes into this file")
     a = ap.parse_args()
     root = tempfile.mkdtemp(prefix="sluice-metrics-bench-")
@@ -185,7 +189,7 @@ def main():
         t0 = time.perf_counter()
         agents = Agents(ctl, a.nodes)
         t1 = time.perf_counter()
-        submit_all(ctl, a.jobs, a.seed)
+        submit_all(ctl, a.jobs, a.seed, a.distinct)
         t2 = time.perf_counter()
         conn = http.client.HTTPConnection("127.0.0.1", ctl.port, timeout=60)
         hdr = {"Authorization": "Bearer " + ctl.admin_token}
