@@ -186,8 +186,6 @@ static void kill_live(ctl_t *c, ctl_job_t *j, int32_t except_node) {
  * restart after a requeue is not a second observation).
  */
 static void observe_start(ctl_t *c, const ctl_job_t *j) {
-    if (c->obs.cycle_decided_us < 0)
-        c->obs.cycle_decided_us = ctl_mono_us() - c->obs.cycle_t0_mono_us;
     ctl_tenant_obs_t *t = ctl_obs_tenant(&c->obs, j->tenant);
     if (t == NULL)
         return;
@@ -198,6 +196,8 @@ static void observe_start(ctl_t *c, const ctl_job_t *j) {
 
 static void on_start(void *ud, const sl_job_t *cj) {
     ctl_t *c = ud;
+    if (c->obs.cycle_decided_us < 0) /* the cycle's first report: its decisions are done */
+        c->obs.cycle_decided_us = ctl_mono_us() - c->obs.cycle_t0_mono_us;
     ctl_job_t *j = ctl_job_find(c, sl_job_id(cj));
     if (j == NULL) {
         sl_log(SL_LOG_ERROR, "sched", "job=%llu started but unknown", (unsigned long long)sl_job_id(cj));
