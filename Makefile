@@ -37,6 +37,7 @@ deps:
 	apt-get install -y --no-install-recommends build-essential cmake pkg-config \
 	  libevent-dev libssl-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	  libcmocka-dev python3-pytest python3-yaml valgrind openssl
+	apt-get install -y --no-install-recommends prometheus
 
 bench-live: build
 	bench/live/run.sh

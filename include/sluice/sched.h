@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "sluice/cluster.h"
+#include "sluice/fair.h"
 #include "sluice/job.h"
 #include "sluice/policy.h"
 #include "sluice/workload.h"
@@ -88,9 +89,22 @@ const char *sl_sched_tenant_name(const sl_sched_t *s, int32_t tenant);
 int32_t sl_sched_tenant_weight(const sl_sched_t *s, int32_t tenant);
 /* What the tenant's running tasks hold now. */
 sl_res_t sl_sched_tenant_usage(const sl_sched_t *s, int32_t tenant);
+/* What the tenant's pending jobs ask for: every task of each (ntasks of an
+ * elastic job). O(1), kept as jobs enter and leave the queue. */
+sl_res_t sl_sched_tenant_pending(const sl_sched_t *s, int32_t tenant);
 /* Weighted dominant share: max over CPU, memory, GPU of usage/capacity,
  * divided by weight (DRF). 0 for an idle tenant. */
 double sl_sched_tenant_share(const sl_sched_t *s, int32_t tenant);
+/*
+ * Fairness of the tenants now (sluice/fair.h): fills out[0..n-1] (tenant
+ * id order; n must be sl_sched_tenant_count) with each tenant's weight,
+ * usage and pending demand, and their fair share, held share and deficit
+ * over the cluster's capacity; *sum (may be NULL) gets the DRF fairness
+ * ratio and Jain's index over backlogged tenants. Returns 0, or SL_EINVAL
+ * for a wrong n. O(tenants log tenants).
+ */
+int sl_sched_fairness(const sl_sched_t *s, sl_fair_tenant_t *out, size_t n,
+                      sl_fair_summary_t *sum);
 /* Number of the tenant's pending and running jobs. */
 void sl_sched_tenant_jobs(const sl_sched_t *s, int32_t tenant, size_t *pending, size_t *running);
 

@@ -5,6 +5,7 @@
 #include "sluice/alloc.h"
 #include "sluice/cluster.h"
 #include "sluice/error.h"
+#include "sluice/fair.h"
 #include "sluice/hash.h"
 #include "sluice/heap.h"
 #include "sluice/job.h"

@@ -244,6 +244,7 @@ int sl_sched_check(const sl_sched_t *s) {
     /* Running list: order, links, and usage per tenant. */
     sl_res_t *use = sl_xcalloc(s->ntenants ? s->ntenants : 1, sizeof *use);
     size_t *cnt = sl_xcalloc(s->ntenants ? s->ntenants : 1, sizeof *cnt);
+    sl_res_t *pend = sl_xcalloc(s->ntenants ? s->ntenants : 1, sizeof *pend);
     int rc = SL_ESTATE;
     size_t r = 0;
     const sl_job_t *prev = NULL;
@@ -260,9 +261,17 @@ int sl_sched_check(const sl_sched_t *s) {
     for (const sl_job_t *j = s->run_head; j; j = j->r_next) nfinite += j->end_us != INT64_MAX;
     check_ctx_t ec = {.s = s};
     if (check_tn(s->ends_root, nrun, check_end_job, &ec) || ec.n != nfinite) goto out;
+    /* What each tenant's pending jobs ask for (sl_sched_tenant_pending). */
+    it = 0;
+    for (const sl_hash_entry_t *e; (e = sl_hash_next(&s->jobs, &it));) {
+        const sl_job_t *j = e->val;
+        if (j->state == SL_JOB_PENDING)
+            pend[j->spec.tenant] = sl_res_add(pend[j->spec.tenant], job_total(j, j->spec.ntasks));
+    }
     for (size_t i = 0; i < s->ntenants; i++) {
         const tenant_t *t = &s->tenants[i];
         if (memcmp(&use[i], &t->usage, sizeof use[i]) != 0 || cnt[i] != t->nrunning) goto out;
+        if (memcmp(&pend[i], &t->pend, sizeof pend[i]) != 0) goto out;
     }
     if (sl_cluster_check(s->cl) != 0) goto out;
     if (check_nodes(s) != 0) goto out;
@@ -270,6 +279,7 @@ int sl_sched_check(const sl_sched_t *s) {
 out:
     sl_free(use);
     sl_free(cnt);
+    sl_free(pend);
     return rc;
 }
 

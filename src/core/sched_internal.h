@@ -188,6 +188,7 @@ typedef struct tenant {
     sl_res_t quota;
     bool has_quota;
     sl_res_t usage;
+    sl_res_t pend;   /* what its pending jobs ask for (all tasks of each) */
     double share;    /* sl_sched_tenant_share, cached while cap_valid */
     size_t npending, nrunning;
     sl__tnode_t *root;  /* treap of pending jobs (job.tq) */

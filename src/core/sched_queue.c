@@ -257,6 +257,7 @@ void sl__enqueue(sl_sched_t *s, sl_job_t *j) {
     }
     g->npending++;
     j->grp = g;
+    t->pend = sl_res_add(t->pend, job_total(j, j->spec.ntasks));
     t->npending++;
     s->npending++;
 }
@@ -275,6 +276,7 @@ void sl__dequeue(sl_sched_t *s, sl_job_t *j) {
     tn_remove(&g->root, &j->gq, gq_fix);
     j->grp = NULL;
     if (--g->npending == 0) group_drop(s, g);
+    t->pend = sl_res_sub(t->pend, job_total(j, j->spec.ntasks));
     t->npending--;
     s->npending--;
 }
@@ -324,6 +326,10 @@ int32_t sl_sched_tenant_weight(const sl_sched_t *s, int32_t tenant) {
 
 sl_res_t sl_sched_tenant_usage(const sl_sched_t *s, int32_t tenant) {
     return tenant_ok(s, tenant) ? s->tenants[tenant].usage : (sl_res_t){0, 0, 0};
+}
+
+sl_res_t sl_sched_tenant_pending(const sl_sched_t *s, int32_t tenant) {
+    return tenant_ok(s, tenant) ? s->tenants[tenant].pend : (sl_res_t){0, 0, 0};
 }
 
 static double ratio(int64_t used, int64_t cap) {

@@ -27,6 +27,8 @@
  *   ctl.h                       this state
  *   store.c config.c            SQLite rows; the YAML configuration
  *   model.c                     job, task and node records, state names
+ *   obs.c                       per-tenant completions and delay
+ *                               histograms that /metrics reads
  *   listen.c                    listening ports with connection limits
  *                               per port and peer, and accept back-off
  *   loop.c buf.c                event base, clocks, the per-iteration flush;
@@ -42,6 +44,7 @@
 #include "listen.h"
 #include "loop.h"
 #include "model.h"
+#include "obs.h"
 #include "sluice/hash.h"
 #include "sluice/sluice.h"
 #include "store.h"
@@ -109,6 +112,7 @@ typedef struct ctl {
 
     ctl_outbound_t out;
     ctl_counters_t n;
+    ctl_obs_t obs; /* per-tenant completions and delay histograms (obs.h) */
     int64_t started_us;
     int64_t started_mono_us;
 } ctl_t;

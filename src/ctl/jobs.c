@@ -71,6 +71,7 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
             return -1;
         }
     }
+    ctl_obs_init(&c->obs, sl_sched_tenant_count(c->sched));
     for (size_t i = 0; i < c->cfg.npools; i++) {
         int rc = sl_cluster_pool_intern(c->cl, c->cfg.pools[i]);
         if (rc < 0) {
@@ -90,6 +91,7 @@ void ctl_domain_close(ctl_t *c) {
     c->nfenced = c->fenced_cap = 0;
     ctl_jobs_fini(c);
     ctl_nodes_fini(c);
+    ctl_obs_fini(&c->obs);
     sl_sched_destroy(c->sched);
     sl_cluster_destroy(c->cl);
     c->sched = NULL;
@@ -172,8 +174,31 @@ static void kill_live(ctl_t *c, ctl_job_t *j, int32_t except_node) {
 
 /* ---- the scheduling cycle ---- */
 
+/*
+ * The delays of a job the cycle started (obs.h). Scheduling delay: the
+ * core decides a whole cycle in one sl_sched_cycle call and reports the
+ * jobs it started only after its last decision, so the decision time of
+ * every job of the cycle is the time from the cycle's start to its first
+ * report: what the job waited for the scheduler to decide, once resources
+ * were there (an upper bound on the work spent on that job alone, which a
+ * batch does not separate). The launches and database writes that follow
+ * are not in it, nor are the cycles that found no room for the job (that
+ * wait is queueing). Queueing delay: submit to the job's first start (a
+ * restart after a requeue is not a second observation).
+ */
+static void observe_start(ctl_t *c, const ctl_job_t *j) {
+    ctl_tenant_obs_t *t = ctl_obs_tenant(&c->obs, j->tenant);
+    if (t == NULL)
+        return;
+    ctl_hist_observe(&t->scheduling, c->obs.cycle_decided_us);
+    if (j->requeues == 0)
+        ctl_hist_observe(&t->queueing, j->start_us - j->submit_us);
+}
+
 static void on_start(void *ud, const sl_job_t *cj) {
     ctl_t *c = ud;
+    if (c->obs.cycle_decided_us < 0) /* the cycle's first report: its decisions are done */
+        c->obs.cycle_decided_us = ctl_mono_us() - c->obs.cycle_t0_mono_us;
     ctl_job_t *j = ctl_job_find(c, sl_job_id(cj));
     if (j == NULL) {
         sl_log(SL_LOG_ERROR, "sched", "job=%llu started but unknown", (unsigned long long)sl_job_id(cj));
@@ -204,6 +229,7 @@ static void on_start(void *ud, const sl_job_t *cj) {
     for (int32_t i = 0; i < n; i++)
         c->out.launch(c->out.ud, j, i);
     c->n.jobs_started++;
+    observe_start(c, j);
     if (sl_log_enabled(SL_LOG_DEBUG, "sched"))
         sl_log(SL_LOG_DEBUG, "sched", "job=%llu started tasks=%d", (unsigned long long)j->id, n);
 }
@@ -214,6 +240,8 @@ bool ctl_jobs_cycle(void *ud) {
         return false;
     c->sched_dirty = false;
     int64_t t0 = ctl_mono_us();
+    c->obs.cycle_t0_mono_us = t0;
+    c->obs.cycle_decided_us = -1;
     sl_cycle_stats_t st;
     sl_sched_cycle(c->sched, ctl_now_us(), on_start, c, &st);
     c->n.cycles++;
@@ -338,6 +366,8 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
      * above keeps them, as it waits in the queue again). */
     ctl_job_release_names(c, j);
     ctl_store_job_update(&c->store, j);
+    if (!j->retained)
+        ctl_obs_completed(&c->obs, j->tenant, j->state);
     ctl_job_retain(c, j);
     kick(c); /* the flush trims the finished list once this is committed */
 }

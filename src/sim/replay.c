@@ -21,9 +21,11 @@
  * next event: GPU allocation (allocated / total GPU milli), GPU memory idle
  * (GPU memory of GPUs holding at least one task that no task asked for),
  * FGD fragmentation (sl_frag_cluster over the trace's task shapes, as a
- * fraction of GPU capacity), DRF fairness (min/max of the weighted dominant
- * shares of tenants with pending or running jobs) and Jain's index of the
- * same shares. Scheduling latency is the wall time of each sl_sched_cycle
+ * fraction of GPU capacity), and the DRF fairness ratio and Jain's index
+ * over backlogged tenants from sl_sched_fairness (sluice/fair.h: what each
+ * holds against its weighted max-min fair share given every tenant's
+ * demand; the controller's /metrics reads the same function), averaged
+ * over the time some tenant is backlogged. Scheduling latency is the wall time of each sl_sched_cycle
  * call that had pending jobs to consider, apart from queueing delay.
  *
  * Cost: O(events log events) for the heap plus the core's cycles.
@@ -305,7 +307,7 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
                    sim_replay_result_t *res, char *err, size_t errlen) {
     replay_t rp = {.t = t, .cfg = cfg};
     bool *reject = NULL;
-    double *shares = NULL, *active = NULL;
+    sl_fair_tenant_t *fair = NULL;
     sim_dvec_t lat = {0}, qd = {0}, jct = {0}, ser_t = {0}, ser_v = {0};
     sim_dvec_t *tq = NULL, *tj = NULL;
     sim_twmean_t m_alloc = {0}, m_mem = {0}, m_frag = {0}, m_drf = {0}, m_jain = {0};
@@ -377,8 +379,7 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
         }
         heap_push(&rp.heap, t->jobs[i].submit_us, (uint32_t)i, EV_ARRIVE);
     }
-    shares = sl_xmalloc((ntn ? ntn : 1) * sizeof *shares);
-    active = sl_xmalloc((ntn ? ntn : 1) * sizeof *active);
+    fair = sl_xmalloc((ntn ? ntn : 1) * sizeof *fair);
     size_t nevents = heap_count(&rp.heap) * 2, done_events = 0;
     int64_t t_first = heap_count(&rp.heap) ? heap_next_t(&rp.heap) : 0, t_prev = t_first,
             t_last = t_first;
@@ -464,16 +465,14 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
         v_alloc = rp.cap_gpu > 0 ? (double)rp.alloc_gpu / (double)rp.cap_gpu : 0;
         v_mem = rp.mem_on > 0 ? 1.0 - rp.mem_need / (double)rp.mem_on : -1;
         v_frag = rp.cap_gpu > 0 ? sl_frag_cluster(rp.cl, w) / (double)rp.cap_gpu : 0;
-        size_t na = 0;
-        for (size_t k = 0; k < ntn; k++) {
-            size_t pe, ru;
-            sl_sched_tenant_jobs(rp.s, rp.tenant_ids[k], &pe, &ru);
-            if (pe + ru == 0) continue;
-            active[na++] = sl_sched_tenant_share(rp.s, rp.tenant_ids[k]);
+        sl_fair_summary_t fs;
+        if ((rc = sl_sched_fairness(rp.s, fair, ntn, &fs)) < 0) {
+            snprintf(err, errlen, "sl_sched_fairness: %s", sl_strerror(rc));
+            goto out;
         }
-        have_fair = na > 0;
-        v_drf = sim_minmax_ratio(active, na);
-        v_jain = sim_jain(active, na);
+        have_fair = fs.counted > 0;
+        v_drf = fs.drf_ratio;
+        v_jain = fs.jain;
         sim_dvec_push(&ser_t, (double)now / 1e6);
         sim_dvec_push(&ser_v, v_alloc * 100.0);
         t_prev = now;
@@ -558,8 +557,7 @@ out:
     sim_dvec_free(&jct);
     sim_dvec_free(&ser_t);
     sim_dvec_free(&ser_v);
-    sl_free(shares);
-    sl_free(active);
+    sl_free(fair);
     sl_free(reject);
     sl_heap_fini(&rp.heap.h);
     sl_free(rp.reqs);

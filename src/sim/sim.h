@@ -11,7 +11,7 @@
  *             remembers the line and column of every field for errors
  *   load.c    Alibaba GPU v2023, Philly and Sluice's own CSV formats
  *   gen.c     seeded workload generators (sweep, megatron, mix, cluster)
- *   stats.c   percentiles, mean/sd, Jain's index, time-weighted means
+ *   stats.c   percentiles, mean/sd, time-weighted means
  *   fill.c    the FGD paper's fill protocol (sl_sched_try_start)
  *   replay.c  the discrete-event replay (sl_sched_submit/cycle/finish)
  *   report.c  table, JSON (jansson), per-job CSV, progress bar
@@ -187,10 +187,6 @@ void sim_sort(double *v, size_t n);
 double sim_percentile(const double *v, size_t n, double p);
 double sim_mean(const double *v, size_t n);   /* 0 for n == 0 */
 double sim_sd(const double *v, size_t n);     /* sample sd (n-1); 0 for n < 2 */
-/* Jain's fairness index (sum x)^2 / (n sum x^2); 1 when n == 0 or all 0. */
-double sim_jain(const double *x, size_t n);
-/* min x / max x (DRF fairness ratio); 1 when n == 0 or max == 0. */
-double sim_minmax_ratio(const double *x, size_t n);
 
 typedef struct sim_summary {
     size_t n;

@@ -4,9 +4,8 @@
  * Percentiles interpolate linearly between the two closest ranks of the
  * sorted sample (numpy's default, "type 7" of Hyndman and Fan), so p50 of
  * an even-sized sample is the mean of the middle two. Standard deviations
- * are sample ones (n - 1). Jain's index of x_1..x_n is (sum x)^2 / (n sum
- * x^2): 1 when all are equal, 1/n when one holds everything. The DRF
- * fairness ratio is min x / max x over the tenants that are active.
+ * are sample ones (n - 1). The fairness figures (DRF ratio, Jain's index)
+ * are the core's (sluice/fair.h), so that the controller reports the same.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -59,26 +58,6 @@ double sim_sd(const double *v, size_t n) {
     double m = sim_mean(v, n), s = 0;
     for (size_t i = 0; i < n; i++) s += (v[i] - m) * (v[i] - m);
     return sqrt(s / (double)(n - 1));
-}
-
-double sim_jain(const double *x, size_t n) {
-    double s = 0, s2 = 0;
-    for (size_t i = 0; i < n; i++) {
-        s += x[i];
-        s2 += x[i] * x[i];
-    }
-    if (n == 0 || s2 == 0) return 1.0;
-    return s * s / ((double)n * s2);
-}
-
-double sim_minmax_ratio(const double *x, size_t n) {
-    if (n == 0) return 1.0;
-    double lo = x[0], hi = x[0];
-    for (size_t i = 1; i < n; i++) {
-        if (x[i] < lo) lo = x[i];
-        if (x[i] > hi) hi = x[i];
-    }
-    return hi > 0 ? lo / hi : 1.0;
 }
 
 void sim_summarize(sim_dvec_t *d, sim_summary_t *s) {

@@ -1,7 +1,7 @@
 /*
  * test_sim_run.c - the fill protocol's arrival order (shuffle, inflation by
  * sampling with replacement, trimming), its curve, and small fill and
- * replay runs whose every number is worked out by hand.
+ * replay runs whose every number (fairness included) is worked out by hand.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -212,6 +212,40 @@ static void test_sim_replay_sharing_memory_idle(void **state) {
     sim_trace_fini(&t);
 }
 
+static const char *TWO_GPUS = "name,cpu,memory,gpus,gpu_model,gpu_memory\nn1,8,64Gi,2,A100,80Gi\n";
+
+/*
+ * Fairness (sluice/fair.h) by hand. x submits four 1-GPU jobs of 10 s at
+ * 0 on 2 GPUs; y one at 1. [0,1): only x waits and holds the cluster it
+ * is owed: ratio 1. [1,10): both are owed 1 GPU (0.5); x holds 2 (held /
+ * fair = 2), y none (0): ratio 0, Jain (2)^2 / (2 * 4) = 0.5. At 10 fifo
+ * starts x's a3 and a4 and y waits alone until 20: ratio 0, Jain 1 (one
+ * tenant). drf starts a3 (tie at share 0, earlier submit) then y's b1: x,
+ * still waiting for a4, holds the 1 GPU it is owed: ratio 1, Jain 1. From
+ * 20 nobody waits (not counted). Means over [0,20): fifo ratio 1/20, drf
+ * 11/20; Jain (1 + 9 * 0.5 + 10) / 20 both.
+ */
+static void test_sim_replay_fairness_by_hand(void **state) {
+    (void)state;
+    const char *jobs = "id,tenant,submit,duration,gpus\n"
+                       "a1,x,0,10,1\na2,x,0,10,1\na3,x,0,10,1\na4,x,0,10,1\n"
+                       "b1,y,1,10,1\n";
+    sim_trace_t t;
+    sim_replay_result_t r = replay(TWO_GPUS, jobs, "fifo", "none", true, &t);
+    assert_int_equal(r.recs[4].start_us, 20000000);
+    NEAR(r.drf_fairness_ratio_mean, 1.0 / 20);
+    NEAR(r.jain_index_mean, 15.5 / 20);
+    sim_replay_result_fini(&r);
+    sim_trace_fini(&t);
+    r = replay(TWO_GPUS, jobs, "drf", "none", true, &t);
+    assert_int_equal(r.recs[4].start_us, 10000000);
+    assert_int_equal(r.recs[3].start_us, 20000000);
+    NEAR(r.drf_fairness_ratio_mean, 11.0 / 20);
+    NEAR(r.jain_index_mean, 15.5 / 20);
+    sim_replay_result_fini(&r);
+    sim_trace_fini(&t);
+}
+
 static void test_sim_replay_needs_times(void **state) {
     (void)state;
     char pn[256], pj[256], err[512];
@@ -237,6 +271,7 @@ int main(void) {
         cmocka_unit_test(test_sim_fill_run_by_hand),
         cmocka_unit_test(test_sim_replay_fifo_by_hand),
         cmocka_unit_test(test_sim_replay_sharing_memory_idle),
+        cmocka_unit_test(test_sim_replay_fairness_by_hand),
         cmocka_unit_test(test_sim_replay_needs_times),
     };
     return cmocka_run_group_tests(tests, simtest_setup, simtest_teardown);

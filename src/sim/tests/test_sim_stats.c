@@ -1,7 +1,8 @@
 /*
  * test_sim_stats.c - the simulator's statistics: percentiles (numpy's
- * linear interpolation), mean and sample sd, Jain's index, the DRF min/max
- * ratio, and time-weighted means. Expected values are worked by hand.
+ * linear interpolation), mean and sample sd, and time-weighted means.
+ * Expected values are worked by hand. (The fairness figures are the
+ * core's: tests/unit/test_fair.c.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,30 +60,6 @@ static void test_sim_mean_sd(void **state) {
     NEAR(sim_mean(v, 0), 0);
 }
 
-static void test_sim_jain_index(void **state) {
-    (void)state;
-    double eq[] = {0.3, 0.3, 0.3, 0.3};
-    NEAR(sim_jain(eq, 4), 1);
-    double one[] = {1, 0, 0, 0};
-    NEAR(sim_jain(one, 4), 0.25);
-    double two[] = {1, 2};
-    NEAR(sim_jain(two, 2), 0.9);
-    double zero[] = {0, 0};
-    NEAR(sim_jain(zero, 2), 1);
-    NEAR(sim_jain(NULL, 0), 1);
-}
-
-static void test_sim_drf_ratio(void **state) {
-    (void)state;
-    double x[] = {0.2, 0.4, 0.1};
-    NEAR(sim_minmax_ratio(x, 3), 0.25);
-    double idle[] = {0.5, 0};
-    NEAR(sim_minmax_ratio(idle, 2), 0);
-    double zero[] = {0, 0};
-    NEAR(sim_minmax_ratio(zero, 2), 1);
-    NEAR(sim_minmax_ratio(NULL, 0), 1);
-}
-
 static void test_sim_time_weighted_mean(void **state) {
     (void)state;
     sim_twmean_t m = {0};
@@ -99,8 +76,6 @@ int main(void) {
         cmocka_unit_test(test_sim_percentile_interpolates),
         cmocka_unit_test(test_sim_summarize_sorts),
         cmocka_unit_test(test_sim_mean_sd),
-        cmocka_unit_test(test_sim_jain_index),
-        cmocka_unit_test(test_sim_drf_ratio),
         cmocka_unit_test(test_sim_time_weighted_mean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,262 @@
+"""
+test_metrics.py - sluiced's /metrics families of issue 10 (docs/metrics.md)
+against a real controller and scripted agents (harness.FakeAgent): jobs
+completed by tenant and state, the queueing and scheduling delay
+histograms, pending jobs and GPUs per tenant, GPU allocation and
+fragmentation, and the fairness figures in a starved and a fair situation.
+Every scrape is parsed as the Prometheus text format (0.0.4) by a strict
+parser below, and checked by `promtool check metrics` when promtool is
+installed (Debian's prometheus package, `make deps`).
+"""
+
+import math
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from harness import wait_for
+
+NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+SAMPLE = re.compile(r"^(%s)(?:\{(.*)\})? (\S+)$" % NAME)
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)')
+
+
+def parse(text):
+    """Parses the text format strictly: every family has HELP and TYPE
+    before its samples, every sample belongs to a declared family (a
+    histogram's through _bucket, _sum and _count), labels are well formed
+    and unique, values are floats. Histograms: per series, buckets
+    cumulative in ascending le, +Inf present and equal to _count. Returns
+    ({family: type}, {(name, frozenset(labels.items())): value})."""
+    types, helps, values = {}, set(), {}
+    assert text.endswith("\n")
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            name = line.split(" ", 3)[2]
+            assert re.fullmatch(NAME, name) and name not in helps, line
+            helps.add(name)
+        elif line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ")
+            assert name in helps and name not in types, line
+            assert kind in ("counter", "gauge", "histogram"), line
+            types[name] = kind
+        else:
+            assert line and not line.startswith("#"), repr(line)
+            m = SAMPLE.match(line)
+            assert m, line
+            name, labels, value = m.group(1), {}, float(m.group(3))
+            rest = m.group(2) or ""
+            while rest:
+                lm = LABEL.match(rest)
+                assert lm, line
+                assert lm.group(1) not in labels, line
+                labels[lm.group(1)] = lm.group(2)
+                rest = rest[lm.end():]
+            fam = name
+            for suffix in ("_bucket", "_sum", "_count"):
+                if name.endswith(suffix) and types.get(name[:-len(suffix)]) == "histogram":
+                    fam = name[:-len(suffix)]
+            assert fam in types, "sample before its TYPE: " + line
+            if types[fam] == "histogram":
+                assert fam != name, "a histogram's samples end in _bucket, _sum or _count: " + line
+                assert (name.endswith("_bucket")) == ("le" in labels), line
+            if types[fam] == "counter":
+                assert name.endswith("_total") and value >= 0, line
+            key = (name, frozenset(labels.items()))
+            assert key not in values, "duplicate series: " + line
+            values[key] = value
+    for fam, kind in types.items():
+        if kind != "histogram":
+            continue
+        series = {}
+        for (name, labels), v in values.items():
+            if name == fam + "_bucket":
+                rest = frozenset((k, x) for k, x in labels if k != "le")
+                le = dict(labels)["le"]
+                series.setdefault(rest, []).append((math.inf if le == "+Inf" else float(le), v))
+        assert series, fam
+        for rest, buckets in series.items():
+            buckets.sort()
+            assert buckets[-1][0] == math.inf, fam
+            counts = [c for _, c in buckets]
+            assert counts == sorted(counts), (fam, buckets)
+            assert values[(fam + "_count", rest)] == counts[-1]
+            assert values[(fam + "_sum", rest)] >= 0
+    return types, values
+
+
+def scrape(ctl):
+    """One scrape: parsed, and checked by promtool when it is installed.
+    Returns get(name, **labels) -> value (KeyError if absent)."""
+    st, text = ctl.request("GET", "/metrics", token=ctl.admin_token)
+    assert st == 200
+    types, values = parse(text)
+    promtool = shutil.which("promtool")
+    if promtool:
+        r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    def get(name, **labels):
+        return values[(name, frozenset(labels.items()))]
+
+    get.types = types
+    return get
+
+
+def test_metrics_issue10_families_are_declared(controller):
+    get = scrape(controller)
+    expect = {
+        "sluice_jobs_completed_total": "counter",
+        "sluice_job_queueing_delay_seconds": "histogram",
+        "sluice_job_scheduling_delay_seconds": "histogram",
+        "sluice_drf_fairness_ratio": "gauge",
+        "sluice_jain_fairness_index": "gauge",
+        "sluice_tenant_share_deficit_ratio": "gauge",
+        "sluice_gpu_allocation_ratio": "gauge",
+        "sluice_gpu_fragmentation_ratio": "gauge",
+        "sluice_tenant_pending_jobs": "gauge",
+        "sluice_tenant_pending_gpus": "gauge",
+    }
+    for name, kind in expect.items():
+        assert get.types[name] == kind, name
+    # An empty cluster: nothing waits, nothing is allocated, all is fair.
+    assert get("sluice_drf_fairness_ratio") == 1
+    assert get("sluice_jain_fairness_index") == 1
+    assert get("sluice_gpu_allocation_ratio") == 0
+    assert get("sluice_gpu_fragmentation_ratio") == 0
+    # Series exist for every configured tenant (and only those) from the start.
+    for t in ("alice", "bob"):
+        for s in ("succeeded", "failed", "cancelled"):
+            assert get("sluice_jobs_completed_total", tenant=t, state=s) == 0
+        assert get("sluice_job_queueing_delay_seconds_count", tenant=t) == 0
+        assert get("sluice_job_queueing_delay_seconds_bucket", tenant=t, le="86400") == 0
+        assert get("sluice_job_scheduling_delay_seconds_bucket", tenant=t, le="0.0001") == 0
+        assert get("sluice_tenant_share_deficit_ratio", tenant=t) == 0
+    with pytest.raises(KeyError):
+        get("sluice_tenant_pending_jobs", tenant="carol")
+
+
+def test_metrics_completions_and_delay_histograms(controller, fake_agent):
+    # a1 waits for a node for at least 1.2 s: its queueing delay is over 1 s.
+    a1 = controller.submit({"command": ["x"], "gpus": 1})
+    time.sleep(1.2)
+    f = fake_agent("n1", gpus=8)
+    f.wait_message("launch", job=a1["id"])
+    b1 = controller.submit({"command": ["x"], "gpus": 1}, tenant="bob")
+    f.wait_message("launch", job=b1["id"])
+    a2 = controller.submit({"command": ["x"], "gpus": 16})  # more than any node: waits
+    f.exit(a1["id"], 0, code=0)
+    f.exit(b1["id"], 0, code=3)
+    controller.wait_job(a1["id"], "succeeded")
+    controller.wait_job(b1["id"], "failed")
+    st, _ = controller.request("DELETE", "/v1/jobs/%d" % a2["id"], token=controller.token("alice"))
+    assert st in (200, 202)
+    controller.wait_job(a2["id"], "cancelled")
+
+    get = scrape(controller)
+    done = {(t, s): get("sluice_jobs_completed_total", tenant=t, state=s)
+            for t in ("alice", "bob") for s in ("succeeded", "failed", "cancelled")}
+    assert done == {("alice", "succeeded"): 1, ("alice", "failed"): 0, ("alice", "cancelled"): 1,
+                    ("bob", "succeeded"): 0, ("bob", "failed"): 1, ("bob", "cancelled"): 0}
+
+    q = "sluice_job_queueing_delay_seconds"
+    # One start each (a2 never started): alice's above 1 s, so not in le="1".
+    assert get(q + "_count", tenant="alice") == 1
+    assert get(q + "_count", tenant="bob") == 1
+    assert get(q + "_bucket", tenant="alice", le="1") == 0
+    assert get(q + "_bucket", tenant="alice", le="86400") == 1
+    assert get(q + "_bucket", tenant="alice", le="+Inf") == 1
+    assert get(q + "_sum", tenant="alice") >= 1.2
+    assert get(q + "_sum", tenant="bob") <= get(q + "_sum", tenant="alice")
+
+    s = "sluice_job_scheduling_delay_seconds"
+    for t in ("alice", "bob"):
+        assert get(s + "_count", tenant=t) == 1
+        assert get(s + "_bucket", tenant=t, le="+Inf") == 1
+        assert get(s + "_sum", tenant=t) >= 0
+    # Nothing waits or runs any more.
+    assert get("sluice_tenant_pending_jobs", tenant="alice") == 0
+    assert get("sluice_gpu_allocation_ratio") == 0
+
+
+def test_metrics_pending_allocation_fragmentation(controller, fake_agent):
+    f = fake_agent("n1", gpus=8)
+    run = [controller.submit({"command": ["x"], "gpus": 1}) for _ in range(3)]
+    for j in run:
+        f.wait_message("launch", job=j["id"])
+    get = scrape(controller)
+    assert get("sluice_gpu_allocation_ratio") == 3 / 8
+    assert get("sluice_gpu_fragmentation_ratio") == 0  # nothing pending
+    assert get("sluice_tenant_pending_jobs", tenant="alice") == 0
+    # bob's 2-GPU job fits (5 of 8 allocated); then three 8-GPU jobs wait,
+    # and the 3 free GPUs are of no use to them (FGD: the node has fewer
+    # usable GPUs than the shape needs, so all its free GPUs are
+    # fragmented): 3 / 8.
+    b = controller.submit({"command": ["x"], "gpus": 2, "cpus": "4"}, tenant="bob")
+    f.wait_message("launch", job=b["id"])
+    for _ in range(2):
+        controller.submit({"command": ["x"], "gpus": 8})
+    controller.submit({"command": ["x"], "gpus": 8}, tenant="bob")
+
+    def settled():
+        g = scrape(controller)
+        return g if g("sluice_tenant_pending_jobs", tenant="alice") == 2 else None
+
+    get = wait_for(settled, what="alice's two jobs pending")
+    assert get("sluice_gpu_allocation_ratio") == 5 / 8
+    assert get("sluice_tenant_pending_jobs", tenant="bob") == 1
+    assert get("sluice_tenant_pending_gpus", tenant="alice") == 16
+    assert get("sluice_tenant_pending_gpus", tenant="bob") == 8
+    assert get("sluice_gpu_fragmentation_ratio") == pytest.approx(3 / 8)
+    # A restart starts the counters again and rebuilds the pending gauges
+    # from the store.
+    controller.restart()
+    get = scrape(controller)
+    assert get("sluice_tenant_pending_jobs", tenant="alice") == 2
+    assert get("sluice_tenant_pending_gpus", tenant="bob") == 8
+    assert get("sluice_job_queueing_delay_seconds_count", tenant="alice") == 0
+
+
+def test_metrics_fairness_starved_then_fair(controller, fake_agent):
+    f = fake_agent("n1", gpus=8)
+    alice = [controller.submit({"command": ["x"], "gpus": 1}) for _ in range(12)]
+    for j in alice[:8]:
+        f.wait_message("launch", job=j["id"])
+    bob = [controller.submit({"command": ["x"], "gpus": 1}, tenant="bob") for _ in range(2)]
+
+    def pending(get, t):
+        return get("sluice_tenant_pending_jobs", tenant=t)
+
+    get = wait_for(lambda: (lambda g: g if pending(g, "bob") == 2 else None)(scrape(controller)),
+                   what="bob's jobs pending")
+    # Starved: alice holds all 8 GPUs and wants 12; bob wants 2 and holds
+    # none. Progressive filling owes bob 2/8 and alice the other 6/8, so
+    # bob's held / fair share is 0 (the ratio) and alice's 8/6; Jain's
+    # index of (4/3, 0) is 1/2.
+    assert pending(get, "alice") == 4
+    assert get("sluice_drf_fairness_ratio") == 0
+    assert get("sluice_jain_fairness_index") == pytest.approx(0.5)
+    assert get("sluice_tenant_share_deficit_ratio", tenant="bob") == pytest.approx(0.25)
+    assert get("sluice_tenant_share_deficit_ratio", tenant="alice") == pytest.approx(-0.25)
+
+    # Four of alice's jobs end: DRF gives bob his two GPUs first, then
+    # alice two more. alice (6 held, 2 pending) holds the 6/8 she is owed.
+    for j in alice[:4]:
+        f.exit(j["id"], 0, code=0)
+    for j in bob:
+        f.wait_message("launch", job=j["id"])
+
+    def fair():
+        g = scrape(controller)
+        return g if pending(g, "alice") == 2 and pending(g, "bob") == 0 else None
+
+    get = wait_for(fair, what="alice with 2 pending, bob with none")
+    assert get("sluice_drf_fairness_ratio") == pytest.approx(1)
+    assert get("sluice_jain_fairness_index") == pytest.approx(1)
+    assert get("sluice_tenant_share_deficit_ratio", tenant="alice") == pytest.approx(0)
+    assert get("sluice_tenant_share_deficit_ratio", tenant="bob") == pytest.approx(0)
+    assert get("sluice_jobs_completed_total", tenant="alice", state="succeeded") == 4
