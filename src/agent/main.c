@@ -35,6 +35,7 @@
 #include "gpu.h"
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
 #include "osutil.h"
 #include "quantity.h"
 #include "spawn.h"
@@ -74,6 +75,11 @@ static const char usage[] =
     "                          signed by this CA (PEM) and name the --controller host\n"
     "  --cert FILE, --key FILE this node's client certificate and key (PEM), for a\n"
     "                          controller that requires them (docs/security.md)\n"
+    "  --metrics-listen HOST:PORT  serve GET /metrics (Prometheus) there, e.g.\n"
+    "                          127.0.0.1:9100 (default: off; docs/metrics-agent.md)\n"
+    "  --metrics-interval SECONDS  GPU sampling interval (default 2; 0.1 to 60)\n"
+    "  --hpc-job-mapping-dir DIR  keep DIR/INDEX listing the job ids on each GPU, as\n"
+    "                          dcgm-exporter's --hpc-job-mapping-dir reads them\n"
     "  --help                  this text\n"
     "  --version               print the version\n";
 
@@ -149,6 +155,9 @@ typedef struct flags {
     int heartbeat_s;
     const char *launcher;
     int grace_s;
+    const char *metrics_listen;  /* --metrics-listen; NULL: no endpoint */
+    const char *jobmap_dir;      /* --hpc-job-mapping-dir; NULL: none */
+    int metrics_ms;              /* --metrics-interval */
 } flags_t;
 
 /* Reads the token from path into out (trailing blanks and newlines cut).
@@ -211,10 +220,12 @@ int main(int argc, char **argv) {
     a.heartbeat_s = 2;
     a.grace_s = 10;
     a.gpus = -1;
+    a.metrics_ms = 2000;
     const char *controller = NULL, *workdir = NULL;
     enum { O_CTL = 256, O_TOKEN, O_TOKEN_FILE, O_NAME, O_WORKDIR, O_GPUS, O_GPU_MODEL,
            O_GPU_MEMORY, O_CPUS, O_MEMORY, O_POOL, O_LABELS, O_HEARTBEAT, O_LAUNCHER, O_GRACE,
-           O_HELP, O_VERSION, O_CA, O_CERT, O_KEY };
+           O_HELP, O_VERSION, O_CA, O_CERT, O_KEY, O_METRICS_LISTEN, O_METRICS_INTERVAL,
+           O_JOBMAP_DIR };
     const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
     static const struct option opts[] = {
         {"controller", required_argument, NULL, O_CTL},
@@ -237,6 +248,9 @@ int main(int argc, char **argv) {
         {"ca", required_argument, NULL, O_CA},
         {"cert", required_argument, NULL, O_CERT},
         {"key", required_argument, NULL, O_KEY},
+        {"metrics-listen", required_argument, NULL, O_METRICS_LISTEN},
+        {"metrics-interval", required_argument, NULL, O_METRICS_INTERVAL},
+        {"hpc-job-mapping-dir", required_argument, NULL, O_JOBMAP_DIR},
         {0, 0, 0, 0}};
     sl_log_init_from_env();
     opterr = 0;
@@ -284,6 +298,17 @@ int main(int argc, char **argv) {
         case O_CA: tls_ca = optarg; break;
         case O_CERT: tls_cert = optarg; break;
         case O_KEY: tls_key = optarg; break;
+        case O_METRICS_LISTEN: a.metrics_listen = optarg; break;
+        case O_JOBMAP_DIR: a.jobmap_dir = optarg; break;
+        case O_METRICS_INTERVAL: {
+            char *end;
+            double s = strtod(optarg, &end);
+            if (end == optarg || *end || !(s >= 0.1 && s <= 60))
+                return die_usage("--metrics-interval: \"%s\" is not a number of seconds from 0.1 to 60",
+                                 optarg);
+            a.metrics_ms = (int)(s * 1000 + 0.5);
+            break;
+        }
         case O_HELP: fputs(usage, stdout); return 0;
         case O_VERSION: printf("sluice-agent %s\n", SLUICE_VERSION); return 0;
         case ':': return die_usage("%s needs a value", argv[optind - 1]);
@@ -409,10 +434,19 @@ int main(int argc, char **argv) {
     int rc = 1;
     agent_tasks_t *ts = NULL;
     agent_conn_t *cn = NULL;
+    agent_metrics_t *mx = NULL;
     struct event *sigterm = NULL, *sigint = NULL;
     agent_tasks_config_t tcfg = {.workdir = a.workdir, .node = a.name, .launcher = a.launcher,
                                  .grace_s = a.grace_s};
     if (agent_tasks_create(base, &tcfg, &ts) != 0) goto out;
+    agent_metrics_config_t mcfg = {.node = a.name, .gpu_model = a.gpus > 0 ? a.gpu_model : NULL,
+                                   .gpus = a.gpus, .listen = a.metrics_listen,
+                                   .jobmap_dir = a.jobmap_dir, .sample_ms = a.metrics_ms};
+    char merr[512];
+    if (agent_metrics_create(base, &mcfg, ts, &mx, merr, sizeof merr) != 0) {
+        fprintf(stderr, "sluice-agent: %s\n", merr);
+        goto out;
+    }
     sigterm = evsignal_new(base, SIGTERM, stop_cb, ts);
     sigint = evsignal_new(base, SIGINT, stop_cb, ts);
     event_add(sigterm, NULL);
@@ -421,7 +455,7 @@ int main(int argc, char **argv) {
            a.name, a.cpus, a.memory, a.gpus, a.workdir, a.ctl_host, a.ctl_port);
     agent_conn_config_t ccfg = {
         .host = a.ctl_host, .port = a.ctl_port, .token = a.token, .heartbeat_s = a.heartbeat_s,
-        .tls = tls,
+        .tls = tls, .usage = agent_metrics_usage, .usage_ud = mx,
         .node = {.name = a.name, .cpus = a.cpus, .memory = a.memory, .gpus = a.gpus,
                  .gpu_model = a.gpus > 0 ? (a.gpu_model ? a.gpu_model : "unknown") : NULL,
                  .gpu_memory = a.gpus > 0 ? a.gpu_memory : NULL, .pool = a.pool, .labels = a.labels}};
@@ -431,6 +465,7 @@ int main(int argc, char **argv) {
     sl_log(SL_LOG_INFO, "agent", "stopped");
 out:
     agent_conn_destroy(cn);
+    agent_metrics_destroy(mx);
     SSL_CTX_free(tls);
     agent_tasks_destroy(ts);
     if (sigterm) event_free(sigterm);

@@ -78,6 +78,9 @@ typedef struct task {
     int report;                 /* REPORT_* bits */
     int fence;                  /* its job is requeued if this node fails: fence it */
     int fenced;                 /* stopped by agent_tasks_fence */
+    char *tenant;               /* the launch's tenant (NULL: none), for the exporter */
+    int32_t *gpus;              /* the launch's GPU indices, for the exporter */
+    size_t ngpus;
 } task_t;
 
 struct agent_tasks {
@@ -93,6 +96,8 @@ struct agent_tasks {
     int stopping;
     agent_tasks_send_fn send;
     void *send_ud;
+    void (*watch)(void *ud);    /* agent_tasks_set_watcher */
+    void *watch_ud;
 };
 
 /* ---- task list ---- */
@@ -127,7 +132,20 @@ static void task_free(task_t *t) {
     if (t->pidfd_ev) event_free(t->pidfd_ev);
     if (t->pidfd >= 0) close(t->pidfd);
     free(t->reason);
+    free(t->tenant);
+    free(t->gpus);
     free(t);
+}
+
+/* Records what t's launch holds (tenant, GPUs), for the exporter. */
+static void task_holds(task_t *t, const char *tenant, const int32_t *gpus, size_t ngpus) {
+    t->tenant = tenant ? strdup(tenant) : NULL;
+    if (ngpus > 0) {
+        t->gpus = malloc(ngpus * sizeof *t->gpus);
+        if (!t->gpus) abort();
+        memcpy(t->gpus, gpus, ngpus * sizeof *t->gpus);
+        t->ngpus = ngpus;
+    }
 }
 
 /* WORKDIR/status/JOB.TASK, where t's monitor writes its exit status. */
@@ -264,6 +282,12 @@ static json_t *task_json(const task_t *t) {
     json_t *o = json_pack("{s:I,s:i}", "job", (json_int_t)t->job, "task", (int)t->task);
     if (t->fence) json_object_set_new(o, "fence", json_true());
     if (t->fenced) json_object_set_new(o, "fenced", json_true());
+    if (t->tenant) json_object_set_new(o, "tenant", json_string(t->tenant));
+    if (t->ngpus > 0) {
+        json_t *g = json_array();
+        for (size_t i = 0; i < t->ngpus; i++) json_array_append_new(g, json_integer(t->gpus[i]));
+        json_object_set_new(o, "gpus", g);
+    }
     switch (t->state) {
     case TASK_RUNNING:
         json_object_set_new(o, "state", json_string("running"));
@@ -317,6 +341,7 @@ static void save_cb(evutil_socket_t fd, short ev, void *arg) {
         if (t->report & REPORT_END) send_end(t);
         t->report = 0;
     }
+    if (ts->watch) ts->watch(ts->watch_ud);
 }
 
 /* ---- ending ---- */
@@ -428,6 +453,7 @@ void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_
     if (ts->stopping) return;
     t = task_new(ts, job, task);
     t->fence = l && l->on_node_failure && strcmp(l->on_node_failure, "requeue") == 0;
+    if (l) task_holds(t, l->tenant, l->gpus, l->ngpus);
     t->start_time = agent_now();
     int64_t t0 = agent_mono_us();
     char reason[8192];
@@ -597,6 +623,13 @@ static void load_state(agent_tasks_t *ts) {
         t->end_time = json_number_value(json_object_get(o, "end_time"));
         t->fence = json_is_true(json_object_get(o, "fence"));
         t->fenced = json_is_true(json_object_get(o, "fenced"));
+        json_t *jg = json_object_get(o, "gpus");
+        int32_t g[SL_PROTO_MAX_GPU_INDEX + 1];
+        size_t ng = 0;
+        for (size_t k = 0; k < json_array_size(jg) && ng <= SL_PROTO_MAX_GPU_INDEX; k++)
+            if (json_is_integer(json_array_get(jg, k)))
+                g[ng++] = (int32_t)json_integer_value(json_array_get(jg, k));
+        task_holds(t, json_string_value(json_object_get(o, "tenant")), g, ng);
         if (strcmp(state, "running") == 0) {
             t->pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
             /* A record from before monitors watched the task itself. */
@@ -784,4 +817,19 @@ void agent_tasks_destroy(agent_tasks_t *ts) {
     free(ts->state_path);
     free(ts->monitor_path);
     free(ts);
+}
+
+void agent_tasks_foreach(agent_tasks_t *ts, void (*fn)(void *ud, const agent_task_info_t *ti),
+                         void *ud) {
+    for (task_t *t = ts->tasks; t; t = t->next) {
+        agent_task_info_t ti = {.job = t->job, .task = t->task, .running = t->state == TASK_RUNNING,
+                                .pid = (int32_t)t->pid, .tenant = t->tenant ? t->tenant : "",
+                                .gpus = t->gpus, .ngpus = t->ngpus};
+        fn(ud, &ti);
+    }
+}
+
+void agent_tasks_set_watcher(agent_tasks_t *ts, void (*fn)(void *ud), void *ud) {
+    ts->watch = fn;
+    ts->watch_ud = ud;
 }

@@ -20,6 +20,7 @@
 #ifndef SLUICE_AGENT_TASK_H
 #define SLUICE_AGENT_TASK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <event2/event.h>
@@ -95,5 +96,27 @@ sl_proto_task_t *agent_tasks_report(agent_tasks_t *ts, size_t *n);
 /* SIGTERM to every task, SIGKILL after the grace; the loop exits once none
  * runs. A second call sends SIGKILL at once. */
 void agent_tasks_stop_all(agent_tasks_t *ts);
+
+/* What the exporter (metrics.c) reads of a task: who holds which GPUs.
+ * Pointers are valid during the callback only. */
+typedef struct agent_task_info {
+    uint64_t job;
+    int32_t task;
+    bool running;           /* else ended, not yet acknowledged */
+    int32_t pid;            /* the task's process group (running) */
+    const char *tenant;     /* "" when the launch named none */
+    const int32_t *gpus;    /* the GPU indices of its launch */
+    size_t ngpus;
+} agent_task_info_t;
+
+/* Calls fn for every task the agent knows (running or ended, not yet
+ * acknowledged). O(tasks). */
+void agent_tasks_foreach(agent_tasks_t *ts, void (*fn)(void *ud, const agent_task_info_t *ti),
+                         void *ud);
+
+/* Registers (or, with NULL, removes) fn, called once per loop pass that
+ * changed the tasks (a launch, an end, the re-adoption at start-up, an
+ * acknowledged end forgotten), right after state.json records it. */
+void agent_tasks_set_watcher(agent_tasks_t *ts, void (*fn)(void *ud), void *ud);
 
 #endif

@@ -50,6 +50,8 @@
 
 #include <jansson.h>
 
+#include "proto_usage.h" /* sl_proto_usage_t: a heartbeat's usage summary */
+
 /* docs/protocol.md: a line is at most 1 MiB (the newline not counted). */
 #define SL_PROTO_MAX_LINE (1024 * 1024)
 /* Largest GPU index a launch may name (the agent's --gpus allows 1024). */
@@ -185,6 +187,11 @@ typedef struct sl_proto_welcome {
  * "heartbeat" carrying the same seq (SL_PROTO_HEARTBEAT_ECHO). */
 typedef struct sl_proto_heartbeat {
     uint64_t seq;
+    /* Agent's heartbeat only (additive, docs/protocol.md): per task, its
+     * usage so far (proto_usage.h); nusage 0: absent. Decoded entries live
+     * in the message's arrays. */
+    const sl_proto_usage_t *usage;
+    size_t nusage;
 } sl_proto_heartbeat_t;
 
 typedef struct sl_proto_error {
