@@ -835,6 +835,7 @@ static int dec_body(dec_t *d, json_t *o) {
         int rc = get_int(d, o, "seq", false, 0, INT64_MAX, 0, &seq, "a whole number, 0 or more") ||
                  get_time(d, o, "time", &m->time);
         m->u.heartbeat.seq = (uint64_t)seq;
+        m->has_ids = rc == 0; /* a bad usage summary still leaves a heartbeat to answer */
         if (rc == 0 && sl__proto_usage_decode(json_object_get(o, "usage"), usage_alloc, d,
                                               &m->u.heartbeat.usage, &m->u.heartbeat.nusage,
                                               d->err, d->errlen) != 0)

@@ -274,7 +274,8 @@ typedef struct sl_proto_msg {
     /* Decode only. has_ids: job, task and req (those of this type) were
      * decoded, also when a later field failed, so that a reader can still
      * answer (a launch that cannot run is reported failed; a logs request
-     * gets an error reply). */
+     * gets an error reply; an agent's heartbeat whose usage is bad is still
+     * answered, its seq and time decoded). */
     bool has_ids;
     json_t *root_;              /* private: the document strings point into */
     void *alloc_;               /* private: arrays the decoder allocated */

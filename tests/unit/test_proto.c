@@ -800,6 +800,8 @@ static void test_proto_heartbeat_usage_round_trip(void **state) {
                                       sizeof err);
         if (rc != SL_EINVAL || strstr(err, bad[i].err) == NULL)
             fail_msg("%s: rc %d, \"%s\" lacks \"%s\"", bad[i].line, rc, err, bad[i].err);
+        assert_true(d.has_ids); /* still a heartbeat to answer */
+        assert_int_equal(d.u.heartbeat.nusage, 0);
         sl_proto_msg_fini(&d);
     }
 }
