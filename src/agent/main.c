@@ -205,15 +205,25 @@ static int read_token_file(const char *path, char *out, size_t cap) {
 
 /* Protects the agent from the OOM killer more than its tasks (-500): a
  * node under memory pressure loses a task before the agent that reports
- * it. Only root may lower the score; anyone else is told once. */
-static void set_oom_score_adj(int v) {
-    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+ * it. Lowering the score takes CAP_SYS_RESOURCE (or a privileged parent,
+ * systemd's OOMScoreAdjust=, having set it that low already); without it
+ * the agent says so once and keeps its score, which is then the lowest its
+ * tasks can get. Returns the agent's score after the attempt. */
+static int set_oom_score_adj(int v) {
+    int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
     char num[16];
-    int len = snprintf(num, sizeof num, "%d", v);
-    if (fd < 0 || write(fd, num, (size_t)len) != len)
-        sl_log(SL_LOG_WARN, "agent", "cannot set the agent's oom_score_adj to %d: %s (the OOM "
-               "killer may pick the agent before its tasks; run it as root)", v, strerror(errno));
+    int len = snprintf(num, sizeof num, "%d", v), now = 0;
+    if (fd < 0 || write(fd, num, (size_t)len) != len) {
+        ssize_t n = fd >= 0 ? pread(fd, num, sizeof num - 1, 0) : -1;
+        now = n > 0 ? (num[n] = '\0', atoi(num)) : 0;
+        sl_log(SL_LOG_WARN, "agent", "cannot lower the agent's oom_score_adj to %d: %s (no "
+               "CAP_SYS_RESOURCE): it stays %d, and tasks get no lower a score than that (set "
+               "OOMScoreAdjust=%d in the agent's systemd unit)", v, strerror(errno), now, v);
+    } else {
+        now = v;
+    }
     if (fd >= 0) close(fd);
+    return now;
 }
 
 static void stop_cb(evutil_socket_t sig, short ev, void *arg) {
@@ -479,7 +489,7 @@ int main(int argc, char **argv) {
     }
     sl_log(strcmp(agent_cgroup_kind(cg), "none") == 0 ? SL_LOG_WARN : SL_LOG_INFO, "agent", "%s",
            agent_cgroup_describe(cg));
-    set_oom_score_adj(a.oom_score_adj);
+    int oom_floor = set_oom_score_adj(a.oom_score_adj);
 
     signal(SIGPIPE, SIG_IGN);
     struct event_base *base = agent_loop_create();
@@ -492,7 +502,8 @@ int main(int argc, char **argv) {
     agent_conn_t *cn = NULL;
     struct event *sigterm = NULL, *sigint = NULL;
     agent_tasks_config_t tcfg = {.workdir = a.workdir, .node = a.name, .launcher = a.launcher,
-                                 .grace_s = a.grace_s, .cgroup = cg};
+                                 .grace_s = a.grace_s, .cgroup = cg,
+                                 .oom_score_adj_floor = oom_floor};
     if (agent_tasks_create(base, &tcfg, &ts) != 0) goto out;
     sigterm = evsignal_new(base, SIGTERM, stop_cb, ts);
     sigint = evsignal_new(base, SIGINT, stop_cb, ts);

@@ -479,6 +479,13 @@ static void fail_task(task_t *t, const char *reason) {
     report_after_save(t, REPORT_END);
 }
 
+/* The oom_score_adj of l's task: AGENT_TASK_OOM_SCORE_ADJ, no lower than
+ * the agent's own (task.h). */
+static int task_oom_score_adj(const agent_tasks_t *ts, const sl_proto_launch_t *l) {
+    int v = AGENT_TASK_OOM_SCORE_ADJ;
+    return v < ts->cfg.oom_score_adj_floor ? ts->cfg.oom_score_adj_floor : v;
+}
+
 void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_proto_launch_t *l,
                         const char *why) {
     task_t *t = task_find(ts, job, task);
@@ -497,9 +504,8 @@ void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_
     agent_cgroup_task_t ct = {.oom_fd = -1};
     agent_spawn_t sp = {.workdir = ts->cfg.workdir, .node = ts->cfg.node,
                         .launcher = ts->cfg.launcher, .monitor = ts->monitor_path, .job = job,
-                        .task = task, .launch = l, .cgroup = &ct,
-                        .set_oom_score_adj = geteuid() == 0,
-                        .oom_score_adj = AGENT_TASK_OOM_SCORE_ADJ};
+                        .task = task, .launch = l, .cgroup = &ct, .set_oom_score_adj = true,
+                        .oom_score_adj = task_oom_score_adj(ts, l)};
     if (l == NULL) {
         snprintf(reason, sizeof reason, "%s", why ? why : "invalid launch");
         sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);

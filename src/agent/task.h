@@ -43,11 +43,14 @@ typedef struct agent_tasks_config {
     const char *launcher;   /* --launcher template, or NULL */
     int grace_s;            /* SIGTERM-to-SIGKILL grace when a kill names none */
     agent_cgroup_t *cgroup; /* enforcement (cgroup.h), borrowed; outlives the tasks */
+    int oom_score_adj_floor;    /* the agent's own oom_score_adj: a task's is raised to it
+                                 * (lowering it further needs CAP_SYS_RESOURCE) */
 } agent_tasks_config_t;
 
 /* oom_score_adj of a task whose launch names none: the kernel's OOM killer
  * picks a task after ordinary processes (0) but before the agent (its
- * --oom-score-adj, -900 by default). */
+ * --oom-score-adj, -900 by default). An agent that could not lower its own
+ * score (no CAP_SYS_RESOURCE) gives its tasks no lower one than its own. */
 #define AGENT_TASK_OOM_SCORE_ADJ (-500)
 
 /* Hands one message to the controller (or drops it while disconnected:
