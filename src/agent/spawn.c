@@ -68,7 +68,8 @@
  * for a task without GPUs), CUDA_DEVICE_ORDER=PCI_BUS_ID (so CUDA numbers
  * GPUs as NVML does; the job may override it), SLUICE_JOB_ID,
  * SLUICE_JOB_NAME, SLUICE_TASK_INDEX, SLUICE_NODE, SLUICE_GPU_MILLI, RANK,
- * WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT. The command is looked
+ * WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, and for a GPU-share
+ * task the MPS limits of its share (mps_env, docs/mps.md). The command is looked
  * up in the task's PATH. stdin is /dev/null, stdout and stderr go
  * (appended) to the log.
  *
@@ -350,6 +351,34 @@ static bool env_allowed(const char *kv) {
     return false;
 }
 
+/*
+ * MPS limits of a GPU-share task (docs/mps.md): a task with a share
+ * (gpu_milli 1..999) of its one GPU gets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,
+ * its share in whole percent rounded down (250 milli -> 25; at least 1), so
+ * that its kernels use at most that part of the GPU's SMs and leave the
+ * rest to the tasks that share it; and, when it asked for GPU memory,
+ * CUDA_MPS_PINNED_DEVICE_MEM_LIMIT "0=<limit>", device 0 because
+ * CUDA_VISIBLE_DEVICES shows the task only its GPU, renumbered from 0, and
+ * the limit in whole GiB ("G") when exact, else in MiB ("M") rounded down
+ * (at least 1M): the units MPS reads, binary, and never more than was
+ * granted. Set after the job's env, so a job cannot raise its own. A
+ * whole-GPU task gets neither: it owns its GPUs. Both only take effect
+ * where an MPS control daemon runs for the task's user; without one CUDA
+ * ignores them.
+ */
+static void mps_env(const sl_proto_launch_t *l, strvec_t *env) {
+    if (l->ngpus != 1 || l->gpu_milli <= 0 || l->gpu_milli >= 1000) return;
+    env_set_int(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", l->gpu_milli >= 10 ? l->gpu_milli / 10 : 1);
+    if (l->gpu_memory <= 0) return;
+    const int64_t mib = INT64_C(1) << 20, gib = INT64_C(1) << 30;
+    char lim[40];
+    if (l->gpu_memory % gib == 0)
+        snprintf(lim, sizeof lim, "0=%lldG", (long long)(l->gpu_memory / gib));
+    else
+        snprintf(lim, sizeof lim, "0=%lldM", (long long)(l->gpu_memory >= mib ? l->gpu_memory / mib : 1));
+    env_set(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", lim);
+}
+
 static void build_env(const agent_spawn_t *sp, const ident_t *id, const char *jobdir,
                       const char *gpus, strvec_t *env) {
     const sl_proto_launch_t *l = sp->launch;
@@ -381,6 +410,7 @@ static void build_env(const agent_spawn_t *sp, const ident_t *id, const char *jo
     env_set_int(env, "LOCAL_RANK", l->local_rank);
     env_set(env, "MASTER_ADDR", l->master_addr ? l->master_addr : SL_PROTO_DEFAULT_MASTER_ADDR);
     env_set_int(env, "MASTER_PORT", l->master_port);
+    mps_env(l, env);
 }
 
 /* The paths execve tries for argv0, as execvp would: argv0 itself when it
