@@ -223,6 +223,9 @@ static void send_end(task_t *t) {
         m.u.exited.exit_code = t->exit_code;
         m.u.exited.signal = t->sig;
         m.u.exited.fenced = t->fenced != 0;
+        m.u.exited.oom_killed = t->oom_killed != 0;
+        m.u.exited.mem_peak = t->mem_peak > 0 ? t->mem_peak : 0;
+        m.u.exited.mem_limit = t->mem_limit > 0 ? t->mem_limit : 0;
     } else if (t->state == TASK_FAILED) {
         m.type = SL_PROTO_FAILED;
         m.u.failed.reason = t->reason ? t->reason : "";
@@ -245,6 +248,9 @@ static sl_proto_task_t task_entry(const task_t *t) {
         e.exit_code = t->exit_code;
         e.signal = t->sig;
         e.fenced = t->fenced != 0;
+        e.oom_killed = t->oom_killed != 0;
+        e.mem_peak = t->mem_peak > 0 ? t->mem_peak : 0;
+        e.mem_limit = t->mem_limit > 0 ? t->mem_limit : 0;
         e.end_time = t->end_time;
         break;
     case TASK_FAILED:
@@ -374,8 +380,9 @@ static void cgroup_outcome(task_t *t) {
         t->mem_peak = st.mem_peak;
         t->mem_limit = st.mem_limit;
         sl_log(SL_LOG_INFO, "agent",
-               "job=%llu task=%d cgroup: oom_kills=%lld mem_peak=%lld mem_limit=%lld cpu_usec=%lld",
-               (unsigned long long)t->job, t->task, (long long)st.oom_kills,
+               "job=%llu task=%d cgroup: oom_killed=%d oom_kills=%lld mem_peak=%lld mem_limit=%lld "
+               "cpu_usec=%lld", (unsigned long long)t->job, t->task, t->oom_killed,
+               (long long)st.oom_kills,
                (long long)st.mem_peak, (long long)st.mem_limit, (long long)st.cpu_usec);
     }
     agent_cgroup_task_remove(cg, t->job, t->task);
@@ -479,10 +486,10 @@ static void fail_task(task_t *t, const char *reason) {
     report_after_save(t, REPORT_END);
 }
 
-/* The oom_score_adj of l's task: AGENT_TASK_OOM_SCORE_ADJ, no lower than
- * the agent's own (task.h). */
+/* The oom_score_adj of l's task: the launch's (its decoder's default is
+ * AGENT_TASK_OOM_SCORE_ADJ), no lower than the agent's own (task.h). */
 static int task_oom_score_adj(const agent_tasks_t *ts, const sl_proto_launch_t *l) {
-    int v = AGENT_TASK_OOM_SCORE_ADJ;
+    int v = l ? l->oom_score_adj : AGENT_TASK_OOM_SCORE_ADJ;
     return v < ts->cfg.oom_score_adj_floor ? ts->cfg.oom_score_adj_floor : v;
 }
 

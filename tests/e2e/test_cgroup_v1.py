@@ -237,10 +237,14 @@ def test_task_past_110_percent_is_oom_killed_whole(controller, v1_agent, tmp_pat
     done = controller.wait_job(j["id"], "failed", timeout=60)
     p = done["placement"][0]
     assert p["signal"] == signal.SIGKILL or p["exit_code"] == 128 + signal.SIGKILL, done
-    assert re.search(r"job=%d task=0 cgroup: oom_kills=[1-9]\d* mem_peak=\d+ mem_limit=%d"
+    assert re.search(r"job=%d task=0 cgroup: oom_killed=1 oom_kills=\d+ mem_peak=\d+ mem_limit=%d"
                      % (j["id"], 64 * MI * 11 // 10 // 4096 * 4096),
                      agent.log()), agent.log()
-    assert "job=%d task=0 pid=" % j["id"] in agent.log()
+    # Reported to the controller as killed for memory, with its limit.
+    assert p["oom_killed"] is True, p
+    assert p["mem_limit_bytes"] == 64 * MI * 11 // 10 // 4096 * 4096, p
+    assert p["mem_peak_bytes"] >= p["mem_limit_bytes"] - 4 * MI, p
+    assert done["reason"].startswith("OOMKilled: task 0 used"), done["reason"]
     stray = int(pidfile.read_text())
     harness.wait_for(lambda: not u.pid_alive(stray), what="the task's stray process to die")
     harness.wait_for(lambda: not any(os.path.exists(d)
@@ -254,7 +258,9 @@ def test_task_within_its_request_is_not_killed(controller, v1_agent):
                            "command": [PY, "-c", "x = b'\\x01' * (48 << 20); print(len(x))"]})
     done = controller.wait_job(j["id"], "succeeded", timeout=60)
     assert done["placement"][0]["exit_code"] == 0
-    assert re.search(r"job=%d task=0 cgroup: oom_kills=0 mem_peak=\d+ mem_limit=%d"
+    assert not done["placement"][0].get("oom_killed"), done
+    assert done["placement"][0]["mem_limit_bytes"] == 128 * MI * 11 // 10 // 4096 * 4096
+    assert re.search(r"job=%d task=0 cgroup: oom_killed=0 oom_kills=0 mem_peak=\d+ mem_limit=%d"
                      % (j["id"], 128 * MI * 11 // 10 // 4096 * 4096), agent.log()), agent.log()
 
 
@@ -371,6 +377,6 @@ def test_task_that_ends_while_agent_is_down_has_its_cgroup_read_and_removed(
         go.write_text("")
     done = controller.wait_job(j["id"], "failed")
     assert done["placement"][0]["exit_code"] == 7
-    assert re.search(r"job=%d task=0 cgroup: oom_kills=0 mem_peak=\d+ mem_limit=%d"
+    assert re.search(r"job=%d task=0 cgroup: oom_killed=0 oom_kills=0 mem_peak=\d+ mem_limit=%d"
                      % (j["id"], 64 * MI * 11 // 10 // 4096 * 4096), agent.log()), agent.log()
     assert not any(os.path.exists(d) for d in cg_dirs(root, name).values())
