@@ -533,7 +533,8 @@ int main(int argc, char **argv) {
     if (agent_tasks_create(base, &tcfg, &ts) != 0) goto out;
     agent_metrics_config_t mcfg = {.node = a.name, .gpu_model = a.gpus > 0 ? a.gpu_model : NULL,
                                    .gpus = a.gpus, .listen = a.metrics_listen,
-                                   .jobmap_dir = a.jobmap_dir, .sample_ms = a.metrics_ms};
+                                   .jobmap_dir = a.jobmap_dir, .sample_ms = a.metrics_ms,
+                                   .cgroup = cg};
     char merr[512];
     if (agent_metrics_create(base, &mcfg, ts, &mx, merr, sizeof merr) != 0) {
         fprintf(stderr, "sluice-agent: %s\n", merr);

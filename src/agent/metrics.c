@@ -17,6 +17,13 @@
  * node, and a sum over GPUs counts each GPU once. A free GPU has empty
  * job and tenant labels.
  *
+ * Tasks. With enforcement on, each sample also reads every running
+ * task's cgroup (agent_cgroup_task_stats: CPU time, memory in use and at
+ * its peak, OOM kills), exported per task while it runs (one series per
+ * running task and family) and kept for its summary. Where the cgroup
+ * has no peak (cgroup v2 before memory.peak), the highest use sampled
+ * stands in for it.
+ *
  * Usage summaries. Per task (running, or ended and not yet acknowledged)
  * an accumulator adds, at each sample, the mean utilisation of the task's
  * GPUs (one sample), and keeps the highest utilisation and memory used of
@@ -63,6 +70,11 @@ typedef struct acc {
     int64_t gmem_peak;          /* -1: never read */
     int64_t gmem_total;
     int holds_gpus;
+    int has_cg;                 /* its cgroup was read */
+    double cpu_s;
+    int64_t mem_current;        /* bytes, at the last read */
+    int64_t mem_peak;           /* bytes */
+    int64_t oom_kills;
 } acc_t;
 
 /* Holders of one GPU, built from the tasks: job ids (distinct, in id
@@ -151,6 +163,7 @@ static acc_t *acc_get(agent_metrics_t *m, uint64_t job, int32_t task) {
     a->job = job;
     a->task = task;
     a->gmem_peak = a->gmem_total = -1;
+    a->mem_peak = -1;
     a->next = m->accs;
     m->accs = a;
     return a;
@@ -170,11 +183,25 @@ static void acc_sweep(agent_metrics_t *m) {
     }
 }
 
+/* Reads a's task's cgroup (a running task: an ended one's cgroup is gone
+ * and its last reading stands). */
+static void sample_cgroup(agent_metrics_t *m, acc_t *a) {
+    agent_cgroup_stats_t st;
+    if (!m->cfg.cgroup || agent_cgroup_task_stats(m->cfg.cgroup, a->job, a->task, &st) != 0) return;
+    a->has_cg = 1;
+    a->cpu_s = (double)st.cpu_usec / 1e6;
+    a->mem_current = st.mem_current;
+    if (st.mem_peak > a->mem_peak) a->mem_peak = st.mem_peak;
+    if (st.mem_current > a->mem_peak) a->mem_peak = st.mem_current;
+    a->oom_kills = st.oom_kills;
+}
+
 static void sample_task_cb(void *ud, const agent_task_info_t *ti) {
     agent_metrics_t *m = ud;
     acc_t *a = acc_get(m, ti->job, ti->task);
     a->seen = 1;
     if (ti->ngpus > 0) a->holds_gpus = 1;
+    if (ti->running) sample_cgroup(m, a);
     if (!ti->running || !m->sampled) return;
     double sum = 0, peak = 0;
     int n = 0;
@@ -221,7 +248,8 @@ size_t agent_metrics_usage(void *ud, sl_proto_usage_t **out) {
     for (acc_t *a = m->accs; a; a = a->next, i++) {
         u[i] = (sl_proto_usage_t){.job = a->job, .task = a->task, .samples = a->samples,
                                   .gpu_mem_peak = a->gmem_peak, .gpu_mem_total = a->gmem_total,
-                                  .cpu_seconds = -1, .mem_peak = -1,
+                                  .cpu_seconds = a->has_cg ? a->cpu_s : -1,
+                                  .mem_peak = a->has_cg ? a->mem_peak : -1,
                                   .no_nvml = a->holds_gpus && m->nv == NULL};
         if (a->samples > 0) {
             u[i].gpu_util_mean = a->util_sum / (double)a->samples;
@@ -397,6 +425,62 @@ static void write_gpus(agent_metrics_t *m, struct evbuffer *b) {
     free(h);
 }
 
+/* The per-task families (cgroup), for running tasks whose cgroup was read. */
+static const struct {
+    const char *name, *type, *help;
+} task_families[] = {
+    {"sluice_task_cpu_seconds_total", "counter", "CPU time a running task has used (its cgroup)."},
+    {"sluice_task_memory_used_bytes", "gauge", "Memory a running task uses (its cgroup)."},
+    {"sluice_task_memory_peak_bytes", "gauge",
+     "Most memory a running task has used (its cgroup's peak, else the highest sampled)."},
+    {"sluice_task_oom_kills_total", "counter",
+     "Processes of a running task the kernel killed for memory (its cgroup)."},
+};
+
+typedef struct task_lines {
+    agent_metrics_t *m;
+    struct evbuffer *b;
+    int family;
+    int any;
+} task_lines_t;
+
+static void task_line_cb(void *ud, const agent_task_info_t *ti) {
+    task_lines_t *tl = ud;
+    if (!ti->running) return;
+    acc_t *a = NULL;
+    for (acc_t *x = tl->m->accs; x && !a; x = x->next)
+        if (x->job == ti->job && x->task == ti->task && x->has_cg) a = x;
+    if (!a) return;
+    tl->any = 1;
+    if (!tl->b) return;
+    char job[24], task[16];
+    snprintf(job, sizeof job, "%llu", (unsigned long long)ti->job);
+    snprintf(task, sizeof task, "%d", (int)ti->task);
+    evbuffer_add_printf(tl->b, "%s{", task_families[tl->family].name);
+    put_label(tl->b, "node", tl->m->cfg.node, 1);
+    put_label(tl->b, "job", job, 0);
+    put_label(tl->b, "task", task, 0);
+    put_label(tl->b, "tenant", ti->tenant, 0);
+    switch (tl->family) {
+    case 0: evbuffer_add_printf(tl->b, "} %.6f\n", a->cpu_s); break;
+    case 1: evbuffer_add_printf(tl->b, "} %lld\n", (long long)a->mem_current); break;
+    case 2: evbuffer_add_printf(tl->b, "} %lld\n", (long long)a->mem_peak); break;
+    default: evbuffer_add_printf(tl->b, "} %lld\n", (long long)a->oom_kills); break;
+    }
+}
+
+static void write_tasks(agent_metrics_t *m, struct evbuffer *b) {
+    task_lines_t tl = {m, NULL, 0, 0};
+    agent_tasks_foreach(m->ts, task_line_cb, &tl);
+    if (!tl.any) return; /* no cgroup read: no per-task families */
+    for (int f = 0; f < (int)(sizeof task_families / sizeof task_families[0]); f++) {
+        evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", task_families[f].name,
+                            task_families[f].help, task_families[f].name, task_families[f].type);
+        tl = (task_lines_t){m, b, f, 0};
+        agent_tasks_foreach(m->ts, task_line_cb, &tl);
+    }
+}
+
 static int scrape(void *ud, const char *path, struct evbuffer *body, const char **ctype) {
     agent_metrics_t *m = ud;
     if (strcmp(path, "/metrics") != 0) return 404;
@@ -408,6 +492,7 @@ static int scrape(void *ud, const char *path, struct evbuffer *body, const char 
     put_label(body, "node", m->cfg.node, 1);
     evbuffer_add_printf(body, "} %d\n", m->nv != NULL);
     write_gpus(m, body);
+    write_tasks(m, body);
     return 200;
 }
 

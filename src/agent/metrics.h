@@ -15,6 +15,7 @@
 
 #include <event2/event.h>
 
+#include "cgroup.h"
 #include "proto.h"
 #include "task.h"
 
@@ -27,6 +28,7 @@ typedef struct agent_metrics_config {
     const char *listen;      /* HOST:PORT of GET /metrics; NULL: no endpoint */
     const char *jobmap_dir;  /* dcgm-exporter job mapping directory; NULL: none */
     int sample_ms;           /* NVML sampling interval, >= 100 */
+    agent_cgroup_t *cgroup;  /* the tasks' cgroups, for their CPU and memory; NULL: none */
 } agent_metrics_config_t;
 
 /*
