@@ -401,11 +401,10 @@ static int enc_body(writer_t *w, const sl_proto_msg_t *m) {
             key(w, "seq");
             put_u64(w, m->u.heartbeat.seq);
         }
-        if (m->u.heartbeat.nusage > 0) { /* the usage summary (proto_usage.c) */
-            size_t room = w->len < w->cap ? w->cap - w->len : 0;
-            w->len += sl__proto_usage_encode(m->u.heartbeat.usage, m->u.heartbeat.nusage,
-                                             room ? w->buf + w->len : NULL, room);
-        }
+        /* The usage summary, if any (proto_usage.c; nothing when nusage is 0). */
+        w->len += sl__proto_usage_encode(m->u.heartbeat.usage, m->u.heartbeat.nusage,
+                                         w->len < w->cap ? w->buf + w->len : NULL,
+                                         w->len < w->cap ? w->cap - w->len : 0);
         key(w, "time");
         return put_time(w, m->time);
     case SL_PROTO_HEARTBEAT_ECHO:
