@@ -104,9 +104,10 @@ void cli_show_efficiency(json_t *j, double now) {
         else
             snprintf(what, sizeof what, "%zu GPU%s", ngpus, ngpus == 1 ? "" : "s");
         const char *nonvml = e ? json_string_value(json_object_get(e, "no_nvml_node")) : NULL;
+        int shared = !isnan(share) && share > 0 && share < 1;
         if (!isnan(mean))
-            printf("  %-12s %s at %.0f%% mean utilisation (peak %.0f%%), %.0f readings\n", "GPUs:",
-                   what, mean * 100, peak * 100, readings);
+            printf("  %-12s %s at %.0f%% mean utilisation (peak %.0f%%%s), %.0f readings\n", "GPUs:",
+                   what, mean * 100, peak * 100, shared ? ", the whole GPU's" : "", readings);
         else if (nonvml)
             printf("  %-12s %s: no GPU utilisation data (no NVML on node %s)\n", "GPUs:", what, nonvml);
         else
