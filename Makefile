@@ -37,6 +37,7 @@ deps:
 	apt-get install -y --no-install-recommends build-essential cmake pkg-config \
 	  libevent-dev libssl-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	  libcmocka-dev python3-pytest python3-yaml valgrind openssl
+	# promtool (checks the agent's and the controller's /metrics in the tests)
 	apt-get install -y --no-install-recommends prometheus
 
 bench-live: build

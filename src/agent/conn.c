@@ -423,7 +423,11 @@ static void heartbeat_cb(evutil_socket_t fd, short ev, void *arg) {
     cn->hb_sent_us[cn->hb_seq % HB_RING] = fence_clock_us();
     sl_proto_msg_t m = {.type = SL_PROTO_HEARTBEAT, .time = agent_now(),
                         .u.heartbeat.seq = cn->hb_seq};
+    sl_proto_usage_t *usage = NULL;
+    if (cn->cfg.usage) m.u.heartbeat.nusage = cn->cfg.usage(cn->cfg.usage_ud, &usage);
+    m.u.heartbeat.usage = usage;
     send_msg(cn, &m);
+    free(usage);
 }
 
 int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, agent_tasks_t *ts,

@@ -22,6 +22,10 @@ typedef struct agent_conn_config {
     int heartbeat_s;        /* at most this; the welcome may lower it */
     struct ssl_ctx_st *tls; /* NULL: plain TCP; else TLS with this client context, the
                              * server's certificate checked against host */
+    /* The usage summary each heartbeat carries (agent_metrics_usage): an
+     * array the connection frees; NULL: heartbeats carry none. */
+    size_t (*usage)(void *ud, sl_proto_usage_t **out);
+    void *usage_ud;
 } agent_conn_config_t;
 
 /*

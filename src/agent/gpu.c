@@ -7,6 +7,16 @@
  * entry points used here are declared, with the types of nvml.h (stable ABI
  * since the _v2 suffixes of CUDA 5.5).
  *
+ * Sampling (agent_nvml_*) keeps the library loaded and one handle per
+ * GPU. Each reading asks for utilisation, memory, power, temperature and
+ * UUID; a call that fails (NVML_ERROR_NOT_SUPPORTED on many boards for
+ * power or temperature) leaves that value absent rather than 0. On GPUs
+ * where nvmlGpmQueryDeviceSupport says so (Hopper and later), GPM metrics
+ * come from two GPM samples: each reading takes a new one and computes
+ * graphics-engine activity and SM occupancy over the interval since the
+ * previous reading, then keeps the new sample for the next. The GPM entry
+ * points are optional: an older driver without them just has no GPM.
+ *
  * The model name is shortened the way users write it in job specs:
  * "NVIDIA H100 80GB HBM3" -> "H100", "NVIDIA A100-SXM4-80GB" -> "A100"
  * (vendor words dropped, first word kept, cut at the first '-').
@@ -14,6 +24,7 @@
  */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu.h"
@@ -31,6 +42,37 @@ typedef int (*nvml_count_fn)(unsigned int *);
 typedef int (*nvml_handle_fn)(unsigned int, nvml_device_t *);
 typedef int (*nvml_name_fn)(nvml_device_t, char *, unsigned int);
 typedef int (*nvml_mem_fn)(nvml_device_t, nvml_memory_t *);
+
+typedef struct nvml_utilization {
+    unsigned int gpu;
+    unsigned int memory;
+} nvml_utilization_t;
+
+/* GPM (nvml.h, NVML_GPM_SUPPORT_VERSION and NVML_GPM_METRICS_GET_VERSION
+ * 1). The library reads metrics[0..numMetrics), so an array of the two we
+ * ask for is enough. */
+typedef void *nvml_gpm_sample_t;
+typedef struct nvml_gpm_support {
+    unsigned int version;
+    unsigned int isSupportedDevice;
+} nvml_gpm_support_t;
+typedef struct nvml_gpm_metric {
+    unsigned int metricId;
+    int nvmlReturn;
+    double value;
+    struct {
+        char *shortName, *longName, *unit;
+    } metricInfo;
+} nvml_gpm_metric_t;
+#define GPM_GRAPHICS_UTIL 1 /* NVML_GPM_METRIC_GRAPHICS_UTIL, percent */
+#define GPM_SM_OCCUPANCY 3  /* NVML_GPM_METRIC_SM_OCCUPANCY, percent */
+typedef struct nvml_gpm_get {
+    unsigned int version;
+    unsigned int numMetrics;
+    nvml_gpm_sample_t sample1;
+    nvml_gpm_sample_t sample2;
+    nvml_gpm_metric_t metrics[2];
+} nvml_gpm_get_t;
 
 static void short_model(const char *full, char *out, size_t len) {
     static const char *vendor[] = {"NVIDIA ", "Tesla ", "GeForce ", "Quadro "};
@@ -102,4 +144,163 @@ int agent_gpu_detect(int *count, char *model, size_t modellen, uint64_t *mem_byt
 out:
     dlclose(lib);
     return rc;
+}
+
+/* ---- sampling ---- */
+
+struct agent_nvml {
+    void *lib;
+    nvml_shutdown_fn shutdown;
+    nvml_mem_fn getmem;
+    int (*getutil)(nvml_device_t, nvml_utilization_t *);
+    int (*getpower)(nvml_device_t, unsigned int *);
+    int (*gettemp)(nvml_device_t, int, unsigned int *);
+    int (*getuuid)(nvml_device_t, char *, unsigned int);
+    int (*gpm_query)(nvml_device_t, nvml_gpm_support_t *);
+    int (*gpm_alloc)(nvml_gpm_sample_t *);
+    int (*gpm_free)(nvml_gpm_sample_t);
+    int (*gpm_get)(nvml_device_t, nvml_gpm_sample_t);
+    int (*gpm_metrics)(nvml_gpm_get_t *);
+    int count;
+    struct {
+        nvml_device_t dev;
+        bool gpm;
+        bool have_prev;             /* prev holds a sample */
+        nvml_gpm_sample_t prev, cur;
+    } gpu[];
+};
+
+int agent_nvml_open(agent_nvml_t **out, char *why, size_t whylen) {
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(why, whylen, "libnvidia-ml.so.1 not found");
+        return -1;
+    }
+    nvml_init_fn init = (nvml_init_fn)dlsym(lib, "nvmlInit_v2");
+    nvml_count_fn getcount = (nvml_count_fn)dlsym(lib, "nvmlDeviceGetCount_v2");
+    nvml_handle_fn gethandle = (nvml_handle_fn)dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+    nvml_shutdown_fn shutdown = (nvml_shutdown_fn)dlsym(lib, "nvmlShutdown");
+    nvml_mem_fn getmem = (nvml_mem_fn)dlsym(lib, "nvmlDeviceGetMemoryInfo");
+    unsigned int n = 0;
+    int e;
+    if (!init || !getcount || !gethandle || !shutdown || !getmem) {
+        snprintf(why, whylen, "libnvidia-ml.so.1 lacks an NVML entry point");
+        dlclose(lib);
+        return -1;
+    }
+    if ((e = init()) != 0) {
+        snprintf(why, whylen, "nvmlInit_v2 failed (NVML error %d)", e);
+        dlclose(lib);
+        return -1;
+    }
+    if ((e = getcount(&n)) != 0 || n == 0 || n > 1024) {
+        snprintf(why, whylen, e ? "nvmlDeviceGetCount_v2 failed (NVML error %d)" : "NVML reports no GPU", e);
+        shutdown();
+        dlclose(lib);
+        return -1;
+    }
+    agent_nvml_t *nv = calloc(1, sizeof *nv + n * sizeof nv->gpu[0]);
+    if (!nv) abort();
+    nv->lib = lib;
+    nv->shutdown = shutdown;
+    nv->getmem = getmem;
+    nv->count = (int)n;
+    /* Optional entry points: a NULL one leaves its value absent. */
+    *(void **)&nv->getutil = dlsym(lib, "nvmlDeviceGetUtilizationRates");
+    *(void **)&nv->getpower = dlsym(lib, "nvmlDeviceGetPowerUsage");
+    *(void **)&nv->gettemp = dlsym(lib, "nvmlDeviceGetTemperature");
+    *(void **)&nv->getuuid = dlsym(lib, "nvmlDeviceGetUUID");
+    *(void **)&nv->gpm_query = dlsym(lib, "nvmlGpmQueryDeviceSupport");
+    *(void **)&nv->gpm_alloc = dlsym(lib, "nvmlGpmSampleAlloc");
+    *(void **)&nv->gpm_free = dlsym(lib, "nvmlGpmSampleFree");
+    *(void **)&nv->gpm_get = dlsym(lib, "nvmlGpmSampleGet");
+    *(void **)&nv->gpm_metrics = dlsym(lib, "nvmlGpmMetricsGet");
+    bool gpm_api = nv->gpm_query && nv->gpm_alloc && nv->gpm_free && nv->gpm_get && nv->gpm_metrics;
+    for (unsigned int i = 0; i < n; i++) {
+        if (gethandle(i, &nv->gpu[i].dev) != 0) nv->gpu[i].dev = NULL;
+        nvml_gpm_support_t sup = {.version = 1};
+        if (gpm_api && nv->gpu[i].dev && nv->gpm_query(nv->gpu[i].dev, &sup) == 0 &&
+            sup.isSupportedDevice && nv->gpm_alloc(&nv->gpu[i].prev) == 0) {
+            if (nv->gpm_alloc(&nv->gpu[i].cur) == 0)
+                nv->gpu[i].gpm = true;
+            else
+                nv->gpm_free(nv->gpu[i].prev);
+        }
+    }
+    *out = nv;
+    return 0;
+}
+
+int agent_nvml_count(const agent_nvml_t *nv) {
+    return nv->count;
+}
+
+bool agent_nvml_gpm(const agent_nvml_t *nv, int i) {
+    return i >= 0 && i < nv->count && nv->gpu[i].gpm;
+}
+
+/* GPM over the interval since the previous reading of GPU i. */
+static void gpm_sample(agent_nvml_t *nv, int i, agent_gpu_sample_t *s) {
+    if (nv->gpm_get(nv->gpu[i].dev, nv->gpu[i].cur) != 0) return;
+    if (nv->gpu[i].have_prev) {
+        nvml_gpm_get_t g = {.version = 1, .numMetrics = 2, .sample1 = nv->gpu[i].prev,
+                            .sample2 = nv->gpu[i].cur};
+        g.metrics[0].metricId = GPM_GRAPHICS_UTIL;
+        g.metrics[1].metricId = GPM_SM_OCCUPANCY;
+        if (nv->gpm_metrics(&g) == 0) {
+            if (g.metrics[0].nvmlReturn == 0 && g.metrics[0].value >= 0) {
+                s->has_gr_active = true;
+                s->gr_active = g.metrics[0].value > 100 ? 1.0 : g.metrics[0].value / 100.0;
+            }
+            if (g.metrics[1].nvmlReturn == 0 && g.metrics[1].value >= 0) {
+                s->has_sm_occupancy = true;
+                s->sm_occupancy = g.metrics[1].value > 100 ? 1.0 : g.metrics[1].value / 100.0;
+            }
+        }
+    }
+    nvml_gpm_sample_t t = nv->gpu[i].prev;
+    nv->gpu[i].prev = nv->gpu[i].cur;
+    nv->gpu[i].cur = t;
+    nv->gpu[i].have_prev = true;
+}
+
+void agent_nvml_sample(agent_nvml_t *nv, int i, agent_gpu_sample_t *s) {
+    memset(s, 0, sizeof *s);
+    if (i < 0 || i >= nv->count || !nv->gpu[i].dev) return;
+    nvml_device_t dev = nv->gpu[i].dev;
+    nvml_utilization_t u;
+    if (nv->getutil && nv->getutil(dev, &u) == 0 && u.gpu <= 100) {
+        s->has_util = true;
+        s->util = u.gpu / 100.0;
+    }
+    nvml_memory_t m;
+    if (nv->getmem(dev, &m) == 0) {
+        s->has_mem = true;
+        s->mem_used = m.used;
+        s->mem_total = m.total;
+    }
+    unsigned int v;
+    if (nv->getpower && nv->getpower(dev, &v) == 0) {
+        s->has_power = true;
+        s->power_w = v / 1000.0;
+    }
+    if (nv->gettemp && nv->gettemp(dev, 0 /* NVML_TEMPERATURE_GPU */, &v) == 0) {
+        s->has_temp = true;
+        s->temp_c = v;
+    }
+    if (!nv->getuuid || nv->getuuid(dev, s->uuid, sizeof s->uuid) != 0) s->uuid[0] = '\0';
+    s->uuid[sizeof s->uuid - 1] = '\0';
+    if (nv->gpu[i].gpm) gpm_sample(nv, i, s);
+}
+
+void agent_nvml_close(agent_nvml_t *nv) {
+    if (!nv) return;
+    for (int i = 0; i < nv->count; i++) {
+        if (!nv->gpu[i].gpm) continue;
+        nv->gpm_free(nv->gpu[i].prev);
+        nv->gpm_free(nv->gpu[i].cur);
+    }
+    nv->shutdown();
+    dlclose(nv->lib);
+    free(nv);
 }

@@ -39,8 +39,9 @@
  * bad command is known (and reported `failed` with the reason, also written
  * to the task's log) before anything says `started`; should the monitor
  * fail to exec, its task is killed, as nothing would record its end. Both
- * children make system calls only (setsid, dup2, fchdir, clone, setgroups,
- * setgid, setuid, prctl, close_range, execve): everything that allocates or
+ * children make system calls only (setsid, dup2, fchdir, clone, write,
+ * open, setgroups, setgid, setuid, prctl, close_range, execve): everything
+ * that allocates or
  * reads files (user lookup, argv, environment, the PATH candidates for the
  * command) is done before. A child that fails records which step and errno
  * in the memory it shares with the agent. Signals are blocked across the
@@ -49,6 +50,15 @@
  * before exec. Measured with bench/live/spawncost.py: the monitor's exec
  * adds about 0.5 ms to a launch on the 2-core CI machine (median 1.07 ms
  * against 0.33-0.58 ms without a monitor, in one sitting).
+ *
+ * Enforcement. The tasks layer has made the task's cgroup and written its
+ * limits (cgroup.h) before the launch; the task's child, right after
+ * setsid and while still root, writes "0" to each cgroup.procs descriptor
+ * it is handed (the task joins its cgroup in every hierarchy before it runs
+ * a single instruction of its own, and everything it forks is born there)
+ * and its oom_score_adj (-500 by default) to /proc/self/oom_score_adj. The
+ * monitor stays in the agent's cgroup, so the kernel's group OOM kill of a
+ * task never takes the process that records the task's end.
  *
  * Environment, scrubbed: the task sees none of the agent's variables (the
  * cluster token, whatever the agent inherited), only PATH (the agent's),
@@ -426,7 +436,8 @@ static void exec_candidates(const char *argv0, const strvec_t *env, strvec_t *ou
 }
 
 /* The steps of a start, for the reason of one that failed. */
-enum { STEP_FDS = 1, STEP_DIR, STEP_FORK, STEP_IDENT, STEP_NNP, STEP_EXEC, STEP_MONITOR };
+enum { STEP_FDS = 1, STEP_DIR, STEP_FORK, STEP_IDENT, STEP_NNP, STEP_EXEC, STEP_MONITOR,
+       STEP_CGROUP, STEP_OOM };
 
 /* What the two children do and, when one fails, which step failed and
  * why. They share the agent's memory (CLONE_VM), so they report here, and
@@ -440,6 +451,9 @@ typedef struct child_args {
     char *const *margv;         /* the monitor's; margv[2] is pidbuf, filled in */
     char *pidbuf;               /* 24 bytes */
     pid_t parent;               /* the first child, the task's parent (the monitor) */
+    const int *cgroup_procs;    /* the task's cgroup.procs, written "0" */
+    size_t ncgroup_procs;
+    const char *oom_score_adj;  /* written to /proc/self/oom_score_adj, or NULL */
     pid_t task;                 /* the task, once it has exec'd */
     int step;                   /* the step it reached */
     int err;                    /* 0: both exec'd; else the errno of that step */
@@ -478,6 +492,19 @@ static int task_child(void *arg) {
     a->step = STEP_FDS;
     /* Its own session and process group: what kill and fencing signal. */
     if (setsid() < 0) goto fail;
+    /* Into its cgroup (the monitor stays in the agent's, so that an OOM
+     * kill of the task's group never takes it), and its OOM score, while
+     * still root: only root may lower it below the agent's. */
+    a->step = STEP_CGROUP;
+    for (size_t i = 0; i < a->ncgroup_procs; i++)
+        if (write(a->cgroup_procs[i], "0", 1) != 1) goto fail;
+    a->step = STEP_OOM;
+    if (a->oom_score_adj) {
+        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        size_t len = strlen(a->oom_score_adj);
+        if (fd < 0 || write(fd, a->oom_score_adj, len) != (ssize_t)len) goto fail;
+        close(fd);
+    }
     a->step = STEP_IDENT;
     /* Groups and gid while still root, uid last. */
     if (a->id->change && (syscall(SYS_setgroups, 0, NULL) != 0 ||
@@ -610,6 +637,13 @@ static void step_reason(const agent_spawn_t *sp, const ident_t *id, const char *
     case STEP_EXEC:
         snprintf(reason, rlen, "cannot execute %s on node %s: %s", argv0, sp->node, e);
         break;
+    case STEP_CGROUP:
+        snprintf(reason, rlen, "cannot move the task into its cgroup on node %s: %s", sp->node, e);
+        break;
+    case STEP_OOM:
+        snprintf(reason, rlen, "cannot set the task's oom_score_adj to %d on node %s: %s",
+                 sp->oom_score_adj, sp->node, e);
+        break;
     case STEP_MONITOR:
         snprintf(reason, rlen, "cannot execute the task monitor %s on node %s: %s", sp->monitor,
                  sp->node, e);
@@ -651,9 +685,13 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reaso
     unlink(status);
 
     char *const margv[] = {(char *)sp->monitor, status, pidbuf, NULL};
+    char oom[16];
+    snprintf(oom, sizeof oom, "%d", sp->oom_score_adj);
     child_args_t ca = {.logfd = logfd, .dirfd = dirfd, .id = &id, .monitor = sp->monitor,
                        .cands = cands.v, .argv = argv.v, .envp = env.v, .margv = margv,
-                       .pidbuf = pidbuf};
+                       .pidbuf = pidbuf, .cgroup_procs = sp->cgroup ? sp->cgroup->procs : NULL,
+                       .ncgroup_procs = sp->cgroup ? sp->cgroup->nprocs : 0,
+                       .oom_score_adj = sp->set_oom_score_adj ? oom : NULL};
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);

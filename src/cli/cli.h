@@ -113,6 +113,11 @@ int cli_http(cli_t *c, const char *method, const char *path, json_t *body, long 
 int cli_call(cli_t *c, const char *method, const char *path, json_t *body, json_t **out);
 void cli_http_cleanup(void);
 
+/* efficiency.c: prints `sluice show`'s efficiency block for job j (the
+ * API's job object) at time now (seconds since the epoch); nothing for a
+ * job that never started. */
+void cli_show_efficiency(json_t *j, double now);
+
 /* spec.c: reads a job spec file (Sluice YAML/JSON, or a Kubernetes batch/v1
  * Job) into the JSON submission of docs/api.md. Returns the new object, or
  * NULL with a message naming the field path in err. */

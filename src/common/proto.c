@@ -401,6 +401,10 @@ static int enc_body(writer_t *w, const sl_proto_msg_t *m) {
             key(w, "seq");
             put_u64(w, m->u.heartbeat.seq);
         }
+        /* The usage summary, if any (proto_usage.c; nothing when nusage is 0). */
+        w->len += sl__proto_usage_encode(m->u.heartbeat.usage, m->u.heartbeat.nusage,
+                                         w->len < w->cap ? w->buf + w->len : NULL,
+                                         w->len < w->cap ? w->cap - w->len : 0);
         key(w, "time");
         return put_time(w, m->time);
     case SL_PROTO_HEARTBEAT_ECHO:
@@ -549,6 +553,11 @@ static void *dec_alloc(dec_t *d, size_t n, size_t size) {
     b->next = d->m->alloc_;
     d->m->alloc_ = b;
     return b + 1;
+}
+
+/* dec_alloc for the usage decoder, which gets it as a pointer. */
+static void *usage_alloc(void *ud, size_t n, size_t size) {
+    return dec_alloc(ud, n, size);
 }
 
 static bool absent(const json_t *v) {
@@ -862,6 +871,11 @@ static int dec_body(dec_t *d, json_t *o) {
         int rc = get_int(d, o, "seq", false, 0, INT64_MAX, 0, &seq, "a whole number, 0 or more") ||
                  get_time(d, o, "time", &m->time);
         m->u.heartbeat.seq = (uint64_t)seq;
+        m->has_ids = rc == 0; /* a bad usage summary still leaves a heartbeat to answer */
+        if (rc == 0 && sl__proto_usage_decode(json_object_get(o, "usage"), usage_alloc, d,
+                                              &m->u.heartbeat.usage, &m->u.heartbeat.nusage,
+                                              d->err, d->errlen) != 0)
+            rc = SL_EINVAL;
         return rc;
     }
     case SL_PROTO_HEARTBEAT_ECHO: {

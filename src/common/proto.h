@@ -50,6 +50,8 @@
 
 #include <jansson.h>
 
+#include "proto_usage.h" /* sl_proto_usage_t: a heartbeat's usage summary */
+
 /* docs/protocol.md: a line is at most 1 MiB (the newline not counted). */
 #define SL_PROTO_MAX_LINE (1024 * 1024)
 /* Largest GPU index a launch may name (the agent's --gpus allows 1024). */
@@ -203,6 +205,11 @@ typedef struct sl_proto_welcome {
  * "heartbeat" carrying the same seq (SL_PROTO_HEARTBEAT_ECHO). */
 typedef struct sl_proto_heartbeat {
     uint64_t seq;
+    /* Agent's heartbeat only (additive, docs/protocol.md): per task, its
+     * usage so far (proto_usage.h); nusage 0: absent. Decoded entries live
+     * in the message's arrays. */
+    const sl_proto_usage_t *usage;
+    size_t nusage;
 } sl_proto_heartbeat_t;
 
 typedef struct sl_proto_error {
@@ -294,7 +301,8 @@ typedef struct sl_proto_msg {
     /* Decode only. has_ids: job, task and req (those of this type) were
      * decoded, also when a later field failed, so that a reader can still
      * answer (a launch that cannot run is reported failed; a logs request
-     * gets an error reply). */
+     * gets an error reply; an agent's heartbeat whose usage is bad is still
+     * answered, its seq and time decoded). */
     bool has_ids;
     json_t *root_;              /* private: the document strings point into */
     void *alloc_;               /* private: arrays the decoder allocated */

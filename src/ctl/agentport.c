@@ -54,6 +54,7 @@
 
 #include "agentport.h"
 #include "buf.h"
+#include "eff.h"
 #include "jobs.h"
 #include "log.h"
 #include "proto.h"
@@ -554,6 +555,7 @@ static void on_message(ctl_conn_t *cn, json_t *o) {
             sl_proto_msg_t e = {.type = SL_PROTO_HEARTBEAT_ECHO, .u.heartbeat.seq = m.u.heartbeat.seq};
             send_now(cn, &e);
         }
+        ctl_eff_report(c, node, m.u.heartbeat.usage, m.u.heartbeat.nusage);
         break;
     case SL_PROTO_STARTED:
         ctl_node_task_started(c, node, m.job, m.task, m.u.started.pid, time_us(m.time));

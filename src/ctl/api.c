@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "eff.h"
 #include "jobtab.h"
 #include "nodes.h"
 #include "quantity.h"
@@ -148,6 +149,7 @@ void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
         ctl_buf_puts(b, "null");
     ctl_buf_puts(b, ",\"requeues\":");
     ctl_buf_i64(b, j->requeues);
+    ctl_eff_write_json(c, b, j);
     ctl_buf_putc(b, '}');
 }
 

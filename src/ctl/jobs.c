@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eff.h"
 #include "jobs.h"
 #include "log.h"
 #include "quantity.h"
@@ -368,6 +369,7 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
     ctl_store_job_update(&c->store, j);
     if (!j->retained)
         ctl_obs_completed(&c->obs, j->tenant, j->state);
+    ctl_eff_job_end(c, j); /* its efficiency row, in the same transaction */
     ctl_job_retain(c, j);
     kick(c); /* the flush trims the finished list once this is committed */
 }

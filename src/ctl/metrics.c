@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eff.h"
 #include "metrics.h"
 
 typedef void (*metric_fn)(ctl_t *c, ctl_buf_t *b, const char *name);
@@ -408,12 +409,52 @@ static void m_pending_jobs(ctl_t *c, ctl_buf_t *b, const char *name) {
     }
 }
 
+/* Per-job efficiency gauges (eff.c), for running jobs only: one series per
+ * running job and family, so the cardinality follows the running jobs and
+ * a finished job's series go with it (its figures stay in job_eff and the
+ * API). Written: field 0 mean utilisation, 1 GPU memory peak, 2 memory peak. */
+static void job_eff_lines(ctl_t *c, ctl_buf_t *b, const char *name, int field) {
+    size_t it = 0;
+    for (const sl_hash_entry_t *e; (e = sl_hash_next(&c->jobs, &it)) != NULL;) {
+        const ctl_job_t *j = e->val;
+        ctl_eff_t ef;
+        if (j->state != CTL_JOB_RUNNING || !ctl_eff_job(j, &ef)) continue;
+        double v = field == 0 ? ef.gpu_util_mean : field == 1 ? (double)ef.gpu_mem_peak
+                                                              : (double)ef.mem_peak;
+        if (v != v || v < 0) continue; /* unknown: no series, never an invented 0 */
+        const char *tenant = j->tenant >= 0 ? sl_sched_tenant_name(c->sched, j->tenant) : "";
+        ctl_buf_printf(b, "%s{job=\"%llu\",tenant=\"", name, (unsigned long long)j->id);
+        for (const char *p = tenant ? tenant : ""; *p; p++) {
+            if (*p == '"' || *p == '\\') ctl_buf_putc(b, '\\');
+            ctl_buf_putc(b, *p);
+        }
+        ctl_buf_puts(b, "\"} ");
+        if (field == 0)
+            ctl_buf_printf(b, "%.4f", v);
+        else
+            ctl_buf_i64(b, (int64_t)v);
+        ctl_buf_putc(b, '\n');
+    }
+}
+
 static void m_pending_gpus(ctl_t *c, ctl_buf_t *b, const char *name) {
     for (size_t i = 0; i < sl_sched_tenant_count(c->sched); i++) {
         sample(b, name, "tenant", sl_sched_tenant_name(c->sched, (int32_t)i));
         ctl_buf_milli(b, sl_sched_tenant_pending(c->sched, (int32_t)i).gpu_milli);
         ctl_buf_putc(b, '\n');
     }
+}
+
+static void m_job_gpu_util(ctl_t *c, ctl_buf_t *b, const char *name) {
+    job_eff_lines(c, b, name, 0);
+}
+
+static void m_job_gpu_mem_peak(ctl_t *c, ctl_buf_t *b, const char *name) {
+    job_eff_lines(c, b, name, 1);
+}
+
+static void m_job_mem_peak(ctl_t *c, ctl_buf_t *b, const char *name) {
+    job_eff_lines(c, b, name, 2);
 }
 
 static const metric_t metrics[] = {
@@ -475,6 +516,13 @@ static const metric_t metrics[] = {
     {"sluice_http_replies_refused_total", "counter",
      "Replies refused with 503 because unread replies filled limits.reply_buffer.", m_replies_refused},
     {"sluice_uptime_seconds", "gauge", "Seconds since sluiced started.", m_uptime},
+    {"sluice_job_gpu_utilization_ratio", "gauge",
+     "Mean GPU utilisation of a running job so far, over its GPUs and readings (agents' NVML).",
+     m_job_gpu_util},
+    {"sluice_job_gpu_memory_peak_bytes", "gauge",
+     "Most GPU memory any GPU of a running job has used so far.", m_job_gpu_mem_peak},
+    {"sluice_job_memory_peak_bytes", "gauge",
+     "Most memory any task of a running job has used so far (its cgroup).", m_job_mem_peak},
 };
 
 void ctl_metrics_write(ctl_t *c, ctl_buf_t *b) {

@@ -35,6 +35,37 @@ typedef enum ctl_task_state {
 
 struct ctl_job;
 
+/* What an agent reported of a task's usage (the heartbeat's usage, which
+ * is cumulative since that agent began watching the task; eff.c). Zeroed:
+ * nothing known. */
+typedef struct ctl_usage {
+    bool known;             /* a report arrived */
+    int64_t samples;        /* GPU readings */
+    double util_sum;        /* mean utilisation x samples */
+    double util_peak;
+    bool has_gpu_mem;
+    int64_t gpu_mem_peak;   /* bytes */
+    int64_t gpu_mem_total;  /* bytes, per GPU */
+    bool has_cpu;
+    double cpu_seconds;
+    bool has_mem;
+    int64_t mem_peak;       /* bytes */
+    bool no_nvml;           /* its node cannot measure its GPUs */
+} ctl_usage_t;
+
+/* A job's efficiency, over its tasks (eff.c), as the job_eff table holds
+ * it: NAN or -1 where unknown (NULL in the table). */
+typedef struct ctl_eff {
+    int64_t samples;        /* GPU readings over all its tasks */
+    double gpu_util_mean;   /* 0..1, weighted by samples; NAN: unknown */
+    double gpu_util_peak;
+    int64_t gpu_mem_peak;   /* bytes, the most any of its GPUs used; -1 */
+    int64_t gpu_mem_total;  /* bytes, per GPU; -1 */
+    double cpu_seconds;     /* all its tasks; NAN */
+    int64_t mem_peak;       /* bytes, the most any of its tasks used; -1 */
+    int32_t no_nvml_node;   /* a core node id whose agent had no NVML for its GPUs; -1 */
+} ctl_eff_t;
+
 typedef struct ctl_task {
     int32_t node;          /* core node id; -1 when its node is no longer known */
     uint32_t gpu_mask;
@@ -62,6 +93,9 @@ typedef struct ctl_task {
     struct ctl_task *node_prev, *node_next;
     bool linked;
     uint32_t seen;         /* hello reconciliation stamp (nodes.c) */
+    /* Usage (eff.c): the agent's latest report, and what earlier agents of
+     * this node reported before a restart started the count again. */
+    ctl_usage_t use, use_before;
 } ctl_task_t;
 
 typedef struct ctl_job {
@@ -93,6 +127,13 @@ typedef struct ctl_job {
     int32_t requeues;
     uint32_t master_node;
     bool retained;         /* finished and settled: in the finished list */
+    /* Efficiency (eff.c): reports since the last job_eff write, when that
+     * was (monotonic), and the row read back for a job whose tasks
+     * reported nothing in memory (eff_db 0: not looked, 1: none, 2: eff_row). */
+    bool eff_dirty;
+    int64_t eff_written_mono_us;
+    uint8_t eff_db;
+    ctl_eff_t eff_row;
 } ctl_job_t;
 
 typedef struct ctl_node {

@@ -121,6 +121,14 @@ int ctl_store_jobs_finished(ctl_store_t *s, int64_t since_us, int64_t limit, ctl
  * tenant's name in tenant; NULL if there is none, or if its row is
  * unreadable (logged). A failed statement follows fail_stop. */
 ctl_job_t *ctl_store_job_get(ctl_store_t *s, uint64_t id, char *tenant, size_t tenantlen);
+/* A job's efficiency (eff.c) into its job_eff row, replacing what was
+ * there; unknown values (NAN, -1) as NULL. A lazy write: committed with
+ * the next urgent write or after CTL_LAZY_COMMIT_MS. */
+void ctl_store_eff_put(ctl_store_t *s, uint64_t job, const ctl_eff_t *e);
+/* Reads the job_eff row of job into *e (no_nvml_node -1): 1, 0 when there
+ * is none, or -1 (fatal once fail_stop is set). */
+int ctl_store_eff_get(ctl_store_t *s, uint64_t job, ctl_eff_t *e);
+
 /* Every task row of job j, by index. */
 int ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, void *ud);
 /* The task_mem rows of job j into j->tasks (read after its task rows); a

@@ -338,7 +338,7 @@ def test_full_disk_at_commit_exits_3_and_loses_no_acknowledged_job(tmp_path, sma
     acked = submit_pending(ctl, 30)
     # Fill the file system: the next WAL frames have nowhere to go.
     filler = str(small_tmpfs / "filler")
-    with open(filler, "wb") as f:
+    with open(filler, "wb", buffering=0) as f:  # unbuffered: nothing left to flush at close
         try:
             while True:
                 f.write(b"\0" * 65536)

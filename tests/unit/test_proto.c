@@ -814,6 +814,97 @@ static void test_proto_decode_holds_its_document(void **state) {
     sl_proto_msg_fini(&m); /* a zeroed message is fine */
 }
 
+/* The usage summary a heartbeat may carry (proto_usage.h): every field
+ * survives a round trip, absent ones decode as absent (never 0), a line
+ * short of room still reports the length it needs, and each bad field is
+ * named. */
+static void test_proto_heartbeat_usage_round_trip(void **state) {
+    (void)state;
+    sl_proto_usage_t u[] = {
+        {.job = 12, .task = 0, .samples = 30, .gpu_util_mean = 0.41, .gpu_util_peak = 0.97,
+         .gpu_mem_peak = INT64_C(23) << 30, .gpu_mem_total = INT64_C(81559) << 20,
+         .cpu_seconds = 12.5, .mem_peak = INT64_C(3) << 30},
+        {.job = 13, .task = 2, .gpu_mem_peak = -1, .gpu_mem_total = -1, .cpu_seconds = -1,
+         .mem_peak = -1, .no_nvml = true},
+    };
+    sl_proto_msg_t hb = {.type = SL_PROTO_HEARTBEAT, .time = 5, .u.heartbeat = {.seq = 7, .usage = u,
+                                                                               .nusage = 2}};
+    sl_proto_msg_t d;
+    char *line = round_trip(&hb, SL_PROTO_TO_CTL, &d);
+    assert_string_equal(line, "{\"type\":\"heartbeat\",\"seq\":7,\"usage\":["
+                              "{\"job\":12,\"task\":0,\"samples\":30,\"gpu_util_mean\":0.4100,"
+                              "\"gpu_util_peak\":0.9700,\"gpu_mem_peak\":24696061952,"
+                              "\"gpu_mem_total\":85520809984,\"cpu_seconds\":12.500,"
+                              "\"mem_peak\":3221225472},"
+                              "{\"job\":13,\"task\":2,\"nvml\":false}],\"time\":5.000000}\n");
+    assert_int_equal(d.u.heartbeat.seq, 7);
+    assert_int_equal(d.u.heartbeat.nusage, 2);
+    const sl_proto_usage_t *a = &d.u.heartbeat.usage[0], *b = &d.u.heartbeat.usage[1];
+    assert_int_equal(a->job, 12);
+    assert_int_equal(a->samples, 30);
+    assert_true(fabs(a->gpu_util_mean - 0.41) < 1e-9 && fabs(a->gpu_util_peak - 0.97) < 1e-9);
+    assert_int_equal(a->gpu_mem_peak, INT64_C(23) << 30);
+    assert_int_equal(a->gpu_mem_total, INT64_C(81559) << 20);
+    assert_true(a->cpu_seconds == 12.5);
+    assert_int_equal(a->mem_peak, INT64_C(3) << 30);
+    assert_false(a->no_nvml);
+    assert_int_equal(b->job, 13);
+    assert_int_equal(b->task, 2);
+    assert_int_equal(b->samples, 0);
+    assert_int_equal(b->gpu_mem_peak, -1);
+    assert_int_equal(b->gpu_mem_total, -1);
+    assert_true(b->cpu_seconds < 0);
+    assert_int_equal(b->mem_peak, -1);
+    assert_true(b->no_nvml);
+    sl_proto_msg_fini(&d);
+    /* snprintf semantics through the usage too. */
+    char small[40];
+    size_t len;
+    assert_int_equal(sl_proto_encode(&hb, small, sizeof small, &len), 0);
+    assert_int_equal(len, strlen(line));
+    sl_free(line);
+    /* A heartbeat without usage decodes with none. */
+    char err[256];
+    const char *old = "{\"type\":\"heartbeat\",\"seq\":1}";
+    assert_int_equal(sl_proto_decode_line(old, strlen(old), SL_PROTO_TO_CTL, &d, err, sizeof err), 0);
+    assert_int_equal(d.u.heartbeat.nusage, 0);
+    assert_null(d.u.heartbeat.usage);
+    sl_proto_msg_fini(&d);
+    static const struct {
+        const char *line, *err;
+    } bad[] = {
+        {"{\"type\":\"heartbeat\",\"usage\":{}}", "heartbeat: usage: must be an array"},
+        {"{\"type\":\"heartbeat\",\"usage\":[5]}", "heartbeat: usage[0]: must be an object"},
+        {"{\"type\":\"heartbeat\",\"usage\":[{\"task\":0}]}", "heartbeat: usage[0].job: must be a job id"},
+        {"{\"type\":\"heartbeat\",\"usage\":[{\"job\":1}]}", "heartbeat: usage[0].task: must be"},
+        {"{\"type\":\"heartbeat\",\"usage\":[{\"job\":1,\"task\":0,\"samples\":-1}]}",
+         "heartbeat: usage[0].samples: must be"},
+        {"{\"type\":\"heartbeat\",\"usage\":[{\"job\":1,\"task\":0},{\"job\":1,\"task\":1,"
+         "\"gpu_util_mean\":1.5}]}", "heartbeat: usage[1].gpu_util_mean: must be a fraction from 0 to 1"},
+        {"{\"type\":\"heartbeat\",\"usage\":[{\"job\":1,\"task\":0,\"gpu_util_peak\":\"x\"}]}",
+         "heartbeat: usage[0].gpu_util_peak: must be a fraction"},
+        {"{\"type\":\"heartbeat\",\"usage\":[{\"job\":1,\"task\":0,\"gpu_mem_peak\":1.5}]}",
+         "heartbeat: usage[0].gpu_mem_peak: must be a number of bytes"},
+        {"{\"type\":\"heartbeat\",\"usage\":[{\"job\":1,\"task\":0,\"gpu_mem_total\":-2}]}",
+         "heartbeat: usage[0].gpu_mem_total: must be"},
+        {"{\"type\":\"heartbeat\",\"usage\":[{\"job\":1,\"task\":0,\"cpu_seconds\":-1}]}",
+         "heartbeat: usage[0].cpu_seconds: must be a number of seconds"},
+        {"{\"type\":\"heartbeat\",\"usage\":[{\"job\":1,\"task\":0,\"mem_peak\":\"1Gi\"}]}",
+         "heartbeat: usage[0].mem_peak: must be"},
+        {"{\"type\":\"heartbeat\",\"usage\":[{\"job\":1,\"task\":0,\"nvml\":0}]}",
+         "heartbeat: usage[0].nvml: must be true or false"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = sl_proto_decode_line(bad[i].line, strlen(bad[i].line), SL_PROTO_TO_CTL, &d, err,
+                                      sizeof err);
+        if (rc != SL_EINVAL || strstr(err, bad[i].err) == NULL)
+            fail_msg("%s: rc %d, \"%s\" lacks \"%s\"", bad[i].line, rc, err, bad[i].err);
+        assert_true(d.has_ids); /* still a heartbeat to answer */
+        assert_int_equal(d.u.heartbeat.nusage, 0);
+        sl_proto_msg_fini(&d);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_proto_hello_round_trip, tu_teardown),
@@ -831,6 +922,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_proto_line_length_limit, tu_teardown),
         cmocka_unit_test_teardown(test_proto_encode_short_buffer_and_bad_input, tu_teardown),
         cmocka_unit_test_teardown(test_proto_decode_holds_its_document, tu_teardown),
+        cmocka_unit_test_teardown(test_proto_heartbeat_usage_round_trip, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
