@@ -20,6 +20,8 @@
  *         exit_code, signal, start_us, end_us)
  *   nodes(name, spec JSON, addr, last_seen_us)     last known node specs
  *   meta(key, value)                               schema version
+ *   job_sched(job, sched_delay_us)                 scheduling delay per job
+ *   job_eff(job, gpu_util_mean, ...)               efficiency per job (agents)
  *
  * Partial indexes on the active rows and an index on end_us keep start-up
  * (recover.c) proportional to what it reads, not to the history.
@@ -64,6 +66,7 @@ enum {
     ST_NODE_PUT,
     ST_JOB_GET,
     ST_TASKS_GET,
+    ST_JOB_SCHED_PUT,
     ST_COUNT
 };
 
@@ -88,6 +91,11 @@ static const char *const schema =
     "CREATE INDEX IF NOT EXISTS jobs_active ON jobs(id) WHERE state IN ('pending','running');"
     "CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end_us);"
     "CREATE INDEX IF NOT EXISTS tasks_live ON tasks(job) WHERE state IN ('launching','running');"
+    /* The scheduler's own decision time per started job (`sluice report`). */
+    "CREATE TABLE IF NOT EXISTS job_sched(job INTEGER PRIMARY KEY, sched_delay_us INTEGER);"
+    /* Per-job efficiency summaries from the agents' heartbeats (the exporter's
+     * table; created here too so that `sluice report` reads it on any build). */
+    "CREATE TABLE IF NOT EXISTS job_eff(job INTEGER PRIMARY KEY, gpu_util_mean REAL, gpu_util_peak REAL, gpu_mem_peak INTEGER, gpu_mem_total INTEGER, cpu_seconds REAL, mem_peak INTEGER, samples INTEGER);"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('schema', '1');";
 
 static const char *const stmts[ST_COUNT] = {
@@ -105,6 +113,7 @@ static const char *const stmts[ST_COUNT] = {
     [ST_JOB_GET] = JOB_COLS " WHERE id = ?1",
     [ST_TASKS_GET] = "SELECT idx, node, gpu_mask, gpu_milli, gpu_mem, state, pid, exit_code,"
                      " signal, start_us, end_us FROM tasks WHERE job = ?1 ORDER BY idx",
+    [ST_JOB_SCHED_PUT] = "INSERT OR REPLACE INTO job_sched(job, sched_delay_us) VALUES(?1, ?2)",
 };
 
 static void lazy_cb(evutil_socket_t fd, short what, void *ud) {
@@ -411,6 +420,14 @@ void ctl_store_tasks_delete(ctl_store_t *s, uint64_t job) {
     store_begin(s);
     sqlite3_stmt *st = s->st[ST_TASKS_DELETE];
     step(s, st, sqlite3_bind_int64(st, 1, (sqlite3_int64)job), "tasks delete");
+}
+
+void ctl_store_job_sched_put(ctl_store_t *s, uint64_t job, int64_t sched_delay_us) {
+    store_begin_lazy(s);
+    sqlite3_stmt *st = s->st[ST_JOB_SCHED_PUT];
+    int b = sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+    b |= sqlite3_bind_int64(st, 2, sched_delay_us);
+    step(s, st, b, "job_sched put");
 }
 
 void ctl_store_node_put(ctl_store_t *s, const ctl_node_t *n, const char *name) {
