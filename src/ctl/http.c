@@ -396,6 +396,7 @@ void ctl_http_init(ctl_http_t *hs, ctl_t *c) {
 }
 
 void ctl_http_fini(ctl_http_t *hs) {
+    ctl_report_abandon(hs->report); /* its request is freed with the server below */
     while (hs->logreqs) {
         ctl_logreq_t *lr = hs->logreqs;
         hs->logreqs = lr->next;
@@ -862,8 +863,23 @@ static void h_metrics(hreq_t *h) {
     send_body(h->hs, h->req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
 }
 
+static void report_done(void *ud, int status, ctl_buf_t *body) {
+    ctl_http_t *hs = ud;
+    struct evhttp_request *req = hs->report_req;
+    hs->report = NULL;
+    hs->report_req = NULL;
+    if (status == 200) {
+        send_json(hs, req, 200, body);
+        return;
+    }
+    http_error(hs, req, 500, "internal", NULL, "reading the database: %.*s", (int)body->len,
+               body->p ? body->p : "");
+    ctl_buf_fini(body);
+}
+
 /* GET /v1/report: since (seconds, default a day) and tenant; a tenant's
- * token reports on its own jobs only. */
+ * token reports on its own jobs only. The report runs on its own thread
+ * (report.h); one at a time, and a second request meanwhile gets 503. */
 static void h_report(hreq_t *h) {
     ctl_t *c = h->c;
     int64_t since = 86400;
@@ -890,13 +906,15 @@ static void h_report(hreq_t *h) {
     } else if (!h->admin) {
         tenant = sl_sched_tenant_name(c->sched, h->tenant);
     }
-    ctl_buf_t b;
-    ctl_buf_init(&b);
-    if (ctl_report_write(c, since, tenant, &b) < 0) {
-        ctl_buf_fini(&b);
-        http_error(h->hs, h->req, 500, "internal", NULL, "reading the database: %s",
-                   ctl_store_errmsg(&c->store));
+    if (h->hs->report != NULL) {
+        evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After", "1");
+        http_error(h->hs, h->req, 503, "unavailable", NULL,
+                   "another report is being computed; retry in a second");
         return;
     }
-    send_json(h->hs, h->req, 200, &b);
+    if (ctl_report_start(c, since, tenant, report_done, h->hs, &h->hs->report) < 0) {
+        http_error(h->hs, h->req, 500, "internal", NULL, "cannot start the report (see the log)");
+        return;
+    }
+    h->hs->report_req = h->req;
 }

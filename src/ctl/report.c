@@ -39,11 +39,25 @@
  *
  * job_eff's units, as the exporter writes them: gpu_util_mean a ratio
  * 0..1, gpu_mem_peak and gpu_mem_total bytes of one GPU.
+ *
+ * Threads (report.h). The report thread reads the database and fills the
+ * rep_t below; it touches nothing else of the controller, and allocates
+ * with malloc (xrealloc here), never sl_x*, whose live-block counter is the
+ * loop's. The loop's thread writes the JSON from the finished rep_t after
+ * joining the thread, which orders every write of the thread before it.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <event2/event.h>
+
+#include "log.h"
 #include "report.h"
 #include "storerep.h"
 
@@ -60,9 +74,20 @@ typedef struct delays {
     size_t n, cap;
 } delays_t;
 
-typedef struct rep {
+struct ctl_report {
+    ctl_t *c;
+    ctl_report_done_fn done;
+    void *ud;
+    pthread_t thread;
+    int pipe[2];           /* the thread writes a byte to [1] when it is done */
+    struct event *ev;      /* on [0], in the loop */
+    char *path;            /* the database */
+    char err[320];         /* why the read failed */
+    int rc;
+    int64_t since_s;
+    int64_t capacity_milli; /* GPUs of the up and draining nodes at the start */
     int64_t since_us, until_us;
-    const char *only;      /* tenant filter, or NULL */
+    char *only;            /* tenant filter, or NULL */
     rep_tenant_t *t;
     size_t nt, tcap;
     int64_t ended[CTL_JOB_NSTATES];
@@ -72,7 +97,22 @@ typedef struct rep {
     double gpu_us;         /* the filtered tenant's (or all) */
     int64_t eff_jobs;
     double eff_gpu_us, util_w, mem_gpu_us, idle_mem_w;
-} rep_t;
+};
+
+typedef struct ctl_report rep_t;
+
+/* malloc that aborts, for the report thread (see the header). */
+static void *xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (q == NULL)
+        abort();
+    return q;
+}
+
+static char *xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    return memcpy(xrealloc(NULL, n), s, n);
+}
 
 static rep_tenant_t *tenant_get(rep_t *r, const char *name) {
     for (size_t i = 0; i < r->nt; i++)
@@ -80,17 +120,17 @@ static rep_tenant_t *tenant_get(rep_t *r, const char *name) {
             return &r->t[i];
     if (r->nt == r->tcap) {
         r->tcap = r->tcap ? 2 * r->tcap : 8;
-        r->t = sl_xrealloc(r->t, r->tcap * sizeof *r->t);
+        r->t = xrealloc(r->t, r->tcap * sizeof *r->t);
     }
     rep_tenant_t *t = &r->t[r->nt++];
-    *t = (rep_tenant_t){.name = sl_xstrdup(name), .weight = -1};
+    *t = (rep_tenant_t){.name = xstrdup(name), .weight = -1};
     return t;
 }
 
 static void delay_add(delays_t *d, int64_t us) {
     if (d->n == d->cap) {
         d->cap = d->cap ? 2 * d->cap : 1024;
-        d->v = sl_xrealloc(d->v, d->cap * sizeof *d->v);
+        d->v = xrealloc(d->v, d->cap * sizeof *d->v);
     }
     d->v[d->n++] = us < 0 ? 0 : us;
 }
@@ -152,9 +192,8 @@ static void key(ctl_buf_t *b, const char *k) {
     ctl_buf_putc(b, ':');
 }
 
-/* {"jobs":n,"p50_seconds":...}: nearest-rank percentiles of d (sorted here). */
-static void delays_write(ctl_buf_t *b, delays_t *d) {
-    qsort(d->v, d->n, sizeof *d->v, cmp_i64);
+/* {"jobs":n,"p50_seconds":...}: nearest-rank percentiles of d (sorted). */
+static void delays_write(ctl_buf_t *b, const delays_t *d) {
     ctl_buf_puts(b, "{\"jobs\":");
     ctl_buf_u64(b, d->n);
     static const struct { const char *k; int p; } pct[] = {
@@ -239,11 +278,125 @@ static void write_tenants(rep_t *r, ctl_buf_t *b) {
     ctl_buf_putc(b, '}');
 }
 
-int ctl_report_write(ctl_t *c, int64_t since_s, const char *tenant, ctl_buf_t *b) {
-    rep_t r = {.until_us = ctl_now_us(), .only = tenant};
-    r.since_us = r.until_us - since_s * 1000000;
+/* The JSON report of r, whose rows have all been read. */
+static void report_write(rep_t *r, ctl_buf_t *b) {
+    const char *tenant = r->only;
+    double hours = (double)(r->until_us - r->since_us) / 3.6e9;
+    ctl_buf_puts(b, "{\"window\":{\"since\":");
+    ctl_buf_time(b, r->since_us);
+    key(b, "until");
+    ctl_buf_time(b, r->until_us);
+    key(b, "seconds");
+    ctl_buf_i64(b, r->since_s);
+    ctl_buf_puts(b, "},\"tenant\":");
+    if (tenant)
+        ctl_buf_jstr(b, tenant);
+    else
+        ctl_buf_puts(b, "null");
+    ctl_buf_puts(b, ",\"throughput\":{\"jobs_ran\":");
+    ctl_buf_i64(b, r->ran);
+    key(b, "jobs_per_hour");
+    ctl_buf_double(b, (double)r->ran / hours);
+    for (int s = CTL_JOB_SUCCEEDED; s < CTL_JOB_NSTATES; s++) {
+        key(b, ctl_job_state_name((ctl_job_state_t)s));
+        ctl_buf_i64(b, r->ended[s]);
+    }
+    ctl_buf_puts(b, "},\"queueing_delay\":");
+    delays_write(b, &r->queue);
+    ctl_buf_puts(b, ",\"scheduling_delay\":");
+    delays_write(b, &r->sched);
+    write_tenants(r, b);
+    double avail = (double)r->capacity_milli / 1000.0 * hours;
+    ctl_buf_puts(b, ",\"gpu_allocation\":{\"capacity_gpus\":");
+    ctl_buf_milli(b, r->capacity_milli);
+    key(b, "gpu_hours_available");
+    ctl_buf_double(b, avail);
+    key(b, "gpu_hours_allocated");
+    ctl_buf_double(b, r->gpu_us_all / 3.6e9);
+    key(b, "ratio");
+    num_or_null(b, avail > 0, r->gpu_us_all / 3.6e9 / avail);
+    ctl_buf_puts(b, "},\"gpu_utilization\":{\"gpu_hours\":");
+    ctl_buf_double(b, r->gpu_us / 3.6e9);
+    key(b, "jobs_with_data");
+    ctl_buf_i64(b, r->eff_jobs);
+    key(b, "gpu_hours_with_data");
+    ctl_buf_double(b, r->eff_gpu_us / 3.6e9);
+    key(b, "mean_ratio");
+    num_or_null(b, r->eff_gpu_us > 0, r->util_w / r->eff_gpu_us);
+    key(b, "idle_memory_ratio");
+    num_or_null(b, r->mem_gpu_us > 0, r->idle_mem_w / r->mem_gpu_us);
+    ctl_buf_puts(b, "},\"fragmentation\":{\"ratio\":null,\"metric\":"
+                    "\"sluice_gpu_fragmentation_ratio\",\"note\":\"a live gauge: it depends on "
+                    "the jobs pending at each moment, which the database does not keep; "
+                    "query it in Prometheus over the window\"}}\n");
+}
+
+/* The report thread: the read, the sums, the sorts; then one byte to the loop. */
+static void *report_main(void *arg) {
+    rep_t *r = arg;
+    sqlite3 *db = NULL;
+    r->rc = ctl_store_report_open(r->path, &db, r->err, sizeof r->err);
+    if (r->rc == 0)
+        r->rc = ctl_store_report_rows(db, r->since_us, r->until_us, row, r, r->err, sizeof r->err);
+    sqlite3_close(db);
+    if (r->rc == 0) {
+        qsort(r->queue.v, r->queue.n, sizeof *r->queue.v, cmp_i64);
+        qsort(r->sched.v, r->sched.n, sizeof *r->sched.v, cmp_i64);
+    }
+    ssize_t n;
+    do
+        n = write(r->pipe[1], "", 1);
+    while (n < 0 && errno == EINTR);
+    return NULL;
+}
+
+static void report_free(rep_t *r) {
+    for (size_t i = 0; i < r->nt; i++)
+        free(r->t[i].name);
+    free(r->t);
+    free(r->queue.v);
+    free(r->sched.v);
+    free(r->only);
+    free(r->path);
+    if (r->ev)
+        event_free(r->ev);
+    if (r->pipe[0] >= 0)
+        close(r->pipe[0]);
+    if (r->pipe[1] >= 0)
+        close(r->pipe[1]);
+    free(r);
+}
+
+/* The loop's side: the thread is done. */
+static void report_ready(evutil_socket_t fd, short what, void *arg) {
+    rep_t *r = arg;
+    pthread_join(r->thread, NULL);
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    int status = 200;
+    if (r->rc == 0) {
+        report_write(r, &b);
+    } else {
+        status = 500;
+        ctl_buf_puts(&b, r->err);
+        sl_log(SL_LOG_ERROR, "report", "%s", r->err);
+    }
+    r->done(r->ud, status, &b);
+    report_free(r);
+}
+
+int ctl_report_start(ctl_t *c, int64_t since_s, const char *tenant, ctl_report_done_fn done,
+                     void *ud, ctl_report_t **out) {
+    rep_t *r = xrealloc(NULL, sizeof *r);
+    *r = (rep_t){.c = c, .done = done, .ud = ud, .pipe = {-1, -1}, .since_s = since_s,
+                 .until_us = ctl_now_us(), .path = xstrdup(c->cfg.state),
+                 .only = tenant ? xstrdup(tenant) : NULL};
+    r->since_us = r->until_us - since_s * 1000000;
+    sl_res_t total, free_;
+    sl_cluster_capacity(c->cl, &total, &free_);
+    r->capacity_milli = total.gpu_milli;
     for (size_t i = 0; i < c->cfg.ntenants; i++) {
-        rep_tenant_t *t = tenant_get(&r, c->cfg.tenants[i].name);
+        rep_tenant_t *t = tenant_get(r, c->cfg.tenants[i].name);
         t->weight = c->cfg.tenants[i].weight;
         int32_t id = sl_sched_tenant_find(c->sched, t->name);
         if (id >= 0) {
@@ -252,63 +405,29 @@ int ctl_report_write(ctl_t *c, int64_t since_s, const char *tenant, ctl_buf_t *b
             t->demand = pending > 0;
         }
     }
-    int rc = ctl_store_report_rows(&c->store, r.since_us, r.until_us, row, &r);
-    if (rc == 0) {
-        double hours = (double)(r.until_us - r.since_us) / 3.6e9;
-        ctl_buf_puts(b, "{\"window\":{\"since\":");
-        ctl_buf_time(b, r.since_us);
-        key(b, "until");
-        ctl_buf_time(b, r.until_us);
-        key(b, "seconds");
-        ctl_buf_i64(b, since_s);
-        ctl_buf_puts(b, "},\"tenant\":");
-        if (tenant)
-            ctl_buf_jstr(b, tenant);
-        else
-            ctl_buf_puts(b, "null");
-        ctl_buf_puts(b, ",\"throughput\":{\"jobs_ran\":");
-        ctl_buf_i64(b, r.ran);
-        key(b, "jobs_per_hour");
-        ctl_buf_double(b, (double)r.ran / hours);
-        for (int s = CTL_JOB_SUCCEEDED; s < CTL_JOB_NSTATES; s++) {
-            key(b, ctl_job_state_name((ctl_job_state_t)s));
-            ctl_buf_i64(b, r.ended[s]);
-        }
-        ctl_buf_puts(b, "},\"queueing_delay\":");
-        delays_write(b, &r.queue);
-        ctl_buf_puts(b, ",\"scheduling_delay\":");
-        delays_write(b, &r.sched);
-        write_tenants(&r, b);
-        sl_res_t total, free_;
-        sl_cluster_capacity(c->cl, &total, &free_);
-        double avail = (double)total.gpu_milli / 1000.0 * hours;
-        ctl_buf_puts(b, ",\"gpu_allocation\":{\"capacity_gpus\":");
-        ctl_buf_milli(b, total.gpu_milli);
-        key(b, "gpu_hours_available");
-        ctl_buf_double(b, avail);
-        key(b, "gpu_hours_allocated");
-        ctl_buf_double(b, r.gpu_us_all / 3.6e9);
-        key(b, "ratio");
-        num_or_null(b, avail > 0, r.gpu_us_all / 3.6e9 / avail);
-        ctl_buf_puts(b, "},\"gpu_utilization\":{\"gpu_hours\":");
-        ctl_buf_double(b, r.gpu_us / 3.6e9);
-        key(b, "jobs_with_data");
-        ctl_buf_i64(b, r.eff_jobs);
-        key(b, "gpu_hours_with_data");
-        ctl_buf_double(b, r.eff_gpu_us / 3.6e9);
-        key(b, "mean_ratio");
-        num_or_null(b, r.eff_gpu_us > 0, r.util_w / r.eff_gpu_us);
-        key(b, "idle_memory_ratio");
-        num_or_null(b, r.mem_gpu_us > 0, r.idle_mem_w / r.mem_gpu_us);
-        ctl_buf_puts(b, "},\"fragmentation\":{\"ratio\":null,\"metric\":"
-                        "\"sluice_gpu_fragmentation_ratio\",\"note\":\"a live gauge: it depends on "
-                        "the jobs pending at each moment, which the database does not keep; "
-                        "query it in Prometheus over the window\"}}\n");
+    int err;
+    if (pipe2(r->pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        err = errno;
+        goto fail;
     }
-    for (size_t i = 0; i < r.nt; i++)
-        sl_free(r.t[i].name);
-    sl_free(r.t);
-    sl_free(r.queue.v);
-    sl_free(r.sched.v);
-    return rc;
+    r->ev = event_new(c->loop->base, r->pipe[0], EV_READ, report_ready, r);
+    if (r->ev == NULL || event_add(r->ev, NULL) != 0) {
+        err = ENOMEM;
+        goto fail;
+    }
+    if ((err = pthread_create(&r->thread, NULL, report_main, r)) != 0)
+        goto fail;
+    *out = r;
+    return 0;
+fail:
+    sl_log(SL_LOG_ERROR, "report", "cannot start a report: %s", strerror(err));
+    report_free(r);
+    return SL_EIO;
+}
+
+void ctl_report_abandon(ctl_report_t *r) {
+    if (r == NULL)
+        return;
+    pthread_join(r->thread, NULL);
+    report_free(r);
 }

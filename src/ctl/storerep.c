@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "log.h"
 #include "storerep.h"
 
 #define JOB_SIDE                                                                                \
@@ -38,15 +37,8 @@ static void popcount_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     sqlite3_result_int(ctx, __builtin_popcountll((unsigned long long)sqlite3_value_int64(argv[0])));
 }
 
-/* A failed read: fatal once sluiced runs (store.h), else -1 with the
- * reason kept for ctl_store_errmsg. */
-static int fail(ctl_store_t *s, const char *what) {
-    snprintf(s->errbuf, sizeof s->errbuf, "%s: %s", what, sqlite3_errmsg(s->db));
-    if (s->fail_stop) {
-        sl_log(SL_LOG_ERROR, "store", "%s: %s; exiting (state on disk is consistent)", s->path,
-               s->errbuf);
-        exit(3);
-    }
+static int fail(sqlite3 *db, const char *what, char *err, size_t errlen) {
+    snprintf(err, errlen, "%s: %s", what, db ? sqlite3_errmsg(db) : "out of memory");
     return -1;
 }
 
@@ -54,18 +46,28 @@ static int64_t col_i64(sqlite3_stmt *st, int i, int64_t dflt) {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
 }
 
-int ctl_store_report_rows(ctl_store_t *s, int64_t since_us, int64_t until_us,
-                          ctl_report_row_fn fn, void *ud) {
+int ctl_store_report_open(const char *path, sqlite3 **db, char *err, size_t errlen) {
+    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+        sqlite3_create_function(*db, "sl_popcount", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+                                popcount_fn, NULL, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", path, *db ? sqlite3_errmsg(*db) : "cannot open");
+        sqlite3_close(*db);
+        *db = NULL;
+        return -1;
+    }
+    sqlite3_busy_timeout(*db, 5000);
+    return 0;
+}
+
+int ctl_store_report_rows(sqlite3 *db, int64_t since_us, int64_t until_us, ctl_report_row_fn fn,
+                          void *ud, char *err, size_t errlen) {
     const char *what = "reading the report's jobs";
-    if (sqlite3_create_function(s->db, "sl_popcount", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
-                                NULL, popcount_fn, NULL, NULL) != SQLITE_OK)
-        return fail(s, what);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, report_sql, -1, &st, NULL) != SQLITE_OK)
-        return fail(s, what);
+    if (sqlite3_prepare_v2(db, report_sql, -1, &st, NULL) != SQLITE_OK)
+        return fail(db, what, err, errlen);
     int rc = SQLITE_DONE, out = 0;
     if ((sqlite3_bind_int64(st, 1, since_us) | sqlite3_bind_int64(st, 2, until_us)) != SQLITE_OK) {
-        out = fail(s, what);
+        out = fail(db, what, err, errlen);
         goto done;
     }
     while (out == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -73,9 +75,8 @@ int ctl_store_report_rows(ctl_store_t *s, int64_t since_us, int64_t until_us,
         const char *tenant = (const char *)sqlite3_column_text(st, 0);
         const char *state = (const char *)sqlite3_column_text(st, 1);
         if (tenant == NULL || state == NULL || ctl_job_state_parse(state, &r.state) < 0) {
-            snprintf(s->errbuf, sizeof s->errbuf,
-                     "a job row's tenant or state (\"%.32s\") is not one sluiced writes",
-                     state ? state : "");
+            snprintf(err, errlen, "%s: a job row's tenant or state (\"%.32s\") is not one sluiced "
+                     "writes", what, state ? state : "");
             out = -1;
             break;
         }
@@ -93,7 +94,7 @@ int ctl_store_report_rows(ctl_store_t *s, int64_t since_us, int64_t until_us,
         out = fn(ud, &r);
     }
     if (out == 0 && rc != SQLITE_DONE)
-        out = fail(s, what);
+        out = fail(db, what, err, errlen);
 done:
     sqlite3_finalize(st);
     return out;

@@ -3,9 +3,12 @@
  * that held GPUs at some time in a window, one row each, with its GPUs,
  * its scheduling delay and its efficiency summary when they were recorded.
  *
- * A read over the store's connection, on the store's layer: it knows the
- * tables (jobs, tasks, job_sched, job_eff) and nothing of what the report
- * makes of them (report.c).
+ * A read on a connection of its own (read-only, WAL: it sees every commit
+ * made before it began and never blocks the daemon's writes), opened and
+ * used by one thread: the report runs beside the event loop (report.c).
+ * It knows the tables (jobs, tasks, job_sched, job_eff) and nothing of
+ * what the report makes of them. Nothing here allocates with sl_x*, whose
+ * counter belongs to the loop's thread.
  */
 #ifndef SLUICE_CTL_STOREREP_H
 #define SLUICE_CTL_STOREREP_H
@@ -13,7 +16,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store.h"
+#include <sqlite3.h>
+#include <stddef.h>
+
+#include "model.h"
 
 typedef struct ctl_report_row {
     const char *tenant;        /* the stored tenant name; valid during the call */
@@ -33,15 +39,19 @@ typedef struct ctl_report_row {
 /* A row; 0 to go on, -1 to stop (the reason in the store's errbuf). */
 typedef int (*ctl_report_row_fn)(void *ud, const ctl_report_row_t *r);
 
+/* Opens the database at path read-only for ctl_store_report_rows. 0, or -1
+ * with "path: message" in err (*db is then NULL). */
+int ctl_store_report_open(const char *path, sqlite3 **db, char *err, size_t errlen);
+
 /*
  * Hands fn every job that ended in [since_us, until_us] and every job
  * running now that started before until_us, in no stated order. Two range
  * reads on the indexes jobs_end and jobs_active, each job's tasks by their
  * primary key, and job_sched and job_eff by theirs: O(jobs in the window *
- * log(jobs)), whatever the history's length. 0, or -1 as the store's other
- * reads (ctl_store_errmsg says why; fatal once fail_stop is set).
+ * log(jobs)), whatever the history's length. 0, or -1 with the reason in
+ * err (a failed statement, a row sluiced did not write, or fn's -1).
  */
-int ctl_store_report_rows(ctl_store_t *s, int64_t since_us, int64_t until_us,
-                          ctl_report_row_fn fn, void *ud);
+int ctl_store_report_rows(sqlite3 *db, int64_t since_us, int64_t until_us, ctl_report_row_fn fn,
+                          void *ud, char *err, size_t errlen);
 
 #endif
