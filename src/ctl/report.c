@@ -340,8 +340,10 @@ static void *report_main(void *arg) {
         r->rc = ctl_store_report_rows(db, r->since_us, r->until_us, row, r, r->err, sizeof r->err);
     sqlite3_close(db);
     if (r->rc == 0) {
-        qsort(r->queue.v, r->queue.n, sizeof *r->queue.v, cmp_i64);
-        qsort(r->sched.v, r->sched.n, sizeof *r->sched.v, cmp_i64);
+        if (r->queue.n > 1)
+            qsort(r->queue.v, r->queue.n, sizeof *r->queue.v, cmp_i64);
+        if (r->sched.n > 1)
+            qsort(r->sched.v, r->sched.n, sizeof *r->sched.v, cmp_i64);
     }
     ssize_t n;
     do
