@@ -74,8 +74,9 @@ typedef struct delays {
     size_t n, cap;
 } delays_t;
 
+/* One report: what the loop's thread fills before the report thread
+ * starts (the snapshot, down to `only`), then what the thread fills. */
 struct ctl_report {
-    ctl_t *c;
     ctl_report_done_fn done;
     void *ud;
     pthread_t thread;
@@ -390,7 +391,7 @@ static void report_ready(evutil_socket_t fd, short what, void *arg) {
 int ctl_report_start(ctl_t *c, int64_t since_s, const char *tenant, ctl_report_done_fn done,
                      void *ud, ctl_report_t **out) {
     rep_t *r = xrealloc(NULL, sizeof *r);
-    *r = (rep_t){.c = c, .done = done, .ud = ud, .pipe = {-1, -1}, .since_s = since_s,
+    *r = (rep_t){.done = done, .ud = ud, .pipe = {-1, -1}, .since_s = since_s,
                  .until_us = ctl_now_us(), .path = xstrdup(c->cfg.state),
                  .only = tenant ? xstrdup(tenant) : NULL};
     r->since_us = r->until_us - since_s * 1000000;
