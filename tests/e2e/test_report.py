@@ -95,6 +95,7 @@ def hist(tmp_path_factory):
         db.close()
         ctl.start()
         agent.start()
+        ctl.history_base = b
         yield ctl
     finally:
         agent.stop()
@@ -157,18 +158,27 @@ def test_report_longer_window_reaches_old_jobs(hist):
 
 
 def test_report_shorter_window_clips_usage(hist):
-    # The last hour and a half: B + 1800 s onwards. Job 1 ended at 1810
-    # (10 s of 2 GPUs inside), job 2 at 1930 (130 s), job 3 at 3670 (1870 s).
+    # The last hour and a half: from B + d on, d a little over 1800 s (the
+    # seconds since the history was written). Usage counts only the part of
+    # each run inside the window.
     r = report(hist, "?since=5400")
-    now = r["window"]["until"]
-    since = r["window"]["since"]
-    assert approx(now - since, 5400)
+    assert r["window"]["seconds"] == 5400
+    assert approx(r["window"]["until"] - r["window"]["since"], 5400)
+    d = r["window"]["since"] - hist.history_base
+    assert 1800 <= d < 1900
+
+    def inside(gpus, start, end):
+        return gpus * max(0.0, end - max(start, d)) / 3600
+
+    alice = inside(2, 10, 1810) + inside(1, 130, 1930)
+    bob = inside(1, 70, 3670) + inside(1, 205, 1105)
     ten = {x["name"]: x for x in r["tenants"]}
-    # The window's start is the request's clock minus 5400 s, a moment after
-    # B + 1800: allow the seconds the test took.
-    lag = since - (now - 5400)
-    assert abs(lag) < 1e-6
-    assert ten["alice"]["gpu_hours"] < 1.5 and ten["bob"]["gpu_hours"] < 1.25
+    assert approx(ten["alice"]["gpu_hours"], alice), (ten, alice)
+    assert approx(ten["bob"]["gpu_hours"], bob), (ten, bob)
+    assert approx(r["gpu_allocation"]["gpu_hours_allocated"], alice + bob)
+    assert approx(r["gpu_allocation"]["gpu_hours_available"], 4 * 1.5)
+    # Every job ended after B + d except job 4 (B + 1105) and job 5 (B + 400).
+    assert r["throughput"]["jobs_ran"] == 3 and r["throughput"]["cancelled"] == 0
 
 
 def test_report_tenant_filter(hist):
