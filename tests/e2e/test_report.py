@@ -260,3 +260,109 @@ def test_cli_report_unknown_tenant_is_the_servers_error(hist, tmp_path):
     r = u.sluice(["report", "--tenant", "nobody"], env)
     assert r.returncode == 1
     assert "tenant" in r.stderr and "nobody" in r.stderr
+
+
+def _nearest_rank(sorted_us, p):
+    if not sorted_us:
+        return None
+    return sorted_us[max(0, -(-len(sorted_us) * p // 100) - 1)] / US
+
+
+def test_report_matches_a_naive_reference_on_a_random_history(controller_factory):
+    """400 finished jobs with random tenants, GPUs (whole and shared),
+    times over three days, scheduling delays and summaries for some, written
+    straight into the store; every figure of the 24-hour and 48-hour reports
+    equals the one computed here, job by job, the slow way."""
+    import random
+    rng = random.Random(20261201)
+    ctl = controller_factory(tenants=[{"name": "a", "weight": 1}, {"name": "b", "weight": 2},
+                                      {"name": "c", "weight": 5}])
+    ctl.stop()
+    def spec(tenant, ntasks):
+        return json.dumps({"name": "x", "tenant": tenant, "tasks": ntasks, "min_tasks": ntasks,
+                           "cpus": "1", "memory": "1Gi", "gpus": 1, "gpu_share": None,
+                           "gpu_memory": None, "gpu_models": [], "pool": None, "priority": 0,
+                           "time_limit": 0, "command": ["true"], "image": None, "env": {},
+                           "on_node_failure": "requeue"}, separators=(",", ":"))
+    now = int(time.time() * US)
+    jobs = []
+    db = sqlite3.connect(ctl.db_path)
+    with db:
+        for jid in range(1, 401):
+            tenant = rng.choice("abc")
+            submit = now - rng.randint(60, 3 * 86400) * US
+            ran = rng.random() < 0.9
+            start = submit + rng.randint(0, 7200) * US if ran else None
+            end = (start if ran else submit) + rng.randint(1, 4 * 3600) * US
+            end = min(end, now - US)
+            if ran and start >= end:
+                start = end - 1
+            state = rng.choice(["succeeded", "succeeded", "failed"]) if ran else "cancelled"
+            tasks = []
+            if ran:
+                for idx in range(rng.randint(1, 3)):
+                    share = rng.random() < 0.3
+                    mask = 1 << rng.randint(0, 7) if share else rng.choice([1, 3, 15, 255])
+                    milli = rng.choice([250, 500]) if share else 1000
+                    tasks.append((mask, milli))
+                    db.execute("INSERT INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                               (jid, idx, "n1", mask, milli, 0, "exited", 100, 0, 0, start, end))
+            sched = rng.randint(10, 50000) if ran and rng.random() < 0.7 else None
+            eff = None
+            if ran and rng.random() < 0.5:
+                eff = (rng.random(), rng.randint(0, 80) * GIB, 80 * GIB)
+                db.execute("INSERT INTO job_eff VALUES (?,?,?,?,?,?,?,?)",
+                           (jid, eff[0], 1.0, eff[1], eff[2], 1.0, 0, 5))
+            if sched is not None:
+                db.execute("INSERT INTO job_sched VALUES (?,?)", (jid, sched))
+            db.execute("INSERT INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                       (jid, tenant, spec(tenant, max(1, len(tasks))), state, submit, start, end,
+                        "", 0, 0, 0))
+            jobs.append(dict(tenant=tenant, submit=submit, start=start, end=end, state=state,
+                             gpus=sum(bin(m).count("1") * ml for m, ml in tasks) / 1000,
+                             sched=sched, eff=eff))
+    db.close()
+    ctl.start()
+    weights = {"a": 1, "b": 2, "c": 5}
+    for secs in (86400, 2 * 86400):
+        r = report(ctl, "?since=%d" % secs)
+        until = round(r["window"]["until"] * US)
+        since = until - secs * US
+        inw = [j for j in jobs if since <= j["end"] <= until]
+        ran = [j for j in inw if j["start"] is not None]
+        t = r["throughput"]
+        assert t["jobs_ran"] == len(ran)
+        for st in ("succeeded", "failed", "cancelled"):
+            assert t[st] == sum(1 for j in inw if j["state"] == st)
+        q = sorted(j["start"] - j["submit"] for j in ran)
+        s = sorted(j["sched"] for j in ran if j["sched"] is not None)
+        for key, vals in (("queueing_delay", q), ("scheduling_delay", s)):
+            for p in (50, 90, 99):
+                assert r[key]["p%d_seconds" % p] == _nearest_rank(vals, p), (key, p)
+            assert r[key]["jobs"] == len(vals)
+        use = {}
+        util_w = mem_w = eff_h = 0.0
+        for j in ran:
+            h = j["gpus"] * (j["end"] - max(j["start"], since)) / US / 3600
+            use[j["tenant"]] = use.get(j["tenant"], 0.0) + h
+            if j["eff"] and h > 0:
+                eff_h += h
+                util_w += j["eff"][0] * h
+                mem_w += (1 - j["eff"][1] / j["eff"][2]) * h
+        total = sum(use.values())
+        ten = {x["name"]: x for x in r["tenants"]}
+        demand = {j["tenant"] for j in inw}
+        wsum = sum(weights[n] for n in demand)
+        ratios = []
+        for n in demand:
+            assert approx(ten[n]["gpu_hours"], use.get(n, 0.0)), n
+            assert approx(ten[n]["fair_share"], weights[n] / wsum)
+            ratios.append((use.get(n, 0.0) / total) / (weights[n] / wsum))
+        assert approx(r["fairness"]["min_over_max"], min(ratios) / max(ratios))
+        assert approx(r["fairness"]["jain_index"],
+                      sum(ratios) ** 2 / (len(ratios) * sum(x * x for x in ratios)))
+        assert approx(r["gpu_allocation"]["gpu_hours_allocated"], total)
+        g = r["gpu_utilization"]
+        assert approx(g["gpu_hours_with_data"], eff_h)
+        assert approx(g["mean_ratio"], util_w / eff_h)
+        assert approx(g["idle_memory_ratio"], mem_w / eff_h)
