@@ -37,7 +37,8 @@ deps:
 	apt-get install -y --no-install-recommends build-essential cmake pkg-config \
 	  libevent-dev libssl-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	  libcmocka-dev python3-pytest python3-yaml valgrind openssl
-	# promtool (checks the agent's and the controller's /metrics in the tests)
+	# prometheus: promtool (rule tests, config and metrics checks) and a real
+	# Prometheus for tests/e2e/test_deploy*.py.
 	apt-get install -y --no-install-recommends prometheus
 
 bench-live: build

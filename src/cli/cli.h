@@ -133,6 +133,8 @@ int cli_cmd_tenants(cli_t *c);
 int cli_cmd_logs(cli_t *c);
 int cli_cmd_up(cli_t *c);
 int cli_cmd_down(cli_t *c);
+/* report.c */
+int cli_cmd_report(cli_t *c);
 
 /* Prints a JSON value to stdout, indented, with a newline. */
 void cli_print_json(json_t *v);

@@ -57,6 +57,11 @@ static const cli_opt_t queue_opts[] = {
 
 static const cli_opt_t none_opts[] = {{0}};
 
+static const cli_opt_t report_opts[] = {
+    {"since", 0, "DURATION", 0, "the window: the last DURATION (e.g. 90m, 24h, 30d; default 24h)"},
+    {"tenant", 0, "TENANT", 0, "only this tenant's jobs (a tenant token: its own only)"},
+    {0}};
+
 static const cli_opt_t help_opts[] = {
     {"markdown", 0, NULL, 0, "with `help spec`: the table as Markdown (as in docs/jobspec.md)"},
     {0}};
@@ -100,6 +105,11 @@ static const cli_cmd_t commands[] = {
     {"nodes", "", "list nodes and their free capacity", NULL, cli_cmd_nodes, none_opts, 0},
     {"tenants", "", "list tenants, their usage and dominant share", NULL, cli_cmd_tenants, none_opts, 0},
     {"logs", "JOB", "print a task's output (stdout and stderr)", NULL, cli_cmd_logs, logs_opts, 0},
+    {"report", "", "throughput, delays, fairness, allocation and utilisation over a window",
+     "Computed by sluiced from its database (docs/observability.md says how each\n"
+     "figure is made). Fragmentation is a live gauge only: see\n"
+     "sluice_gpu_fragmentation_ratio in Prometheus.",
+     cli_cmd_report, report_opts, 0},
     {"up", "", "run a controller and a local agent (state in ./.sluice); Ctrl-C stops both",
      "Writes DIR/sluiced.yaml (random admin, cluster and tenant tokens; tenant\n"
      "\"default\") and DIR/cli.json, which later `sluice` commands in this directory\n"

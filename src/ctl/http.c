@@ -47,6 +47,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "quantity.h"
+#include "report.h"
 
 typedef enum auth_kind {
     AUTH_NONE = 0, /* no token needed */
@@ -98,6 +99,7 @@ static void h_logs(hreq_t *h);
 static void h_nodes(hreq_t *h);
 static void h_tenants(hreq_t *h);
 static void h_metrics(hreq_t *h);
+static void h_report(hreq_t *h);
 
 static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/healthz", h_healthz, AUTH_NONE, "liveness: {\"status\":\"ok\",\"version\":...}"},
@@ -111,6 +113,8 @@ static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/v1/nodes", h_nodes, AUTH_API, "nodes with capacity and free resources"},
     {EVHTTP_REQ_GET, "/v1/tenants", h_tenants, AUTH_API, "tenants with usage and DRF share"},
     {EVHTTP_REQ_GET, "/metrics", h_metrics, AUTH_API, "Prometheus text format"},
+    {EVHTTP_REQ_GET, "/v1/report", h_report, AUTH_API,
+     "the seed's figures for a window from the database (?since=SECONDS ?tenant=)"},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -392,6 +396,7 @@ void ctl_http_init(ctl_http_t *hs, ctl_t *c) {
 }
 
 void ctl_http_fini(ctl_http_t *hs) {
+    ctl_report_abandon(hs->report); /* its request is freed with the server below */
     while (hs->logreqs) {
         ctl_logreq_t *lr = hs->logreqs;
         hs->logreqs = lr->next;
@@ -856,4 +861,60 @@ static void h_metrics(hreq_t *h) {
     ctl_buf_init(&b);
     ctl_metrics_write(h->c, &b);
     send_body(h->hs, h->req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
+}
+
+static void report_done(void *ud, int status, ctl_buf_t *body) {
+    ctl_http_t *hs = ud;
+    struct evhttp_request *req = hs->report_req;
+    hs->report = NULL;
+    hs->report_req = NULL;
+    if (status == 200) {
+        send_json(hs, req, 200, body);
+        return;
+    }
+    http_error(hs, req, 500, "internal", NULL, "reading the database: %.*s", (int)body->len,
+               body->p ? body->p : "");
+    ctl_buf_fini(body);
+}
+
+/* GET /v1/report: since (seconds, default a day) and tenant; a tenant's
+ * token reports on its own jobs only. The report runs on its own thread
+ * (report.h); one at a time, and a second request meanwhile gets 503. */
+static void h_report(hreq_t *h) {
+    ctl_t *c = h->c;
+    int64_t since = 86400;
+    const char *v, *tenant = NULL;
+    if ((v = evhttp_find_header(&h->query, "since")) != NULL &&
+        (!parse_count(v, &since) || since < 1 || since > CTL_REPORT_MAX_SINCE_S)) {
+        http_error(h->hs, h->req, 400, "invalid_field", "since",
+                   "since: must be the window's length in whole seconds, from 1 to %lld (ten years)",
+                   (long long)CTL_REPORT_MAX_SINCE_S);
+        return;
+    }
+    if ((v = evhttp_find_header(&h->query, "tenant")) != NULL) {
+        int t = sl_sched_tenant_find(c->sched, v);
+        if (t < 0) {
+            http_error(h->hs, h->req, 400, "invalid_field", "tenant", "tenant: unknown tenant \"%s\"", v);
+            return;
+        }
+        if (!h->admin && t != h->tenant) {
+            http_error(h->hs, h->req, 403, "forbidden", "tenant",
+                       "tenant: this token reports on its own tenant only");
+            return;
+        }
+        tenant = v;
+    } else if (!h->admin) {
+        tenant = sl_sched_tenant_name(c->sched, h->tenant);
+    }
+    if (h->hs->report != NULL) {
+        evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After", "1");
+        http_error(h->hs, h->req, 503, "unavailable", NULL,
+                   "another report is being computed; retry in a second");
+        return;
+    }
+    if (ctl_report_start(c, since, tenant, report_done, h->hs, &h->hs->report) < 0) {
+        http_error(h->hs, h->req, 500, "internal", NULL, "cannot start the report (see the log)");
+        return;
+    }
+    h->hs->report_req = h->req;
 }

@@ -35,6 +35,8 @@ typedef struct ctl_http {
     ctl_logs_send_fn logs_send;
     void *logs_ud;
     struct ssl_ctx_st *tls; /* set by main.c before listening: HTTPS; NULL: plain HTTP */
+    struct ctl_report *report;           /* the report being computed (report.h), or NULL */
+    struct evhttp_request *report_req;   /* and the request it answers */
 } ctl_http_t;
 
 /* Sets up h in caller storage for c. Can't fail. */

@@ -227,6 +227,7 @@ static void on_start(void *ud, const sl_job_t *cj) {
     j->live = n;
     j->master_node = n ? (uint32_t)j->tasks[0].node : 0;
     ctl_store_job_update(&c->store, j);
+    ctl_store_job_sched_put(&c->store, j->id, c->obs.cycle_decided_us); /* `sluice report` */
     for (int32_t i = 0; i < n; i++)
         c->out.launch(c->out.ud, j, i);
     c->n.jobs_started++;

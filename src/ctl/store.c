@@ -25,6 +25,8 @@
  *   job_eff(job, gpu_util_mean, gpu_util_peak, gpu_mem_peak, gpu_mem_total,
  *           cpu_seconds, mem_peak, samples)        each job's efficiency
  *                                                  (eff.c; NULL: unknown)
+ *   job_sched(job, sched_delay_us)                 scheduling delay per job
+ *                                                  (`sluice report`)
  *
  * Partial indexes on the active rows and an index on end_us keep start-up
  * (recover.c) proportional to what it reads, not to the history.
@@ -73,6 +75,7 @@ enum {
     ST_TASK_MEM_PUT,
     ST_TASK_MEM_DELETE,
     ST_TASK_MEM_GET,
+    ST_JOB_SCHED_PUT,
     ST_COUNT
 };
 
@@ -97,6 +100,8 @@ static const char *const schema =
     "CREATE INDEX IF NOT EXISTS jobs_active ON jobs(id) WHERE state IN ('pending','running');"
     "CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end_us);"
     "CREATE INDEX IF NOT EXISTS tasks_live ON tasks(job) WHERE state IN ('launching','running');"
+    /* The scheduler's own decision time per started job (`sluice report`). */
+    "CREATE TABLE IF NOT EXISTS job_sched(job INTEGER PRIMARY KEY, sched_delay_us INTEGER);"
     /* Efficiency (eff.c), its own table so that old databases need no
      * migration; `sluice report` reads it too. */
     "CREATE TABLE IF NOT EXISTS job_eff(job INTEGER PRIMARY KEY, gpu_util_mean REAL, gpu_util_peak REAL, gpu_mem_peak INTEGER, gpu_mem_total INTEGER, cpu_seconds REAL, mem_peak INTEGER, samples INTEGER);"
@@ -125,6 +130,7 @@ static const char *const stmts[ST_COUNT] = {
     [ST_TASK_MEM_DELETE] = "DELETE FROM task_mem WHERE job = ?1",
     [ST_TASK_MEM_GET] = "SELECT idx, oom_killed, mem_peak, mem_limit, mem_request FROM task_mem"
                         " WHERE job = ?1",
+    [ST_JOB_SCHED_PUT] = "INSERT OR REPLACE INTO job_sched(job, sched_delay_us) VALUES(?1, ?2)",
 };
 
 static void lazy_cb(evutil_socket_t fd, short what, void *ud) {
@@ -446,6 +452,14 @@ void ctl_store_task_mem_put(ctl_store_t *s, const ctl_job_t *j, int32_t i) {
     b |= bind_opt_i64(st, 5, t->mem_limit > 0, t->mem_limit);
     b |= bind_opt_i64(st, 6, t->mem_request > 0, t->mem_request);
     step(s, st, b, "task_mem put");
+}
+
+void ctl_store_job_sched_put(ctl_store_t *s, uint64_t job, int64_t sched_delay_us) {
+    store_begin_lazy(s);
+    sqlite3_stmt *st = s->st[ST_JOB_SCHED_PUT];
+    int b = sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+    b |= sqlite3_bind_int64(st, 2, sched_delay_us);
+    step(s, st, b, "job_sched put");
 }
 
 void ctl_store_node_put(ctl_store_t *s, const ctl_node_t *n, const char *name) {

@@ -86,6 +86,10 @@ void ctl_store_tasks_delete(ctl_store_t *s, uint64_t job);
  * need no migration. */
 void ctl_store_task_mem_put(ctl_store_t *s, const ctl_job_t *j, int32_t i);
 void ctl_store_node_put(ctl_store_t *s, const ctl_node_t *n, const char *name);
+/* The scheduler's decision time for job (`sluice report`'s scheduling
+ * delay), a lazy write: the domain calls it where it starts the job, with
+ * the wall time the cycle spent deciding for it. */
+void ctl_store_job_sched_put(ctl_store_t *s, uint64_t job, int64_t sched_delay_us);
 
 /* ---- reads ----
  * Each returns 0, or -1 (fatal instead once fail_stop is set) when a
