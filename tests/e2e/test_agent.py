@@ -10,7 +10,6 @@ polls for a state with a generous deadline.
 """
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -259,14 +258,7 @@ def test_agent_restart_readopts_running_task(controller, cluster, tmp_path):
 @pytest.fixture
 def fake_nvml(tmp_path):
     """A directory holding a fake libnvidia-ml.so.1 (fixtures/fake_nvml.c)."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.skip("no C compiler to build the fake NVML library")
-    d = tmp_path / "nvml"
-    d.mkdir()
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(d / "libnvidia-ml.so.1"),
-                    os.path.join(u.FIXTURES, "fake_nvml.c")], check=True, timeout=60)
-    return str(d)
+    return u.build_fake_nvml(tmp_path / "nvml")
 
 
 @pytest.mark.parametrize("env,expect", [

@@ -22,7 +22,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import urllib.parse
 import urllib.request
 
@@ -32,6 +31,7 @@ import yaml
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"))
 
 import harness  # noqa: E402
+import e2e_util as u  # noqa: E402
 
 RULES = os.path.join(harness.REPO, "deploy", "prometheus", "sluice_alerts.yml")
 
@@ -134,11 +134,7 @@ def stack(tmp_path, controller_factory):
     if "--metrics-listen" in agent_help:
         # The exporter reads its GPUs through the fake NVML of the fixtures.
         exporter_port = harness.free_port()
-        libdir = tmp_path / "nvml"
-        libdir.mkdir()
-        subprocess.run(["cc", "-shared", "-fPIC", "-o", str(libdir / "libnvidia-ml.so.1"),
-                        os.path.join(harness.REPO, "tests", "e2e", "fixtures", "fake_nvml.c")],
-                       check=True, timeout=60)
+        libdir = u.build_fake_nvml(tmp_path / "nvml")
         a = harness.Agent(ctl, "n1", gpus=0, env={"LD_LIBRARY_PATH": str(libdir),
                                                   "FAKE_NVML_COUNT": "2"},
                           extra_args=["--metrics-listen", "127.0.0.1:%d" % exporter_port])
@@ -246,20 +242,30 @@ def test_prometheus_stores_the_agent_exporters_values(stack):
     if not exporter_port:
         pytest.skip("this build's sluice-agent has no --metrics-listen: its exporter cannot "
                     "be scraped")
-    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % exporter_port, timeout=5) as r:
-        text = r.read().decode()
     names = ("sluice_gpu_memory_total_bytes", "sluice_gpu_memory_used_bytes",
              "sluice_gpu_utilization_ratio")
-    # An empty label is no label to Prometheus; a series without `job`
-    # (honor_labels) takes the scrape job's name.
-    want = {(n, frozenset((k, v) for k, v in labels if v != "")): x
-            for (n, labels), x in parse_metrics(text, names).items()}
-    assert any(n == "sluice_gpu_memory_total_bytes" for n, _ in want), text
+
+    def served():
+        """The exporter's series now. An empty label is no label to
+        Prometheus; a series without `job` (honor_labels) takes the scrape
+        job's name."""
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % exporter_port,
+                                    timeout=5) as r:
+            text = r.read().decode()
+        return {(n, frozenset((k, v) for k, v in labels if v != "")): x
+                for (n, labels), x in parse_metrics(text, names).items()}
+
+    assert any(n == "sluice_gpu_memory_total_bytes" for n, _ in served())
 
     def stored():
+        # Read from both sides each time: the exporter's readings may move
+        # between two scrapes (a task ending frees its GPU's labels), and
+        # what Prometheus holds catches up within a scrape interval.
+        want = served()
         got = {}
         for name in names:
-            for s in prom.query(name):
+            # This agent's series only: the stack also scrapes a test exporter.
+            for s in prom.query('%s{instance="127.0.0.1:%d"}' % (name, exporter_port)):
                 labels = {k: v for k, v in s["metric"].items()
                           if k not in ("__name__", "instance") and
                           not (k == "job" and v == "sluice-agent")}

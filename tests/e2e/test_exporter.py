@@ -28,14 +28,7 @@ GiB = 1 << 30
 @pytest.fixture
 def fake_nvml(tmp_path):
     """A directory holding a fake libnvidia-ml.so.1 (fixtures/fake_nvml.c)."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.skip("no C compiler to build the fake NVML library")
-    d = tmp_path / "nvml"
-    d.mkdir()
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(d / "libnvidia-ml.so.1"),
-                    os.path.join(u.FIXTURES, "fake_nvml.c")], check=True, timeout=60)
-    return str(d)
+    return u.build_fake_nvml(tmp_path / "nvml")
 
 
 def scrape(port, path="/metrics"):

@@ -9,9 +9,7 @@ controllers for CPU and memory.
 
 import os
 import re
-import shutil
 import sqlite3
-import subprocess
 import sys
 
 import pytest
@@ -143,53 +141,11 @@ def test_show_says_when_a_node_has_no_nvml(controller, tmp_path, agents):
 
 # ---- with cgroup v1 (CPU seconds, memory peak, per-task series) ----
 
-V1 = ("memory", "cpu", "cpuacct", "pids", "devices")
-
-
-def v1_mounts():
-    out = {}
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            fields, post = pre.split(), post.split()
-            if len(post) >= 3 and post[0] == "cgroup":
-                for opt in post[2].split(","):
-                    if opt in V1:
-                        out[opt] = fields[4]
-    return out
-
-
-def remove_cgroup_tree(path):
-    """Removes a cgroup this test made and its children, killing what is
-    left in them."""
-    if not os.path.isdir(path):
-        return
-    for entry in os.listdir(path):
-        if os.path.isdir(os.path.join(path, entry)):
-            remove_cgroup_tree(os.path.join(path, entry))
-    for _ in range(100):
-        try:
-            with open(os.path.join(path, "cgroup.procs")) as f:
-                for p in f.read().split():
-                    try:
-                        os.kill(int(p), 9)
-                    except OSError:
-                        pass
-            os.rmdir(path)
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            import time
-            time.sleep(0.05)
-
-
-@pytest.mark.skipif(os.geteuid() != 0 or any(c not in v1_mounts() for c in V1),
-                    reason="needs root and the cgroup v1 controllers")
+@pytest.mark.skipif(not u.have_cgroup_v1(), reason="needs root and the cgroup v1 controllers")
 def test_task_cgroup_series_and_cpu_efficiency(controller, tmp_path, fake_nvml, agents):
-    mounts = v1_mounts()
+    mounts = u.v1_mounts()
     root = harness.unique_cgroup_root("exp")
-    dirs = sorted({mounts[c] + root for c in V1})
+    dirs = sorted({mounts[c] + root for c in u.CGROUP_V1})
     try:
         for d in dirs:
             os.makedirs(d)
@@ -240,4 +196,4 @@ def test_task_cgroup_series_and_cpu_efficiency(controller, tmp_path, fake_nvml, 
         for a in agents:
             a.stop()
         for d in dirs:
-            remove_cgroup_tree(d)
+            u.remove_cgroup_tree(d)
