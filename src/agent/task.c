@@ -375,17 +375,20 @@ static void cgroup_outcome(task_t *t) {
     }
     if (!cg) return;
     agent_cgroup_stats_t st;
-    if (agent_cgroup_task_stats(cg, t->job, t->task, &st) == 0) {
+    int have = agent_cgroup_task_stats(cg, t->job, t->task, &st) == 0;
+    if (have) {
         t->oom_killed = st.oom_kills > 0 || t->oom_seen;
         t->mem_peak = st.mem_peak;
         t->mem_limit = st.mem_limit;
+    }
+    int64_t t0 = agent_mono_us();
+    agent_cgroup_task_remove(cg, t->job, t->task);
+    if (have)
         sl_log(SL_LOG_INFO, "agent",
                "job=%llu task=%d cgroup: oom_killed=%d oom_kills=%lld mem_peak=%lld mem_limit=%lld "
-               "cpu_usec=%lld", (unsigned long long)t->job, t->task, t->oom_killed,
-               (long long)st.oom_kills,
-               (long long)st.mem_peak, (long long)st.mem_limit, (long long)st.cpu_usec);
-    }
-    agent_cgroup_task_remove(cg, t->job, t->task);
+               "cpu_usec=%lld remove_us=%lld", (unsigned long long)t->job, t->task, t->oom_killed,
+               (long long)st.oom_kills, (long long)st.mem_peak, (long long)st.mem_limit,
+               (long long)st.cpu_usec, (long long)(agent_mono_us() - t0));
 }
 
 /* ---- ending ---- */
@@ -513,31 +516,34 @@ void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_
                         .launcher = ts->cfg.launcher, .monitor = ts->monitor_path, .job = job,
                         .task = task, .launch = l, .cgroup = &ct, .set_oom_score_adj = true,
                         .oom_score_adj = task_oom_score_adj(ts, l)};
-    if (l == NULL) {
+    /* The cgroup first, with every limit written: no task runs
+     * half-limited (cgroup_us: what its set-up took of spawn_us). */
+    int ok = l != NULL;
+    if (!ok)
         snprintf(reason, sizeof reason, "%s", why ? why : "invalid launch");
-        sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
-        fail_task(t, reason);
-    } else if (ts->cfg.cgroup &&
-               agent_cgroup_task_create(ts->cfg.cgroup, job, task, l->mem_bytes, l->cpu_milli,
-                                        l->gpus, l->ngpus, &ct, reason, sizeof reason) != 0) {
-        sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
-        fail_task(t, reason);
-    } else if (agent_spawn(&sp, &t->pid, &t->monitor, reason, sizeof reason) != 0) {
-        sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
-        agent_cgroup_task_release(&ct);
+    else if (ts->cfg.cgroup)
+        ok = agent_cgroup_task_create(ts->cfg.cgroup, job, task, l->mem_bytes, l->cpu_milli,
+                                      l->gpus, l->ngpus, &ct, reason, sizeof reason) == 0;
+    int64_t t_cg = agent_mono_us();
+    if (ok && agent_spawn(&sp, &t->pid, &t->monitor, reason, sizeof reason) != 0) {
+        ok = 0;
         if (ct.oom_fd >= 0) close(ct.oom_fd);
         if (ts->cfg.cgroup) agent_cgroup_task_remove(ts->cfg.cgroup, job, task);
+    }
+    agent_cgroup_task_release(&ct);
+    if (!ok) {
+        sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
         fail_task(t, reason);
     } else {
-        agent_cgroup_task_release(&ct);
         oom_watch(t, ct.oom_fd);
         t->mem_limit = ct.mem_limit;
         t->state = TASK_RUNNING;
         ts->nrunning++;
         report_after_save(t, REPORT_STARTED);
-        sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d monitor=%d started spawn_us=%lld",
+        sl_log(SL_LOG_INFO, "agent",
+               "job=%llu task=%d pid=%d monitor=%d started spawn_us=%lld cgroup_us=%lld",
                (unsigned long long)job, task, (int)t->pid, (int)t->monitor,
-               (long long)(agent_mono_us() - t0));
+               (long long)(agent_mono_us() - t0), (long long)(t_cg - t0));
     }
     state_dirty(ts);
 }

@@ -380,3 +380,21 @@ def test_task_that_ends_while_agent_is_down_has_its_cgroup_read_and_removed(
     assert re.search(r"job=%d task=0 cgroup: oom_killed=0 oom_kills=0 mem_peak=\d+ mem_limit=%d"
                      % (j["id"], 64 * MI * 11 // 10 // 4096 * 4096), agent.log()), agent.log()
     assert not any(os.path.exists(d) for d in cg_dirs(root, name).values())
+
+
+def test_stray_of_an_ended_task_is_killed_with_its_cgroup(controller, v1_agent, tmp_path):
+    """A task leaves a process in a session of its own (the monitor's
+    sweep of the task's process group misses it) and exits: removing the
+    task's cgroup finds it busy, kills the stray and removes the cgroup."""
+    agent, root = v1_agent()
+    tmp_path.chmod(0o755)
+    pidfile = tmp_path / "stray.pid"
+    j = controller.submit({"cpus": "1", "memory": "64Mi",
+                           "command": u.sh("setsid sleep 300 & echo $! > %s" % pidfile)})
+    controller.wait_job(j["id"], "succeeded")
+    stray = int(pidfile.read_text())
+    harness.wait_for(lambda: not u.pid_alive(stray), what="the stray process to be killed")
+    harness.wait_for(lambda: not any(os.path.exists(d)
+                                     for d in cg_dirs(root, job_dir(j["id"])).values()),
+                     what="the task's cgroups to be removed")
+    assert "cannot remove its cgroup" not in agent.log()
