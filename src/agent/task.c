@@ -85,6 +85,7 @@ typedef struct task {
     int oom_killed;             /* the kernel killed it (a process of it) for memory */
     int64_t mem_peak;           /* bytes; -1: unknown */
     int64_t mem_limit;          /* its hard limit, bytes; 0: none */
+    int cgroup_done;            /* outcome read: remove the cgroup once state.json has it */
 } task_t;
 
 struct agent_tasks {
@@ -307,6 +308,8 @@ static json_t *task_json(const task_t *t) {
     return o;
 }
 
+static void cgroup_remove_done(agent_tasks_t *ts);
+
 static void state_dirty(agent_tasks_t *ts) {
     if (ts->save_ev && !event_pending(ts->save_ev, EV_TIMEOUT, NULL))
         event_active(ts->save_ev, EV_TIMEOUT, 0);
@@ -332,6 +335,7 @@ static void save_cb(evutil_socket_t fd, short ev, void *arg) {
     if (json_dump_file(root, tmp, JSON_COMPACT) != 0 || rename(tmp, ts->state_path) != 0)
         sl_log(SL_LOG_WARN, "agent", "cannot write %s: %s", ts->state_path, strerror(errno));
     json_decref(root);
+    cgroup_remove_done(ts);
     for (task_t *t = ts->tasks; t; t = t->next) {
         if (t->report & REPORT_STARTED) send_started(t);
         if (t->report & REPORT_END) send_end(t);
@@ -362,7 +366,8 @@ static void oom_watch(task_t *t, int fd) {
 }
 
 /* t has ended: reads its cgroup's outcome into t (a task with no cgroup,
- * under --cgroup none, has none), then removes the cgroup. */
+ * under --cgroup none, has none); the cgroup goes after the next state.json
+ * write (cgroup_remove_done). */
 static void cgroup_outcome(task_t *t) {
     agent_cgroup_t *cg = t->ts->cfg.cgroup;
     if (t->oom_ev) {
@@ -381,14 +386,27 @@ static void cgroup_outcome(task_t *t) {
         t->mem_peak = st.mem_peak;
         t->mem_limit = st.mem_limit;
     }
-    int64_t t0 = agent_mono_us();
-    agent_cgroup_task_remove(cg, t->job, t->task);
+    t->cgroup_done = 1;
     if (have)
         sl_log(SL_LOG_INFO, "agent",
                "job=%llu task=%d cgroup: oom_killed=%d oom_kills=%lld mem_peak=%lld mem_limit=%lld "
-               "cpu_usec=%lld remove_us=%lld", (unsigned long long)t->job, t->task, t->oom_killed,
+               "cpu_usec=%lld", (unsigned long long)t->job, t->task, t->oom_killed,
                (long long)st.oom_kills, (long long)st.mem_peak, (long long)st.mem_limit,
-               (long long)st.cpu_usec, (long long)(agent_mono_us() - t0));
+               (long long)st.cpu_usec);
+}
+
+/* Removes the cgroups of tasks whose outcome state.json now records: an
+ * agent killed before this pass wrote it finds the cgroup again and reads
+ * the outcome anew. */
+static void cgroup_remove_done(agent_tasks_t *ts) {
+    for (task_t *t = ts->tasks; t; t = t->next) {
+        if (!t->cgroup_done) continue;
+        t->cgroup_done = 0;
+        int64_t t0 = agent_mono_us();
+        agent_cgroup_task_remove(ts->cfg.cgroup, t->job, t->task);
+        sl_log(SL_LOG_DEBUG, "agent", "job=%llu task=%d cgroup removed remove_us=%lld",
+               (unsigned long long)t->job, t->task, (long long)(agent_mono_us() - t0));
+    }
 }
 
 /* ---- ending ---- */
