@@ -209,3 +209,28 @@ def test_v2_fake_tree_through_the_agent(controller, tmp_path):
         go.write_text("")
     controller.wait_job(j["id"], "succeeded")
     harness.wait_for(lambda: not task.exists(), what="the task's cgroup to be removed")
+
+
+def test_task_gets_the_oom_score_adj_of_its_launch(controller_factory, tmp_path):
+    """The controller's oom_score_adj reaches the task's
+    /proc/PID/oom_score_adj through the launch (a value above the agent's
+    own, which any agent can give). The agent's score is lower than the
+    task's whether or not it may lower its own (CAP_SYS_RESOURCE)."""
+    ctl = controller_factory(config_overrides={"oom_score_adj": 300})
+    a = harness.Agent(ctl, "n1", gpus=0)
+    a.start()
+    try:
+        tmp_path.chmod(0o755)
+        go = tmp_path / "go"
+        j = ctl.submit({"command": u.sh("while [ ! -e %s ]; do sleep 0.05; done" % go)})
+        (pid,) = u.wait_running_pids(ctl, j["id"])
+        try:
+            with open("/proc/%d/oom_score_adj" % pid) as f:
+                assert int(f.read()) == 300
+            with open("/proc/%d/oom_score_adj" % a.proc.pid) as f:
+                assert int(f.read()) < 300
+        finally:
+            go.write_text("")
+        ctl.wait_job(j["id"], "succeeded")
+    finally:
+        a.stop()
