@@ -55,7 +55,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 
 
 @needs_root
-@pytest.mark.skipif(not os.path.isdir(V1_MEMORY), reason="no cgroup v1 memory controller")
+@pytest.mark.skipif(not os.access(V1_MEMORY, os.W_OK), reason="no writable cgroup v1 memory controller")
 def test_v1_root_that_does_not_exist(controller):
     root = harness.unique_cgroup_root("missing")
     a = harness.Agent(controller, "n1", cgroup="v1", cgroup_root=root)
@@ -68,7 +68,7 @@ def test_v1_root_that_does_not_exist(controller):
 
 
 @needs_root
-@pytest.mark.skipif(not os.path.isdir(V1_MEMORY), reason="no cgroup v1 memory controller")
+@pytest.mark.skipif(not os.access(V1_MEMORY, os.W_OK), reason="no writable cgroup v1 memory controller")
 @pytest.mark.skipif(not shutil.which("setpriv"), reason="no setpriv")
 def test_v1_root_the_agent_may_not_write(controller, tmp_path):
     """The agent as `nobody` against a root-owned cgroup root."""
@@ -109,7 +109,8 @@ def test_v1_root_the_agent_may_not_write(controller, tmp_path):
 
 
 @needs_root
-@pytest.mark.skipif(not is_cgroup2(UNIFIED), reason="no cgroup2 mount at %s" % UNIFIED)
+@pytest.mark.skipif(not is_cgroup2(UNIFIED) or not os.access(UNIFIED, os.W_OK),
+                    reason="no writable cgroup2 mount at %s" % UNIFIED)
 def test_v2_without_the_memory_controller_is_refused(controller):
     """The real cgroup2 mount here offers no controller: the agent's own
     cgroup there (the default root) and one made for the test are both

@@ -55,8 +55,9 @@ def v1_mounts():
 MOUNTS = v1_mounts()
 
 pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or any(c not in MOUNTS for c in CONTROLLERS),
-    reason="needs root and the cgroup v1 controllers %s mounted" % ", ".join(CONTROLLERS))
+    os.geteuid() != 0 or any(c not in MOUNTS or not os.access(MOUNTS[c], os.W_OK)
+                             for c in CONTROLLERS),
+    reason="needs root and the cgroup v1 controllers %s mounted writable" % ", ".join(CONTROLLERS))
 
 
 def has_cap_sys_resource():

@@ -306,7 +306,7 @@ static const char *unified(void) {
     static const char *const cands[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
     if (geteuid() != 0) return NULL;
     for (size_t i = 0; i < 2; i++)
-        if (cg_is_cgroup2(cands[i])) return cands[i];
+        if (cg_is_cgroup2(cands[i]) && access(cands[i], W_OK) == 0) return cands[i];
     return NULL;
 }
 
@@ -352,6 +352,11 @@ static void test_cgroup_v2_real_bpf_device_program(void **state) {
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int rc = cg_bpf_attach_devices(dfd, rules, 2);
     close(dfd);
+    if (rc == -EPERM) {
+        /* A container without CAP_BPF / CAP_SYS_ADMIN: nothing to test. */
+        skip();
+        return;
+    }
     assert_int_equal(rc, 0);
     static const char *const files[] = {"/dev/null", "/dev/fuse", "/dev/loop-control"};
     int bits = probe_devices(dir, files, 3);
