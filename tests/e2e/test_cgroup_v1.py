@@ -428,3 +428,29 @@ def test_limit_that_cannot_be_written_fails_the_launch(controller, v1_agent):
     assert want in done["reason"] or want in str(done["placement"]), done
     assert "job=%d task=0 pid=" % j["id"] not in agent.log()
     assert not any(os.path.exists(d) for d in cg_dirs(root, name).values())
+
+
+def test_oom_kill_while_agent_is_down_is_reported_after_restart(controller, v1_agent,
+                                                                 tmp_path):
+    """The kernel kills a task for memory while no agent runs: its cgroup
+    is still there when the agent restarts, which reads the OOM kill from
+    it and reports the task's end as killed for memory, with its limit."""
+    agent, root = v1_agent()
+    tmp_path.chmod(0o755)
+    go = tmp_path / "go"
+    alloc = "%s -c 'import time; x = b\"\\x01\" * (100 << 20); time.sleep(30)'" % PY
+    j = controller.submit({"cpus": "1", "memory": "64Mi", "command": waiting(go, alloc)})
+    (pid,) = u.wait_running_pids(controller, j["id"])
+    try:
+        agent.kill9()
+        go.write_text("")
+        harness.wait_for(lambda: not u.pid_alive(pid), timeout=60, what="the task to end")
+        agent.start()
+    finally:
+        go.write_text("")
+    done = controller.wait_job(j["id"], "failed", timeout=60)
+    p = done["placement"][0]
+    assert p["exit_code"] == 128 + signal.SIGKILL, done
+    assert p["oom_killed"] is True, p
+    assert p["mem_limit_bytes"] == 64 * MI * 11 // 10 // 4096 * 4096, p
+    assert not any(os.path.exists(d) for d in cg_dirs(root, job_dir(j["id"])).values())
