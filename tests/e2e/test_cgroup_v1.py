@@ -275,10 +275,10 @@ BUSY = ("import time, os, sys\n"
 
 def test_half_a_cpu_gets_about_half_a_cpu(controller, v1_agent, tmp_path):
     """A busy loop with 0.5 CPU for 3 s of wall time gets about half a CPU:
-    its CPU time over wall time stays well below 1 (the quota holds it; the
-    kernel throttled it), and no lower than a busy loop without a quota
-    that runs beside it gets, up to the quota (a loaded machine gives both
-    less)."""
+    its CPU time over wall time stays well below 1 (the quota holds it: the
+    kernel throttled it whenever there was CPU to spare), and no lower than
+    a busy loop without a quota that runs beside it gets, up to the quota
+    (a loaded machine gives both less)."""
     agent, root = v1_agent()
     tmp_path.chmod(0o755)
     out, ref_out, go = tmp_path / "share", tmp_path / "ref", tmp_path / "go"
@@ -302,7 +302,9 @@ def test_half_a_cpu_gets_about_half_a_cpu(controller, v1_agent, tmp_path):
     share, unlimited = float(out.read_text()), float(ref_out.read_text())
     assert share <= 0.7, (share, unlimited)
     assert share >= min(0.3, unlimited * 0.5), (share, unlimited)
-    assert throttled > 0
+    if unlimited >= 0.75:
+        # There was CPU to spare: the quota, not other load, held it.
+        assert throttled > 0, (share, unlimited)
     controller.wait_job(j["id"], "succeeded", timeout=30)
 
 
