@@ -73,10 +73,10 @@ static int load_gpu_devices(agent_cgroup_t *cg, const agent_cgroup_config_t *cfg
     cg->gpu_dev = calloc(n ? (size_t)n : 1, sizeof *cg->gpu_dev);
     if (!cg->gpu_dev || (cfg->gpu_files && !list)) abort();
     cg->ngpu_dev = (size_t)n;
+    for (int i = 0; i < n; i++) cg->gpu_dev[i].major = -1;   /* no file (yet) */
     int rc = 0;
     for (int i = 0; i < n; i++) {
         char path[64];
-        cg->gpu_dev[i].major = -1;
         if (list && !tok) break;    /* fewer files than GPUs: the rest have none */
         if (!list) snprintf(path, sizeof path, "/dev/nvidia%d", i);
         int r = cg_dev_rule(list ? tok : path, &cg->gpu_dev[i]);

@@ -177,7 +177,7 @@ int cg_self_path(const char *ctl, char *out, size_t len) {
         line[strcspn(line, "\n")] = '\0';
         char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
         if (!c2) continue;
-        *c2 = '\0';
+        *c1 = *c2 = '\0';
         const char *ctls = c1 + 1;
         bool match = false;
         if (!ctl) {
