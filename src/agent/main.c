@@ -31,6 +31,7 @@
 
 #include <sluice/sluice.h>
 
+#include "cgroup.h"
 #include "conn.h"
 #include "gpu.h"
 #include "log.h"
@@ -70,6 +71,18 @@ static const char usage[] =
     "                          {image} {workdir} {job} {task} {name} {node} {gpus} {log};\n"
     "                          the task's command is appended\n"
     "  --grace SECONDS         SIGTERM-to-SIGKILL grace when stopping (default 10)\n"
+    "  --cgroup v2|v1|none|auto  per-task enforcement (docs/enforcement.md): memory\n"
+    "                          hard 110% / soft 90% of the request, no swap, CPU\n"
+    "                          quota, pids.max, only the task's GPU device files;\n"
+    "                          auto (default): v2 if delegated, else v1, else none\n"
+    "  --cgroup-root PATH      the agent's cgroup, relative to the mount (default:\n"
+    "                          v2 the agent's own, v1 /sluice/NODE); must exist\n"
+    "  --cgroup-mount DIR      the cgroup2 mount (default /sys/fs/cgroup)\n"
+    "  --pids-max N            pids.max of each task (default 4096; 0: no limit)\n"
+    "  --gpu-device-files P,.. device file of each GPU, file i is GPU i (default\n"
+    "                          /dev/nvidiaI, plus /dev/nvidiactl, -uvm, -modeset)\n"
+    "  --oom-score-adj N       the agent's own oom_score_adj (default -900; tasks\n"
+    "                          get -500), so the OOM killer picks neither first\n"
     "  --ca FILE               speak TLS to the controller, whose certificate must be\n"
     "                          signed by this CA (PEM) and name the --controller host\n"
     "  --cert FILE, --key FILE this node's client certificate and key (PEM), for a\n"
@@ -149,6 +162,8 @@ typedef struct flags {
     int heartbeat_s;
     const char *launcher;
     int grace_s;
+    agent_cgroup_config_t cgroup;
+    int oom_score_adj;
 } flags_t;
 
 /* Reads the token from path into out (trailing blanks and newlines cut).
@@ -188,6 +203,29 @@ static int read_token_file(const char *path, char *out, size_t cap) {
     return 0;
 }
 
+/* Protects the agent from the OOM killer more than its tasks (-500): a
+ * node under memory pressure loses a task before the agent that reports
+ * it. Lowering the score takes CAP_SYS_RESOURCE (or a privileged parent,
+ * systemd's OOMScoreAdjust=, having set it that low already); without it
+ * the agent says so once and keeps its score, which is then the lowest its
+ * tasks can get. Returns the agent's score after the attempt. */
+static int set_oom_score_adj(int v) {
+    int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+    char num[16];
+    int len = snprintf(num, sizeof num, "%d", v), now = 0;
+    if (fd < 0 || write(fd, num, (size_t)len) != len) {
+        ssize_t n = fd >= 0 ? pread(fd, num, sizeof num - 1, 0) : -1;
+        now = n > 0 ? (num[n] = '\0', atoi(num)) : 0;
+        sl_log(SL_LOG_WARN, "agent", "cannot lower the agent's oom_score_adj to %d: %s (no "
+               "CAP_SYS_RESOURCE): it stays %d, and tasks get no lower a score than that (set "
+               "OOMScoreAdjust=%d in the agent's systemd unit)", v, strerror(errno), now, v);
+    } else {
+        now = v;
+    }
+    if (fd >= 0) close(fd);
+    return now;
+}
+
 static void stop_cb(evutil_socket_t sig, short ev, void *arg) {
     agent_tasks_t *ts = arg;
     sl_log(SL_LOG_INFO, "agent", "SIG%s: stopping", sigabbrev_np((int)sig));
@@ -211,10 +249,14 @@ int main(int argc, char **argv) {
     a.heartbeat_s = 2;
     a.grace_s = 10;
     a.gpus = -1;
+    a.cgroup.mode = "auto";
+    a.cgroup.pids_max = 4096;
+    a.oom_score_adj = -900;
     const char *controller = NULL, *workdir = NULL;
     enum { O_CTL = 256, O_TOKEN, O_TOKEN_FILE, O_NAME, O_WORKDIR, O_GPUS, O_GPU_MODEL,
            O_GPU_MEMORY, O_CPUS, O_MEMORY, O_POOL, O_LABELS, O_HEARTBEAT, O_LAUNCHER, O_GRACE,
-           O_HELP, O_VERSION, O_CA, O_CERT, O_KEY };
+           O_HELP, O_VERSION, O_CA, O_CERT, O_KEY, O_CGROUP, O_CGROUP_ROOT, O_CGROUP_MOUNT,
+           O_PIDS_MAX, O_GPU_DEVICE_FILES, O_OOM_SCORE_ADJ };
     const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
     static const struct option opts[] = {
         {"controller", required_argument, NULL, O_CTL},
@@ -237,6 +279,12 @@ int main(int argc, char **argv) {
         {"ca", required_argument, NULL, O_CA},
         {"cert", required_argument, NULL, O_CERT},
         {"key", required_argument, NULL, O_KEY},
+        {"cgroup", required_argument, NULL, O_CGROUP},
+        {"cgroup-root", required_argument, NULL, O_CGROUP_ROOT},
+        {"cgroup-mount", required_argument, NULL, O_CGROUP_MOUNT},
+        {"pids-max", required_argument, NULL, O_PIDS_MAX},
+        {"gpu-device-files", required_argument, NULL, O_GPU_DEVICE_FILES},
+        {"oom-score-adj", required_argument, NULL, O_OOM_SCORE_ADJ},
         {0, 0, 0, 0}};
     sl_log_init_from_env();
     opterr = 0;
@@ -284,6 +332,28 @@ int main(int argc, char **argv) {
         case O_CA: tls_ca = optarg; break;
         case O_CERT: tls_cert = optarg; break;
         case O_KEY: tls_key = optarg; break;
+        case O_CGROUP:
+            if (strcmp(optarg, "v2") && strcmp(optarg, "v1") && strcmp(optarg, "none") &&
+                strcmp(optarg, "auto"))
+                return die_usage("--cgroup: \"%s\" is not one of v2, v1, none, auto", optarg);
+            a.cgroup.mode = optarg;
+            break;
+        case O_CGROUP_ROOT: a.cgroup.root = optarg; break;
+        case O_CGROUP_MOUNT: a.cgroup.mount = optarg; break;
+        case O_PIDS_MAX: {
+            int v;
+            if (parse_int(optarg, 0, 4194304, &v) != 0)
+                return die_usage("--pids-max: \"%s\" is not a whole number of processes from 0 "
+                                 "(no limit) to 4194304", optarg);
+            a.cgroup.pids_max = v;
+            break;
+        }
+        case O_GPU_DEVICE_FILES: a.cgroup.gpu_files = optarg; break;
+        case O_OOM_SCORE_ADJ:
+            if (parse_int(optarg, -1000, 1000, &a.oom_score_adj) != 0)
+                return die_usage("--oom-score-adj: \"%s\" is not a whole number from -1000 to 1000",
+                                 optarg);
+            break;
         case O_HELP: fputs(usage, stdout); return 0;
         case O_VERSION: printf("sluice-agent %s\n", SLUICE_VERSION); return 0;
         case ':': return die_usage("%s needs a value", argv[optind - 1]);
@@ -400,6 +470,27 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* Enforcement, before any task is re-adopted or started: an agent
+     * asked for limits it cannot give does not start. */
+    agent_cgroup_t *cg = NULL;
+    char cgerr[1024];
+    a.cgroup.node = a.name;
+    a.cgroup.ngpus = a.gpus;
+    if (agent_cgroup_open(&a.cgroup, &cg, cgerr, sizeof cgerr) != 0) {
+        fprintf(stderr, "sluice-agent: %s\n", cgerr);
+        free(a.ctl_host);
+        free(a.ctl_port);
+        free(a.workdir);
+        free(cpus_alloc);
+        free(mem_alloc);
+        free(gpumem_alloc);
+        close(lockfd);
+        return 1;
+    }
+    sl_log(strcmp(agent_cgroup_kind(cg), "none") == 0 ? SL_LOG_WARN : SL_LOG_INFO, "agent", "%s",
+           agent_cgroup_describe(cg));
+    int oom_floor = set_oom_score_adj(a.oom_score_adj);
+
     signal(SIGPIPE, SIG_IGN);
     struct event_base *base = agent_loop_create();
     if (!base) {
@@ -411,7 +502,8 @@ int main(int argc, char **argv) {
     agent_conn_t *cn = NULL;
     struct event *sigterm = NULL, *sigint = NULL;
     agent_tasks_config_t tcfg = {.workdir = a.workdir, .node = a.name, .launcher = a.launcher,
-                                 .grace_s = a.grace_s};
+                                 .grace_s = a.grace_s, .cgroup = cg,
+                                 .oom_score_adj_floor = oom_floor};
     if (agent_tasks_create(base, &tcfg, &ts) != 0) goto out;
     sigterm = evsignal_new(base, SIGTERM, stop_cb, ts);
     sigint = evsignal_new(base, SIGINT, stop_cb, ts);
@@ -433,6 +525,7 @@ out:
     agent_conn_destroy(cn);
     SSL_CTX_free(tls);
     agent_tasks_destroy(ts);
+    agent_cgroup_close(cg);
     if (sigterm) event_free(sigterm);
     if (sigint) event_free(sigint);
     event_base_free(base);

@@ -39,8 +39,9 @@
  * bad command is known (and reported `failed` with the reason, also written
  * to the task's log) before anything says `started`; should the monitor
  * fail to exec, its task is killed, as nothing would record its end. Both
- * children make system calls only (setsid, dup2, fchdir, clone, setgroups,
- * setgid, setuid, prctl, close_range, execve): everything that allocates or
+ * children make system calls only (setsid, dup2, fchdir, clone, write,
+ * open, setgroups, setgid, setuid, prctl, close_range, execve): everything
+ * that allocates or
  * reads files (user lookup, argv, environment, the PATH candidates for the
  * command) is done before. A child that fails records which step and errno
  * in the memory it shares with the agent. Signals are blocked across the
@@ -50,6 +51,15 @@
  * adds about 0.5 ms to a launch on the 2-core CI machine (median 1.07 ms
  * against 0.33-0.58 ms without a monitor, in one sitting).
  *
+ * Enforcement. The tasks layer has made the task's cgroup and written its
+ * limits (cgroup.h) before the launch; the task's child, right after
+ * setsid and while still root, writes "0" to each cgroup.procs descriptor
+ * it is handed (the task joins its cgroup in every hierarchy before it runs
+ * a single instruction of its own, and everything it forks is born there)
+ * and its oom_score_adj (-500 by default) to /proc/self/oom_score_adj. The
+ * monitor stays in the agent's cgroup, so the kernel's group OOM kill of a
+ * task never takes the process that records the task's end.
+ *
  * Environment, scrubbed: the task sees none of the agent's variables (the
  * cluster token, whatever the agent inherited), only PATH (the agent's),
  * LANG, LC_* and TZ from it, HOME, USER and LOGNAME of the task's user,
@@ -58,7 +68,8 @@
  * for a task without GPUs), CUDA_DEVICE_ORDER=PCI_BUS_ID (so CUDA numbers
  * GPUs as NVML does; the job may override it), SLUICE_JOB_ID,
  * SLUICE_JOB_NAME, SLUICE_TASK_INDEX, SLUICE_NODE, SLUICE_GPU_MILLI, RANK,
- * WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT. The command is looked
+ * WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, and for a GPU-share
+ * task the MPS limits of its share (mps_env, docs/mps.md). The command is looked
  * up in the task's PATH. stdin is /dev/null, stdout and stderr go
  * (appended) to the log.
  *
@@ -340,6 +351,34 @@ static bool env_allowed(const char *kv) {
     return false;
 }
 
+/*
+ * MPS limits of a GPU-share task (docs/mps.md): a task with a share
+ * (gpu_milli 1..999) of its one GPU gets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,
+ * its share in whole percent rounded down (250 milli -> 25; at least 1), so
+ * that its kernels use at most that part of the GPU's SMs and leave the
+ * rest to the tasks that share it; and, when it asked for GPU memory,
+ * CUDA_MPS_PINNED_DEVICE_MEM_LIMIT "0=<limit>", device 0 because
+ * CUDA_VISIBLE_DEVICES shows the task only its GPU, renumbered from 0, and
+ * the limit in whole GiB ("G") when exact, else in MiB ("M") rounded down
+ * (at least 1M): the units MPS reads, binary, and never more than was
+ * granted. Set after the job's env, so a job cannot raise its own. A
+ * whole-GPU task gets neither: it owns its GPUs. Both only take effect
+ * where an MPS control daemon runs for the task's user; without one CUDA
+ * ignores them.
+ */
+static void mps_env(const sl_proto_launch_t *l, strvec_t *env) {
+    if (l->ngpus != 1 || l->gpu_milli <= 0 || l->gpu_milli >= 1000) return;
+    env_set_int(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", l->gpu_milli >= 10 ? l->gpu_milli / 10 : 1);
+    if (l->gpu_memory <= 0) return;
+    const int64_t mib = INT64_C(1) << 20, gib = INT64_C(1) << 30;
+    char lim[40];
+    if (l->gpu_memory % gib == 0)
+        snprintf(lim, sizeof lim, "0=%lldG", (long long)(l->gpu_memory / gib));
+    else
+        snprintf(lim, sizeof lim, "0=%lldM", (long long)(l->gpu_memory >= mib ? l->gpu_memory / mib : 1));
+    env_set(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", lim);
+}
+
 static void build_env(const agent_spawn_t *sp, const ident_t *id, const char *jobdir,
                       const char *gpus, strvec_t *env) {
     const sl_proto_launch_t *l = sp->launch;
@@ -371,6 +410,7 @@ static void build_env(const agent_spawn_t *sp, const ident_t *id, const char *jo
     env_set_int(env, "LOCAL_RANK", l->local_rank);
     env_set(env, "MASTER_ADDR", l->master_addr ? l->master_addr : SL_PROTO_DEFAULT_MASTER_ADDR);
     env_set_int(env, "MASTER_PORT", l->master_port);
+    mps_env(l, env);
 }
 
 /* The paths execve tries for argv0, as execvp would: argv0 itself when it
@@ -396,7 +436,8 @@ static void exec_candidates(const char *argv0, const strvec_t *env, strvec_t *ou
 }
 
 /* The steps of a start, for the reason of one that failed. */
-enum { STEP_FDS = 1, STEP_DIR, STEP_FORK, STEP_IDENT, STEP_NNP, STEP_EXEC, STEP_MONITOR };
+enum { STEP_FDS = 1, STEP_DIR, STEP_FORK, STEP_IDENT, STEP_NNP, STEP_EXEC, STEP_MONITOR,
+       STEP_CGROUP, STEP_OOM };
 
 /* What the two children do and, when one fails, which step failed and
  * why. They share the agent's memory (CLONE_VM), so they report here, and
@@ -410,6 +451,9 @@ typedef struct child_args {
     char *const *margv;         /* the monitor's; margv[2] is pidbuf, filled in */
     char *pidbuf;               /* 24 bytes */
     pid_t parent;               /* the first child, the task's parent (the monitor) */
+    const int *cgroup_procs;    /* the task's cgroup.procs, written "0" */
+    size_t ncgroup_procs;
+    const char *oom_score_adj;  /* written to /proc/self/oom_score_adj, or NULL */
     pid_t task;                 /* the task, once it has exec'd */
     int step;                   /* the step it reached */
     int err;                    /* 0: both exec'd; else the errno of that step */
@@ -448,6 +492,19 @@ static int task_child(void *arg) {
     a->step = STEP_FDS;
     /* Its own session and process group: what kill and fencing signal. */
     if (setsid() < 0) goto fail;
+    /* Into its cgroup (the monitor stays in the agent's, so that an OOM
+     * kill of the task's group never takes it), and its OOM score, while
+     * still root: only root may lower it below the agent's. */
+    a->step = STEP_CGROUP;
+    for (size_t i = 0; i < a->ncgroup_procs; i++)
+        if (write(a->cgroup_procs[i], "0", 1) != 1) goto fail;
+    a->step = STEP_OOM;
+    if (a->oom_score_adj) {
+        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        size_t len = strlen(a->oom_score_adj);
+        if (fd < 0 || write(fd, a->oom_score_adj, len) != (ssize_t)len) goto fail;
+        close(fd);
+    }
     a->step = STEP_IDENT;
     /* Groups and gid while still root, uid last. */
     if (a->id->change && (syscall(SYS_setgroups, 0, NULL) != 0 ||
@@ -580,6 +637,13 @@ static void step_reason(const agent_spawn_t *sp, const ident_t *id, const char *
     case STEP_EXEC:
         snprintf(reason, rlen, "cannot execute %s on node %s: %s", argv0, sp->node, e);
         break;
+    case STEP_CGROUP:
+        snprintf(reason, rlen, "cannot move the task into its cgroup on node %s: %s", sp->node, e);
+        break;
+    case STEP_OOM:
+        snprintf(reason, rlen, "cannot set the task's oom_score_adj to %d on node %s: %s",
+                 sp->oom_score_adj, sp->node, e);
+        break;
     case STEP_MONITOR:
         snprintf(reason, rlen, "cannot execute the task monitor %s on node %s: %s", sp->monitor,
                  sp->node, e);
@@ -621,9 +685,13 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reaso
     unlink(status);
 
     char *const margv[] = {(char *)sp->monitor, status, pidbuf, NULL};
+    char oom[16];
+    snprintf(oom, sizeof oom, "%d", sp->oom_score_adj);
     child_args_t ca = {.logfd = logfd, .dirfd = dirfd, .id = &id, .monitor = sp->monitor,
                        .cands = cands.v, .argv = argv.v, .envp = env.v, .margv = margv,
-                       .pidbuf = pidbuf};
+                       .pidbuf = pidbuf, .cgroup_procs = sp->cgroup ? sp->cgroup->procs : NULL,
+                       .ncgroup_procs = sp->cgroup ? sp->cgroup->nprocs : 0,
+                       .oom_score_adj = sp->set_oom_score_adj ? oom : NULL};
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);

@@ -7,10 +7,12 @@
 #ifndef SLUICE_AGENT_SPAWN_H
 #define SLUICE_AGENT_SPAWN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cgroup.h"
 #include "proto.h"
 
 typedef struct agent_spawn {
@@ -21,6 +23,14 @@ typedef struct agent_spawn {
     uint64_t job;
     int32_t task;
     const sl_proto_launch_t *launch; /* the decoded launch (borrowed) */
+    /* Enforcement (cgroup.h): the task's child writes "0" to each of
+     * cgroup->procs[0..nprocs) (its cgroup's cgroup.procs, one per
+     * hierarchy; cgroup NULL: none) and, when set_oom_score_adj, oom_score_adj to
+     * /proc/self/oom_score_adj, before it changes identity and execs; a
+     * failed write fails the launch (no task runs half-limited). */
+    const agent_cgroup_task_t *cgroup;
+    bool set_oom_score_adj;
+    int oom_score_adj;          /* -1000..1000 */
 } agent_spawn_t;
 
 /*
@@ -29,7 +39,8 @@ typedef struct agent_spawn {
  * process group, as the launch's user and group when the agent is root,
  * working in WORKDIR/jobs/JOB (created 0700, the user's), stdout and
  * stderr appended to WORKDIR/logs/JOB/TASK.log (0600, the user's), with the
- * scrubbed environment spawn.c describes. The monitor writes the task's
+ * scrubbed environment spawn.c describes, in its cgroup and with its
+ * oom_score_adj (above). The monitor writes the task's
  * exit status to WORKDIR/status/JOB.TASK (a stale one is removed first) and
  * exits. Looks the user up (getpwnam: may read files or ask NSS) and blocks
  * until the task and then its monitor have exec'd. Returns 0 with *pid (the task, its process

@@ -78,6 +78,13 @@ typedef struct task {
     int report;                 /* REPORT_* bits */
     int fence;                  /* its job is requeued if this node fails: fence it */
     int fenced;                 /* stopped by agent_tasks_fence */
+    int oom_fd;                 /* v1: its cgroup's OOM eventfd (cgroup.h), or -1 */
+    struct event *oom_ev;
+    int oom_seen;               /* the OOM eventfd fired */
+    /* The outcome its cgroup recorded, read when it ended. */
+    int oom_killed;             /* the kernel killed it (a process of it) for memory */
+    int64_t mem_peak;           /* bytes; -1: unknown */
+    int64_t mem_limit;          /* its hard limit, bytes; 0: none */
 } task_t;
 
 struct agent_tasks {
@@ -116,6 +123,8 @@ static task_t *task_new(agent_tasks_t *ts, uint64_t job, int32_t task) {
     t->job = job;
     t->task = task;
     t->pidfd = -1;
+    t->oom_fd = -1;
+    t->mem_peak = -1;
     t->next = ts->tasks;
     ts->tasks = t;
     return t;
@@ -126,6 +135,8 @@ static void task_free(task_t *t) {
     if (t->kill_ev) event_free(t->kill_ev);
     if (t->pidfd_ev) event_free(t->pidfd_ev);
     if (t->pidfd >= 0) close(t->pidfd);
+    if (t->oom_ev) event_free(t->oom_ev);
+    if (t->oom_fd >= 0) close(t->oom_fd);
     free(t->reason);
     free(t);
 }
@@ -212,6 +223,9 @@ static void send_end(task_t *t) {
         m.u.exited.exit_code = t->exit_code;
         m.u.exited.signal = t->sig;
         m.u.exited.fenced = t->fenced != 0;
+        m.u.exited.oom_killed = t->oom_killed != 0;
+        m.u.exited.mem_peak = t->mem_peak > 0 ? t->mem_peak : 0;
+        m.u.exited.mem_limit = t->mem_limit > 0 ? t->mem_limit : 0;
     } else if (t->state == TASK_FAILED) {
         m.type = SL_PROTO_FAILED;
         m.u.failed.reason = t->reason ? t->reason : "";
@@ -234,6 +248,9 @@ static sl_proto_task_t task_entry(const task_t *t) {
         e.exit_code = t->exit_code;
         e.signal = t->sig;
         e.fenced = t->fenced != 0;
+        e.oom_killed = t->oom_killed != 0;
+        e.mem_peak = t->mem_peak > 0 ? t->mem_peak : 0;
+        e.mem_limit = t->mem_limit > 0 ? t->mem_limit : 0;
         e.end_time = t->end_time;
         break;
     case TASK_FAILED:
@@ -274,6 +291,9 @@ static json_t *task_json(const task_t *t) {
         break;
     case TASK_EXITED:
         json_object_set_new(o, "state", json_string("exited"));
+        if (t->oom_killed) json_object_set_new(o, "oom_killed", json_true());
+        if (t->mem_peak >= 0) json_object_set_new(o, "mem_peak", json_integer(t->mem_peak));
+        if (t->mem_limit > 0) json_object_set_new(o, "mem_limit", json_integer(t->mem_limit));
         json_object_set_new(o, "exit_code", json_integer(t->exit_code));
         json_object_set_new(o, "signal", json_integer(t->sig));
         json_object_set_new(o, "end_time", json_real(t->end_time));
@@ -319,6 +339,55 @@ static void save_cb(evutil_socket_t fd, short ev, void *arg) {
     }
 }
 
+/* ---- enforcement ---- */
+
+static void oom_cb(evutil_socket_t fd, short ev, void *arg) {
+    task_t *t = arg;
+    uint64_t n;
+    if (read(fd, &n, sizeof n) != (ssize_t)sizeof n || t->state != TASK_RUNNING) return;
+    /* v1 killed one process of the task; the whole task goes (v2 does
+     * this itself: memory.oom.group). */
+    t->oom_seen = 1;
+    sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d pid=%d out of memory: killing the whole task",
+           (unsigned long long)t->job, t->task, (int)t->pid);
+    agent_cgroup_task_kill(t->ts->cfg.cgroup, t->job, t->task);
+}
+
+/* Watches fd, t's v1 OOM eventfd (taken over); -1 watches nothing. */
+static void oom_watch(task_t *t, int fd) {
+    t->oom_fd = fd;
+    if (fd < 0) return;
+    t->oom_ev = event_new(t->ts->base, fd, EV_READ | EV_PERSIST, oom_cb, t);
+    event_add(t->oom_ev, NULL);
+}
+
+/* t has ended: reads its cgroup's outcome into t (a task with no cgroup,
+ * under --cgroup none, has none), then removes the cgroup. */
+static void cgroup_outcome(task_t *t) {
+    agent_cgroup_t *cg = t->ts->cfg.cgroup;
+    if (t->oom_ev) {
+        event_free(t->oom_ev);
+        t->oom_ev = NULL;
+    }
+    if (t->oom_fd >= 0) {
+        close(t->oom_fd);
+        t->oom_fd = -1;
+    }
+    if (!cg) return;
+    agent_cgroup_stats_t st;
+    if (agent_cgroup_task_stats(cg, t->job, t->task, &st) == 0) {
+        t->oom_killed = st.oom_kills > 0 || t->oom_seen;
+        t->mem_peak = st.mem_peak;
+        t->mem_limit = st.mem_limit;
+        sl_log(SL_LOG_INFO, "agent",
+               "job=%llu task=%d cgroup: oom_killed=%d oom_kills=%lld mem_peak=%lld mem_limit=%lld "
+               "cpu_usec=%lld", (unsigned long long)t->job, t->task, t->oom_killed,
+               (long long)st.oom_kills,
+               (long long)st.mem_peak, (long long)st.mem_limit, (long long)st.cpu_usec);
+    }
+    agent_cgroup_task_remove(cg, t->job, t->task);
+}
+
 /* ---- ending ---- */
 
 /* Records t's end: exit_code and sig, or failed with reason when it is
@@ -332,6 +401,7 @@ static void task_finish(task_t *t, int exit_code, int sig, double end_time, cons
         t->pidfd = -1;
     }
     t->end_time = end_time > 0 ? end_time : agent_now();
+    cgroup_outcome(t);
     if (reason) {
         /* The monitor did not sweep the task's process group (it did when
          * it recorded a status): whatever the task left there goes now. */
@@ -416,6 +486,13 @@ static void fail_task(task_t *t, const char *reason) {
     report_after_save(t, REPORT_END);
 }
 
+/* The oom_score_adj of l's task: the launch's (its decoder's default is
+ * AGENT_TASK_OOM_SCORE_ADJ), no lower than the agent's own (task.h). */
+static int task_oom_score_adj(const agent_tasks_t *ts, const sl_proto_launch_t *l) {
+    int v = l ? l->oom_score_adj : AGENT_TASK_OOM_SCORE_ADJ;
+    return v < ts->cfg.oom_score_adj_floor ? ts->cfg.oom_score_adj_floor : v;
+}
+
 void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_proto_launch_t *l,
                         const char *why) {
     task_t *t = task_find(ts, job, task);
@@ -431,17 +508,30 @@ void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_
     t->start_time = agent_now();
     int64_t t0 = agent_mono_us();
     char reason[8192];
+    agent_cgroup_task_t ct = {.oom_fd = -1};
     agent_spawn_t sp = {.workdir = ts->cfg.workdir, .node = ts->cfg.node,
                         .launcher = ts->cfg.launcher, .monitor = ts->monitor_path, .job = job,
-                        .task = task, .launch = l};
+                        .task = task, .launch = l, .cgroup = &ct, .set_oom_score_adj = true,
+                        .oom_score_adj = task_oom_score_adj(ts, l)};
     if (l == NULL) {
         snprintf(reason, sizeof reason, "%s", why ? why : "invalid launch");
         sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
         fail_task(t, reason);
-    } else if (agent_spawn(&sp, &t->pid, &t->monitor, reason, sizeof reason) != 0) {
+    } else if (ts->cfg.cgroup &&
+               agent_cgroup_task_create(ts->cfg.cgroup, job, task, l->mem_bytes, l->cpu_milli,
+                                        l->gpus, l->ngpus, &ct, reason, sizeof reason) != 0) {
         sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
         fail_task(t, reason);
+    } else if (agent_spawn(&sp, &t->pid, &t->monitor, reason, sizeof reason) != 0) {
+        sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
+        agent_cgroup_task_release(&ct);
+        if (ct.oom_fd >= 0) close(ct.oom_fd);
+        if (ts->cfg.cgroup) agent_cgroup_task_remove(ts->cfg.cgroup, job, task);
+        fail_task(t, reason);
     } else {
+        agent_cgroup_task_release(&ct);
+        oom_watch(t, ct.oom_fd);
+        t->mem_limit = ct.mem_limit;
         t->state = TASK_RUNNING;
         ts->nrunning++;
         report_after_save(t, REPORT_STARTED);
@@ -610,10 +700,16 @@ static void load_state(agent_tasks_t *ts) {
                 t->state = TASK_RUNNING;
                 ts->nrunning++;
                 adopt(ts, t);
+                if (ts->cfg.cgroup) {
+                    int fd = agent_cgroup_task_watch(ts->cfg.cgroup, t->job, t->task);
+                    oom_watch(t, fd >= 0 ? fd : -1);
+                }
                 sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d re-adopted (monitor %d)",
                        (unsigned long long)t->job, t->task, (int)t->pid, (int)t->monitor);
             } else if (status_read(t, &code, &sig, &end) == 1) {
-                /* It ended while no agent ran; its monitor recorded how. */
+                /* It ended while no agent ran; its monitor recorded how,
+                 * its cgroup (kept until read) what it used. */
+                cgroup_outcome(t);
                 t->state = TASK_EXITED;
                 t->exit_code = code;
                 t->sig = sig;
@@ -622,6 +718,7 @@ static void load_state(agent_tasks_t *ts) {
                        "job=%llu task=%d pid=%d ended while the agent was down exit_code=%d signal=%d",
                        (unsigned long long)t->job, t->task, (int)t->pid, code, sig);
             } else {
+                cgroup_outcome(t);
                 t->state = TASK_FAILED;
                 t->end_time = agent_now();
                 t->reason = strdup("exit status unknown: the task ended while sluice-agent was not "
@@ -629,6 +726,10 @@ static void load_state(agent_tasks_t *ts) {
             }
         } else if (strcmp(state, "exited") == 0) {
             t->state = TASK_EXITED;
+            t->oom_killed = json_is_true(json_object_get(o, "oom_killed"));
+            json_t *jp = json_object_get(o, "mem_peak"), *jl = json_object_get(o, "mem_limit");
+            if (json_is_integer(jp)) t->mem_peak = json_integer_value(jp);
+            if (json_is_integer(jl)) t->mem_limit = json_integer_value(jl);
             t->exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
             t->sig = (int)json_integer_value(json_object_get(o, "signal"));
         } else {
@@ -669,6 +770,13 @@ static void identity_notice(const char *workdir) {
         if (!slash || slash == dir) return;  /* "/" is searchable */
         *slash = '\0';
     }
+}
+
+/* Whether (job, task)'s cgroup is one to keep after a restart: that of a
+ * running (re-adopted) task. */
+static bool keep_cgroup(void *ud, uint64_t job, int32_t task) {
+    task_t *t = task_find(ud, job, task);
+    return t && t->state == TASK_RUNNING;
 }
 
 /* The monitor's program: sluice-monitor beside the agent's own binary (as
@@ -733,6 +841,7 @@ int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
     event_add(ts->sigchld_ev, NULL);
     ts->save_ev = event_new(base, -1, 0, save_cb, ts);
     load_state(ts);
+    if (cfg->cgroup) agent_cgroup_cleanup(cfg->cgroup, keep_cgroup, ts);
     state_dirty(ts);
     *out = ts;
     return 0;

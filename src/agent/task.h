@@ -2,6 +2,11 @@
  * task.h - the tasks this node runs (task.c): launch, stop, reap, report,
  * and their record in WORKDIR/state.json.
  *
+ * Each task runs in a cgroup of its own with its limits (cgroup.h), made
+ * before the task starts; when it ends, its outcome (OOM kills, memory
+ * peak) is read from the cgroup and kept with its exit status, then the
+ * cgroup is removed.
+ *
  * Task life: launch -> running (started reported) -> exited/failed
  * (reported, kept until the controller's `ack`) -> forgotten. Running and
  * unacknowledged tasks are written to WORKDIR/state.json after every change,
@@ -24,6 +29,7 @@
 
 #include <event2/event.h>
 
+#include "cgroup.h"
 #include "proto.h"
 
 /* Largest logs reply: JSON escaping keeps the line under 1 MiB. */
@@ -36,7 +42,16 @@ typedef struct agent_tasks_config {
     const char *node;       /* this node's name, for reasons and SLUICE_NODE */
     const char *launcher;   /* --launcher template, or NULL */
     int grace_s;            /* SIGTERM-to-SIGKILL grace when a kill names none */
+    agent_cgroup_t *cgroup; /* enforcement (cgroup.h), borrowed; outlives the tasks */
+    int oom_score_adj_floor;    /* the agent's own oom_score_adj: a task's is raised to it
+                                 * (lowering it further needs CAP_SYS_RESOURCE) */
 } agent_tasks_config_t;
+
+/* oom_score_adj of a task whose launch names none: the kernel's OOM killer
+ * picks a task after ordinary processes (0) but before the agent (its
+ * --oom-score-adj, -900 by default). An agent that could not lower its own
+ * score (no CAP_SYS_RESOURCE) gives its tasks no lower one than its own. */
+#define AGENT_TASK_OOM_SCORE_ADJ (-500)
 
 /* Hands one message to the controller (or drops it while disconnected:
  * the next hello reports the whole state). m is only borrowed. */
@@ -46,7 +61,9 @@ typedef void (*agent_tasks_send_fn)(void *ud, const sl_proto_msg_t *m);
  * Creates the tasks of base: creates WORKDIR/logs, WORKDIR/jobs and
  * WORKDIR/status, finds sluice-monitor beside the agent's binary, handles
  * SIGCHLD, and loads state.json (re-adopting monitors that still run,
- * reading the recorded status of tasks that ended meanwhile). cfg's strings
+ * reading the recorded status of tasks that ended meanwhile, and their
+ * cgroup's outcome), then removes the cgroups of tasks it does not know
+ * (agent_cgroup_cleanup; never one holding a live process). cfg's strings
  * are borrowed and must outlive the tasks. Returns 0 with *out set, or -1
  * (logged) when a directory cannot be created or the monitor is missing.
  */

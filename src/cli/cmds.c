@@ -457,6 +457,31 @@ static void print_time_field(const char *label, json_t *v) {
     printf("%-11s %s (%s ago)\n", label, buf, ago);
 }
 
+/* "killed:     used 141Mi of its 141Mi hard limit (110% of 128Mi)" for each
+ * task the kernel killed for memory ("task 2 used ..." in a gang). */
+static void print_oom(json_t *j) {
+    json_t *pl = json_object_get(j, "placement"), *p;
+    size_t i;
+    json_array_foreach(pl, i, p) {
+        if (!json_is_true(json_object_get(p, "oom_killed"))) continue;
+        long long peak = json_integer_value(json_object_get(p, "mem_peak_bytes"));
+        long long lim = json_integer_value(json_object_get(p, "mem_limit_bytes"));
+        long long req = json_integer_value(json_object_get(p, "mem_request_bytes"));
+        char who[32] = "", a[24], b[24], r[24], pct[48] = "";
+        if (json_array_size(pl) > 1) snprintf(who, sizeof who, "task %zu ", i);
+        sl_qty_format_mem_round(peak, a, sizeof a);
+        sl_qty_format_mem_round(lim, b, sizeof b);
+        sl_qty_format_mem_round(req, r, sizeof r);
+        if (lim > 0 && req > 0) snprintf(pct, sizeof pct, " (%lld%% of %s)", (lim * 100 + req / 2) / req, r);
+        if (peak > 0 && lim > 0)
+            printf("%-11s %sused %s of its %s hard limit%s\n", "killed:", who, a, b, pct);
+        else if (lim > 0)
+            printf("%-11s %sfor memory at its %s hard limit%s\n", "killed:", who, b, pct);
+        else
+            printf("%-11s %sfor memory\n", "killed:", who);
+    }
+}
+
 int cli_cmd_show(cli_t *c) {
     long long id;
     if (c->npos != 1) return cli_usage_error(c, "give one job id");
@@ -482,6 +507,7 @@ int cli_cmd_show(cli_t *c) {
         printf("%-11s %s\n", state && !strcmp(state, "pending") ? "waiting:" : "reason:", reason);
     json_t *ec = json_object_get(j, "exit_code");
     if (json_is_integer(ec)) printf("%-11s %lld\n", "exit code:", (long long)json_integer_value(ec));
+    print_oom(j);
     per_task(j, each, sizeof each);
     printf("%-11s %s x (%s)", "tasks:", val_str(json_object_get(j, "tasks"), b, sizeof b), each);
     json_t *mt = json_object_get(j, "min_tasks");

@@ -196,6 +196,19 @@ static void put_ids(writer_t *w, const sl_proto_msg_t *m) {
     put_i64(w, m->task);
 }
 
+/* The enforcement fields of an exit: each only when it says something. */
+static void put_mem_end(writer_t *w, bool oom_killed, int64_t peak, int64_t limit) {
+    if (oom_killed) puts_(w, ",\"oom_killed\":true");
+    if (peak > 0) {
+        key(w, "mem_peak");
+        put_i64(w, peak);
+    }
+    if (limit > 0) {
+        key(w, "mem_limit");
+        put_i64(w, limit);
+    }
+}
+
 static int enc_task(writer_t *w, const sl_proto_task_t *t) {
     puts_(w, "{\"job\":");
     put_u64(w, t->job);
@@ -219,6 +232,7 @@ static int enc_task(writer_t *w, const sl_proto_task_t *t) {
         put_i64(w, t->signal);
         if (t->fenced)
             puts_(w, ",\"fenced\":true");
+        put_mem_end(w, t->oom_killed, t->mem_peak, t->mem_limit);
         key(w, "end_time");
         rc = put_time(w, t->end_time);
         break;
@@ -345,6 +359,12 @@ static int enc_launch(writer_t *w, const sl_proto_msg_t *m) {
         key(w, "on_node_failure");
         put_str(w, l->on_node_failure);
     }
+    if (l->has_oom_score_adj) {
+        if (l->oom_score_adj < SL_PROTO_OOM_SCORE_ADJ_MIN || l->oom_score_adj > SL_PROTO_OOM_SCORE_ADJ_MAX)
+            return SL_EINVAL;
+        key(w, "oom_score_adj");
+        put_i64(w, l->oom_score_adj);
+    }
     return 0;
 }
 
@@ -366,6 +386,7 @@ static int enc_body(writer_t *w, const sl_proto_msg_t *m) {
         put_i64(w, m->u.exited.signal);
         if (m->u.exited.fenced)
             puts_(w, ",\"fenced\":true");
+        put_mem_end(w, m->u.exited.oom_killed, m->u.exited.mem_peak, m->u.exited.mem_limit);
         key(w, "time");
         return put_time(w, m->time);
     case SL_PROTO_FAILED:
@@ -625,6 +646,13 @@ static int get_status(dec_t *d, json_t *o, int64_t *code, int64_t *sig, bool *ba
     return 0;
 }
 
+/* The enforcement fields of an exit (proto.h, sl_proto_exited_t). */
+static int get_mem_end(dec_t *d, json_t *o, bool *oom_killed, int64_t *peak, int64_t *limit) {
+    return get_bool(d, o, "oom_killed", oom_killed) ||
+           get_int(d, o, "mem_peak", false, 0, INT64_MAX, 0, peak, "a number of bytes, 0 or more") ||
+           get_int(d, o, "mem_limit", false, 0, INT64_MAX, 0, limit, "a number of bytes, 0 or more");
+}
+
 /* A quantity: a string or an integer (as its decimal text); absent: 0. */
 static int get_qty(dec_t *d, json_t *o, const char *k, sl_qty_kind_t kind, const char **text,
                    int64_t *out) {
@@ -692,7 +720,9 @@ static int dec_task(dec_t *d, json_t *o, sl_proto_task_t *t) {
                get_time(d, o, "start_time", &t->start_time);
     case SL_PROTO_TASK_EXITED:
         return get_status(d, o, &t->exit_code, &t->signal, &t->status_out_of_range) ||
-               get_bool(d, o, "fenced", &t->fenced) || get_time(d, o, "end_time", &t->end_time);
+               get_bool(d, o, "fenced", &t->fenced) ||
+               get_mem_end(d, o, &t->oom_killed, &t->mem_peak, &t->mem_limit) ||
+               get_time(d, o, "end_time", &t->end_time);
     default:
         return get_str(d, o, "reason", false, &t->reason) ||
                get_time(d, o, "end_time", &t->end_time);
@@ -794,8 +824,12 @@ static int dec_launch(dec_t *d, json_t *o) {
         get_int(d, o, "time_limit", false, 0, INT64_MAX, 0, &l->time_limit, "a number of seconds, 0 or more") ||
         get_str(d, o, "user", false, &l->user) || get_str(d, o, "group", false, &l->group) ||
         get_bool(d, o, "allow_root", &l->allow_root) ||
-        get_str(d, o, "on_node_failure", false, &l->on_node_failure))
+        get_str(d, o, "on_node_failure", false, &l->on_node_failure) ||
+        get_i32(d, o, "oom_score_adj", false, SL_PROTO_OOM_SCORE_ADJ_MIN, SL_PROTO_OOM_SCORE_ADJ_MAX,
+                SL_PROTO_DEFAULT_OOM_SCORE_ADJ, &l->oom_score_adj,
+                "a whole number from -1000 to 1000 (the kernel's oom_score_adj)"))
         return SL_EINVAL;
+    l->has_oom_score_adj = !absent(json_object_get(o, "oom_score_adj"));
     if (l->on_node_failure && strcmp(l->on_node_failure, "requeue") != 0 &&
         strcmp(l->on_node_failure, "fail") != 0)
         return fail(d, "on_node_failure", "must be requeue or fail");
@@ -816,7 +850,10 @@ static int dec_body(dec_t *d, json_t *o) {
         return get_ids(d, o, false) ||
                get_status(d, o, &m->u.exited.exit_code, &m->u.exited.signal,
                           &m->u.exited.status_out_of_range) ||
-               get_bool(d, o, "fenced", &m->u.exited.fenced) || get_time(d, o, "time", &m->time);
+               get_bool(d, o, "fenced", &m->u.exited.fenced) ||
+               get_mem_end(d, o, &m->u.exited.oom_killed, &m->u.exited.mem_peak,
+                           &m->u.exited.mem_limit) ||
+               get_time(d, o, "time", &m->time);
     case SL_PROTO_FAILED:
         return get_ids(d, o, false) || get_str(d, o, "reason", true, &m->u.failed.reason) ||
                get_time(d, o, "time", &m->time);

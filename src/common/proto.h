@@ -60,6 +60,11 @@
 #define SL_PROTO_DEFAULT_USER "nobody"
 /* Default "limit" of a logs request. */
 #define SL_PROTO_DEFAULT_LOG_LIMIT 65536
+/* The oom_score_adj a decoded launch gets when the controller sent none
+ * (sl_proto_launch_t), and the range the wire allows: the kernel's. */
+#define SL_PROTO_DEFAULT_OOM_SCORE_ADJ (-500)
+#define SL_PROTO_OOM_SCORE_ADJ_MIN (-1000)
+#define SL_PROTO_OOM_SCORE_ADJ_MAX 1000
 
 typedef enum sl_proto_type {
     SL_PROTO_NONE = 0,
@@ -110,6 +115,10 @@ typedef struct sl_proto_task {
     const char *reason;         /* failed; NULL: absent */
     bool fenced;                /* exited: its agent stopped it for lack of
                                  * contact (docs/protocol.md, Fencing); absent: false */
+    /* exited: how its memory ended, as in sl_proto_exited_t. */
+    bool oom_killed;
+    int64_t mem_peak;
+    int64_t mem_limit;
 } sl_proto_task_t;
 
 /* A hello's "node": the node's spec. Quantities are text, as the user wrote
@@ -154,6 +163,15 @@ typedef struct sl_proto_exited {
     int64_t signal;
     bool status_out_of_range; /* decode only */
     bool fenced;              /* stopped by its agent for lack of contact; absent: false */
+    /* Enforcement (docs/protocol.md): oom_killed, the kernel killed the task
+     * for memory (its cgroup's oom_kill count rose); mem_peak, the most
+     * memory it used, and mem_limit, the hard limit it ran under, in bytes,
+     * >= 0. Absent: false and 0, which mean "not known" (an agent without
+     * enforcement). The encoder writes oom_killed only when true and each
+     * size only when > 0. */
+    bool oom_killed;
+    int64_t mem_peak;
+    int64_t mem_limit;
 } sl_proto_exited_t;
 
 typedef struct sl_proto_failed {
@@ -229,6 +247,15 @@ typedef struct sl_proto_launch {
     bool allow_root;            /* may user or group be root (uid or gid 0)? */
     const char *on_node_failure; /* "requeue" or "fail"; NULL: absent (the
                                   * agent then does not fence the task) */
+    /* The task's /proc/PID/oom_score_adj, -1000..1000 (the kernel's range;
+     * the controller itself sends only -999..1000). "Absent" is the flag, not
+     * a value, because every value of the range is one a sender may mean:
+     * the encoder writes oom_score_adj only when has_oom_score_adj is set
+     * (a zeroed launch sends none), and the decoder sets the flag when the
+     * field was present and otherwise leaves oom_score_adj at
+     * SL_PROTO_DEFAULT_OOM_SCORE_ADJ (-500), the agent's default. */
+    bool has_oom_score_adj;
+    int32_t oom_score_adj;
 } sl_proto_launch_t;
 
 typedef struct sl_proto_kill {
@@ -284,7 +311,8 @@ const char *sl_proto_type_name(sl_proto_type_t type);
  * a caller whose buffer was short calls again with cap > *len. Returns 0, or
  * SL_EINVAL (nothing usable written) when m cannot be encoded: an unknown
  * type, a required string NULL (hello token and node.name, failed reason,
- * error message), argc > 0 with argv NULL, a time that is not finite. m is
+ * error message), argc > 0 with argv NULL, a time that is not finite, a
+ * launch's oom_score_adj (when has_oom_score_adj) outside -1000..1000. m is
  * not changed. O(size of the line); allocates nothing.
  */
 int sl_proto_encode(const sl_proto_msg_t *m, char *buf, size_t cap, size_t *len);

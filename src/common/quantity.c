@@ -160,3 +160,31 @@ int sl_qty_format(int64_t v, sl_qty_kind_t kind, char *buf, size_t len) {
         return snprintf(buf, len, "%s%llum", sign, (unsigned long long)a);
     return format_milli(sign, a, buf, len);
 }
+
+int sl_qty_format_mem_round(int64_t v, char *buf, size_t len) {
+    static const char *const bin[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+    const char *sign = v < 0 ? "-" : "";
+    uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    int u = 0;
+    while (u < 6 && a >= UINT64_C(1) << (10 * (u + 1)))
+        u++;
+    if (u == 0)
+        return snprintf(buf, len, "%s%llu", sign, (unsigned long long)a);
+    /* Hundredths of the unit, rounded half up, then to the digits shown:
+     * two decimals under 10, one under 100, none from 100. */
+    double x = (double)a / (double)(UINT64_C(1) << (10 * u));
+    int decimals = x < 9.995 ? 2 : x < 99.95 ? 1 : 0;
+    char num[32];
+    snprintf(num, sizeof num, "%.*f", decimals, x);
+    if (strcmp(num, "1024") == 0 && u < 6) /* 1023.6Mi reads as 1Gi, not 1024Mi */
+        return snprintf(buf, len, "%s1%s", sign, bin[u + 1]);
+    char *dot = strchr(num, '.');
+    if (dot) {
+        char *e = num + strlen(num);
+        while (e > dot + 1 && e[-1] == '0')
+            *--e = '\0';
+        if (e == dot + 1)
+            *dot = '\0';
+    }
+    return snprintf(buf, len, "%s%s%s", sign, num, bin[u]);
+}

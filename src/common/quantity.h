@@ -38,4 +38,14 @@ int sl_qty_parse(const char *text, sl_qty_kind_t kind, int64_t *out, char *err, 
  */
 int sl_qty_format(int64_t v, sl_qty_kind_t kind, char *buf, size_t len);
 
+/*
+ * Formats a number of bytes for a person to read, rounded to three
+ * significant digits in the largest binary unit it reaches: "141Mi" (for
+ * 147639500), "1.5Gi", "12.3Gi", "128Mi", "900" (under 1Ki: bytes). Not for
+ * parsing back (sl_qty_format is exact): for messages such as "used 141Mi of
+ * its 141Mi hard limit". A negative v gets a '-'. snprintf semantics as
+ * sl_qty_format. O(1).
+ */
+int sl_qty_format_mem_round(int64_t v, char *buf, size_t len);
+
 #endif

@@ -271,6 +271,10 @@ static void out_launch(void *ud, const ctl_job_t *j, int32_t i) {
             .group = group,
             .allow_root = c->cfg.allow_root,
             .on_node_failure = j->requeue_on_node_failure ? "requeue" : "fail",
+            /* Always sent, so that the config, not each agent's default,
+             * decides which tasks the kernel's OOM killer takes first. */
+            .has_oom_score_adj = true,
+            .oom_score_adj = ctl_config_oom_score_adj(&c->cfg, j->core.priority),
         }};
     queue_msg(ap, (uint32_t)t->node, &m);
     sl_free(argv);
@@ -352,10 +356,18 @@ static void wait_status(ctl_t *c, uint32_t node, uint64_t job, int32_t task, int
     *sig_out = (int32_t)sig;
 }
 
+/* How an exit's memory ended (docs/protocol.md, Enforcement); zeroed for
+ * a `failed` report. */
+typedef struct mem_end {
+    bool oom_killed;
+    int64_t peak, limit;
+} mem_end_t;
+
 /* An `exited` or `failed` report (a message, or an entry of a hello's
  * tasks): recorded by the domain, then acknowledged after the commit. */
 static void on_end(ctl_agentport_t *ap, uint32_t node, uint64_t job, int32_t task, bool failed,
-                   const char *reason, int64_t code, int64_t sig, bool bad, bool fenced, double t) {
+                   const char *reason, int64_t code, int64_t sig, bool bad, bool fenced, double t,
+                   mem_end_t mem) {
     ctl_t *c = ap->c;
     int32_t i;
     ctl_job_t *j = ctl_task_find_live(c, node, job, task, &i);
@@ -372,6 +384,7 @@ static void on_end(ctl_agentport_t *ap, uint32_t node, uint64_t job, int32_t tas
         } else {
             int32_t code32, sig32;
             wait_status(c, node, job, i, code, sig, bad, &code32, &sig32);
+            ctl_node_task_mem(c, node, job, i, mem.oom_killed, mem.peak, mem.limit);
             ctl_node_task_end(c, node, job, i, CTL_TASK_EXITED, code32, sig32, NULL, time_us(t));
         }
     }
@@ -495,7 +508,8 @@ static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char
             ctl_node_hello_running(c, id, t->job, t->task, t->pid, time_us(t->start_time));
         else
             on_end(ap, id, t->job, t->task, t->state == SL_PROTO_TASK_FAILED, t->reason,
-                   t->exit_code, t->signal, t->status_out_of_range, t->fenced, t->end_time);
+                   t->exit_code, t->signal, t->status_out_of_range, t->fenced, t->end_time,
+                   (mem_end_t){t->oom_killed, t->mem_peak, t->mem_limit});
     }
     ctl_node_hello_end(c, id);
     ctl_node_t *n = ctl_node_get(c, id);
@@ -546,10 +560,12 @@ static void on_message(ctl_conn_t *cn, json_t *o) {
         break;
     case SL_PROTO_EXITED:
         on_end(ap, node, m.job, m.task, false, NULL, m.u.exited.exit_code, m.u.exited.signal,
-               m.u.exited.status_out_of_range || rc != 0, m.u.exited.fenced, m.time);
+               m.u.exited.status_out_of_range || rc != 0, m.u.exited.fenced, m.time,
+               (mem_end_t){m.u.exited.oom_killed, m.u.exited.mem_peak, m.u.exited.mem_limit});
         break;
     case SL_PROTO_FAILED:
-        on_end(ap, node, m.job, m.task, true, m.u.failed.reason, 0, 0, false, false, m.time);
+        on_end(ap, node, m.job, m.task, true, m.u.failed.reason, 0, 0, false, false, m.time,
+               (mem_end_t){0});
         break;
     case SL_PROTO_LOGS_REPLY:
         ap->logs_answer(ap->logs_ud, m.req, rc != 0 ? err : m.u.logs_reply.error,

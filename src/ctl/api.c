@@ -72,6 +72,22 @@ static const char *job_reason(ctl_t *c, const ctl_job_t *j, char *both, size_t l
     return reason;
 }
 
+/* A placement entry's memory end (docs/api.md): oom_killed, and the sizes
+ * the agent reported, null when not known. */
+static void mem_end(ctl_buf_t *b, const ctl_task_t *t) {
+    static const char *const keys[] = {",\"mem_peak_bytes\":", ",\"mem_limit_bytes\":",
+                                       ",\"mem_request_bytes\":"};
+    const int64_t v[] = {t->mem_peak, t->mem_limit, t->mem_request};
+    ctl_buf_puts(b, t->oom_killed ? ",\"oom_killed\":true" : ",\"oom_killed\":false");
+    for (int k = 0; k < 3; k++) {
+        ctl_buf_puts(b, keys[k]);
+        if (v[k] > 0)
+            ctl_buf_i64(b, v[k]);
+        else
+            ctl_buf_puts(b, "null");
+    }
+}
+
 void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
     if (j->head == NULL)
         make_head(j);
@@ -122,6 +138,7 @@ void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
         ctl_buf_time(b, t->start_us);
         ctl_buf_puts(b, ",\"end_time\":");
         ctl_buf_time(b, t->end_us);
+        mem_end(b, t);
         ctl_buf_putc(b, '}');
     }
     ctl_buf_puts(b, "],\"exit_code\":");

@@ -40,6 +40,7 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->max_header_bytes = CTL_DEFAULT_MAX_HEADER_BYTES;
     cfg->reply_buffer_bytes = CTL_DEFAULT_REPLY_BUFFER_BYTES;
     cfg->max_pending_jobs = CTL_DEFAULT_MAX_PENDING_JOBS;
+    cfg->oom_score_adj = CTL_DEFAULT_OOM_SCORE_ADJ;
 }
 
 void ctl_config_fini(ctl_config_t *cfg) {
@@ -70,6 +71,7 @@ void ctl_config_fini(ctl_config_t *cfg) {
     for (size_t i = 0; i < cfg->nrevoked; i++)
         sl_free(cfg->revoked_nodes[i]);
     sl_free(cfg->revoked_nodes);
+    sl_free(cfg->oom_rules);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -309,6 +311,68 @@ static int load_revoked(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     return 0;
 }
 
+/* An oom_score_adj value (key of map, named what in errors) into *out:
+ * CTL_OOM_SCORE_ADJ_MIN..MAX, with the reason when it is below. */
+static int get_oom_adj(rd_t *r, const sl_yaml_node_t *map, const char *key, const char *what,
+                       int32_t *out) {
+    const sl_yaml_node_t *v = sl_yaml_map_get(map, key);
+    if (v == NULL || sl_yaml_is_null(v))
+        return 0;
+    int64_t x;
+    if (sl_yaml_int(v, &x) < 0 || x > CTL_OOM_SCORE_ADJ_MAX || x < -1000)
+        return fail(r, v, "%s: must be a whole number from -899 to 1000 (a task's oom_score_adj)%s",
+                    what, "");
+    if (x == -1000)
+        return fail(r, v, "%s: -1000 would make the task unkillable by the OOM killer, which then "
+                    "kills everything else on the node first; use -899 to 1000%s", what, "");
+    if (x < CTL_OOM_SCORE_ADJ_MIN)
+        return fail(r, v, "%s: must be above -900, the agent's own oom_score_adj, so that the "
+                    "kernel kills a task before the agent that reports it; use -899 to 1000%s",
+                    what, "");
+    *out = (int32_t)x;
+    return 0;
+}
+
+/* oom_score_adj_by_priority: a sequence of {min_priority, value}, sorted
+ * here by min_priority, highest first (the first rule a job reaches wins). */
+static int load_oom_rules(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
+    static const char *const keys[] = {"min_priority", "value", NULL};
+    const char *what = "oom_score_adj_by_priority";
+    if (seq->kind != SL_YAML_SEQ)
+        return fail(r, seq, "%s must be a sequence of {min_priority, value} mappings%s", what, "");
+    sl_free(cfg->oom_rules);
+    cfg->noom_rules = 0;
+    cfg->oom_rules = sl_xcalloc(seq->n ? seq->n : 1, sizeof *cfg->oom_rules);
+    for (size_t i = 0; i < seq->n; i++) {
+        const sl_yaml_node_t *e = seq->items[i];
+        int64_t minp = INT64_MIN;
+        int32_t val = INT32_MIN;
+        if (check_keys(r, e, "oom_score_adj_by_priority[]", keys) < 0 ||
+            get_int(r, e, "min_priority", INT32_MIN, INT32_MAX, &minp) < 0 ||
+            get_oom_adj(r, e, "value", "oom_score_adj_by_priority[].value", &val) < 0)
+            return -1;
+        if (minp == INT64_MIN || val == INT32_MIN)
+            return fail(r, e, "%s[]: min_priority and value are both required%s", what, "");
+        size_t k = cfg->noom_rules++;
+        for (; k > 0 && cfg->oom_rules[k - 1].min_priority < minp; k--)
+            cfg->oom_rules[k] = cfg->oom_rules[k - 1];
+        if (k > 0 && cfg->oom_rules[k - 1].min_priority == minp) {
+            char p[24];
+            snprintf(p, sizeof p, "%lld", (long long)minp);
+            return fail(r, e, "%s: min_priority %s is given twice", what, p);
+        }
+        cfg->oom_rules[k] = (ctl_oom_rule_t){(int32_t)minp, val};
+    }
+    return 0;
+}
+
+int32_t ctl_config_oom_score_adj(const ctl_config_t *cfg, int32_t priority) {
+    for (size_t i = 0; i < cfg->noom_rules; i++)
+        if (priority >= cfg->oom_rules[i].min_priority)
+            return cfg->oom_rules[i].value;
+    return cfg->oom_score_adj;
+}
+
 int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errlen) {
     static const char *const top[] = {"listen", "agent_listen", "state", "admin_token",
                                       "cluster_token", "node_timeout", "heartbeat", "kill_grace",
@@ -319,6 +383,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "limits",
                                       "tls_cert", "tls_key", "tls_ca", "agent_client_cert",
                                       "revoked_nodes", "hello_timeout",
+                                      "oom_score_adj", "oom_score_adj_by_priority",
                                       NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
                                       "max_starts_per_cycle", NULL};
@@ -413,6 +478,11 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         goto out;
     const sl_yaml_node_t *rv = sl_yaml_map_get(root, "revoked_nodes");
     if (rv != NULL && !sl_yaml_is_null(rv) && load_revoked(&r, cfg, rv) < 0)
+        goto out;
+    if (get_oom_adj(&r, root, "oom_score_adj", "oom_score_adj", &cfg->oom_score_adj) < 0)
+        goto out;
+    const sl_yaml_node_t *orl = sl_yaml_map_get(root, "oom_score_adj_by_priority");
+    if (orl != NULL && !sl_yaml_is_null(orl) && load_oom_rules(&r, cfg, orl) < 0)
         goto out;
     rc = 0;
 out:

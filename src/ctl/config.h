@@ -47,6 +47,25 @@ typedef struct ctl_tenant_cfg {
     int64_t max_pending_jobs; /* 0: limits.max_pending_jobs */
 } ctl_tenant_cfg_t;
 
+/* A rule of oom_score_adj_by_priority: jobs of priority min_priority or
+ * higher get value (docs/config.md, "Task OOM score"). */
+typedef struct ctl_oom_rule {
+    int32_t min_priority;
+    int32_t value;
+} ctl_oom_rule_t;
+
+/* The oom_score_adj of tasks: the config's default, and the range a task's
+ * may take. -1000 is left out because it makes a process unkillable by the
+ * OOM killer: a task that leaks would then have the kernel kill everything
+ * else on the node (the agent included) and finally panic or hang. The
+ * lower end stays above CTL_AGENT_OOM_SCORE_ADJ, the agent's own default,
+ * so that the agent is protected more strongly than any task: under memory
+ * pressure the kernel picks a task, never the agent that reports it. */
+#define CTL_DEFAULT_OOM_SCORE_ADJ (-500)
+#define CTL_AGENT_OOM_SCORE_ADJ (-900)
+#define CTL_OOM_SCORE_ADJ_MIN (CTL_AGENT_OOM_SCORE_ADJ + 1)
+#define CTL_OOM_SCORE_ADJ_MAX 1000
+
 typedef struct ctl_config {
     char *listen;
     char *agent_listen;
@@ -92,6 +111,13 @@ typedef struct ctl_config {
     char **revoked_nodes;
     size_t nrevoked;
     int64_t hello_timeout_ms;
+    /* oom_score_adj sent in every launch (docs/config.md, "Task OOM
+     * score"): the rule of the highest min_priority at or below the job's
+     * priority, else oom_score_adj. Rules sorted by min_priority, highest
+     * first, each min_priority once. */
+    int32_t oom_score_adj;
+    ctl_oom_rule_t *oom_rules;
+    size_t noom_rules;
 } ctl_config_t;
 
 void ctl_config_init(ctl_config_t *cfg);
@@ -110,6 +136,10 @@ int ctl_config_check(const ctl_config_t *cfg, char *err, size_t errlen);
  * unknown tenant gets default_user. Pointers are borrowed from cfg. Can't
  * fail; O(tenants). */
 const char *ctl_config_task_user(const ctl_config_t *cfg, const char *tenant, const char **group);
+
+/* The oom_score_adj of a task of a job of this priority (see
+ * ctl_config_t.oom_rules). Can't fail; O(rules). */
+int32_t ctl_config_oom_score_adj(const ctl_config_t *cfg, int32_t priority);
 
 /* True when the secret `given` equals `want` (non-empty), in time that
  * depends only on the length of `given`, so that a client cannot learn a

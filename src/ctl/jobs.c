@@ -31,6 +31,7 @@
 
 #include "jobs.h"
 #include "log.h"
+#include "quantity.h"
 
 static void put_task(ctl_t *c, const ctl_job_t *j, int32_t i) {
     ctl_store_task_put(&c->store, j, i, ctl_node_name(c, j->tasks[i].node));
@@ -341,6 +342,26 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
     kick(c); /* the flush trims the finished list once this is committed */
 }
 
+/* "OOMKilled: task 0 used 141Mi of its 141Mi hard limit (110% of 128Mi)":
+ * the job's reason when the kernel killed task i for memory. OOMKilled
+ * first, as Kubernetes names it, so that a listing's REASON column says
+ * what happened before it is cut. */
+static void oom_reason(const ctl_task_t *t, int32_t i, char *buf, size_t len) {
+    char peak[24], limit[24], req[24];
+    sl_qty_format_mem_round(t->mem_peak, peak, sizeof peak);
+    sl_qty_format_mem_round(t->mem_limit, limit, sizeof limit);
+    sl_qty_format_mem_round(t->mem_request, req, sizeof req);
+    if (t->mem_peak > 0 && t->mem_limit > 0 && t->mem_request > 0)
+        snprintf(buf, len, "OOMKilled: task %d used %s of its %s hard limit (%lld%% of %s)", i, peak,
+                 limit, (long long)((t->mem_limit * 100 + t->mem_request / 2) / t->mem_request), req);
+    else if (t->mem_peak > 0 && t->mem_limit > 0)
+        snprintf(buf, len, "OOMKilled: task %d used %s of its %s hard limit", i, peak, limit);
+    else if (t->mem_limit > 0)
+        snprintf(buf, len, "OOMKilled: task %d was killed for memory at its %s hard limit", i, limit);
+    else
+        snprintf(buf, len, "OOMKilled: task %d was killed for memory", i);
+}
+
 void ctl_task_ended(ctl_t *c, ctl_job_t *j, int32_t i, ctl_task_state_t st, int32_t exit_code,
                     int32_t sig, bool has_exit, const char *reason, int64_t t_us) {
     ctl_task_t *t = &j->tasks[i];
@@ -360,6 +381,8 @@ void ctl_task_ended(ctl_t *c, ctl_job_t *j, int32_t i, ctl_task_state_t st, int3
         if (st == CTL_TASK_FAILED)
             snprintf(j->reason, sizeof j->reason, "task %d could not be launched: %s", i,
                      reason ? reason : "unknown reason");
+        else if (st == CTL_TASK_EXITED && t->oom_killed)
+            oom_reason(t, i, j->reason, sizeof j->reason);
         else if (st == CTL_TASK_LOST)
             snprintf(j->reason, sizeof j->reason, "task %d lost with node %s", i,
                      t->node >= 0 ? ctl_node_name(c, t->node) : "?");
@@ -480,7 +503,9 @@ int ctl_job_load_tasks(ctl_t *c, ctl_job_t *j) {
         json_int_t n = json_integer_value(json_object_get(j->spec, "tasks"));
         j->core.ntasks = n >= 1 && n <= SL_MAX_TASKS ? (int32_t)n : 1;
     }
-    return ctl_store_tasks_read(&c->store, j, task_row, c);
+    if (ctl_store_tasks_read(&c->store, j, task_row, c) < 0)
+        return -1;
+    return ctl_store_task_mem_read(&c->store, j);
 }
 
 ctl_job_t *ctl_job_fetch(ctl_t *c, uint64_t id) {
@@ -608,6 +633,24 @@ void ctl_node_task_end(ctl_t *c, uint32_t node, uint64_t job, int64_t task, ctl_
         ctl_task_ended(c, j, i, CTL_TASK_FAILED, 0, 0, false, reason, t_us);
     else
         ctl_task_ended(c, j, i, CTL_TASK_EXITED, exit_code, sig, true, NULL, t_us);
+}
+
+void ctl_node_task_mem(ctl_t *c, uint32_t node, uint64_t job, int64_t task, bool oom_killed,
+                       int64_t mem_peak, int64_t mem_limit) {
+    int32_t i;
+    ctl_job_t *j = ctl_task_find_live(c, node, job, task, &i);
+    if (j == NULL || (!oom_killed && mem_peak <= 0 && mem_limit <= 0))
+        return;
+    ctl_task_t *t = &j->tasks[i];
+    t->oom_killed = oom_killed;
+    t->mem_peak = mem_peak > 0 ? mem_peak : 0;
+    t->mem_limit = mem_limit > 0 ? mem_limit : 0;
+    t->mem_request = j->core.task.mem_bytes;
+    ctl_store_task_mem_put(&c->store, j, i);
+    if (oom_killed)
+        sl_log(SL_LOG_INFO, "job", "job=%llu task=%d killed for memory on node=%s: peak=%lld "
+               "limit=%lld request=%lld bytes", (unsigned long long)job, i, ctl_node_name(c, (int32_t)node),
+               (long long)t->mem_peak, (long long)t->mem_limit, (long long)t->mem_request);
 }
 
 void ctl_node_task_started(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int32_t pid,

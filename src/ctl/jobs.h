@@ -85,6 +85,14 @@ void ctl_node_hello_end(ctl_t *c, uint32_t node);
  * launch with reason. Ignored unless the task is live there. */
 void ctl_node_task_end(ctl_t *c, uint32_t node, uint64_t job, int64_t task, ctl_task_state_t st,
                        int32_t exit_code, int32_t sig, const char *reason, int64_t t_us);
+/* Task (job, task) on node reported how its memory ended (the agent's
+ * enforcement, docs/protocol.md): killed by the kernel for memory, its
+ * peak and its hard limit in bytes (0: not known). Recorded on the live
+ * task with its memory request (task_mem); call before ctl_node_task_end
+ * for the same exit, which then fails its job with reason OOMKilled.
+ * Ignored unless the task is live there. */
+void ctl_node_task_mem(ctl_t *c, uint32_t node, uint64_t job, int64_t task, bool oom_killed,
+                       int64_t mem_peak, int64_t mem_limit);
 /* Task (job, task) on node reported started. */
 void ctl_node_task_started(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int32_t pid,
                            int64_t t_us);

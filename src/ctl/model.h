@@ -47,6 +47,14 @@ typedef struct ctl_task {
     bool has_exit;
     int64_t start_us;      /* reported by the agent; -1 until started */
     int64_t end_us;
+    /* How its memory ended, as its agent reported with the exit
+     * (docs/protocol.md, Enforcement; store: task_mem): killed by the
+     * kernel for memory, the most it used, the hard limit it ran under and
+     * the request that limit came from, in bytes; 0 when not known. */
+    bool oom_killed;
+    int64_t mem_peak;
+    int64_t mem_limit;
+    int64_t mem_request;
     /* The node's index of its live tasks (nodes.c): an intrusive list, so
      * that a node failure or an agent's hello visits only that node's
      * tasks. Linked while the task is launching or running on a known node. */

@@ -18,6 +18,8 @@
  *        exit_code, requeue_wait, requeues)
  *   tasks(job, idx, node, gpu_mask, gpu_milli, gpu_mem, state, pid,
  *         exit_code, signal, start_us, end_us)
+ *   task_mem(job, idx, oom_killed, mem_peak, mem_limit, mem_request)
+ *         how a task's memory ended, as its agent reported (issue 9)
  *   nodes(name, spec JSON, addr, last_seen_us)     last known node specs
  *   meta(key, value)                               schema version
  *
@@ -64,6 +66,9 @@ enum {
     ST_NODE_PUT,
     ST_JOB_GET,
     ST_TASKS_GET,
+    ST_TASK_MEM_PUT,
+    ST_TASK_MEM_DELETE,
+    ST_TASK_MEM_GET,
     ST_COUNT
 };
 
@@ -88,6 +93,9 @@ static const char *const schema =
     "CREATE INDEX IF NOT EXISTS jobs_active ON jobs(id) WHERE state IN ('pending','running');"
     "CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end_us);"
     "CREATE INDEX IF NOT EXISTS tasks_live ON tasks(job) WHERE state IN ('launching','running');"
+    "CREATE TABLE IF NOT EXISTS task_mem(job INTEGER NOT NULL, idx INTEGER NOT NULL,"
+    " oom_killed INTEGER NOT NULL, mem_peak INTEGER, mem_limit INTEGER, mem_request INTEGER,"
+    " PRIMARY KEY(job, idx));"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('schema', '1');";
 
 static const char *const stmts[ST_COUNT] = {
@@ -105,6 +113,11 @@ static const char *const stmts[ST_COUNT] = {
     [ST_JOB_GET] = JOB_COLS " WHERE id = ?1",
     [ST_TASKS_GET] = "SELECT idx, node, gpu_mask, gpu_milli, gpu_mem, state, pid, exit_code,"
                      " signal, start_us, end_us FROM tasks WHERE job = ?1 ORDER BY idx",
+    [ST_TASK_MEM_PUT] = "INSERT OR REPLACE INTO task_mem(job, idx, oom_killed, mem_peak, mem_limit,"
+                        " mem_request) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_TASK_MEM_DELETE] = "DELETE FROM task_mem WHERE job = ?1",
+    [ST_TASK_MEM_GET] = "SELECT idx, oom_killed, mem_peak, mem_limit, mem_request FROM task_mem"
+                        " WHERE job = ?1",
 };
 
 static void lazy_cb(evutil_socket_t fd, short what, void *ud) {
@@ -411,6 +424,21 @@ void ctl_store_tasks_delete(ctl_store_t *s, uint64_t job) {
     store_begin(s);
     sqlite3_stmt *st = s->st[ST_TASKS_DELETE];
     step(s, st, sqlite3_bind_int64(st, 1, (sqlite3_int64)job), "tasks delete");
+    st = s->st[ST_TASK_MEM_DELETE];
+    step(s, st, sqlite3_bind_int64(st, 1, (sqlite3_int64)job), "task_mem delete");
+}
+
+void ctl_store_task_mem_put(ctl_store_t *s, const ctl_job_t *j, int32_t i) {
+    store_begin(s);
+    const ctl_task_t *t = &j->tasks[i];
+    sqlite3_stmt *st = s->st[ST_TASK_MEM_PUT];
+    int b = sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+    b |= sqlite3_bind_int(st, 2, i);
+    b |= sqlite3_bind_int(st, 3, t->oom_killed);
+    b |= bind_opt_i64(st, 4, t->mem_peak > 0, t->mem_peak);
+    b |= bind_opt_i64(st, 5, t->mem_limit > 0, t->mem_limit);
+    b |= bind_opt_i64(st, 6, t->mem_request > 0, t->mem_request);
+    step(s, st, b, "task_mem put");
 }
 
 void ctl_store_node_put(ctl_store_t *s, const ctl_node_t *n, const char *name) {
@@ -595,6 +623,30 @@ int ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, voi
     }
     if (out == 0 && rc != SQLITE_DONE)
         out = read_fail(s, "reading tasks");
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return out;
+}
+
+int ctl_store_task_mem_read(ctl_store_t *s, ctl_job_t *j) {
+    sqlite3_stmt *st = s->st[ST_TASK_MEM_GET];
+    if (sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id) != SQLITE_OK)
+        return read_fail(s, "reading task_mem");
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int32_t idx = sqlite3_column_int(st, 0);
+        if (idx < 0 || idx >= j->ntasks || j->tasks == NULL) {
+            sl_log(SL_LOG_WARN, "store", "job=%llu: a task_mem row for task %d, which the job "
+                   "does not have; ignored", (unsigned long long)j->id, idx);
+            continue;
+        }
+        ctl_task_t *t = &j->tasks[idx];
+        t->oom_killed = sqlite3_column_int(st, 1) != 0;
+        t->mem_peak = col_i64(st, 2, 0);
+        t->mem_limit = col_i64(st, 3, 0);
+        t->mem_request = col_i64(st, 4, 0);
+    }
+    int out = rc == SQLITE_DONE ? 0 : read_fail(s, "reading task_mem");
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return out;

@@ -79,7 +79,12 @@ void ctl_store_task_put(ctl_store_t *s, const ctl_job_t *j, int32_t i, const cha
  * started): committed with the next urgent write or after
  * CTL_LAZY_COMMIT_MS. */
 void ctl_store_task_put_lazy(ctl_store_t *s, const ctl_job_t *j, int32_t i, const char *node);
+/* Deletes the job's task rows (and their task_mem rows). */
 void ctl_store_tasks_delete(ctl_store_t *s, uint64_t job);
+/* Task i of j's memory end (oom_killed, mem_peak, mem_limit, mem_request)
+ * into task_mem, a table of its own so that databases of earlier versions
+ * need no migration. */
+void ctl_store_task_mem_put(ctl_store_t *s, const ctl_job_t *j, int32_t i);
 void ctl_store_node_put(ctl_store_t *s, const ctl_node_t *n, const char *name);
 
 /* ---- reads ----
@@ -118,6 +123,10 @@ int ctl_store_jobs_finished(ctl_store_t *s, int64_t since_us, int64_t limit, ctl
 ctl_job_t *ctl_store_job_get(ctl_store_t *s, uint64_t id, char *tenant, size_t tenantlen);
 /* Every task row of job j, by index. */
 int ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, void *ud);
+/* The task_mem rows of job j into j->tasks (read after its task rows); a
+ * row for a task j does not have is skipped with a warning (the record of
+ * a memory end is not worth refusing the database for). */
+int ctl_store_task_mem_read(ctl_store_t *s, ctl_job_t *j);
 
 /* ---- backup ---- */
 

@@ -334,9 +334,13 @@ class Agent(_Daemon):
 
     def __init__(self, controller, name, gpus=8, gpu_model="H100", gpu_memory="80Gi",
                  cpus="64", memory="512Gi", pool=None, extra_args=(), token=None,
-                 token_file=None, env=None):
+                 token_file=None, env=None, cgroup="none", cgroup_root=None):
         """token: sent with --token (default: the cluster token); token_file:
-        --token-file instead; env: variables added to the agent's environment."""
+        --token-file instead; env: variables added to the agent's environment;
+        cgroup: --cgroup (default none: no enforcement, so that agents of
+        concurrent test runs share no cgroup; None passes no flag, i.e.
+        auto); cgroup_root: --cgroup-root (a test that enforces gives each
+        agent its own, e.g. with its pid in it: unique_cgroup_root())."""
         self.controller = controller
         self.name = name
         self.workdir = os.path.join(controller.dir, "agent-" + name)
@@ -351,6 +355,10 @@ class Agent(_Daemon):
             self.args += ["--gpus", str(gpus), "--gpu-model", gpu_model, "--gpu-memory", gpu_memory]
         if pool:
             self.args += ["--pool", pool]
+        if cgroup is not None:
+            self.args += ["--cgroup", cgroup]
+        if cgroup_root is not None:
+            self.args += ["--cgroup-root", cgroup_root]
         self.args += list(extra_args)
         self.log_path = os.path.join(self.workdir, "agent.log")
         self.proc = None
@@ -382,6 +390,12 @@ class Agent(_Daemon):
         return self
 
 
+
+
+def unique_cgroup_root(tag):
+    """A cgroup root name no other test run uses: /sluice-test-TAG-PID-N."""
+    unique_cgroup_root.n = getattr(unique_cgroup_root, "n", 0) + 1
+    return "/sluice-test-%s-%d-%d" % (tag, os.getpid(), unique_cgroup_root.n)
 
 
 class FakeAgent:

@@ -508,7 +508,106 @@ static const bad_row_t bad_rows[] = {
     {TA, "{\"type\":\"heartbeat\"}", SL_EINVAL, "heartbeat: seq: is required", false},
     {TC, "{\"type\":\"heartbeat\",\"seq\":-1}", SL_EINVAL, "heartbeat: seq: must be", false},
     {TC, "{\"type\":\"exited\",\"job\":1,\"task\":0,\"fenced\":1}", SL_EINVAL, "exited: fenced: must be true or false", true},
+    /* Enforcement fields (additive, issue 9). */
+    {TC, "{\"type\":\"exited\",\"job\":1,\"task\":0,\"oom_killed\":\"yes\"}", SL_EINVAL,
+     "exited: oom_killed: must be true or false", true},
+    {TC, "{\"type\":\"exited\",\"job\":1,\"task\":0,\"mem_peak\":-1}", SL_EINVAL,
+     "exited: mem_peak: must be a number of bytes", true},
+    {TC, "{\"type\":\"exited\",\"job\":1,\"task\":0,\"mem_limit\":\"1Gi\"}", SL_EINVAL,
+     "exited: mem_limit: must be a number of bytes", true},
+    {TC, "{\"type\":\"hello\",\"token\":\"t\"," HELLO_NODE
+         ",\"tasks\":[{\"job\":1,\"task\":0,\"state\":\"exited\",\"mem_peak\":1.5}]}",
+     SL_EINVAL, "hello: tasks[0].mem_peak: must be a number of bytes", false},
+    {TC, "{\"type\":\"hello\",\"token\":\"t\"," HELLO_NODE
+         ",\"tasks\":[{\"job\":1,\"task\":0,\"state\":\"exited\",\"oom_killed\":0}]}",
+     SL_EINVAL, "hello: tasks[0].oom_killed: must be true or false", false},
+    {TA, "{\"type\":\"launch\",\"job\":1,\"task\":0,\"oom_score_adj\":-1001}", SL_EINVAL,
+     "launch: oom_score_adj: must be a whole number from -1000 to 1000", true},
+    {TA, "{\"type\":\"launch\",\"job\":1,\"task\":0,\"oom_score_adj\":1001}", SL_EINVAL,
+     "launch: oom_score_adj: must be", true},
+    {TA, "{\"type\":\"launch\",\"job\":1,\"task\":0,\"oom_score_adj\":\"-500\"}", SL_EINVAL,
+     "launch: oom_score_adj: must be", true},
 };
+
+/* The fields enforcement added (docs/protocol.md, Enforcement) survive a
+ * round trip, are written only when they say something, and their absence
+ * decodes to "not known" (exits) and the agent's default (launch). */
+static void test_proto_enforcement_fields_round_trip(void **state) {
+    (void)state;
+    sl_proto_msg_t d;
+    char err[256];
+    sl_proto_msg_t ex = {.type = SL_PROTO_EXITED, .job = 3, .task = 1, .time = 7,
+                         .u.exited = {.exit_code = 137, .signal = 9, .oom_killed = true,
+                                      .mem_peak = INT64_C(147849216), .mem_limit = INT64_C(147639500)}};
+    char *line = round_trip(&ex, SL_PROTO_TO_CTL, &d);
+    assert_string_equal(line, "{\"type\":\"exited\",\"job\":3,\"task\":1,\"exit_code\":137,\"signal\":9,"
+                              "\"oom_killed\":true,\"mem_peak\":147849216,\"mem_limit\":147639500,"
+                              "\"time\":7.000000}\n");
+    assert_true(d.u.exited.oom_killed);
+    assert_int_equal(d.u.exited.mem_peak, 147849216);
+    assert_int_equal(d.u.exited.mem_limit, 147639500);
+    sl_proto_msg_fini(&d);
+    sl_free(line);
+    /* A peak without an OOM (a task that stayed within its limit). */
+    ex.u.exited = (sl_proto_exited_t){.exit_code = 0, .mem_peak = 4096};
+    line = round_trip(&ex, SL_PROTO_TO_CTL, &d);
+    assert_null(strstr(line, "oom_killed"));
+    assert_null(strstr(line, "mem_limit"));
+    assert_false(d.u.exited.oom_killed);
+    assert_int_equal(d.u.exited.mem_peak, 4096);
+    assert_int_equal(d.u.exited.mem_limit, 0);
+    sl_proto_msg_fini(&d);
+    sl_free(line);
+    const char *old = "{\"type\":\"exited\",\"job\":3,\"task\":1,\"exit_code\":0}";
+    assert_int_equal(sl_proto_decode_line(old, strlen(old), SL_PROTO_TO_CTL, &d, err, sizeof err), 0);
+    assert_false(d.u.exited.oom_killed);
+    assert_int_equal(d.u.exited.mem_peak, 0);
+    assert_int_equal(d.u.exited.mem_limit, 0);
+    sl_proto_msg_fini(&d);
+
+    sl_proto_task_t t = {.job = 3, .task = 1, .state = SL_PROTO_TASK_EXITED, .exit_code = 137,
+                         .signal = 9, .oom_killed = true, .mem_peak = 200, .mem_limit = 100,
+                         .end_time = 7};
+    sl_proto_msg_t h = {.type = SL_PROTO_HELLO,
+                        .u.hello = {.token = "t", .node = {.name = "n1"}, .tasks = &t, .ntasks = 1}};
+    sl_free(round_trip(&h, SL_PROTO_TO_CTL, &d));
+    assert_true(d.u.hello.tasks[0].oom_killed);
+    assert_int_equal(d.u.hello.tasks[0].mem_peak, 200);
+    assert_int_equal(d.u.hello.tasks[0].mem_limit, 100);
+    sl_proto_msg_fini(&d);
+
+    /* oom_score_adj: both ends of the kernel's range and 0 travel; a zeroed
+     * launch sends none, which decodes to the agent's default. */
+    const int32_t adj[] = {-1000, -999, 0, 1000};
+    for (size_t i = 0; i < sizeof adj / sizeof adj[0]; i++) {
+        sl_proto_msg_t l = {.type = SL_PROTO_LAUNCH, .job = 1, .task = 0,
+                            .u.launch = {.world_size = 1, .master_port = 29500,
+                                         .has_oom_score_adj = true, .oom_score_adj = adj[i]}};
+        line = round_trip(&l, SL_PROTO_TO_AGENT, &d);
+        assert_non_null(strstr(line, "\"oom_score_adj\":"));
+        assert_true(d.u.launch.has_oom_score_adj);
+        assert_int_equal(d.u.launch.oom_score_adj, adj[i]);
+        sl_proto_msg_fini(&d);
+        sl_free(line);
+    }
+    sl_proto_msg_t l = {.type = SL_PROTO_LAUNCH, .job = 1, .task = 0,
+                        .u.launch = {.world_size = 1, .master_port = 29500}};
+    line = round_trip(&l, SL_PROTO_TO_AGENT, &d);
+    assert_null(strstr(line, "oom_score_adj"));
+    assert_false(d.u.launch.has_oom_score_adj);
+    assert_int_equal(d.u.launch.oom_score_adj, SL_PROTO_DEFAULT_OOM_SCORE_ADJ);
+    assert_int_equal(d.u.launch.oom_score_adj, -500);
+    sl_proto_msg_fini(&d);
+    sl_free(line);
+    /* The encoder refuses a value the decoder would. */
+    size_t len;
+    char buf[1024];
+    l.u.launch.has_oom_score_adj = true;
+    l.u.launch.oom_score_adj = -1001;
+    assert_int_equal(sl_proto_encode(&l, buf, sizeof buf, &len), SL_EINVAL);
+    l.u.launch.oom_score_adj = 1001;
+    assert_int_equal(sl_proto_encode(&l, buf, sizeof buf, &len), SL_EINVAL);
+}
 
 /* The fields fencing added (docs/protocol.md, Fencing) survive a round
  * trip, and their absence decodes to "no fencing". */
@@ -726,6 +825,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_proto_launch_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_rejects_bad_messages, tu_teardown),
         cmocka_unit_test_teardown(test_proto_fencing_fields_round_trip, tu_teardown),
+        cmocka_unit_test_teardown(test_proto_enforcement_fields_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_launch_failure_keeps_ids, tu_teardown),
         cmocka_unit_test_teardown(test_proto_exit_status_out_of_range_is_flagged, tu_teardown),
         cmocka_unit_test_teardown(test_proto_line_length_limit, tu_teardown),

@@ -244,6 +244,31 @@ static void test_quantity_parse_random_text(void **state) {
     assert_true(accepted > 100);
 }
 
+/* Rounded sizes for messages: three significant digits, a unit a person
+ * reads, the next unit instead of 1024 of one. */
+static void test_quantity_format_mem_round(void **state) {
+    (void)state;
+    static const struct {
+        int64_t v;
+        const char *want;
+    } mrows[] = {
+        {0, "0"},         {900, "900"},         {1023, "1023"},      {KI, "1Ki"},
+        {1536, "1.5Ki"},  {128 * MI, "128Mi"},  {147639500, "141Mi"}, {147849216, "141Mi"},
+        {GI + GI / 2, "1.5Gi"}, {(int64_t)(12.34 * (double)GI), "12.3Gi"}, {MI * 1023 + MI * 7 / 10, "1Gi"},
+        {10 * MI - 1, "10Mi"}, {(int64_t)(9.994 * (double)MI), "9.99Mi"}, {EI * 7, "7Ei"},
+        {-2 * MI, "-2Mi"}, {INT64_MAX, "8Ei"},
+    };
+    char buf[32];
+    for (size_t i = 0; i < sizeof mrows / sizeof mrows[0]; i++) {
+        int n = sl_qty_format_mem_round(mrows[i].v, buf, sizeof buf);
+        if (strcmp(buf, mrows[i].want) != 0 || (size_t)n != strlen(buf))
+            fail_msg("%lld: got \"%s\" (%d), want \"%s\"", (long long)mrows[i].v, buf, n, mrows[i].want);
+    }
+    /* snprintf semantics: a short buffer gets a prefix, the length is whole. */
+    assert_int_equal(sl_qty_format_mem_round(147639500, buf, 3), 5);
+    assert_string_equal(buf, "14");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_quantity_parse_table, tu_teardown),
@@ -253,6 +278,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_quantity_roundtrip_table, tu_teardown),
         cmocka_unit_test_teardown(test_quantity_roundtrip_random, tu_teardown),
         cmocka_unit_test_teardown(test_quantity_parse_random_text, tu_teardown),
+        cmocka_unit_test_teardown(test_quantity_format_mem_round, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

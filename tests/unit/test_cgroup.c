@@ -1,0 +1,419 @@
+/*
+ * test_cgroup.c - the agent's enforcement backends (src/agent/cgroup.h).
+ *
+ * cgroup v2 against a directory tree laid out like cgroupfs (the agent's
+ * --cgroup-mount pointed at it): every file written, its value, and the
+ * leaf rule, read from the trace of writes in order (the agent moved into
+ * ROOT/agent before subtree_control is set, subtree_control set before any
+ * child is used, no process written into an internal node). Then against
+ * the real cgroup2 mount of the machine where there is one and the test
+ * runs as root (skipped otherwise): the BPF device program denies a device
+ * that is not on its list and allows one that is, and a task cgroup kept
+ * busy by a live process is removed with cgroup.kill. Every directory the
+ * tests make is removed by them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#include "cgroup.h"
+#include "cgroup_backend.h"
+#include "cgroup_bpf.h"
+
+#define MI (INT64_C(1) << 20)
+
+/* ---- a fake cgroupfs tree and a trace of writes ---- */
+
+typedef struct trace {
+    char path[64][PATH_MAX];
+    char value[64][64];
+    int n;
+} trace_t;
+
+static void trace_write(void *ud, const char *path, const char *value) {
+    trace_t *t = ud;
+    if (t->n < 64) {
+        snprintf(t->path[t->n], sizeof t->path[0], "%s", path);
+        snprintf(t->value[t->n], sizeof t->value[0], "%s", value);
+        t->n++;
+    }
+}
+
+/* The index of the first write to path (absolute), or -1. */
+static int trace_find(const trace_t *t, const char *path) {
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->path[i], path) == 0) return i;
+    return -1;
+}
+
+static void put(const char *dir, const char *file, const char *text) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *get(const char *dir, const char *file, char *buf, size_t len) {
+    assert_true(cg_read(dir, file, buf, len) >= 0);
+    return buf;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    return remove(path);
+}
+
+static void rm_tree(const char *path) {
+    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A fake mount with root /sluice offering controllers ctls and holding
+ * two processes (a wrapper and the agent, say). */
+static void fake_tree(char *mount, size_t len, const char *ctls) {
+    snprintf(mount, len, "/tmp/sluice-test-cgroup-XXXXXX");
+    assert_non_null(mkdtemp(mount));
+    char root[PATH_MAX];
+    snprintf(root, sizeof root, "%s/sluice", mount);
+    assert_int_equal(mkdir(root, 0755), 0);
+    put(mount, "cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
+    put(root, "cgroup.controllers", ctls);
+    put(root, "cgroup.procs", "4242\n4343\n");
+    put(root, "cgroup.subtree_control", "");
+}
+
+static agent_cgroup_config_t v2_config(const char *mount, trace_t *tr) {
+    agent_cgroup_config_t cfg = {.mode = "v2", .mount = mount, .root = "/sluice",
+                                 .node = "n1", .pids_max = 4096, .ngpus = 0,
+                                 .trace = trace_write, .trace_ud = tr};
+    return cfg;
+}
+
+static void test_cgroup_v2_fake_tree_files_and_leaf_rule(void **state) {
+    char mount[PATH_MAX], root[PATH_MAX + 8], path[PATH_MAX * 4], err[1024], buf[256];
+    fake_tree(mount, sizeof mount, "cpuset cpu io memory pids\n");
+    snprintf(root, sizeof root, "%s/sluice", mount);
+    trace_t *tr = calloc(1, sizeof *tr);
+    agent_cgroup_config_t cfg = v2_config(mount, tr);
+    agent_cgroup_t *cg = NULL;
+    assert_int_equal(agent_cgroup_open(&cfg, &cg, err, sizeof err), 0);
+    assert_string_equal(agent_cgroup_kind(cg), "v2");
+    assert_non_null(strstr(agent_cgroup_describe(cg), "devices NOT enforced"));
+
+    /* Start-up: the agent first, then every process of ROOT, into the
+     * leaf ROOT/agent; then ROOT's controllers; then ROOT/tasks'. */
+    snprintf(path, sizeof path, "%s/agent/cgroup.procs", root);
+    int moved = trace_find(tr, path);
+    assert_int_equal(moved, 0);
+    assert_string_equal(tr->value[0], "0");
+    assert_string_equal(tr->value[1], "4242");
+    assert_string_equal(tr->value[2], "4343");
+    snprintf(path, sizeof path, "%s/cgroup.subtree_control", root);
+    int sub_root = trace_find(tr, path);
+    assert_int_equal(sub_root, 3);
+    assert_string_equal(tr->value[sub_root], "+memory +cpu +pids");
+    snprintf(path, sizeof path, "%s/tasks/cgroup.subtree_control", root);
+    int sub_tasks = trace_find(tr, path);
+    assert_int_equal(sub_tasks, 4);
+    assert_string_equal(tr->value[sub_tasks], "+memory +cpu +pids");
+    assert_int_equal(tr->n, 5);
+
+    /* A task: 100Mi, half a CPU, one GPU. */
+    agent_cgroup_task_t ct;
+    char reason[1024];
+    int32_t gpus[] = {0};
+    assert_int_equal(agent_cgroup_task_create(cg, 7, 0, 100 * MI, 500, gpus, 1, &ct, reason,
+                                              sizeof reason), 0);
+    assert_int_equal(ct.nprocs, 1);
+    assert_int_equal(ct.oom_fd, -1);
+    assert_int_equal(ct.mem_limit, 110 * MI);
+    char task[PATH_MAX * 2];
+    snprintf(task, sizeof task, "%s/tasks/7.0", root);
+    static const struct { const char *file, *value; } want[] = {
+        {"memory.max", "115343360"}, {"memory.low", "94371840"}, {"memory.swap.max", "0"},
+        {"memory.oom.group", "1"}, {"cpu.max", "50000 100000"}, {"pids.max", "4096"}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        snprintf(buf, sizeof buf, "%s\n", want[i].value);
+        char got[256];
+        assert_string_equal(get(task, want[i].file, got, sizeof got), buf);
+        snprintf(path, sizeof path, "%s/%s", task, want[i].file);
+        /* Written after the subtree was enabled for children. */
+        assert_true(trace_find(tr, path) > sub_tasks);
+    }
+    /* The task writes itself in through the descriptor it was handed. */
+    assert_int_equal(write(ct.procs[0], "0", 1), 1);
+    agent_cgroup_task_release(&ct);
+    assert_int_equal(ct.nprocs, 0);
+    assert_string_equal(get(task, "cgroup.procs", buf, sizeof buf), "0");
+
+    /* No process was ever written into an internal node. */
+    for (int i = 0; i < tr->n; i++) {
+        const char *p = tr->path[i];
+        size_t pl = strlen(p), sl = strlen("/cgroup.procs");
+        if (pl < sl || strcmp(p + pl - sl, "/cgroup.procs") != 0) continue;
+        snprintf(path, sizeof path, "%s/agent/cgroup.procs", root);
+        assert_string_equal(p, path);
+    }
+    snprintf(path, sizeof path, "%s/tasks/cgroup.procs", root);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_string_equal(get(root, "cgroup.procs", buf, sizeof buf), "4242\n4343\n");
+
+    /* Removed; a second removal finds nothing and is fine. */
+    assert_int_equal(agent_cgroup_task_remove(cg, 7, 0), 0);
+    assert_int_equal(access(task, F_OK), -1);
+    assert_int_equal(agent_cgroup_task_remove(cg, 7, 0), 0);
+    agent_cgroup_close(cg);
+    free(tr);
+    rm_tree(mount);
+}
+
+static bool keep82(void *ud, uint64_t job, int32_t t) {
+    return job == 8 && t == 2;
+}
+
+static void test_cgroup_v2_no_limit_for_zero_requests(void **state) {
+    char mount[PATH_MAX], err[1024], reason[1024], task[PATH_MAX * 2], buf[64];
+    fake_tree(mount, sizeof mount, "memory cpu pids");
+    trace_t *tr = calloc(1, sizeof *tr);
+    agent_cgroup_config_t cfg = v2_config(mount, tr);
+    cfg.pids_max = 0;
+    agent_cgroup_t *cg = NULL;
+    assert_int_equal(agent_cgroup_open(&cfg, &cg, err, sizeof err), 0);
+    agent_cgroup_task_t ct;
+    assert_int_equal(agent_cgroup_task_create(cg, 8, 2, 0, 0, NULL, 0, &ct, reason, sizeof reason),
+                     0);
+    snprintf(task, sizeof task, "%s/sluice/tasks/8.2", mount);
+    assert_false(cg_exists(task, "memory.max"));
+    assert_false(cg_exists(task, "memory.low"));
+    assert_false(cg_exists(task, "cpu.max"));
+    assert_string_equal(get(task, "pids.max", buf, sizeof buf), "max\n");
+    assert_string_equal(get(task, "memory.oom.group", buf, sizeof buf), "1\n");
+    assert_int_equal(ct.mem_limit, 0);
+    agent_cgroup_task_release(&ct);
+    /* Tiny requests still get a limit: one page, the kernel's least CPU quota. */
+    assert_int_equal(agent_cgroup_task_create(cg, 8, 3, 1000, 5, NULL, 0, &ct, reason,
+                                              sizeof reason), 0);
+    snprintf(task, sizeof task, "%s/sluice/tasks/8.3", mount);
+    assert_string_equal(get(task, "memory.max", buf, sizeof buf), "4096\n");
+    assert_string_equal(get(task, "cpu.max", buf, sizeof buf), "1000 100000\n");
+    agent_cgroup_task_release(&ct);
+    /* After a restart: 8.2 is a running task's, 8.3 a leftover. */
+    assert_int_equal(agent_cgroup_cleanup(cg, keep82, NULL), 1);
+    assert_false(cg_exists(task, "."));
+    snprintf(task, sizeof task, "%s/sluice/tasks/8.2", mount);
+    assert_true(cg_exists(task, "."));
+    agent_cgroup_close(cg);
+    free(tr);
+    rm_tree(mount);
+}
+
+/* The one-line refusals: what is wrong, the file, what to do. */
+static void test_cgroup_v2_refusals_name_the_file(void **state) {
+    char mount[PATH_MAX], err[1024], want[PATH_MAX * 2];
+    fake_tree(mount, sizeof mount, "cpu pids\n");
+    agent_cgroup_config_t cfg = v2_config(mount, NULL);
+    cfg.trace = NULL;
+    agent_cgroup_t *cg = NULL;
+    assert_int_equal(agent_cgroup_open(&cfg, &cg, err, sizeof err), -1);
+    assert_null(cg);
+    snprintf(want, sizeof want,
+             "cgroup v2: memory controller not delegated to %s/sluice (cgroup.controllers lacks "
+             "memory): start the agent with systemd Delegate=yes or pass --cgroup-root", mount);
+    assert_string_equal(err, want);
+    assert_null(strchr(err, '\n'));
+    /* Nothing was changed: no agent leaf, no subtree. */
+    snprintf(want, sizeof want, "%s/sluice/agent", mount);
+    assert_int_equal(access(want, F_OK), -1);
+
+    cfg.root = "/missing";
+    assert_int_equal(agent_cgroup_open(&cfg, &cg, err, sizeof err), -1);
+    snprintf(want, sizeof want, "cgroup v2: %s/missing: No such file or directory:", mount);
+    assert_memory_equal(err, want, strlen(want));
+
+    /* Not a cgroup2 mount and not laid out like one. */
+    cfg.mount = "/proc";
+    cfg.root = NULL;
+    assert_int_equal(agent_cgroup_open(&cfg, &cg, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/proc is not a cgroup2 file system"));
+
+    /* An unknown mode, a GPU device file that is not a device. */
+    cfg.mode = "v3";
+    assert_int_equal(agent_cgroup_open(&cfg, &cg, err, sizeof err), -1);
+    assert_string_equal(err, "--cgroup: \"v3\" is not one of v2, v1, none, auto");
+    cfg.mode = "v2";
+    cfg.mount = mount;
+    cfg.ngpus = 1;
+    cfg.gpu_files = "/etc/hostname";
+    assert_int_equal(agent_cgroup_open(&cfg, &cg, err, sizeof err), -1);
+    assert_string_equal(err, "--gpu-device-files: /etc/hostname (GPU 0): not a device file");
+    rm_tree(mount);
+}
+
+static void test_cgroup_none_enforces_nothing(void **state) {
+    char err[256], reason[256];
+    agent_cgroup_config_t cfg = {.mode = "none", .node = "n1"};
+    agent_cgroup_t *cg = NULL;
+    assert_int_equal(agent_cgroup_open(&cfg, &cg, err, sizeof err), 0);
+    assert_string_equal(agent_cgroup_kind(cg), "none");
+    assert_non_null(strstr(agent_cgroup_describe(cg), "without memory, CPU or device limits"));
+    agent_cgroup_task_t ct;
+    assert_int_equal(agent_cgroup_task_create(cg, 1, 0, MI, 1000, NULL, 0, &ct, reason,
+                                              sizeof reason), 0);
+    assert_int_equal(ct.nprocs, 0);
+    assert_int_equal(ct.oom_fd, -1);
+    agent_cgroup_stats_t st;
+    assert_int_equal(agent_cgroup_task_stats(cg, 1, 0, &st), -ENOENT);
+    assert_int_equal(agent_cgroup_task_remove(cg, 1, 0), 0);
+    assert_int_equal(agent_cgroup_cleanup(cg, NULL, NULL), 0);
+    agent_cgroup_close(cg);
+    agent_cgroup_close(NULL);
+}
+
+/* ---- the real cgroup2 mount ---- */
+
+/* Cgroups a test made, removed (innermost first, after killing what is in
+ * them) by the teardown, also when the test failed half-way. */
+static char made[4][PATH_MAX * 2];
+static int nmade;
+
+static void made_add(const char *dir) {
+    snprintf(made[nmade++], sizeof made[0], "%s", dir);
+}
+
+static int remove_made(void **state) {
+    while (nmade > 0) {
+        const char *dir = made[--nmade];
+        for (int i = 0; i < 100 && access(dir, F_OK) == 0 && rmdir(dir) != 0; i++) {
+            cg_kill_procs(dir);
+            usleep(10000);
+        }
+    }
+    return 0;
+}
+
+static const char *unified(void) {
+    static const char *const cands[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
+    if (geteuid() != 0) return NULL;
+    for (size_t i = 0; i < 2; i++)
+        if (cg_is_cgroup2(cands[i])) return cands[i];
+    return NULL;
+}
+
+/* A child that joins dir and reports, in its exit status, whether it
+ * could open each of the files (bit i: files[i] opened). */
+static int probe_devices(const char *dir, const char *const *files, int n) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        cg_fs_t fs = {0};
+        if (cg_write(&fs, dir, "cgroup.procs", "0") != 0) _exit(255);
+        int bits = 0;
+        for (int i = 0; i < n; i++) {
+            int fd = open(files[i], O_RDONLY | O_CLOEXEC);
+            if (fd >= 0) {
+                bits |= 1 << i;
+                close(fd);
+            } else if (errno != EPERM) {
+                bits |= 1 << (i + 4);   /* refused for another reason than the program */
+            }
+        }
+        _exit(bits);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+static void test_cgroup_v2_real_bpf_device_program(void **state) {
+    const char *mnt = unified();
+    if (!mnt) {
+        skip();
+        return;
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/sluice-test-bpf-%d", mnt, (int)getpid());
+    assert_int_equal(mkdir(dir, 0755), 0);
+    made_add(dir);
+    /* /dev/null (standard) and /dev/fuse (10:229, a stand-in GPU) on the
+     * list; /dev/loop-control (10:237, another's GPU) not. */
+    cg_dev_rule_t rules[2] = {{'c', 1, 3, "rwm"}, {'c', 10, 229, "rwm"}};
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = cg_bpf_attach_devices(dfd, rules, 2);
+    close(dfd);
+    assert_int_equal(rc, 0);
+    static const char *const files[] = {"/dev/null", "/dev/fuse", "/dev/loop-control"};
+    int bits = probe_devices(dir, files, 3);
+    assert_int_equal(bits & 1, 1);        /* null: allowed */
+    assert_int_equal(bits & 2, 2);        /* fuse: allowed */
+    assert_int_equal(bits & 4, 0);        /* loop-control: denied ... */
+    assert_int_equal(bits & 0x40, 0);     /* ... by the program (EPERM) */
+}
+
+static void test_cgroup_v2_real_remove_kills_a_straggler(void **state) {
+    const char *mnt = unified();
+    if (!mnt) {
+        skip();
+        return;
+    }
+    agent_cgroup_t *cg = calloc(1, sizeof *cg);
+    assert_non_null(cg);
+    cg->ops = &agent__cgroup_v2_ops;
+    snprintf(cg->tasks, sizeof cg->tasks, "%s/sluice-test-kill-%d", mnt, (int)getpid());
+    assert_int_equal(mkdir(cg->tasks, 0755), 0);
+    made_add(cg->tasks);
+    char dir[PATH_MAX * 2];
+    snprintf(dir, sizeof dir, "%s/5.1", cg->tasks);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    made_add(dir);
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        cg_fs_t fs = {0};
+        int ok = cg_write(&fs, dir, "cgroup.procs", "0") == 0;
+        if (write(pipefd[1], ok ? "y" : "n", 1) != 1) _exit(1);
+        pause();
+        _exit(0);
+    }
+    char c = 0;
+    assert_int_equal(read(pipefd[0], &c, 1), 1);
+    close(pipefd[0]);
+    close(pipefd[1]);
+    assert_int_equal(c, 'y');
+    assert_true(cg->ops->busy(cg, "5.1"));
+    assert_int_equal(rmdir(dir), -1);
+    assert_int_equal(errno, EBUSY);
+    /* Removal finds it busy, kills the straggler (cgroup.kill) and
+     * removes the cgroup. */
+    assert_int_equal(agent_cgroup_task_remove(cg, 5, 1), 0);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    assert_int_equal(access(dir, F_OK), -1);
+    agent_cgroup_close(cg);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cgroup_v2_fake_tree_files_and_leaf_rule),
+        cmocka_unit_test(test_cgroup_v2_no_limit_for_zero_requests),
+        cmocka_unit_test(test_cgroup_v2_refusals_name_the_file),
+        cmocka_unit_test(test_cgroup_none_enforces_nothing),
+        cmocka_unit_test_teardown(test_cgroup_v2_real_bpf_device_program, remove_made),
+        cmocka_unit_test_teardown(test_cgroup_v2_real_remove_kills_a_straggler, remove_made),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
