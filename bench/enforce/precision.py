@@ -194,9 +194,20 @@ class SluiceSide(Side):
         self.agent_args = shlex.split(a.agent_args.replace("{root}", self.root))
         self.boosted = set()
 
+    V1_CTRLS = ("memory", "cpu", "cpuacct", "pids", "devices")
+
     def start(self):
         import harness
         self.h = harness
+        # sluice-agent --cgroup-root wants the root to exist in every v1
+        # hierarchy it uses (the operator's cgroup): this bench makes it.
+        if "{root}" in self.a.agent_args:
+            for c in self.V1_CTRLS:
+                os.mkdir(os.path.join(CG, c, self.root))
+            if self.a.boost:
+                with open(os.path.join(CG, "cpu", self.root, "cpu.shares"), "w") as fh:
+                    fh.write(str(BOOST_SHARES))
+                self.boosted.add(os.path.join(CG, "cpu", self.root))
         self.ctl = harness.Controller(os.path.join(self.dir, "cluster"))
         self.ctl.start()
         self.agent = harness.Agent(self.ctl, "prec1", gpus=0, cpus="2", memory="16Gi",
@@ -213,22 +224,25 @@ class SluiceSide(Side):
         for d in (getattr(self, "agent", None), getattr(self, "ctl", None)):
             if d is not None:
                 d.stop()
-        left = []
+        # The root of this run (made above): what the agent left under it
+        # is reported, then the tree is removed (rmdir refuses a cgroup
+        # that still holds a process: reported too).
+        left, stuck = [], []
         for ctrl in sorted(os.listdir(CG)):
             d = os.path.join(CG, ctrl, self.root)
-            if os.path.isdir(d):
-                left.append(d)
-                # The agent's root of this run, named by this bench: remove
-                # it only if empty (rmdir refuses otherwise).
-                for sub, dirs, _ in sorted(os.walk(d, topdown=False)):
-                    try:
-                        os.rmdir(sub)
-                    except OSError:
-                        pass
-        self.leftovers = [d for d in left if os.path.isdir(d)]
-        if left:
-            log("sluice: the agent left %s (%s removed by the bench)"
-                % (", ".join(left), "not all" if self.leftovers else "all"))
+            if not os.path.isdir(d):
+                continue
+            for sub, dirs, _ in os.walk(d, topdown=False):
+                if sub != d:
+                    left.append(sub)
+                try:
+                    os.rmdir(sub)
+                except OSError:
+                    stuck.append(sub)
+        self.leftovers = left
+        if left or stuck:
+            log("sluice: task cgroups the agent left after it stopped: %s; not removable: %s"
+                % (", ".join(left) or "none", ", ".join(stuck) or "none"))
 
     def boost(self, pid):
         if not self.a.boost:
