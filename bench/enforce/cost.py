@@ -5,6 +5,7 @@ every agent at --cgroup none and at --cgroup v1, in one sitting.
 
     bench/enforce/cost.py [--rounds 4] [--reps 3] [--turnover-reps 2]
         [--modes seq,c10] [--variants "none=--cgroup none" "v1=--cgroup v1 --cgroup-root {root}"]
+        [--build NAME=DIR ...]
 
 Each round runs bench/live/livebench.py once per variant (--tests
 startup,turnover --slurm skip, --agent-args from the variant), the order
@@ -55,12 +56,15 @@ def spawn_us(work, part):
 
 def one(a, variant, args, rnd):
     out = os.path.join(a.out, "r%d-%s" % (rnd, variant))
-    cmd = ["/usr/bin/python3", LIVEBENCH, "--slurm", "skip", "--tests", "startup,turnover",
+    cmd = ["/usr/bin/python3", LIVEBENCH, "--slurm", "skip", "--tests", a.tests,
            "--reps", str(a.reps), "--turnover-reps", str(a.turnover_reps),
            "--startup-modes", a.modes, "--agent-args", args, "--out", out]
     log("round %d, %s: %s" % (rnd, variant, " ".join(cmd[1:])))
+    env = dict(os.environ)
+    if variant in a.builds:
+        env["SLUICE_BUILD"] = a.builds[variant]
     with open(out + ".log", "w") as fh:
-        p = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=1200)
+        p = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=1200, env=env)
     if p.returncode != 0:
         raise RuntimeError("livebench (%s) exited %d; see %s.log" % (variant, p.returncode, out))
     with open(os.path.join(out, "results.json")) as fh:
@@ -74,15 +78,15 @@ def one(a, variant, args, rnd):
 FIGS = [
     # (label, getter over one variant's list of results -> list of values, unit scale, digits)
     ("100-task start-up, all started (job stamps), POSTs on 1 connection, s",
-     lambda rs: [x["all_started_stamp_s"] for r in rs for x in r["sluice"]["startup"].get("seq", [])], 1, 3),
+     lambda rs: [x["all_started_stamp_s"] for r in rs for x in r["sluice"].get("startup", {}).get("seq", [])], 1, 3),
     ("same, by the agents' start_time, s",
-     lambda rs: [x["all_started_api_s"] for r in rs for x in r["sluice"]["startup"].get("seq", [])], 1, 3),
+     lambda rs: [x["all_started_api_s"] for r in rs for x in r["sluice"].get("startup", {}).get("seq", [])], 1, 3),
     ("100-task start-up, all started (job stamps), 10 connections, s",
-     lambda rs: [x["all_started_stamp_s"] for r in rs for x in r["sluice"]["startup"].get("c10", [])], 1, 3),
+     lambda rs: [x["all_started_stamp_s"] for r in rs for x in r["sluice"].get("startup", {}).get("c10", [])], 1, 3),
     ("GPU turnover, exit -> next start on that GPU (stamps), median of a run, ms",
-     lambda rs: [x["gap_median_s"] for r in rs for x in r["sluice"]["turnover"]], 1e3, 2),
+     lambda rs: [x["gap_median_s"] for r in rs for x in r["sluice"].get("turnover", [])], 1e3, 2),
     ("same, agents' end_time -> next start_time, median of a run, ms",
-     lambda rs: [x["api_gap_median_s"] for r in rs for x in r["sluice"]["turnover"]], 1e3, 2),
+     lambda rs: [x["api_gap_median_s"] for r in rs for x in r["sluice"].get("turnover", [])], 1e3, 2),
     ("launch inside the agent (spawn_us), start-up's 100-task bursts, median of all launches, ms",
      lambda rs: [u / 1e3 for r in rs for u in r["spawn_us"]["startup"]], 1, 3),
     ("same, turnover (one task at a time), median of all launches, ms",
@@ -97,11 +101,16 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="start-up repetitions per livebench run")
     ap.add_argument("--turnover-reps", type=int, default=2)
     ap.add_argument("--modes", default="seq,c10", help="livebench --startup-modes")
+    ap.add_argument("--tests", default="startup,turnover", help="livebench --tests")
     ap.add_argument("--variants", nargs="+",
                     default=["none=--cgroup none", "v1=--cgroup v1 --cgroup-root {root}"],
                     help="NAME=AGENT-ARGS; the first is the baseline of the ratios")
+    ap.add_argument("--build", action="append", default=[], metavar="NAME=DIR",
+                    help="run variant NAME with the binaries of build directory DIR "
+                         "(SLUICE_BUILD; default: build/), e.g. an agent with a patch")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
+    a.builds = dict(b.split("=", 1) for b in a.build)
     a.rounds = max(1, min(a.rounds, 20))
     variants = [v.split("=", 1) for v in a.variants]
     a.out = a.out or "/tmp/sluice-enforce-cost/%s" % time.strftime("%Y%m%d-%H%M%S")

@@ -455,6 +455,16 @@ def mem_case(side, req_mib, a, frac_cap, label):
         log("%s %s: %s" % (side.name, label, res["error"]))
         return res
     res["killed"] = not last.get("done")
+    je = info.get("job_end")
+    if je:  # what Sluice itself reports (the agent reads the task's cgroup)
+        pl = (je.get("placement") or [{}])[0]
+        res["reported"] = "%s; %s" % (je.get("state"), je.get("reason") or "no reason") + (
+            "; mem_peak_bytes %s, mem_limit_bytes %s" % (pl.get("mem_peak_bytes"),
+                                                         pl.get("mem_limit_bytes"))
+            if "mem_peak_bytes" in pl else "")
+    elif "srun_output" in info:
+        res["reported"] = " / ".join(ln.strip() for ln in info["srun_output"].splitlines()
+                                     if "oom" in ln.lower() or "memory" in ln.lower())[:300]
     res["limit_bytes"] = head["limit"]
     res["limit_error_pct"] = 100.0 * (head["limit"] / target - 1.0) if head["limit"] else None
     if res["killed"]:
@@ -474,6 +484,8 @@ def mem_case(side, req_mib, a, frac_cap, label):
            last["usage"] / MIB, last["touched"] / MIB,
            " (error %+.3f%% vs target)" % res["error_pct"] if res["killed"] else "",
            info.get("outcome")))
+    if res.get("reported"):
+        log("%s %s: the scheduler reports: %s" % (side.name, label, res["reported"]))
     return res
 
 
