@@ -25,14 +25,13 @@
  * task goes. The count comes from memory.oom_control's oom_kill (kernel
  * 4.13+), else from memory.failcnt > 0 with the usage at the limit.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
-#include <dirent.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cgroup_backend.h"

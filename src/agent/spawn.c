@@ -41,9 +41,8 @@
  * fail to exec, its task is killed, as nothing would record its end. Both
  * children make system calls only (setsid, dup2, fchdir, clone, write,
  * open, setgroups, setgid, setuid, prctl, close_range, execve): everything
- * that allocates or
- * reads files (user lookup, argv, environment, the PATH candidates for the
- * command) is done before. A child that fails records which step and errno
+ * that allocates or reads files (user lookup, argv, environment, the PATH
+ * candidates for the command) is done before. A child that fails records which step and errno
  * in the memory it shares with the agent. Signals are blocked across the
  * clone so that none of the agent's handlers runs in the children; the
  * first resets every disposition to the default, and both unblock all
@@ -493,8 +492,9 @@ static int task_child(void *arg) {
     /* Its own session and process group: what kill and fencing signal. */
     if (setsid() < 0) goto fail;
     /* Into its cgroup (the monitor stays in the agent's, so that an OOM
-     * kill of the task's group never takes it), and its OOM score, while
-     * still root: only root may lower it below the agent's. */
+     * kill of the task's group never takes it), and its OOM score, before
+     * the identity change: lowering a score takes CAP_SYS_RESOURCE, which
+     * the tenant's user does not hold. */
     a->step = STEP_CGROUP;
     for (size_t i = 0; i < a->ncgroup_procs; i++)
         if (write(a->cgroup_procs[i], "0", 1) != 1) goto fail;

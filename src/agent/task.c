@@ -85,6 +85,7 @@ typedef struct task {
     int oom_killed;             /* the kernel killed it (a process of it) for memory */
     int64_t mem_peak;           /* bytes; -1: unknown */
     int64_t mem_limit;          /* its hard limit, bytes; 0: none */
+    int cgroup_done;            /* outcome read: remove the cgroup once state.json has it */
 } task_t;
 
 struct agent_tasks {
@@ -307,6 +308,8 @@ static json_t *task_json(const task_t *t) {
     return o;
 }
 
+static void cgroup_remove_done(agent_tasks_t *ts);
+
 static void state_dirty(agent_tasks_t *ts) {
     if (ts->save_ev && !event_pending(ts->save_ev, EV_TIMEOUT, NULL))
         event_active(ts->save_ev, EV_TIMEOUT, 0);
@@ -332,6 +335,7 @@ static void save_cb(evutil_socket_t fd, short ev, void *arg) {
     if (json_dump_file(root, tmp, JSON_COMPACT) != 0 || rename(tmp, ts->state_path) != 0)
         sl_log(SL_LOG_WARN, "agent", "cannot write %s: %s", ts->state_path, strerror(errno));
     json_decref(root);
+    cgroup_remove_done(ts);
     for (task_t *t = ts->tasks; t; t = t->next) {
         if (t->report & REPORT_STARTED) send_started(t);
         if (t->report & REPORT_END) send_end(t);
@@ -362,7 +366,8 @@ static void oom_watch(task_t *t, int fd) {
 }
 
 /* t has ended: reads its cgroup's outcome into t (a task with no cgroup,
- * under --cgroup none, has none), then removes the cgroup. */
+ * under --cgroup none, has none); the cgroup goes after the next state.json
+ * write (cgroup_remove_done). */
 static void cgroup_outcome(task_t *t) {
     agent_cgroup_t *cg = t->ts->cfg.cgroup;
     if (t->oom_ev) {
@@ -375,17 +380,33 @@ static void cgroup_outcome(task_t *t) {
     }
     if (!cg) return;
     agent_cgroup_stats_t st;
-    if (agent_cgroup_task_stats(cg, t->job, t->task, &st) == 0) {
+    int have = agent_cgroup_task_stats(cg, t->job, t->task, &st) == 0;
+    if (have) {
         t->oom_killed = st.oom_kills > 0 || t->oom_seen;
         t->mem_peak = st.mem_peak;
         t->mem_limit = st.mem_limit;
+    }
+    t->cgroup_done = 1;
+    if (have)
         sl_log(SL_LOG_INFO, "agent",
                "job=%llu task=%d cgroup: oom_killed=%d oom_kills=%lld mem_peak=%lld mem_limit=%lld "
                "cpu_usec=%lld", (unsigned long long)t->job, t->task, t->oom_killed,
-               (long long)st.oom_kills,
-               (long long)st.mem_peak, (long long)st.mem_limit, (long long)st.cpu_usec);
+               (long long)st.oom_kills, (long long)st.mem_peak, (long long)st.mem_limit,
+               (long long)st.cpu_usec);
+}
+
+/* Removes the cgroups of tasks whose outcome state.json now records: an
+ * agent killed before this pass wrote it finds the cgroup again and reads
+ * the outcome anew. */
+static void cgroup_remove_done(agent_tasks_t *ts) {
+    for (task_t *t = ts->tasks; t; t = t->next) {
+        if (!t->cgroup_done) continue;
+        t->cgroup_done = 0;
+        int64_t t0 = agent_mono_us();
+        agent_cgroup_task_remove(ts->cfg.cgroup, t->job, t->task);
+        sl_log(SL_LOG_DEBUG, "agent", "job=%llu task=%d cgroup removed remove_us=%lld",
+               (unsigned long long)t->job, t->task, (long long)(agent_mono_us() - t0));
     }
-    agent_cgroup_task_remove(cg, t->job, t->task);
 }
 
 /* ---- ending ---- */
@@ -513,31 +534,34 @@ void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_
                         .launcher = ts->cfg.launcher, .monitor = ts->monitor_path, .job = job,
                         .task = task, .launch = l, .cgroup = &ct, .set_oom_score_adj = true,
                         .oom_score_adj = task_oom_score_adj(ts, l)};
-    if (l == NULL) {
+    /* The cgroup first, with every limit written: no task runs
+     * half-limited (cgroup_us: what its set-up took of spawn_us). */
+    int ok = l != NULL;
+    if (!ok)
         snprintf(reason, sizeof reason, "%s", why ? why : "invalid launch");
-        sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
-        fail_task(t, reason);
-    } else if (ts->cfg.cgroup &&
-               agent_cgroup_task_create(ts->cfg.cgroup, job, task, l->mem_bytes, l->cpu_milli,
-                                        l->gpus, l->ngpus, &ct, reason, sizeof reason) != 0) {
-        sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
-        fail_task(t, reason);
-    } else if (agent_spawn(&sp, &t->pid, &t->monitor, reason, sizeof reason) != 0) {
-        sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
-        agent_cgroup_task_release(&ct);
+    else if (ts->cfg.cgroup)
+        ok = agent_cgroup_task_create(ts->cfg.cgroup, job, task, l->mem_bytes, l->cpu_milli,
+                                      l->gpus, l->ngpus, &ct, reason, sizeof reason) == 0;
+    int64_t t_cg = agent_mono_us();
+    if (ok && agent_spawn(&sp, &t->pid, &t->monitor, reason, sizeof reason) != 0) {
+        ok = 0;
         if (ct.oom_fd >= 0) close(ct.oom_fd);
         if (ts->cfg.cgroup) agent_cgroup_task_remove(ts->cfg.cgroup, job, task);
+    }
+    agent_cgroup_task_release(&ct);
+    if (!ok) {
+        sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d failed: %s", (unsigned long long)job, task, reason);
         fail_task(t, reason);
     } else {
-        agent_cgroup_task_release(&ct);
         oom_watch(t, ct.oom_fd);
         t->mem_limit = ct.mem_limit;
         t->state = TASK_RUNNING;
         ts->nrunning++;
         report_after_save(t, REPORT_STARTED);
-        sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d monitor=%d started spawn_us=%lld",
+        sl_log(SL_LOG_INFO, "agent",
+               "job=%llu task=%d pid=%d monitor=%d started spawn_us=%lld cgroup_us=%lld",
                (unsigned long long)job, task, (int)t->pid, (int)t->monitor,
-               (long long)(agent_mono_us() - t0));
+               (long long)(agent_mono_us() - t0), (long long)(t_cg - t0));
     }
     state_dirty(ts);
 }

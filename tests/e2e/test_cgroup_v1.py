@@ -380,3 +380,39 @@ def test_task_that_ends_while_agent_is_down_has_its_cgroup_read_and_removed(
     assert re.search(r"job=%d task=0 cgroup: oom_killed=0 oom_kills=0 mem_peak=\d+ mem_limit=%d"
                      % (j["id"], 64 * MI * 11 // 10 // 4096 * 4096), agent.log()), agent.log()
     assert not any(os.path.exists(d) for d in cg_dirs(root, name).values())
+
+
+def test_stray_of_an_ended_task_is_killed_with_its_cgroup(controller, v1_agent, tmp_path):
+    """A task leaves a process in a session of its own (the monitor's
+    sweep of the task's process group misses it) and exits: removing the
+    task's cgroup finds it busy, kills the stray and removes the cgroup."""
+    agent, root = v1_agent()
+    tmp_path.chmod(0o755)
+    pidfile = tmp_path / "stray.pid"
+    j = controller.submit({"cpus": "1", "memory": "64Mi",
+                           "command": u.sh("setsid sleep 300 & echo $! > %s" % pidfile)})
+    controller.wait_job(j["id"], "succeeded")
+    stray = int(pidfile.read_text())
+    harness.wait_for(lambda: not u.pid_alive(stray), what="the stray process to be killed")
+    harness.wait_for(lambda: not any(os.path.exists(d)
+                                     for d in cg_dirs(root, job_dir(j["id"])).values()),
+                     what="the task's cgroups to be removed")
+    assert "cannot remove its cgroup" not in agent.log()
+
+
+def test_limit_that_cannot_be_written_fails_the_launch(controller, v1_agent):
+    """v1 refuses a child CPU quota above its parent's: with the agent's
+    root held to half a CPU, a task asking for one CPU cannot be limited,
+    so it does not start; the reason names the file, and its cgroup is
+    gone."""
+    agent, root = v1_agent()
+    with open(os.path.join(cg_dirs(root)["cpu"], "cpu.cfs_quota_us"), "w") as f:
+        f.write("50000")
+    j = controller.submit({"cpus": "1", "memory": "64Mi", "command": ["true"]})
+    done = controller.wait_job(j["id"], "failed")
+    name = job_dir(j["id"])
+    want = "cgroup v1: cannot write %s/cpu.cfs_quota_us: Invalid argument" \
+        % cg_path(root, "cpu", name)
+    assert want in done["reason"] or want in str(done["placement"]), done
+    assert "job=%d task=0 pid=" % j["id"] not in agent.log()
+    assert not any(os.path.exists(d) for d in cg_dirs(root, name).values())
