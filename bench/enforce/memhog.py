@@ -9,16 +9,18 @@ so each page is really charged), REPORT_KIB
 (default 64) at a time; after each REPORT_KIB it overwrites STATUS_FILE
 (one pwrite at offset 0, padded to a fixed length) with a JSON line:
 bytes touched so far, the memory cgroup's memory.usage_in_bytes and
-memory.max_usage_in_bytes, and this process's VmRSS. Stops at MAX_MIB
+memory.max_usage_in_bytes, the usage of the cgroup that sets the limit
+(usage_at_limit: an ancestor's where the limit is set above the task's
+own cgroup, as Slurm's step), and at the end this process's VmRSS. Stops at MAX_MIB
 (exit 0, "done": true). When the kernel kills it for memory, the last
 record is what it had reached: the kill happened while touching the next
 REPORT_KIB, so the usage at the kill lies within REPORT_KIB above the last
 reported usage.
 
 The first record (written before any allocation) also holds the limits
-the task sees: the effective memory.limit_in_bytes and
-memory.memsw.limit_in_bytes (smallest from its cgroup up to the root), the
-soft limit of its own cgroup, its cgroup path, and the baseline usage of
+the task sees: the effective memory.limit_in_bytes,
+memory.memsw.limit_in_bytes and memory.soft_limit_in_bytes (each the
+smallest from its cgroup up to the root, and where it is set), its cgroup path, and the baseline usage of
 the interpreter itself.
 """
 import json
@@ -64,10 +66,14 @@ def main():
 
     lim, lim_at = cgself.effective_limit("memory", "memory.limit_in_bytes")
     sw, sw_at = cgself.effective_limit("memory", "memory.memsw.limit_in_bytes")
+    soft, soft_at = cgself.effective_limit("memory", "memory.soft_limit_in_bytes")
+    # The usage the limit is held against: that of the cgroup that sets it
+    # (Slurm sets it on the step, whose cgroup also holds slurmstepd).
+    lusage = os.path.join(lim_at, "memory.usage_in_bytes") if lim_at else None
     head = {"pid": os.getpid(), "path": cgself.paths().get("memory"),
             "limit": lim, "limit_set_at": lim_at, "memsw_limit": sw,
             "memsw_set_at": sw_at,
-            "soft_limit": cgself.read_int(d, "memory.soft_limit_in_bytes"),
+            "soft_limit": soft, "soft_set_at": soft_at,
             "oom_control": cgself.read(d, "memory.oom_control"),
             "base_usage": readn(usage), "base_rss_kib": vmrss_kib(),
             "step": step, "report": rep}
@@ -85,7 +91,7 @@ def main():
             touched += n
             nrec += 1
             put({"touched": touched, "usage": readn(usage), "max_usage": readn(maxu),
-                 "n": nrec})
+                 "usage_at_limit": readn(lusage), "n": nrec})
     put({"touched": touched, "usage": readn(usage), "max_usage": readn(maxu),
          "rss_kib": vmrss_kib(), "n": nrec, "done": True})
     os.close(fd)

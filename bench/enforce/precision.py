@@ -469,6 +469,7 @@ def mem_case(side, req_mib, a, frac_cap, label):
     res["limit_error_pct"] = 100.0 * (head["limit"] / target - 1.0) if head["limit"] else None
     if res["killed"]:
         res["kill_point_bytes"] = last["usage"]
+        res["kill_point_at_limit_bytes"] = last.get("usage_at_limit")
         res["error_pct"] = 100.0 * (last["usage"] / target - 1.0)
         res["dmesg"] = dmesg_kill(head["pid"])
     log("%s %s, request %d MiB (target hard limit %.2f MiB): %s; limit seen by the task "
@@ -519,8 +520,8 @@ def summary(results, a, sides):
                         "%.0f%%" % (100 * med(tf)) if tf else "-",
                         "%.4f" % med(ca) if ca else "-"))
     L.append("")
-    L.append("| memory request | side | hard limit the task saw | 110% target | kill point (cgroup usage at the last 64 KiB before the kill; median, min-max) | error vs target | kernel's anon-rss at the kill | soft limit | stays at 90%: killed? |")
-    L.append("|---|---|---|---|---|---|---|---|---|")
+    L.append("| memory request | side | hard limit the task saw | 110% target | kill point: the task's cgroup usage at its last 64 KiB before the kill (median; min-max) | error vs target | usage of the cgroup that holds the limit, then | kernel's anon-rss at the kill | soft limit | stays at 90%: killed? |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
     for s in sides:
         rs = [r for r in results if r["side"] == s and r["case"] == "mem-over"
               and r.get("kill_point_bytes")]
@@ -531,9 +532,12 @@ def summary(results, a, sides):
         er = [r["error_pct"] for r in rs]
         anon = [r["dmesg"]["anon_rss_kib"] / 1024 for r in rs if r.get("dmesg")]
         soft = rs[0]["head"]["soft_limit"]
-        L.append("| %d MiB | %s | %.2f MiB | %.2f MiB | %.2f MiB; %.2f-%.2f | %+.3f%%; %+.3f..%+.3f%% | %s | %s | %s |"
+        kl = [r["kill_point_at_limit_bytes"] / MIB for r in rs
+              if r.get("kill_point_at_limit_bytes")]
+        L.append("| %d MiB | %s | %.2f MiB | %.2f MiB | %.2f MiB; %.2f-%.2f | %+.3f%%; %+.3f..%+.3f%% | %s | %s | %s | %s |"
                  % (a.mem_request, s, rs[0]["limit_bytes"] / MIB, rs[0]["target_bytes"] / MIB,
                     med(kp), min(kp), max(kp), med(er), min(er), max(er),
+                    "%.2f MiB" % med(kl) if kl else "-",
                     "%.2f MiB" % med(anon) if anon else "-",
                     "%.2f MiB" % (soft / MIB) if soft and soft < 2 ** 60 else "not set",
                     ", ".join("yes" if r["killed"] else "no" for r in ok) or "-"))
