@@ -5,7 +5,7 @@ every agent at --cgroup none and at --cgroup v1, in one sitting.
 
     bench/enforce/cost.py [--rounds 4] [--reps 3] [--turnover-reps 2]
         [--modes seq,c10] [--variants "none=--cgroup none" "v1=--cgroup v1 --cgroup-root {root}"]
-        [--build NAME=DIR ...]
+        [--build NAME=DIR ...] [--autogroup-nice N]
 
 Each round runs bench/live/livebench.py once per variant (--tests
 startup,turnover --slurm skip, --agent-args from the variant), the order
@@ -108,6 +108,10 @@ def main():
     ap.add_argument("--build", action="append", default=[], metavar="NAME=DIR",
                     help="run variant NAME with the binaries of build directory DIR "
                          "(SLUICE_BUILD; default: build/), e.g. an agent with a patch")
+    ap.add_argument("--autogroup-nice", type=int, default=None,
+                    help="set this session's autogroup nice value (-20..19) for the run, "
+                         "restored at the end: with sched_autogroup_enabled, how much CPU "
+                         "the bench and its daemons get against the host's other sessions")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     a.builds = dict(b.split("=", 1) for b in a.build)
@@ -117,11 +121,25 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     res = {name: [] for name, _ in variants}
     load = []
-    for rnd in range(a.rounds):
-        order = variants if rnd % 2 == 0 else list(reversed(variants))
-        for name, args in order:
-            load.append(os.getloadavg()[0])
-            res[name].append(one(a, name, args, rnd + 1))
+    old_nice = None
+    if a.autogroup_nice is not None:
+        # This session's autogroup (the bench, the daemons it starts, not
+        # the tasks, which setsid into autogroups of their own) weighs as
+        # a process of this nice value against the host's other sessions.
+        with open("/proc/self/autogroup") as fh:
+            old_nice = int(fh.read().split("nice")[1])
+        with open("/proc/self/autogroup", "w") as fh:
+            fh.write(str(a.autogroup_nice))
+    try:
+        for rnd in range(a.rounds):
+            order = variants if rnd % 2 == 0 else list(reversed(variants))
+            for name, args in order:
+                load.append(os.getloadavg()[0])
+                res[name].append(one(a, name, args, rnd + 1))
+    finally:
+        if old_nice is not None:
+            with open("/proc/self/autogroup", "w") as fh:
+                fh.write(str(old_nice))
     names = [n for n, _ in variants]
     L = ["| figure | " + " | ".join("%s: median (min-max)" % n for n in names) + " | " +
          " | ".join("%s / %s" % (n, names[0]) for n in names[1:]) + " |",

@@ -330,8 +330,11 @@ class DirectSide(Side):
             for d in dirs.values():
                 with open(os.path.join(d, "cgroup.procs"), "w") as fh:
                     fh.write("0")
+        # A session of its own, as the agent's and Slurm's tasks have: the
+        # boost then renices the task's autogroup, not this bench's.
         p = subprocess.Popen(argv, preexec_fn=enter, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
         info = {"cgroup": "/%s/%s" % (self.root, leaf), "hard_limit_written": hard}
         if pidfile and wait_file(pidfile, 30, lambda: p.poll() is None):
             info["boost"] = self.boost(p.pid)
