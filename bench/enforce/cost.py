@@ -5,7 +5,7 @@ every agent at --cgroup none and at --cgroup v1, in one sitting.
 
     bench/enforce/cost.py [--rounds 4] [--reps 3] [--turnover-reps 2]
         [--modes seq,c10] [--variants "none=--cgroup none" "v1=--cgroup v1 --cgroup-root {root}"]
-        [--build NAME=DIR ...] [--autogroup-nice N]
+        [--build NAME=DIR ...] [--root-cpu-shares NAME=N ...] [--autogroup-nice N]
 
 Each round runs bench/live/livebench.py once per variant (--tests
 startup,turnover --slurm skip, --agent-args from the variant), the order
@@ -28,6 +28,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 sys.dont_write_bytecode = True
@@ -63,8 +64,23 @@ def one(a, variant, args, rnd):
     env = dict(os.environ)
     if variant in a.builds:
         env["SLUICE_BUILD"] = a.builds[variant]
+    shares = a.shares.get(variant)
     with open(out + ".log", "w") as fh:
-        p = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=1200, env=env)
+        p = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
+        stop = threading.Event()
+        th = None
+        if shares:
+            th = threading.Thread(target=set_shares, args=(p.pid, shares, stop), daemon=True)
+            th.start()
+        try:
+            p.wait(timeout=1200)
+        finally:
+            stop.set()
+            if th:
+                th.join()
+            if p.poll() is None:
+                p.terminate()
+                p.wait(timeout=60)
     if p.returncode != 0:
         raise RuntimeError("livebench (%s) exited %d; see %s.log" % (variant, p.returncode, out))
     with open(os.path.join(out, "results.json")) as fh:
@@ -73,6 +89,27 @@ def one(a, variant, args, rnd):
                      "turnover": spawn_us(os.path.join(out, "work"), "turnover")}
     shutil.rmtree(os.path.join(out, "work"), ignore_errors=True)
     return r
+
+
+def set_shares(pid, shares, stop):
+    """Gives every cgroup v1 root livebench `pid` makes for its agents
+    (/sys/fs/cgroup/cpu/sluice-live-PID-*, see bench/live/livebench.py)
+    cpu.shares `shares` as soon as it appears, before its agent starts
+    tasks: the weight of all of that agent's tasks together against the
+    host's other processes (each task's own cgroup keeps 1024)."""
+    base, pre, done = "/sys/fs/cgroup/cpu", "sluice-live-%d-" % pid, set()
+    while not stop.wait(0.02):
+        try:
+            names = [n for n in os.listdir(base) if n.startswith(pre) and n not in done]
+        except OSError:
+            continue
+        for n in names:
+            try:
+                with open(os.path.join(base, n, "cpu.shares"), "w") as fh:
+                    fh.write(str(shares))
+                done.add(n)
+            except OSError:
+                pass
 
 
 FIGS = [
@@ -108,6 +145,9 @@ def main():
     ap.add_argument("--build", action="append", default=[], metavar="NAME=DIR",
                     help="run variant NAME with the binaries of build directory DIR "
                          "(SLUICE_BUILD; default: build/), e.g. an agent with a patch")
+    ap.add_argument("--root-cpu-shares", action="append", default=[], metavar="NAME=N",
+                    help="variant NAME: each agent's cgroup root gets cpu.shares N (as "
+                         "kubelet gives kubepods the node's CPUs x 1024)")
     ap.add_argument("--autogroup-nice", type=int, default=None,
                     help="set this session's autogroup nice value (-20..19) for the run, "
                          "restored at the end: with sched_autogroup_enabled, how much CPU "
@@ -115,6 +155,7 @@ def main():
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     a.builds = dict(b.split("=", 1) for b in a.build)
+    a.shares = {k: int(v) for k, v in (x.split("=", 1) for x in a.root_cpu_shares)}
     a.rounds = max(1, min(a.rounds, 20))
     variants = [v.split("=", 1) for v in a.variants]
     a.out = a.out or "/tmp/sluice-enforce-cost/%s" % time.strftime("%Y%m%d-%H%M%S")
