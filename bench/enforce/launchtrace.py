@@ -25,6 +25,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -61,6 +62,38 @@ def classify(call, args):
     if call == "close":
         return "close cgroup files"
     return call + " (cgroup)"
+
+
+def sweep(tmp):
+    """Stops what is left of this run: a SIGTERM to strace makes it detach
+    and exit, leaving the traced agent running, so every process whose
+    command line names this run's directory gets SIGTERM, then SIGKILL
+    after 10 s."""
+    def left():
+        out = []
+        for e in os.listdir("/proc"):
+            if not e.isdigit() or int(e) == os.getpid():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % e, "rb") as fh:
+                    if tmp.encode() in fh.read():
+                        out.append(int(e))
+            except OSError:
+                pass
+        return out
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        pids = left()
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + wait
+        while pids and time.monotonic() < deadline:
+            time.sleep(0.05)
+            pids = [p for p in pids if os.path.exists("/proc/%d" % p)]
+        if not pids:
+            return
 
 
 def main():
@@ -120,6 +153,7 @@ def main():
         if agent:
             agent.stop()
         ctl.stop()
+        sweep(tmp)
         for d in made:
             for sub, _, _ in os.walk(d, topdown=False):
                 try:
