@@ -153,6 +153,15 @@ class Live:
         self.adm = self.ctl.token("admin")
 
     def __enter__(self):
+        try:
+            return self._start()
+        except BaseException:
+            # `with` calls __exit__ only after __enter__ returned: stop
+            # what did start (and remove the cgroup roots made so far).
+            self.__exit__(None, None, None)
+            raise
+
+    def _start(self):
         self.ctl.start()
         for i in range(self.n_agents):
             name = "n%02d" % (i + 1)
