@@ -38,6 +38,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import shutil
 import signal
 import statistics
@@ -106,10 +107,38 @@ def wait_stamps(d, suffix, n, deadline_s, interval=0.002):
 
 
 # --------------------------------------------------------------- a cluster
-class Live:
-    """A controller and `agents` agents of `gpus` declared H100s each."""
+# --agent-args: "{root}" in them stands for a cgroup root of each agent's
+# own, made by the bench in each of these cgroup v1 hierarchies (the agent
+# wants an explicit --cgroup-root to exist) and removed after the cluster
+# stopped.
+CGROUP_V1 = ("memory", "cpu", "cpuacct", "pids", "devices")
 
-    def __init__(self, workdir, name, agents, gpus=8):
+
+def cgroup_roots(root, make):
+    """Makes (make=True) or removes the cgroup v1 directory `root` in every
+    mounted hierarchy of CGROUP_V1; removal takes the tree depth-first and
+    returns the directories that could not be removed."""
+    stuck = []
+    for c in CGROUP_V1:
+        base = os.path.join("/sys/fs/cgroup", c)
+        d = os.path.join(base, root)
+        if make:
+            if os.path.isdir(base):
+                os.mkdir(d)
+            continue
+        for sub, _, _ in os.walk(d, topdown=False):
+            try:
+                os.rmdir(sub)
+            except OSError:
+                stuck.append(sub)
+    return stuck
+
+
+class Live:
+    """A controller and `agents` agents of `gpus` declared H100s each;
+    agent_args are added to every agent's command line."""
+
+    def __init__(self, workdir, name, agents, gpus=8, agent_args=()):
         import harness  # tests/e2e/harness.py (needs python3-yaml)
         self.harness = harness
         self.dir = os.path.join(workdir, name)
@@ -117,16 +146,34 @@ class Live:
             shutil.rmtree(self.dir)
         self.ctl = harness.Controller(self.dir)
         self.n_agents, self.gpus = agents, gpus
+        self.agent_args = list(agent_args)
+        self.cg_roots = []
         self.agents = []
         self.tok = self.ctl.token("alice")
         self.adm = self.ctl.token("admin")
 
     def __enter__(self):
+        try:
+            return self._start()
+        except BaseException:
+            # `with` calls __exit__ only after __enter__ returned: stop
+            # what did start (and remove the cgroup roots made so far).
+            self.__exit__(None, None, None)
+            raise
+
+    def _start(self):
         self.ctl.start()
         for i in range(self.n_agents):
-            a = self.harness.Agent(self.ctl, "n%02d" % (i + 1), gpus=self.gpus,
+            name = "n%02d" % (i + 1)
+            extra = self.agent_args
+            if any("{root}" in x for x in extra):
+                root = "sluice-live-%d-%s-%s" % (os.getpid(), os.path.basename(self.dir), name)
+                cgroup_roots(root, True)
+                self.cg_roots.append(root)
+                extra = [x.replace("{root}", root) for x in extra]
+            a = self.harness.Agent(self.ctl, name, gpus=self.gpus,
                                    gpu_model="H100", gpu_memory="80Gi",
-                                   cpus="64", memory="512Gi")
+                                   cpus="64", memory="512Gi", extra_args=extra)
             self.agents.append(a)
             a.start(timeout=30)
         self.conn = httpload.Conn(self.ctl.port, self.tok)
@@ -143,6 +190,10 @@ class Live:
             a.stop()
         self.ctl.stop()
         self.reap_tasks()
+        for root in self.cg_roots:
+            stuck = cgroup_roots(root, False)
+            if stuck:
+                log("cgroups left that could not be removed: %s" % ", ".join(stuck))
         return False
 
     def task_pids(self):
@@ -322,7 +373,7 @@ def sluice_startup(a, out):
     wait_load(a, "sluice startup")
     n = a.startup_n
     res_all = out["sluice"]["startup"] = {}
-    with Live(a.work, "startup", a.agents) as lc:
+    with Live(a.work, "startup", a.agents, agent_args=a.agent_args) as lc:
         log("startup cluster up: %d agents x 8 GPUs (sluiced pid %d)"
             % (a.agents, lc.ctl.proc.pid))
         for mode in a.startup_modes:
@@ -372,7 +423,7 @@ def sluice_turnover(a, out):
     wait_load(a, "sluice turnover")
     J, S = a.turnover_jobs, a.turnover_sleep
     runs = []
-    with Live(a.work, "turnover", 1) as lc:
+    with Live(a.work, "turnover", 1, agent_args=a.agent_args) as lc:
         for r in range(a.turnover_reps):
             d = os.path.join(lc.dir, "stamps-%d" % r)
             fresh_dir(d)
@@ -445,7 +496,7 @@ def sluice_submit_queue(a, out, time_limit=0, key="submit", full=True):
     wait_load(a, "sluice " + key)
     res = {"phases": [], "time_limit": time_limit}
     out["sluice"][key] = res
-    with Live(a.work, key, 1) as lc:
+    with Live(a.work, key, 1, agent_args=a.agent_args) as lc:
         d = os.path.join(lc.dir, "stamps-blockers")
         fresh_dir(d)
         blockers = lc.submit_raw([httpload.build_request(
@@ -729,6 +780,11 @@ def main():
     ap.add_argument("--slurm-reps", type=int, default=3)
     ap.add_argument("--slurm-turnover-reps", type=int, default=3)
     ap.add_argument("--slurm-pending", type=int, default=10000)
+    ap.add_argument("--agent-args", default="",
+                    help="extra sluice-agent arguments for every agent, e.g. "
+                         "\"--cgroup v1 --cgroup-root {root}\" ({root}: a cgroup v1 "
+                         "root of the agent's own, made and removed by the bench); "
+                         "default none: the harness's agent (no enforcement)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--max-load", type=float, default=0,
                     help="before each part, wait (at most --max-load-wait s) until "
@@ -736,6 +792,7 @@ def main():
     ap.add_argument("--max-load-wait", type=float, default=300)
     a = ap.parse_args()
     a.tests = [t for t in a.tests.split(",") if t]
+    a.agent_args = shlex.split(a.agent_args)
     a.startup_modes = [m for m in a.startup_modes.split(",") if m]
     a.reps = max(1, min(a.reps, 50))
     stamp = time.strftime("%Y%m%d-%H%M%S")

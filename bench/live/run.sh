@@ -8,6 +8,9 @@
 #   bench/live/run.sh --slurm-setup     # first start Slurm (../shared/peers/slurm/setup.sh,
 #                                       # root + apt), tear it down at the end
 #   bench/live/run.sh --slurm skip      # Sluice only
+#   bench/live/run.sh --agent-args "--cgroup v1 --cgroup-root {root}"
+#                                       # every agent enforces with cgroup v1
+#                                       # under a root of its own (bench/enforce/cost.py)
 #   bench/live/run.sh --help            # every knob of livebench.py
 #
 # Needs build/sluiced, build/sluice-agent, build/sluice (`make`), Debian's

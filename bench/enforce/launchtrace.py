@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+"""launchtrace.py - where a task launch's cgroup set-up spends its time in
+sluice-agent: the agent (and every process it forks) under strace, N
+one-task jobs of `true` submitted one at a time (--gap seconds apart, as
+the GPU turnover launches them), then the time of each cgroup system call
+summed per kind.
+
+    bench/enforce/launchtrace.py [--n 30] [--gap 0.2]
+        [--agent-args "--cgroup v1 --cgroup-root {root}"] [--build DIR] [--no-strace]
+
+strace -f -y -T -e trace=mkdir,rmdir,openat,write,read,close,eventfd2 on
+the agent: -y names each descriptor's file, -T gives the time spent in
+each call.  Calls are grouped by what they touch: mkdir/rmdir of a task's
+cgroup, the limit files written, the write of "0" into cgroup.procs (or
+tasks) by the task's child, which moves it into its cgroup, the OOM
+eventfd registration, the reads of the outcome.  Prints per group: calls
+per launch and the median / 90th percentile / total time per launch, in
+milliseconds.  strace slows every call it traces, so the absolute
+figures are upper bounds; what matters is which group dominates.  {root}
+is a cgroup v1 root made for the run in every hierarchy and removed at
+the end.
+"""
+import argparse
+import os
+import re
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
+CG = "/sys/fs/cgroup"
+CTRLS = ("memory", "cpu", "cpuacct", "pids", "devices")
+
+LINE = re.compile(r"^(\d+)\s+(\w+)\((.*)\)\s+=\s+(-?\d+|\?)[^<]*<([\d.]+)>$")
+
+
+def classify(call, args):
+    if "/sys/fs/cgroup" not in args:
+        return None
+    if call == "mkdir":
+        return "mkdir task cgroup"
+    if call == "rmdir":
+        return "rmdir task cgroup"
+    if call == "write":
+        if "cgroup.procs>" in args or "/tasks>" in args:
+            return "write 0 into cgroup.procs/tasks (task's child joins)"
+        if "cgroup.event_control>" in args:
+            return "OOM eventfd registration"
+        return "write limit files"
+    if call == "openat":
+        return "open cgroup files"
+    if call == "read":
+        return "read outcome files"
+    if call == "close":
+        return "close cgroup files"
+    return call + " (cgroup)"
+
+
+def sweep(tmp):
+    """Stops what is left of this run: a SIGTERM to strace makes it detach
+    and exit, leaving the traced agent running, so every process whose
+    command line names this run's directory gets SIGTERM, then SIGKILL
+    after 10 s."""
+    def left():
+        out = []
+        for e in os.listdir("/proc"):
+            if not e.isdigit() or int(e) == os.getpid():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % e, "rb") as fh:
+                    if tmp.encode() in fh.read():
+                        out.append(int(e))
+            except OSError:
+                pass
+        return out
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        pids = left()
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + wait
+        while pids and time.monotonic() < deadline:
+            time.sleep(0.05)
+            pids = [p for p in pids if os.path.exists("/proc/%d" % p)]
+        if not pids:
+            return
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--n", type=int, default=30)
+    ap.add_argument("--gap", type=float, default=0.2)
+    ap.add_argument("--agent-args", default="--cgroup v1 --cgroup-root {root}")
+    ap.add_argument("--build", help="build directory (default: SLUICE_BUILD or build/)")
+    ap.add_argument("--no-strace", dest="strace", action="store_false",
+                    help="no strace: only the agent's own spawn_us per launch")
+    a = ap.parse_args()
+    a.n = max(1, min(a.n, 500))
+    if not shutil.which("strace"):
+        sys.exit("launchtrace: strace is not installed (apt-get install strace)")
+    build = os.path.abspath(a.build or os.environ.get("SLUICE_BUILD") or
+                            os.path.join(REPO, "build"))
+    tmp = tempfile.mkdtemp(prefix="sluice-launchtrace-")
+    os.chmod(tmp, 0o755)
+    # A build directory whose sluice-agent is the real one under strace.
+    wrap = os.path.join(tmp, "bin")
+    os.mkdir(wrap)
+    trace = os.path.join(tmp, "agent.strace")
+    for b in ("sluiced", "sluice", "sluice-monitor"):
+        if os.path.exists(os.path.join(build, b)):
+            os.symlink(os.path.join(build, b), os.path.join(wrap, b))
+    with open(os.path.join(wrap, "sluice-agent"), "w") as fh:
+        real = shlex.quote(os.path.join(build, "sluice-agent"))
+        if a.strace:
+            fh.write("#!/bin/sh\nexec strace -f -y -T -qq -o %s "
+                     "-e trace=mkdir,rmdir,openat,write,read,close,eventfd2 %s \"$@\"\n"
+                     % (shlex.quote(trace), real))
+        else:
+            fh.write("#!/bin/sh\nexec %s \"$@\"\n" % real)
+    os.chmod(os.path.join(wrap, "sluice-agent"), 0o755)
+    os.environ["SLUICE_BUILD"] = wrap
+    import harness
+    root = "sluice-trace-%d" % os.getpid()
+    args = shlex.split(a.agent_args.replace("{root}", root))
+    made = []
+    if "{root}" in a.agent_args:
+        for c in CTRLS:
+            os.mkdir(os.path.join(CG, c, root))
+            made.append(os.path.join(CG, c, root))
+    ctl = harness.Controller(os.path.join(tmp, "cluster"))
+    agent = None
+    try:
+        ctl.start()
+        agent = harness.Agent(ctl, "t1", gpus=0, cpus="2", memory="8Gi", extra_args=args)
+        agent.start(timeout=60)
+        for _ in range(a.n):
+            j = ctl.submit({"command": ["/bin/true"], "cpus": "1", "memory": "64Mi"})
+            ctl.wait_job(j["id"], ["succeeded", "failed"], timeout=60)
+            time.sleep(a.gap)
+        agent.stop()
+    finally:
+        if agent:
+            agent.stop()
+        ctl.stop()
+        sweep(tmp)
+        for d in made:
+            for sub, _, _ in os.walk(d, topdown=False):
+                try:
+                    os.rmdir(sub)
+                except OSError as e:
+                    print("cannot remove %s: %s" % (sub, e), file=sys.stderr)
+    with open(agent.log_path, errors="replace") as fh:
+        us = sorted(int(x) for x in re.findall(r"started spawn_us=(\d+)", fh.read()))
+    if us:
+        print("spawn_us (decoded launch -> task running, the agent's log): median %.3f ms, "
+              "p90 %.3f ms, min %.3f ms over %d launches"
+              % (statistics.median(us) / 1e3, us[int(0.9 * (len(us) - 1))] / 1e3, us[0] / 1e3,
+                 len(us)))
+    if not a.strace:
+        return
+    groups = {}
+    with open(trace, errors="replace") as fh:
+        for line in fh:
+            m = LINE.match(line.strip())
+            if not m:
+                continue
+            g = classify(m.group(2), m.group(3))
+            if g:
+                groups.setdefault(g, []).append(float(m.group(5)) * 1e3)
+    print("%d launches, %s, agent args: %s" % (a.n, build, " ".join(args)))
+    print("| system calls on the task's cgroup | calls per launch | median per call, ms | p90 per call, ms | max, ms | total per launch, ms |")
+    print("|---|---|---|---|---|---|")
+    for g, ts in sorted(groups.items(), key=lambda kv: -sum(kv[1])):
+        ts.sort()
+        print("| %s | %.1f | %.3f | %.3f | %.3f | %.3f |"
+              % (g, len(ts) / a.n, statistics.median(ts), ts[int(0.9 * (len(ts) - 1))],
+                 ts[-1], sum(ts) / a.n))
+    print("trace: %s" % trace)
+
+
+if __name__ == "__main__":
+    main()
