@@ -122,7 +122,13 @@ static int v1_create(agent_cgroup_t *cg, const char *name, const agent_cgroup_li
     for (c = 0; c < CG1_N; c++) {
         if (cg->hier[c] != c) continue;
         bad = c;
-        int fd = cg_open_procs(&cg->fs, dir[c]);
+        /* "tasks", not cgroup.procs: the task's child writes "0" while it
+         * is single-threaded (right after fork), so moving its one thread
+         * moves the process; and a thread's own move does not take the
+         * global cgroup_threadgroup_rwsem for writing, whose RCU grace
+         * period made each cgroup.procs write cost 5-20 ms on these hosts
+         * when launches are not back to back. */
+        int fd = cg_open_procs(&cg->fs, dir[c], "tasks");
         if (fd < 0) {
             rc = fd;
             goto fail;

@@ -114,7 +114,7 @@ static int v2_create(agent_cgroup_t *cg, const char *name, const agent_cgroup_li
         if (rc != 0) goto fail;
     }
     file = "cgroup.procs";
-    int fd = cg_open_procs(&cg->fs, dir);
+    int fd = cg_open_procs(&cg->fs, dir, "cgroup.procs");
     if (fd < 0) {
         rc = fd;
         goto fail;

@@ -106,9 +106,9 @@ bool cg_exists(const char *dir, const char *file) {
     return access(path, F_OK) == 0;
 }
 
-int cg_open_procs(const cg_fs_t *fs, const char *dir) {
+int cg_open_procs(const cg_fs_t *fs, const char *dir, const char *file) {
     char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/cgroup.procs", dir) >= (int)sizeof path) return -ENAMETOOLONG;
+    if (snprintf(path, sizeof path, "%s/%s", dir, file) >= (int)sizeof path) return -ENAMETOOLONG;
     int flags = O_WRONLY | O_CLOEXEC;
     if (fs && fs->fake) flags |= O_CREAT | O_APPEND;
     int fd = open(path, flags, 0644);

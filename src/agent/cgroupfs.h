@@ -55,8 +55,9 @@ int cg_read_key(const char *dir, const char *file, const char *key, int64_t *out
 /* Whether dir/file exists. */
 bool cg_exists(const char *dir, const char *file);
 
-/* Opens dir/cgroup.procs for writing (O_CLOEXEC); the fd or -errno. */
-int cg_open_procs(const cg_fs_t *fs, const char *dir);
+/* Opens dir/file for writing (O_CLOEXEC), file being cgroup.procs or, on
+ * v1, tasks; the fd or -errno. */
+int cg_open_procs(const cg_fs_t *fs, const char *dir, const char *file);
 
 /* The pids listed in dir/cgroup.procs, at most n into pids; the count (may
  * exceed n), or -errno. */

@@ -181,35 +181,38 @@ def test_v2_fake_tree_through_the_agent(controller, tmp_path):
     a = harness.Agent(controller, "n1", gpus=1, cgroup="v2", cgroup_root="/sluice",
                       extra_args=["--cgroup-mount", str(fake)])
     a.start()
-    assert "cgroup v2: memory (hard 110%, soft 90%, no swap), cpu quota, pids.max 4096, " \
-        "devices NOT enforced (not a real cgroup2 mount)" in a.log(), a.log()
-    procs = (root / "agent" / "cgroup.procs").read_text().split()
-    assert procs == ["0", "4242"], procs
-    assert (root / "cgroup.subtree_control").read_text() == "+memory +cpu +pids\n"
-    assert (root / "tasks" / "cgroup.subtree_control").read_text() == "+memory +cpu +pids\n"
-    assert (root / "cgroup.procs").read_text() == "4242\n"      # never written
-    assert not (root / "tasks" / "cgroup.procs").exists()      # an internal node
-
-    tmp_path.chmod(0o755)
-    go = tmp_path / "go"
-    j = controller.submit({"gpus": 1, "cpus": "1.5", "memory": "256Mi",
-                           "command": u.sh("while [ ! -e %s ]; do sleep 0.05; done" % go)})
-    u.wait_running_pids(controller, j["id"])
-    task = root / "tasks" / ("%d.0" % j["id"])
     try:
-        mi = 1 << 20
-        want = {"memory.max": str(256 * mi * 11 // 10 // 4096 * 4096),
-                "memory.low": str(256 * mi * 9 // 10 // 4096 * 4096),
-                "memory.swap.max": "0", "memory.oom.group": "1", "cpu.max": "150000 100000",
-                "pids.max": "4096"}
-        for f, v in want.items():
-            assert (task / f).read_text() == v + "\n", f
-        # The task wrote itself in (its child's raw "0"), not its monitor.
-        assert (task / "cgroup.procs").read_text() == "0"
+        assert "cgroup v2: memory (hard 110%, soft 90%, no swap), cpu quota, pids.max 4096, " \
+            "devices NOT enforced (not a real cgroup2 mount)" in a.log(), a.log()
+        procs = (root / "agent" / "cgroup.procs").read_text().split()
+        assert procs == ["0", "4242"], procs
+        assert (root / "cgroup.subtree_control").read_text() == "+memory +cpu +pids\n"
+        assert (root / "tasks" / "cgroup.subtree_control").read_text() == "+memory +cpu +pids\n"
+        assert (root / "cgroup.procs").read_text() == "4242\n"      # never written
+        assert not (root / "tasks" / "cgroup.procs").exists()      # an internal node
+
+        tmp_path.chmod(0o755)
+        go = tmp_path / "go"
+        j = controller.submit({"gpus": 1, "cpus": "1.5", "memory": "256Mi",
+                               "command": u.sh("while [ ! -e %s ]; do sleep 0.05; done" % go)})
+        u.wait_running_pids(controller, j["id"])
+        task = root / "tasks" / ("%d.0" % j["id"])
+        try:
+            mi = 1 << 20
+            want = {"memory.max": str(256 * mi * 11 // 10 // 4096 * 4096),
+                    "memory.low": str(256 * mi * 9 // 10 // 4096 * 4096),
+                    "memory.swap.max": "0", "memory.oom.group": "1", "cpu.max": "150000 100000",
+                    "pids.max": "4096"}
+            for f, v in want.items():
+                assert (task / f).read_text() == v + "\n", f
+            # The task wrote itself in (its child's raw "0"), not its monitor.
+            assert (task / "cgroup.procs").read_text() == "0"
+        finally:
+            go.write_text("")
+        controller.wait_job(j["id"], "succeeded")
+        harness.wait_for(lambda: not task.exists(), what="the task's cgroup to be removed")
     finally:
-        go.write_text("")
-    controller.wait_job(j["id"], "succeeded")
-    harness.wait_for(lambda: not task.exists(), what="the task's cgroup to be removed")
+        a.stop()
 
 
 def test_task_gets_the_oom_score_adj_of_its_launch(controller_factory, tmp_path):
