@@ -753,6 +753,7 @@ int ctl_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen, const char **fi
         return SL_EBUSY;
     }
     uint64_t id = c->next_id;
+    int64_t t0 = ctl_mono_us();
     j->id = id;
     j->submit_us = ctl_now_us();
     /* The dependencies first: a bad term refuses the job before any write. */
@@ -815,6 +816,9 @@ int ctl_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen, const char **fi
     d->running = was;
     ctl__deps_run(c);
     sl_array_spec_fini(&as);
+    if (sl_log_enabled(SL_LOG_DEBUG, "sched"))
+        sl_log(SL_LOG_DEBUG, "sched", "job=%llu submitted elements=%d held=%s us=%lld",
+               (unsigned long long)id, n, j->hold ? "yes" : "no", (long long)(ctl_mono_us() - t0));
     return 0;
 }
 
