@@ -679,13 +679,16 @@ static void h_cancel(hreq_t *h) {
     ctl_job_t *j = job_access(h, &owned);
     if (j == NULL)
         return;
-    if (whole && !owned) {
-        if (ctl_array_cancel(h->c, j->id) == 0) {
+    if (whole) { /* element A itself may have ended, even be forgotten */
+        uint64_t id = j->id;
+        if (owned)
+            ctl_job_free(j);
+        if (ctl_array_cancel(h->c, id) == 0) {
             http_error(h->hs, h->req, 409, "conflict", NULL,
-                       "array %llu has no pending or running element", (unsigned long long)j->id);
+                       "array %llu has no pending or running element", (unsigned long long)id);
             return;
         }
-        defer(h->hs, h->req, 200, j->id);
+        defer(h->hs, h->req, 200, id);
         return;
     }
     /* A job read back from the database has finished: it is never cancelled. */
