@@ -296,6 +296,7 @@ bool ctl_http_flush(void *ud) {
         if (j) {
             ctl_job_write(c, &b, j);
         } else if ((j = ctl_job_fetch(c, r->job)) != NULL) { /* already forgotten */
+            ctl_array_fill(c, j);
             ctl_job_write(c, &b, j);
             ctl_job_free(j);
         }
