@@ -304,8 +304,11 @@ int cli_cmd_submit(cli_t *c) {
         const char *name = json_string_value(json_object_get(out, "name"));
         const char *st = json_string_value(json_object_get(out, "state"));
         const char *reason = json_string_value(json_object_get(out, "reason"));
-        printf("submitted job %lld%s%s%s: %s%s%s\n", (long long)json_integer_value(json_object_get(out, "id")),
+        const char *arr = json_string_value(json_object_get(out, "array"));
+        printf("submitted %sjob %lld%s%s%s%s%s: %s%s%s\n", arr ? "array " : "",
+               (long long)json_integer_value(json_object_get(out, "id")),
                name && *name ? " (" : "", name && *name ? name : "", name && *name ? ")" : "",
+               arr ? ", indexes " : "", arr ? arr : "",
                st ? st : "?", reason && *reason ? ", " : "", reason && *reason ? reason : "");
     }
 out:
