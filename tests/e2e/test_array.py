@@ -7,6 +7,7 @@ real agents the elements' environment is checked.
 
 import os
 import subprocess
+import time
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"))
@@ -166,3 +167,20 @@ def test_cancel_whole_array_after_its_first_element_ended(controller, fake_agent
     controller.wait_job(a + 1, "cancelled")
     assert controller.job(a + 2)["state"] == "cancelled"
     assert controller.job(a)["state"] == "succeeded"
+
+
+def test_array_limit_with_real_agents(controller, cluster):
+    cluster(2, gpus=4)
+    a = controller.submit({"command": ["sleep", "0.2"], "gpus": 1, "array": "0-11%3"})["id"]
+    peak = 0
+    for _ in range(3000):  # bounded: at most ~60 s of polling
+        running = controller.jobs(query="?state=running")
+        peak = max(peak, len(running))
+        assert len(running) <= 3, running
+        done = controller.jobs(query="?state=succeeded,failed,cancelled")
+        if len(done) == 12:
+            break
+        time.sleep(0.02)
+    assert all(j["state"] == "succeeded" for j in done), done
+    assert peak >= 2 and sorted(j["array_index"] for j in done) == list(range(12))
+    assert {j["array_id"] for j in done} == {a}
