@@ -5,9 +5,15 @@ DependencyNeverSatisfied, singleton, errors that name the field, the
 held state across a restart, and a chain of 1,000 jobs on real agents.
 """
 
+import os
+import subprocess
+import sys
 import time
 
-from harness import wait_for
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"))
+
+import e2e_util as u  # noqa: E402
+from harness import build_dir, wait_for  # noqa: E402
 
 
 def err(body):
@@ -35,6 +41,12 @@ def test_afterok_waits_then_runs(controller, fake_agent):
     jb = controller.job(b)
     assert jb["state"] == "pending" and jb["reason"] == "Dependency: waits for %d (afterok)" % a
     assert not launched(f, b)
+    env = u.cli_env(controller, token=controller.admin_token, tmpdir=controller.dir)
+    out = subprocess.run([os.path.join(build_dir(), "sluice"), "show", str(b)], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "waiting:    Dependency: waits for %d (afterok)" % a in out.stdout, out.stdout
+    assert "depends on: afterok:%d" % a in out.stdout, out.stdout
     f.exit(a, 0, 0)
     wait_for(lambda: launched(f, b), what="b launched after a succeeded")
 
