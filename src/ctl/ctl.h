@@ -15,6 +15,10 @@
  *   api.c metrics.c             views: JSON and text of jobs and nodes,
  *                               the Prometheus exposition
  *   recover.c                   start-up: rows from the store -> core, jobs
+ *   deps.c deps_recover.c       job arrays and dependencies: jobs held
+ *                               outside the core until deps.c releases
+ *                               them, told of starts and ends by jobs.c
+ *                               through c->ev (docs/arrays.md)
  *   jobs.c                      the domain: submit, start, end, cancel,
  *                               fail, requeue, node failure and hello;
  *                               with recover.c the only code that changes
@@ -26,6 +30,7 @@
  *                               (interning names) for the domain
  *   ctl.h                       this state
  *   store.c config.c            SQLite rows; the YAML configuration
+ *   store_deps.c                the rows of job arrays
  *   model.c                     job, task and node records, state names
  *   obs.c                       per-tenant completions and delay
  *                               histograms that /metrics reads
