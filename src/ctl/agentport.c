@@ -231,13 +231,24 @@ static void out_launch(void *ud, const ctl_job_t *j, int32_t i) {
     const char **argv = json_is_array(cmd) ? sl_xmalloc((argc + 1) * sizeof *argv) : NULL;
     for (size_t k = 0; argv && k < argc; k++)
         argv[k] = json_string_value(json_array_get(cmd, k));
-    sl_proto_kv_t *kv = sl_xmalloc((nenv ? nenv : 1) * sizeof *kv);
+    sl_proto_kv_t *kv = sl_xmalloc((nenv + 4) * sizeof *kv);
     size_t n = 0;
     const char *key;
     json_t *v;
     json_object_foreach(env, key, v) {
         kv[n].key = key;
         kv[n++].value = json_string_value(v);
+    }
+    /* An array's element learns its array and index as sbatch's tasks do
+     * (docs/arrays.md), unless its own env names the variable. */
+    char arr_id[24], arr_idx[16];
+    static const char *const arr_keys[4] = {"SLUICE_ARRAY_JOB_ID", "SLUICE_ARRAY_TASK_ID",
+                                            "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID"};
+    snprintf(arr_id, sizeof arr_id, "%llu", (unsigned long long)j->array_id);
+    snprintf(arr_idx, sizeof arr_idx, "%d", j->array_index);
+    for (int k = 0; k < 4 && j->array_id != 0; k++) {
+        if (json_object_get(env, arr_keys[k]) == NULL)
+            kv[n++] = (sl_proto_kv_t){arr_keys[k], k % 2 ? arr_idx : arr_id};
     }
     /* The Unix identity the task runs as: the tenant's mapping or the
      * configured default, resolved by the agent on its node. */

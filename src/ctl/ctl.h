@@ -15,6 +15,10 @@
  *   api.c metrics.c             views: JSON and text of jobs and nodes,
  *                               the Prometheus exposition
  *   recover.c                   start-up: rows from the store -> core, jobs
+ *   deps.c deps_recover.c       job arrays and dependencies: jobs held
+ *                               outside the core until deps.c releases
+ *                               them, told of starts and ends by jobs.c
+ *                               through c->ev (docs/arrays.md)
  *   jobs.c                      the domain: submit, start, end, cancel,
  *                               fail, requeue, node failure and hello;
  *                               with recover.c the only code that changes
@@ -26,6 +30,7 @@
  *                               (interning names) for the domain
  *   ctl.h                       this state
  *   store.c config.c            SQLite rows; the YAML configuration
+ *   store_deps.c                the rows of job arrays
  *   model.c                     job, task and node records, state names
  *   obs.c                       per-tenant completions and delay
  *                               histograms that /metrics reads
@@ -63,6 +68,19 @@ typedef struct ctl_outbound {
     /* The node was declared down: drop its connection and what waits on it. */
     void (*node_down)(void *ud, uint32_t node, const char *why);
 } ctl_outbound_t;
+
+/* What the domain tells the layer of arrays and dependencies (deps.c),
+ * which registers these at start-up (ctl_deps_init): a job's first start,
+ * and its end for good (succeeded, failed or cancelled; called once the
+ * job's final state is set, before it joins the finished list). NULL
+ * members: no one listens. */
+typedef struct ctl_job_events {
+    void *ud;
+    void (*started)(void *ud, ctl_job_t *j);
+    void (*ended)(void *ud, ctl_job_t *j);
+} ctl_job_events_t;
+
+struct ctl_deps;
 
 /* Counters for /metrics; each is written by the one layer named. */
 typedef struct ctl_counters {
@@ -111,6 +129,8 @@ typedef struct ctl {
     size_t nfenced, fenced_cap;
 
     ctl_outbound_t out;
+    ctl_job_events_t ev;      /* deps.c's listeners (above) */
+    struct ctl_deps *deps;    /* arrays and dependencies (deps.c); NULL before ctl_deps_init */
     ctl_counters_t n;
     ctl_obs_t obs; /* per-tenant completions and delay histograms (obs.h) */
     int64_t started_us;
