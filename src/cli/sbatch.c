@@ -87,11 +87,11 @@ static const sb_opt_t opts[] = {
     {"constraint", 'C', 1, SB_UNSUPPORTED, 0,
      "placement by node features is not supported yet; node labels are issue 12"},
     {"exclusive", 0, 2, SB_UNSUPPORTED, 0,
-     "Sluice does not reserve whole nodes (a job's GPUs, CPUs and memory are its own)"},
+     "Sluice does not reserve whole nodes; a job's GPUs, CPUs and memory are its own"},
     {"mail-type", 0, 1, SB_UNSUPPORTED, 0, "Sluice sends no mail"},
     {"mail-user", 0, 1, SB_UNSUPPORTED, 0, "Sluice sends no mail"},
     {"requeue", 0, 0, SB_UNSUPPORTED, 0,
-     "a job is requeued after a node failure by on_node_failure (the default)"},
+     "after a node failure a job is requeued by default (on_node_failure)"},
     {"no-requeue", 0, 0, SB_UNSUPPORTED, 0,
      "use sluice submit --on-node-failure fail"},
     {"begin", 'b', 1, SB_UNSUPPORTED, 0, NULL},
@@ -225,13 +225,13 @@ static int sb_error(const char *where, const char *fmt, ...) {
  * asked for those. 0 to go on. */
 static int unsupported(cli_sbatch_t *sb, const char *where, const char *what, const char *why) {
     if (sb->ignore_unsupported) {
-        fprintf(stderr, "sluice: warning: %s: %s is not supported%s%s%s (ignored)\n", where, what,
-                why ? " (" : "", why ? why : "", why ? ")" : "");
+        fprintf(stderr, "sluice: warning: %s: %s is not supported%s%s; ignored\n", where, what,
+                why ? ": " : "", why ? why : "");
         sb->warnings++;
         return 0;
     }
-    fprintf(stderr, "sluice: %s: %s is not supported%s%s%s (--ignore-unsupported makes this a "
-            "warning)\n", where, what, why ? " (" : "", why ? why : "", why ? ")" : "");
+    fprintf(stderr, "sluice: %s: %s is not supported%s%s (--ignore-unsupported makes this a "
+            "warning)\n", where, what, why ? ": " : "", why ? why : "");
     return CLI_EUSAGE;
 }
 
@@ -785,8 +785,13 @@ json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, ch
             goto fail;
         }
     }
-    if (v[SB_ACCOUNT] && (rc = set_field(sb, SB_ACCOUNT, spec, "tenant", v[SB_ACCOUNT])))
-        goto fail;
+    if (v[SB_ACCOUNT]) {
+        /* Slurm keeps account names in lower case, and so matches them. */
+        for (char *p = v[SB_ACCOUNT]; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        if ((rc = set_field(sb, SB_ACCOUNT, spec, "tenant", v[SB_ACCOUNT])))
+            goto fail;
+    }
     if (v[SB_OUTPUT]) {
         if ((rc = check_pattern(sb, SB_OUTPUT)))
             goto fail;

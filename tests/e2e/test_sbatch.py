@@ -153,7 +153,7 @@ def test_unsupported_directives_name_the_line(tmp_path):
     ("-n", "-n/--ntasks needs a value"),
     ("--mem 1G --mem-per-cpu 1G", "give --mem or --mem-per-cpu, not both"),
     ("--parsable", "--parsable is a flag of the command line"),
-    ("-q high", "-q/--qos is not supported (priority classes are not configured"),
+    ("-q high", "-q/--qos is not supported: priority classes are not configured"),
 ])
 def test_bad_directives_name_the_option(tmp_path, directive, word):
     path = write(tmp_path / "bad.sh", "#!/bin/sh\n#SBATCH %s\ntrue\n" % directive)
