@@ -330,7 +330,7 @@ int ctl_history_start(ctl_t *c, const struct evkeyvalq *q, bool admin, int32_t t
     int64_t now = ctl_now_us();
     *h = (ctl_history_t){.done = done, .ud = ud, .req = req, .list = list, .pipe = {-1, -1},
                          .until_us = now, .since_us = now - 86400LL * 1000000,
-                         .after_end = INT64_MIN, .after_id = 0,
+                         .after_end = INT64_MIN, .after_id = -1,
                          .limit = CTL_HISTORY_LIMIT_DEFAULT};
     const char *v;
     int64_t s;
@@ -352,10 +352,16 @@ int ctl_history_start(ctl_t *c, const struct evkeyvalq *q, bool admin, int32_t t
     if ((v = evhttp_find_header(q, "after"))) {
         long long e, id;
         char tail;
-        if (sscanf(v, "%lld:%lld%c", &e, &id, &tail) != 2 || id < 0)
+        if (sscanf(v, "%lld:%lld%c", &e, &id, &tail) != 2 || e < 0 || id < 0)
             BAD(400, "after", "after: must be the next_after of the page before (END:ID)");
         h->after_end = e;
         h->after_id = id;
+    }
+    /* The walk's lower bound is this one row value: SQLite bounds the index
+     * range by it (and not also by since), so it starts at the window. */
+    if (h->after_end < h->since_us) {
+        h->after_end = h->since_us;
+        h->after_id = -1;
     }
     if ((v = evhttp_find_header(q, "state"))) {
         if (names_parse(v, &h->states) < 0)
