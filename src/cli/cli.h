@@ -88,6 +88,7 @@ typedef struct cli_reply {
     char *body;        /* malloc'd and NUL-terminated; NULL when it went to a sink */
     size_t len;
     char ctype[128];   /* Content-Type, "" if none */
+    unsigned long long next_after; /* Sluice-Next-After (a paged list), 0 if none */
 } cli_reply_t;
 
 /* Receives body bytes as they arrive; returns 0, or -1 (errno set) to stop. */

@@ -63,6 +63,43 @@ static int parse_id(cli_t *c, const char *s, long long *out) {
     return 0;
 }
 
+/* A job named as the API names it: "123", or "123_4" for element 4 of
+ * array 123 (docs/arrays.md); copied into ref. 0, or -1 after a usage error. */
+static int parse_ref(cli_t *c, const char *s, char *ref, size_t len) {
+    long long id;
+    const char *us = strchr(s, '_');
+    char head[32];
+    if (us == NULL)
+        return parse_id(c, s, &id) ? -1 : (snprintf(ref, len, "%lld", id), 0);
+    snprintf(head, sizeof head, "%.*s", (int)(us - s < 31 ? us - s : 31), s);
+    const char *p = us + 1;
+    while (*p >= '0' && *p <= '9') p++;
+    if (us - s > 20 || us[1] == '\0' || *p != '\0' || p - us > 11 || parse_id(c, head, &id) < 0) {
+        if (us - s <= 20)
+            cli_usage_error(c, "\"%s\" is not a job id (123, or 123_4 for element 4 of array 123)", s);
+        return -1;
+    }
+    snprintf(ref, len, "%lld_%s", id, us + 1);
+    return 0;
+}
+
+/* The numeric id of a job named "123" or "123_4" (asking the server for an
+ * array's element). 0, or a CLI_E* code. */
+static int resolve_ref(cli_t *c, const char *s, long long *out) {
+    char ref[48], path[80];
+    if (parse_ref(c, s, ref, sizeof ref) < 0) return CLI_EUSAGE;
+    if (strchr(ref, '_') == NULL) {
+        *out = strtoll(ref, NULL, 10);
+        return CLI_OK;
+    }
+    snprintf(path, sizeof path, "/v1/jobs/%s", ref);
+    json_t *j = NULL;
+    int rc = cli_call(c, "GET", path, NULL, &j);
+    if (rc == CLI_OK) *out = (long long)json_integer_value(json_object_get(j, "id"));
+    json_decref(j);
+    return rc;
+}
+
 static int parse_num(cli_t *c, const char *flag, long long lo, long long hi, long long *out) {
     const char *s = cli_get(c, flag);
     char *end;
@@ -445,8 +482,10 @@ int cli_cmd_queue(cli_t *c) {
                 fwrite(nl + 1, 1, (size_t)(body + len - nl - 1), stdout);
             }
             if (left >= 0) left -= rows;
-            more = rows == want && (left < 0 || left > 0);
-            after = last_row_id(body, len);
+            /* The server says where the next page starts (an array's folded
+             * row holds many jobs, and its first cell is no job id). */
+            more = r.next_after != 0 && (left < 0 || left > 0);
+            after = r.next_after ? r.next_after : last_row_id(body, len);
         }
         cli_reply_free(&r);
         if (!more || after == 0) break;
@@ -503,11 +542,11 @@ static void print_oom(json_t *j) {
 }
 
 int cli_cmd_show(cli_t *c) {
-    long long id;
+    char ref[48];
     if (c->npos != 1) return cli_usage_error(c, "give one job id");
-    if (parse_id(c, c->pos[0], &id)) return CLI_EUSAGE;
-    char path[64];
-    snprintf(path, sizeof path, "/v1/jobs/%lld", id);
+    if (parse_ref(c, c->pos[0], ref, sizeof ref)) return CLI_EUSAGE;
+    char path[80];
+    snprintf(path, sizeof path, "/v1/jobs/%s", ref);
     json_t *j = NULL;
     int rc = cli_call(c, "GET", path, NULL, &j);
     if (rc != CLI_OK) return rc;
@@ -520,7 +559,14 @@ int cli_cmd_show(cli_t *c) {
     const char *name = json_string_value(json_object_get(j, "name"));
     const char *state = json_string_value(json_object_get(j, "state"));
     const char *reason = json_string_value(json_object_get(j, "reason"));
-    printf("job %lld%s%s\n", id, name && *name ? " " : "", name && *name ? name : "");
+    long long id = (long long)json_integer_value(json_object_get(j, "id"));
+    json_t *aid = json_object_get(j, "array_id");
+    if (json_is_integer(aid))
+        printf("job %lld_%lld (id %lld)%s%s\n", (long long)json_integer_value(aid),
+               (long long)json_integer_value(json_object_get(j, "array_index")), id,
+               name && *name ? " " : "", name && *name ? name : "");
+    else
+        printf("job %lld%s%s\n", id, name && *name ? " " : "", name && *name ? name : "");
     printf("%-11s %s\n", "tenant:", json_string_value(json_object_get(j, "tenant")));
     printf("%-11s %s\n", "state:", state ? state : "?");
     if (reason && *reason)
@@ -565,6 +611,10 @@ int cli_cmd_show(cli_t *c) {
         }
         printf("\n");
     }
+    if (json_is_string(json_object_get(j, "array")))
+        printf("%-11s %s\n", "array:", json_string_value(json_object_get(j, "array")));
+    if (json_is_string(json_object_get(j, "dependency")))
+        printf("%-11s %s\n", "depends on:", json_string_value(json_object_get(j, "dependency")));
     print_time_field("submitted:", json_object_get(j, "submit_time"));
     print_time_field("started:", json_object_get(j, "start_time"));
     print_time_field("ended:", json_object_get(j, "end_time"));
@@ -606,15 +656,15 @@ int cli_cmd_show(cli_t *c) {
 
 int cli_cmd_cancel(cli_t *c) {
     if (c->npos < 1) return cli_usage_error(c, "give at least one job id");
-    long long ids[256];
+    char ids[256][48];
     if (c->npos > 256) return cli_usage_error(c, "at most 256 job ids at once");
     for (int i = 0; i < c->npos; i++)
-        if (parse_id(c, c->pos[i], &ids[i])) return CLI_EUSAGE;
+        if (parse_ref(c, c->pos[i], ids[i], sizeof ids[i])) return CLI_EUSAGE;
     int rc = CLI_OK;
     json_t *all = json_array();
     for (int i = 0; i < c->npos; i++) {
-        char path[64];
-        snprintf(path, sizeof path, "/v1/jobs/%lld", ids[i]);
+        char path[80];
+        snprintf(path, sizeof path, "/v1/jobs/%s", ids[i]);
         json_t *j = NULL;
         int r = cli_call(c, "DELETE", path, NULL, &j);
         if (r == CLI_EUNREACHABLE) {
@@ -625,7 +675,11 @@ int cli_cmd_cancel(cli_t *c) {
             rc = r;
             continue;
         }
-        if (!c->json) printf("cancelled job %lld\n", ids[i]);
+        if (!c->json && strchr(ids[i], '_') == NULL &&
+            json_integer_value(json_object_get(j, "array_id")) == strtoll(ids[i], NULL, 10))
+            printf("cancelled array job %s (its pending and running elements)\n", ids[i]);
+        else if (!c->json)
+            printf("cancelled job %s\n", ids[i]);
         json_array_append_new(all, j);
     }
     if (c->json) {
@@ -734,7 +788,8 @@ static void job_state(cli_t *c, long long id, char *st, size_t len) {
 int cli_cmd_logs(cli_t *c) {
     long long id, task = 0;
     if (c->npos != 1) return cli_usage_error(c, "give one job id");
-    if (parse_id(c, c->pos[0], &id)) return CLI_EUSAGE;
+    int rr = resolve_ref(c, c->pos[0], &id);
+    if (rr != CLI_OK) return rr;
     if (cli_has(c, "task") && parse_num(c, "task", 0, 4095, &task)) return CLI_EUSAGE;
     int follow = cli_has(c, "follow");
     long long off = 0;

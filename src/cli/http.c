@@ -543,7 +543,7 @@ static int chunked_body(reader_t *r, body_out_t *o) {
 
 /* Parses the status line and headers. Returns 0, or -1 with r->err. */
 static int read_head(reader_t *r, long *status, int *minor, long long *clen, bool *chunked,
-                     bool *close_after, char *ctype, size_t ctlen) {
+                     bool *close_after, char *ctype, size_t ctlen, unsigned long long *next_after) {
     size_t used = 0;
     char *line;
     if (read_line(r, &line, MAX_HEADER) < 0)
@@ -559,6 +559,7 @@ static int read_head(reader_t *r, long *status, int *minor, long long *clen, boo
     *chunked = false;
     *close_after = mi == 0; /* HTTP/1.0: close unless keep-alive */
     ctype[0] = '\0';
+    *next_after = 0;
     for (;;) {
         if (read_line(r, &line, MAX_HEADER) < 0)
             return -1;
@@ -598,6 +599,8 @@ static int read_head(reader_t *r, long *status, int *minor, long long *clen, boo
                 *close_after = false;
         } else if (strcasecmp(line, "Content-Type") == 0) {
             snprintf(ctype, ctlen, "%s", v);
+        } else if (strcasecmp(line, "Sluice-Next-After") == 0) {
+            *next_after = strtoull(v, NULL, 10);
         }
     }
 }
@@ -638,7 +641,7 @@ static int attempt(cli_t *c, const url_t *u, const char *req, size_t reqlen, con
     bool chunked, close_after;
     do {
         if (read_head(&r, &status, &minor, &clen, &chunked, &close_after, out->ctype,
-                      sizeof out->ctype) < 0)
+                      sizeof out->ctype, &out->next_after) < 0)
             goto fail;
     } while (status >= 100 && status < 200);
     out->status = status;

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arraydep.h"
 #include "jobspec.h"
 #include "sluice/error.h"
 #include "sluice/job.h"
@@ -77,6 +78,13 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
     [SL_JS_ON_NODE_FAILURE] = {"on_node_failure", "on-node-failure", 0, "requeue|fail", SL_FT_ENUM,
                                0, 0, 0, "requeue|fail", 0, "requeue", "",
                                "what happens when a node dies under the job"},
+    [SL_JS_ARRAY] = {"array", "array", 0, "LIST", SL_FT_ARRAY, 0, 1, 256, NULL, 0, "none", "",
+                     "a job array as sbatch --array: 0-99, 1,3,5-9:2, 0-99%8 (at most 8 run at "
+                     "once); docs/arrays.md"},
+    [SL_JS_DEPENDENCY] = {"dependency", "dependency", 0, "DEPS", SL_FT_DEPS, 0, 1, 4096, NULL, 0,
+                          "none", "",
+                          "wait for other jobs as sbatch --dependency: afterok:12:13, "
+                          "afterany:12?afterok:13, singleton; docs/arrays.md"},
     [SL_JS_SCRIPT] = {"script", NULL, 0, NULL, SL_FT_TEXT, 0, 1, SL_JOBSPEC_SCRIPT_MAX, NULL, 0,
                       NULL, "",
                       "a batch script every task runs, copied at submission (sluice submit "
@@ -146,6 +154,10 @@ int sl_jobspec_range_text(const sl_jobspec_field_t *f, char *buf, size_t len) {
         return snprintf(buf, len, "one or more strings");
     case SL_FT_ENV:
         return snprintf(buf, len, "NAME: value");
+    case SL_FT_ARRAY:
+        return snprintf(buf, len, "indexes 0 to %d", SL_ARRAY_SIZE_CEILING - 1);
+    case SL_FT_DEPS:
+        return snprintf(buf, len, "up to %d jobs", SL_DEP_MAX_TERMS);
     case SL_FT_ENUM: {
         size_t n = 0;
         buf[0] = '\0';
@@ -177,6 +189,8 @@ static const char *type_text(const sl_jobspec_field_t *f) {
     case SL_FT_ARGV: return "list of strings";
     case SL_FT_ENV: return "object of strings";
     case SL_FT_ENUM: return "word";
+    case SL_FT_ARRAY: return "Slurm array text";
+    case SL_FT_DEPS: return "Slurm dependency text";
     }
     return "?";
 }
@@ -240,6 +254,15 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
     return SL_EINVAL;
+}
+
+/* An array or dependency text: its length, then its syntax (arraydep.h). */
+static int slurm_text(const sl_jobspec_field_t *f, const char *text, char *err, size_t errlen) {
+    if ((int64_t)strlen(text) > f->max)
+        return fail(err, errlen, "at most %lld characters", (long long)f->max);
+    if (f->type == SL_FT_ARRAY)
+        return sl_array_parse(text, SL_ARRAY_SIZE_CEILING, NULL, err, errlen);
+    return sl_dep_parse(text, NULL, err, errlen);
 }
 
 int sl_jobspec_check(const sl_jobspec_field_t *f, json_t *v, int64_t *num, char *err,
@@ -335,6 +358,13 @@ int sl_jobspec_check(const sl_jobspec_field_t *f, json_t *v, int64_t *num, char 
         if (!json_is_string(v) || !enum_ok(f, json_string_value(v)))
             return fail(err, errlen, "must be %s", RANGE);
         return 0;
+    case SL_FT_ARRAY:
+    case SL_FT_DEPS:
+        if (!json_is_string(v))
+            return fail(err, errlen, "must be a string (%s)", f->type == SL_FT_ARRAY
+                        ? "\"0-99\", \"1,3,5-9:2\", \"0-99%8\""
+                        : "\"afterok:123\", \"afterany:7:8,afterok:9\", \"singleton\"");
+        return slurm_text(f, json_string_value(v), err, errlen);
     }
     return fail(err, errlen, "cannot be checked");
 }
@@ -421,6 +451,11 @@ json_t *sl_jobspec_from_text(const sl_jobspec_field_t *f, const char *text, char
             fail(err, errlen, "\"%s\" is not %s", text, RANGE);
             return NULL;
         }
+        return json_string(text);
+    case SL_FT_ARRAY:
+    case SL_FT_DEPS:
+        if (slurm_text(f, text, err, errlen) < 0)
+            return NULL;
         return json_string(text);
     case SL_FT_ARGV:
     case SL_FT_ENV:

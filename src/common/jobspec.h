@@ -52,6 +52,8 @@ typedef enum sl_jobspec_id {
     SL_JS_IMAGE,
     SL_JS_ENV,
     SL_JS_ON_NODE_FAILURE,
+    SL_JS_ARRAY,          /* Slurm's --array text (arraydep.h) */
+    SL_JS_DEPENDENCY,     /* Slurm's --dependency text (arraydep.h) */
     /* A batch script (`sluice submit script.sh`, docs/slurm.md): its text,
      * and where it runs and writes; the last four only with a script. */
     SL_JS_SCRIPT,
@@ -74,7 +76,9 @@ typedef enum sl_jobspec_type {
     SL_FT_NAMES,    /* a list of names (each as SL_FT_NAME), or one name */
     SL_FT_ARGV,     /* a non-empty list of strings */
     SL_FT_ENV,      /* an object of variable names to strings */
-    SL_FT_ENUM      /* one of the words in choices ("a|b") */
+    SL_FT_ENUM,     /* one of the words in choices ("a|b") */
+    SL_FT_ARRAY,    /* a job array's indexes as Slurm writes them ("0-99%8"; arraydep.h) */
+    SL_FT_DEPS      /* job dependencies as Slurm writes them ("afterok:12"; arraydep.h) */
 } sl_jobspec_type_t;
 
 typedef struct sl_jobspec_field {

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "api.h"
+#include "arraydep.h"
+#include "deps.h"
 #include "eff.h"
 #include "jobtab.h"
 #include "nodes.h"
@@ -49,6 +51,12 @@ static void make_head(ctl_job_t *j) {
         ctl_buf_putc(&b, ',');
         ctl_buf_add(&b, spec + 1, sl - 2);
     }
+    if (j->array_id != 0) { /* an array's element (docs/arrays.md) */
+        ctl_buf_puts(&b, ",\"array_id\":");
+        ctl_buf_u64(&b, j->array_id);
+        ctl_buf_puts(&b, ",\"array_index\":");
+        ctl_buf_i64(&b, j->array_index);
+    }
     ctl_buf_puts(&b, ",\"submit_time\":");
     ctl_buf_time(&b, j->submit_us);
     free(spec);
@@ -60,6 +68,8 @@ static void make_head(ctl_job_t *j) {
  * why it was requeued if it was; else j->reason. May point into both. */
 static const char *job_reason(ctl_t *c, const ctl_job_t *j, char *both, size_t len) {
     const char *reason = j->reason;
+    if (j->state == CTL_JOB_PENDING && j->hold != CTL_HOLD_NONE)
+        return ctl_hold_reason(c, j, both, len); /* dependencies, array limit (deps.c) */
     if (j->state == CTL_JOB_PENDING && !j->requeue_wait && j->in_core) {
         const sl_job_t *cj = sl_sched_job(c->sched, j->id);
         const char *r = cj ? sl_job_reason(cj) : NULL;
@@ -224,8 +234,8 @@ static const char *const jt_head[JT_NCOL] = {"ID",   "NAME", "TENANT", "TASKS", 
 
 typedef struct jt_row {
     const ctl_job_t *j;
-    size_t off;        /* nodes, time and reason, back to back in cells */
-    uint16_t len[3];
+    size_t off;        /* nodes, time, reason and (len[3] > 0) the id, back to back in cells */
+    uint16_t len[4];
     uint16_t w[JT_NCOL]; /* each cell's width on a terminal */
 } jt_row_t;
 
@@ -264,8 +274,12 @@ static void make_row(ctl_job_t *j) {
     const char *tenant = json_string_value(json_object_get(j->spec, "tenant"));
     for (int col = 0; col < JT_NSTATIC; col++) {
         switch (col) {
-        case JT_ID:
-            ctl_buf_u64(&b, j->id);
+        case JT_ID: /* A_I for an array's element, as Slurm lists it */
+            ctl_buf_u64(&b, j->array_id ? j->array_id : j->id);
+            if (j->array_id) {
+                ctl_buf_putc(&b, '_');
+                ctl_buf_i64(&b, j->array_index);
+            }
             break;
         case JT_NAME:
             cell_put(&b, name && name[0] ? name : "-");
@@ -375,7 +389,9 @@ static size_t jt_width(const char *s, size_t n) {
     return w;
 }
 
-static void jtable_add(jtable_t *t, ctl_job_t *j) {
+/* Adds j's row; with id (not NULL) in its ID cell instead of j's own (an
+ * array's pending elements folded into one row, "123_[4-99%8]"). */
+static void jtable_add(jtable_t *t, ctl_job_t *j, const char *id) {
     if (j->row == NULL)
         make_row(j);
     if (t->n == t->cap) {
@@ -402,11 +418,17 @@ static void jtable_add(jtable_t *t, ctl_job_t *j) {
     char both[512];
     cell_put(&t->cells, job_reason(t->c, j, both, sizeof both));
     r->len[2] = (uint16_t)(t->cells.len - mark);
+    mark = t->cells.len;
+    if (id != NULL)
+        cell_put(&t->cells, id);
+    r->len[3] = (uint16_t)(t->cells.len - mark);
     const char *p = j->row;
     for (int i = 0; i < JT_NSTATIC; i++) {
         r->w[i] = (uint16_t)jt_width(p, j->row_len[i]);
         p += j->row_len[i];
     }
+    if (id != NULL)
+        r->w[JT_ID] = (uint16_t)r->len[3];
     r->w[JT_STATE] = (uint16_t)strlen(ctl_job_state_name(j->state));
     p = t->cells.p + r->off;
     for (int i = 0; i < 3; i++) {
@@ -458,6 +480,10 @@ static void jtable_write(jtable_t *t, ctl_buf_t *b) {
             len[JT_NODES + i] = row->len[i];
             p += row->len[i];
         }
+        if (row->len[3] > 0) {
+            cell[JT_ID] = p;
+            len[JT_ID] = row->len[3];
+        }
         for (int k = 0; k < JT_NCOL; k++) {
             int col = jt_order[k];
             jt_cell(b, cell[col], len[col], row->w[col], t->w[col], k == JT_NCOL - 1);
@@ -467,6 +493,46 @@ static void jtable_write(jtable_t *t, ctl_buf_t *b) {
     ctl_buf_fini(&t->cells);
     sl_free(t->rows);
     sl_free(t);
+}
+
+/* The elements of one array from v[i] on (an array's ids are
+ * consecutive, so its elements on a page are too): its pending elements
+ * fold into one row at the first one's place, "123_[4-99%8]", as squeue
+ * lists them; the others get a row each. Returns the index after them.
+ * O(elements on the page). */
+static size_t jtable_add_array(jtable_t *t, ctl_job_t **v, size_t i, size_t k) {
+    uint64_t a = v[i]->array_id;
+    size_t e = i, npend = 0;
+    while (e < k && v[e]->array_id == a)
+        npend += v[e++]->state == CTL_JOB_PENDING;
+    int32_t *idx = sl_xmalloc((npend ? npend : 1) * sizeof *idx);
+    ctl_job_t *shown = NULL; /* whose reason the folded row gives: a held one if any */
+    size_t m = 0;
+    for (size_t x = i; x < e; x++) {
+        if (v[x]->state != CTL_JOB_PENDING)
+            continue;
+        idx[m++] = v[x]->array_index;
+        if (shown == NULL || (shown->hold == CTL_HOLD_NONE && v[x]->hold != CTL_HOLD_NONE))
+            shown = v[x];
+    }
+    bool folded = false;
+    for (size_t x = i; x < e; x++) {
+        if (v[x]->state != CTL_JOB_PENDING || npend < 2) {
+            jtable_add(t, v[x], NULL);
+        } else if (!folded) {
+            char id[320];
+            size_t l = (size_t)snprintf(id, sizeof id, "%llu_[", (unsigned long long)a);
+            l += sl_array_format(idx, m, id + l, sizeof id - l - 16);
+            int32_t lim = ctl_array_limit(t->c, a);
+            if (lim > 0)
+                l += (size_t)snprintf(id + l, sizeof id - l, "%%%d", lim);
+            snprintf(id + l, sizeof id - l, "]");
+            jtable_add(t, shown, id);
+            folded = true;
+        }
+    }
+    sl_free(idx);
+    return e;
 }
 
 /* ---- GET /v1/jobs, one page ---- */
@@ -502,8 +568,13 @@ void ctl_jobs_list(ctl_t *c, const ctl_list_query_t *q, ctl_buf_t *b, uint64_t *
     *count = (int64_t)k;
     if (q->table) {
         jtable_t *t = jtable_new(c);
-        for (size_t i = 0; i < k; i++)
-            jtable_add(t, v[i]);
+        for (size_t i = 0; i < k;) {
+            if (v[i]->array_id == 0) {
+                jtable_add(t, v[i++], NULL);
+                continue;
+            }
+            i = jtable_add_array(t, v, i, k);
+        }
         jtable_write(t, b);
     } else {
         ctl_buf_reserve(b, 600 * k + 64);

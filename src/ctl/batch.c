@@ -20,6 +20,10 @@
  * goes with stdout, as in Slurm) and executes the copy with the script's
  * arguments. The script therefore needs its own #! line, as under sbatch.
  *
+ * An array's element (any job, script or not) also gets its array's id
+ * and its index, as SLURM_ARRAY_JOB_ID / SLURM_ARRAY_TASK_ID and
+ * SLUICE_ARRAY_JOB_ID / SLUICE_ARRAY_TASK_ID; %A and %a expand to them.
+ *
  * Slurm's variables are computed from the placement: the job's nodes are
  * the distinct nodes of its tasks sorted by name, SLURM_NODEID is a task's
  * node's place in that list, SLURM_JOB_NODELIST the list in Slurm's
@@ -181,8 +185,14 @@ static char *expand(ctl_launch_cmd_t *lc, const char *pat, const task_ctx_t *t) 
             bool num = true;
             const char *s = NULL;
             switch (*q) {
-            case 'j': case 'A': v = t->j->id; break;
-            case 'a': num = false; s = SLURM_NO_ARRAY_INDEX; break;
+            case 'j': v = t->j->id; break;
+            case 'A': v = t->j->array_id ? t->j->array_id : t->j->id; break;
+            case 'a':
+                if (t->j->array_id)
+                    v = (unsigned long long)t->j->array_index;
+                else
+                    num = false, s = SLURM_NO_ARRAY_INDEX;
+                break;
             case 't': v = (unsigned long long)t->task; break;
             case 'n': v = (unsigned long long)t->node_id; break;
             case 'x': num = false; s = t->name; break;
@@ -250,6 +260,10 @@ static void batch_env(ctl_launch_cmd_t *lc, const task_ctx_t *t, const char *nod
         {"SLURM_SUBMIT_DIR", submit},
         {"SLURM_JOB_ACCOUNT", spec_str(j, "tenant")},
         {"SLURM_JOB_PARTITION", pool},
+        {"SLURM_ARRAY_JOB_ID", j->array_id ? own_printf(lc, "%llu", (unsigned long long)j->array_id) : NULL},
+        {"SLURM_ARRAY_TASK_ID", j->array_id ? own_printf(lc, "%d", j->array_index) : NULL},
+        {"SLUICE_ARRAY_JOB_ID", j->array_id ? own_printf(lc, "%llu", (unsigned long long)j->array_id) : NULL},
+        {"SLUICE_ARRAY_TASK_ID", j->array_id ? own_printf(lc, "%d", j->array_index) : NULL},
         {CTL_BATCH_SCRIPT_ENV, spec_str(j, "script")},
     };
     size_t nslurm = sizeof slurm / sizeof slurm[0];
@@ -329,11 +343,20 @@ void ctl_launch_cmd_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd
             lc->argv[k] = json_string_value(json_array_get(cmd, k));
         lc->argc = argc;
     }
-    lc->env = sl_xmalloc((nenv ? nenv : 1) * sizeof *lc->env);
+    lc->env = sl_xmalloc((nenv + 4) * sizeof *lc->env);
     const char *key;
     json_t *v;
     json_object_foreach(env, key, v)
         lc->env[lc->nenv++] = (sl_proto_kv_t){key, json_string_value(v)};
+    /* An array's element learns its array and index as sbatch's tasks do
+     * (docs/arrays.md), unless its own env names the variable. */
+    static const char *const arr_keys[4] = {"SLUICE_ARRAY_JOB_ID", "SLUICE_ARRAY_TASK_ID",
+                                            "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID"};
+    for (int k = 0; k < 4 && j->array_id != 0; k++)
+        if (json_object_get(env, arr_keys[k]) == NULL)
+            lc->env[lc->nenv++] = (sl_proto_kv_t){
+                arr_keys[k], k % 2 ? own_printf(lc, "%d", j->array_index)
+                                   : own_printf(lc, "%llu", (unsigned long long)j->array_id)};
 }
 
 void ctl_launch_cmd_fini(ctl_launch_cmd_t *lc) {

@@ -36,7 +36,8 @@ typedef struct ctl_launch_cmd {
 
 /*
  * Fills lc for task i of j (placed: j->tasks[i].node is set). A job
- * without a script gets its spec's command and env as they are. A batch
+ * without a script gets its spec's command and env as they are (with, for
+ * an array's element, its array's id and index unless env names them). A batch
  * script's task gets the runner (/bin/sh -c) with the script's working
  * directory, output and error files (patterns expanded) and the script's
  * arguments, and an env of the spec's variables, then Slurm's (docs/slurm.md:

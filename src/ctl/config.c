@@ -13,6 +13,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "arraydep.h"
 #include "config.h"
 #include "loop.h"
 #include "log.h"
@@ -40,6 +41,7 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->max_header_bytes = CTL_DEFAULT_MAX_HEADER_BYTES;
     cfg->reply_buffer_bytes = CTL_DEFAULT_REPLY_BUFFER_BYTES;
     cfg->max_pending_jobs = CTL_DEFAULT_MAX_PENDING_JOBS;
+    cfg->max_array_size = CTL_DEFAULT_MAX_ARRAY_SIZE;
     cfg->oom_score_adj = CTL_DEFAULT_OOM_SCORE_ADJ;
 }
 
@@ -278,7 +280,8 @@ static int load_limits(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *l) {
     static const char *const keys[] = {"max_connections", "max_connections_per_peer",
                                        "header_timeout", "body_timeout", "idle_timeout",
                                        "max_header_bytes",
-                                       "reply_buffer", "max_pending_jobs", NULL};
+                                       "reply_buffer", "max_pending_jobs",
+                                       "max_array_size", NULL};
     if (l == NULL || sl_yaml_is_null(l))
         return 0;
     if (check_keys(r, l, "limits", keys) < 0 ||
@@ -289,7 +292,8 @@ static int load_limits(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *l) {
         get_ms(r, l, "idle_timeout", 100, &cfg->idle_timeout_ms) < 0 ||
         get_int(r, l, "max_header_bytes", 1024, 1048576, &cfg->max_header_bytes) < 0 ||
         get_qty(r, l, "reply_buffer", SL_QTY_MEM, &cfg->reply_buffer_bytes) < 0 ||
-        get_int(r, l, "max_pending_jobs", 1, 100000000, &cfg->max_pending_jobs) < 0)
+        get_int(r, l, "max_pending_jobs", 1, 100000000, &cfg->max_pending_jobs) < 0 ||
+        get_int(r, l, "max_array_size", 1, SL_ARRAY_SIZE_CEILING, &cfg->max_array_size) < 0)
         return -1;
     if (cfg->reply_buffer_bytes < (1 << 20))
         return fail(r, sl_yaml_map_get(l, "reply_buffer"), "limits.reply_buffer: at least 1Mi%s%s", "",

@@ -28,6 +28,7 @@
 #define CTL_DEFAULT_MAX_HEADER_BYTES 16384
 #define CTL_DEFAULT_REPLY_BUFFER_BYTES (256LL << 20)
 #define CTL_DEFAULT_MAX_PENDING_JOBS 100000   /* per tenant */
+#define CTL_DEFAULT_MAX_ARRAY_SIZE 10001      /* elements and indexes 0..10000, as Slurm's MaxArraySize */
 /* An agent-port connection that has not said a valid hello this long after
  * it was accepted is closed (config hello_timeout). */
 #define CTL_DEFAULT_HELLO_TIMEOUT_MS 5000
@@ -99,6 +100,7 @@ typedef struct ctl_config {
     int64_t max_header_bytes;         /* request line and headers */
     int64_t reply_buffer_bytes;       /* replies queued for all clients together */
     int64_t max_pending_jobs;         /* per tenant, unless the tenant says */
+    int64_t max_array_size;           /* a job array's elements, and 1 + its largest index */
     /* TLS (docs/security.md): with tls_cert and tls_key both ports speak
      * TLS 1.2+; with tls_ca too, agents' client certificates are verified
      * as agent_client_cert says ("none", "optional" or "require"). */

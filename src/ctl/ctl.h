@@ -64,6 +64,19 @@ typedef struct ctl_outbound {
     void (*node_down)(void *ud, uint32_t node, const char *why);
 } ctl_outbound_t;
 
+/* What the domain tells the layer of arrays and dependencies (deps.c),
+ * which registers these at start-up (ctl_deps_init): a job's first start,
+ * and its end for good (succeeded, failed or cancelled; called once the
+ * job's final state is set, before it joins the finished list). NULL
+ * members: no one listens. */
+typedef struct ctl_job_events {
+    void *ud;
+    void (*started)(void *ud, ctl_job_t *j);
+    void (*ended)(void *ud, ctl_job_t *j);
+} ctl_job_events_t;
+
+struct ctl_deps;
+
 /* Counters for /metrics; each is written by the one layer named. */
 typedef struct ctl_counters {
     uint64_t http_requests;  /* http */
@@ -111,6 +124,8 @@ typedef struct ctl {
     size_t nfenced, fenced_cap;
 
     ctl_outbound_t out;
+    ctl_job_events_t ev;      /* deps.c's listeners (above) */
+    struct ctl_deps *deps;    /* arrays and dependencies (deps.c); NULL before ctl_deps_init */
     ctl_counters_t n;
     ctl_obs_t obs; /* per-tenant completions and delay histograms (obs.h) */
     int64_t started_us;

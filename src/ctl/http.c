@@ -41,6 +41,7 @@
 #include <sys/socket.h>
 
 #include "api.h"
+#include "deps.h"
 #include "hconn.h"
 #include "http.h"
 #include "jobs.h"
@@ -79,6 +80,7 @@ typedef struct hreq {
     bool admin;
     int32_t tenant;  /* the token's tenant, -1 for the admin */
     uint64_t id;     /* {id} in the path */
+    int64_t aidx;    /* {id} was A_I: I (the element's id is resolved in job_access); else -1 */
 } hreq_t;
 
 typedef void (*handler_fn)(hreq_t *h);
@@ -144,7 +146,9 @@ void ctl_http_print_routes(void) {
 }
 
 /* Matches path against pattern; "{id}" takes a positive decimal id. */
-static bool match(const char *pattern, const char *path, uint64_t *id) {
+/* {id} is a job id, or A_I: element I of array A (*aidx, else -1). */
+static bool match(const char *pattern, const char *path, uint64_t *id, int64_t *aidx) {
+    *aidx = -1;
     while (*pattern && *path) {
         if (strncmp(pattern, "{id}", 4) == 0) {
             if (*path < '0' || *path > '9')
@@ -154,6 +158,14 @@ static bool match(const char *pattern, const char *path, uint64_t *id) {
                 if (v > (UINT64_MAX - 9) / 10)
                     return false;
                 v = v * 10 + (uint64_t)(*path++ - '0');
+            }
+            if (*path == '_' && path[1] >= '0' && path[1] <= '9') {
+                int64_t x = 0;
+                for (path++; *path >= '0' && *path <= '9' && x <= INT32_MAX; path++)
+                    x = x * 10 + (*path - '0');
+                if (x > INT32_MAX)
+                    return false;
+                *aidx = x;
             }
             *id = v;
             pattern += 4;
@@ -332,14 +344,17 @@ static void dispatch(struct evhttp_request *req, void *ud) {
     enum evhttp_cmd_type method = evhttp_request_get_command(req);
     const route_t *rt = NULL;
     uint64_t id = 0;
+    int64_t aidx = -1;
     char allow[64] = "";
     for (size_t i = 0; i < NROUTES; i++) {
         uint64_t v = 0;
-        if (!match(routes[i].pattern, path, &v))
+        int64_t ai;
+        if (!match(routes[i].pattern, path, &v, &ai))
             continue;
         if (routes[i].method == method || (method == EVHTTP_REQ_HEAD && routes[i].method == EVHTTP_REQ_GET)) {
             rt = &routes[i];
             id = v;
+            aidx = ai;
             break;
         }
         if (allow[0])
@@ -356,7 +371,7 @@ static void dispatch(struct evhttp_request *req, void *ud) {
         }
         return;
     }
-    hreq_t h = {.hs = hs, .c = c, .req = req, .tenant = -1, .id = id};
+    hreq_t h = {.hs = hs, .c = c, .req = req, .tenant = -1, .id = id, .aidx = aidx};
     h.query.tqh_first = NULL;
     h.query.tqh_last = &h.query.tqh_first;
     if (rt->auth != AUTH_NONE) {
@@ -488,14 +503,17 @@ static void h_submit(hreq_t *h) {
         return;
     }
     char err[256];
-    int rc = ctl_job_submit(c, j, err, sizeof err);
+    const char *field;
+    int rc = ctl_submit(c, j, err, sizeof err, &field); /* arrays, dependencies (deps.h) */
     if (rc < 0) {
         if (rc == SL_EIO)
             http_error(h->hs, h->req, 500, "internal", NULL, "%s", err);
         else if (rc == SL_EBUSY)
             http_error(h->hs, h->req, 429, "limit", "max_pending_jobs", "%s", err);
+        else if (rc == SL_EPERM)
+            http_error(h->hs, h->req, 403, "forbidden", field, "%s", err);
         else
-            http_error(h->hs, h->req, 400, "invalid_field", NULL, "%s", err);
+            http_error(h->hs, h->req, 400, "invalid_field", field, "%s", err);
         ctl_job_free(j); /* a refused job stays the caller's (jobs.h) */
         return;
     }
@@ -544,11 +562,24 @@ static bool parse_count(const char *s, int64_t *out) {
  * returns NULL. A finished job no longer in memory is read from the
  * database: *owned is then true and the caller frees it. */
 static ctl_job_t *job_access(hreq_t *h, bool *owned) {
-    ctl_job_t *j = ctl_job_find(h->c, h->id);
     *owned = false;
+    if (h->aidx >= 0) { /* A_I: element I of array A */
+        uint64_t e = ctl_array_element(h->c, h->id, h->aidx);
+        if (e == 0) {
+            http_error(h->hs, h->req, 404, "not_found", "id", "no job %llu_%lld (%s)",
+                       (unsigned long long)h->id, (long long)h->aidx,
+                       ctl_array_is(h->c, h->id) ? "the array has no element of this index"
+                                                 : "no array with this id");
+            return NULL;
+        }
+        h->id = e;
+    }
+    ctl_job_t *j = ctl_job_find(h->c, h->id);
     if (j == NULL && h->id > 0 && h->id < h->c->next_id) {
         j = ctl_job_fetch(h->c, h->id);
         *owned = j != NULL;
+        if (j != NULL)
+            ctl_array_fill(h->c, j);
     }
     if (j == NULL) {
         http_error(h->hs, h->req, 404, "not_found", "id", "no job %llu", (unsigned long long)h->id);
@@ -649,9 +680,19 @@ static void h_get(hreq_t *h) {
 
 static void h_cancel(hreq_t *h) {
     bool owned;
+    bool whole = h->aidx < 0 && ctl_array_is(h->c, h->id); /* A: the whole array */
     ctl_job_t *j = job_access(h, &owned);
     if (j == NULL)
         return;
+    if (whole && !owned) {
+        if (ctl_array_cancel(h->c, j->id) == 0) {
+            http_error(h->hs, h->req, 409, "conflict", NULL,
+                       "array %llu has no pending or running element", (unsigned long long)j->id);
+            return;
+        }
+        defer(h->hs, h->req, 200, j->id);
+        return;
+    }
     /* A job read back from the database has finished: it is never cancelled. */
     if (owned || ctl_job_cancel(h->c, j) < 0) {
         http_error(h->hs, h->req, 409, "conflict", NULL, "job %llu already %s",

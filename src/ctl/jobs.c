@@ -101,9 +101,7 @@ void ctl_domain_close(ctl_t *c) {
 
 /* ---- submission ---- */
 
-/* The pending limit of tenant t: its own max_pending_jobs, else the
- * limits: default. O(tenants). */
-static int64_t max_pending(const ctl_t *c, int32_t t) {
+int64_t ctl_tenant_max_pending(const ctl_t *c, int32_t t) {
     const char *name = sl_sched_tenant_name(c->sched, t);
     for (size_t i = 0; name && i < c->cfg.ntenants; i++)
         if (c->cfg.tenants[i].max_pending_jobs > 0 && strcmp(c->cfg.tenants[i].name, name) == 0)
@@ -116,7 +114,7 @@ int ctl_job_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     size_t pending = 0, running = 0;
     if (j->tenant >= 0) {
         sl_sched_tenant_jobs(c->sched, j->tenant, &pending, &running);
-        int64_t limit = max_pending(c, j->tenant);
+        int64_t limit = ctl_tenant_max_pending(c, j->tenant);
         if ((int64_t)pending >= limit) {
             snprintf(err, errlen,
                      "tenant \"%s\" already has %zu pending jobs, its limit (max_pending_jobs: %lld); "
@@ -232,6 +230,8 @@ static void on_start(void *ud, const sl_job_t *cj) {
         c->out.launch(c->out.ud, j, i);
     c->n.jobs_started++;
     observe_start(c, j);
+    if (c->ev.started)
+        c->ev.started(c->ev.ud, j); /* dependencies on its start (deps.c) */
     if (sl_log_enabled(SL_LOG_DEBUG, "sched"))
         sl_log(SL_LOG_DEBUG, "sched", "job=%llu started tasks=%d", (unsigned long long)j->id, n);
 }
@@ -371,6 +371,8 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
     if (!j->retained)
         ctl_obs_completed(&c->obs, j->tenant, j->state);
     ctl_eff_job_end(c, j); /* its efficiency row, in the same transaction */
+    if (c->ev.ended)
+        c->ev.ended(c->ev.ud, j); /* its dependents and its array (deps.c) */
     ctl_job_retain(c, j);
     kick(c); /* the flush trims the finished list once this is committed */
 }

@@ -34,6 +34,9 @@ void ctl_domain_close(ctl_t *c);
  * when the tenant already has its max_pending_jobs pending (answer 429),
  * any other when the core spec or the core refused the job (answer 4xx). */
 int ctl_job_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen);
+/* The pending limit of tenant t: its own max_pending_jobs, else the
+ * limits: default. O(tenants). */
+int64_t ctl_tenant_max_pending(const ctl_t *c, int32_t t);
 /* Cancels a pending or running job. 0, or SL_ESTATE if it has finished. */
 int ctl_job_cancel(ctl_t *c, ctl_job_t *j);
 /* Fails a pending or running job with reason (no-op otherwise). */

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "agentport.h"
+#include "deps.h"
 #include "http.h"
 #include "jobs.h"
 #include "log.h"
@@ -149,6 +150,7 @@ static void teardown(sluiced_t *d) {
     SSL_CTX_free(tls[0]);
     SSL_CTX_free(tls[1]);
     ctl_domain_close(&d->c);
+    ctl_deps_fini(&d->c);
     if (d->sweep_ev)
         event_free(d->sweep_ev);
     for (int i = 0; i < 2; i++)
@@ -411,6 +413,7 @@ int main(int argc, char **argv) {
         rc = 2;
         goto out;
     }
+    ctl_deps_init(c); /* arrays and dependencies: before recovery, which rebuilds them */
     if (ctl_recover(c, err, sizeof err) < 0) {
         /* A row that cannot be read is damage quick_check did not see. */
         fprintf(stderr,

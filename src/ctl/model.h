@@ -134,7 +134,23 @@ typedef struct ctl_job {
     int64_t eff_written_mono_us;
     uint8_t eff_db;
     ctl_eff_t eff_row;
+    /* Arrays and dependencies (deps.c, docs/arrays.md). An array of n
+     * elements has the job ids A..A+n-1, A its own id; element k has the
+     * k-th smallest index. A held job is pending outside the core until
+     * deps.c releases it (its dependencies are met, its array's limit has
+     * room) or fails it (DependencyNeverSatisfied). */
+    uint64_t array_id;     /* 0: not an array element */
+    int32_t array_index;   /* the I of A_I */
+    uint8_t hold;          /* CTL_HOLD_*; CTL_HOLD_NONE in the core or finished */
+    uint8_t dep_seen;      /* deps.c's own marks of what it has counted */
 } ctl_job_t;
+
+/* Why a pending job is held outside the core (ctl_job_t.hold). */
+enum {
+    CTL_HOLD_NONE = 0,
+    CTL_HOLD_DEPS,         /* its dependencies (or singleton) are not met */
+    CTL_HOLD_ARRAY         /* its array waits on dependencies or at its limit */
+};
 
 typedef struct ctl_node {
     uint32_t id;           /* core node id */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "deps.h"
 #include "jobs.h"
 #include "log.h"
 #include "recover.h"
@@ -217,10 +218,14 @@ int ctl_recover(ctl_t *c, char *err, size_t errlen) {
     for (size_t i = 0; i < nactive; i++)
         if (ctl_job_load_tasks(c, all.v[i]) < 0)
             goto out;
+    /* Jobs that wait on dependencies or on their array stay out of the
+     * core; deps.c releases them after the restore (docs/arrays.md). */
+    if (ctl_deps_recover_hold(c) < 0)
+        goto out;
     size_t pending = 0, adopted = 0;
     for (size_t i = 0; i < nactive; i++) {
         ctl_job_t *j = all.v[i];
-        if (j->in_core)
+        if (j->in_core || j->hold != CTL_HOLD_NONE)
             continue;
         bool is_pending = j->state == CTL_JOB_PENDING;
         restore_job(c, j);
@@ -233,6 +238,7 @@ int ctl_recover(ctl_t *c, char *err, size_t errlen) {
             ctl_job_retain(c, j); /* finished and settled before the crash */
         }
     }
+    ctl_deps_recover_release(c);
     sl_log(SL_LOG_INFO, "store", "loaded active=%zu pending=%zu adopted=%zu finished=%zu nodes=%zu",
            nactive, pending, adopted, fin.n, c->nnodes);
     ctl_store_commit(&c->store);

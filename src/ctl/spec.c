@@ -252,6 +252,11 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                         json_string(val[SL_JS_ON_NODE_FAILURE]
                                         ? json_string_value(val[SL_JS_ON_NODE_FAILURE])
                                         : "requeue"));
+    /* Arrays and dependencies keep Slurm's text; deps.c parses it. */
+    if (val[SL_JS_ARRAY])
+        json_object_set_new(norm, "array", json_deep_copy(val[SL_JS_ARRAY]));
+    if (val[SL_JS_DEPENDENCY])
+        json_object_set_new(norm, "dependency", json_deep_copy(val[SL_JS_DEPENDENCY]));
     /* A batch script's fields only where it has one, so that every other
      * job's spec reads as before. */
     for (int i = SL_JS_SCRIPT; i <= SL_JS_SUBMIT_DIR; i++)

@@ -27,6 +27,8 @@
  *                                                  (eff.c; NULL: unknown)
  *   job_sched(job, sched_delay_us)                 scheduling delay per job
  *                                                  (`sluice report`)
+ *   job_arrays(id, n, text, done)                  job arrays: the jobs
+ *                                                  id..id+n-1 (store_deps.c)
  *
  * Partial indexes on the active rows and an index on end_us keep start-up
  * (recover.c) proportional to what it reads, not to the history.
@@ -108,6 +110,9 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS task_mem(job INTEGER NOT NULL, idx INTEGER NOT NULL,"
     " oom_killed INTEGER NOT NULL, mem_peak INTEGER, mem_limit INTEGER, mem_request INTEGER,"
     " PRIMARY KEY(job, idx));"
+    /* Job arrays (deps.c, store_deps.c): elements are the jobs id..id+n-1. */
+    "CREATE TABLE IF NOT EXISTS job_arrays(id INTEGER PRIMARY KEY, n INTEGER NOT NULL,"
+    " text TEXT NOT NULL, done INTEGER NOT NULL DEFAULT 0);"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('schema', '1');";
 
 static const char *const stmts[ST_COUNT] = {
@@ -315,6 +320,18 @@ static void store_begin_lazy(ctl_store_t *s) {
         struct timeval tv = {0, CTL_LAZY_COMMIT_MS * 1000};
         evtimer_add(s->lazy_ev, &tv);
     }
+}
+
+void ctl_store_begin(ctl_store_t *s) {
+    store_begin(s);
+}
+
+void ctl_store_fatal(ctl_store_t *s, const char *what) {
+    fatal_sql(s, what);
+}
+
+int ctl_store_read_fail(ctl_store_t *s, const char *what) {
+    return read_fail(s, what);
 }
 
 void ctl_store_discard(ctl_store_t *s) {

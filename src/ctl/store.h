@@ -66,6 +66,14 @@ int ctl_store_commit(ctl_store_t *s);
  * store). Returns false (no work left). */
 bool ctl_store_flush(void *ud);
 
+/* For the other writers of this layer (store_deps.c): opens the
+ * iteration's transaction as an urgent write; ends the process for a
+ * failed write (as every write here does); a failed read as the reads
+ * below treat it (-1, or fatal once fail_stop is set). */
+void ctl_store_begin(ctl_store_t *s);
+void ctl_store_fatal(ctl_store_t *s, const char *what);
+int ctl_store_read_fail(ctl_store_t *s, const char *what);
+
 /* ---- writes (each joins the iteration's transaction) ---- */
 
 /* Inserts j's row (tenant is its tenant's name). 0, or SL_EIO when SQLite
