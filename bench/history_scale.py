@@ -12,6 +12,7 @@ Then starts sluiced on it and times, over REPS runs each:
 
   GET /v1/history, the first page (1,000 jobs) of the last 24 hours
   GET /v1/history, the first page of the last 30 days (every job)
+  GET /v1/history, the page after the middle job of the 30 days (after=)
   GET /v1/history?name=rare over 30 days: few matches, so a page stops
       at its scan bound (200,000 rows) and says where to go on
   GET /v1/history?state=failed&tenant=nlp over 30 days, first page
@@ -112,6 +113,10 @@ def main():
         fill(ctl.db_path, njobs)
         print("database: %d finished jobs over 30 days, %.0f MiB (filled in %.0f s)"
               % (njobs, os.path.getsize(ctl.db_path) / 2**20, time.monotonic() - t0))
+        con = sqlite3.connect(ctl.db_path)
+        mid = njobs // 2
+        mid_end = con.execute("SELECT end_us FROM jobs WHERE id = ?", (mid,)).fetchone()[0]
+        con.close()
         ctl.start(timeout=120)
         try:
             now = int(time.time())
@@ -123,6 +128,8 @@ def main():
             th.start()
             for what, q in (("first page, 24 hours", day),
                             ("first page, 30 days", month),
+                            ("a page after job %d (keyset), 30 days" % mid,
+                             month + "&after=%d:%d" % (mid_end, mid)),
                             ("name=rare, 30 days (one page)", month + "&name=rare"),
                             ("state=failed&tenant=nlp, 30 days", month + "&state=failed&tenant=nlp")):
                 srv = []

@@ -264,8 +264,11 @@ static int parse_opts(cli_sbatch_t *sb, int argc, char **argv, bool cli, const c
                 int rc = unsupported(sb, where, shown, "not an sbatch option Sluice knows");
                 if (rc)
                     return rc;
-                /* Without knowing whether it takes a value, only --opt=value
-                 * form can be skipped safely. */
+                /* Whether it takes a value is unknown: in a directive, a
+                 * next word that is not an option is taken for its value
+                 * (a directive holds options only). */
+                if (!cli && !eq && i + 1 < argc && argv[i + 1][0] != '-')
+                    i++;
                 continue;
             }
             if (eq) {

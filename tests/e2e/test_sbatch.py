@@ -117,7 +117,8 @@ def test_node_list_is_slurms_compressed_form(controller, fake_agent, tmp_path):
 
 def test_unsupported_directives_name_the_line(tmp_path):
     path = write(tmp_path / "mail.sh", "#!/bin/bash\n#SBATCH -n 2\n\n# note\n"
-                 "#SBATCH --mail-type=END\n#SBATCH --constraint=a100\nsrun hostname\n"
+                 "#SBATCH --mail-type=END\n#SBATCH --constraint=a100\n"
+                 "#SBATCH --frobnicate 3 -c 2\nsrun hostname\n"
                  "#SBATCH --bogus-after-the-top\n")
     env = u.cli_env(tmpdir=tmp_path)
     r = u.sluice(["sbatch", "--dry-run", path], env)
@@ -129,8 +130,9 @@ def test_unsupported_directives_name_the_line(tmp_path):
     assert "warning: %s:6: --constraint is not supported" % path in r.stderr
     assert "issue 12" in r.stderr
     assert "bogus" not in r.stderr  # directives end at the first command
+    assert "warning: %s:7: --frobnicate is not supported: not an sbatch option" % path in r.stderr
     spec = json.loads(r.stdout)
-    assert spec["tasks"] == 2 and "constraint" not in spec
+    assert spec["tasks"] == 2 and spec["cpus"] == "2" and "constraint" not in spec
     r = u.sluice(["submit", "--dry-run", path], env)
     assert r.returncode == 2 and "%s:5: --mail-type" % path in r.stderr
     r = u.sluice(["submit", "--dry-run", "--ignore-unsupported", path], env)
@@ -204,3 +206,26 @@ def test_script_size_is_bounded(controller, tmp_path):
     st, body = controller.request("POST", "/v1/jobs", {"command": ["true"], "chdir": "/tmp"},
                                   token=controller.tenant_tokens["alice"])
     assert st == 400 and body["error"]["field"] == "chdir", body
+
+
+def test_array_script_and_dependency(controller, cluster, tmp_path):
+    """An array's elements each run the script with their index; a script
+    that depends on the array starts once every element has succeeded."""
+    cluster(1, gpus=2)
+    path = write(tmp_path / "arr.sh", "#!/bin/sh\n#SBATCH --array=0-2%2\n#SBATCH -o arr-%A_%a.out\n"
+                 "echo \"$SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $SLURM_JOB_ID\"\n")
+    env = u.cli_env(controller, controller.tenant_tokens["alice"], tmpdir=tmp_path)
+    r = u.sluice(["sbatch", "--parsable", path], env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    a = int(r.stdout)
+    after = write(tmp_path / "after.sh", "#!/bin/sh\n#SBATCH -d afterok:%d\n#SBATCH -o after.out\n"
+                  "cat arr-*.out | sort\n" % a)
+    r = u.sluice(["sbatch", "--parsable", after], env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    b = int(r.stdout)
+    controller.wait_job(b, "succeeded", timeout=60)
+    for k in range(3):
+        # element k is job a + k (docs/arrays.md)
+        assert (tmp_path / ("arr-%d_%d.out" % (a, k))).read_text() == "%d %d %d\n" % (a, k, a + k)
+    assert (tmp_path / "after.out").read_text().splitlines() == sorted(
+        "%d %d %d" % (a, k, a + k) for k in range(3))
