@@ -3,7 +3,8 @@
  * order they ended, a page at a time (history.h).
  *
  * The read. One statement walks the index jobs_end from the page's start
- * (the window's since, or the previous page's last (end_us, id)) in
+ * (the window's since, or just after the previous page's last (end_us,
+ * id)) in
  * (end_us, id) order, the index's own order (its entries end with the
  * rowid), so SQLite neither sorts nor reads outside the window. It
  * returns only what the filters need (tenant, state, and the name from
@@ -126,7 +127,7 @@ static bool seconds(const char *s, int64_t *out) {
 static const char scan_sql[] =
     "SELECT id, end_us, tenant, state,"
     " CASE WHEN ?5 THEN json_extract(spec, '$.name') END"
-    " FROM jobs WHERE end_us >= ?1 AND end_us <= ?2 AND (end_us, id) > (?3, ?4)"
+    " FROM jobs WHERE end_us >= ?3 AND end_us <= ?2 AND (end_us > ?3 OR id > ?4)"
     " ORDER BY end_us, id";
 
 static const char row_sql[] =
@@ -151,7 +152,7 @@ static int history_read(ctl_history_t *h, sqlite3 *db) {
     if (sqlite3_prepare_v2(db, scan_sql, -1, &scan, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, row_sql, -1, &one, NULL) != SQLITE_OK)
         goto out;
-    if ((sqlite3_bind_int64(scan, 1, h->since_us) | sqlite3_bind_int64(scan, 2, h->until_us) |
+    if ((sqlite3_bind_int64(scan, 2, h->until_us) |
          sqlite3_bind_int64(scan, 3, h->after_end) | sqlite3_bind_int64(scan, 4, h->after_id) |
          sqlite3_bind_int(scan, 5, h->jobnames.n > 0)) != SQLITE_OK)
         goto out;
@@ -357,8 +358,13 @@ int ctl_history_start(ctl_t *c, const struct evkeyvalq *q, bool admin, int32_t t
         h->after_end = e;
         h->after_id = id;
     }
-    /* The walk's lower bound is this one row value: SQLite bounds the index
-     * range by it (and not also by since), so it starts at the window. */
+    /* The walk starts after (after_end, after_id): end_us >= after_end
+     * bounds the index range, and (end_us > after_end OR id > after_id)
+     * drops the rows of that end time up to after_id. (A row value
+     * (end_us, id) > (a, b) gives the same rows, but SQLite 3.40 then walks
+     * the index from the window's start: 40 ms a page half way through a
+     * million rows instead of 0.3 ms.) Without a page before, the walk
+     * starts at the window's start. */
     if (h->after_end < h->since_us) {
         h->after_end = h->since_us;
         h->after_id = -1;

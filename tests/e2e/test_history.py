@@ -13,7 +13,7 @@ seconds from B:
   1    alice   train  2     10     3610   succeeded  COMPLETED, 2.00 GPU-hours
   2    alice   train  1     100    1900   failed     exit 3: FAILED
   3    bob     eval   1     0      600    failed     time limit: TIMEOUT
-  4    bob     prep   0     50     650    succeeded  COMPLETED
+  4    bob     prep   0     50     600    succeeded  COMPLETED (ends with 3: by id)
   5    alice   train  1     -      400    cancelled  never ran (no tasks)
   6    alice   old    1     3 days before B: outside every window asked for
 """
@@ -36,7 +36,7 @@ HISTORY = [
     ("alice", "train", 2, 10, 3610, "succeeded", 0, ""),
     ("alice", "train", 1, 100, 1900, "failed", 3, "task 0 exited with code 3"),
     ("bob", "eval", 1, 0, 600, "failed", None, "time limit of 600 s exceeded"),
-    ("bob", "prep", 0, 50, 650, "succeeded", 0, ""),
+    ("bob", "prep", 0, 50, 600, "succeeded", 0, ""),
     ("alice", "train", 1, None, 400, "cancelled", None, "cancelled by the user"),
     ("alice", "old", 1, -3 * 86400, -3 * 86400 + 60, "succeeded", 0, ""),
 ]
@@ -106,7 +106,7 @@ def test_columns_states_and_gpu_hours(hist):
     assert r.stdout.splitlines() == [
         "%d|train|alice|CANCELLED|0:0|00:00:00|gres/gpu=0|0.00|1" % ids[4],
         "%d|eval|bob|TIMEOUT|0:0|00:10:00|gres/gpu=1|0.17|1" % ids[2],
-        "%d|prep|bob|COMPLETED|0:0|00:10:00|gres/gpu=0|0.00|1" % ids[3],
+        "%d|prep|bob|COMPLETED|0:0|00:09:10|gres/gpu=0|0.00|1" % ids[3],
         "%d|train|alice|FAILED|3:0|00:30:00|gres/gpu=1|0.50|1" % ids[1],
         "%d|train|alice|COMPLETED|0:0|01:00:00|gres/gpu=2|2.00|1" % ids[0],
     ]
@@ -160,7 +160,8 @@ def test_json_and_paging(hist):
     assert j["elapsed"] == 3600 and j["gpu_hours"] == 2
     assert j["start_time"] == hist.base + 10 and j["end_time"] == hist.base + 3610
     assert jobs[0]["start_time"] is None and jobs[0]["gpus"] == 0
-    # The API pages in end order; next_after carries on.
+    # The API pages in end order; next_after carries on, also between two
+    # jobs that ended at the same time (3 and 4).
     q = "/v1/history?since=%d&until=%d&limit=2" % (hist.base - 60, hist.base + 4000)
     st, p1 = hist.request("GET", q, token=hist.admin_token)
     assert st == 200 and [j["id"] for j in p1["jobs"]] == [ids[4], ids[2]]
