@@ -483,8 +483,9 @@ int cli_cmd_queue(cli_t *c) {
             }
             if (left >= 0) left -= rows;
             /* The server says where the next page starts (an array's folded
-             * row holds many jobs, and its first cell is no job id). */
-            more = r.next_after != 0 && (left < 0 || left > 0);
+             * row holds many jobs, and its first cell is no job id); a full
+             * page from a server that does not say goes on as before. */
+            more = (r.next_after != 0 || rows == want) && (left < 0 || left > 0);
             after = r.next_after ? r.next_after : last_row_id(body, len);
         }
         cli_reply_free(&r);

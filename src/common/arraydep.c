@@ -27,13 +27,13 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
     return SL_EINVAL;
 }
 
-/* A decimal number at *p of at most 10 digits into *out (advancing *p);
+/* A decimal number at *p of at most 18 digits (no overflow) into *out (advancing *p);
  * false when there is none. */
 static bool number(const char **p, int64_t *out) {
     const char *s = *p;
     int64_t v = 0;
     int d = 0;
-    while (*s >= '0' && *s <= '9' && d < 19) {
+    while (*s >= '0' && *s <= '9' && d < 18) {
         v = v * 10 + (*s++ - '0');
         d++;
     }

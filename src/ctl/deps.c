@@ -722,12 +722,6 @@ int ctl_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen, const char **fi
     const char *atext = json_string_value(json_object_get(j->spec, "array"));
     const char *dtext = json_string_value(json_object_get(j->spec, "dependency"));
     *field = NULL;
-    if (atext == NULL && dtext == NULL) {
-        int rc = ctl_job_submit(c, j, err, errlen);
-        if (rc == 0)
-            ctl__deps_count_in(c, j);
-        return rc;
-    }
     sl_array_spec_t as = {0};
     int32_t n = 1;
     if (atext != NULL) {
@@ -742,7 +736,7 @@ int ctl_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen, const char **fi
     }
     size_t pending = 0, running = 0;
     sl_sched_tenant_jobs(c->sched, j->tenant, &pending, &running);
-    int64_t held = (size_t)j->tenant < d->nheld ? d->held[j->tenant] : 0;
+    int64_t held = j->tenant >= 0 && (size_t)j->tenant < d->nheld ? d->held[j->tenant] : 0;
     int64_t limit = ctl_tenant_max_pending(c, j->tenant);
     if ((int64_t)pending + held + n > limit) {
         snprintf(err, errlen, "tenant \"%s\" already has %zu pending jobs (%lld of them held), and "
@@ -751,6 +745,12 @@ int ctl_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen, const char **fi
                  (long long)held, n, (long long)limit);
         sl_array_spec_fini(&as);
         return SL_EBUSY;
+    }
+    if (atext == NULL && dtext == NULL) { /* a plain job, counted by its name (singleton) */
+        int rc = ctl_job_submit(c, j, err, errlen);
+        if (rc == 0)
+            ctl__deps_count_in(c, j);
+        return rc;
     }
     uint64_t id = c->next_id;
     int64_t t0 = ctl_mono_us();

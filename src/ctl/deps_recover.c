@@ -105,9 +105,12 @@ int ctl_deps_recover_hold(ctl_t *c) {
         return -1;
     }
     /* Waiters in id order (submission order), which the release keeps. */
-    qsort(r.ids, r.n, sizeof *r.ids, cmp_u64);
+    if (r.n > 1)
+        qsort(r.ids, r.n, sizeof *r.ids, cmp_u64);
     for (size_t i = 0; i < r.n; i++) {
         ctl_job_t *j = ctl_job_find(c, r.ids[i]);
+        if (j == NULL)
+            continue;
         const char *text = json_string_value(json_object_get(j->spec, "dependency"));
         char err[256];
         int rc;

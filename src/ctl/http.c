@@ -300,6 +300,7 @@ bool ctl_http_flush(void *ud) {
         if (j) {
             ctl_job_write(c, &b, j);
         } else if ((j = ctl_job_fetch(c, r->job)) != NULL) { /* already forgotten */
+            ctl_array_fill(c, j);
             ctl_job_write(c, &b, j);
             ctl_job_free(j);
         }
@@ -684,13 +685,16 @@ static void h_cancel(hreq_t *h) {
     ctl_job_t *j = job_access(h, &owned);
     if (j == NULL)
         return;
-    if (whole && !owned) {
-        if (ctl_array_cancel(h->c, j->id) == 0) {
+    if (whole) { /* element A itself may have ended, even be forgotten */
+        uint64_t id = j->id;
+        if (owned)
+            ctl_job_free(j);
+        if (ctl_array_cancel(h->c, id) == 0) {
             http_error(h->hs, h->req, 409, "conflict", NULL,
-                       "array %llu has no pending or running element", (unsigned long long)j->id);
+                       "array %llu has no pending or running element", (unsigned long long)id);
             return;
         }
-        defer(h->hs, h->req, 200, j->id);
+        defer(h->hs, h->req, 200, id);
         return;
     }
     /* A job read back from the database has finished: it is never cancelled. */

@@ -14,6 +14,10 @@
  *             or 8 GPUs, mean 2 h, tenant ft), 10% Megatron gangs.
  *   cluster   a nodes CSV of identical GPU nodes.
  *
+ * With --array TEXT (sweep only) each row is a job array of that Slurm
+ * text ("0-99%8"): one search whose trials share the row's GPU share and
+ * duration, as a user's `sbatch --array` sweep of one model does.
+ *
  * Arrivals are a Poisson process (exponential gaps with the given mean).
  * Each job's time_limit is what a user would write: its duration with 50%
  * (sweep, fine-tune) or 25% (Megatron) headroom, rounded up to 10 minutes.
@@ -55,8 +59,8 @@ static double limit_for(double dur, double headroom) {
 static void row(FILE *f, int id, const char *tenant, double submit, double dur, int tasks,
                 const char *cpu, const char *mem, int gpus, const char *share, const char *gmem,
                 double limit) {
-    fprintf(f, "j%d,%s,%.3f,%.0f,%d,%s,%s,%d,%s,,,0,%.0f,%s\n", id, tenant, submit, dur, tasks,
-            cpu, mem, gpus, share, limit, gmem);
+    fprintf(f, "j%d,%s,%.3f,%.0f,%d,%s,%s,%d,%s,,,0,%.0f,%s", id, tenant, submit, dur, tasks,
+            cpu, mem, gpus, share, limit, gmem); /* sim_gen ends the line */
 }
 
 static void gen_sweep(sl_rng_t *r, FILE *f, int id, double submit) {
@@ -122,8 +126,12 @@ int sim_gen(const sim_gen_opts_t *o, FILE *f, char *err, size_t errlen) {
         return SL_EINVAL;
     }
     double gap = o->interarrival_s > 0 ? o->interarrival_s : kind == 0 ? 20 : kind == 1 ? 14400 : 1800;
+    if (o->array != NULL && kind != 0) {
+        snprintf(err, errlen, "--array goes with the sweep workload only");
+        return SL_EINVAL;
+    }
     fprintf(f, "id,tenant,submit,duration,tasks,cpu,memory,gpus,gpu_share,gpu_models,pool,"
-               "priority,time_limit,gpu_memory\n");
+               "priority,time_limit,gpu_memory%s\n", o->array ? ",array" : "");
     double t = 0;
     for (int i = 1; i <= o->jobs; i++) {
         if (i > 1) t += expo(&r, gap);
@@ -137,6 +145,9 @@ int sim_gen(const sim_gen_opts_t *o, FILE *f, char *err, size_t errlen) {
             else if (u < 0.9) gen_finetune(&r, f, i, t);
             else gen_megatron(&r, f, i, t);
         }
+        /* A sweep as an array: the row is one search whose trials share
+         * its shape (docs/sim.md). */
+        fprintf(f, o->array ? ",%s\n" : "\n", o->array);
     }
     return 0;
 }

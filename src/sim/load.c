@@ -22,7 +22,8 @@
  *    GPU's worth) and jobs ask for none, so GPUs are the only constraint.
  *  - Sluice nodes `name,cpu,memory,gpus,gpu_model,gpu_memory,pool` and jobs
  *    `id,tenant,submit,duration,tasks,cpu,memory,gpus,gpu_share,gpu_models,
- *    pool,priority,time_limit` (+ optional `gpu_memory`), quantities as
+ *    pool,priority,time_limit` (+ optional `gpu_memory`, and `array`: a row
+ *    that is a job array, "0-99%8", expanded by arrays.c), quantities as
  *    users write them (sl_qty_parse); tenants `name,weight`.
  */
 #include <ctype.h>
@@ -51,6 +52,7 @@ void sim_trace_fini(sim_trace_t *t) {
         sl_free(t->jobs[i].name);
         sl_free(t->jobs[i].models);
         sl_free(t->jobs[i].pool);
+        sl_free(t->jobs[i].array);
     }
     for (size_t i = 0; i < t->ntenants; i++) sl_free(t->tenants[i]);
     sl_free(t->nodes);
@@ -694,8 +696,9 @@ static int load_sluice_jobs(sim_trace_t *t, sim_csv_t *c, char *err, size_t errl
         {"id", true},          {"tenant", false},   {"submit", true},     {"duration", true},
         {"tasks", false},      {"cpu", false},      {"memory", false},    {"gpus", false},
         {"gpu_share", false},  {"gpu_models", false}, {"pool", false},    {"priority", false},
-        {"time_limit", false}, {"gpu_memory", false}};
-    enum { ID, TENANT, SUBMIT, DUR, TASKS, CPU, MEM, GPUS, SHARE, MODELS, POOL, PRIO, LIMIT, GMEM, NSPEC };
+        {"time_limit", false}, {"gpu_memory", false}, {"array", false}};
+    enum { ID, TENANT, SUBMIT, DUR, TASKS, CPU, MEM, GPUS, SHARE, MODELS, POOL, PRIO, LIMIT, GMEM,
+           ARRAY, NSPEC };
     int idx[NSPEC];
     int rc = header_map(c, specs, NSPEC, idx, err, errlen);
     if (rc < 0) return rc;
@@ -759,6 +762,7 @@ static int load_sluice_jobs(sim_trace_t *t, sim_csv_t *c, char *err, size_t errl
         j.tenant = sim_tenant_intern(t, *tn ? tn : "default");
         j.models = *fld(&r, MODELS) ? sl_xstrdup(fld(&r, MODELS)) : NULL;
         j.pool = *fld(&r, POOL) ? sl_xstrdup(fld(&r, POOL)) : NULL;
+        j.array = *fld(&r, ARRAY) ? sl_xstrdup(fld(&r, ARRAY)) : NULL; /* arrays.c expands it */
         if (!job_add_named(t, &j, &names)) {
             rc = ferr(&r, ID, "job \"%s\" appears twice", j.name);
             break;
@@ -778,6 +782,8 @@ int sim_load_jobs(sim_trace_t *t, const char *path, sim_format_t fmt, char *err,
     if (fmt == SIM_FMT_ALIBABA) rc = load_alibaba_jobs(t, c, err, errlen);
     else if (fmt == SIM_FMT_PHILLY) rc = load_philly_jobs(t, c, err, errlen);
     else rc = load_sluice_jobs(t, c, err, errlen);
+    if (rc == 0)
+        rc = sim_trace_expand_arrays(t, first, err, errlen);
     if (rc == 0 && t->njobs == first) {
         snprintf(err, errlen, "%s: no jobs", path);
         rc = SL_EINVAL;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "arraydep.h"
 #include "sim.h"
 
 #define MAX_LIST 64
@@ -259,13 +260,15 @@ static void usage_gen(FILE *f) {
             "  --gpu-memory Q     cluster: memory per GPU (default 80Gi)\n"
             "  --cpu Q            cluster: CPUs per node (default 128)\n"
             "  --memory Q         cluster: memory per node (default 1Ti)\n"
+            "  --array TEXT       sweep: each job an array of this Slurm text, e.g.\n"
+            "                     0-99%%8 (one search: trials of one shape, 8 at once)\n"
             "  -o, --output FILE  where to write (default: stdout)\n");
 }
 
 enum {
     O_NODES = 1000, O_JOBS, O_FORMAT, O_TENANTS, O_PLACEMENT, O_QUEUE, O_BACKFILL, O_SHARING,
     O_ESTIMATE, O_SEED, O_SEEDS, O_JSON, O_JOBSCSV, O_SVG, O_CHECK, O_QUIET, O_INTER, O_GPUS,
-    O_GMODEL, O_GMEM, O_CPU, O_MEM, O_LOAD
+    O_GMODEL, O_GMEM, O_CPU, O_MEM, O_LOAD, O_ARRAY
 };
 
 typedef struct opts {
@@ -556,6 +559,7 @@ static int cmd_gen(int argc, char **argv) {
         {"gpus", required_argument, 0, O_GPUS},        {"gpu-model", required_argument, 0, O_GMODEL},
         {"gpu-memory", required_argument, 0, O_GMEM},  {"cpu", required_argument, 0, O_CPU},
         {"memory", required_argument, 0, O_MEM},       {"output", required_argument, 0, 'o'},
+        {"array", required_argument, 0, O_ARRAY},
         {"help", no_argument, 0, 'h'},                 {0, 0, 0, 0}};
     sim_gen_opts_t g;
     sim_gen_opts_init(&g);
@@ -597,6 +601,15 @@ static int cmd_gen(int argc, char **argv) {
         case O_GMEM: g.gpu_memory = optarg; break;
         case O_CPU: g.cpu = optarg; break;
         case O_MEM: g.memory = optarg; break;
+        case O_ARRAY: {
+            char msg[200];
+            if (sl_array_parse(optarg, SL_ARRAY_SIZE_CEILING, NULL, msg, sizeof msg) < 0) {
+                fprintf(stderr, "sluice-sim gen: --array: \"%s\": %s\n", optarg, msg);
+                return 2;
+            }
+            g.array = optarg;
+            break;
+        }
         case 'o': out = optarg; break;
         case 'h': usage_gen(stdout); return 0;
         case ':':

@@ -107,6 +107,12 @@ typedef struct replay {
     bool mem_known;
     size_t started, completed;
     int64_t now;
+    /* Job arrays (arrays.c): per trace index of an array's first element,
+     * its elements submitted and not ended, and where the search for the
+     * next held one resumes; per job, whether it waits at its array's limit. */
+    int32_t *arr_active;
+    uint32_t *arr_next;
+    bool *arr_held;
 } replay_t;
 
 static int64_t run_us(const sim_job_t *j) {
@@ -185,6 +191,62 @@ static void on_start(void *ud, const sl_job_t *job) {
  * never moves later while it keeps the reservation, and it starts no later
  * than that time. job and at carry the reservation between cycles.
  */
+/* Submits trace job idx to the core (at its arrival, or when its array's
+ * limit lets it go). 0, or the core's error with err. */
+static int submit_job(replay_t *rp, uint32_t idx, char *err, size_t errlen) {
+    const sim_job_t *j = &rp->t->jobs[idx];
+    char msg[256];
+    sl_job_spec_t sp = {.id = (uint64_t)idx + 1,
+                        .tenant = rp->tenant_ids[j->tenant],
+                        .priority = j->priority,
+                        .submit_us = j->submit_us,
+                        .ntasks = j->ntasks,
+                        .min_tasks = 0,
+                        .task = rp->reqs[idx],
+                        .time_limit_us = j->time_limit_us > 0 ? j->time_limit_us
+                                         : rp->cfg->estimate_exact ? j->duration_us
+                                                                   : 0};
+    int rc = sl_sched_submit(rp->s, &sp, msg, sizeof msg);
+    if (rc < 0)
+        snprintf(err, errlen, "job %s: %s", j->name, msg);
+    return rc;
+}
+
+/* An element of a limited array arrives: true when it must wait (its
+ * array has limit elements in the core), else it counts as active. */
+static bool array_hold(replay_t *rp, uint32_t idx) {
+    const sim_job_t *j = &rp->t->jobs[idx];
+    if (!j->in_array || j->array_limit <= 0)
+        return false;
+    if (rp->arr_active[j->array_first] >= j->array_limit) {
+        rp->arr_held[idx] = true;
+        return true;
+    }
+    rp->arr_active[j->array_first]++;
+    return false;
+}
+
+/* An element of a limited array ended: the next held element of its array
+ * (in index order) is submitted. Amortised O(1) per element. */
+static int array_release(replay_t *rp, uint32_t idx, char *err, size_t errlen) {
+    const sim_job_t *j = &rp->t->jobs[idx];
+    if (!j->in_array || j->array_limit <= 0)
+        return 0;
+    uint32_t g = j->array_first;
+    rp->arr_active[g]--;
+    uint32_t k = rp->arr_next[g] > g ? rp->arr_next[g] : g;
+    for (; k < rp->t->njobs && rp->t->jobs[k].in_array && rp->t->jobs[k].array_first == g; k++) {
+        if (!rp->arr_held[k])
+            continue;
+        rp->arr_held[k] = false;
+        rp->arr_active[g]++;
+        rp->arr_next[g] = k + 1;
+        return submit_job(rp, k, err, errlen);
+    }
+    rp->arr_next[g] = k;
+    return 0;
+}
+
 static int check_reservation(const replay_t *rp, const sl_cycle_stats_t *cst, int64_t *job,
                              int64_t *at, char *err, size_t errlen) {
     if (*job >= 0) {
@@ -353,6 +415,9 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
     rp.reqs = sl_xmalloc((nj ? nj : 1) * sizeof *rp.reqs);
     rp.recs = sl_xcalloc(nj ? nj : 1, sizeof *rp.recs);
     reject = sl_xcalloc(nj ? nj : 1, sizeof *reject);
+    rp.arr_active = sl_xcalloc(nj ? nj : 1, sizeof *rp.arr_active);
+    rp.arr_next = sl_xcalloc(nj ? nj : 1, sizeof *rp.arr_next);
+    rp.arr_held = sl_xcalloc(nj ? nj : 1, sizeof *rp.arr_held);
     sl_workload_t *w = sl_sched_workload(rp.s);
     for (size_t i = 0; i < nj; i++) {
         if ((rc = sim_job_req(&t->jobs[i], rp.cl, cfg->sharing, &rp.reqs[i], err, errlen)) < 0)
@@ -424,21 +489,9 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
                 sl_sched_forget(rp.s, (uint64_t)e.job + 1);
                 rp.recs[e.job].end_us = now;
                 rp.completed++;
-            } else {
-                sl_job_spec_t sp = {.id = (uint64_t)e.job + 1,
-                                    .tenant = rp.tenant_ids[j->tenant],
-                                    .priority = j->priority,
-                                    .submit_us = j->submit_us,
-                                    .ntasks = j->ntasks,
-                                    .min_tasks = 0,
-                                    .task = rp.reqs[e.job],
-                                    .time_limit_us = j->time_limit_us > 0 ? j->time_limit_us
-                                                     : cfg->estimate_exact ? j->duration_us
-                                                                           : 0};
-                if ((rc = sl_sched_submit(rp.s, &sp, msg, sizeof msg)) < 0) {
-                    snprintf(err, errlen, "job %s: %s", j->name, msg);
-                    goto out;
-                }
+                if ((rc = array_release(&rp, e.job, err, errlen)) < 0) goto out;
+            } else if (!array_hold(&rp, e.job)) {
+                if ((rc = submit_job(&rp, e.job, err, errlen)) < 0) goto out;
             }
         }
         size_t pending = sl_sched_pending_count(rp.s);
@@ -563,6 +616,9 @@ out:
     sl_free(rp.reqs);
     sl_free(rp.tenant_ids);
     sl_free(rp.gpu_tasks);
+    sl_free(rp.arr_active);
+    sl_free(rp.arr_next);
+    sl_free(rp.arr_held);
     sl_sched_destroy(rp.s);
     sl_cluster_destroy(rp.cl);
     return rc;

@@ -100,6 +100,13 @@ typedef struct sim_job {
     char *models;          /* "A|B" or NULL = any */
     char *pool;            /* NULL = any */
     int32_t orig_gpus;     /* Philly: the GPUs the job asked for before splitting */
+    /* Job arrays (Sluice CSV `array` column, arrays.c): the row's Slurm
+     * text until the load expands it into one job per index; then each
+     * element has its array's first element's trace index and limit. */
+    char *array;           /* NULL once expanded, or for a job of no array */
+    bool in_array;
+    uint32_t array_first;  /* trace index of element 0 of its array */
+    int32_t array_limit;   /* at most this many elements run at once; 0 = none */
 } sim_job_t;
 
 typedef struct sim_trace {
@@ -166,6 +173,7 @@ typedef struct sim_gen_opts {
     const char *gpu_memory; /* cluster, e.g. "80Gi" */
     const char *cpu;        /* cluster, e.g. "128" */
     const char *memory;     /* cluster, e.g. "1Ti" */
+    const char *array;      /* sweep: each row an array of this Slurm text, NULL none */
 } sim_gen_opts_t;
 
 void sim_gen_opts_init(sim_gen_opts_t *o);
@@ -257,6 +265,14 @@ int sim_fill_run(const sim_trace_t *t, const char *placement, const uint64_t *se
                  size_t nseeds, const sim_run_opts_t *o, sim_fill_result_t *res, char *err,
                  size_t errlen);
 void sim_fill_result_fini(sim_fill_result_t *r);
+
+/* ---------------------------------------------------------------- arrays.c */
+
+/* Replaces each job of t->jobs[first..] whose `array` text is set by one
+ * job per index ("ID_INDEX"), keeping their order; each element takes the
+ * row's submit time, duration and resources. SL_EINVAL with "job ID:
+ * array: why" for a bad text. O(jobs + elements). */
+int sim_trace_expand_arrays(sim_trace_t *t, size_t first, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- replay.c */
 

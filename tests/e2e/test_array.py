@@ -152,3 +152,17 @@ def test_array_survives_restart(controller, fake_agent):
     controller.wait_job(a + 1, "succeeded")
     wait_for(lambda: [m for m in f2.messages("launch") if m["job"] == a + 3], what="a + 3 launched")
     assert len(controller.jobs(query="?state=running")) == 2
+
+
+def test_cancel_whole_array_after_its_first_element_ended(controller, fake_agent):
+    f = fake_agent("n1", auto=False, gpus=1)  # one element at a time fits
+    a = controller.submit({"command": ["true"], "gpus": 1, "array": "0-2"})["id"]
+    wait_for(lambda: [m for m in f.messages("launch") if m["job"] == a], what="element 0")
+    f.exit(a, 0, 0)
+    controller.wait_job(a, "succeeded")
+    wait_for(lambda: [m for m in f.messages("launch") if m["job"] == a + 1], what="element 1")
+    st, body = controller.request("DELETE", "/v1/jobs/%d" % a, token=controller.admin_token)
+    assert st == 200 and body["id"] == a, body
+    controller.wait_job(a + 1, "cancelled")
+    assert controller.job(a + 2)["state"] == "cancelled"
+    assert controller.job(a)["state"] == "succeeded"
