@@ -66,17 +66,13 @@ static const cli_opt_t report_opts[] = {
     {0}};
 
 static const cli_opt_t history_opts[] = {
-    {"starttime", 'S', "TIME", 0,
-     "jobs that ended at or after TIME (Slurm's formats: 2026-12-01[T10:00[:00]], 12/01[/26], "
-     "10:00[:00], now-2hours, today, midnight; default: midnight)"},
+    {"starttime", 'S', "TIME", 0, "jobs that ended at or after TIME (default: midnight)"},
     {"endtime", 'E', "TIME", 0, "jobs that ended at or before TIME (default: now)"},
     {"tenant", 'A', "TENANT", 0, "only this tenant's jobs (comma-separate several; admin token)"},
-    {"state", 's', "STATES", 0,
-     "only jobs that ended so: COMPLETED (CD), FAILED (F), CANCELLED (CA), TIMEOUT (TO), "
-     "NODE_FAIL (NF), OUT_OF_MEMORY (OOM), comma-separated"},
+    {"state", 's', "STATES", 0, "only jobs that ended so (comma-separated; see above)"},
     {"name", 0, "NAMES", 0, "only jobs of these names (comma-separated)"},
     {"format", 'o', "COLUMNS", 0,
-     "columns, comma-separated, each NAME or NAME%WIDTH (see below)"},
+     "columns, comma-separated, each NAME or NAME%WIDTH (see above)"},
     {"limit", 0, "N", 0, "at most N jobs"},
     {"noheader", 'n', NULL, 0, "no header line"},
     {"parsable2", 'P', NULL, 0, "columns separated by |, not padded"},
@@ -138,9 +134,13 @@ static const cli_cmd_t commands[] = {
      "directive. `sluice submit SCRIPT` does the same with Sluice's own flags.",
      cli_cmd_sbatch, none_opts, CLI_RAW_ARGS},
     {"history", "", "finished jobs from the controller's database (alias: sacct)",
-     "Columns for --format (Slurm's names, case-insensitive): JobID, JobName, Tenant\n"
-     "(Account), State, ExitCode, Reason, Submit, Start, End, Elapsed, ElapsedRaw,\n"
-     "NTasks, AllocGPUs (AllocTRES), GPUHours, Partition (Pool), Timelimit.\n"
+     "As sacct: TIME is local, 2026-12-01[T10:00[:00]], 12/01[/26], 1201[26],\n"
+     "10:00[:00] (today), now, now-2hours (seconds, minutes, hours, days, weeks),\n"
+     "today, midnight, noon. STATES: COMPLETED (CD), FAILED (F), TIMEOUT (TO),\n"
+     "OUT_OF_MEMORY (OOM), NODE_FAIL (NF), CANCELLED (CA).\n"
+     "Columns for --format (case-insensitive): JobID, JobName, Tenant (Account),\n"
+     "State, ExitCode, Reason, Submit, Start, End, Elapsed, ElapsedRaw, NTasks,\n"
+     "AllocGPUs (GPUs), AllocTRES, GPUHours, Partition (Pool), Timelimit.\n"
      "Default: JobID,JobName,Tenant,State,ExitCode,Elapsed,AllocGPUs,GPUHours.",
      cli_cmd_history, history_opts, 0},
     {"sacct", "", "the same as history", NULL, cli_cmd_history, history_opts, 0},

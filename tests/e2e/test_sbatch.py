@@ -229,3 +229,20 @@ def test_array_script_and_dependency(controller, cluster, tmp_path):
         assert (tmp_path / ("arr-%d_%d.out" % (a, k))).read_text() == "%d %d %d\n" % (a, k, a + k)
     assert (tmp_path / "after.out").read_text().splitlines() == sorted(
         "%d %d %d" % (a, k, a + k) for k in range(3))
+
+
+def test_help(tmp_path):
+    env = u.cli_env(tmpdir=tmp_path)
+    r = u.sluice(["--help"], env)
+    for c in ("sbatch", "history", "sacct"):
+        assert "\n  %s " % c in r.stdout, c
+    r = u.sluice(["sbatch", "--help"], env)
+    assert r.returncode == 0 and r.stdout.startswith("usage: sluice sbatch")
+    assert "--ignore-unsupported" in r.stdout and "docs/slurm.md" in r.stdout
+    for c in ("history", "sacct"):
+        r = u.sluice([c, "--help"], env)
+        assert r.returncode == 0 and r.stdout.startswith("usage: sluice %s" % c)
+        for flag in ("-S, --starttime", "-E, --endtime", "-s, --state", "-o, --format", "AllocTRES"):
+            assert flag in r.stdout, flag
+    r = u.sluice(["submit", "--help"], env)
+    assert "--ignore-unsupported" in r.stdout and "SCRIPT" in r.stdout
