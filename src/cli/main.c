@@ -78,6 +78,16 @@ static const cli_opt_t history_opts[] = {
     {"parsable2", 'P', NULL, 0, "columns separated by |, not padded"},
     {0}};
 
+static const char history_details[] =
+     "As sacct: TIME is local, 2026-12-01[T10:00[:00]], 12/01[/26], 1201[26],\n"
+     "10:00[:00] (today), now, now-2hours (seconds, minutes, hours, days, weeks),\n"
+     "today, midnight, noon. STATES: COMPLETED (CD), FAILED (F), TIMEOUT (TO),\n"
+     "OUT_OF_MEMORY (OOM), NODE_FAIL (NF), CANCELLED (CA).\n"
+     "Columns for --format (case-insensitive): JobID, JobName, Tenant (Account),\n"
+     "State, ExitCode, Reason, Submit, Start, End, Elapsed, ElapsedRaw, NTasks,\n"
+     "AllocGPUs (GPUs), AllocTRES, GPUHours, Partition (Pool), Timelimit.\n"
+     "Default: JobID,JobName,Tenant,State,ExitCode,Elapsed,AllocGPUs,GPUHours.";
+
 static const cli_opt_t help_opts[] = {
     {"markdown", 0, NULL, 0, "with `help spec`: the table as Markdown (as in docs/jobspec.md)"},
     {0}};
@@ -134,16 +144,9 @@ static const cli_cmd_t commands[] = {
      "directive. `sluice submit SCRIPT` does the same with Sluice's own flags.",
      cli_cmd_sbatch, none_opts, CLI_RAW_ARGS},
     {"history", "", "finished jobs from the controller's database (alias: sacct)",
-     "As sacct: TIME is local, 2026-12-01[T10:00[:00]], 12/01[/26], 1201[26],\n"
-     "10:00[:00] (today), now, now-2hours (seconds, minutes, hours, days, weeks),\n"
-     "today, midnight, noon. STATES: COMPLETED (CD), FAILED (F), TIMEOUT (TO),\n"
-     "OUT_OF_MEMORY (OOM), NODE_FAIL (NF), CANCELLED (CA).\n"
-     "Columns for --format (case-insensitive): JobID, JobName, Tenant (Account),\n"
-     "State, ExitCode, Reason, Submit, Start, End, Elapsed, ElapsedRaw, NTasks,\n"
-     "AllocGPUs (GPUs), AllocTRES, GPUHours, Partition (Pool), Timelimit.\n"
-     "Default: JobID,JobName,Tenant,State,ExitCode,Elapsed,AllocGPUs,GPUHours.",
+     history_details,
      cli_cmd_history, history_opts, 0},
-    {"sacct", "", "the same as history", NULL, cli_cmd_history, history_opts, 0},
+    {"sacct", "", "the same as history", history_details, cli_cmd_history, history_opts, 0},
     {"report", "", "throughput, delays, fairness, allocation and utilisation over a window",
      "Computed by sluiced from its database (docs/observability.md says how each\n"
      "figure is made). Fragmentation is a live gauge only: see\n"
