@@ -79,14 +79,14 @@ static const cli_opt_t history_opts[] = {
     {0}};
 
 static const char history_details[] =
-     "As sacct: TIME is local, 2026-12-01[T10:00[:00]], 12/01[/26], 1201[26],\n"
-     "10:00[:00] (today), now, now-2hours (seconds, minutes, hours, days, weeks),\n"
-     "today, midnight, noon. STATES: COMPLETED (CD), FAILED (F), TIMEOUT (TO),\n"
-     "OUT_OF_MEMORY (OOM), NODE_FAIL (NF), CANCELLED (CA).\n"
-     "Columns for --format (case-insensitive): JobID, JobName, Tenant (Account),\n"
-     "State, ExitCode, Reason, Submit, Start, End, Elapsed, ElapsedRaw, NTasks,\n"
-     "AllocGPUs (GPUs), AllocTRES, GPUHours, Partition (Pool), Timelimit.\n"
-     "Default: JobID,JobName,Tenant,State,ExitCode,Elapsed,AllocGPUs,GPUHours.";
+    "As sacct: TIME is local, 2026-12-01[T10:00[:00]], 12/01[/26], 1201[26],\n"
+    "10:00[:00] (today), now, now-2hours (seconds, minutes, hours, days, weeks),\n"
+    "today, midnight, noon. STATES: COMPLETED (CD), FAILED (F), TIMEOUT (TO),\n"
+    "OUT_OF_MEMORY (OOM), NODE_FAIL (NF), CANCELLED (CA).\n"
+    "Columns for --format (case-insensitive): JobID, JobName, Tenant (Account),\n"
+    "State, ExitCode, Reason, Submit, Start, End, Elapsed, ElapsedRaw, NTasks,\n"
+    "AllocGPUs (GPUs), AllocTRES, GPUHours, Partition (Pool), Timelimit.\n"
+    "Default: JobID,JobName,Tenant,State,ExitCode,Elapsed,AllocGPUs,GPUHours.";
 
 static const cli_opt_t help_opts[] = {
     {"markdown", 0, NULL, 0, "with `help spec`: the table as Markdown (as in docs/jobspec.md)"},
