@@ -327,8 +327,8 @@ int cli_sbatch_args(cli_sbatch_t *sb, int argc, char **argv, int *script_at) {
     return parse_opts(sb, argc, argv, true, "the command line", script_at);
 }
 
-/* Splits a directive's text into words as sbatch does. Returns the count
- * (at most max), the words in a buffer of the caller's. */
+/* Splits a directive's text into words as sbatch does. Returns the count,
+ * the words in a buffer of the caller's; -1 for more than max words. */
 static int split_words(const char *s, char *buf, size_t buflen, char **words, int max) {
     int n = 0;
     size_t b = 0;
@@ -358,7 +358,9 @@ static int split_words(const char *s, char *buf, size_t buflen, char **words, in
         if (*s == '#' && !q)
             break;
     }
-    return n;
+    while (*s && isspace((unsigned char)*s))
+        s++;
+    return *s && *s != '#' ? -1 : n;
 }
 
 int cli_sbatch_script(cli_sbatch_t *sb, const char *path, const char *text) {
@@ -373,7 +375,11 @@ int cli_sbatch_script(cli_sbatch_t *sb, const char *path, const char *text) {
         if (strncmp(line, "#SBATCH", 7) == 0) {
             char where[300], buf[4096], *words[64];
             snprintf(where, sizeof where, "%s:%d", path, lineno);
+            if (len >= sizeof line)
+                return sb_error(where, "the directive is longer than %zu bytes", sizeof line - 1);
             int n = split_words(line + 7, buf, sizeof buf, words, 64), rest;
+            if (n < 0)
+                return sb_error(where, "the directive has more than 64 words");
             int rc = parse_opts(sb, n, words, false, where, &rest);
             if (rc)
                 return rc;

@@ -155,7 +155,8 @@ def test_unsupported_directives_name_the_line(tmp_path):
     ("-n", "-n/--ntasks needs a value"),
     ("--mem 1G --mem-per-cpu 1G", "give --mem or --mem-per-cpu, not both"),
     ("--parsable", "--parsable is a flag of the command line"),
-    ("-q high", "-q/--qos is not supported: priority classes are not configured"),
+    ("-J x" + " -c 1" * 40, "the directive has more than 64 words"),
+    ("-J " + "x" * 5000, "the directive is longer than 4095 bytes"),
 ])
 def test_bad_directives_name_the_option(tmp_path, directive, word):
     path = write(tmp_path / "bad.sh", "#!/bin/sh\n#SBATCH %s\ntrue\n" % directive)
@@ -246,3 +247,17 @@ def test_help(tmp_path):
             assert flag in r.stdout, flag
     r = u.sluice(["submit", "--help"], env)
     assert "--ignore-unsupported" in r.stdout and "SCRIPT" in r.stdout
+
+
+def test_qos_is_a_priority_class_where_they_exist(tmp_path):
+    """-q/--qos names a priority class when the job spec has them (issue
+    11); a build without them says so, at the directive's line."""
+    env = u.cli_env(tmpdir=tmp_path)
+    path = write(tmp_path / "q.sh", "#!/bin/sh\n#SBATCH -q high\ntrue\n")
+    r = u.sluice(["sbatch", "--dry-run", path], env)
+    if "priority_class" in u.sluice(["help", "spec"], env).stdout:
+        assert r.returncode == 0 and json.loads(r.stdout)["priority_class"] == "high", r.stderr
+    else:
+        assert r.returncode == 2
+        assert "%s:2: -q/--qos is not supported: priority classes are not configured" % path \
+            in r.stderr
