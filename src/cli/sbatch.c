@@ -365,6 +365,9 @@ static int split_words(const char *s, char *buf, size_t buflen, char **words, in
 
 int cli_sbatch_script(cli_sbatch_t *sb, const char *path, const char *text) {
     int lineno = 0;
+    if (strstr(text, "\r\n") != NULL) /* sbatch refuses these too */
+        return sb_error(path, "the script has DOS line breaks (\\r\\n) instead of UNIX ones "
+                        "(\\n); convert it, e.g. with dos2unix");
     for (const char *p = text; *p;) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);

@@ -137,6 +137,11 @@ def test_unsupported_directives_name_the_line(tmp_path):
     assert r.returncode == 2 and "%s:5: --mail-type" % path in r.stderr
     r = u.sluice(["submit", "--dry-run", "--ignore-unsupported", path], env)
     assert r.returncode == 0 and "warning:" in r.stderr
+    # A script with DOS line breaks is refused, as sbatch refuses it.
+    dos = tmp_path / "dos.sh"
+    dos.write_bytes(b"#!/bin/sh\r\n#SBATCH -n 2\r\ntrue\r\n")
+    r = u.sluice(["sbatch", "--dry-run", str(dos)], env)
+    assert r.returncode == 2 and "DOS line breaks" in r.stderr
     # On the command line the place is the command line.
     ok = write(tmp_path / "ok.sh", "#!/bin/sh\ntrue\n")
     r = u.sluice(["sbatch", "--dry-run", "--exclusive", ok], env)
