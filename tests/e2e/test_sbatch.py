@@ -113,6 +113,16 @@ def test_node_list_is_slurms_compressed_form(controller, fake_agent, tmp_path):
     # A node's id is its place in the sorted list.
     ids = {m["env"]["SLURMD_NODENAME"]: m["env"]["SLURM_NODEID"] for m in launches}
     assert ids == {"n1": "0", "n2": "1", "n3": "2", "n5": "3"}
+    # Zero-padded numbers keep their width; a name without a number stands alone.
+    more = [fake_agent(n, gpus=8, pool="p2") for n in ("gpu07", "gpu08", "gpu10", "login")]
+    path = write(tmp_path / "wide2.sh", "#!/bin/sh\n#SBATCH -N 4 -p p2 --gres=gpu:8\nhostname\n")
+    r = u.sluice(["sbatch", "--parsable", path], env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    jid = int(r.stdout)
+    for a in more:
+        (m,) = a.wait_message("launch", job=jid)
+        assert m["env"]["SLURM_JOB_NODELIST"] == "gpu[07-08,10],login", m["env"]
+        assert m["env"]["SLURM_JOB_PARTITION"] == "p2"
 
 
 def test_unsupported_directives_name_the_line(tmp_path):
