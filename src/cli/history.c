@@ -22,6 +22,14 @@
 
 /* ---- Slurm's time formats ---- */
 
+/* mktime of tm, or -1 when its month or day is out of range (mktime
+ * would roll 20/26 over into a later year without a word). */
+static long long checked(struct tm *tm) {
+    if (tm->tm_mon < 0 || tm->tm_mon > 11 || tm->tm_mday < 1 || tm->tm_mday > 31)
+        return -1;
+    return mktime(tm);
+}
+
 /* Seconds since the epoch of s in local time, or -1. Formats (sacct):
  * YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY], MMDD[YY], HH:MM[:SS] (today),
  * now[{+|-}N[seconds|minutes|hours|days|weeks]], today, midnight, noon,
@@ -68,7 +76,7 @@ static long long slurm_when(const char *s, time_t now) {
         tm.tm_mday = c;
         s += n;
         if (*s == '\0')
-            return mktime(&tm);
+            return checked(&tm);
         if (*s != 'T')
             return -1;
         s++;
@@ -81,14 +89,14 @@ static long long slurm_when(const char *s, time_t now) {
                 return -1;
             tm.tm_year = 100 + c;
         }
-        return mktime(&tm);
+        return checked(&tm);
     } else if ((strlen(s) == 4 || strlen(s) == 6) && strspn(s, "0123456789") == strlen(s)) {
         sscanf(s, "%2d%2d", &a, &b);
         tm.tm_mon = a - 1;
         tm.tm_mday = b;
         if (strlen(s) == 6 && sscanf(s + 4, "%2d", &c) == 1)
             tm.tm_year = 100 + c;
-        return mktime(&tm);
+        return checked(&tm);
     }
     /* HH:MM[:SS], alone (today) or after the date's T. */
     n = 0;
@@ -106,7 +114,7 @@ static long long slurm_when(const char *s, time_t now) {
     tm.tm_hour = d;
     tm.tm_min = e;
     tm.tm_sec = f;
-    return mktime(&tm);
+    return checked(&tm);
 }
 
 /* ---- columns ---- */

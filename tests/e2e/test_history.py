@@ -176,6 +176,8 @@ def test_json_and_paging(hist):
     (["--format", "JobID%x"], "--format"),
     (["-S", "yesterday-ish"], "--starttime: \"yesterday-ish\" is not a time"),
     (["-E", "25:99"], "--endtime"),
+    (["-S", "2026-13-01"], "--starttime: \"2026-13-01\" is not a time"),
+    (["-S", "2026"], "--starttime"),
     (["-s", "RUNNING"], "--state: \"RUNNING\""),
     (["--limit", "0"], "--limit"),
     (["-S", "now", "-E", "now-1hours"], "--endtime is before --starttime"),
