@@ -31,6 +31,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -125,7 +126,8 @@ def teardown():
         pid = pid_of(path)
         if pid is None:
             continue
-        if not os.path.realpath("/proc/%d/exe" % pid).endswith("/" + exe):
+        want = os.path.realpath(shutil.which(exe) or "/usr/sbin/" + exe)
+        if os.path.realpath("/proc/%d/exe" % pid) != want:
             print("record.py: pid %d is not %s; left alone" % (pid, exe), file=sys.stderr)
             continue
         os.kill(pid, 15)
