@@ -15,6 +15,7 @@
 #ifndef SLUICE_CLI_H
 #define SLUICE_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,7 +25,8 @@
 
 enum { CLI_OK = 0, CLI_ESERVER = 1, CLI_EUSAGE = 2, CLI_EUNREACHABLE = 3 };
 
-#define CLI_MAX_OPTS 32
+#define CLI_MAX_OPTS 40
+#define CLI_RAW_ARGS 2
 
 typedef struct cli_opt {
     const char *name;     /* long name without "--" */
@@ -43,7 +45,8 @@ typedef struct cli_cmd {
     const char *details;  /* extra --help paragraphs, or NULL */
     int (*run)(cli_t *c);
     const cli_opt_t *opts; /* terminated by {0} */
-    int rest_is_command;  /* submit: the first positional starts the command */
+    int rest_is_command;  /* submit: the first positional starts the command;
+                           * CLI_RAW_ARGS (sbatch): every word is the command's own */
 } cli_cmd_t;
 
 struct cli {
@@ -57,6 +60,7 @@ struct cli {
     int npos;
     char **command;       /* submit: after "--" */
     int ncommand;
+    int command_after_dashes; /* the command followed "--" (so it is never a batch script) */
     /* globals */
     int json;
     char *server;         /* base URL, no trailing slash */
@@ -124,6 +128,37 @@ void cli_show_efficiency(json_t *j, double now);
  * NULL with a message naming the field path in err. */
 json_t *cli_spec_load(const char *path, char *err, size_t errlen);
 
+/* sbatch.c: Slurm batch scripts (docs/slurm.md). A cli_sbatch_t holds
+ * sbatch's options as given: the command line's first (cli_sbatch_args),
+ * then the script's #SBATCH directives (cli_sbatch_script), which never
+ * override the command line. Errors are printed ("train.sh:4: --mail-type
+ * is not supported") and return CLI_EUSAGE; with ignore_unsupported (or
+ * --ignore-unsupported among the flags) unsupported options are warnings. */
+typedef struct cli_sbatch cli_sbatch_t;
+cli_sbatch_t *cli_sbatch_new(bool ignore_unsupported);
+void cli_sbatch_free(cli_sbatch_t *sb);
+/* Parses sbatch's flags up to the script's path: *script_at is its index
+ * in argv (argc when there is none). */
+int cli_sbatch_args(cli_sbatch_t *sb, int argc, char **argv, int *script_at);
+/* Reads the directives of text (the script at path, for messages). */
+int cli_sbatch_script(cli_sbatch_t *sb, const char *path, const char *text);
+/* Whether option `name` (a long name: "parsable", "dry-run", "wrap") was given. */
+bool cli_sbatch_flag(const cli_sbatch_t *sb, const char *name);
+/* The value of a command-line-only option ("wrap"), or NULL. */
+const char *cli_sbatch_value(const cli_sbatch_t *sb, const char *name);
+/* The job spec (POST /v1/jobs) of the script at path with its text and
+ * arguments, or NULL after a message. */
+json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, char **args,
+                        int nargs);
+/* Reads a script ("-": stdin) of at most SL_JOBSPEC_SCRIPT_MAX bytes into
+ * *text (malloc'd). CLI_OK, or CLI_EUSAGE after a message. */
+int cli_sbatch_read(const char *path, char **text);
+/* Whether path is a readable file that begins with "#!". */
+bool cli_sbatch_is_script(const char *path);
+/* Slurm's time formats in seconds, rounded up to whole minutes; 0: no
+ * limit; -1: not a time. */
+long long cli_slurm_time(const char *s);
+
 /* cmds.c and up.c */
 int cli_cmd_submit(cli_t *c);
 int cli_cmd_queue(cli_t *c);
@@ -132,6 +167,8 @@ int cli_cmd_cancel(cli_t *c);
 int cli_cmd_nodes(cli_t *c);
 int cli_cmd_tenants(cli_t *c);
 int cli_cmd_logs(cli_t *c);
+int cli_cmd_sbatch(cli_t *c);
+int cli_cmd_history(cli_t *c);
 int cli_cmd_up(cli_t *c);
 int cli_cmd_down(cli_t *c);
 /* report.c */

@@ -262,11 +262,31 @@ static int submit_flags(cli_t *c, json_t *job) {
     return 0;
 }
 
+/* A batch script given as the command: its directives make the spec, which
+ * the flags then override as they override a spec file's fields. */
+static json_t *script_spec(cli_t *c) {
+    char *text = NULL;
+    if (cli_sbatch_read(c->command[0], &text) != CLI_OK)
+        return NULL;
+    cli_sbatch_t *sb = cli_sbatch_new(cli_has(c, "ignore-unsupported"));
+    json_t *job = NULL;
+    if (cli_sbatch_script(sb, c->command[0], text) == CLI_OK)
+        job = cli_sbatch_spec(sb, c->command[0], text, c->command + 1, c->ncommand - 1);
+    cli_sbatch_free(sb);
+    free(text);
+    return job;
+}
+
 int cli_cmd_submit(cli_t *c) {
     json_t *job = NULL, *out = NULL;
     int rc = CLI_EUSAGE;
     const char *file = cli_get(c, "file");
-    if (file) {
+    bool script = !file && c->ncommand > 0 && !c->command_after_dashes &&
+                  cli_sbatch_is_script(c->command[0]);
+    if (script) {
+        if ((job = script_spec(c)) == NULL)
+            return CLI_EUSAGE;
+    } else if (file) {
         char err[1024];
         job = cli_spec_load(file, err, sizeof err);
         if (!job) {
@@ -278,7 +298,7 @@ int cli_cmd_submit(cli_t *c) {
     }
     if (submit_flags(c, job) < 0)
         goto out;
-    if (c->ncommand > 0) {
+    if (c->ncommand > 0 && !script) {
         json_t *cmd = json_array();
         for (int i = 0; i < c->ncommand; i++) json_array_append_new(cmd, json_string(c->command[i]));
         json_object_set_new(job, "command", cmd);

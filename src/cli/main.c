@@ -23,7 +23,7 @@
 /* `sluice submit`'s options: -f, then one per field of the job-spec table
  * (src/common/jobspec.h, which the server and docs/jobspec.md share), then
  * --quiet and --dry-run. Filled from the table at start-up. */
-static cli_opt_t submit_opts[SL_JS_NFIELDS + 4];
+static cli_opt_t submit_opts[SL_JS_NFIELDS + 5];
 static char submit_help[SL_JS_NFIELDS][200];
 
 static void init_submit_opts(void) {
@@ -45,6 +45,9 @@ static void init_submit_opts(void) {
     submit_opts[n++] = (cli_opt_t){"quiet", 'q', NULL, 0, "print only the job id"};
     submit_opts[n++] = (cli_opt_t){"dry-run", 0, NULL, 0,
                                    "print the JSON submission instead of sending it"};
+    submit_opts[n++] = (cli_opt_t){"ignore-unsupported", 0, NULL, 0,
+                                   "batch script: warn about #SBATCH options Sluice does not "
+                                   "support instead of refusing the script"};
     submit_opts[n] = (cli_opt_t){0};
 }
 
@@ -61,6 +64,29 @@ static const cli_opt_t report_opts[] = {
     {"since", 0, "DURATION", 0, "the window: the last DURATION (e.g. 90m, 24h, 30d; default 24h)"},
     {"tenant", 0, "TENANT", 0, "only this tenant's jobs (a tenant token: its own only)"},
     {0}};
+
+static const cli_opt_t history_opts[] = {
+    {"starttime", 'S', "TIME", 0, "jobs that ended at or after TIME (default: midnight)"},
+    {"endtime", 'E', "TIME", 0, "jobs that ended at or before TIME (default: now)"},
+    {"tenant", 'A', "TENANT", 0, "only this tenant's jobs (comma-separate several; admin token)"},
+    {"state", 's', "STATES", 0, "only jobs that ended so (comma-separated; see above)"},
+    {"name", 0, "NAMES", 0, "only jobs of these names (comma-separated)"},
+    {"format", 'o', "COLUMNS", 0,
+     "columns, comma-separated, each NAME or NAME%WIDTH (see above)"},
+    {"limit", 0, "N", 0, "at most N jobs"},
+    {"noheader", 'n', NULL, 0, "no header line"},
+    {"parsable2", 'P', NULL, 0, "columns separated by |, not padded"},
+    {0}};
+
+static const char history_details[] =
+    "As sacct: TIME is local, 2026-12-01[T10:00[:00]], 12/01[/26], 1201[26],\n"
+    "10:00[:00] (today), now, now-2hours (seconds, minutes, hours, days, weeks),\n"
+    "today, midnight, noon. STATES: COMPLETED (CD), FAILED (F), TIMEOUT (TO),\n"
+    "OUT_OF_MEMORY (OOM), NODE_FAIL (NF), CANCELLED (CA).\n"
+    "Columns for --format (case-insensitive): JobID, JobName, Tenant (Account),\n"
+    "State, ExitCode, Reason, Submit, Start, End, Elapsed, ElapsedRaw, NTasks,\n"
+    "AllocGPUs (GPUs), AllocTRES, GPUHours, Partition (Pool), Timelimit.\n"
+    "Default: JobID,JobName,Tenant,State,ExitCode,Elapsed,AllocGPUs,GPUHours.";
 
 static const cli_opt_t help_opts[] = {
     {"markdown", 0, NULL, 0, "with `help spec`: the table as Markdown (as in docs/jobspec.md)"},
@@ -93,9 +119,12 @@ static int cmd_version(cli_t *c);
 static int cmd_help(cli_t *c);
 
 static const cli_cmd_t commands[] = {
-    {"submit", "[-- COMMAND [ARG...]]", "submit a job",
+    {"submit", "[-- COMMAND [ARG...] | SCRIPT [ARG...]]", "submit a job",
      "The command runs on every task. Without -f, the flags describe the job; with\n"
-     "-f, flags given as well override the file's fields. Prints the job id.",
+     "-f, flags given as well override the file's fields. Prints the job id.\n"
+     "A SCRIPT (a file that begins with #!, not after --) is a Slurm batch script:\n"
+     "its #SBATCH directives describe the job, flags given here override them, and\n"
+     "the script itself is copied into the job (see `sluice sbatch`, docs/slurm.md).",
      cli_cmd_submit, submit_opts, 1},
     {"queue", "", "list pending and running jobs (--all: finished ones too)", NULL, cli_cmd_queue,
      queue_opts, 0},
@@ -105,6 +134,19 @@ static const cli_cmd_t commands[] = {
     {"nodes", "", "list nodes and their free capacity", NULL, cli_cmd_nodes, none_opts, 0},
     {"tenants", "", "list tenants, their usage and dominant share", NULL, cli_cmd_tenants, none_opts, 0},
     {"logs", "JOB", "print a task's output (stdout and stderr)", NULL, cli_cmd_logs, logs_opts, 0},
+    {"sbatch", "[SBATCH OPTIONS] SCRIPT [ARG...]", "submit a Slurm batch script (#SBATCH directives)",
+     "Takes sbatch's own options (-n, -N, --gres=gpu:2, -t 1-00:00, -p, -A, -o, --array,\n"
+     "--dependency, ...), which override the script's #SBATCH directives; the script\n"
+     "is copied into the job and every task runs it with SLURM_* variables set.\n"
+     "An option Sluice does not support is an error naming it and its line;\n"
+     "--ignore-unsupported makes it a warning. Also: --parsable (print the id only),\n"
+     "--wrap CMD, --dry-run (print the JSON submission). docs/slurm.md maps every\n"
+     "directive. `sluice submit SCRIPT` does the same with Sluice's own flags.",
+     cli_cmd_sbatch, none_opts, CLI_RAW_ARGS},
+    {"history", "", "finished jobs from the controller's database (alias: sacct)",
+     history_details,
+     cli_cmd_history, history_opts, 0},
+    {"sacct", "", "the same as history", history_details, cli_cmd_history, history_opts, 0},
     {"report", "", "throughput, delays, fairness, allocation and utilisation over a window",
      "Computed by sluiced from its database (docs/observability.md says how each\n"
      "figure is made). Fragmentation is a live gauge only: see\n"
@@ -233,9 +275,17 @@ static int global_opt(cli_t *c, int argc, char **argv, int *i, int *help) {
 static int parse_args(cli_t *c, int argc, char **argv, int *help) {
     const cli_cmd_t *cmd = c->cmd;
     c->pos = calloc((size_t)argc + 1, sizeof *c->pos);
+    if (cmd->rest_is_command == CLI_RAW_ARGS) {
+        /* sbatch: its own parser reads every word; only help is ours. */
+        *help = argc > 0 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0);
+        c->command = argv;
+        c->ncommand = argc;
+        return 0;
+    }
     for (int i = 0; i < argc; i++) {
         char *a = argv[i];
         if (strcmp(a, "--") == 0) {
+            c->command_after_dashes = 1;
             if (cmd->rest_is_command) {
                 c->command = argv + i + 1;
                 c->ncommand = argc - i - 1;

@@ -85,6 +85,22 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                           "none", "",
                           "wait for other jobs as sbatch --dependency: afterok:12:13, "
                           "afterany:12?afterok:13, singleton; docs/arrays.md"},
+    [SL_JS_SCRIPT] = {"script", NULL, 0, NULL, SL_FT_TEXT, 0, 1, SL_JOBSPEC_SCRIPT_MAX, NULL, 0,
+                      NULL, "",
+                      "a batch script every task runs, copied at submission (sluice submit "
+                      "script.sh); command is then its name and arguments"},
+    [SL_JS_CHDIR] = {"chdir", NULL, 0, NULL, SL_FT_TEXT, 0, 1, 4096, NULL, 0,
+                     "the job's directory on the node", "",
+                     "batch script: the directory it runs in (sbatch -D)"},
+    [SL_JS_OUTPUT] = {"output", NULL, 0, NULL, SL_FT_TEXT, 0, 1, 4096, NULL, 0, "the job's log",
+                      "",
+                      "batch script: file its stdout goes to, with %j %x %A %a %t %n %N %% "
+                      "(sbatch -o)"},
+    [SL_JS_ERROR] = {"error", NULL, 0, NULL, SL_FT_TEXT, 0, 1, 4096, NULL, 0, "output", "",
+                     "batch script: file its stderr goes to, patterns as output (sbatch -e)"},
+    [SL_JS_SUBMIT_DIR] = {"submit_dir", NULL, 0, NULL, SL_FT_TEXT, 0, 1, 4096, NULL, 0, NULL, "",
+                          "batch script: the directory it was submitted from "
+                          "(SLURM_SUBMIT_DIR)"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -506,9 +522,20 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
         *field = "gpu_models";
         return fail(err, errlen, "only allowed with gpus or gpu_share");
     }
-    if (!val[SL_JS_COMMAND] && !val[SL_JS_IMAGE]) {
+    if (val[SL_JS_SCRIPT] && val[SL_JS_IMAGE]) {
+        *field = "script";
+        return fail(err, errlen, "cannot be combined with image (a batch script runs on the "
+                    "node, not in a container)");
+    }
+    for (int i = SL_JS_CHDIR; i <= SL_JS_SUBMIT_DIR; i++) {
+        if (val[i] && !val[SL_JS_SCRIPT]) {
+            *field = sl_jobspec_fields[i].name;
+            return fail(err, errlen, "only allowed with script");
+        }
+    }
+    if (!val[SL_JS_COMMAND] && !val[SL_JS_IMAGE] && !val[SL_JS_SCRIPT]) {
         *field = "command";
-        return fail(err, errlen, "required (or give an image)");
+        return fail(err, errlen, "required (or give an image or a script)");
     }
     *field = NULL;
     return 0;
@@ -528,8 +555,10 @@ void sl_jobspec_write_table(FILE *out, bool markdown) {
             snprintf(flag, sizeof flag, "-%c, --%s %s", f->shortflag, f->flag, f->metavar);
         else if (f->flag)
             snprintf(flag, sizeof flag, "--%s %s", f->flag, f->metavar);
-        else
+        else if (i == SL_JS_COMMAND)
             snprintf(flag, sizeof flag, "-- COMMAND...");
+        else
+            snprintf(flag, sizeof flag, "(from a batch script)");
         if (markdown) {
             /* A "|" in a cell (requeue|fail) would end the cell: escape it. */
             char cell[96];

@@ -28,6 +28,11 @@
 
 #include "quantity.h"
 
+/* The most bytes of a batch script (the field script). The controller hands
+ * it to the task in one environment variable, and Linux takes at most 128
+ * KiB in one (MAX_ARG_STRLEN); Sluice keeps to half of that. */
+#define SL_JOBSPEC_SCRIPT_MAX (64 * 1024)
+
 /* The fields, in the order of the table (and of docs and --help). */
 typedef enum sl_jobspec_id {
     SL_JS_NAME = 0,
@@ -49,6 +54,13 @@ typedef enum sl_jobspec_id {
     SL_JS_ON_NODE_FAILURE,
     SL_JS_ARRAY,          /* Slurm's --array text (arraydep.h) */
     SL_JS_DEPENDENCY,     /* Slurm's --dependency text (arraydep.h) */
+    /* A batch script (`sluice submit script.sh`, docs/slurm.md): its text,
+     * and where it runs and writes; the last four only with a script. */
+    SL_JS_SCRIPT,
+    SL_JS_CHDIR,
+    SL_JS_OUTPUT,
+    SL_JS_ERROR,
+    SL_JS_SUBMIT_DIR,
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 

@@ -53,6 +53,7 @@
 #include <sys/socket.h>
 
 #include "agentport.h"
+#include "batch.h"
 #include "buf.h"
 #include "eff.h"
 #include "jobs.h"
@@ -225,31 +226,9 @@ static void out_launch(void *ud, const ctl_job_t *j, int32_t i) {
     for (int g = 0; g < SL_MAX_GPUS_PER_NODE; g++)
         if (t->gpu_mask & (1u << g))
             gpus[ngpus++] = g;
-    /* argv and env point into the job's spec, which outlives the call. */
-    json_t *cmd = json_object_get(j->spec, "command"), *env = json_object_get(j->spec, "env");
-    size_t argc = json_array_size(cmd), nenv = json_object_size(env);
-    const char **argv = json_is_array(cmd) ? sl_xmalloc((argc + 1) * sizeof *argv) : NULL;
-    for (size_t k = 0; argv && k < argc; k++)
-        argv[k] = json_string_value(json_array_get(cmd, k));
-    sl_proto_kv_t *kv = sl_xmalloc((nenv + 4) * sizeof *kv);
-    size_t n = 0;
-    const char *key;
-    json_t *v;
-    json_object_foreach(env, key, v) {
-        kv[n].key = key;
-        kv[n++].value = json_string_value(v);
-    }
-    /* An array's element learns its array and index as sbatch's tasks do
-     * (docs/arrays.md), unless its own env names the variable. */
-    char arr_id[24], arr_idx[16];
-    static const char *const arr_keys[4] = {"SLUICE_ARRAY_JOB_ID", "SLUICE_ARRAY_TASK_ID",
-                                            "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID"};
-    snprintf(arr_id, sizeof arr_id, "%llu", (unsigned long long)j->array_id);
-    snprintf(arr_idx, sizeof arr_idx, "%d", j->array_index);
-    for (int k = 0; k < 4 && j->array_id != 0; k++) {
-        if (json_object_get(env, arr_keys[k]) == NULL)
-            kv[n++] = (sl_proto_kv_t){arr_keys[k], k % 2 ? arr_idx : arr_id};
-    }
+    /* argv and env: the spec's, or a batch script's runner (batch.h). */
+    ctl_launch_cmd_t lc;
+    ctl_launch_cmd_init(c, j, i, &lc);
     /* The Unix identity the task runs as: the tenant's mapping or the
      * configured default, resolved by the agent on its node. */
     const char *tenant = json_string_value(json_object_get(j->spec, "tenant"));
@@ -262,11 +241,11 @@ static void out_launch(void *ud, const ctl_job_t *j, int32_t i) {
         .u.launch = {
             .name = json_string_value(json_object_get(j->spec, "name")),
             .tenant = tenant,
-            .argv = argv,
-            .argc = argv ? argc : 0,
+            .argv = lc.argv,
+            .argc = lc.argc,
             .image = json_string_value(json_object_get(j->spec, "image")),
-            .env = kv,
-            .nenv = n,
+            .env = lc.env,
+            .nenv = lc.nenv,
             .gpus = gpus,
             .ngpus = ngpus,
             .gpu_milli = t->gpu_mask ? t->gpu_milli : 0,
@@ -289,8 +268,7 @@ static void out_launch(void *ud, const ctl_job_t *j, int32_t i) {
             .oom_score_adj = ctl_config_oom_score_adj(&c->cfg, j->core.priority),
         }};
     queue_msg(ap, (uint32_t)t->node, &m);
-    sl_free(argv);
-    sl_free(kv);
+    ctl_launch_cmd_fini(&lc);
     c->n.tasks_launched++;
 }
 

@@ -49,6 +49,7 @@
 #include "metrics.h"
 #include "quantity.h"
 #include "report.h"
+#include "history.h"
 
 typedef enum auth_kind {
     AUTH_NONE = 0, /* no token needed */
@@ -102,6 +103,7 @@ static void h_nodes(hreq_t *h);
 static void h_tenants(hreq_t *h);
 static void h_metrics(hreq_t *h);
 static void h_report(hreq_t *h);
+static void h_history(hreq_t *h);
 
 static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/healthz", h_healthz, AUTH_NONE, "liveness: {\"status\":\"ok\",\"version\":...}"},
@@ -117,6 +119,8 @@ static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/metrics", h_metrics, AUTH_API, "Prometheus text format"},
     {EVHTTP_REQ_GET, "/v1/report", h_report, AUTH_API,
      "the seed's figures for a window from the database (?since=SECONDS ?tenant=)"},
+    {EVHTTP_REQ_GET, "/v1/history", h_history, AUTH_API,
+     "finished jobs by end time (?since= ?until= ?tenant= ?state= ?name= ?limit= ?after=)"},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -413,6 +417,7 @@ void ctl_http_init(ctl_http_t *hs, ctl_t *c) {
 
 void ctl_http_fini(ctl_http_t *hs) {
     ctl_report_abandon(hs->report); /* its request is freed with the server below */
+    ctl_history_abandon_all(&hs->history); /* so are theirs */
     while (hs->logreqs) {
         ctl_logreq_t *lr = hs->logreqs;
         hs->logreqs = lr->next;
@@ -962,4 +967,27 @@ static void h_report(hreq_t *h) {
         return;
     }
     h->hs->report_req = h->req;
+}
+
+static void history_done(void *ud, struct evhttp_request *req, int status, ctl_buf_t *body) {
+    ctl_http_t *hs = ud;
+    if (status == 200) {
+        send_json(hs, req, 200, body);
+        return;
+    }
+    http_error(hs, req, 500, "internal", NULL, "%.*s", (int)body->len, body->p ? body->p : "");
+    ctl_buf_fini(body);
+}
+
+/* GET /v1/history (history.h): the query is checked and the read started there. */
+static void h_history(hreq_t *h) {
+    char field[32], msg[300];
+    int st = ctl_history_start(h->c, &h->query, h->admin, h->tenant, history_done, h->hs, h->req,
+                               &h->hs->history, field, sizeof field, msg, sizeof msg);
+    if (st == 503)
+        evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After", "1");
+    if (st != 0)
+        http_error(h->hs, h->req, st, st == 403 ? "forbidden" : st == 400 ? "invalid_field"
+                                                : st == 503 ? "unavailable" : "internal",
+                   field[0] ? field : NULL, "%s", msg);
 }

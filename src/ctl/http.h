@@ -37,6 +37,7 @@ typedef struct ctl_http {
     struct ssl_ctx_st *tls; /* set by main.c before listening: HTTPS; NULL: plain HTTP */
     struct ctl_report *report;           /* the report being computed (report.h), or NULL */
     struct evhttp_request *report_req;   /* and the request it answers */
+    struct ctl_history *history;         /* history reads in flight (history.h) */
 } ctl_http_t;
 
 /* Sets up h in caller storage for c. Can't fail. */

@@ -212,8 +212,9 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     const char *name = json_string_value(val[SL_JS_NAME]);
     if (name == NULL) {
         json_t *image = val[SL_JS_IMAGE];
-        const char *src = image ? json_string_value(image)
-                                : json_string_value(json_array_get(val[SL_JS_COMMAND], 0));
+        const char *src = image                ? json_string_value(image)
+                          : val[SL_JS_COMMAND] ? json_string_value(json_array_get(val[SL_JS_COMMAND], 0))
+                                               : "script";
         const char *slash = strrchr(src, '/');
         snprintf(dflt, sizeof dflt, "%s", slash && slash[1] ? slash + 1 : src);
         json_t *ok = sl_jobspec_from_text(&sl_jobspec_fields[SL_JS_NAME], dflt, err, sizeof err);
@@ -256,6 +257,11 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         json_object_set_new(norm, "array", json_deep_copy(val[SL_JS_ARRAY]));
     if (val[SL_JS_DEPENDENCY])
         json_object_set_new(norm, "dependency", json_deep_copy(val[SL_JS_DEPENDENCY]));
+    /* A batch script's fields only where it has one, so that every other
+     * job's spec reads as before. */
+    for (int i = SL_JS_SCRIPT; i <= SL_JS_SUBMIT_DIR; i++)
+        if (val[i])
+            json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
 
     ctl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = norm;

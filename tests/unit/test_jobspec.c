@@ -55,7 +55,16 @@ static const spec_row_t spec_rows[] = {
     OK("{\"command\": [\"x\"]}"),
     OK("{\"image\": \"img\"}"),
     BAD("[1, 2]", NULL, "JSON object"),
-    BAD("{}", "command", "required (or give an image)"),
+    BAD("{}", "command", "required (or give an image or a script)"),
+    /* a batch script (docs/slurm.md): its command is optional, its
+     * directory and files only go with it, and it is not a container */
+    OK("{\"script\": \"#!/bin/sh\\ntrue\\n\"}"),
+    OK("{\"script\": \"#!/bin/sh\", \"command\": [\"a.sh\", \"x\"], \"chdir\": \"/tmp\", "
+       "\"output\": \"o-%j\", \"error\": \"e-%j\", \"submit_dir\": \"/home/u\"}"),
+    BAD("{\"command\": [\"x\"], \"chdir\": \"/tmp\"}", "chdir", "only allowed with script"),
+    BAD("{\"command\": [\"x\"], \"output\": \"o\"}", "output", "only allowed with script"),
+    BAD("{\"script\": \"#!/bin/sh\", \"image\": \"img\"}", "script", "cannot be combined with image"),
+    BAD("{\"script\": \"\"}", "script", "string of 1 to 65536"),
     {"{\"command\": [\"x\"], \"foo\": 1}", SL_ENOENT, "foo", "unknown field (known: name, tenant"},
     /* null is absent */
     OK("{\"command\": [\"x\"], \"gpus\": null, \"pool\": null, \"gpu_share\": null}"),
