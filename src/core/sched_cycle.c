@@ -551,7 +551,7 @@ uint64_t sl_sched_held_job(const sl_sched_t *s, int64_t *since_us) {
 
 int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud,
                    sl_cycle_stats_t *stats) {
-    sl_cycle_stats_t st = {0, 0, 0, -1, -1};
+    sl_cycle_stats_t st = {0, 0, 0, -1, -1, 0, 0, 0};
     s->epoch++;
     see_time(s, now_us);
     sl_cluster_capacity(s->cl, &s->cap, NULL);
