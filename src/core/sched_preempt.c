@@ -41,6 +41,7 @@
 #include "sluice/error.h"
 
 #define MAX_UNITS 512      /* units one preemptor may try */
+#define SCAN_MAX 256       /* waiting jobs one run looks at for preemption */
 #define MINUTE_US INT64_C(60000000)
 #define SHARE_EPS 1e-12    /* shares are ratios of integers: rounding slack */
 
@@ -442,8 +443,9 @@ static void nominate(sl_sched_t *s, uint64_t id) {
     s->nom[s->nnom++] = id;
 }
 
-/* Tries to preempt for waiting job p. Returns the victims chosen. */
-static int preempt_for(run_ctx_t *c, sl_job_t *p, unit_t **ubuf, size_t *ucap) {
+/* Tries to preempt for waiting job p. Returns the victims chosen; adds to
+ * *tries each victim search made (the cost max_preemptors bounds). */
+static int preempt_for(run_ctx_t *c, sl_job_t *p, unit_t **ubuf, size_t *ucap, int32_t *tries) {
     sl_sched_t *s = c->s;
     char scratch[SL_REASON_MAX];
     int32_t m = job_min(p);
@@ -452,12 +454,16 @@ static int preempt_for(run_ctx_t *c, sl_job_t *p, unit_t **ubuf, size_t *ucap) {
     size_t room = rate_room(s, c->now_us);
     if (room == 0) return 0;
     int nv = 0;
-    if (s->pc.priority && class_of(s, p)->may_preempt) nv = choose(c, p, m, SL_PREEMPT_PRIORITY, ubuf, ucap);
+    if (s->pc.priority && class_of(s, p)->may_preempt) {
+        (*tries)++;
+        nv = choose(c, p, m, SL_PREEMPT_PRIORITY, ubuf, ucap);
+    }
     if (nv == 0 && s->pc.reclaim) {
         fair_prepare(c);
         int32_t t = p->spec.tenant;
         sl_res_t after = sl_res_add(sl_res_add(s->tenants[t].usage, c->coming[t]), job_total(p, m));
         if (dom_share(after, s->cap) <= c->fair[t].fair_share + SHARE_EPS) {
+            (*tries)++;
             nv = choose(c, p, m, SL_PREEMPT_RECLAIM, ubuf, ucap);
             if (nv > 0) c->coming[t] = sl_res_add(c->coming[t], job_total(p, m));
         }
@@ -490,7 +496,8 @@ static int scan_pending(void *ud, const sl_job_t *j) {
     if (++sc->seen > sc->max_seen) return 1;
     if (sl_job_status(j) == SL_NOFIT_EVER) return 0;
     sc->blocked = true;
-    if (j->victims_left == 0 && sc->n < sc->max) sc->ids[sc->n++] = j->spec.id;
+    if (sc->max == 0) return 1; /* only whether some job waits for room */
+    if (j->victims_left == 0) sc->ids[sc->n++] = j->spec.id;
     return sc->n >= sc->max;
 }
 
@@ -586,15 +593,19 @@ int sl_sched_run(sl_sched_t *s, int64_t now_us, const sl_cycle_ops_t *ops, void 
         int32_t maxp = s->pc.max_preemptors > 0 ? s->pc.max_preemptors
                                                 : SL_PREEMPT_MAX_PREEMPTORS_DEFAULT;
         if (!s->pc.priority && !s->pc.reclaim) maxp = 0;
-        uint64_t ids[256];
-        if (maxp > 256) maxp = 256;
-        scan_ctx_t sc = {ids, 0, (size_t)maxp, 0, (size_t)maxp * 4 + 1, false};
+        /* The first SCAN_MAX waiting jobs in queue order are looked at;
+         * victim searches (the costly part) stop after maxp of them. A
+         * job that may not preempt or reclaim costs O(1) and does not
+         * count, so one tenant's many jobs cannot hide another's. */
+        uint64_t ids[SCAN_MAX];
+        scan_ctx_t sc = {ids, 0, maxp > 0 ? SCAN_MAX : 0, 0, SCAN_MAX, false};
         sl_sched_foreach(s, SL_JOB_PENDING, scan_pending, &sc);
         unit_t *ubuf = NULL;
         size_t ucap = 0;
-        for (size_t i = 0; i < sc.n; i++) {
+        int32_t tries = 0;
+        for (size_t i = 0; i < sc.n && tries < maxp; i++) {
             sl_job_t *p = jobs_find(s, ids[i]);
-            if (p && p->state == SL_JOB_PENDING) preempt_for(&c, p, &ubuf, &ucap);
+            if (p && p->state == SL_JOB_PENDING) preempt_for(&c, p, &ubuf, &ucap, &tries);
         }
         sl_free(ubuf);
         if (s->pc.grow && !sc.blocked) st.grown = grow(&c);
