@@ -285,7 +285,9 @@ static size_t collect(run_ctx_t *c, const sl_job_t *p, sl_preempt_reason_t r, un
     int64_t pp = prio_of(s, p, c->now_us);
     size_t n = 0;
     for (sl_job_t *v = s->run_head; v; v = v->r_next) {
-        if (v->stop_n > 0 || !class_of(s, v)->preemptible) continue;
+        /* A job started by this run is not yet launched: the caller hears
+         * of its start after the preemptions, so it is left alone. */
+        if (v->stop_n > 0 || v->start_us == c->now_us || !class_of(s, v)->preemptible) continue;
         if (v->last_preemptor == p->spec.id || protected_now(s, v, c->now_us)) continue;
         int64_t vp = prio_of(s, v, c->now_us);
         if (r == SL_PREEMPT_PRIORITY && vp >= pp) continue;
@@ -530,6 +532,7 @@ static int grow(run_ctx_t *c) {
     int grown = 0;
     for (sl_job_t *j = s->run_head; j; j = j->r_next) {
         if (j->stop_n > 0 || job_min(j) >= j->spec.ntasks || j->nplaced >= j->spec.ntasks) continue;
+        if (j->start_us == c->now_us) continue; /* its start is reported at this size */
         int32_t want = j->spec.ntasks - j->nplaced, k = 0;
         int32_t qn = sl__quota_cap(s, j, want, 1, scratch, sizeof scratch);
         if (qn < 1) continue;
