@@ -572,7 +572,7 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
         }
         size_t pending = sl_sched_pending_count(rp.s);
         sl_cycle_stats_t cst = {.reserved_job = -1, .reserved_at_us = -1};
-        if (pending > 0) {
+        if (pending > 0 || cfg->preempt) { /* with preemption, elastic jobs may grow */
             /* Stopped victims free their resources at once (grace 0), so
              * the jobs they were preempted for start at this same time, in
              * a further run (a few at most: each run's stops are bounded). */
