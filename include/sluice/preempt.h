@@ -29,15 +29,17 @@
  *     lower class exists to be preempted first (as in Kueue and KAI); among
  *     equals the set with the fewest GPUs and least lost work is sought
  *     greedily (the exact cheapest set is a knapsack problem).
- *  3. Units are released one by one in a scratch copy of the cluster state
- *     until the preemptor's gang (min_tasks of an elastic one) fits. If it
- *     never does, nothing is preempted ("would not fit even after
- *     preempting ...").
- *  4. A reverse pass (as Kueue does) puts each chosen unit back, last
- *     chosen first, and keeps it out of the set if the preemptor still
- *     fits; a shrink unit goes back only while the tasks above it in the
- *     same job are out, so a shrink always removes the highest ranks. So
- *     no victim is preempted that the preemptor does not need.
+ *  3. Units are released one by one from the cluster itself (release and
+ *     allocate are exact inverses, so this is the scratch state) until the
+ *     preemptor's gang (min_tasks of an elastic one) fits; the placement
+ *     found is given back at once. If it never fits, every unit is
+ *     allocated again and nothing is preempted.
+ *  4. A reverse pass (as Kueue does) allocates each released unit again,
+ *     last released first, and drops it from the victim set if the
+ *     preemptor still fits without it; a shrink unit is dropped only while
+ *     the lower ranks of its job are already dropped, so a shrink always
+ *     removes the highest ranks. So no victim is preempted that the
+ *     preemptor does not need. The cluster is then exactly as before.
  *  5. Commit: the victims are marked stopping and reported (on_preempt,
  *     on_resize for shrinks); each is recorded with its preemptor, reason
  *     and GPU-seconds lost.
