@@ -77,6 +77,9 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
     [SL_JS_ON_NODE_FAILURE] = {"on_node_failure", "on-node-failure", 0, "requeue|fail", SL_FT_ENUM,
                                0, 0, 0, "requeue|fail", 0, "requeue", "",
                                "what happens when a node dies under the job"},
+    [SL_JS_PRIORITY_CLASS] = {"priority_class", "priority-class", 0, "CLASS", SL_FT_NAME, 0, 1,
+                              NAME_LEN, NULL, 0, "none", "",
+                              "a priority class of the config: sets priority, may preempt"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {

@@ -47,6 +47,7 @@ typedef enum sl_jobspec_id {
     SL_JS_IMAGE,
     SL_JS_ENV,
     SL_JS_ON_NODE_FAILURE,
+    SL_JS_PRIORITY_CLASS,  /* issue 11 */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 
