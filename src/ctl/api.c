@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "opsapi.h"
 #include "eff.h"
 #include "jobtab.h"
 #include "nodes.h"
@@ -150,6 +151,7 @@ void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
     ctl_buf_puts(b, ",\"requeues\":");
     ctl_buf_i64(b, j->requeues);
     ctl_eff_write_json(c, b, j);
+    ctl_jobx_write_json(c, b, j); /* preemptions and elastic size (opsapi.c) */
     ctl_buf_putc(b, '}');
 }
 
@@ -160,7 +162,7 @@ void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id) {
     ctl_buf_puts(b, "{\"name\":");
     ctl_buf_jstr(b, nd->name);
     ctl_buf_puts(b, ",\"state\":\"");
-    ctl_buf_puts(b, sl_node_state_name(nd->state));
+    ctl_buf_puts(b, ctl_node_state_view(c, id));
     ctl_buf_puts(b, "\",\"pool\":");
     ctl_buf_jstr(b, sl_cluster_pool_name(c->cl, nd->pool));
     ctl_buf_puts(b, ",\"labels\":");
@@ -207,6 +209,7 @@ void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id) {
     ctl_buf_puts(b, n && n->connected ? "true" : "false");
     ctl_buf_puts(b, ",\"addr\":");
     ctl_buf_jstr(b, n ? n->addr : "");
+    ctl_drain_write_json(c, b, n);
     ctl_buf_putc(b, '}');
 }
 

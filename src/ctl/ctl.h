@@ -45,6 +45,7 @@
 #include "loop.h"
 #include "model.h"
 #include "obs.h"
+#include "proto_kill.h"
 #include "sluice/hash.h"
 #include "sluice/sluice.h"
 #include "store.h"
@@ -60,6 +61,11 @@ typedef struct ctl_outbound {
     /* Stop task `task` of job `job` on node (SIGTERM, then SIGKILL after
      * the configured grace). */
     void (*kill)(void *ud, uint32_t node, uint64_t job, int32_t task);
+    /* Stop task `task` of job `job` on node as k says: its signal, SIGKILL
+     * grace_ms later, and whether it is preempted (issue 11: preemption,
+     * shrink and a drain's deadline; the agent then writes the SIGKILL time
+     * into the task's SLUICE_PREEMPT_FILE first). */
+    void (*stop)(void *ud, uint32_t node, uint64_t job, int32_t task, const sl_proto_kill_t *k);
     /* The node was declared down: drop its connection and what waits on it. */
     void (*node_down)(void *ud, uint32_t node, const char *why);
 } ctl_outbound_t;
@@ -113,6 +119,10 @@ typedef struct ctl {
     ctl_outbound_t out;
     ctl_counters_t n;
     ctl_obs_t obs; /* per-tenant completions and delay histograms (obs.h) */
+    /* Preemptions by tenant and cause (issue 11): the domain counts,
+     * /metrics reads; [tenant * CTL_PREEMPT_NCAUSES + cause], grown on use. */
+    uint64_t *preempt_counts;
+    size_t npreempt_counts;
     int64_t started_us;
     int64_t started_mono_us;
 } ctl_t;

@@ -46,6 +46,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "metrics.h"
+#include "opsapi.h"
 #include "quantity.h"
 #include "report.h"
 
@@ -100,6 +101,9 @@ static void h_nodes(hreq_t *h);
 static void h_tenants(hreq_t *h);
 static void h_metrics(hreq_t *h);
 static void h_report(hreq_t *h);
+static void h_drain(hreq_t *h);  /* issue 11: opsapi.c */
+static void h_resume(hreq_t *h);
+static void h_size(hreq_t *h);
 
 static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/healthz", h_healthz, AUTH_NONE, "liveness: {\"status\":\"ok\",\"version\":...}"},
@@ -115,6 +119,10 @@ static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/metrics", h_metrics, AUTH_API, "Prometheus text format"},
     {EVHTTP_REQ_GET, "/v1/report", h_report, AUTH_API,
      "the seed's figures for a window from the database (?since=SECONDS ?tenant=)"},
+    {EVHTTP_REQ_POST, "/v1/nodes/drain", h_drain, AUTH_API,
+     "drain a node (admin): {\"node\":N,\"deadline\":T,\"reason\":R}"},
+    {EVHTTP_REQ_POST, "/v1/nodes/resume", h_resume, AUTH_API, "end a node's drain (admin): {\"node\":N}"},
+    {EVHTTP_REQ_GET, "/v1/jobs/{id}/size", h_size, AUTH_API, "an elastic job's size now"},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -917,4 +925,55 @@ static void h_report(hreq_t *h) {
         return;
     }
     h->hs->report_req = h->req;
+}
+
+/* ---- issue 11: the handlers of opsapi.c's requests ---- */
+
+/* An admin request with an optional JSON body, answered by fn. */
+static void op_call(hreq_t *h, int (*fn)(ctl_t *, json_t *, ctl_buf_t *, ctl_field_err_t *)) {
+    if (!h->admin) {
+        http_error(h->hs, h->req, 403, "forbidden", NULL, "only the admin token may drain or resume nodes");
+        return;
+    }
+    struct evbuffer *in = evhttp_request_get_input_buffer(h->req);
+    size_t len = evbuffer_get_length(in);
+    json_error_t jerr;
+    json_t *body = len ? json_loadb((const char *)evbuffer_pullup(in, -1), len, 0, &jerr) : NULL;
+    if (len && !json_is_object(body)) {
+        json_decref(body);
+        error_at(h->hs, h->req, body ? 0 : jerr.position, "the body must be a JSON object");
+        return;
+    }
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    ctl_field_err_t fe = {0};
+    int status = fn(h->c, body, &b, &fe);
+    json_decref(body);
+    if (status >= 400) {
+        ctl_buf_fini(&b);
+        http_error(h->hs, h->req, status, fe.code, fe.field, "%s", fe.message);
+        return;
+    }
+    send_json(h->hs, h->req, status, &b);
+}
+
+static void h_drain(hreq_t *h) {
+    op_call(h, ctl_api_drain);
+}
+
+static void h_resume(hreq_t *h) {
+    op_call(h, ctl_api_resume);
+}
+
+static void h_size(hreq_t *h) {
+    bool owned;
+    ctl_job_t *j = job_access(h, &owned);
+    if (j == NULL)
+        return;
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    int status = ctl_api_job_size(h->c, j, &b);
+    if (owned)
+        ctl_job_free(j);
+    send_json(h->hs, h->req, status, &b);
 }

@@ -32,6 +32,7 @@
 #include "eff.h"
 #include "jobs.h"
 #include "log.h"
+#include "opstore.h"
 #include "quantity.h"
 
 static void put_task(ctl_t *c, const ctl_job_t *j, int32_t i) {
@@ -82,12 +83,17 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
     }
     /* Last, so that a configuration error is reported before the state
      * file is opened (or created, with --init). */
-    return ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen);
+    if (ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen) < 0)
+        return -1;
+    return ctl_opstore_open(&c->store, err, errlen); /* issue 11's tables */
 }
 
 void ctl_domain_close(ctl_t *c) {
     ctl_store_close(&c->store); /* commits what is open */
     sl_free(c->fenced);
+    sl_free(c->preempt_counts);
+    c->preempt_counts = NULL;
+    c->npreempt_counts = 0;
     c->fenced = NULL;
     c->nfenced = c->fenced_cap = 0;
     ctl_jobs_fini(c);
@@ -510,6 +516,88 @@ void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const cha
             ctl_task_ended(c, j, i, CTL_TASK_LOST, 0, 0, false, NULL, now);
 }
 
+/* ---- preemption (issue 11) ---- */
+
+void ctl_job_stop_opts(ctl_t *c, const ctl_job_t *j, sl_proto_kill_t *k) {
+    const char *cls = json_string_value(json_object_get(j->spec, "priority_class"));
+    const ctl_prio_class_t *pc = ctl_config_prio_class(&c->cfg, cls);
+    *k = (sl_proto_kill_t){.grace_ms = ctl_config_prio_grace_ms(&c->cfg, pc),
+                           .signal = pc ? pc->signal : 0, .preempt = true};
+}
+
+double ctl_task_gpu_seconds(const ctl_job_t *j, const ctl_task_t *t, int64_t now_us) {
+    if (t->start_us < 0 || now_us <= t->start_us)
+        return 0;
+    const sl_task_req_t *r = &j->core.task;
+    double gpus = r->gpus > 0 ? r->gpus : r->gpu_milli / 1000.0;
+    return gpus * (double)(now_us - t->start_us) / 1e6;
+}
+
+void ctl_preempt_count(ctl_t *c, int32_t tenant, ctl_preempt_cause_t cause) {
+    if (tenant < 0 || cause < 0 || cause >= CTL_PREEMPT_NCAUSES)
+        return;
+    size_t need = ((size_t)tenant + 1) * CTL_PREEMPT_NCAUSES;
+    if (need > c->npreempt_counts) {
+        c->preempt_counts = sl_xrealloc(c->preempt_counts, need * sizeof *c->preempt_counts);
+        memset(c->preempt_counts + c->npreempt_counts, 0,
+               (need - c->npreempt_counts) * sizeof *c->preempt_counts);
+        c->npreempt_counts = need;
+    }
+    c->preempt_counts[(size_t)tenant * CTL_PREEMPT_NCAUSES + cause]++;
+}
+
+/* Records p for j: its row, j's history if it was read already, the count. */
+static void preempt_record(ctl_t *c, ctl_job_t *j, const ctl_preempt_t *p, ctl_preempt_cause_t cause) {
+    ctl_opstore_preempt_add(&c->store, j->id, p);
+    if (j->x.loaded) {
+        j->x.preempts = sl_xrealloc(j->x.preempts, (j->x.npreempts + 1) * sizeof *j->x.preempts);
+        j->x.preempts[j->x.npreempts++] = *p;
+    }
+    ctl_preempt_count(c, j->tenant, cause);
+    sl_log(SL_LOG_INFO, "sched", "job=%llu %s: tasks=%d gpu_seconds=%.1f by_job=%llu reason=\"%s\"",
+           (unsigned long long)j->id, p->kind, p->tasks, p->gpu_seconds,
+           (unsigned long long)p->by_job, p->reason);
+}
+
+int ctl_job_preempt(ctl_t *c, ctl_job_t *j, ctl_preempt_t *p, ctl_preempt_cause_t cause) {
+    if (j->state != CTL_JOB_RUNNING || !j->in_core)
+        return SL_ESTATE;
+    int64_t now = ctl_now_us();
+    sl_proto_kill_t k;
+    ctl_job_stop_opts(c, j, &k);
+    p->at_us = now;
+    p->tasks = 0;
+    p->gpu_seconds = 0;
+    snprintf(p->cause, sizeof p->cause, "%s", ctl_preempt_cause_name(cause));
+    for (int32_t i = 0; i < j->ntasks; i++) {
+        ctl_task_t *t = &j->tasks[i];
+        if (!ctl_task_is_live(t))
+            continue;
+        p->tasks++;
+        p->gpu_seconds += ctl_task_gpu_seconds(j, t, now);
+        if (t->node >= 0)
+            c->out.stop(c->out.ud, (uint32_t)t->node, j->id, i, &k);
+    }
+    /* As a node failure's requeue, but with no fence to wait for: the
+     * agents are alive and stop the tasks themselves (requeue_after 1: at
+     * once, once the last task has reported its end). A node that fails
+     * meanwhile extends it (ctl_job_lose). */
+    j->state = CTL_JOB_PENDING;
+    j->requeue_wait = true;
+    if (j->requeue_after_mono_us == 0)
+        j->requeue_after_mono_us = 1;
+    j->requeues++;
+    c->n.requeues++;
+    snprintf(j->reason, sizeof j->reason, "requeued: %s", p->reason);
+    preempt_record(c, j, p, cause);
+    if (j->live == 0)
+        ctl_job_settle(c, j);
+    else
+        ctl_store_job_update(&c->store, j);
+    kick(c);
+    return 0;
+}
+
 /* ---- reading jobs back ---- */
 
 static int task_row(void *ud, ctl_job_t *j, int32_t idx, const char *node, const ctl_task_t *t) {
@@ -604,7 +692,7 @@ int ctl_node_hello(ctl_t *c, const sl_node_spec_t *ns, const char *addr, uint32_
     }
     ctl_store_node_put(&c->store, n, ns->name);
     if (sl_cluster_node(c->cl, id)->state == SL_NODE_DOWN)
-        sl_cluster_set_state(c->cl, id, SL_NODE_UP);
+        sl_cluster_set_state(c->cl, id, ctl_node_up_state(c, id)); /* a drain outlives a failure */
     c->hello_stamp++;
     c->sched_dirty = true;
     kick(c);
@@ -703,7 +791,7 @@ void ctl_node_heard(ctl_t *c, uint32_t node, bool heartbeat) {
     if (heartbeat && sl_cluster_node(c->cl, node)->state == SL_NODE_DOWN) {
         /* Declared down while still connected (e.g. a long stall): it is
          * back; tasks it had were already handled as lost. */
-        sl_cluster_set_state(c->cl, node, SL_NODE_UP);
+        sl_cluster_set_state(c->cl, node, ctl_node_up_state(c, node));
         c->sched_dirty = true;
         kick(c);
     }

@@ -21,6 +21,7 @@
 
 #include "agentport.h"
 #include "http.h"
+#include "drain.h"
 #include "jobs.h"
 #include "log.h"
 #include "metrics.h"
@@ -40,6 +41,7 @@ typedef struct sluiced {
 static void sweep_cb(evutil_socket_t fd, short what, void *ud) {
     sluiced_t *d = ud;
     ctl_sweep(&d->c);
+    ctl_drain_sweep(&d->c); /* issue 11 */
     ctl_http_logs_expire(&d->http);
 }
 

@@ -98,6 +98,38 @@ typedef struct ctl_task {
     ctl_usage_t use, use_before;
 } ctl_task_t;
 
+/* One preemption of a job (issue 11; the preemptions table, opstore.h):
+ * its tasks stopped and the job requeued (kind "preempt": for job by_job;
+ * "shrink": an elastic job lost tasks; "drain": its node's drain deadline
+ * passed). */
+typedef struct ctl_preempt {
+    int64_t at_us;
+    char kind[8];          /* "preempt", "shrink" or "drain" */
+    char cause[8];         /* "priority", "reclaim" or "drain": /metrics' reason label */
+    uint64_t by_job;       /* 0: none (a drain) */
+    char by_tenant[SL_NAME_MAX];
+    char reason[224];
+    int32_t tasks;         /* tasks stopped */
+    double gpu_seconds;    /* GPU time of the work lost: GPUs x seconds since each task started */
+} ctl_preempt_t;
+
+/* An elastic job's size change (the job_size table). */
+typedef struct ctl_size_change {
+    int64_t at_us;
+    int32_t size;          /* tasks after the change */
+    char why[96];
+} ctl_size_change_t;
+
+/* A job's issue-11 history, read from the store on first view (jobx.c):
+ * loaded false until then. Freed with the job. */
+typedef struct ctl_jobx {
+    bool loaded;
+    ctl_preempt_t *preempts;
+    size_t npreempts;
+    ctl_size_change_t *sizes;
+    size_t nsizes;
+} ctl_jobx_t;
+
 typedef struct ctl_job {
     uint64_t id;
     int32_t tenant;        /* core tenant id; -1 when no longer configured */
@@ -134,6 +166,8 @@ typedef struct ctl_job {
     int64_t eff_written_mono_us;
     uint8_t eff_db;
     ctl_eff_t eff_row;
+    ctl_jobx_t x;          /* preemptions and size changes (issue 11) */
+    int32_t elastic_size;  /* tasks running now for an elastic job; 0: not started */
 } ctl_job_t;
 
 typedef struct ctl_node {
@@ -149,7 +183,27 @@ typedef struct ctl_node {
     /* Tasks lost here may run until this time (monotonic): their agent
      * fences them by then (jobs.c, docs/protocol.md Fencing). 0: none. */
     int64_t fence_until_mono_us;
+    /* Drain (issue 11, drain.c; the node_drain table): no new placements;
+     * at drain_deadline_us (-1: none) the tasks left are preempted; drained
+     * once no task is left. */
+    bool draining;
+    bool drained;
+    bool drain_stopped;    /* the deadline passed and its tasks were stopped */
+    int64_t drain_since_us;
+    int64_t drain_deadline_us;
+    int64_t drained_us;    /* -1 until drained */
+    char drain_reason[128];
 } ctl_node_t;
+
+/* The causes of a preemption, /metrics' reason label (issue 11). */
+typedef enum ctl_preempt_cause {
+    CTL_PREEMPT_PRIORITY = 0, /* for a higher-priority job */
+    CTL_PREEMPT_RECLAIM,      /* for a tenant below its fair share */
+    CTL_PREEMPT_DRAIN,        /* its node's drain deadline passed */
+    CTL_PREEMPT_NCAUSES
+} ctl_preempt_cause_t;
+/* "priority", "reclaim", "drain"; "?" out of range. Can't fail. */
+const char *ctl_preempt_cause_name(ctl_preempt_cause_t c);
 
 /* State names: "?" for a value out of range. Can't fail. */
 const char *ctl_job_state_name(ctl_job_state_t st);
