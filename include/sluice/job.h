@@ -3,7 +3,8 @@
  *
  * A job is a gang of ntasks identical tasks: all start together or none do.
  * An elastic job has min_tasks < ntasks and starts with the largest count in
- * [min_tasks, ntasks] that fits. A job belongs to a tenant (fair sharing),
+ * [min_tasks, ntasks] that fits; later it may grow toward ntasks and shrink
+ * toward min_tasks (sluice/preempt.h). A job belongs to a tenant (fair sharing),
  * has a priority, a submit time and an optional time limit that also serves
  * as the runtime estimate for backfill.
  */
@@ -38,6 +39,10 @@ typedef struct sl_job_spec {
     int32_t min_tasks;      /* 0 or == ntasks: rigid gang; else elastic minimum */
     sl_task_req_t task;     /* per task */
     int64_t time_limit_us;  /* 0 = none (backfill then uses the scheduler's default) */
+    /* Priority class (sluice/preempt.h, sl_sched_add_class); 0 = "default".
+     * With a class, sl_sched_submit sets the stored spec's priority to the
+     * class's value, so that one number orders and preempts. */
+    int32_t prio_class;
 } sl_job_spec_t;
 
 typedef struct sl_job sl_job_t; /* owned by the scheduler */

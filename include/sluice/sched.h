@@ -29,10 +29,11 @@
 #include "sluice/fair.h"
 #include "sluice/job.h"
 #include "sluice/policy.h"
+#include "sluice/preempt.h"
 #include "sluice/workload.h"
 
 typedef struct sl_sched_config {
-    const char *queue;            /* "fifo" (default), "priority", "drf", "wfq" */
+    const char *queue;            /* "fifo" (default), "priority", "drf", "wfq", "las" */
     const char *placement;        /* NULL = sl_place_policy_default() */
     const char *backfill;         /* "none" (default) or "easy" */
     uint64_t seed;                /* for "random" placement and tie-breaks */
@@ -47,7 +48,18 @@ typedef struct sl_sched_config {
      * the limit only bites on queues of many distinct shapes. 0 = unbounded;
      * negative is SL_EINVAL. Default SL_SCHED_MAX_BACKFILL_TRIES_DEFAULT. */
     int32_t max_backfill_tries;
+    /* Preemption, reclaim and elastic growth (sluice/preempt.h), used by
+     * sl_sched_run only; all off when zeroed. */
+    sl_preempt_config_t preempt;
+    /* "las" queue (Tiresias' discretised 2D-LAS): attained-service
+     * thresholds in GPU-seconds, ascending; queue k holds the jobs whose
+     * attained service is below las_thresholds_gpu_s[k]. All 0: the
+     * defaults SL_LAS_THRESHOLDS_DEFAULT. */
+    int64_t las_thresholds_gpu_s[4];
 } sl_sched_config_t;
+
+/* 1 GPU-hour, 10 GPU-hours: three queues (sched.c states why). */
+#define SL_LAS_THRESHOLDS_DEFAULT {3600, 36000, 0, 0}
 
 /* 500: Slurm's default bf_max_job_test. A cycle that examines 500 jobs
  * costs ~0.2-0.4 ms at 10,000 nodes (bench/bench_sched.c), and the Philly
@@ -159,6 +171,9 @@ typedef struct sl_cycle_stats {
     int32_t backfilled;   /* of which started past a reservation */
     int64_t reserved_job; /* id of the job holding the reservation, or -1 */
     int64_t reserved_at_us; /* its reserved start time, or -1 */
+    int32_t preempted;    /* sl_sched_run: whole jobs it asked to stop */
+    int32_t shrunk;       /* elastic jobs it asked to shrink */
+    int32_t grown;        /* elastic jobs it grew */
 } sl_cycle_stats_t;
 
 /*

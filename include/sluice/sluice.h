@@ -10,6 +10,7 @@
 #include "sluice/heap.h"
 #include "sluice/job.h"
 #include "sluice/policy.h"
+#include "sluice/preempt.h"
 #include "sluice/resources.h"
 #include "sluice/rng.h"
 #include "sluice/sched.h"

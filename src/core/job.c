@@ -57,3 +57,35 @@ sl_status_t sl_job_status(const sl_job_t *job) {
     if (job->state != SL_JOB_PENDING) return job->status;
     return sl__sched_job_status(job->owner, job);
 }
+
+/* ---- preemption state (sluice/preempt.h) ---- */
+
+int32_t sl_job_target_tasks(const sl_job_t *job) {
+    if (job->state != SL_JOB_RUNNING) return 0;
+    return job->stop_whole ? 0 : job->nplaced - job->stop_n;
+}
+
+bool sl_job_stopping(const sl_job_t *job) {
+    return job->state == SL_JOB_RUNNING && job->stop_n > 0;
+}
+
+int32_t sl_job_preempt_count(const sl_job_t *job) {
+    return job->npreempt;
+}
+
+int64_t sl_job_last_preempt_us(const sl_job_t *job) {
+    return job->last_preempt_us;
+}
+
+int32_t sl_job_victims_left(const sl_job_t *job) {
+    return job->victims_left;
+}
+
+double sl_job_attained_gpu_s(const sl_job_t *job, int64_t now_us) {
+    return job_attained(job, now_us);
+}
+
+size_t sl_job_size_history(const sl_job_t *job, const sl_size_change_t **out) {
+    *out = job->hist ? job->hist : job->h_in;
+    return (size_t)job->nhist;
+}

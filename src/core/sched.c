@@ -42,6 +42,8 @@ void sl__start_job(sl_sched_t *s, sl_job_t *j, const sl_place_t *pls, int32_t n,
     j->status = SL_FIT;
     j->reason[0] = '\0';
     j->start_us = now_us;
+    j->att_mark_us = now_us;
+    sl__hist_push(j, now_us, n);
     t->usage = sl_res_add(t->usage, job_total(j, n));
     if (s->cap_valid) t->share = sl__share_of(t, s->cap);
     t->nrunning++;
@@ -49,9 +51,44 @@ void sl__start_job(sl_sched_t *s, sl_job_t *j, const sl_place_t *pls, int32_t n,
     sl__run_insert(s, j);
 }
 
-/* Releases what a running job holds and takes it off the running list. */
-static void stop_job(sl_sched_t *s, sl_job_t *j) {
+void sl__hist_push(sl_job_t *j, int64_t at_us, int32_t n) {
+    sl_size_change_t e = {at_us, n};
+    if (!j->hist && j->nhist < 2) {
+        j->h_in[j->nhist++] = e;
+        return;
+    }
+    if (!j->hist) {
+        j->hist = sl_xmalloc(SL_JOB_HISTORY_MAX * sizeof *j->hist);
+        memcpy(j->hist, j->h_in, sizeof j->h_in);
+    }
+    if (j->nhist == SL_JOB_HISTORY_MAX) {
+        memmove(j->hist, j->hist + 1, (SL_JOB_HISTORY_MAX - 1) * sizeof *j->hist);
+        j->nhist--;
+    }
+    j->hist[j->nhist++] = e;
+}
+
+void sl__att_mark(sl_job_t *j, int64_t now_us) {
+    j->att_gpu_s = job_attained(j, now_us);
+    if (now_us > j->att_mark_us) j->att_mark_us = now_us;
+}
+
+void sl__stop_clear(sl_sched_t *s, sl_job_t *j) {
+    if (j->stop_n == 0) return;
+    sl_job_t *p = j->stop_for ? jobs_find(s, j->stop_for) : NULL;
+    if (p && p->victims_left > 0) p->victims_left--;
+    j->stop_n = 0;
+    j->stop_whole = false;
+    j->stop_for = 0;
+}
+
+/* Releases what a running job holds and takes it off the running list;
+ * a stop the core asked for counts as done for its preemptor. */
+static void stop_job(sl_sched_t *s, sl_job_t *j, int64_t now_us) {
     tenant_t *t = tenant_of(s, j);
+    sl__stop_clear(s, j);
+    sl__att_mark(j, now_us);
+    sl__hist_push(j, now_us, 0);
     for (int32_t i = j->nplaced - 1; i >= 0; i--)
         sl__invariant(sl_cluster_release(s->cl, &j->spec.task, &j->pls[i]) == 0);
     t->usage = sl_res_sub(t->usage, job_total(j, j->nplaced));
@@ -150,6 +187,24 @@ int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t *
         sl__setf(err, errlen, "max_backfill_tries is negative");
         return SL_EINVAL;
     }
+    if (cfg->preempt.max_per_minute < 0 || cfg->preempt.protect_after < 0 ||
+        cfg->preempt.protect_us < 0 || cfg->preempt.max_preemptors < 0) {
+        sl__setf(err, errlen, "preempt: %s is negative",
+                 cfg->preempt.max_per_minute < 0  ? "max_per_minute"
+                 : cfg->preempt.protect_after < 0 ? "protect_after"
+                 : cfg->preempt.protect_us < 0    ? "protect_us"
+                                                  : "max_preemptors");
+        return SL_EINVAL;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (cfg->las_thresholds_gpu_s[i] < 0 ||
+            (i > 0 && cfg->las_thresholds_gpu_s[i] > 0 &&
+             cfg->las_thresholds_gpu_s[i] <= cfg->las_thresholds_gpu_s[i - 1])) {
+            sl__setf(err, errlen, "las_thresholds_gpu_s: must be positive and ascending "
+                     "(entry %d)", i);
+            return SL_EINVAL;
+        }
+    }
 
     sl_sched_t *s = sl_xcalloc(1, sizeof *s);
     s->cl = cl;
@@ -172,6 +227,16 @@ int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t *
     s->clock_us = INT64_MIN;
     s->hold_since_us = -1;
     s->bf_state = bf->init ? bf->init() : NULL;
+    s->pc = cfg->preempt;
+    s->classes[0] = (sl_prio_class_spec_t){"default", 0, cfg->preempt.default_may_preempt, true};
+    s->nclasses = 1;
+    s->las = q == &sl__queue_las;
+    for (int i = 0; i < 4 && cfg->las_thresholds_gpu_s[i] > 0; i++)
+        s->las_thr[s->nlas++] = cfg->las_thresholds_gpu_s[i];
+    if (s->nlas == 0) {
+        static const int64_t las_def[4] = SL_LAS_THRESHOLDS_DEFAULT;
+        for (int i = 0; i < 4 && las_def[i] > 0; i++) s->las_thr[s->nlas++] = las_def[i];
+    }
     *out = s;
     return 0;
 }
@@ -182,9 +247,12 @@ void sl_sched_destroy(sl_sched_t *s) {
     for (const sl_hash_entry_t *e; (e = sl_hash_next(&s->jobs, &it));) {
         sl_job_t *j = e->val;
         sl_free(j->pls);
+        sl_free(j->hist);
         sl_free(j);
     }
     sl_hash_fini(&s->jobs);
+    sl_free(s->nom);
+    sl_free(s->pr_times);
     for (size_t i = 0; i < s->gbuckets; i++) {
         for (group_t *g = s->gtab[i], *nx; g; g = nx) {
             nx = g->h_next;
@@ -253,6 +321,10 @@ static int spec_check(const sl_sched_t *s, const sl_job_spec_t *spec, char *err,
              (int)spec->ntasks);
         return SL_EINVAL;
     }
+    if (spec->prio_class < 0 || spec->prio_class >= s->nclasses) {
+        sl__setf(err, errlen, "prio_class: no priority class with id %d", (int)spec->prio_class);
+        return SL_EINVAL;
+    }
     if (spec->time_limit_us < 0) {
         char v[SL__UNIT_BUF];
         sl__setf(err, errlen, "time_limit_us: %s is negative",
@@ -270,8 +342,10 @@ static int spec_check(const sl_sched_t *s, const sl_job_spec_t *spec, char *err,
 static sl_job_t *job_new(sl_sched_t *s, const sl_job_spec_t *spec) {
     sl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = *spec;
+    if (spec->prio_class > 0) j->spec.priority = s->classes[spec->prio_class].value;
     j->owner = s;
     j->start_us = -1;
+    j->last_preempt_us = -1;
     j->status = SL_SKIP;
     j->tq.prio = j->gq.prio = j->eq.prio = sl_mix64(spec->id ^ UINT64_C(0x5851f42d4c957f2d));
     sl_hash_add(&s->jobs, spec->id, j);
@@ -296,7 +370,7 @@ int sl_sched_cancel(sl_sched_t *s, uint64_t id, int64_t now_us) {
     if (!j) return SL_ENOENT;
     see_time(s, now_us);
     if (j->state == SL_JOB_PENDING) sl__dequeue(s, j);
-    else if (j->state == SL_JOB_RUNNING) stop_job(s, j);
+    else if (j->state == SL_JOB_RUNNING) stop_job(s, j, now_us);
     else return SL_ESTATE;
     j->state = SL_JOB_CANCELLED;
     if (s->hold_id == id) { /* a cancelled job releases its held reservation */
@@ -313,7 +387,7 @@ int sl_sched_finish(sl_sched_t *s, uint64_t id, int64_t now_us) {
     if (!j) return SL_ENOENT;
     if (j->state != SL_JOB_RUNNING) return SL_ESTATE;
     see_time(s, now_us);
-    stop_job(s, j);
+    stop_job(s, j, now_us);
     j->state = SL_JOB_DONE;
     j->reason[0] = '\0';
     return 0;
@@ -324,7 +398,7 @@ int sl_sched_requeue(sl_sched_t *s, uint64_t id, int64_t now_us) {
     if (!j) return SL_ENOENT;
     if (j->state != SL_JOB_RUNNING) return SL_ESTATE;
     see_time(s, now_us);
-    stop_job(s, j);
+    stop_job(s, j, now_us);
     j->start_us = -1;
     j->status = SL_SKIP;
     char at[SL__UNIT_BUF];
@@ -368,6 +442,8 @@ int sl_sched_adopt(sl_sched_t *s, const sl_job_spec_t *spec, const sl_place_t *p
     j->state = SL_JOB_RUNNING;
     j->status = SL_FIT;
     j->start_us = start_us;
+    j->att_mark_us = start_us;
+    sl__hist_push(j, start_us, n);
     t->usage = sl_res_add(t->usage, job_total(j, n));
     t->nrunning++;
     s->nrunning++;
@@ -381,6 +457,7 @@ int sl_sched_forget(sl_sched_t *s, uint64_t id) {
     if (j->state == SL_JOB_PENDING || j->state == SL_JOB_RUNNING) return SL_ESTATE;
     sl_hash_remove(&s->jobs, id, j);
     sl_free(j->pls);
+    sl_free(j->hist);
     sl_free(j);
     return 0;
 }

@@ -416,17 +416,18 @@ static void quota_revive(sl_sched_t *s, tenant_t *t, const sl_job_t *j) {
  * if a tenant's own queue order agrees with how the policy compares its
  * jobs to other tenants' jobs. Every policy compares two tenants' jobs
  * through the tenants (share, weight) and, monotonically, through each
- * job's submit time and id; only "priority" also through priorities. So
- * the orders agree under "priority", and under the others when all the
- * tenant's pending jobs share one priority. Otherwise a skipped job (a
+ * job's submit time and id; only "priority" and "las" also through the
+ * queue key (priority, or attained-service queue). So the orders agree
+ * under those two, and under the others when all the tenant's pending
+ * jobs share one key. Otherwise a skipped job (a
  * high-priority head, say) would have held its tenant back in the merge,
  * and the tenant's jobs are examined one by one, as before. O(log n).
  */
 static bool skip_exact(const sl_sched_t *s, const tenant_t *t) {
-    if (s->queue == &sl__queue_priority || !t->root) return true;
+    if (s->queue == &sl__queue_priority || s->las || !t->root) return true;
     const sl__tnode_t *last = t->root;
     while (last->r) last = last->r;
-    return tq_job(sl__tn_first(t->root))->spec.priority == tq_job(last)->spec.priority;
+    return tq_job(sl__tn_first(t->root))->qkey == tq_job(last)->qkey;
 }
 
 void sl__sched_set_group_skip(sl_sched_t *s, bool on) {
@@ -551,7 +552,7 @@ uint64_t sl_sched_held_job(const sl_sched_t *s, int64_t *since_us) {
 
 int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud,
                    sl_cycle_stats_t *stats) {
-    sl_cycle_stats_t st = {0, 0, 0, -1, -1};
+    sl_cycle_stats_t st = {0, 0, 0, -1, -1, 0, 0, 0};
     s->epoch++;
     see_time(s, now_us);
     sl_cluster_capacity(s->cl, &s->cap, NULL);
@@ -619,7 +620,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         if (qn < 0) {
             j->status = SL_WAIT;
             t->behind_epoch = s->epoch;
-            t->blk_prio = j->spec.priority;
+            t->blk_prio = j->qkey;
             t->blk_submit = j->spec.submit_us;
             t->blk_id = j->spec.id;
             sl__setf(t->behind_reason, sizeof t->behind_reason,

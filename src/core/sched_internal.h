@@ -94,6 +94,32 @@ struct sl_job {
     uint64_t reason_epoch;
     uint64_t enq_epoch;
     char reason[SL_REASON_MAX];
+
+    /* Queue key (qless): the priority, or under "las" minus the job's
+     * attained-service queue, fixed while it is pending (sl__enqueue). */
+    int64_t qkey;
+
+    /* Preemption (sched_preempt.c, sluice/preempt.h). While stopping, the
+     * job holds all nplaced tasks until sl_sched_stop_done; the top stop_n
+     * of them stop (all when stop_whole). stop_for is the preemptor (0 for
+     * a drain), which counts its victims in victims_left. */
+    int32_t stop_n;
+    bool stop_whole;
+    sl_preempt_reason_t stop_reason;
+    uint64_t stop_for;
+    uint64_t last_preemptor;  /* the waiting job it was last preempted for */
+    int32_t victims_left;     /* as a preemptor: stops it waits for */
+    int32_t npreempt;
+    int64_t last_preempt_us;  /* -1 if never */
+    /* Attained service: GPU-seconds of finished runs and size changes, plus
+     * the current size since att_mark_us while running. */
+    double att_gpu_s;
+    int64_t att_mark_us;
+    /* Size history, oldest first: the first entries inline, the rest on
+     * the heap once more are needed (most jobs start and end only). */
+    sl_size_change_t h_in[2];
+    sl_size_change_t *hist;   /* NULL while h_in suffices; else SL_JOB_HISTORY_MAX */
+    int32_t nhist;
 };
 
 /* The queue policies of the registry (queue_registry.c lists them). */
@@ -101,6 +127,7 @@ extern const sl_queue_policy_t sl__queue_fifo;
 extern const sl_queue_policy_t sl__queue_priority;
 extern const sl_queue_policy_t sl__queue_drf;
 extern const sl_queue_policy_t sl__queue_wfq;
+extern const sl_queue_policy_t sl__queue_las;
 
 /* Ties shared by all policies: earlier submit first, then lower id. */
 static inline bool sl__job_submit_less(const sl_job_t *a, const sl_job_t *b) {
@@ -202,7 +229,7 @@ typedef struct tenant {
     size_t ndl, dl_cap;
     /* shared reason of the jobs behind a blocked head (the blocker's key) */
     uint64_t behind_epoch;
-    int32_t blk_prio;
+    int64_t blk_prio;   /* its qkey */
     int64_t blk_submit;
     uint64_t blk_id;
     char behind_reason[SL_REASON_MAX];
@@ -273,6 +300,23 @@ struct sl_sched {
      * that keeps its reservation from cycle to cycle until it starts. */
     uint64_t hold_id;      /* the job holding it; 0 = none */
     int64_t hold_since_us; /* the cycle that gave it to that job */
+
+    /* Preemption (sched_preempt.c): the configuration, the classes (0 is
+     * "default"), the preemptors waiting for their victims (tried first by
+     * sl_sched_run) and the times of the last victims (the rate bound, a
+     * ring of max_per_minute entries). */
+    sl_preempt_config_t pc;
+    sl_prio_class_spec_t classes[SL_PRIO_CLASS_MAX];
+    char class_names[SL_PRIO_CLASS_MAX][SL_NAME_MAX];
+    int32_t nclasses;
+    uint64_t *nom;
+    size_t nnom, nom_cap;
+    int64_t *pr_times;
+    size_t pr_head, pr_count;
+    /* "las": thresholds in GPU-seconds, ascending (nlas of them). */
+    bool las;
+    int64_t las_thr[4];
+    int32_t nlas;
 };
 
 /* ---- small helpers (inline: used by every sched_*.c file) ---- */
@@ -297,8 +341,28 @@ static inline sl_job_t *jobs_find(const sl_sched_t *s, uint64_t id) {
 }
 
 static inline bool qless(const sl_job_t *a, const sl_job_t *b) {
-    if (a->spec.priority != b->spec.priority) return a->spec.priority > b->spec.priority;
+    if (a->qkey != b->qkey) return a->qkey > b->qkey;
     return sl__job_submit_less(a, b);
+}
+
+/* GPU capacity of n tasks of j, in milli-GPUs. */
+static inline int64_t job_gpu_milli(const sl_job_t *j, int32_t n) {
+    return sl_task_req_total(&j->spec.task).gpu_milli * n;
+}
+
+/* The "las" queue of an attained service (0 = least attained). */
+static inline int32_t las_level(const sl_sched_t *s, double gpu_s) {
+    int32_t k = 0;
+    while (k < s->nlas && gpu_s >= (double)s->las_thr[k]) k++;
+    return k;
+}
+
+/* Attained GPU-seconds of j up to now_us. */
+static inline double job_attained(const sl_job_t *j, int64_t now_us) {
+    double a = j->att_gpu_s;
+    if (j->state == SL_JOB_RUNNING && now_us > j->att_mark_us)
+        a += (double)job_gpu_milli(j, j->nplaced) / 1000.0 * (double)(now_us - j->att_mark_us) / 1e6;
+    return a;
 }
 
 static inline sl_job_t *tq_job(const sl__tnode_t *n) {
@@ -378,6 +442,14 @@ double sl__share_of(const tenant_t *t, sl_res_t cap);
 
 /* Marks a pending job (already allocated at pls[0..n-1]) running. */
 void sl__start_job(sl_sched_t *s, sl_job_t *j, const sl_place_t *pls, int32_t n, int64_t now_us);
+/* Appends (at_us, n) to the job's size history. Can't fail. */
+void sl__hist_push(sl_job_t *j, int64_t at_us, int32_t n);
+/* Adds the job's current size since its mark to its attained service and
+ * moves the mark to now_us (before its size changes). */
+void sl__att_mark(sl_job_t *j, int64_t now_us);
+/* Ends the stop the core asked of j (it ended, or by itself): its
+ * preemptor waits for one victim less. */
+void sl__stop_clear(sl_sched_t *s, sl_job_t *j);
 /* Gives n placements of req back to the cluster. */
 void sl__release_pls(sl_sched_t *s, const sl_task_req_t *req, const sl_place_t *pls, int32_t n);
 /* The count the tenant's quota allows (<= n), or -1 with a reason if not even m. */

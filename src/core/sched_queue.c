@@ -9,7 +9,8 @@
  *  - Jobs: one heap block each (struct sl_job, sched_internal.h), found by
  *    id through the core's hash table (sluice/hash.h). O(1) expected.
  *  - Pending queues: one per tenant, an intrusive treap ordered by
- *    (priority desc, submit asc, id asc) and heap-ordered by a hash of the
+ *    (qkey desc, submit asc, id asc), qkey being the priority (or, under
+ *    "las", minus the attained-service queue) and heap-ordered by a hash of the
  *    id (deterministic, no RNG consumed). Insert/remove O(log n), successor
  *    O(1) amortised, so enqueueing allocates nothing beyond the job.
  *  - Shape groups: each pending job is also in the treap of its group, the
@@ -244,6 +245,10 @@ void sl__enqueue(sl_sched_t *s, sl_job_t *j) {
     tenant_t *t = tenant_of(s, j);
     j->state = SL_JOB_PENDING;
     j->enq_epoch = s->epoch;
+    /* Under "las" the order is the attained-service queue, then submit
+     * time: a pending job's attained service does not change, so the key
+     * is fixed until it runs again. */
+    j->qkey = s->las ? -(int64_t)las_level(s, j->att_gpu_s) : j->spec.priority;
     int64_t lim = j->spec.time_limit_us > 0 ? j->spec.time_limit_us : s->default_limit_us;
     j->lim = lim > 0 ? lim : INT64_MAX;
     tn_insert(&t->root, &j->tq, tq_less, NULL);
@@ -368,7 +373,7 @@ void sl_sched_tenant_jobs(const sl_sched_t *s, int32_t tenant, size_t *pending, 
 
 /* Is job j after the tenant's quota-blocked head in the tenant's order? */
 static bool after_blocker(const tenant_t *t, const sl_job_t *j) {
-    if (t->blk_prio != j->spec.priority) return t->blk_prio > j->spec.priority;
+    if (t->blk_prio != j->qkey) return t->blk_prio > j->qkey;
     if (t->blk_submit != j->spec.submit_us) return t->blk_submit < j->spec.submit_us;
     return t->blk_id < j->spec.id;
 }

@@ -12,6 +12,7 @@ static const sl_queue_policy_t *const queue_policies[] = {
     &sl__queue_priority,
     &sl__queue_drf,
     &sl__queue_wfq,
+    &sl__queue_las,
     NULL,
 };
 
