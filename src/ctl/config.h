@@ -75,6 +75,7 @@ typedef struct ctl_prio_class {
     char *name;
     int32_t value;          /* -1,000,000..1,000,000, as a job's priority */
     bool may_preempt;       /* false unless the config says true */
+    bool preemptible;       /* its jobs may be preempted or shrunk (true unless the config says false) */
     int32_t signal;         /* SIGTERM unless the config names another */
     int64_t grace_ms;       /* -1: kill_grace */
 } ctl_prio_class_t;
@@ -134,6 +135,15 @@ typedef struct ctl_config {
     /* priority_classes (issue 11), in the file's order, names unique. */
     ctl_prio_class_t *prio_classes;
     size_t nprio_classes;
+    /* preemption: (issue 11, docs/config.md "Preemption"): the core's
+     * sl_preempt_config_t, limits in the config's units. */
+    bool preempt_priority;       /* true: classes that may preempt do */
+    bool preempt_reclaim;        /* false: no fair-share reclaim */
+    bool preempt_grow;           /* true: elastic jobs grow into free capacity */
+    int64_t preempt_max_per_minute;  /* 0: unbounded */
+    int64_t preempt_protect_after;   /* 0: never protected */
+    int64_t preempt_protect_ms;
+    bool default_may_preempt;    /* jobs without a class may preempt (false) */
 } ctl_config_t;
 
 void ctl_config_init(ctl_config_t *cfg);

@@ -70,6 +70,18 @@ typedef struct ctl_outbound {
     void (*node_down)(void *ud, uint32_t node, const char *why);
 } ctl_outbound_t;
 
+/* Issue 11: what the preemption layer (preempt.c, above the domain)
+ * registers at start-up, so that the domain's cycle and task ends reach
+ * it without calling upward. Each may be NULL (no preemption: the cycle
+ * then still starts jobs). on_preempt and on_resize get the ctl_t as ud. */
+struct ctl;
+typedef struct ctl_preempt_hooks {
+    sl_preempt_fn on_preempt;
+    sl_resize_fn on_resize;
+    /* Task i of j, which a shrink was stopping, has ended (ctl_task_ended). */
+    void (*task_stopped)(struct ctl *c, struct ctl_job *j, int32_t i);
+} ctl_preempt_hooks_t;
+
 /* Counters for /metrics; each is written by the one layer named. */
 typedef struct ctl_counters {
     uint64_t http_requests;  /* http */
@@ -117,6 +129,7 @@ typedef struct ctl {
     size_t nfenced, fenced_cap;
 
     ctl_outbound_t out;
+    ctl_preempt_hooks_t preempt; /* preempt.c's, set by ctl_preempt_init */
     ctl_counters_t n;
     ctl_obs_t obs; /* per-tenant completions and delay histograms (obs.h) */
     /* Preemptions by tenant and cause (issue 11): the domain counts,

@@ -5,9 +5,10 @@
  * the node_drain table; the core only knows the node as draining, which
  * keeps every placement off it. The deadline is checked by the sweep (at
  * most every 500 ms), so tasks are stopped within a sweep period of it.
- * Stopping goes through ctl_job_preempt: a gang with one task on the node
- * is stopped and requeued whole (Sluice never runs part of a gang), and
- * each stop is recorded as a preemption of kind "drain".
+ * Stopping goes through the core's eviction and ctl_job_preempt: a gang
+ * with one task on the node is stopped and requeued whole (Sluice never
+ * runs part of a gang), and each stop is recorded as a preemption of kind
+ * "drain".
  */
 #include <stdio.h>
 #include <string.h>
@@ -35,31 +36,18 @@ static void local_time(int64_t us, char *buf, size_t len) {
         snprintf(buf, len, "%lld s since the epoch", (long long)(us / 1000000));
 }
 
-/* Stops every job with a live task on n (the deadline passed). */
+/* Preempts every job with a live task on n (the deadline passed), through
+ * the core (sl_sched_evict_node), which marks them stopping and counts the
+ * preemption; a job already stopping is left to finish its stop. */
 static void stop_tasks(ctl_t *c, ctl_node_t *n) {
-    const char *name = ctl_node_name(c, (int32_t)n->id);
-    size_t cnt = 0, cap = (size_t)n->live_tasks;
-    uint64_t *ids = sl_xmalloc((cap ? cap : 1) * sizeof *ids);
-    /* Collect first: preempting a job may end tasks and unlink them. */
-    for (ctl_task_t *t = n->tasks; t != NULL && cnt < cap; t = t->node_next) {
-        bool dup = false;
-        for (size_t k = 0; k < cnt && !dup; k++)
-            dup = ids[k] == t->job->id;
-        if (!dup)
-            ids[cnt++] = t->job->id;
-    }
-    char when[64];
+    char when[64], reason[224];
     local_time(n->drain_deadline_us, when, sizeof when);
-    for (size_t k = 0; k < cnt; k++) {
-        ctl_job_t *j = ctl_job_find(c, ids[k]);
-        if (j == NULL)
-            continue;
-        ctl_preempt_t p = {.kind = "drain"};
-        snprintf(p.reason, sizeof p.reason, "node %.40s drained at its deadline (%.40s)%s%.60s", name, when,
-                 n->drain_reason[0] ? ": " : "", n->drain_reason);
-        ctl_job_preempt(c, j, &p, CTL_PREEMPT_DRAIN);
-    }
-    sl_free(ids);
+    snprintf(reason, sizeof reason, "node %.40s drained at its deadline (%.40s)%s%.100s",
+             ctl_node_name(c, (int32_t)n->id), when, n->drain_reason[0] ? ": " : "", n->drain_reason);
+    int k = ctl_preempt_evict_node(c, n->id, reason);
+    if (!n->drain_stopped)
+        sl_log(SL_LOG_INFO, "node", "node=%s drain deadline passed: %d job(s) preempted",
+               ctl_node_name(c, (int32_t)n->id), k);
     n->drain_stopped = true;
 }
 
@@ -67,12 +55,10 @@ static void stop_tasks(ctl_t *c, ctl_node_t *n) {
 static void check(ctl_t *c, ctl_node_t *n, int64_t now_us) {
     if (!n->draining)
         return;
-    if (!n->drain_stopped && n->drain_deadline_us >= 0 && now_us >= n->drain_deadline_us &&
-        n->live_tasks > 0) {
-        sl_log(SL_LOG_INFO, "node", "node=%s drain deadline passed: stopping %d task(s)",
-               ctl_node_name(c, (int32_t)n->id), n->live_tasks);
+    /* Each sweep past the deadline, so that a job that was stopping for
+     * another reason (a shrink) is preempted once that is over. */
+    if (n->drain_deadline_us >= 0 && now_us >= n->drain_deadline_us && n->live_tasks > 0)
         stop_tasks(c, n);
-    }
     if (!n->drained && n->live_tasks == 0) {
         n->drained = true;
         n->drained_us = now_us;

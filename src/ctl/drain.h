@@ -13,7 +13,7 @@
 #ifndef SLUICE_CTL_DRAIN_H
 #define SLUICE_CTL_DRAIN_H
 
-#include "jobs.h"
+#include "preempt.h"
 
 /* Drains the node called name: deadline_us (wall clock; -1: none) and
  * reason (may be NULL). Draining a draining node replaces its deadline

@@ -59,6 +59,13 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
     /* The typical task shapes come from what is submitted: the fragmentation-
      * aware placements (fgd, fgdbal) score against them. Cheap for the others. */
     sc.track_workload = true;
+    /* Issue 11: preemption, reclaim and elastic growth (sluice/preempt.h). */
+    sc.preempt = (sl_preempt_config_t){
+        .priority = c->cfg.preempt_priority, .reclaim = c->cfg.preempt_reclaim,
+        .grow = c->cfg.preempt_grow, .default_may_preempt = c->cfg.default_may_preempt,
+        .max_per_minute = (int32_t)c->cfg.preempt_max_per_minute,
+        .protect_after = (int32_t)c->cfg.preempt_protect_after,
+        .protect_us = c->cfg.preempt_protect_ms * 1000};
     char serr[256];
     if (sl_sched_create(&sc, c->cl, &c->sched, serr, sizeof serr) < 0) {
         snprintf(err, errlen, "scheduler: %s", serr);
@@ -70,6 +77,15 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
         int rc = sl_sched_add_tenant(c->sched, &ts);
         if (rc < 0) {
             snprintf(err, errlen, "tenant \"%s\": %s", t->name, sl_strerror(rc));
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < c->cfg.nprio_classes; i++) {
+        const ctl_prio_class_t *pc = &c->cfg.prio_classes[i];
+        sl_prio_class_spec_t cs = {pc->name, pc->value, pc->may_preempt, pc->preemptible};
+        int rc = sl_sched_add_class(c->sched, &cs);
+        if (rc < 0) {
+            snprintf(err, errlen, "priority class \"%s\": %s", pc->name, sl_strerror(rc));
             return -1;
         }
     }
@@ -213,7 +229,10 @@ static void on_start(void *ud, const sl_job_t *cj) {
     }
     int32_t n = sl_job_ntasks_placed(cj);
     sl_free(j->tasks);
-    j->tasks = sl_xcalloc((size_t)(n ? n : 1), sizeof *j->tasks);
+    /* Room for every task an elastic job may grow to (preempt.c), so that
+     * the node lists threaded through the array never move. */
+    int32_t cap = j->core.ntasks > n ? j->core.ntasks : n;
+    j->tasks = sl_xcalloc((size_t)(cap ? cap : 1), sizeof *j->tasks);
     j->ntasks = n;
     j->state = CTL_JOB_RUNNING;
     j->start_us = sl_job_start_us(cj);
@@ -251,7 +270,10 @@ bool ctl_jobs_cycle(void *ud) {
     c->obs.cycle_t0_mono_us = t0;
     c->obs.cycle_decided_us = -1;
     sl_cycle_stats_t st;
-    sl_sched_cycle(c->sched, ctl_now_us(), on_start, c, &st);
+    /* sl_sched_run: the cycle, then preemption, reclaim and elastic growth
+     * as configured (sluice/preempt.h); their decisions go to preempt.c. */
+    sl_cycle_ops_t ops = {on_start, c->preempt.on_preempt, c->preempt.on_resize};
+    sl_sched_run(c->sched, ctl_now_us(), &ops, c, &st);
     c->n.cycles++;
     c->n.cycle_us += (uint64_t)(ctl_mono_us() - t0);
     return false;
@@ -330,7 +352,11 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
     if (j->requeue_wait && j->in_core && fence_pending(c, j))
         return;
     if (j->requeue_wait && j->in_core) {
-        int rc = sl_sched_requeue(c->sched, j->id, now);
+        /* A job the core asked to stop (a preemption, a drain) is requeued
+         * by stop_done, which also frees its preemptor's wait. */
+        const sl_job_t *sj = sl_sched_job(c->sched, j->id);
+        int rc = sj && sl_job_stopping(sj) ? sl_sched_stop_done(c->sched, j->id, now)
+                                           : sl_sched_requeue(c->sched, j->id, now);
         if (rc < 0)
             sl_log(SL_LOG_ERROR, "sched", "job=%llu requeue: %s", (unsigned long long)j->id,
                    sl_strerror(rc));
@@ -416,6 +442,12 @@ void ctl_task_ended(ctl_t *c, ctl_job_t *j, int32_t i, ctl_task_state_t st, int3
     put_task(c, j, i);
     c->n.tasks_exited++;
     bool failed = st != CTL_TASK_EXITED || exit_code != 0 || sig != 0;
+    if (t->stopping) {
+        /* Stopped by an elastic shrink: its end is what was asked. */
+        failed = false;
+        if (c->preempt.task_stopped)
+            c->preempt.task_stopped(c, j, i);
+    }
     if (failed && j->state == CTL_JOB_RUNNING) {
         if (st == CTL_TASK_FAILED)
             snprintf(j->reason, sizeof j->reason, "task %d could not be launched: %s", i,
@@ -514,88 +546,6 @@ void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const cha
     for (int32_t i = 0; i < j->ntasks; i++)
         if (lost_here(&j->tasks[i], i, node, task))
             ctl_task_ended(c, j, i, CTL_TASK_LOST, 0, 0, false, NULL, now);
-}
-
-/* ---- preemption (issue 11) ---- */
-
-void ctl_job_stop_opts(ctl_t *c, const ctl_job_t *j, sl_proto_kill_t *k) {
-    const char *cls = json_string_value(json_object_get(j->spec, "priority_class"));
-    const ctl_prio_class_t *pc = ctl_config_prio_class(&c->cfg, cls);
-    *k = (sl_proto_kill_t){.grace_ms = ctl_config_prio_grace_ms(&c->cfg, pc),
-                           .signal = pc ? pc->signal : 0, .preempt = true};
-}
-
-double ctl_task_gpu_seconds(const ctl_job_t *j, const ctl_task_t *t, int64_t now_us) {
-    if (t->start_us < 0 || now_us <= t->start_us)
-        return 0;
-    const sl_task_req_t *r = &j->core.task;
-    double gpus = r->gpus > 0 ? r->gpus : r->gpu_milli / 1000.0;
-    return gpus * (double)(now_us - t->start_us) / 1e6;
-}
-
-void ctl_preempt_count(ctl_t *c, int32_t tenant, ctl_preempt_cause_t cause) {
-    if (tenant < 0 || cause < 0 || cause >= CTL_PREEMPT_NCAUSES)
-        return;
-    size_t need = ((size_t)tenant + 1) * CTL_PREEMPT_NCAUSES;
-    if (need > c->npreempt_counts) {
-        c->preempt_counts = sl_xrealloc(c->preempt_counts, need * sizeof *c->preempt_counts);
-        memset(c->preempt_counts + c->npreempt_counts, 0,
-               (need - c->npreempt_counts) * sizeof *c->preempt_counts);
-        c->npreempt_counts = need;
-    }
-    c->preempt_counts[(size_t)tenant * CTL_PREEMPT_NCAUSES + cause]++;
-}
-
-/* Records p for j: its row, j's history if it was read already, the count. */
-static void preempt_record(ctl_t *c, ctl_job_t *j, const ctl_preempt_t *p, ctl_preempt_cause_t cause) {
-    ctl_opstore_preempt_add(&c->store, j->id, p);
-    if (j->x.loaded) {
-        j->x.preempts = sl_xrealloc(j->x.preempts, (j->x.npreempts + 1) * sizeof *j->x.preempts);
-        j->x.preempts[j->x.npreempts++] = *p;
-    }
-    ctl_preempt_count(c, j->tenant, cause);
-    sl_log(SL_LOG_INFO, "sched", "job=%llu %s: tasks=%d gpu_seconds=%.1f by_job=%llu reason=\"%s\"",
-           (unsigned long long)j->id, p->kind, p->tasks, p->gpu_seconds,
-           (unsigned long long)p->by_job, p->reason);
-}
-
-int ctl_job_preempt(ctl_t *c, ctl_job_t *j, ctl_preempt_t *p, ctl_preempt_cause_t cause) {
-    if (j->state != CTL_JOB_RUNNING || !j->in_core)
-        return SL_ESTATE;
-    int64_t now = ctl_now_us();
-    sl_proto_kill_t k;
-    ctl_job_stop_opts(c, j, &k);
-    p->at_us = now;
-    p->tasks = 0;
-    p->gpu_seconds = 0;
-    snprintf(p->cause, sizeof p->cause, "%s", ctl_preempt_cause_name(cause));
-    for (int32_t i = 0; i < j->ntasks; i++) {
-        ctl_task_t *t = &j->tasks[i];
-        if (!ctl_task_is_live(t))
-            continue;
-        p->tasks++;
-        p->gpu_seconds += ctl_task_gpu_seconds(j, t, now);
-        if (t->node >= 0)
-            c->out.stop(c->out.ud, (uint32_t)t->node, j->id, i, &k);
-    }
-    /* As a node failure's requeue, but with no fence to wait for: the
-     * agents are alive and stop the tasks themselves (requeue_after 1: at
-     * once, once the last task has reported its end). A node that fails
-     * meanwhile extends it (ctl_job_lose). */
-    j->state = CTL_JOB_PENDING;
-    j->requeue_wait = true;
-    if (j->requeue_after_mono_us == 0)
-        j->requeue_after_mono_us = 1;
-    j->requeues++;
-    c->n.requeues++;
-    snprintf(j->reason, sizeof j->reason, "requeued: %s", p->reason);
-    preempt_record(c, j, p, cause);
-    if (j->live == 0)
-        ctl_job_settle(c, j);
-    else
-        ctl_store_job_update(&c->store, j);
-    kick(c);
-    return 0;
 }
 
 /* ---- reading jobs back ---- */

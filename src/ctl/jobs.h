@@ -52,26 +52,6 @@ void ctl_task_started(ctl_t *c, ctl_job_t *j, int32_t i, int32_t pid, int64_t t_
 void ctl_task_ended(ctl_t *c, ctl_job_t *j, int32_t i, ctl_task_state_t st, int32_t exit_code,
                     int32_t sig, bool has_exit, const char *reason, int64_t t_us);
 
-/* ---- preemption (issue 11) ---- */
-
-/* How j's tasks are stopped when it is preempted, shrunk or drained: the
- * signal and grace of its priority class (SIGTERM and kill_grace without
- * one), preempt set. Can't fail. */
-void ctl_job_stop_opts(ctl_t *c, const ctl_job_t *j, sl_proto_kill_t *k);
-/* The GPU time of task t's work so far: its GPUs (a share as a fraction)
- * x seconds since it started; 0 before it started. Can't fail. */
-double ctl_task_gpu_seconds(const ctl_job_t *j, const ctl_task_t *t, int64_t now_us);
-/* Counts one preemption of tenant's jobs for /metrics. Can't fail. */
-void ctl_preempt_count(ctl_t *c, int32_t tenant, ctl_preempt_cause_t cause);
-/* Preempts running job j: each live task gets ctl_job_stop_opts's kill,
- * the job is pending again at once (requeue_wait, its resources held in
- * the core) and is requeued with its original submit time and id once the
- * last task has reported its end (ctl_job_settle). The caller fills p's
- * kind, by_job, by_tenant and reason; this fills the rest and records it
- * (the preemptions table, j->x, the count of cause). 0, or SL_ESTATE when j
- * is not running. O(j's tasks). */
-int ctl_job_preempt(ctl_t *c, ctl_job_t *j, ctl_preempt_t *p, ctl_preempt_cause_t cause);
-
 /* Reads task rows of j from the store into j->tasks (node names resolved
  * to core ids, -1 for nodes no longer known). 0, or -1 when the store
  * failed or a row is not one sluiced writes (ctl_store_errmsg says why). */

@@ -22,6 +22,7 @@
 #include "agentport.h"
 #include "http.h"
 #include "drain.h"
+#include "preempt.h"
 #include "jobs.h"
 #include "log.h"
 #include "metrics.h"
@@ -413,6 +414,7 @@ int main(int argc, char **argv) {
         rc = 2;
         goto out;
     }
+    ctl_preempt_init(c); /* issue 11: the core's preemptions and resizes, carried out */
     if (ctl_recover(c, err, sizeof err) < 0) {
         /* A row that cannot be read is damage quick_check did not see. */
         fprintf(stderr,

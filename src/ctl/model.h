@@ -93,6 +93,7 @@ typedef struct ctl_task {
     struct ctl_task *node_prev, *node_next;
     bool linked;
     uint32_t seen;         /* hello reconciliation stamp (nodes.c) */
+    bool stopping;         /* an elastic shrink stops it (preempt.c): its end fails nothing */
     /* Usage (eff.c): the agent's latest report, and what earlier agents of
      * this node reported before a restart started the count again. */
     ctl_usage_t use, use_before;
@@ -167,7 +168,6 @@ typedef struct ctl_job {
     uint8_t eff_db;
     ctl_eff_t eff_row;
     ctl_jobx_t x;          /* preemptions and size changes (issue 11) */
-    int32_t elastic_size;  /* tasks running now for an elastic job; 0: not started */
 } ctl_job_t;
 
 typedef struct ctl_node {

@@ -175,3 +175,15 @@ int ctl_opstore_jobx_read(ctl_store_t *s, uint64_t job, ctl_jobx_t *x) {
     x->loaded = true;
     return 0;
 }
+
+void ctl_opstore_tasks_trim(ctl_store_t *s, uint64_t job, int32_t n) {
+    static const char *const sql[2] = {"DELETE FROM tasks WHERE job = ?1 AND idx >= ?2",
+                                       "DELETE FROM task_mem WHERE job = ?1 AND idx >= ?2"};
+    for (int k = 0; k < 2; k++) {
+        sqlite3_stmt *st = prep(s, sql[k], true, "tasks trim");
+        int b = sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+        b |= sqlite3_bind_int(st, 2, n);
+        ctl_store_write_step(s, st, b, "tasks trim");
+        sqlite3_finalize(st);
+    }
+}

@@ -38,6 +38,9 @@ void ctl_opstore_preempt_add(ctl_store_t *s, uint64_t job, const ctl_preempt_t *
 /* Records an elastic job's size change. Lazy (lost in a crash, the job's
  * tasks still say its size). */
 void ctl_opstore_size_add(ctl_store_t *s, uint64_t job, const ctl_size_change_t *z);
+/* Deletes job's task rows (and task_mem rows) of index n and above: the
+ * ranks an elastic shrink released. Urgent. */
+void ctl_opstore_tasks_trim(ctl_store_t *s, uint64_t job, int32_t n);
 /* Reads job's preemptions and size changes, oldest first, into x (whose
  * arrays the caller frees; loaded set). 0 or -1. */
 int ctl_opstore_jobx_read(ctl_store_t *s, uint64_t job, ctl_jobx_t *x);

@@ -330,6 +330,11 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     cs->id = j->id;
     cs->tenant = j->tenant;
     cs->submit_us = j->submit_us;
+    /* Issue 11: the class by name (a class no longer configured leaves the
+     * job in class 0, with the priority it was given). */
+    const char *pcn = json_string_value(json_object_get(s, "priority_class"));
+    int pcid = pcn ? sl_sched_class_find(c->sched, pcn) : 0;
+    cs->prio_class = pcid > 0 ? pcid : 0;
     sl_task_req_t *r = &cs->task;
     r->model_mask = 0;
     r->pool = -1;
