@@ -105,8 +105,8 @@ typedef struct ctl_task {
  * passed). */
 typedef struct ctl_preempt {
     int64_t at_us;
-    char kind[8];          /* "preempt", "shrink" or "drain" */
-    char cause[8];         /* "priority", "reclaim" or "drain": /metrics' reason label */
+    char kind[12];         /* "preempt", "shrink" or "drain" */
+    char cause[12];        /* "priority", "reclaim" or "drain": /metrics' reason label */
     uint64_t by_job;       /* 0: none (a drain) */
     char by_tenant[SL_NAME_MAX];
     char reason[224];
