@@ -103,7 +103,7 @@ def test_preempt_signal_then_sigkill_requeue_same_id(controller_factory, tmp_pat
         n1.stop()
 
 
-def test_priority_class_errors_name_the_field(controller_factory):
+def test_priority_class_errors_name_the_field(controller_factory, tmp_path):
     ctl = controller_factory(config_overrides=CLASSES)
     st, body = ctl.request("POST", "/v1/jobs", {"command": ["true"], "priority_class": "nope"},
                            token=ctl.token("alice"))
@@ -114,6 +114,26 @@ def test_priority_class_errors_name_the_field(controller_factory):
     st, body = ctl.request("POST", "/v1/jobs", {"command": ["true"], "priority_class": "urgent"},
                            token=ctl.token("alice"))
     assert st == 201 and body["priority"] == 1000, body
+    # The CLI's flag and a Kubernetes Job's priorityClassName.
+    env = u.cli_env(ctl, ctl.token("alice"), tmpdir=tmp_path)
+    r = u.sluice(["--json", "submit", "--priority-class", "batch", "--", "true"], env)
+    assert r.returncode == 0, r.stderr
+    assert '"priority_class": "batch"' in r.stdout and '"priority": 10' in r.stdout, r.stdout
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text("""apiVersion: batch/v1
+kind: Job
+metadata: {name: k8s-urgent}
+spec:
+  template:
+    spec:
+      priorityClassName: urgent
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, command: ["true"]}]
+""")
+    r = u.sluice(["submit", "--dry-run", "-f", str(manifest)], env)
+    assert r.returncode == 0 and '"priority_class": "urgent"' in r.stdout, (r.stdout, r.stderr)
+    r = u.sluice(["submit", "--priority-class", "nope", "--", "true"], env)
+    assert r.returncode == 1 and "priority_class" in r.stderr, r.stderr
 
 
 def test_priority_class_config_errors(tmp_path):
