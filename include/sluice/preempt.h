@@ -24,8 +24,11 @@
  *     min_tasks is a unit of its own (highest rank first), ahead of every
  *     whole job, so elastic jobs shrink before anything is preempted
  *     whole; then whole jobs (a gang always whole: never half a gang) by
- *     fewest GPUs, then least work lost (GPU-seconds since start), then
- *     lowest priority, then latest start.
+ *     lowest priority, then fewest GPUs, then least work lost (GPU-seconds
+ *     since start), then latest start. Priority comes first because a
+ *     lower class exists to be preempted first (as in Kueue and KAI); among
+ *     equals the set with the fewest GPUs and least lost work is sought
+ *     greedily (the exact cheapest set is a knapsack problem).
  *  3. Units are released one by one in a scratch copy of the cluster state
  *     until the preemptor's gang (min_tasks of an elastic one) fits. If it
  *     never does, nothing is preempted ("would not fit even after
@@ -46,23 +49,28 @@
  * dominant share and f the fair share,
  *     s_V - (the unit's dominant share) >= f_V   (V stays at or above its share)
  *     s_P + (the job's dominant share)  <= f_P   (P stays at or below its share).
- * Why this cannot cycle: the fair shares depend only on every tenant's
- * demand (held + pending), which a preemption does not change (the victim
- * is requeued: what it held becomes pending). Let Phi = sum over tenants of
- * |s_T - f_T|. Each reclaim lowers |s_V - f_V| by the unit's share d_V > 0
- * (V stays on the high side) and |s_P - f_P| by the job's share d_P > 0 (P
- * stays on the low side), so Phi falls by d_V + d_P, and these are
- * bounded below by the smallest task's dominant share. Starts lower or
- * keep Phi for tenants below their share and the ends that change f are
- * finite; so between changes of demand only finitely many reclaims happen,
- * and no two tenants take from each other in turn: for B to take back from
- * A after A took from B, B would have to be below f_B with A above f_A,
- * while A's reclaim left B at or above f_B and A at or below f_A, and only
- * starts (which raise the starter above nobody's share: DRF's order) or a
- * change of demand can move them. At the fixed point no backlogged tenant
- * below its share can take from a tenant above its share: the allocation
- * is DRF's up to one task (test_preempt_reclaim.c checks both on random
- * clusters).
+ * Why this cannot cycle. Fix every tenant's demand (held + pending). The
+ * fair shares depend only on the demands and the capacity, and a reclaim
+ * changes no demand (the victim is requeued: what it held becomes
+ * pending). Count a stopping victim as gone and a waiting preemptor as
+ * placed, and let Phi = sum over tenants of |s_T - f_T|. A reclaim lowers
+ * s_V by some d_V >= 0 while V stays at or above f_V, so |s_V - f_V| falls
+ * by d_V; it raises s_P by some d_P >= 0 while P stays at or below f_P, so
+ * |s_P - f_P| falls by d_P: Phi never grows. When the tasks' dominant
+ * resource is the tenants' dominant resource (GPUs, on a GPU cluster), d_V
+ * and d_P are at least the smallest task's share delta > 0, so Phi falls
+ * by 2 * delta per reclaim and at most Phi / (2 * delta) reclaims happen
+ * before the demands change: reclaim stops. And no two tenants take from
+ * each other in turn: after A took from B, B is at or above f_B and A at
+ * or below f_A; B may take from A only once B is below f_B and A above
+ * f_A, which a reclaim never causes, only a change of demand (an arrival,
+ * an end) or a start into capacity nobody below its share could use (the
+ * freed capacity goes first to the waiting preemptor, below). At the fixed
+ * point no tenant that could take one more task within its share finds a
+ * tenant that could give one and stay at or above its share: DRF's
+ * allocation up to one task per tenant. test_preempt_reclaim.c checks on
+ * random clusters that Phi never grows, that no pair of tenants takes from
+ * each other, and this fixed point.
  *
  * Limits against thrashing: at most max_per_minute victims per 60 seconds
  * of the caller's clock (0 = no bound); a job preempted protect_after times

@@ -215,8 +215,29 @@ out:
     return rc;
 }
 
+/*
+ * A job's preemption state (sched_preempt.c): a stop only while running,
+ * never below min_tasks unless whole; the size history within bounds.
+ * *owed sums what preemptors wait for, *stopping counts the stopping jobs
+ * whose preemptor is still known: the two must agree.
+ */
+static int check_stop(const sl_sched_t *s, const sl_job_t *j, size_t *owed, size_t *stopping) {
+    if (j->stop_n < 0 || j->stop_n > j->nplaced || j->victims_left < 0) return SL_ESTATE;
+    if (j->stop_n > 0) {
+        if (j->state != SL_JOB_RUNNING) return SL_ESTATE;
+        if (j->stop_whole ? j->stop_n != j->nplaced : j->nplaced - j->stop_n < job_min(j))
+            return SL_ESTATE;
+        if (j->stop_for && jobs_find(s, j->stop_for)) (*stopping)++;
+    } else if (j->stop_whole || j->stop_for) {
+        return SL_ESTATE;
+    }
+    *owed += (size_t)j->victims_left;
+    if (j->nhist < 0 || j->nhist > SL_JOB_HISTORY_MAX || (!j->hist && j->nhist > 2)) return SL_ESTATE;
+    return 0;
+}
+
 int sl_sched_check(const sl_sched_t *s) {
-    size_t count = 0, npend = 0, nrun = 0;
+    size_t count = 0, npend = 0, nrun = 0, owed = 0, stopping = 0;
     size_t it = 0;
     for (const sl_hash_entry_t *e; (e = sl_hash_next(&s->jobs, &it));) {
         const sl_job_t *j = e->val;
@@ -226,8 +247,10 @@ int sl_sched_check(const sl_sched_t *s) {
         if (j->state == SL_JOB_PENDING) npend++;
         if (j->state == SL_JOB_RUNNING) nrun++;
         if (j->state != SL_JOB_RUNNING && (j->nplaced != 0 || j->pls)) return SL_ESTATE;
+        if (check_stop(s, j, &owed, &stopping)) return SL_ESTATE;
     }
     if (count != sl_hash_count(&s->jobs) || npend != s->npending || nrun != s->nrunning) return SL_ESTATE;
+    if (owed != stopping) return SL_ESTATE;
 
     size_t tp = 0, ng = 0, nh = 0;
     for (size_t i = 0; i < s->ntenants; i++) {

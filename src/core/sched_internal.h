@@ -14,6 +14,9 @@
  *                  the failed-shape cache, and the backfill policy's
  *                  reservation (asked through sl_backfill_policy_t only).
  *   sched_check.c  sl_sched_foreach and sl_sched_check.
+ *   sched_fair.c   sl_sched_fairness.
+ *   sched_preempt.c sl_sched_run: preemption, reclaim, elastic growth,
+ *                  stop_done and drain eviction (sluice/preempt.h).
  *
  * Each calls only files above it in this list; helpers that several need
  * are static inline below.

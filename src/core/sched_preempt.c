@@ -285,7 +285,9 @@ static size_t collect(run_ctx_t *c, const sl_job_t *p, sl_preempt_reason_t r, un
     int64_t pp = prio_of(s, p, c->now_us);
     size_t n = 0;
     for (sl_job_t *v = s->run_head; v; v = v->r_next) {
-        if (v->stop_n > 0 || !class_of(s, v)->preemptible) continue;
+        /* A job started by this run is not yet launched: the caller hears
+         * of its start after the preemptions, so it is left alone. */
+        if (v->stop_n > 0 || v->start_us == c->now_us || !class_of(s, v)->preemptible) continue;
         if (v->last_preemptor == p->spec.id || protected_now(s, v, c->now_us)) continue;
         int64_t vp = prio_of(s, v, c->now_us);
         if (r == SL_PREEMPT_PRIORITY && vp >= pp) continue;
@@ -330,8 +332,8 @@ static bool reclaim_ok(run_ctx_t *c, const unit_t *u, const sl_res_t *gone) {
  * number of victims (jobs stopped or shrunk), 0 if none would let p fit
  * (nothing changed).
  */
-static int choose(run_ctx_t *c, sl_job_t *p, int32_t m, sl_preempt_reason_t r, unit_t **ubuf,
-                  size_t *ucap) {
+static int choose(run_ctx_t *c, sl_job_t *p, int32_t m, sl_preempt_reason_t r, size_t room,
+                  unit_t **ubuf, size_t *ucap) {
     sl_sched_t *s = c->s;
     size_t n = collect(c, p, r, ubuf, ucap);
     unit_t *u = *ubuf;
@@ -366,6 +368,7 @@ static int choose(run_ctx_t *c, sl_job_t *p, int32_t m, sl_preempt_reason_t r, u
         }
     }
     int nv = 0;
+    bool back = false; /* every released unit is allocated again */
     if (last < n) {
         /* The reverse pass: put each unit back, last first, and keep it
          * back if p still fits. A shrink unit goes back only if the unit
@@ -384,13 +387,23 @@ static int choose(run_ctx_t *c, sl_job_t *p, int32_t m, sl_preempt_reason_t r, u
             unit_restore(s, &u[i]);
             if (!fits(c, p, m)) unit_release(s, &u[i]);
         }
-        /* Commit: every unit back in the cluster (victims hold until they
-         * end), and the jobs with units out marked stopping. */
+        /* Every unit back in the cluster (victims hold until they end). */
+        size_t njobs = 0;
         for (size_t i = 0; i <= last; i++) {
             if (!u[i].out) continue;
+            bool first = true;
+            for (size_t k = 0; k < i && first; k++) first = !(u[k].out && u[k].j == u[i].j);
+            njobs += first;
             unit_restore(s, &u[i]);
             u[i].out = true; /* still chosen; only the resources are back */
         }
+        back = true;
+        /* The rate bound counts victim jobs: a set larger than what it
+         * allows now is not made at all (a gang needs the whole set). */
+        if (njobs > room) last = n;
+    }
+    if (last < n) {
+        /* Commit: the jobs with units out are marked stopping. */
         for (size_t i = 0; i <= last; i++) {
             if (!u[i].out) continue;
             sl_job_t *v = u[i].j;
@@ -426,7 +439,7 @@ static int choose(run_ctx_t *c, sl_job_t *p, int32_t m, sl_preempt_reason_t r, u
         }
     } else {
         for (size_t i = 0; i < n; i++)
-            if (u[i].out) unit_restore(s, &u[i]);
+            if (u[i].out && !back) unit_restore(s, &u[i]);
     }
     sl_free(gone);
     return nv;
@@ -456,7 +469,7 @@ static int preempt_for(run_ctx_t *c, sl_job_t *p, unit_t **ubuf, size_t *ucap, i
     int nv = 0;
     if (s->pc.priority && class_of(s, p)->may_preempt) {
         (*tries)++;
-        nv = choose(c, p, m, SL_PREEMPT_PRIORITY, ubuf, ucap);
+        nv = choose(c, p, m, SL_PREEMPT_PRIORITY, room, ubuf, ucap);
     }
     if (nv == 0 && s->pc.reclaim) {
         fair_prepare(c);
@@ -464,14 +477,11 @@ static int preempt_for(run_ctx_t *c, sl_job_t *p, unit_t **ubuf, size_t *ucap, i
         sl_res_t after = sl_res_add(sl_res_add(s->tenants[t].usage, c->coming[t]), job_total(p, m));
         if (dom_share(after, s->cap) <= c->fair[t].fair_share + SHARE_EPS) {
             (*tries)++;
-            nv = choose(c, p, m, SL_PREEMPT_RECLAIM, ubuf, ucap);
+            nv = choose(c, p, m, SL_PREEMPT_RECLAIM, room, ubuf, ucap);
             if (nv > 0) c->coming[t] = sl_res_add(c->coming[t], job_total(p, m));
         }
     }
     if (nv > 0) {
-        /* A victim set larger than the rate bound allows was still
-         * committed as a whole (a gang needs all of it); the bound then
-         * holds back the following decisions until the minute has passed. */
         nominate(s, p->spec.id);
         char at[SL__UNIT_BUF];
         sl__setf(p->reason, sizeof p->reason, "waiting for %d preempted job(s) to stop (since t=%s)",
@@ -530,6 +540,7 @@ static int grow(run_ctx_t *c) {
     int grown = 0;
     for (sl_job_t *j = s->run_head; j; j = j->r_next) {
         if (j->stop_n > 0 || job_min(j) >= j->spec.ntasks || j->nplaced >= j->spec.ntasks) continue;
+        if (j->start_us == c->now_us) continue; /* its start is reported at this size */
         int32_t want = j->spec.ntasks - j->nplaced, k = 0;
         int32_t qn = sl__quota_cap(s, j, want, 1, scratch, sizeof scratch);
         if (qn < 1) continue;

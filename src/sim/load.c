@@ -22,7 +22,7 @@
  *    GPU's worth) and jobs ask for none, so GPUs are the only constraint.
  *  - Sluice nodes `name,cpu,memory,gpus,gpu_model,gpu_memory,pool` and jobs
  *    `id,tenant,submit,duration,tasks,cpu,memory,gpus,gpu_share,gpu_models,
- *    pool,priority,time_limit` (+ optional `gpu_memory`), quantities as
+ *    pool,priority,time_limit` (+ optional `gpu_memory`, `min_tasks`), quantities as
  *    users write them (sl_qty_parse); tenants `name,weight`.
  */
 #include <ctype.h>
@@ -694,8 +694,9 @@ static int load_sluice_jobs(sim_trace_t *t, sim_csv_t *c, char *err, size_t errl
         {"id", true},          {"tenant", false},   {"submit", true},     {"duration", true},
         {"tasks", false},      {"cpu", false},      {"memory", false},    {"gpus", false},
         {"gpu_share", false},  {"gpu_models", false}, {"pool", false},    {"priority", false},
-        {"time_limit", false}, {"gpu_memory", false}};
-    enum { ID, TENANT, SUBMIT, DUR, TASKS, CPU, MEM, GPUS, SHARE, MODELS, POOL, PRIO, LIMIT, GMEM, NSPEC };
+        {"time_limit", false}, {"gpu_memory", false}, {"min_tasks", false}};
+    enum { ID, TENANT, SUBMIT, DUR, TASKS, CPU, MEM, GPUS, SHARE, MODELS, POOL, PRIO, LIMIT, GMEM, MINT,
+           NSPEC };
     int idx[NSPEC];
     int rc = header_map(c, specs, NSPEC, idx, err, errlen);
     if (rc < 0) return rc;
@@ -718,6 +719,12 @@ static int load_sluice_jobs(sim_trace_t *t, sim_csv_t *c, char *err, size_t errl
         if ((rc = get_seconds(&r, DUR, true, &j.duration_us)) < 0) break;
         if ((rc = get_int(&r, TASKS, 1, SL_MAX_TASKS, 1, &v)) < 0) break;
         j.ntasks = (int32_t)v;
+        if ((rc = get_int(&r, MINT, 0, SL_MAX_TASKS, 0, &v)) < 0) break;
+        if (v > j.ntasks) {
+            rc = ferr(&r, MINT, "\"%s\" is above tasks", fld(&r, MINT));
+            break;
+        }
+        j.min_tasks = v == j.ntasks ? 0 : (int32_t)v; /* all tasks: a rigid gang */
         if ((rc = get_qty(&r, CPU, SL_QTY_CPU, &j.cpu_milli)) < 0) break;
         if ((rc = get_qty(&r, MEM, SL_QTY_MEM, &j.mem_bytes)) < 0) break;
         if ((rc = get_int(&r, GPUS, 0, SL_MAX_GPUS_PER_NODE, 0, &v)) < 0) break;

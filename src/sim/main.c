@@ -191,6 +191,12 @@ static void usage_fill(FILE *f) {
             "\n"
             "  --seeds LIST         seeds, e.g. 42-51 or 1,3,5 (default 42); mean and sd\n"
             "  --seed N             one seed (same as --seeds N)\n"
+            "  --preempt[=LIST]     on | off | off,on: preemption by priority (any job may\n"
+            "                       preempt a strictly lower priority; under las, a lower\n"
+            "                       attained-service queue), fair-share reclaim and elastic\n"
+            "                       growth (docs/sim.md) (default off; alone: on)\n"
+            "  --checkpoint S       with --preempt: victims lose the work since their last\n"
+            "                       checkpoint, S seconds apart (default: all since start)\n"
             "  --json FILE          write results as JSON\n"
             "  --svg DIR            write DIR/fill_unallocated.svg\n"
             "  --check              assert invariants after every pod (slow)\n"
@@ -227,6 +233,12 @@ static void usage_replay(FILE *f) {
             "  --seed N             seed for random placement and tie-breaks (default 42)\n"
             "  --load F             scale the arrival rate by F: submit times are divided by\n"
             "                       F, durations kept (default 1 = the trace as recorded)\n"
+            "  --preempt[=LIST]     on | off | off,on: preemption by priority (any job may\n"
+            "                       preempt a strictly lower priority; under las, a lower\n"
+            "                       attained-service queue), fair-share reclaim and elastic\n"
+            "                       growth (docs/sim.md) (default off; alone: on)\n"
+            "  --checkpoint S       with --preempt: victims lose the work since their last\n"
+            "                       checkpoint, S seconds apart (default: all since start)\n"
             "  --json FILE          write results as JSON\n"
             "  --jobs-csv FILE      per-job id,tenant,submit,start,end,tasks,gpus,nodes; with\n"
             "                       several combinations, FILE gets a suffix per combination\n"
@@ -265,13 +277,14 @@ static void usage_gen(FILE *f) {
 enum {
     O_NODES = 1000, O_JOBS, O_FORMAT, O_TENANTS, O_PLACEMENT, O_QUEUE, O_BACKFILL, O_SHARING,
     O_ESTIMATE, O_SEED, O_SEEDS, O_JSON, O_JOBSCSV, O_SVG, O_CHECK, O_QUIET, O_INTER, O_GPUS,
-    O_GMODEL, O_GMEM, O_CPU, O_MEM, O_LOAD
+    O_GMODEL, O_GMEM, O_CPU, O_MEM, O_LOAD, O_PREEMPT, O_CKPT
 };
 
 typedef struct opts {
     const char *nodes, *jobs, *tenants, *json, *jobs_csv, *svg, *estimate;
     sim_format_t format;
-    list_t placement, queue, backfill, sharing;
+    list_t placement, queue, backfill, sharing, preempt;
+    int64_t checkpoint_us;
     uint64_t seeds[1024];
     size_t nseeds;
     double load;
@@ -289,6 +302,7 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
         {"jobs-csv", required_argument, 0, O_JOBSCSV},  {"svg", required_argument, 0, O_SVG},
         {"check", no_argument, 0, O_CHECK},             {"quiet", no_argument, 0, O_QUIET},
         {"load", required_argument, 0, O_LOAD},         {"help", no_argument, 0, 'h'},
+        {"preempt", optional_argument, 0, O_PREEMPT},   {"checkpoint", required_argument, 0, O_CKPT},
         {0, 0, 0, 0}};
     const char *cmd = replay ? "replay" : "fill";
     int c;
@@ -328,6 +342,16 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
         case O_SVG: o->svg = optarg; break;
         case O_CHECK: o->check = true; break;
         case O_QUIET: o->quiet = true; break;
+        case O_PREEMPT:
+            if (list_parse(optarg ? optarg : "on", "preempt", &o->preempt) < 0) return 2;
+            break;
+        case O_CKPT:
+            if (sim_parse_seconds(optarg, &o->checkpoint_us) < 0 || o->checkpoint_us <= 0) {
+                fprintf(stderr, "sluice-sim %s: --checkpoint takes seconds > 0 (got \"%s\")\n",
+                        cmd, optarg);
+                return 2;
+            }
+            break;
         case O_LOAD: {
             char *end;
             o->load = strtod(optarg, &end);
@@ -360,9 +384,10 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
         return 2;
     }
     if (!replay && (o->queue.n || o->backfill.n || o->sharing.n || o->estimate || o->jobs_csv ||
-                    o->tenants || o->load > 0)) {
+                    o->tenants || o->load > 0 || o->preempt.n || o->checkpoint_us)) {
         fprintf(stderr, "sluice-sim fill: --queue, --backfill, --sharing, --estimate, --tenants, "
-                "--load and --jobs-csv apply to replay only (fill schedules each pod once, in order)\n");
+                "--load, --preempt, --checkpoint and --jobs-csv apply to replay only (fill "
+                "schedules each pod once, in order)\n");
         return 2;
     }
     if (replay && o->nseeds > 1) {
@@ -373,6 +398,14 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
     if (o->queue.n == 0) list_parse("fifo", "queue", &o->queue);
     if (o->backfill.n == 0) list_parse("none", "backfill", &o->backfill);
     if (o->sharing.n == 0) list_parse("on", "sharing", &o->sharing);
+    if (o->preempt.n == 0) list_parse("off", "preempt", &o->preempt);
+    for (size_t i = 0; i < o->preempt.n; i++) {
+        if (strcmp(o->preempt.item[i], "on") != 0 && strcmp(o->preempt.item[i], "off") != 0) {
+            fprintf(stderr, "sluice-sim: --preempt takes on, off or off,on (got \"%s\")\n",
+                    o->preempt.item[i]);
+            return 2;
+        }
+    }
     if (o->nseeds == 0) o->seeds[o->nseeds++] = 42;
     if (check_places(&o->placement) < 0 || check_queues(&o->queue) < 0 ||
         check_backfills(&o->backfill) < 0)
@@ -396,6 +429,7 @@ static void opts_free(opts_t *o) {
     list_free(&o->queue);
     list_free(&o->backfill);
     list_free(&o->sharing);
+    list_free(&o->preempt);
 }
 
 static int load_trace(const opts_t *o, sim_trace_t *t) {
@@ -472,18 +506,21 @@ static int cmd_replay(int argc, char **argv) {
         for (size_t i = 0; i < t.njobs; i++)
             t.jobs[i].submit_us = (int64_t)llround((double)t.jobs[i].submit_us / o.load);
     sim_run_opts_t ro = {.check = o.check, .progress = !o.quiet && isatty(2)};
-    size_t ncombo = o.queue.n * o.placement.n * o.backfill.n * o.sharing.n;
+    size_t ncombo = o.queue.n * o.placement.n * o.backfill.n * o.sharing.n * o.preempt.n;
     res = calloc(ncombo, sizeof *res);
     for (size_t q = 0; q < o.queue.n; q++)
         for (size_t p = 0; p < o.placement.n; p++)
             for (size_t b = 0; b < o.backfill.n; b++)
-                for (size_t s = 0; s < o.sharing.n; s++) {
+                for (size_t s = 0; s < o.sharing.n; s++)
+                for (size_t x = 0; x < o.preempt.n; x++) {
                     sim_replay_cfg_t cfg = {.queue = o.queue.item[q],
                                             .placement = o.placement.item[p],
                                             .backfill = o.backfill.item[b],
                                             .sharing = strcmp(o.sharing.item[s], "on") == 0,
                                             .estimate_exact = !o.estimate || strcmp(o.estimate, "exact") == 0,
-                                            .seed = o.seeds[0]};
+                                            .seed = o.seeds[0],
+                                            .preempt = strcmp(o.preempt.item[x], "on") == 0,
+                                            .checkpoint_us = o.checkpoint_us};
                     if (sim_replay_run(&t, &cfg, &ro, &res[nres], err, sizeof err) < 0) {
                         fprintf(stderr, "sluice-sim replay: %s/%s/%s: %s\n", cfg.queue,
                                 cfg.placement, cfg.backfill, err);
@@ -511,9 +548,9 @@ static int cmd_replay(int argc, char **argv) {
                 const char *slash = strrchr(o.jobs_csv, '/');
                 int stem = dot && (!slash || dot > slash) ? (int)(dot - o.jobs_csv)
                                                           : (int)strlen(o.jobs_csv);
-                snprintf(path, sizeof path, "%.*s.%s-%s-%s%s%s", stem, o.jobs_csv, res[i].queue,
+                snprintf(path, sizeof path, "%.*s.%s-%s-%s%s%s%s", stem, o.jobs_csv, res[i].queue,
                          res[i].placement, res[i].backfill, res[i].cfg.sharing ? "" : "-whole",
-                         o.jobs_csv + stem);
+                         res[i].cfg.preempt ? "-preempt" : "", o.jobs_csv + stem);
             }
             if (sim_jobs_csv(path, &t, &res[i], err, sizeof err) < 0) {
                 fprintf(stderr, "sluice-sim: %s\n", err);

@@ -45,6 +45,7 @@ typedef struct ev {
     int64_t t;
     uint64_t seq;
     uint32_t job;
+    uint32_t gen;  /* EV_FINISH: the job's run it ends (stale if the job moved on) */
     uint8_t kind;
 } ev_t;
 
@@ -62,8 +63,8 @@ static bool ev_less(void *ctx, const void *a, const void *b) {
 
 static const sl_heap_type_t ev_heap = {sizeof(ev_t), ev_less, NULL};
 
-static void heap_push(evheap_t *h, int64_t t, uint32_t job, uint8_t kind) {
-    ev_t e = {t, h->seq++, job, kind};
+static void heap_push(evheap_t *h, int64_t t, uint32_t job, uint32_t gen, uint8_t kind) {
+    ev_t e = {t, h->seq++, job, gen, kind};
     sl_heap_push(&h->h, &ev_heap, NULL, &e);
 }
 
@@ -107,6 +108,21 @@ typedef struct replay {
     bool mem_known;
     size_t started, completed;
     int64_t now;
+    /* Work, for preemption and elastic sizes: a job's work is its run time
+     * times its ntasks (task-microseconds), done at one unit per task, so
+     * an elastic job at k of n tasks runs n/k times as long (linear
+     * scaling). Per job: work left, since when its current tasks worked
+     * (mark), how many, when its current run started, and the generation
+     * its finish event must carry. */
+    int64_t *work_left, *mark_us, *run_start;
+    int64_t *used;            /* task-microseconds held, over all its runs */
+    int32_t *cur_tasks;
+    uint32_t *gen;
+    /* Stops the last run asked for (grace 0: applied right after it). */
+    uint64_t *stops;
+    size_t nstops, stops_cap;
+    size_t preemptions, shrinks, grows;
+    double lost_gpu_s;
 } replay_t;
 
 static int64_t run_us(const sim_job_t *j) {
@@ -124,10 +140,11 @@ static double task_mem_need(const replay_t *rp, const sim_job_t *j, const sl_nod
     (void)rp;
 }
 
-/* Adds (sign 1) or removes (sign -1) the GPU memory accounting of a job. */
-static void mem_account(replay_t *rp, const sl_job_t *job, const sim_job_t *j, int sign) {
-    int32_t n = sl_job_ntasks_placed(job);
-    for (int32_t i = 0; i < n; i++) {
+/* Adds (sign 1) or removes (sign -1) the GPU memory accounting of tasks
+ * [lo, hi) of a job. */
+static void mem_account(replay_t *rp, const sl_job_t *job, const sim_job_t *j, int32_t lo,
+                        int32_t hi, int sign) {
+    for (int32_t i = lo; i < hi; i++) {
         const sl_place_t *pl = sl_job_place(job, i);
         const sl_node_t *nd = sl_cluster_node(rp->cl, pl->node);
         if (nd->gpu_mem_total <= 0) continue;
@@ -146,13 +163,38 @@ static void mem_account(replay_t *rp, const sl_job_t *job, const sim_job_t *j, i
     }
 }
 
+/* GPU milli of one task of trace job idx. */
+static int64_t task_gpu(const replay_t *rp, uint32_t idx) {
+    return rp->reqs[idx].gpus > 0 ? (int64_t)rp->reqs[idx].gpus * SL_GPU_MILLI : rp->reqs[idx].gpu_milli;
+}
+
+/* Counts the work job idx's current tasks did since the mark. */
+static void work_mark(replay_t *rp, uint32_t idx) {
+    rp->used[idx] += (int64_t)rp->cur_tasks[idx] * (rp->now - rp->mark_us[idx]);
+    rp->work_left[idx] -= (int64_t)rp->cur_tasks[idx] * (rp->now - rp->mark_us[idx]);
+    if (rp->work_left[idx] < 0) rp->work_left[idx] = 0;
+    rp->mark_us[idx] = rp->now;
+}
+
+/* Schedules job idx's end at its current size (a new generation: the
+ * finish events of earlier sizes or runs become stale). */
+static void arm_finish(replay_t *rp, uint32_t idx) {
+    int64_t k = rp->cur_tasks[idx];
+    rp->gen[idx]++;
+    heap_push(&rp->heap, rp->now + (rp->work_left[idx] + k - 1) / k, idx, rp->gen[idx], EV_FINISH);
+}
+
 static void on_start(void *ud, const sl_job_t *job) {
     replay_t *rp = ud;
     uint32_t idx = (uint32_t)(sl_job_id(job) - 1);
     const sim_job_t *j = &rp->t->jobs[idx];
     sim_job_rec_t *rec = &rp->recs[idx];
-    rec->start_us = rp->now;
+    if (rec->start_us < 0) rec->start_us = rp->now; /* a restart keeps the first start */
+    sl_free(rec->nodes);
     rec->tasks = sl_job_ntasks_placed(job);
+    rp->cur_tasks[idx] = rec->tasks;
+    rp->mark_us[idx] = rp->now;
+    rp->run_start[idx] = rp->now;
     /* Distinct node names, in task order. */
     size_t len = 0, cap = 64;
     char *buf = sl_xmalloc(cap);
@@ -174,9 +216,83 @@ static void on_start(void *ud, const sl_job_t *job) {
     int64_t per = rp->reqs[idx].gpus > 0 ? (int64_t)rp->reqs[idx].gpus * SL_GPU_MILLI
                                          : rp->reqs[idx].gpu_milli;
     rp->alloc_gpu += per * rec->tasks;
-    mem_account(rp, job, j, 1);
+    mem_account(rp, job, j, 0, rec->tasks, 1);
     rp->started++;
-    heap_push(&rp->heap, rp->now + run_us(j), idx, EV_FINISH);
+    arm_finish(rp, idx);
+}
+
+static void note_stop(replay_t *rp, uint64_t id) {
+    if (rp->nstops == rp->stops_cap) {
+        rp->stops_cap = rp->stops_cap ? rp->stops_cap * 2 : 16;
+        rp->stops = sl_xrealloc(rp->stops, rp->stops_cap * sizeof *rp->stops);
+    }
+    rp->stops[rp->nstops++] = id;
+}
+
+static void on_preempt(void *ud, const sl_preemption_t *p) {
+    note_stop(ud, p->victim);
+}
+
+/* A grow is placed already: its tasks start working now. A shrink's tasks
+ * stop after the run, with the preemptions. */
+static void on_resize(void *ud, const sl_resize_t *r) {
+    replay_t *rp = ud;
+    if (r->to < r->from) {
+        note_stop(rp, r->job);
+        return;
+    }
+    uint32_t idx = (uint32_t)(r->job - 1);
+    const sl_job_t *job = sl_sched_job(rp->s, r->job);
+    work_mark(rp, idx);
+    rp->cur_tasks[idx] = r->to;
+    rp->alloc_gpu += task_gpu(rp, idx) * (r->to - r->from);
+    mem_account(rp, job, &rp->t->jobs[idx], r->from, r->to, 1);
+    rp->grows++;
+    arm_finish(rp, idx);
+}
+
+/*
+ * Carries out the stops the last run asked for, at once (grace 0): a
+ * shrunk job goes on with fewer tasks; a preempted one loses the work
+ * since its last checkpoint (all of this run's without checkpoints) and
+ * is requeued by the core with its submit time.
+ */
+static int apply_stops(replay_t *rp, char *err, size_t errlen) {
+    for (size_t i = 0; i < rp->nstops; i++) {
+        uint64_t id = rp->stops[i];
+        uint32_t idx = (uint32_t)(id - 1);
+        const sl_job_t *job = sl_sched_job(rp->s, id);
+        if (!job || !sl_job_stopping(job)) continue;
+        const sim_job_t *j = &rp->t->jobs[idx];
+        int32_t placed = sl_job_ntasks_placed(job), to = sl_job_target_tasks(job);
+        work_mark(rp, idx);
+        mem_account(rp, job, j, to, placed, -1);
+        rp->alloc_gpu -= task_gpu(rp, idx) * (placed - to);
+        if (to == 0) {
+            int64_t ran = rp->now - rp->run_start[idx];
+            int64_t kept = rp->cfg->checkpoint_us > 0 ? ran / rp->cfg->checkpoint_us * rp->cfg->checkpoint_us : 0;
+            int64_t lost = (int64_t)placed * (ran - kept); /* task-us, at the last size */
+            int64_t full = run_us(j) * j->ntasks;
+            rp->work_left[idx] += lost;
+            if (rp->work_left[idx] > full) rp->work_left[idx] = full;
+            rp->lost_gpu_s += (double)task_gpu(rp, idx) / SL_GPU_MILLI * (double)lost / 1e6;
+            rp->preemptions++;
+            rp->recs[idx].preempted++;
+            rp->cur_tasks[idx] = 0;
+            rp->gen[idx]++; /* its finish event is stale */
+        } else {
+            rp->cur_tasks[idx] = to;
+            rp->shrinks++;
+        }
+        int rc = sl_sched_stop_done(rp->s, id, rp->now);
+        if (rc < 0) {
+            snprintf(err, errlen, "job %s: sl_sched_stop_done: %s", j->name, sl_strerror(rc));
+            return rc;
+        }
+        if (to > 0) arm_finish(rp, idx);
+    }
+    rp->nstops = 0;
+    return 0;
 }
 
 /*
@@ -330,6 +446,10 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
     sc.placement = cfg->placement;
     sc.backfill = cfg->backfill;
     sc.seed = cfg->seed;
+    if (cfg->preempt)
+        sc.preempt = (sl_preempt_config_t){.priority = true, .reclaim = true, .grow = true,
+                                           .default_may_preempt = true};
+    const sl_cycle_ops_t ops = {on_start, on_preempt, on_resize};
     if ((rc = sl_sched_create(&sc, rp.cl, &rp.s, msg, sizeof msg)) < 0) {
         snprintf(err, errlen, "%s", msg);
         goto out;
@@ -352,6 +472,13 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
     size_t nj = t->njobs;
     rp.reqs = sl_xmalloc((nj ? nj : 1) * sizeof *rp.reqs);
     rp.recs = sl_xcalloc(nj ? nj : 1, sizeof *rp.recs);
+    rp.work_left = sl_xmalloc((nj ? nj : 1) * sizeof *rp.work_left);
+    rp.mark_us = sl_xcalloc(nj ? nj : 1, sizeof *rp.mark_us);
+    rp.run_start = sl_xcalloc(nj ? nj : 1, sizeof *rp.run_start);
+    rp.cur_tasks = sl_xcalloc(nj ? nj : 1, sizeof *rp.cur_tasks);
+    rp.gen = sl_xcalloc(nj ? nj : 1, sizeof *rp.gen);
+    rp.used = sl_xcalloc(nj ? nj : 1, sizeof *rp.used);
+    for (size_t i = 0; i < nj; i++) rp.work_left[i] = run_us(&t->jobs[i]) * t->jobs[i].ntasks;
     reject = sl_xcalloc(nj ? nj : 1, sizeof *reject);
     sl_workload_t *w = sl_sched_workload(rp.s);
     for (size_t i = 0; i < nj; i++) {
@@ -377,7 +504,7 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
             res->rejected++;
             continue;
         }
-        heap_push(&rp.heap, t->jobs[i].submit_us, (uint32_t)i, EV_ARRIVE);
+        heap_push(&rp.heap, t->jobs[i].submit_us, (uint32_t)i, 0, EV_ARRIVE);
     }
     fair = sl_xmalloc((ntn ? ntn : 1) * sizeof *fair);
     size_t nevents = heap_count(&rp.heap) * 2, done_events = 0;
@@ -408,10 +535,12 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
             ev_t e = heap_pop(&rp.heap);
             const sim_job_t *j = &t->jobs[e.job];
             done_events++;
+            if (e.kind == EV_FINISH && e.gen != rp.gen[e.job]) continue; /* preempted or resized */
             if (e.kind == EV_FINISH) {
                 const sl_job_t *job = sl_sched_job(rp.s, (uint64_t)e.job + 1);
+                work_mark(&rp, e.job);
                 if (job) {
-                    mem_account(&rp, job, j, -1);
+                    mem_account(&rp, job, j, 0, sl_job_ntasks_placed(job), -1);
                     int64_t per = rp.reqs[e.job].gpus > 0
                                       ? (int64_t)rp.reqs[e.job].gpus * SL_GPU_MILLI
                                       : rp.reqs[e.job].gpu_milli;
@@ -430,7 +559,7 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
                                     .priority = j->priority,
                                     .submit_us = j->submit_us,
                                     .ntasks = j->ntasks,
-                                    .min_tasks = 0,
+                                    .min_tasks = j->min_tasks,
                                     .task = rp.reqs[e.job],
                                     .time_limit_us = j->time_limit_us > 0 ? j->time_limit_us
                                                      : cfg->estimate_exact ? j->duration_us
@@ -443,11 +572,19 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
         }
         size_t pending = sl_sched_pending_count(rp.s);
         sl_cycle_stats_t cst = {.reserved_job = -1, .reserved_at_us = -1};
-        if (pending > 0) {
-            double c0 = sim_now_s();
-            sl_sched_cycle(rp.s, now, on_start, &rp, &cst);
-            sim_dvec_push(&lat, (sim_now_s() - c0) * 1e6);
-            res->cycles++;
+        if (pending > 0 || cfg->preempt) { /* with preemption, elastic jobs may grow */
+            /* Stopped victims free their resources at once (grace 0), so
+             * the jobs they were preempted for start at this same time, in
+             * a further run (a few at most: each run's stops are bounded). */
+            for (int round = 0; round < 8; round++) {
+                double c0 = sim_now_s();
+                sl_sched_run(rp.s, now, &ops, &rp, &cst);
+                sim_dvec_push(&lat, (sim_now_s() - c0) * 1e6);
+                res->cycles++;
+                if (rp.nstops == 0) break;
+                if ((rc = apply_stops(&rp, err, errlen)) < 0) goto out;
+            }
+            if ((rc = apply_stops(&rp, err, errlen)) < 0) goto out;
         }
         if (o->check) {
             if ((rc = sim_check(rp.s, msg, sizeof msg)) < 0) {
@@ -523,7 +660,7 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
         sim_dvec_push(&tj[j->tenant], c);
         tr->completed++;
         int64_t per = rp.reqs[i].gpus > 0 ? (int64_t)rp.reqs[i].gpus * SL_GPU_MILLI : rp.reqs[i].gpu_milli;
-        tr->gpu_hours += (double)(per * r->tasks) / SL_GPU_MILLI * (double)(r->end_us - r->start_us) / 3.6e9;
+        tr->gpu_hours += (double)per / SL_GPU_MILLI * (double)rp.used[i] / 3.6e9;
     }
     for (size_t k = 0; k < ntn; k++) {
         sim_summarize(&tq[k], &res->tenants[k].queue_delay_s);
@@ -539,6 +676,10 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
     res->nrecs = nj;
     rp.recs = NULL;
     res->wall_s = sim_now_s() - wall0;
+    res->preemptions = rp.preemptions;
+    res->shrinks = rp.shrinks;
+    res->grows = rp.grows;
+    res->lost_gpu_h = rp.lost_gpu_s / 3600.0;
     rc = 0;
 out:
     sim_progress_done(o->progress);
@@ -563,6 +704,13 @@ out:
     sl_free(rp.reqs);
     sl_free(rp.tenant_ids);
     sl_free(rp.gpu_tasks);
+    sl_free(rp.work_left);
+    sl_free(rp.mark_us);
+    sl_free(rp.run_start);
+    sl_free(rp.cur_tasks);
+    sl_free(rp.gen);
+    sl_free(rp.used);
+    sl_free(rp.stops);
     sl_sched_destroy(rp.s);
     sl_cluster_destroy(rp.cl);
     return rc;

@@ -65,10 +65,11 @@ static void fmt_dur(char *buf, size_t len, double s) {
 }
 
 void sim_replay_table(FILE *f, const sim_replay_result_t *r, size_t n) {
-    fprintf(f, "%-8s %-12s %-5s %-5s %7s %7s | %8s %8s %8s | %8s %8s | %6s %6s %6s %5s %5s | %8s %8s\n",
-            "queue", "placement", "bfill", "share", "done", "jobs/h", "wait avg", "wait p50",
-            "wait p95", "jct avg", "jct p95", "alloc%", "memid%", "frag%", "drf", "jain",
-            "lat p50", "lat p99");
+    fprintf(f, "%-8s %-12s %-5s %-5s %-3s %7s %7s | %8s %8s %8s | %8s %8s | %8s %9s | %6s %6s %6s "
+            "%5s %5s | %8s %8s\n",
+            "queue", "placement", "bfill", "share", "pre", "done", "jobs/h", "wait avg", "wait p50",
+            "wait p95", "jct avg", "jct p95", "preempts", "lost GPUh", "alloc%", "memid%", "frag%",
+            "drf", "jain", "lat p50", "lat p99");
     for (size_t i = 0; i < n; i++) {
         const sim_replay_result_t *x = &r[i];
         char q1[16], q2[16], q3[16], j1[16], j2[16], mem[16];
@@ -80,10 +81,11 @@ void sim_replay_table(FILE *f, const sim_replay_result_t *r, size_t n) {
         if (x->gpu_memory_known) snprintf(mem, sizeof mem, "%.1f", 100 * x->gpu_memory_idle_ratio_mean);
         else snprintf(mem, sizeof mem, "n/a");
         fprintf(f,
-                "%-8s %-12s %-5s %-5s %7zu %7.1f | %8s %8s %8s | %8s %8s | %6.1f %6s %6.1f %5.2f "
-                "%5.2f | %6.0fus %6.0fus\n",
-                x->queue, x->placement, x->backfill, x->cfg.sharing ? "on" : "off", x->completed,
-                x->throughput_jobs_per_hour, q1, q2, q3, j1, j2,
+                "%-8s %-12s %-5s %-5s %-3s %7zu %7.1f | %8s %8s %8s | %8s %8s | %8zu %9.1f | %6.1f "
+                "%6s %6.1f %5.2f %5.2f | %6.0fus %6.0fus\n",
+                x->queue, x->placement, x->backfill, x->cfg.sharing ? "on" : "off",
+                x->cfg.preempt ? "on" : "off", x->completed, x->throughput_jobs_per_hour, q1, q2, q3,
+                j1, j2, x->preemptions, x->lost_gpu_h,
                 100 * x->gpu_allocation_ratio_mean, mem, 100 * x->fragmentation_ratio_mean,
                 x->drf_fairness_ratio_mean, x->jain_index_mean, x->lat_p50_us, x->lat_p99_us);
     }
@@ -165,6 +167,14 @@ int sim_replay_json(const char *path, const sim_trace_t *t, const sim_replay_res
         json_object_set_new(o, "throughput_jobs_per_hour", json_real(x->throughput_jobs_per_hour));
         json_object_set_new(o, "queue_delay_s", summary(&x->queue_delay_s));
         json_object_set_new(o, "jct_s", summary(&x->jct_s));
+        json_object_set_new(o, "preempt", json_boolean(x->cfg.preempt));
+        json_object_set_new(o, "checkpoint_s", x->cfg.checkpoint_us > 0
+                                                   ? json_real((double)x->cfg.checkpoint_us / 1e6)
+                                                   : json_null());
+        json_object_set_new(o, "preemptions", json_integer((json_int_t)x->preemptions));
+        json_object_set_new(o, "elastic_shrinks", json_integer((json_int_t)x->shrinks));
+        json_object_set_new(o, "elastic_grows", json_integer((json_int_t)x->grows));
+        json_object_set_new(o, "gpu_hours_lost", json_real(x->lost_gpu_h));
         json_object_set_new(o, "gpu_allocation_ratio_mean", json_real(x->gpu_allocation_ratio_mean));
         json_object_set_new(o, "gpu_memory_idle_ratio_mean",
                             x->gpu_memory_known ? json_real(x->gpu_memory_idle_ratio_mean) : json_null());

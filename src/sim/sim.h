@@ -100,6 +100,7 @@ typedef struct sim_job {
     char *models;          /* "A|B" or NULL = any */
     char *pool;            /* NULL = any */
     int32_t orig_gpus;     /* Philly: the GPUs the job asked for before splitting */
+    int32_t min_tasks;     /* elastic minimum (Sluice CSV min_tasks); 0 = rigid */
 } sim_job_t;
 
 typedef struct sim_trace {
@@ -267,12 +268,19 @@ typedef struct sim_replay_cfg {
     bool sharing;        /* GPU shares as asked (true) or whole GPUs (false) */
     bool estimate_exact; /* time limit = duration when the trace has none */
     uint64_t seed;
+    /* Preemption, fair-share reclaim and elastic growth (sl_sched_run;
+     * docs/sim.md "Preemption"): a victim stops at once (grace 0) and is
+     * requeued with its submit time; its work since its last checkpoint
+     * is lost, checkpoint_us apart (0 = none: all work since its start). */
+    bool preempt;
+    int64_t checkpoint_us;
 } sim_replay_cfg_t;
 
 typedef struct sim_job_rec {
-    int64_t start_us;    /* -1 if it never started */
+    int64_t start_us;    /* first start; -1 if it never started */
     int64_t end_us;
-    int32_t tasks;       /* tasks placed */
+    int32_t tasks;       /* tasks placed (at its last start) */
+    int32_t preempted;   /* times it was preempted */
     char *nodes;         /* "n1;n2" */
     bool rejected;       /* can never fit this cluster */
 } sim_job_rec_t;
@@ -314,6 +322,9 @@ typedef struct sim_replay_result {
     size_t nqdelay;
     sim_series_t alloc;    /* GPU allocation % over time (downsampled) */
     double wall_s;
+    size_t preemptions;    /* whole jobs preempted (each time) */
+    size_t shrinks, grows; /* elastic resizes */
+    double lost_gpu_h;     /* GPU-hours of work lost to preemption */
 } sim_replay_result_t;
 
 int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_run_opts_t *o,

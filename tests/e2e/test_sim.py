@@ -191,3 +191,24 @@ def test_help_lists_registered_policies():
         assert word in p.stdout
     assert run("help").stdout.startswith("usage: sluice-sim")
     assert run("gen", "--help").stdout.startswith("usage: sluice-sim gen")
+
+
+def test_replay_preempt_side_by_side(files, tmp_path):
+    """--preempt=off,on runs each queue both ways; the invariants hold with
+    victims stopping and restarting (--check), and off never preempts."""
+    js = tmp_path / "p.json"
+    p = run("replay", "--nodes", files["nodes"], "--jobs", files["mix"], "--queue", "las,drf",
+            "--preempt=off,on", "--checkpoint", "600", "--check", "--json", js)
+    assert "preempts" in p.stdout and "lost GPUh" in p.stdout
+    res = json.load(open(js))["results"]
+    assert [(r["queue"], r["preempt"]) for r in res] == [
+        ("las", False), ("las", True), ("drf", False), ("drf", True)]
+    for r in res:
+        check_replay_result(r, 200)
+        assert r["checkpoint_s"] == 600
+        assert r["gpu_hours_lost"] >= 0
+        if not r["preempt"]:
+            assert r["preemptions"] == 0 and r["gpu_hours_lost"] == 0
+    bad = run("replay", "--nodes", files["nodes"], "--jobs", files["mix"], "--preempt=maybe",
+              ok=False)
+    assert bad.returncode == 2 and "--preempt takes" in bad.stderr

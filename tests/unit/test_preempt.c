@@ -273,6 +273,27 @@ static void test_preempt_rate_and_protection(void **state) {
     sl_cluster_destroy(cl);
 }
 
+/* The rate bound counts victim jobs: a set larger than it allows is not
+ * made at all (half of it would not let the gang fit). */
+static void test_preempt_rate_bounds_a_whole_set(void **state) {
+    (void)state;
+    for (int32_t max = 3; max <= 4; max++) {
+        sl_cluster_t *cl = tu_cluster();
+        tu_add_nodes(cl, "n", 1, "16", "64Gi", 4, "A100", "80Gi", NULL);
+        sl_preempt_config_t pc = {.priority = true, .max_per_minute = max};
+        sl_sched_t *s = make(cl, "fifo", pc);
+        int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
+        int lo = add_class(s, "low", 0, false, true), hi = add_class(s, "high", 10, true, false);
+        for (uint64_t id = 1; id <= 4; id++) submit(s, id, t, lo, 1, 0, 1);
+        run(s, 0);
+        submit(s, 9, t, hi, 1, 0, 4);
+        seen_t r = run(s, SEC);
+        assert_int_equal(r.npre, max == 3 ? 0 : 4);
+        sl_sched_destroy(s);
+        sl_cluster_destroy(cl);
+    }
+}
+
 /* No job is preempted twice for the same waiting job. */
 static void test_preempt_not_twice_for_the_same_job(void **state) {
     (void)state;
@@ -434,6 +455,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_preempt_never_equal_nor_useless, tu_teardown),
         cmocka_unit_test_teardown(test_preempt_shrinks_elastic_first, tu_teardown),
         cmocka_unit_test_teardown(test_preempt_rate_and_protection, tu_teardown),
+        cmocka_unit_test_teardown(test_preempt_rate_bounds_a_whole_set, tu_teardown),
         cmocka_unit_test_teardown(test_preempt_not_twice_for_the_same_job, tu_teardown),
         cmocka_unit_test_teardown(test_preempt_evict_node, tu_teardown),
         cmocka_unit_test_teardown(test_preempt_las, tu_teardown),

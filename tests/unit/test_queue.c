@@ -22,12 +22,12 @@ static void submit(sl_sched_t *s, uint64_t id, int tenant, int prio, int64_t sub
 
 static void test_queue_registry_lists_policies(void **state) {
     (void)state;
-    const char *names[] = {"fifo", "priority", "drf", "wfq"};
+    const char *names[] = {"fifo", "priority", "drf", "wfq", "las"};
     const sl_queue_policy_t *const *l = sl_queue_policy_list();
     size_t n = 0;
     while (l[n]) n++;
-    assert_int_equal(n, 4);
-    for (size_t i = 0; i < 4; i++) {
+    assert_int_equal(n, 5);
+    for (size_t i = 0; i < 5; i++) {
         const sl_queue_policy_t *p = sl_queue_policy_find(names[i]);
         assert_non_null(p);
         assert_string_equal(p->name, names[i]);

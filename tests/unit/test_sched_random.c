@@ -124,7 +124,7 @@ static sl_task_req_t random_task(sl_rng_t *r, int32_t pool1) {
 
 static void test_sched_gang_never_partial_random(void **state) {
     (void)state;
-    const char *queues[] = {"fifo", "priority", "drf", "wfq"};
+    const char *queues[] = {"fifo", "priority", "drf", "wfq", "las"};
     const char *const backfills[] = {"none", "easy"};
     const sl_place_policy_t *const *pols = sl_place_policy_list();
     size_t npols = 0;
@@ -151,7 +151,7 @@ static void test_sched_gang_never_partial_random(void **state) {
         }
         sl_sched_config_t cfg;
         sl_sched_config_init(&cfg);
-        cfg.queue = queues[seed % 4];
+        cfg.queue = queues[seed % 5];
         cfg.backfill = backfills[(seed / 4) % 2];
         cfg.placement = pols[seed % npols]->name;
         cfg.seed = seed;
@@ -376,7 +376,7 @@ static int pair_check(const sl_sched_t *a, const sl_sched_t *b, bool a_skips) {
  */
 static void test_sched_group_skip_matches_full_walk_random(void **state) {
     (void)state;
-    const char *queues[] = {"fifo", "priority", "drf", "wfq"};
+    const char *queues[] = {"fifo", "priority", "drf", "wfq", "las"};
     const sl_place_policy_t *const *pols = sl_place_policy_list();
     size_t npols = 0;
     while (pols[npols]) npols++;
@@ -400,7 +400,7 @@ static void test_sched_group_skip_matches_full_walk_random(void **state) {
         }
         sl_sched_config_t cfg;
         sl_sched_config_init(&cfg);
-        cfg.queue = queues[seed % 4];
+        cfg.queue = queues[seed % 5];
         cfg.backfill = rnd(&r, 0, 3) ? "easy" : "none";
         cfg.placement = pols[seed % npols]->name;
         cfg.seed = seed;
