@@ -31,7 +31,7 @@ static int parse_deadline(const char *d, double *out) {
     time_t t = (time_t)tv.tv_sec;
     struct tm tm;
     for (int i = 0; fmts[i]; i++) {
-        localtime_r(&t, &tm);
+        memset(&tm, 0, sizeof tm); /* seconds not given are 0 */
         const char *end = strptime(d, fmts[i], &tm);
         if (end != NULL && *end == '\0') {
             tm.tm_isdst = -1;

@@ -89,6 +89,15 @@ def test_drain_without_deadline_waits_for_tasks_and_survives_restart(controller,
     r = u.sluice(["resume", "n1"], env)
     assert r.returncode == 1 and "not draining" in r.stderr, (r.stdout, r.stderr)
 
+    # A deadline as a local time, shown back in local time; a bad one is a usage error.
+    r = u.sluice(["drain", "n1", "--deadline", "2099-01-02 03:04"], env)
+    assert r.returncode == 0 and "deadline 2099-01-02 03:04:00" in r.stdout, (r.stdout, r.stderr)
+    n = controller.node("n1")
+    assert n["state"] == "drained" and n["drain"]["deadline"] > 4e9
+    r = u.sluice(["drain", "n1", "--deadline", "tomorrow-ish"], env)
+    assert r.returncode == 2 and "--deadline" in r.stderr, (r.stdout, r.stderr)
+    assert u.sluice(["resume", "n1"], env).returncode == 0
+
 
 @pytest.mark.parametrize("ctl_kw", [CLASSES])
 def test_drain_deadline_preempts_with_class_signal_then_sigkill_and_requeues(controller_factory, tmp_path, ctl_kw):
