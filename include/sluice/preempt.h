@@ -132,7 +132,7 @@ typedef struct sl_preempt_config {
     int32_t max_per_minute;    /* victims per 60 s of the caller's clock; 0 = unbounded */
     int32_t protect_after;     /* preemptions before a job is exempt; 0 = never exempt */
     int64_t protect_us;        /* how long the exemption lasts after its last preemption */
-    int32_t max_preemptors;    /* waiting jobs one run examines for preemption; 0 = 16 */
+    int32_t max_preemptors;    /* victim searches one run makes; 0 = 16 */
 } sl_preempt_config_t;
 
 #define SL_PREEMPT_MAX_PREEMPTORS_DEFAULT 16
@@ -229,10 +229,12 @@ const sl_prio_class_spec_t *sl_sched_class(const sl_sched_t *s, int32_t id);
  * preemption, reclaim and elastic growth (sl_sched_cycle alone does none of
  * them): (1) each preemptor whose victims have all stopped is tried first;
  * (2) the cycle (sl_sched_cycle's rules); (3) if preemption or reclaim is
- * configured, up to max_preemptors jobs the cycle left blocked for lack of
- * capacity, in queue order, are each given a victim set if one makes them
- * fit (see the file header); (4) if grow is configured and no job is
- * blocked for lack of capacity, elastic jobs grow. Calls ops (may be NULL)
+ * configured, the first 256 waiting jobs in queue order that do not fit
+ * now are looked at, and each that may preempt (its class) or reclaim (its
+ * tenant below its share) is given a victim set if one makes it fit (see
+ * the file header), up to max_preemptors victim searches; jobs started by
+ * this run are neither victims nor grown in it; (4) if grow is configured
+ * and no job waits for room, elastic jobs grow. Calls ops (may be NULL)
  * as sl_cycle_ops_t says. Returns the number of jobs started. Can't fail.
  * Costs the cycle's, plus per examined preemptor O(running jobs log
  * running + units * placement).

@@ -310,7 +310,7 @@ static size_t collect(run_ctx_t *c, const sl_job_t *p, sl_preempt_reason_t r, un
         (*out)[n++] = (unit_t){v, -1, base, job_gpu_milli(v, v->nplaced),
                                (double)job_gpu_milli(v, v->nplaced) / 1000.0 * secs, vp, false};
     }
-    qsort(*out, n, sizeof **out, unit_cmp);
+    if (n > 1) qsort(*out, n, sizeof **out, unit_cmp); /* *out is NULL when n == 0 */
     return n;
 }
 

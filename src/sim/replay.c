@@ -5,7 +5,7 @@
  * (time, sequence number), so events at the same time keep the order they
  * were created in. The loop pops every event of the earliest time, applies
  * it to the scheduler (sl_sched_submit or sl_sched_finish), then runs one
- * sl_sched_cycle at that time; each job the cycle starts schedules its end
+ * scheduling round at that time; each job the cycle starts schedules its end
  * event at start + run time. Run time = the trace's duration, cut at the
  * job's time limit when it has one (a job is killed at its limit, as Slurm
  * does). The limit handed to the core (the runtime estimate EASY backfill
@@ -27,6 +27,17 @@
  * demand; the controller's /metrics reads the same function), averaged
  * over the time some tenant is backlogged. Scheduling latency is the wall time of each sl_sched_cycle
  * call that had pending jobs to consider, apart from queueing delay.
+ *
+ * Every run goes through sl_sched_run (the cycle, and with cfg->preempt
+ * also preemption, fair-share reclaim and elastic growth; without it
+ * exactly sl_sched_cycle's decisions). A job's work is its run time times
+ * its ntasks, done at one unit per task, so its end is rescheduled when its
+ * size changes; a finish event carries the generation of the run and size
+ * it was scheduled for and is dropped once stale. Stops (preemptions,
+ * shrinks) are carried out right after the run that decided them (grace
+ * 0), with the lost work (since the last checkpoint, or the whole run)
+ * added back to the victim's work, and a further run at the same time
+ * starts the jobs they were made for.
  *
  * Cost: O(events log events) for the heap plus the core's cycles.
  */
