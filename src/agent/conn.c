@@ -258,7 +258,7 @@ static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
             agent_tasks_launch(cn->ts, m.job, m.task, &m.u.launch, NULL);
             break;
         case SL_PROTO_KILL:
-            agent_tasks_kill(cn->ts, m.job, m.task, m.u.kill.grace_ms);
+            agent_tasks_kill(cn->ts, m.job, m.task, &m.u.kill);
             break;
         case SL_PROTO_ACK:
             agent_tasks_ack(cn->ts, m.job, m.task);

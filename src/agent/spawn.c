@@ -67,7 +67,8 @@
  * for a task without GPUs), CUDA_DEVICE_ORDER=PCI_BUS_ID (so CUDA numbers
  * GPUs as NVML does; the job may override it), SLUICE_JOB_ID,
  * SLUICE_JOB_NAME, SLUICE_TASK_INDEX, SLUICE_NODE, SLUICE_GPU_MILLI, RANK,
- * WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, and for a GPU-share
+ * WORLD_SIZE (and SLUICE_JOB_SIZE, the same: the job's size at launch),
+ * SLUICE_PREEMPT_FILE (preempt.h), LOCAL_RANK, MASTER_ADDR, MASTER_PORT, and for a GPU-share
  * task the MPS limits of its share (mps_env, docs/mps.md). The command is looked
  * up in the task's PATH. stdin is /dev/null, stdout and stderr go
  * (appended) to the log.
@@ -92,6 +93,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "preempt.h"
 #include "spawn.h"
 
 extern char **environ;
@@ -378,6 +380,15 @@ static void mps_env(const sl_proto_launch_t *l, strvec_t *env) {
     env_set(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", lim);
 }
 
+/* SLUICE_PREEMPT_FILE (preempt.h): where a preemption's deadline will be
+ * written; a file an earlier attempt of the task left is not this one's. */
+static void preempt_env(const agent_spawn_t *sp, strvec_t *env) {
+    char path[4096];
+    agent_preempt_path(sp->workdir, sp->job, sp->task, path, sizeof path);
+    agent_preempt_clear(sp->workdir, sp->job, sp->task);
+    env_set(env, "SLUICE_PREEMPT_FILE", path);
+}
+
 static void build_env(const agent_spawn_t *sp, const ident_t *id, const char *jobdir,
                       const char *gpus, strvec_t *env) {
     const sl_proto_launch_t *l = sp->launch;
@@ -406,6 +417,8 @@ static void build_env(const agent_spawn_t *sp, const ident_t *id, const char *jo
     if (gpus[0]) env_set_int(env, "SLUICE_GPU_MILLI", l->gpu_milli);
     env_set_int(env, "RANK", l->rank);
     env_set_int(env, "WORLD_SIZE", l->world_size);
+    env_set_int(env, "SLUICE_JOB_SIZE", l->world_size); /* issue 11: the size at launch */
+    preempt_env(sp, env);
     env_set_int(env, "LOCAL_RANK", l->local_rank);
     env_set(env, "MASTER_ADDR", l->master_addr ? l->master_addr : SL_PROTO_DEFAULT_MASTER_ADDR);
     env_set_int(env, "MASTER_PORT", l->master_port);

@@ -49,6 +49,7 @@
 #include "loop.h"
 #include "monitor.h"
 #include "osutil.h"
+#include "preempt.h"
 #include "spawn.h"
 #include "task.h"
 
@@ -602,8 +603,9 @@ static void arm_kill(task_t *t, int64_t grace_ms) {
     if (!evtimer_pending(t->kill_ev, NULL)) evtimer_add(t->kill_ev, &tv);
 }
 
-void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t grace_ms) {
-    if (grace_ms < 0) grace_ms = ts->cfg.grace_s * INT64_C(1000);
+void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_proto_kill_t *k) {
+    int64_t grace_ms = k->grace_ms >= 0 ? k->grace_ms : ts->cfg.grace_s * INT64_C(1000);
+    int sig = k->signal > 0 ? k->signal : SIGTERM;
     task_t *t = task_find(ts, job, task);
     if (!t) {
         /* The controller believes it runs here; tell it the truth. */
@@ -616,9 +618,19 @@ void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t gra
         send_end(t);
         return;
     }
-    sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d SIGTERM, SIGKILL in %lld ms",
-           (unsigned long long)job, task, (int)t->pid, (long long)grace_ms);
-    kill(-t->pid, SIGTERM);
+    /* A preempted task finds its deadline in its preempt file when the
+     * signal wakes it (preempt.h); a second kill keeps the first deadline. */
+    int prc = 0;
+    if (k->preempt && !(t->kill_ev && evtimer_pending(t->kill_ev, NULL)))
+        prc = agent_preempt_note(ts->cfg.workdir, job, task, agent_now() + (double)grace_ms / 1e3);
+    if (prc < 0)
+        sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d preempt file: %s", (unsigned long long)job,
+               task, strerror(-prc));
+    const char *name = sl_proto_signal_name(sig);
+    sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d %s%s, SIGKILL in %lld ms",
+           (unsigned long long)job, task, (int)t->pid, name ? name : "SIGTERM",
+           k->preempt ? " (preempted)" : "", (long long)grace_ms);
+    kill(-t->pid, sig);
     arm_kill(t, grace_ms);
 }
 

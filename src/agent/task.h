@@ -85,10 +85,11 @@ void agent_tasks_set_sender(agent_tasks_t *ts, agent_tasks_send_fn send, void *u
 void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_proto_launch_t *l,
                         const char *why);
 
-/* SIGTERM to the task's process group, SIGKILL after grace_ms (< 0: the
- * configured grace). An unknown task is reported failed, an ended one's end
- * reported again. */
-void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t grace_ms);
+/* k's signal (0: SIGTERM) to the task's process group, SIGKILL after
+ * k->grace_ms (< 0: the configured grace); with k->preempt, the time of
+ * that SIGKILL is first written into the task's preempt file (preempt.h).
+ * An unknown task is reported failed, an ended one's end reported again. */
+void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_proto_kill_t *k);
 
 /* Fencing (docs/protocol.md): SIGTERM to every running task whose launch
  * said on_node_failure "requeue" and that is not fenced yet, SIGKILL after

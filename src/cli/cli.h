@@ -123,6 +123,15 @@ void cli_http_cleanup(void);
  * job that never started. */
 void cli_show_efficiency(json_t *j, double now);
 
+/* opsview.c (issue 11): t (seconds since the epoch) as local time with
+ * its zone; `sluice show`'s preemptions and elastic size of job j (nothing
+ * when it has none); `sluice nodes`' drains, after the table, for the
+ * nodes array of GET /v1/nodes. */
+void cli_local_time(double t, char *buf, size_t len);
+void cli_show_preemptions(json_t *j);
+void cli_show_size(json_t *j);
+void cli_print_drains(json_t *nodes);
+
 /* spec.c: reads a job spec file (Sluice YAML/JSON, or a Kubernetes batch/v1
  * Job) into the JSON submission of docs/api.md. Returns the new object, or
  * NULL with a message naming the field path in err. */
@@ -173,6 +182,9 @@ int cli_cmd_up(cli_t *c);
 int cli_cmd_down(cli_t *c);
 /* report.c */
 int cli_cmd_report(cli_t *c);
+/* ops.c (issue 11) */
+int cli_cmd_drain(cli_t *c);
+int cli_cmd_resume(cli_t *c);
 
 /* Prints a JSON value to stdout, indented, with a newline. */
 void cli_print_json(json_t *v);

@@ -596,7 +596,9 @@ int cli_cmd_show(cli_t *c) {
     if (json_is_string(gmem)) printf("%-11s %s\n", "gpu memory:", json_string_value(gmem));
     if (json_is_string(json_object_get(j, "pool")))
         printf("%-11s %s\n", "pool:", json_string_value(json_object_get(j, "pool")));
-    printf("%-11s %s\n", "priority:", val_str(json_object_get(j, "priority"), b, sizeof b));
+    printf("%-11s %s", "priority:", val_str(json_object_get(j, "priority"), b, sizeof b));
+    json_t *pcl = json_object_get(j, "priority_class");
+    printf(json_is_string(pcl) ? " (class %s)\n" : "\n", json_string_value(pcl));
     long long tl = json_integer_value(json_object_get(j, "time_limit"));
     if (tl > 0) {
         fmt_dur((double)tl, b, sizeof b);
@@ -619,6 +621,7 @@ int cli_cmd_show(cli_t *c) {
         printf("%-11s %s\n", "array:", json_string_value(json_object_get(j, "array")));
     if (json_is_string(json_object_get(j, "dependency")))
         printf("%-11s %s\n", "depends on:", json_string_value(json_object_get(j, "dependency")));
+    cli_show_size(j);
     print_time_field("submitted:", json_object_get(j, "submit_time"));
     print_time_field("started:", json_object_get(j, "start_time"));
     print_time_field("ended:", json_object_get(j, "end_time"));
@@ -651,6 +654,7 @@ int cli_cmd_show(cli_t *c) {
         }
         tbl_print(&t);
     }
+    cli_show_preemptions(j);
     cli_show_efficiency(j, now_s());
     json_decref(j);
     return CLI_OK;
@@ -739,6 +743,7 @@ int cli_cmd_nodes(cli_t *c) {
                 val_str(json_object_get(n, "tasks"), b1, sizeof b1), seen, NULL);
     }
     tbl_print(&t);
+    cli_print_drains(json_object_get(out, "nodes"));
     json_decref(out);
     return CLI_OK;
 }

@@ -111,6 +111,13 @@ static const cli_opt_t up_opts[] = {
     {"detach", 'd', NULL, 0, "start in the background and return; stop with `sluice down`"},
     {0}};
 
+static const cli_opt_t drain_opts[] = {
+    {"deadline", 0, "D", 0,
+     "stop the tasks left at D: a duration from now (30m, 2h, 0) or a local time "
+     "(2026-12-01 06:30, 06:30); default: wait for them to end"},
+    {"reason", 0, "TEXT", 0, "why, shown in `sluice nodes`"},
+    {0}};
+
 static const cli_opt_t down_opts[] = {
     {"dir", 0, "DIR", 0, "state directory (default ./.sluice)"},
     {0}};
@@ -133,6 +140,13 @@ static const cli_cmd_t commands[] = {
      cli_cmd_cancel, none_opts, 0},
     {"nodes", "", "list nodes and their free capacity", NULL, cli_cmd_nodes, none_opts, 0},
     {"tenants", "", "list tenants, their usage and dominant share", NULL, cli_cmd_tenants, none_opts, 0},
+    {"drain", "NODE", "take no new work on a node; stop what is left at --deadline",
+     "The tasks left at the deadline get their priority class's signal, then\n"
+     "SIGKILL after its grace; their jobs are requeued with their submit time.\n"
+     "Without --deadline the drain waits for the tasks to end. Admin token.",
+     cli_cmd_drain, drain_opts, 0},
+    {"resume", "NODE", "end a node's drain: it takes new work again (admin token)", NULL,
+     cli_cmd_resume, none_opts, 0},
     {"logs", "JOB", "print a task's output (stdout and stderr)", NULL, cli_cmd_logs, logs_opts, 0},
     {"sbatch", "[SBATCH OPTIONS] SCRIPT [ARG...]", "submit a Slurm batch script (#SBATCH directives)",
      "Takes sbatch's own options (-n, -N, --gres=gpu:2, -t 1-00:00, -p, -A, -o, --array,\n"

@@ -367,6 +367,10 @@ static int k8s_pod_spec(spec_t *s, const char *path, yaml_node_t *ps, json_t *jo
             if (get_string(s, p, v, &str)) return -1;
             if (strcmp(str, "Never") != 0)
                 return fail(s, p, "\"%s\" is not supported (Sluice never restarts a task in place; use Never)", str);
+        } else if (k && !strcmp(k, "priorityClassName")) { /* issue 11 */
+            json_t *val;
+            if (get_field(s, p, v, &sl_jobspec_fields[SL_JS_PRIORITY_CLASS], &val)) return -1;
+            json_object_set_new(job, "priority_class", val);
         } else if (k && !strcmp(k, "nodeSelector")) {
             if (want(s, p, v, YAML_MAPPING_NODE)) return -1;
             for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {

@@ -101,6 +101,9 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
     [SL_JS_SUBMIT_DIR] = {"submit_dir", NULL, 0, NULL, SL_FT_TEXT, 0, 1, 4096, NULL, 0, NULL, "",
                           "batch script: the directory it was submitted from "
                           "(SLURM_SUBMIT_DIR)"},
+    [SL_JS_PRIORITY_CLASS] = {"priority_class", "priority-class", 0, "CLASS", SL_FT_NAME, 0, 1,
+                              NAME_LEN, NULL, 0, "none", "",
+                              "a priority class of the config: sets priority, may preempt"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {

@@ -61,6 +61,7 @@ typedef enum sl_jobspec_id {
     SL_JS_OUTPUT,
     SL_JS_ERROR,
     SL_JS_SUBMIT_DIR,
+    SL_JS_PRIORITY_CLASS,  /* issue 11 */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 

@@ -461,10 +461,8 @@ static int enc_body(writer_t *w, const sl_proto_msg_t *m) {
         return enc_launch(w, m);
     case SL_PROTO_KILL:
         put_ids(w, m);
-        if (m->u.kill.grace_ms >= 0) {
-            key(w, "grace_ms");
-            put_i64(w, m->u.kill.grace_ms);
-        }
+        w->len += sl__proto_kill_encode(&m->u.kill, w->len < w->cap ? w->buf + w->len : NULL,
+                                        w->len < w->cap ? w->cap - w->len : 0); /* proto_kill.c */
         return 0;
     case SL_PROTO_ACK:
         put_ids(w, m);
@@ -922,8 +920,7 @@ static int dec_body(dec_t *d, json_t *o) {
         return dec_launch(d, o);
     case SL_PROTO_KILL:
         return get_ids(d, o, false) ||
-               get_int(d, o, "grace_ms", false, 0, INT64_MAX / 1000, -1, &m->u.kill.grace_ms,
-                       "a number of milliseconds, 0 or more");
+               sl__proto_kill_decode(o, &m->u.kill, d->err, d->errlen) < 0;
     case SL_PROTO_ACK:
         return get_ids(d, o, false);
     case SL_PROTO_LOGS_REQ:

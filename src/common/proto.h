@@ -51,6 +51,7 @@
 #include <jansson.h>
 
 #include "proto_usage.h" /* sl_proto_usage_t: a heartbeat's usage summary */
+#include "proto_kill.h"  /* sl_proto_kill_t: a kill, with its optional signal and preempt */
 
 /* docs/protocol.md: a line is at most 1 MiB (the newline not counted). */
 #define SL_PROTO_MAX_LINE (1024 * 1024)
@@ -264,10 +265,6 @@ typedef struct sl_proto_launch {
     bool has_oom_score_adj;
     int32_t oom_score_adj;
 } sl_proto_launch_t;
-
-typedef struct sl_proto_kill {
-    int64_t grace_ms;           /* >= 0; -1: absent (the agent's --grace) */
-} sl_proto_kill_t;
 
 typedef struct sl_proto_logs_req {
     int64_t offset;             /* >= 0; absent: 0 */

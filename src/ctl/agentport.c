@@ -279,6 +279,11 @@ static void out_kill(void *ud, uint32_t node, uint64_t job, int32_t task) {
     queue_msg(ap, node, &m);
 }
 
+static void out_stop(void *ud, uint32_t node, uint64_t job, int32_t task, const sl_proto_kill_t *k) {
+    sl_proto_msg_t m = {.type = SL_PROTO_KILL, .job = job, .task = task, .u.kill = *k};
+    queue_msg(ud, node, &m);
+}
+
 static void out_node_down(void *ud, uint32_t node, const char *why) {
     ctl_agentport_t *ap = ud;
     close_node(ap, node);
@@ -698,7 +703,7 @@ static void no_logs_gone(void *ud, uint32_t node, const char *why) {
 void ctl_agentport_init(ctl_agentport_t *ap, ctl_t *c) {
     *ap = (ctl_agentport_t){.c = c, .logs_answer = no_logs_answer, .logs_gone = no_logs_gone};
     c->out = (ctl_outbound_t){.ud = ap, .launch = out_launch, .kill = out_kill,
-                              .node_down = out_node_down};
+                              .stop = out_stop, .node_down = out_node_down};
 }
 
 int ctl_agentport_listen(ctl_agentport_t *ap, char *err, size_t errlen) {

@@ -20,6 +20,7 @@
 #include "api.h"
 #include "arraydep.h"
 #include "deps.h"
+#include "opsapi.h"
 #include "eff.h"
 #include "jobtab.h"
 #include "nodes.h"
@@ -160,6 +161,7 @@ void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
     ctl_buf_puts(b, ",\"requeues\":");
     ctl_buf_i64(b, j->requeues);
     ctl_eff_write_json(c, b, j);
+    ctl_jobx_write_json(c, b, j); /* preemptions and elastic size (opsapi.c) */
     ctl_buf_putc(b, '}');
 }
 
@@ -170,7 +172,7 @@ void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id) {
     ctl_buf_puts(b, "{\"name\":");
     ctl_buf_jstr(b, nd->name);
     ctl_buf_puts(b, ",\"state\":\"");
-    ctl_buf_puts(b, sl_node_state_name(nd->state));
+    ctl_buf_puts(b, ctl_node_state_view(c, id));
     ctl_buf_puts(b, "\",\"pool\":");
     ctl_buf_jstr(b, sl_cluster_pool_name(c->cl, nd->pool));
     ctl_buf_puts(b, ",\"labels\":");
@@ -217,6 +219,7 @@ void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id) {
     ctl_buf_puts(b, n && n->connected ? "true" : "false");
     ctl_buf_puts(b, ",\"addr\":");
     ctl_buf_jstr(b, n ? n->addr : "");
+    ctl_drain_write_json(c, b, n);
     ctl_buf_putc(b, '}');
 }
 
@@ -592,4 +595,63 @@ void ctl_jobs_list(ctl_t *c, const ctl_list_query_t *q, ctl_buf_t *b, uint64_t *
         ctl_buf_puts(b, "}\n");
     }
     sl_free(v);
+}
+
+/* ---- GET /v1/nodes and /v1/tenants ---- */
+
+void ctl_api_nodes(ctl_t *c, ctl_buf_t *b) {
+    ctl_buf_puts(b, "{\"nodes\":[");
+    for (size_t i = 0; i < c->nnodes; i++) {
+        if (i)
+            ctl_buf_putc(b, ',');
+        ctl_node_write(c, b, (uint32_t)i);
+    }
+    ctl_buf_puts(b, "]}\n");
+}
+
+static void tenant_res_write(ctl_buf_t *b, sl_res_t r) {
+    char q[64];
+    ctl_buf_puts(b, "{\"cpus\":");
+    sl_qty_format(r.cpu_milli, SL_QTY_CPU, q, sizeof q);
+    ctl_buf_jstr(b, q);
+    ctl_buf_puts(b, ",\"memory\":");
+    sl_qty_format(r.mem_bytes, SL_QTY_MEM, q, sizeof q);
+    ctl_buf_jstr(b, q);
+    ctl_buf_puts(b, ",\"gpus\":");
+    ctl_buf_milli(b, r.gpu_milli);
+    ctl_buf_putc(b, '}');
+}
+
+void ctl_api_tenants(ctl_t *c, bool admin, int32_t tenant, ctl_buf_t *b) {
+    ctl_buf_puts(b, "{\"tenants\":[");
+    bool first = true;
+    for (size_t i = 0; i < c->cfg.ntenants; i++) {
+        int32_t t = sl_sched_tenant_find(c->sched, c->cfg.tenants[i].name);
+        if (t < 0 || (!admin && t != tenant))
+            continue;
+        if (!first)
+            ctl_buf_putc(b, ',');
+        first = false;
+        size_t pending, running;
+        sl_sched_tenant_jobs(c->sched, t, &pending, &running);
+        ctl_buf_puts(b, "{\"name\":");
+        ctl_buf_jstr(b, c->cfg.tenants[i].name);
+        ctl_buf_puts(b, ",\"weight\":");
+        ctl_buf_i64(b, sl_sched_tenant_weight(c->sched, t));
+        ctl_buf_puts(b, ",\"quota\":");
+        if (c->cfg.tenants[i].has_quota)
+            tenant_res_write(b, c->cfg.tenants[i].quota);
+        else
+            ctl_buf_puts(b, "null");
+        ctl_buf_puts(b, ",\"pending\":");
+        ctl_buf_u64(b, pending);
+        ctl_buf_puts(b, ",\"running\":");
+        ctl_buf_u64(b, running);
+        ctl_buf_puts(b, ",\"usage\":");
+        tenant_res_write(b, sl_sched_tenant_usage(c->sched, t));
+        ctl_buf_puts(b, ",\"dominant_share\":");
+        ctl_buf_double(b, sl_sched_tenant_share(c->sched, t));
+        ctl_buf_putc(b, '}');
+    }
+    ctl_buf_puts(b, "]}\n");
 }

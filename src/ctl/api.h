@@ -32,4 +32,12 @@ typedef struct ctl_list_query {
 void ctl_jobs_list(ctl_t *c, const ctl_list_query_t *q, ctl_buf_t *b, uint64_t *next_after,
                    int64_t *count);
 
+/* GET /v1/nodes' body: {"nodes":[...]} with every node (ctl_node_write). */
+void ctl_api_nodes(ctl_t *c, ctl_buf_t *b);
+
+/* GET /v1/tenants' body: the configured tenants the caller may see (the
+ * admin all, a tenant token its own): weight, quota, pending and running
+ * jobs, usage and dominant share. */
+void ctl_api_tenants(ctl_t *c, bool admin, int32_t tenant, ctl_buf_t *b);
+
 #endif

@@ -5,6 +5,7 @@
  * an unknown key, a wrong type or a bad value is an error that names the
  * file, line and key, and sluiced exits non-zero rather than guessing.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "arraydep.h"
 #include "config.h"
 #include "loop.h"
+#include "proto_kill.h"
 #include "log.h"
 #include "quantity.h"
 #include "tls.h"
@@ -43,6 +45,9 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->max_pending_jobs = CTL_DEFAULT_MAX_PENDING_JOBS;
     cfg->max_array_size = CTL_DEFAULT_MAX_ARRAY_SIZE;
     cfg->oom_score_adj = CTL_DEFAULT_OOM_SCORE_ADJ;
+    cfg->preempt_priority = true;
+    cfg->preempt_grow = true;
+    cfg->preempt_protect_ms = 600000;
 }
 
 void ctl_config_fini(ctl_config_t *cfg) {
@@ -74,6 +79,9 @@ void ctl_config_fini(ctl_config_t *cfg) {
         sl_free(cfg->revoked_nodes[i]);
     sl_free(cfg->revoked_nodes);
     sl_free(cfg->oom_rules);
+    for (size_t i = 0; i < cfg->nprio_classes; i++)
+        sl_free(cfg->prio_classes[i].name);
+    sl_free(cfg->prio_classes);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -370,6 +378,83 @@ static int load_oom_rules(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq)
     return 0;
 }
 
+/* priority_classes: a sequence of {name, value, may_preempt, signal,
+ * grace}; name and value required, names unique (issue 11). */
+static int load_prio_classes(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
+    static const char *const keys[] = {"name", "value", "may_preempt", "preemptible", "signal",
+                                       "grace", NULL};
+    const char *what = "priority_classes";
+    if (seq->kind != SL_YAML_SEQ)
+        return fail(r, seq, "%s must be a sequence of {name, value, may_preempt, signal, grace}%s",
+                    what, " mappings");
+    cfg->prio_classes = sl_xcalloc(seq->n ? seq->n : 1, sizeof *cfg->prio_classes);
+    for (size_t i = 0; i < seq->n; i++) {
+        const sl_yaml_node_t *e = seq->items[i];
+        ctl_prio_class_t *pc = &cfg->prio_classes[cfg->nprio_classes++];
+        *pc = (ctl_prio_class_t){.signal = SIGTERM, .grace_ms = -1, .preemptible = true};
+        int64_t value = INT64_MIN;
+        char *sig = NULL;
+        if (check_keys(r, e, "priority_classes[]", keys) < 0 || get_str(r, e, "name", &pc->name) < 0 ||
+            get_int(r, e, "value", -1000000, 1000000, &value) < 0 ||
+            get_ms(r, e, "grace", 0, &pc->grace_ms) < 0 || get_str(r, e, "signal", &sig) < 0)
+            return -1;
+        if (pc->name == NULL || pc->name[0] == '\0' || strlen(pc->name) >= SL_NAME_MAX ||
+            value == INT64_MIN) {
+            sl_free(sig);
+            return fail(r, e, "%s[]: name (1..63 characters) and value are both required%s", what, "");
+        }
+        pc->value = (int32_t)value;
+        int rc = sig ? sl_proto_signal_parse(sig, &pc->signal) : 0;
+        sl_free(sig);
+        if (rc < 0)
+            return fail(r, sl_yaml_map_get(e, "signal"), "priority_classes[].signal: must be one of %s%s",
+                        sl_proto_signal_names(), "");
+        const sl_yaml_node_t *mp = sl_yaml_map_get(e, "may_preempt");
+        if (mp != NULL && !sl_yaml_is_null(mp) && sl_yaml_bool(mp, &pc->may_preempt) < 0)
+            return fail(r, mp, "priority_classes[].may_preempt: must be true or false%s%s", "", "");
+        const sl_yaml_node_t *pe = sl_yaml_map_get(e, "preemptible");
+        if (pe != NULL && !sl_yaml_is_null(pe) && sl_yaml_bool(pe, &pc->preemptible) < 0)
+            return fail(r, pe, "priority_classes[].preemptible: must be true or false%s%s", "", "");
+        for (size_t k = 0; k + 1 < cfg->nprio_classes; k++)
+            if (strcmp(cfg->prio_classes[k].name, pc->name) == 0)
+                return fail(r, e, "%s: duplicate name \"%s\"", what, pc->name);
+    }
+    return 0;
+}
+
+/* preemption: {priority, reclaim, grow, default_may_preempt,
+ * max_per_minute, protect_after, protect} (issue 11). */
+static int load_preemption(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *m) {
+    static const char *const keys[] = {"priority", "reclaim", "grow", "default_may_preempt",
+                                       "max_per_minute", "protect_after", "protect", NULL};
+    static const char *const flags[] = {"priority", "reclaim", "grow", "default_may_preempt"};
+    bool *dst[] = {&cfg->preempt_priority, &cfg->preempt_reclaim, &cfg->preempt_grow,
+                   &cfg->default_may_preempt};
+    if (check_keys(r, m, "preemption", keys) < 0)
+        return -1;
+    for (size_t i = 0; i < 4; i++) {
+        const sl_yaml_node_t *v = sl_yaml_map_get(m, flags[i]);
+        if (v != NULL && !sl_yaml_is_null(v) && sl_yaml_bool(v, dst[i]) < 0)
+            return fail(r, v, "preemption.%s: must be true or false%s", flags[i], "");
+    }
+    return get_int(r, m, "max_per_minute", 0, 1000000, &cfg->preempt_max_per_minute) < 0 ||
+                   get_int(r, m, "protect_after", 0, 1000000, &cfg->preempt_protect_after) < 0 ||
+                   get_ms(r, m, "protect", 0, &cfg->preempt_protect_ms) < 0
+               ? -1
+               : 0;
+}
+
+const ctl_prio_class_t *ctl_config_prio_class(const ctl_config_t *cfg, const char *name) {
+    for (size_t i = 0; name && i < cfg->nprio_classes; i++)
+        if (strcmp(cfg->prio_classes[i].name, name) == 0)
+            return &cfg->prio_classes[i];
+    return NULL;
+}
+
+int64_t ctl_config_prio_grace_ms(const ctl_config_t *cfg, const ctl_prio_class_t *pc) {
+    return pc && pc->grace_ms >= 0 ? pc->grace_ms : cfg->kill_grace_ms;
+}
+
 int32_t ctl_config_oom_score_adj(const ctl_config_t *cfg, int32_t priority) {
     for (size_t i = 0; i < cfg->noom_rules; i++)
         if (priority >= cfg->oom_rules[i].min_priority)
@@ -388,6 +473,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "tls_cert", "tls_key", "tls_ca", "agent_client_cert",
                                       "revoked_nodes", "hello_timeout",
                                       "oom_score_adj", "oom_score_adj_by_priority",
+                                      "priority_classes", "preemption", /* issue 11 */
                                       NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
                                       "max_starts_per_cycle", NULL};
@@ -487,6 +573,12 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         goto out;
     const sl_yaml_node_t *orl = sl_yaml_map_get(root, "oom_score_adj_by_priority");
     if (orl != NULL && !sl_yaml_is_null(orl) && load_oom_rules(&r, cfg, orl) < 0)
+        goto out;
+    const sl_yaml_node_t *pcs = sl_yaml_map_get(root, "priority_classes");
+    if (pcs != NULL && !sl_yaml_is_null(pcs) && load_prio_classes(&r, cfg, pcs) < 0)
+        goto out;
+    const sl_yaml_node_t *pre = sl_yaml_map_get(root, "preemption");
+    if (pre != NULL && !sl_yaml_is_null(pre) && load_preemption(&r, cfg, pre) < 0)
         goto out;
     rc = 0;
 out:

@@ -67,6 +67,20 @@ typedef struct ctl_oom_rule {
 #define CTL_OOM_SCORE_ADJ_MIN (CTL_AGENT_OOM_SCORE_ADJ + 1)
 #define CTL_OOM_SCORE_ADJ_MAX 1000
 
+/* A priority class (docs/config.md, "Priority classes"; issue 11): a job
+ * that names it (priority_class) gets its value as its priority; may_preempt
+ * lets such a job preempt strictly lower-priority ones; signal and grace
+ * are what the class's own jobs get when they are preempted, shrunk or
+ * stopped by a drain's deadline: the signal first, SIGKILL grace later. */
+typedef struct ctl_prio_class {
+    char *name;
+    int32_t value;          /* -1,000,000..1,000,000, as a job's priority */
+    bool may_preempt;       /* false unless the config says true */
+    bool preemptible;       /* its jobs may be preempted or shrunk (true unless the config says false) */
+    int32_t signal;         /* SIGTERM unless the config names another */
+    int64_t grace_ms;       /* -1: kill_grace */
+} ctl_prio_class_t;
+
 typedef struct ctl_config {
     char *listen;
     char *agent_listen;
@@ -120,6 +134,18 @@ typedef struct ctl_config {
     int32_t oom_score_adj;
     ctl_oom_rule_t *oom_rules;
     size_t noom_rules;
+    /* priority_classes (issue 11), in the file's order, names unique. */
+    ctl_prio_class_t *prio_classes;
+    size_t nprio_classes;
+    /* preemption: (issue 11, docs/config.md "Preemption"): the core's
+     * sl_preempt_config_t, limits in the config's units. */
+    bool preempt_priority;       /* true: classes that may preempt do */
+    bool preempt_reclaim;        /* false: no fair-share reclaim */
+    bool preempt_grow;           /* true: elastic jobs grow into free capacity */
+    int64_t preempt_max_per_minute;  /* 0: unbounded */
+    int64_t preempt_protect_after;   /* 0: never protected */
+    int64_t preempt_protect_ms;
+    bool default_may_preempt;    /* jobs without a class may preempt (false) */
 } ctl_config_t;
 
 void ctl_config_init(ctl_config_t *cfg);
@@ -142,6 +168,12 @@ const char *ctl_config_task_user(const ctl_config_t *cfg, const char *tenant, co
 /* The oom_score_adj of a task of a job of this priority (see
  * ctl_config_t.oom_rules). Can't fail; O(rules). */
 int32_t ctl_config_oom_score_adj(const ctl_config_t *cfg, int32_t priority);
+
+/* The priority class called name, or NULL. O(classes). */
+const ctl_prio_class_t *ctl_config_prio_class(const ctl_config_t *cfg, const char *name);
+/* The grace of a job of class pc (NULL: a job without a class), in ms:
+ * the class's own, else kill_grace. Can't fail. */
+int64_t ctl_config_prio_grace_ms(const ctl_config_t *cfg, const ctl_prio_class_t *pc);
 
 /* True when the secret `given` equals `want` (non-empty), in time that
  * depends only on the length of `given`, so that a client cannot learn a

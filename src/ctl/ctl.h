@@ -50,6 +50,7 @@
 #include "loop.h"
 #include "model.h"
 #include "obs.h"
+#include "proto_kill.h"
 #include "sluice/hash.h"
 #include "sluice/sluice.h"
 #include "store.h"
@@ -65,6 +66,11 @@ typedef struct ctl_outbound {
     /* Stop task `task` of job `job` on node (SIGTERM, then SIGKILL after
      * the configured grace). */
     void (*kill)(void *ud, uint32_t node, uint64_t job, int32_t task);
+    /* Stop task `task` of job `job` on node as k says: its signal, SIGKILL
+     * grace_ms later, and whether it is preempted (issue 11: preemption,
+     * shrink and a drain's deadline; the agent then writes the SIGKILL time
+     * into the task's SLUICE_PREEMPT_FILE first). */
+    void (*stop)(void *ud, uint32_t node, uint64_t job, int32_t task, const sl_proto_kill_t *k);
     /* The node was declared down: drop its connection and what waits on it. */
     void (*node_down)(void *ud, uint32_t node, const char *why);
 } ctl_outbound_t;
@@ -81,6 +87,17 @@ typedef struct ctl_job_events {
 } ctl_job_events_t;
 
 struct ctl_deps;
+/* Issue 11: what the preemption layer (preempt.c, above the domain)
+ * registers at start-up, so that the domain's cycle and task ends reach
+ * it without calling upward. Each may be NULL (no preemption: the cycle
+ * then still starts jobs). on_preempt and on_resize get the ctl_t as ud. */
+struct ctl;
+typedef struct ctl_preempt_hooks {
+    sl_preempt_fn on_preempt;
+    sl_resize_fn on_resize;
+    /* Task i of j, which a shrink was stopping, has ended (ctl_task_ended). */
+    void (*task_stopped)(struct ctl *c, struct ctl_job *j, int32_t i);
+} ctl_preempt_hooks_t;
 
 /* Counters for /metrics; each is written by the one layer named. */
 typedef struct ctl_counters {
@@ -131,8 +148,13 @@ typedef struct ctl {
     ctl_outbound_t out;
     ctl_job_events_t ev;      /* deps.c's listeners (above) */
     struct ctl_deps *deps;    /* arrays and dependencies (deps.c); NULL before ctl_deps_init */
+    ctl_preempt_hooks_t preempt; /* preempt.c's, set by ctl_preempt_init */
     ctl_counters_t n;
     ctl_obs_t obs; /* per-tenant completions and delay histograms (obs.h) */
+    /* Preemptions by tenant and cause (issue 11): the domain counts,
+     * /metrics reads; [tenant * CTL_PREEMPT_NCAUSES + cause], grown on use. */
+    uint64_t *preempt_counts;
+    size_t npreempt_counts;
     int64_t started_us;
     int64_t started_mono_us;
 } ctl_t;

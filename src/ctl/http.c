@@ -47,6 +47,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "metrics.h"
+#include "opsapi.h"
 #include "quantity.h"
 #include "report.h"
 #include "history.h"
@@ -104,6 +105,9 @@ static void h_tenants(hreq_t *h);
 static void h_metrics(hreq_t *h);
 static void h_report(hreq_t *h);
 static void h_history(hreq_t *h);
+static void h_drain(hreq_t *h);  /* issue 11: opsapi.c */
+static void h_resume(hreq_t *h);
+static void h_size(hreq_t *h);
 
 static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/healthz", h_healthz, AUTH_NONE, "liveness: {\"status\":\"ok\",\"version\":...}"},
@@ -121,6 +125,10 @@ static const route_t routes[] = {
      "the seed's figures for a window from the database (?since=SECONDS ?tenant=)"},
     {EVHTTP_REQ_GET, "/v1/history", h_history, AUTH_API,
      "finished jobs by end time (?since= ?until= ?tenant= ?state= ?name= ?limit= ?after=)"},
+    {EVHTTP_REQ_POST, "/v1/nodes/drain", h_drain, AUTH_API,
+     "drain a node (admin): {\"node\":N,\"deadline\":T,\"reason\":R}"},
+    {EVHTTP_REQ_POST, "/v1/nodes/resume", h_resume, AUTH_API, "end a node's drain (admin): {\"node\":N}"},
+    {EVHTTP_REQ_GET, "/v1/jobs/{id}/size", h_size, AUTH_API, "an elastic job's size now"},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -842,67 +850,16 @@ void ctl_http_logs_expire(ctl_http_t *hs) {
 }
 
 static void h_nodes(hreq_t *h) {
-    ctl_t *c = h->c;
     ctl_buf_t b;
     ctl_buf_init(&b);
-    ctl_buf_puts(&b, "{\"nodes\":[");
-    for (size_t i = 0; i < c->nnodes; i++) {
-        if (i)
-            ctl_buf_putc(&b, ',');
-        ctl_node_write(c, &b, (uint32_t)i);
-    }
-    ctl_buf_puts(&b, "]}\n");
+    ctl_api_nodes(h->c, &b);
     send_json(h->hs, h->req, 200, &b);
 }
 
-static void res_write(ctl_buf_t *b, sl_res_t r) {
-    char q[64];
-    ctl_buf_puts(b, "{\"cpus\":");
-    sl_qty_format(r.cpu_milli, SL_QTY_CPU, q, sizeof q);
-    ctl_buf_jstr(b, q);
-    ctl_buf_puts(b, ",\"memory\":");
-    sl_qty_format(r.mem_bytes, SL_QTY_MEM, q, sizeof q);
-    ctl_buf_jstr(b, q);
-    ctl_buf_puts(b, ",\"gpus\":");
-    ctl_buf_milli(b, r.gpu_milli);
-    ctl_buf_putc(b, '}');
-}
-
 static void h_tenants(hreq_t *h) {
-    ctl_t *c = h->c;
     ctl_buf_t b;
     ctl_buf_init(&b);
-    ctl_buf_puts(&b, "{\"tenants\":[");
-    bool first = true;
-    for (size_t i = 0; i < c->cfg.ntenants; i++) {
-        int32_t t = sl_sched_tenant_find(c->sched, c->cfg.tenants[i].name);
-        if (t < 0 || (!h->admin && t != h->tenant))
-            continue;
-        if (!first)
-            ctl_buf_putc(&b, ',');
-        first = false;
-        size_t pending, running;
-        sl_sched_tenant_jobs(c->sched, t, &pending, &running);
-        ctl_buf_puts(&b, "{\"name\":");
-        ctl_buf_jstr(&b, c->cfg.tenants[i].name);
-        ctl_buf_puts(&b, ",\"weight\":");
-        ctl_buf_i64(&b, sl_sched_tenant_weight(c->sched, t));
-        ctl_buf_puts(&b, ",\"quota\":");
-        if (c->cfg.tenants[i].has_quota)
-            res_write(&b, c->cfg.tenants[i].quota);
-        else
-            ctl_buf_puts(&b, "null");
-        ctl_buf_puts(&b, ",\"pending\":");
-        ctl_buf_u64(&b, pending);
-        ctl_buf_puts(&b, ",\"running\":");
-        ctl_buf_u64(&b, running);
-        ctl_buf_puts(&b, ",\"usage\":");
-        res_write(&b, sl_sched_tenant_usage(c->sched, t));
-        ctl_buf_puts(&b, ",\"dominant_share\":");
-        ctl_buf_double(&b, sl_sched_tenant_share(c->sched, t));
-        ctl_buf_putc(&b, '}');
-    }
-    ctl_buf_puts(&b, "]}\n");
+    ctl_api_tenants(h->c, h->admin, h->tenant, &b);
     send_json(h->hs, h->req, 200, &b);
 }
 
@@ -931,30 +888,15 @@ static void report_done(void *ud, int status, ctl_buf_t *body) {
  * token reports on its own jobs only. The report runs on its own thread
  * (report.h); one at a time, and a second request meanwhile gets 503. */
 static void h_report(hreq_t *h) {
-    ctl_t *c = h->c;
-    int64_t since = 86400;
-    const char *v, *tenant = NULL;
-    if ((v = evhttp_find_header(&h->query, "since")) != NULL &&
-        (!parse_count(v, &since) || since < 1 || since > CTL_REPORT_MAX_SINCE_S)) {
-        http_error(h->hs, h->req, 400, "invalid_field", "since",
-                   "since: must be the window's length in whole seconds, from 1 to %lld (ten years)",
-                   (long long)CTL_REPORT_MAX_SINCE_S);
+    int64_t since;
+    const char *tenant;
+    char field[16], msg[200];
+    int st = ctl_report_query(h->c, evhttp_find_header(&h->query, "since"),
+                              evhttp_find_header(&h->query, "tenant"), h->admin, h->tenant, &since,
+                              &tenant, field, sizeof field, msg, sizeof msg);
+    if (st != 0) {
+        http_error(h->hs, h->req, st, st == 403 ? "forbidden" : "invalid_field", field, "%s", msg);
         return;
-    }
-    if ((v = evhttp_find_header(&h->query, "tenant")) != NULL) {
-        int t = sl_sched_tenant_find(c->sched, v);
-        if (t < 0) {
-            http_error(h->hs, h->req, 400, "invalid_field", "tenant", "tenant: unknown tenant \"%s\"", v);
-            return;
-        }
-        if (!h->admin && t != h->tenant) {
-            http_error(h->hs, h->req, 403, "forbidden", "tenant",
-                       "tenant: this token reports on its own tenant only");
-            return;
-        }
-        tenant = v;
-    } else if (!h->admin) {
-        tenant = sl_sched_tenant_name(c->sched, h->tenant);
     }
     if (h->hs->report != NULL) {
         evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After", "1");
@@ -962,7 +904,7 @@ static void h_report(hreq_t *h) {
                    "another report is being computed; retry in a second");
         return;
     }
-    if (ctl_report_start(c, since, tenant, report_done, h->hs, &h->hs->report) < 0) {
+    if (ctl_report_start(h->c, since, tenant, report_done, h->hs, &h->hs->report) < 0) {
         http_error(h->hs, h->req, 500, "internal", NULL, "cannot start the report (see the log)");
         return;
     }
@@ -990,4 +932,55 @@ static void h_history(hreq_t *h) {
         http_error(h->hs, h->req, st, st == 403 ? "forbidden" : st == 400 ? "invalid_field"
                                                 : st == 503 ? "unavailable" : "internal",
                    field[0] ? field : NULL, "%s", msg);
+}
+
+/* ---- issue 11: the handlers of opsapi.c's requests ---- */
+
+/* An admin request with an optional JSON body, answered by fn. */
+static void op_call(hreq_t *h, int (*fn)(ctl_t *, json_t *, ctl_buf_t *, ctl_field_err_t *)) {
+    if (!h->admin) {
+        http_error(h->hs, h->req, 403, "forbidden", NULL, "only the admin token may drain or resume nodes");
+        return;
+    }
+    struct evbuffer *in = evhttp_request_get_input_buffer(h->req);
+    size_t len = evbuffer_get_length(in);
+    json_error_t jerr;
+    json_t *body = len ? json_loadb((const char *)evbuffer_pullup(in, -1), len, 0, &jerr) : NULL;
+    if (len && !json_is_object(body)) {
+        json_decref(body);
+        error_at(h->hs, h->req, body ? 0 : jerr.position, "the body must be a JSON object");
+        return;
+    }
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    ctl_field_err_t fe = {0};
+    int status = fn(h->c, body, &b, &fe);
+    json_decref(body);
+    if (status >= 400) {
+        ctl_buf_fini(&b);
+        http_error(h->hs, h->req, status, fe.code, fe.field, "%s", fe.message);
+        return;
+    }
+    send_json(h->hs, h->req, status, &b);
+}
+
+static void h_drain(hreq_t *h) {
+    op_call(h, ctl_api_drain);
+}
+
+static void h_resume(hreq_t *h) {
+    op_call(h, ctl_api_resume);
+}
+
+static void h_size(hreq_t *h) {
+    bool owned;
+    ctl_job_t *j = job_access(h, &owned);
+    if (j == NULL)
+        return;
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    int status = ctl_api_job_size(h->c, j, &b);
+    if (owned)
+        ctl_job_free(j);
+    send_json(h->hs, h->req, status, &b);
 }

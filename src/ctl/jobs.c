@@ -32,6 +32,7 @@
 #include "eff.h"
 #include "jobs.h"
 #include "log.h"
+#include "opstore.h"
 #include "quantity.h"
 
 static void put_task(ctl_t *c, const ctl_job_t *j, int32_t i) {
@@ -58,6 +59,13 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
     /* The typical task shapes come from what is submitted: the fragmentation-
      * aware placements (fgd, fgdbal) score against them. Cheap for the others. */
     sc.track_workload = true;
+    /* Issue 11: preemption, reclaim and elastic growth (sluice/preempt.h). */
+    sc.preempt = (sl_preempt_config_t){
+        .priority = c->cfg.preempt_priority, .reclaim = c->cfg.preempt_reclaim,
+        .grow = c->cfg.preempt_grow, .default_may_preempt = c->cfg.default_may_preempt,
+        .max_per_minute = (int32_t)c->cfg.preempt_max_per_minute,
+        .protect_after = (int32_t)c->cfg.preempt_protect_after,
+        .protect_us = c->cfg.preempt_protect_ms * 1000};
     char serr[256];
     if (sl_sched_create(&sc, c->cl, &c->sched, serr, sizeof serr) < 0) {
         snprintf(err, errlen, "scheduler: %s", serr);
@@ -72,6 +80,15 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
             return -1;
         }
     }
+    for (size_t i = 0; i < c->cfg.nprio_classes; i++) {
+        const ctl_prio_class_t *pc = &c->cfg.prio_classes[i];
+        sl_prio_class_spec_t cs = {pc->name, pc->value, pc->may_preempt, pc->preemptible};
+        int rc = sl_sched_add_class(c->sched, &cs);
+        if (rc < 0) {
+            snprintf(err, errlen, "priority class \"%s\": %s", pc->name, sl_strerror(rc));
+            return -1;
+        }
+    }
     ctl_obs_init(&c->obs, sl_sched_tenant_count(c->sched));
     for (size_t i = 0; i < c->cfg.npools; i++) {
         int rc = sl_cluster_pool_intern(c->cl, c->cfg.pools[i]);
@@ -82,12 +99,17 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
     }
     /* Last, so that a configuration error is reported before the state
      * file is opened (or created, with --init). */
-    return ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen);
+    if (ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen) < 0)
+        return -1;
+    return ctl_opstore_open(&c->store, err, errlen); /* issue 11's tables */
 }
 
 void ctl_domain_close(ctl_t *c) {
     ctl_store_close(&c->store); /* commits what is open */
     sl_free(c->fenced);
+    sl_free(c->preempt_counts);
+    c->preempt_counts = NULL;
+    c->npreempt_counts = 0;
     c->fenced = NULL;
     c->nfenced = c->fenced_cap = 0;
     ctl_jobs_fini(c);
@@ -205,7 +227,10 @@ static void on_start(void *ud, const sl_job_t *cj) {
     }
     int32_t n = sl_job_ntasks_placed(cj);
     sl_free(j->tasks);
-    j->tasks = sl_xcalloc((size_t)(n ? n : 1), sizeof *j->tasks);
+    /* Room for every task an elastic job may grow to (preempt.c), so that
+     * the node lists threaded through the array never move. */
+    int32_t cap = j->core.ntasks > n ? j->core.ntasks : n;
+    j->tasks = sl_xcalloc((size_t)(cap ? cap : 1), sizeof *j->tasks);
     j->ntasks = n;
     j->state = CTL_JOB_RUNNING;
     j->start_us = sl_job_start_us(cj);
@@ -245,7 +270,10 @@ bool ctl_jobs_cycle(void *ud) {
     c->obs.cycle_t0_mono_us = t0;
     c->obs.cycle_decided_us = -1;
     sl_cycle_stats_t st;
-    sl_sched_cycle(c->sched, ctl_now_us(), on_start, c, &st);
+    /* sl_sched_run: the cycle, then preemption, reclaim and elastic growth
+     * as configured (sluice/preempt.h); their decisions go to preempt.c. */
+    sl_cycle_ops_t ops = {on_start, c->preempt.on_preempt, c->preempt.on_resize};
+    sl_sched_run(c->sched, ctl_now_us(), &ops, c, &st);
     c->n.cycles++;
     c->n.cycle_us += (uint64_t)(ctl_mono_us() - t0);
     return false;
@@ -324,7 +352,11 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
     if (j->requeue_wait && j->in_core && fence_pending(c, j))
         return;
     if (j->requeue_wait && j->in_core) {
-        int rc = sl_sched_requeue(c->sched, j->id, now);
+        /* A job the core asked to stop (a preemption, a drain) is requeued
+         * by stop_done, which also frees its preemptor's wait. */
+        const sl_job_t *sj = sl_sched_job(c->sched, j->id);
+        int rc = sj && sl_job_stopping(sj) ? sl_sched_stop_done(c->sched, j->id, now)
+                                           : sl_sched_requeue(c->sched, j->id, now);
         if (rc < 0)
             sl_log(SL_LOG_ERROR, "sched", "job=%llu requeue: %s", (unsigned long long)j->id,
                    sl_strerror(rc));
@@ -412,6 +444,12 @@ void ctl_task_ended(ctl_t *c, ctl_job_t *j, int32_t i, ctl_task_state_t st, int3
     put_task(c, j, i);
     c->n.tasks_exited++;
     bool failed = st != CTL_TASK_EXITED || exit_code != 0 || sig != 0;
+    if (t->stopping) {
+        /* Stopped by an elastic shrink: its end is what was asked. */
+        failed = false;
+        if (c->preempt.task_stopped)
+            c->preempt.task_stopped(c, j, i);
+    }
     if (failed && j->state == CTL_JOB_RUNNING) {
         if (st == CTL_TASK_FAILED)
             snprintf(j->reason, sizeof j->reason, "task %d could not be launched: %s", i,
@@ -606,7 +644,7 @@ int ctl_node_hello(ctl_t *c, const sl_node_spec_t *ns, const char *addr, uint32_
     }
     ctl_store_node_put(&c->store, n, ns->name);
     if (sl_cluster_node(c->cl, id)->state == SL_NODE_DOWN)
-        sl_cluster_set_state(c->cl, id, SL_NODE_UP);
+        sl_cluster_set_state(c->cl, id, ctl_node_up_state(c, id)); /* a drain outlives a failure */
     c->hello_stamp++;
     c->sched_dirty = true;
     kick(c);
@@ -705,7 +743,7 @@ void ctl_node_heard(ctl_t *c, uint32_t node, bool heartbeat) {
     if (heartbeat && sl_cluster_node(c->cl, node)->state == SL_NODE_DOWN) {
         /* Declared down while still connected (e.g. a long stall): it is
          * back; tasks it had were already handled as lost. */
-        sl_cluster_set_state(c->cl, node, SL_NODE_UP);
+        sl_cluster_set_state(c->cl, node, ctl_node_up_state(c, node));
         c->sched_dirty = true;
         kick(c);
     }

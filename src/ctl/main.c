@@ -22,6 +22,8 @@
 #include "agentport.h"
 #include "deps.h"
 #include "http.h"
+#include "drain.h"
+#include "preempt.h"
 #include "jobs.h"
 #include "log.h"
 #include "metrics.h"
@@ -41,6 +43,7 @@ typedef struct sluiced {
 static void sweep_cb(evutil_socket_t fd, short what, void *ud) {
     sluiced_t *d = ud;
     ctl_sweep(&d->c);
+    ctl_drain_sweep(&d->c); /* issue 11 */
     ctl_http_logs_expire(&d->http);
 }
 
@@ -414,6 +417,7 @@ int main(int argc, char **argv) {
         goto out;
     }
     ctl_deps_init(c); /* arrays and dependencies: before recovery, which rebuilds them */
+    ctl_preempt_init(c); /* issue 11: the core's preemptions and resizes, carried out */
     if (ctl_recover(c, err, sizeof err) < 0) {
         /* A row that cannot be read is damage quick_check did not see. */
         fprintf(stderr,

@@ -457,6 +457,22 @@ static void m_job_mem_peak(ctl_t *c, ctl_buf_t *b, const char *name) {
     job_eff_lines(c, b, name, 2);
 }
 
+/* ---- issue 11 ---- */
+
+/* Every configured tenant and cause, zeros included, so that rate() sees
+ * each series from the start. */
+static void m_preemptions(ctl_t *c, ctl_buf_t *b, const char *name) {
+    for (size_t t = 0; t < sl_sched_tenant_count(c->sched); t++) {
+        for (int k = 0; k < CTL_PREEMPT_NCAUSES; k++) {
+            size_t i = t * CTL_PREEMPT_NCAUSES + (size_t)k;
+            sample2(b, name, "", "tenant", sl_sched_tenant_name(c->sched, (int32_t)t), "reason",
+                    ctl_preempt_cause_name((ctl_preempt_cause_t)k));
+            ctl_buf_u64(b, i < c->npreempt_counts ? c->preempt_counts[i] : 0);
+            ctl_buf_putc(b, '\n');
+        }
+    }
+}
+
 static const metric_t metrics[] = {
     {"sluice_jobs", "gauge",
      "Jobs held in memory by state (finished ones only within job_retention and max_finished_jobs).",
@@ -501,7 +517,10 @@ static const metric_t metrics[] = {
     {"sluice_tasks_launched_total", "counter", "Launch messages sent to agents.", m_launched},
     {"sluice_tasks_ended_total", "counter", "Tasks that exited, failed to launch or were lost.", m_exited},
     {"sluice_node_failures_total", "counter", "Nodes declared down.", m_node_fail},
-    {"sluice_requeues_total", "counter", "Jobs requeued after a node failure.", m_requeues},
+    {"sluice_requeues_total", "counter", "Jobs requeued after a node failure or a preemption.", m_requeues},
+    {"sluice_preemptions_total", "counter",
+     "Preemptions (whole jobs or elastic shrinks) of each tenant's jobs, by reason: priority, "
+     "reclaim (fair share), drain (a node's drain deadline).", m_preemptions},
     {"sluice_agent_messages_total", "counter", "Messages received from agents.", m_agent_msgs},
     {"sluice_jobs_forgotten_total", "counter",
      "Finished jobs dropped from memory (still in the database).", m_forgotten},

@@ -57,5 +57,12 @@ void ctl_job_free(ctl_job_t *j) {
     sl_free(j->head);
     sl_free(j->row);
     sl_free(j->tasks);
+    sl_free(j->x.preempts);
+    sl_free(j->x.sizes);
     sl_free(j);
+}
+
+const char *ctl_preempt_cause_name(ctl_preempt_cause_t c) {
+    static const char *const names[CTL_PREEMPT_NCAUSES] = {"priority", "reclaim", "drain"};
+    return c >= 0 && c < CTL_PREEMPT_NCAUSES ? names[c] : "?";
 }

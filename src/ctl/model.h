@@ -93,10 +93,43 @@ typedef struct ctl_task {
     struct ctl_task *node_prev, *node_next;
     bool linked;
     uint32_t seen;         /* hello reconciliation stamp (nodes.c) */
+    bool stopping;         /* an elastic shrink stops it (preempt.c): its end fails nothing */
     /* Usage (eff.c): the agent's latest report, and what earlier agents of
      * this node reported before a restart started the count again. */
     ctl_usage_t use, use_before;
 } ctl_task_t;
+
+/* One preemption of a job (issue 11; the preemptions table, opstore.h):
+ * its tasks stopped and the job requeued (kind "preempt": for job by_job;
+ * "shrink": an elastic job lost tasks; "drain": its node's drain deadline
+ * passed). */
+typedef struct ctl_preempt {
+    int64_t at_us;
+    char kind[12];         /* "preempt", "shrink" or "drain" */
+    char cause[12];        /* "priority", "reclaim" or "drain": /metrics' reason label */
+    uint64_t by_job;       /* 0: none (a drain) */
+    char by_tenant[SL_NAME_MAX];
+    char reason[224];
+    int32_t tasks;         /* tasks stopped */
+    double gpu_seconds;    /* GPU time of the work lost: GPUs x seconds since each task started */
+} ctl_preempt_t;
+
+/* An elastic job's size change (the job_size table). */
+typedef struct ctl_size_change {
+    int64_t at_us;
+    int32_t size;          /* tasks after the change */
+    char why[96];
+} ctl_size_change_t;
+
+/* A job's issue-11 history, read from the store on first view (jobx.c):
+ * loaded false until then. Freed with the job. */
+typedef struct ctl_jobx {
+    bool loaded;
+    ctl_preempt_t *preempts;
+    size_t npreempts;
+    ctl_size_change_t *sizes;
+    size_t nsizes;
+} ctl_jobx_t;
 
 typedef struct ctl_job {
     uint64_t id;
@@ -143,6 +176,7 @@ typedef struct ctl_job {
     int32_t array_index;   /* the I of A_I */
     uint8_t hold;          /* CTL_HOLD_*; CTL_HOLD_NONE in the core or finished */
     uint8_t dep_seen;      /* deps.c's own marks of what it has counted */
+    ctl_jobx_t x;          /* preemptions and size changes (issue 11) */
 } ctl_job_t;
 
 /* Why a pending job is held outside the core (ctl_job_t.hold). */
@@ -165,7 +199,27 @@ typedef struct ctl_node {
     /* Tasks lost here may run until this time (monotonic): their agent
      * fences them by then (jobs.c, docs/protocol.md Fencing). 0: none. */
     int64_t fence_until_mono_us;
+    /* Drain (issue 11, drain.c; the node_drain table): no new placements;
+     * at drain_deadline_us (-1: none) the tasks left are preempted; drained
+     * once no task is left. */
+    bool draining;
+    bool drained;
+    bool drain_stopped;    /* the deadline passed and its tasks were stopped */
+    int64_t drain_since_us;
+    int64_t drain_deadline_us;
+    int64_t drained_us;    /* -1 until drained */
+    char drain_reason[128];
 } ctl_node_t;
+
+/* The causes of a preemption, /metrics' reason label (issue 11). */
+typedef enum ctl_preempt_cause {
+    CTL_PREEMPT_PRIORITY = 0, /* for a higher-priority job */
+    CTL_PREEMPT_RECLAIM,      /* for a tenant below its fair share */
+    CTL_PREEMPT_DRAIN,        /* its node's drain deadline passed */
+    CTL_PREEMPT_NCAUSES
+} ctl_preempt_cause_t;
+/* "priority", "reclaim", "drain"; "?" out of range. Can't fail. */
+const char *ctl_preempt_cause_name(ctl_preempt_cause_t c);
 
 /* State names: "?" for a value out of range. Can't fail. */
 const char *ctl_job_state_name(ctl_job_state_t st);

@@ -23,6 +23,7 @@ ctl_node_t *ctl_node_new(ctl_t *c, uint32_t id) {
     n->id = id;
     n->last_seen_us = -1;
     n->last_seen_mono_us = ctl_mono_us();
+    n->drain_deadline_us = n->drained_us = -1;
     c->nodes[id] = n;
     if (id >= c->nnodes)
         c->nnodes = id + 1;
@@ -74,4 +75,9 @@ void ctl_node_unlink(ctl_t *c, ctl_task_t *t) {
     t->node_prev = t->node_next = NULL;
     t->linked = false;
     n->live_tasks--;
+}
+
+sl_node_state_t ctl_node_up_state(ctl_t *c, uint32_t id) {
+    ctl_node_t *n = ctl_node_get(c, id);
+    return n != NULL && n->draining ? SL_NODE_DRAINING : SL_NODE_UP;
 }

@@ -19,6 +19,9 @@ ctl_node_t *ctl_node_get(ctl_t *c, uint32_t id);
 ctl_node_t *ctl_node_new(ctl_t *c, uint32_t id);
 /* The node's name in the cluster, or "" for an unknown id (-1 included). */
 const char *ctl_node_name(ctl_t *c, int32_t id);
+/* The core state of node id when it is up: draining while a drain holds
+ * it (drain.c), else up. O(1). */
+sl_node_state_t ctl_node_up_state(ctl_t *c, uint32_t id);
 /* Frees every node record (their tasks' links are not touched). */
 void ctl_nodes_fini(ctl_t *c);
 

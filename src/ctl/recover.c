@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "deps.h"
+#include "drain.h"
 #include "jobs.h"
 #include "log.h"
 #include "recover.h"
@@ -181,7 +182,7 @@ int ctl_recover(ctl_t *c, char *err, size_t errlen) {
     uint64_t max_id;
     jobvec_t all = {c, NULL, 0, 0}, fin = {c, NULL, 0, 0};
     int rc = -1;
-    if (ctl_store_nodes_read(&c->store, node_row, c) < 0 ||
+    if (ctl_store_nodes_read(&c->store, node_row, c) < 0 || ctl_drains_restore(c) < 0 ||
         ctl_store_max_id(&c->store, &max_id) < 0)
         goto out;
     c->next_id = max_id + 1;

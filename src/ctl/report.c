@@ -434,3 +434,39 @@ void ctl_report_abandon(ctl_report_t *r) {
     pthread_join(r->thread, NULL);
     report_free(r);
 }
+
+int ctl_report_query(ctl_t *c, const char *since_text, const char *tenant_text, bool admin,
+                     int32_t token_tenant, int64_t *since, const char **tenant, char *field,
+                     size_t flen, char *msg, size_t mlen) {
+    *since = 86400;
+    *tenant = NULL;
+    if (since_text != NULL) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(since_text, &end, 10);
+        if (errno != 0 || since_text[0] < '0' || since_text[0] > '9' || *end != '\0' || v < 1 ||
+            v > CTL_REPORT_MAX_SINCE_S) {
+            snprintf(field, flen, "since");
+            snprintf(msg, mlen, "since: must be the window's length in whole seconds, from 1 to "
+                     "%lld (ten years)", (long long)CTL_REPORT_MAX_SINCE_S);
+            return 400;
+        }
+        *since = v;
+    }
+    if (tenant_text != NULL) {
+        int32_t t = sl_sched_tenant_find(c->sched, tenant_text);
+        snprintf(field, flen, "tenant");
+        if (t < 0) {
+            snprintf(msg, mlen, "tenant: unknown tenant \"%s\"", tenant_text);
+            return 400;
+        }
+        if (!admin && t != token_tenant) {
+            snprintf(msg, mlen, "tenant: this token reports on its own tenant only");
+            return 403;
+        }
+        *tenant = tenant_text;
+    } else if (!admin) {
+        *tenant = sl_sched_tenant_name(c->sched, token_tenant);
+    }
+    return 0;
+}

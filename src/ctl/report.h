@@ -40,6 +40,15 @@ typedef void (*ctl_report_done_fn)(void *ud, int status, ctl_buf_t *body);
  * indexed read of the window's rows, per-tenant sums in one pass, and a
  * sort of the window's delays for exact percentiles.
  */
+/* Checks GET /v1/report's parameters (since_text, tenant_text: NULL when
+ * absent): since in whole seconds, 1..CTL_REPORT_MAX_SINCE_S (default a
+ * day); tenant a configured one the caller may see (a tenant token: its
+ * own, also by default). Returns 0 with *since and *tenant (NULL: all) set,
+ * or the HTTP status (400, 403) with the field and a message naming it. */
+int ctl_report_query(ctl_t *c, const char *since_text, const char *tenant_text, bool admin,
+                     int32_t token_tenant, int64_t *since, const char **tenant, char *field,
+                     size_t flen, char *msg, size_t mlen);
+
 int ctl_report_start(ctl_t *c, int64_t since_s, const char *tenant, ctl_report_done_fn done,
                      void *ud, ctl_report_t **out);
 

@@ -202,6 +202,22 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         if (!ok)
             return bad(fe, 400, "invalid_field", "pool", "unknown pool \"%s\"", pool);
     }
+    /* A priority class (issue 11) gives the job its priority; a priority
+     * given beside it must be the same. */
+    const char *pcname = json_string_value(val[SL_JS_PRIORITY_CLASS]);
+    if (pcname != NULL) {
+        const ctl_prio_class_t *pc = ctl_config_prio_class(&c->cfg, pcname);
+        if (pc == NULL)
+            return bad(fe, 400, "invalid_field", "priority_class",
+                       "unknown priority class \"%s\" (%s)", pcname,
+                       c->cfg.nprio_classes ? "see priority_classes in the config"
+                                            : "the config has no priority_classes");
+        if (val[SL_JS_PRIORITY] && js.num[SL_JS_PRIORITY] != pc->value)
+            return bad(fe, 400, "invalid_field", "priority",
+                       "%lld differs from the value of priority class \"%s\" (%d); give one "
+                       "of the two", (long long)js.num[SL_JS_PRIORITY], pcname, (int)pc->value);
+        js.num[SL_JS_PRIORITY] = pc->value;
+    }
     json_t *models = model_list(val[SL_JS_GPU_MODELS]);
     if (!names_fit(c, models, pool, fe)) {
         json_decref(models);
@@ -241,6 +257,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     json_object_set_new(norm, "gpu_models", models);
     json_object_set_new(norm, "pool", pool ? json_string(pool) : json_null());
     json_object_set_new(norm, "priority", json_integer(num[SL_JS_PRIORITY]));
+    json_object_set_new(norm, "priority_class", pcname ? json_string(pcname) : json_null());
     json_object_set_new(norm, "time_limit", json_integer(num[SL_JS_TIME_LIMIT]));
     json_object_set_new(norm, "command", val[SL_JS_COMMAND] ? json_deep_copy(val[SL_JS_COMMAND])
                                                              : json_null());
@@ -324,6 +341,11 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     cs->id = j->id;
     cs->tenant = j->tenant;
     cs->submit_us = j->submit_us;
+    /* Issue 11: the class by name (a class no longer configured leaves the
+     * job in class 0, with the priority it was given). */
+    const char *pcn = json_string_value(json_object_get(s, "priority_class"));
+    int pcid = pcn ? sl_sched_class_find(c->sched, pcn) : 0;
+    cs->prio_class = pcid > 0 ? pcid : 0;
     sl_task_req_t *r = &cs->task;
     r->model_mask = 0;
     r->pool = -1;

@@ -370,6 +370,17 @@ static void step(ctl_store_t *s, sqlite3_stmt *st, int bound, const char *what) 
         fatal_sql(s, what);
 }
 
+void ctl_store_write_begin(ctl_store_t *s, bool urgent) {
+    if (urgent)
+        store_begin(s);
+    else
+        store_begin_lazy(s);
+}
+
+void ctl_store_write_step(ctl_store_t *s, sqlite3_stmt *st, int bound, const char *what) {
+    step(s, st, bound, what);
+}
+
 /* The binds below return SQLITE_OK or an error; OR-ing them is nonzero
  * exactly when one failed, which is all step() needs to know. */
 static int bind_opt_i64(sqlite3_stmt *st, int i, bool has, int64_t v) {

@@ -99,6 +99,16 @@ void ctl_store_node_put(ctl_store_t *s, const ctl_node_t *n, const char *name);
  * the wall time the cycle spent deciding for it. */
 void ctl_store_job_sched_put(ctl_store_t *s, uint64_t job, int64_t sched_delay_us);
 
+/* ---- for the store's extensions (opstore.c), which keep tables of their own ---- */
+
+/* Joins the iteration's transaction: urgent, it commits this iteration;
+ * else with the next urgent write or after CTL_LAZY_COMMIT_MS. */
+void ctl_store_write_begin(ctl_store_t *s, bool urgent);
+/* Steps and resets the write statement st whose binds gave bound; anything
+ * but SQLITE_DONE is fatal (exit 3), as for the store's own writes. */
+void ctl_store_write_step(ctl_store_t *s, sqlite3_stmt *st, int bound, const char *what);
+/* A failed read: ctl_store_read_fail, above. */
+
 /* ---- reads ----
  * Each returns 0, or -1 (fatal instead once fail_stop is set) when a
  * statement failed or a row does not hold what sluiced writes (damage

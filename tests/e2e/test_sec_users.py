@@ -229,7 +229,8 @@ def test_environment_has_none_of_the_agents_variables(node):
     allowed = {"PATH", "HOME", "USER", "LOGNAME", "TZ", "TMPDIR", "LANG", "MY_VAR",
                "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "RANK", "WORLD_SIZE", "LOCAL_RANK",
                "MASTER_ADDR", "MASTER_PORT", "SLUICE_JOB_ID", "SLUICE_JOB_NAME",
-               "SLUICE_TASK_INDEX", "SLUICE_NODE", "SLUICE_GPU_MILLI"}
+               "SLUICE_TASK_INDEX", "SLUICE_NODE", "SLUICE_GPU_MILLI",
+               "SLUICE_JOB_SIZE", "SLUICE_PREEMPT_FILE"}  # issue 11 (docs/elastic.md)
     extra = {k for k in env if k not in allowed and not k.startswith("LC_")}
     # python3 itself may add LC_CTYPE coercion; nothing else may appear.
     assert extra == set(), extra

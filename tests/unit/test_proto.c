@@ -10,6 +10,7 @@
  * were all freed.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,24 @@ static void test_proto_controller_messages_round_trip(void **state) {
     sl_free(round_trip(&kill, SL_PROTO_TO_AGENT, &d));
     assert_int_equal(d.u.kill.grace_ms, -1);
     sl_proto_msg_fini(&d);
+    /* Issue 11: a preemption's signal and preempt flag, both additive. */
+    assert_false(d.u.kill.preempt);
+    assert_int_equal(d.u.kill.signal, 0);
+    kill.u.kill = (sl_proto_kill_t){.grace_ms = 0, .signal = SIGUSR1, .preempt = true};
+    line = round_trip(&kill, SL_PROTO_TO_AGENT, &d);
+    assert_string_equal(line, "{\"type\":\"kill\",\"job\":12,\"task\":0,\"grace_ms\":0,"
+                              "\"signal\":\"SIGUSR1\",\"preempt\":true}\n");
+    assert_int_equal(d.u.kill.grace_ms, 0);
+    assert_int_equal(d.u.kill.signal, SIGUSR1);
+    assert_true(d.u.kill.preempt);
+    sl_proto_msg_fini(&d);
+    sl_free(line);
+    int32_t sig = 0;
+    assert_int_equal(sl_proto_signal_parse("USR2", &sig), 0);
+    assert_int_equal(sig, SIGUSR2);
+    assert_int_equal(sl_proto_signal_parse("SIGSEGV", &sig), -1);
+    assert_string_equal(sl_proto_signal_name(SIGTERM), "SIGTERM");
+    assert_null(sl_proto_signal_name(SIGSEGV));
 
     sl_proto_msg_t ack = {.type = SL_PROTO_ACK, .job = 12, .task = 5};
     line = round_trip(&ack, SL_PROTO_TO_AGENT, &d);
@@ -464,6 +483,11 @@ static const bad_row_t bad_rows[] = {
     {TA, "{\"type\":\"error\"}", SL_EINVAL, "error: message: is required", false},
     {TA, "{\"type\":\"kill\",\"job\":1}", SL_EINVAL, "kill: task: is required", false},
     {TA, "{\"type\":\"kill\",\"job\":1,\"task\":0,\"grace_ms\":-5}", SL_EINVAL, "kill: grace_ms: must be", true},
+    {TA, "{\"type\":\"kill\",\"job\":1,\"task\":0,\"signal\":\"SIGSEGV\"}", SL_EINVAL,
+     "kill: signal: must be one of SIGHUP", true},
+    {TA, "{\"type\":\"kill\",\"job\":1,\"task\":0,\"signal\":15}", SL_EINVAL, "kill: signal: must be", true},
+    {TA, "{\"type\":\"kill\",\"job\":1,\"task\":0,\"preempt\":1}", SL_EINVAL,
+     "kill: preempt: must be true or false", true},
     {TA, "{\"type\":\"ack\",\"task\":0}", SL_EINVAL, "ack: job: is required", false},
     {TA, "{\"type\":\"ack\",\"job\":true,\"task\":0}", SL_EINVAL, "ack: job: must be a job id", false},
     /* launch: every field */

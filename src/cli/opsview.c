@@ -1,0 +1,78 @@
+/*
+ * opsview.c - what `sluice show` and `sluice nodes` print of issue 11:
+ * a job's preemptions and elastic size, and the nodes' drains. Times are
+ * the viewer's local time, with the zone, as the rest of `sluice show`.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+void cli_local_time(double t, char *buf, size_t len) {
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (localtime_r(&tt, &tm) == NULL || strftime(buf, len, "%Y-%m-%d %H:%M:%S %Z", &tm) == 0)
+        snprintf(buf, len, "%.0f", t);
+}
+
+void cli_show_preemptions(json_t *j) {
+    json_t *ps = json_object_get(j, "preemptions");
+    if (json_array_size(ps) == 0) return;
+    printf("preempted:\n");
+    size_t i;
+    json_t *p;
+    json_array_foreach(ps, i, p) {
+        char when[64];
+        cli_local_time(json_number_value(json_object_get(p, "time")), when, sizeof when);
+        json_t *by = json_object_get(p, "by_job");
+        char who[96] = "";
+        if (json_is_integer(by))
+            snprintf(who, sizeof who, " for job %lld (tenant %s)", (long long)json_integer_value(by),
+                     json_is_string(json_object_get(p, "by_tenant"))
+                         ? json_string_value(json_object_get(p, "by_tenant")) : "?");
+        printf("  %s  %s (%s)%s: %lld task(s), %.0f GPU-seconds lost; %s\n", when,
+               json_string_value(json_object_get(p, "kind")),
+               json_string_value(json_object_get(p, "cause")), who,
+               (long long)json_integer_value(json_object_get(p, "tasks")),
+               json_number_value(json_object_get(p, "gpu_seconds_lost")),
+               json_string_value(json_object_get(p, "reason")));
+    }
+}
+
+void cli_show_size(json_t *j) {
+    json_t *sz = json_object_get(j, "size");
+    if (!json_is_integer(sz)) return;
+    printf("%-11s %lld of %lld..%lld tasks\n", "size:", (long long)json_integer_value(sz),
+           (long long)json_integer_value(json_object_get(j, "min_tasks")),
+           (long long)json_integer_value(json_object_get(j, "tasks")));
+    json_t *h = json_object_get(j, "size_history");
+    size_t i;
+    json_t *z;
+    json_array_foreach(h, i, z) {
+        char when[64];
+        cli_local_time(json_number_value(json_object_get(z, "time")), when, sizeof when);
+        printf("  %s  size %lld: %s\n", when, (long long)json_integer_value(json_object_get(z, "size")),
+               json_string_value(json_object_get(z, "why")));
+    }
+}
+
+void cli_print_drains(json_t *nodes) {
+    size_t i;
+    json_t *n;
+    int first = 1;
+    json_array_foreach(nodes, i, n) {
+        json_t *d = json_object_get(n, "drain");
+        if (!json_is_object(d)) continue;
+        if (first) printf("\ndrains:\n");
+        first = 0;
+        char since[64], dl[80] = "none (waits for its tasks to end)";
+        cli_local_time(json_number_value(json_object_get(d, "since")), since, sizeof since);
+        if (json_is_number(json_object_get(d, "deadline")))
+            cli_local_time(json_number_value(json_object_get(d, "deadline")), dl, sizeof dl);
+        const char *r = json_string_value(json_object_get(d, "reason"));
+        printf("  %s: %s since %s, deadline %s%s%s\n", json_string_value(json_object_get(n, "name")),
+               json_string_value(json_object_get(n, "state")), since, dl, r && *r ? "; reason: " : "",
+               r && *r ? r : "");
+    }
+}
