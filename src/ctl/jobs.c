@@ -39,6 +39,19 @@ static void put_task(ctl_t *c, const ctl_job_t *j, int32_t i) {
     ctl_store_task_put(&c->store, j, i, ctl_node_name(c, j->tasks[i].node));
 }
 
+void ctl_task_place(ctl_t *c, ctl_job_t *j, int32_t i, const sl_place_t *pl) {
+    ctl_task_t *t = &j->tasks[i];
+    memset(t, 0, sizeof *t);
+    t->node = (int32_t)pl->node;
+    t->gpu_mask = pl->gpu_mask;
+    t->gpu_milli = pl->gpu_milli;
+    t->gpu_mem_bytes = pl->gpu_mem_bytes;
+    t->state = CTL_TASK_LAUNCHING;
+    t->start_us = t->end_us = -1;
+    ctl_node_link(c, j, i);
+    put_task(c, j, i);
+}
+
 static void kick(ctl_t *c) {
     ctl_loop_kick(c->loop);
 }
@@ -235,18 +248,8 @@ static void on_start(void *ud, const sl_job_t *cj) {
     j->state = CTL_JOB_RUNNING;
     j->start_us = sl_job_start_us(cj);
     j->reason[0] = '\0';
-    for (int32_t i = 0; i < n; i++) {
-        const sl_place_t *pl = sl_job_place(cj, i);
-        ctl_task_t *t = &j->tasks[i];
-        t->node = (int32_t)pl->node;
-        t->gpu_mask = pl->gpu_mask;
-        t->gpu_milli = pl->gpu_milli;
-        t->gpu_mem_bytes = pl->gpu_mem_bytes;
-        t->state = CTL_TASK_LAUNCHING;
-        t->start_us = t->end_us = -1;
-        ctl_node_link(c, j, i);
-        put_task(c, j, i);
-    }
+    for (int32_t i = 0; i < n; i++)
+        ctl_task_place(c, j, i, sl_job_place(cj, i));
     j->live = n;
     j->master_node = n ? (uint32_t)j->tasks[0].node : 0;
     ctl_store_job_update(&c->store, j);

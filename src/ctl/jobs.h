@@ -130,4 +130,9 @@ bool ctl_jobs_cycle(void *ud);
  * every node_timeout / 4 (clamped to 20..500 ms) by main.c's sweep timer. */
 void ctl_sweep(ctl_t *c);
 
+/* Task i of j takes placement pl: its fields from pl (the rest zeroed),
+ * launching, linked to its node, its row written. The caller then sends
+ * the launch. */
+void ctl_task_place(ctl_t *c, ctl_job_t *j, int32_t i, const sl_place_t *pl);
+
 #endif

@@ -172,19 +172,8 @@ static void size_record(ctl_t *c, ctl_job_t *j, int32_t size, const char *why) {
  * job's task array has room for all its ntasks (jobs.c, on_start), so the
  * node lists threaded through it stay valid. */
 static void grow(ctl_t *c, ctl_job_t *j, const sl_resize_t *r) {
-    for (int32_t i = r->from; i < r->to; i++) {
-        const sl_place_t *pl = &r->pls[i - r->from];
-        ctl_task_t *t = &j->tasks[i];
-        memset(t, 0, sizeof *t);
-        t->node = (int32_t)pl->node;
-        t->gpu_mask = pl->gpu_mask;
-        t->gpu_milli = pl->gpu_milli;
-        t->gpu_mem_bytes = pl->gpu_mem_bytes;
-        t->state = CTL_TASK_LAUNCHING;
-        t->start_us = t->end_us = -1;
-        ctl_node_link(c, j, i);
-        ctl_store_task_put(&c->store, j, i, ctl_node_name(c, t->node));
-    }
+    for (int32_t i = r->from; i < r->to; i++)
+        ctl_task_place(c, j, i, &r->pls[i - r->from]);
     j->ntasks = r->to;
     j->live += r->to - r->from;
     ctl_store_job_update(&c->store, j);
