@@ -22,13 +22,18 @@
  * simulator prefixes every node name with its position in a random
  * permutation drawn afresh for each seed. Ties therefore go to a node order
  * fixed for the run, i.e. first fit over a shuffled node list, the same node
- * winning every tie until it no longer fits. That matters only where scores
- * tie massively: gpupacking and gpuclustering (every node scores 0 for a
- * task without GPUs) use it, as primary * 2^32 + sl__order_tiebreak(key,
- * node id) (below), where key = cy->order_key (the scheduler derives it from
- * its seed, so each seed shuffles the nodes its own way, as the reference
- * does); the others keep the uniform draw, which their paper numbers are
- * reproduced with.
+ * winning every tie until it no longer fits. Every baseline of the paper
+ * whose scores tie (gpupacking, gpuclustering, bestfit, dotprod, fgd: all
+ * but random, whose own draw picks one node) uses that rule, as primary *
+ * 2^32 + sl__order_tiebreak(key, node id) (below), where key =
+ * cy->order_key (the scheduler derives it from its seed, so each seed
+ * shuffles the nodes its own way, as the reference does). It matters
+ * wherever scores tie massively: FGD's score is quantised to 0..100, so
+ * with the uniform draw a share that ties on many nodes was spread over
+ * them; the node order packs it onto the first (with every GPU pod a share,
+ * 19.0% of GPUs unallocated at 100% arrived under the draw, 13.4% under the
+ * order, as the paper's 13.4). Sluice's own policies keep the uniform
+ * draw.
  */
 #ifndef SLUICE_POLICY_PLACE_H
 #define SLUICE_POLICY_PLACE_H
@@ -119,6 +124,16 @@ static inline uint32_t sl__class_first_member(const sl_cycle_t *cy, const sl_clu
     return best;
 }
 
+/* A fast path's whole score of class c under the order of cy->order_key:
+ * primary and the tie-break of the class's first member in that order,
+ * which is what score() gives that node (the primary() of a policy with a
+ * `member` hook). */
+static inline int64_t sl__class_order_score(const sl_cycle_t *cy, const sl__class_t *c, int64_t primary) {
+    const sl_cluster_t *cl = cy->cluster;
+    uint32_t first = sl__class_first_member(cy, cl, (uint32_t)(c - sl__cluster_classes(cl)));
+    return sl__pack_score(primary, sl__order_tiebreak(cy->order_key, first));
+}
+
 /* A share placed on GPU g of node (the caller sets pl->node). */
 static inline void sl__place_share(const sl_node_t *n, const sl_task_req_t *r, int g,
                                    sl_place_t *pl) {
@@ -200,7 +215,8 @@ double sl__frag_node_cached(const sl_workload_t *w, const sl_node_t *node);
  * NULL) once per search over the classes, with scratch for the policy.
  * `bound` (may be NULL) gives an upper bound of the primary over classes
  * whose free GPU milli is at least gpu_free_min, so whole buckets can be
- * skipped; it must be non-increasing in gpu_free_min.
+ * skipped (of the whole score, with a `member` hook); it must be
+ * non-increasing in gpu_free_min.
  *
  * The contracts: for a class c whose nodes fit req, primary() returns SL_FIT
  * and exactly score(...) >> 32 of its representative; gpus() fills pl
