@@ -36,7 +36,7 @@ deps:
 	apt-get update
 	apt-get install -y --no-install-recommends build-essential cmake pkg-config \
 	  libevent-dev libssl-dev libjansson-dev libyaml-dev libsqlite3-dev \
-	  libcmocka-dev python3-pytest python3-yaml valgrind openssl
+	  libcmocka-dev python3-pytest python3-yaml valgrind openssl glpk-utils
 	# prometheus: promtool (rule tests, config and metrics checks) and a real
 	# Prometheus for tests/e2e/test_deploy*.py.
 	apt-get install -y --no-install-recommends prometheus
