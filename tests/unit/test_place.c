@@ -339,6 +339,37 @@ static void test_place_random_uniform_over_nodes(void **state) {
     fx_fini(&f);
 }
 
+/* Ties between classes are broken uniformly over NODES on the fast path
+ * too: 9 untouched nodes form one class, one node with memory in use (which
+ * bestfit does not score) another, with the same primary score; the odd one
+ * must win about 1/10 for bestfit, the baseline that breaks ties by a draw
+ * (the others but random use the node order, tested below; bestfit's
+ * results are the same either way, and its fast path is cheaper so). */
+static void test_place_ties_uniform_over_nodes(void **state) {
+    (void)state;
+    const char *pols[] = {"bestfit"};
+    for (size_t pi = 0; pi < sizeof pols / sizeof pols[0]; pi++) {
+        fx_t f;
+        fx_init(&f, 4242 + pi);
+        fx_workload(&f);
+        tu_add_nodes(f.cl, "n", 10, "32", "128Gi", 4, "T4", "", "");
+        sl_task_req_t m = tu_req("", "8Gi", 0, "");
+        sl_place_t pl = {.node = 9};
+        assert_int_equal(sl_cluster_alloc(f.cl, &m, &pl), 0);
+        assert_int_equal(sl_cluster_class_count(f.cl), 2);
+        const sl_place_policy_t *pol = sl_place_policy_find(pols[pi]);
+        sl_task_req_t t = tu_req("1", "1Gi", 1, "");
+        int hits = 0, trials = 20000;
+        for (int i = 0; i < trials; i++) {
+            assert_int_equal(sl_place_task(pol, &f.cy, &t, &pl), SL_FIT);
+            hits += pl.node == 9;
+        }
+        /* Binomial(20000, 0.1): mean 2000, sd 42; the bounds are > 7 sd away. */
+        assert_true(hits > 1700 && hits < 2300);
+        fx_fini(&f);
+    }
+}
+
 /* Nodes 0..n-1 in the node order of key (selection sort on sl__node_rank). */
 static void rank_order(uint64_t key, uint32_t *order, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) order[i] = i;
@@ -398,9 +429,9 @@ static void ties_run(const char *pol_name, uint64_t seed, uint64_t key, bool clu
     fx_fini(&f);
 }
 
-/* The FGD paper's baselines but random (gpupacking, gpuclustering,
- * bestfit, dotprod, fgd) break ties as its simulator does (issue 12: this
- * replaced the uniform draw bestfit, dotprod and fgd used before): the first node in a pseudo-random order keyed by cy->order_key
+/* gpupacking, gpuclustering, dotprod and fgd break ties as the FGD paper's
+ * simulator does (issue 12: this replaced the uniform draw dotprod and fgd
+ * used before): the first node in a pseudo-random order keyed by cy->order_key
  * (sl__node_rank), the same node every time, never a draw. 10 identical
  * nodes in two classes (one with memory in use): a 1-GPU task always goes
  * to the lowest-ranked node, whichever class holds it; tasks without GPUs
@@ -411,7 +442,7 @@ static void ties_run(const char *pol_name, uint64_t seed, uint64_t key, bool clu
  * or not (a scan), and different keys give different orders. */
 static void test_place_ties_node_order(void **state) {
     (void)state;
-    const char *pols[] = {"gpupacking", "gpuclustering", "bestfit", "dotprod", "fgd"};
+    const char *pols[] = {"gpupacking", "gpuclustering", "dotprod", "fgd"};
     const uint64_t keys[] = {0, UINT64_C(0x9e3779b97f4a7c15), UINT64_C(0x0123456789abcdef)};
     for (size_t pi = 0; pi < sizeof pols / sizeof pols[0]; pi++) {
         uint32_t seen[3][10];
@@ -762,6 +793,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_place_firstfit_lowest, tu_teardown),
         cmocka_unit_test_teardown(test_place_firstfit_score_matches_fast_path, tu_teardown),
         cmocka_unit_test_teardown(test_place_random_uniform_over_nodes, tu_teardown),
+        cmocka_unit_test_teardown(test_place_ties_uniform_over_nodes, tu_teardown),
         cmocka_unit_test_teardown(test_place_ties_node_order, tu_teardown),
         cmocka_unit_test_teardown(test_place_ties_order_from_seed, tu_teardown),
         cmocka_unit_test_teardown(test_place_order_first_member_churn, tu_teardown),

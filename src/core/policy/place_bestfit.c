@@ -8,8 +8,8 @@
  *     score = trunc(100 * (1 - s))            (higher is better)
  *
  * gpu_free is the node's total free GPU milli, gpu the task's total milli.
- * Equal scores go to the first node in the run's pseudo-random node order
- * (cy->order_key), as in the reference's runs (policy/place.h). GPUs: the simulator's "best" selection, which
+ * Equal scores are broken uniformly at random over nodes (the Kubernetes
+ * rule; see policy/place.h). GPUs: the simulator's "best" selection, which
  * is the cluster's default rule (a share goes to the fitting GPU with the
  * least free compute, lowest index first; whole GPUs to the lowest-numbered
  * free ones). O(gpus).
@@ -27,8 +27,7 @@ static int bestfit_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node
                          uint32_t weight, int64_t *score, sl_place_t *pl) {
     if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
     int64_t primary = bestfit_of(req, node->cpu_free, sl__node_gpu_free(node));
-    (void)weight; /* ties follow the node order, not a draw */
-    *score = sl__pack_score(primary, sl__order_tiebreak(cy->order_key, node->id));
+    *score = sl__pack_score(primary, sl__tiebreak(cy->rng, weight));
     return SL_FIT;
 }
 
@@ -38,27 +37,24 @@ const sl_place_policy_t sl__place_bestfit = {
     .score = bestfit_score,
 };
 
-/* Fast path: free CPU and the free GPU sum are in the class summary; the
- * whole score of the class's first node in the node order. */
+/* Fast path: free CPU and the free GPU sum are in the class summary. */
 static int bestfit_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t *req,
                            const sl__class_t *c, const sl__class_id_t *id, int64_t *primary) {
-    (void)ctx, (void)id;
-    *primary = sl__class_order_score(cy, c, bestfit_of(req, c->cpu_free, c->gpu_free));
+    (void)cy, (void)ctx, (void)id;
+    *primary = bestfit_of(req, c->cpu_free, c->gpu_free);
     return SL_FIT;
 }
 
 /* A fitting node has cpu_free >= the task's CPU, so its CPU term is >= 0
  * and s >= its GPU term alone; rounding is monotone, so the score with a
- * zero CPU term and the least GPU free bounds every class of the bucket
- * (with the largest tie-break: the bound is of the whole score). */
+ * zero CPU term and the least GPU free bounds every class of the bucket. */
 static int64_t bestfit_bound(const sl_task_req_t *req, int32_t gpu_free_min) {
-    return sl__pack_score(bestfit_of(req, req->cpu_milli, gpu_free_min), UINT32_MAX);
+    return bestfit_of(req, req->cpu_milli, gpu_free_min);
 }
 
 const sl__place_fast_t sl__fast_bestfit = {
     .policy = &sl__place_bestfit,
     .primary = bestfit_primary,
     .gpus = sl__gpus_default,
-    .member = sl__class_first_member,
     .bound = bestfit_bound,
 };

@@ -43,13 +43,13 @@ const sl_place_policy_t sl__place_dotprod = {
  * whole score of the class's first node in the node order. */
 static int dotprod_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t *req,
                            const sl__class_t *c, const sl__class_id_t *id, int64_t *primary) {
-    (void)ctx, (void)id;
-    *primary = sl__class_order_score(cy, c, dotprod_of(req, c->cpu_free, c->gpu_free));
+    *primary = sl__class_order_score(cy, ctx, c, id, dotprod_of(req, c->cpu_free, c->gpu_free));
     return SL_FIT;
 }
 
 const sl__place_fast_t sl__fast_dotprod = {
     .policy = &sl__place_dotprod,
+    .begin = sl__order_begin,
     .primary = dotprod_primary,
     .gpus = sl__gpus_default,
     .member = sl__class_first_member,

@@ -84,6 +84,7 @@ const sl_place_policy_t sl__place_fgd = {
  */
 static void fgd_begin(sl_cycle_t *cy, const sl_task_req_t *req, sl__fast_ctx_t *ctx) {
     ctx->rid = sl__class_memo_begin(cy->workload, cy->cluster, req, &ctx->row);
+    sl__order_begin(cy, req, ctx);
 }
 
 static int fgd_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t *req,
@@ -101,7 +102,7 @@ static int fgd_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t 
         if (fgd_eval(cy->workload, req, rep, before, &p, &pl) != SL_FIT) return SL_NOFIT;
         if (ctx->row && ver) ctx->row[id->slot] = ver << 8 | (uint64_t)p;
     }
-    *primary = sl__class_order_score(cy, c, p);
+    *primary = sl__class_order_score(cy, ctx, c, id, p);
     return SL_FIT;
 }
 
