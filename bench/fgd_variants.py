@@ -17,12 +17,14 @@ unallocated GPU % at 100% arrived (over the seeds), the published mean
 42-51), and the difference (ours - published), with a mark where it is
 above the tolerance; then fgdbal's figure and its margin under the
 published FGD. Exits 1 if any difference is above the tolerance or
-fgdbal is above the published FGD on some variant.
+fgdbal is above the published FGD on some variant. With --bound, a last column gives the
+lower bound of tools/fill_bound.py (mean over the same seeds; needs
+glpsol): no policy can leave less unallocated on those seeds.
 
 Usage (from the repository root after `make build`):
   bench/fgd_variants.py [--seeds 42-51] [--variants default,gpushare100,...]
                         [--tol 0.5] [--sim ./build/sluice-sim]
-                        [--traces ../shared/traces] [--json OUT]
+                        [--traces ../shared/traces] [--json OUT] [--bound]
 Each variant takes a few seconds per seed for all seven policies (the
 Random baseline is the slowest: it scores every node that fits).
 """
@@ -71,6 +73,17 @@ def run_variant(sim, nodes, jobs, seeds, placements):
     return {r["placement"]: r["unallocated_pct"]["100"]["mean"] for r in res}
 
 
+def lower_bound(nodes, jobs, seeds):
+    tool = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools",
+                        "fill_bound.py")
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "bound.json")
+        subprocess.run([tool, "--nodes", nodes, "--jobs", jobs, "--seeds", seeds, "--json", out],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(out) as f:
+            return json.load(f)["mean_lower_bound_unalloc_pct"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="42-51")
@@ -79,6 +92,7 @@ def main():
     ap.add_argument("--sim", default="./build/sluice-sim")
     ap.add_argument("--traces", default="../shared/traces")
     ap.add_argument("--json", help="also write every figure here")
+    ap.add_argument("--bound", action="store_true", help="add tools/fill_bound.py's lower bound")
     a = ap.parse_args()
     base = os.path.join(a.traces, "alibaba-gpu-v2023")
     pub = published(os.path.join(base, "variants", "published_results.csv"))
@@ -101,10 +115,14 @@ def main():
         if margin > 0:
             bad.append("%s/fgdbal above the published FGD by %.2f" % (v, margin))
         cells.append("%.2f (%+.2f)" % (res["fgdbal"], margin))
+        if a.bound:
+            res["bound"] = lower_bound(nodes, jobs, a.seeds)
+            cells.append("%.2f" % res["bound"])
         rows.append("| %s | %s |" % (v, " | ".join(cells)))
         print("done: %s" % v, file=sys.stderr, flush=True)
-    print("| variant | %s | fgdbal (vs published FGD) |" % " | ".join(p for p, _ in POLICIES))
-    print("|---|%s---|" % ("---|" * len(POLICIES)))
+    extra = " lower bound |" if a.bound else ""
+    print("| variant | %s | fgdbal (vs published FGD) |%s" % (" | ".join(p for p, _ in POLICIES), extra))
+    print("|---|%s---|%s" % ("---|" * len(POLICIES), "---|" if a.bound else ""))
     print("\n".join(rows))
     print("\nCells: ours / published (ours - published), unallocated GPU %% at 100%% arrived, "
           "mean of seeds %s; **!** = beyond %.1f points." % (a.seeds, a.tol))
