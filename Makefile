@@ -37,7 +37,9 @@ deps:
 	apt-get install -y --no-install-recommends build-essential cmake pkg-config \
 	  libevent-dev libssl-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	  libcmocka-dev python3-pytest python3-yaml valgrind openssl \
-	  python3-torch # torchrun for tests/e2e/test_elastic_torch.py (issue 11)
+	  glpk-utils python3-torch
+	# glpk-utils: the exact LP solver of tools/fill_bound.py (test_sim_fgd.py);
+	# python3-torch: torchrun for tests/e2e/test_elastic_torch.py.
 	# prometheus: promtool (rule tests, config and metrics checks) and a real
 	# Prometheus for tests/e2e/test_deploy*.py.
 	apt-get install -y --no-install-recommends prometheus

@@ -27,9 +27,10 @@ typedef struct sl_cycle {
     const sl_workload_t *workload; /* typical task shapes (FGD); never NULL */
     sl_rng_t *rng;                 /* seeded; for "random" and tie-breaks */
     int64_t now_us;
-    /* Mixes the node order gpupacking and gpuclustering break ties by (each
-     * key its own pseudo-random order of node ids); the scheduler sets it
-     * from its seed. 0 (a zero-initialised cycle) is a valid key. */
+    /* Mixes the node order gpupacking, gpuclustering, dotprod and fgd break
+     * ties by (each key its own pseudo-random order of node ids); the
+     * scheduler sets it from its seed. 0 (a zero-initialised cycle) is a
+     * valid key. */
     uint64_t order_key;
 } sl_cycle_t;
 

@@ -13,6 +13,7 @@
 #ifndef SLUICE_WORKLOAD_H
 #define SLUICE_WORKLOAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,19 @@ const sl_task_req_t *sl_workload_shape(const sl_workload_t *w, size_t i, int64_t
 int64_t sl_workload_total(const sl_workload_t *w); /* sum of counts */
 
 /*
+ * Which shapes the measure below counts (the shapes and counts above are
+ * kept as added). Default (100, true): every shape, a node short of host
+ * memory for a shape counting as fragmented for it. The FGD artifact's
+ * experiments use (95, false): its "typical pods" are the most popular
+ * shapes, keyed without host memory, that together make at least
+ * popularity_pct % of the tasks (the one crossing the threshold kept,
+ * equal counts in the order first added), their popularity renormalised
+ * over those kept; memory plays no part. Returns 0, or SL_EINVAL for a
+ * popularity_pct outside 1..100.
+ */
+int sl_workload_set_typical(sl_workload_t *w, int popularity_pct, bool count_mem);
+
+/*
  * Fragmentation of node for one task shape, in GPU milli (FGD paper, Sec. 4:
  * free GPU compute that the shape cannot use). O(gpus).
  */
@@ -40,7 +54,8 @@ int64_t sl_frag_node_shape(const sl_node_t *node, const sl_task_req_t *shape);
 
 /*
  * Expected fragmentation of node under workload w: sum over shapes of
- * popularity * sl_frag_node_shape, in GPU milli (popularity = count/total).
+ * popularity * sl_frag_node_shape, in GPU milli (popularity = count/total;
+ * the shapes and counts sl_workload_set_typical selects).
  * O(shapes * gpus).
  */
 double sl_frag_node(const sl_node_t *node, const sl_workload_t *w);

@@ -24,6 +24,18 @@
  * The node's expected fragmentation is the popularity-weighted sum over the
  * workload's shapes (popularity = count / total), in GPU milli.
  *
+ * Typical shapes (sl_workload_set_typical). By default every shape counts,
+ * memory included: what sluiced measures. The FGD artifact's experiments
+ * measure over "typical pods" instead (GetTypicalPods with its
+ * typicalPodsConfig: podPopularityThreshold 95, podIncreaseStep 1): its
+ * shapes are keyed by CPU, GPU count, GPU milli and GPU model only (host
+ * memory is no part of them nor of its fragmentation test), sorted by
+ * count, most popular first, and only the first ones that together make
+ * at least 95% of the pods are kept, their popularity renormalised over
+ * what is kept. The view F is computed over is built lazily after every
+ * change (in the memo: the shapes as they are, or merged and cut as
+ * above; equal counts keep the order the shapes were first added in).
+ *
  * Workload: tens to ~100 shapes, evaluated millions of times by FGD on node
  * states that repeat, hence the memo below: a hash table keyed by the part of
  * the state the measure depends on (which shapes' CPU and memory demands the
@@ -96,6 +108,16 @@ typedef struct memo {
     uint32_t nrq;
     uint16_t *rq_tab;        /* rid + 1, RQ_TAB slots */
     uint64_t **rows;         /* rows[rid][slot] = version << 8 | primary */
+
+    /* The shapes F is computed over (see the top): the workload's own, or
+     * the typical view, built on first use after a change. */
+    bool vbuilt;
+    const sl_task_req_t *vs;
+    const int64_t *vc;
+    size_t vn;
+    int64_t vtotal;
+    sl_task_req_t *vs_own; /* the typical view's storage */
+    int64_t *vc_own;
 } memo_t;
 
 typedef struct cslot {
@@ -118,6 +140,8 @@ struct sl_workload {
     int64_t *counts;
     size_t n, cap;
     int64_t total;
+    int typical_pct; /* 1..100: keep the most popular shapes making this % of tasks */
+    bool count_mem;  /* a node short of memory for a shape is fragmented for it */
     memo_t *memo; /* the pointee is mutable through a const workload */
 };
 
@@ -125,6 +149,8 @@ int sl_workload_create(sl_workload_t **out) {
     sl_workload_t *w = sl_xcalloc(1, sizeof *w);
     w->memo = sl_xcalloc(1, sizeof *w->memo);
     w->memo->gen = 1;
+    w->typical_pct = 100;
+    w->count_mem = true;
     *out = w;
     return 0;
 }
@@ -148,6 +174,7 @@ static void memo_flush(memo_t *m) {
 
 static void memo_reset(memo_t *m) {
     class_memo_clear(m);
+    m->vbuilt = false;
     sl_free(m->cpu_levels);
     sl_free(m->mem_levels);
     sl_free(m->demand);
@@ -171,6 +198,8 @@ void sl_workload_destroy(sl_workload_t *w) {
     if (m->rows)
         for (uint32_t i = 0; i < RQ_MAX; i++) sl_free(m->rows[i]);
     sl_free(m->rows);
+    sl_free(m->vs_own);
+    sl_free(m->vc_own);
     sl_free(m);
     sl_free(w->shapes);
     sl_free(w->counts);
@@ -228,6 +257,81 @@ int64_t sl_workload_total(const sl_workload_t *w) {
     return w ? w->total : 0;
 }
 
+int sl_workload_set_typical(sl_workload_t *w, int popularity_pct, bool count_mem) {
+    if (!w || popularity_pct < 1 || popularity_pct > 100) return SL_EINVAL;
+    w->typical_pct = popularity_pct;
+    w->count_mem = count_mem;
+    memo_reset(w->memo);
+    return 0;
+}
+
+/* ---- the shapes F is computed over ---- */
+
+typedef struct vkey {
+    int64_t count;
+    size_t first; /* position of first addition: ties keep it */
+} vkey_t;
+
+static int cmp_vkey(const void *a, const void *b) {
+    const vkey_t *x = a, *y = b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+/* Builds m's view of w (see the top). O(shapes^2) for the merge (tens to
+ * hundreds of shapes), once per change of the workload. */
+static void view_build(const sl_workload_t *w, memo_t *m) {
+    m->vbuilt = true;
+    if (w->typical_pct >= 100 && w->count_mem) {
+        m->vs = w->shapes;
+        m->vc = w->counts;
+        m->vn = w->n;
+        m->vtotal = w->total;
+        return;
+    }
+    size_t n = 0, cap = w->n ? w->n : 1;
+    sl_task_req_t *sh = sl_xmalloc(cap * sizeof *sh);
+    vkey_t *key = sl_xmalloc(cap * sizeof *key);
+    for (size_t i = 0; i < w->n; i++) {
+        sl_task_req_t s = w->shapes[i];
+        if (!w->count_mem) s.mem_bytes = 0;
+        size_t k = 0;
+        while (k < n && !same_shape(&sh[k], &s)) k++;
+        if (k == n) {
+            sh[n] = s;
+            key[n] = (vkey_t){0, n};
+            n++;
+        }
+        key[k].count += w->counts[i];
+    }
+    qsort(key, n, sizeof *key, cmp_vkey);
+    sl_free(m->vs_own);
+    sl_free(m->vc_own);
+    m->vs_own = sl_xmalloc(cap * sizeof *m->vs_own);
+    m->vc_own = sl_xmalloc(cap * sizeof *m->vc_own);
+    int64_t cum = 0;
+    size_t kept = 0;
+    /* As the reference: add shapes while the kept ones make less than the
+     * threshold (so the one that crosses it is kept). */
+    while (kept < n && cum * 100 < (int64_t)w->typical_pct * w->total) {
+        m->vs_own[kept] = sh[key[kept].first];
+        m->vc_own[kept] = key[kept].count;
+        cum += key[kept].count;
+        kept++;
+    }
+    m->vs = m->vs_own;
+    m->vc = m->vc_own;
+    m->vn = kept;
+    m->vtotal = cum;
+    sl_free(sh);
+    sl_free(key);
+}
+
+static const memo_t *view_of(const sl_workload_t *w) {
+    if (!w->memo->vbuilt) view_build(w, w->memo);
+    return w->memo;
+}
+
 int64_t sl_frag_node_shape(const sl_node_t *node, const sl_task_req_t *shape) {
     int64_t total = sl__node_gpu_free(node);
     if (!sl__req_gpu(shape)) return total;               /* CPU-only: no GPU is usable */
@@ -249,10 +353,11 @@ int64_t sl_frag_node_shape(const sl_node_t *node, const sl_task_req_t *shape) {
 
 double sl_frag_node(const sl_node_t *node, const sl_workload_t *w) {
     if (!w || w->total <= 0) return 0.0;
-    double sum = 0.0, total = (double)w->total;
-    for (size_t i = 0; i < w->n; i++) {
-        int64_t f = sl_frag_node_shape(node, &w->shapes[i]);
-        if (f) sum += ((double)w->counts[i] / total) * (double)f;
+    const memo_t *v = view_of(w);
+    double sum = 0.0, total = (double)v->vtotal;
+    for (size_t i = 0; i < v->vn; i++) {
+        int64_t f = sl_frag_node_shape(node, &v->vs[i]);
+        if (f) sum += ((double)v->vc[i] / total) * (double)f;
     }
     return sum;
 }
@@ -284,20 +389,22 @@ static uint32_t uniq_sorted(int64_t *v, uint32_t n) {
 }
 
 static void memo_build(const sl_workload_t *w, memo_t *m) {
-    m->cpu_levels = sl_xmalloc((w->n + 1) * sizeof(int64_t));
-    m->mem_levels = sl_xmalloc((w->n + 1) * sizeof(int64_t));
-    m->usable = w->n < 65535;
-    for (size_t i = 0; i < w->n; i++) {
-        m->cpu_levels[i] = w->shapes[i].cpu_milli;
-        m->mem_levels[i] = w->shapes[i].mem_bytes;
-        if (w->shapes[i].gpu_mem_bytes > 0) m->usable = false;
+    view_of(w);
+    size_t n = m->vn;
+    m->cpu_levels = sl_xmalloc((n + 1) * sizeof(int64_t));
+    m->mem_levels = sl_xmalloc((n + 1) * sizeof(int64_t));
+    m->usable = n < 65535;
+    for (size_t i = 0; i < n; i++) {
+        m->cpu_levels[i] = m->vs[i].cpu_milli;
+        m->mem_levels[i] = m->vs[i].mem_bytes;
+        if (m->vs[i].gpu_mem_bytes > 0) m->usable = false;
     }
-    m->ncpu = uniq_sorted(m->cpu_levels, (uint32_t)w->n);
-    m->nmem = uniq_sorted(m->mem_levels, (uint32_t)w->n);
-    m->demand = sl_xmalloc((w->n + 1) * sizeof *m->demand);
-    m->shape_demand = sl_xmalloc((w->n + 1) * sizeof *m->shape_demand);
-    for (size_t i = 0; i < w->n; i++) {
-        const sl_task_req_t *sh = &w->shapes[i];
+    m->ncpu = uniq_sorted(m->cpu_levels, (uint32_t)n);
+    m->nmem = uniq_sorted(m->mem_levels, (uint32_t)n);
+    m->demand = sl_xmalloc((n + 1) * sizeof *m->demand);
+    m->shape_demand = sl_xmalloc((n + 1) * sizeof *m->shape_demand);
+    for (size_t i = 0; i < n; i++) {
+        const sl_task_req_t *sh = &m->vs[i];
         int32_t d = sh->gpus > 0 ? sh->gpus : -sh->gpu_milli; /* 0: CPU only */
         uint32_t k = 0;
         while (k < m->ndemand && m->demand[k] != d) k++;
@@ -348,16 +455,16 @@ static double frag_fast(const sl_workload_t *w, const memo_t *m, const sl_node_t
         }
         df[k] = usable >= need ? frag : total;
     }
-    double sum = 0.0, tot = (double)w->total;
-    for (size_t i = 0; i < w->n; i++) {
-        const sl_task_req_t *sh = &w->shapes[i];
+    double sum = 0.0, tot = (double)m->vtotal;
+    for (size_t i = 0; i < m->vn; i++) {
+        const sl_task_req_t *sh = &m->vs[i];
         int64_t f;
         if (!sl__req_gpu(sh) || !sl__model_ok(node, sh->model_mask) ||
             node->cpu_free < sh->cpu_milli || node->mem_free < sh->mem_bytes)
             f = total;
         else
             f = df[m->shape_demand[i]];
-        if (f) sum += ((double)w->counts[i] / tot) * (double)f;
+        if (f) sum += ((double)m->vc[i] / tot) * (double)f;
     }
     if (df != dfrag) sl_free(df);
     return sum;

@@ -223,6 +223,7 @@ static inline double sim_tw_mean(const sim_twmean_t *m) {
 /* ---------------------------------------------------------------- fill.c */
 
 #define SIM_FILL_TARGET_PCT 130
+#define SIM_FILL_TYPICAL_PCT 95 /* FGD artifact: typicalPodsConfig.podPopularityThreshold */
 #define SIM_FILL_GRID_STEP 0.5 /* percent of capacity between curve points */
 #define SIM_FILL_GRID_N 261    /* 0, 0.5, ..., 130 */
 

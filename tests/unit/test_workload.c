@@ -124,6 +124,52 @@ static void test_frag_node_by_hand(void **state) {
     sl_workload_destroy(w);
 }
 
+/* The FGD artifact's typical pods (sl_workload_set_typical): shapes equal
+ * but for memory merge and memory stops counting; only the most popular
+ * shapes making the threshold are kept (the one crossing it too, equal
+ * counts in the order first added), renormalised over those kept. Values
+ * by hand on one node (frag per shape: share 500 -> 200, the same share
+ * short of memory -> 2700, two whole GPUs -> 700, CPU only -> 2700). */
+static void test_frag_typical_by_hand(void **state) {
+    (void)state;
+    const int32_t gf[4] = {1000, 1000, 500, 200};
+    sl_node_t n = hand_node(16000, 64 * GiB, gf, 4);
+    sl_workload_t *w;
+    sl_workload_create(&w);
+    sl_task_req_t a = shape(4000, 8 * GiB, 0, 500), a2 = shape(4000, 100 * GiB, 0, 500),
+                  b = shape(8000, 8 * GiB, 2, 0), c = shape(2000, GiB, 0, 0);
+    sl_workload_add(w, &a, 6);
+    sl_workload_add(w, &a2, 2);
+    sl_workload_add(w, &b, 1);
+    sl_workload_add(w, &c, 1);
+    struct { int pct; bool mem; double want; } cases[] = {
+        {100, true, 1000.0},         /* (6*200 + 2*2700 + 700 + 2700) / 10 */
+        {100, false, 500.0},         /* (8*200 + 700 + 2700) / 10 */
+        {95, false, 500.0},          /* 8, then 9 of 10 < 95%: all kept */
+        {85, false, 2300.0 / 9.0},   /* 8 < 8.5, 9 >= 8.5: b kept (first added), c not */
+        {80, false, 200.0},          /* 8 >= 8: the merged share alone */
+        {85, true, 7300.0 / 9.0},    /* 6, 8, 9: a, a2, b */
+        {100, true, 1000.0},         /* back to the default */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(sl_workload_set_typical(w, cases[i].pct, cases[i].mem), 0);
+        assert_true(fabs(sl_frag_node(&n, w) - cases[i].want) < 1e-9);
+        assert_true(sl__frag_node_cached(w, &n) == sl_frag_node(&n, w));
+    }
+    /* The shapes themselves stay as added. */
+    assert_int_equal(sl_workload_shape_count(w), 4);
+    assert_int_equal(sl_workload_total(w), 10);
+    /* A mode survives additions: a new most popular shape (CPU only). */
+    assert_int_equal(sl_workload_set_typical(w, 50, false), 0);
+    sl_workload_add(w, &c, 19); /* c: 20 of 30, >= 50% alone */
+    assert_true(fabs(sl_frag_node(&n, w) - 2700.0) < 1e-9);
+    assert_true(sl__frag_node_cached(w, &n) == sl_frag_node(&n, w));
+    assert_int_equal(sl_workload_set_typical(w, 0, false), SL_EINVAL);
+    assert_int_equal(sl_workload_set_typical(w, 101, true), SL_EINVAL);
+    assert_int_equal(sl_workload_set_typical(NULL, 95, true), SL_EINVAL);
+    sl_workload_destroy(w);
+}
+
 /* The memo returns exactly the direct value on many random states, across
  * flushes (more distinct states than half the table). */
 static void test_frag_memo_matches_direct(void **state) {
@@ -407,6 +453,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_workload_add_merges_identical_shapes, tu_teardown),
         cmocka_unit_test_teardown(test_frag_node_shape_by_hand, tu_teardown),
         cmocka_unit_test_teardown(test_frag_node_by_hand, tu_teardown),
+        cmocka_unit_test_teardown(test_frag_typical_by_hand, tu_teardown),
         cmocka_unit_test_teardown(test_frag_memo_matches_direct, tu_teardown),
         cmocka_unit_test_teardown(test_frag_memo_flush_keeps_exact, tu_teardown),
         cmocka_unit_test_teardown(test_frag_cluster_sums_nodes, tu_teardown),

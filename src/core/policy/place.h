@@ -22,13 +22,21 @@
  * simulator prefixes every node name with its position in a random
  * permutation drawn afresh for each seed. Ties therefore go to a node order
  * fixed for the run, i.e. first fit over a shuffled node list, the same node
- * winning every tie until it no longer fits. That matters only where scores
- * tie massively: gpupacking and gpuclustering (every node scores 0 for a
- * task without GPUs) use it, as primary * 2^32 + sl__order_tiebreak(key,
- * node id) (below), where key = cy->order_key (the scheduler derives it from
- * its seed, so each seed shuffles the nodes its own way, as the reference
- * does); the others keep the uniform draw, which their paper numbers are
- * reproduced with.
+ * winning every tie until it no longer fits. The paper's baselines whose
+ * scores tie and whose results depend on it (gpupacking, gpuclustering,
+ * dotprod, fgd) use that rule, as primary *
+ * 2^32 + sl__order_tiebreak(key, node id) (below), where key =
+ * cy->order_key (the scheduler derives it from its seed, so each seed
+ * shuffles the nodes its own way, as the reference does). It matters
+ * wherever scores tie massively: FGD's score is quantised to 0..100, so
+ * with the uniform draw a share that ties on many nodes was spread over
+ * them; the node order packs it onto the first (with every GPU pod a share,
+ * 19.0% of GPUs unallocated at 100% arrived under the draw, 13.4% under the
+ * order, as the paper's 13.4). bestfit keeps the uniform draw: its
+ * results are the same under both within 0.25 points on every published
+ * workload, and its fast path then needs no node order (bench-core's
+ * bestfit rows); random draws a node itself; Sluice's own policies keep
+ * the draw.
  */
 #ifndef SLUICE_POLICY_PLACE_H
 #define SLUICE_POLICY_PLACE_H
@@ -119,6 +127,7 @@ static inline uint32_t sl__class_first_member(const sl_cycle_t *cy, const sl_clu
     return best;
 }
 
+
 /* A share placed on GPU g of node (the caller sets pl->node). */
 static inline void sl__place_share(const sl_node_t *n, const sl_task_req_t *r, int g,
                                    sl_place_t *pl) {
@@ -200,7 +209,8 @@ double sl__frag_node_cached(const sl_workload_t *w, const sl_node_t *node);
  * NULL) once per search over the classes, with scratch for the policy.
  * `bound` (may be NULL) gives an upper bound of the primary over classes
  * whose free GPU milli is at least gpu_free_min, so whole buckets can be
- * skipped; it must be non-increasing in gpu_free_min.
+ * skipped (of the whole score, with a `member` hook); it must be
+ * non-increasing in gpu_free_min.
  *
  * The contracts: for a class c whose nodes fit req, primary() returns SL_FIT
  * and exactly score(...) >> 32 of its representative; gpus() fills pl
@@ -219,6 +229,7 @@ typedef struct sl__fast_ctx {
     int32_t rid;      /* fgd: the request's id in the workload's class memo, or -1 */
     uint64_t *row;    /* fgd: that request's row of cached primaries */
     double aux[4 + SL_MAX_MODELS]; /* fgdbal: the workload's rates, then each model's scarcity */
+    bool keyed;       /* sl__order_begin: the cluster keeps its classes in cy->order_key's order */
 } sl__fast_ctx_t;
 
 typedef struct sl__place_fast {
@@ -230,6 +241,27 @@ typedef struct sl__place_fast {
     int64_t (*bound)(const sl_task_req_t *req, int32_t gpu_free_min);
     uint32_t (*member)(const sl_cycle_t *cy, const sl_cluster_t *cl, uint32_t cls);
 } sl__place_fast_t;
+
+/* For a fast path whose ties follow the node order: notes once per search
+ * whether each class's first member in that order is at hand (id->first). */
+static inline void sl__order_begin(sl_cycle_t *cy, const sl_task_req_t *req, sl__fast_ctx_t *ctx) {
+    (void)req;
+    ctx->keyed = sl__cluster_order_key(cy->cluster) == cy->order_key;
+}
+
+/* A fast path's whole score of class c (id: its identity) under the order
+ * of cy->order_key: primary and the tie-break of the class's first member
+ * in that order, which is what score() gives that node (the primary() of a
+ * policy with a `member` hook). O(1) after sl__order_begin found the
+ * cluster keyed so, else O(class size). */
+static inline int64_t sl__class_order_score(const sl_cycle_t *cy, const sl__fast_ctx_t *ctx,
+                                            const sl__class_t *c, const sl__class_id_t *id,
+                                            int64_t primary) {
+    const sl_cluster_t *cl = cy->cluster;
+    uint32_t first = ctx->keyed ? id->first
+                                : sl__class_first_member(cy, cl, (uint32_t)(c - sl__cluster_classes(cl)));
+    return sl__pack_score(primary, sl__order_tiebreak(cy->order_key, first));
+}
 
 /* sl_node_choose_gpus as a fast-path gpus() (the default best-fit rule). */
 static inline int sl__gpus_default(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node,

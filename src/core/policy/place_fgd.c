@@ -12,10 +12,17 @@
  * choice is part of the descent: a share is tried on every GPU it fits on
  * and goes where the score is highest (lowest GPU index among equals, as in
  * the simulator); whole GPUs take the lowest-numbered free ones and a task
- * without GPUs only consumes CPU and memory. Equal scores between nodes are
- * broken uniformly at random over nodes (the Kubernetes rule, see
- * policy/place.h). GPUs with identical free state give identical results,
- * so each distinct state is evaluated once.
+ * without GPUs only consumes CPU and memory. Equal scores between nodes go
+ * to the first node in the run's pseudo-random node order (cy->order_key),
+ * as in the reference's runs (policy/place.h): the score is quantised to
+ * 0..100, so ties are many, and where they go decides much (with only
+ * shares, a uniform draw spreads them and leaves 19.0% of the GPUs
+ * unallocated at 100% arrived, the node order 13.4%, as the paper). GPUs
+ * with identical free state give identical results, so each distinct state
+ * is evaluated once.
+ *
+ * F is the workload's measure as the workload is set: in the fill protocol
+ * the FGD artifact's typical pods (sl_workload_set_typical, src/sim/fill.c).
  *
  * Cost: one F per distinct GPU state of the node plus one, each O(gpus) when
  * the workload's memo hits and O(shapes * gpus) when it misses; through the
@@ -58,7 +65,8 @@ static int fgd_score(sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *
     int64_t primary;
     double before = sl__frag_node_cached(cy->workload, node);
     if (fgd_eval(cy->workload, req, node, before, &primary, pl) != SL_FIT) return SL_NOFIT;
-    *score = sl__pack_score(primary, sl__tiebreak(cy->rng, weight));
+    (void)weight; /* ties follow the node order, not a draw */
+    *score = sl__pack_score(primary, sl__order_tiebreak(cy->order_key, node->id));
     return SL_FIT;
 }
 
@@ -76,23 +84,25 @@ const sl_place_policy_t sl__place_fgd = {
  */
 static void fgd_begin(sl_cycle_t *cy, const sl_task_req_t *req, sl__fast_ctx_t *ctx) {
     ctx->rid = sl__class_memo_begin(cy->workload, cy->cluster, req, &ctx->row);
+    sl__order_begin(cy, req, ctx);
 }
 
 static int fgd_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t *req,
                        const sl__class_t *c, const sl__class_id_t *id, int64_t *primary) {
     uint64_t ver;
     double before = sl__class_memo_before(cy->workload, cy->cluster, c, id, &ver);
+    int64_t p = -1;
     if (ctx->row && ver) {
         uint64_t e = ctx->row[id->slot];
-        if (e >> 8 == ver) {
-            *primary = (int64_t)(e & 0xff);
-            return SL_FIT;
-        }
+        if (e >> 8 == ver) p = (int64_t)(e & 0xff);
     }
-    sl_place_t pl;
-    const sl_node_t *rep = sl_cluster_node(cy->cluster, c->rep);
-    if (fgd_eval(cy->workload, req, rep, before, primary, &pl) != SL_FIT) return SL_NOFIT;
-    if (ctx->row && ver) ctx->row[id->slot] = ver << 8 | (uint64_t)*primary;
+    if (p < 0) {
+        sl_place_t pl;
+        const sl_node_t *rep = sl_cluster_node(cy->cluster, c->rep);
+        if (fgd_eval(cy->workload, req, rep, before, &p, &pl) != SL_FIT) return SL_NOFIT;
+        if (ctx->row && ver) ctx->row[id->slot] = ver << 8 | (uint64_t)p;
+    }
+    *primary = sl__class_order_score(cy, ctx, c, id, p);
     return SL_FIT;
 }
 
@@ -107,4 +117,5 @@ const sl__place_fast_t sl__fast_fgd = {
     .begin = fgd_begin,
     .primary = fgd_primary,
     .gpus = fgd_gpus,
+    .member = sl__class_first_member,
 };

@@ -1,0 +1,94 @@
+"""End-to-end tests of the FGD paper's baselines against the FGD artifact's
+published results (issue 12), and of the lower bound of tools/fill_bound.py.
+
+Each comparison runs the whole fill protocol as the paper did (seeds 42-51)
+and checks our mean unallocated GPU % at 100% arrived against the published
+mean of the same seeds (variants/published_results.csv) within 0.5 points,
+the tolerance bench/RESULTS.md reports the full matrix with. The pairs are
+the fast ones where a past divergence was found: FGD with every GPU pod a
+share (ties: 19.0% before, the paper 13.4%), FGD on a model-constrained
+and on a CPU-heavy variant (the artifact's typical pods), DotProd and
+BestFit on shares. The draws of a seed are not Go's, so only a mean over
+the ten seeds is comparable; the run-to-run sd of these means is at most
+0.15 points here.
+
+Skipped where ../shared/traces is not present (SLUICE_SHARED overrides).
+"""
+import csv
+import json
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("SLUICE_BUILD", os.path.join(ROOT, "build"))
+SIM = os.path.join(BUILD, "sluice-sim")
+SHARED = os.environ.get("SLUICE_SHARED", os.path.join(ROOT, "..", "shared"))
+BASE = os.path.join(SHARED, "traces", "alibaba-gpu-v2023")
+NODES = os.path.join(BASE, "openb_node_list_gpu_node.csv")
+PUBLISHED = os.path.join(BASE, "variants", "published_results.csv")
+BOUND = os.path.join(ROOT, "tools", "fill_bound.py")
+
+pytestmark = [
+    pytest.mark.skipif(not os.path.exists(SIM), reason="sluice-sim not built"),
+    pytest.mark.skipif(not os.path.exists(PUBLISHED), reason="FGD variants not present"),
+]
+
+REF = {"random": "01-Random", "dotprod": "02-DotProd", "gpuclustering": "03-GpuClustering",
+       "gpupacking": "04-GpuPacking", "bestfit": "05-BestFit", "fgd": "06-FGD"}
+
+
+def jobs(variant):
+    if variant == "default":
+        return os.path.join(BASE, "openb_pod_list_default.csv")
+    return os.path.join(BASE, "variants", "openb_pod_list_%s.csv" % variant)
+
+
+def published(variant, policy):
+    with open(PUBLISHED, newline="") as f:
+        for r in csv.DictReader(f):
+            if (r["workload"], r["policy"], r["arrived_pct_of_gpu_capacity"]) == (variant, REF[policy], "100"):
+                return float(r["unalloc_mean"])
+    raise AssertionError("no published result for %s/%s" % (variant, policy))
+
+
+def fill(tmp_path, variant, placements, seeds):
+    out = tmp_path / ("%s.json" % variant)
+    subprocess.run([SIM, "fill", "--nodes", NODES, "--jobs", jobs(variant), "--placement",
+                    ",".join(placements), "--seeds", seeds, "--json", str(out)],
+                   check=True, capture_output=True, timeout=600)
+    res = json.loads(out.read_text())["results"]
+    return {r["placement"]: r["unallocated_pct"]["100"]["mean"] for r in res}
+
+
+@pytest.mark.parametrize("variant,placements", [
+    ("gpushare100", ["fgd", "dotprod", "bestfit"]),
+    ("gpuspec33", ["fgd"]),
+    ("cpu250", ["fgd"]),
+])
+def test_baselines_match_published(tmp_path, variant, placements):
+    got = fill(tmp_path, variant, placements + ["fgdbal"], "42-51")
+    for p in placements:
+        want = published(variant, p)
+        assert abs(got[p] - want) <= 0.5, "%s/%s: ours %.2f, published %.2f" % (variant, p, got[p], want)
+    # Sluice's own default stays at or below the published FGD.
+    assert got["fgdbal"] <= published(variant, "fgd")
+
+
+def test_lower_bound_below_every_policy(tmp_path):
+    """The bound is a lower bound: no policy's unallocated GPU at 100%
+    arrived is below it on the same seed; and the tool's pod order is
+    sluice-sim's (--check-order)."""
+    out = tmp_path / "bound.json"
+    p = subprocess.run([BOUND, "--nodes", NODES, "--jobs", jobs("default"), "--seeds", "42-43",
+                        "--check-order", SIM, "--json", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "order checked" in p.stdout
+    bounds = {r["seed"]: r["lower_bound_unalloc_pct"] for r in json.loads(out.read_text())["seeds"]}
+    for seed, lb in bounds.items():
+        assert 1.0 < lb < 4.0  # share sizes alone strand 2.5% of this trace
+        got = fill(tmp_path, "default", ["fgdbal", "fgd", "bestfit", "firstfit"], str(seed))
+        for pol, u in got.items():
+            assert u >= lb, "seed %d: %s leaves %.3f%%, below the bound %.3f%%" % (seed, pol, u, lb)
