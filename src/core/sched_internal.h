@@ -101,6 +101,14 @@ extern const sl_queue_policy_t sl__queue_fifo;
 extern const sl_queue_policy_t sl__queue_priority;
 extern const sl_queue_policy_t sl__queue_drf;
 extern const sl_queue_policy_t sl__queue_wfq;
+/* wfq's cost when a job and the scheduler have no time limit, in seconds. */
+#define SL__WFQ_DEFAULT_LIMIT_S 3600
+struct sl_sched;
+/* wfq's bookkeeping when job j starts `total` (every queue policy keeps it,
+ * so a scheduler's tags are the same whatever it ran before): the tenant's
+ * tag advances by cost / weight, the system virtual time to the job's start
+ * tag. Can't fail; O(1). (policy/queue_wfq.c) */
+void sl__wfq_charge(struct sl_sched *s, const sl_job_t *j, sl_res_t total);
 
 /* Ties shared by all policies: earlier submit first, then lower id. */
 static inline bool sl__job_submit_less(const sl_job_t *a, const sl_job_t *b) {
@@ -190,6 +198,7 @@ typedef struct tenant {
     sl_res_t usage;
     sl_res_t pend;   /* what its pending jobs ask for (all tasks of each) */
     double share;    /* sl_sched_tenant_share, cached while cap_valid */
+    double vtag;     /* wfq: start tag of its next job (policy/queue_wfq.c) */
     size_t npending, nrunning;
     sl__tnode_t *root;  /* treap of pending jobs (job.tq) */
     sl__tnode_t *groot; /* treap of its non-empty groups by head (group.ix) */
@@ -253,6 +262,7 @@ struct sl_sched {
     uint64_t behind_epoch; /* epoch of the cycle that left jobs unreached */
     char behind_reason[SL_REASON_MAX];
     int64_t clock_us;      /* latest now_us seen (for foreach under wfq) */
+    double vnow;           /* wfq: system virtual time (policy/queue_wfq.c) */
 
     bool cap_valid;        /* cap is a snapshot valid during a cycle */
     sl_res_t cap;
