@@ -69,6 +69,7 @@ typedef struct sl__class {
 
 #define SL__USED_SHARE 1u /* some GPU is partly used (0 < free < 1000) */
 #define SL__USED_WHOLE 2u /* some GPU is fully used (free 0) */
+#define SL__TAINTED 4u    /* the nodes have a NoSchedule or NoExecute taint (constraint.h) */
 
 /* Identity of a class, parallel to the summaries. */
 typedef struct sl__class_id {
@@ -122,9 +123,13 @@ static inline bool sl__class_model_ok(const sl__class_t *c, uint64_t mask) {
 /*
  * Whether one task of r fits a node of class c, from the summary alone:
  * exact except for a share with GPU memory (r->gpu_mem_bytes > 0), where
- * true only means "maybe" and the node must be asked (sl_node_fits).
+ * true only means "maybe" and the node must be asked (sl_node_fits). A
+ * request with a constraint (r->cons) must also be admitted by the class's
+ * label set (sl__cons_admits on the representative): the summary knows only
+ * that a class is tainted, which refuses every request without one.
  */
 static inline bool sl__class_fits(const sl__class_t *c, const sl_task_req_t *r) {
+    if ((c->used & SL__TAINTED) && !r->cons) return false;
     if (c->cpu_free < r->cpu_milli || c->mem_free < r->mem_bytes) return false;
     if (r->pool != -1 && c->pool != r->pool) return false;
     if (!sl__class_model_ok(c, r->model_mask)) return false;

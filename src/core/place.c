@@ -59,10 +59,12 @@
 #include <string.h>
 
 #include "sluice/cluster.h"
+#include "sluice/constraint.h"
 #include "sluice/error.h"
 #include "sluice/policy.h"
 
 #include "cluster_index.h"
+#include "constraint_internal.h"
 #include "policy/place.h"
 #include "units.h"
 
@@ -108,6 +110,7 @@ static int32_t empty_fit_count(const sl_place_policy_t *pol, const sl_cycle_t *c
     if (limit <= 0) return 0;
     if (pol->filter && !pol->filter(cy, req, node)) return 0;
     if (req->pool != -1 && req->pool != node->pool) return 0;
+    if (!sl__cons_admits(req->cons, node->lset)) return 0;
     if (!sl__model_ok(node, req->model_mask)) return 0;
     if (sl__req_gpu(req) && node->ngpus == 0) return 0;
     int64_t n = limit;
@@ -212,6 +215,7 @@ __attribute__((noinline)) static void search_filtered(search_t *s) {
             const sl__class_t *c = &sum[i];
             if (!sl__class_fits(c, r)) continue;
             const sl_node_t *rep = sl_cluster_node(cl, c->rep);
+            if (r->cons && !sl__cons_admits(r->cons, rep->lset)) continue;
             if (mem_check && !sl_node_fits(rep, r)) continue;
             int32_t cnt = s->remaining > 1 ? sl_node_fit_count(rep, r, s->remaining) : 1;
             if (cnt <= 0) continue;
@@ -261,6 +265,10 @@ static void search_run(search_t *s) {
             const sl__class_t *c = &sum[i];
             if (!sl__class_fits(c, r)) continue;
             const sl_node_t *rep = NULL;
+            /* The constraint filter: a class shares its label set, so one
+             * memoised byte per class (only for requests with one). */
+            if (r->cons && !sl__cons_admits(r->cons, (rep = sl_cluster_node(cl, c->rep))->lset))
+                continue;
             if (mem_check) {
                 rep = sl_cluster_node(cl, c->rep);
                 if (!sl_node_fits(rep, r)) continue;
@@ -600,7 +608,9 @@ fail:
     {
         int32_t fit_empty = empty_capacity(pol, cy, cl, req, n);
         bool ever = fit_empty < n;
-        if (!any_node_passes(pol, cy, cl, req)) {
+        if (ever && sl_constraint_explain(req->cons, cl, reason, reasonlen)) {
+            /* no node's labels and taints admit the job: say which */
+        } else if (!any_node_passes(pol, cy, cl, req)) {
             if (reason && reasonlen > 0)
                 snprintf(reason, reasonlen, "no node passes placement %s's filter", pol->name);
         } else {

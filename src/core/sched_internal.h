@@ -334,7 +334,7 @@ static inline bool eq_less(const sl__tnode_t *a, const sl__tnode_t *b) {
 static inline bool req_eq(const sl_task_req_t *a, const sl_task_req_t *b) {
     return a->cpu_milli == b->cpu_milli && a->mem_bytes == b->mem_bytes && a->gpus == b->gpus &&
            a->gpu_milli == b->gpu_milli && a->gpu_mem_bytes == b->gpu_mem_bytes &&
-           a->model_mask == b->model_mask && a->pool == b->pool;
+           a->model_mask == b->model_mask && a->pool == b->pool && a->cons == b->cons;
 }
 
 static inline uint64_t req_hash(const sl_task_req_t *r, int32_t n, int32_t m) {
@@ -344,6 +344,7 @@ static inline uint64_t req_hash(const sl_task_req_t *r, int32_t n, int32_t m) {
     h = sl_mix64(h ^ (uint64_t)r->gpu_mem_bytes);
     h = sl_mix64(h ^ r->model_mask);
     h = sl_mix64(h ^ (uint64_t)(uint32_t)r->pool ^ ((uint64_t)(uint32_t)n << 32));
+    h ^= (uint64_t)(uintptr_t)r->cons;
     return sl_mix64(h ^ (uint64_t)(uint32_t)m);
 }
 
