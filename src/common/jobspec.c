@@ -85,6 +85,18 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                           "none", "",
                           "wait for other jobs as sbatch --dependency: afterok:12:13, "
                           "afterany:12?afterok:13, singleton; docs/arrays.md"},
+    [SL_JS_NODE_SELECTOR] = {"node_selector", "node-selector", 0, "K=V", SL_FT_NAMES, 0, 3, 127,
+                             NULL, 0, "none", "",
+                             "run only on nodes with these labels (flag: repeat or "
+                             "comma-separate); docs/placement.md"},
+    [SL_JS_CONSTRAINT] = {"constraint", "constraint", 'C', "EXPR", SL_FT_TEXT, 0, 1, 1024, NULL, 0,
+                          "none", "",
+                          "node labels as sbatch --constraint: a&b|c (features), k=v, k!=v, "
+                          "k in (a,b), k notin (a,b), !k; docs/placement.md"},
+    [SL_JS_TOLERATIONS] = {"tolerations", "toleration", 0, "K[=V][:EFFECT]", SL_FT_NAMES, 0, 1,
+                           127, NULL, 0, "none", "",
+                           "node taints the job tolerates (flag: repeat); * tolerates all; "
+                           "docs/placement.md"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {

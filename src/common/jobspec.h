@@ -49,6 +49,9 @@ typedef enum sl_jobspec_id {
     SL_JS_ON_NODE_FAILURE,
     SL_JS_ARRAY,          /* Slurm's --array text (arraydep.h) */
     SL_JS_DEPENDENCY,     /* Slurm's --dependency text (arraydep.h) */
+    SL_JS_NODE_SELECTOR,  /* labels every node must have (sluice/constraint.h) */
+    SL_JS_CONSTRAINT,     /* a label expression, Slurm's --constraint and more */
+    SL_JS_TOLERATIONS,    /* taints the job tolerates */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 

@@ -764,3 +764,7 @@ void sl_cluster_constraint_release(sl_cluster_t *cl, const sl_constraint_t *c) {
 size_t sl_cluster_constraint_count(const sl_cluster_t *cl) {
     return sl_hash_count(&cl->ltab.cons);
 }
+
+const struct sl_lset *sl__cluster_lset(const sl_cluster_t *cl, uint32_t lset) {
+    return lset < cl->ltab.nsets ? cl->ltab.sets[lset] : NULL;
+}

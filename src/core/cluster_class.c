@@ -173,7 +173,8 @@ static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, co
     uint32_t d = dense_open(cl, summary_bucket(&s));
     cl->order[d] = slot;
     cl->sum[d] = s;
-    cl->ids[d] = (sl__class_id_t){.uid = c->uid, .hash = h, .size = 0, .slot = slot, .first = n->id};
+    cl->ids[d] = (sl__class_id_t){.uid = c->uid, .hash = h, .size = 0, .slot = slot, .first = n->id,
+                                  .lset = n->lset->id};
     c->dense = d;
     sl_hash_add(&cl->classes, h, slot_val(slot));
     return slot;

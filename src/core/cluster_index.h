@@ -78,6 +78,7 @@ typedef struct sl__class_id {
     uint32_t size; /* member nodes */
     uint32_t slot; /* stable while the class lives */
     uint32_t first; /* the member lowest in sl__node_rank(sl__cluster_order_key(cl), .) */
+    uint32_t lset;  /* id of the members' label set (fills the padding: 32 bytes) */
 } sl__class_id_t;
 
 /* murmur3's 32-bit finaliser: a bijection on 32 bits. */
@@ -159,6 +160,9 @@ static inline void sl__node_give_back(sl_node_t *n, const sl_task_req_t *req, co
         }
     }
 }
+
+/* The label set with id lset (sl__class_id_t.lset); NULL if none. O(1). */
+const struct sl_lset *sl__cluster_lset(const sl_cluster_t *cl, uint32_t lset);
 
 /* Dense arrays of sl_cluster_class_count() entries, in class order. */
 const sl__class_t *sl__cluster_classes(const sl_cluster_t *cl);

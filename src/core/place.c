@@ -149,6 +149,13 @@ static bool any_node_passes(const sl_place_policy_t *pol, const sl_cycle_t *cy,
 
 /* ---- searching the classes ---- */
 
+/* The constraint filter of a class: its members share a label set, so one
+ * memoised byte per (constraint, set) after the first evaluation. */
+static inline bool class_admits(const sl_cluster_t *cl, const sl_constraint_t *c, uint32_t lset) {
+    if (lset < c->nmemo && c->memo[lset]) return c->memo[lset] == 2;
+    return sl__cons_eval(c, sl__cluster_lset(cl, lset));
+}
+
 extern const sl__place_fast_t sl__fast_fgdbal; /* policy/place_fgdbal.c */
 
 static const sl__place_fast_t *const fast_paths[] = {
@@ -214,8 +221,8 @@ __attribute__((noinline)) static void search_filtered(search_t *s) {
         for (uint32_t i = bs[b]; i < bs[b + 1]; i++) {
             const sl__class_t *c = &sum[i];
             if (!sl__class_fits(c, r)) continue;
+            if (r->cons && !class_admits(cl, r->cons, ids[i].lset)) continue;
             const sl_node_t *rep = sl_cluster_node(cl, c->rep);
-            if (r->cons && !sl__cons_admits(r->cons, rep->lset)) continue;
             if (mem_check && !sl_node_fits(rep, r)) continue;
             int32_t cnt = s->remaining > 1 ? sl_node_fit_count(rep, r, s->remaining) : 1;
             if (cnt <= 0) continue;
@@ -265,10 +272,7 @@ static void search_run(search_t *s) {
             const sl__class_t *c = &sum[i];
             if (!sl__class_fits(c, r)) continue;
             const sl_node_t *rep = NULL;
-            /* The constraint filter: a class shares its label set, so one
-             * memoised byte per class (only for requests with one). */
-            if (r->cons && !sl__cons_admits(r->cons, (rep = sl_cluster_node(cl, c->rep))->lset))
-                continue;
+            if (r->cons && !class_admits(cl, r->cons, ids[i].lset)) continue;
             if (mem_check) {
                 rep = sl_cluster_node(cl, c->rep);
                 if (!sl_node_fits(rep, r)) continue;
