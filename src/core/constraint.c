@@ -367,10 +367,12 @@ static int parse_expr(const char *expr, const sl__term_t *base, sl_constraint_t 
             const char *at = p;
             if (parse_req(&p, &r) < 0) {
                 req_free(&r);
+                char where[80];
+                snprintf(where, sizeof where, *at ? "\"%.60s\"" : "the end", at);
                 seterr(err, errlen,
-                       "%s: cannot read a requirement at \"%s\" (key, !key, key=value, "
+                       "%s: cannot read a requirement at %s (key, !key, key=value, "
                        "key!=value, key in (a,b), key notin (a,b), joined by & and |)",
-                       "constraint", at);
+                       "constraint", where);
                 return SL_EINVAL;
             }
             term_push(tm, r);
