@@ -91,8 +91,9 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                              "comma-separate); docs/placement.md"},
     [SL_JS_CONSTRAINT] = {"constraint", "constraint", 'C', "EXPR", SL_FT_TEXT, 0, 1, 1024, NULL, 0,
                           "none", "",
-                          "node labels as sbatch --constraint: a&b|c (features), k=v, k!=v, "
-                          "k in (a,b), k notin (a,b), !k; docs/placement.md"},
+                          "node labels as sbatch --constraint: features joined by & (all) or by "
+                          "a bar (any), k=v, k!=v, k in (a,b), k notin (a,b), !k; "
+                          "docs/placement.md"},
     [SL_JS_TOLERATIONS] = {"tolerations", "toleration", 0, "K[=V][:EFFECT]", SL_FT_NAMES, 0, 1,
                            127, NULL, 0, "none", "",
                            "node taints the job tolerates (flag: repeat); * tolerates all; "
