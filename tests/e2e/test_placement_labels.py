@@ -198,3 +198,19 @@ def test_agent_rejects_a_bad_taint(build_dir, tmp_path):
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 2
     assert 'taints: "maint=yes" is not key[=value]:NoSchedule|PreferNoSchedule|NoExecute' in r.stderr
+
+
+def test_constraints_survive_a_restart(labelled):
+    """The store keeps the spec; recovery compiles the constraint again, so a
+    waiting job keeps its reason and a new node that has the label takes it."""
+    ctl = labelled
+    j = submit(ctl, ["--gpus", "1", "--node-selector", "gpu.class=l40s", "--", "sleep", "60"])
+    assert "no node has label gpu.class=l40s" in reason_of(ctl, j)
+    ctl.restart()
+    assert "no node has label gpu.class=l40s" in reason_of(ctl, j)
+    a = harness.Agent(ctl, "l1", gpus=1, extra_args=["--labels", "gpu.class=l40s"])
+    try:
+        a.start()
+        assert node_of(ctl, j) == "l1"
+    finally:
+        a.stop()
