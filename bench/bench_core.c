@@ -35,7 +35,8 @@
  *   bench core queue=Q placement=P placements_per_s=N p50_us=N p99_us=N peak_rss_mib=N
  * where placements_per_s = placement decisions (started or refused) per
  * second of decision time, and details (jobs started, GPU allocation) on
- * stderr. Usage: bench_core [pod_list.csv [bestfit|fgd]]; default path is relative to the
+ * stderr. Usage: bench_core [pod_list.csv [bestfit|fgd [0|20]]] (the last: only the runs
+ * with that percentage of selectors); default path is relative to the
  * repository root, where `make bench-core` runs it.
  */
 #include <errno.h>
@@ -238,7 +239,10 @@ int main(int argc, char **argv) {
         return 1;
     }
     const char *only = argc > 2 ? argv[2] : NULL; /* optional: one placement policy */
+    /* optional third argument: only the runs with this selector percentage (0 or 20) */
+    int only_sel = argc > 3 ? atoi(argv[3]) : -1;
     for (int sel = 0; sel <= 20; sel += 20) {
+        if (only_sel >= 0 && sel != only_sel) continue;
         if (!only || strcmp(only, "bestfit") == 0) {
             run("fifo", "bestfit", shapes, n, sel);
             run("drf", "bestfit", shapes, n, sel);
