@@ -486,6 +486,9 @@ static int k8s_tolerations(spec_t *s, const char *path, yaml_node_t *l, json_t *
             if (!dst) return fail(s, fp, "not supported");
             if (get_string(s, fp, node_at(s, pr->value), dst)) return -1;
         }
+        if (effect && *effect && strcmp(effect, "NoSchedule") && strcmp(effect, "PreferNoSchedule") &&
+            strcmp(effect, "NoExecute"))
+            return fail(s, p, "effect \"%s\" is not NoSchedule, PreferNoSchedule or NoExecute", effect);
         char item[400];
         if (strcmp(op, "Exists") == 0) {
             if (value && *value) return fail(s, p, "operator Exists takes no value");
