@@ -130,13 +130,16 @@ static inline bool sl__class_model_ok(const sl__class_t *c, uint64_t mask) {
  * that a class is tainted, which refuses every request without one.
  */
 static inline bool sl__class_fits(const sl__class_t *c, const sl_task_req_t *r) {
-    if ((c->used & SL__TAINTED) && !r->cons) return false;
     if (c->cpu_free < r->cpu_milli || c->mem_free < r->mem_bytes) return false;
     if (r->pool != -1 && c->pool != r->pool) return false;
     if (!sl__class_model_ok(c, r->model_mask)) return false;
-    if (r->gpus > 0) return c->full_free >= r->gpus;
-    if (r->gpu_milli > 0) return c->share_max >= r->gpu_milli;
-    return true;
+    if (r->gpus > 0) {
+        if (c->full_free < r->gpus) return false;
+    } else if (r->gpu_milli > 0) {
+        if (c->share_max < r->gpu_milli) return false;
+    }
+    /* Last, so that only the classes that fit pay for it (most do not). */
+    return !(c->used & SL__TAINTED) || r->cons;
 }
 
 /*
