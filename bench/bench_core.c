@@ -9,6 +9,13 @@
  * shapes, weighted by their frequency, are the workload FGD scores against.
  * The nodes are the trace's common 8-GPU machine (96 CPUs, 384 GiB).
  *
+ * Constraints (the lines with selector_pct=20): the same runs, with the
+ * nodes labelled gpu.class=g2 and zone=a or zone=b (half each; the label
+ * set joins the class key, so the classes can double) and 20% of the jobs
+ * carrying a node selector (zone=a or zone=b, or gpu.class=g2 on a quarter
+ * of them), compiled and interned once per text as sluiced does
+ * (sl_cluster_constraint_intern). Compare with the line without it.
+ *
  * Method: for each (queue, placement) combination a fresh cluster and
  * scheduler are built and all jobs submitted (sl_sched_submit). Then every
  * pending job gets exactly one sl_sched_try_start (the FGD paper's "schedule
@@ -28,7 +35,8 @@
  *   bench core queue=Q placement=P placements_per_s=N p50_us=N p99_us=N peak_rss_mib=N
  * where placements_per_s = placement decisions (started or refused) per
  * second of decision time, and details (jobs started, GPU allocation) on
- * stderr. Usage: bench_core [pod_list.csv [bestfit|fgd]]; default path is relative to the
+ * stderr. Usage: bench_core [pod_list.csv [bestfit|fgd [0|20]]] (the last: only the runs
+ * with that percentage of selectors); default path is relative to the
  * repository root, where `make bench-core` runs it.
  */
 #include <errno.h>
@@ -98,7 +106,8 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void run(const char *queue, const char *placement, const shape_t *shapes, size_t nshapes) {
+static void run(const char *queue, const char *placement, const shape_t *shapes, size_t nshapes,
+                int sel_pct) {
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     char err[256];
@@ -107,6 +116,7 @@ static void run(const char *queue, const char *placement, const shape_t *shapes,
         snprintf(name, sizeof name, "node-%05d", i);
         sl_node_spec_t sp = {.name = name, .cpu_milli = 96000, .mem_bytes = 384LL << 30,
                              .gpus = 8, .gpu_model = "G2", .pool = NULL};
+        if (sel_pct > 0) sp.labels = i % 2 ? "gpu.class=g2,zone=b" : "gpu.class=g2,zone=a";
         if (sl_cluster_add_node(cl, &sp, NULL, err, sizeof err) != 0) {
             fprintf(stderr, "bench_core: %s\n", err);
             exit(1);
@@ -132,6 +142,14 @@ static void run(const char *queue, const char *placement, const shape_t *shapes,
     }
     sl_rng_t rng;
     sl_rng_seed(&rng, SEED);
+    const sl_constraint_t *sel[3] = {NULL, NULL, NULL};
+    if (sel_pct > 0) {
+        const char *txt[3] = {"zone=a", "zone=b", "gpu.class=g2"};
+        for (int k = 0; k < 3; k++) {
+            sl_constraint_spec_t cs = {.selector = txt[k]};
+            if (sl_cluster_constraint_intern(cl, &cs, &sel[k], err, sizeof err) != 0) exit(1);
+        }
+    }
     /* Each tenant's jobs in its queue order (equal priority: submit order). */
     uint64_t *tjobs[TENANTS];
     size_t tn[TENANTS] = {0}, tpos[TENANTS] = {0};
@@ -148,6 +166,10 @@ static void run(const char *queue, const char *placement, const shape_t *shapes,
             js.ntasks = 8;
         } else {
             js.task = shapes[sl_rng_below(&rng, nshapes)].req;
+        }
+        if (sel_pct > 0 && sl_rng_below(&rng, 100) < (uint64_t)sel_pct) {
+            uint64_t k = sl_rng_below(&rng, 4);
+            js.task.cons = sel[k < 3 ? k : 2]; /* a, b, then g2 on half of the rest */
         }
         if (sl_sched_submit(s, &js, err, sizeof err) != 0) {
             fprintf(stderr, "bench_core: submit: %s\n", err);
@@ -191,8 +213,9 @@ static void run(const char *queue, const char *placement, const shape_t *shapes,
     double p50 = lat[ndec / 2], p99 = lat[(size_t)((double)ndec * 0.99)];
     sl_res_t cap, fr;
     sl_cluster_capacity(cl, &cap, &fr);
-    printf("bench core queue=%s placement=%s placements_per_s=%.0f p50_us=%.1f p99_us=%.1f peak_rss_mib=%ld\n",
-           queue, placement, (double)ndec / total, p50, p99, peak_rss_mib());
+    printf("bench core queue=%s placement=%s%s placements_per_s=%.0f p50_us=%.1f p99_us=%.1f peak_rss_mib=%ld\n",
+           queue, placement, sel_pct > 0 ? " selector_pct=20" : "", (double)ndec / total, p50, p99,
+           peak_rss_mib());
     fflush(stdout);
     fprintf(stderr, "  (%zu decisions in %.3f s; %zu jobs started, mean %.1f us; %zu refused, mean %.1f us; "
             "GPU allocated %.2f%%; %zu classes; tenant dominant shares %.4f..%.4f)\n",
@@ -203,6 +226,7 @@ static void run(const char *queue, const char *placement, const shape_t *shapes,
     fflush(stderr);
     free(lat);
     sl_sched_destroy(s);
+    for (int k = 0; k < 3; k++) sl_cluster_constraint_release(cl, sel[k]);
     sl_cluster_destroy(cl);
 }
 
@@ -215,11 +239,16 @@ int main(int argc, char **argv) {
         return 1;
     }
     const char *only = argc > 2 ? argv[2] : NULL; /* optional: one placement policy */
-    if (!only || strcmp(only, "bestfit") == 0) {
-        run("fifo", "bestfit", shapes, n);
-        run("drf", "bestfit", shapes, n);
+    /* optional third argument: only the runs with this selector percentage (0 or 20) */
+    int only_sel = argc > 3 ? atoi(argv[3]) : -1;
+    for (int sel = 0; sel <= 20; sel += 20) {
+        if (only_sel >= 0 && sel != only_sel) continue;
+        if (!only || strcmp(only, "bestfit") == 0) {
+            run("fifo", "bestfit", shapes, n, sel);
+            run("drf", "bestfit", shapes, n, sel);
+        }
+        if (!only || strcmp(only, "fgd") == 0) run("drf", "fgd", shapes, n, sel);
     }
-    if (!only || strcmp(only, "fgd") == 0) run("drf", "fgd", shapes, n);
     free(shapes);
     return 0;
 }

@@ -44,7 +44,8 @@ typedef struct sl_node_spec {
     const char *gpu_model; /* NULL or "" when gpus == 0 */
     int64_t gpu_mem_bytes; /* per GPU; may be 0 when unknown */
     const char *pool;      /* NULL or "" means "default" */
-    const char *labels;    /* "k=v,k=v" or NULL; kept verbatim */
+    const char *labels;    /* "k=v,k=v" or NULL; kept verbatim (sluice/constraint.h) */
+    const char *taints;    /* "k=v:NoSchedule,..." or NULL (sluice/constraint.h) */
 } sl_node_spec_t;
 
 /* A node, read-only for callers (fields are public for policies' speed). */
@@ -61,6 +62,8 @@ typedef struct sl_node {
     int32_t gpu_free[SL_MAX_GPUS_PER_NODE];     /* milli, 0..1000 */
     int64_t gpu_mem_free[SL_MAX_GPUS_PER_NODE]; /* bytes */
     char *labels;                /* owned by the cluster; may be NULL */
+    char *taints;                /* owned by the cluster; may be NULL */
+    const struct sl_lset *lset;  /* labels and taints, interned (constraint.h); never NULL */
 } sl_node_t;
 
 /*

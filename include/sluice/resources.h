@@ -25,6 +25,8 @@ typedef struct sl_res {
     int64_t gpu_milli; /* summed over GPUs */
 } sl_res_t;
 
+typedef struct sl_constraint sl_constraint_t; /* sluice/constraint.h */
+
 typedef struct sl_task_req {
     int64_t cpu_milli;
     int64_t mem_bytes;
@@ -33,6 +35,9 @@ typedef struct sl_task_req {
     int64_t gpu_mem_bytes; /* with a share: GPU memory needed on that GPU (0 = any) */
     uint64_t model_mask;   /* allowed GPU models (bits from sl_cluster_model_intern); 0 = any */
     int32_t pool;          /* pool id from sl_cluster_pool_intern; -1 = any pool */
+    /* labels and tolerations (sl_cluster_constraint_intern); NULL = none:
+     * then only nodes without NoSchedule/NoExecute taints */
+    const sl_constraint_t *cons;
 } sl_task_req_t;
 
 /* A request for nothing: all zero, any model, any pool. Can't fail. */

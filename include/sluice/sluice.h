@@ -4,6 +4,7 @@
 
 #include "sluice/alloc.h"
 #include "sluice/cluster.h"
+#include "sluice/constraint.h"
 #include "sluice/error.h"
 #include "sluice/fair.h"
 #include "sluice/hash.h"

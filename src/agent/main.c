@@ -66,6 +66,8 @@ static const char usage[] =
     "  --memory Q              memory offered (default: MemTotal)\n"
     "  --pool P                node pool\n"
     "  --labels k=v,...        node labels\n"
+    "  --taints k=v:EFFECT,... node taints (EFFECT NoSchedule, PreferNoSchedule or\n"
+    "                          NoExecute): only jobs that tolerate them run here\n"
     "  --heartbeat SECONDS     heartbeat interval (default 2)\n"
     "  --launcher TEMPLATE     container launcher for tasks with an image, e.g.\n"
     "                          '/usr/bin/enroot start {image} --'; placeholders:\n"
@@ -165,6 +167,7 @@ typedef struct flags {
     const char *memory;
     const char *pool;
     const char *labels;
+    const char *taints;
     int heartbeat_s;
     const char *launcher;
     int grace_s;
@@ -267,7 +270,7 @@ int main(int argc, char **argv) {
            O_GPU_MEMORY, O_CPUS, O_MEMORY, O_POOL, O_LABELS, O_HEARTBEAT, O_LAUNCHER, O_GRACE,
            O_HELP, O_VERSION, O_CA, O_CERT, O_KEY, O_CGROUP, O_CGROUP_ROOT, O_CGROUP_MOUNT,
            O_PIDS_MAX, O_GPU_DEVICE_FILES, O_OOM_SCORE_ADJ, O_METRICS_LISTEN,
-           O_METRICS_INTERVAL, O_JOBMAP_DIR };
+           O_METRICS_INTERVAL, O_JOBMAP_DIR, O_TAINTS };
     const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
     static const struct option opts[] = {
         {"controller", required_argument, NULL, O_CTL},
@@ -282,6 +285,7 @@ int main(int argc, char **argv) {
         {"memory", required_argument, NULL, O_MEMORY},
         {"pool", required_argument, NULL, O_POOL},
         {"labels", required_argument, NULL, O_LABELS},
+        {"taints", required_argument, NULL, O_TAINTS},
         {"heartbeat", required_argument, NULL, O_HEARTBEAT},
         {"launcher", required_argument, NULL, O_LAUNCHER},
         {"grace", required_argument, NULL, O_GRACE},
@@ -334,6 +338,13 @@ int main(int argc, char **argv) {
             break;
         case O_POOL: a.pool = optarg; break;
         case O_LABELS: a.labels = optarg; break;
+        case O_TAINTS: {
+            char terr[256];
+            if (sl_node_labels_check(NULL, optarg, terr, sizeof terr) < 0)
+                return die_usage("--%s", terr); /* "taints: \"x\" is not ..." */
+            a.taints = optarg;
+            break;
+        }
         case O_HEARTBEAT:
             if (parse_int(optarg, 1, 3600, &a.heartbeat_s) != 0)
                 return die_usage("--heartbeat: \"%s\" is not a whole number of seconds from 1 to 3600", optarg);
@@ -551,7 +562,8 @@ int main(int argc, char **argv) {
         .tls = tls, .usage = agent_metrics_usage, .usage_ud = mx,
         .node = {.name = a.name, .cpus = a.cpus, .memory = a.memory, .gpus = a.gpus,
                  .gpu_model = a.gpus > 0 ? (a.gpu_model ? a.gpu_model : "unknown") : NULL,
-                 .gpu_memory = a.gpus > 0 ? a.gpu_memory : NULL, .pool = a.pool, .labels = a.labels}};
+                 .gpu_memory = a.gpus > 0 ? a.gpu_memory : NULL, .pool = a.pool, .labels = a.labels,
+                 .taints = a.taints}};
     agent_conn_create(base, &ccfg, ts, &cn);
     event_base_dispatch(base);
     rc = 0;

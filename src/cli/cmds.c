@@ -545,6 +545,20 @@ static void print_oom(json_t *j) {
     }
 }
 
+static const char *dash(const char *s) {
+    return s && s[0] ? s : "-";
+}
+
+/* "LABEL: a, b" for a non-empty list of strings. */
+static void print_list(const char *label, json_t *l) {
+    if (json_array_size(l) == 0) return;
+    printf("%-11s", label);
+    size_t i;
+    json_t *v;
+    json_array_foreach(l, i, v) printf("%s %s", i ? "," : "", json_string_value(v));
+    printf("\n");
+}
+
 int cli_cmd_show(cli_t *c) {
     char ref[48];
     if (c->npos != 1) return cli_usage_error(c, "give one job id");
@@ -622,6 +636,10 @@ int cli_cmd_show(cli_t *c) {
     if (json_is_string(json_object_get(j, "dependency")))
         printf("%-11s %s\n", "depends on:", json_string_value(json_object_get(j, "dependency")));
     cli_show_size(j);
+    print_list("nodes with:", json_object_get(j, "node_selector"));
+    if (json_is_string(json_object_get(j, "constraint")))
+        printf("%-11s %s\n", "constraint:", json_string_value(json_object_get(j, "constraint")));
+    print_list("tolerates:", json_object_get(j, "tolerations"));
     print_time_field("submitted:", json_object_get(j, "submit_time"));
     print_time_field("started:", json_object_get(j, "start_time"));
     print_time_field("ended:", json_object_get(j, "end_time"));
@@ -714,9 +732,9 @@ int cli_cmd_nodes(cli_t *c) {
         json_decref(out);
         return CLI_OK;
     }
-    table_t t = {.ncol = 9};
+    table_t t = {.ncol = 11};
     tbl_row(&t, "NAME", "STATE", "POOL", "GPU MODEL", "GPUS FREE", "CPUS FREE", "MEMORY FREE", "TASKS",
-            "LAST SEEN", NULL);
+            "LAST SEEN", "LABELS", "TAINTS", NULL);
     size_t i;
     json_t *n;
     json_array_foreach(json_object_get(out, "nodes"), i, n) {
@@ -740,7 +758,9 @@ int cli_cmd_nodes(cli_t *c) {
         tbl_row(&t, json_string_value(json_object_get(n, "name")), json_string_value(json_object_get(n, "state")),
                 val_str(json_object_get(n, "pool"), b7, sizeof b7),
                 json_is_string(model) ? json_string_value(model) : "-", gpus, cpus, mem,
-                val_str(json_object_get(n, "tasks"), b1, sizeof b1), seen, NULL);
+                val_str(json_object_get(n, "tasks"), b1, sizeof b1), seen,
+                dash(json_string_value(json_object_get(n, "labels"))),
+                dash(json_string_value(json_object_get(n, "taints"))), NULL);
     }
     tbl_print(&t);
     cli_print_drains(json_object_get(out, "nodes"));

@@ -345,6 +345,171 @@ out:
     return rc;
 }
 
+/* Appends text to the string field k of job (joined by sep). */
+static void append_text(json_t *job, const char *k, const char *sep, const char *text) {
+    const char *old = json_string_value(json_object_get(job, k));
+    if (!old) {
+        json_object_set_new(job, k, json_string(text));
+        return;
+    }
+    size_t n = strlen(old) + strlen(sep) + strlen(text) + 1;
+    char *b = malloc(n);
+    snprintf(b, n, "%s%s%s", old, sep, text);
+    json_object_set_new(job, k, json_string(b));
+    free(b);
+}
+
+/* Appends "k=v" (or a toleration) to the list field k of job. */
+static void append_item(json_t *job, const char *k, const char *item) {
+    json_t *l = json_object_get(job, k);
+    if (!l) json_object_set_new(job, k, l = json_array());
+    json_array_append_new(l, json_string(item));
+}
+
+/* One matchExpression {key, operator, values} as a constraint requirement. */
+static int k8s_match_expr(spec_t *s, const char *path, yaml_node_t *e, char *out, size_t len) {
+    if (want(s, path, e, YAML_MAPPING_NODE)) return -1;
+    const char *key = NULL, *op = NULL;
+    char vals[512] = "";
+    size_t nv = 0, o = 0;
+    for (yaml_node_pair_t *pr = e->data.mapping.pairs.start; pr < e->data.mapping.pairs.top; pr++) {
+        const char *k = scalar(node_at(s, pr->key));
+        yaml_node_t *v = node_at(s, pr->value);
+        char p[320];
+        snprintf(p, sizeof p, "%s.%s", path, k ? k : "?");
+        if (k && !strcmp(k, "key")) {
+            if (get_string(s, p, v, &key)) return -1;
+        } else if (k && !strcmp(k, "operator")) {
+            if (get_string(s, p, v, &op)) return -1;
+        } else if (k && !strcmp(k, "values")) {
+            if (want(s, p, v, YAML_SEQUENCE_NODE)) return -1;
+            for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+                const char *x;
+                if (get_string(s, p, node_at(s, *it), &x)) return -1;
+                if (o < sizeof vals) o += (size_t)snprintf(vals + o, sizeof vals - o, "%s%s", nv++ ? "," : "", x);
+            }
+        } else {
+            return fail(s, p, "not supported");
+        }
+    }
+    if (!key || !op) return fail(s, path, "needs key and operator");
+    if (!strcmp(op, "In") || !strcmp(op, "NotIn")) {
+        if (nv == 0) return fail(s, path, "operator %s needs values", op);
+        snprintf(out, len, "%s %s (%s)", key, op[0] == 'I' ? "in" : "notin", vals);
+    } else if (!strcmp(op, "Exists") || !strcmp(op, "DoesNotExist")) {
+        if (nv) return fail(s, path, "operator %s takes no values", op);
+        snprintf(out, len, "%s%s", op[0] == 'D' ? "!" : "", key);
+    } else {
+        return fail(s, path, "operator \"%s\" is not supported (In, NotIn, Exists, DoesNotExist)", op);
+    }
+    return 0;
+}
+
+/* affinity: only nodeAffinity's required terms, as the job's constraint
+ * (terms joined by |, expressions by &). Preferences are not honoured, so
+ * they are errors rather than silently dropped. */
+static int k8s_affinity(spec_t *s, const char *path, yaml_node_t *a, json_t *job) {
+    if (want(s, path, a, YAML_MAPPING_NODE)) return -1;
+    for (yaml_node_pair_t *pr = a->data.mapping.pairs.start; pr < a->data.mapping.pairs.top; pr++) {
+        const char *k = scalar(node_at(s, pr->key));
+        yaml_node_t *v = node_at(s, pr->value);
+        char p[320];
+        snprintf(p, sizeof p, "%s.%s", path, k ? k : "?");
+        if (!k || strcmp(k, "nodeAffinity") != 0) return fail(s, p, "not supported");
+        if (want(s, p, v, YAML_MAPPING_NODE)) return -1;
+        for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
+            const char *nk = scalar(node_at(s, q->key));
+            yaml_node_t *req = node_at(s, q->value);
+            char np[400];
+            snprintf(np, sizeof np, "%s.%s", p, nk ? nk : "?");
+            if (!nk || strcmp(nk, "requiredDuringSchedulingIgnoredDuringExecution") != 0)
+                return fail(s, np, "not supported (Sluice honours required node affinity only)");
+            if (want(s, np, req, YAML_MAPPING_NODE)) return -1;
+            for (yaml_node_pair_t *t = req->data.mapping.pairs.start; t < req->data.mapping.pairs.top; t++) {
+                const char *tk = scalar(node_at(s, t->key));
+                yaml_node_t *terms = node_at(s, t->value);
+                char tp[480];
+                snprintf(tp, sizeof tp, "%s.%s", np, tk ? tk : "?");
+                if (!tk || strcmp(tk, "nodeSelectorTerms") != 0) return fail(s, tp, "not supported");
+                if (want(s, tp, terms, YAML_SEQUENCE_NODE)) return -1;
+                char expr[1024] = "";
+                size_t o = 0;
+                int i = 0;
+                for (yaml_node_item_t *it = terms->data.sequence.items.start; it < terms->data.sequence.items.top; it++, i++) {
+                    yaml_node_t *term = node_at(s, *it);
+                    char ip[520];
+                    snprintf(ip, sizeof ip, "%s[%d]", tp, i);
+                    if (want(s, ip, term, YAML_MAPPING_NODE)) return -1;
+                    int nreq = 0;
+                    for (yaml_node_pair_t *m = term->data.mapping.pairs.start; m < term->data.mapping.pairs.top; m++) {
+                        const char *mk = scalar(node_at(s, m->key));
+                        yaml_node_t *exprs = node_at(s, m->value);
+                        char mp[600];
+                        snprintf(mp, sizeof mp, "%s.%s", ip, mk ? mk : "?");
+                        if (!mk || strcmp(mk, "matchExpressions") != 0) return fail(s, mp, "not supported");
+                        if (want(s, mp, exprs, YAML_SEQUENCE_NODE)) return -1;
+                        int j = 0;
+                        for (yaml_node_item_t *e = exprs->data.sequence.items.start; e < exprs->data.sequence.items.top; e++, j++) {
+                            char ep[640], r[600];
+                            snprintf(ep, sizeof ep, "%s[%d]", mp, j);
+                            if (k8s_match_expr(s, ep, node_at(s, *e), r, sizeof r)) return -1;
+                            if (o < sizeof expr)
+                                o += (size_t)snprintf(expr + o, sizeof expr - o, "%s%s",
+                                                      nreq++ ? " & " : (i ? " | " : ""), r);
+                        }
+                    }
+                    if (nreq == 0) return fail(s, ip, "needs matchExpressions");
+                }
+                if (o > 0) append_text(job, "constraint", " & ", expr);
+            }
+        }
+    }
+    return 0;
+}
+
+/* tolerations: [{key, operator, value, effect}] as key[=value][:effect]. */
+static int k8s_tolerations(spec_t *s, const char *path, yaml_node_t *l, json_t *job) {
+    if (want(s, path, l, YAML_SEQUENCE_NODE)) return -1;
+    int i = 0;
+    for (yaml_node_item_t *it = l->data.sequence.items.start; it < l->data.sequence.items.top; it++, i++) {
+        yaml_node_t *t = node_at(s, *it);
+        char p[320];
+        snprintf(p, sizeof p, "%s[%d]", path, i);
+        if (want(s, p, t, YAML_MAPPING_NODE)) return -1;
+        const char *key = "", *op = "Equal", *value = NULL, *effect = NULL;
+        for (yaml_node_pair_t *pr = t->data.mapping.pairs.start; pr < t->data.mapping.pairs.top; pr++) {
+            const char *k = scalar(node_at(s, pr->key));
+            char fp[400];
+            snprintf(fp, sizeof fp, "%s.%s", p, k ? k : "?");
+            const char **dst = !k ? NULL : !strcmp(k, "key") ? &key : !strcmp(k, "operator") ? &op
+                             : !strcmp(k, "value") ? &value : !strcmp(k, "effect") ? &effect : NULL;
+            if (!dst) return fail(s, fp, "not supported");
+            if (get_string(s, fp, node_at(s, pr->value), dst)) return -1;
+        }
+        if (effect && *effect && strcmp(effect, "NoSchedule") && strcmp(effect, "PreferNoSchedule") &&
+            strcmp(effect, "NoExecute"))
+            return fail(s, p, "effect \"%s\" is not NoSchedule, PreferNoSchedule or NoExecute", effect);
+        char item[400];
+        if (strcmp(op, "Exists") == 0) {
+            if (value && *value) return fail(s, p, "operator Exists takes no value");
+            if (!*key && effect && *effect) return fail(s, p, "an empty key with an effect is not supported");
+            snprintf(item, sizeof item, "%s%s%s", *key ? key : "*", effect && *effect && *key ? ":" : "",
+                     effect && *key ? effect : "");
+        } else if (strcmp(op, "Equal") == 0) {
+            if (!*key) return fail(s, p, "operator Equal needs a key");
+            snprintf(item, sizeof item, "%s=%s%s%s", key, value ? value : "", effect && *effect ? ":" : "",
+                     effect ? effect : "");
+        } else {
+            return fail(s, p, "operator \"%s\" is not supported (Equal, Exists)", op);
+        }
+        json_t *chk = sl_jobspec_from_text(&sl_jobspec_fields[SL_JS_TOLERATIONS], item, p, sizeof p);
+        if (!chk) return fail(s, path, "%s", p);
+        json_decref(chk);
+        append_item(job, "tolerations", item);
+    }
+    return 0;
+}
+
 static int k8s_pod_spec(spec_t *s, const char *path, yaml_node_t *ps, json_t *job) {
     if (want(s, path, ps, YAML_MAPPING_NODE)) return -1;
     int have_containers = 0;
@@ -388,9 +553,21 @@ static int k8s_pod_spec(spec_t *s, const char *path, yaml_node_t *ps, json_t *jo
                         return -1;
                     json_object_set_new(job, "gpu_models", json_pack("[o]", val));
                 } else {
-                    return fail(s, sp, "not supported (Sluice understands sluice.io/pool and nvidia.com/gpu.product)");
+                    const char *sv;
+                    if (!sk || get_string(s, sp, node_at(s, q->value), &sv)) return -1;
+                    char kv[300];
+                    snprintf(kv, sizeof kv, "%s=%s", sk, sv);
+                    char e[256];
+                    val = sl_jobspec_from_text(&sl_jobspec_fields[SL_JS_NODE_SELECTOR], kv, e, sizeof e);
+                    if (!val) return fail(s, sp, "%s", e);
+                    json_decref(val);
+                    append_item(job, "node_selector", kv);
                 }
             }
+        } else if (k && !strcmp(k, "affinity")) {
+            if (k8s_affinity(s, p, v, job)) return -1;
+        } else if (k && !strcmp(k, "tolerations")) {
+            if (k8s_tolerations(s, p, v, job)) return -1;
         } else {
             return fail(s, p, "not supported");
         }

@@ -104,6 +104,19 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
     [SL_JS_PRIORITY_CLASS] = {"priority_class", "priority-class", 0, "CLASS", SL_FT_NAME, 0, 1,
                               NAME_LEN, NULL, 0, "none", "",
                               "a priority class of the config: sets priority, may preempt"},
+    [SL_JS_NODE_SELECTOR] = {"node_selector", "node-selector", 0, "K=V", SL_FT_NAMES, 0, 3, 127,
+                             NULL, 0, "none", "",
+                             "run only on nodes with these labels (flag: repeat or "
+                             "comma-separate); docs/placement.md"},
+    [SL_JS_CONSTRAINT] = {"constraint", "constraint", 'C', "EXPR", SL_FT_TEXT, 0, 1, 1024, NULL, 0,
+                          "none", "",
+                          "node labels as sbatch --constraint: features joined by & (all) or by "
+                          "a bar (any), k=v, k!=v, k in (a,b), k notin (a,b), !k; "
+                          "docs/placement.md"},
+    [SL_JS_TOLERATIONS] = {"tolerations", "toleration", 0, "K[=V][:EFFECT]", SL_FT_NAMES, 0, 1,
+                           127, NULL, 0, "none", "",
+                           "node taints the job tolerates (flag: repeat); * tolerates all; "
+                           "docs/placement.md"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {

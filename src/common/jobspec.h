@@ -62,6 +62,9 @@ typedef enum sl_jobspec_id {
     SL_JS_ERROR,
     SL_JS_SUBMIT_DIR,
     SL_JS_PRIORITY_CLASS,  /* issue 11 */
+    SL_JS_NODE_SELECTOR,  /* labels every node must have (sluice/constraint.h) */
+    SL_JS_CONSTRAINT,     /* a label expression, Slurm's --constraint and more */
+    SL_JS_TOLERATIONS,    /* taints the job tolerates */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 

@@ -271,9 +271,9 @@ static int enc_hello(writer_t *w, const sl_proto_hello_t *h) {
     }
     key(w, "gpus");
     put_i64(w, n->gpus);
-    const char *const sk[] = {"gpu_model", "gpu_memory", "pool", "labels", "addr"};
-    const char *const sv[] = {n->gpu_model, n->gpu_memory, n->pool, n->labels, n->addr};
-    for (int i = 0; i < 5; i++) {
+    const char *const sk[] = {"gpu_model", "gpu_memory", "pool", "labels", "addr", "taints"};
+    const char *const sv[] = {n->gpu_model, n->gpu_memory, n->pool, n->labels, n->addr, n->taints};
+    for (int i = 0; i < 6; i++) {
         if (sv[i]) {
             key(w, sk[i]);
             put_str(w, sv[i]);
@@ -693,7 +693,7 @@ static int dec_node(dec_t *d, json_t *nd, sl_proto_node_t *n) {
         get_qty(d, nd, "gpu_memory", SL_QTY_MEM, &n->gpu_memory, &n->gpu_mem_bytes) ||
         get_str(d, nd, "gpu_model", false, &n->gpu_model) ||
         get_str(d, nd, "pool", false, &n->pool) || get_str(d, nd, "labels", false, &n->labels) ||
-        get_str(d, nd, "addr", false, &n->addr))
+        get_str(d, nd, "addr", false, &n->addr) || get_str(d, nd, "taints", false, &n->taints))
         return SL_EINVAL;
     d->prefix = "";
     return 0;

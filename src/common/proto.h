@@ -139,6 +139,7 @@ typedef struct sl_proto_node {
     const char *pool;
     const char *labels;
     const char *addr;       /* overrides MASTER_ADDR for gangs led from here */
+    const char *taints;     /* "k=v:NoSchedule,..." (sluice/constraint.h); NULL: absent */
     /* decode only */
     int64_t cpu_milli;
     int64_t mem_bytes;

@@ -323,13 +323,18 @@ int sl_cluster_create(sl_cluster_t **out) {
     names_init(&cl->models, SL_MAX_MODELS, SL_MAX_JOB_MODELS);
     /* The cluster's own reference: "default" always exists, with id 0. */
     names_take(&cl->pools, "default", false, false);
+    sl__ltab_init(&cl->ltab);
     *out = cl;
     return 0;
 }
 
 void sl_cluster_destroy(sl_cluster_t *cl) {
     if (!cl) return;
-    for (uint32_t i = 0; i < cl->nnodes; i++) sl_free(cl->nodes[i].labels);
+    for (uint32_t i = 0; i < cl->nnodes; i++) {
+        sl_free(cl->nodes[i].labels);
+        sl_free(cl->nodes[i].taints);
+    }
+    sl__ltab_fini(&cl->ltab);
     for (uint32_t i = 0; i < cl->nslots; i++) {
         sl_free(cl->slots[i].members);
         sl_heap_fini(&cl->slots[i].heap);
@@ -421,6 +426,16 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
         return SL_ERANGE;
     }
 
+    /* Its label set, shared with the nodes declared alike; only taints can
+     * be refused (checked last, so a set is interned only for a node that
+     * is added). */
+    const struct sl_lset *lset;
+    char lerr[200];
+    if (sl__ltab_lset(&cl->ltab, spec->labels, spec->taints, &lset, lerr, sizeof lerr) < 0) {
+        seterr(err, errlen, "node \"%s\": %s", nm, lerr);
+        return SL_EINVAL;
+    }
+
     /* The node's references to its pool and model, held for good: node
      * references, so a name that only jobs held stops counting toward the
      * job share. */
@@ -453,6 +468,8 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
         n->gpu_mem_free[g] = spec->gpu_mem_bytes;
     }
     n->labels = sl_xstrdup(spec->labels);
+    n->taints = sl_xstrdup(spec->taints);
+    n->lset = lset;
     sl_hash_add(&cl->names, sl_hash_str(nm), slot_val(id));
     cl->node_class[id] = -1;
     sl__index_insert(cl, id);
@@ -505,7 +522,7 @@ static bool node_eligible(const sl_node_t *n, const sl_task_req_t *req) {
         if (!(req->model_mask & (UINT64_C(1) << n->model))) return false;
     }
     if (req_wants_gpu(req) && n->ngpus == 0) return false;
-    return true;
+    return sl__cons_admits(req->cons, n->lset);
 }
 
 static bool share_fits_gpu(const sl_node_t *n, int g, const sl_task_req_t *req) {
@@ -733,3 +750,21 @@ int sl_cluster_check(const sl_cluster_t *cl) {
     return sl__index_check(cl, members);
 }
 
+/* ---- constraints (constraint.h): the cluster's table, in constraint.c ---- */
+
+int sl_cluster_constraint_intern(sl_cluster_t *cl, const sl_constraint_spec_t *spec,
+                                 const sl_constraint_t **out, char *err, size_t errlen) {
+    return sl__ltab_cons_intern(&cl->ltab, spec, out, err, errlen);
+}
+
+void sl_cluster_constraint_release(sl_cluster_t *cl, const sl_constraint_t *c) {
+    sl__ltab_cons_release(&cl->ltab, c);
+}
+
+size_t sl_cluster_constraint_count(const sl_cluster_t *cl) {
+    return sl_hash_count(&cl->ltab.cons);
+}
+
+const struct sl_lset *sl__cluster_lset(const sl_cluster_t *cl, uint32_t lset) {
+    return lset < cl->ltab.nsets ? cl->ltab.sets[lset] : NULL;
+}

@@ -35,7 +35,9 @@ static bool key_eq(const state_key_t *a, const state_key_t *b) {
 
 static void node_key(const sl_node_t *n, state_key_t *k) {
     k->w[0] = (uint64_t)(uint32_t)n->pool | ((uint64_t)(uint32_t)n->model << 32);
-    k->w[1] = (uint64_t)(uint32_t)n->ngpus;
+    /* The label set joins the key: the nodes of a class share labels and
+     * taints, so constraints are evaluated once per class. */
+    k->w[1] = (uint64_t)(uint32_t)n->ngpus | ((uint64_t)n->lset->id << 32);
     k->w[2] = (uint64_t)n->cpu_total;
     k->w[3] = (uint64_t)n->mem_total;
     k->w[4] = (uint64_t)n->gpu_mem_total;
@@ -79,6 +81,7 @@ static void node_summary(const sl_node_t *n, sl__class_t *s) {
         if (f == 0) s->used |= SL__USED_WHOLE;
         else if (f < SL_GPU_MILLI) s->used |= SL__USED_SHARE;
     }
+    if (n->lset->hard) s->used |= SL__TAINTED;
     s->gpu_free = sum;
     s->share_max = (int16_t)smax;
     s->full_free = (uint8_t)node_full_free(n);
@@ -170,7 +173,8 @@ static uint32_t class_new(sl_cluster_t *cl, const state_key_t *k, uint64_t h, co
     uint32_t d = dense_open(cl, summary_bucket(&s));
     cl->order[d] = slot;
     cl->sum[d] = s;
-    cl->ids[d] = (sl__class_id_t){.uid = c->uid, .hash = h, .size = 0, .slot = slot, .first = n->id};
+    cl->ids[d] = (sl__class_id_t){.uid = c->uid, .hash = h, .size = 0, .slot = slot, .first = n->id,
+                                  .lset = n->lset->id};
     c->dense = d;
     sl_hash_add(&cl->classes, h, slot_val(slot));
     return slot;

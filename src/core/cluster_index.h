@@ -69,6 +69,7 @@ typedef struct sl__class {
 
 #define SL__USED_SHARE 1u /* some GPU is partly used (0 < free < 1000) */
 #define SL__USED_WHOLE 2u /* some GPU is fully used (free 0) */
+#define SL__TAINTED 4u    /* the nodes have a NoSchedule or NoExecute taint (constraint.h) */
 
 /* Identity of a class, parallel to the summaries. */
 typedef struct sl__class_id {
@@ -77,6 +78,7 @@ typedef struct sl__class_id {
     uint32_t size; /* member nodes */
     uint32_t slot; /* stable while the class lives */
     uint32_t first; /* the member lowest in sl__node_rank(sl__cluster_order_key(cl), .) */
+    uint32_t lset;  /* id of the members' label set (fills the padding: 32 bytes) */
 } sl__class_id_t;
 
 /* murmur3's 32-bit finaliser: a bijection on 32 bits. */
@@ -122,15 +124,22 @@ static inline bool sl__class_model_ok(const sl__class_t *c, uint64_t mask) {
 /*
  * Whether one task of r fits a node of class c, from the summary alone:
  * exact except for a share with GPU memory (r->gpu_mem_bytes > 0), where
- * true only means "maybe" and the node must be asked (sl_node_fits).
+ * true only means "maybe" and the node must be asked (sl_node_fits). A
+ * request with a constraint (r->cons) must also be admitted by the class's
+ * label set (sl__cons_admits on the representative): the summary knows only
+ * that a class is tainted, which refuses every request without one.
  */
 static inline bool sl__class_fits(const sl__class_t *c, const sl_task_req_t *r) {
     if (c->cpu_free < r->cpu_milli || c->mem_free < r->mem_bytes) return false;
     if (r->pool != -1 && c->pool != r->pool) return false;
     if (!sl__class_model_ok(c, r->model_mask)) return false;
-    if (r->gpus > 0) return c->full_free >= r->gpus;
-    if (r->gpu_milli > 0) return c->share_max >= r->gpu_milli;
-    return true;
+    if (r->gpus > 0) {
+        if (c->full_free < r->gpus) return false;
+    } else if (r->gpu_milli > 0) {
+        if (c->share_max < r->gpu_milli) return false;
+    }
+    /* Last, so that only the classes that fit pay for it (most do not). */
+    return !(c->used & SL__TAINTED) || r->cons;
 }
 
 /*
@@ -154,6 +163,9 @@ static inline void sl__node_give_back(sl_node_t *n, const sl_task_req_t *req, co
         }
     }
 }
+
+/* The label set with id lset (sl__class_id_t.lset); NULL if none. O(1). */
+const struct sl_lset *sl__cluster_lset(const sl_cluster_t *cl, uint32_t lset);
 
 /* Dense arrays of sl_cluster_class_count() entries, in class order. */
 const sl__class_t *sl__cluster_classes(const sl_cluster_t *cl);

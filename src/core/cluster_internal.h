@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cluster_index.h"
+#include "constraint_internal.h"
 #include "sluice/cluster.h"
 #include "sluice/hash.h"
 #include "sluice/heap.h"
@@ -57,6 +58,7 @@ typedef struct sl_names {
 } sl_names_t;
 
 struct sl_cluster {
+    sl__ltab_t ltab; /* label sets and constraints (constraint.c) */
     sl_node_t *nodes;
     uint32_t nnodes, node_cap;
     int32_t *node_class;    /* class slot of each node, -1 if not up */

@@ -59,10 +59,12 @@
 #include <string.h>
 
 #include "sluice/cluster.h"
+#include "sluice/constraint.h"
 #include "sluice/error.h"
 #include "sluice/policy.h"
 
 #include "cluster_index.h"
+#include "constraint_internal.h"
 #include "policy/place.h"
 #include "units.h"
 
@@ -108,6 +110,7 @@ static int32_t empty_fit_count(const sl_place_policy_t *pol, const sl_cycle_t *c
     if (limit <= 0) return 0;
     if (pol->filter && !pol->filter(cy, req, node)) return 0;
     if (req->pool != -1 && req->pool != node->pool) return 0;
+    if (!sl__cons_admits(req->cons, node->lset)) return 0;
     if (!sl__model_ok(node, req->model_mask)) return 0;
     if (sl__req_gpu(req) && node->ngpus == 0) return 0;
     int64_t n = limit;
@@ -145,6 +148,13 @@ static bool any_node_passes(const sl_place_policy_t *pol, const sl_cycle_t *cy,
 }
 
 /* ---- searching the classes ---- */
+
+/* The constraint filter of a class: its members share a label set, so one
+ * memoised byte per (constraint, set) after the first evaluation. */
+static inline bool class_admits(const sl_cluster_t *cl, const sl_constraint_t *c, uint32_t lset) {
+    if (lset < c->nmemo && c->memo[lset]) return c->memo[lset] == 2;
+    return sl__cons_eval(c, sl__cluster_lset(cl, lset));
+}
 
 extern const sl__place_fast_t sl__fast_fgdbal; /* policy/place_fgdbal.c */
 
@@ -211,6 +221,7 @@ __attribute__((noinline)) static void search_filtered(search_t *s) {
         for (uint32_t i = bs[b]; i < bs[b + 1]; i++) {
             const sl__class_t *c = &sum[i];
             if (!sl__class_fits(c, r)) continue;
+            if (r->cons && !class_admits(cl, r->cons, ids[i].lset)) continue;
             const sl_node_t *rep = sl_cluster_node(cl, c->rep);
             if (mem_check && !sl_node_fits(rep, r)) continue;
             int32_t cnt = s->remaining > 1 ? sl_node_fit_count(rep, r, s->remaining) : 1;
@@ -261,6 +272,7 @@ static void search_run(search_t *s) {
             const sl__class_t *c = &sum[i];
             if (!sl__class_fits(c, r)) continue;
             const sl_node_t *rep = NULL;
+            if (r->cons && !class_admits(cl, r->cons, ids[i].lset)) continue;
             if (mem_check) {
                 rep = sl_cluster_node(cl, c->rep);
                 if (!sl_node_fits(rep, r)) continue;
@@ -600,7 +612,9 @@ fail:
     {
         int32_t fit_empty = empty_capacity(pol, cy, cl, req, n);
         bool ever = fit_empty < n;
-        if (!any_node_passes(pol, cy, cl, req)) {
+        if (ever && sl_constraint_explain(req->cons, cl, reason, reasonlen)) {
+            /* no node's labels and taints admit the job: say which */
+        } else if (!any_node_passes(pol, cy, cl, req)) {
             if (reason && reasonlen > 0)
                 snprintf(reason, reasonlen, "no node passes placement %s's filter", pol->name);
         } else {

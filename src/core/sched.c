@@ -46,6 +46,7 @@ void sl__start_job(sl_sched_t *s, sl_job_t *j, const sl_place_t *pls, int32_t n,
     sl__hist_push(j, now_us, n);
     t->usage = sl_res_add(t->usage, job_total(j, n));
     if (s->cap_valid) t->share = sl__share_of(t, s->cap);
+    sl__wfq_charge(s, j, job_total(j, n));
     t->nrunning++;
     s->nrunning++;
     sl__run_insert(s, j);

@@ -131,6 +131,14 @@ extern const sl_queue_policy_t sl__queue_priority;
 extern const sl_queue_policy_t sl__queue_drf;
 extern const sl_queue_policy_t sl__queue_wfq;
 extern const sl_queue_policy_t sl__queue_las;
+/* wfq's cost when a job and the scheduler have no time limit, in seconds. */
+#define SL__WFQ_DEFAULT_LIMIT_S 3600
+struct sl_sched;
+/* wfq's bookkeeping when job j starts `total` (every queue policy keeps it,
+ * so a scheduler's tags are the same whatever it ran before): the tenant's
+ * tag advances by cost / weight, the system virtual time to the job's start
+ * tag. Can't fail; O(1). (policy/queue_wfq.c) */
+void sl__wfq_charge(struct sl_sched *s, const sl_job_t *j, sl_res_t total);
 
 /* Ties shared by all policies: earlier submit first, then lower id. */
 static inline bool sl__job_submit_less(const sl_job_t *a, const sl_job_t *b) {
@@ -220,6 +228,7 @@ typedef struct tenant {
     sl_res_t usage;
     sl_res_t pend;   /* what its pending jobs ask for (all tasks of each) */
     double share;    /* sl_sched_tenant_share, cached while cap_valid */
+    double vtag;     /* wfq: start tag of its next job (policy/queue_wfq.c) */
     size_t npending, nrunning;
     sl__tnode_t *root;  /* treap of pending jobs (job.tq) */
     sl__tnode_t *groot; /* treap of its non-empty groups by head (group.ix) */
@@ -283,6 +292,7 @@ struct sl_sched {
     uint64_t behind_epoch; /* epoch of the cycle that left jobs unreached */
     char behind_reason[SL_REASON_MAX];
     int64_t clock_us;      /* latest now_us seen (for foreach under wfq) */
+    double vnow;           /* wfq: system virtual time (policy/queue_wfq.c) */
 
     bool cap_valid;        /* cap is a snapshot valid during a cycle */
     sl_res_t cap;
@@ -391,7 +401,7 @@ static inline bool eq_less(const sl__tnode_t *a, const sl__tnode_t *b) {
 static inline bool req_eq(const sl_task_req_t *a, const sl_task_req_t *b) {
     return a->cpu_milli == b->cpu_milli && a->mem_bytes == b->mem_bytes && a->gpus == b->gpus &&
            a->gpu_milli == b->gpu_milli && a->gpu_mem_bytes == b->gpu_mem_bytes &&
-           a->model_mask == b->model_mask && a->pool == b->pool;
+           a->model_mask == b->model_mask && a->pool == b->pool && a->cons == b->cons;
 }
 
 static inline uint64_t req_hash(const sl_task_req_t *r, int32_t n, int32_t m) {
@@ -401,6 +411,7 @@ static inline uint64_t req_hash(const sl_task_req_t *r, int32_t n, int32_t m) {
     h = sl_mix64(h ^ (uint64_t)r->gpu_mem_bytes);
     h = sl_mix64(h ^ r->model_mask);
     h = sl_mix64(h ^ (uint64_t)(uint32_t)r->pool ^ ((uint64_t)(uint32_t)n << 32));
+    h ^= (uint64_t)(uintptr_t)r->cons;
     return sl_mix64(h ^ (uint64_t)(uint32_t)m);
 }
 

@@ -251,6 +251,9 @@ void sl__enqueue(sl_sched_t *s, sl_job_t *j) {
     j->qkey = s->las ? -(int64_t)las_level(s, j->att_gpu_s) : j->spec.priority;
     int64_t lim = j->spec.time_limit_us > 0 ? j->spec.time_limit_us : s->default_limit_us;
     j->lim = lim > 0 ? lim : INT64_MAX;
+    /* wfq: a tenant that was idle rejoins at the system virtual time
+     * instead of the tag it left with, so it banks no credit. */
+    if (t->npending == 0 && t->vtag < s->vnow) t->vtag = s->vnow;
     tn_insert(&t->root, &j->tq, tq_less, NULL);
     group_t *g = group_get(s, j);
     bool new_head = !g->head || qless(j, g->head);

@@ -217,6 +217,7 @@ int sl_workload_add(sl_workload_t *w, const sl_task_req_t *req, int64_t count) {
     if (!w || !req || count <= 0) return SL_EINVAL;
     sl_task_req_t s = *req;
     s.pool = -1;
+    s.cons = NULL; /* a shape, not where it may run: and the constraint may be freed */
     memo_reset(w->memo);
     w->total += count;
     for (size_t i = 0; i < w->n; i++) {

@@ -476,7 +476,7 @@ static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char
     sl_node_spec_t ns = {.name = pn->name, .cpu_milli = pn->cpu_milli, .mem_bytes = pn->mem_bytes,
                          .gpus = pn->gpus, .gpu_model = pn->gpu_model,
                          .gpu_mem_bytes = pn->gpu_mem_bytes, .pool = pn->pool,
-                         .labels = pn->labels};
+                         .labels = pn->labels, .taints = pn->taints};
     uint32_t id;
     char err[256];
     if (ctl_node_hello(c, &ns, pn->addr && pn->addr[0] ? pn->addr : cn->addr, &id, err,

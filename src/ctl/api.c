@@ -177,6 +177,8 @@ void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id) {
     ctl_buf_jstr(b, sl_cluster_pool_name(c->cl, nd->pool));
     ctl_buf_puts(b, ",\"labels\":");
     ctl_buf_jstr(b, nd->labels ? nd->labels : "");
+    ctl_buf_puts(b, ",\"taints\":");
+    ctl_buf_jstr(b, nd->taints ? nd->taints : "");
     ctl_buf_puts(b, ",\"cpus\":");
     sl_qty_format(nd->cpu_total, SL_QTY_CPU, q, sizeof q);
     ctl_buf_jstr(b, q);

@@ -72,9 +72,15 @@ void ctl_config_fini(ctl_config_t *cfg) {
         sl_free(cfg->tenants[i].group);
     }
     sl_free(cfg->tenants);
-    for (size_t i = 0; i < cfg->npools; i++)
+    for (size_t i = 0; i < cfg->npools; i++) {
         sl_free(cfg->pools[i]);
+        for (size_t k = 0; cfg->pool_cfg && k < cfg->pool_cfg[i].ntenants; k++)
+            sl_free(cfg->pool_cfg[i].tenants[k]);
+        if (cfg->pool_cfg)
+            sl_free(cfg->pool_cfg[i].tenants);
+    }
     sl_free(cfg->pools);
+    sl_free(cfg->pool_cfg);
     for (size_t i = 0; i < cfg->nrevoked; i++)
         sl_free(cfg->revoked_nodes[i]);
     sl_free(cfg->revoked_nodes);
@@ -254,11 +260,31 @@ static int load_tenants(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     return 0;
 }
 
+/* A pool's `dedicated` and `tenants` (a list of tenant names, or one). */
+static int load_pool_cfg(rd_t *r, const sl_yaml_node_t *p, struct ctl_pool_cfg *pc) {
+    const sl_yaml_node_t *d = sl_yaml_map_get(p, "dedicated");
+    if (d != NULL && !sl_yaml_is_null(d) && sl_yaml_bool(d, &pc->dedicated) < 0)
+        return fail(r, d, "pools[].dedicated: must be true or false%s%s", "", "");
+    const sl_yaml_node_t *t = sl_yaml_map_get(p, "tenants");
+    if (t == NULL || sl_yaml_is_null(t))
+        return 0;
+    size_t n = t->kind == SL_YAML_SEQ ? t->n : 1;
+    pc->tenants = sl_xcalloc(n ? n : 1, sizeof *pc->tenants);
+    for (size_t i = 0; i < n; i++) {
+        const sl_yaml_node_t *v = t->kind == SL_YAML_SEQ ? t->items[i] : t;
+        if (v->kind != SL_YAML_SCALAR || v->value[0] == '\0')
+            return fail(r, v, "pools[].tenants: must be a list of tenant names%s%s", "", "");
+        pc->tenants[pc->ntenants++] = sl_xstrdup(v->value);
+    }
+    return 0;
+}
+
 static int load_pools(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
-    static const char *const keys[] = {"name", "description", NULL};
+    static const char *const keys[] = {"name", "description", "dedicated", "tenants", NULL};
     if (seq->kind != SL_YAML_SEQ)
         return fail(r, seq, "pools must be a sequence%s%s", "", "");
     cfg->pools = sl_xcalloc(seq->n ? seq->n : 1, sizeof *cfg->pools);
+    cfg->pool_cfg = sl_xcalloc(seq->n ? seq->n : 1, sizeof *cfg->pool_cfg);
     for (size_t i = 0; i < seq->n; i++) {
         const sl_yaml_node_t *p = seq->items[i];
         char *name = NULL;
@@ -273,6 +299,12 @@ static int load_pools(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
                 return -1;
             }
             sl_free(desc);
+            if (load_pool_cfg(r, p, &cfg->pool_cfg[cfg->npools]) < 0) {
+                sl_free(name);
+                cfg->npools++; /* so that its tenants are freed */
+                cfg->pools[cfg->npools - 1] = NULL;
+                return -1;
+            }
         }
         if (name == NULL || name[0] == '\0' || strlen(name) >= SL_NAME_MAX) {
             sl_free(name);
@@ -772,3 +804,39 @@ bool ctl_node_revoked(const ctl_config_t *cfg, const char *name) {
             return true;
     return false;
 }
+
+const struct ctl_pool_cfg *ctl_pool_cfg(const ctl_config_t *cfg, const char *pool) {
+    for (size_t i = 0; pool && cfg->pool_cfg && i < cfg->npools; i++)
+        if (cfg->pools[i] && strcmp(cfg->pools[i], pool) == 0)
+            return &cfg->pool_cfg[i];
+    return NULL;
+}
+
+const char *ctl_node_taints(const ctl_config_t *cfg, const char *pool, const char *taints,
+                            char *buf, size_t len) {
+    const struct ctl_pool_cfg *pc = ctl_pool_cfg(cfg, pool && pool[0] ? pool : "default");
+    if (pc == NULL || !pc->dedicated)
+        return taints;
+    snprintf(buf, len, "%s%s" CTL_DEDICATED_TAINT_KEY "=%s:NoSchedule", taints ? taints : "",
+             taints && taints[0] ? "," : "", pool && pool[0] ? pool : "default");
+    return buf;
+}
+
+int ctl_pool_tenant_ok(const ctl_config_t *cfg, const char *pool, const char *tenant, char *err,
+                       size_t errlen) {
+    const struct ctl_pool_cfg *pc = ctl_pool_cfg(cfg, pool);
+    if (pc == NULL || pc->ntenants == 0)
+        return 0;
+    size_t o = (size_t)snprintf(err, errlen, "pool \"%s\" is dedicated to tenant%s ", pool,
+                                pc->ntenants > 1 ? "s" : "");
+    for (size_t i = 0; i < pc->ntenants; i++) {
+        if (tenant && strcmp(pc->tenants[i], tenant) == 0)
+            return 0;
+        if (o < errlen)
+            o += (size_t)snprintf(err + o, errlen - o, "%s%s", i ? ", " : "", pc->tenants[i]);
+    }
+    if (o < errlen)
+        snprintf(err + o, errlen - o, "; tenant \"%s\" may not use it", tenant ? tenant : "");
+    return -1;
+}
+

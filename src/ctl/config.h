@@ -101,6 +101,14 @@ typedef struct ctl_config {
     size_t ntenants;
     char **pools;
     size_t npools;
+    /* pools[i]'s `dedicated` and `tenants` (docs/config.md, "pools"):
+     * a dedicated pool runs only jobs that name it; with tenants, only
+     * those tenants may name it. Parallel to pools. */
+    struct ctl_pool_cfg {
+        bool dedicated;
+        char **tenants;
+        size_t ntenants;
+    } *pool_cfg;
     char *log_level;
     bool init;                  /* create a missing or empty state database (--init) */
     char *default_user;         /* tenants without `user` run as this ("nobody") */
@@ -209,5 +217,21 @@ bool ctl_token_is_hashed(const char *token);
 int ctl_node_token(const char *cluster_token, const char *name, char *out, size_t outlen);
 /* True when name is in the config's revoked_nodes. O(revoked names). */
 bool ctl_node_revoked(const ctl_config_t *cfg, const char *name);
+
+/* The taint of a dedicated pool's nodes, which the jobs naming the pool
+ * tolerate: "sluice.io/dedicated=POOL:NoSchedule". */
+#define CTL_DEDICATED_TAINT_KEY "sluice.io/dedicated"
+/* The configuration of pool (NULL: no pool configured by that name). O(pools). */
+const struct ctl_pool_cfg *ctl_pool_cfg(const ctl_config_t *cfg, const char *pool);
+/* A node's taints as the core sees them: taints (may be NULL) plus, for a
+ * node of a dedicated pool, the pool's taint, written into buf. Returns buf,
+ * or taints itself when there is nothing to add. Can't fail (truncates at
+ * len). */
+const char *ctl_node_taints(const ctl_config_t *cfg, const char *pool, const char *taints,
+                            char *buf, size_t len);
+/* Whether tenant may name pool: 0, or -1 with a message for the "pool"
+ * field in err ("pool \"secure\" is dedicated to tenants a, b"). */
+int ctl_pool_tenant_ok(const ctl_config_t *cfg, const char *pool, const char *tenant, char *err,
+                       size_t errlen);
 
 #endif

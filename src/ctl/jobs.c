@@ -622,8 +622,13 @@ int ctl_node_hello(ctl_t *c, const sl_node_spec_t *ns, const char *addr, uint32_
             sl_log(SL_LOG_WARN, "agent",
                    "node=%s reconnected with a different spec; keeping the registered one",
                    ns->name);
-    } else if (sl_cluster_add_node(c->cl, ns, &id, err, errlen) < 0) {
-        return -1;
+    } else {
+        /* A dedicated pool's nodes carry its taint (config.h). */
+        char tb[1024];
+        sl_node_spec_t ts = *ns;
+        ts.taints = ctl_node_taints(&c->cfg, ns->pool, ns->taints, tb, sizeof tb);
+        if (sl_cluster_add_node(c->cl, &ts, &id, err, errlen) < 0)
+            return -1;
     }
     ctl_node_t *n = ctl_node_get(c, id);
     if (n == NULL)
@@ -632,11 +637,11 @@ int ctl_node_hello(ctl_t *c, const sl_node_spec_t *ns, const char *addr, uint32_
     n->last_seen_mono_us = ctl_mono_us();
     n->last_seen_us = ctl_now_us();
     if (known == NULL || n->spec_json == NULL) {
-        json_t *sj = json_pack("{s:I,s:I,s:i,s:s?,s:I,s:s?,s:s?}", "cpu_milli",
+        json_t *sj = json_pack("{s:I,s:I,s:i,s:s?,s:I,s:s?,s:s?,s:s?}", "cpu_milli",
                                (json_int_t)ns->cpu_milli, "mem_bytes", (json_int_t)ns->mem_bytes,
                                "gpus", ns->gpus, "gpu_model", ns->gpu_model, "gpu_mem_bytes",
                                (json_int_t)ns->gpu_mem_bytes, "pool", ns->pool, "labels",
-                               ns->labels);
+                               ns->labels, "taints", ns->taints);
         sl_free(n->spec_json);
         char *s = json_dumps(sj, JSON_COMPACT);
         n->spec_json = sl_xstrdup(s);

@@ -39,7 +39,10 @@ static int node_row(void *ud, const char *name, const char *spec, const char *ad
         .gpu_mem_bytes = json_integer_value(json_object_get(js, "gpu_mem_bytes")),
         .pool = json_string_value(json_object_get(js, "pool")),
         .labels = json_string_value(json_object_get(js, "labels")),
+        .taints = json_string_value(json_object_get(js, "taints")),
     };
+    char tb[1024]; /* a dedicated pool's nodes carry its taint (config.h) */
+    ns.taints = ctl_node_taints(&c->cfg, ns.pool, ns.taints, tb, sizeof tb);
     uint32_t id;
     char err[200];
     if (sl_cluster_add_node(c->cl, &ns, &id, err, sizeof err) < 0) {

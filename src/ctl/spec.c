@@ -71,6 +71,52 @@ static json_t *model_list(json_t *v) {
  * ctl_job_core_spec fills it from the stored spec first. */
 #define POOL_UNRESOLVED (-2)
 
+/* A list of strings (or one string) joined by commas into buf. */
+static const char *join_list(json_t *v, char *buf, size_t len) {
+    buf[0] = '\0';
+    if (json_is_string(v))
+        return json_string_value(v);
+    size_t i, o = 0;
+    json_t *m;
+    json_array_foreach(v, i, m) {
+        if (o < len)
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? "," : "", json_string_value(m));
+    }
+    return buf;
+}
+
+/*
+ * The job's constraint (node_selector, constraint, tolerations; a job
+ * naming a dedicated pool also tolerates the pool's taint), interned in the
+ * cluster with one reference in *out (NULL when it has none). 0, or -1 with
+ * the field in *field and the message in err.
+ */
+static int constraint_of(ctl_t *c, json_t *s, const sl_constraint_t **out, char *field,
+                         size_t fieldlen, char *err, size_t errlen) {
+    char sel[2048], tol[2048 + SL_NAME_MAX + 40];
+    sl_constraint_spec_t cs = {
+        .selector = join_list(json_object_get(s, "node_selector"), sel, sizeof sel),
+        .expr = json_string_value(json_object_get(s, "constraint")),
+        .tolerations = join_list(json_object_get(s, "tolerations"), tol, sizeof tol)};
+    const char *pool = json_string_value(json_object_get(s, "pool"));
+    const struct ctl_pool_cfg *pc = ctl_pool_cfg(&c->cfg, pool);
+    if (pc && pc->dedicated) {
+        if (cs.tolerations != tol)
+            snprintf(tol, sizeof tol, "%s", cs.tolerations ? cs.tolerations : "");
+        size_t o = strlen(tol);
+        snprintf(tol + o, sizeof tol - o, "%s" CTL_DEDICATED_TAINT_KEY "=%s:NoSchedule",
+                 o ? "," : "", pool);
+        cs.tolerations = tol;
+    }
+    char msg[300];
+    if (sl_cluster_constraint_intern(c->cl, &cs, out, msg, sizeof msg) == 0)
+        return 0;
+    const char *colon = strstr(msg, ": ");
+    snprintf(field, fieldlen, "%.*s", colon ? (int)(colon - msg) : 0, msg);
+    snprintf(err, errlen, "%.270s", colon ? colon + 2 : msg);
+    return -1;
+}
+
 /* The request of one task and the job's other numbers, from a parsed spec.
  * GPU models and pool stay unresolved (POOL_UNRESOLVED) until
  * ctl_job_core_spec resolves them. */
@@ -218,6 +264,18 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                        "of the two", (long long)js.num[SL_JS_PRIORITY], pcname, (int)pc->value);
         js.num[SL_JS_PRIORITY] = pc->value;
     }
+    if (pool && ctl_pool_tenant_ok(&c->cfg, pool, sl_sched_tenant_name(c->sched, tenant), err,
+                                   sizeof err) < 0)
+        return bad(fe, 403, "forbidden", "pool", "%s", err);
+    {
+        /* Labels and tolerations compile here so that a bad one is a 400
+         * naming its field; the reference is given back at once. */
+        const sl_constraint_t *cons;
+        char cf[32];
+        if (constraint_of(c, spec, &cons, cf, sizeof cf, err, sizeof err) < 0)
+            return bad(fe, 400, "invalid_field", cf, "%s", err);
+        sl_cluster_constraint_release(c->cl, cons);
+    }
     json_t *models = model_list(val[SL_JS_GPU_MODELS]);
     if (!names_fit(c, models, pool, fe)) {
         json_decref(models);
@@ -279,6 +337,13 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     for (int i = SL_JS_SCRIPT; i <= SL_JS_SUBMIT_DIR; i++)
         if (val[i])
             json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
+    /* Where it may run: lists as lists, the expression as given. */
+    if (val[SL_JS_NODE_SELECTOR])
+        json_object_set_new(norm, "node_selector", model_list(val[SL_JS_NODE_SELECTOR]));
+    if (val[SL_JS_CONSTRAINT])
+        json_object_set_new(norm, "constraint", json_deep_copy(val[SL_JS_CONSTRAINT]));
+    if (val[SL_JS_TOLERATIONS])
+        json_object_set_new(norm, "tolerations", model_list(val[SL_JS_TOLERATIONS]));
 
     ctl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = norm;
@@ -349,6 +414,7 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     sl_task_req_t *r = &cs->task;
     r->model_mask = 0;
     r->pool = -1;
+    r->cons = NULL;
     j->names_held = true; /* from here on, ctl_job_release_names gives back what is in r */
     size_t i;
     json_t *m;
@@ -379,6 +445,11 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
         }
         r->pool = id;
     }
+    char cf[32], cmsg[280];
+    if (constraint_of(c, s, &r->cons, cf, sizeof cf, cmsg, sizeof cmsg) < 0) {
+        snprintf(err, errlen, "%s: %s", cf, cmsg);
+        goto fail;
+    }
     if (sl_task_req_check(r, err, errlen) < 0)
         goto fail;
     if (past_share)
@@ -403,5 +474,7 @@ void ctl_job_release_names(ctl_t *c, ctl_job_t *j) {
             sl_cluster_model_release_job(c->cl, id);
     if (r->pool >= 0)
         sl_cluster_pool_release_job(c->cl, r->pool);
+    sl_cluster_constraint_release(c->cl, r->cons);
+    r->cons = NULL;
     j->names_held = false;
 }

@@ -150,8 +150,8 @@ with open(MEGATRON) as _f:
 BAD_SPECS = [
     (_MEG.replace("      containers:", "      volumes:\n      - name: data\n      containers:"),
      "spec.template.spec.volumes: not supported"),
-    (_MEG.replace("      containers:", "      affinity: {}\n      containers:"),
-     "spec.template.spec.affinity: not supported"),
+    (_MEG.replace("      containers:", "      affinity: {podAffinity: {}}\n      containers:"),
+     "spec.template.spec.affinity.podAffinity: not supported"),
     (_MEG.replace("  parallelism: 8", "  parallelism: 8\n  completions: 16"),
      "spec.completions: 16 differs from spec.parallelism 8"),
     (_MEG + "      - name: sidecar\n        image: busybox\n",

@@ -177,3 +177,65 @@ def test_spec_files_are_checked_by_the_table(cli_bin, tmp_path, text, message):
     r = u.sluice(["submit", "--dry-run", "-f", str(p)], env)
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert message in r.stderr, r.stderr
+
+
+_K8S_HEAD = "apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n"
+_K8S_TAIL = "      containers:\n      - image: x\n"
+
+
+def _dry(tmp_path, text):
+    p = tmp_path / "spec.yaml"
+    p.write_text(text)
+    env = u.cli_env(extra={"SLUICE_SERVER": "http://127.0.0.1:%d" % harness.free_port()},
+                    tmpdir=tmp_path)
+    return u.sluice(["submit", "--dry-run", "-f", str(p)], env)
+
+
+def test_manifest_node_constraints_become_fields(cli_bin, tmp_path):
+    """nodeSelector, required node affinity and tolerations (issue 12)."""
+    r = _dry(tmp_path, _K8S_HEAD + """      nodeSelector: {gpu.class: a100-80g, zone: a}
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions:
+              - {key: rack, operator: In, values: [r1, r2]}
+              - {key: spot, operator: DoesNotExist}
+            - matchExpressions:
+              - {key: nvlink, operator: Exists}
+              - {key: zone, operator: NotIn, values: [c]}
+      tolerations:
+      - {key: maint, operator: Equal, value: "yes", effect: NoSchedule}
+      - {key: gpu, operator: Exists}
+      - {operator: Exists}
+""" + _K8S_TAIL)
+    assert r.returncode == 0, r.stderr
+    job = json.loads(r.stdout)
+    assert job["node_selector"] == ["gpu.class=a100-80g", "zone=a"]
+    assert job["constraint"] == "rack in (r1,r2) & !spot | nvlink & zone notin (c)"
+    assert job["tolerations"] == ["maint=yes:NoSchedule", "gpu", "*"]
+    r = _dry(tmp_path, "node_selector: [zone=a]\nconstraint: 'a100|h100'\ntolerations: '*'\n"
+                       "command: [x]\n")
+    assert r.returncode == 0, r.stderr
+    job = json.loads(r.stdout)
+    assert job["node_selector"] == ["zone=a"] and job["constraint"] == "a100|h100"
+    assert job["tolerations"] == ["*"]
+
+
+@pytest.mark.parametrize("body,message", [
+    ("      affinity:\n        nodeAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n"
+     "            nodeSelectorTerms:\n            - matchExpressions:\n"
+     "              - {key: n, operator: Gt, values: ['3']}\n",
+     'operator "Gt" is not supported (In, NotIn, Exists, DoesNotExist)'),
+    ("      affinity:\n        nodeAffinity:\n          preferredDuringSchedulingIgnoredDuringExecution: []\n",
+     "preferredDuringSchedulingIgnoredDuringExecution: not supported"),
+    ("      affinity:\n        podAntiAffinity: {}\n", "affinity.podAntiAffinity: not supported"),
+    ("      tolerations:\n      - {key: a, operator: Exists, effect: NoExecute, tolerationSeconds: 5}\n",
+     "tolerations[0].tolerationSeconds: not supported"),
+    ("      tolerations:\n      - {key: a, value: b, effect: Sometimes}\n",
+     'tolerations[0]: effect "Sometimes" is not NoSchedule, PreferNoSchedule or NoExecute'),
+])
+def test_manifest_node_constraint_errors(cli_bin, tmp_path, body, message):
+    r = _dry(tmp_path, _K8S_HEAD + body + _K8S_TAIL)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert message in r.stderr, r.stderr

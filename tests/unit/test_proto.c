@@ -51,7 +51,8 @@ static void test_proto_hello_round_trip(void **state) {
                         .u.hello = {.token = "tok\"en", .version = SLUICE_VERSION,
                                     .node = {.name = "n1", .cpus = "64", .memory = "512Gi", .gpus = 8,
                                              .gpu_model = "H100", .gpu_memory = "80Gi", .pool = "p",
-                                             .labels = "rack=a", .addr = "10.0.0.1"},
+                                             .labels = "rack=a", .addr = "10.0.0.1",
+                                             .taints = "gpu=a100:NoSchedule,maint:NoExecute"},
                                     .tasks = tasks, .ntasks = 3}};
     sl_proto_msg_t d;
     char *line = round_trip(&m, SL_PROTO_TO_CTL, &d);
@@ -69,6 +70,7 @@ static void test_proto_hello_round_trip(void **state) {
     assert_string_equal(h->node.pool, "p");
     assert_string_equal(h->node.labels, "rack=a");
     assert_string_equal(h->node.addr, "10.0.0.1");
+    assert_string_equal(h->node.taints, "gpu=a100:NoSchedule,maint:NoExecute");
     assert_int_equal(h->ntasks, 3);
     assert_int_equal(h->tasks[0].job, 12);
     assert_int_equal(h->tasks[0].state, SL_PROTO_TASK_RUNNING);
@@ -929,8 +931,31 @@ static void test_proto_heartbeat_usage_round_trip(void **state) {
     }
 }
 
+/* node.taints is optional: a hello without it (an older agent) decodes
+ * with NULL, and one without taints encodes no key. */
+static void test_proto_hello_taints_optional(void **state) {
+    (void)state;
+    const char *line = "{\"type\":\"hello\",\"token\":\"t\",\"node\":{\"name\":\"n1\"},\"tasks\":[]}";
+    sl_proto_msg_t d;
+    char err[200];
+    assert_int_equal(sl_proto_decode_line(line, strlen(line), SL_PROTO_TO_CTL, &d, err, sizeof err), 0);
+    assert_null(d.u.hello.node.taints);
+    sl_proto_msg_fini(&d);
+    sl_proto_msg_t m = {.type = SL_PROTO_HELLO, .u.hello = {.token = "t", .node = {.name = "n1"}}};
+    size_t len;
+    char *enc = sl_proto_encode_alloc(&m, &len);
+    assert_non_null(enc);
+    assert_null(strstr(enc, "taints"));
+    sl_free(enc);
+    const char *bad = "{\"type\":\"hello\",\"token\":\"t\",\"node\":{\"name\":\"n1\",\"taints\":7},\"tasks\":[]}";
+    assert_int_not_equal(sl_proto_decode_line(bad, strlen(bad), SL_PROTO_TO_CTL, &d, err, sizeof err), 0);
+    assert_non_null(strstr(err, "taints"));
+    sl_proto_msg_fini(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_proto_hello_taints_optional),
         cmocka_unit_test_teardown(test_proto_hello_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_task_reports_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_logs_round_trip, tu_teardown),

@@ -187,103 +187,140 @@ static void test_queue_drf_share_definition(void **state) {
     sl_cluster_destroy(cl);
 }
 
-/* The seed: sorted(tasks, key = wait_time / normalized[tenant]) with
- * normalized = w / sum(w); the largest key goes first (see queue_wfq.c). */
-typedef struct wjob {
-    uint64_t id;
-    int tenant;
-    int64_t submit_us;
-} wjob_t;
+/*
+ * wfq is start-time fair queueing (policy/queue_wfq.c). A deterministic
+ * run: one node of 4 GPUs, tenants a and b with weights 2 and 1 both keep
+ * far more 1-GPU jobs queued than fit (each runs exactly its time limit of
+ * `lim` seconds), and every job end is followed by a cycle. Returns the
+ * GPU-seconds each tenant received in [0, window_s) in got[2]. With
+ * b_from_s > 0 tenant b submits nothing before that time (it was idle).
+ */
+typedef struct wfq_run {
+    int64_t end_us[64];
+    uint64_t id[64];
+    int tenant[64];
+    size_t n;
+} wfq_run_t;
 
-static double wfq_key(const wjob_t *j, const int32_t *w, const bool *pending_tenant, int nt,
-                      int64_t now) {
-    double sum = 0;
-    for (int i = 0; i < nt; i++)
-        if (pending_tenant[i]) sum += w[i];
-    double normalized = w[j->tenant] / sum;
-    return (double)(now - j->submit_us) / normalized;
+static void wfq_on_start(void *ud, const sl_job_t *job) {
+    wfq_run_t *r = ud;
+    assert_true(r->n < 64);
+    r->id[r->n] = sl_job_id(job);
+    r->tenant[r->n] = sl_job_spec(job)->tenant;
+    r->end_us[r->n] = sl_job_start_us(job) + sl_job_spec(job)->time_limit_us;
+    r->n++;
 }
 
-static void test_queue_wfq_order_by_wait_over_normalised_weight(void **state) {
-    (void)state;
-    const int32_t w[3] = {1, 2, 5};
-    const wjob_t jobs[] = {
-        {1, 0, 900}, {2, 0, 700}, {3, 1, 500}, {4, 1, 100}, {5, 2, 0},
-        {6, 2, 600}, {7, 0, 850}, {8, 1, 800}, {9, 2, 300}, {10, 0, 950},
-    };
-    const size_t n = sizeof jobs / sizeof jobs[0];
-    const int64_t now = 1000;
-    bool pend[3] = {true, true, true};
-
-    /* Expected: key desc, ties by submit then id, as the seed defines. */
-    uint64_t expect[16];
-    bool used[16] = {false};
-    for (size_t k = 0; k < n; k++) {
-        int best = -1;
-        for (size_t i = 0; i < n; i++) {
-            if (used[i]) continue;
-            if (best < 0) {
-                best = (int)i;
-                continue;
-            }
-            double ki = wfq_key(&jobs[i], w, pend, 3, now), kb = wfq_key(&jobs[best], w, pend, 3, now);
-            double tol = 1e-9 * (ki > kb ? ki : kb);
-            if (ki > kb + tol ||
-                (ki > kb - tol && (jobs[i].submit_us < jobs[best].submit_us ||
-                                   (jobs[i].submit_us == jobs[best].submit_us &&
-                                    jobs[i].id < jobs[best].id))))
-                best = (int)i;
-        }
-        used[best] = true;
-        expect[k] = jobs[best].id;
-    }
-    /* The keys: wait 100 w1 -> 800, job 3: 500/(2/8) = 2000, job 5: 1000/(5/8) = 1600 ... */
-    assert_int_equal(expect[0], 4); /* 900 / (2/8) = 3600 */
-
+static void wfq_flood(int64_t window_s, int64_t b_from_s, double got[2]) {
+    const int64_t S = 1000000, lim = 100;
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
-    tu_add_nodes(cl, "n", 1, "1", "1Gi", 0, NULL, NULL, NULL); /* one job at a time */
+    tu_add_nodes(cl, "n", 1, "64", "64Gi", 4, "A100", "80Gi", NULL);
     sl_sched_t *s = tu_sched_create(cl, "wfq", "none");
-    assert_int_equal(tu_tenant_add(s, "t0", w[0], TU_NO_QUOTA), 0);
-    assert_int_equal(tu_tenant_add(s, "t1", w[1], TU_NO_QUOTA), 1);
-    assert_int_equal(tu_tenant_add(s, "t2", w[2], TU_NO_QUOTA), 2);
-    for (size_t i = 0; i < n; i++)
-        submit(s, jobs[i].id, jobs[i].tenant, 0, jobs[i].submit_us, tu_req("1", "1Gi", 0, ""));
-
-    /* One job fits at a time; finishing it leaves the queue to order the
-     * rest at the same now, so the start order is the WFQ order. The
-     * normalised weights change when a tenant runs dry, which (being a
-     * common factor) must not change the order. */
-    for (size_t k = 0; k < n; k++) {
-        tu_ids_t o = {0};
-        assert_int_equal(sl_sched_cycle(s, now, tu_ids_on_start, &o, NULL), 1);
-        assert_int_equal(o.v[0], expect[k]);
+    int t[2] = {tu_tenant_add(s, "a", 2, TU_NO_QUOTA), tu_tenant_add(s, "b", 1, TU_NO_QUOTA)};
+    uint64_t next = 1;
+    size_t queued[2] = {0, 0};
+    wfq_run_t r = {.n = 0};
+    got[0] = got[1] = 0;
+    int64_t now = 0;
+    for (int step = 0; step < 100000 && now < window_s * S; step++) {
+        /* Keep each active tenant's queue at 16 jobs (the flood). */
+        for (int k = 0; k < 2; k++) {
+            if (k == 1 && now < b_from_s * S) continue;
+            while (queued[k] < 16) {
+                sl_job_spec_t sp = tu_spec(next++, t[k], 1, tu_req("1", "1Gi", 1, NULL));
+                sp.submit_us = now;
+                sp.time_limit_us = lim * S;
+                tu_submit(s, sp);
+                queued[k]++;
+            }
+        }
+        size_t before = r.n;
+        assert_int_equal(sl_sched_cycle(s, now, wfq_on_start, &r, NULL) >= 0, 1);
+        for (size_t i = before; i < r.n; i++) queued[r.tenant[i] == t[0] ? 0 : 1]--;
+        /* Advance to the earliest end and finish what ends then. */
+        int64_t e = INT64_MAX;
+        for (size_t i = 0; i < r.n; i++)
+            if (r.end_us[i] < e) e = r.end_us[i];
+        assert_true(e != INT64_MAX);
+        now = e;
+        for (size_t i = 0; i < r.n;) {
+            if (r.end_us[i] != now) {
+                i++;
+                continue;
+            }
+            int64_t st = r.end_us[i] - lim * S, en = r.end_us[i];
+            if (en > window_s * S) en = window_s * S;
+            if (en > st) got[r.tenant[i] == t[0] ? 0 : 1] += (double)(en - st) / (double)S;
+            assert_int_equal(sl_sched_finish(s, r.id[i], now), 0);
+            r.n--;
+            r.id[i] = r.id[r.n];
+            r.tenant[i] = r.tenant[r.n];
+            r.end_us[i] = r.end_us[r.n];
+        }
         assert_int_equal(sl_sched_check(s), 0);
-        assert_int_equal(sl_sched_finish(s, o.v[0], now), 0);
     }
-    assert_int_equal(sl_sched_pending_count(s), 0);
     sl_sched_destroy(s);
     sl_cluster_destroy(cl);
 }
 
-static void test_queue_wfq_ties_and_waiting(void **state) {
+/* Weights 2:1, both flooding: GPU-time 2:1 within 5% over a long window
+ * (200 job lengths). The seed's formula gave the heavier tenant less. */
+static void test_queue_wfq_weights_two_to_one(void **state) {
+    (void)state;
+    double got[2];
+    wfq_flood(20000, 0, got);
+    assert_true(got[0] > 0 && got[1] > 0);
+    double ratio = got[0] / got[1];
+    assert_true(ratio > 2.0 * 0.95 && ratio < 2.0 * 1.05);
+}
+
+/* b is idle for the first half; when it arrives it gets its 1/3 of the GPUs
+ * from then on, not the whole cluster until it has caught up on the half
+ * it missed (no banked credit): over the second half a still gets 2:1. */
+static void test_queue_wfq_idle_tenant_banks_no_credit(void **state) {
+    (void)state;
+    double all[2], first[2];
+    wfq_flood(20000, 10000, all);
+    wfq_flood(10000, 10000, first);
+    assert_true(first[1] == 0); /* b was idle */
+    double a2 = all[0] - first[0], b2 = all[1] - first[1];
+    assert_true(b2 > 0);
+    double ratio = a2 / b2;
+    assert_true(ratio > 2.0 * 0.95 && ratio < 2.0 * 1.05);
+    /* With banked credit b would have had all 4 GPUs for ~10,000 s first. */
+}
+
+/* Order: the smallest start tag first; ties (two fresh tenants) by submit
+ * time, then id; a start advances only the starter's tag. */
+static void test_queue_wfq_tags_order(void **state) {
     (void)state;
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
-    tu_add_nodes(cl, "n", 1, "8", "8Gi", 0, NULL, NULL, NULL);
+    tu_add_nodes(cl, "n", 1, "1", "1Gi", 0, NULL, NULL, NULL); /* one job at a time */
     sl_sched_t *s = tu_sched_create(cl, "wfq", "none");
-    int a = tu_tenant_add(s, "a", 1, TU_NO_QUOTA), b = tu_tenant_add(s, "b", 2, TU_NO_QUOTA);
-    /* a waited 100 with weight 1, b waited 200 with weight 2: equal keys;
-     * the earlier submit (b's, at 0) wins. Job 3 was submitted after now:
-     * it counts as having waited 0 and goes last. */
-    submit(s, 1, a, 0, 100, tu_req("1", "1Gi", 0, ""));
-    submit(s, 2, b, 0, 0, tu_req("1", "1Gi", 0, ""));
-    submit(s, 3, a, 0, 500, tu_req("1", "1Gi", 0, ""));
-    tu_ids_t o = {0};
-    assert_int_equal(sl_sched_cycle(s, 200, tu_ids_on_start, &o, NULL), 3);
-    assert_int_equal(o.v[0], 2);
-    assert_int_equal(o.v[1], 1);
-    assert_int_equal(o.v[2], 3);
+    int a = tu_tenant_add(s, "a", 1, TU_NO_QUOTA), b = tu_tenant_add(s, "b", 3, TU_NO_QUOTA);
+    /* Equal cost per job (the whole node for 100 s): a's tag advances by
+     * 100 per job, b's by 33.3. */
+    for (uint64_t i = 0; i < 4; i++) {
+        sl_job_spec_t sp = tu_spec(1 + i, a, 1, tu_req("1", "1Gi", 0, NULL));
+        sp.submit_us = (int64_t)i;
+        sp.time_limit_us = 100000000;
+        tu_submit(s, sp);
+        sp = tu_spec(11 + i, b, 1, tu_req("1", "1Gi", 0, NULL));
+        sp.submit_us = 10 + (int64_t)i;
+        sp.time_limit_us = 100000000;
+        tu_submit(s, sp);
+    }
+    /* a0 (tie at 0, earlier submit), b0 b1 b2 (tags 0, 33, 67 < a's 100),
+     * then a1 (100) before b3 (100, later submit), a2, a3. */
+    const uint64_t expect[] = {1, 11, 12, 13, 2, 14, 3, 4};
+    for (size_t k = 0; k < 8; k++) {
+        tu_ids_t o = {0};
+        assert_int_equal(sl_sched_cycle(s, 1000, tu_ids_on_start, &o, NULL), 1);
+        assert_int_equal(o.v[0], expect[k]);
+        assert_int_equal(sl_sched_finish(s, o.v[0], 1000), 0);
+    }
     sl_sched_destroy(s);
     sl_cluster_destroy(cl);
 }
@@ -297,8 +334,9 @@ int main(void) {
         cmocka_unit_test_teardown(test_queue_drf_paper_example, tu_teardown),
         cmocka_unit_test_teardown(test_queue_drf_weighted_paper_example, tu_teardown),
         cmocka_unit_test_teardown(test_queue_drf_share_definition, tu_teardown),
-        cmocka_unit_test_teardown(test_queue_wfq_order_by_wait_over_normalised_weight, tu_teardown),
-        cmocka_unit_test_teardown(test_queue_wfq_ties_and_waiting, tu_teardown),
+        cmocka_unit_test_teardown(test_queue_wfq_weights_two_to_one, tu_teardown),
+        cmocka_unit_test_teardown(test_queue_wfq_idle_tenant_banks_no_credit, tu_teardown),
+        cmocka_unit_test_teardown(test_queue_wfq_tags_order, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
