@@ -38,6 +38,7 @@ enum {
     SB_JOB_NAME, SB_NTASKS, SB_NODES, SB_NTASKS_PER_NODE, SB_CPUS_PER_TASK, SB_MEM,
     SB_MEM_PER_CPU, SB_GRES, SB_GPUS, SB_GPUS_PER_TASK, SB_GPUS_PER_NODE, SB_TIME, SB_PARTITION,
     SB_QOS, SB_ACCOUNT, SB_OUTPUT, SB_ERROR, SB_ARRAY, SB_DEPENDENCY, SB_EXPORT, SB_CHDIR,
+    SB_CONSTRAINT,
     SB_WRAP, SB_PARSABLE, SB_QUIET, SB_IGNORE, SB_DRY_RUN, SB_HELP,
     SB_NOPTS,
     SB_UNSUPPORTED = -1
@@ -70,6 +71,7 @@ static const sb_opt_t opts[] = {
     {"time", 't', 1, SB_TIME, 0, NULL},
     {"partition", 'p', 1, SB_PARTITION, 0, NULL},
     {"qos", 'q', 1, SB_QOS, 0, NULL},
+    {"constraint", 'C', 1, SB_CONSTRAINT, 0, NULL},
     {"account", 'A', 1, SB_ACCOUNT, 0, NULL},
     {"output", 'o', 1, SB_OUTPUT, 0, NULL},
     {"error", 'e', 1, SB_ERROR, 0, NULL},
@@ -84,8 +86,6 @@ static const sb_opt_t opts[] = {
     {"dry-run", 0, 0, SB_DRY_RUN, WHERE_CLI, NULL},
     {"help", 'h', 0, SB_HELP, WHERE_CLI, NULL},
     /* Known to Slurm, not (yet) to Sluice: each says why. */
-    {"constraint", 'C', 1, SB_UNSUPPORTED, 0,
-     "placement by node features is not supported yet; node labels are issue 12"},
     {"exclusive", 0, 2, SB_UNSUPPORTED, 0,
      "Sluice does not reserve whole nodes; a job's GPUs, CPUs and memory are its own"},
     {"mail-type", 0, 1, SB_UNSUPPORTED, 0, "Sluice sends no mail"},
@@ -797,6 +797,11 @@ json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, ch
             goto fail;
         }
     }
+    /* Node features are node labels: a bare name is a label key the node
+     * must have, & and | as Slurm joins them (docs/placement.md); Slurm's
+     * counts and brackets are refused by the constraint's parser. */
+    if (v[SB_CONSTRAINT] && (rc = set_field(sb, SB_CONSTRAINT, spec, "constraint", v[SB_CONSTRAINT])))
+        goto fail;
     if (v[SB_ACCOUNT]) {
         /* Slurm keeps account names in lower case, and so matches them. */
         for (char *p = v[SB_ACCOUNT]; *p; p++)
