@@ -33,6 +33,11 @@ typedef struct sl_task_req {
     int64_t gpu_mem_bytes; /* with a share: GPU memory needed on that GPU (0 = any) */
     uint64_t model_mask;   /* allowed GPU models (bits from sl_cluster_model_intern); 0 = any */
     int32_t pool;          /* pool id from sl_cluster_pool_intern; -1 = any pool */
+    /* The gang's topology (sluice/topology.h levels; 0 = none): the level
+     * inside one group of which all its tasks must run, or should. They
+     * sit in what was the struct's padding, so its size is unchanged. */
+    int16_t topo_required;
+    int16_t topo_preferred;
 } sl_task_req_t;
 
 /* A request for nothing: all zero, any model, any pool. Can't fail. */
