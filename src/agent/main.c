@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ctype.h>
 #include <getopt.h>
 #include <limits.h>
 #include <sched.h>
@@ -66,6 +67,8 @@ static const char usage[] =
     "  --memory Q              memory offered (default: MemTotal)\n"
     "  --pool P                node pool\n"
     "  --labels k=v,...        node labels\n"
+    "  --topology BLOCK/RACK   where the node sits, outermost group first (sent as\n"
+    "                          the label topology=BLOCK/RACK; gangs span few racks)\n"
     "  --heartbeat SECONDS     heartbeat interval (default 2)\n"
     "  --launcher TEMPLATE     container launcher for tasks with an image, e.g.\n"
     "                          '/usr/bin/enroot start {image} --'; placeholders:\n"
@@ -165,6 +168,7 @@ typedef struct flags {
     const char *memory;
     const char *pool;
     const char *labels;
+    const char *topology;   /* --topology: a path of group names */
     int heartbeat_s;
     const char *launcher;
     int grace_s;
@@ -267,7 +271,7 @@ int main(int argc, char **argv) {
            O_GPU_MEMORY, O_CPUS, O_MEMORY, O_POOL, O_LABELS, O_HEARTBEAT, O_LAUNCHER, O_GRACE,
            O_HELP, O_VERSION, O_CA, O_CERT, O_KEY, O_CGROUP, O_CGROUP_ROOT, O_CGROUP_MOUNT,
            O_PIDS_MAX, O_GPU_DEVICE_FILES, O_OOM_SCORE_ADJ, O_METRICS_LISTEN,
-           O_METRICS_INTERVAL, O_JOBMAP_DIR };
+           O_METRICS_INTERVAL, O_JOBMAP_DIR, O_TOPOLOGY };
     const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
     static const struct option opts[] = {
         {"controller", required_argument, NULL, O_CTL},
@@ -282,6 +286,7 @@ int main(int argc, char **argv) {
         {"memory", required_argument, NULL, O_MEMORY},
         {"pool", required_argument, NULL, O_POOL},
         {"labels", required_argument, NULL, O_LABELS},
+        {"topology", required_argument, NULL, O_TOPOLOGY},
         {"heartbeat", required_argument, NULL, O_HEARTBEAT},
         {"launcher", required_argument, NULL, O_LAUNCHER},
         {"grace", required_argument, NULL, O_GRACE},
@@ -334,6 +339,7 @@ int main(int argc, char **argv) {
             break;
         case O_POOL: a.pool = optarg; break;
         case O_LABELS: a.labels = optarg; break;
+        case O_TOPOLOGY: a.topology = optarg; break;
         case O_HEARTBEAT:
             if (parse_int(optarg, 1, 3600, &a.heartbeat_s) != 0)
                 return die_usage("--heartbeat: \"%s\" is not a whole number of seconds from 1 to 3600", optarg);
@@ -406,6 +412,27 @@ int main(int argc, char **argv) {
     const char *colon = strrchr(controller, ':');
     if (!colon || colon == controller || !colon[1])
         return die_usage("--controller: \"%s\" is not HOST:PORT", controller);
+    char *labels_own = NULL; /* --labels with the topology label added */
+    if (a.topology) {
+        /* Group names of letters, digits, '.', '_' and '-', joined by '/':
+         * nothing that would break the labels' "k=v,k=v" form. */
+        const char *t = a.topology;
+        bool ok = *t && *t != '/' && t[strlen(t) - 1] != '/' && !strstr(t, "//") &&
+                  strlen(t) < 200;
+        for (const char *q = t; ok && *q; q++)
+            ok = isalnum((unsigned char)*q) || strchr("._-/", *q);
+        if (!ok)
+            return die_usage("--topology: \"%s\" is not a path of group names such as "
+                             "block1/rack3 (letters, digits, '.', '_', '-', joined by '/')", t);
+        if (a.labels && (strncmp(a.labels, "topology=", 9) == 0 || strstr(a.labels, ",topology=")))
+            return die_usage("--labels: give the topology with --topology, not both");
+        size_t len = strlen(t) + (a.labels ? strlen(a.labels) + 1 : 0) + sizeof "topology=";
+        labels_own = malloc(len);
+        if (!labels_own) return 1;
+        snprintf(labels_own, len, "%s%stopology=%s", a.labels ? a.labels : "",
+                 a.labels ? "," : "", t);
+        a.labels = labels_own;
+    }
     if (a.labels) {
         char *copy = strdup(a.labels), *save = NULL;
         for (char *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
@@ -571,6 +598,7 @@ out:
     free(cpus_alloc);
     free(mem_alloc);
     free(gpumem_alloc);
+    free(labels_own);
     close(lockfd);
     return rc;
 }

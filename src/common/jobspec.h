@@ -49,6 +49,8 @@ typedef enum sl_jobspec_id {
     SL_JS_ON_NODE_FAILURE,
     SL_JS_ARRAY,          /* Slurm's --array text (arraydep.h) */
     SL_JS_DEPENDENCY,     /* Slurm's --dependency text (arraydep.h) */
+    SL_JS_TOPOLOGY_REQUIRED,  /* a level the gang must fit in (sluice/topology.h) */
+    SL_JS_TOPOLOGY_PREFERRED, /* a level it should fit in */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 
