@@ -142,3 +142,18 @@ def test_kueue_required_topology_annotation_keeps_a_gang_in_one_block(topo_clust
     assert r.returncode != 0
     assert "kueue.x-k8s.io/podset-required-topology" in r.stderr
     assert "example.com/zone" in r.stderr
+
+
+def test_agent_refuses_a_bad_topology_path(build_dir, tmp_path):
+    import subprocess
+    agent = os.path.join(build_dir, "sluice-agent")
+    for bad in ("b1//r2", "/r2", "b1/r2,x=y", "b1=r2"):
+        p = subprocess.run([agent, "--controller", "127.0.0.1:1", "--token", "t",
+                            "--workdir", str(tmp_path), "--topology", bad],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2, (bad, p.returncode, p.stderr)
+        assert "--topology" in p.stderr and bad in p.stderr, p.stderr
+    p = subprocess.run([agent, "--controller", "127.0.0.1:1", "--token", "t",
+                        "--workdir", str(tmp_path), "--topology", "b1/r2",
+                        "--labels", "topology=x"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "not both" in p.stderr, p.stderr
