@@ -51,6 +51,11 @@ int sl_topo_level_parse(const char *s, int *out);
  */
 bool sl_topo_path(const char *labels, const char **path, size_t *len);
 
+/* Whether s is a path a node may declare: 1..199 bytes of group names
+ * (letters, digits, '.', '_', '-') joined by single '/', nothing that would
+ * break the labels' "k=v,k=v" form. Pure; O(length). */
+bool sl_topo_path_ok(const char *s);
+
 /* The length of the block part of a path (up to, not including, its last
  * '/'; 0 for a one-element path). O(len). */
 size_t sl_topo_block_len(const char *path, size_t len);

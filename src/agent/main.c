@@ -17,7 +17,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ctype.h>
 #include <getopt.h>
 #include <limits.h>
 #include <sched.h>
@@ -414,14 +413,8 @@ int main(int argc, char **argv) {
         return die_usage("--controller: \"%s\" is not HOST:PORT", controller);
     char *labels_own = NULL; /* --labels with the topology label added */
     if (a.topology) {
-        /* Group names of letters, digits, '.', '_' and '-', joined by '/':
-         * nothing that would break the labels' "k=v,k=v" form. */
         const char *t = a.topology;
-        bool ok = *t && *t != '/' && t[strlen(t) - 1] != '/' && !strstr(t, "//") &&
-                  strlen(t) < 200;
-        for (const char *q = t; ok && *q; q++)
-            ok = isalnum((unsigned char)*q) || strchr("._-/", *q);
-        if (!ok)
+        if (!sl_topo_path_ok(t))
             return die_usage("--topology: \"%s\" is not a path of group names such as "
                              "block1/rack3 (letters, digits, '.', '_', '-', joined by '/')", t);
         if (a.labels && (strncmp(a.labels, "topology=", 9) == 0 || strstr(a.labels, ",topology=")))

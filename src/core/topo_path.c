@@ -48,6 +48,18 @@ bool sl_topo_path(const char *labels, const char **path, size_t *len) {
     return false;
 }
 
+bool sl_topo_path_ok(const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n >= 200 || s[0] == '/' || s[n - 1] == '/' || strstr(s, "//")) return false;
+    for (const char *q = s; *q; q++) {
+        char c = *q;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-' || c == '/';
+        if (!ok) return false;
+    }
+    return true;
+}
+
 size_t sl_topo_block_len(const char *path, size_t len) {
     while (len > 0 && path[len - 1] != '/') len--;
     return len > 0 ? len - 1 : 0;

@@ -533,14 +533,9 @@ int sim_load_nodes(sim_trace_t *t, const char *path, sim_format_t fmt, char *err
             nd.name = sl_xstrdup(fld(&r, 0));
             nd.model = nd.gpus > 0 ? sl_xstrdup(model) : NULL;
             nd.pool = *fld(&r, 6) ? sl_xstrdup(fld(&r, 6)) : NULL;
-            /* topology: a path of group names as sluice-agent --topology
-             * takes it (letters, digits, '.', '_', '-', joined by '/'). */
+            /* topology: a path as sluice-agent --topology takes it. */
             const char *tp = fld(&r, 7);
-            bool ok = strlen(tp) < 200 && !strstr(tp, "//") &&
-                      (!*tp || (tp[0] != '/' && tp[strlen(tp) - 1] != '/'));
-            for (const char *q = tp; ok && *q; q++)
-                ok = isalnum((unsigned char)*q) || strchr("._-/", *q);
-            if (!ok) {
+            if (*tp && !sl_topo_path_ok(tp)) {
                 sl_free(nd.name);
                 sl_free(nd.model);
                 sl_free(nd.pool);

@@ -81,6 +81,10 @@ static void test_topology_path_and_levels(void **state) {
     assert_int_equal(sl_topo_block_len("r9", 2), 0);
     assert_false(sl_topo_path("topologyx=1,topology=", &p, &len));
     assert_false(sl_topo_path(NULL, &p, &len));
+    assert_true(sl_topo_path_ok("b1/r2"));
+    assert_true(sl_topo_path_ok("zone-a.1/b_1/r2"));
+    const char *bad[] = {"", "/r2", "b1/", "b1//r2", "b1/r2,x=y", "b1=r2", "b 1", NULL};
+    for (int i = 0; bad[i]; i++) assert_false(sl_topo_path_ok(bad[i]));
     int lv = -1;
     assert_int_equal(sl_topo_level_parse("rack", &lv), 0);
     assert_int_equal(lv, SL_TOPO_RACK);
