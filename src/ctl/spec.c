@@ -262,7 +262,8 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     if (val[SL_JS_DEPENDENCY])
         json_object_set_new(norm, "dependency", json_deep_copy(val[SL_JS_DEPENDENCY]));
     if (val[SL_JS_TOPOLOGY_REQUIRED])
-        json_object_set_new(norm, "topology_required", json_deep_copy(val[SL_JS_TOPOLOGY_REQUIRED]));
+        json_object_set_new(norm, "topology_required",
+                            json_deep_copy(val[SL_JS_TOPOLOGY_REQUIRED]));
     if (val[SL_JS_TOPOLOGY_PREFERRED])
         json_object_set_new(norm, "topology_preferred",
                             json_deep_copy(val[SL_JS_TOPOLOGY_PREFERRED]));
