@@ -92,6 +92,8 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
                         char *err, size_t errlen);
 
 size_t sl_cluster_node_count(const sl_cluster_t *cl);
+/* Nodes that declared a topology path (sluice/topology.h). Can't fail; O(1). */
+size_t sl_cluster_topo_count(const sl_cluster_t *cl);
 const sl_node_t *sl_cluster_node(const sl_cluster_t *cl, uint32_t id); /* NULL if out of range */
 const sl_node_t *sl_cluster_find_node(const sl_cluster_t *cl, const char *name); /* NULL if absent; O(1) */
 

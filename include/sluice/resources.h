@@ -38,6 +38,11 @@ typedef struct sl_task_req {
     /* labels and tolerations (sl_cluster_constraint_intern); NULL = none:
      * then only nodes without NoSchedule/NoExecute taints */
     const sl_constraint_t *cons;
+    /* The gang's topology (sluice/topology.h levels; 0 = none): the level
+     * inside one group of which all its tasks must run, or should. They
+     * sit in what was the struct's padding, so its size is unchanged. */
+    int16_t topo_required;
+    int16_t topo_preferred;
 } sl_task_req_t;
 
 /* A request for nothing: all zero, any model, any pool. Can't fail. */

@@ -15,6 +15,7 @@
 #include "sluice/resources.h"
 #include "sluice/rng.h"
 #include "sluice/sched.h"
+#include "sluice/topology.h"
 #include "sluice/version.h"
 #include "sluice/workload.h"
 

@@ -68,6 +68,8 @@ static const char usage[] =
     "  --labels k=v,...        node labels\n"
     "  --taints k=v:EFFECT,... node taints (EFFECT NoSchedule, PreferNoSchedule or\n"
     "                          NoExecute): only jobs that tolerate them run here\n"
+    "  --topology BLOCK/RACK   where the node sits, outermost group first (sent as\n"
+    "                          the label topology=BLOCK/RACK; gangs span few racks)\n"
     "  --heartbeat SECONDS     heartbeat interval (default 2)\n"
     "  --launcher TEMPLATE     container launcher for tasks with an image, e.g.\n"
     "                          '/usr/bin/enroot start {image} --'; placeholders:\n"
@@ -168,6 +170,7 @@ typedef struct flags {
     const char *pool;
     const char *labels;
     const char *taints;
+    const char *topology;   /* --topology: a path of group names */
     int heartbeat_s;
     const char *launcher;
     int grace_s;
@@ -270,7 +273,7 @@ int main(int argc, char **argv) {
            O_GPU_MEMORY, O_CPUS, O_MEMORY, O_POOL, O_LABELS, O_HEARTBEAT, O_LAUNCHER, O_GRACE,
            O_HELP, O_VERSION, O_CA, O_CERT, O_KEY, O_CGROUP, O_CGROUP_ROOT, O_CGROUP_MOUNT,
            O_PIDS_MAX, O_GPU_DEVICE_FILES, O_OOM_SCORE_ADJ, O_METRICS_LISTEN,
-           O_METRICS_INTERVAL, O_JOBMAP_DIR, O_TAINTS };
+           O_METRICS_INTERVAL, O_JOBMAP_DIR, O_TAINTS, O_TOPOLOGY };
     const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
     static const struct option opts[] = {
         {"controller", required_argument, NULL, O_CTL},
@@ -286,6 +289,7 @@ int main(int argc, char **argv) {
         {"pool", required_argument, NULL, O_POOL},
         {"labels", required_argument, NULL, O_LABELS},
         {"taints", required_argument, NULL, O_TAINTS},
+        {"topology", required_argument, NULL, O_TOPOLOGY},
         {"heartbeat", required_argument, NULL, O_HEARTBEAT},
         {"launcher", required_argument, NULL, O_LAUNCHER},
         {"grace", required_argument, NULL, O_GRACE},
@@ -345,6 +349,7 @@ int main(int argc, char **argv) {
             a.taints = optarg;
             break;
         }
+        case O_TOPOLOGY: a.topology = optarg; break;
         case O_HEARTBEAT:
             if (parse_int(optarg, 1, 3600, &a.heartbeat_s) != 0)
                 return die_usage("--heartbeat: \"%s\" is not a whole number of seconds from 1 to 3600", optarg);
@@ -417,6 +422,21 @@ int main(int argc, char **argv) {
     const char *colon = strrchr(controller, ':');
     if (!colon || colon == controller || !colon[1])
         return die_usage("--controller: \"%s\" is not HOST:PORT", controller);
+    char *labels_own = NULL; /* --labels with the topology label added */
+    if (a.topology) {
+        const char *t = a.topology;
+        if (!sl_topo_path_ok(t))
+            return die_usage("--topology: \"%s\" is not a path of group names such as "
+                             "block1/rack3 (letters, digits, '.', '_', '-', joined by '/')", t);
+        if (a.labels && (strncmp(a.labels, "topology=", 9) == 0 || strstr(a.labels, ",topology=")))
+            return die_usage("--labels: give the topology with --topology, not both");
+        size_t len = strlen(t) + (a.labels ? strlen(a.labels) + 1 : 0) + sizeof "topology=";
+        labels_own = malloc(len);
+        if (!labels_own) return 1;
+        snprintf(labels_own, len, "%s%stopology=%s", a.labels ? a.labels : "",
+                 a.labels ? "," : "", t);
+        a.labels = labels_own;
+    }
     if (a.labels) {
         char *copy = strdup(a.labels), *save = NULL;
         for (char *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
@@ -583,6 +603,7 @@ out:
     free(cpus_alloc);
     free(mem_alloc);
     free(gpumem_alloc);
+    free(labels_own);
     close(lockfd);
     return rc;
 }

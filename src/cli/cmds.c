@@ -732,9 +732,9 @@ int cli_cmd_nodes(cli_t *c) {
         json_decref(out);
         return CLI_OK;
     }
-    table_t t = {.ncol = 11};
+    table_t t = {.ncol = 12};
     tbl_row(&t, "NAME", "STATE", "POOL", "GPU MODEL", "GPUS FREE", "CPUS FREE", "MEMORY FREE", "TASKS",
-            "LAST SEEN", "LABELS", "TAINTS", NULL);
+            "LAST SEEN", "LABELS", "TAINTS", "TOPOLOGY", NULL);
     size_t i;
     json_t *n;
     json_array_foreach(json_object_get(out, "nodes"), i, n) {
@@ -755,12 +755,14 @@ int cli_cmd_nodes(cli_t *c) {
             snprintf(seen, sizeof seen, "-");
         }
         json_t *model = json_object_get(n, "gpu_model");
+        json_t *topo = json_object_get(n, "topology");
         tbl_row(&t, json_string_value(json_object_get(n, "name")), json_string_value(json_object_get(n, "state")),
                 val_str(json_object_get(n, "pool"), b7, sizeof b7),
                 json_is_string(model) ? json_string_value(model) : "-", gpus, cpus, mem,
                 val_str(json_object_get(n, "tasks"), b1, sizeof b1), seen,
                 dash(json_string_value(json_object_get(n, "labels"))),
-                dash(json_string_value(json_object_get(n, "taints"))), NULL);
+                dash(json_string_value(json_object_get(n, "taints"))),
+                json_is_string(topo) ? json_string_value(topo) : "-", NULL);
     }
     tbl_print(&t);
     cli_print_drains(json_object_get(out, "nodes"));

@@ -9,7 +9,8 @@
  * in silence: a manifest that asks for something Sluice would not do must
  * not run as if it had not asked. The only fields accepted and ignored are
  * informational ones (metadata labels and annotations, container name,
- * imagePullPolicy, ttlSecondsAfterFinished, completionMode).
+ * imagePullPolicy, ttlSecondsAfterFinished, completionMode); of the
+ * annotations, Kueue's topology ones are read (kueue_annotations).
  *
  * A key given twice in one mapping is an error too ("job.yaml:7:1: duplicate
  * key \"gpus\""), not a silent override.
@@ -33,6 +34,7 @@
 
 typedef struct spec {
     yaml_document_t doc;
+    json_t *job;       /* the submission being built (Kueue annotations) */
     char *err;
     size_t errlen;
 } spec_t;
@@ -126,11 +128,34 @@ static int get_field_int(spec_t *s, const char *path, yaml_node_t *n, sl_jobspec
 
 /* ---- Sluice's own spec: the fields of the JSON submission ---- */
 
+/* `topology: {required: rack, preferred: block}`: the fields
+ * topology_required and topology_preferred written as one mapping. */
+static int topology_map(spec_t *s, yaml_node_t *v, json_t *job) {
+    if (want(s, "topology", v, YAML_MAPPING_NODE)) return -1;
+    for (yaml_node_pair_t *e = v->data.mapping.pairs.start; e < v->data.mapping.pairs.top; e++) {
+        const char *ek = scalar(node_at(s, e->key));
+        char p[256];
+        snprintf(p, sizeof p, "topology.%s", ek ? ek : "?");
+        sl_jobspec_id_t id;
+        if (ek && !strcmp(ek, "required")) id = SL_JS_TOPOLOGY_REQUIRED;
+        else if (ek && !strcmp(ek, "preferred")) id = SL_JS_TOPOLOGY_PREFERRED;
+        else return fail(s, p, "unknown key (required or preferred)");
+        json_t *val;
+        if (get_field(s, p, node_at(s, e->value), &sl_jobspec_fields[id], &val)) return -1;
+        json_object_set_new(job, sl_jobspec_fields[id].name, val);
+    }
+    return 0;
+}
+
 static int sluice_spec(spec_t *s, yaml_node_t *root, json_t *job) {
     for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top; pr++) {
         yaml_node_t *kn = node_at(s, pr->key), *v = node_at(s, pr->value);
         const char *k = scalar(kn);
         if (!k) return fail(s, "", "a key is not a scalar");
+        if (!strcmp(k, "topology")) {
+            if (topology_map(s, v, job)) return -1;
+            continue;
+        }
         const sl_jobspec_field_t *f = sl_jobspec_find(k);
         if (f == NULL) {
             char known[400];
@@ -195,6 +220,37 @@ static int sluice_spec(spec_t *s, yaml_node_t *root, json_t *job) {
 
 /* ---- Kubernetes batch/v1 Job ---- */
 
+/*
+ * Kueue's topology annotations (on the Job's or its pod template's
+ * metadata): kueue.x-k8s.io/podset-required-topology and
+ * ...-preferred-topology name a node label key that stands for a level.
+ * The key is mapped onto Sluice's levels by what it names: a hostname is
+ * one host; a rack or a sub-block (GKE's gce-topology-subblock) a rack; a
+ * block a block. Other annotations are informational and ignored.
+ */
+static int kueue_annotations(spec_t *s, const char *path, yaml_node_t *v, json_t *job) {
+    static const char req_key[] = "kueue.x-k8s.io/podset-required-topology";
+    static const char pref_key[] = "kueue.x-k8s.io/podset-preferred-topology";
+    if (want(s, path, v, YAML_MAPPING_NODE)) return -1;
+    for (yaml_node_pair_t *e = v->data.mapping.pairs.start; e < v->data.mapping.pairs.top; e++) {
+        const char *ek = scalar(node_at(s, e->key)), *str;
+        if (!ek || (strcmp(ek, req_key) && strcmp(ek, pref_key))) continue;
+        char p[256];
+        snprintf(p, sizeof p, "%s.%s", path, ek);
+        if (get_string(s, p, node_at(s, e->value), &str)) return -1;
+        const char *level = strstr(str, "hostname") || strstr(str, "-host") ? "host"
+                            : strstr(str, "rack") || strstr(str, "subblock") ? "rack"
+                            : strstr(str, "block")                             ? "block"
+                                                                               : NULL;
+        if (!level || !job)
+            return fail(s, p, "label key \"%s\" names no topology level Sluice knows (a key "
+                        "naming a hostname, rack, subblock or block; docs/placement.md)", str);
+        json_object_set_new(job, strcmp(ek, req_key) ? "topology_preferred" : "topology_required",
+                            json_string(level));
+    }
+    return 0;
+}
+
 static int ignore_meta(spec_t *s, const char *path, yaml_node_t *meta, json_t *job) {
     if (want(s, path, meta, YAML_MAPPING_NODE)) return -1;
     for (yaml_node_pair_t *pr = meta->data.mapping.pairs.start; pr < meta->data.mapping.pairs.top; pr++) {
@@ -206,7 +262,9 @@ static int ignore_meta(spec_t *s, const char *path, yaml_node_t *meta, json_t *j
             json_t *name;
             if (get_field(s, p, v, &sl_jobspec_fields[SL_JS_NAME], &name)) return -1;
             json_object_set_new(job, "name", name);
-        } else if (k && (!strcmp(k, "labels") || !strcmp(k, "annotations"))) {
+        } else if (k && !strcmp(k, "annotations")) {
+            if (kueue_annotations(s, p, v, s->job)) return -1;
+        } else if (k && !strcmp(k, "labels")) {
             continue;
         } else if (k && !strcmp(k, "namespace")) {
             return fail(s, p, "not supported: a job's tenant comes from the token (or --tenant)");
@@ -766,6 +824,7 @@ json_t *cli_spec_load(const char *path, char *err, size_t errlen) {
         if (k && (!strcmp(k, "apiVersion") || !strcmp(k, "kind"))) is_k8s = 1;
     }
     job = json_object();
+    s.job = job;
     char msg[1024];
     s.err = msg;
     s.errlen = sizeof msg;

@@ -117,6 +117,15 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                            127, NULL, 0, "none", "",
                            "node taints the job tolerates (flag: repeat); * tolerates all; "
                            "docs/placement.md"},
+    [SL_JS_TOPOLOGY_REQUIRED] = {"topology_required", "topology-required", 0, "host|rack|block",
+                                 SL_FT_ENUM, 0, 0, 0, "host|rack|block", 0, "none", "",
+                                 "run the gang inside one such group, waiting rather than "
+                                 "spread (YAML: topology: {required: rack}); docs/placement.md"},
+    [SL_JS_TOPOLOGY_PREFERRED] = {"topology_preferred", "topology-preferred", 0,
+                                  "host|rack|block", SL_FT_ENUM, 0, 0, 0, "host|rack|block", 0,
+                                  "none", "",
+                                  "prefer one such group, spreading over the fewest when it "
+                                  "must (YAML: topology: {preferred: rack})"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {

@@ -65,6 +65,8 @@ typedef enum sl_jobspec_id {
     SL_JS_NODE_SELECTOR,  /* labels every node must have (sluice/constraint.h) */
     SL_JS_CONSTRAINT,     /* a label expression, Slurm's --constraint and more */
     SL_JS_TOLERATIONS,    /* taints the job tolerates */
+    SL_JS_TOPOLOGY_REQUIRED,  /* a level the gang must fit in (sluice/topology.h) */
+    SL_JS_TOPOLOGY_PREFERRED, /* a level it should fit in */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 

@@ -100,6 +100,7 @@
 #include "cluster_internal.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
+#include "sluice/topology.h"
 
 #include <stdio.h> /* vsnprintf only: formats error messages, no I/O */
 
@@ -470,6 +471,9 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
     n->labels = sl_xstrdup(spec->labels);
     n->taints = sl_xstrdup(spec->taints);
     n->lset = lset;
+    const char *tp;
+    size_t tlen;
+    if (sl_topo_path(n->labels, &tp, &tlen)) cl->ntopo++;
     sl_hash_add(&cl->names, sl_hash_str(nm), slot_val(id));
     cl->node_class[id] = -1;
     sl__index_insert(cl, id);
@@ -477,6 +481,10 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
     cl->cap_free = sl_res_add(cl->cap_free, node_free(n));
     if (id_out) *id_out = id;
     return 0;
+}
+
+size_t sl_cluster_topo_count(const sl_cluster_t *cl) {
+    return cl->ntopo;
 }
 
 size_t sl_cluster_node_count(const sl_cluster_t *cl) {

@@ -82,6 +82,7 @@ struct sl_cluster {
     sl_hash_t classes;      /* key hash -> slot + 1 */
 
     sl_res_t cap_total, cap_free; /* over up and draining nodes */
+    uint32_t ntopo;         /* nodes with a topology path (sluice/topology.h) */
 };
 
 

@@ -50,6 +50,11 @@
  * released in reverse order, so the cluster is left exactly as it was.
  * Cost: O(rounds * classes * cost of score), rounds <= nodes used.
  *
+ * Topology: when the first round finds no node that holds the whole gang
+ * and the cluster has topology (or the job requires a level), the gang goes
+ * to sl__topo_place_gang (topology.c): fewest racks, then fewest blocks,
+ * ranks laid out group by group.
+ *
  * "Does not fit" comes with a reason for `sluice show`, and SL_NOFIT_EVER
  * when the request could not be placed even on the empty cluster (checked
  * against node totals, any node state, with an early exit).
@@ -66,6 +71,8 @@
 #include "cluster_index.h"
 #include "constraint_internal.h"
 #include "policy/place.h"
+#include "sluice/topology.h"
+#include "topology_internal.h"
 #include "units.h"
 
 extern const sl_place_policy_t sl__place_fgdbal; /* policy/place_fgdbal.c */
@@ -594,6 +601,13 @@ int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl
             fit_now = s.total > n ? n : (int32_t)s.total;
             first_round = false;
             if (s.total < n) goto fail;
+            /* Topology (topology.c): a gang that needs more than one node,
+             * on a cluster with topology or with a level required. */
+            if (s.found && s.best_cnt < n &&
+                (req->topo_required != SL_TOPO_ANY || sl_cluster_topo_count(cl) > 0)) {
+                sl__topo_ctx_t tx = {.pol = pol, .cy = cy};
+                return sl__topo_place_gang(&tx, cl, req, n, pls, NULL, reason, reasonlen);
+            }
         }
         if (!s.found) goto fail;
         uint32_t id = winner_node(&s);

@@ -10,6 +10,7 @@
 
 #include "sluice/error.h"
 #include "sluice/resources.h"
+#include "sluice/topology.h"
 
 void sl_task_req_init(sl_task_req_t *req) {
     memset(req, 0, sizeof *req);
@@ -37,6 +38,10 @@ int sl_task_req_check(const sl_task_req_t *req, char *err, size_t errlen) {
     if (req->gpu_mem_bytes > 0 && req->gpu_milli == 0)
         return bad(err, errlen, "gpu_mem_bytes is only valid with a GPU share (gpu_milli)");
     if (req->pool < -1) return bad(err, errlen, "pool is not a pool id");
+    if (req->topo_required < 0 || req->topo_required > SL_TOPO_BLOCK)
+        return bad(err, errlen, "topo_required is not a topology level");
+    if (req->topo_preferred < 0 || req->topo_preferred > SL_TOPO_BLOCK)
+        return bad(err, errlen, "topo_preferred is not a topology level");
     return 0;
 }
 

@@ -401,7 +401,8 @@ static inline bool eq_less(const sl__tnode_t *a, const sl__tnode_t *b) {
 static inline bool req_eq(const sl_task_req_t *a, const sl_task_req_t *b) {
     return a->cpu_milli == b->cpu_milli && a->mem_bytes == b->mem_bytes && a->gpus == b->gpus &&
            a->gpu_milli == b->gpu_milli && a->gpu_mem_bytes == b->gpu_mem_bytes &&
-           a->model_mask == b->model_mask && a->pool == b->pool && a->cons == b->cons;
+           a->model_mask == b->model_mask && a->pool == b->pool && a->cons == b->cons &&
+           a->topo_required == b->topo_required && a->topo_preferred == b->topo_preferred;
 }
 
 static inline uint64_t req_hash(const sl_task_req_t *r, int32_t n, int32_t m) {

@@ -179,6 +179,19 @@ void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id) {
     ctl_buf_jstr(b, nd->labels ? nd->labels : "");
     ctl_buf_puts(b, ",\"taints\":");
     ctl_buf_jstr(b, nd->taints ? nd->taints : "");
+    {
+        /* The topology path from the labels (sluice/topology.h), or null. */
+        const char *tp;
+        size_t tlen;
+        ctl_buf_puts(b, ",\"topology\":");
+        if (sl_topo_path(nd->labels, &tp, &tlen) && tlen < sizeof q) {
+            memcpy(q, tp, tlen);
+            q[tlen] = '\0';
+            ctl_buf_jstr(b, q);
+        } else {
+            ctl_buf_puts(b, "null");
+        }
+    }
     ctl_buf_puts(b, ",\"cpus\":");
     sl_qty_format(nd->cpu_total, SL_QTY_CPU, q, sizeof q);
     ctl_buf_jstr(b, q);

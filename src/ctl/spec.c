@@ -139,6 +139,11 @@ static void fill_core(ctl_job_t *j, const sl_jobspec_t *js) {
     r->gpu_mem_bytes = js->val[SL_JS_GPU_MEMORY] ? num[SL_JS_GPU_MEMORY] : 0;
     r->model_mask = 0;
     r->pool = POOL_UNRESOLVED;
+    int lv = 0; /* the table checked the word */
+    if (sl_topo_level_parse(json_string_value(js->val[SL_JS_TOPOLOGY_REQUIRED]), &lv) == 0)
+        r->topo_required = (int16_t)lv;
+    if (sl_topo_level_parse(json_string_value(js->val[SL_JS_TOPOLOGY_PREFERRED]), &lv) == 0)
+        r->topo_preferred = (int16_t)lv;
 }
 
 /* "(the most)" when jobs hold exactly the job share of names no node
@@ -344,6 +349,12 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         json_object_set_new(norm, "constraint", json_deep_copy(val[SL_JS_CONSTRAINT]));
     if (val[SL_JS_TOLERATIONS])
         json_object_set_new(norm, "tolerations", model_list(val[SL_JS_TOLERATIONS]));
+    if (val[SL_JS_TOPOLOGY_REQUIRED])
+        json_object_set_new(norm, "topology_required",
+                            json_deep_copy(val[SL_JS_TOPOLOGY_REQUIRED]));
+    if (val[SL_JS_TOPOLOGY_PREFERRED])
+        json_object_set_new(norm, "topology_preferred",
+                            json_deep_copy(val[SL_JS_TOPOLOGY_PREFERRED]));
 
     ctl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = norm;

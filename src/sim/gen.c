@@ -12,7 +12,14 @@
  *             llm-a, llm-b.
  *   mix       70% sweep trials, 20% fine-tuning jobs (one task of 1, 2, 4
  *             or 8 GPUs, mean 2 h, tenant ft), 10% Megatron gangs.
- *   cluster   a nodes CSV of identical GPU nodes.
+ *   cluster   a nodes CSV of identical GPU nodes; with --blocks B --racks R
+ *             a topology column puts them in B blocks of R racks, node i
+ *             in rack floor(i * B * R / nodes) ("b0/r0", "b0/r1", ... with
+ *             racks numbered across the cluster), so racks differ in size
+ *             by at most one node.
+ *
+ * With --topology-required LEVEL (jobs) every row gets a topology_required
+ * column of that level (a one-task job meets any level).
  *
  * With --array TEXT (sweep only) each row is a job array of that Slurm
  * text ("0-99%8"): one search whose trials share the row's GPU share and
@@ -24,6 +31,7 @@
  * Everything comes from one sl_rng_t seeded with --seed: the same seed gives
  * the same file.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -109,10 +117,21 @@ int sim_gen(const sim_gen_opts_t *o, FILE *f, char *err, size_t errlen) {
             snprintf(err, errlen, "%s", msg);
             return SL_EINVAL;
         }
-        fprintf(f, "name,cpu,memory,gpus,gpu_model,gpu_memory,pool\n");
-        for (int i = 0; i < o->nodes; i++)
-            fprintf(f, "node-%04d,%s,%s,%d,%s,%s,\n", i, o->cpu, o->memory, o->gpus,
+        int64_t nracks = (int64_t)(o->racks > 0 ? o->racks : 0) * (o->blocks > 0 ? o->blocks : 1);
+        if (o->racks < 0 || o->blocks < 0 || nracks > o->nodes) {
+            snprintf(err, errlen, "--blocks x --racks must be at most --nodes");
+            return SL_EINVAL;
+        }
+        fprintf(f, "name,cpu,memory,gpus,gpu_model,gpu_memory,pool%s\n", nracks ? ",topology" : "");
+        for (int i = 0; i < o->nodes; i++) {
+            fprintf(f, "node-%04d,%s,%s,%d,%s,%s,", i, o->cpu, o->memory, o->gpus,
                     o->gpus ? o->gpu_model : "", o->gpus ? o->gpu_memory : "");
+            if (nracks) {
+                int64_t rack = (int64_t)i * nracks / o->nodes;
+                fprintf(f, ",b%" PRId64 "/r%" PRId64, rack / o->racks, rack);
+            }
+            fputc('\n', f);
+        }
         return 0;
     }
     int kind = strcmp(o->kind, "sweep") == 0 ? 0 : strcmp(o->kind, "megatron") == 0 ? 1
@@ -130,8 +149,16 @@ int sim_gen(const sim_gen_opts_t *o, FILE *f, char *err, size_t errlen) {
         snprintf(err, errlen, "--array goes with the sweep workload only");
         return SL_EINVAL;
     }
+    int lv = 0;
+    if (o->topology_required &&
+        (sl_topo_level_parse(o->topology_required, &lv) < 0 || lv == SL_TOPO_ANY)) {
+        snprintf(err, errlen, "--topology-required: \"%s\" is not host, rack or block",
+                 o->topology_required);
+        return SL_EINVAL;
+    }
     fprintf(f, "id,tenant,submit,duration,tasks,cpu,memory,gpus,gpu_share,gpu_models,pool,"
-               "priority,time_limit,gpu_memory%s\n", o->array ? ",array" : "");
+               "priority,time_limit,gpu_memory%s%s\n", o->array ? ",array" : "",
+            o->topology_required ? ",topology_required" : "");
     double t = 0;
     for (int i = 1; i <= o->jobs; i++) {
         if (i > 1) t += expo(&r, gap);
@@ -147,7 +174,8 @@ int sim_gen(const sim_gen_opts_t *o, FILE *f, char *err, size_t errlen) {
         }
         /* A sweep as an array: the row is one search whose trials share
          * its shape (docs/sim.md). */
-        fprintf(f, o->array ? ",%s\n" : "\n", o->array);
+        if (o->array) fprintf(f, ",%s", o->array);
+        fprintf(f, o->topology_required ? ",%s\n" : "\n", sl_topo_level_name(lv));
     }
     return 0;
 }

@@ -47,6 +47,7 @@ void sim_trace_fini(sim_trace_t *t) {
         sl_free(t->nodes[i].name);
         sl_free(t->nodes[i].model);
         sl_free(t->nodes[i].pool);
+        sl_free(t->nodes[i].topology);
     }
     for (size_t i = 0; i < t->njobs; i++) {
         sl_free(t->jobs[i].name);
@@ -436,14 +437,14 @@ int sim_load_nodes(sim_trace_t *t, const char *path, sim_format_t fmt, char *err
                                     {"single GPU mem", false}};
     static const colspec_t slu[] = {{"name", true},       {"cpu", true},       {"memory", true},
                                     {"gpus", true},       {"gpu_model", false}, {"gpu_memory", false},
-                                    {"pool", false}};
+                                    {"pool", false},      {"topology", false}};
     sim_csv_t *c = NULL;
     strset_t names = {0};
     int idx[8];
     int rc = open_with_header(path, false, &fmt, &c, err, errlen);
     if (rc < 0) return rc;
     const colspec_t *specs = fmt == SIM_FMT_ALIBABA ? ali : fmt == SIM_FMT_PHILLY ? phi : slu;
-    size_t nspecs = fmt == SIM_FMT_ALIBABA ? 5 : fmt == SIM_FMT_PHILLY ? 4 : 7;
+    size_t nspecs = fmt == SIM_FMT_ALIBABA ? 5 : fmt == SIM_FMT_PHILLY ? 4 : 8;
     rc = header_map(c, specs, nspecs, idx, err, errlen);
     if (rc < 0) goto out;
     size_t width = sim_csv_nfields(c);
@@ -532,6 +533,16 @@ int sim_load_nodes(sim_trace_t *t, const char *path, sim_format_t fmt, char *err
             nd.name = sl_xstrdup(fld(&r, 0));
             nd.model = nd.gpus > 0 ? sl_xstrdup(model) : NULL;
             nd.pool = *fld(&r, 6) ? sl_xstrdup(fld(&r, 6)) : NULL;
+            /* topology: a path as sluice-agent --topology takes it. */
+            const char *tp = fld(&r, 7);
+            if (*tp && !sl_topo_path_ok(tp)) {
+                sl_free(nd.name);
+                sl_free(nd.model);
+                sl_free(nd.pool);
+                rc = ferr(&r, 7, "\"%s\" is not a path of group names such as block1/rack3", tp);
+                goto out;
+            }
+            nd.topology = *tp ? sl_xstrdup(tp) : NULL;
         }
         *node_new(t) = nd;
         if (!strset_add(&names, t->nodes[t->nnodes - 1].name)) {
@@ -696,9 +707,10 @@ static int load_sluice_jobs(sim_trace_t *t, sim_csv_t *c, char *err, size_t errl
         {"id", true},          {"tenant", false},   {"submit", true},     {"duration", true},
         {"tasks", false},      {"cpu", false},      {"memory", false},    {"gpus", false},
         {"gpu_share", false},  {"gpu_models", false}, {"pool", false},    {"priority", false},
-        {"time_limit", false}, {"gpu_memory", false}, {"array", false}, {"min_tasks", false}};
+        {"time_limit", false}, {"gpu_memory", false}, {"array", false}, {"min_tasks", false},
+        {"topology_required", false}};
     enum { ID, TENANT, SUBMIT, DUR, TASKS, CPU, MEM, GPUS, SHARE, MODELS, POOL, PRIO, LIMIT, GMEM,
-           ARRAY, MINT, NSPEC };
+           ARRAY, MINT, TOPO, NSPEC };
     int idx[NSPEC];
     int rc = header_map(c, specs, NSPEC, idx, err, errlen);
     if (rc < 0) return rc;
@@ -764,6 +776,12 @@ static int load_sluice_jobs(sim_trace_t *t, sim_csv_t *c, char *err, size_t errl
                       fld(&r, LIMIT));
             break;
         }
+        int lv = 0;
+        if (*fld(&r, TOPO) && (sl_topo_level_parse(fld(&r, TOPO), &lv) < 0 || lv == 0)) {
+            rc = ferr(&r, TOPO, "\"%s\" is not host, rack or block", fld(&r, TOPO));
+            break;
+        }
+        j.topo_required = (int16_t)lv;
         j.name = sl_xstrdup(fld(&r, ID));
         j.tenant = sim_tenant_intern(t, *tn ? tn : "default");
         j.models = *fld(&r, MODELS) ? sl_xstrdup(fld(&r, MODELS)) : NULL;
@@ -889,6 +907,11 @@ int sim_cluster_build(const sim_trace_t *t, sl_cluster_t **out, char *err, size_
                              .gpu_mem_bytes = n->gpu_mem_bytes,
                              .pool = n->pool,
                              .labels = NULL};
+        char labels[256];
+        if (n->topology && !t->topology_off) {
+            snprintf(labels, sizeof labels, "%s=%s", SL_TOPO_LABEL, n->topology);
+            sp.labels = labels;
+        }
         char msg[256] = "";
         int rc = sl_cluster_add_node(cl, &sp, NULL, msg, sizeof msg);
         if (rc < 0) {
@@ -904,6 +927,7 @@ int sim_cluster_build(const sim_trace_t *t, sl_cluster_t **out, char *err, size_
 int sim_job_req(const sim_job_t *j, sl_cluster_t *cl, bool sharing, sl_task_req_t *req,
                 char *err, size_t errlen) {
     sl_task_req_init(req);
+    req->topo_required = j->topo_required;
     req->cpu_milli = j->cpu_milli;
     req->mem_bytes = j->mem_bytes;
     if (j->gpus > 0) {

@@ -202,6 +202,7 @@ static void usage_fill(FILE *f) {
             "  --svg DIR            write DIR/fill_unallocated.svg\n"
             "  --check              assert invariants after every pod (slow)\n"
             "  --quiet              no progress bar (it only shows on a terminal anyway)\n"
+            "  --topology on|off    off: place as if the nodes file had no topology column\n"
             "  -h, --help           this text\n");
 }
 
@@ -249,6 +250,7 @@ static void usage_replay(FILE *f) {
             "                       any order but priority, no delay to the job holding\n"
             "                       the reservation)\n"
             "  --quiet              no progress bar (it only shows on a terminal anyway)\n"
+            "  --topology on|off    off: place as if the nodes file had no topology column\n"
             "  -h, --help           this text\n");
 }
 
@@ -274,13 +276,18 @@ static void usage_gen(FILE *f) {
             "  --memory Q         cluster: memory per node (default 1Ti)\n"
             "  --array TEXT       sweep: each job an array of this Slurm text, e.g.\n"
             "                     0-99%%8 (one search: trials of one shape, 8 at once)\n"
+            "  --blocks N         cluster: topology of N blocks (with --racks; default 1)\n"
+            "  --racks N          cluster: N racks per block, in a topology column\n"
+            "  --topology-required LEVEL  jobs: every job must run in one host, rack or\n"
+            "                     block (a topology_required column)\n"
             "  -o, --output FILE  where to write (default: stdout)\n");
 }
 
 enum {
     O_NODES = 1000, O_JOBS, O_FORMAT, O_TENANTS, O_PLACEMENT, O_QUEUE, O_BACKFILL, O_SHARING,
     O_ESTIMATE, O_SEED, O_SEEDS, O_JSON, O_JOBSCSV, O_SVG, O_CHECK, O_QUIET, O_INTER, O_GPUS,
-    O_GMODEL, O_GMEM, O_CPU, O_MEM, O_LOAD, O_ARRAY, O_PREEMPT, O_CKPT
+    O_GMODEL, O_GMEM, O_CPU, O_MEM, O_LOAD, O_ARRAY, O_PREEMPT, O_CKPT, O_BLOCKS, O_RACKS,
+    O_TOPOREQ, O_TOPOLOGY
 };
 
 typedef struct opts {
@@ -292,6 +299,7 @@ typedef struct opts {
     size_t nseeds;
     double load;
     bool check, quiet;
+    bool topology_off; /* --topology off */
 } opts_t;
 
 static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
@@ -306,6 +314,7 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
         {"check", no_argument, 0, O_CHECK},             {"quiet", no_argument, 0, O_QUIET},
         {"load", required_argument, 0, O_LOAD},         {"help", no_argument, 0, 'h'},
         {"preempt", optional_argument, 0, O_PREEMPT},   {"checkpoint", required_argument, 0, O_CKPT},
+        {"topology", required_argument, 0, O_TOPOLOGY},
         {0, 0, 0, 0}};
     const char *cmd = replay ? "replay" : "fill";
     int c;
@@ -354,6 +363,14 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
                         cmd, optarg);
                 return 2;
             }
+            break;
+        case O_TOPOLOGY:
+            if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+                fprintf(stderr, "sluice-sim %s: --topology takes on or off (got \"%s\")\n",
+                        cmd, optarg);
+                return 2;
+            }
+            o->topology_off = strcmp(optarg, "off") == 0;
             break;
         case O_LOAD: {
             char *end;
@@ -460,6 +477,7 @@ static int cmd_fill(int argc, char **argv) {
         return rc;
     }
     if ((rc = load_trace(&o, &t)) != 0) goto out;
+    t.topology_off = o.topology_off;
     sim_run_opts_t ro = {.check = o.check, .progress = !o.quiet && isatty(2)};
     res = calloc(o.placement.n, sizeof *res);
     for (size_t i = 0; i < o.placement.n; i++) {
@@ -505,6 +523,7 @@ static int cmd_replay(int argc, char **argv) {
         return rc;
     }
     if ((rc = load_trace(&o, &t)) != 0) goto out;
+    t.topology_off = o.topology_off;
     if (o.load > 0 && o.load != 1)
         for (size_t i = 0; i < t.njobs; i++)
             t.jobs[i].submit_us = (int64_t)llround((double)t.jobs[i].submit_us / o.load);
@@ -597,6 +616,8 @@ static int cmd_gen(int argc, char **argv) {
         {"gpu-memory", required_argument, 0, O_GMEM},  {"cpu", required_argument, 0, O_CPU},
         {"memory", required_argument, 0, O_MEM},       {"output", required_argument, 0, 'o'},
         {"array", required_argument, 0, O_ARRAY},
+        {"blocks", required_argument, 0, O_BLOCKS},    {"racks", required_argument, 0, O_RACKS},
+        {"topology-required", required_argument, 0, O_TOPOREQ},
         {"help", no_argument, 0, 'h'},                 {0, 0, 0, 0}};
     sim_gen_opts_t g;
     sim_gen_opts_init(&g);
@@ -635,6 +656,15 @@ static int cmd_gen(int argc, char **argv) {
             g.gpus = (int32_t)v;
             break;
         case O_GMODEL: g.gpu_model = optarg; break;
+        case O_BLOCKS:
+            if (parse_int_opt(optarg, "blocks", 1, 100000, &v) < 0) return 2;
+            g.blocks = (int32_t)v;
+            break;
+        case O_RACKS:
+            if (parse_int_opt(optarg, "racks", 1, 100000, &v) < 0) return 2;
+            g.racks = (int32_t)v;
+            break;
+        case O_TOPOREQ: g.topology_required = optarg; break;
         case O_GMEM: g.gpu_memory = optarg; break;
         case O_CPU: g.cpu = optarg; break;
         case O_MEM: g.memory = optarg; break;

@@ -140,6 +140,11 @@ typedef struct replay {
     size_t nstops, stops_cap;
     size_t preemptions, shrinks, grows;
     double lost_gpu_s;
+    /* Topology: gangs started (more than one task) on a cluster with
+     * topology, and the racks and blocks they spanned, summed. */
+    bool topo;               /* the trace has topology (sim_topo_present) */
+    size_t topo_gangs;
+    double topo_racks, topo_blocks;
 } replay_t;
 
 static int64_t run_us(const sim_job_t *j) {
@@ -234,6 +239,11 @@ static void on_start(void *ud, const sl_job_t *job) {
                                          : rp->reqs[idx].gpu_milli;
     rp->alloc_gpu += per * rec->tasks;
     mem_account(rp, job, j, 0, rec->tasks, 1);
+    if (rec->tasks > 1 && rp->topo) {
+        rp->topo_gangs++;
+        rp->topo_racks += sim_topo_spanned(rp->t, job, SL_TOPO_RACK);
+        rp->topo_blocks += sim_topo_spanned(rp->t, job, SL_TOPO_BLOCK);
+    }
     rp->started++;
     arm_finish(rp, idx);
 }
@@ -513,6 +523,7 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
     }
     double wall0 = sim_now_s();
     if ((rc = sim_cluster_build(t, &rp.cl, err, errlen)) < 0) return rc;
+    rp.topo = sim_topo_present(t);
     sl_sched_config_t sc;
     sl_sched_config_init(&sc);
     sc.queue = cfg->queue;
@@ -699,6 +710,9 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
     res->gpu_memory_known = rp.mem_known;
     res->gpu_memory_idle_ratio_mean = sim_tw_mean(&m_mem);
     res->fragmentation_ratio_mean = sim_tw_mean(&m_frag);
+    res->topo_gangs = rp.topo_gangs;
+    res->topo_racks_mean = rp.topo_gangs ? rp.topo_racks / (double)rp.topo_gangs : 0;
+    res->topo_blocks_mean = rp.topo_gangs ? rp.topo_blocks / (double)rp.topo_gangs : 0;
     res->drf_fairness_ratio_mean = m_drf.weight > 0 ? sim_tw_mean(&m_drf) : 1;
     res->jain_index_mean = m_jain.weight > 0 ? sim_tw_mean(&m_jain) : 1;
     for (size_t i = 0; i < lat.n; i++) res->sched_wall_s += lat.v[i] / 1e6;

@@ -65,11 +65,16 @@ static void fmt_dur(char *buf, size_t len, double s) {
 }
 
 void sim_replay_table(FILE *f, const sim_replay_result_t *r, size_t n) {
+    /* Two more columns on a cluster with topology: the mean racks and
+     * blocks a gang spans (the table is unchanged without). */
+    bool topo = false;
+    for (size_t i = 0; i < n; i++) topo |= r[i].topo_gangs > 0;
     fprintf(f, "%-8s %-12s %-5s %-5s %-3s %7s %7s | %8s %8s %8s | %8s %8s | %8s %9s | %6s %6s %6s "
-            "%5s %5s | %8s %8s\n",
+            "%5s %5s | %8s %8s",
             "queue", "placement", "bfill", "share", "pre", "done", "jobs/h", "wait avg", "wait p50",
             "wait p95", "jct avg", "jct p95", "preempts", "lost GPUh", "alloc%", "memid%", "frag%",
             "drf", "jain", "lat p50", "lat p99");
+    fprintf(f, topo ? " | %5s %6s\n" : "\n", "racks", "blocks");
     for (size_t i = 0; i < n; i++) {
         const sim_replay_result_t *x = &r[i];
         char q1[16], q2[16], q3[16], j1[16], j2[16], mem[16];
@@ -82,12 +87,14 @@ void sim_replay_table(FILE *f, const sim_replay_result_t *r, size_t n) {
         else snprintf(mem, sizeof mem, "n/a");
         fprintf(f,
                 "%-8s %-12s %-5s %-5s %-3s %7zu %7.1f | %8s %8s %8s | %8s %8s | %8zu %9.1f | %6.1f "
-                "%6s %6.1f %5.2f %5.2f | %6.0fus %6.0fus\n",
+                "%6s %6.1f %5.2f %5.2f | %6.0fus %6.0fus",
                 x->queue, x->placement, x->backfill, x->cfg.sharing ? "on" : "off",
                 x->cfg.preempt ? "on" : "off", x->completed, x->throughput_jobs_per_hour, q1, q2, q3,
                 j1, j2, x->preemptions, x->lost_gpu_h,
                 100 * x->gpu_allocation_ratio_mean, mem, 100 * x->fragmentation_ratio_mean,
                 x->drf_fairness_ratio_mean, x->jain_index_mean, x->lat_p50_us, x->lat_p99_us);
+        if (topo) fprintf(f, " | %5.2f %6.2f", x->topo_racks_mean, x->topo_blocks_mean);
+        fputc('\n', f);
     }
     size_t rej = n ? r[0].rejected : 0;
     if (rej)
@@ -179,6 +186,9 @@ int sim_replay_json(const char *path, const sim_trace_t *t, const sim_replay_res
         json_object_set_new(o, "gpu_memory_idle_ratio_mean",
                             x->gpu_memory_known ? json_real(x->gpu_memory_idle_ratio_mean) : json_null());
         json_object_set_new(o, "fragmentation_ratio_mean", json_real(x->fragmentation_ratio_mean));
+        json_object_set_new(o, "topology_gangs", json_integer((json_int_t)x->topo_gangs));
+        json_object_set_new(o, "topology_racks_per_gang_mean", json_real(x->topo_racks_mean));
+        json_object_set_new(o, "topology_blocks_per_gang_mean", json_real(x->topo_blocks_mean));
         json_object_set_new(o, "drf_fairness_ratio_mean", json_real(x->drf_fairness_ratio_mean));
         json_object_set_new(o, "jain_index_mean", json_real(x->jain_index_mean));
         json_object_set_new(o, "sched_latency_us",

@@ -82,6 +82,7 @@ typedef struct sim_node {
     char *model;           /* NULL without GPUs */
     int64_t gpu_mem_bytes; /* per GPU; 0 when unknown */
     char *pool;            /* NULL = "default" */
+    char *topology;        /* "BLOCK/RACK" (sluice/topology.h), NULL = none */
 } sim_node_t;
 
 typedef struct sim_job {
@@ -100,6 +101,7 @@ typedef struct sim_job {
     char *models;          /* "A|B" or NULL = any */
     char *pool;            /* NULL = any */
     int32_t orig_gpus;     /* Philly: the GPUs the job asked for before splitting */
+    int16_t topo_required; /* Sluice CSV `topology_required` (sluice/topology.h level) */
     /* Job arrays (Sluice CSV `array` column, arrays.c): the row's Slurm
      * text until the load expands it into one job per index; then each
      * element has its array's first element's trace index and limit. */
@@ -121,6 +123,7 @@ typedef struct sim_trace {
     size_t ntenants, captenants;
     bool timed;         /* the jobs carry submit times and durations */
     size_t gangs_split; /* Philly jobs turned into gangs of several tasks */
+    bool topology_off;  /* --topology off: build the cluster without the paths */
 } sim_trace_t;
 
 void sim_trace_init(sim_trace_t *t);
@@ -175,6 +178,8 @@ typedef struct sim_gen_opts {
     const char *cpu;        /* cluster, e.g. "128" */
     const char *memory;     /* cluster, e.g. "1Ti" */
     const char *array;      /* sweep: each row an array of this Slurm text, NULL none */
+    int32_t blocks, racks;  /* cluster: racks per block > 0 adds a topology column */
+    const char *topology_required; /* jobs: a topology_required column, NULL none */
 } sim_gen_opts_t;
 
 void sim_gen_opts_init(sim_gen_opts_t *o);
@@ -325,6 +330,10 @@ typedef struct sim_replay_result {
     double gpu_memory_idle_ratio_mean;
     bool gpu_memory_known;
     double fragmentation_ratio_mean;
+    /* Gangs on more than one node, and the mean racks and blocks each
+     * spans (sl_topo_groups_spanned at its start); 0 without topology. */
+    size_t topo_gangs;
+    double topo_racks_mean, topo_blocks_mean;
     double drf_fairness_ratio_mean;
     double jain_index_mean;
     double lat_p50_us, lat_p99_us;
@@ -383,5 +392,13 @@ int sim_fill_svg(const char *dir, const sim_fill_result_t *r, size_t n, char *er
                  size_t errlen);
 int sim_replay_svg(const char *dir, const sim_replay_result_t *r, size_t n, char *err,
                    size_t errlen);
+
+/* ---------------------------------------------------------------- topo.c */
+
+/* Whether any node of the trace has a topology path. O(nodes). */
+bool sim_topo_present(const sim_trace_t *t);
+/* The racks (level SL_TOPO_RACK) or blocks (SL_TOPO_BLOCK) the running
+ * job's tasks span, by the trace's paths. O(tasks^2). */
+int32_t sim_topo_spanned(const sim_trace_t *t, const sl_job_t *job, int level);
 
 #endif

@@ -76,6 +76,7 @@
 #include "cluster_index.h"
 #include "policy/backfill.h"
 #include "sluice/alloc.h"
+#include "sluice/topology.h"
 
 typedef struct easy_cand {
     uint32_t node;
@@ -173,6 +174,11 @@ static bool easy_reserve(void *st, const sl_backfill_view_t *v, const sl_task_re
     const sl_cluster_t *cl = v->cluster;
     easy_clear(e);
     if (count <= 0) return false;
+    /* A job that requires a topology level (topology.c) fits only inside
+     * one group, which the sum over nodes below does not see: it gets no
+     * reservation, so that nothing passes it on a promise the sum cannot
+     * keep, and the cycle keeps strict order behind it (as with none). */
+    if (req->topo_required != SL_TOPO_ANY) return false;
 
     size_t nnodes = sl_cluster_node_count(cl);
     if (nnodes > e->nodes_cap) {

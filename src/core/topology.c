@@ -1,0 +1,412 @@
+/*
+ * topology.c - placing a gang that needs more than one node so that it
+ * spans the fewest racks that can hold it, then the fewest blocks.
+ *
+ * Workload: a Megatron-style gang (8 tasks x 4 GPUs, 32 x 8) on a cluster
+ * of blocks of racks of nodes, where traffic inside a rack crosses one
+ * switch and traffic between blocks crosses the spine. sl_place_gang
+ * (place.c) comes here only when the gang fits on no single node (one node
+ * is one group at every level, and the ordinary search already finds it)
+ * and the cluster has topology or the job names a level, so a cluster
+ * without topology pays one counter test per multi-node gang.
+ *
+ * The algorithm, O(N log N) in the up nodes N that can hold a task:
+ *  1. Every up node that can hold at least one task (sl_node_fit_count,
+ *     the policy's filter) becomes an entry with its count (capped at n),
+ *     sorted by (block, rack, count descending, node id): racks and blocks
+ *     are then runs of the array. A node without topology is a rack and a
+ *     block of its own, sorted last.
+ *  2. The racks, with their summed counts, are sorted by (block, count
+ *     descending), and the blocks get their sums.
+ *  3. Choice, fewest racks first, then fewest blocks: if some rack holds
+ *     the whole gang, the one that holds it most tightly (least count >= n;
+ *     best fit keeps the roomy racks for larger gangs). Else, unless the
+ *     job requires a rack, the best by (racks, blocks) of: the block whose
+ *     racks, largest first, cover the gang in the fewest racks (tightest
+ *     block among equals); if no block holds it, blocks largest first with
+ *     their racks largest first; and, unless the job requires a block, the
+ *     racks largest first over the whole cluster. The last is the fewest
+ *     racks of all (largest-first is optimal for a count when capacities
+ *     are independent, as here), so the rack count is always the least;
+ *     the block count is the least whenever one block can hold the gang in
+ *     that many racks, and otherwise a heuristic's (the exact choice is a
+ *     covering problem): off in 4 of 229 random cases of the differential
+ *     test (tests/unit/test_topology.c), never in the rack count.
+ *  4. Tasks are laid out in that order, rack by rack and node by node
+ *     (most tasks first), so that ranks that are neighbours share a node,
+ *     then a rack, then a block; rank 0's node is MASTER_ADDR's. Each
+ *     task's GPUs on its node are the policy's choice (its score hook).
+ * A job that requires a level and finds no single group of it with room
+ * waits (SL_NOFIT), with a reason that names the level and the roomiest
+ * group's count; SL_NOFIT_EVER when no group could hold it even empty.
+ * A preferred level is what every gang gets anyway: the fewest groups of
+ * the lowest level first, spreading only when it must.
+ * On failure nothing is allocated and the cluster is left as it was.
+ */
+#include <stdio.h> /* snprintf only: formats reasons, no I/O */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice/alloc.h"
+#include "sluice/cluster.h"
+#include "sluice/error.h"
+#include "sluice/policy.h"
+#include "sluice/topology.h"
+
+#include "constraint_internal.h"
+#include "topology_internal.h"
+
+typedef struct entry {
+    uint32_t node;
+    int32_t cnt;          /* tasks it holds now, capped at n */
+    const char *path;     /* NULL: no topology */
+    uint32_t len, blen;   /* path length; block part's length */
+} entry_t;
+
+typedef struct group {
+    uint32_t first, end;  /* entries [first, end) */
+    uint32_t block;       /* block index (racks only) */
+    int64_t cnt;
+} group_t;
+
+/* Orders by block, then rack, then most tasks first, then node id. */
+static int cmp_entry(const void *pa, const void *pb) {
+    const entry_t *a = pa, *b = pb;
+    if (!a->path != !b->path) return a->path ? -1 : 1;
+    if (a->path) {
+        size_t m = a->blen < b->blen ? a->blen : b->blen;
+        int c = memcmp(a->path, b->path, m);
+        if (c == 0 && a->blen != b->blen) c = a->blen < b->blen ? -1 : 1;
+        if (c != 0) return c;
+        m = a->len < b->len ? a->len : b->len;
+        c = memcmp(a->path, b->path, m);
+        if (c == 0 && a->len != b->len) c = a->len < b->len ? -1 : 1;
+        if (c != 0) return c;
+    }
+    if (a->cnt != b->cnt) return a->cnt > b->cnt ? -1 : 1;
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+static bool same_block(const entry_t *a, const entry_t *b) {
+    return a->path && b->path && a->blen == b->blen && memcmp(a->path, b->path, a->blen) == 0;
+}
+
+static bool same_rack(const entry_t *a, const entry_t *b) {
+    return a->path && b->path && a->len == b->len && memcmp(a->path, b->path, a->len) == 0;
+}
+
+/* Racks by block, then most tasks first (stable on index). */
+static int cmp_rack(const void *pa, const void *pb) {
+    const group_t *a = pa, *b = pb;
+    if (a->block != b->block) return a->block < b->block ? -1 : 1;
+    if (a->cnt != b->cnt) return a->cnt > b->cnt ? -1 : 1;
+    return a->first < b->first ? -1 : 1;
+}
+
+/* A group's index with its count, for largest-first orders. */
+typedef struct rank {
+    int64_t cnt;
+    uint32_t idx;
+} rank_t;
+
+static int cmp_rank(const void *pa, const void *pb) {
+    const rank_t *a = pa, *b = pb;
+    if (a->cnt != b->cnt) return a->cnt > b->cnt ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static int cmp_u32(const void *pa, const void *pb) {
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    return a < b ? -1 : a > b;
+}
+
+static int64_t cap_div(int64_t have, int64_t need, int64_t cur) {
+    if (need <= 0) return cur;
+    int64_t q = have / need;
+    return q < cur ? q : cur;
+}
+
+/* Tasks of req node would hold if empty (any state), capped at limit. */
+static int64_t empty_count(const sl_node_t *node, const sl_task_req_t *req, int64_t limit) {
+    if (req->pool != -1 && req->pool != node->pool) return 0;
+    /* Labels and taints (constraint.h) hold empty or not. */
+    if (!sl__cons_admits(req->cons, node->lset)) return 0;
+    if (req->model_mask && (node->model < 0 || !(req->model_mask & (UINT64_C(1) << node->model))))
+        return 0;
+    bool gpu = req->gpus > 0 || req->gpu_milli > 0;
+    if (gpu && node->ngpus == 0) return 0;
+    int64_t n = limit;
+    n = cap_div(node->cpu_total, req->cpu_milli, n);
+    n = cap_div(node->mem_total, req->mem_bytes, n);
+    if (req->gpus > 0) {
+        n = cap_div(node->ngpus, req->gpus, n);
+    } else if (req->gpu_milli > 0) {
+        int64_t k = SL_GPU_MILLI / req->gpu_milli;
+        if (req->gpu_mem_bytes > 0) k = cap_div(node->gpu_mem_total, req->gpu_mem_bytes, k);
+        n = cap_div(k * node->ngpus, 1, n);
+    }
+    return n < 0 ? 0 : n;
+}
+
+/* The most tasks one group of `level` could hold on the empty cluster
+ * (capped at n): whether a required level can ever be met. O(N log N). */
+static int64_t empty_group_max(const sl_cluster_t *cl, const sl_task_req_t *req, int32_t n,
+                               int level, const sl__topo_ctx_t *tx) {
+    size_t nn = sl_cluster_node_count(cl);
+    entry_t *e = sl_xmalloc((nn ? nn : 1) * sizeof *e);
+    uint32_t k = 0;
+    for (uint32_t id = 0; id < nn; id++) {
+        const sl_node_t *node = sl_cluster_node(cl, id);
+        if (tx->pol->filter && !tx->pol->filter(tx->cy, req, node)) continue;
+        int64_t c = empty_count(node, req, n);
+        if (c <= 0) continue;
+        entry_t x = {.node = id, .cnt = (int32_t)c};
+        size_t len;
+        if (sl_topo_path(node->labels, &x.path, &len)) {
+            x.len = (uint32_t)len;
+            x.blen = (uint32_t)sl_topo_block_len(x.path, len);
+        }
+        e[k++] = x;
+    }
+    qsort(e, k, sizeof *e, cmp_entry);
+    int64_t best = 0, run = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        bool cont = i > 0 && (level == SL_TOPO_RACK ? same_rack(&e[i - 1], &e[i])
+                                                    : same_block(&e[i - 1], &e[i]));
+        run = (cont ? run : 0) + e[i].cnt;
+        if (level == SL_TOPO_HOST) run = e[i].cnt;
+        if (run > best) best = run;
+    }
+    sl_free(e);
+    return best < n ? best : n;
+}
+
+/* Appends a group's racks (largest first, as sorted) until `need` is met. */
+static int32_t take_racks(const group_t *racks, uint32_t r0, uint32_t r1, int64_t need,
+                          uint32_t *chosen, uint32_t *nch) {
+    int32_t used = 0;
+    for (uint32_t r = r0; r < r1 && need > 0; r++) {
+        chosen[(*nch)++] = r;
+        need -= racks[r].cnt;
+        used++;
+    }
+    return used;
+}
+
+static void why(char *reason, size_t len, const sl_task_req_t *req, int32_t n, int level,
+                int64_t now, bool ever) {
+    if (!reason || len == 0) return;
+    const char *lv = sl_topo_level_name(level);
+    if (ever)
+        snprintf(reason, len,
+                 "topology: needs %d tasks in one %s (required); no %s could hold more than %lld "
+                 "even when empty",
+                 (int)n, lv, lv, (long long)now);
+    else
+        snprintf(reason, len,
+                 "topology: waits for one %s to hold all %d tasks (required: %s, rather than "
+                 "spread); the roomiest %s holds %lld now",
+                 lv, (int)n, lv, lv, (long long)now);
+    (void)req;
+}
+
+int sl__topo_place_gang(const sl__topo_ctx_t *tx, sl_cluster_t *cl, const sl_task_req_t *req,
+                        int32_t n, sl_place_t *pls, int32_t *nodes_used, char *reason,
+                        size_t reasonlen) {
+    size_t nn = sl_cluster_node_count(cl);
+    entry_t *e = sl_xmalloc((nn ? nn : 1) * sizeof *e);
+    group_t *racks = sl_xmalloc((nn ? nn : 1) * sizeof *racks);
+    group_t *blocks = sl_xmalloc((nn ? nn : 1) * sizeof *blocks);
+    uint32_t *chosen = sl_xmalloc((nn ? nn : 1) * sizeof *chosen);
+    uint32_t *alt = sl_xmalloc((nn ? nn : 1) * sizeof *alt);
+    rank_t *order = sl_xmalloc((nn ? nn : 1) * sizeof *order);
+    uint32_t k = 0, nr = 0, nb = 0, nch = 0;
+    int32_t placed = 0;
+    int rc = SL_NOFIT;
+
+    for (uint32_t id = 0; id < nn; id++) {
+        const sl_node_t *node = sl_cluster_node(cl, id);
+        if (node->state != SL_NODE_UP) continue;
+        if (tx->pol->filter && !tx->pol->filter(tx->cy, req, node)) continue;
+        int32_t c = sl_node_fit_count(node, req, n);
+        if (c <= 0) continue;
+        entry_t x = {.node = id, .cnt = c};
+        size_t len;
+        if (sl_topo_path(node->labels, &x.path, &len)) {
+            x.len = (uint32_t)len;
+            x.blen = (uint32_t)sl_topo_block_len(x.path, len);
+        }
+        e[k++] = x;
+    }
+    qsort(e, k, sizeof *e, cmp_entry);
+
+    /* Runs of the sorted entries: racks, each with its block's index. */
+    for (uint32_t i = 0; i < k; i++) {
+        bool new_block = i == 0 || !same_block(&e[i - 1], &e[i]);
+        bool new_rack = new_block || !same_rack(&e[i - 1], &e[i]);
+        if (new_block) blocks[nb++] = (group_t){.first = nr, .end = nr, .block = nb, .cnt = 0};
+        if (new_rack) racks[nr++] = (group_t){.first = i, .end = i, .block = nb - 1, .cnt = 0};
+        racks[nr - 1].end = i + 1;
+        racks[nr - 1].cnt += e[i].cnt;
+        blocks[nb - 1].end = nr;
+        blocks[nb - 1].cnt += e[i].cnt;
+    }
+    qsort(racks, nr, sizeof *racks, cmp_rack); /* block order kept: blocks stay runs */
+
+    int64_t best_rack = 0, best_block = 0;
+    int32_t fit_rack = -1;
+    for (uint32_t r = 0; r < nr; r++) {
+        if (racks[r].cnt > best_rack) best_rack = racks[r].cnt;
+        if (racks[r].cnt >= n && (fit_rack < 0 || racks[r].cnt < racks[fit_rack].cnt))
+            fit_rack = (int32_t)r;
+    }
+    for (uint32_t b = 0; b < nb; b++)
+        if (blocks[b].cnt > best_block) best_block = blocks[b].cnt;
+
+    int level = req->topo_required;
+    if (level == SL_TOPO_HOST) { /* place.c found no node that holds it all */
+        int64_t best_node = 0;
+        for (uint32_t i = 0; i < k; i++)
+            if (e[i].cnt > best_node) best_node = e[i].cnt;
+        int64_t ev = empty_group_max(cl, req, n, level, tx);
+        why(reason, reasonlen, req, n, level, best_node, ev < n);
+        rc = ev < n ? SL_NOFIT_EVER : SL_NOFIT;
+        goto out;
+    }
+    if (fit_rack >= 0) {
+        chosen[nch++] = (uint32_t)fit_rack;
+    } else if (level == SL_TOPO_RACK) {
+        int64_t ev = empty_group_max(cl, req, n, level, tx);
+        why(reason, reasonlen, req, n, level, best_rack, ev < n);
+        rc = ev < n ? SL_NOFIT_EVER : SL_NOFIT;
+        goto out;
+    } else {
+        int32_t best_b = -1, best_used = 0;
+        for (uint32_t b = 0; b < nb; b++) {
+            if (blocks[b].cnt < n) continue;
+            uint32_t tmp = 0;
+            int32_t used = take_racks(racks, blocks[b].first, blocks[b].end, n, alt, &tmp);
+            if (best_b < 0 || used < best_used ||
+                (used == best_used && blocks[b].cnt < blocks[best_b].cnt)) {
+                best_b = (int32_t)b;
+                best_used = used;
+            }
+        }
+        if (best_b < 0 && level == SL_TOPO_BLOCK) {
+            int64_t ev = empty_group_max(cl, req, n, level, tx);
+            why(reason, reasonlen, req, n, level, best_block, ev < n);
+            rc = ev < n ? SL_NOFIT_EVER : SL_NOFIT;
+            goto out;
+        }
+        /* Candidates, the best by (racks, blocks): the block that holds
+         * the gang in the fewest of its racks; blocks largest first with
+         * their racks largest first; and, unless a block is required, the
+         * racks largest first over the whole cluster, which are the fewest
+         * racks of all (but may cross more blocks). */
+        uint32_t nblk = 0;
+        if (best_b >= 0) {
+            take_racks(racks, blocks[best_b].first, blocks[best_b].end, n, chosen, &nch);
+            nblk = 1;
+        } else {
+            uint32_t na = 0;
+            int64_t need = n;
+            for (uint32_t b = 0; b < nb; b++) order[b] = (rank_t){blocks[b].cnt, b};
+            qsort(order, nb, sizeof *order, cmp_rank);
+            for (uint32_t q = 0; q < nb && need > 0; q++, nblk++) {
+                const group_t *g = &blocks[order[q].idx];
+                uint32_t before = na;
+                take_racks(racks, g->first, g->end, need, alt, &na);
+                for (uint32_t i = before; i < na; i++) need -= racks[alt[i]].cnt;
+            }
+            if (need > 0) goto out; /* place.c checked the total: cannot happen */
+            memcpy(chosen, alt, na * sizeof *alt);
+            nch = na;
+        }
+        if (level != SL_TOPO_BLOCK) {
+            uint32_t na = 0;
+            int64_t need = n;
+            for (uint32_t r = 0; r < nr; r++) order[r] = (rank_t){racks[r].cnt, r};
+            qsort(order, nr, sizeof *order, cmp_rank);
+            for (uint32_t q = 0; q < nr && need > 0; q++) {
+                alt[na++] = order[q].idx;
+                need -= order[q].cnt;
+            }
+            qsort(alt, na, sizeof *alt, cmp_u32); /* block by block, as racks[] */
+            uint32_t ab = 0;
+            for (uint32_t i = 0; i < na; i++)
+                ab += i == 0 || racks[alt[i]].block != racks[alt[i - 1]].block;
+            if (need <= 0 && (na < nch || (na == nch && ab < nblk))) {
+                memcpy(chosen, alt, na * sizeof *alt);
+                nch = na;
+            }
+        }
+    }
+
+    /* Lay the tasks out rack by rack, node by node. */
+    int32_t nused = 0;
+    for (uint32_t c = 0; c < nch && placed < n; c++) {
+        const group_t *g = &racks[chosen[c]];
+        for (uint32_t i = g->first; i < g->end && placed < n; i++) {
+            const sl_node_t *node = sl_cluster_node(cl, e[i].node);
+            int32_t took = 0;
+            for (int32_t j = 0; j < e[i].cnt && placed < n; j++) {
+                sl_place_t p;
+                int64_t sc;
+                if (tx->pol->score(tx->cy, req, node, 1, &sc, &p) != SL_FIT) break;
+                p.node = e[i].node;
+                if (sl_cluster_alloc(cl, req, &p) != 0) break;
+                pls[placed++] = p;
+                took++;
+            }
+            if (took) nused++;
+        }
+    }
+    if (placed < n) {
+        for (int32_t i = placed - 1; i >= 0; i--) sl_cluster_release(cl, req, &pls[i]);
+        placed = 0;
+        if (reason && reasonlen > 0)
+            snprintf(reason, reasonlen, "topology: the chosen nodes could not hold all %d tasks",
+                     (int)n);
+        goto out;
+    }
+    if (nodes_used) *nodes_used = nused;
+    rc = SL_FIT;
+out:
+    sl_free(order);
+    sl_free(alt);
+    sl_free(chosen);
+    sl_free(blocks);
+    sl_free(racks);
+    sl_free(e);
+    return rc;
+}
+
+int32_t sl_topo_groups_spanned(const sl_cluster_t *cl, const sl_place_t *pls, int32_t n,
+                               int level) {
+    /* Distinct groups among n placements: O(n^2) on the gang, which is small
+     * next to placing it; no allocation. */
+    int32_t groups = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const sl_node_t *a = sl_cluster_node(cl, pls[i].node);
+        entry_t ea = {.node = pls[i].node};
+        size_t len;
+        if (a && sl_topo_path(a->labels, &ea.path, &len)) {
+            ea.len = (uint32_t)len;
+            ea.blen = (uint32_t)sl_topo_block_len(ea.path, len);
+        }
+        bool seen = false;
+        for (int32_t j = 0; j < i && !seen; j++) {
+            const sl_node_t *b = sl_cluster_node(cl, pls[j].node);
+            entry_t eb = {.node = pls[j].node};
+            if (b && sl_topo_path(b->labels, &eb.path, &len)) {
+                eb.len = (uint32_t)len;
+                eb.blen = (uint32_t)sl_topo_block_len(eb.path, len);
+            }
+            if (ea.node == eb.node) seen = true;
+            else if (level == SL_TOPO_RACK) seen = same_rack(&ea, &eb);
+            else if (level == SL_TOPO_BLOCK) seen = same_block(&ea, &eb);
+        }
+        if (!seen) groups++;
+    }
+    return groups;
+}
