@@ -15,7 +15,8 @@
  * SLUICE_EMULATED_RUNTIME, a timer: launch reports started at once, the
  * timer reports exited (code 0); a kill or a fence reports exited with
  * signal 15 at once. Ended tasks stay on the list, and in every hello,
- * until the controller acknowledges them, as task.c keeps them. A node
+ * until the controller acknowledges them, as task.c keeps them; the last
+ * few acknowledged ones stay for their logs. A node
  * holds a handful of tasks (one per GPU or so), so the list is walked;
  * the emulator's cost is O(1) per message and O(tasks of the node) per
  * hello.
@@ -47,6 +48,7 @@ typedef struct emu_task {
     sl_proto_task_state_t state;
     bool requeue;           /* on_node_failure "requeue": fenced when contact is lost */
     bool fenced;
+    bool acked;             /* the controller recorded its end: kept only for its log */
     double runtime_s;       /* < 0: until cancelled */
     double start_time, end_time;
     int64_t exit_code, signal;
@@ -206,6 +208,10 @@ static void emu_launch(void *ud, uint64_t job, int32_t task, const sl_proto_laun
 static void emu_kill(void *ud, uint64_t job, int32_t task, int64_t grace_ms) {
     emu_node_t *n = ud;
     emu_task_t *t = task_find(n, job, task);
+    if (t && t->acked) {
+        task_remove(n, t); /* forgotten, as a real agent forgets it */
+        t = NULL;
+    }
     if (!t) {
         char r[128];
         snprintf(r, sizeof r, "no such task on node %s", n->name);
@@ -213,7 +219,7 @@ static void emu_kill(void *ud, uint64_t job, int32_t task, int64_t grace_ms) {
         return;
     }
     if (t->state != SL_PROTO_TASK_RUNNING) {
-        send_end(t);
+        if (!t->acked) send_end(t);
         return;
     }
     task_end(t, SIGTERM);
@@ -231,10 +237,27 @@ static int emu_fence(void *ud, int64_t grace_ms) {
     return count;
 }
 
+/* An acknowledged task leaves every hello but keeps its log, as a real
+ * agent's log file stays; a node keeps the logs of its last
+ * ACKED_LOGS_KEPT acknowledged tasks (a list is new-first, so the oldest
+ * are at its end). */
+#define ACKED_LOGS_KEPT 16
+
 static void emu_ack(void *ud, uint64_t job, int32_t task) {
     emu_node_t *n = ud;
     emu_task_t *t = task_find(n, job, task);
-    if (t && t->state != SL_PROTO_TASK_RUNNING) task_remove(n, t);
+    if (!t || t->state == SL_PROTO_TASK_RUNNING) return;
+    t->acked = true;
+    int kept = 0;
+    for (emu_task_t **p = &n->tasks; *p;) {
+        if ((*p)->acked && ++kept > ACKED_LOGS_KEPT) {
+            emu_task_t *old = *p;
+            *p = old->next;
+            task_free(old);
+        } else {
+            p = &(*p)->next;
+        }
+    }
 }
 
 /* The log of an emulated task: what happened to it, made up on demand. */
@@ -271,12 +294,13 @@ static void emu_logs(void *ud, uint64_t req, uint64_t job, int32_t task, int64_t
 static sl_proto_task_t *emu_report(void *ud, size_t *count) {
     emu_node_t *n = ud;
     size_t k = 0;
-    for (emu_task_t *t = n->tasks; t; t = t->next) k++;
+    for (emu_task_t *t = n->tasks; t; t = t->next) k += !t->acked;
     sl_proto_task_t *out = calloc(k ? k : 1, sizeof *out);
     if (!out) abort();
     k = 0;
-    for (emu_task_t *t = n->tasks; t; t = t->next, k++) {
-        out[k] = (sl_proto_task_t){.job = t->job, .task = t->task, .state = t->state, .pid = t->pid,
+    for (emu_task_t *t = n->tasks; t; t = t->next) {
+        if (t->acked) continue;
+        out[k++] = (sl_proto_task_t){.job = t->job, .task = t->task, .state = t->state, .pid = t->pid,
                                    .start_time = t->start_time, .end_time = t->end_time,
                                    .exit_code = t->exit_code, .signal = t->signal,
                                    .fenced = t->fenced, .reason = t->reason};
