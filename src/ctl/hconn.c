@@ -291,14 +291,15 @@ int ctl_hconns_open(ctl_hconns_t *h, ctl_t *c, struct evhttp *http, char *err, s
                         .make_bev_ud = h->make_bev_ud};
     sl_hash_init(&h->by_evcon);
     ctl_config_t *cfg = &c->cfg;
-    int64_t nofile = ctl_listen_raise_nofile();
+    int64_t nofile = ctl_listen_raise_nofile(2 * cfg->max_connections + CTL_LISTEN_FD_RESERVE);
     int64_t per_port = (nofile - CTL_LISTEN_FD_RESERVE) / 2;
     if (per_port < 16)
         per_port = 16;
     if (cfg->max_connections > per_port) {
         sl_log(SL_LOG_WARN, "listen",
                "max_connections=%lld per port does not fit under the open-file limit of %lld "
-               "(2 ports and %d spare); using %lld",
+               "(2 ports and %d spare), which cannot be raised (ulimit -n, LimitNOFILE=); "
+               "using %lld",
                (long long)cfg->max_connections, (long long)nofile, CTL_LISTEN_FD_RESERVE,
                (long long)per_port);
         cfg->max_connections = per_port;
