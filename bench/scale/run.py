@@ -78,7 +78,7 @@ class Ctl:
         self.admin = "adm-" + secrets.token_hex(8)
         self.cluster = "clu-" + secrets.token_hex(8)
         self.cfg = os.path.join(d, "sluiced.yaml")
-        conns = 2 * n + 256
+        conns = n + 256
         with open(self.cfg, "w") as f:
             json.dump({"listen": "127.0.0.1:%d" % self.port,
                        "agent_listen": "127.0.0.1:%d" % self.aport,
@@ -86,7 +86,8 @@ class Ctl:
                        "admin_token": self.admin, "cluster_token": self.cluster,
                        "tenants": [{"name": "bench", "weight": 1, "token": self.admin + "-t"}],
                        "default_user": "root", "allow_root": True, "max_finished_jobs": 1000000,
-                       "limits": {"max_connections": conns, "max_connections_per_peer": conns,
+                       "limits": {"max_connections": 1024, "max_agent_connections": conns,
+                                  "max_connections_per_peer": conns,
                                   "max_pending_jobs": 1000000}}, f)
         self.proc = None
         self.conn = None

@@ -728,7 +728,9 @@ int ctl_agentport_listen(ctl_agentport_t *ap, char *err, size_t errlen) {
     /* The limits are c->cfg's after the HTTP adapter fitted both ports
      * under the open-file limit (hconn.h). */
     if (ctl_lport_open(&ap->port, c->loop->base, "agent_listen", c->cfg.agent_listen,
-                       c->cfg.max_connections, c->cfg.max_connections_per_peer, &c->n.agent_port,
+                       c->cfg.max_agent_connections > 0 ? c->cfg.max_agent_connections
+                                                        : c->cfg.max_connections,
+                       c->cfg.max_connections_per_peer, &c->n.agent_port,
                        accept_cb, ap, true, err, errlen) < 0)
         return -1;
     ap->port.name = "agent";
