@@ -165,3 +165,55 @@ def test_controller_kill9_readopts_every_task_of_emulated_nodes(emulated):
     assert st == 200
     ctl.wait_job(ids[0], "cancelled", timeout=60)
     assert em.proc.poll() is None, em.log()
+
+
+def _low_nofile(n):
+    import resource
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+
+def _nofile_of(pid):
+    with open("/proc/%d/limits" % pid) as f:
+        for line in f:
+            if line.startswith("Max open files"):
+                return int(line.split()[3])
+    return 0
+
+
+def test_open_file_limit_raised_or_refused_clearly(controller_factory, build_dir):
+    """Under a hard limit of 256 open files, sluiced asked for 1,000 agent
+    connections and an emulator asked for 1,000 nodes either raise the
+    limit (a process with CAP_SYS_RESOURCE may) or refuse to start with a
+    message that says what they need and what the limit is."""
+    ctl = controller_factory(config_overrides={"limits": {"max_connections": 100,
+                                                          "max_agent_connections": 1000}},
+                             start=False)
+    log = open(ctl.log_path, "ab")
+    p = subprocess.Popen([ctl.binary, "--config", ctl.config_path, "--init"], stdout=log,
+                         stderr=subprocess.STDOUT, preexec_fn=_low_nofile(256))
+    try:
+        rc = p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        rc = None
+    if rc is None:
+        assert _nofile_of(p.pid) >= 1000 + 100 + 64
+        p.terminate()
+        p.wait(timeout=10)
+    else:
+        assert rc != 0
+        text = ctl.log()
+        assert "max_agent_connections=1000" in text and "limit is 256" in text, text
+    log.close()
+
+    q = subprocess.Popen([os.path.join(build_dir, "sluice-agent"), "--emulate", "1000",
+                          "--controller", "127.0.0.1:1", "--token", "t"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         preexec_fn=_low_nofile(256))
+    try:
+        out, _ = q.communicate(timeout=5)
+        assert q.returncode == 1
+        assert b"--emulate 1000 needs 1064 open files" in out and b"limit is 256" in out, out
+    except subprocess.TimeoutExpired:
+        assert _nofile_of(q.pid) >= 1064
+        q.terminate()
+        q.wait(timeout=10)
