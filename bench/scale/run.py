@@ -22,7 +22,9 @@ For each size, on a fresh controller:
              counted): GET /v1/nodes, `sluice queue --limit 100` (one page)
              and /metrics latency (median of 5), sluiced's RSS;
   restart    kill -9, start: to every node connected again with every
-             running task re-adopted (GET /v1/jobs?state=running counts).
+             running task re-adopted (GET /v1/jobs?state=running counts);
+             node_timeout is --node-timeout (60 s), since an agent fences
+             its tasks when the controller is away longer than that.
 The 1-minute load average is recorded with each step: other sessions
 share the machine. Results: one JSON line per size (--out), and plot.py
 draws them.
@@ -72,7 +74,7 @@ def free_port():
 
 
 class Ctl:
-    def __init__(self, d, n):
+    def __init__(self, d, n, node_timeout):
         self.dir = d
         self.port, self.aport = free_port(), free_port()
         self.admin = "adm-" + secrets.token_hex(8)
@@ -85,6 +87,7 @@ class Ctl:
                        "state": os.path.join(d, "sluiced.db"),
                        "admin_token": self.admin, "cluster_token": self.cluster,
                        "tenants": [{"name": "bench", "weight": 1, "token": self.admin + "-t"}],
+                       "node_timeout": node_timeout,
                        "default_user": "root", "allow_root": True, "max_finished_jobs": 1000000,
                        "limits": {"max_connections": 1024, "max_agent_connections": conns,
                                   "max_connections_per_peer": conns,
@@ -235,7 +238,7 @@ def timed(fn, reps=5):
 def run_size(n, a):
     r = {"nodes": n, "gpus": 8 * n}
     d = tempfile.mkdtemp(prefix="scale-%d-" % n, dir=a.tmp)
-    ctl = Ctl(d, n)
+    ctl = Ctl(d, n, a.node_timeout)
     ctl.start(init=True)
     emu = None
     try:
@@ -360,6 +363,10 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                   "results.jsonl"))
     ap.add_argument("--tmp", default=None)
+    # A restart slower than node_timeout (seconds) fences the agents' tasks
+    # (docs/protocol.md, Fencing): the restart figure wants it longer than
+    # a restart takes on this loaded machine (docs/scale.md).
+    ap.add_argument("--node-timeout", type=float, default=60)
     a = ap.parse_args()
     for n in [int(x) for x in a.sizes.split(",")]:
         print("size %d nodes (load %.2f)" % (n, load1()), flush=True)
