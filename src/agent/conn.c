@@ -22,7 +22,9 @@
  *
  * When the connection fails or drops, the agent keeps its tasks running and
  * reconnects after 100 ms, doubling to at most 2 s; a `welcome` resets the
- * delay. Messages produced while disconnected are not queued: the next
+ * delay. Each delay is drawn at random from its upper half, so that the
+ * thousands of agents a controller restart drops do not all come back in
+ * the same instant (and retry in step while its backlog is full). Messages produced while disconnected are not queued: the next
  * `hello` lists every running task and every exit not yet acknowledged,
  * which is the whole state the controller needs.
  *
@@ -70,7 +72,9 @@
 struct agent_conn {
     struct event_base *base;
     agent_conn_config_t cfg;
-    agent_tasks_t *ts;
+    void *ts;
+    const agent_conn_tasks_ops_t *ops;
+    uint64_t rng;               /* xorshift state for the back-off's jitter */
     struct bufferevent *bev;
     int connected;              /* TCP up (and TLS handshake done) and hello sent */
     int handshaking;            /* TLS: TCP up, handshake under way */
@@ -111,7 +115,7 @@ static int fence_check(agent_conn_t *cn) {
     int64_t age = fence_clock_us() - cn->contact_us;
     if (age <= cn->node_timeout_us) return 0;
     cn->fenced = 1;
-    int n = agent_tasks_fence(cn->ts, cn->kill_grace_ms);
+    int n = cn->ops->fence(cn->ts, cn->kill_grace_ms);
     char why[160];
     snprintf(why, sizeof why, "no answer from the controller for %.1f s (node_timeout %.1f s)",
              (double)age / 1e6, (double)cn->node_timeout_us / 1e6);
@@ -137,8 +141,16 @@ static void contact(agent_conn_t *cn, int64_t sent_us) {
 
 static void try_connect(agent_conn_t *cn);
 
+/* A random number below n (n > 0), from the connection's xorshift64. */
+static int64_t jitter(agent_conn_t *cn, int64_t n) {
+    cn->rng ^= cn->rng << 13;
+    cn->rng ^= cn->rng >> 7;
+    cn->rng ^= cn->rng << 17;
+    return (int64_t)(cn->rng % (uint64_t)n);
+}
+
 static void schedule_reconnect(agent_conn_t *cn) {
-    struct timeval tv = agent_tv_ms(cn->backoff_ms);
+    struct timeval tv = agent_tv_ms(cn->backoff_ms / 2 + jitter(cn, cn->backoff_ms / 2 + 1));
     evtimer_add(cn->reconnect_ev, &tv);
     cn->backoff_ms = cn->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : cn->backoff_ms * 2;
 }
@@ -209,7 +221,7 @@ static void tasks_send(void *ud, const sl_proto_msg_t *m) {
 
 static void send_hello(agent_conn_t *cn) {
     size_t ntasks;
-    sl_proto_task_t *tasks = agent_tasks_report(cn->ts, &ntasks);
+    sl_proto_task_t *tasks = cn->ops->report(cn->ts, &ntasks);
     sl_proto_msg_t m = {.type = SL_PROTO_HELLO,
                         .u.hello = {.token = cn->cfg.token, .version = SLUICE_VERSION,
                                     .node = cn->cfg.node, .tasks = tasks, .ntasks = ntasks}};
@@ -245,7 +257,7 @@ static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
     if (rc == SL_ENOENT) {
         sl_log(SL_LOG_DEBUG, "agent", "%s; ignored", err);
     } else if (rc != 0 && m.type == SL_PROTO_LAUNCH && m.has_ids) {
-        agent_tasks_launch(cn->ts, m.job, m.task, NULL, err);
+        cn->ops->launch(cn->ts, m.job, m.task, NULL, err);
     } else if (rc != 0 && m.type == SL_PROTO_LOGS_REQ && m.has_ids) {
         sl_proto_msg_t r = {.type = SL_PROTO_LOGS_REPLY, .req = m.req, .job = m.job, .task = m.task,
                             .u.logs_reply.error = err};
@@ -255,16 +267,16 @@ static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
     } else {
         switch (m.type) {
         case SL_PROTO_LAUNCH:
-            agent_tasks_launch(cn->ts, m.job, m.task, &m.u.launch, NULL);
+            cn->ops->launch(cn->ts, m.job, m.task, &m.u.launch, NULL);
             break;
         case SL_PROTO_KILL:
-            agent_tasks_kill(cn->ts, m.job, m.task, &m.u.kill);
+            cn->ops->kill(cn->ts, m.job, m.task, &m.u.kill);
             break;
         case SL_PROTO_ACK:
-            agent_tasks_ack(cn->ts, m.job, m.task);
+            cn->ops->ack(cn->ts, m.job, m.task);
             break;
         case SL_PROTO_LOGS_REQ:
-            agent_tasks_logs(cn->ts, m.req, m.job, m.task, m.u.logs_req.offset, m.u.logs_req.limit);
+            cn->ops->logs(cn->ts, m.req, m.job, m.task, m.u.logs_req.offset, m.u.logs_req.limit);
             break;
         case SL_PROTO_WELCOME:
             on_welcome(cn, &m.u.welcome);
@@ -418,6 +430,8 @@ static void reconnect_cb(evutil_socket_t fd, short ev, void *arg) {
 
 static void heartbeat_cb(evutil_socket_t fd, short ev, void *arg) {
     agent_conn_t *cn = arg;
+    struct timeval next = agent_tv_ms(cn->heartbeat_s * INT64_C(1000));
+    evtimer_add(cn->heartbeat_ev, &next);
     if (fence_check(cn) || !cn->connected) return;
     cn->hb_seq++;
     cn->hb_sent_us[cn->hb_seq % HB_RING] = fence_clock_us();
@@ -430,23 +444,54 @@ static void heartbeat_cb(evutil_socket_t fd, short ev, void *arg) {
     free(usage);
 }
 
-int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, agent_tasks_t *ts,
+/* The default ops: the real tasks (task.h). */
+static void real_set_sender(void *ts, agent_tasks_send_fn send, void *ud) {
+    agent_tasks_set_sender(ts, send, ud);
+}
+static void real_launch(void *ts, uint64_t job, int32_t task, const sl_proto_launch_t *l,
+                        const char *why) {
+    agent_tasks_launch(ts, job, task, l, why);
+}
+static void real_kill(void *ts, uint64_t job, int32_t task, const sl_proto_kill_t *k) {
+    agent_tasks_kill(ts, job, task, k);
+}
+static int real_fence(void *ts, int64_t grace_ms) {
+    return agent_tasks_fence(ts, grace_ms);
+}
+static void real_ack(void *ts, uint64_t job, int32_t task) {
+    agent_tasks_ack(ts, job, task);
+}
+static void real_logs(void *ts, uint64_t req, uint64_t job, int32_t task, int64_t offset,
+                      int64_t limit) {
+    agent_tasks_logs(ts, req, job, task, offset, limit);
+}
+static sl_proto_task_t *real_report(void *ts, size_t *n) {
+    return agent_tasks_report(ts, n);
+}
+static const agent_conn_tasks_ops_t real_ops = {real_set_sender, real_launch, real_kill, real_fence,
+                                                real_ack, real_logs, real_report};
+
+int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, void *ts,
                       agent_conn_t **out) {
     agent_conn_t *cn = sl_xcalloc(1, sizeof *cn);
     cn->base = base;
     cn->cfg = *cfg;
     cn->ts = ts;
+    cn->ops = cfg->ops ? cfg->ops : &real_ops;
+    cn->rng = ((uint64_t)fence_clock_us() ^ (uint64_t)(uintptr_t)cn) | 1;
     cn->backoff_ms = BACKOFF_FIRST_MS;
     cn->heartbeat_s = cfg->heartbeat_s;
     cn->pending = evbuffer_new();
     cn->reconnect_ev = evtimer_new(base, reconnect_cb, cn);
-    cn->heartbeat_ev = event_new(base, -1, EV_PERSIST, heartbeat_cb, cn);
+    cn->heartbeat_ev = evtimer_new(base, heartbeat_cb, cn);
     cn->fence_ev = evtimer_new(base, fence_cb, cn);
     cn->kill_grace_ms = -1;
     if (!cn->pending || !cn->reconnect_ev || !cn->heartbeat_ev || !cn->fence_ev) abort();
-    struct timeval tv = agent_tv_ms(cn->heartbeat_s * INT64_C(1000));
-    event_add(cn->heartbeat_ev, &tv);
-    agent_tasks_set_sender(ts, tasks_send, cn);
+    int64_t first_ms = cn->heartbeat_s * INT64_C(1000);
+    if (cfg->heartbeat_spread) first_ms = 1 + jitter(cn, first_ms);
+    struct timeval tv = agent_tv_ms(first_ms);
+    evtimer_add(cn->heartbeat_ev, &tv);
+    cn->ops->set_sender(ts, tasks_send, cn);
     try_connect(cn);
     *out = cn;
     return 0;
@@ -454,7 +499,7 @@ int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, a
 
 void agent_conn_destroy(agent_conn_t *cn) {
     if (!cn) return;
-    agent_tasks_set_sender(cn->ts, NULL, NULL);
+    cn->ops->set_sender(cn->ts, NULL, NULL);
     flush(cn);
     if (cn->bev) {
         /* Best effort: push out the last exits before the process ends. */

@@ -14,6 +14,22 @@
 typedef struct agent_conn agent_conn_t;
 struct ssl_ctx_st;
 
+/* What the connection calls below it: the tasks (task.h) by default, or,
+ * for the node emulator (emulate.c), the emulated tasks of one virtual
+ * node. Each function has the contract of its agent_tasks_ namesake, with
+ * ts the pointer given to agent_conn_create. */
+typedef struct agent_conn_tasks_ops {
+    void (*set_sender)(void *ts, agent_tasks_send_fn send, void *ud);
+    void (*launch)(void *ts, uint64_t job, int32_t task, const sl_proto_launch_t *l,
+                   const char *why);
+    void (*kill)(void *ts, uint64_t job, int32_t task, const sl_proto_kill_t *k);
+    int (*fence)(void *ts, int64_t grace_ms);
+    void (*ack)(void *ts, uint64_t job, int32_t task);
+    void (*logs)(void *ts, uint64_t req, uint64_t job, int32_t task, int64_t offset,
+                 int64_t limit);
+    sl_proto_task_t *(*report)(void *ts, size_t *n);
+} agent_conn_tasks_ops_t;
+
 typedef struct agent_conn_config {
     const char *host;       /* the controller's agent port */
     const char *port;
@@ -26,15 +42,22 @@ typedef struct agent_conn_config {
      * array the connection frees; NULL: heartbeats carry none. */
     size_t (*usage)(void *ud, sl_proto_usage_t **out);
     void *usage_ud;
+    /* NULL: ts is an agent_tasks_t (task.h); else the ops ts is given to. */
+    const agent_conn_tasks_ops_t *ops;
+    /* Heartbeats: 0, the first comes one interval after creation (a real
+     * agent); 1, after a random part of one, so that many connections
+     * created together (the emulator's) spread their heartbeats. */
+    int heartbeat_spread;
 } agent_conn_config_t;
 
 /*
- * Creates the connection, registers it as the sender of ts's reports and
+ * Creates the connection, registers it as the sender of ts's reports (ts is
+ * an agent_tasks_t unless cfg->ops says otherwise) and
  * starts connecting (in the loop; failures are retried, never returned).
  * cfg's strings are borrowed and must outlive the connection. Returns 0
  * with *out set. Can't fail otherwise (out-of-memory aborts).
  */
-int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, agent_tasks_t *ts,
+int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, void *ts,
                       agent_conn_t **out);
 
 /* Writes what is still queued (best effort: the last exits before the

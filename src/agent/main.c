@@ -33,6 +33,7 @@
 
 #include "cgroup.h"
 #include "conn.h"
+#include "emulate.h"
 #include "gpu.h"
 #include "log.h"
 #include "loop.h"
@@ -97,6 +98,11 @@ static const char usage[] =
     "  --metrics-interval SECONDS  GPU sampling interval (default 2; 0.1 to 60)\n"
     "  --hpc-job-mapping-dir DIR  keep DIR/INDEX listing the job ids on each GPU, as\n"
     "                          dcgm-exporter's --hpc-job-mapping-dir reads them\n"
+    "  --emulate N             run N emulated nodes named NAME00000.. (NAME: --name,\n"
+    "                          default e), each with its own connection and the\n"
+    "                          resources of the flags above; a task runs for its\n"
+    "                          job's SLUICE_EMULATED_RUNTIME seconds (default: until\n"
+    "                          cancelled); no --workdir (docs/scale.md)\n"
     "  --help                  this text\n"
     "  --version               print the version\n";
 
@@ -247,6 +253,45 @@ static void stop_cb(evutil_socket_t sig, short ev, void *arg) {
     agent_tasks_stop_all(ts);
 }
 
+/* --emulate N: the flags' node N times over (emulate.h), no workdir,
+ * no enforcement, no NVML. Returns the exit status. */
+static int run_emulator(flags_t *a, int nodes, SSL_CTX *tls) {
+    char *cpus_alloc = NULL, *mem_alloc = NULL;
+    if (!a->cpus) a->cpus = cpus_alloc = detect_cpus();
+    if (!a->memory) a->memory = mem_alloc = detect_memory();
+    if (a->gpus < 0) a->gpus = 0;
+    if (!a->name) a->name = "e";
+    int rc = 1;
+    if (strlen(a->name) + 5 >= SL_NAME_MAX) {
+        rc = die_usage("--name: \"%s\" is too long for a prefix of --emulate (at most %d "
+                       "characters)", a->name, SL_NAME_MAX - 6);
+        goto out;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    struct event_base *base = agent_loop_create();
+    if (!base) {
+        fprintf(stderr, "sluice-agent: cannot create the event loop\n");
+        goto out;
+    }
+    agent_emulate_config_t ecfg = {
+        .nodes = nodes, .prefix = a->name,
+        .conn = {.host = a->ctl_host, .port = a->ctl_port, .token = a->token,
+                 .heartbeat_s = a->heartbeat_s, .tls = tls,
+                 .node = {.cpus = a->cpus, .memory = a->memory, .gpus = a->gpus,
+                          .gpu_model = a->gpus > 0 ? (a->gpu_model ? a->gpu_model : "unknown") : NULL,
+                          .gpu_memory = a->gpus > 0 ? a->gpu_memory : NULL, .pool = a->pool,
+                          .labels = a->labels}}};
+    rc = agent_emulate_run(base, &ecfg) == 0 ? 0 : 1;
+    event_base_free(base);
+out:
+    SSL_CTX_free(tls);
+    free(a->ctl_host);
+    free(a->ctl_port);
+    free(cpus_alloc);
+    free(mem_alloc);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     /* Before anything can start a process: the token never reaches a task
      * through the environment. */
@@ -269,11 +314,12 @@ int main(int argc, char **argv) {
     a.oom_score_adj = -900;
     a.metrics_ms = 2000;
     const char *controller = NULL, *workdir = NULL;
+    int emulate = 0;
     enum { O_CTL = 256, O_TOKEN, O_TOKEN_FILE, O_NAME, O_WORKDIR, O_GPUS, O_GPU_MODEL,
            O_GPU_MEMORY, O_CPUS, O_MEMORY, O_POOL, O_LABELS, O_HEARTBEAT, O_LAUNCHER, O_GRACE,
            O_HELP, O_VERSION, O_CA, O_CERT, O_KEY, O_CGROUP, O_CGROUP_ROOT, O_CGROUP_MOUNT,
            O_PIDS_MAX, O_GPU_DEVICE_FILES, O_OOM_SCORE_ADJ, O_METRICS_LISTEN,
-           O_METRICS_INTERVAL, O_JOBMAP_DIR, O_TAINTS, O_TOPOLOGY };
+           O_METRICS_INTERVAL, O_JOBMAP_DIR, O_TAINTS, O_TOPOLOGY, O_EMULATE };
     const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
     static const struct option opts[] = {
         {"controller", required_argument, NULL, O_CTL},
@@ -307,6 +353,7 @@ int main(int argc, char **argv) {
         {"pids-max", required_argument, NULL, O_PIDS_MAX},
         {"gpu-device-files", required_argument, NULL, O_GPU_DEVICE_FILES},
         {"oom-score-adj", required_argument, NULL, O_OOM_SCORE_ADJ},
+        {"emulate", required_argument, NULL, O_EMULATE},
         {0, 0, 0, 0}};
     sl_log_init_from_env();
     opterr = 0;
@@ -395,6 +442,11 @@ int main(int argc, char **argv) {
                 return die_usage("--oom-score-adj: \"%s\" is not a whole number from -1000 to 1000",
                                  optarg);
             break;
+        case O_EMULATE:
+            if (parse_int(optarg, 1, AGENT_EMULATE_MAX, &emulate) != 0)
+                return die_usage("--emulate: \"%s\" is not a whole number of nodes from 1 to %d",
+                                 optarg, AGENT_EMULATE_MAX);
+            break;
         case O_HELP: fputs(usage, stdout); return 0;
         case O_VERSION: printf("sluice-agent %s\n", SLUICE_VERSION); return 0;
         case ':': return die_usage("%s needs a value", argv[optind - 1]);
@@ -407,7 +459,7 @@ int main(int argc, char **argv) {
     if (token_file && read_token_file(token_file, token, sizeof token) != 0) return 2;
     a.token = token;
     if (!*a.token) return die_usage("--token-file is required (or --token, or SLUICE_CLUSTER_TOKEN)");
-    if (!workdir) return die_usage("--workdir DIR is required");
+    if (!workdir && !emulate) return die_usage("--workdir DIR is required");
     if ((tls_cert || tls_key) && !tls_ca) return die_usage("--cert and --key go with --ca");
     if ((tls_cert == NULL) != (tls_key == NULL)) return die_usage("--cert and --key go together");
     SSL_CTX *tls = NULL;
@@ -472,6 +524,7 @@ int main(int argc, char **argv) {
         a.ctl_host[strlen(a.ctl_host) - 1] = '\0';
     }
     a.ctl_port = strdup(colon + 1);
+    if (emulate) return run_emulator(&a, emulate, tls);
     char host[256];
     if (!a.name) {
         if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");

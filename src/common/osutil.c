@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,4 +32,23 @@ size_t sl_proc_read(pid_t pid, const char *file, char *buf, size_t len) {
     if (n <= 0) return 0;
     buf[n] = '\0';
     return (size_t)n;
+}
+
+int64_t sl_nofile_raise(int64_t want) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+    if (rl.rlim_cur != RLIM_INFINITY && (int64_t)rl.rlim_cur < want) {
+        struct rlimit up = rl;
+        up.rlim_cur = (rlim_t)want;
+        if (rl.rlim_max != RLIM_INFINITY && (int64_t)rl.rlim_max < want) up.rlim_max = (rlim_t)want;
+        /* Past the hard limit only a privileged process may go; else take
+         * what the hard limit allows. */
+        if (setrlimit(RLIMIT_NOFILE, &up) != 0) {
+            up = rl;
+            up.rlim_cur = rl.rlim_max;
+            if (setrlimit(RLIMIT_NOFILE, &up) != 0) up = rl;
+        }
+        rl = up;
+    }
+    return rl.rlim_cur == RLIM_INFINITY ? INT64_MAX : (int64_t)rl.rlim_cur;
 }

@@ -6,6 +6,7 @@
 #define SLUICE_COMMON_OSUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Creates path and any missing parents, mode 0755 (mkdir -p); a directory
@@ -18,5 +19,12 @@ int sl_fs_mkdirs(const char *path);
  * many bytes it read, or 0 if the process is gone or the file is empty or
  * unreadable (buf is then unspecified). len must be at least 1. */
 size_t sl_proc_read(pid_t pid, const char *file, char *buf, size_t len);
+
+/* Raises this process's open-file limit (RLIMIT_NOFILE) to at least want
+ * descriptors: the soft limit up to the hard one, and the hard one too when
+ * the process may (root, CAP_SYS_RESOURCE; at most fs.nr_open). Returns the
+ * soft limit now in force (INT64_MAX for unlimited), which is below want
+ * when it could not be raised that far; the caller says so. Can't fail. */
+int64_t sl_nofile_raise(int64_t want);
 
 #endif

@@ -143,6 +143,25 @@ static void close_node(ctl_agentport_t *ap, uint32_t node) {
     }
 }
 
+/* Hands len bytes to cn's socket. With plain TCP and nothing queued ahead
+ * of them, by a send(2) of their own: a short message (a heartbeat's answer,
+ * a commit's launches) then costs no epoll_ctl to arm the bufferevent's write
+ * event and another to disarm it, which was the largest cost of an idle
+ * controller of 10,000 agents (bench/scale/, docs/scale.md). What the socket
+ * does not take, and every byte under TLS or of a closing connection (whose
+ * write callback must see the output drain), goes through the bufferevent. */
+static void conn_write(ctl_conn_t *cn, const char *data, size_t len) {
+    if (!cn->ap->tls && !cn->closing && evbuffer_get_length(bufferevent_get_output(cn->bev)) == 0) {
+        ssize_t w = send(bufferevent_getfd(cn->bev), data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w > 0) {
+            data += w;
+            len -= (size_t)w;
+        }
+    }
+    if (len > 0)
+        bufferevent_write(cn->bev, data, len);
+}
+
 /* Queues msg for node until the next commit; dropped when the agent is not
  * connected (its next hello rebuilds what it needs). */
 static void queue(ctl_agentport_t *ap, uint32_t node, const char *msg, size_t len) {
@@ -166,10 +185,10 @@ bool ctl_agentport_flush(void *ud) {
         ctl_apnode_t *an = apnode(ap, ap->flushq[i], false);
         if (an == NULL)
             continue;
-        if (an->conn)
-            bufferevent_write_buffer(an->conn->bev, an->outq);
-        else
-            evbuffer_drain(an->outq, evbuffer_get_length(an->outq));
+        size_t len = evbuffer_get_length(an->outq);
+        if (an->conn && len > 0)
+            conn_write(an->conn, (const char *)evbuffer_pullup(an->outq, -1), len);
+        evbuffer_drain(an->outq, len);
     }
     ap->nflushq = 0;
     return false;
@@ -203,13 +222,13 @@ static void queue_msg(ctl_agentport_t *ap, uint32_t node, const sl_proto_msg_t *
     sl_free(big);
 }
 
-/* Writes m on cn at once (welcome, error). */
+/* Writes m on cn at once (welcome, error, a heartbeat's answer). */
 static void send_now(ctl_conn_t *cn, const sl_proto_msg_t *m) {
     char small[1024], *big;
     size_t len;
     const char *line = encode(m, small, sizeof small, &big, &len);
     if (line)
-        bufferevent_write(cn->bev, line, len);
+        conn_write(cn, line, len);
     sl_free(big);
 }
 
@@ -301,9 +320,10 @@ static void send_ack(ctl_agentport_t *ap, uint32_t node, uint64_t job, int32_t t
 static void reject(ctl_conn_t *cn, const char *msg) {
     ctl_agentport_t *ap = cn->ap;
     sl_proto_msg_t m = {.type = SL_PROTO_ERROR, .u.error.message = msg};
+    cn->closing = true; /* first: the error then goes through the bufferevent,
+                         * whose write callback closes once it has drained */
     send_now(cn, &m);
     bufferevent_disable(cn->bev, EV_READ);
-    cn->closing = true;
     bool again = strncmp(ap->last_reject, msg, sizeof ap->last_reject - 1) == 0;
     sl_log(again ? SL_LOG_DEBUG : SL_LOG_WARN, "agent", "addr=%s rejected: %s", cn->addr, msg);
     snprintf(ap->last_reject, sizeof ap->last_reject, "%s", msg);
@@ -711,7 +731,9 @@ int ctl_agentport_listen(ctl_agentport_t *ap, char *err, size_t errlen) {
     /* The limits are c->cfg's after the HTTP adapter fitted both ports
      * under the open-file limit (hconn.h). */
     if (ctl_lport_open(&ap->port, c->loop->base, "agent_listen", c->cfg.agent_listen,
-                       c->cfg.max_connections, c->cfg.max_connections_per_peer, &c->n.agent_port,
+                       c->cfg.max_agent_connections > 0 ? c->cfg.max_agent_connections
+                                                        : c->cfg.max_connections,
+                       c->cfg.max_connections_per_peer, &c->n.agent_port,
                        accept_cb, ap, true, err, errlen) < 0)
         return -1;
     ap->port.name = "agent";

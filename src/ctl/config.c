@@ -321,7 +321,7 @@ static int load_limits(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *l) {
                                        "header_timeout", "body_timeout", "idle_timeout",
                                        "max_header_bytes",
                                        "reply_buffer", "max_pending_jobs",
-                                       "max_array_size", NULL};
+                                       "max_array_size", "max_agent_connections", NULL};
     if (l == NULL || sl_yaml_is_null(l))
         return 0;
     if (check_keys(r, l, "limits", keys) < 0 ||
@@ -333,7 +333,8 @@ static int load_limits(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *l) {
         get_int(r, l, "max_header_bytes", 1024, 1048576, &cfg->max_header_bytes) < 0 ||
         get_qty(r, l, "reply_buffer", SL_QTY_MEM, &cfg->reply_buffer_bytes) < 0 ||
         get_int(r, l, "max_pending_jobs", 1, 100000000, &cfg->max_pending_jobs) < 0 ||
-        get_int(r, l, "max_array_size", 1, SL_ARRAY_SIZE_CEILING, &cfg->max_array_size) < 0)
+        get_int(r, l, "max_array_size", 1, SL_ARRAY_SIZE_CEILING, &cfg->max_array_size) < 0 ||
+        get_int(r, l, "max_agent_connections", 1, 1000000, &cfg->max_agent_connections) < 0)
         return -1;
     if (cfg->reply_buffer_bytes < (1 << 20))
         return fail(r, sl_yaml_map_get(l, "reply_buffer"), "limits.reply_buffer: at least 1Mi%s%s", "",

@@ -116,6 +116,7 @@ typedef struct ctl_config {
     /* limits: (docs/config.md, "Limits") */
     int64_t max_connections;          /* per port (API, agent) */
     int64_t max_connections_per_peer; /* per port and peer address */
+    int64_t max_agent_connections;    /* the agent port's own limit; 0: max_connections */
     int64_t header_timeout_ms;        /* request line and headers, from open or the last reply */
     int64_t body_timeout_ms;          /* the body, from the end of the headers */
     int64_t idle_timeout_ms;          /* reads or writes without progress */

@@ -291,20 +291,36 @@ int ctl_hconns_open(ctl_hconns_t *h, ctl_t *c, struct evhttp *http, char *err, s
                         .make_bev_ud = h->make_bev_ud};
     sl_hash_init(&h->by_evcon);
     ctl_config_t *cfg = &c->cfg;
-    int64_t nofile = ctl_listen_raise_nofile();
-    int64_t per_port = (nofile - CTL_LISTEN_FD_RESERVE) / 2;
-    if (per_port < 16)
-        per_port = 16;
-    if (cfg->max_connections > per_port) {
-        sl_log(SL_LOG_WARN, "listen",
-               "max_connections=%lld per port does not fit under the open-file limit of %lld "
-               "(2 ports and %d spare); using %lld",
-               (long long)cfg->max_connections, (long long)nofile, CTL_LISTEN_FD_RESERVE,
-               (long long)per_port);
-        cfg->max_connections = per_port;
+    if (cfg->max_agent_connections > 0) {
+        /* Each port its own limit (a controller of 10,000 agents and a few
+         * API clients): both must fit, or sluiced does not start. */
+        int64_t want = cfg->max_connections + cfg->max_agent_connections + CTL_LISTEN_FD_RESERVE;
+        int64_t nofile = ctl_listen_raise_nofile(want);
+        if (nofile < want) {
+            snprintf(err, errlen, "limits: max_connections=%lld plus max_agent_connections=%lld "
+                     "(and %d spare) need %lld open files, but the limit is %lld and cannot be "
+                     "raised (ulimit -n; LimitNOFILE= in the systemd unit)",
+                     (long long)cfg->max_connections, (long long)cfg->max_agent_connections,
+                     CTL_LISTEN_FD_RESERVE, (long long)want, (long long)nofile);
+            return -1;
+        }
+    } else {
+        int64_t nofile = ctl_listen_raise_nofile(2 * cfg->max_connections + CTL_LISTEN_FD_RESERVE);
+        int64_t per_port = (nofile - CTL_LISTEN_FD_RESERVE) / 2;
+        if (per_port < 16)
+            per_port = 16;
+        if (cfg->max_connections > per_port) {
+            sl_log(SL_LOG_WARN, "listen",
+                   "max_connections=%lld per port does not fit under the open-file limit of %lld "
+                   "(2 ports and %d spare), which cannot be raised (ulimit -n, LimitNOFILE=); "
+                   "using %lld",
+                   (long long)cfg->max_connections, (long long)nofile, CTL_LISTEN_FD_RESERVE,
+                   (long long)per_port);
+            cfg->max_connections = per_port;
+        }
+        if (cfg->max_connections_per_peer > cfg->max_connections)
+            cfg->max_connections_per_peer = cfg->max_connections;
     }
-    if (cfg->max_connections_per_peer > cfg->max_connections)
-        cfg->max_connections_per_peer = cfg->max_connections;
     evhttp_set_max_headers_size(http, cfg->max_header_bytes);
     evhttp_set_max_body_size(http, CTL_MAX_MSG);
     struct timeval tv = {(time_t)(cfg->idle_timeout_ms / 1000),

@@ -37,6 +37,7 @@
 #include "listen.h"
 #include "log.h"
 #include "loop.h"
+#include "osutil.h"
 #include "sluice/alloc.h"
 
 struct ctl_lpeer {
@@ -45,7 +46,10 @@ struct ctl_lpeer {
     int64_t nconns;
 };
 
-int64_t ctl_listen_raise_nofile(void) {
+int64_t ctl_listen_raise_nofile(int64_t want) {
+    /* Past the hard limit first, for a controller of 10,000 agents whose
+     * hard limit is lower (docs/scale.md); then up to the hard limit. */
+    sl_nofile_raise(want);
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return 1024;

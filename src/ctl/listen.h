@@ -76,9 +76,10 @@ struct ctl_lport {
     ctl_port_counters_t logged;     /* the counters at that line */
 };
 
-/* Raises RLIMIT_NOFILE's soft limit to its hard limit and returns the soft
- * limit now in force (the old one if it cannot be raised). Can't fail. */
-int64_t ctl_listen_raise_nofile(void);
+/* Raises RLIMIT_NOFILE's soft limit to at least want (and to its hard
+ * limit), past the hard limit too where the process may (root), and
+ * returns the soft limit now in force. Can't fail. */
+int64_t ctl_listen_raise_nofile(int64_t want);
 
 /* Binds addr ("HOST:PORT", HOST a literal address or a name) and listens,
  * calling cb(listener, fd, sa, salen, ud) for each accepted socket (NULL:
