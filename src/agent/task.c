@@ -89,7 +89,7 @@ typedef struct task {
     int oom_killed;             /* the kernel killed it (a process of it) for memory */
     int64_t mem_peak;           /* bytes; -1: unknown */
     int64_t mem_limit;          /* its hard limit, bytes; 0: none */
-    int cgroup_done;            /* outcome read: remove the cgroup once state.json has it */
+    int cgroup_done;            /* 1: outcome read; 2: state.json has it, the cgroup may go */
 } task_t;
 
 struct agent_tasks {
@@ -101,6 +101,7 @@ struct agent_tasks {
     int nrunning;
     struct event *sigchld_ev;
     struct event *save_ev;      /* deferred state.json write, once per loop pass */
+    struct event *remove_ev;    /* removal of ended tasks' cgroups, after the reports leave */
     struct event *stop_ev;
     int stopping;
     agent_tasks_send_fn send;
@@ -360,13 +361,33 @@ static void save_cb(evutil_socket_t fd, short ev, void *arg) {
     if (json_dump_file(root, tmp, JSON_COMPACT) != 0 || rename(tmp, ts->state_path) != 0)
         sl_log(SL_LOG_WARN, "agent", "cannot write %s: %s", ts->state_path, strerror(errno));
     json_decref(root);
-    cgroup_remove_done(ts);
+    bool removals = false;
     for (task_t *t = ts->tasks; t; t = t->next) {
         if (t->report & REPORT_STARTED) send_started(t);
         if (t->report & REPORT_END) send_end(t);
         t->report = 0;
+        if (t->cgroup_done == 1)
+            t->cgroup_done = 2; /* state.json now records the outcome */
+        removals |= t->cgroup_done == 2;
+    }
+    /* The ended tasks' cgroups go on a later pass of the loop, once the
+     * connection has written the reports above (libevent runs the I/O
+     * events a pass makes ready before its timers): removal is five rmdir
+     * on v1, and a task's end should reach the controller without waiting
+     * for them (the GPU turnover). state.json already records the outcome,
+     * so a restart in between reads nothing twice and removes them as
+     * leftovers. */
+    if (removals && ts->remove_ev) {
+        struct timeval now = {0, 0};
+        evtimer_add(ts->remove_ev, &now);
     }
     if (ts->watch) ts->watch(ts->watch_ud);
+}
+
+static void remove_cb(evutil_socket_t fd, short ev, void *arg) {
+    (void)fd;
+    (void)ev;
+    cgroup_remove_done(arg);
 }
 
 /* ---- enforcement ---- */
@@ -426,7 +447,7 @@ static void cgroup_outcome(task_t *t) {
  * the outcome anew. */
 static void cgroup_remove_done(agent_tasks_t *ts) {
     for (task_t *t = ts->tasks; t; t = t->next) {
-        if (!t->cgroup_done) continue;
+        if (t->cgroup_done != 2) continue;
         t->cgroup_done = 0;
         int64_t t0 = agent_mono_us();
         agent_cgroup_task_remove(ts->cfg.cgroup, t->job, t->task);
@@ -653,6 +674,11 @@ int agent_tasks_fence(agent_tasks_t *ts, int64_t grace_ms) {
 void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task) {
     task_t *t = task_find(ts, job, task);
     if (t && t->state != TASK_RUNNING) {
+        /* The controller has the outcome: a cgroup not yet removed goes now. */
+        if (t->cgroup_done && ts->cfg.cgroup) {
+            t->cgroup_done = 0;
+            agent_cgroup_task_remove(ts->cfg.cgroup, t->job, t->task);
+        }
         task_remove(ts, t);
         state_dirty(ts);
     }
@@ -909,6 +935,7 @@ int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
     ts->sigchld_ev = evsignal_new(base, SIGCHLD, sigchld_cb, ts);
     event_add(ts->sigchld_ev, NULL);
     ts->save_ev = event_new(base, -1, 0, save_cb, ts);
+    ts->remove_ev = evtimer_new(base, remove_cb, ts);
     load_state(ts);
     if (cfg->cgroup) agent_cgroup_cleanup(cfg->cgroup, keep_cgroup, ts);
     state_dirty(ts);
@@ -951,6 +978,10 @@ void agent_tasks_destroy(agent_tasks_t *ts) {
     if (ts->save_ev) {
         save_cb(-1, 0, ts);
         event_free(ts->save_ev);
+    }
+    if (ts->remove_ev) {
+        if (ts->cfg.cgroup) cgroup_remove_done(ts);
+        event_free(ts->remove_ev);
     }
     while (ts->tasks) {
         task_t *t = ts->tasks;
