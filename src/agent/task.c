@@ -370,23 +370,14 @@ static void save_cb(evutil_socket_t fd, short ev, void *arg) {
             t->cgroup_done = 2; /* state.json now records the outcome */
         removals |= t->cgroup_done == 2;
     }
-    /* The ended tasks' cgroups go on a later pass of the loop, once the
-     * connection has written the reports above (libevent runs the I/O
-     * events a pass makes ready before its timers): removal is five rmdir
-     * on v1, and a task's end should reach the controller without waiting
-     * for them (the GPU turnover). state.json already records the outcome,
-     * so a restart in between reads nothing twice and removes them as
-     * leftovers. */
-    if (removals && ts->remove_ev) {
-        struct timeval now = {0, 0};
-        evtimer_add(ts->remove_ev, &now);
-    }
+    /* Ended tasks' cgroups go on a later loop pass, after the connection has
+     * written the reports (libevent runs a pass's I/O before its timers). */
+    struct timeval now = {0, 0};
+    if (removals && ts->remove_ev) evtimer_add(ts->remove_ev, &now);
     if (ts->watch) ts->watch(ts->watch_ud);
 }
 
 static void remove_cb(evutil_socket_t fd, short ev, void *arg) {
-    (void)fd;
-    (void)ev;
     cgroup_remove_done(arg);
 }
 
@@ -442,9 +433,8 @@ static void cgroup_outcome(task_t *t) {
                (long long)st.cpu_usec);
 }
 
-/* Removes the cgroups of tasks whose outcome state.json now records: an
- * agent killed before this pass wrote it finds the cgroup again and reads
- * the outcome anew. */
+/* Removes the cgroups whose outcome state.json records (an agent killed
+ * before that write finds the cgroup again and reads the outcome anew). */
 static void cgroup_remove_done(agent_tasks_t *ts) {
     for (task_t *t = ts->tasks; t; t = t->next) {
         if (t->cgroup_done != 2) continue;
@@ -674,11 +664,8 @@ int agent_tasks_fence(agent_tasks_t *ts, int64_t grace_ms) {
 void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task) {
     task_t *t = task_find(ts, job, task);
     if (t && t->state != TASK_RUNNING) {
-        /* The controller has the outcome: a cgroup not yet removed goes now. */
-        if (t->cgroup_done && ts->cfg.cgroup) {
-            t->cgroup_done = 0;
+        if (t->cgroup_done && ts->cfg.cgroup) /* the controller has the outcome */
             agent_cgroup_task_remove(ts->cfg.cgroup, t->job, t->task);
-        }
         task_remove(ts, t);
         state_dirty(ts);
     }
