@@ -389,6 +389,20 @@ class Agent(_Daemon):
             wait_for(up, timeout=timeout, what="node %s up" % self.name)
         return self
 
+    def stop(self):
+        """SIGTERM: the agent stops its tasks (SIGTERM, SIGKILL after its
+        --grace) and exits. A task that ignores SIGTERM would outlive an
+        agent killed before that grace ends, so after 5 s a second SIGTERM
+        asks the agent for SIGKILL at once (agent_tasks_stop_all), and only
+        then is the agent itself killed."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                _stop_process(self.proc)
+        super().stop()
+
 
 
 
