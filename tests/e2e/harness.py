@@ -402,6 +402,35 @@ class Agent(_Daemon):
             except subprocess.TimeoutExpired:
                 _stop_process(self.proc)
         super().stop()
+        self._reap_left_tasks()
+
+    def _reap_left_tasks(self):
+        """Whatever the agent's state.json still lists as running (an agent
+        killed, or one that left a task behind) is this test's: its task's
+        process group and its monitor are killed, by pid, so that no test
+        leaves work running."""
+        try:
+            with open(os.path.join(self.workdir, "state.json")) as f:
+                tasks = json.load(f).get("tasks", [])
+        except (OSError, ValueError):
+            return
+        for t in tasks:
+            pid, mon = t.get("pid"), t.get("monitor")
+            if t.get("state") != "running" or not isinstance(pid, int) or not isinstance(mon, int):
+                continue
+            # Still the same processes: the monitor is sluice-monitor and the
+            # task its child (a pid reused since is left alone).
+            try:
+                with open("/proc/%d/comm" % mon) as f:
+                    if f.read().strip() != "sluice-monitor":
+                        continue
+                with open("/proc/%d/status" % pid) as f:
+                    if "PPid:\t%d\n" % mon not in f.read():
+                        continue
+                os.killpg(pid, signal.SIGKILL)
+                os.kill(mon, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 
