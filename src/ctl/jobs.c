@@ -683,13 +683,13 @@ void ctl_node_hello_end(ctl_t *c, uint32_t node) {
         return;
     /* Collect first: losing a task unlinks it (and may end its job). */
     size_t cnt = 0, cap = (size_t)n->live_tasks;
-    unlisted_t *todo = sl_xmalloc((cap ? cap : 1) * sizeof *todo);
+    unlisted_t *missing = sl_xmalloc((cap ? cap : 1) * sizeof *missing);
     for (ctl_task_t *t = n->tasks; t != NULL && cnt < cap; t = t->node_next)
         if (t->seen != c->hello_stamp)
-            todo[cnt++] = (unlisted_t){t->job->id, (int32_t)(t - t->job->tasks)};
+            missing[cnt++] = (unlisted_t){t->job->id, (int32_t)(t - t->job->tasks)};
     for (size_t k = 0; k < cnt; k++) {
         int32_t i;
-        ctl_job_t *j = ctl_task_find_live(c, node, todo[k].job, todo[k].task, &i);
+        ctl_job_t *j = ctl_task_find_live(c, node, missing[k].job, missing[k].task, &i);
         if (j == NULL)
             continue;
         if (j->tasks[i].state == CTL_TASK_LAUNCHING && j->state == CTL_JOB_RUNNING) {
@@ -700,7 +700,7 @@ void ctl_node_hello_end(ctl_t *c, uint32_t node) {
             ctl_job_lose(c, j, node, i, why);
         }
     }
-    sl_free(todo);
+    sl_free(missing);
 }
 
 void ctl_node_task_end(ctl_t *c, uint32_t node, uint64_t job, int64_t task, ctl_task_state_t st,

@@ -75,9 +75,9 @@ def job_pages(path):
     def page(no):
         return data[(no - 1) * page_size:no * page_size]
 
-    leaves, todo = [], [root]
-    while todo:
-        no = todo.pop()
+    leaves, stack = [], [root]
+    while stack:
+        no = stack.pop()
         p = page(no)
         hdr = 100 if no == 1 else 0
         kind = p[hdr]
@@ -85,10 +85,10 @@ def job_pages(path):
         if kind == 0x0D:  # table leaf
             leaves.append(no)
         elif kind == 0x05:  # table interior: cells name the children
-            todo.append(int.from_bytes(p[hdr + 8:hdr + 12], "big"))  # right-most child
+            stack.append(int.from_bytes(p[hdr + 8:hdr + 12], "big"))  # right-most child
             for c in range(ncells):
                 off = int.from_bytes(p[hdr + 12 + 2 * c:hdr + 14 + 2 * c], "big")
-                todo.append(int.from_bytes(p[off:off + 4], "big"))
+                stack.append(int.from_bytes(p[off:off + 4], "big"))
     return page_size, leaves
 
 
