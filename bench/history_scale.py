@@ -34,7 +34,6 @@ import json
 import os
 import random
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "e2e"))
 import harness  # noqa: E402
+from report_scale import poll_health, stats  # noqa: E402  (bench/, beside this file)
 
 TENANTS = [("vision", 2), ("nlp", 1), ("speech", 1), ("research", 4)]
 NAMES = ["train", "eval", "sweep"]
@@ -83,23 +83,6 @@ def fill(db, njobs):
         con.executemany("INSERT INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", tasks)
         con.commit()
     con.close()
-
-
-def poll_health(port, stop, out):
-    """GET /healthz on one kept-alive connection until stop is set, each
-    answer's time appended to out."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    while not stop.is_set():
-        t0 = time.monotonic()
-        conn.request("GET", "/healthz")
-        conn.getresponse().read()
-        out.append(time.monotonic() - t0)
-        time.sleep(0.005)
-    conn.close()
-
-
-def stats(xs):
-    return "min %.3f s / median %.3f s / max %.3f s" % (min(xs), statistics.median(xs), max(xs))
 
 
 def main():

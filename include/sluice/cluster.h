@@ -177,6 +177,13 @@ bool sl_node_fits(const sl_node_t *node, const sl_task_req_t *req);
 int32_t sl_node_fit_count(const sl_node_t *node, const sl_task_req_t *req, int32_t limit);
 
 /*
+ * How many tasks of req node could hold if it were empty and up (its
+ * totals instead of what is free; its pool, GPU models, labels and taints
+ * still apply), capped at limit: whether a job can ever fit. O(1).
+ */
+int32_t sl_node_empty_fit_count(const sl_node_t *node, const sl_task_req_t *req, int32_t limit);
+
+/*
  * Picks GPUs for one task of req on node with the default rule: whole GPUs
  * take the lowest-numbered fully free GPUs; a share takes the fitting GPU
  * with the least free compute (best fit), lowest index on ties. Fills *pl and

@@ -583,6 +583,27 @@ int32_t sl_node_fit_count(const sl_node_t *node, const sl_task_req_t *req, int32
     return n < 0 ? 0 : (int32_t)n;
 }
 
+int32_t sl_node_empty_fit_count(const sl_node_t *node, const sl_task_req_t *req, int32_t limit) {
+    if (limit <= 0) return 0;
+    if (req->pool != -1 && req->pool != node->pool) return 0;
+    if (req->model_mask != 0 && (node->model < 0 || node->model >= SL_MAX_MODELS ||
+                                 !(req->model_mask & (UINT64_C(1) << node->model))))
+        return 0;
+    if (req_wants_gpu(req) && node->ngpus == 0) return 0;
+    if (!sl__cons_admits(req->cons, node->lset)) return 0;
+    int64_t n = limit;
+    n = cap_div(node->cpu_total, req->cpu_milli, n);
+    n = cap_div(node->mem_total, req->mem_bytes, n);
+    if (req->gpus > 0) {
+        n = cap_div(node->ngpus, req->gpus, n);
+    } else if (req->gpu_milli > 0) {
+        int64_t k = SL_GPU_MILLI / req->gpu_milli;
+        if (req->gpu_mem_bytes > 0) k = cap_div(node->gpu_mem_total, req->gpu_mem_bytes, k);
+        n = cap_div(k * node->ngpus, 1, n);
+    }
+    return n < 0 ? 0 : (int32_t)n;
+}
+
 int sl_node_choose_gpus(const sl_node_t *node, const sl_task_req_t *req, sl_place_t *pl) {
     if (!sl_node_fits(node, req)) return SL_NOFIT;
     uint32_t mask = 0;

@@ -109,29 +109,12 @@ static int64_t cap_div(int64_t have, int64_t need, int64_t cur) {
     return q < cur ? q : cur;
 }
 
-
 /* How many tasks of req node could hold if it were empty and up
  * (sl_node_fit_count on the node's totals), under pol's filter. */
 static int32_t empty_fit_count(const sl_place_policy_t *pol, const sl_cycle_t *cy,
                                const sl_node_t *node, const sl_task_req_t *req, int32_t limit) {
-    if (limit <= 0) return 0;
-    if (pol->filter && !pol->filter(cy, req, node)) return 0;
-    if (req->pool != -1 && req->pool != node->pool) return 0;
-    if (!sl__cons_admits(req->cons, node->lset)) return 0;
-    if (!sl__model_ok(node, req->model_mask)) return 0;
-    if (sl__req_gpu(req) && node->ngpus == 0) return 0;
-    int64_t n = limit;
-    n = cap_div(node->cpu_total, req->cpu_milli, n);
-    n = cap_div(node->mem_total, req->mem_bytes, n);
-    if (n <= 0) return 0;
-    if (req->gpus > 0) {
-        n = cap_div(node->ngpus, req->gpus, n);
-    } else if (req->gpu_milli > 0) {
-        int64_t k = SL_GPU_MILLI / req->gpu_milli;
-        if (req->gpu_mem_bytes > 0) k = cap_div(node->gpu_mem_total, req->gpu_mem_bytes, k);
-        n = cap_div(k * node->ngpus, 1, n);
-    }
-    return n < 0 ? 0 : (int32_t)n;
+    if (limit <= 0 || (pol->filter && !pol->filter(cy, req, node))) return 0;
+    return sl_node_empty_fit_count(node, req, limit);
 }
 
 /* Tasks of req the empty cluster could hold, counting up to n (early exit). */

@@ -53,7 +53,6 @@
 #include "sluice/policy.h"
 #include "sluice/topology.h"
 
-#include "constraint_internal.h"
 #include "topology_internal.h"
 
 typedef struct entry {
@@ -120,33 +119,6 @@ static int cmp_u32(const void *pa, const void *pb) {
     return a < b ? -1 : a > b;
 }
 
-static int64_t cap_div(int64_t have, int64_t need, int64_t cur) {
-    if (need <= 0) return cur;
-    int64_t q = have / need;
-    return q < cur ? q : cur;
-}
-
-/* Tasks of req node would hold if empty (any state), capped at limit. */
-static int64_t empty_count(const sl_node_t *node, const sl_task_req_t *req, int64_t limit) {
-    if (req->pool != -1 && req->pool != node->pool) return 0;
-    /* Labels and taints (constraint.h) hold empty or not. */
-    if (!sl__cons_admits(req->cons, node->lset)) return 0;
-    if (req->model_mask && (node->model < 0 || !(req->model_mask & (UINT64_C(1) << node->model))))
-        return 0;
-    bool gpu = req->gpus > 0 || req->gpu_milli > 0;
-    if (gpu && node->ngpus == 0) return 0;
-    int64_t n = limit;
-    n = cap_div(node->cpu_total, req->cpu_milli, n);
-    n = cap_div(node->mem_total, req->mem_bytes, n);
-    if (req->gpus > 0) {
-        n = cap_div(node->ngpus, req->gpus, n);
-    } else if (req->gpu_milli > 0) {
-        int64_t k = SL_GPU_MILLI / req->gpu_milli;
-        if (req->gpu_mem_bytes > 0) k = cap_div(node->gpu_mem_total, req->gpu_mem_bytes, k);
-        n = cap_div(k * node->ngpus, 1, n);
-    }
-    return n < 0 ? 0 : n;
-}
 
 /* The most tasks one group of `level` could hold on the empty cluster
  * (capped at n): whether a required level can ever be met. O(N log N). */
@@ -158,7 +130,7 @@ static int64_t empty_group_max(const sl_cluster_t *cl, const sl_task_req_t *req,
     for (uint32_t id = 0; id < nn; id++) {
         const sl_node_t *node = sl_cluster_node(cl, id);
         if (tx->pol->filter && !tx->pol->filter(tx->cy, req, node)) continue;
-        int64_t c = empty_count(node, req, n);
+        int64_t c = sl_node_empty_fit_count(node, req, n);
         if (c <= 0) continue;
         entry_t x = {.node = id, .cnt = (int32_t)c};
         size_t len;

@@ -399,6 +399,35 @@ static void test_cluster_whole_gpu_needs_full_memory_free(void **state) {
     sl_cluster_destroy(cl);
 }
 
+/* The capacity of an empty node: its totals, whatever is allocated now,
+ * under the same pool and GPU rules. */
+static void test_cluster_empty_fit_count_uses_totals(void **state) {
+    (void)state;
+    sl_cluster_t *cl = tu_cluster();
+    uint32_t id = tu_node_add(cl, tu_node_spec("g", 64000, 256 * GIB, 2, "T4", 16 * GIB, NULL));
+    uint32_t cpu = tu_node_add(cl, tu_node_spec("c", 64000, 256 * GIB, 0, NULL, 0, NULL));
+    const sl_node_t *n = sl_cluster_node(cl, id);
+    sl_task_req_t w = whole(1), r = share(300, 0);
+    assert_int_equal(sl_node_empty_fit_count(n, &w, 100), 2);
+    assert_int_equal(sl_node_empty_fit_count(n, &r, 100), 6);
+    assert_int_equal(sl_node_empty_fit_count(n, &r, 5), 5);
+    assert_int_equal(sl_node_empty_fit_count(n, &r, 0), 0);
+    r.gpu_mem_bytes = 7 * GIB;
+    assert_int_equal(sl_node_empty_fit_count(n, &r, 100), 4); /* GPU memory: 2 per GPU */
+    /* Both GPUs taken: no task fits now, two would on the empty node. */
+    sl_task_req_t both = whole(2);
+    sl_place_t pl;
+    assert_int_equal(sl_node_choose_gpus(n, &both, &pl), SL_FIT);
+    assert_int_equal(sl_cluster_alloc(cl, &both, &pl), 0);
+    assert_int_equal(sl_node_fit_count(n, &w, 100), 0);
+    assert_int_equal(sl_node_empty_fit_count(n, &w, 100), 2);
+    /* A node without GPUs holds no GPU task, empty or not; another pool none. */
+    assert_int_equal(sl_node_empty_fit_count(sl_cluster_node(cl, cpu), &w, 100), 0);
+    w.pool = n->pool + 1;
+    assert_int_equal(sl_node_empty_fit_count(n, &w, 100), 0);
+    sl_cluster_destroy(cl);
+}
+
 static void test_cluster_fit_count_packs_shares(void **state) {
     (void)state;
     sl_cluster_t *cl = tu_cluster();
@@ -728,6 +757,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_cluster_node_state_names, tu_teardown),
         cmocka_unit_test_teardown(test_cluster_fits_each_dimension, tu_teardown),
         cmocka_unit_test_teardown(test_cluster_whole_gpu_needs_full_memory_free, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_empty_fit_count_uses_totals, tu_teardown),
         cmocka_unit_test_teardown(test_cluster_fit_count_packs_shares, tu_teardown),
         cmocka_unit_test_teardown(test_cluster_choose_gpus_rules, tu_teardown),
         cmocka_unit_test_teardown(test_cluster_shares_never_exceed_1000, tu_teardown),
