@@ -25,7 +25,6 @@
  * task goes. The count comes from memory.oom_control's oom_kill (kernel
  * 4.13+), else from memory.failcnt > 0 with the usage at the limit.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -201,23 +200,11 @@ static bool v1_busy(agent_cgroup_t *cg, const char *name) {
 
 static void v1_list(agent_cgroup_t *cg, void (*each)(void *ud, const char *name), void *ud) {
     /* Names from every hierarchy: a leftover may exist in some only. */
-    char seen[256][48];
-    int nseen = 0;
-    for (int c = 0; c < CG1_N; c++) {
-        if (cg->hier[c] != c) continue;
-        DIR *d = opendir(cg->dirs[c]);
-        if (!d) continue;
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (e->d_type != DT_DIR || e->d_name[0] == '.' || strlen(e->d_name) >= 48) continue;
-            int i;
-            for (i = 0; i < nseen && strcmp(seen[i], e->d_name) != 0; i++) {}
-            if (i < nseen || nseen == 256) continue;
-            snprintf(seen[nseen++], sizeof seen[0], "%s", e->d_name);
-        }
-        closedir(d);
-    }
-    for (int i = 0; i < nseen; i++) each(ud, seen[i]);
+    char seen[256][CG_NAME_MAX];
+    int n = 0;
+    for (int c = 0; c < CG1_N; c++)
+        if (cg->hier[c] == c) n = cg_subdirs(cg->dirs[c], seen, n, 256);
+    for (int i = 0; i < n; i++) each(ud, seen[i]);
 }
 
 const agent_cgroup_ops_t agent__cgroup_v1_ops = {

@@ -167,15 +167,8 @@ static bool v2_busy(agent_cgroup_t *cg, const char *name) {
 }
 
 static void v2_list(agent_cgroup_t *cg, void (*each)(void *ud, const char *name), void *ud) {
-    DIR *d = opendir(cg->tasks);
-    if (!d) return;
-    struct dirent *e;
-    char names[256][48];
-    int n = 0;
-    while ((e = readdir(d)) && n < 256)
-        if (e->d_type == DT_DIR && e->d_name[0] != '.' && strlen(e->d_name) < 48)
-            snprintf(names[n++], sizeof names[0], "%s", e->d_name);
-    closedir(d);
+    char names[256][CG_NAME_MAX];
+    int n = cg_subdirs(cg->tasks, names, 0, 256);
     for (int i = 0; i < n; i++) each(ud, names[i]);
 }
 

@@ -14,6 +14,7 @@
  * Names are not guessed from /sys/fs/cgroup/<controller>: cpu and cpuacct
  * are mounted apart on some machines and together on others.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -220,4 +221,19 @@ void cg_dev_format(const cg_dev_rule_t *r, char *buf, size_t len) {
     else
         snprintf(minor, sizeof minor, "%lld", (long long)r->minor);
     snprintf(buf, len, "%c %lld:%s %s", r->type, (long long)r->major, minor, r->access);
+}
+
+int cg_subdirs(const char *dir, char (*names)[CG_NAME_MAX], int n, int cap) {
+    DIR *d = opendir(dir);
+    if (!d) return n;
+    struct dirent *e;
+    while (n < cap && (e = readdir(d))) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.' || strlen(e->d_name) >= CG_NAME_MAX)
+            continue;
+        int i;
+        for (i = 0; i < n && strcmp(names[i], e->d_name) != 0; i++) {}
+        if (i == n) snprintf(names[n++], CG_NAME_MAX, "%s", e->d_name);
+    }
+    closedir(d);
+    return n;
 }

@@ -63,6 +63,14 @@ int cg_open_procs(const cg_fs_t *fs, const char *dir, const char *file);
  * exceed n), or -errno. */
 int cg_procs(const char *dir, pid_t *pids, int n);
 
+/* A cgroup name as the agent makes them (JOB.TASK) fits here. */
+#define CG_NAME_MAX 48
+
+/* Adds to names[0..n) the subdirectories of dir not already there (names
+ * of CG_NAME_MAX bytes or more are skipped), at most cap in all; returns
+ * the new count. A missing dir adds nothing. */
+int cg_subdirs(const char *dir, char (*names)[CG_NAME_MAX], int n, int cap);
+
 /* SIGKILL to every pid listed in dir/cgroup.procs; how many, or -errno. */
 int cg_kill_procs(const char *dir);
 
