@@ -257,6 +257,20 @@ int sl_sched_run(sl_sched_t *s, int64_t now_us, const sl_cycle_ops_t *ops, void 
 int sl_sched_stop_done(sl_sched_t *s, uint64_t id, int64_t now_us);
 
 /*
+ * After a restart: job id, re-adopted (sl_sched_adopt) with every task it
+ * had placed, was being shrunk to `to` tasks when the caller stopped (the
+ * caller's own durable record says so, and its ranks >= to were told to
+ * stop). Marks those top nplaced - to ranks stopping again, as the shrink
+ * had left them, with no preemptor waiting for them (the one the shrink was
+ * for is an ordinary pending job after a restart), so that
+ * sl_sched_stop_done releases them once they have ended and no other
+ * preemption picks the job meanwhile. Returns 0, SL_ENOENT, SL_ESTATE if
+ * the job is not running or already stopping, or SL_EINVAL if `to` is not
+ * in [max(1, min_tasks), nplaced). O(1).
+ */
+int sl_sched_resume_shrink(sl_sched_t *s, uint64_t id, int32_t to, int64_t now_us);
+
+/*
  * Preempts (reason SL_PREEMPT_DRAIN, no preemptor) every running job with a
  * task on node that is not already stopping, ignoring classes and limits:
  * a drain's deadline has passed. Calls ops->on_preempt for each. Returns

@@ -666,6 +666,22 @@ int sl_sched_stop_done(sl_sched_t *s, uint64_t id, int64_t now_us) {
     return 0;
 }
 
+int sl_sched_resume_shrink(sl_sched_t *s, uint64_t id, int32_t to, int64_t now_us) {
+    sl_job_t *j = jobs_find(s, id);
+    if (!j) return SL_ENOENT;
+    if (j->state != SL_JOB_RUNNING || j->stop_n > 0) return SL_ESTATE;
+    int32_t low = j->spec.min_tasks > 0 ? j->spec.min_tasks : j->spec.ntasks; /* rigid: none */
+    if (low < 1) low = 1;
+    if (to < low || to >= j->nplaced) return SL_EINVAL;
+    see_time(s, now_us);
+    j->stop_whole = false;
+    j->stop_n = j->nplaced - to;
+    j->stop_for = 0;
+    j->stop_reason = SL_PREEMPT_PRIORITY;
+    sl__hist_push(j, now_us, to);
+    return 0;
+}
+
 int sl_sched_evict_node(sl_sched_t *s, uint32_t node, int64_t now_us, const sl_cycle_ops_t *ops,
                         void *ud) {
     if (!sl_cluster_node(s->cl, node)) return SL_ENOENT;

@@ -666,9 +666,13 @@ void ctl_node_hello_running(ctl_t *c, uint32_t node, uint64_t job, int64_t task,
     ctl_job_t *j = ctl_task_find_live(c, node, job, task, &i);
     if (j != NULL)
         j->tasks[i].seen = c->hello_stamp;
-    if (j != NULL && j->state == CTL_JOB_RUNNING)
+    if (j != NULL && j->state == CTL_JOB_RUNNING) {
         ctl_task_started(c, j, i, pid, start_us);
-    else if (task >= 0 && task <= INT32_MAX)
+        /* A shrink's stop may not have left before a restart: again (a
+         * task already stopping keeps its first deadline on the agent). */
+        if (j->tasks[i].stopping)
+            c->out.kill(c->out.ud, node, job, i);
+    } else if (task >= 0 && task <= INT32_MAX)
         c->out.kill(c->out.ud, node, job, (int32_t)task);
 }
 

@@ -112,7 +112,7 @@ void ctl_opstore_preempt_add(ctl_store_t *s, uint64_t job, const ctl_preempt_t *
 
 void ctl_opstore_size_add(ctl_store_t *s, uint64_t job, const ctl_size_change_t *z) {
     sqlite3_stmt *st = prep(s, "INSERT INTO job_size(job, at_us, size, why) VALUES(?1, ?2, ?3, ?4)",
-                            false, "size add");
+                            true, "size add");
     int b = sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
     b |= sqlite3_bind_int64(st, 2, z->at_us);
     b |= sqlite3_bind_int(st, 3, z->size);
@@ -163,6 +163,18 @@ static void size_row(ctl_jobx_t *x, sqlite3_stmt *st) {
     z->at_us = sqlite3_column_int64(st, 0);
     z->size = sqlite3_column_int(st, 1);
     snprintf(z->why, sizeof z->why, "%s", col_text(st, 2));
+}
+
+int ctl_opstore_size_last(ctl_store_t *s, uint64_t job, ctl_size_change_t *z) {
+    ctl_jobx_t x = {0};
+    if (read_rows(s, "SELECT at_us, size, why FROM job_size WHERE job = ?1 ORDER BY rowid DESC"
+                     " LIMIT 1", job, &x, size_row, "reading job sizes") < 0)
+        return -1;
+    if (x.nsizes == 0)
+        return 0;
+    *z = x.sizes[0];
+    sl_free(x.sizes);
+    return 1;
 }
 
 int ctl_opstore_jobx_read(ctl_store_t *s, uint64_t job, ctl_jobx_t *x) {

@@ -35,9 +35,14 @@ int ctl_opstore_drains_read(ctl_store_t *s, ctl_opstore_drain_fn fn, void *ud);
 
 /* Records one preemption of job. Urgent. */
 void ctl_opstore_preempt_add(ctl_store_t *s, uint64_t job, const ctl_preempt_t *p);
-/* Records an elastic job's size change. Lazy (lost in a crash, the job's
- * tasks still say its size). */
+/* Records an elastic job's size change. Urgent: it commits with the task
+ * rows the change adds (or, for a shrink, before the rows it will trim), so
+ * that after a crash a last size below the job's task rows means a shrink
+ * that had not finished (recover.c). */
 void ctl_opstore_size_add(ctl_store_t *s, uint64_t job, const ctl_size_change_t *z);
+/* Job's latest size change into *z: 1, 0 if it has none, or -1
+ * (ctl_store_errmsg). */
+int ctl_opstore_size_last(ctl_store_t *s, uint64_t job, ctl_size_change_t *z);
 /* Deletes job's task rows (and task_mem rows) of index n and above: the
  * ranks an elastic shrink released. Urgent. */
 void ctl_opstore_tasks_trim(ctl_store_t *s, uint64_t job, int32_t n);

@@ -239,6 +239,20 @@ static void shrink(ctl_t *c, ctl_job_t *j, const sl_resize_t *r) {
     kick(c);
 }
 
+void ctl_job_resume_shrink(ctl_t *c, ctl_job_t *j, int32_t size) {
+    int rc = sl_sched_resume_shrink(c->sched, j->id, size, ctl_now_us());
+    if (rc < 0) {
+        sl_log(SL_LOG_WARN, "store", "job=%llu cannot resume its shrink to %d tasks: %s",
+               (unsigned long long)j->id, (int)size, sl_strerror(rc));
+        return;
+    }
+    for (int32_t i = size; i < j->ntasks; i++)
+        j->tasks[i].stopping = true;
+    sl_log(SL_LOG_INFO, "store", "job=%llu resumes its shrink %d->%d tasks",
+           (unsigned long long)j->id, (int)j->ntasks, (int)size);
+    shrink_done(c, j);
+}
+
 static void on_resize(void *ud, const sl_resize_t *r) {
     ctl_t *c = ud;
     ctl_job_t *j = ctl_job_find(c, r->job);

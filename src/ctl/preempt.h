@@ -46,6 +46,14 @@ int ctl_job_preempt(ctl_t *c, ctl_job_t *j, ctl_preempt_t *p, ctl_preempt_cause_
 /* A drain's deadline passed on node: every running job with a task there
  * is preempted (cause drain, reason as given). Returns the number of jobs
  * preempted, or SL_ENOENT for a bad node. O(running jobs x tasks). */
+/* After a restart: j, re-adopted with every task row it had, was being
+ * shrunk to size tasks (its last size record is newer than its start and
+ * below its task rows). Marks ranks >= size stopping again and tells the
+ * core (sl_sched_resume_shrink), so that their ends fail nothing and free
+ * their capacity; finishes the shrink at once when none of them is live.
+ * Their agents are told again when they say hello (jobs.c). */
+void ctl_job_resume_shrink(ctl_t *c, ctl_job_t *j, int32_t size);
+
 int ctl_preempt_evict_node(ctl_t *c, uint32_t node, const char *reason);
 
 #endif

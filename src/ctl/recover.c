@@ -18,6 +18,8 @@
 #include "drain.h"
 #include "jobs.h"
 #include "log.h"
+#include "opstore.h"
+#include "preempt.h"
 #include "recover.h"
 
 static int node_row(void *ud, const char *name, const char *spec, const char *addr,
@@ -102,6 +104,23 @@ static void drop_tasks(ctl_t *c, ctl_job_t *j, const char *why) {
         ctl_job_fail(c, j, why);
 }
 
+/* An elastic job whose last size change (this run's, committed with its
+ * task rows: opstore.h) is below its task rows was being shrunk when the
+ * controller stopped: the ranks above the size carry on stopping, and their
+ * ends are not failures. */
+static void resume_shrink(ctl_t *c, ctl_job_t *j) {
+    const sl_job_spec_t *sp = &j->core;
+    if (j->state != CTL_JOB_RUNNING || sp->min_tasks <= 0 || sp->min_tasks >= sp->ntasks)
+        return;
+    ctl_size_change_t z;
+    int rc = ctl_opstore_size_last(&c->store, j->id, &z);
+    if (rc < 0)
+        sl_log(SL_LOG_ERROR, "store", "job=%llu: %s", (unsigned long long)j->id,
+               ctl_store_errmsg(&c->store));
+    if (rc == 1 && z.at_us >= j->start_us && z.size < j->ntasks)
+        ctl_job_resume_shrink(c, j, z.size);
+}
+
 /* Puts a loaded job back into the core: pending jobs into the queue, jobs
  * with live tasks re-adopted at their stored placement. */
 static void restore_job(ctl_t *c, ctl_job_t *j) {
@@ -149,6 +168,7 @@ static void restore_job(ctl_t *c, ctl_job_t *j) {
     }
     j->in_core = true;
     j->master_node = (uint32_t)j->tasks[0].node;
+    resume_shrink(c, j);
     if (j->live == 0)
         ctl_job_settle(c, j); /* every task ended and was recorded before the crash */
 }

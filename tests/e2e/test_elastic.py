@@ -99,3 +99,52 @@ def test_elastic_grows_on_join_shrinks_for_priority_and_grows_back(controller_fa
     finally:
         for a in agents:
             a.stop()
+
+
+def test_shrink_survives_controller_kill9_during_grace(controller_factory, tmp_path):
+    """sluiced killed while a shrink's ranks are in their grace: after the
+    restart those ranks are still the ones stopping, so their ends (even a
+    non-zero exit) fail nothing, the job keeps running at its new size and
+    the job the shrink was for starts."""
+    ctl = controller_factory(config_overrides={"priority_classes": [
+        {"name": "elastic", "value": 10, "grace": 120},
+        {"name": "urgent", "value": 1000, "may_preempt": True}]})
+    agents = [harness.Agent(ctl, "n1", gpus=2), harness.Agent(ctl, "n2", gpus=2)]
+    for a in agents:
+        a.start()
+    try:
+        out = tmp_path / "elastic.out"
+        release = tmp_path / "release"
+        # A stopped rank says so, then keeps running (inside its grace) until
+        # the test releases it, and exits 3.
+        script = ("trap 'echo \"term $RANK\" >> %s; while [ ! -e %s ]; do sleep 0.05; done; exit 3' TERM; "
+                  "echo \"start $RANK\" >> %s; while true; do sleep 0.05; done" % (out, release, out))
+        e = ctl.submit({"tasks": 4, "min_tasks": 2, "gpus": 1, "priority_class": "elastic",
+                        "command": ["sh", "-c", script]})
+        ctl.wait_job(e["id"], "running")
+        harness.wait_for(lambda: read(out).count("start") == 4, what="four ranks")
+        urg = ctl.submit({"gpus": 2, "priority_class": "urgent", "command": ["sleep", "60"]},
+                         tenant="bob")
+        harness.wait_for(lambda: "term 2" in read(out) and "term 3" in read(out), what="ranks 2, 3 stopping")
+        assert ctl.job(urg["id"])["state"] == "pending"
+
+        ctl.kill9()
+        ctl.start()
+        for a in agents:
+            ctl.wait_node(a.name)
+        assert ctl.job(e["id"])["state"] == "running"
+        assert ctl.job(urg["id"])["state"] == "pending"
+
+        release.write_text("")
+        ctl.wait_job(urg["id"], "running", timeout=30)
+        j = ctl.job(e["id"])
+        assert j["state"] == "running" and j["requeues"] == 0, (j["state"], j.get("reason"))
+        assert [p["node"] for p in j["placement"]] == ["n1", "n1"], j["placement"]
+        assert size(ctl, e["id"])["size"] == 2
+        assert "term 0" not in read(out) and "term 1" not in read(out)
+        for jid in (e["id"], urg["id"]):
+            ctl.request("DELETE", "/v1/jobs/%d" % jid, token=ctl.admin_token)
+        ctl.wait_job(urg["id"], "cancelled", timeout=30)
+    finally:
+        for a in agents:
+            a.stop()

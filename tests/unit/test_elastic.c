@@ -246,12 +246,69 @@ static void test_elastic_random_walk(void **state) {
     }
 }
 
+/* After a restart the caller re-adopts a job it was shrinking and marks
+ * the shrink again: the top ranks are stopping (no new preemption picks
+ * the job), and stop_done releases exactly them. */
+static void test_elastic_resume_shrink_after_restart(void **state) {
+    (void)state;
+    sl_cluster_t *cl = tu_cluster();
+    tu_add_nodes(cl, "n", 2, "16", "64Gi", 4, "A100", "80Gi", NULL);
+    sl_sched_t *s = make(cl, "priority", (sl_preempt_config_t){.priority = true, .default_may_preempt = true}, 1);
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
+    sl_job_spec_t sp = elastic(3, t, 6, 2, 1);
+    sl_place_t pls[6];
+    for (int i = 0; i < 6; i++)
+        pls[i] = (sl_place_t){.node = (uint32_t)(i / 4), .gpu_mask = 1u << (i % 4), .gpu_milli = 1000};
+    char err[256];
+    assert_int_equal(sl_sched_adopt(s, &sp, pls, 6, 0, err, sizeof err), 0);
+    sl_job_spec_t rigid = tu_spec(4, t, 1, tu_req("1", "1Gi", 1, ""));
+    rigid.priority = 20; /* never a victim here */
+    sl_place_t one = {.node = 1, .gpu_mask = 1u << 2, .gpu_milli = 1000};
+    assert_int_equal(sl_sched_adopt(s, &rigid, &one, 1, 0, err, sizeof err), 0);
+
+    assert_int_equal(sl_sched_resume_shrink(s, 99, 4, SEC), SL_ENOENT);
+    assert_int_equal(sl_sched_resume_shrink(s, 4, 0, SEC), SL_EINVAL);  /* rigid */
+    assert_int_equal(sl_sched_resume_shrink(s, 3, 1, SEC), SL_EINVAL);  /* below min_tasks */
+    assert_int_equal(sl_sched_resume_shrink(s, 3, 6, SEC), SL_EINVAL);  /* not a shrink */
+    assert_int_equal(sl_sched_resume_shrink(s, 3, 4, SEC), 0);
+    assert_int_equal(sl_sched_resume_shrink(s, 3, 3, SEC), SL_ESTATE); /* already stopping */
+    const sl_job_t *e = sl_sched_job(s, 3);
+    assert_true(sl_job_stopping(e));
+    assert_int_equal(sl_job_target_tasks(e), 4);
+    assert_int_equal(sl_sched_check(s), 0);
+
+    /* A higher-priority job that needs the node's GPUs: the stopping job is
+     * not shrunk a second time; the job waits for the stop in progress. */
+    sl_job_spec_t hi = tu_spec(5, t, 1, tu_req("1", "1Gi", 2, ""));
+    hi.priority = 10;
+    tu_submit(s, hi);
+    seen_t r = run(s, 2 * SEC);
+    assert_int_equal(r.nrsz, 0);
+    assert_int_equal(sl_job_ntasks_placed(e), 6);
+
+    /* Ranks 4 and 5 (node 1, GPUs 0 and 1) end: they and only they go. */
+    assert_int_equal(sl_sched_stop_done(s, 3, 3 * SEC), 0);
+    assert_false(sl_job_stopping(e));
+    assert_int_equal(sl_job_ntasks_placed(e), 4);
+    const sl_node_t *n1 = sl_cluster_node(cl, 1);
+    assert_int_equal(n1->gpu_free[0], 1000);
+    assert_int_equal(n1->gpu_free[1], 1000);
+    assert_int_equal(n1->gpu_free[2], 0);
+    assert_int_equal(sl_sched_check(s), 0);
+    r = run(s, 3 * SEC);
+    assert_int_equal(r.starts.n, 1);
+    assert_int_equal(r.starts.v[0], 5);
+    sl_sched_destroy(s);
+    sl_cluster_destroy(cl);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_elastic_grows_into_freed_capacity, tu_teardown),
         cmocka_unit_test_teardown(test_elastic_grow_within_quota, tu_teardown),
         cmocka_unit_test_teardown(test_elastic_shrinks_for_reclaim, tu_teardown),
         cmocka_unit_test_teardown(test_elastic_random_walk, tu_teardown),
+        cmocka_unit_test_teardown(test_elastic_resume_shrink_after_restart, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
