@@ -80,8 +80,6 @@ static void node_summary(const sl_node_t *n, sl__class_t *s) {
         int32_t f = n->gpu_free[g];
         sum += f;
         if (f > smax) smax = f;
-        if (f == 0) s->used |= SL__USED_WHOLE;
-        else if (f < SL_GPU_MILLI) s->used |= SL__USED_SHARE;
     }
     if (n->lset->hard) s->used |= SL__TAINTED;
     s->gpu_free = sum;

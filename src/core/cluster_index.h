@@ -63,13 +63,11 @@ typedef struct sl__class {
     int8_t model;       /* -1 when the nodes have no GPU */
     uint8_t ngpus;
     uint8_t full_free;  /* GPUs with all compute and memory free */
-    uint8_t used;       /* SL__USED_* bits */
+    uint8_t used;       /* SL__TAINTED, or 0 */
     int16_t share_max;  /* largest free milli of one GPU (0 without GPUs) */
 } sl__class_t;
 
-#define SL__USED_SHARE 1u /* some GPU is partly used (0 < free < 1000) */
-#define SL__USED_WHOLE 2u /* some GPU is fully used (free 0) */
-#define SL__TAINTED 4u    /* the nodes have a NoSchedule or NoExecute taint (constraint.h) */
+#define SL__TAINTED 4u /* the nodes have a NoSchedule or NoExecute taint (constraint.h) */
 
 /* Identity of a class, parallel to the summaries. */
 typedef struct sl__class_id {
