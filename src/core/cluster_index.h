@@ -143,8 +143,9 @@ static inline bool sl__class_fits(const sl__class_t *c, const sl_task_req_t *r) 
 /*
  * Gives one task of req placed as pl back to node n: its CPU, memory and
  * GPUs (whole ones reset to fully free, a share returned to its GPU). Only
- * the node's fields; sl_cluster_release also keeps the index in step, the
- * EASY reservation applies it to node copies. The caller has checked that
+ * the node's free capacity: sl_cluster_release also uncounts the task's
+ * kind (sl_node_t.kinds) and keeps the index in step; the EASY reservation
+ * applies it to node copies, whose fit counts are all it reads. The caller has checked that
  * pl's resources are in use on n. Can't fail. O(gpus).
  */
 static inline void sl__node_give_back(sl_node_t *n, const sl_task_req_t *req, const sl_place_t *pl) {
