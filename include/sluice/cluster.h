@@ -64,7 +64,25 @@ typedef struct sl_node {
     char *labels;                /* owned by the cluster; may be NULL */
     char *taints;                /* owned by the cluster; may be NULL */
     const struct sl_lset *lset;  /* labels and taints, interned (constraint.h); never NULL */
+    uint32_t kinds;              /* SL_KIND_* bits of the GPU tasks running here (below) */
 } sl_node_t;
+
+/*
+ * The kind of a GPU task, as the FGD paper's simulator tags its pods
+ * ("share-gpu", or "<k>-gpu" for k whole GPUs): bit 0 for a share of one
+ * GPU, bit k for a task of k whole GPUs; a task without GPUs has no kind.
+ * A node's `kinds` has the bit of every kind it runs at least one task of
+ * (the cluster counts them per node; sl_cluster_alloc and
+ * sl_cluster_release keep the bits), so that a policy can keep tasks of one
+ * kind together (gpuclustering). Kinds join the class key: the nodes of a
+ * class run the same kinds.
+ */
+#define SL_KINDS (SL_MAX_GPUS_PER_NODE + 1)
+#define SL_KIND_SHARE 1u
+static inline uint32_t sl_task_kind_bit(const sl_task_req_t *r) {
+    if (r->gpus > 0) return r->gpus < SL_KINDS ? 1u << r->gpus : 0;
+    return r->gpu_milli > 0 ? SL_KIND_SHARE : 0;
+}
 
 /*
  * Where one task of a job runs: a node, the GPUs it uses (bit i = GPU i) and
@@ -192,15 +210,17 @@ int32_t sl_node_empty_fit_count(const sl_node_t *node, const sl_task_req_t *req,
 int sl_node_choose_gpus(const sl_node_t *node, const sl_task_req_t *req, sl_place_t *pl);
 
 /*
- * Takes the resources of one task of req at pl. Returns 0, or SL_ENOSPC
+ * Takes the resources of one task of req at pl, and counts it among the
+ * node's tasks of its kind (sl_task_kind_bit). Returns 0, or SL_ENOSPC
  * (nothing changed) if that would over-allocate anything, SL_ENOENT for a bad
  * node, SL_EINVAL if pl does not match req (mask popcount, milli). Works on
  * nodes in any state (used to re-adopt running tasks). O(gpus).
  */
 int sl_cluster_alloc(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_t *pl);
 
-/* Gives back what sl_cluster_alloc took. SL_EINVAL (nothing changed) if it
- * would free more than was taken. O(gpus). */
+/* Gives back what sl_cluster_alloc took, and uncounts the task. SL_EINVAL
+ * (nothing changed) if it would free more than was taken, or the node runs
+ * no task of req's kind. O(gpus). */
 int sl_cluster_release(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_t *pl);
 
 /* Totals over nodes that are up or draining (capacity) and their free part. */

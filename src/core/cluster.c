@@ -42,8 +42,11 @@
  *
  * The index. Every node that is up belongs to exactly one equivalence class:
  * the nodes whose whole placement-relevant state is identical, namely pool,
- * model, GPU count, CPU/memory/GPU-memory totals, free CPU and memory, and
- * the SORTED multiset of (free compute, free memory) pairs of its GPUs. The
+ * model, GPU count, CPU/memory/GPU-memory totals, free CPU and memory, the
+ * kinds of GPU tasks it runs (sl_node_t.kinds: which of "a share", "k whole
+ * GPUs" it has at least one task of; each node counts its tasks per kind,
+ * SL_KINDS counters, so that a release knows when a kind is gone), and the
+ * SORTED multiset of (free compute, free memory) pairs of its GPUs. The
  * state is packed into a key of 7 + 2*ngpus 64-bit words. A class lives in a
  * stable slot (slots are recycled through a free list, so a node's class
  * handle never changes while it is a member); a dense array of slot numbers
@@ -349,6 +352,7 @@ void sl_cluster_destroy(sl_cluster_t *cl) {
     sl_free(cl->node_class);
     sl_free(cl->node_pos);
     sl_free(cl->node_hpos);
+    sl_free(cl->node_kinds);
     sl_hash_fini(&cl->names);
     names_fini(&cl->pools);
     names_fini(&cl->models);
@@ -449,6 +453,7 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
         cl->node_class = sl_xrealloc(cl->node_class, (size_t)ncap * sizeof *cl->node_class);
         cl->node_pos = sl_xrealloc(cl->node_pos, (size_t)ncap * sizeof *cl->node_pos);
         cl->node_hpos = sl_xrealloc(cl->node_hpos, (size_t)ncap * sizeof *cl->node_hpos);
+        cl->node_kinds = sl_xrealloc(cl->node_kinds, (size_t)ncap * sizeof *cl->node_kinds);
         cl->node_cap = ncap;
     }
 
@@ -471,6 +476,7 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
     n->labels = sl_xstrdup(spec->labels);
     n->taints = sl_xstrdup(spec->taints);
     n->lset = lset;
+    memset(cl->node_kinds[id], 0, sizeof cl->node_kinds[id]);
     const char *tp;
     size_t tlen;
     if (sl_topo_path(n->labels, &tp, &tlen)) cl->ntopo++;
@@ -698,6 +704,11 @@ int sl_cluster_alloc(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_
             n->gpu_mem_free[g] -= req->gpu_mem_bytes;
         }
     }
+    uint32_t kb = sl_task_kind_bit(req);
+    if (kb) {
+        cl->node_kinds[pl->node][__builtin_ctz(kb)]++;
+        n->kinds |= kb;
+    }
     node_account(cl, n, +1);
     sl__index_update(cl, pl->node);
     return 0;
@@ -718,8 +729,12 @@ int sl_cluster_release(sl_cluster_t *cl, const sl_task_req_t *req, const sl_plac
             return SL_EINVAL;
         }
     }
+    uint32_t kb = sl_task_kind_bit(req);
+    uint32_t *count = kb ? &cl->node_kinds[pl->node][__builtin_ctz(kb)] : NULL;
+    if (count && *count == 0) return SL_EINVAL;
     node_account(cl, n, -1);
     sl__node_give_back(n, req, pl);
+    if (count && --*count == 0) n->kinds &= ~kb;
     node_account(cl, n, +1);
     sl__index_update(cl, pl->node);
     return 0;
@@ -757,6 +772,10 @@ int sl_cluster_check(const sl_cluster_t *cl) {
             if (n->gpu_mem_free[g] < 0 || n->gpu_mem_free[g] > n->gpu_mem_total) return SL_ESTATE;
         }
         if (sl_cluster_find_node(cl, n->name) != n) return SL_ESTATE;
+        uint32_t kinds = 0;
+        for (int k = 0; k < SL_KINDS; k++)
+            if (cl->node_kinds[id][k] > 0) kinds |= 1u << k;
+        if (kinds != n->kinds) return SL_ESTATE;
         int32_t ci = cl->node_class[id];
         if (n->state == SL_NODE_UP) {
             if (ci < 0 || (uint32_t)ci >= cl->nslots) return SL_ESTATE;

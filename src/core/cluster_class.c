@@ -36,8 +36,10 @@ static bool key_eq(const state_key_t *a, const state_key_t *b) {
 static void node_key(const sl_node_t *n, state_key_t *k) {
     k->w[0] = (uint64_t)(uint32_t)n->pool | ((uint64_t)(uint32_t)n->model << 32);
     /* The label set joins the key: the nodes of a class share labels and
-     * taints, so constraints are evaluated once per class. */
-    k->w[1] = (uint64_t)(uint32_t)n->ngpus | ((uint64_t)n->lset->id << 32);
+     * taints, so constraints are evaluated once per class. So do the kinds
+     * of the tasks they run (sl_node_t.kinds: 17 bits above the GPU count,
+     * which is at most 16), which gpuclustering scores by. */
+    k->w[1] = (uint64_t)(uint32_t)n->ngpus | (uint64_t)n->kinds << 8 | ((uint64_t)n->lset->id << 32);
     k->w[2] = (uint64_t)n->cpu_total;
     k->w[3] = (uint64_t)n->mem_total;
     k->w[4] = (uint64_t)n->gpu_mem_total;
@@ -78,8 +80,6 @@ static void node_summary(const sl_node_t *n, sl__class_t *s) {
         int32_t f = n->gpu_free[g];
         sum += f;
         if (f > smax) smax = f;
-        if (f == 0) s->used |= SL__USED_WHOLE;
-        else if (f < SL_GPU_MILLI) s->used |= SL__USED_SHARE;
     }
     if (n->lset->hard) s->used |= SL__TAINTED;
     s->gpu_free = sum;

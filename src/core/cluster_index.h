@@ -63,13 +63,11 @@ typedef struct sl__class {
     int8_t model;       /* -1 when the nodes have no GPU */
     uint8_t ngpus;
     uint8_t full_free;  /* GPUs with all compute and memory free */
-    uint8_t used;       /* SL__USED_* bits */
+    uint8_t used;       /* SL__TAINTED, or 0 */
     int16_t share_max;  /* largest free milli of one GPU (0 without GPUs) */
 } sl__class_t;
 
-#define SL__USED_SHARE 1u /* some GPU is partly used (0 < free < 1000) */
-#define SL__USED_WHOLE 2u /* some GPU is fully used (free 0) */
-#define SL__TAINTED 4u    /* the nodes have a NoSchedule or NoExecute taint (constraint.h) */
+#define SL__TAINTED 4u /* the nodes have a NoSchedule or NoExecute taint (constraint.h) */
 
 /* Identity of a class, parallel to the summaries. */
 typedef struct sl__class_id {
@@ -145,8 +143,9 @@ static inline bool sl__class_fits(const sl__class_t *c, const sl_task_req_t *r) 
 /*
  * Gives one task of req placed as pl back to node n: its CPU, memory and
  * GPUs (whole ones reset to fully free, a share returned to its GPU). Only
- * the node's fields; sl_cluster_release also keeps the index in step, the
- * EASY reservation applies it to node copies. The caller has checked that
+ * the node's free capacity: sl_cluster_release also uncounts the task's
+ * kind (sl_node_t.kinds) and keeps the index in step; the EASY reservation
+ * applies it to node copies, whose fit counts are all it reads. The caller has checked that
  * pl's resources are in use on n. Can't fail. O(gpus).
  */
 static inline void sl__node_give_back(sl_node_t *n, const sl_task_req_t *req, const sl_place_t *pl) {

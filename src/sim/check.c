@@ -4,7 +4,8 @@
  * The core checks its own bookkeeping (sl_sched_check, sl_cluster_check);
  * this file checks it from the outside, as a differential test: it rebuilds
  * every node's usage from the placements of the running jobs alone and
- * compares it with the node's free capacity. It also checks that each
+ * compares it with the node's free capacity and the kinds of GPU tasks it
+ * says it runs (sl_node_t.kinds). It also checks that each
  * running job holds all of its tasks (a rigid gang never runs partly) and
  * that nothing is over-allocated (free never negative, never above total).
  */
@@ -18,6 +19,7 @@ typedef struct use {
     int64_t cpu, mem;
     int64_t gpu_milli[SL_MAX_GPUS_PER_NODE];
     int64_t gpu_mem[SL_MAX_GPUS_PER_NODE];
+    uint32_t kinds; /* sl_task_kind_bit of every task placed here */
 } use_t;
 
 typedef struct check_ctx {
@@ -52,6 +54,7 @@ static int check_job(void *ud, const sl_job_t *job) {
         use_t *u = &cx->use[pl->node];
         u->cpu += sp->task.cpu_milli;
         u->mem += sp->task.mem_bytes;
+        u->kinds |= sl_task_kind_bit(&sp->task);
         int bits = __builtin_popcount(pl->gpu_mask);
         int want = sp->task.gpus > 0 ? sp->task.gpus : (sp->task.gpu_milli > 0 ? 1 : 0);
         if (bits != want) {
@@ -104,6 +107,14 @@ int sim_check(sl_sched_t *s, char *err, size_t errlen) {
                      " but running jobs hold cpu %" PRId64 " mem %" PRId64,
                      nd->name, nd->cpu_free, nd->cpu_total, nd->mem_free, nd->mem_total, u->cpu,
                      u->mem);
+            cx.rc = SL_ESTATE;
+            break;
+        }
+        if (nd->kinds != u->kinds) {
+            snprintf(err, errlen,
+                     "node %s: runs GPU task kinds 0x%x, but its running jobs' tasks are of "
+                     "kinds 0x%x",
+                     nd->name, nd->kinds, u->kinds);
             cx.rc = SL_ESTATE;
             break;
         }

@@ -5,7 +5,8 @@
  * seeded random sequence of allocations, releases and state changes runs
  * against the cluster and against a naive reference kept here in plain
  * arrays; after every step the two must agree on every node, on what fits,
- * on capacity, on the partition of up nodes into classes, on each class's
+ * on capacity, on the partition of up nodes into classes (free state and
+ * the kinds of the tasks they run), on each class's
  * summary and bucket (cluster_index.h) and on which classes a bucketed
  * search finds for a request, and sl_cluster_check() must pass.
  */
@@ -42,7 +43,16 @@ typedef struct ref {
     int64_t cpu_free, mem_free;
     int32_t gf[SL_MAX_GPUS_PER_NODE];
     int64_t gm[SL_MAX_GPUS_PER_NODE];
+    uint32_t kc[SL_KINDS]; /* tasks of each kind: a share (0), k whole GPUs (k) */
 } ref_t;
+
+/* The kinds the node runs, as a mask of sl_task_kind_bit's bits. */
+static uint32_t ref_kinds(const ref_t *r) {
+    uint32_t m = 0;
+    for (int k = 0; k < SL_KINDS; k++)
+        if (r->kc[k]) m |= 1u << k;
+    return m;
+}
 
 typedef struct live {
     sl_task_req_t req;
@@ -107,6 +117,10 @@ static int ref_apply(ref_t *r, const sl_task_req_t *q, const sl_place_t *pl, int
     if (sign > 0 && (r->cpu_free < q->cpu_milli || r->mem_free < q->mem_bytes)) return SL_ENOSPC;
     if (sign < 0 && (r->cpu_free + q->cpu_milli > r->sh->cpu || r->mem_free + q->mem_bytes > r->sh->mem))
         return SL_EINVAL;
+    /* The task's kind: none without GPUs; a release needs one of its kind. */
+    int kind = q->gpus > 0 ? q->gpus : q->gpu_milli > 0 ? 0 : -1;
+    if (sign < 0 && kind >= 0 && r->kc[kind] == 0) return SL_EINVAL;
+    if (kind >= 0) r->kc[kind] += sign > 0 ? 1u : (uint32_t)-1;
     r->cpu_free -= sign * q->cpu_milli;
     r->mem_free -= sign * q->mem_bytes;
     for (int g = 0; g < r->sh->gpus; g++) {
@@ -120,7 +134,7 @@ static int ref_apply(ref_t *r, const sl_task_req_t *q, const sl_place_t *pl, int
 static bool ref_same_state(const ref_t *a, const ref_t *b) {
     if (a->sh->gpus != b->sh->gpus || a->sh->cpu != b->sh->cpu || a->sh->mem != b->sh->mem ||
         a->sh->gpu_mem != b->sh->gpu_mem || a->pool != b->pool || a->model != b->model ||
-        a->cpu_free != b->cpu_free || a->mem_free != b->mem_free)
+        a->cpu_free != b->cpu_free || a->mem_free != b->mem_free || ref_kinds(a) != ref_kinds(b))
         return false;
     /* Multisets of (free milli, free memory): match each of a to an unused equal one of b. */
     bool used[SL_MAX_GPUS_PER_NODE] = {false};
@@ -258,6 +272,7 @@ static void compare_all(sl_cluster_t *cl, ref_t *refs, sl_rng_t *rng) {
             }
         }
     }
+    for (int i = 0; i < RN; i++) assert_int_equal(sl_cluster_node(cl, (uint32_t)i)->kinds, ref_kinds(&refs[i]));
 }
 
 static void run_random(sl_cluster_t *cl, ref_t *refs, uint64_t seed, int steps, bool compare) {
@@ -441,6 +456,54 @@ static void test_cluster_check_detects_stale_index(void **state) {
     sl_cluster_destroy(cl);
 }
 
+/* Each node counts its GPU tasks by kind (a share; k whole GPUs): the bit
+ * of a kind stays while one task of it runs; two nodes with the same free
+ * GPUs but other kinds are two classes; a release of a kind the node does
+ * not run is refused and changes nothing, even when its GPUs are in use
+ * (by tasks of another kind). */
+static void test_cluster_kinds_follow_tasks(void **state) {
+    (void)state;
+    sl_cluster_t *cl = tu_cluster();
+    uint32_t a = tu_add_nodes(cl, "a", 1, "96", "384Gi", 8, "V100", "", "");
+    uint32_t b = tu_add_nodes(cl, "b", 1, "96", "384Gi", 8, "V100", "", "");
+    sl_task_req_t two = tu_req("1", "1Gi", 2, ""), one = tu_req("1", "1Gi", 1, "");
+    sl_task_req_t share = tu_req("1", "1Gi", 0, "0.3"), cpu = tu_req("1", "1Gi", 0, "");
+    sl_place_t p01 = {.node = a, .gpu_mask = 0x3, .gpu_milli = 1000};
+    sl_place_t p23 = {.node = a, .gpu_mask = 0xc, .gpu_milli = 1000};
+    assert_int_equal(sl_cluster_alloc(cl, &two, &p01), 0);
+    assert_int_equal(sl_cluster_alloc(cl, &two, &p23), 0);
+    assert_int_equal(sl_cluster_node(cl, a)->kinds, 1u << 2);
+    assert_int_equal(sl_cluster_release(cl, &two, &p01), 0);
+    assert_int_equal(sl_cluster_node(cl, a)->kinds, 1u << 2);
+    /* b: two 1-GPU tasks, a's free state again but another kind. */
+    sl_place_t b0 = {.node = b, .gpu_mask = 0x1, .gpu_milli = 1000};
+    sl_place_t b1 = {.node = b, .gpu_mask = 0x2, .gpu_milli = 1000};
+    assert_int_equal(sl_cluster_alloc(cl, &one, &b0), 0);
+    assert_int_equal(sl_cluster_alloc(cl, &one, &b1), 0);
+    assert_int_equal(sl_cluster_node(cl, b)->kinds, 1u << 1);
+    assert_int_equal(sl_cluster_class_count(cl), 2);
+    /* A 2-GPU release over b's two 1-GPU tasks: the GPUs are in use, the kind is not. */
+    sl_place_t bb = {.node = b, .gpu_mask = 0x3, .gpu_milli = 1000};
+    sl_node_t before = *sl_cluster_node(cl, b);
+    assert_int_equal(sl_cluster_release(cl, &two, &bb), SL_EINVAL);
+    assert_memory_equal(&before, sl_cluster_node(cl, b), sizeof before);
+    /* Shares are one kind; tasks without GPUs none. */
+    sl_place_t s4 = {.node = a, .gpu_mask = 0x10, .gpu_milli = 300};
+    sl_place_t pc = {.node = a};
+    assert_int_equal(sl_cluster_alloc(cl, &share, &s4), 0);
+    assert_int_equal(sl_cluster_alloc(cl, &cpu, &pc), 0);
+    assert_int_equal(sl_cluster_node(cl, a)->kinds, (1u << 2) | SL_KIND_SHARE);
+    assert_int_equal(sl_cluster_release(cl, &two, &p23), 0);
+    assert_int_equal(sl_cluster_release(cl, &share, &s4), 0);
+    assert_int_equal(sl_cluster_node(cl, a)->kinds, 0);
+    assert_int_equal(sl_cluster_release(cl, &cpu, &pc), 0);
+    assert_int_equal(sl_cluster_release(cl, &one, &b0), 0);
+    assert_int_equal(sl_cluster_release(cl, &one, &b1), 0);
+    assert_int_equal(sl_cluster_class_count(cl), 1);
+    assert_int_equal(sl_cluster_check(cl), 0);
+    sl_cluster_destroy(cl);
+}
+
 /* 10,000 nodes, 200,000 operations: the index ends consistent and drains back. */
 static void test_cluster_index_at_10000_nodes(void **state) {
     (void)state;
@@ -490,6 +553,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_cluster_same_calls_same_index, tu_teardown),
         cmocka_unit_test_teardown(test_cluster_many_classes_grow_and_shrink, tu_teardown),
         cmocka_unit_test_teardown(test_cluster_check_detects_stale_index, tu_teardown),
+        cmocka_unit_test_teardown(test_cluster_kinds_follow_tasks, tu_teardown),
         cmocka_unit_test_teardown(test_cluster_index_at_10000_nodes, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

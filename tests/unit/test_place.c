@@ -458,6 +458,55 @@ static void test_place_ties_node_order(void **state) {
     }
 }
 
+/* gpuclustering keeps kinds apart as the FGD artifact does (issue 12): a
+ * kind per GPU count ("<k>-gpu") and one for shares, read from the tasks a
+ * node runs, not from its free capacity. Three 8-GPU nodes: A runs one
+ * 2-GPU task, B two 1-GPU tasks (both 6 GPUs free, the same free state),
+ * C runs one 2-GPU task and a share. A 2-GPU task goes to A (its only
+ * kind: 75 + base) and a 1-GPU task to B, under every node order; a share
+ * goes to C (its kind among others: 50 + base beats 25 + base on the idle
+ * D and base on A and B). Inferring kinds from free capacity (a fully used
+ * GPU means "whole GPUs") sees A and B alike and lets the order decide. */
+static void test_place_gpuclustering_kinds(void **state) {
+    (void)state;
+    const uint64_t keys[] = {0, 1, 2, 3, UINT64_C(0x9e3779b97f4a7c15), UINT64_C(0x0123456789abcdef)};
+    const sl_place_policy_t *pol = sl_place_policy_find("gpuclustering");
+    for (size_t ki = 0; ki < sizeof keys / sizeof keys[0]; ki++) {
+        fx_t f;
+        fx_init(&f, 5);
+        uint32_t a = tu_add_nodes(f.cl, "a", 1, "96", "384Gi", 8, "V100", "", "");
+        uint32_t b = tu_add_nodes(f.cl, "b", 1, "96", "384Gi", 8, "V100", "", "");
+        uint32_t c = tu_add_nodes(f.cl, "c", 1, "96", "384Gi", 8, "V100", "", "");
+        tu_add_nodes(f.cl, "d", 1, "96", "384Gi", 8, "V100", "", "");
+        sl_task_req_t two = tu_req("1", "1Gi", 2, ""), one = tu_req("1", "1Gi", 1, "");
+        sl_task_req_t share = tu_req("1", "1Gi", 0, "0.5");
+        sl_place_t pl = {.node = a, .gpu_mask = 0x3, .gpu_milli = SL_GPU_MILLI};
+        assert_int_equal(sl_cluster_alloc(f.cl, &two, &pl), 0);
+        pl = (sl_place_t){.node = b, .gpu_mask = 0x1, .gpu_milli = SL_GPU_MILLI};
+        assert_int_equal(sl_cluster_alloc(f.cl, &one, &pl), 0);
+        pl.gpu_mask = 0x2;
+        assert_int_equal(sl_cluster_alloc(f.cl, &one, &pl), 0);
+        pl = (sl_place_t){.node = c, .gpu_mask = 0x3, .gpu_milli = SL_GPU_MILLI};
+        assert_int_equal(sl_cluster_alloc(f.cl, &two, &pl), 0);
+        pl = (sl_place_t){.node = c, .gpu_mask = 0x4, .gpu_milli = 500};
+        assert_int_equal(sl_cluster_alloc(f.cl, &share, &pl), 0);
+        /* A and B have the same free state but not the same kinds. */
+        assert_int_equal(sl_cluster_node(f.cl, a)->kinds, 1u << 2);
+        assert_int_equal(sl_cluster_node(f.cl, b)->kinds, 1u << 1);
+        assert_int_equal(sl_cluster_node(f.cl, c)->kinds, (1u << 2) | SL_KIND_SHARE);
+        f.cy.order_key = keys[ki];
+        sl__cluster_set_order_key(f.cl, keys[ki]);
+        assert_int_equal(sl_place_task(pol, &f.cy, &two, &pl), SL_FIT);
+        assert_int_equal(pl.node, a);
+        assert_int_equal(sl_place_task(pol, &f.cy, &one, &pl), SL_FIT);
+        assert_int_equal(pl.node, b);
+        assert_int_equal(sl_place_task(pol, &f.cy, &share, &pl), SL_FIT);
+        assert_int_equal(pl.node, c);
+        assert_cluster_sane(f.cl);
+        fx_fini(&f);
+    }
+}
+
 /* The scheduler keys the node order by its seed: the cluster follows the
  * scheduler's key, seeds give different keys, and a job of one CPU task
  * (every node ties) starts on the first node in that key's order. */
@@ -795,6 +844,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_place_random_uniform_over_nodes, tu_teardown),
         cmocka_unit_test_teardown(test_place_ties_uniform_over_nodes, tu_teardown),
         cmocka_unit_test_teardown(test_place_ties_node_order, tu_teardown),
+        cmocka_unit_test_teardown(test_place_gpuclustering_kinds, tu_teardown),
         cmocka_unit_test_teardown(test_place_ties_order_from_seed, tu_teardown),
         cmocka_unit_test_teardown(test_place_order_first_member_churn, tu_teardown),
         cmocka_unit_test_teardown(test_place_bucket_refusal_and_recovery, tu_teardown),

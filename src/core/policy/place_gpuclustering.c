@@ -1,20 +1,20 @@
 /*
  * place_gpuclustering.c - GPU clustering, after the FGD paper's simulator
- * (GpuClusteringScore): keep tasks of one kind together. With
- * left = the node's free GPU milli and base = trunc(25 * (8000 - left) / 8000):
+ * (GpuClusteringScore): keep tasks of one kind together. A task's kind is
+ * "a share" or "k whole GPUs" (sl_task_kind_bit: the simulator's
+ * "share-gpu" and "<k>-gpu" tags, one kind per GPU count), and a node knows
+ * the kinds of the tasks it runs (sl_node_t.kinds). With left = the node's
+ * free GPU milli and base = trunc(25 * (8000 - left) / 8000):
  *
- *   node runs only tasks of the task's kind            75 + base
- *   node runs that kind and others                     50 + base
- *   node runs nothing on its GPUs                      25 + base
- *   node runs only other kinds                              base
+ *   node runs tasks of the task's kind and no other kind   75 + base
+ *   node runs the task's kind and others                   50 + base
+ *   node runs no GPU task                                  25 + base
+ *   node runs only other kinds                                  base
  *
- * A task without GPUs scores 0 everywhere. The simulator knows which pods a
- * node runs and tags them "share-gpu" or "k-gpu"; Sluice's nodes record only
- * free capacity, so the kinds are inferred from it: a partially used GPU
- * (0 < free < 1000) means shares run there, a fully used GPU (free 0) means
- * whole-GPU tasks do, and whole-GPU tasks of any count form one kind. This
- * is the one policy that approximates its reference. GPUs: the default
- * best-fit rule.
+ * A task without GPUs scores 0 everywhere (tasks without GPUs have no kind
+ * and do not count). A 2-GPU task therefore prefers a node of 2-GPU tasks
+ * to one of 1-GPU tasks, although both have whole GPUs in use. GPUs: the
+ * default best-fit rule.
  *
  * Equal scores go to the first node in a pseudo-random node order keyed by
  * cy->order_key, as in the reference's runs (policy/place.h), not to a
@@ -22,16 +22,16 @@
  * without GPUs fill a few nodes first-fit instead of stranding GPUs
  * everywhere. Deterministic for a key, no RNG draws. Score: primary * 2^32
  * + sl__order_tiebreak(key, node). O(gpus); the fast path is O(1) (O(class
- * size) if the cluster keeps another key, place.h).
+ * size) if the cluster keeps another key, place.h): the kinds join the
+ * class key, so a class's representative has its members' kinds.
  */
 #include "policy/place.h"
 
-static int64_t gpuclustering_of(const sl_task_req_t *req, int64_t left, bool has_share, bool has_whole) {
-    if (!sl__req_gpu(req)) return 0;
+static int64_t gpuclustering_of(const sl_task_req_t *req, int64_t left, uint32_t kinds) {
+    uint32_t mine = sl_task_kind_bit(req);
+    if (!mine) return 0;
     int64_t base = 25 * ((int64_t)SL__MAX_SPEC_GPU_MILLI - left) / (int64_t)SL__MAX_SPEC_GPU_MILLI;
-    int kinds = (int)has_share + (int)has_whole;
-    bool match = sl__req_share(req) ? has_share : has_whole;
-    if (match) return base + (kinds == 1 ? 75 : 50);
+    if (kinds & mine) return base + (kinds == mine ? 75 : 50);
     return base + (kinds == 0 ? 25 : 0);
 }
 
@@ -39,14 +39,7 @@ static int gpuclustering_score(sl_cycle_t *cy, const sl_task_req_t *req, const s
                                uint32_t weight, int64_t *score, sl_place_t *pl) {
     (void)weight;
     if (sl_node_choose_gpus(node, req, pl) != SL_FIT) return SL_NOFIT;
-    bool has_share = false, has_whole = false;
-    int64_t left = 0;
-    for (int g = 0; g < node->ngpus; g++) {
-        left += node->gpu_free[g];
-        if (node->gpu_free[g] > 0 && node->gpu_free[g] < SL_GPU_MILLI) has_share = true;
-        if (node->gpu_free[g] == 0) has_whole = true;
-    }
-    int64_t primary = gpuclustering_of(req, left, has_share, has_whole);
+    int64_t primary = gpuclustering_of(req, sl__node_gpu_free(node), node->kinds);
     *score = sl__pack_score(primary, sl__order_tiebreak(cy->order_key, node->id));
     return SL_FIT;
 }
@@ -57,14 +50,14 @@ const sl_place_policy_t sl__place_gpuclustering = {
     .score = gpuclustering_score,
 };
 
-/* Fast path: the free GPU sum and the kinds of use are in the summary; the
- * whole score of the class's first node in the node order. */
+/* Fast path: the free GPU sum is in the summary and the kinds in the
+ * representative (one node read per class); the whole score of the
+ * class's first node in the node order. */
 static int gpuclustering_primary(sl_cycle_t *cy, sl__fast_ctx_t *ctx, const sl_task_req_t *req,
                                  const sl__class_t *c, const sl__class_id_t *id, int64_t *primary) {
     (void)ctx, (void)id;
     const sl_cluster_t *cl = cy->cluster;
-    int64_t p = gpuclustering_of(req, c->gpu_free, (c->used & SL__USED_SHARE) != 0,
-                                 (c->used & SL__USED_WHOLE) != 0);
+    int64_t p = gpuclustering_of(req, c->gpu_free, sl_cluster_node(cl, c->rep)->kinds);
     uint32_t first = sl__class_first_member(cy, cl, (uint32_t)(c - sl__cluster_classes(cl)));
     *primary = sl__pack_score(p, sl__order_tiebreak(cy->order_key, first));
     return SL_FIT;
