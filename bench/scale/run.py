@@ -19,15 +19,37 @@ For each size, on a fresh controller:
              minus submit_time), and p99 to the agent's `started`;
   known      N 8-GPU jobs that run until cancelled (every GPU taken), then
              pending one-GPU jobs up to --known jobs in all (finished ones
-             counted): GET /v1/nodes, `sluice queue --limit 100` (one page)
-             and /metrics latency (median of 5), sluiced's RSS;
+             counted): GET /v1/nodes (unpaged, a page of 100 and the last
+             page of 100), `sluice nodes` (all, 1,000 a page) and `sluice
+             nodes --limit 100`, `sluice queue --limit 100` (one page) and
+             /metrics latency (median of 5), sluiced's RSS;
   restart    kill -9, start: to every node connected again with every
              running task re-adopted (GET /v1/jobs?state=running counts);
              node_timeout is --node-timeout (60 s), since an agent fences
              its tasks when the controller is away longer than that.
 The 1-minute load average is recorded with each step: other sessions
 share the machine. Results: one JSON line per size (--out), and plot.py
-draws them.
+draws them. --steps runs some of them (registration always; restart
+needs known), e.g. `--sizes 10000 --steps known`.
+
+  failure    (--steps failure; a controller and emulator of its own, one
+             JSON line per failure in --fail-out, plot.py's
+             node_failure_ms.svg) one node holding K tasks fails among N:
+             N-1 nodes in one emulator and the failing node in one of its
+             own, killed with SIGKILL. Placement is bestfit and the failing
+             node has 64 CPUs against the others' 128, so that it is the
+             tightest fit and takes the K one-task jobs (one GPU each up to
+             8, then an eighth of a GPU each) while the others are empty.
+             For each J of --fail-jobs (finished jobs kept in memory, runs
+             of 0 s submitted 10,000 at a time) and K of --fail-tasks,
+             --fail-reps times: sluice_node_failure_handling_seconds for
+             that one failure (the node marked down, its K tasks lost and
+             their jobs requeued), the time from the kill to the node
+             declared down (sluiced's log, node_timeout 10 s), from then to
+             every job running again on another node (the requeue waits
+             for the fence: node_timeout + kill_grace (1 s) + a margin after
+             the node's last message), and sluiced's CPU time over that
+             window against its idle rate just before.
 """
 
 import argparse
@@ -35,6 +57,7 @@ import calendar
 import http.client
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -500,6 +523,13 @@ def one_failure(ctl, k, idx, a):
         r["requeue_start_s"] = max(s for s, _ in starts.values()) - t_down
         r["restarted_s"] = max(p for _, p in starts.values()) - t_down
         r["fence_wait_s"] = a.node_timeout_fail + 1 + 1 + (a.node_timeout_fail + 1) / 100
+        # The node's last message was "no message for S s" before it was
+        # declared down; the requeue may not come before that plus the
+        # fence wait, and comes at the first sweep after (node_timeout / 4).
+        m = re.search(r"no message for ([0-9.]+) s", line)
+        r["silent_s"] = float(m.group(1)) if m else None
+        if m:
+            r["restarted_after_fence_s"] = r["restarted_s"] + r["silent_s"] - r["fence_wait_s"]
         r["window_s"] = t_end - t_kill
         r["cpu_window_ms"] = (c2 - c1) / 1e6
         r["cpu_excess_ms"] = (c2 - c1 - idle_rate * (t_end - t_kill)) / 1e6
@@ -546,10 +576,11 @@ def run_failure(n, a):
             fill_finished(ctl, jobs)
             print("  %d jobs finished (%.0f s)" % (jobs, time.time() - t0), flush=True)
             for k in [int(x) for x in a.fail_tasks.split(",")]:
-                r = one_failure(ctl, k, idx, a)
-                idx += 1
-                r.update({"nodes": n, "jobs_target": jobs})
-                rows.append(r)
+                for rep in range(a.fail_reps):
+                    r = one_failure(ctl, k, idx, a)
+                    idx += 1
+                    r.update({"nodes": n, "jobs_target": jobs, "rep": rep})
+                    rows.append(r)
     finally:
         if emu:
             emu.stop()
@@ -578,6 +609,8 @@ def main():
     ap.add_argument("--fail-jobs", default="10000,50000,100000",
                     help="failure: jobs finished before the failures, in turn")
     ap.add_argument("--fail-tasks", default="1,8,64", help="failure: tasks on the failed node, in turn")
+    ap.add_argument("--fail-reps", type=int, default=3,
+                    help="failure: failures per (jobs, tasks), plot.py takes their median")
     ap.add_argument("--fail-idle-s", type=float, default=5,
                     help="failure: sluiced's idle CPU measured this long before each failure")
     ap.add_argument("--node-timeout-fail", type=float, default=10,
