@@ -853,10 +853,9 @@ void ctl_http_logs_expire(ctl_http_t *hs) {
 static void h_nodes(hreq_t *h) {
     ctl_buf_t b;
     ctl_buf_init(&b);
-    const char *field = NULL;
+    const char *field = NULL, *limit = evhttp_find_header(&h->query, "limit");
     char err[200];
-    if (ctl_api_nodes(h->c, evhttp_find_header(&h->query, "limit"), evhttp_find_header(&h->query, "after"),
-                      &b, &field, err, sizeof err) < 0) {
+    if (ctl_api_nodes(h->c, limit, evhttp_find_header(&h->query, "after"), &b, &field, err, sizeof err) < 0) {
         ctl_buf_fini(&b);
         http_error(h->hs, h->req, 400, "invalid_field", field, "%s", err);
         return;
