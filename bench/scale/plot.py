@@ -89,7 +89,7 @@ def svg_failure(rows):
     for r in rows:
         by.setdefault(r["tasks"], {}).setdefault(r["jobs_target"], []).append(r["handling_ms"])
     series = {k: sorted((j, sorted(v)[len(v) // 2]) for j, v in d.items()) for k, d in by.items()}
-    W, H, L, R, T, B = 560, 340, 70, 110, 40, 50
+    W, H, L, R, T, B = 560, 340, 70, 80, 40, 50
     xmax = max(j for pts in series.values() for j, _ in pts) * 1.05
     ymax = max(y for pts in series.values() for _, y in pts) * 1.3 or 1
     sx = lambda x: L + (W - L - R) * x / xmax  # noqa: E731
@@ -99,7 +99,7 @@ def svg_failure(rows):
          'font-size="11">' % (W, H),
          '<rect width="100%" height="100%" fill="white"/>',
          '<text x="%d" y="20" font-size="13">One node failure among %s nodes: handling time '
-         '(median)</text>' % (L, format(n, ",")),
+         '(median), by tasks on the node</text>' % (L, format(n, ",")),
          '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, H - B, W - R, H - B),
          '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, T, L, H - B)]
     for i in range(6):
@@ -119,7 +119,7 @@ def svg_failure(rows):
         for x, y in pts:
             o.append('<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>' % (sx(x), sy(y), col))
             o.append('<text x="%.1f" y="%.1f" text-anchor="middle">%.3g</text>' % (sx(x), sy(y) - 8, y))
-        o.append('<text x="%d" y="%.1f" fill="%s">%d task%s on the node</text>'
+        o.append('<text x="%d" y="%.1f" fill="%s">%d task%s</text>'
                  % (W - R + 8, sy(pts[-1][1]) + 4, col, k, "" if k == 1 else "s"))
     o.append("</svg>")
     return "\n".join(o) + "\n"
@@ -132,7 +132,9 @@ def main():
         for line in f:
             if line.strip():
                 r = json.loads(line)
-                rows[r["nodes"]] = r  # the latest run of each size
+                # The latest figure of each size: a run of some steps only
+                # (run.py --steps) replaces those figures, not the others.
+                rows.setdefault(r["nodes"], {}).update(r)
     rows = list(rows.values())
     for key, title, unit, target in FIGURES:
         if not any(r.get(key) is not None for r in rows):

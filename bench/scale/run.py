@@ -353,6 +353,25 @@ def step_known(ctl, n, r, a):
     r["queue_page_ms"] = timed(cli("queue", "--limit", "100"))
     r["nodes_cli_page_ms"] = timed(cli("nodes", "--limit", "100"))
     r["nodes_cli_ms"] = timed(cli("nodes"))
+    if a.cli_before:
+        # The same table from a sluice that fetches every node at once,
+        # interleaved with this one's, wall and CPU time (the client's
+        # parsing and table are most of it).
+        before = lambda: subprocess.run(  # noqa: E731
+            [a.cli_before, "nodes"], env=env, stdout=subprocess.DEVNULL, check=True)
+        w = {"now": [], "before": []}
+        u = {"now": [], "before": []}
+        for _ in range(5):
+            for key, fn in (("now", cli("nodes")), ("before", before)):
+                c0, t0 = os.times(), time.perf_counter()
+                fn()
+                c1 = os.times()
+                w[key].append((time.perf_counter() - t0) * 1000)
+                u[key].append((c1.children_user + c1.children_system - c0.children_user -
+                               c0.children_system) * 1000)
+        for key, name in (("now", "nodes_cli"), ("before", "nodes_cli_before")):
+            r[name + "_pair_ms"] = sorted(w[key])[2]
+            r[name + "_cpu_ms"] = sorted(u[key])[2]
     r["rss_mib"] = rss_mib(ctl.proc.pid)
     print("  %d jobs known: /v1/nodes %.1f ms (?limit=100: %.1f ms, its last page %.1f ms), "
           "sluice nodes %.1f ms (--limit 100: %.1f ms), sluice queue (100) %.1f ms, "
@@ -360,6 +379,11 @@ def step_known(ctl, n, r, a):
               r["known_jobs"], r["nodes_ms"], r["nodes_page_ms"], r["nodes_page_last_ms"],
               r["nodes_cli_ms"], r["nodes_cli_page_ms"], r["queue_page_ms"], r["metrics_ms"],
               r["rss_mib"]), flush=True)
+    if a.cli_before:
+        print("  sluice nodes interleaved with %s nodes: %.1f ms (CPU %.0f ms) against %.1f ms "
+              "(CPU %.0f ms)" % (a.cli_before, r["nodes_cli_pair_ms"], r["nodes_cli_cpu_ms"],
+                                 r["nodes_cli_before_pair_ms"], r["nodes_cli_before_cpu_ms"]),
+              flush=True)
     return run_ids
 
 
@@ -606,6 +630,9 @@ def main():
     ap.add_argument("--steps", default=",".join(STEPS),
                     help="comma-separated, of %s (registration always runs; restart needs known; "
                          "failure has a controller of its own)" % ",".join(STEPS + ["failure"]))
+    ap.add_argument("--cli-before", default=None,
+                    help="known: also time this sluice binary's `sluice nodes` (e.g. one built "
+                         "before paging, which asks for every node at once)")
     ap.add_argument("--fail-jobs", default="10000,50000,100000",
                     help="failure: jobs finished before the failures, in turn")
     ap.add_argument("--fail-tasks", default="1,8,64", help="failure: tasks on the failed node, in turn")
