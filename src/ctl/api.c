@@ -12,6 +12,10 @@
  * per-task resources) are formatted once (first listing) into j->row; a listing formats
  * only state, nodes, time and reason, in a first pass that also finds each
  * column's width, and a second pass writes the padded rows.
+ *
+ * GET /v1/nodes pages by name (keyset): the node ids in name order are
+ * kept sorted (nodes.c, re-sorted only after a node registers), and a page
+ * is a binary search for `after` in them, then the page's nodes.
  */
 #include <stdint.h>
 #include <stdio.h>
