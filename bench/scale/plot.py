@@ -6,7 +6,11 @@ and, dotted, the line through the smallest size's point that linear growth
 would follow, so that growth faster than linear shows as points above it.
 Plain SVG written here (no plotting library).
 
-    /usr/bin/python3 bench/scale/plot.py [results.jsonl]
+    /usr/bin/python3 bench/scale/plot.py [results.jsonl [failure.jsonl]]
+
+and bench/scale/failure.jsonl (run.py --steps failure) as
+node_failure_ms.svg: one node failure's handling time against the jobs
+known, a line per count of tasks on the failed node.
 """
 
 import json
@@ -74,6 +78,53 @@ def svg(rows, key, title, unit, target):
     return "\n".join(o) + "\n"
 
 
+COLOURS = ["#1f5fa8", "#d9822b", "#3a9a4a", "#a83a3a", "#7a4fa8"]
+
+
+def svg_failure(rows):
+    """node_failure_ms.svg: the median handling time of one node failure
+    (sluice_node_failure_handling_seconds) against the jobs known, one
+    line per count of tasks on the failed node."""
+    by = {}
+    for r in rows:
+        by.setdefault(r["tasks"], {}).setdefault(r["jobs_target"], []).append(r["handling_ms"])
+    series = {k: sorted((j, sorted(v)[len(v) // 2]) for j, v in d.items()) for k, d in by.items()}
+    W, H, L, R, T, B = 560, 340, 70, 80, 40, 50
+    xmax = max(j for pts in series.values() for j, _ in pts) * 1.05
+    ymax = max(y for pts in series.values() for _, y in pts) * 1.3 or 1
+    sx = lambda x: L + (W - L - R) * x / xmax  # noqa: E731
+    sy = lambda y: H - B - (H - T - B) * y / ymax  # noqa: E731
+    n = rows[0]["nodes"]
+    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+         'font-size="11">' % (W, H),
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="%d" y="20" font-size="13">One node failure among %s nodes: handling time '
+         '(median), by tasks on the node</text>' % (L, format(n, ",")),
+         '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, H - B, W - R, H - B),
+         '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, T, L, H - B)]
+    for i in range(6):
+        y = ymax * i / 5
+        o.append('<text x="%d" y="%.1f" text-anchor="end">%.3g</text>' % (L - 5, sy(y) + 4, y))
+        o.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/>' % (L, sy(y), W - R, sy(y)))
+    for x in sorted({j for pts in series.values() for j, _ in pts}):
+        o.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (sx(x), H - B + 15, format(x, ",")))
+    o.append('<text x="%d" y="%d" text-anchor="middle">jobs known (finished, kept in memory)</text>'
+             % ((L + W - R) // 2, H - 12))
+    o.append('<text x="14" y="%d" transform="rotate(-90 14 %d)" text-anchor="middle">ms</text>'
+             % ((T + H - B) // 2, (T + H - B) // 2))
+    for i, k in enumerate(sorted(series)):
+        pts, col = series[k], COLOURS[i % len(COLOURS)]
+        o.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'
+                 % (col, " ".join("%.1f,%.1f" % (sx(x), sy(y)) for x, y in pts)))
+        for x, y in pts:
+            o.append('<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>' % (sx(x), sy(y), col))
+            o.append('<text x="%.1f" y="%.1f" text-anchor="middle">%.3g</text>' % (sx(x), sy(y) - 8, y))
+        o.append('<text x="%d" y="%.1f" fill="%s">%d task%s</text>'
+                 % (W - R + 8, sy(pts[-1][1]) + 4, col, k, "" if k == 1 else "s"))
+    o.append("</svg>")
+    return "\n".join(o) + "\n"
+
+
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results.jsonl")
     rows = {}
@@ -81,13 +132,25 @@ def main():
         for line in f:
             if line.strip():
                 r = json.loads(line)
-                rows[r["nodes"]] = r  # the latest run of each size
+                # The latest figure of each size: a run of some steps only
+                # (run.py --steps) replaces those figures, not the others.
+                rows.setdefault(r["nodes"], {}).update(r)
     rows = list(rows.values())
     for key, title, unit, target in FIGURES:
         if not any(r.get(key) is not None for r in rows):
             continue
         with open(os.path.join(HERE, key + ".svg"), "w") as f:
             f.write(svg(rows, key, title, unit, target))
+    # run.py --steps failure: the latest run's rows (its "time" stamps).
+    fpath = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "failure.jsonl")
+    if os.path.exists(fpath):
+        with open(fpath) as f:
+            frows = [json.loads(line) for line in f if line.strip()]
+        if frows:
+            args = frows[-1]["args"]
+            run = [r for r in frows if r["args"] == args and r["nodes"] == frows[-1]["nodes"]]
+            with open(os.path.join(HERE, "node_failure_ms.svg"), "w") as f:
+                f.write(svg_failure(run))
 
 
 if __name__ == "__main__":

@@ -722,10 +722,58 @@ int cli_cmd_cancel(cli_t *c) {
 
 /* ---- nodes, tenants ---- */
 
+/* GET /v1/nodes a page at a time (by name, ?limit=&after=, docs/api.md)
+ * into *out as one {"nodes":[...]} object, as the unpaged answer was: 1,000
+ * nodes a page, or fewer so that --limit N takes at most N in all
+ * (`--limit 100`: one page of 100). A sluiced older than paging answers
+ * every node at once without next_after: that is the last page, cut to
+ * --limit here. */
+static int nodes_fetch(cli_t *c, json_t **out) {
+    long long lim = -1;
+    if (cli_has(c, "limit") && parse_num(c, "limit", 1, 1000000000LL, &lim)) return CLI_EUSAGE;
+    const long long page_max = 1000;
+    json_t *all = json_array();
+    char *after = NULL;
+    int rc = CLI_OK;
+    for (;;) {
+        long long left = lim < 0 ? page_max : lim - (long long)json_array_size(all);
+        char path[512] = "", num[32], full[540];
+        snprintf(num, sizeof num, "%lld", left < page_max ? left : page_max);
+        url_append(path, sizeof path, "limit", num);
+        if (after) url_append(path, sizeof path, "after", after);
+        snprintf(full, sizeof full, "/v1/nodes%s", path);
+        json_t *page = NULL;
+        if ((rc = cli_call(c, "GET", full, NULL, &page)) != CLI_OK) break;
+        json_t *nodes = json_object_get(page, "nodes"), *next = json_object_get(page, "next_after");
+        size_t i;
+        json_t *n;
+        json_array_foreach(nodes, i, n) {
+            if (lim >= 0 && (long long)json_array_size(all) >= lim) break;
+            json_array_append(all, n);
+        }
+        /* Go on while the server says where, it moved forward (names
+         * only grow along the pages) and --limit wants more. */
+        bool more = json_is_string(next) && json_array_size(nodes) > 0 &&
+                    (after == NULL || strcmp(json_string_value(next), after) > 0) &&
+                    (lim < 0 || (long long)json_array_size(all) < lim);
+        free(after);
+        after = more ? strdup(json_string_value(next)) : NULL;
+        json_decref(page);
+        if (after == NULL) break;
+    }
+    free(after);
+    if (rc != CLI_OK) {
+        json_decref(all);
+        return rc;
+    }
+    *out = json_pack("{s:o}", "nodes", all);
+    return CLI_OK;
+}
+
 int cli_cmd_nodes(cli_t *c) {
     if (c->npos > 0) return cli_usage_error(c, "unexpected argument \"%s\"", c->pos[0]);
     json_t *out = NULL;
-    int rc = cli_call(c, "GET", "/v1/nodes", NULL, &out);
+    int rc = nodes_fetch(c, &out);
     if (rc != CLI_OK) return rc;
     if (c->json) {
         cli_print_json(out);

@@ -60,6 +60,10 @@ static const cli_opt_t queue_opts[] = {
 
 static const cli_opt_t none_opts[] = {{0}};
 
+static const cli_opt_t nodes_opts[] = {
+    {"limit", 0, "N", 0, "at most N nodes, the first by name (one request up to 1,000)"},
+    {0}};
+
 static const cli_opt_t report_opts[] = {
     {"since", 0, "DURATION", 0, "the window: the last DURATION (e.g. 90m, 24h, 30d; default 24h)"},
     {"tenant", 0, "TENANT", 0, "only this tenant's jobs (a tenant token: its own only)"},
@@ -138,7 +142,10 @@ static const cli_cmd_t commands[] = {
     {"show", "JOB", "show a job: state, placement, and why it waits", NULL, cli_cmd_show, none_opts, 0},
     {"cancel", "JOB...", "cancel jobs (running tasks get SIGTERM, then SIGKILL)", NULL,
      cli_cmd_cancel, none_opts, 0},
-    {"nodes", "", "list nodes and their free capacity", NULL, cli_cmd_nodes, none_opts, 0},
+    {"nodes", "", "list nodes and their free capacity, by name",
+     "The nodes are fetched from the controller 1,000 a page (GET /v1/nodes?limit=&after=)\n"
+     "and printed as one table.",
+     cli_cmd_nodes, nodes_opts, 0},
     {"tenants", "", "list tenants, their usage and dominant share", NULL, cli_cmd_tenants, none_opts, 0},
     {"drain", "NODE", "take no new work on a node; stop what is left at --deadline",
      "The tasks left at the deadline get their priority class's signal, then\n"

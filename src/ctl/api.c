@@ -12,7 +12,12 @@
  * per-task resources) are formatted once (first listing) into j->row; a listing formats
  * only state, nodes, time and reason, in a first pass that also finds each
  * column's width, and a second pass writes the padded rows.
+ *
+ * GET /v1/nodes pages by name (keyset): the node ids in name order are
+ * kept sorted (nodes.c, re-sorted only after a node registers), and a page
+ * is a binary search for `after` in them, then the page's nodes.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -614,14 +619,66 @@ void ctl_jobs_list(ctl_t *c, const ctl_list_query_t *q, ctl_buf_t *b, uint64_t *
 
 /* ---- GET /v1/nodes and /v1/tenants ---- */
 
-void ctl_api_nodes(ctl_t *c, ctl_buf_t *b) {
+int ctl_api_nodes(ctl_t *c, const char *limit, const char *after, ctl_buf_t *b, const char **field,
+                  char *err, size_t errlen) {
+    if (limit == NULL && after == NULL) { /* unpaged, as before issue 14 */
+        ctl_buf_puts(b, "{\"nodes\":[");
+        for (size_t i = 0; i < c->nnodes; i++) {
+            if (i)
+                ctl_buf_putc(b, ',');
+            ctl_node_write(c, b, (uint32_t)i);
+        }
+        ctl_buf_puts(b, "]}\n");
+        return 0;
+    }
+    size_t lim = SIZE_MAX;
+    if (limit != NULL) {
+        char *end;
+        long long v = *limit >= '0' && *limit <= '9' ? strtoll(limit, &end, 10) : -1;
+        if (v < 1 || v > CTL_LIST_MAX_LIMIT || *end != '\0') {
+            *field = "limit";
+            snprintf(err, errlen, "limit: must be a whole number from 1 to %d", CTL_LIST_MAX_LIMIT);
+            return -1;
+        }
+        lim = (size_t)v;
+    }
+    if (after != NULL && (after[0] == '\0' || strlen(after) >= SL_NAME_MAX)) {
+        *field = "after";
+        snprintf(err, errlen, "after: must be a node name of 1 to %d bytes (the next_after of the "
+                              "previous page)", SL_NAME_MAX - 1);
+        return -1;
+    }
+    /* Keyset paging: the first node whose name sorts after `after` is
+     * found by binary search in the name order, so a page costs
+     * O(log N + its nodes), and names never change, so walking the pages
+     * lists every node exactly once whatever registers meanwhile (a node
+     * that registers during the walk is listed if its name sorts after
+     * the page being read). */
+    size_t n;
+    const uint32_t *ids = ctl_nodes_by_name(c, &n);
+    size_t lo = 0, hi = n;
+    while (after != NULL && lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ctl_node_name(c, (int32_t)ids[mid]), after) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t k = n - lo < lim ? n - lo : lim;
+    ctl_buf_reserve(b, 700 * k + 64);
     ctl_buf_puts(b, "{\"nodes\":[");
-    for (size_t i = 0; i < c->nnodes; i++) {
+    for (size_t i = 0; i < k; i++) {
         if (i)
             ctl_buf_putc(b, ',');
-        ctl_node_write(c, b, (uint32_t)i);
+        ctl_node_write(c, b, ids[lo + i]);
     }
-    ctl_buf_puts(b, "]}\n");
+    ctl_buf_puts(b, "],\"next_after\":");
+    if (lo + k < n)
+        ctl_buf_jstr(b, ctl_node_name(c, (int32_t)ids[lo + k - 1]));
+    else
+        ctl_buf_puts(b, "null");
+    ctl_buf_puts(b, "}\n");
+    return 0;
 }
 
 static void tenant_res_write(ctl_buf_t *b, sl_res_t r) {

@@ -32,8 +32,18 @@ typedef struct ctl_list_query {
 void ctl_jobs_list(ctl_t *c, const ctl_list_query_t *q, ctl_buf_t *b, uint64_t *next_after,
                    int64_t *count);
 
-/* GET /v1/nodes' body: {"nodes":[...]} with every node (ctl_node_write). */
-void ctl_api_nodes(ctl_t *c, ctl_buf_t *b);
+/* GET /v1/nodes' body from its query parameters (NULL when absent;
+ * docs/api.md). Without `limit` and `after`: {"nodes":[...]} with every
+ * node in registration order (ctl_node_write), as before paging, O(N).
+ * With either: one page in name order (bytewise), the nodes whose names
+ * sort after `after` (all without it), at most `limit` of them (1 to
+ * CTL_LIST_MAX_LIMIT; no cap without it), then "next_after": the last
+ * listed name when more follow, else null. O(log N + page), plus
+ * O(N log N) once after nodes were added (ctl_nodes_by_name). 0, or -1 for
+ * a bad value with nothing appended: *field is the parameter's name and
+ * err says why (the caller answers 400). */
+int ctl_api_nodes(ctl_t *c, const char *limit, const char *after, ctl_buf_t *b, const char **field,
+                  char *err, size_t errlen);
 
 /* GET /v1/tenants' body: the configured tenants the caller may see (the
  * admin all, a tenant token its own): weight, quota, pending and running

@@ -139,6 +139,10 @@ typedef struct ctl {
 
     ctl_node_t **nodes;    /* by core node id (nodes.c) */
     size_t nnodes, nodes_cap;
+    /* The node ids in name order for GET /v1/nodes' pages (nodes.c,
+     * ctl_nodes_by_name), rebuilt when nodes were added since. */
+    uint32_t *by_name;
+    size_t nby_name;
     uint32_t hello_stamp;  /* the last reconciliation's stamp (ctl_task_t.seen) */
     /* Ids of jobs whose requeue waits for their lost tasks to be fenced
      * (jobs.c, ctl_job_t.requeue_after_mono_us); the sweep requeues them. */

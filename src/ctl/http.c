@@ -118,7 +118,8 @@ static const route_t routes[] = {
     {EVHTTP_REQ_DELETE, "/v1/jobs/{id}", h_cancel, AUTH_API, "cancel a job"},
     {EVHTTP_REQ_GET, "/v1/jobs/{id}/logs", h_logs, AUTH_API,
      "a task's output, fetched from its agent (?task= ?offset= ?limit=)"},
-    {EVHTTP_REQ_GET, "/v1/nodes", h_nodes, AUTH_API, "nodes with capacity and free resources"},
+    {EVHTTP_REQ_GET, "/v1/nodes", h_nodes, AUTH_API,
+     "nodes with capacity and free resources (?limit= ?after=: a page by name)"},
     {EVHTTP_REQ_GET, "/v1/tenants", h_tenants, AUTH_API, "tenants with usage and DRF share"},
     {EVHTTP_REQ_GET, "/metrics", h_metrics, AUTH_API, "Prometheus text format"},
     {EVHTTP_REQ_GET, "/v1/report", h_report, AUTH_API,
@@ -852,7 +853,13 @@ void ctl_http_logs_expire(ctl_http_t *hs) {
 static void h_nodes(hreq_t *h) {
     ctl_buf_t b;
     ctl_buf_init(&b);
-    ctl_api_nodes(h->c, &b);
+    const char *field = NULL, *limit = evhttp_find_header(&h->query, "limit");
+    char err[200];
+    if (ctl_api_nodes(h->c, limit, evhttp_find_header(&h->query, "after"), &b, &field, err, sizeof err) < 0) {
+        ctl_buf_fini(&b);
+        http_error(h->hs, h->req, 400, "invalid_field", field, "%s", err);
+        return;
+    }
     send_json(h->hs, h->req, 200, &b);
 }
 

@@ -766,6 +766,7 @@ void ctl_node_failed(ctl_t *c, uint32_t node, const char *why) {
     if (name[0] == '\0')
         name = "?";
     sl_log(SL_LOG_WARN, "node", "node=%s down: %s", name, why);
+    int64_t t0 = ctl_mono_us(); /* the handling, for /metrics (obs.h) */
     c->n.node_failures++;
     ctl_node_t *fn = ctl_node_get(c, node);
     if (fn != NULL)
@@ -781,6 +782,7 @@ void ctl_node_failed(ctl_t *c, uint32_t node, const char *why) {
         ctl_job_lose(c, n->tasks->job, node, -1, why2);
     c->sched_dirty = true;
     kick(c);
+    ctl_hist_observe(&c->obs.node_failure, ctl_mono_us() - t0);
 }
 
 /* ---- the sweep ---- */

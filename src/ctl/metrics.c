@@ -242,6 +242,26 @@ static void hist_lines(ctl_t *c, ctl_buf_t *b, const char *name, size_t off) {
     }
 }
 
+/* A histogram without labels: cumulative buckets, +Inf, _sum, _count. */
+static void hist_plain(ctl_buf_t *b, const char *name, const ctl_hist_t *h) {
+    uint64_t cum = 0;
+    for (int k = 0; k < CTL_HIST_NB; k++) {
+        cum += h->bucket[k];
+        sample2(b, name, "_bucket", "le", ctl_hist_le_text[k], NULL, NULL);
+        ctl_buf_u64(b, cum);
+        ctl_buf_putc(b, '\n');
+    }
+    sample2(b, name, "_bucket", "le", "+Inf", NULL, NULL);
+    ctl_buf_u64(b, h->count);
+    ctl_buf_printf(b, "\n%s_sum ", name);
+    ctl_buf_time(b, h->sum_us);
+    ctl_buf_printf(b, "\n%s_count %llu\n", name, (unsigned long long)h->count);
+}
+
+static void m_node_failure(ctl_t *c, ctl_buf_t *b, const char *name) {
+    hist_plain(b, name, &c->obs.node_failure);
+}
+
 static void m_queueing(ctl_t *c, ctl_buf_t *b, const char *name) {
     hist_lines(c, b, name, offsetof(ctl_tenant_obs_t, queueing));
 }
@@ -519,6 +539,9 @@ static const metric_t metrics[] = {
     {"sluice_tasks_launched_total", "counter", "Launch messages sent to agents.", m_launched},
     {"sluice_tasks_ended_total", "counter", "Tasks that exited, failed to launch or were lost.", m_exited},
     {"sluice_node_failures_total", "counter", "Nodes declared down.", m_node_fail},
+    {"sluice_node_failure_handling_seconds", "histogram",
+     "Time to handle a node declared down: mark it, lose its tasks, requeue or fail their jobs.",
+     m_node_failure},
     {"sluice_requeues_total", "counter", "Jobs requeued after a node failure or a preemption.", m_requeues},
     {"sluice_preemptions_total", "counter",
      "Preemptions (whole jobs or elastic shrinks) of each tenant's jobs, by reason: priority, "

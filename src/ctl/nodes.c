@@ -1,7 +1,9 @@
 /*
- * nodes.c - the node table (by core node id, grown by doubling) and the
- * per-node lists of live tasks (see nodes.h).
+ * nodes.c - the node table (by core node id, grown by doubling), the
+ * per-node lists of live tasks, and the node ids in name order for the
+ * API's pages (see nodes.h).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "nodes.h"
@@ -45,6 +47,37 @@ void ctl_nodes_fini(ctl_t *c) {
     sl_free(c->nodes);
     c->nodes = NULL;
     c->nnodes = c->nodes_cap = 0;
+    sl_free(c->by_name);
+    c->by_name = NULL;
+    c->nby_name = 0;
+}
+
+typedef struct named {
+    const char *name;
+    uint32_t id;
+} named_t;
+
+static int cmp_named(const void *a, const void *b) {
+    return strcmp(((const named_t *)a)->name, ((const named_t *)b)->name);
+}
+
+const uint32_t *ctl_nodes_by_name(ctl_t *c, size_t *n) {
+    if (c->nby_name != c->nnodes) {
+        /* The names are copied out with their ids first so that the sort
+         * compares strings without a context argument (no qsort_r). */
+        size_t k = c->nnodes;
+        named_t *v = sl_xmalloc((k ? k : 1) * sizeof *v);
+        for (size_t i = 0; i < k; i++)
+            v[i] = (named_t){ctl_node_name(c, (int32_t)i), (uint32_t)i};
+        qsort(v, k, sizeof *v, cmp_named);
+        c->by_name = sl_xrealloc(c->by_name, (k ? k : 1) * sizeof *c->by_name);
+        for (size_t i = 0; i < k; i++)
+            c->by_name[i] = v[i].id;
+        sl_free(v);
+        c->nby_name = k;
+    }
+    *n = c->nby_name;
+    return c->by_name;
 }
 
 void ctl_node_link(ctl_t *c, ctl_job_t *j, int32_t i) {

@@ -22,6 +22,12 @@ const char *ctl_node_name(ctl_t *c, int32_t id);
 /* The core state of node id when it is up: draining while a drain holds
  * it (drain.c), else up. O(1). */
 sl_node_state_t ctl_node_up_state(ctl_t *c, uint32_t id);
+/* The ids of every node (0..nnodes-1) sorted by name, bytewise (strcmp),
+ * their count in *n: the order GET /v1/nodes pages in. Nodes are only ever
+ * added, never renamed or removed, so the order is rebuilt, O(N log N),
+ * only on the first call after one was added, and is O(1) otherwise. The
+ * array is c's, valid until the next call. */
+const uint32_t *ctl_nodes_by_name(ctl_t *c, size_t *n);
 /* Frees every node record (their tasks' links are not touched). */
 void ctl_nodes_fini(ctl_t *c);
 

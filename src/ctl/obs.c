@@ -35,6 +35,7 @@ void ctl_obs_init(ctl_obs_t *o, size_t ntenants) {
     o->cycle_t0_mono_us = 0;
     o->cycle_decided_us = -1;
     o->frag_wl = NULL;
+    o->node_failure = (ctl_hist_t){{0}, 0, 0};
 }
 
 void ctl_obs_fini(ctl_obs_t *o) {

@@ -61,6 +61,11 @@ typedef struct ctl_obs {
      * shapes, kept across scrapes so that its memo is allocated once.
      * NULL until the first scrape with pending jobs; owned. */
     sl_workload_t *frag_wl;
+    /* How long each node failure took to handle (jobs.c, ctl_node_failed:
+     * the node marked down, each of its tasks lost and its job requeued or
+     * failed), so that its cost can be seen to follow the node's tasks,
+     * not the jobs ever submitted (docs/scale.md). */
+    ctl_hist_t node_failure;
 } ctl_obs_t;
 
 /* Sizes o for ntenants tenants, all zero. Can't fail (aborts on OOM). */

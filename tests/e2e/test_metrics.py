@@ -260,3 +260,28 @@ def test_metrics_fairness_starved_then_fair(controller, fake_agent):
     assert get("sluice_tenant_share_deficit_ratio", tenant="alice") == pytest.approx(0)
     assert get("sluice_tenant_share_deficit_ratio", tenant="bob") == pytest.approx(0)
     assert get("sluice_jobs_completed_total", tenant="alice", state="succeeded") == 4
+
+
+def test_metrics_node_failure_handling_histogram(controller_factory, fake_agent):
+    """sluice_node_failure_handling_seconds (issue 14): one observation per
+    node declared down, none before; checked by the strict parser and
+    promtool like every scrape."""
+    ctl = controller_factory(config_overrides={"node_timeout": 1, "heartbeat": 1})
+    h = "sluice_node_failure_handling_seconds"
+    get = scrape(ctl)
+    assert get.types[h] == "histogram"
+    assert get(h + "_count") == 0 and get(h + "_bucket", le="+Inf") == 0 and get(h + "_sum") == 0
+    f = fake_agent("n1", ctl=ctl, gpus=8)
+    f.start_heartbeats(0.2)
+    jobs = [ctl.submit({"command": ["x"], "gpus": 1}) for _ in range(3)]
+    for j in jobs:
+        ctl.wait_job(j["id"], "running")
+    f.close()  # no more heartbeats: node_timeout later it is down
+    ctl.wait_node("n1", "down", timeout=20)
+    get = scrape(ctl)
+    assert get("sluice_node_failures_total") == 1
+    assert get(h + "_count") == 1 and get(h + "_bucket", le="+Inf") == 1
+    assert get(h + "_bucket", le="86400") == 1  # a day: no handling takes that long
+    assert get(h + "_sum") >= 0
+    for j in jobs:
+        assert ctl.job(j["id"])["requeues"] == 1
