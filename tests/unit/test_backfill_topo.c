@@ -163,6 +163,47 @@ static void test_backfill_topo_host_reservation(void **state) {
     sl_cluster_destroy(cl);
 }
 
+/* The groups follow the nodes' states from cycle to cycle (the sorted
+ * order is kept, a node that is not up is in no group): with n1 draining,
+ * rack r0 cannot hold the 2-node gang, so the reservation moves to r1 at
+ * 300 (the cluster shrank: the promise is conditional on that); with n1 up
+ * again it is back on r0 at 100; a rack added later holds it at once. */
+static void test_backfill_topo_follows_node_states(void **state) {
+    (void)state;
+    sl_cluster_t *cl;
+    sl_cluster_create(&cl);
+    uint32_t n0 = add(cl, "n0", "b0/r0", 8), n1 = add(cl, "n1", "b0/r0", 8);
+    uint32_t n2 = add(cl, "n2", "b0/r1", 8), n3 = add(cl, "n3", "b0/r1", 8);
+    sl_sched_t *s = mk(cl);
+    adopt(s, 1, n0, 8, 100);
+    adopt(s, 2, n2, 8, 300);
+    adopt(s, 3, n3, 8, 300);
+    sub(s, 10, 1, 2, 8, 1000, SL_TOPO_RACK);
+    sl_cycle_stats_t st;
+    sl_sched_cycle(s, 10, NULL, NULL, &st);
+    assert_int_equal(st.reserved_at_us, 100);
+    assert_int_equal(sl_cluster_set_state(cl, n1, SL_NODE_DRAINING), 0);
+    sl_sched_cycle(s, 20, NULL, NULL, &st);
+    assert_int_equal(st.reserved_job, 10);
+    assert_int_equal(st.reserved_at_us, 300);
+    assert_int_equal(sl_cluster_set_state(cl, n1, SL_NODE_UP), 0);
+    sl_sched_cycle(s, 30, NULL, NULL, &st);
+    assert_int_equal(st.reserved_at_us, 100);
+    /* A new rack of two free nodes (nodes added: the order is rebuilt,
+     * with r2 sorted between r1's nodes' ids): the gang starts there. */
+    uint32_t n4 = add(cl, "n4", "b0/r2", 8);
+    add(cl, "n5", "b0/r0x", 8);
+    uint32_t n6 = add(cl, "n6", "b0/r2", 8);
+    assert_int_equal(sl_sched_cycle(s, 40, NULL, NULL, &st), 1);
+    const sl_job_t *g = sl_sched_job(s, 10);
+    assert_int_equal(sl_job_state(g), SL_JOB_RUNNING);
+    uint32_t a = sl_job_place(g, 0)->node, b = sl_job_place(g, 1)->node;
+    assert_true((a == n4 && b == n6) || (a == n6 && b == n4));
+    assert_int_equal(sl_sched_check(s), 0);
+    sl_sched_destroy(s);
+    sl_cluster_destroy(cl);
+}
+
 /* ---- randomised: the reserved job is never delayed ---- */
 
 typedef struct simjob {
@@ -294,6 +335,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_backfill_topo_rack_reservation, tu_teardown),
         cmocka_unit_test_teardown(test_backfill_topo_block_long_job_elsewhere, tu_teardown),
         cmocka_unit_test_teardown(test_backfill_topo_host_reservation, tu_teardown),
+        cmocka_unit_test_teardown(test_backfill_topo_follows_node_states, tu_teardown),
         cmocka_unit_test_teardown(test_backfill_topo_never_delays_reserved_random, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -112,8 +112,11 @@ typedef struct easy {
     easy_cand_t *cands;             /* candidate nodes at the shadow time */
     size_t cands_cap;
     /* scratch of a job that requires a topology level (easy_reserve_topo) */
-    struct easy_key *keys;          /* up nodes by group */
-    uint32_t *group_of;             /* node id -> group, or UINT32_MAX */
+    struct easy_key *keys;          /* every node, by group (kept across calls) */
+    size_t nkeys;                   /* entries of keys in use (0: none yet) */
+    int keys_level;                 /* the level keys are sorted for */
+    uint32_t ngroups;               /* groups of that level */
+    uint32_t *group_of;             /* node id -> group */
     uint32_t *gfirst;               /* group -> first index in keys (+ end) */
     int64_t *gsum;                  /* group -> tasks its nodes hold */
     size_t topo_cap;                /* entries of each */
@@ -212,6 +215,7 @@ static int32_t release_on_copy(easy_t *e, const sl_cluster_t *cl, const sl_task_
 /* A node's group key: its path, cut to the level's part (NULL: no path,
  * a group of its own). */
 typedef struct easy_key {
+    const char *labels; /* the node's, when the key was read */
     const char *key;
     uint32_t len;
     uint32_t node;
@@ -242,8 +246,11 @@ static bool same_key(const easy_key_t *a, const easy_key_t *b) {
  * tasks then. At that time the gang placer (topology.c) finds that group
  * (a rack or block whose count reaches the gang's; for a host, a node that
  * holds it all), so the promise holds under the same conditions as
- * easy_reserve's. O(N log N) to group the N nodes (by their paths) plus
- * easy_reserve's walk; only for such jobs, so other jobs pay nothing.
+ * easy_reserve's. O(N) pointer compares to check the grouping of the N
+ * nodes by their paths kept from the last call (O(N log N) to rebuild it
+ * when nodes were added), O(classes + nodes with room) for the sums now,
+ * plus easy_reserve's walk; only for such jobs, so other jobs pay
+ * nothing.
  */
 static bool easy_reserve_topo(easy_t *e, const sl_backfill_view_t *v, const sl_task_req_t *req,
                               int32_t count, int64_t now_us, sl_reservation_t *out) {
@@ -257,30 +264,49 @@ static bool easy_reserve_topo(easy_t *e, const sl_backfill_view_t *v, const sl_t
         e->gsum = sl_xrealloc(e->gsum, nnodes * sizeof *e->gsum);
         e->topo_cap = nnodes;
     }
-    /* Groups: runs of the up nodes sorted by key; others are in none. */
-    size_t nk = 0;
-    for (uint32_t id = 0; id < nnodes; id++) {
-        const sl_node_t *nd = sl_cluster_node(cl, id);
-        e->group_of[id] = UINT32_MAX;
-        if (nd->state != SL_NODE_UP) continue;
-        easy_key_t k = {.node = id};
-        size_t len;
-        if (level != SL_TOPO_HOST && sl_topo_path(nd->labels, &k.key, &len))
-            k.len = (uint32_t)(level == SL_TOPO_BLOCK ? sl_topo_block_len(k.key, len) : len);
-        e->keys[nk++] = k;
-    }
-    if (level != SL_TOPO_HOST && nk > 1) qsort(e->keys, nk, sizeof *e->keys, cmp_key);
-    uint32_t ng = 0, found_g = UINT32_MAX;
-    for (size_t i = 0; i < nk; i++) {
-        if (i == 0 || !same_key(&e->keys[i - 1], &e->keys[i])) {
-            e->gfirst[ng] = (uint32_t)i;
-            e->gsum[ng++] = 0;
+    /* Every node by its key, sorted, and grouped (nodes in any state: one
+     * that is not up holds nothing). A node's labels are fixed when it is
+     * added, so the grouping of the last call is kept while the nodes and
+     * their labels (by pointer) are the same and the level is: O(N)
+     * pointer compares; otherwise it is rebuilt, O(N log N). */
+    bool same = e->nkeys == nnodes && e->keys_level == level;
+    for (size_t i = 0; i < nnodes && same; i++)
+        same = sl_cluster_node(cl, e->keys[i].node)->labels == e->keys[i].labels;
+    if (!same) {
+        for (uint32_t id = 0; id < nnodes; id++) {
+            easy_key_t k = {.node = id, .labels = sl_cluster_node(cl, id)->labels};
+            size_t len;
+            if (level != SL_TOPO_HOST && sl_topo_path(k.labels, &k.key, &len))
+                k.len = (uint32_t)(level == SL_TOPO_BLOCK ? sl_topo_block_len(k.key, len) : len);
+            e->keys[id] = k;
         }
-        e->group_of[e->keys[i].node] = ng - 1;
-        e->gsum[ng - 1] += sl_node_fit_count(sl_cluster_node(cl, e->keys[i].node), req, count);
-        if (e->gsum[ng - 1] >= count && found_g == UINT32_MAX) found_g = ng - 1;
+        if (nnodes > 1) qsort(e->keys, nnodes, sizeof *e->keys, cmp_key);
+        uint32_t ng = 0;
+        for (size_t i = 0; i < nnodes; i++) {
+            if (i == 0 || !same_key(&e->keys[i - 1], &e->keys[i])) e->gfirst[ng++] = (uint32_t)i;
+            e->group_of[e->keys[i].node] = ng - 1;
+        }
+        e->gfirst[ng] = (uint32_t)nnodes;
+        e->ngroups = ng;
+        e->nkeys = nnodes;
+        e->keys_level = level;
     }
-    e->gfirst[ng] = (uint32_t)nk;
+
+    /* Tasks each group holds now: over the free-capacity classes that can
+     * take a task, so nodes with no room cost nothing. */
+    uint32_t found_g = UINT32_MAX;
+    memset(e->gsum, 0, e->ngroups * sizeof *e->gsum);
+    size_t nclasses = sl_cluster_class_count(cl);
+    for (size_t c = 0; c < nclasses; c++) {
+        int32_t f = sl_node_fit_count(sl_cluster_class_rep(cl, c), req, count);
+        if (f <= 0) continue;
+        uint32_t sz = sl_cluster_class_size(cl, c);
+        for (uint32_t m = 0; m < sz; m++) {
+            uint32_t g = e->group_of[sl_cluster_class_node(cl, c, m)];
+            e->gsum[g] += f;
+            if (e->gsum[g] >= count && found_g == UINT32_MAX) found_g = g;
+        }
+    }
 
     /* The running jobs by expected end, released on copies. */
     size_t ncopies = 0;
@@ -294,7 +320,6 @@ static bool easy_reserve_topo(easy_t *e, const sl_backfill_view_t *v, const sl_t
             int32_t d;
             release_on_copy(e, cl, j.req, pl, req, count, &ncopies, &d);
             uint32_t g = e->group_of[pl->node];
-            if (g == UINT32_MAX) continue; /* not up: holds nothing */
             e->gsum[g] += d;
             if (e->gsum[g] >= count && found_g == UINT32_MAX) found_g = g;
         }
