@@ -257,6 +257,7 @@ static bool easy_reserve_topo(easy_t *e, const sl_backfill_view_t *v, const sl_t
     const sl_cluster_t *cl = v->cluster;
     size_t nnodes = sl_cluster_node_count(cl);
     int level = req->topo_required;
+    if (nnodes == 0) return false; /* no group at all */
     if (nnodes > e->topo_cap) {
         e->keys = sl_xrealloc(e->keys, nnodes * sizeof *e->keys);
         e->group_of = sl_xrealloc(e->group_of, nnodes * sizeof *e->group_of);
