@@ -124,8 +124,10 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
     [SL_JS_TOPOLOGY_PREFERRED] = {"topology_preferred", "topology-preferred", 0,
                                   "host|rack|block", SL_FT_ENUM, 0, 0, 0, "host|rack|block", 0,
                                   "none", "",
-                                  "prefer one such group, spreading over the fewest when it "
-                                  "must (YAML: topology: {preferred: rack})"},
+                                  "prefer one such group: one block whenever one can hold "
+                                  "the gang (Kueue's meaning), else the default fewest racks, "
+                                  "then blocks (YAML: topology: {preferred: rack}); "
+                                  "docs/placement.md"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {

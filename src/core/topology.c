@@ -27,11 +27,21 @@
  *     their racks largest first; and, unless the job requires a block, the
  *     racks largest first over the whole cluster. The last is the fewest
  *     racks of all (largest-first is optimal for a count when capacities
- *     are independent, as here), so the rack count is always the least;
- *     the block count is the least whenever one block can hold the gang in
- *     that many racks, and otherwise a heuristic's (the exact choice is a
- *     covering problem): off in 4 of 229 random cases of the differential
- *     test (tests/unit/test_topology.c), never in the rack count.
+ *     are independent, as here), so the rack count is always the least.
+ *     When the best of these spans more blocks than a lower bound (the
+ *     blocks largest first), an exact search (fewest_blocks: a grouped
+ *     knapsack over the blocks, each giving its largest racks) finds the
+ *     fewest blocks that hold the gang in that many racks; its table is
+ *     bounded (FEWEST_BLOCKS_BUDGET, far beyond clusters of thousands of
+ *     nodes in racks of several), past which the heuristic's blocks stand.
+ *     The differential test against brute force (tests/unit/test_topology.c)
+ *     asserts the exact rack and block counts.
+ *     A job that prefers a level (topo_preferred, Kueue's
+ *     podset-preferred-topology: "one domain of this level if it fits, else
+ *     the next level up, else spread") is placed inside the block that
+ *     holds it in the fewest racks whenever one block can hold it, even if
+ *     a spread over blocks needs fewer racks; one node and one rack are
+ *     tried first anyway, so every preferred level means this here.
  *  4. Tasks are laid out in that order, rack by rack and node by node
  *     (most tasks first), so that ranks that are neighbours share a node,
  *     then a rack, then a block; rank 0's node is MASTER_ADDR's. Each
@@ -39,8 +49,6 @@
  * A job that requires a level and finds no single group of it with room
  * waits (SL_NOFIT), with a reason that names the level and the roomiest
  * group's count; SL_NOFIT_EVER when no group could hold it even empty.
- * A preferred level is what every gang gets anyway: the fewest groups of
- * the lowest level first, spreading only when it must.
  * On failure nothing is allocated and the cluster is left as it was.
  */
 #include <stdio.h> /* snprintf only: formats reasons, no I/O */
@@ -163,6 +171,85 @@ static int32_t take_racks(const group_t *racks, uint32_t r0, uint32_t r1, int64_
         used++;
     }
     return used;
+}
+
+/* The bound on fewest_blocks' table (entries x racks tried per entry),
+ * about 4 ms of work: beyond it the heuristic's blocks stand. */
+#define FEWEST_BLOCKS_BUDGET (UINT64_C(1) << 22)
+
+/*
+ * The fewest blocks whose racks hold n tasks in exactly nr racks, nr being
+ * the fewest racks of all, if fewer than kmax: a block that gives t racks
+ * gives its t largest (any other t of its racks hold less), so this is a
+ * grouped knapsack over the blocks, dp[j][k] = the most tasks j racks of k
+ * blocks hold, each block taking 0..nr of its racks. Blocks of one rack
+ * are interchangeable but for their counts, so only the nr largest of them
+ * are tried. Fills out[0..*nout) with the racks (block by block, largest
+ * first) and returns the block count; 0 when kmax blocks is already the
+ * least, or when the table would exceed FEWEST_BLOCKS_BUDGET (then the
+ * caller keeps its heuristic's choice). O(nb log nb + budget).
+ */
+static uint32_t fewest_blocks(const group_t *racks, const group_t *blocks, uint32_t nb, int32_t n,
+                              uint32_t nr, uint32_t kmax, uint32_t *out, uint32_t *nout) {
+    if (kmax < 2 || nr > 255) return 0;
+    uint32_t kk = kmax - 1; /* blocks to try: 1..kk */
+    rank_t *single = sl_xmalloc(nb * sizeof *single);
+    uint32_t *use = sl_xmalloc(nb * sizeof *use);
+    uint32_t nu = 0, ns = 0;
+    uint64_t cost = 0;
+    for (uint32_t b = 0; b < nb; b++) {
+        uint32_t nrb = blocks[b].end - blocks[b].first;
+        if (nrb == 1) single[ns++] = (rank_t){blocks[b].cnt, b};
+        else use[nu++] = b, cost += nrb < nr ? nrb : nr;
+    }
+    qsort(single, ns, sizeof *single, cmp_rank);
+    for (uint32_t q = 0; q < ns && q < nr; q++) use[nu++] = single[q].idx, cost++;
+    qsort(use, nu, sizeof *use, cmp_u32); /* block order, as racks[] */
+    size_t w = (size_t)(nr + 1) * (kk + 1);
+    uint32_t found = 0;
+    if (cost * w > FEWEST_BLOCKS_BUDGET) goto done;
+    int64_t *dp = sl_xmalloc(w * sizeof *dp);
+    uint8_t *ch = sl_xcalloc(nu * w, 1); /* racks block u took at (j, k) */
+    for (size_t i = 0; i < w; i++) dp[i] = -1;
+    dp[0] = 0;
+    for (uint32_t u = 0; u < nu; u++) {
+        const group_t *g = &blocks[use[u]];
+        uint32_t tmax = g->end - g->first < nr ? g->end - g->first : nr;
+        for (uint32_t j = nr; j >= 1; j--)
+            for (uint32_t k = kk; k >= 1; k--) {
+                int64_t add = 0;
+                for (uint32_t t = 1; t <= tmax && t <= j; t++) {
+                    add += racks[g->first + t - 1].cnt;
+                    int64_t from = dp[(size_t)(j - t) * (kk + 1) + k - 1];
+                    if (from < 0 || from + add <= dp[(size_t)j * (kk + 1) + k]) continue;
+                    dp[(size_t)j * (kk + 1) + k] = from + add;
+                    ch[u * w + (size_t)j * (kk + 1) + k] = (uint8_t)t;
+                }
+            }
+    }
+    uint32_t kbest = 0;
+    for (uint32_t k = 1; k <= kk && !kbest; k++)
+        if (dp[(size_t)nr * (kk + 1) + k] >= n) kbest = k;
+    if (kbest) {
+        /* Walk back: the last block that changed (j, k) took ch racks. */
+        uint32_t j = nr, k = kbest, m = 0;
+        for (uint32_t u = nu; u-- > 0 && j > 0;) {
+            uint32_t t = ch[u * w + (size_t)j * (kk + 1) + k];
+            if (!t) continue;
+            for (uint32_t i = 0; i < t; i++) out[m++] = blocks[use[u]].first + i;
+            j -= t;
+            k--;
+        }
+        qsort(out, m, sizeof *out, cmp_u32); /* block by block, largest first */
+        *nout = m;
+        found = kbest;
+    }
+    sl_free(ch);
+    sl_free(dp);
+done:
+    sl_free(use);
+    sl_free(single);
+    return found;
 }
 
 static void why(char *reason, size_t len, const sl_task_req_t *req, int32_t n, int level,
@@ -294,7 +381,14 @@ int sl__topo_place_gang(const sl__topo_ctx_t *tx, sl_cluster_t *cl, const sl_tas
             memcpy(chosen, alt, na * sizeof *alt);
             nch = na;
         }
-        if (level != SL_TOPO_BLOCK) {
+        /* The fewest blocks any set of the fewest racks can span: 2 when
+         * a block holds the gang but only in more racks than the fewest;
+         * else the blocks largest first (the fewest blocks of all). */
+        uint32_t lb = best_b >= 0 ? 2 : nblk;
+        /* A preferred level (Kueue's meaning): one block when one can hold
+         * the gang, whatever the racks it then needs. */
+        bool stay = best_b >= 0 && req->topo_preferred != SL_TOPO_ANY;
+        if (level != SL_TOPO_BLOCK && !stay) {
             uint32_t na = 0;
             int64_t need = n;
             for (uint32_t r = 0; r < nr; r++) order[r] = (rank_t){racks[r].cnt, r};
@@ -310,6 +404,15 @@ int sl__topo_place_gang(const sl__topo_ctx_t *tx, sl_cluster_t *cl, const sl_tas
             if (need <= 0 && (na < nch || (na == nch && ab < nblk))) {
                 memcpy(chosen, alt, na * sizeof *alt);
                 nch = na;
+                nblk = ab;
+            }
+            /* nch is now the fewest racks; make the blocks the fewest too. */
+            if (nblk > lb && nblk > 1) {
+                uint32_t nx = 0;
+                if (fewest_blocks(racks, blocks, nb, n, nch, nblk, alt, &nx) > 0) {
+                    memcpy(chosen, alt, nx * sizeof *alt);
+                    nch = nx;
+                }
             }
         }
     }

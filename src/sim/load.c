@@ -708,9 +708,9 @@ static int load_sluice_jobs(sim_trace_t *t, sim_csv_t *c, char *err, size_t errl
         {"tasks", false},      {"cpu", false},      {"memory", false},    {"gpus", false},
         {"gpu_share", false},  {"gpu_models", false}, {"pool", false},    {"priority", false},
         {"time_limit", false}, {"gpu_memory", false}, {"array", false}, {"min_tasks", false},
-        {"topology_required", false}};
+        {"topology_required", false}, {"topology_preferred", false}};
     enum { ID, TENANT, SUBMIT, DUR, TASKS, CPU, MEM, GPUS, SHARE, MODELS, POOL, PRIO, LIMIT, GMEM,
-           ARRAY, MINT, TOPO, NSPEC };
+           ARRAY, MINT, TOPO, TOPOPREF, NSPEC };
     int idx[NSPEC];
     int rc = header_map(c, specs, NSPEC, idx, err, errlen);
     if (rc < 0) return rc;
@@ -776,12 +776,13 @@ static int load_sluice_jobs(sim_trace_t *t, sim_csv_t *c, char *err, size_t errl
                       fld(&r, LIMIT));
             break;
         }
-        int lv = 0;
-        if (*fld(&r, TOPO) && (sl_topo_level_parse(fld(&r, TOPO), &lv) < 0 || lv == 0)) {
-            rc = ferr(&r, TOPO, "\"%s\" is not host, rack or block", fld(&r, TOPO));
-            break;
-        }
-        j.topo_required = (int16_t)lv;
+        int lv[2] = {0, 0}; /* topology_required, topology_preferred */
+        for (int k = 0, col = TOPO; k < 2 && rc >= 0; k++, col = TOPOPREF)
+            if (*fld(&r, col) && (sl_topo_level_parse(fld(&r, col), &lv[k]) < 0 || lv[k] == 0))
+                rc = ferr(&r, col, "\"%s\" is not host, rack or block", fld(&r, col));
+        if (rc < 0) break;
+        j.topo_required = (int16_t)lv[0];
+        j.topo_preferred = (int16_t)lv[1];
         j.name = sl_xstrdup(fld(&r, ID));
         j.tenant = sim_tenant_intern(t, *tn ? tn : "default");
         j.models = *fld(&r, MODELS) ? sl_xstrdup(fld(&r, MODELS)) : NULL;
@@ -928,6 +929,7 @@ int sim_job_req(const sim_job_t *j, sl_cluster_t *cl, bool sharing, sl_task_req_
                 char *err, size_t errlen) {
     sl_task_req_init(req);
     req->topo_required = j->topo_required;
+    req->topo_preferred = j->topo_preferred;
     req->cpu_milli = j->cpu_milli;
     req->mem_bytes = j->mem_bytes;
     if (j->gpus > 0) {

@@ -102,6 +102,7 @@ typedef struct sim_job {
     char *pool;            /* NULL = any */
     int32_t orig_gpus;     /* Philly: the GPUs the job asked for before splitting */
     int16_t topo_required; /* Sluice CSV `topology_required` (sluice/topology.h level) */
+    int16_t topo_preferred; /* Sluice CSV `topology_preferred` (the same levels) */
     /* Job arrays (Sluice CSV `array` column, arrays.c): the row's Slurm
      * text until the load expands it into one job per index; then each
      * element has its array's first element's trace index and limit. */

@@ -3,8 +3,9 @@
 racks that differ by at most one node; a replay on a nodes file with
 topology keeps each gang in one rack where the blind placement
 (`--topology off`) spreads it, and reports the racks and blocks a gang
-spans; a `topology_required` job no rack can hold is rejected; a bad path
-or level names its column.
+spans; a `topology_required` job no rack can hold is rejected; a
+`topology_preferred` gang stays in one block where the default spreads it
+over two in fewer racks; a bad path or level names its column.
 SLUICE_BUILD names the build directory (default: build/).
 """
 import collections
@@ -98,3 +99,31 @@ def test_required_rack_no_rack_can_hold_is_rejected_and_bad_values_name_the_colu
     bad.write_text("name,cpu,memory,gpus,topology\nn0,8,64Gi,0,b0//r1\n")
     p = run("replay", "--nodes", bad, "--jobs", jobs, ok=False)
     assert p.returncode == 1 and "topology" in p.stderr and "b0//r1" in p.stderr
+
+
+def test_preferred_block_stays_in_one_block(tmp_path):
+    """Block b0 has three racks of 2 nodes, b1 a rack of 4, b2 a rack of 3:
+    a 6-node gang by default spans the racks of 4 and 3 (2 racks, 2 blocks),
+    with topology_preferred (any level) the three racks of b0."""
+    nodes = tmp_path / "nodes.csv"
+    with open(nodes, "w") as f:
+        f.write("name,cpu,memory,gpus,gpu_model,gpu_memory,pool,topology\n")
+        racks = ["b0/r0"] * 2 + ["b0/r1"] * 2 + ["b0/r2"] * 2 + ["b1/r3"] * 4 + ["b2/r4"] * 3
+        for i, path in enumerate(racks):
+            f.write(f"n{i},64,512Gi,8,A100,80Gi,,{path}\n")
+    block = {f"n{i}": path.split("/")[0] for i, path in enumerate(racks)}
+    header = JOBS.strip() + ",topology_preferred\n"
+    seen = {}
+    for pref in ("", "block", "rack"):
+        jobs, per_job = tmp_path / f"jobs-{pref}.csv", tmp_path / f"out-{pref}.csv"
+        jobs.write_text(header + f"g,t,0,60,6,8,64Gi,8,,,,0,,,,{pref}\n")
+        run("replay", "--nodes", nodes, "--jobs", jobs, "--placement", "bestfit", "--check",
+            "--quiet", "--jobs-csv", per_job)
+        (row,) = list(csv.DictReader(open(per_job)))
+        seen[pref] = {block[n] for n in row["nodes"].split(";")}
+    assert seen[""] == {"b1", "b2"}
+    assert seen["block"] == seen["rack"] == {"b0"}
+    jobs = tmp_path / "bad.csv"
+    jobs.write_text(header + "g,t,0,60,6,8,64Gi,8,,,,0,,,,spine\n")
+    p = run("replay", "--nodes", nodes, "--jobs", jobs, ok=False)
+    assert p.returncode == 1 and "topology_preferred" in p.stderr and "spine" in p.stderr

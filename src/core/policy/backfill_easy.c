@@ -29,11 +29,24 @@
  * node-granular, as in Slurm: a long job may use no reserved node at all,
  * even one with room beyond what the reserved job needs.
  *
+ * A job that requires a topology level (topology.h: one host, rack or
+ * block) fits only inside one group of that level, which one sum over the
+ * cluster cannot see (it would promise a time at which the tasks fit only
+ * spread). Such a job gets a sum per group instead (easy_reserve_topo):
+ * the up nodes are grouped by their paths, each group's sum is kept as the
+ * running jobs are released on the same copies, the shadow time is the
+ * first expected end at which ONE group's sum reaches count, and the
+ * reserved nodes are that group's nodes that hold the most tasks then.
+ * Later jobs pass by the same rule: they end by the shadow time, or they
+ * use none of the reserved nodes (which lie in that one group).
+ *
  * Why the reservation holds: at the shadow time the reserved nodes are in
  * the copied state or better provided (a) running jobs end by their
  * estimate, (b) jobs started later either end by the shadow time or avoid
  * the reserved nodes. The gang placer finds a placement whenever the sum of
- * per-node counts reaches the gang size, so the job starts by then.
+ * per-node counts reaches the gang size, so the job starts by then; for a
+ * required level, whenever one group's sum does (topology.c takes a rack
+ * or block whose count reaches the gang's; one node that holds it all).
  *
  * Held across cycles (sched_cycle.c, docs/scheduling.md). The scheduler
  * asks for a reservation for the job that HOLDS it, not for whichever job is
@@ -98,6 +111,15 @@ typedef struct easy {
     size_t nodes_cap;               /* entries of copy_of and reserved */
     easy_cand_t *cands;             /* candidate nodes at the shadow time */
     size_t cands_cap;
+    /* scratch of a job that requires a topology level (easy_reserve_topo) */
+    struct easy_key *keys;          /* every node, by group (kept across calls) */
+    size_t nkeys;                   /* entries of keys in use (0: none yet) */
+    int keys_level;                 /* the level keys are sorted for */
+    uint32_t ngroups;               /* groups of that level */
+    uint32_t *group_of;             /* node id -> group */
+    uint32_t *gfirst;               /* group -> first index in keys (+ end) */
+    int64_t *gsum;                  /* group -> tasks its nodes hold */
+    size_t topo_cap;                /* entries of each */
     /* result */
     bool active;
     int64_t shadow_us;              /* the reserved start time */
@@ -119,6 +141,10 @@ static void easy_fini(void *st) {
     sl_free(e->copy_of);
     sl_free(e->reserved);
     sl_free(e->cands);
+    sl_free(e->keys);
+    sl_free(e->group_of);
+    sl_free(e->gfirst);
+    sl_free(e->gsum);
     sl_free(e->rnodes);
     sl_free(e);
 }
@@ -158,6 +184,179 @@ static bool easy_touches(const void *st, const sl_place_t *pls, int32_t n) {
 }
 
 /*
+ * Releases a running task at pl on the private copy of its node (made on
+ * first touch, with the blocked job's count there), as sl_cluster_release
+ * would. Returns the copy's index; *delta is the change in the tasks of
+ * req (capped at count) the node holds. O(gpus).
+ */
+static int32_t release_on_copy(easy_t *e, const sl_cluster_t *cl, const sl_task_req_t *jreq,
+                               const sl_place_t *pl, const sl_task_req_t *req, int32_t count,
+                               size_t *ncopies, int32_t *delta) {
+    int32_t ci = e->copy_of[pl->node];
+    if (ci < 0) {
+        size_t cap0 = e->copies_cap;
+        grow((void **)&e->copies, &e->copies_cap, *ncopies + 1, sizeof *e->copies);
+        if (e->copies_cap != cap0) /* copy_fit has the same capacity */
+            e->copy_fit = sl_xrealloc(e->copy_fit, e->copies_cap * sizeof *e->copy_fit);
+        ci = (int32_t)(*ncopies)++;
+        e->copies[ci] = *sl_cluster_node(cl, pl->node);
+        e->copy_fit[ci] = sl_node_fit_count(&e->copies[ci], req, count);
+        e->copy_of[pl->node] = ci;
+    }
+    sl__node_give_back(&e->copies[ci], jreq, pl); /* as sl_cluster_release */
+    int32_t f = sl_node_fit_count(&e->copies[ci], req, count);
+    *delta = f - e->copy_fit[ci];
+    e->copy_fit[ci] = f;
+    return ci;
+}
+
+/* ---- a job that requires a topology level ---- */
+
+/* A node's group key: its path, cut to the level's part (NULL: no path,
+ * a group of its own). */
+typedef struct easy_key {
+    const char *labels; /* the node's, when the key was read */
+    const char *key;
+    uint32_t len;
+    uint32_t node;
+} easy_key_t;
+
+static int cmp_key(const void *pa, const void *pb) {
+    const easy_key_t *a = pa, *b = pb;
+    if (!a->key != !b->key) return a->key ? -1 : 1;
+    if (a->key) {
+        size_t m = a->len < b->len ? a->len : b->len;
+        int c = memcmp(a->key, b->key, m);
+        if (c == 0 && a->len != b->len) c = a->len < b->len ? -1 : 1;
+        if (c != 0) return c;
+    }
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+static bool same_key(const easy_key_t *a, const easy_key_t *b) {
+    return a->key && b->key && a->len == b->len && memcmp(a->key, b->key, a->len) == 0;
+}
+
+/*
+ * The reservation of a job that requires one group of a topology level
+ * (host, rack or block; topology.h): the earliest expected end after which
+ * ONE group's nodes hold all `count` tasks (a sum per group, kept as the
+ * running jobs are released on copies, exactly as easy_reserve keeps one
+ * sum for the cluster), and the nodes of that group that hold the most
+ * tasks then. At that time the gang placer (topology.c) finds that group
+ * (a rack or block whose count reaches the gang's; for a host, a node that
+ * holds it all), so the promise holds under the same conditions as
+ * easy_reserve's. O(N) pointer compares to check the grouping of the N
+ * nodes by their paths kept from the last call (O(N log N) to rebuild it
+ * when nodes were added), O(classes + nodes with room) for the sums now,
+ * plus easy_reserve's walk; only for such jobs, so other jobs pay
+ * nothing.
+ */
+static bool easy_reserve_topo(easy_t *e, const sl_backfill_view_t *v, const sl_task_req_t *req,
+                              int32_t count, int64_t now_us, sl_reservation_t *out) {
+    const sl_cluster_t *cl = v->cluster;
+    size_t nnodes = sl_cluster_node_count(cl);
+    int level = req->topo_required;
+    if (nnodes == 0) return false; /* no group at all */
+    if (nnodes > e->topo_cap) {
+        e->keys = sl_xrealloc(e->keys, nnodes * sizeof *e->keys);
+        e->group_of = sl_xrealloc(e->group_of, nnodes * sizeof *e->group_of);
+        e->gfirst = sl_xrealloc(e->gfirst, (nnodes + 1) * sizeof *e->gfirst);
+        e->gsum = sl_xrealloc(e->gsum, nnodes * sizeof *e->gsum);
+        e->topo_cap = nnodes;
+    }
+    /* Every node by its key, sorted, and grouped (nodes in any state: one
+     * that is not up holds nothing). A node's labels are fixed when it is
+     * added, so the grouping of the last call is kept while the nodes and
+     * their labels (by pointer) are the same and the level is: O(N)
+     * pointer compares; otherwise it is rebuilt, O(N log N). */
+    bool same = e->nkeys == nnodes && e->keys_level == level;
+    for (size_t i = 0; i < nnodes && same; i++)
+        same = sl_cluster_node(cl, e->keys[i].node)->labels == e->keys[i].labels;
+    if (!same) {
+        for (uint32_t id = 0; id < nnodes; id++) {
+            easy_key_t k = {.node = id, .labels = sl_cluster_node(cl, id)->labels};
+            size_t len;
+            if (level != SL_TOPO_HOST && sl_topo_path(k.labels, &k.key, &len))
+                k.len = (uint32_t)(level == SL_TOPO_BLOCK ? sl_topo_block_len(k.key, len) : len);
+            e->keys[id] = k;
+        }
+        if (nnodes > 1) qsort(e->keys, nnodes, sizeof *e->keys, cmp_key);
+        uint32_t ng = 0;
+        for (size_t i = 0; i < nnodes; i++) {
+            if (i == 0 || !same_key(&e->keys[i - 1], &e->keys[i])) e->gfirst[ng++] = (uint32_t)i;
+            e->group_of[e->keys[i].node] = ng - 1;
+        }
+        e->gfirst[ng] = (uint32_t)nnodes;
+        e->ngroups = ng;
+        e->nkeys = nnodes;
+        e->keys_level = level;
+    }
+
+    /* Tasks each group holds now: over the free-capacity classes that can
+     * take a task, so nodes with no room cost nothing. */
+    uint32_t found_g = UINT32_MAX;
+    memset(e->gsum, 0, e->ngroups * sizeof *e->gsum);
+    size_t nclasses = sl_cluster_class_count(cl);
+    for (size_t c = 0; c < nclasses; c++) {
+        int32_t f = sl_node_fit_count(sl_cluster_class_rep(cl, c), req, count);
+        if (f <= 0) continue;
+        uint32_t sz = sl_cluster_class_size(cl, c);
+        for (uint32_t m = 0; m < sz; m++) {
+            uint32_t g = e->group_of[sl_cluster_class_node(cl, c, m)];
+            e->gsum[g] += f;
+            if (e->gsum[g] >= count && found_g == UINT32_MAX) found_g = g;
+        }
+    }
+
+    /* The running jobs by expected end, released on copies. */
+    size_t ncopies = 0;
+    int64_t shadow = now_us;
+    const void *cur = NULL;
+    sl_running_view_t j;
+    while (found_g == UINT32_MAX && v->next_end(v->ctx, &cur, &j)) {
+        for (int32_t t = 0; t < j.n; t++) {
+            const sl_place_t *pl = &j.pls[t];
+            if (pl->node >= nnodes) continue;
+            int32_t d;
+            release_on_copy(e, cl, j.req, pl, req, count, &ncopies, &d);
+            uint32_t g = e->group_of[pl->node];
+            e->gsum[g] += d;
+            if (e->gsum[g] >= count && found_g == UINT32_MAX) found_g = g;
+        }
+        if (found_g != UINT32_MAX) shadow = j.end_us > now_us ? j.end_us : now_us;
+    }
+
+    bool found = found_g != UINT32_MAX;
+    if (found) {
+        /* Candidates: the group's nodes, as released. */
+        size_t nc = 0;
+        for (uint32_t i = e->gfirst[found_g]; i < e->gfirst[found_g + 1]; i++) {
+            uint32_t id = e->keys[i].node;
+            int32_t ci = e->copy_of[id];
+            int32_t f = ci >= 0 ? e->copy_fit[ci]
+                                : sl_node_fit_count(sl_cluster_node(cl, id), req, count);
+            if (f <= 0) continue;
+            grow((void **)&e->cands, &e->cands_cap, nc + 1, sizeof *e->cands);
+            e->cands[nc++] = (easy_cand_t){id, f};
+        }
+        if (nc > 1) qsort(e->cands, nc, sizeof *e->cands, cmp_cand);
+        int64_t have = 0;
+        for (size_t i = 0; i < nc && have < count; i++) {
+            grow((void **)&e->rnodes, &e->rnodes_cap, e->nrnodes + 1, sizeof *e->rnodes);
+            e->rnodes[e->nrnodes++] = e->cands[i].node;
+            e->reserved[e->cands[i].node] = 1;
+            have += e->cands[i].fit;
+        }
+        e->active = true;
+        e->shadow_us = shadow;
+        *out = (sl_reservation_t){shadow, e->rnodes, e->nrnodes};
+    }
+    for (size_t ci = 0; ci < ncopies; ci++) e->copy_of[e->copies[ci].id] = -1;
+    return found;
+}
+
+/*
  * Computes the reservation of a job that needs `count` tasks of req and
  * cannot start now: its shadow time (the earliest expected end of running
  * jobs, walked in order through v->next_end, after which `count` tasks fit
@@ -174,11 +373,6 @@ static bool easy_reserve(void *st, const sl_backfill_view_t *v, const sl_task_re
     const sl_cluster_t *cl = v->cluster;
     easy_clear(e);
     if (count <= 0) return false;
-    /* A job that requires a topology level (topology.c) fits only inside
-     * one group, which the sum over nodes below does not see: it gets no
-     * reservation, so that nothing passes it on a promise the sum cannot
-     * keep, and the cycle keeps strict order behind it (as with none). */
-    if (req->topo_required != SL_TOPO_ANY) return false;
 
     size_t nnodes = sl_cluster_node_count(cl);
     if (nnodes > e->nodes_cap) {
@@ -191,6 +385,10 @@ static bool easy_reserve(void *st, const sl_backfill_view_t *v, const sl_task_re
         }
         e->nodes_cap = nnodes;
     }
+    /* A job that requires a topology level fits only inside one group,
+     * which one sum over the cluster does not see: a sum per group. */
+    if (req->topo_required != SL_TOPO_ANY)
+        return easy_reserve_topo(e, v, req, count, now_us, out);
 
     /* Tasks that fit now, over the free-capacity classes. */
     int64_t sum = 0;
@@ -212,21 +410,9 @@ static bool easy_reserve(void *st, const sl_backfill_view_t *v, const sl_task_re
         for (int32_t t = 0; t < j.n; t++) {
             const sl_place_t *pl = &j.pls[t];
             if (pl->node >= nnodes) continue;
-            int32_t ci = e->copy_of[pl->node];
-            if (ci < 0) {
-                size_t cap0 = e->copies_cap;
-                grow((void **)&e->copies, &e->copies_cap, ncopies + 1, sizeof *e->copies);
-                if (e->copies_cap != cap0) /* copy_fit has the same capacity */
-                    e->copy_fit = sl_xrealloc(e->copy_fit, e->copies_cap * sizeof *e->copy_fit);
-                ci = (int32_t)ncopies++;
-                e->copies[ci] = *sl_cluster_node(cl, pl->node);
-                e->copy_fit[ci] = sl_node_fit_count(&e->copies[ci], req, count);
-                e->copy_of[pl->node] = ci;
-            }
-            sl__node_give_back(&e->copies[ci], j.req, pl); /* as sl_cluster_release */
-            int32_t f = sl_node_fit_count(&e->copies[ci], req, count);
-            sum += f - e->copy_fit[ci];
-            e->copy_fit[ci] = f;
+            int32_t d;
+            release_on_copy(e, cl, j.req, pl, req, count, &ncopies, &d);
+            sum += d;
         }
         if (sum >= count) {
             found = true;

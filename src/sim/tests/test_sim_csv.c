@@ -187,7 +187,8 @@ static void test_sim_load_sluice_malformed(void **state) {
          "3:4: field \"submit\": \"x\" is not a non-negative number of seconds"},
         {"id,submit,duration,colour\nj1,0,10,red\n",
          "1:20: unknown column \"colour\" (known: id,tenant,submit,duration,tasks,cpu,memory,"
-         "gpus,gpu_share,gpu_models,pool,priority,time_limit,gpu_memory,array,min_tasks,topology_required)"},
+         "gpus,gpu_share,gpu_models,pool,priority,time_limit,gpu_memory,array,min_tasks,topology_required,"
+         "topology_preferred)"},
         {"id,submit,duration\nj1,0\n", "2:5: expected 3 fields as in the header, found 2"},
         {"id,submit,duration\nj1,0,1,9\n", "2:8: expected 3 fields as in the header, found 4"},
         {"id,submit\nj1,0\n", "1:10: missing column \"duration\""},
