@@ -8,17 +8,23 @@ summed per kind.
     bench/enforce/launchtrace.py [--n 30] [--gap 0.2]
         [--agent-args "--cgroup v1 --cgroup-root {root}"] [--build DIR] [--no-strace]
 
-strace -f -y -T -e trace=mkdir,rmdir,openat,write,read,close,eventfd2 on
+strace -f -y -T -e trace=mkdir,rmdir,rename,openat,write,read,close,... on
 the agent: -y names each descriptor's file, -T gives the time spent in
-each call.  Calls are grouped by what they touch: mkdir/rmdir of a task's
-cgroup, the limit files written, the write of "0" into cgroup.procs (or
-tasks) by the task's child, which moves it into its cgroup, the OOM
-eventfd registration, the reads of the outcome.  Prints per group: calls
-per launch and the median / 90th percentile / total time per launch, in
-milliseconds.  strace slows every call it traces, so the absolute
-figures are upper bounds; what matters is which group dominates.  {root}
-is a cgroup v1 root made for the run in every hierarchy and removed at
-the end.
+each call.  Calls are grouped by what they touch: mkdir/rmdir/rename of a
+task's cgroup, the limit files written, the write of "0" into
+cgroup.procs (or tasks) by the task's child, which moves it into its
+cgroup, the OOM eventfd registration, the reads of the outcome.  Prints
+per group: calls per launch and the median / 90th percentile / total time
+per launch, in milliseconds, then the same split by where the agent's
+loop was: on the critical path (after a launch from the controller or a
+SIGCHLD came in, until the agent's next report to the controller went
+out: the launch's set-up, the task's child joining, the outcome read) or
+off it (after a report went out: the removal of ended tasks' cgroups, the
+pool's spares).  strace slows every call it traces, so the absolute
+figures are upper bounds; what matters is which group dominates and how
+many calls lie on the critical path.  {root} is a cgroup v1 root made for
+the run in every hierarchy and removed at the end.  Takes about
+n x (gap + 0.1) s plus 10 s.
 """
 import argparse
 import os
@@ -39,7 +45,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 CG = "/sys/fs/cgroup"
 CTRLS = ("memory", "cpu", "cpuacct", "pids", "devices")
 
-LINE = re.compile(r"^(\d+)\s+(\w+)\((.*)\)\s+=\s+(-?\d+|\?)[^<]*<([\d.]+)>$")
+LINE = re.compile(r"^(\d+)\s+(\w+)\((.*)\)\s+=\s+(-?\d+|\?)(?:<[^>]*>)?[^<]*<([\d.]+)>$")
 
 
 def classify(call, args):
@@ -124,7 +130,8 @@ def main():
         real = shlex.quote(os.path.join(build, "sluice-agent"))
         if a.strace:
             fh.write("#!/bin/sh\nexec strace -f -y -T -qq -o %s "
-                     "-e trace=mkdir,rmdir,openat,write,read,close,eventfd2 %s \"$@\"\n"
+                     "-e trace=mkdir,rmdir,rename,openat,write,writev,read,readv,"
+                     "sendmsg,recvmsg,sendto,recvfrom,close,eventfd2 %s \"$@\"\n"
                      % (shlex.quote(trace), real))
         else:
             fh.write("#!/bin/sh\nexec %s \"$@\"\n" % real)
@@ -161,23 +168,49 @@ def main():
                 except OSError as e:
                     print("cannot remove %s: %s" % (sub, e), file=sys.stderr)
     with open(agent.log_path, errors="replace") as fh:
-        us = sorted(int(x) for x in re.findall(r"started spawn_us=(\d+)", fh.read()))
-    if us:
-        print("spawn_us (decoded launch -> task running, the agent's log): median %.3f ms, "
-              "p90 %.3f ms, min %.3f ms over %d launches"
-              % (statistics.median(us) / 1e3, us[int(0.9 * (len(us) - 1))] / 1e3, us[0] / 1e3,
-                 len(us)))
+        text = fh.read()
+    pairs = re.findall(r"started spawn_us=(\d+) cgroup_us=(\d+)", text)
+    for col, key, what in ((0, "spawn_us", "decoded launch -> task running"),
+                           (1, "cgroup_us", "of it, the task cgroup's set-up")):
+        us = sorted(int(p[col]) for p in pairs)
+        if us:
+            print("%s (%s, the agent's log): median %.3f ms, p90 %.3f ms, min %.3f ms over %d "
+                  "launches" % (key, what, statistics.median(us) / 1e3,
+                                us[int(0.9 * (len(us) - 1))] / 1e3, us[0] / 1e3, len(us)))
     if not a.strace:
         return
     groups = {}
+    phase = {}          # group -> [on-path calls, on-path ms, off-path calls, off-path ms]
+    agent_pid, critical = None, False
     with open(trace, errors="replace") as fh:
         for line in fh:
-            m = LINE.match(line.strip())
+            line = line.strip()
+            pid = line.split(" ", 1)[0]
+            if agent_pid is None and pid.isdigit():
+                agent_pid = pid
+            if pid == agent_pid and "--- SIGCHLD" in line:
+                critical = True
+                continue
+            m = LINE.match(line)
             if not m:
                 continue
-            g = classify(m.group(2), m.group(3))
-            if g:
-                groups.setdefault(g, []).append(float(m.group(5)) * 1e3)
+            call, args = m.group(2), m.group(3)
+            if pid == agent_pid and "<socket:" in args:
+                # A launch in starts the critical path; a report out ends it.
+                if call in ("read", "readv", "recvmsg", "recvfrom") and '\\"launch\\"' in args:
+                    critical = True
+                elif call in ("write", "writev", "sendmsg", "sendto"):
+                    critical = False
+                continue
+            g = classify(call, args)
+            if not g:
+                continue
+            ms = float(m.group(5)) * 1e3
+            groups.setdefault(g, []).append(ms)
+            on = critical or pid != agent_pid   # the task's child joining: before exec
+            ph = phase.setdefault(g, [0, 0.0, 0, 0.0])
+            ph[0 if on else 2] += 1
+            ph[1 if on else 3] += ms
     print("%d launches, %s, agent args: %s" % (a.n, build, " ".join(args)))
     print("| system calls on the task's cgroup | calls per launch | median per call, ms | p90 per call, ms | max, ms | total per launch, ms |")
     print("|---|---|---|---|---|---|")
@@ -186,6 +219,15 @@ def main():
         print("| %s | %.1f | %.3f | %.3f | %.3f | %.3f |"
               % (g, len(ts) / a.n, statistics.median(ts), ts[int(0.9 * (len(ts) - 1))],
                  ts[-1], sum(ts) / a.n))
+    print()
+    print("| where | system calls on the task's cgroup per launch | their time per launch, ms |")
+    print("|---|---|---|")
+    for g, ph in sorted(phase.items(), key=lambda kv: -kv[1][1]):
+        print("| on the critical path: %s | %.1f | %.3f |" % (g, ph[0] / a.n, ph[1] / a.n))
+    print("| **on the critical path, all** | **%.1f** | **%.3f** |"
+          % (sum(p[0] for p in phase.values()) / a.n, sum(p[1] for p in phase.values()) / a.n))
+    print("| off the critical path (after a report went out), all | %.1f | %.3f |"
+          % (sum(p[2] for p in phase.values()) / a.n, sum(p[3] for p in phase.values()) / a.n))
     print("trace: %s" % trace)
 
 

@@ -334,7 +334,7 @@ static json_t *task_json(const task_t *t) {
     return o;
 }
 
-static void cgroup_remove_done(agent_tasks_t *ts);
+static int cgroup_remove_done(agent_tasks_t *ts, int max);
 
 static void state_dirty(agent_tasks_t *ts) {
     if (ts->save_ev && !event_pending(ts->save_ev, EV_TIMEOUT, NULL))
@@ -373,12 +373,19 @@ static void save_cb(evutil_socket_t fd, short ev, void *arg) {
     /* Ended tasks' cgroups go on a later loop pass, after the connection has
      * written the reports (libevent runs a pass's I/O before its timers). */
     struct timeval now = {0, 0};
-    if (removals && ts->remove_ev) evtimer_add(ts->remove_ev, &now);
+    if ((removals || agent_cgroup_pool_short(ts->cfg.cgroup)) && ts->remove_ev)
+        evtimer_add(ts->remove_ev, &now);
     if (ts->watch) ts->watch(ts->watch_ud);
 }
 
+/* After the reports: ended tasks' cgroups go, then launches' spares are
+ * remade (cgroup.h), one a loop pass, so that a launch or an exit coming
+ * in meanwhile waits for one at most. */
 static void remove_cb(evutil_socket_t fd, short ev, void *arg) {
-    cgroup_remove_done(arg);
+    agent_tasks_t *ts = arg;
+    struct timeval now = {0, 0};
+    if (cgroup_remove_done(ts, 1) > 0 || agent_cgroup_pool_fill(ts->cfg.cgroup, 1) > 0)
+        evtimer_add(ts->remove_ev, &now);
 }
 
 /* ---- enforcement ---- */
@@ -417,33 +424,33 @@ static void cgroup_outcome(task_t *t) {
         t->oom_fd = -1;
     }
     if (!cg) return;
-    agent_cgroup_stats_t st;
-    int have = agent_cgroup_task_stats(cg, t->job, t->task, &st) == 0;
-    if (have) {
-        t->oom_killed = st.oom_kills > 0 || t->oom_seen;
-        t->mem_peak = st.mem_peak;
-        t->mem_limit = st.mem_limit;
-    }
+    /* Only what the exit report needs; the limit is the launch's when known. */
+    agent_cgroup_stats_t st = {.mem_limit = t->mem_limit};
     t->cgroup_done = 1;
-    if (have)
-        sl_log(SL_LOG_INFO, "agent",
-               "job=%llu task=%d cgroup: oom_killed=%d oom_kills=%lld mem_peak=%lld mem_limit=%lld "
-               "cpu_usec=%lld", (unsigned long long)t->job, t->task, t->oom_killed,
-               (long long)st.oom_kills, (long long)st.mem_peak, (long long)st.mem_limit,
-               (long long)st.cpu_usec);
+    if (agent_cgroup_task_outcome(cg, t->job, t->task, &st) != 0) return;
+    t->oom_killed = st.oom_kills > 0 || t->oom_seen;
+    t->mem_peak = st.mem_peak;
+    t->mem_limit = st.mem_limit;
+    sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d cgroup: oom_killed=%d oom_kills=%lld "
+           "mem_peak=%lld mem_limit=%lld", (unsigned long long)t->job, t->task, t->oom_killed,
+           (long long)st.oom_kills, (long long)st.mem_peak, (long long)st.mem_limit);
 }
 
-/* Removes the cgroups whose outcome state.json records (an agent killed
- * before that write finds the cgroup again and reads the outcome anew). */
-static void cgroup_remove_done(agent_tasks_t *ts) {
-    for (task_t *t = ts->tasks; t; t = t->next) {
+/* Removes up to max cgroups whose outcome state.json records (an agent
+ * killed before that write finds the cgroup again and reads the outcome
+ * anew); returns how many. */
+static int cgroup_remove_done(agent_tasks_t *ts, int max) {
+    int n = 0;
+    for (task_t *t = ts->tasks; t && n < max; t = t->next) {
         if (t->cgroup_done != 2) continue;
         t->cgroup_done = 0;
+        n++;
         int64_t t0 = agent_mono_us();
         agent_cgroup_task_remove(ts->cfg.cgroup, t->job, t->task);
         sl_log(SL_LOG_DEBUG, "agent", "job=%llu task=%d cgroup removed remove_us=%lld",
                (unsigned long long)t->job, t->task, (long long)(agent_mono_us() - t0));
     }
+    return n;
 }
 
 /* ---- ending ---- */
@@ -861,33 +868,6 @@ static bool keep_cgroup(void *ud, uint64_t job, int32_t task) {
     return t && t->state == TASK_RUNNING;
 }
 
-/* The monitor's program: sluice-monitor beside the agent's own binary (as
- * `sluice up` finds sluice-agent beside sluice). Returns a malloc'd path,
- * or NULL (logged) when it is not there or not executable: an agent that
- * cannot watch its tasks refuses to start rather than lose their ends. */
-static char *monitor_find(void) {
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        sl_log(SL_LOG_ERROR, "agent", "cannot read /proc/self/exe to find %s: %s",
-               AGENT_MONITOR_NAME, strerror(errno));
-        return NULL;
-    }
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash) *slash = '\0';
-    char *path;
-    if (asprintf(&path, "%s/%s", slash ? self : ".", AGENT_MONITOR_NAME) < 0) abort();
-    if (access(path, X_OK) != 0) {
-        sl_log(SL_LOG_ERROR, "agent",
-               "cannot execute the task monitor %s: %s (it is built and installed beside "
-               "sluice-agent)", path, strerror(errno));
-        free(path);
-        return NULL;
-    }
-    return path;
-}
-
 int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
                        agent_tasks_t **out) {
     char path[4096];
@@ -910,7 +890,7 @@ int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
         sl_log(SL_LOG_ERROR, "agent", "cannot create %s: %s", path, strerror(errno));
         return -1;
     }
-    char *monitor = monitor_find();
+    char *monitor = agent_spawn_monitor_find();
     if (!monitor) return -1;
     identity_notice(cfg->workdir);
     agent_tasks_t *ts = calloc(1, sizeof *ts);
@@ -925,6 +905,7 @@ int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
     ts->remove_ev = evtimer_new(base, remove_cb, ts);
     load_state(ts);
     if (cfg->cgroup) agent_cgroup_cleanup(cfg->cgroup, keep_cgroup, ts);
+    agent_cgroup_pool_fill(cfg->cgroup, AGENT_CGROUP_POOL_MAX); /* after the clean-up */
     state_dirty(ts);
     *out = ts;
     return 0;
@@ -967,7 +948,7 @@ void agent_tasks_destroy(agent_tasks_t *ts) {
         event_free(ts->save_ev);
     }
     if (ts->remove_ev) {
-        if (ts->cfg.cgroup) cgroup_remove_done(ts);
+        if (ts->cfg.cgroup) cgroup_remove_done(ts, INT32_MAX);
         event_free(ts->remove_ev);
     }
     while (ts->tasks) {
