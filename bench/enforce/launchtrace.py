@@ -5,7 +5,7 @@ one-task jobs of `true` submitted one at a time (--gap seconds apart, as
 the GPU turnover launches them), then the time of each cgroup system call
 summed per kind.
 
-    bench/enforce/launchtrace.py [--n 30] [--gap 0.2]
+    bench/enforce/launchtrace.py [--n 30] [--gap 0.2] [--task-sleep S]
         [--agent-args "--cgroup v1 --cgroup-root {root}"] [--build DIR] [--no-strace]
 
 strace -f -y -T -e trace=mkdir,rmdir,rename,openat,write,read,close,... on
@@ -46,6 +46,32 @@ CG = "/sys/fs/cgroup"
 CTRLS = ("memory", "cpu", "cpuacct", "pids", "devices")
 
 LINE = re.compile(r"^(\d+)\s+(\w+)\((.*)\)\s+=\s+(-?\d+|\?)(?:<[^>]*>)?[^<]*<([\d.]+)>$")
+# A call strace split because another process ran meanwhile: its start
+# (the arguments) and its end (the result and time) on two lines.
+UNFINISHED = re.compile(r"^(\d+)\s+(\w+)\((.*?)\s*<unfinished \.\.\.>$")
+RESUMED = re.compile(r"^(\d+)\s+<\.\.\. (\w+) resumed>(.*)$")
+
+
+def joined(lines):
+    """The trace's lines with each split call joined again into one
+    "PID call(args) = rc <time>" line."""
+    pending = {}
+    for line in lines:
+        line = line.strip()
+        m = UNFINISHED.match(line)
+        if m:
+            pending[m.group(1)] = (m.group(2), m.group(3))
+            continue
+        m = RESUMED.match(line)
+        if m and m.group(1) in pending:
+            call, args = pending.pop(m.group(1))
+            rest = m.group(3)
+            if rest.startswith(")"):
+                yield "%s %s(%s%s" % (m.group(1), call, args, rest)
+            else:
+                yield "%s %s(%s, %s" % (m.group(1), call, args, rest.lstrip(", "))
+            continue
+        yield line
 
 
 def classify(call, args):
@@ -107,6 +133,10 @@ def main():
                                  formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--n", type=int, default=30)
     ap.add_argument("--gap", type=float, default=0.2)
+    ap.add_argument("--task-sleep", type=float, default=0.0,
+                    help="each task runs `sleep S` instead of `true` (S > 0), so that it "
+                         "outlives the agent's idle-time work after its launch, as the "
+                         "turnover's `sleep 0.2` tasks do")
     ap.add_argument("--agent-args", default="--cgroup v1 --cgroup-root {root}")
     ap.add_argument("--build", help="build directory (default: SLUICE_BUILD or build/)")
     ap.add_argument("--no-strace", dest="strace", action="store_false",
@@ -152,7 +182,8 @@ def main():
         agent = harness.Agent(ctl, "t1", gpus=0, cpus="2", memory="8Gi", extra_args=args)
         agent.start(timeout=60)
         for _ in range(a.n):
-            j = ctl.submit({"command": ["/bin/true"], "cpus": "1", "memory": "64Mi"})
+            cmd = ["/bin/sleep", str(a.task_sleep)] if a.task_sleep > 0 else ["/bin/true"]
+            j = ctl.submit({"command": cmd, "cpus": "1", "memory": "64Mi"})
             ctl.wait_job(j["id"], ["succeeded", "failed"], timeout=60)
             time.sleep(a.gap)
         agent.stop()
@@ -183,8 +214,7 @@ def main():
     phase = {}          # group -> [on-path calls, on-path ms, off-path calls, off-path ms]
     agent_pid, critical = None, False
     with open(trace, errors="replace") as fh:
-        for line in fh:
-            line = line.strip()
+        for line in joined(fh):
             pid = line.split(" ", 1)[0]
             if agent_pid is None and pid.isdigit():
                 agent_pid = pid
@@ -194,15 +224,15 @@ def main():
             m = LINE.match(line)
             if not m:
                 continue
-            call, args = m.group(2), m.group(3)
-            if pid == agent_pid and "<socket:" in args:
+            call, cargs = m.group(2), m.group(3)
+            if pid == agent_pid and "<socket:" in cargs:
                 # A launch in starts the critical path; a report out ends it.
-                if call in ("read", "readv", "recvmsg", "recvfrom") and '\\"launch\\"' in args:
+                if call in ("read", "readv", "recvmsg", "recvfrom") and '\\"launch\\"' in cargs:
                     critical = True
                 elif call in ("write", "writev", "sendmsg", "sendto"):
                     critical = False
                 continue
-            g = classify(call, args)
+            g = classify(call, cargs)
             if not g:
                 continue
             ms = float(m.group(5)) * 1e3
