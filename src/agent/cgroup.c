@@ -26,8 +26,14 @@
  * cgroup_v2.c), so a restarted agent finds it from state.json's job and
  * task, and leftovers are recognised by their name.
  *
+ * Housekeeping (agent_cgroup_housekeep), which the agent runs when it is
+ * idle: the removal of ended tasks' cgroups (queued by
+ * agent_cgroup_task_remove_later once their outcome is recorded), then the
+ * pool's spares. Neither sits between one task's end and the next task's
+ * start.
+ *
  * The pool (cgroup.h). Spares "pool.N" (N counting up from 1 in each run
- * of the agent) are made by agent_cgroup_pool_fill and taken oldest first
+ * of the agent) are made by agent_cgroup_housekeep and taken oldest first
  * by agent_cgroup_task_create, which renames the spare to JOB.TASK; a
  * launch finding the pool empty (the first ones, or faster than the fills)
  * makes its cgroup anew. Each spare is used once. A spare holds no process
@@ -179,6 +185,7 @@ void agent_cgroup_close(agent_cgroup_t *cg) {
     if (!cg) return;
     for (int i = 0; i < cg->npool; i++) cg->ops->spare_drop(cg, &cg->pool[i]);
     cg->npool = 0;
+    agent_cgroup_housekeep(cg, cg->nremoving);
     if (cg->own_root) {
         /* The default /sluice/NODE goes once it holds no task (rmdir
          * fails harmlessly while one runs), and /sluice with it when no
@@ -208,13 +215,15 @@ static void task_name(uint64_t job, int32_t task, char *buf, size_t len) {
     snprintf(buf, len, "%" PRIu64 ".%" PRId32, job, task);
 }
 
+static void remove_logged(agent_cgroup_t *cg, const char *name);
+
 int agent_cgroup_task_create(agent_cgroup_t *cg, uint64_t job, int32_t task, int64_t mem_bytes,
                              int64_t cpu_milli, const int32_t *gpus, size_t ngpus,
                              agent_cgroup_task_t *ct, char *reason, size_t rlen) {
     memset(ct, 0, sizeof *ct);
     ct->oom_fd = -1;
     if (!cg->ops->create) return 0;
-    char name[48];
+    char name[CG_NAME_MAX];
     task_name(job, task, name, sizeof name);
     cg_dev_rule_t dev[16 + 8 + 64];
     size_t ndev = 0;
@@ -231,6 +240,15 @@ int agent_cgroup_task_create(agent_cgroup_t *cg, uint64_t job, int32_t task, int
     /* A request below one page still gets a limit, not "none". */
     if (mem_bytes > 0 && lim.mem_max == 0) lim.mem_max = 4096;
     if (lim.cpu_quota_us > 0 && lim.cpu_quota_us < 1000) lim.cpu_quota_us = 1000;
+    /* The cgroup of an earlier attempt of this task may still wait for its
+     * removal: it goes now, before the new one takes its name. */
+    for (int i = 0; i < cg->nremoving; i++) {
+        if (strcmp(cg->removing[i], name) != 0) continue;
+        memmove(cg->removing[i], cg->removing[i + 1],
+                (size_t)(--cg->nremoving - i) * sizeof cg->removing[0]);
+        remove_logged(cg, name);
+        break;
+    }
     if (cg->npool > 0) {
         /* The oldest spare; the claim removes it whatever happens. */
         agent_cgroup_spare_t sp = cg->pool[0];
@@ -246,27 +264,59 @@ int agent_cgroup_task_create(agent_cgroup_t *cg, uint64_t job, int32_t task, int
     return 0;
 }
 
-int agent_cgroup_pool_fill(agent_cgroup_t *cg, int max) {
-    int made = 0;
-    while (cg && cg->npool < cg->pool_size && made < max) {
-        agent_cgroup_spare_t *sp = &cg->pool[cg->npool];
-        snprintf(sp->name, sizeof sp->name, "pool.%u", ++cg->pool_seq);
-        int rc = cg->ops->spare_make(cg, sp);
-        if (rc != 0) {
-            if (!cg->pool_warned)
-                sl_log(SL_LOG_WARN, "agent", "cannot make the spare task cgroup %s: %s (launches "
-                       "make their cgroups themselves)", sp->name, strerror(-rc));
-            cg->pool_warned = true;
-            break;
-        }
-        cg->npool++;
-        made++;
+/* Makes one spare for the pool; 0 or -errno (logged once). */
+static int pool_add(agent_cgroup_t *cg) {
+    agent_cgroup_spare_t *sp = &cg->pool[cg->npool];
+    snprintf(sp->name, sizeof sp->name, "pool.%u", ++cg->pool_seq);
+    int rc = cg->ops->spare_make(cg, sp);
+    if (rc != 0) {
+        if (!cg->pool_warned)
+            sl_log(SL_LOG_WARN, "agent", "cannot make the spare task cgroup %s: %s (launches "
+                   "make their cgroups themselves)", sp->name, strerror(-rc));
+        cg->pool_warned = true;
+        return rc;
     }
-    return made;
+    cg->npool++;
+    return 0;
 }
 
-bool agent_cgroup_pool_short(const agent_cgroup_t *cg) {
-    return cg && cg->npool < cg->pool_size;
+static int remove_name(agent_cgroup_t *cg, const char *name);
+
+/* Removes name now, logging a failure. */
+static void remove_logged(agent_cgroup_t *cg, const char *name) {
+    int rc = remove_name(cg, name);
+    if (rc != 0)
+        sl_log(SL_LOG_WARN, "agent", "cgroup %s of an ended task cannot be removed: %s", name,
+               strerror(-rc));
+}
+
+void agent_cgroup_task_remove_later(agent_cgroup_t *cg, uint64_t job, int32_t task) {
+    if (!cg || !cg->ops->rmdir) return;
+    char name[CG_NAME_MAX];
+    task_name(job, task, name, sizeof name);
+    for (int i = 0; i < cg->nremoving; i++)
+        if (strcmp(cg->removing[i], name) == 0) return;
+    if (cg->nremoving == (int)(sizeof cg->removing / sizeof cg->removing[0])) {
+        remove_logged(cg, name);
+        return;
+    }
+    snprintf(cg->removing[cg->nremoving++], CG_NAME_MAX, "%s", name);
+}
+
+int agent_cgroup_housekeep(agent_cgroup_t *cg, int max) {
+    int done = 0;
+    while (cg && done < max && cg->nremoving > 0) {
+        char name[CG_NAME_MAX];
+        snprintf(name, sizeof name, "%s", cg->removing[--cg->nremoving]);
+        remove_logged(cg, name);
+        done++;
+    }
+    while (cg && done < max && cg->npool < cg->pool_size && pool_add(cg) == 0) done++;
+    return done;
+}
+
+bool agent_cgroup_housekeeping_due(const agent_cgroup_t *cg) {
+    return cg && (cg->nremoving > 0 || (cg->npool < cg->pool_size && !cg->pool_warned));
 }
 
 int agent_cgroup_task_outcome(agent_cgroup_t *cg, uint64_t job, int32_t task,

@@ -28,8 +28,8 @@
  * The pool (v1): the set-up every task shares - five mkdir, the CPU
  * period, pids.max, devices deny-all and a dozen allow rules, the tasks
  * files opened, the OOM eventfd - is done ahead of time in a few spare
- * cgroups "pool.N" (agent_cgroup_pool_fill, in the agent's idle time after
- * a launch), so that a launch renames a spare to JOB.TASK in each
+ * cgroups "pool.N" (agent_cgroup_housekeep, in the agent's idle time), so
+ * that a launch renames a spare to JOB.TASK in each
  * hierarchy (rename(2) within the parent, which v1 allows) and writes only
  * the task's own values: its memory and CPU limits and its GPUs' allow
  * rules. A spare is used once (its task's cgroup is removed when the task
@@ -129,8 +129,9 @@ typedef struct agent_cgroup_stats {
 int agent_cgroup_open(const agent_cgroup_config_t *cfg, agent_cgroup_t **out, char *err,
                       size_t errlen);
 
-/* Frees cg and removes the pool's spares; cgroups of running tasks stay
- * (a restarted agent re-adopts them). Accepts NULL. */
+/* Frees cg, removes the pool's spares and the cgroups queued for removal;
+ * cgroups of running tasks stay (a restarted agent re-adopts them).
+ * Accepts NULL. */
 void agent_cgroup_close(agent_cgroup_t *cg);
 
 /* The backend's name: "v2", "v1" or "none". Can't fail. */
@@ -172,19 +173,30 @@ int agent_cgroup_task_outcome(agent_cgroup_t *cg, uint64_t job, int32_t task,
                               agent_cgroup_stats_t *out);
 
 /*
- * Makes up to max spare task cgroups, fewer when the pool then holds the
- * configured number (none on v2 and none, or with --cgroup-pool 0), and
- * returns how many it made. Meant for the agent's idle time: one at a time
- * after a launch's report has gone out (a spare costs about what a launch
- * saves), all at start-up after agent_cgroup_cleanup (which would remove
- * them). A spare that cannot be made is logged once; launches then make
- * their cgroups themselves. cg may be NULL (0).
+ * Queues the removal of (job, task)'s cgroup, whose task has ended and
+ * whose outcome has been recorded, for agent_cgroup_housekeep (removed at
+ * once when 64 are queued already). A later agent_cgroup_task_create of
+ * the same (job, task) takes it off the queue first. cg may be NULL.
  */
-int agent_cgroup_pool_fill(agent_cgroup_t *cg, int max);
+void agent_cgroup_task_remove_later(agent_cgroup_t *cg, uint64_t job, int32_t task);
 
-/* Whether the pool holds fewer spares than configured (a fill would make
- * one). cg may be NULL (false). */
-bool agent_cgroup_pool_short(const agent_cgroup_t *cg);
+/*
+ * Does up to max pieces of housekeeping, meant for the agent's idle time,
+ * off the path from a task's end to the next task's start: first the
+ * queued removals (agent_cgroup_task_remove: one each), then spare task
+ * cgroups for the pool (one each) until it holds the configured number
+ * (none on v2 and none, or with --cgroup-pool 0). Returns how many pieces
+ * it did. At start-up, after agent_cgroup_cleanup (which would remove the
+ * spares), a call with max AGENT_CGROUP_POOL_MAX fills the pool. A spare
+ * that cannot be made is logged once; launches then make their cgroups
+ * themselves. cg may be NULL (0). Each piece is about a dozen cgroup file
+ * operations (a removal of a cgroup a straggler keeps busy: up to ~100 ms).
+ */
+int agent_cgroup_housekeep(agent_cgroup_t *cg, int max);
+
+/* Whether agent_cgroup_housekeep has work: a queued removal or a pool
+ * short of spares. cg may be NULL (false). */
+bool agent_cgroup_housekeeping_due(const agent_cgroup_t *cg);
 
 /*
  * Reads the stats of (job, task)'s cgroup into *out, for a running task

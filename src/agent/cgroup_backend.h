@@ -96,6 +96,8 @@ struct agent_cgroup {
     int pool_size;              /* spares to keep (--cgroup-pool); 0 where the backend has none */
     unsigned pool_seq;          /* the next spare's number */
     bool pool_warned;           /* a failed spare was logged */
+    char removing[64][CG_NAME_MAX];     /* ended tasks' cgroups to remove (housekeeping) */
+    int nremoving;
     char describe[1024];
 };
 

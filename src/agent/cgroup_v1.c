@@ -276,6 +276,16 @@ static int v1_spare_claim(agent_cgroup_t *cg, agent_cgroup_spare_t *sp, const ch
         cg_dev_format(&lim->dev[i], line, sizeof line);
         if ((rc = cg_write(&cg->fs, dir[CG1_DEVICES], file, line)) != 0) goto fail;
     }
+    /* The kernel notifies every cgroup below one that hit its memory limit,
+     * so an OOM of the root while this was a spare may have counted on its
+     * eventfd: drop that count (a read of the non-blocking eventfd). */
+    uint64_t stale;
+    if (lim->mem_max > 0 && read(sp->oom_fd, &stale, sizeof stale) < 0 && errno != EAGAIN) {
+        rc = -errno;
+        bad = CG1_MEMORY;
+        file = "cgroup.event_control";
+        goto fail;
+    }
     memcpy(ct->procs, sp->procs, sp->nprocs * sizeof sp->procs[0]);
     ct->nprocs = sp->nprocs;
     sp->nprocs = 0;

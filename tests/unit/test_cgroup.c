@@ -278,7 +278,8 @@ static void test_cgroup_none_enforces_nothing(void **state) {
     agent_cgroup_stats_t st;
     assert_int_equal(agent_cgroup_task_stats(cg, 1, 0, &st), -ENOENT);
     assert_int_equal(agent_cgroup_task_outcome(cg, 1, 0, &st), -ENOENT);
-    assert_int_equal(agent_cgroup_pool_fill(cg, AGENT_CGROUP_POOL_MAX), 0);
+    assert_int_equal(agent_cgroup_housekeep(cg, AGENT_CGROUP_POOL_MAX), 0);
+    assert_false(agent_cgroup_housekeeping_due(cg));
     assert_int_equal(agent_cgroup_task_remove(cg, 1, 0), 0);
     assert_int_equal(agent_cgroup_cleanup(cg, NULL, NULL), 0);
     agent_cgroup_close(cg);
@@ -297,8 +298,8 @@ static void test_cgroup_v2_no_pool_and_the_outcome(void **state) {
     agent_cgroup_t *cg = NULL;
     assert_int_equal(agent_cgroup_open(&cfg, &cg, err, sizeof err), 0);
     assert_null(strstr(agent_cgroup_describe(cg), "spare"));
-    assert_int_equal(agent_cgroup_pool_fill(cg, AGENT_CGROUP_POOL_MAX), 0);
-    assert_false(agent_cgroup_pool_short(cg));
+    assert_int_equal(agent_cgroup_housekeep(cg, AGENT_CGROUP_POOL_MAX), 0);
+    assert_false(agent_cgroup_housekeeping_due(cg));
     agent_cgroup_task_t ct;
     assert_int_equal(agent_cgroup_task_create(cg, 4, 1, 100 * MI, 1000, NULL, 0, &ct, reason,
                                               sizeof reason), 0);
@@ -389,9 +390,9 @@ static void test_cgroup_v1_real_pool(void **state) {
     agent_cgroup_t *cg = NULL;
     assert_int_equal(agent_cgroup_open(&cfg, &cg, err, sizeof err), 0);
     assert_non_null(strstr(agent_cgroup_describe(cg), "1 spare task cgroup made ahead"));
-    assert_true(agent_cgroup_pool_short(cg));
-    assert_int_equal(agent_cgroup_pool_fill(cg, AGENT_CGROUP_POOL_MAX), 1);
-    assert_false(agent_cgroup_pool_short(cg));
+    assert_true(agent_cgroup_housekeeping_due(cg));
+    assert_int_equal(agent_cgroup_housekeep(cg, AGENT_CGROUP_POOL_MAX), 1);
+    assert_false(agent_cgroup_housekeeping_due(cg));
     assert_true(in_every(dirs, n, "pool.1"));
     /* A leftover 9.0 of an earlier agent: the spare is renamed over it. */
     for (int i = 0; i < n; i++) {
@@ -415,19 +416,39 @@ static void test_cgroup_v1_real_pool(void **state) {
     char got[256];
     assert_true(cg_read(mem, "memory.limit_in_bytes", got, sizeof got) > 0);
     assert_string_equal(got, buf);
-    assert_true(agent_cgroup_pool_short(cg));
+    assert_true(agent_cgroup_housekeeping_due(cg));
     /* The outcome: no OOM, a peak, the limit read when not known. */
     agent_cgroup_stats_t st = {.mem_limit = 0};
     assert_int_equal(agent_cgroup_task_outcome(cg, 9, 0, &st), 0);
     assert_int_equal(st.oom_kills, 0);
     assert_true(st.mem_peak >= 0);
     assert_int_equal(st.mem_limit, ct.mem_limit);
-    assert_int_equal(agent_cgroup_task_remove(cg, 9, 0), 0);
+    /* Housekeeping: the queued removal first, then a spare. */
+    agent_cgroup_task_remove_later(cg, 9, 0);
+    assert_true(in_every(dirs, n, "9.0"));
+    assert_int_equal(agent_cgroup_housekeep(cg, 1), 1);
     assert_true(in_none(dirs, n, "9.0"));
+    assert_false(in_every(dirs, n, "pool.2"));
+    assert_int_equal(agent_cgroup_housekeep(cg, 1), 1);
+    assert_true(in_every(dirs, n, "pool.2"));
+    assert_false(agent_cgroup_housekeeping_due(cg));
+    /* A task launched again while its last cgroup waits for removal: the
+     * old one goes at the launch, and housekeeping leaves the new one. */
+    assert_int_equal(agent_cgroup_task_create(cg, 9, 2, 64 * MI, 500, NULL, 0, &ct, reason,
+                                              sizeof reason), 0);
+    agent_cgroup_task_release(&ct);
+    close(ct.oom_fd);
+    agent_cgroup_task_remove_later(cg, 9, 2);
+    assert_int_equal(agent_cgroup_task_create(cg, 9, 2, 32 * MI, 500, NULL, 0, &ct, reason,
+                                              sizeof reason), 0);
+    agent_cgroup_task_release(&ct);
+    close(ct.oom_fd);
+    assert_int_equal(agent_cgroup_housekeep(cg, AGENT_CGROUP_POOL_MAX), 1);  /* a spare */
+    assert_true(in_every(dirs, n, "9.2"));
+    assert_int_equal(agent_cgroup_task_remove(cg, 9, 2), 0);
     /* A claim whose limit cannot be written (a CPU quota above the
      * root's) fails naming the file and leaves neither name. */
-    assert_int_equal(agent_cgroup_pool_fill(cg, 1), 1);
-    assert_true(in_every(dirs, n, "pool.2"));
+    assert_true(in_every(dirs, n, "pool.3"));
     assert_int_equal(cg_find_mount("cgroup", "cpu", mnt, sizeof mnt), 0);
     snprintf(mem, sizeof mem, "%s%s", mnt, v1_root);
     cg_fs_t fs = {0};
@@ -435,13 +456,22 @@ static void test_cgroup_v1_real_pool(void **state) {
     assert_int_equal(agent_cgroup_task_create(cg, 9, 1, 64 * MI, 1000, NULL, 0, &ct, reason,
                                               sizeof reason), -1);
     assert_non_null(strstr(reason, "/9.1/cpu.cfs_quota_us: Invalid argument"));
-    assert_true(in_none(dirs, n, "pool.2"));
-    assert_true(in_none(dirs, n, "9.1"));
-    /* Closing removes the spares. */
-    assert_int_equal(agent_cgroup_pool_fill(cg, 1), 1);
-    assert_true(in_every(dirs, n, "pool.3"));
-    agent_cgroup_close(cg);
     assert_true(in_none(dirs, n, "pool.3"));
+    assert_true(in_none(dirs, n, "9.1"));
+    /* Closing removes the spares and the queued removals. */
+    assert_int_equal(agent_cgroup_housekeep(cg, 1), 1);
+    assert_true(in_every(dirs, n, "pool.4"));
+    assert_int_equal(cg_write(&fs, mem, "cpu.cfs_quota_us", "-1"), 0);
+    assert_int_equal(agent_cgroup_task_create(cg, 9, 3, 64 * MI, 1000, NULL, 0, &ct, reason,
+                                              sizeof reason), 0);
+    agent_cgroup_task_release(&ct);
+    close(ct.oom_fd);
+    agent_cgroup_task_remove_later(cg, 9, 3);
+    assert_int_equal(agent_cgroup_housekeep(cg, 0), 0);
+    assert_true(in_every(dirs, n, "9.3"));
+    agent_cgroup_close(cg);
+    assert_true(in_none(dirs, n, "pool.4"));
+    assert_true(in_none(dirs, n, "9.3"));
 }
 
 /* ---- the real cgroup2 mount ---- */
