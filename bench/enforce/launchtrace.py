@@ -201,9 +201,11 @@ def main():
     with open(agent.log_path, errors="replace") as fh:
         text = fh.read()
     pairs = re.findall(r"started spawn_us=(\d+) cgroup_us=(\d+)", text)
-    for col, key, what in ((0, "spawn_us", "decoded launch -> task running"),
-                           (1, "cgroup_us", "of it, the task cgroup's set-up")):
-        us = sorted(int(p[col]) for p in pairs)
+    reads = [(x,) for x in re.findall(r" cgroup: oom_killed=.* read_us=(\d+)", text)]
+    for rows, col, key, what in ((pairs, 0, "spawn_us", "decoded launch -> task running"),
+                                 (pairs, 1, "cgroup_us", "of it, the task cgroup's set-up"),
+                                 (reads, 0, "read_us", "the outcome read at the task's end")):
+        us = sorted(int(p[col]) for p in rows)
         if us:
             print("%s (%s, the agent's log): median %.3f ms, p90 %.3f ms, min %.3f ms over %d "
                   "launches" % (key, what, statistics.median(us) / 1e3,

@@ -438,13 +438,15 @@ static void cgroup_outcome(task_t *t) {
     /* Only what the exit report needs; the limit is the launch's when known. */
     agent_cgroup_stats_t st = {.mem_limit = t->mem_limit};
     t->cgroup_done = 1;
+    int64_t t0 = agent_mono_us();
     if (agent_cgroup_task_outcome(cg, t->job, t->task, &st) != 0) return;
     t->oom_killed = st.oom_kills > 0 || t->oom_seen;
     t->mem_peak = st.mem_peak;
     t->mem_limit = st.mem_limit;
     sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d cgroup: oom_killed=%d oom_kills=%lld "
-           "mem_peak=%lld mem_limit=%lld", (unsigned long long)t->job, t->task, t->oom_killed,
-           (long long)st.oom_kills, (long long)st.mem_peak, (long long)st.mem_limit);
+           "mem_peak=%lld mem_limit=%lld read_us=%lld", (unsigned long long)t->job, t->task,
+           t->oom_killed, (long long)st.oom_kills, (long long)st.mem_peak,
+           (long long)st.mem_limit, (long long)(agent_mono_us() - t0));
 }
 
 /* ---- ending ---- */
