@@ -335,7 +335,6 @@ static json_t *task_json(const task_t *t) {
     return o;
 }
 
-
 static void house_later(agent_tasks_t *ts);
 
 static void state_dirty(agent_tasks_t *ts) {
