@@ -25,6 +25,22 @@
  * Names. A task's cgroup is "JOB.TASK" under the root (cgroup_v1.c,
  * cgroup_v2.c), so a restarted agent finds it from state.json's job and
  * task, and leftovers are recognised by their name.
+ *
+ * Housekeeping (agent_cgroup_housekeep), which the agent runs when it is
+ * idle: the removal of ended tasks' cgroups (queued by
+ * agent_cgroup_task_remove_later once their outcome is recorded), then the
+ * pool's spares. Neither sits between one task's end and the next task's
+ * start.
+ *
+ * The pool (cgroup.h). Spares "pool.N" (N counting up from 1 in each run
+ * of the agent) are made by agent_cgroup_housekeep and taken oldest first
+ * by agent_cgroup_task_create, which renames the spare to JOB.TASK; a
+ * launch finding the pool empty (the first ones, or faster than the fills)
+ * makes its cgroup anew. Each spare is used once. A spare holds no process
+ * until its task joins it under its task's name, so a restarted agent's
+ * clean-up, which removes every empty cgroup not named after a task it
+ * re-adopted, removes a dead agent's spares too; the pool is refilled
+ * after the clean-up.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -148,6 +164,15 @@ int agent_cgroup_open(const agent_cgroup_config_t *cfg, agent_cgroup_t **out, ch
         snprintf(cg->describe, sizeof cg->describe,
                  "cgroup none: tasks run without memory, CPU or device limits (--cgroup none)");
 done:
+    /* By default one spare a GPU (a wave of GPU tasks ending together is
+     * followed by as many launches), at least 2. */
+    int pool = cfg->pool >= 0 ? cfg->pool : cfg->ngpus > 2 ? cfg->ngpus : 2;
+    if (cg->ops->spare_make && pool > 0) {
+        cg->pool_size = pool < AGENT_CGROUP_POOL_MAX ? pool : AGENT_CGROUP_POOL_MAX;
+        size_t n = strlen(cg->describe);
+        snprintf(cg->describe + n, sizeof cg->describe - n, "; %d spare task cgroup%s made ahead",
+                 cg->pool_size, cg->pool_size == 1 ? "" : "s");
+    }
     *out = cg;
     return 0;
 fail:
@@ -158,6 +183,9 @@ fail:
 
 void agent_cgroup_close(agent_cgroup_t *cg) {
     if (!cg) return;
+    for (int i = 0; i < cg->npool; i++) cg->ops->spare_drop(cg, &cg->pool[i]);
+    cg->npool = 0;
+    agent_cgroup_housekeep(cg, cg->nremoving);
     if (cg->own_root) {
         /* The default /sluice/NODE goes once it holds no task (rmdir
          * fails harmlessly while one runs), and /sluice with it when no
@@ -187,13 +215,15 @@ static void task_name(uint64_t job, int32_t task, char *buf, size_t len) {
     snprintf(buf, len, "%" PRIu64 ".%" PRId32, job, task);
 }
 
+static void remove_logged(agent_cgroup_t *cg, const char *name);
+
 int agent_cgroup_task_create(agent_cgroup_t *cg, uint64_t job, int32_t task, int64_t mem_bytes,
                              int64_t cpu_milli, const int32_t *gpus, size_t ngpus,
                              agent_cgroup_task_t *ct, char *reason, size_t rlen) {
     memset(ct, 0, sizeof *ct);
     ct->oom_fd = -1;
     if (!cg->ops->create) return 0;
-    char name[48];
+    char name[CG_NAME_MAX];
     task_name(job, task, name, sizeof name);
     cg_dev_rule_t dev[16 + 8 + 64];
     size_t ndev = 0;
@@ -210,12 +240,95 @@ int agent_cgroup_task_create(agent_cgroup_t *cg, uint64_t job, int32_t task, int
     /* A request below one page still gets a limit, not "none". */
     if (mem_bytes > 0 && lim.mem_max == 0) lim.mem_max = 4096;
     if (lim.cpu_quota_us > 0 && lim.cpu_quota_us < 1000) lim.cpu_quota_us = 1000;
-    /* A leftover of an earlier attempt (an agent killed before removing
-     * it) would refuse mkdir. */
-    cg->ops->rmdir(cg, name);
-    if (cg->ops->create(cg, name, &lim, ct, reason, rlen) != 0) return -1;
+    /* The cgroup of an earlier attempt of this task may still wait for its
+     * removal: it goes now, before the new one takes its name. */
+    for (int i = 0; i < cg->nremoving; i++) {
+        if (strcmp(cg->removing[i], name) != 0) continue;
+        memmove(cg->removing[i], cg->removing[i + 1],
+                (size_t)(--cg->nremoving - i) * sizeof cg->removing[0]);
+        remove_logged(cg, name);
+        break;
+    }
+    if (cg->npool > 0) {
+        /* The oldest spare; the claim removes it whatever happens. */
+        agent_cgroup_spare_t sp = cg->pool[0];
+        memmove(&cg->pool[0], &cg->pool[1], (size_t)--cg->npool * sizeof cg->pool[0]);
+        if (cg->ops->spare_claim(cg, &sp, name, &lim, ct, reason, rlen) != 0) return -1;
+    } else {
+        /* A leftover of an earlier attempt (an agent killed before removing
+         * it) would refuse mkdir. */
+        cg->ops->rmdir(cg, name);
+        if (cg->ops->create(cg, name, &lim, ct, reason, rlen) != 0) return -1;
+    }
     ct->mem_limit = lim.mem_max;
     return 0;
+}
+
+/* Makes one spare for the pool; 0 or -errno (logged once). */
+static int pool_add(agent_cgroup_t *cg) {
+    agent_cgroup_spare_t *sp = &cg->pool[cg->npool];
+    snprintf(sp->name, sizeof sp->name, "pool.%u", ++cg->pool_seq);
+    int rc = cg->ops->spare_make(cg, sp);
+    if (rc != 0) {
+        if (!cg->pool_warned)
+            sl_log(SL_LOG_WARN, "agent", "cannot make the spare task cgroup %s: %s (launches "
+                   "make their cgroups themselves)", sp->name, strerror(-rc));
+        cg->pool_warned = true;
+        return rc;
+    }
+    cg->npool++;
+    return 0;
+}
+
+static int remove_name(agent_cgroup_t *cg, const char *name);
+
+/* Removes name now, logging a failure. */
+static void remove_logged(agent_cgroup_t *cg, const char *name) {
+    int rc = remove_name(cg, name);
+    if (rc != 0)
+        sl_log(SL_LOG_WARN, "agent", "cgroup %s of an ended task cannot be removed: %s", name,
+               strerror(-rc));
+}
+
+void agent_cgroup_task_remove_later(agent_cgroup_t *cg, uint64_t job, int32_t task) {
+    if (!cg || !cg->ops->rmdir) return;
+    char name[CG_NAME_MAX];
+    task_name(job, task, name, sizeof name);
+    for (int i = 0; i < cg->nremoving; i++)
+        if (strcmp(cg->removing[i], name) == 0) return;
+    if (cg->nremoving == (int)(sizeof cg->removing / sizeof cg->removing[0])) {
+        remove_logged(cg, name);
+        return;
+    }
+    snprintf(cg->removing[cg->nremoving++], CG_NAME_MAX, "%s", name);
+}
+
+int agent_cgroup_housekeep(agent_cgroup_t *cg, int max) {
+    int done = 0;
+    while (cg && done < max && cg->nremoving > 0) {
+        char name[CG_NAME_MAX];
+        snprintf(name, sizeof name, "%s", cg->removing[--cg->nremoving]);
+        remove_logged(cg, name);
+        done++;
+    }
+    while (cg && done < max && cg->npool < cg->pool_size && pool_add(cg) == 0) done++;
+    return done;
+}
+
+bool agent_cgroup_housekeeping_due(const agent_cgroup_t *cg) {
+    return cg && (cg->nremoving > 0 || (cg->npool < cg->pool_size && !cg->pool_warned));
+}
+
+int agent_cgroup_task_outcome(agent_cgroup_t *cg, uint64_t job, int32_t task,
+                              agent_cgroup_stats_t *out) {
+    int64_t limit = out->mem_limit > 0 ? out->mem_limit : 0;
+    memset(out, 0, sizeof *out);
+    out->mem_peak = -1;
+    out->mem_limit = limit;
+    if (!cg->ops->outcome) return -ENOENT;
+    char name[48];
+    task_name(job, task, name, sizeof name);
+    return cg->ops->outcome(cg, name, out);
 }
 
 void agent_cgroup_task_release(agent_cgroup_task_t *ct) {

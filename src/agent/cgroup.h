@@ -25,6 +25,20 @@
  * pids.max; access to the standard device files and the task's own GPU
  * device files only. M = 0 or C = 0 means no limit of that kind.
  *
+ * The pool (v1): the set-up every task shares - five mkdir, the CPU
+ * period, pids.max, devices deny-all and a dozen allow rules, the tasks
+ * files opened, the OOM eventfd - is done ahead of time in a few spare
+ * cgroups "pool.N" (agent_cgroup_housekeep, in the agent's idle time), so
+ * that a launch renames a spare to JOB.TASK in each
+ * hierarchy (rename(2) within the parent, which v1 allows) and writes only
+ * the task's own values: its memory and CPU limits and its GPUs' allow
+ * rules. A spare is used once (its task's cgroup is removed when the task
+ * ends), so it never carries another task's limits, rules or processes;
+ * it holds no process before it is renamed, and a restarted agent removes
+ * leftover spares with every other empty cgroup it does not know. v2 keeps
+ * no pool: a cgroup2 directory cannot be renamed, and a task cgroup named
+ * by its slot would need its name recorded for a restarted agent.
+ *
  * Membership: agent_cgroup_task_create leaves the task's cgroup.procs files
  * open (one per hierarchy); the task's child writes "0" to each before it
  * execs (spawn.c), so that the task (and not its monitor, which stays in
@@ -44,6 +58,9 @@
 /* The most hierarchies a task joins (v1: memory, cpu, cpuacct, pids,
  * devices, when each is mounted on its own). */
 #define AGENT_CGROUP_MAX_HIER 8
+
+/* The most spare task cgroups the pool keeps (--cgroup-pool). */
+#define AGENT_CGROUP_POOL_MAX 8
 
 /* Period of the CPU quota, microseconds (v2 cpu.max, v1 cpu.cfs_period_us). */
 #define AGENT_CGROUP_CPU_PERIOD_US 100000
@@ -65,6 +82,9 @@ typedef struct agent_cgroup_config {
     int ngpus;              /* GPUs this node offers: indices 0..ngpus-1 */
     const char *gpu_files;  /* --gpu-device-files "PATH,PATH,...": file i is GPU i;
                              * NULL: /dev/nvidiaI where present */
+    int pool;               /* spare task cgroups to keep made (v1), 0..AGENT_CGROUP_POOL_MAX
+                             * (8; more is 8); 0: each launch makes its cgroup; -1: one per
+                             * GPU, at least 2 */
     agent_cgroup_trace_fn trace;    /* tests only; NULL */
     void *trace_ud;
 } agent_cgroup_config_t;
@@ -109,8 +129,9 @@ typedef struct agent_cgroup_stats {
 int agent_cgroup_open(const agent_cgroup_config_t *cfg, agent_cgroup_t **out, char *err,
                       size_t errlen);
 
-/* Frees cg; cgroups of running tasks stay (a restarted agent re-adopts
- * them). Accepts NULL. */
+/* Frees cg, removes the pool's spares and the cgroups queued for removal;
+ * cgroups of running tasks stay (a restarted agent re-adopts them).
+ * Accepts NULL. */
 void agent_cgroup_close(agent_cgroup_t *cg);
 
 /* The backend's name: "v2", "v1" or "none". Can't fail. */
@@ -122,8 +143,9 @@ const char *agent_cgroup_kind(const agent_cgroup_t *cg);
 const char *agent_cgroup_describe(const agent_cgroup_t *cg);
 
 /*
- * Creates the cgroup of (job, task) (a leftover of an earlier attempt is
- * removed first) and writes every limit for a task with mem_bytes of
+ * Creates the cgroup of (job, task) - from a spare of the pool when there
+ * is one, else anew (a leftover of an earlier attempt is removed first) -
+ * and writes every limit for a task with mem_bytes of
  * memory, cpu_milli of CPU and the GPUs gpus[0..ngpus) (indices), then
  * opens what the task's child writes itself into (ct->procs) and, on v1,
  * the OOM eventfd. Returns 0 with *ct filled (release it with
@@ -138,6 +160,43 @@ int agent_cgroup_task_create(agent_cgroup_t *cg, uint64_t job, int32_t task, int
 /* Closes ct's cgroup.procs descriptors (the oom_fd stays the caller's).
  * Can't fail. */
 void agent_cgroup_task_release(agent_cgroup_task_t *ct);
+
+/*
+ * What the exit report needs of (job, task)'s cgroup, read when the task
+ * ended and nothing more: oom_kills, mem_peak and, when out->mem_limit <= 0
+ * on entry (unknown: a re-adopted task), mem_limit; out->mem_limit > 0 is
+ * kept as the limit the launch wrote. cpu_usec and mem_current are left 0.
+ * v1: memory.oom_control and memory.max_usage_in_bytes (two reads); v2:
+ * memory.events and memory.peak. Returns 0, -ENOENT (no cgroup) or -errno.
+ */
+int agent_cgroup_task_outcome(agent_cgroup_t *cg, uint64_t job, int32_t task,
+                              agent_cgroup_stats_t *out);
+
+/*
+ * Queues the removal of (job, task)'s cgroup, whose task has ended and
+ * whose outcome has been recorded, for agent_cgroup_housekeep (removed at
+ * once when 64 are queued already). A later agent_cgroup_task_create of
+ * the same (job, task) takes it off the queue first. cg may be NULL.
+ */
+void agent_cgroup_task_remove_later(agent_cgroup_t *cg, uint64_t job, int32_t task);
+
+/*
+ * Does up to max pieces of housekeeping, meant for the agent's idle time,
+ * off the path from a task's end to the next task's start: first the
+ * queued removals (agent_cgroup_task_remove: one each), then spare task
+ * cgroups for the pool (one each) until it holds the configured number
+ * (none on v2 and none, or with --cgroup-pool 0). Returns how many pieces
+ * it did. At start-up, after agent_cgroup_cleanup (which would remove the
+ * spares), a call with max AGENT_CGROUP_POOL_MAX fills the pool. A spare
+ * that cannot be made is logged once; launches then make their cgroups
+ * themselves. cg may be NULL (0). Each piece is about a dozen cgroup file
+ * operations (a removal of a cgroup a straggler keeps busy: up to ~100 ms).
+ */
+int agent_cgroup_housekeep(agent_cgroup_t *cg, int max);
+
+/* Whether agent_cgroup_housekeep has work: a queued removal or a pool
+ * short of spares. cg may be NULL (false). */
+bool agent_cgroup_housekeeping_due(const agent_cgroup_t *cg);
 
 /*
  * Reads the stats of (job, task)'s cgroup into *out, for a running task

@@ -23,9 +23,23 @@ typedef struct agent_cgroup_limits {
     int64_t mem_low;            /* soft, bytes; 0: none */
     int64_t cpu_quota_us;       /* per AGENT_CGROUP_CPU_PERIOD_US; 0: none */
     int64_t pids_max;           /* 0: none */
-    const cg_dev_rule_t *dev;   /* allowed devices (standard, then the task's GPUs) */
+    const cg_dev_rule_t *dev;   /* allowed devices: the agent's standard ones (std_dev,
+                                 * first), then the GPU control files and GPUs of a task
+                                 * that holds GPUs */
     size_t ndev;
 } agent_cgroup_limits_t;
+
+/* A task cgroup made ahead of time (the pool, cgroup.h): what every task
+ * gets alike is written (the CPU period, pids.max, devices deny-all and
+ * the standard devices), its tasks files are open and its OOM eventfd is
+ * registered; a launch renames it to JOB.TASK and writes the rest (the
+ * memory and CPU limits, the GPU control files and the task's GPUs). */
+typedef struct agent_cgroup_spare {
+    char name[CG_NAME_MAX];     /* "pool.N" under the root */
+    int procs[AGENT_CGROUP_MAX_HIER];
+    size_t nprocs;
+    int oom_fd;                 /* v1 OOM eventfd, or -1 */
+} agent_cgroup_spare_t;
 
 typedef struct agent_cgroup_ops {
     const char *name;           /* "v2", "v1", "none" */
@@ -42,6 +56,20 @@ typedef struct agent_cgroup_ops {
     bool (*busy)(agent_cgroup_t *cg, const char *name);
     /* Calls each(ud, name) for every task cgroup under the root. */
     void (*list)(agent_cgroup_t *cg, void (*each)(void *ud, const char *name), void *ud);
+    /* The pool; NULL where the backend keeps none (v2: a cgroup2 directory
+     * cannot be renamed). spare_make makes sp->name with what every task
+     * gets alike (0, or -errno with nothing left); spare_claim renames sp
+     * to `name`, writes the rest of lim and hands sp's descriptors to ct
+     * (-1 with reason, and neither name left, on failure); spare_drop
+     * closes sp's descriptors and removes it. */
+    int (*spare_make)(agent_cgroup_t *cg, agent_cgroup_spare_t *sp);
+    int (*spare_claim)(agent_cgroup_t *cg, agent_cgroup_spare_t *sp, const char *name,
+                       const agent_cgroup_limits_t *lim, agent_cgroup_task_t *ct, char *reason,
+                       size_t rlen);
+    void (*spare_drop)(agent_cgroup_t *cg, agent_cgroup_spare_t *sp);
+    /* What the exit report needs of `name`: OOM kills, peak and, when
+     * out->mem_limit <= 0 on entry, the limit (cgroup.h). */
+    int (*outcome)(agent_cgroup_t *cg, const char *name, agent_cgroup_stats_t *out);
 } agent_cgroup_ops_t;
 
 struct agent_cgroup {
@@ -63,6 +91,13 @@ struct agent_cgroup {
     cg_dev_rule_t *gpu_dev;     /* GPU i's device, or major -1 when it has no file */
     size_t ngpu_dev;
     bool own_root;              /* v1: the default root, made by the agent (removed when empty) */
+    agent_cgroup_spare_t pool[AGENT_CGROUP_POOL_MAX];   /* spares, oldest first */
+    int npool;
+    int pool_size;              /* spares to keep (--cgroup-pool); 0 where the backend has none */
+    unsigned pool_seq;          /* the next spare's number */
+    bool pool_warned;           /* a failed spare was logged */
+    char removing[64][CG_NAME_MAX];     /* ended tasks' cgroups to remove (housekeeping) */
+    int nremoving;
     char describe[1024];
 };
 

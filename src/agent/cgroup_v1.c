@@ -18,6 +18,16 @@
  *   pids.max                    --pids-max
  *   devices.deny "a", then devices.allow per allowed device
  *
+ * The pool (cgroup.h). A spare ROOT/pool.N gets, in each hierarchy, the
+ * files above that every task shares - cpu.cfs_period_us, pids.max,
+ * devices.deny "a" and an allow rule per standard device - its tasks files
+ * opened and its OOM eventfd registered. A launch renames it to JOB.TASK in
+ * each hierarchy (v1 renames a cgroup within its parent; the open tasks
+ * files and the eventfd follow the cgroup, not its name), then writes the
+ * memory limits, cfs_quota_us and an allow rule per GPU control file and
+ * GPU of the task. A fresh cgroup has no memory or CPU limit, so a task
+ * without a request of either gets none, as when its cgroup is made anew.
+ *
  * OOM. v1 has no memory.oom.group: the kernel kills one process of the
  * cgroup. An eventfd registered on memory.oom_control through
  * cgroup.event_control becomes readable then, and the agent kills every
@@ -173,6 +183,146 @@ static int v1_stats(agent_cgroup_t *cg, const char *name, agent_cgroup_stats_t *
     return 0;
 }
 
+/* Closes sp's descriptors. */
+static void v1_spare_close(agent_cgroup_spare_t *sp) {
+    for (size_t i = 0; i < sp->nprocs; i++) close(sp->procs[i]);
+    sp->nprocs = 0;
+    if (sp->oom_fd >= 0) close(sp->oom_fd);
+    sp->oom_fd = -1;
+}
+
+static void v1_spare_drop(agent_cgroup_t *cg, agent_cgroup_spare_t *sp) {
+    v1_spare_close(sp);
+    v1_rmdir(cg, sp->name);
+}
+
+static int v1_spare_make(agent_cgroup_t *cg, agent_cgroup_spare_t *sp) {
+    char dir[CG1_N][PATH_MAX], line[64];
+    int c, rc = 0;
+    sp->nprocs = 0;
+    sp->oom_fd = -1;
+    for (c = 0; c < CG1_N; c++) {
+        v1_dir(cg, cg->hier[c], sp->name, dir[c], sizeof dir[c]);
+        if (cg->hier[c] == c && mkdir(dir[c], 0755) != 0) {
+            rc = -errno;
+            goto fail;
+        }
+    }
+    if ((rc = cg_write_i64(&cg->fs, dir[CG1_CPU], "cpu.cfs_period_us",
+                           AGENT_CGROUP_CPU_PERIOD_US)) != 0 ||
+        (rc = cg_write_i64(&cg->fs, dir[CG1_PIDS], "pids.max",
+                           cg->pids_max > 0 ? cg->pids_max : -1)) != 0 ||
+        (rc = cg_write(&cg->fs, dir[CG1_DEVICES], "devices.deny", "a")) != 0)
+        goto fail;
+    for (size_t i = 0; i < cg->nstd_dev; i++) {
+        cg_dev_format(&cg->std_dev[i], line, sizeof line);
+        if ((rc = cg_write(&cg->fs, dir[CG1_DEVICES], "devices.allow", line)) != 0) goto fail;
+    }
+    for (c = 0; c < CG1_N; c++) {
+        if (cg->hier[c] != c) continue;
+        int fd = cg_open_procs(&cg->fs, dir[c], "tasks");  /* "tasks": see v1_create */
+        if (fd < 0) {
+            rc = fd;
+            goto fail;
+        }
+        sp->procs[sp->nprocs++] = fd;
+    }
+    if ((sp->oom_fd = v1_watch(cg, sp->name)) < 0) {
+        rc = sp->oom_fd;
+        sp->oom_fd = -1;
+        goto fail;
+    }
+    return 0;
+fail:
+    v1_spare_drop(cg, sp);
+    return rc;
+}
+
+static int v1_spare_claim(agent_cgroup_t *cg, agent_cgroup_spare_t *sp, const char *name,
+                          const agent_cgroup_limits_t *lim, agent_cgroup_task_t *ct,
+                          char *reason, size_t rlen) {
+    char from[PATH_MAX], dir[CG1_N][PATH_MAX], line[64];
+    const char *file = "";
+    int c, rc = 0, bad = CG1_MEMORY;
+    for (c = 0; c < CG1_N; c++) {
+        v1_dir(cg, cg->hier[c], name, dir[c], sizeof dir[c]);
+        if (cg->hier[c] != c) continue;
+        v1_dir(cg, c, sp->name, from, sizeof from);
+        /* A leftover JOB.TASK of an earlier attempt (an agent killed before
+         * removing it) refuses the rename with EEXIST: remove it, retry. */
+        if (rename(from, dir[c]) != 0 &&
+            (errno != EEXIST || rmdir(dir[c]) != 0 || rename(from, dir[c]) != 0)) {
+            rc = -errno;
+            bad = c;
+            goto fail;
+        }
+    }
+#define W(ctl, f, v)                                                                               \
+    do {                                                                                           \
+        bad = ctl;                                                                                 \
+        file = f;                                                                                  \
+        if ((rc = cg_write_i64(&cg->fs, dir[ctl], f, v)) != 0) goto fail;                          \
+    } while (0)
+    if (lim->mem_max > 0) {
+        W(CG1_MEMORY, "memory.limit_in_bytes", lim->mem_max);
+        if (cg->memsw) W(CG1_MEMORY, "memory.memsw.limit_in_bytes", lim->mem_max);
+        W(CG1_MEMORY, "memory.soft_limit_in_bytes", lim->mem_low);
+    }
+    if (lim->cpu_quota_us > 0) W(CG1_CPU, "cpu.cfs_quota_us", lim->cpu_quota_us);
+#undef W
+    bad = CG1_DEVICES;
+    file = "devices.allow";
+    for (size_t i = cg->nstd_dev; i < lim->ndev; i++) {
+        cg_dev_format(&lim->dev[i], line, sizeof line);
+        if ((rc = cg_write(&cg->fs, dir[CG1_DEVICES], file, line)) != 0) goto fail;
+    }
+    /* The kernel notifies every cgroup below one that hit its memory limit,
+     * so an OOM of the root while this was a spare may have counted on its
+     * eventfd: drop that count (a read of the non-blocking eventfd). */
+    uint64_t stale;
+    if (lim->mem_max > 0 && read(sp->oom_fd, &stale, sizeof stale) < 0 && errno != EAGAIN) {
+        rc = -errno;
+        bad = CG1_MEMORY;
+        file = "cgroup.event_control";
+        goto fail;
+    }
+    memcpy(ct->procs, sp->procs, sp->nprocs * sizeof sp->procs[0]);
+    ct->nprocs = sp->nprocs;
+    sp->nprocs = 0;
+    /* Without a limit of its own the task is not watched (v1_create): an
+     * OOM its ancestors' limit causes is theirs to handle. */
+    if (lim->mem_max > 0) {
+        ct->oom_fd = sp->oom_fd;
+        sp->oom_fd = -1;
+    }
+    v1_spare_close(sp);
+    return 0;
+fail:
+    snprintf(reason, rlen, "cgroup v1: cannot %s %s%s%s: %s",
+             file[0] ? "write" : "rename a spare cgroup to", dir[bad], file[0] ? "/" : "", file,
+             strerror(-rc));
+    v1_spare_drop(cg, sp);
+    v1_rmdir(cg, name);
+    return -1;
+}
+
+static int v1_outcome(agent_cgroup_t *cg, const char *name, agent_cgroup_stats_t *out) {
+    char dir[PATH_MAX];
+    int64_t v;
+    v1_dir(cg, CG1_MEMORY, name, dir, sizeof dir);
+    int rc = cg_read_i64(dir, "memory.max_usage_in_bytes", &out->mem_peak);
+    if (rc != 0) return rc;
+    if (out->mem_limit <= 0 && cg_read_i64(dir, "memory.limit_in_bytes", &v) == 0)
+        out->mem_limit = v > 0 && v < INT64_C(1) << 62 ? v : 0;
+    if (cg_read_key(dir, "memory.oom_control", "oom_kill", &out->oom_kills) != 0) {
+        /* Before kernel 4.13: no oom_kill line. */
+        int64_t fail = 0;
+        out->oom_kills = cg_read_i64(dir, "memory.failcnt", &fail) == 0 && fail > 0 &&
+                         out->mem_limit > 0 && out->mem_peak >= out->mem_limit;
+    }
+    return 0;
+}
+
 static int v1_kill(agent_cgroup_t *cg, const char *name) {
     char dir[PATH_MAX];
     int rc = -ENOENT;
@@ -209,7 +359,8 @@ static void v1_list(agent_cgroup_t *cg, void (*each)(void *ud, const char *name)
 
 const agent_cgroup_ops_t agent__cgroup_v1_ops = {
     .name = "v1", .create = v1_create, .stats = v1_stats, .kill = v1_kill, .watch = v1_watch,
-    .rmdir = v1_rmdir, .busy = v1_busy, .list = v1_list};
+    .rmdir = v1_rmdir, .busy = v1_busy, .list = v1_list, .spare_make = v1_spare_make,
+    .spare_claim = v1_spare_claim, .spare_drop = v1_spare_drop, .outcome = v1_outcome};
 
 int agent__cgroup_v1_open(agent_cgroup_t *cg, const char *root, const char *node, char *err,
                           size_t errlen) {

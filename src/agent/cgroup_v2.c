@@ -29,10 +29,14 @@
  *   pids.max          --pids-max
  *   a device program  (cgroup_bpf.c) allowing the standard devices and the task's GPUs
  *
- * The outcome comes from memory.events (oom_kill counts processes the
- * kernel killed; `oom` counts events where the limit was hit, which a task
- * may survive: containerd reported OOM kills from it wrongly), memory.peak
- * (kernel 5.19+) and cpu.stat usage_usec. A straggler that keeps rmdir at
+ * The outcome at a task's end is memory.events (oom_kill counts processes
+ * the kernel killed; `oom` counts events where the limit was hit, which a
+ * task may survive: containerd reported OOM kills from it wrongly) and
+ * memory.peak (kernel 5.19+); the exporter's stats add memory.current and
+ * cpu.stat usage_usec.
+ *
+ * No pool (cgroup.h): a cgroup2 directory cannot be renamed (the kernel
+ * gives cgroup2 no rename operation), so each launch makes its cgroup. A straggler that keeps rmdir at
  * EBUSY is killed with cgroup.kill (kernel 5.14+; else each listed pid).
  *
  * Tests point --cgroup-mount at a plain directory laid out like cgroupfs
@@ -140,6 +144,19 @@ static int v2_stats(agent_cgroup_t *cg, const char *name, agent_cgroup_stats_t *
     return 0;
 }
 
+static int v2_outcome(agent_cgroup_t *cg, const char *name, agent_cgroup_stats_t *out) {
+    char dir[PATH_MAX];
+    int64_t v;
+    if (v2_dir(cg, name, dir, sizeof dir) != 0) return -ENAMETOOLONG;
+    int rc = cg_read_key(dir, "memory.events", "oom_kill", &out->oom_kills);
+    if (rc == -ENOENT && access(dir, F_OK) != 0) return -ENOENT;
+    if (rc != 0) out->oom_kills = 0;
+    if (!cg->peak || cg_read_i64(dir, "memory.peak", &out->mem_peak) != 0) out->mem_peak = -1;
+    if (out->mem_limit <= 0 && cg_read_i64(dir, "memory.max", &v) == 0)
+        out->mem_limit = v > 0 ? v : 0;
+    return 0;
+}
+
 static int v2_kill(agent_cgroup_t *cg, const char *name) {
     char dir[PATH_MAX];
     if (v2_dir(cg, name, dir, sizeof dir) != 0) return -ENAMETOOLONG;
@@ -174,7 +191,7 @@ static void v2_list(agent_cgroup_t *cg, void (*each)(void *ud, const char *name)
 
 const agent_cgroup_ops_t agent__cgroup_v2_ops = {
     .name = "v2", .create = v2_create, .stats = v2_stats, .kill = v2_kill, .watch = v2_watch,
-    .rmdir = v2_rmdir, .busy = v2_busy, .list = v2_list};
+    .rmdir = v2_rmdir, .busy = v2_busy, .list = v2_list, .outcome = v2_outcome};
 
 /* Moves every process of ROOT into ROOT/agent, the agent first; repeats
  * while ROOT still lists one (a process may fork meanwhile), a bounded

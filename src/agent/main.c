@@ -85,6 +85,8 @@ static const char usage[] =
     "                          v2 the agent's own, v1 /sluice/NODE); must exist\n"
     "  --cgroup-mount DIR      the cgroup2 mount (default /sys/fs/cgroup)\n"
     "  --pids-max N            pids.max of each task (default 4096; 0: no limit)\n"
+    "  --cgroup-pool N         v1: task cgroups made ahead of launches, 0 to 8\n"
+    "                          (default: one per GPU, at least 2; 0: none)\n"
     "  --gpu-device-files P,.. device file of each GPU, file i is GPU i (default\n"
     "                          /dev/nvidiaI, plus /dev/nvidiactl, -uvm, -modeset)\n"
     "  --oom-score-adj N       the agent's own oom_score_adj (default -900; tasks\n"
@@ -311,6 +313,7 @@ int main(int argc, char **argv) {
     a.gpus = -1;
     a.cgroup.mode = "auto";
     a.cgroup.pids_max = 4096;
+    a.cgroup.pool = -1;
     a.oom_score_adj = -900;
     a.metrics_ms = 2000;
     const char *controller = NULL, *workdir = NULL;
@@ -318,7 +321,7 @@ int main(int argc, char **argv) {
     enum { O_CTL = 256, O_TOKEN, O_TOKEN_FILE, O_NAME, O_WORKDIR, O_GPUS, O_GPU_MODEL,
            O_GPU_MEMORY, O_CPUS, O_MEMORY, O_POOL, O_LABELS, O_HEARTBEAT, O_LAUNCHER, O_GRACE,
            O_HELP, O_VERSION, O_CA, O_CERT, O_KEY, O_CGROUP, O_CGROUP_ROOT, O_CGROUP_MOUNT,
-           O_PIDS_MAX, O_GPU_DEVICE_FILES, O_OOM_SCORE_ADJ, O_METRICS_LISTEN,
+           O_PIDS_MAX, O_CGROUP_POOL, O_GPU_DEVICE_FILES, O_OOM_SCORE_ADJ, O_METRICS_LISTEN,
            O_METRICS_INTERVAL, O_JOBMAP_DIR, O_TAINTS, O_TOPOLOGY, O_EMULATE };
     const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
     static const struct option opts[] = {
@@ -351,6 +354,7 @@ int main(int argc, char **argv) {
         {"cgroup-root", required_argument, NULL, O_CGROUP_ROOT},
         {"cgroup-mount", required_argument, NULL, O_CGROUP_MOUNT},
         {"pids-max", required_argument, NULL, O_PIDS_MAX},
+        {"cgroup-pool", required_argument, NULL, O_CGROUP_POOL},
         {"gpu-device-files", required_argument, NULL, O_GPU_DEVICE_FILES},
         {"oom-score-adj", required_argument, NULL, O_OOM_SCORE_ADJ},
         {"emulate", required_argument, NULL, O_EMULATE},
@@ -436,6 +440,11 @@ int main(int argc, char **argv) {
             a.cgroup.pids_max = v;
             break;
         }
+        case O_CGROUP_POOL:
+            if (parse_int(optarg, 0, AGENT_CGROUP_POOL_MAX, &a.cgroup.pool) != 0)
+                return die_usage("--cgroup-pool: \"%s\" is not a whole number of cgroups from 0 "
+                                 "to %d", optarg, AGENT_CGROUP_POOL_MAX);
+            break;
         case O_GPU_DEVICE_FILES: a.cgroup.gpu_files = optarg; break;
         case O_OOM_SCORE_ADJ:
             if (parse_int(optarg, -1000, 1000, &a.oom_score_adj) != 0)

@@ -93,6 +93,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "log.h"
+#include "monitor.h"
 #include "preempt.h"
 #include "spawn.h"
 
@@ -739,4 +741,27 @@ out:
     sv_free(&env);
     sv_free(&cands);
     return rc;
+}
+
+char *agent_spawn_monitor_find(void) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        sl_log(SL_LOG_ERROR, "agent", "cannot read /proc/self/exe to find %s: %s",
+               AGENT_MONITOR_NAME, strerror(errno));
+        return NULL;
+    }
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = '\0';
+    char *path;
+    if (asprintf(&path, "%s/%s", slash ? self : ".", AGENT_MONITOR_NAME) < 0) abort();
+    if (access(path, X_OK) != 0) {
+        sl_log(SL_LOG_ERROR, "agent",
+               "cannot execute the task monitor %s: %s (it is built and installed beside "
+               "sluice-agent)", path, strerror(errno));
+        free(path);
+        return NULL;
+    }
+    return path;
 }

@@ -51,6 +51,12 @@ typedef struct agent_spawn {
  */
 int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reason, size_t rlen);
 
+/* The monitor's program: sluice-monitor beside the agent's own binary (as
+ * `sluice up` finds sluice-agent beside sluice). Returns a malloc'd path,
+ * or NULL (logged) when it is not there or not executable: an agent that
+ * cannot watch its tasks refuses to start rather than lose their ends. */
+char *agent_spawn_monitor_find(void);
+
 /*
  * Expands the {placeholders} of one --launcher template word ({image}
  * {workdir} {job} {task} {name} {node} {gpus} {log}). Returns a malloc'd

@@ -89,7 +89,7 @@ typedef struct task {
     int oom_killed;             /* the kernel killed it (a process of it) for memory */
     int64_t mem_peak;           /* bytes; -1: unknown */
     int64_t mem_limit;          /* its hard limit, bytes; 0: none */
-    int cgroup_done;            /* 1: outcome read; 2: state.json has it, the cgroup may go */
+    int cgroup_done;            /* outcome read: its cgroup goes once state.json has it */
 } task_t;
 
 struct agent_tasks {
@@ -101,7 +101,8 @@ struct agent_tasks {
     int nrunning;
     struct event *sigchld_ev;
     struct event *save_ev;      /* deferred state.json write, once per loop pass */
-    struct event *remove_ev;    /* removal of ended tasks' cgroups, after the reports leave */
+    struct event *house_ev;     /* cgroup housekeeping, when the agent is idle */
+    int64_t house_due_us;       /* since when it has been due (agent_mono_us) */
     struct event *stop_ev;
     int stopping;
     agent_tasks_send_fn send;
@@ -334,7 +335,7 @@ static json_t *task_json(const task_t *t) {
     return o;
 }
 
-static void cgroup_remove_done(agent_tasks_t *ts);
+static void house_later(agent_tasks_t *ts);
 
 static void state_dirty(agent_tasks_t *ts) {
     if (ts->save_ev && !event_pending(ts->save_ev, EV_TIMEOUT, NULL))
@@ -361,24 +362,40 @@ static void save_cb(evutil_socket_t fd, short ev, void *arg) {
     if (json_dump_file(root, tmp, JSON_COMPACT) != 0 || rename(tmp, ts->state_path) != 0)
         sl_log(SL_LOG_WARN, "agent", "cannot write %s: %s", ts->state_path, strerror(errno));
     json_decref(root);
-    bool removals = false;
     for (task_t *t = ts->tasks; t; t = t->next) {
         if (t->report & REPORT_STARTED) send_started(t);
         if (t->report & REPORT_END) send_end(t);
         t->report = 0;
-        if (t->cgroup_done == 1)
-            t->cgroup_done = 2; /* state.json now records the outcome */
-        removals |= t->cgroup_done == 2;
+        if (t->cgroup_done) /* state.json now records the outcome */
+            agent_cgroup_task_remove_later(ts->cfg.cgroup, t->job, t->task);
+        t->cgroup_done = 0;
     }
-    /* Ended tasks' cgroups go on a later loop pass, after the connection has
-     * written the reports (libevent runs a pass's I/O before its timers). */
-    struct timeval now = {0, 0};
-    if (removals && ts->remove_ev) evtimer_add(ts->remove_ev, &now);
+    house_later(ts);
     if (ts->watch) ts->watch(ts->watch_ud);
 }
 
-static void remove_cb(evutil_socket_t fd, short ev, void *arg) {
-    cgroup_remove_done(arg);
+/* Cgroup housekeeping (cgroup.h: removing ended tasks' cgroups, making the
+ * pool's spares) waits until no launch or end has come for HOUSE_IDLE_MS,
+ * so that in a wave of ends and launches none waits for it; when it has
+ * been due for HOUSE_MAX_MS it runs anyway. One piece a loop pass. */
+#define HOUSE_IDLE_MS 10
+#define HOUSE_MAX_MS 200
+
+static void house_later(agent_tasks_t *ts) {
+    if (!ts->house_ev || !agent_cgroup_housekeeping_due(ts->cfg.cgroup)) return;
+    int64_t now = agent_mono_us();
+    if (!evtimer_pending(ts->house_ev, NULL)) ts->house_due_us = now;
+    int64_t late_ms = (now - ts->house_due_us) / 1000;
+    struct timeval tv = agent_tv_ms(late_ms >= HOUSE_MAX_MS ? 0 : HOUSE_IDLE_MS);
+    evtimer_add(ts->house_ev, &tv);
+}
+
+static void house_cb(evutil_socket_t fd, short ev, void *arg) {
+    agent_tasks_t *ts = arg;
+    struct timeval now = {0, 0};
+    if (agent_cgroup_housekeep(ts->cfg.cgroup, 1) > 0 &&
+        agent_cgroup_housekeeping_due(ts->cfg.cgroup))
+        evtimer_add(ts->house_ev, &now);
 }
 
 /* ---- enforcement ---- */
@@ -405,7 +422,7 @@ static void oom_watch(task_t *t, int fd) {
 
 /* t has ended: reads its cgroup's outcome into t (a task with no cgroup,
  * under --cgroup none, has none); the cgroup goes after the next state.json
- * write (cgroup_remove_done). */
+ * write (save_cb). */
 static void cgroup_outcome(task_t *t) {
     agent_cgroup_t *cg = t->ts->cfg.cgroup;
     if (t->oom_ev) {
@@ -417,33 +434,18 @@ static void cgroup_outcome(task_t *t) {
         t->oom_fd = -1;
     }
     if (!cg) return;
-    agent_cgroup_stats_t st;
-    int have = agent_cgroup_task_stats(cg, t->job, t->task, &st) == 0;
-    if (have) {
-        t->oom_killed = st.oom_kills > 0 || t->oom_seen;
-        t->mem_peak = st.mem_peak;
-        t->mem_limit = st.mem_limit;
-    }
+    /* Only what the exit report needs; the limit is the launch's when known. */
+    agent_cgroup_stats_t st = {.mem_limit = t->mem_limit};
     t->cgroup_done = 1;
-    if (have)
-        sl_log(SL_LOG_INFO, "agent",
-               "job=%llu task=%d cgroup: oom_killed=%d oom_kills=%lld mem_peak=%lld mem_limit=%lld "
-               "cpu_usec=%lld", (unsigned long long)t->job, t->task, t->oom_killed,
-               (long long)st.oom_kills, (long long)st.mem_peak, (long long)st.mem_limit,
-               (long long)st.cpu_usec);
-}
-
-/* Removes the cgroups whose outcome state.json records (an agent killed
- * before that write finds the cgroup again and reads the outcome anew). */
-static void cgroup_remove_done(agent_tasks_t *ts) {
-    for (task_t *t = ts->tasks; t; t = t->next) {
-        if (t->cgroup_done != 2) continue;
-        t->cgroup_done = 0;
-        int64_t t0 = agent_mono_us();
-        agent_cgroup_task_remove(ts->cfg.cgroup, t->job, t->task);
-        sl_log(SL_LOG_DEBUG, "agent", "job=%llu task=%d cgroup removed remove_us=%lld",
-               (unsigned long long)t->job, t->task, (long long)(agent_mono_us() - t0));
-    }
+    int64_t t0 = agent_mono_us();
+    if (agent_cgroup_task_outcome(cg, t->job, t->task, &st) != 0) return;
+    t->oom_killed = st.oom_kills > 0 || t->oom_seen;
+    t->mem_peak = st.mem_peak;
+    t->mem_limit = st.mem_limit;
+    sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d cgroup: oom_killed=%d oom_kills=%lld "
+           "mem_peak=%lld mem_limit=%lld read_us=%lld", (unsigned long long)t->job, t->task,
+           t->oom_killed, (long long)st.oom_kills, (long long)st.mem_peak,
+           (long long)st.mem_limit, (long long)(agent_mono_us() - t0));
 }
 
 /* ---- ending ---- */
@@ -664,8 +666,8 @@ int agent_tasks_fence(agent_tasks_t *ts, int64_t grace_ms) {
 void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task) {
     task_t *t = task_find(ts, job, task);
     if (t && t->state != TASK_RUNNING) {
-        if (t->cgroup_done && ts->cfg.cgroup) /* the controller has the outcome */
-            agent_cgroup_task_remove(ts->cfg.cgroup, t->job, t->task);
+        if (t->cgroup_done) /* the controller has the outcome */
+            agent_cgroup_task_remove_later(ts->cfg.cgroup, t->job, t->task);
         task_remove(ts, t);
         state_dirty(ts);
     }
@@ -861,33 +863,6 @@ static bool keep_cgroup(void *ud, uint64_t job, int32_t task) {
     return t && t->state == TASK_RUNNING;
 }
 
-/* The monitor's program: sluice-monitor beside the agent's own binary (as
- * `sluice up` finds sluice-agent beside sluice). Returns a malloc'd path,
- * or NULL (logged) when it is not there or not executable: an agent that
- * cannot watch its tasks refuses to start rather than lose their ends. */
-static char *monitor_find(void) {
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        sl_log(SL_LOG_ERROR, "agent", "cannot read /proc/self/exe to find %s: %s",
-               AGENT_MONITOR_NAME, strerror(errno));
-        return NULL;
-    }
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash) *slash = '\0';
-    char *path;
-    if (asprintf(&path, "%s/%s", slash ? self : ".", AGENT_MONITOR_NAME) < 0) abort();
-    if (access(path, X_OK) != 0) {
-        sl_log(SL_LOG_ERROR, "agent",
-               "cannot execute the task monitor %s: %s (it is built and installed beside "
-               "sluice-agent)", path, strerror(errno));
-        free(path);
-        return NULL;
-    }
-    return path;
-}
-
 int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
                        agent_tasks_t **out) {
     char path[4096];
@@ -910,7 +885,7 @@ int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
         sl_log(SL_LOG_ERROR, "agent", "cannot create %s: %s", path, strerror(errno));
         return -1;
     }
-    char *monitor = monitor_find();
+    char *monitor = agent_spawn_monitor_find();
     if (!monitor) return -1;
     identity_notice(cfg->workdir);
     agent_tasks_t *ts = calloc(1, sizeof *ts);
@@ -922,9 +897,10 @@ int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
     ts->sigchld_ev = evsignal_new(base, SIGCHLD, sigchld_cb, ts);
     event_add(ts->sigchld_ev, NULL);
     ts->save_ev = event_new(base, -1, 0, save_cb, ts);
-    ts->remove_ev = evtimer_new(base, remove_cb, ts);
+    ts->house_ev = evtimer_new(base, house_cb, ts);
     load_state(ts);
     if (cfg->cgroup) agent_cgroup_cleanup(cfg->cgroup, keep_cgroup, ts);
+    agent_cgroup_housekeep(cfg->cgroup, AGENT_CGROUP_POOL_MAX); /* the pool, after the clean-up */
     state_dirty(ts);
     *out = ts;
     return 0;
@@ -966,10 +942,7 @@ void agent_tasks_destroy(agent_tasks_t *ts) {
         save_cb(-1, 0, ts);
         event_free(ts->save_ev);
     }
-    if (ts->remove_ev) {
-        if (ts->cfg.cgroup) cgroup_remove_done(ts);
-        event_free(ts->remove_ev);
-    }
+    if (ts->house_ev) event_free(ts->house_ev);  /* agent_cgroup_close removes what is queued */
     while (ts->tasks) {
         task_t *t = ts->tasks;
         ts->tasks = t->next;

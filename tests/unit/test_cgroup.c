@@ -9,8 +9,11 @@
  * the real cgroup2 mount of the machine where there is one and the test
  * runs as root (skipped otherwise): the BPF device program denies a device
  * that is not on its list and allows one that is, and a task cgroup kept
- * busy by a live process is removed with cgroup.kill. Every directory the
- * tests make is removed by them.
+ * busy by a live process is removed with cgroup.kill. The pool of spare
+ * task cgroups: none on v2 and none; on the real v1 controllers (root
+ * only, skipped otherwise) a spare renamed into place over a leftover of
+ * the same name, the short outcome read, and a failed claim that leaves
+ * neither name. Every directory the tests make is removed by them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -274,10 +277,201 @@ static void test_cgroup_none_enforces_nothing(void **state) {
     assert_int_equal(ct.oom_fd, -1);
     agent_cgroup_stats_t st;
     assert_int_equal(agent_cgroup_task_stats(cg, 1, 0, &st), -ENOENT);
+    assert_int_equal(agent_cgroup_task_outcome(cg, 1, 0, &st), -ENOENT);
+    assert_int_equal(agent_cgroup_housekeep(cg, AGENT_CGROUP_POOL_MAX), 0);
+    assert_false(agent_cgroup_housekeeping_due(cg));
     assert_int_equal(agent_cgroup_task_remove(cg, 1, 0), 0);
     assert_int_equal(agent_cgroup_cleanup(cg, NULL, NULL), 0);
     agent_cgroup_close(cg);
     agent_cgroup_close(NULL);
+}
+
+/* v2 keeps no pool (a cgroup2 directory cannot be renamed); the outcome
+ * is memory.events' oom_kill and memory.peak, and the limit only when the
+ * caller does not know it. */
+static void test_cgroup_v2_no_pool_and_the_outcome(void **state) {
+    char mount[PATH_MAX], err[1024], reason[1024], task[PATH_MAX * 2];
+    fake_tree(mount, sizeof mount, "memory cpu pids");
+    agent_cgroup_config_t cfg = v2_config(mount, NULL);
+    cfg.trace = NULL;
+    cfg.pool = 4;
+    agent_cgroup_t *cg = NULL;
+    assert_int_equal(agent_cgroup_open(&cfg, &cg, err, sizeof err), 0);
+    assert_null(strstr(agent_cgroup_describe(cg), "spare"));
+    assert_int_equal(agent_cgroup_housekeep(cg, AGENT_CGROUP_POOL_MAX), 0);
+    assert_false(agent_cgroup_housekeeping_due(cg));
+    agent_cgroup_task_t ct;
+    assert_int_equal(agent_cgroup_task_create(cg, 4, 1, 100 * MI, 1000, NULL, 0, &ct, reason,
+                                              sizeof reason), 0);
+    agent_cgroup_task_release(&ct);
+    snprintf(task, sizeof task, "%s/sluice/tasks", mount);
+    assert_false(cg_exists(task, "pool.1"));
+    snprintf(task, sizeof task, "%s/sluice/tasks/4.1", mount);
+    put(task, "memory.events", "low 0\nhigh 0\nmax 3\noom 2\noom_kill 1\n");
+    put(task, "memory.peak", "115339264\n");
+    agent_cgroup_stats_t st = {.mem_limit = 110 * MI};
+    assert_int_equal(agent_cgroup_task_outcome(cg, 4, 1, &st), 0);
+    assert_int_equal(st.oom_kills, 1);   /* oom_kill, not oom */
+    assert_int_equal(st.mem_peak, 115339264);
+    assert_int_equal(st.mem_limit, 110 * MI);
+    assert_int_equal(st.cpu_usec, 0);
+    /* A re-adopted task's limit is not known: read from memory.max. */
+    st = (agent_cgroup_stats_t){.mem_limit = 0};
+    assert_int_equal(agent_cgroup_task_outcome(cg, 4, 1, &st), 0);
+    assert_int_equal(st.mem_limit, 110 * MI);
+    assert_int_equal(agent_cgroup_task_remove(cg, 4, 1), 0);
+    assert_int_equal(agent_cgroup_task_outcome(cg, 4, 1, &st), -ENOENT);
+    agent_cgroup_close(cg);
+    rm_tree(mount);
+}
+
+/* ---- the real cgroup v1 controllers: the pool ---- */
+
+static const char *const v1_ctls[] = {"memory", "cpu", "cpuacct", "pids", "devices"};
+static char v1_root[64];
+
+/* ROOT in each v1 hierarchy (co-mounted ones once); how many, 0 when this
+ * machine has no writable v1 controllers or the test is not root. */
+static int v1_roots(char dirs[5][PATH_MAX]) {
+    int n = 0;
+    for (int c = 0; c < 5; c++) {
+        char mnt[PATH_MAX];
+        if (geteuid() != 0 || cg_find_mount("cgroup", v1_ctls[c], mnt, sizeof mnt) != 0 ||
+            access(mnt, W_OK) != 0)
+            return 0;
+        char d[PATH_MAX];
+        snprintf(d, sizeof d, "%s%s", mnt, v1_root);
+        int i;
+        for (i = 0; i < n && strcmp(dirs[i], d) != 0; i++) {}
+        if (i == n) snprintf(dirs[n++], PATH_MAX, "%s", d);
+    }
+    return n;
+}
+
+/* Removes every cgroup under ROOT (killing what is in them), then ROOT. */
+static int v1_teardown(void **state) {
+    char dirs[5][PATH_MAX];
+    int n = v1_roots(dirs);
+    for (int i = 0; i < n; i++) {
+        char names[16][CG_NAME_MAX], sub[PATH_MAX * 2];
+        int k = cg_subdirs(dirs[i], names, 0, 16);
+        for (int j = 0; j < k; j++) {
+            snprintf(sub, sizeof sub, "%s/%s", dirs[i], names[j]);
+            for (int t = 0; t < 100 && access(sub, F_OK) == 0 && rmdir(sub) != 0; t++) {
+                cg_kill_procs(sub);
+                usleep(10000);
+            }
+        }
+        rmdir(dirs[i]);
+    }
+    return 0;
+}
+
+static bool in_every(char dirs[5][PATH_MAX], int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (!cg_exists(dirs[i], name)) return false;
+    return true;
+}
+
+static bool in_none(char dirs[5][PATH_MAX], int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (cg_exists(dirs[i], name)) return false;
+    return true;
+}
+
+static void test_cgroup_v1_real_pool(void **state) {
+    char dirs[5][PATH_MAX], err[1024], reason[1024], buf[256], mem[PATH_MAX * 2];
+    snprintf(v1_root, sizeof v1_root, "/sluice-unit-pool-%d", (int)getpid());
+    int n = v1_roots(dirs);
+    if (n == 0) skip();
+    for (int i = 0; i < n; i++) assert_int_equal(mkdir(dirs[i], 0755), 0);
+    agent_cgroup_config_t cfg = {.mode = "v1", .root = v1_root, .node = "n1",
+                                 .pids_max = 77, .pool = 1};
+    agent_cgroup_t *cg = NULL;
+    assert_int_equal(agent_cgroup_open(&cfg, &cg, err, sizeof err), 0);
+    assert_non_null(strstr(agent_cgroup_describe(cg), "1 spare task cgroup made ahead"));
+    assert_true(agent_cgroup_housekeeping_due(cg));
+    assert_int_equal(agent_cgroup_housekeep(cg, AGENT_CGROUP_POOL_MAX), 1);
+    assert_false(agent_cgroup_housekeeping_due(cg));
+    assert_true(in_every(dirs, n, "pool.1"));
+    /* A leftover 9.0 of an earlier agent: the spare is renamed over it. */
+    for (int i = 0; i < n; i++) {
+        snprintf(mem, sizeof mem, "%s/9.0", dirs[i]);
+        assert_int_equal(mkdir(mem, 0755), 0);
+    }
+    agent_cgroup_task_t ct;
+    assert_int_equal(agent_cgroup_task_create(cg, 9, 0, 64 * MI, 500, NULL, 0, &ct, reason,
+                                              sizeof reason), 0);
+    assert_true(in_none(dirs, n, "pool.1"));
+    assert_true(in_every(dirs, n, "9.0"));
+    assert_int_equal(ct.nprocs, (size_t)n);
+    assert_true(ct.oom_fd >= 0);
+    assert_int_equal(ct.mem_limit, 64 * MI * 11 / 10 / 4096 * 4096);
+    agent_cgroup_task_release(&ct);
+    close(ct.oom_fd);
+    char mnt[PATH_MAX];
+    assert_int_equal(cg_find_mount("cgroup", "memory", mnt, sizeof mnt), 0);
+    snprintf(mem, sizeof mem, "%s%s/9.0", mnt, v1_root);
+    snprintf(buf, sizeof buf, "%lld\n", (long long)ct.mem_limit);
+    char got[256];
+    assert_true(cg_read(mem, "memory.limit_in_bytes", got, sizeof got) > 0);
+    assert_string_equal(got, buf);
+    assert_true(agent_cgroup_housekeeping_due(cg));
+    /* The outcome: no OOM, a peak, the limit read when not known. */
+    agent_cgroup_stats_t st = {.mem_limit = 0};
+    assert_int_equal(agent_cgroup_task_outcome(cg, 9, 0, &st), 0);
+    assert_int_equal(st.oom_kills, 0);
+    assert_true(st.mem_peak >= 0);
+    assert_int_equal(st.mem_limit, ct.mem_limit);
+    /* Housekeeping: the queued removal first, then a spare. */
+    agent_cgroup_task_remove_later(cg, 9, 0);
+    assert_true(in_every(dirs, n, "9.0"));
+    assert_int_equal(agent_cgroup_housekeep(cg, 1), 1);
+    assert_true(in_none(dirs, n, "9.0"));
+    assert_false(in_every(dirs, n, "pool.2"));
+    assert_int_equal(agent_cgroup_housekeep(cg, 1), 1);
+    assert_true(in_every(dirs, n, "pool.2"));
+    assert_false(agent_cgroup_housekeeping_due(cg));
+    /* A task launched again while its last cgroup waits for removal: the
+     * old one goes at the launch, and housekeeping leaves the new one. */
+    assert_int_equal(agent_cgroup_task_create(cg, 9, 2, 64 * MI, 500, NULL, 0, &ct, reason,
+                                              sizeof reason), 0);
+    agent_cgroup_task_release(&ct);
+    close(ct.oom_fd);
+    agent_cgroup_task_remove_later(cg, 9, 2);
+    assert_int_equal(agent_cgroup_task_create(cg, 9, 2, 32 * MI, 500, NULL, 0, &ct, reason,
+                                              sizeof reason), 0);
+    agent_cgroup_task_release(&ct);
+    close(ct.oom_fd);
+    assert_int_equal(agent_cgroup_housekeep(cg, AGENT_CGROUP_POOL_MAX), 1);  /* a spare */
+    assert_true(in_every(dirs, n, "9.2"));
+    assert_int_equal(agent_cgroup_task_remove(cg, 9, 2), 0);
+    /* A claim whose limit cannot be written (a CPU quota above the
+     * root's) fails naming the file and leaves neither name. */
+    assert_true(in_every(dirs, n, "pool.3"));
+    assert_int_equal(cg_find_mount("cgroup", "cpu", mnt, sizeof mnt), 0);
+    snprintf(mem, sizeof mem, "%s%s", mnt, v1_root);
+    cg_fs_t fs = {0};
+    assert_int_equal(cg_write(&fs, mem, "cpu.cfs_quota_us", "50000"), 0);
+    assert_int_equal(agent_cgroup_task_create(cg, 9, 1, 64 * MI, 1000, NULL, 0, &ct, reason,
+                                              sizeof reason), -1);
+    assert_non_null(strstr(reason, "/9.1/cpu.cfs_quota_us: Invalid argument"));
+    assert_true(in_none(dirs, n, "pool.3"));
+    assert_true(in_none(dirs, n, "9.1"));
+    /* Closing removes the spares and the queued removals. */
+    assert_int_equal(agent_cgroup_housekeep(cg, 1), 1);
+    assert_true(in_every(dirs, n, "pool.4"));
+    assert_int_equal(cg_write(&fs, mem, "cpu.cfs_quota_us", "-1"), 0);
+    assert_int_equal(agent_cgroup_task_create(cg, 9, 3, 64 * MI, 1000, NULL, 0, &ct, reason,
+                                              sizeof reason), 0);
+    agent_cgroup_task_release(&ct);
+    close(ct.oom_fd);
+    agent_cgroup_task_remove_later(cg, 9, 3);
+    assert_int_equal(agent_cgroup_housekeep(cg, 0), 0);
+    assert_true(in_every(dirs, n, "9.3"));
+    agent_cgroup_close(cg);
+    assert_true(in_none(dirs, n, "pool.4"));
+    assert_true(in_none(dirs, n, "9.3"));
 }
 
 /* ---- the real cgroup2 mount ---- */
@@ -417,6 +611,8 @@ int main(void) {
         cmocka_unit_test(test_cgroup_v2_no_limit_for_zero_requests),
         cmocka_unit_test(test_cgroup_v2_refusals_name_the_file),
         cmocka_unit_test(test_cgroup_none_enforces_nothing),
+        cmocka_unit_test(test_cgroup_v2_no_pool_and_the_outcome),
+        cmocka_unit_test_teardown(test_cgroup_v1_real_pool, v1_teardown),
         cmocka_unit_test_teardown(test_cgroup_v2_real_bpf_device_program, remove_made),
         cmocka_unit_test_teardown(test_cgroup_v2_real_remove_kills_a_straggler, remove_made),
     };
