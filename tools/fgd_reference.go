@@ -57,6 +57,12 @@
 //     whose arrived GPU rounds to x, of the allocated GPU % rounded to two
 //     decimals; unallocated = 100 - that. "step100" is Sluice's grid value
 //     (the state after the last pod that keeps arrived at or below 100%).
+//
+// -replay PREFIX takes each seed's pod sequence and node order from
+// PREFIX.SEED as `sluice-sim fill --dump-order PREFIX` writes them (lines
+// "N <node name> <rank>", "P <pod name>") instead of Go's streams: given
+// the same orders, this reference and Sluice's fill must decide alike, so
+// their per-seed figures must be equal.
 package main
 
 import (
@@ -68,6 +74,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 type node struct {
@@ -248,14 +255,60 @@ func goOrders(seed int64, pods []pod, nnodes int, capMilli int64) ([]pod, []int)
 	return seq, r.Perm(nnodes)
 }
 
+// replayOrders: the pod sequence and node ranks of a --dump-order file.
+func replayOrders(path string, pods []pod, nodes []node) ([]pod, []int) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fail("%v", err)
+	}
+	byName := map[string]pod{}
+	for _, p := range pods {
+		byName[p.name] = p
+	}
+	idx := map[string]int{}
+	for i := range nodes {
+		idx[nodes[i].name] = i
+	}
+	ranks := make([]int, len(nodes))
+	seen := 0
+	var seq []pod
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0:
+		case len(f) == 3 && f[0] == "N":
+			i, ok := idx[f[1]]
+			v, err := strconv.ParseInt(f[2], 10, 64)
+			if !ok || err != nil {
+				fail("%s: bad node line %q", path, line)
+			}
+			ranks[i] = int(v)
+			seen++
+		case len(f) == 2 && f[0] == "P":
+			p, ok := byName[f[1]]
+			if !ok {
+				fail("%s: pod %q is not in the pod list", path, f[1])
+			}
+			seq = append(seq, p)
+		default:
+			fail("%s: bad line %q", path, line)
+		}
+	}
+	if seen != len(nodes) {
+		fail("%s: %d node lines for %d nodes", path, seen, len(nodes))
+	}
+	return seq, ranks
+}
+
 func main() {
 	nodesPath := flag.String("nodes", "", "node list (sn,cpu_milli,memory_mib,gpu,model)")
 	jobsPath := flag.String("jobs", "", "pod list (Alibaba v2023 columns)")
 	policy := flag.String("policy", "dotprod", "dotprod or bestfit")
 	seeds := flag.String("seeds", "42-51", "seeds, FIRST-LAST")
+	replay := flag.String("replay", "", "take the orders from PREFIX.SEED (sluice-sim fill --dump-order)")
 	flag.Parse()
 	if *nodesPath == "" || *jobsPath == "" || (*policy != "dotprod" && *policy != "bestfit") {
-		fail("usage: -nodes FILE -jobs FILE [-policy dotprod|bestfit] [-seeds 42-51]")
+		fail("usage: -nodes FILE -jobs FILE [-policy dotprod|bestfit] [-seeds 42-51] [-replay PREFIX]")
 	}
 	var s0, s1 int64
 	if _, err := fmt.Sscanf(*seeds, "%d-%d", &s0, &s1); err != nil || s1 < s0 {
@@ -288,7 +341,13 @@ func main() {
 
 	var allocs []float64
 	for seed := s0; seed <= s1; seed++ {
-		seq, ranks := goOrders(seed, pods, len(base), capMilli)
+		var seq []pod
+		var ranks []int
+		if *replay != "" {
+			seq, ranks = replayOrders(fmt.Sprintf("%s.%d", *replay, seed), pods, base)
+		} else {
+			seq, ranks = goOrders(seed, pods, len(base), capMilli)
+		}
 		nodes := make([]node, len(base))
 		copy(nodes, base)
 		for i := range nodes {
