@@ -86,6 +86,13 @@ sl_cluster_t *sl_sched_cluster(sl_sched_t *s);
 /* The workload FGD scores against; the caller may fill it (sim: the trace's
  * shapes) or let track_workload do it. Owned by the scheduler. */
 sl_workload_t *sl_sched_workload(sl_sched_t *s);
+/* The rank of node (an id of the scheduler's cluster) in the node order
+ * that decides equal scores for the placements that follow the FGD
+ * artifact's rule (gpupacking, gpuclustering, dotprod, fgd; see
+ * docs/placement.md): among equal scores the lowest rank wins. A bijection
+ * of the id, fixed by the config's seed; O(1). For tools that replay a
+ * run's decisions elsewhere (sluice-sim fill --dump-order). */
+uint32_t sl_sched_node_rank(const sl_sched_t *s, uint32_t node);
 const sl_place_policy_t *sl_sched_place_policy(const sl_sched_t *s);
 const sl_queue_policy_t *sl_sched_queue_policy(const sl_sched_t *s);
 sl_backfill_kind_t sl_sched_backfill(const sl_sched_t *s);

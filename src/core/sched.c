@@ -280,6 +280,10 @@ void sl_sched_destroy(sl_sched_t *s) {
 sl_cluster_t *sl_sched_cluster(sl_sched_t *s) {
     return s->cl;
 }
+uint32_t sl_sched_node_rank(const sl_sched_t *s, uint32_t node) {
+    return sl__node_rank(s->order_key, node);
+}
+
 sl_workload_t *sl_sched_workload(sl_sched_t *s) {
     return s->wl;
 }

@@ -23,8 +23,15 @@
  * Sluice's own placements (fgdbal, firstfit) get every shape, memory
  * included, as sluiced gives them.
  *
+ * With --dump-order PREFIX each seed's inputs are written to PREFIX.SEED:
+ * one line "N <node name> <rank>" per node (sl_sched_node_rank: equal
+ * scores go to the lowest rank) and one "P <pod name>" per pod in arrival
+ * order, so that a reference of the FGD artifact (tools/fgd_reference.go
+ * -replay) can decide the same run and be compared pod for pod.
+ *
  * Cost: one placement decision per pod, O(classes) each in the core.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -92,6 +99,28 @@ void sim_fill_result_fini(sim_fill_result_t *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* Writes prefix.SEED (see the top). 0, or SL_EIO with err naming the file. */
+static int dump_order(const char *prefix, uint64_t seed, const sl_sched_t *s,
+                      const sl_cluster_t *cl, const sim_trace_t *t, const size_t *ord,
+                      size_t nord, char *err, size_t errlen) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s.%" PRIu64, prefix, seed);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errlen, "--dump-order: cannot write %s: %s", path, strerror(errno));
+        return SL_EIO;
+    }
+    const sl_node_t *n;
+    for (uint32_t id = 0; (n = sl_cluster_node(cl, id)) != NULL; id++)
+        fprintf(f, "N %s %" PRIu32 "\n", n->name, sl_sched_node_rank(s, id));
+    for (size_t k = 0; k < nord; k++) fprintf(f, "P %s\n", t->jobs[ord[k]].name);
+    if (fclose(f) != 0) {
+        snprintf(err, errlen, "--dump-order: writing %s: %s", path, strerror(errno));
+        return SL_EIO;
+    }
+    return 0;
+}
+
 static double now_us(void) {
     return sim_now_s() * 1e6;
 }
@@ -152,6 +181,9 @@ static int fill_one(const sim_trace_t *t, const char *placement, uint64_t seed,
         goto out;
     }
     sim_fill_order(gpu, t->njobs, cap, SIM_FILL_TARGET_PCT, seed, &ord, &nord);
+    if (o->dump_order &&
+        (rc = dump_order(o->dump_order, seed, s, cl, t, ord, nord, err, errlen)) < 0)
+        goto out;
     arr = sl_xmalloc((nord ? nord : 1) * sizeof *arr);
     una = sl_xmalloc((nord ? nord : 1) * sizeof *una);
     int64_t arrived = 0, alloc = 0;

@@ -200,6 +200,9 @@ static void usage_fill(FILE *f) {
             "                       checkpoint, S seconds apart (default: all since start)\n"
             "  --json FILE          write results as JSON\n"
             "  --svg DIR            write DIR/fill_unallocated.svg\n"
+            "  --dump-order PREFIX  write PREFIX.SEED per seed: \"N node rank\" lines (ties go\n"
+            "                       to the lowest rank), then \"P pod\" in arrival order, for\n"
+            "                       tools/fgd_reference.go -replay\n"
             "  --check              assert invariants after every pod (slow)\n"
             "  --quiet              no progress bar (it only shows on a terminal anyway)\n"
             "  --topology on|off    off: place as if the nodes file had no topology column\n"
@@ -287,11 +290,12 @@ enum {
     O_NODES = 1000, O_JOBS, O_FORMAT, O_TENANTS, O_PLACEMENT, O_QUEUE, O_BACKFILL, O_SHARING,
     O_ESTIMATE, O_SEED, O_SEEDS, O_JSON, O_JOBSCSV, O_SVG, O_CHECK, O_QUIET, O_INTER, O_GPUS,
     O_GMODEL, O_GMEM, O_CPU, O_MEM, O_LOAD, O_ARRAY, O_PREEMPT, O_CKPT, O_BLOCKS, O_RACKS,
-    O_TOPOREQ, O_TOPOLOGY
+    O_TOPOREQ, O_TOPOLOGY, O_DUMPORDER
 };
 
 typedef struct opts {
     const char *nodes, *jobs, *tenants, *json, *jobs_csv, *svg, *estimate;
+    const char *dump_order; /* fill --dump-order PREFIX */
     sim_format_t format;
     list_t placement, queue, backfill, sharing, preempt;
     int64_t checkpoint_us;
@@ -315,6 +319,7 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
         {"load", required_argument, 0, O_LOAD},         {"help", no_argument, 0, 'h'},
         {"preempt", optional_argument, 0, O_PREEMPT},   {"checkpoint", required_argument, 0, O_CKPT},
         {"topology", required_argument, 0, O_TOPOLOGY},
+        {"dump-order", required_argument, 0, O_DUMPORDER},
         {0, 0, 0, 0}};
     const char *cmd = replay ? "replay" : "fill";
     int c;
@@ -352,6 +357,7 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
         case O_JSON: o->json = optarg; break;
         case O_JOBSCSV: o->jobs_csv = optarg; break;
         case O_SVG: o->svg = optarg; break;
+        case O_DUMPORDER: o->dump_order = optarg; break;
         case O_CHECK: o->check = true; break;
         case O_QUIET: o->quiet = true; break;
         case O_PREEMPT:
@@ -408,6 +414,10 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
         fprintf(stderr, "sluice-sim fill: --queue, --backfill, --sharing, --estimate, --tenants, "
                 "--load, --preempt, --checkpoint and --jobs-csv apply to replay only (fill "
                 "schedules each pod once, in order)\n");
+        return 2;
+    }
+    if (replay && o->dump_order) {
+        fprintf(stderr, "sluice-sim replay: --dump-order applies to fill only\n");
         return 2;
     }
     if (replay && o->nseeds > 1) {
@@ -478,7 +488,8 @@ static int cmd_fill(int argc, char **argv) {
     }
     if ((rc = load_trace(&o, &t)) != 0) goto out;
     t.topology_off = o.topology_off;
-    sim_run_opts_t ro = {.check = o.check, .progress = !o.quiet && isatty(2)};
+    sim_run_opts_t ro = {.check = o.check, .progress = !o.quiet && isatty(2),
+                         .dump_order = o.dump_order};
     res = calloc(o.placement.n, sizeof *res);
     for (size_t i = 0; i < o.placement.n; i++) {
         if (sim_fill_run(&t, o.placement.item[i], o.seeds, o.nseeds, &ro, &res[i], err, sizeof err) < 0) {

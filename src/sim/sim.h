@@ -267,6 +267,7 @@ typedef struct sim_fill_result {
 typedef struct sim_run_opts {
     bool check;    /* assert invariants after every event */
     bool progress; /* progress bar on stderr */
+    const char *dump_order; /* fill: write PREFIX.SEED (sim_fill_dump_order), or NULL */
 } sim_run_opts_t;
 
 int sim_fill_run(const sim_trace_t *t, const char *placement, const uint64_t *seeds,

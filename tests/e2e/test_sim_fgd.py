@@ -95,3 +95,40 @@ def test_lower_bound_below_every_policy(tmp_path):
         got = fill(tmp_path, "default", ["fgdbal", "fgd", "bestfit", "firstfit"], str(seed))
         for pol, u in got.items():
             assert u >= lb, "seed %d: %s leaves %.3f%%, below the bound %.3f%%" % (seed, pol, u, lb)
+
+
+def test_dump_order_is_the_run(tmp_path):
+    """--dump-order writes what the run used (tools/fgd_reference.go
+    -replay decides the same run from it): every node once with a distinct
+    rank, then every pod in arrival order, the shuffled pod list first and
+    the inflation after it; writing it changes nothing, and the same seed
+    writes the same file."""
+    with open(jobs("cpu250"), newline="") as f:
+        names = [r["name"] for r in csv.DictReader(f)]
+    with open(NODES, newline="") as f:
+        nodes = [r["sn"] for r in csv.DictReader(f)]
+    prefix = str(tmp_path / "order")
+    out = tmp_path / "dump.json"
+    base = [SIM, "fill", "--nodes", NODES, "--jobs", jobs("cpu250"), "--placement", "dotprod",
+            "--seed", "42", "--json", str(out)]
+    subprocess.run(base + ["--dump-order", prefix], check=True, capture_output=True, timeout=600)
+    with_dump = json.loads(out.read_text())["results"][0]
+    first = (tmp_path / "order.42").read_text()
+    n_lines = [l.split() for l in first.splitlines() if l.startswith("N ")]
+    p_lines = [l.split() for l in first.splitlines() if l.startswith("P ")]
+    assert len(n_lines) + len(p_lines) == len(first.splitlines())
+    assert sorted(n for _, n, _ in n_lines) == sorted(nodes)
+    assert len({int(r) for _, _, r in n_lines}) == len(nodes)
+    seq = [p for _, p in p_lines]
+    assert sorted(seq[:len(names)]) == sorted(names)  # the whole list once, shuffled
+    assert seq[:len(names)] != names
+    assert set(seq[len(names):]) <= set(names) and len(seq) > len(names)  # inflation
+    assert len(seq) == with_dump["pods_scheduled"]
+    subprocess.run(base + ["--dump-order", prefix], check=True, capture_output=True, timeout=600)
+    assert (tmp_path / "order.42").read_text() == first
+    subprocess.run(base, check=True, capture_output=True, timeout=600)
+    plain = json.loads(out.read_text())["results"][0]
+    assert plain["unallocated_pct"]["100"] == with_dump["unallocated_pct"]["100"]
+    bad = subprocess.run(base + ["--dump-order", str(tmp_path / "no" / "such")],
+                         capture_output=True, text=True, timeout=600)
+    assert bad.returncode != 0 and "--dump-order" in bad.stderr
