@@ -23,6 +23,7 @@
 #define SLUICE_COMMON_PROTO_HB_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Whether a heartbeat sent now asks for an answer: contact_age_us is now
@@ -32,5 +33,17 @@
  * heartbeat_us > node_timeout_us / 2. Pure; can't fail. */
 bool sl_proto_heartbeat_asks(int64_t contact_age_us, int64_t heartbeat_us,
                              int64_t node_timeout_us);
+
+/* The controller's fast path for the message it reads most (an idle
+ * controller of N agents reads N / heartbeat of them a second): when
+ * line[0..len) (no newline) is exactly a heartbeat as agents encode it
+ * without usage, `{"type":"heartbeat","seq":N,"time":T}` or
+ * `{"type":"heartbeat","time":T}` (N a whole number of 1 to 18 digits,
+ * T a plain decimal 0 <= T < 1e11), sets *seq (0: no seq) and returns
+ * true; then sl_proto_decode_line would decode the line to a valid
+ * heartbeat of that seq and no usage. Any other line (other spacing or
+ * key order, an exponent, usage, another type) returns false, and the
+ * caller decodes it in full. O(len); allocates nothing. */
+bool sl_proto_heartbeat_scan(const char *line, size_t len, uint64_t *seq);
 
 #endif
