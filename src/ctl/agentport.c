@@ -77,6 +77,7 @@ struct ctl_conn {
     bool closing;   /* free once the output has drained */
     struct event *hello_ev;     /* closes the connection without a hello in time */
     struct event *read_ev;      /* plain TCP: read by recv(2), not the bufferevent */
+    struct evbuffer *partial;   /* plain TCP: a line not yet whole; NULL when none */
     int64_t last_read_mono_us;  /* when it last sent anything */
 };
 
@@ -128,6 +129,8 @@ static void conn_free(ctl_conn_t *cn) {
         event_free(cn->hello_ev);
     if (cn->read_ev)
         event_free(cn->read_ev);
+    if (cn->partial)
+        evbuffer_free(cn->partial);
     bufferevent_free(cn->bev);
     ctl_lport_release(&ap->port, cn->slot);
     sl_free(cn);
@@ -643,10 +646,9 @@ static void on_line(ctl_conn_t *cn, const char *line, size_t len) {
     json_decref(m);
 }
 
-/* Handles the whole lines in cn's input buffer, leaving a partial one;
- * a partial line over 1 MiB rejects the connection. */
-static void read_lines(ctl_conn_t *cn) {
-    struct evbuffer *in = bufferevent_get_input(cn->bev);
+/* Handles the whole lines in in (cn's), leaving a partial one; a partial
+ * line over 1 MiB rejects the connection. */
+static void read_lines(ctl_conn_t *cn, struct evbuffer *in) {
     while (!cn->dead && !cn->closing) {
         size_t len;
         char *line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF);
@@ -665,15 +667,16 @@ static void read_cb(struct bufferevent *bev, void *ud) {
     ctl_conn_t *cn = ud;
     cn->in_cb = true;
     cn->last_read_mono_us = ctl_mono_us();
-    read_lines(cn);
+    read_lines(cn, bufferevent_get_input(bev));
     cn->in_cb = false;
     if (cn->dead)
         conn_free(cn);
 }
 
 /* Plain TCP's read callback: one recv(2) into a buffer on the stack, its
- * whole lines handled from there, only a partial line copied into the
- * input buffer. The bufferevent's own read would ask the socket how much
+ * whole lines handled from there, only a partial line copied into a buffer
+ * of the connection's own (not the bufferevent's input, whose end the
+ * bufferevent keeps frozen to all but itself). The bufferevent's own read would ask the socket how much
  * it holds (an ioctl FIONREAD) before each read and copy every line out of
  * its buffer into a new block: at 10,000 agents, 5,000 heartbeats a
  * second, those were a sixth of an idle controller's CPU (docs/scale.md).
@@ -690,9 +693,8 @@ static void read_raw_cb(evutil_socket_t fd, short what, void *ud) {
     }
     cn->in_cb = true;
     cn->last_read_mono_us = ctl_mono_us();
-    struct evbuffer *in = bufferevent_get_input(cn->bev);
     const char *p = buf, *end = buf + n;
-    if (evbuffer_get_length(in) == 0) {
+    if (cn->partial == NULL || evbuffer_get_length(cn->partial) == 0) {
         const char *nl;
         while (!cn->dead && !cn->closing && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
             on_line(cn, p, (size_t)(nl - p));
@@ -700,8 +702,11 @@ static void read_raw_cb(evutil_socket_t fd, short what, void *ud) {
         }
     }
     if (p < end && !cn->dead && !cn->closing) {
-        evbuffer_add(in, p, (size_t)(end - p));
-        read_lines(cn);
+        if (cn->partial == NULL && (cn->partial = evbuffer_new()) == NULL)
+            abort(); /* out of memory */
+        if (evbuffer_add(cn->partial, p, (size_t)(end - p)) != 0)
+            abort();
+        read_lines(cn, cn->partial);
     }
     cn->in_cb = false;
     if (cn->dead)
