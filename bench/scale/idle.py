@@ -18,7 +18,8 @@ load average and the heartbeats and answers counted on the wire side
 sluiced and sluice-agent; `--build NAME=DIR[,AGENTDIR]` takes the
 emulator from AGENTDIR when given (old agent with a new controller and
 the other way round). One JSON line per measurement goes to --out, if
-given, and a table to stdout. About (settle + window + 15) s per
+given (and build NAME's to results.jsonl with --results NAME, for
+plot.py), and a table to stdout. About (settle + window + 15) s per
 measurement: 4 sizes x 2 builds x 2 rounds at the defaults take 7 minutes.
 """
 
@@ -90,6 +91,9 @@ def main():
     ap.add_argument("--node-timeout", type=float, default=10,
                     help="seconds (10 is sluiced's default)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--results", default=None, metavar="NAME",
+                    help="also append build NAME's rows to bench/scale/results.jsonl "
+                         "(run.py's format, the idle figures only) for plot.py")
     ap.add_argument("--tmp", default=None)
     a = ap.parse_args()
     builds = []
@@ -113,6 +117,14 @@ def main():
                 if a.out:
                     with open(a.out, "a") as f:
                         f.write(json.dumps(r) + "\n")
+                if a.results == name:
+                    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                           "results.jsonl"), "a") as f:
+                        f.write(json.dumps({
+                            "nodes": n, "gpus": 8 * n, "load_idle": r["load"],
+                            "idle_cpu_pct": r["idle_cpu_pct"],
+                            "emu_idle_cpu_pct": r["emu_idle_cpu_pct"], "time": r["time"],
+                            "args": "idle.py " + r["args"]}) + "\n")
 
 
 if __name__ == "__main__":

@@ -76,18 +76,19 @@ def svg(rows, key, title, unit, target):
 
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results.jsonl")
-    rows = {}
     with open(path) as f:
-        for line in f:
-            if line.strip():
-                r = json.loads(line)
-                rows[r["nodes"]] = r  # the latest run of each size
-    rows = list(rows.values())
+        runs = [json.loads(line) for line in f if line.strip()]
     for key, title, unit, target in FIGURES:
-        if not any(r.get(key) is not None for r in rows):
+        # The latest run of each size that measured key (idle.py appends
+        # rows with the idle figures only).
+        rows = {}
+        for r in runs:
+            if r.get(key) is not None:
+                rows[r["nodes"]] = r
+        if not rows:
             continue
         with open(os.path.join(HERE, key + ".svg"), "w") as f:
-            f.write(svg(rows, key, title, unit, target))
+            f.write(svg(list(rows.values()), key, title, unit, target))
 
 
 if __name__ == "__main__":
