@@ -32,10 +32,10 @@
  * welcome and each heartbeat that carries a seq with a heartbeat of the
  * same seq. Heartbeats are numbered, but only those whose answer the agent
  * needs to keep its contact within half of node_timeout carry their number
- * (proto_hb.h): at the defaults every second one. The agent is in contact as of the time it SENT the latest message
- * so answered: the controller heard from it at that time or later, so the
- * controller's own timeout (from the last message it heard) never ends
- * before the agent's. When the contact is older than the node_timeout that
+ * (proto_hb.h): at the defaults every second one. The agent is in contact
+ * as of the time it SENT the latest message so answered: the controller
+ * heard from it at that time or later, so the controller's own timeout
+ * (from the last message it heard) never ends before the agent's. When the contact is older than the node_timeout that
  * the welcome gave, the agent stops the tasks whose jobs the controller
  * will requeue (agent_tasks_fence) and drops the connection, whose unread
  * messages are stale. Every callback here checks this first, so an agent

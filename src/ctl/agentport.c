@@ -676,11 +676,12 @@ static void read_cb(struct bufferevent *bev, void *ud) {
 /* Plain TCP's read callback: one recv(2) into a buffer on the stack, its
  * whole lines handled from there, only a partial line copied into a buffer
  * of the connection's own (not the bufferevent's input, whose end the
- * bufferevent keeps frozen to all but itself). The bufferevent's own read would ask the socket how much
- * it holds (an ioctl FIONREAD) before each read and copy every line out of
- * its buffer into a new block: at 10,000 agents, 5,000 heartbeats a
- * second, those were a sixth of an idle controller's CPU (docs/scale.md).
- * The bufferevent still writes (conn_write) and closes. */
+ * bufferevent keeps frozen to all but itself). The bufferevent's own read
+ * asks the socket how much it holds (an ioctl FIONREAD) before each read,
+ * and evbuffer_readln copies each line into a new block: at 10,000 agents,
+ * 5,000 heartbeats a second, the ioctl alone was 5% of an idle
+ * controller's samples (docs/scale.md). The bufferevent still writes
+ * (conn_write) and reports write errors (event_cb). */
 static void read_raw_cb(evutil_socket_t fd, short what, void *ud) {
     ctl_conn_t *cn = ud;
     char buf[65536];
