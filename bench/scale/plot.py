@@ -127,20 +127,19 @@ def svg_failure(rows):
 
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results.jsonl")
-    rows = {}
     with open(path) as f:
-        for line in f:
-            if line.strip():
-                r = json.loads(line)
-                # The latest figure of each size: a run of some steps only
-                # (run.py --steps) replaces those figures, not the others.
-                rows.setdefault(r["nodes"], {}).update(r)
-    rows = list(rows.values())
+        runs = [json.loads(line) for line in f if line.strip()]
     for key, title, unit, target in FIGURES:
-        if not any(r.get(key) is not None for r in rows):
+        # The latest run of each size that measured key (idle.py appends
+        # rows with the idle figures only).
+        rows = {}
+        for r in runs:
+            if r.get(key) is not None:
+                rows[r["nodes"]] = r
+        if not rows:
             continue
         with open(os.path.join(HERE, key + ".svg"), "w") as f:
-            f.write(svg(rows, key, title, unit, target))
+            f.write(svg(list(rows.values()), key, title, unit, target))
     # run.py --steps failure: the latest run's rows (its "time" stamps).
     fpath = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "failure.jsonl")
     if os.path.exists(fpath):

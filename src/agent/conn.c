@@ -29,11 +29,13 @@
  * which is the whole state the controller needs.
  *
  * Fencing (docs/protocol.md): the controller answers the hello with its
- * welcome and each heartbeat (numbered by seq) with a heartbeat of the same
- * seq. The agent is in contact as of the time it SENT the latest message
- * so answered: the controller heard from it at that time or later, so the
- * controller's own timeout (from the last message it heard) never ends
- * before the agent's. When the contact is older than the node_timeout that
+ * welcome and each heartbeat that carries a seq with a heartbeat of the
+ * same seq. Heartbeats are numbered, but only those whose answer the agent
+ * needs to keep its contact within half of node_timeout carry their number
+ * (proto_hb.h): at the defaults every second one. The agent is in contact
+ * as of the time it SENT the latest message so answered: the controller
+ * heard from it at that time or later, so the controller's own timeout
+ * (from the last message it heard) never ends before the agent's. When the contact is older than the node_timeout that
  * the welcome gave, the agent stops the tasks whose jobs the controller
  * will requeue (agent_tasks_fence) and drops the connection, whose unread
  * messages are stale. Every callback here checks this first, so an agent
@@ -60,6 +62,7 @@
 #include "conn.h"
 #include "log.h"
 #include "loop.h"
+#include "proto_hb.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
 #include "sluice/sluice.h"
@@ -433,10 +436,16 @@ static void heartbeat_cb(evutil_socket_t fd, short ev, void *arg) {
     struct timeval next = agent_tv_ms(cn->heartbeat_s * INT64_C(1000));
     evtimer_add(cn->heartbeat_ev, &next);
     if (fence_check(cn) || !cn->connected) return;
+    int64_t now = fence_clock_us();
     cn->hb_seq++;
-    cn->hb_sent_us[cn->hb_seq % HB_RING] = fence_clock_us();
+    cn->hb_sent_us[cn->hb_seq % HB_RING] = now;
+    /* A seq asks for an answer: only when the contact needs one to stay
+     * within half of node_timeout (proto_hb.h); the others are signs of
+     * life that cost the controller no answer. */
+    bool ask = sl_proto_heartbeat_asks(cn->contact_us > 0 ? now - cn->contact_us : -1,
+                                       cn->heartbeat_s * INT64_C(1000000), cn->node_timeout_us);
     sl_proto_msg_t m = {.type = SL_PROTO_HEARTBEAT, .time = agent_now(),
-                        .u.heartbeat.seq = cn->hb_seq};
+                        .u.heartbeat.seq = ask ? cn->hb_seq : 0};
     sl_proto_usage_t *usage = NULL;
     if (cn->cfg.usage) m.u.heartbeat.nusage = cn->cfg.usage(cn->cfg.usage_ud, &usage);
     m.u.heartbeat.usage = usage;

@@ -3,7 +3,10 @@
  * (docs/protocol.md): newline-delimited JSON over one TCP connection per
  * agent, on libevent bufferevents with TCP_NODELAY (OpenSSL bufferevents
  * when main.c sets ap->tls; with certs_bind_name, a hello must name the
- * node of the peer's verified client certificate: peer_may_be).
+ * node of the peer's verified client certificate: peer_may_be). Plain TCP
+ * is read by an event of its own with one recv(2) per readable socket
+ * (read_raw_cb) and written with a send(2) of its own when nothing waits
+ * (conn_write): an idle controller's work is its agents' heartbeats.
  *
  * Every wire message the controller writes is encoded in this file (the
  * "encode" section) and every one it reads is decoded here (on_message and
@@ -37,6 +40,7 @@
  * the welcome tells it (Fencing in docs/protocol.md).
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -59,6 +63,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "proto.h"
+#include "proto_hb.h"
 #include "tls.h"
 
 struct ctl_conn {
@@ -71,6 +76,8 @@ struct ctl_conn {
     bool dead;      /* free once the current callback returns */
     bool closing;   /* free once the output has drained */
     struct event *hello_ev;     /* closes the connection without a hello in time */
+    struct event *read_ev;      /* plain TCP: read by recv(2), not the bufferevent */
+    struct evbuffer *partial;   /* plain TCP: a line not yet whole; NULL when none */
     int64_t last_read_mono_us;  /* when it last sent anything */
 };
 
@@ -120,6 +127,10 @@ static void conn_free(ctl_conn_t *cn) {
     }
     if (cn->hello_ev)
         event_free(cn->hello_ev);
+    if (cn->read_ev)
+        event_free(cn->read_ev);
+    if (cn->partial)
+        evbuffer_free(cn->partial);
     bufferevent_free(cn->bev);
     ctl_lport_release(&ap->port, cn->slot);
     sl_free(cn);
@@ -324,6 +335,8 @@ static void reject(ctl_conn_t *cn, const char *msg) {
                          * whose write callback closes once it has drained */
     send_now(cn, &m);
     bufferevent_disable(cn->bev, EV_READ);
+    if (cn->read_ev)
+        event_del(cn->read_ev);
     bool again = strncmp(ap->last_reject, msg, sizeof ap->last_reject - 1) == 0;
     sl_log(again ? SL_LOG_DEBUG : SL_LOG_WARN, "agent", "addr=%s rejected: %s", cn->addr, msg);
     snprintf(ap->last_reject, sizeof ap->last_reject, "%s", msg);
@@ -532,6 +545,15 @@ static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char
            n->addr, sl_cluster_node(c->cl, id)->ngpus, h->ntasks);
 }
 
+/* A heartbeat with a seq is answered at once (not after a commit): the
+ * agent's fencing clock. One without asks for no answer (proto_hb.h). */
+static void answer_heartbeat(ctl_conn_t *cn, uint64_t seq) {
+    if (seq > 0) {
+        sl_proto_msg_t e = {.type = SL_PROTO_HEARTBEAT_ECHO, .u.heartbeat.seq = seq};
+        send_now(cn, &e);
+    }
+}
+
 static void on_message(ctl_conn_t *cn, json_t *o) {
     ctl_agentport_t *ap = cn->ap;
     ctl_t *c = ap->c;
@@ -565,10 +587,7 @@ static void on_message(ctl_conn_t *cn, json_t *o) {
      * bad field: the report still counts, with what could be read. */
     switch (m.type) {
     case SL_PROTO_HEARTBEAT:
-        if (m.u.heartbeat.seq > 0) { /* answered at once: the agent's fencing clock */
-            sl_proto_msg_t e = {.type = SL_PROTO_HEARTBEAT_ECHO, .u.heartbeat.seq = m.u.heartbeat.seq};
-            send_now(cn, &e);
-        }
+        answer_heartbeat(cn, m.u.heartbeat.seq);
         ctl_eff_report(c, node, m.u.heartbeat.usage, m.u.heartbeat.nusage);
         break;
     case SL_PROTO_STARTED:
@@ -600,11 +619,36 @@ out:
 
 /* ---- connections ---- */
 
-static void read_cb(struct bufferevent *bev, void *ud) {
-    ctl_conn_t *cn = ud;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    cn->in_cb = true;
-    cn->last_read_mono_us = ctl_mono_us();
+/* One line from cn, without its newline: parsed and handled (a line that
+ * is not a JSON object rejects the connection). */
+static void on_line(ctl_conn_t *cn, const char *line, size_t len) {
+    if (len == 0)
+        return;
+    uint64_t seq;
+    if (cn->node >= 0 && sl_proto_heartbeat_scan(line, len, &seq)) {
+        /* A plain heartbeat, as on_message would handle it (no usage to
+         * report), without building and freeing its JSON tree. */
+        cn->ap->c->n.agent_messages++;
+        ctl_node_heard(cn->ap->c, (uint32_t)cn->node, true);
+        answer_heartbeat(cn, seq);
+        return;
+    }
+    json_error_t jerr;
+    json_t *m = json_loadb(line, len, 0, &jerr);
+    if (m == NULL || !json_is_object(m)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "bad JSON at position %d: %s", jerr.position, jerr.text);
+        json_decref(m);
+        reject(cn, msg);
+        return;
+    }
+    on_message(cn, m);
+    json_decref(m);
+}
+
+/* Handles the whole lines in in (cn's), leaving a partial one; a partial
+ * line over 1 MiB rejects the connection. */
+static void read_lines(ctl_conn_t *cn, struct evbuffer *in) {
     while (!cn->dead && !cn->closing) {
         size_t len;
         char *line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF);
@@ -613,22 +657,57 @@ static void read_cb(struct bufferevent *bev, void *ud) {
                 reject(cn, "message longer than 1 MiB");
             break;
         }
-        if (len == 0) {
-            free(line);
-            continue;
-        }
-        json_error_t jerr;
-        json_t *m = json_loadb(line, len, 0, &jerr);
+        on_line(cn, line, len);
         free(line);
-        if (m == NULL || !json_is_object(m)) {
-            char msg[300];
-            snprintf(msg, sizeof msg, "bad JSON at position %d: %s", jerr.position, jerr.text);
-            json_decref(m);
-            reject(cn, msg);
-            break;
+    }
+}
+
+/* The bufferevent's read callback (TLS connections). */
+static void read_cb(struct bufferevent *bev, void *ud) {
+    ctl_conn_t *cn = ud;
+    cn->in_cb = true;
+    cn->last_read_mono_us = ctl_mono_us();
+    read_lines(cn, bufferevent_get_input(bev));
+    cn->in_cb = false;
+    if (cn->dead)
+        conn_free(cn);
+}
+
+/* Plain TCP's read callback: one recv(2) into a buffer on the stack, its
+ * whole lines handled from there, only a partial line copied into a buffer
+ * of the connection's own (not the bufferevent's input, whose end the
+ * bufferevent keeps frozen to all but itself). The bufferevent's own read
+ * asks the socket how much it holds (an ioctl FIONREAD) before each read,
+ * and evbuffer_readln copies each line into a new block: at 10,000 agents,
+ * 5,000 heartbeats a second, the ioctl alone was 5% of an idle
+ * controller's samples (docs/scale.md). The bufferevent still writes
+ * (conn_write) and reports write errors (event_cb). */
+static void read_raw_cb(evutil_socket_t fd, short what, void *ud) {
+    ctl_conn_t *cn = ud;
+    char buf[65536];
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return;
+        conn_close(cn); /* the peer's end (0) or a reset: as the bufferevent's event_cb */
+        return;
+    }
+    cn->in_cb = true;
+    cn->last_read_mono_us = ctl_mono_us();
+    const char *p = buf, *end = buf + n;
+    if (cn->partial == NULL || evbuffer_get_length(cn->partial) == 0) {
+        const char *nl;
+        while (!cn->dead && !cn->closing && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+            on_line(cn, p, (size_t)(nl - p));
+            p = nl + 1;
         }
-        on_message(cn, m);
-        json_decref(m);
+    }
+    if (p < end && !cn->dead && !cn->closing) {
+        if (cn->partial == NULL && (cn->partial = evbuffer_new()) == NULL)
+            abort(); /* out of memory */
+        if (evbuffer_add(cn->partial, p, (size_t)(end - p)) != 0)
+            abort();
+        read_lines(cn, cn->partial);
     }
     cn->in_cb = false;
     if (cn->dead)
@@ -707,9 +786,17 @@ static void accept_cb(struct evconnlistener *lst, evutil_socket_t fd, struct soc
         bufferevent_openssl_set_allow_dirty_shutdown(cn->bev, 1);
     } else {
         cn->bev = bufferevent_socket_new(ap->c->loop->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        cn->read_ev = event_new(ap->c->loop->base, fd, EV_READ | EV_PERSIST, read_raw_cb, cn);
+        if (cn->bev == NULL || cn->read_ev == NULL)
+            abort(); /* out of memory */
     }
     bufferevent_setcb(cn->bev, read_cb, write_cb, event_cb, cn);
-    bufferevent_enable(cn->bev, EV_READ | EV_WRITE);
+    if (cn->read_ev) {
+        bufferevent_enable(cn->bev, EV_WRITE);
+        event_add(cn->read_ev, NULL);
+    } else {
+        bufferevent_enable(cn->bev, EV_READ | EV_WRITE);
+    }
     conn_hello_deadline(cn);
 }
 

@@ -537,7 +537,14 @@ void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const cha
             j->end_us = ctl_now_us();
             snprintf(j->reason, sizeof j->reason, "%s", why);
         }
-        kill_live(c, j, task < 0 ? (int32_t)node : -1);
+        /* Its other live tasks are asked to stop, not the lost ones: their
+         * agent no longer runs them (it reported them fenced, or its hello
+         * left them out), and a kill for an ended task makes the agent
+         * report that end again, which would then be taken for the task
+         * of the job's next copy on the node and end it too. */
+        for (int32_t i = 0; i < j->ntasks; i++)
+            if (ctl_task_is_live(&j->tasks[i]) && !lost_here(&j->tasks[i], i, node, task))
+                send_kill(c, j, i);
     }
     if (j->requeue_wait) {
         /* Its tasks here may run until the node's fence time (1: now, so

@@ -113,8 +113,11 @@ def test_jobs_start_end_cancel_fail_and_log_through_emulated_nodes(emulated):
 
     # Runs until cancelled.
     forever = ctl.submit({"command": ["serve"], "gpus": 1})
-    j = wait_for(lambda: (lambda x: x if x["state"] == "running" else None)(ctl.job(forever["id"])),
-                 timeout=60, what="job running")
+    # Running from the scheduler's start; its pid comes with the agent's
+    # `started`, a moment later.
+    j = wait_for(lambda: (lambda x: x if x["state"] == "running" and x["placement"][0]["pid"]
+                          else None)(ctl.job(forever["id"])),
+                 timeout=60, what="job running with its pid")
     assert j["placement"][0]["pid"] > 0
     st, body = ctl.request("DELETE", "/v1/jobs/%d" % forever["id"], token=ctl.admin_token)
     assert st == 200, (st, body)
