@@ -6,7 +6,7 @@
  * here is one open, one write and one close, and the errno goes back to
  * the caller, which names the file. Reads are small (a few hundred bytes:
  * a number or some "key value" lines) and go through one read(2) into a
- * buffer on the stack.
+ * buffer on the stack. A write interrupted by a signal is tried again.
  *
  * The mount table is /proc/self/mountinfo (proc(5)): field 5 is the mount
  * point, then optional fields up to "-", then fstype, source and the super
@@ -42,7 +42,15 @@ int cg_write(const cg_fs_t *fs, const char *dir, const char *file, const char *v
     int fd = open(path, flags, 0644);
     if (fd < 0) return -errno;
     size_t len = strlen(value);
-    ssize_t n = write(fd, value, len);
+    /* v1's memory limit writes fail with EINTR whenever a signal is
+     * pending, even with nothing to reclaim (the kernel checks before
+     * each try): the agent's SIGCHLDs must not fail a launch. Bounded,
+     * as a write that keeps being interrupted is a real failure. */
+    ssize_t n;
+    int tries = 0;
+    do
+        n = write(fd, value, len);
+    while (n < 0 && errno == EINTR && ++tries < 100);
     int err = n < 0 ? errno : (size_t)n != len ? EIO : 0;
     /* A fake tree keeps one value a line, so a test reads every write. */
     if (!err && fs && fs->fake && write(fd, "\n", 1) != 1) err = errno ? errno : EIO;

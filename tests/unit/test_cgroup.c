@@ -13,7 +13,8 @@
  * task cgroups: none on v2 and none; on the real v1 controllers (root
  * only, skipped otherwise) a spare renamed into place over a leftover of
  * the same name, the short outcome read, and a failed claim that leaves
- * neither name. Every directory the tests make is removed by them.
+ * neither name; a memory limit written under a stream of signals (v1's
+ * EINTR) never fails. Every directory the tests make is removed by them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -560,6 +562,41 @@ static void test_cgroup_v2_real_bpf_device_program(void **state) {
     assert_int_equal(bits & 0x40, 0);     /* ... by the program (EPERM) */
 }
 
+/* v1 refuses a memory limit write with EINTR whenever a signal is pending
+ * (the agent's SIGCHLDs during a turnover): cg_write tries it again, so a
+ * stream of signals never fails a write. */
+static volatile sig_atomic_t alarms;
+static void on_alarm(int sig) {
+    (void)sig;
+    alarms++;
+}
+
+static void test_cgroup_v1_real_write_survives_signals(void **state) {
+    (void)state;
+    char dirs[5][PATH_MAX], file[PATH_MAX * 2];
+    snprintf(v1_root, sizeof v1_root, "/sluice-unit-eintr-%d", (int)getpid());
+    int n = v1_roots(dirs), mem = -1;
+    if (n == 0) skip();
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(mkdir(dirs[i], 0755), 0);
+        snprintf(file, sizeof file, "%s/memory.limit_in_bytes", dirs[i]);
+        if (access(file, W_OK) == 0) mem = i;
+    }
+    if (mem < 0) skip();
+    struct sigaction sa = {.sa_handler = on_alarm}, old; /* no SA_RESTART */
+    assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+    struct itimerval it = {{0, 20}, {0, 20}}, off = {{0, 0}, {0, 0}};
+    assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+    cg_fs_t fs = {0};
+    int failed = 0;
+    for (int k = 0; k < 5000; k++)
+        failed += cg_write_i64(&fs, dirs[mem], "memory.limit_in_bytes", (k & 1 ? 128 : 256) * MI) != 0;
+    setitimer(ITIMER_REAL, &off, NULL);
+    sigaction(SIGALRM, &old, NULL);
+    assert_true(alarms > 100); /* the writes did run under a stream of signals */
+    assert_int_equal(failed, 0);
+}
+
 static void test_cgroup_v2_real_remove_kills_a_straggler(void **state) {
     const char *mnt = unified();
     if (!mnt) {
@@ -613,6 +650,7 @@ int main(void) {
         cmocka_unit_test(test_cgroup_none_enforces_nothing),
         cmocka_unit_test(test_cgroup_v2_no_pool_and_the_outcome),
         cmocka_unit_test_teardown(test_cgroup_v1_real_pool, v1_teardown),
+        cmocka_unit_test_teardown(test_cgroup_v1_real_write_survives_signals, v1_teardown),
         cmocka_unit_test_teardown(test_cgroup_v2_real_bpf_device_program, remove_made),
         cmocka_unit_test_teardown(test_cgroup_v2_real_remove_kills_a_straggler, remove_made),
     };
