@@ -87,6 +87,39 @@ static int v1_watch(agent_cgroup_t *cg, const char *name) {
     return efd;
 }
 
+/* Writes the task's limits into its cgroup's directories: memory (hard,
+ * memsw where swap is accounted, soft) and the CPU quota, and into a
+ * cgroup made now (fresh) also what a spare has already (the CPU period
+ * before the quota, pids.max). 0, or the errno with *bad and *file naming
+ * the controller and file that refused. */
+static int v1_write_limits(agent_cgroup_t *cg, char dir[CG1_N][PATH_MAX],
+                           const agent_cgroup_limits_t *lim, bool fresh, int *bad,
+                           const char **file) {
+    struct {
+        int ctl;
+        const char *file;
+        int64_t v;
+        bool on;
+    } w[] = {
+        {CG1_MEMORY, "memory.limit_in_bytes", lim->mem_max, lim->mem_max > 0},
+        {CG1_MEMORY, "memory.memsw.limit_in_bytes", lim->mem_max, lim->mem_max > 0 && cg->memsw},
+        {CG1_MEMORY, "memory.soft_limit_in_bytes", lim->mem_low, lim->mem_max > 0},
+        {CG1_CPU, "cpu.cfs_period_us", AGENT_CGROUP_CPU_PERIOD_US, fresh && lim->cpu_quota_us > 0},
+        {CG1_CPU, "cpu.cfs_quota_us", lim->cpu_quota_us, lim->cpu_quota_us > 0},
+        {CG1_PIDS, "pids.max", lim->pids_max > 0 ? lim->pids_max : -1, fresh},
+    };
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        if (!w[i].on) continue;
+        int rc = cg_write_i64(&cg->fs, dir[w[i].ctl], w[i].file, w[i].v);
+        if (rc != 0) {
+            *bad = w[i].ctl;
+            *file = w[i].file;
+            return rc;
+        }
+    }
+    return 0;
+}
+
 static int v1_create(agent_cgroup_t *cg, const char *name, const agent_cgroup_limits_t *lim,
                      agent_cgroup_task_t *ct, char *reason, size_t rlen) {
     char dir[CG1_N][PATH_MAX], line[64];
@@ -102,23 +135,7 @@ static int v1_create(agent_cgroup_t *cg, const char *name, const agent_cgroup_li
             goto fail;
         }
     }
-#define W(ctl, f, v)                                                                               \
-    do {                                                                                           \
-        bad = ctl;                                                                                 \
-        file = f;                                                                                  \
-        if ((rc = cg_write_i64(&cg->fs, dir[ctl], f, v)) != 0) goto fail;                          \
-    } while (0)
-    if (lim->mem_max > 0) {
-        W(CG1_MEMORY, "memory.limit_in_bytes", lim->mem_max);
-        if (cg->memsw) W(CG1_MEMORY, "memory.memsw.limit_in_bytes", lim->mem_max);
-        W(CG1_MEMORY, "memory.soft_limit_in_bytes", lim->mem_low);
-    }
-    if (lim->cpu_quota_us > 0) {
-        W(CG1_CPU, "cpu.cfs_period_us", AGENT_CGROUP_CPU_PERIOD_US);
-        W(CG1_CPU, "cpu.cfs_quota_us", lim->cpu_quota_us);
-    }
-    W(CG1_PIDS, "pids.max", lim->pids_max > 0 ? lim->pids_max : -1);
-#undef W
+    if ((rc = v1_write_limits(cg, dir, lim, true, &bad, &file)) != 0) goto fail;
     bad = CG1_DEVICES;
     file = "devices.deny";
     if ((rc = cg_write(&cg->fs, dir[CG1_DEVICES], file, "a")) != 0) goto fail;
@@ -257,19 +274,7 @@ static int v1_spare_claim(agent_cgroup_t *cg, agent_cgroup_spare_t *sp, const ch
             goto fail;
         }
     }
-#define W(ctl, f, v)                                                                               \
-    do {                                                                                           \
-        bad = ctl;                                                                                 \
-        file = f;                                                                                  \
-        if ((rc = cg_write_i64(&cg->fs, dir[ctl], f, v)) != 0) goto fail;                          \
-    } while (0)
-    if (lim->mem_max > 0) {
-        W(CG1_MEMORY, "memory.limit_in_bytes", lim->mem_max);
-        if (cg->memsw) W(CG1_MEMORY, "memory.memsw.limit_in_bytes", lim->mem_max);
-        W(CG1_MEMORY, "memory.soft_limit_in_bytes", lim->mem_low);
-    }
-    if (lim->cpu_quota_us > 0) W(CG1_CPU, "cpu.cfs_quota_us", lim->cpu_quota_us);
-#undef W
+    if ((rc = v1_write_limits(cg, dir, lim, false, &bad, &file)) != 0) goto fail;
     bad = CG1_DEVICES;
     file = "devices.allow";
     for (size_t i = cg->nstd_dev; i < lim->ndev; i++) {

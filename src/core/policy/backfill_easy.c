@@ -164,6 +164,23 @@ static int cmp_cand(const void *pa, const void *pb) {
     return a->node < b->node ? -1 : a->node > b->node;
 }
 
+/* Reserves the roomiest of the nc candidates in e->cands until they hold
+ * count tasks, and makes that the active reservation at shadow. */
+static void reserve_cands(easy_t *e, size_t nc, int64_t count, int64_t shadow,
+                          sl_reservation_t *out) {
+    if (nc > 1) qsort(e->cands, nc, sizeof *e->cands, cmp_cand);
+    int64_t have = 0;
+    for (size_t i = 0; i < nc && have < count; i++) {
+        grow((void **)&e->rnodes, &e->rnodes_cap, e->nrnodes + 1, sizeof *e->rnodes);
+        e->rnodes[e->nrnodes++] = e->cands[i].node;
+        e->reserved[e->cands[i].node] = 1;
+        have += e->cands[i].fit;
+    }
+    e->active = true;
+    e->shadow_us = shadow;
+    *out = (sl_reservation_t){shadow, e->rnodes, e->nrnodes};
+}
+
 /* Drops the reservation (clears the marks). O(reserved nodes). */
 static void easy_clear(void *st) {
     easy_t *e = st;
@@ -340,17 +357,7 @@ static bool easy_reserve_topo(easy_t *e, const sl_backfill_view_t *v, const sl_t
             grow((void **)&e->cands, &e->cands_cap, nc + 1, sizeof *e->cands);
             e->cands[nc++] = (easy_cand_t){id, f};
         }
-        if (nc > 1) qsort(e->cands, nc, sizeof *e->cands, cmp_cand);
-        int64_t have = 0;
-        for (size_t i = 0; i < nc && have < count; i++) {
-            grow((void **)&e->rnodes, &e->rnodes_cap, e->nrnodes + 1, sizeof *e->rnodes);
-            e->rnodes[e->nrnodes++] = e->cands[i].node;
-            e->reserved[e->cands[i].node] = 1;
-            have += e->cands[i].fit;
-        }
-        e->active = true;
-        e->shadow_us = shadow;
-        *out = (sl_reservation_t){shadow, e->rnodes, e->nrnodes};
+        reserve_cands(e, nc, count, shadow, out);
     }
     for (size_t ci = 0; ci < ncopies; ci++) e->copy_of[e->copies[ci].id] = -1;
     return found;
@@ -439,17 +446,7 @@ static bool easy_reserve(void *st, const sl_backfill_view_t *v, const sl_task_re
                 e->cands[nc++] = (easy_cand_t){id, f};
             }
         }
-        if (nc > 1) qsort(e->cands, nc, sizeof *e->cands, cmp_cand);
-        int64_t have = 0;
-        for (size_t i = 0; i < nc && have < count; i++) {
-            grow((void **)&e->rnodes, &e->rnodes_cap, e->nrnodes + 1, sizeof *e->rnodes);
-            e->rnodes[e->nrnodes++] = e->cands[i].node;
-            e->reserved[e->cands[i].node] = 1;
-            have += e->cands[i].fit;
-        }
-        e->active = true;
-        e->shadow_us = shadow;
-        *out = (sl_reservation_t){shadow, e->rnodes, e->nrnodes};
+        reserve_cands(e, nc, count, shadow, out);
     }
 
     /* Reset the copy map for the next call. */
