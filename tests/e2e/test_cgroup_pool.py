@@ -16,6 +16,7 @@ cgroup root of its own (as in test_cgroup_v1.py), which the fixture removes
 with everything under it; stand-in GPU device files as there.
 """
 
+import functools
 import os
 import re
 import shutil
@@ -30,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fix
 import harness  # noqa: E402
 import e2e_util as u  # noqa: E402
 
-CONTROLLERS = ("memory", "cpu", "cpuacct", "pids", "devices")
+CONTROLLERS = u.CGROUP_V1
 MI = 1024 * 1024
 # runc's default device list, as the agent allows it (src/agent/cgroup.c).
 STANDARD = {"c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm", "c 5:0 rwm",
@@ -46,31 +47,13 @@ pytestmark = pytest.mark.skipif(
     reason="needs root and the cgroup v1 controllers %s mounted writable" % ", ".join(CONTROLLERS))
 
 
-def cg_dirs(root, name=""):
-    """The directory of root/name in each distinct hierarchy."""
-    seen, out = set(), {}
-    for c in CONTROLLERS:
-        if MOUNTS[c] in seen:
-            continue
-        seen.add(MOUNTS[c])
-        out[c] = os.path.join(MOUNTS[c] + root, name) if name else MOUNTS[c] + root
-    return out
+cg_dirs = functools.partial(u.v1_cg_dirs, MOUNTS)  # (root, name=""): {controller: dir}
+read = u.cg_read
+procs = u.cg_procs
 
 
 def cg_path(root, ctl, name):
     return os.path.join(MOUNTS[ctl] + root, name)
-
-
-def read(path):
-    with open(path) as f:
-        return f.read().strip()
-
-
-def procs(path):
-    try:
-        return [int(p) for p in read(os.path.join(path, "cgroup.procs")).split()]
-    except OSError:
-        return []
 
 
 def spares(root):

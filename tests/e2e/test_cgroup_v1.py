@@ -16,6 +16,7 @@ No assertion depends on elapsed time except the CPU share, which is a
 generous band of CPU time over wall time.
 """
 
+import functools
 import os
 import re
 import shutil
@@ -32,7 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fix
 import harness  # noqa: E402
 import e2e_util as u  # noqa: E402
 
-CONTROLLERS = ("memory", "cpu", "cpuacct", "pids", "devices")
+CONTROLLERS = u.CGROUP_V1
 PY = "/usr/bin/python3"
 MI = 1024 * 1024
 
@@ -53,31 +54,13 @@ def has_cap_sys_resource():
     return bool(int(caps["CapEff"].strip(), 16) & (1 << 24))
 
 
-def cg_dirs(root, name=""):
-    """The directory of root/name in each distinct hierarchy."""
-    seen, out = set(), {}
-    for c in CONTROLLERS:
-        if MOUNTS[c] in seen:
-            continue
-        seen.add(MOUNTS[c])
-        out[c] = os.path.join(MOUNTS[c] + root, name) if name else MOUNTS[c] + root
-    return out
+cg_dirs = functools.partial(u.v1_cg_dirs, MOUNTS)  # (root, name=""): {controller: dir}
+read = u.cg_read
+procs = u.cg_procs
 
 
 def cg_path(root, ctl, name):
     return os.path.join(MOUNTS[ctl] + root, name)
-
-
-def read(path):
-    with open(path) as f:
-        return f.read().strip()
-
-
-def procs(path):
-    try:
-        return [int(p) for p in read(os.path.join(path, "cgroup.procs")).split()]
-    except OSError:
-        return []
 
 
 @pytest.fixture
