@@ -94,64 +94,83 @@ static void short_model(const char *full, char *out, size_t len) {
     out[n] = '\0';
 }
 
-int agent_gpu_detect(int *count, char *model, size_t modellen, uint64_t *mem_bytes,
-                     char *why, size_t whylen) {
-    int rc = -1;
+/* The NVML entry points both discovery and sampling need, and the GPU
+ * count, from a library loaded and initialised by nvml_start. */
+typedef struct nvml_core {
+    void *lib;
+    nvml_shutdown_fn shutdown;
+    nvml_handle_fn gethandle;
+    nvml_name_fn getname;
+    nvml_mem_fn getmem;
+    unsigned int n;
+} nvml_core_t;
+
+/* Loads libnvidia-ml.so.1, initialises it and counts its GPUs (1..1024).
+ * 0, or -1 with why said and nothing left loaded. */
+static int nvml_start(nvml_core_t *nc, char *why, size_t whylen) {
     void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(why, whylen, "libnvidia-ml.so.1 not found");
         return -1;
     }
     nvml_init_fn init = (nvml_init_fn)dlsym(lib, "nvmlInit_v2");
-    nvml_shutdown_fn shutdown = (nvml_shutdown_fn)dlsym(lib, "nvmlShutdown");
     nvml_count_fn getcount = (nvml_count_fn)dlsym(lib, "nvmlDeviceGetCount_v2");
-    nvml_handle_fn gethandle = (nvml_handle_fn)dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
-    nvml_name_fn getname = (nvml_name_fn)dlsym(lib, "nvmlDeviceGetName");
-    nvml_mem_fn getmem = (nvml_mem_fn)dlsym(lib, "nvmlDeviceGetMemoryInfo");
-    if (!init || !shutdown || !getcount || !gethandle || !getname || !getmem) {
+    *nc = (nvml_core_t){
+        .lib = lib,
+        .shutdown = (nvml_shutdown_fn)dlsym(lib, "nvmlShutdown"),
+        .gethandle = (nvml_handle_fn)dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"),
+        .getname = (nvml_name_fn)dlsym(lib, "nvmlDeviceGetName"),
+        .getmem = (nvml_mem_fn)dlsym(lib, "nvmlDeviceGetMemoryInfo"),
+    };
+    int e;
+    if (!init || !getcount || !nc->shutdown || !nc->gethandle || !nc->getname || !nc->getmem) {
         snprintf(why, whylen, "libnvidia-ml.so.1 lacks an NVML entry point");
-        goto out;
-    }
-    int e = init();
-    if (e != 0) {
+    } else if ((e = init()) != 0) {
         snprintf(why, whylen, "nvmlInit_v2 failed (NVML error %d)", e);
-        goto out;
-    }
-    unsigned int n = 0;
-    if ((e = getcount(&n)) != 0 || n == 0) {
+    } else if ((e = getcount(&nc->n)) != 0 || nc->n == 0 || nc->n > 1024) {
         snprintf(why, whylen, e ? "nvmlDeviceGetCount_v2 failed (NVML error %d)" : "NVML reports no GPU", e);
-        shutdown();
-        goto out;
+        nc->shutdown();
+    } else {
+        return 0;
     }
+    dlclose(lib);
+    return -1;
+}
+
+static void nvml_stop(nvml_core_t *nc) {
+    nc->shutdown();
+    dlclose(nc->lib);
+}
+
+int agent_gpu_detect(int *count, char *model, size_t modellen, uint64_t *mem_bytes,
+                     char *why, size_t whylen) {
+    nvml_core_t nc;
+    if (nvml_start(&nc, why, whylen) < 0) return -1;
     uint64_t minmem = 0;
     char name[96] = "";
-    for (unsigned int i = 0; i < n; i++) {
+    for (unsigned int i = 0; i < nc.n; i++) {
         nvml_device_t dev;
         nvml_memory_t mem;
-        if ((e = gethandle(i, &dev)) != 0 || (e = getmem(dev, &mem)) != 0) {
+        int e;
+        if ((e = nc.gethandle(i, &dev)) != 0 || (e = nc.getmem(dev, &mem)) != 0) {
             snprintf(why, whylen, "NVML query of GPU %u failed (NVML error %d)", i, e);
-            shutdown();
-            goto out;
+            nvml_stop(&nc);
+            return -1;
         }
-        if (i == 0 && getname(dev, name, sizeof name) != 0) name[0] = '\0';
+        if (i == 0 && nc.getname(dev, name, sizeof name) != 0) name[0] = '\0';
         if (i == 0 || mem.total < minmem) minmem = mem.total;
     }
-    shutdown();
-    *count = (int)n;
+    nvml_stop(&nc);
+    *count = (int)nc.n;
     *mem_bytes = minmem;
     short_model(name[0] ? name : "unknown", model, modellen);
-    rc = 0;
-out:
-    dlclose(lib);
-    return rc;
+    return 0;
 }
 
 /* ---- sampling ---- */
 
 struct agent_nvml {
-    void *lib;
-    nvml_shutdown_fn shutdown;
-    nvml_mem_fn getmem;
+    nvml_core_t core;
     int (*getutil)(nvml_device_t, nvml_utilization_t *);
     int (*getpower)(nvml_device_t, unsigned int *);
     int (*gettemp)(nvml_device_t, int, unsigned int *);
@@ -171,41 +190,15 @@ struct agent_nvml {
 };
 
 int agent_nvml_open(agent_nvml_t **out, char *why, size_t whylen) {
-    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        snprintf(why, whylen, "libnvidia-ml.so.1 not found");
-        return -1;
-    }
-    nvml_init_fn init = (nvml_init_fn)dlsym(lib, "nvmlInit_v2");
-    nvml_count_fn getcount = (nvml_count_fn)dlsym(lib, "nvmlDeviceGetCount_v2");
-    nvml_handle_fn gethandle = (nvml_handle_fn)dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
-    nvml_shutdown_fn shutdown = (nvml_shutdown_fn)dlsym(lib, "nvmlShutdown");
-    nvml_mem_fn getmem = (nvml_mem_fn)dlsym(lib, "nvmlDeviceGetMemoryInfo");
-    unsigned int n = 0;
-    int e;
-    if (!init || !getcount || !gethandle || !shutdown || !getmem) {
-        snprintf(why, whylen, "libnvidia-ml.so.1 lacks an NVML entry point");
-        dlclose(lib);
-        return -1;
-    }
-    if ((e = init()) != 0) {
-        snprintf(why, whylen, "nvmlInit_v2 failed (NVML error %d)", e);
-        dlclose(lib);
-        return -1;
-    }
-    if ((e = getcount(&n)) != 0 || n == 0 || n > 1024) {
-        snprintf(why, whylen, e ? "nvmlDeviceGetCount_v2 failed (NVML error %d)" : "NVML reports no GPU", e);
-        shutdown();
-        dlclose(lib);
-        return -1;
-    }
+    nvml_core_t nc;
+    if (nvml_start(&nc, why, whylen) < 0) return -1;
+    unsigned int n = nc.n;
     agent_nvml_t *nv = calloc(1, sizeof *nv + n * sizeof nv->gpu[0]);
     if (!nv) abort();
-    nv->lib = lib;
-    nv->shutdown = shutdown;
-    nv->getmem = getmem;
+    nv->core = nc;
     nv->count = (int)n;
     /* Optional entry points: a NULL one leaves its value absent. */
+    void *lib = nc.lib;
     *(void **)&nv->getutil = dlsym(lib, "nvmlDeviceGetUtilizationRates");
     *(void **)&nv->getpower = dlsym(lib, "nvmlDeviceGetPowerUsage");
     *(void **)&nv->gettemp = dlsym(lib, "nvmlDeviceGetTemperature");
@@ -217,7 +210,7 @@ int agent_nvml_open(agent_nvml_t **out, char *why, size_t whylen) {
     *(void **)&nv->gpm_metrics = dlsym(lib, "nvmlGpmMetricsGet");
     bool gpm_api = nv->gpm_query && nv->gpm_alloc && nv->gpm_free && nv->gpm_get && nv->gpm_metrics;
     for (unsigned int i = 0; i < n; i++) {
-        if (gethandle(i, &nv->gpu[i].dev) != 0) nv->gpu[i].dev = NULL;
+        if (nc.gethandle(i, &nv->gpu[i].dev) != 0) nv->gpu[i].dev = NULL;
         nvml_gpm_support_t sup = {.version = 1};
         if (gpm_api && nv->gpu[i].dev && nv->gpm_query(nv->gpu[i].dev, &sup) == 0 &&
             sup.isSupportedDevice && nv->gpm_alloc(&nv->gpu[i].prev) == 0) {
@@ -274,7 +267,7 @@ void agent_nvml_sample(agent_nvml_t *nv, int i, agent_gpu_sample_t *s) {
         s->util = u.gpu / 100.0;
     }
     nvml_memory_t m;
-    if (nv->getmem(dev, &m) == 0) {
+    if (nv->core.getmem(dev, &m) == 0) {
         s->has_mem = true;
         s->mem_used = m.used;
         s->mem_total = m.total;
@@ -300,7 +293,6 @@ void agent_nvml_close(agent_nvml_t *nv) {
         nv->gpm_free(nv->gpu[i].prev);
         nv->gpm_free(nv->gpu[i].cur);
     }
-    nv->shutdown();
-    dlclose(nv->lib);
+    nvml_stop(&nv->core);
     free(nv);
 }

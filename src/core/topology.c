@@ -70,6 +70,18 @@ typedef struct entry {
     uint32_t len, blen;   /* path length; block part's length */
 } entry_t;
 
+/* The entry of node id (NULL: no node) holding cnt tasks, with its
+ * topology path (none: path NULL) and the path's block part. */
+static entry_t entry_of(const sl_node_t *node, uint32_t id, int32_t cnt) {
+    entry_t x = {.node = id, .cnt = cnt};
+    size_t len;
+    if (node && sl_topo_path(node->labels, &x.path, &len)) {
+        x.len = (uint32_t)len;
+        x.blen = (uint32_t)sl_topo_block_len(x.path, len);
+    }
+    return x;
+}
+
 typedef struct group {
     uint32_t first, end;  /* entries [first, end) */
     uint32_t block;       /* block index (racks only) */
@@ -140,13 +152,7 @@ static int64_t empty_group_max(const sl_cluster_t *cl, const sl_task_req_t *req,
         if (tx->pol->filter && !tx->pol->filter(tx->cy, req, node)) continue;
         int64_t c = sl_node_empty_fit_count(node, req, n);
         if (c <= 0) continue;
-        entry_t x = {.node = id, .cnt = (int32_t)c};
-        size_t len;
-        if (sl_topo_path(node->labels, &x.path, &len)) {
-            x.len = (uint32_t)len;
-            x.blen = (uint32_t)sl_topo_block_len(x.path, len);
-        }
-        e[k++] = x;
+        e[k++] = entry_of(node, id, (int32_t)c);
     }
     qsort(e, k, sizeof *e, cmp_entry);
     int64_t best = 0, run = 0;
@@ -289,13 +295,7 @@ int sl__topo_place_gang(const sl__topo_ctx_t *tx, sl_cluster_t *cl, const sl_tas
         if (tx->pol->filter && !tx->pol->filter(tx->cy, req, node)) continue;
         int32_t c = sl_node_fit_count(node, req, n);
         if (c <= 0) continue;
-        entry_t x = {.node = id, .cnt = c};
-        size_t len;
-        if (sl_topo_path(node->labels, &x.path, &len)) {
-            x.len = (uint32_t)len;
-            x.blen = (uint32_t)sl_topo_block_len(x.path, len);
-        }
-        e[k++] = x;
+        e[k++] = entry_of(node, id, c);
     }
     qsort(e, k, sizeof *e, cmp_entry);
 
@@ -462,21 +462,10 @@ int32_t sl_topo_groups_spanned(const sl_cluster_t *cl, const sl_place_t *pls, in
      * next to placing it; no allocation. */
     int32_t groups = 0;
     for (int32_t i = 0; i < n; i++) {
-        const sl_node_t *a = sl_cluster_node(cl, pls[i].node);
-        entry_t ea = {.node = pls[i].node};
-        size_t len;
-        if (a && sl_topo_path(a->labels, &ea.path, &len)) {
-            ea.len = (uint32_t)len;
-            ea.blen = (uint32_t)sl_topo_block_len(ea.path, len);
-        }
+        entry_t ea = entry_of(sl_cluster_node(cl, pls[i].node), pls[i].node, 0);
         bool seen = false;
         for (int32_t j = 0; j < i && !seen; j++) {
-            const sl_node_t *b = sl_cluster_node(cl, pls[j].node);
-            entry_t eb = {.node = pls[j].node};
-            if (b && sl_topo_path(b->labels, &eb.path, &len)) {
-                eb.len = (uint32_t)len;
-                eb.blen = (uint32_t)sl_topo_block_len(eb.path, len);
-            }
+            entry_t eb = entry_of(sl_cluster_node(cl, pls[j].node), pls[j].node, 0);
             if (ea.node == eb.node) seen = true;
             else if (level == SL_TOPO_RACK) seen = same_rack(&ea, &eb);
             else if (level == SL_TOPO_BLOCK) seen = same_block(&ea, &eb);

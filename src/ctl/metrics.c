@@ -169,12 +169,18 @@ static void m_share(ctl_t *c, ctl_buf_t *b, const char *name) {
     }
 }
 
-static void m_tenant_gpus(ctl_t *c, ctl_buf_t *b, const char *name) {
+/* One sample a tenant: the GPUs of what get says it holds or asks for. */
+static void tenant_gpu_lines(ctl_t *c, ctl_buf_t *b, const char *name,
+                             sl_res_t (*get)(const sl_sched_t *, int32_t)) {
     for (size_t i = 0; i < sl_sched_tenant_count(c->sched); i++) {
         sample(b, name, "tenant", sl_sched_tenant_name(c->sched, (int32_t)i));
-        ctl_buf_milli(b, sl_sched_tenant_usage(c->sched, (int32_t)i).gpu_milli);
+        ctl_buf_milli(b, get(c->sched, (int32_t)i).gpu_milli);
         ctl_buf_putc(b, '\n');
     }
+}
+
+static void m_tenant_gpus(ctl_t *c, ctl_buf_t *b, const char *name) {
+    tenant_gpu_lines(c, b, name, sl_sched_tenant_usage);
 }
 
 static void m_queue(ctl_t *c, ctl_buf_t *b, const char *name) {
@@ -458,11 +464,7 @@ static void job_eff_lines(ctl_t *c, ctl_buf_t *b, const char *name, int field) {
 }
 
 static void m_pending_gpus(ctl_t *c, ctl_buf_t *b, const char *name) {
-    for (size_t i = 0; i < sl_sched_tenant_count(c->sched); i++) {
-        sample(b, name, "tenant", sl_sched_tenant_name(c->sched, (int32_t)i));
-        ctl_buf_milli(b, sl_sched_tenant_pending(c->sched, (int32_t)i).gpu_milli);
-        ctl_buf_putc(b, '\n');
-    }
+    tenant_gpu_lines(c, b, name, sl_sched_tenant_pending);
 }
 
 static void m_job_gpu_util(ctl_t *c, ctl_buf_t *b, const char *name) {
