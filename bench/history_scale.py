@@ -42,7 +42,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "e2e"))
 import harness  # noqa: E402
-from report_scale import poll_health, stats  # noqa: E402  (bench/, beside this file)
+from report_scale import filled_controller, poll_health, stats  # noqa: E402  (bench/, beside this file)
 
 TENANTS = [("vision", 2), ("nlp", 1), ("speech", 1), ("research", 4)]
 NAMES = ["train", "eval", "sweep"]
@@ -89,13 +89,7 @@ def main():
     njobs = int(sys.argv[1]) if len(sys.argv) > 1 else 1000000
     reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     with tempfile.TemporaryDirectory() as tmp:
-        ctl = harness.Controller(tmp, tenants=[{"name": n, "weight": w} for n, w in TENANTS])
-        ctl.start()
-        ctl.stop()
-        t0 = time.monotonic()
-        fill(ctl.db_path, njobs)
-        print("database: %d finished jobs over 30 days, %.0f MiB (filled in %.0f s)"
-              % (njobs, os.path.getsize(ctl.db_path) / 2**20, time.monotonic() - t0))
+        ctl = filled_controller(tmp, njobs, fill, TENANTS)
         con = sqlite3.connect(ctl.db_path)
         mid = njobs // 2
         mid_end = con.execute("SELECT end_us FROM jobs WHERE id = ?", (mid,)).fetchone()[0]

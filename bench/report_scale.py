@@ -97,17 +97,24 @@ def stats(xs):
     return "min %.3f s / median %.3f s / max %.3f s" % (min(xs), statistics.median(xs), max(xs))
 
 
+def filled_controller(tmp, njobs, fill_db, tenants=TENANTS):
+    """A stopped sluiced in tmp whose database fill_db(db, njobs) has filled
+    with njobs finished jobs (its schema made by one start first)."""
+    ctl = harness.Controller(tmp, tenants=[{"name": n, "weight": w} for n, w in tenants])
+    ctl.start()
+    ctl.stop()
+    t0 = time.monotonic()
+    fill_db(ctl.db_path, njobs)
+    print("database: %d finished jobs over 30 days, %.0f MiB (filled in %.0f s)"
+          % (njobs, os.path.getsize(ctl.db_path) / 2**20, time.monotonic() - t0))
+    return ctl
+
+
 def main():
     njobs = int(sys.argv[1]) if len(sys.argv) > 1 else 1000000
     reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     with tempfile.TemporaryDirectory() as tmp:
-        ctl = harness.Controller(tmp, tenants=[{"name": n, "weight": w} for n, w in TENANTS])
-        ctl.start()
-        ctl.stop()
-        t0 = time.monotonic()
-        fill(ctl.db_path, njobs)
-        print("database: %d finished jobs over 30 days, %.0f MiB (filled in %.0f s)"
-              % (njobs, os.path.getsize(ctl.db_path) / 2**20, time.monotonic() - t0))
+        ctl = filled_controller(tmp, njobs, fill)
         ctl.start(timeout=120)
         try:
             env = dict(os.environ, SLUICE_SERVER=ctl.url, SLUICE_TOKEN=ctl.admin_token,

@@ -37,6 +37,23 @@ def esc(s):
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def frame(title, ymax, sy, geometry):
+    """The SVG's opening, title, axes and a y grid of six lines (sy maps a
+    value to its y; geometry is (W, H, L, R, T, B): the size and margins)."""
+    W, H, L, R, T, B = geometry
+    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+         'font-size="11">' % (W, H),
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="%d" y="20" font-size="13">%s</text>' % (L, title),
+         '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, H - B, W - R, H - B),
+         '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, T, L, H - B)]
+    for i in range(6):
+        y = ymax * i / 5
+        o.append('<text x="%d" y="%.1f" text-anchor="end">%.3g</text>' % (L - 5, sy(y) + 4, y))
+        o.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/>' % (L, sy(y), W - R, sy(y)))
+    return o
+
+
 def svg(rows, key, title, unit, target):
     pts = sorted((r["nodes"], r[key]) for r in rows if r.get(key) is not None)
     W, H, L, R, T, B = 560, 340, 70, 20, 40, 50
@@ -45,16 +62,7 @@ def svg(rows, key, title, unit, target):
     ymax = max([p[1] for p in pts] + [target] + [v for _, v in lin]) * 1.15 or 1
     sx = lambda x: L + (W - L - R) * x / xmax
     sy = lambda y: H - B - (H - T - B) * y / ymax
-    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
-         'font-size="11">' % (W, H),
-         '<rect width="100%" height="100%" fill="white"/>',
-         '<text x="%d" y="20" font-size="13">%s</text>' % (L, esc(title)),
-         '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, H - B, W - R, H - B),
-         '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, T, L, H - B)]
-    for i in range(6):
-        y = ymax * i / 5
-        o.append('<text x="%d" y="%.1f" text-anchor="end">%.3g</text>' % (L - 5, sy(y) + 4, y))
-        o.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/>' % (L, sy(y), W - R, sy(y)))
+    o = frame(esc(title), ymax, sy, (W, H, L, R, T, B))
     for x, _ in pts:
         o.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (sx(x), H - B + 15, x))
     o.append('<text x="%d" y="%d" text-anchor="middle">nodes (x 8 GPUs)</text>' % ((L + W - R) // 2, H - 12))
@@ -95,17 +103,8 @@ def svg_failure(rows):
     sx = lambda x: L + (W - L - R) * x / xmax  # noqa: E731
     sy = lambda y: H - B - (H - T - B) * y / ymax  # noqa: E731
     n = rows[0]["nodes"]
-    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
-         'font-size="11">' % (W, H),
-         '<rect width="100%" height="100%" fill="white"/>',
-         '<text x="%d" y="20" font-size="13">One node failure among %s nodes: handling time '
-         '(median), by tasks on the node</text>' % (L, format(n, ",")),
-         '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, H - B, W - R, H - B),
-         '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, T, L, H - B)]
-    for i in range(6):
-        y = ymax * i / 5
-        o.append('<text x="%d" y="%.1f" text-anchor="end">%.3g</text>' % (L - 5, sy(y) + 4, y))
-        o.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/>' % (L, sy(y), W - R, sy(y)))
+    o = frame("One node failure among %s nodes: handling time (median), by tasks on the node"
+              % format(n, ","), ymax, sy, (W, H, L, R, T, B))
     for x in sorted({j for pts in series.values() for j, _ in pts}):
         o.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (sx(x), H - B + 15, format(x, ",")))
     o.append('<text x="%d" y="%d" text-anchor="middle">jobs known (finished, kept in memory)</text>'

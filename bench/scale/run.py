@@ -89,6 +89,18 @@ def rss_mib(pid):
     return 0
 
 
+def stop_proc(proc):
+    """SIGTERM to a process this script started, SIGKILL after 60 s."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def free_port():
     import socket
     s = socket.socket()
@@ -143,13 +155,7 @@ class Ctl:
         self.conn = None
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_proc(self.proc)
 
     def req(self, method, path, body=None, tenant=False):
         for attempt in range(2):
@@ -219,12 +225,7 @@ class Emu:
             return f.read().count(b"registered with controller")
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_proc(self.proc)
 
 
 def wait(pred, timeout, interval=0.2):
