@@ -74,6 +74,16 @@ static int node_done(cli_t *c, json_t *out) {
     return CLI_OK;
 }
 
+/* POSTs body (taken) to path and prints the node it answers with. */
+static int node_op(cli_t *c, const char *path, json_t *body) {
+    json_t *out = NULL;
+    int rc = cli_call(c, "POST", path, body, &out);
+    json_decref(body);
+    if (rc == CLI_OK) rc = node_done(c, out);
+    json_decref(out);
+    return rc;
+}
+
 int cli_cmd_drain(cli_t *c) {
     if (c->npos != 1) return cli_usage_error(c, "give one node name");
     json_t *body = json_pack("{s:s}", "node", c->pos[0]);
@@ -89,21 +99,11 @@ int cli_cmd_drain(cli_t *c) {
     }
     const char *r = cli_get(c, "reason");
     if (r != NULL) json_object_set_new(body, "reason", json_string(r));
-    json_t *out = NULL;
-    int rc = cli_call(c, "POST", "/v1/nodes/drain", body, &out);
-    json_decref(body);
-    if (rc == CLI_OK) rc = node_done(c, out);
-    json_decref(out);
-    return rc;
+    return node_op(c, "/v1/nodes/drain", body);
 }
 
 int cli_cmd_resume(cli_t *c) {
     if (c->npos != 1) return cli_usage_error(c, "give one node name");
     json_t *body = json_pack("{s:s}", "node", c->pos[0]);
-    json_t *out = NULL;
-    int rc = cli_call(c, "POST", "/v1/nodes/resume", body, &out);
-    json_decref(body);
-    if (rc == CLI_OK) rc = node_done(c, out);
-    json_decref(out);
-    return rc;
+    return node_op(c, "/v1/nodes/resume", body);
 }

@@ -173,6 +173,15 @@ static void usage_main(FILE *f) {
             "See docs/sim.md.\n");
 }
 
+/* The preemption options, the same for fill and replay. */
+#define PREEMPT_HELP                                                                      \
+    "  --preempt[=LIST]     on | off | off,on: preemption by priority (any job may\n"     \
+    "                       preempt a strictly lower priority; under las, a lower\n"     \
+    "                       attained-service queue), fair-share reclaim and elastic\n"   \
+    "                       growth (docs/sim.md) (default off; alone: on)\n"             \
+    "  --checkpoint S       with --preempt: victims lose the work since their last\n"    \
+    "                       checkpoint, S seconds apart (default: all since start)\n"
+
 static void usage_fill(FILE *f) {
     fprintf(f,
             "usage: sluice-sim fill --nodes FILE --jobs FILE [options]\n"
@@ -192,12 +201,7 @@ static void usage_fill(FILE *f) {
             "\n"
             "  --seeds LIST         seeds, e.g. 42-51 or 1,3,5 (default 42); mean and sd\n"
             "  --seed N             one seed (same as --seeds N)\n"
-            "  --preempt[=LIST]     on | off | off,on: preemption by priority (any job may\n"
-            "                       preempt a strictly lower priority; under las, a lower\n"
-            "                       attained-service queue), fair-share reclaim and elastic\n"
-            "                       growth (docs/sim.md) (default off; alone: on)\n"
-            "  --checkpoint S       with --preempt: victims lose the work since their last\n"
-            "                       checkpoint, S seconds apart (default: all since start)\n"
+            PREEMPT_HELP
             "  --json FILE          write results as JSON\n"
             "  --svg DIR            write DIR/fill_unallocated.svg\n"
             "  --dump-order PREFIX  write PREFIX.SEED per seed: \"N node rank\" lines (ties go\n"
@@ -238,12 +242,7 @@ static void usage_replay(FILE *f) {
             "  --seed N             seed for random placement and tie-breaks (default 42)\n"
             "  --load F             scale the arrival rate by F: submit times are divided by\n"
             "                       F, durations kept (default 1 = the trace as recorded)\n"
-            "  --preempt[=LIST]     on | off | off,on: preemption by priority (any job may\n"
-            "                       preempt a strictly lower priority; under las, a lower\n"
-            "                       attained-service queue), fair-share reclaim and elastic\n"
-            "                       growth (docs/sim.md) (default off; alone: on)\n"
-            "  --checkpoint S       with --preempt: victims lose the work since their last\n"
-            "                       checkpoint, S seconds apart (default: all since start)\n"
+            PREEMPT_HELP
             "  --json FILE          write results as JSON\n"
             "  --jobs-csv FILE      per-job id,tenant,submit,start,end,tasks,gpus,nodes; with\n"
             "                       several combinations, FILE gets a suffix per combination\n"
