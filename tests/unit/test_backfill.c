@@ -37,26 +37,13 @@ static void sub(sl_sched_t *s, uint64_t id, int64_t submit, int gpus, int64_t li
     assert_int_equal(sl_sched_submit(s, &sp, err, sizeof err), 0);
 }
 
-/* A running job of `gpus` GPUs on node (GPUs 0..gpus-1), started at 0. */
-static void adopt(sl_sched_t *s, uint64_t id, uint32_t node, int gpus, int64_t limit) {
-    sl_job_spec_t sp = {.id = id, .ntasks = 1, .task = tu_req("1", "1Gi", gpus, ""),
-                        .time_limit_us = limit};
-    sl_place_t pl = {.node = node, .gpu_mask = (1u << gpus) - 1, .gpu_milli = 1000};
-    char err[256];
-    assert_int_equal(sl_sched_adopt(s, &sp, &pl, 1, 0, err, sizeof err), 0);
-}
-
-static sl_job_state_t state_of(const sl_sched_t *s, uint64_t id) {
-    return sl_job_state(sl_sched_job(s, id));
-}
-
 static void test_backfill_short_job_passes_long_does_not(void **state) {
     (void)state;
     sl_cluster_t *cl;
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 1, "32", "256Gi", 8, "H100", "80Gi", NULL);
     sl_sched_t *s = mk(cl, "easy", NULL, 0);
-    adopt(s, 1, 0, 4, 100); /* ends at 100 */
+    tu_adopt_one(s, 1, 0, 4, 100); /* ends at 100 */
     sub(s, 2, 1, 8, 1000);  /* blocked until 100 */
     sub(s, 3, 2, 2, 50);    /* 10 + 50 <= 100: may pass */
     sub(s, 4, 3, 2, 500);   /* would hold 2 GPUs past 100: may not */
@@ -65,8 +52,8 @@ static void test_backfill_short_job_passes_long_does_not(void **state) {
     assert_int_equal(st.reserved_job, 2);
     assert_int_equal(st.reserved_at_us, 100);
     assert_int_equal(st.backfilled, 1);
-    assert_int_equal(state_of(s, 3), SL_JOB_RUNNING);
-    assert_int_equal(state_of(s, 4), SL_JOB_PENDING);
+    assert_int_equal(tu_state(s, 3), SL_JOB_RUNNING);
+    assert_int_equal(tu_state(s, 4), SL_JOB_PENDING);
     assert_int_equal(sl_job_status(sl_sched_job(s, 4)), SL_WAIT);
     assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 4)), "reserved for job 2"));
     assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 2)), "reserved from t=0.0001s"));
@@ -76,13 +63,13 @@ static void test_backfill_short_job_passes_long_does_not(void **state) {
     assert_int_equal(sl_sched_finish(s, 3, 60), 0);
     assert_int_equal(sl_sched_cycle(s, 60, NULL, NULL, &st), 0);
     assert_int_equal(st.reserved_at_us, 100);
-    assert_int_equal(state_of(s, 4), SL_JOB_PENDING);
+    assert_int_equal(tu_state(s, 4), SL_JOB_PENDING);
     /* At 100 the reserved job starts on time, and job 4 waits behind it. */
     assert_int_equal(sl_sched_finish(s, 1, 100), 0);
     assert_int_equal(sl_sched_cycle(s, 100, NULL, NULL, &st), 1);
-    assert_int_equal(state_of(s, 2), SL_JOB_RUNNING);
+    assert_int_equal(tu_state(s, 2), SL_JOB_RUNNING);
     assert_int_equal(sl_job_start_us(sl_sched_job(s, 2)), 100);
-    assert_int_equal(state_of(s, 4), SL_JOB_PENDING);
+    assert_int_equal(tu_state(s, 4), SL_JOB_PENDING);
     assert_int_equal(sl_sched_check(s), 0);
     sl_sched_destroy(s);
     sl_cluster_destroy(cl);
@@ -94,13 +81,13 @@ static void test_backfill_none_keeps_strict_order(void **state) {
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 1, "32", "256Gi", 8, "H100", "80Gi", NULL);
     sl_sched_t *s = mk(cl, "none", NULL, 0);
-    adopt(s, 1, 0, 4, 100);
+    tu_adopt_one(s, 1, 0, 4, 100);
     sub(s, 2, 1, 8, 1000);
     sub(s, 3, 2, 2, 50);
     sl_cycle_stats_t st;
     assert_int_equal(sl_sched_cycle(s, 10, NULL, NULL, &st), 0);
     assert_int_equal(st.reserved_job, -1);
-    assert_int_equal(state_of(s, 3), SL_JOB_PENDING);
+    assert_int_equal(tu_state(s, 3), SL_JOB_PENDING);
     assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 3)), "waiting behind job 2"));
     sl_sched_destroy(s);
     sl_cluster_destroy(cl);
@@ -114,8 +101,8 @@ static void test_backfill_long_job_avoids_reserved_nodes(void **state) {
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 2, "32", "256Gi", 8, "H100", "80Gi", NULL);
     sl_sched_t *s = mk(cl, "easy", "firstfit", 0);
-    adopt(s, 1, 0, 4, 100);  /* node 0 frees at 100 */
-    adopt(s, 2, 1, 6, 1000); /* node 1 keeps 2 free GPUs */
+    tu_adopt_one(s, 1, 0, 4, 100);  /* node 0 frees at 100 */
+    tu_adopt_one(s, 2, 1, 6, 1000); /* node 1 keeps 2 free GPUs */
     sub(s, 3, 1, 8, 1000);   /* reserved: node 0 at 100 */
     sub(s, 4, 2, 2, 500);    /* long: only node 1 is allowed */
     sub(s, 5, 3, 2, 500);    /* long: node 1 is full now, node 0 reserved */
@@ -128,7 +115,7 @@ static void test_backfill_long_job_avoids_reserved_nodes(void **state) {
     const sl_job_t *j4 = sl_sched_job(s, 4);
     assert_int_equal(sl_job_state(j4), SL_JOB_RUNNING);
     assert_int_equal(sl_job_place(j4, 0)->node, 1);
-    assert_int_equal(state_of(s, 5), SL_JOB_PENDING);
+    assert_int_equal(tu_state(s, 5), SL_JOB_PENDING);
     assert_int_equal(sl_job_status(sl_sched_job(s, 5)), SL_WAIT);
     const sl_job_t *j6 = sl_sched_job(s, 6);
     assert_int_equal(sl_job_state(j6), SL_JOB_RUNNING);
@@ -147,7 +134,7 @@ static void test_backfill_needs_runtime_estimates(void **state) {
         sl_cluster_create(&cl);
         tu_add_nodes(cl, "g", 1, "32", "256Gi", 8, "H100", "80Gi", NULL);
         sl_sched_t *s = mk(cl, "easy", NULL, with_default ? 200 : 0);
-        adopt(s, 1, 0, 4, 0); /* no limit: ends at the default, or never */
+        tu_adopt_one(s, 1, 0, 4, 0); /* no limit: ends at the default, or never */
         sub(s, 2, 1, 8, 0);
         sub(s, 3, 2, 2, 50);
         sl_cycle_stats_t st;
@@ -156,7 +143,7 @@ static void test_backfill_needs_runtime_estimates(void **state) {
             assert_int_equal(started, 1);
             assert_int_equal(st.reserved_job, 2);
             assert_int_equal(st.reserved_at_us, 200);
-            assert_int_equal(state_of(s, 3), SL_JOB_RUNNING);
+            assert_int_equal(tu_state(s, 3), SL_JOB_RUNNING);
         } else {
             /* Conservative: nothing passes a job whose start is unknown. */
             assert_int_equal(started, 0);
@@ -177,9 +164,9 @@ static void test_backfill_shadow_time_is_earliest(void **state) {
     sl_cluster_create(&cl);
     tu_add_nodes(cl, "g", 3, "32", "256Gi", 4, "H100", "80Gi", NULL);
     sl_sched_t *s = mk(cl, "easy", NULL, 0);
-    adopt(s, 1, 0, 4, 300);
-    adopt(s, 2, 1, 4, 100);
-    adopt(s, 3, 2, 2, 200);
+    tu_adopt_one(s, 1, 0, 4, 300);
+    tu_adopt_one(s, 2, 1, 4, 100);
+    tu_adopt_one(s, 3, 2, 2, 200);
     /* Two tasks of 3 GPUs: node 1 frees at 100 (1 task), node 2 at 200 (2nd). */
     sl_job_spec_t sp = {.id = 4, .submit_us = 1, .ntasks = 2, .task = tu_req("1", "1Gi", 3, ""),
                         .time_limit_us = 10};
@@ -211,7 +198,7 @@ static void test_backfill_max_tries_bounds_a_cycle(void **state) {
         assert_int_equal(sl_sched_create(&cfg, cl, &s, err, sizeof err), 0);
         sl_tenant_spec_t t = {.name = "a", .weight = 1};
         assert_int_equal(sl_sched_add_tenant(s, &t), 0);
-        adopt(s, 1, 0, 4, 100); /* 4 GPUs free until 100 */
+        tu_adopt_one(s, 1, 0, 4, 100); /* 4 GPUs free until 100 */
         sub(s, 2, 1, 8, 1000);  /* reserved from 100 */
         /* 20 identical 7-GPU jobs: skipped as one after the first. */
         for (uint64_t id = 3; id <= 22; id++) sub(s, id, 2, 7, 1000);
@@ -241,7 +228,7 @@ static void test_backfill_max_tries_bounds_a_cycle(void **state) {
             assert_int_equal(sl_sched_cycle(s, 12, NULL, NULL, &st), 0);
             assert_int_equal(sl_job_status(sl_sched_job(s, 27)), SL_NOFIT);
         }
-        for (uint64_t id = 23; id <= 26; id++) assert_int_equal(state_of(s, id), SL_JOB_RUNNING);
+        for (uint64_t id = 23; id <= 26; id++) assert_int_equal(tu_state(s, id), SL_JOB_RUNNING);
         assert_int_equal(sl_sched_check(s), 0);
         sl_sched_destroy(s);
         cfg.max_backfill_tries = -1;

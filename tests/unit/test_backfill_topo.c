@@ -50,19 +50,6 @@ static void sub(sl_sched_t *s, uint64_t id, int64_t submit, int32_t ntasks, int 
     assert_int_equal(sl_sched_submit(s, &sp, err, sizeof err), 0);
 }
 
-/* A running job of one task of `gpus` GPUs on node, started at 0. */
-static void adopt(sl_sched_t *s, uint64_t id, uint32_t node, int gpus, int64_t limit) {
-    sl_job_spec_t sp = {.id = id, .ntasks = 1, .task = tu_req("1", "1Gi", gpus, ""),
-                        .time_limit_us = limit};
-    sl_place_t pl = {.node = node, .gpu_mask = (1u << gpus) - 1, .gpu_milli = 1000};
-    char err[256];
-    assert_int_equal(sl_sched_adopt(s, &sp, &pl, 1, 0, err, sizeof err), 0);
-}
-
-static sl_job_state_t state_of(const sl_sched_t *s, uint64_t id) {
-    return sl_job_state(sl_sched_job(s, id));
-}
-
 /* Racks r0 (n0, n1) and r1 (n2, n3) in block b0, 8 GPUs a node. n0 is busy
  * until 100, n2 and n3 until 300: two nodes are free at 300 in r1, at 100
  * in r0. The rack-required gang of 2 nodes is reserved from 100 on r0; the
@@ -76,9 +63,9 @@ static void test_backfill_topo_rack_reservation(void **state) {
     uint32_t n0 = add(cl, "n0", "b0/r0", 8), n1 = add(cl, "n1", "b0/r0", 8);
     uint32_t n2 = add(cl, "n2", "b0/r1", 8), n3 = add(cl, "n3", "b0/r1", 8);
     sl_sched_t *s = mk(cl);
-    adopt(s, 1, n0, 8, 100);
-    adopt(s, 2, n2, 8, 300);
-    adopt(s, 3, n3, 8, 300);
+    tu_adopt_one(s, 1, n0, 8, 100);
+    tu_adopt_one(s, 2, n2, 8, 300);
+    tu_adopt_one(s, 3, n3, 8, 300);
     sub(s, 10, 1, 2, 8, 1000, SL_TOPO_RACK); /* the gang: one rack */
     sub(s, 11, 2, 1, 8, 500, SL_TOPO_ANY);   /* long: would hold n1 past 100 */
     sub(s, 12, 3, 1, 8, 50, SL_TOPO_ANY);    /* short: 10 + 50 <= 100 */
@@ -87,9 +74,9 @@ static void test_backfill_topo_rack_reservation(void **state) {
     assert_int_equal(st.reserved_job, 10);
     assert_int_equal(st.reserved_at_us, 100);
     assert_int_equal(st.backfilled, 1);
-    assert_int_equal(state_of(s, 12), SL_JOB_RUNNING);
+    assert_int_equal(tu_state(s, 12), SL_JOB_RUNNING);
     assert_int_equal(sl_job_place(sl_sched_job(s, 12), 0)->node, n1);
-    assert_int_equal(state_of(s, 11), SL_JOB_PENDING);
+    assert_int_equal(tu_state(s, 11), SL_JOB_PENDING);
     assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 11)), "reserved for job 10"));
     assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 10)), "reserved from t=0.0001s on 2 nodes"));
     assert_int_equal(sl_sched_check(s), 0);
@@ -101,7 +88,7 @@ static void test_backfill_topo_rack_reservation(void **state) {
     assert_int_equal(sl_job_state(g), SL_JOB_RUNNING);
     assert_int_equal(sl_job_start_us(g), 100);
     assert_int_equal(sl_topo_groups_spanned(cl, sl_job_place(g, 0), 2, SL_TOPO_RACK), 1);
-    assert_int_equal(state_of(s, 11), SL_JOB_PENDING);
+    assert_int_equal(tu_state(s, 11), SL_JOB_PENDING);
     assert_int_equal(sl_sched_check(s), 0);
     sl_sched_destroy(s);
     sl_cluster_destroy(cl);
@@ -120,15 +107,15 @@ static void test_backfill_topo_block_long_job_elsewhere(void **state) {
     add(cl, "n1", "b0/r1", 8);
     uint32_t n2 = add(cl, "n2", "b1/r2", 8), n3 = add(cl, "n3", "b1/r3", 8);
     sl_sched_t *s = mk(cl);
-    adopt(s, 1, n0, 8, 100);
-    adopt(s, 2, n2, 8, 1000);
+    tu_adopt_one(s, 1, n0, 8, 100);
+    tu_adopt_one(s, 2, n2, 8, 1000);
     sub(s, 10, 1, 2, 8, 1000, SL_TOPO_BLOCK);
     sub(s, 11, 2, 1, 8, 5000, SL_TOPO_ANY);
     sl_cycle_stats_t st;
     assert_int_equal(sl_sched_cycle(s, 10, NULL, NULL, &st), 1);
     assert_int_equal(st.reserved_job, 10);
     assert_int_equal(st.reserved_at_us, 100);
-    assert_int_equal(state_of(s, 11), SL_JOB_RUNNING);
+    assert_int_equal(tu_state(s, 11), SL_JOB_RUNNING);
     assert_int_equal(sl_job_place(sl_sched_job(s, 11), 0)->node, n3);
     assert_int_equal(sl_sched_check(s), 0);
     sl_sched_destroy(s);
@@ -144,8 +131,8 @@ static void test_backfill_topo_host_reservation(void **state) {
     sl_cluster_create(&cl);
     uint32_t n0 = add(cl, "n0", "b0/r0", 8), n1 = add(cl, "n1", "b0/r0", 8);
     sl_sched_t *s = mk(cl);
-    adopt(s, 1, n0, 4, 200);
-    adopt(s, 2, n1, 4, 100);
+    tu_adopt_one(s, 1, n0, 4, 200);
+    tu_adopt_one(s, 2, n1, 4, 100);
     sub(s, 10, 1, 2, 4, 1000, SL_TOPO_HOST);
     sub(s, 11, 2, 1, 4, 5000, SL_TOPO_ANY); /* long: n0 is not reserved */
     sl_cycle_stats_t st;
@@ -175,9 +162,9 @@ static void test_backfill_topo_follows_node_states(void **state) {
     uint32_t n0 = add(cl, "n0", "b0/r0", 8), n1 = add(cl, "n1", "b0/r0", 8);
     uint32_t n2 = add(cl, "n2", "b0/r1", 8), n3 = add(cl, "n3", "b0/r1", 8);
     sl_sched_t *s = mk(cl);
-    adopt(s, 1, n0, 8, 100);
-    adopt(s, 2, n2, 8, 300);
-    adopt(s, 3, n3, 8, 300);
+    tu_adopt_one(s, 1, n0, 8, 100);
+    tu_adopt_one(s, 2, n2, 8, 300);
+    tu_adopt_one(s, 3, n3, 8, 300);
     sub(s, 10, 1, 2, 8, 1000, SL_TOPO_RACK);
     sl_cycle_stats_t st;
     sl_sched_cycle(s, 10, NULL, NULL, &st);

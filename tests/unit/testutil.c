@@ -145,6 +145,18 @@ void tu_submit(sl_sched_t *s, sl_job_spec_t sp) {
     assert_int_equal(rc, 0);
 }
 
+void tu_adopt_one(sl_sched_t *s, uint64_t id, uint32_t node, int gpus, int64_t limit) {
+    sl_job_spec_t sp = {.id = id, .ntasks = 1, .task = tu_req("1", "1Gi", gpus, ""),
+                        .time_limit_us = limit};
+    sl_place_t pl = {.node = node, .gpu_mask = (1u << gpus) - 1, .gpu_milli = 1000};
+    char err[256];
+    assert_int_equal(sl_sched_adopt(s, &sp, &pl, 1, 0, err, sizeof err), 0);
+}
+
+sl_job_state_t tu_state(const sl_sched_t *s, uint64_t id) {
+    return sl_job_state(sl_sched_job(s, id));
+}
+
 sl_cluster_t *tu_cluster(void) {
     sl_cluster_t *cl = NULL;
     assert_int_equal(sl_cluster_create(&cl), 0);

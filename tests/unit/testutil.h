@@ -61,6 +61,13 @@ sl_job_spec_t tu_spec(uint64_t id, int tn, int32_t ntasks, sl_task_req_t task);
 /* Submits sp and asserts it was accepted (printing the error if not). */
 void tu_submit(sl_sched_t *s, sl_job_spec_t sp);
 
+/* Adopts job id (tenant 0) as running since 0: one task of `gpus` whole
+ * GPUs (0..gpus-1) on node, with time limit `limit`; asserts it was taken. */
+void tu_adopt_one(sl_sched_t *s, uint64_t id, uint32_t node, int gpus, int64_t limit);
+
+/* The state of job id in s. */
+sl_job_state_t tu_state(const sl_sched_t *s, uint64_t id);
+
 /* Adds a tenant and asserts it was accepted; returns its id. */
 int tu_tenant_add(sl_sched_t *s, const char *name, int32_t weight, sl_res_t quota);
 
