@@ -10,11 +10,18 @@ LAYERS lists a directory's files by layer, lowest first, one layer a line:
     loop: loop.c loop.h
     store: store.c store.h
 
-paths relative to the directory that holds LAYERS. The rule: a file may
+paths relative to the directory that holds LAYERS. A line whose only entry
+is a folder (`store: store/`) stands for that folder's own LAYERS, whose
+lines are read in its place, lowest first, with paths relative to the
+folder; folders may nest. The rule: a file may
 call functions (or use data) defined in, and include headers of, only files
 on EARLIER lines; a header may also be included by the files of its own
 line. Files on one line may not call each other, so the layers form no
-circle of calls (every call goes one layer down: shared/DESIGN.md).
+circle of calls (every call goes one layer down: shared/DESIGN.md). With
+folders, every layer of an earlier folder is below every layer of a later
+one, and inside a folder its own LAYERS orders the files: a file of
+domain/ may call anything in store/ (listed earlier), a file of store/
+nothing in domain/.
 
 Calls are read from the compiled objects (`nm`: a symbol that one object
 leaves undefined and another defines is a call between their files), so a
@@ -40,11 +47,14 @@ def die(msg):
     sys.exit(2)
 
 
-def read_layers(path):
-    """Returns (names, layer_of): the layer names in order and, for each
-    listed file, the index of its layer."""
-    names, layer_of = [], {}
+def read_layers(path, prefix="", rank=()):
+    """Returns (names, layer_of): for each layer's rank (a tuple, compared
+    lexicographically: the folder's position, then the layer's inside it)
+    its name, and for each listed file (relative to the top LAYERS) its
+    layer's rank."""
+    names, layer_of = {}, {}
     with open(path) as f:
+        idx = 0
         for lineno, raw in enumerate(f, 1):
             line = raw.split("#", 1)[0].strip()
             if not line:
@@ -52,11 +62,28 @@ def read_layers(path):
             name, sep, files = line.partition(":")
             if not sep or not name.strip() or not files.split():
                 die("%s:%d: expected 'layer: file ...'" % (path, lineno))
-            for fn in files.split():
+            here = rank + (idx,)
+            idx += 1
+            entries = files.split()
+            if any(e.endswith("/") for e in entries):
+                if len(entries) != 1:
+                    die("%s:%d: a folder is a layer of its own" % (path, lineno))
+                sub = os.path.join(os.path.dirname(path), entries[0], "LAYERS")
+                if not os.path.isfile(sub):
+                    die("%s:%d: %s has no LAYERS" % (path, lineno, entries[0]))
+                sub_names, sub_of = read_layers(sub, prefix + entries[0], here)
+                for fn in sub_of:
+                    if fn in layer_of:
+                        die("%s: %s is listed twice" % (sub, fn))
+                names.update(sub_names)
+                layer_of.update(sub_of)
+                continue
+            names[here] = prefix + name.strip()
+            for fn in entries:
+                fn = prefix + fn
                 if fn in layer_of:
                     die("%s:%d: %s is listed twice" % (path, lineno, fn))
-                layer_of[fn] = len(names)
-            names.append(name.strip())
+                layer_of[fn] = here
     return names, layer_of
 
 

@@ -19,15 +19,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "agentport.h"
-#include "deps.h"
-#include "http.h"
-#include "drain.h"
-#include "preempt.h"
-#include "jobs.h"
+#include "net/agentport.h"
+#include "domain/deps.h"
+#include "net/http.h"
+#include "domain/drain.h"
+#include "domain/preempt.h"
+#include "domain/jobs.h"
 #include "log.h"
-#include "metrics.h"
-#include "recover.h"
+#include "views/metrics.h"
+#include "domain/recover.h"
 #include "tls.h"
 
 /* Everything one sluiced process holds (one per process: main's static). */

@@ -2,7 +2,8 @@
 test_layers.py - tools/check-layers.py, the build's layer check, on small
 C trees compiled here: it passes a tree whose calls go down, and fails,
 naming the file and the call, a call upward, a call within a layer, an
-include from above and a file left out of LAYERS.
+include from above and a file left out of LAYERS; and the same across
+folders that have a LAYERS of their own.
 """
 
 import os
@@ -24,7 +25,7 @@ def tree(tmp_path, files, layers):
     for name in files:
         if name.endswith(".c"):
             obj = str(tmp_path / (name + ".o"))
-            subprocess.run(["cc", "-c", "-o", obj, str(tmp_path / name)], check=True)
+            subprocess.run(["cc", "-c", "-I", str(tmp_path), "-o", obj, str(tmp_path / name)], check=True)
             objs.append(obj)
     r = subprocess.run(["/usr/bin/python3", CHECK, str(tmp_path / "LAYERS")] + objs,
                        capture_output=True, text=True)
@@ -78,13 +79,21 @@ def test_layers_files_of_the_tree_are_complete(layers):
     path = os.path.join(ROOT, layers)
     if not os.path.exists(path):
         pytest.skip("%s not written" % layers)
-    listed = set()
-    for line in open(path):
-        line = line.split("#", 1)[0]
-        if ":" in line:
-            listed.update(line.split(":", 1)[1].split())
-    for fn in listed:
-        assert os.path.isfile(os.path.join(os.path.dirname(path), fn)), fn
+
+    def check(path):
+        for line in open(path):
+            line = line.split("#", 1)[0]
+            if ":" not in line:
+                continue
+            for fn in line.split(":", 1)[1].split():
+                full = os.path.join(os.path.dirname(path), fn)
+                if fn.endswith("/"):
+                    assert os.path.isfile(os.path.join(full, "LAYERS")), fn
+                    check(os.path.join(full, "LAYERS"))
+                else:
+                    assert os.path.isfile(full), fn
+
+    check(path)
 
 
 def test_layers_unlisted_file_of_a_listed_subdirectory_fails(tmp_path):
@@ -97,3 +106,59 @@ def test_layers_unlisted_file_of_a_listed_subdirectory_fails(tmp_path):
     assert "policy/q.h: not listed" in err
     rc, err = tree(tmp_path, files, "low: low.c low.h\nmid: mid.c mid.h policy/q.h\ntop: top.c policy/p.c\n")
     assert rc == 0, err
+
+
+def folders(tmp_path, top, sub_low, sub_high):
+    """A tree of two folders, low/ and high/, each with its LAYERS, under a
+    top LAYERS; returns (exit status, stderr) of the check."""
+    (tmp_path / "low").mkdir(exist_ok=True)
+    (tmp_path / "high").mkdir(exist_ok=True)
+    (tmp_path / "low" / "LAYERS").write_text(sub_low)
+    (tmp_path / "high" / "LAYERS").write_text(sub_high)
+    files = {
+        "low/a.h": "int a(int x);\n",
+        "low/a.c": '#include "a.h"\nint a(int x) { return x + 1; }\n',
+        "low/b.h": "int b(int x);\n",
+        "low/b.c": '#include "low/a.h"\n#include "b.h"\nint b(int x) { return a(x) * 2; }\n',
+        "high/c.h": "int c(int x);\n",
+        "high/c.c": '#include "low/b.h"\n#include "c.h"\nint c(int x) { return b(x) + 3; }\n',
+        "main.c": '#include "high/c.h"\nint m(void);\nint m(void) { return c(1); }\n',
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return tree(tmp_path, files, top)
+
+
+LOW = "a: a.c a.h\nb: b.c b.h\n"
+HIGH = "c: c.c c.h\n"
+
+
+def test_layers_folders_calls_down_pass(tmp_path):
+    rc, err = folders(tmp_path, "low: low/\nhigh: high/\nmain: main.c\n", LOW, HIGH)
+    assert rc == 0, err
+
+
+def test_layers_folders_call_into_a_later_folder_fails(tmp_path):
+    rc, err = folders(tmp_path, "high: high/\nlow: low/\nmain: main.c\n", LOW, HIGH)
+    assert rc == 1
+    assert "high/c.c: calls b() in low/b.c (layer low/b, not below high/c)" in err
+    assert "high/c.c:1: includes low/b.h" in err
+
+
+def test_layers_folders_order_inside_a_folder_holds(tmp_path):
+    rc, err = folders(tmp_path, "low: low/\nhigh: high/\nmain: main.c\n", "b: b.c b.h\na: a.c a.h\n", HIGH)
+    assert rc == 1
+    assert "low/b.c: calls a() in low/a.c" in err
+
+
+def test_layers_folders_unlisted_file_and_missing_layers_fail(tmp_path):
+    (tmp_path / "low").mkdir()
+    (tmp_path / "low" / "stray.c").write_text("int s(void);\n")
+    rc, err = folders(tmp_path, "low: low/\nhigh: high/\nmain: main.c\n", LOW, HIGH)
+    assert rc == 1
+    assert "low/stray.c: not listed" in err
+    (tmp_path / "high" / "LAYERS").unlink()
+    r = subprocess.run(["/usr/bin/python3", CHECK, str(tmp_path / "LAYERS"), str(tmp_path / "main.c.o")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "high/ has no LAYERS" in r.stderr

@@ -1,0 +1,168 @@
+/*
+ * ctl.h - the state of sluiced's domain: configuration, the core, the
+ * store, the jobs and nodes in memory, and the outbound interface through
+ * which the domain's decisions reach agents. Data only: the functions that
+ * change it are declared in nodes.h, jobs.h and recover.h.
+ *
+ * The layers of src/ctl (src/ctl/LAYERS; each calls only layers below it):
+ *
+ *   main.c                      flags, start-up wiring, signals
+ *   http.c agentport.c          adapters: HTTP API routes, auth and replies;
+ *                               the agent protocol over TCP
+ *   hconn.c                     the HTTP API's connections: limits,
+ *                               timeouts, unread replies, libevent's
+ *                               own errors as JSON
+ *   api.c metrics.c             views: JSON and text of jobs and nodes,
+ *                               the Prometheus exposition
+ *   recover.c                   start-up: rows from the store -> core, jobs
+ *   deps.c deps_recover.c       job arrays and dependencies: jobs held
+ *                               outside the core until deps.c releases
+ *                               them, told of starts and ends by jobs.c
+ *                               through c->ev (docs/arrays.md)
+ *   jobs.c                      the domain: submit, start, end, cancel,
+ *                               fail, requeue, node failure and hello;
+ *                               with recover.c the only code that changes
+ *                               the core or writes the store (the layers
+ *                               above read the core through its getters)
+ *   nodes.c jobtab.c            the node table with each node's live tasks;
+ *                               jobs by id and the finished list
+ *   spec.c                      validation of a submission; the core spec
+ *                               (interning names) for the domain
+ *   ctl.h                       this state
+ *   store.c config.c            SQLite rows; the YAML configuration
+ *   store_deps.c                the rows of job arrays
+ *   model.c                     job, task and node records, state names
+ *   obs.c                       per-tenant completions and delay
+ *                               histograms that /metrics reads
+ *   listen.c                    listening ports with connection limits
+ *                               per port and peer, and accept back-off
+ *   loop.c buf.c                event base, clocks, the per-iteration flush;
+ *                               a byte buffer with a JSON writer
+ */
+#ifndef SLUICE_CTL_CTL_H
+#define SLUICE_CTL_CTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/config.h"
+#include "base/listen.h"
+#include "base/loop.h"
+#include "base/model.h"
+#include "base/obs.h"
+#include "proto_kill.h"
+#include "sluice/hash.h"
+#include "sluice/sluice.h"
+#include "store/store.h"
+
+/* What the domain asks of the agent port. Set at start-up (main.c); every
+ * message leaves only after the iteration's COMMIT, in the order decided.
+ * A message for a node whose agent is not connected is dropped: the agent's
+ * next hello rebuilds what it still needs. */
+typedef struct ctl_outbound {
+    void *ud;
+    /* Launch task i of j on its node (j->tasks[i].node). */
+    void (*launch)(void *ud, const ctl_job_t *j, int32_t i);
+    /* Stop task `task` of job `job` on node (SIGTERM, then SIGKILL after
+     * the configured grace). */
+    void (*kill)(void *ud, uint32_t node, uint64_t job, int32_t task);
+    /* Stop task `task` of job `job` on node as k says: its signal, SIGKILL
+     * grace_ms later, and whether it is preempted (issue 11: preemption,
+     * shrink and a drain's deadline; the agent then writes the SIGKILL time
+     * into the task's SLUICE_PREEMPT_FILE first). */
+    void (*stop)(void *ud, uint32_t node, uint64_t job, int32_t task, const sl_proto_kill_t *k);
+    /* The node was declared down: drop its connection and what waits on it. */
+    void (*node_down)(void *ud, uint32_t node, const char *why);
+} ctl_outbound_t;
+
+/* What the domain tells the layer of arrays and dependencies (deps.c),
+ * which registers these at start-up (ctl_deps_init): a job's first start,
+ * and its end for good (succeeded, failed or cancelled; called once the
+ * job's final state is set, before it joins the finished list). NULL
+ * members: no one listens. */
+typedef struct ctl_job_events {
+    void *ud;
+    void (*started)(void *ud, ctl_job_t *j);
+    void (*ended)(void *ud, ctl_job_t *j);
+} ctl_job_events_t;
+
+struct ctl_deps;
+/* Issue 11: what the preemption layer (preempt.c, above the domain)
+ * registers at start-up, so that the domain's cycle and task ends reach
+ * it without calling upward. Each may be NULL (no preemption: the cycle
+ * then still starts jobs). on_preempt and on_resize get the ctl_t as ud. */
+struct ctl;
+typedef struct ctl_preempt_hooks {
+    sl_preempt_fn on_preempt;
+    sl_resize_fn on_resize;
+    /* Task i of j, which a shrink was stopping, has ended (ctl_task_ended). */
+    void (*task_stopped)(struct ctl *c, struct ctl_job *j, int32_t i);
+} ctl_preempt_hooks_t;
+
+/* Counters for /metrics; each is written by the one layer named. */
+typedef struct ctl_counters {
+    uint64_t http_requests;  /* http */
+    uint64_t http_errors;    /* http */
+    uint64_t agent_messages; /* agentport */
+    uint64_t tasks_launched; /* agentport: launch messages sent */
+    uint64_t submissions;    /* the rest: the domain */
+    uint64_t cycles;
+    uint64_t cycle_us;
+    uint64_t jobs_started;
+    uint64_t tasks_exited;
+    uint64_t node_failures;
+    uint64_t requeues;
+    uint64_t jobs_forgotten; /* finished jobs dropped from memory (kept in SQLite) */
+    ctl_port_counters_t api_port;   /* http: connections of the API port */
+    ctl_port_counters_t agent_port; /* agentport: connections of the agent port */
+    uint64_t replies_refused;       /* http: 503 for limits.reply_buffer */
+} ctl_counters_t;
+
+typedef struct ctl {
+    ctl_config_t cfg;
+    ctl_loop_t *loop;
+    ctl_store_t store;
+
+    sl_cluster_t *cl;
+    sl_sched_t *sched;
+    bool sched_dirty;
+
+    /* Jobs in memory, by id (jobtab.c), in the core's one hash table, so
+     * memory follows the jobs held, not every id ever issued. Pending and
+     * running jobs are always here; finished ones only while retained. */
+    sl_hash_t jobs;
+    /* Ids of the retained finished jobs in the order they finished: a ring
+     * (fin[fin_head], ... fin_len of them); trimming pops from the head. */
+    uint64_t *fin;
+    size_t fin_head, fin_len, fin_cap;
+    uint64_t next_id;
+
+    ctl_node_t **nodes;    /* by core node id (nodes.c) */
+    size_t nnodes, nodes_cap;
+    /* The node ids in name order for GET /v1/nodes' pages (nodes.c,
+     * ctl_nodes_by_name), rebuilt when nodes were added since. */
+    uint32_t *by_name;
+    size_t nby_name;
+    uint32_t hello_stamp;  /* the last reconciliation's stamp (ctl_task_t.seen) */
+    /* Ids of jobs whose requeue waits for their lost tasks to be fenced
+     * (jobs.c, ctl_job_t.requeue_after_mono_us); the sweep requeues them. */
+    uint64_t *fenced;
+    size_t nfenced, fenced_cap;
+
+    ctl_outbound_t out;
+    ctl_job_events_t ev;      /* deps.c's listeners (above) */
+    struct ctl_deps *deps;    /* arrays and dependencies (deps.c); NULL before ctl_deps_init */
+    ctl_preempt_hooks_t preempt; /* preempt.c's, set by ctl_preempt_init */
+    ctl_counters_t n;
+    ctl_obs_t obs; /* per-tenant completions and delay histograms (obs.h) */
+    /* Preemptions by tenant and cause (issue 11): the domain counts,
+     * /metrics reads; [tenant * CTL_PREEMPT_NCAUSES + cause], grown on use. */
+    uint64_t *preempt_counts;
+    size_t npreempt_counts;
+    int64_t started_us;
+    int64_t started_mono_us;
+} ctl_t;
+
+#include "domain/spec.h" /* the validator's contract, on this header's layer */
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * jobtab.c - jobs in memory by id, in the core's hash table (sluice/hash.h:
+ * open addressing, at most half full, no tombstones), plus the ring of
+ * retained finished jobs that trimming pops (see jobtab.h).
+ */
+#include "domain/jobtab.h"
+
+ctl_job_t *ctl_job_find(ctl_t *c, uint64_t id) {
+    return sl_hash_find(&c->jobs, id);
+}
+
+void ctl_job_register(ctl_t *c, ctl_job_t *j) {
+    ctl_job_t *old = sl_hash_find(&c->jobs, j->id);
+    if (old != NULL)
+        sl_hash_remove(&c->jobs, j->id, old);
+    sl_hash_add(&c->jobs, j->id, j);
+}
+
+ctl_job_t *ctl_job_unregister(ctl_t *c, uint64_t id) {
+    ctl_job_t *j = sl_hash_find(&c->jobs, id);
+    if (j != NULL)
+        sl_hash_remove(&c->jobs, id, j);
+    return j;
+}
+
+void ctl_job_retain(ctl_t *c, ctl_job_t *j) {
+    if (j->retained)
+        return;
+    j->retained = true;
+    if (c->fin_len == c->fin_cap) {
+        size_t cap = c->fin_cap ? 2 * c->fin_cap : 1024;
+        uint64_t *fin = sl_xmalloc(cap * sizeof *fin);
+        for (size_t i = 0; i < c->fin_len; i++)
+            fin[i] = c->fin[(c->fin_head + i) % c->fin_cap];
+        sl_free(c->fin);
+        c->fin = fin;
+        c->fin_cap = cap;
+        c->fin_head = 0;
+    }
+    c->fin[(c->fin_head + c->fin_len) % c->fin_cap] = j->id;
+    c->fin_len++;
+}
+
+size_t ctl_jobs_trim(ctl_t *c, int64_t now_us, size_t max) {
+    int64_t cut = now_us - c->cfg.job_retention_ms * 1000;
+    size_t n = 0;
+    while (c->fin_len > 0 && n < max) {
+        ctl_job_t *j = ctl_job_find(c, c->fin[c->fin_head]);
+        if (j != NULL) {
+            /* End times come in (nearly) finishing order, so the head is
+             * the oldest; retention 0 forgets even an end time reported
+             * slightly ahead of this clock. */
+            bool drop = (int64_t)c->fin_len > c->cfg.max_finished_jobs ||
+                        c->cfg.job_retention_ms == 0 || j->end_us <= cut;
+            if (!drop)
+                break;
+            ctl_job_free(ctl_job_unregister(c, j->id));
+            c->n.jobs_forgotten++;
+        }
+        c->fin_head = (c->fin_head + 1) % c->fin_cap;
+        c->fin_len--;
+        n++;
+    }
+    return n;
+}
+
+bool ctl_jobs_trim_hook(void *ud) {
+    return ctl_jobs_trim(ud, ctl_now_us(), CTL_TRIM_PER_PASS) == CTL_TRIM_PER_PASS;
+}
+
+void ctl_jobs_fini(ctl_t *c) {
+    size_t it = 0;
+    for (const sl_hash_entry_t *e; (e = sl_hash_next(&c->jobs, &it)) != NULL;)
+        ctl_job_free(e->val);
+    sl_hash_fini(&c->jobs);
+    sl_free(c->fin);
+    c->fin = NULL;
+    c->fin_len = c->fin_cap = c->fin_head = 0;
+}

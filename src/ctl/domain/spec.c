@@ -1,0 +1,491 @@
+/*
+ * spec.c - validation of a job submission (POST /v1/jobs) and the core's
+ * view of a stored spec.
+ *
+ * ctl_job_from_spec checks the JSON body against the job-spec table
+ * (src/common/jobspec.h, which the CLI and docs/jobspec.md share, so that
+ * they cannot disagree with the server), then what only the server knows:
+ * the tenant against the token, the pool against the configuration, and
+ * whether the cluster could take the GPU model and pool names. It parses
+ * every quantity once: the stored spec gets their canonical text, the core
+ * request their integers.
+ *
+ * Validation has no side effects. A job naming GPU models or a pool the
+ * cluster has never seen is checked against the room left in the cluster's
+ * fixed tables (SL_MAX_MODELS, SL_MAX_POOLS) and in the jobs' share of them
+ * (SL_MAX_JOB_MODELS, SL_MAX_JOB_POOLS: names no node has may fill half of
+ * each, so that a new node can always register) without adding the names,
+ * so a rejected job leaves the cluster exactly as it was;
+ * ctl_job_core_spec adds them, right before the job goes to the core (and
+ * at recovery, past the share if need be), each with a job's reference the
+ * job holds until ctl_job_release_names, when it leaves the core for good;
+ * a name nothing references then frees its slot.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "domain/ctl.h"
+#include "jobspec.h"
+#include "log.h"
+#include "quantity.h"
+
+static ctl_job_t *bad(ctl_field_err_t *fe, int status, const char *code, const char *field,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static ctl_job_t *bad(ctl_field_err_t *fe, int status, const char *code, const char *field,
+                      const char *fmt, ...) {
+    fe->status = status;
+    fe->code = code;
+    snprintf(fe->field, sizeof fe->field, "%s", field ? field : "");
+    char msg[280];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (field)
+        snprintf(fe->message, sizeof fe->message, "%s: %s", field, msg);
+    else
+        snprintf(fe->message, sizeof fe->message, "%s", msg);
+    return NULL;
+}
+
+static json_t *qty_json(int64_t v, sl_qty_kind_t kind) {
+    char s[64];
+    sl_qty_format(v, kind, s, sizeof s);
+    return json_string(s);
+}
+
+/* The GPU models of a spec as a list (the field may be one name). New reference. */
+static json_t *model_list(json_t *v) {
+    if (v == NULL)
+        return json_array();
+    if (json_is_string(v))
+        return json_pack("[O]", v);
+    return json_incref(v);
+}
+
+/* The pool of a request that ctl_job_from_spec filled and whose GPU model
+ * and pool names ctl_job_core_spec has yet to resolve. A job read back
+ * from the store has its request zeroed (pool 0) instead, and
+ * ctl_job_core_spec fills it from the stored spec first. */
+#define POOL_UNRESOLVED (-2)
+
+/* A list of strings (or one string) joined by commas into buf. */
+static const char *join_list(json_t *v, char *buf, size_t len) {
+    buf[0] = '\0';
+    if (json_is_string(v))
+        return json_string_value(v);
+    size_t i, o = 0;
+    json_t *m;
+    json_array_foreach(v, i, m) {
+        if (o < len)
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? "," : "", json_string_value(m));
+    }
+    return buf;
+}
+
+/*
+ * The job's constraint (node_selector, constraint, tolerations; a job
+ * naming a dedicated pool also tolerates the pool's taint), interned in the
+ * cluster with one reference in *out (NULL when it has none). 0, or -1 with
+ * the field in *field and the message in err.
+ */
+static int constraint_of(ctl_t *c, json_t *s, const sl_constraint_t **out, char *field,
+                         size_t fieldlen, char *err, size_t errlen) {
+    char sel[2048], tol[2048 + SL_NAME_MAX + 40];
+    sl_constraint_spec_t cs = {
+        .selector = join_list(json_object_get(s, "node_selector"), sel, sizeof sel),
+        .expr = json_string_value(json_object_get(s, "constraint")),
+        .tolerations = join_list(json_object_get(s, "tolerations"), tol, sizeof tol)};
+    const char *pool = json_string_value(json_object_get(s, "pool"));
+    const struct ctl_pool_cfg *pc = ctl_pool_cfg(&c->cfg, pool);
+    if (pc && pc->dedicated) {
+        if (cs.tolerations != tol)
+            snprintf(tol, sizeof tol, "%s", cs.tolerations ? cs.tolerations : "");
+        size_t o = strlen(tol);
+        snprintf(tol + o, sizeof tol - o, "%s" CTL_DEDICATED_TAINT_KEY "=%s:NoSchedule",
+                 o ? "," : "", pool);
+        cs.tolerations = tol;
+    }
+    char msg[300];
+    if (sl_cluster_constraint_intern(c->cl, &cs, out, msg, sizeof msg) == 0)
+        return 0;
+    const char *colon = strstr(msg, ": ");
+    snprintf(field, fieldlen, "%.*s", colon ? (int)(colon - msg) : 0, msg);
+    snprintf(err, errlen, "%.270s", colon ? colon + 2 : msg);
+    return -1;
+}
+
+/* The request of one task and the job's other numbers, from a parsed spec.
+ * GPU models and pool stay unresolved (POOL_UNRESOLVED) until
+ * ctl_job_core_spec resolves them. */
+static void fill_core(ctl_job_t *j, const sl_jobspec_t *js) {
+    sl_job_spec_t *cs = &j->core;
+    const int64_t *num = js->num;
+    memset(cs, 0, sizeof *cs);
+    cs->priority = (int32_t)num[SL_JS_PRIORITY];
+    cs->ntasks = (int32_t)num[SL_JS_TASKS];
+    cs->min_tasks = num[SL_JS_MIN_TASKS] == num[SL_JS_TASKS] ? 0 : (int32_t)num[SL_JS_MIN_TASKS];
+    cs->time_limit_us = num[SL_JS_TIME_LIMIT] * 1000000;
+    const char *onf = json_string_value(js->val[SL_JS_ON_NODE_FAILURE]);
+    j->requeue_on_node_failure = onf == NULL || strcmp(onf, "fail") != 0;
+    sl_task_req_t *r = &cs->task;
+    sl_task_req_init(r);
+    r->cpu_milli = num[SL_JS_CPUS];
+    r->mem_bytes = num[SL_JS_MEMORY];
+    r->gpus = (int32_t)num[SL_JS_GPUS];
+    r->gpu_milli = js->val[SL_JS_GPU_SHARE] ? (int32_t)num[SL_JS_GPU_SHARE] : 0;
+    r->gpu_mem_bytes = js->val[SL_JS_GPU_MEMORY] ? num[SL_JS_GPU_MEMORY] : 0;
+    r->model_mask = 0;
+    r->pool = POOL_UNRESOLVED;
+    int lv = 0; /* the table checked the word */
+    if (sl_topo_level_parse(json_string_value(js->val[SL_JS_TOPOLOGY_REQUIRED]), &lv) == 0)
+        r->topo_required = (int16_t)lv;
+    if (sl_topo_level_parse(json_string_value(js->val[SL_JS_TOPOLOGY_PREFERRED]), &lv) == 0)
+        r->topo_preferred = (int16_t)lv;
+}
+
+/* "(the most)" when jobs hold exactly the job share of names no node
+ * has, "(the most is N)" when they hold more (jobs recovered past it). */
+static const char *share_note(size_t held, int share, char *buf, size_t len) {
+    if (held == (size_t)share)
+        return "the most";
+    snprintf(buf, len, "the most is %d", share);
+    return buf;
+}
+
+/* Whether the cluster could take the spec's GPU model and pool names
+ * without adding any. A name it holds already takes no slot and always
+ * fits. A new one becomes a name that jobs alone hold: it must fit in the
+ * job share (SL_MAX_JOB_MODELS, SL_MAX_JOB_POOLS, half of each table, so
+ * that a real node with a new model or pool can always register) and in
+ * the table, as ctl_job_core_spec will find when it interns them. Reads
+ * only. O(models x SL_MAX_MODELS). */
+static bool names_fit(ctl_t *c, json_t *models, const char *pool, ctl_field_err_t *fe) {
+    const char *fresh[SL_MAX_MODELS];
+    size_t nfresh = 0, known = sl_cluster_model_count(c->cl);
+    size_t jobs = sl_cluster_model_job_only_count(c->cl);
+    char note[32];
+    size_t i;
+    json_t *m;
+    json_array_foreach(models, i, m) {
+        const char *name = json_string_value(m);
+        if (sl_cluster_model_find(c->cl, name) >= 0)
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < nfresh && !dup; k++)
+            dup = strcmp(fresh[k], name) == 0;
+        if (dup)
+            continue;
+        if (nfresh == 0 && jobs >= SL_MAX_JOB_MODELS) {
+            bad(fe, 400, "invalid_field", "gpu_models",
+                "\"%s\": no node has this model and jobs already name %zu models no node has "
+                "(%s); name a model a node has", name, jobs,
+                share_note(jobs, SL_MAX_JOB_MODELS, note, sizeof note));
+            return false;
+        }
+        if (jobs + nfresh >= SL_MAX_JOB_MODELS) {
+            bad(fe, 400, "invalid_field", "gpu_models",
+                "\"%s\": no node has this model, and with it this job would bring the models "
+                "no node has to %zu (the most is %d); name models a node has", name,
+                jobs + nfresh + 1, SL_MAX_JOB_MODELS);
+            return false;
+        }
+        if (known + nfresh >= SL_MAX_MODELS) {
+            bad(fe, 400, "invalid_field", "gpu_models",
+                "\"%s\" is not a GPU model of this cluster, and it has no room for another "
+                "(at most %d models)", name, SL_MAX_MODELS);
+            return false;
+        }
+        fresh[nfresh++] = name;
+    }
+    if (pool && sl_cluster_pool_find(c->cl, pool) < 0) {
+        size_t pjobs = sl_cluster_pool_job_only_count(c->cl);
+        if (pjobs >= SL_MAX_JOB_POOLS) {
+            bad(fe, 400, "invalid_field", "pool",
+                "\"%s\": no node is in this pool and jobs already name %zu pools no node is in "
+                "(%s); name a pool a node is in", pool, pjobs,
+                share_note(pjobs, SL_MAX_JOB_POOLS, note, sizeof note));
+            return false;
+        }
+        if (sl_cluster_pool_count(c->cl) >= SL_MAX_POOLS) {
+            bad(fe, 400, "invalid_field", "pool",
+                "\"%s\" is not a pool of this cluster, and it has no room for another "
+                "(at most %d pools)", pool, SL_MAX_POOLS);
+            return false;
+        }
+    }
+    return true;
+}
+
+ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
+                             ctl_field_err_t *fe) {
+    sl_jobspec_t js;
+    const char *field;
+    char err[280];
+    int rc = sl_jobspec_parse(spec, &js, &field, err, sizeof err);
+    if (rc < 0)
+        return bad(fe, 400, rc == SL_ENOENT ? "unknown_field" : "invalid_field", field, "%s", err);
+    json_t **val = js.val;
+
+    if (val[SL_JS_TENANT]) {
+        const char *name = json_string_value(val[SL_JS_TENANT]);
+        int t = sl_sched_tenant_find(c->sched, name);
+        if (!admin && (t < 0 || t != tenant))
+            return bad(fe, 403, "forbidden", "tenant",
+                       "this token may only submit for tenant \"%s\"",
+                       sl_sched_tenant_name(c->sched, tenant));
+        if (t < 0)
+            return bad(fe, 400, "invalid_field", "tenant", "unknown tenant \"%s\"", name);
+        tenant = t;
+    } else if (admin) {
+        if (sl_sched_tenant_count(c->sched) != 1)
+            return bad(fe, 400, "invalid_field", "tenant",
+                       "required when submitting with the admin token");
+        tenant = 0;
+    }
+    const char *pool = json_string_value(val[SL_JS_POOL]);
+    if (pool && c->cfg.npools > 0) {
+        bool ok = false;
+        for (size_t i = 0; i < c->cfg.npools; i++)
+            ok = ok || strcmp(c->cfg.pools[i], pool) == 0;
+        if (!ok)
+            return bad(fe, 400, "invalid_field", "pool", "unknown pool \"%s\"", pool);
+    }
+    /* A priority class (issue 11) gives the job its priority; a priority
+     * given beside it must be the same. */
+    const char *pcname = json_string_value(val[SL_JS_PRIORITY_CLASS]);
+    if (pcname != NULL) {
+        const ctl_prio_class_t *pc = ctl_config_prio_class(&c->cfg, pcname);
+        if (pc == NULL)
+            return bad(fe, 400, "invalid_field", "priority_class",
+                       "unknown priority class \"%s\" (%s)", pcname,
+                       c->cfg.nprio_classes ? "see priority_classes in the config"
+                                            : "the config has no priority_classes");
+        if (val[SL_JS_PRIORITY] && js.num[SL_JS_PRIORITY] != pc->value)
+            return bad(fe, 400, "invalid_field", "priority",
+                       "%lld differs from the value of priority class \"%s\" (%d); give one "
+                       "of the two", (long long)js.num[SL_JS_PRIORITY], pcname, (int)pc->value);
+        js.num[SL_JS_PRIORITY] = pc->value;
+    }
+    if (pool && ctl_pool_tenant_ok(&c->cfg, pool, sl_sched_tenant_name(c->sched, tenant), err,
+                                   sizeof err) < 0)
+        return bad(fe, 403, "forbidden", "pool", "%s", err);
+    {
+        /* Labels and tolerations compile here so that a bad one is a 400
+         * naming its field; the reference is given back at once. */
+        const sl_constraint_t *cons;
+        char cf[32];
+        if (constraint_of(c, spec, &cons, cf, sizeof cf, err, sizeof err) < 0)
+            return bad(fe, 400, "invalid_field", cf, "%s", err);
+        sl_cluster_constraint_release(c->cl, cons);
+    }
+    json_t *models = model_list(val[SL_JS_GPU_MODELS]);
+    if (!names_fit(c, models, pool, fe)) {
+        json_decref(models);
+        return NULL;
+    }
+
+    char dflt[SL_NAME_MAX];
+    const char *name = json_string_value(val[SL_JS_NAME]);
+    if (name == NULL) {
+        json_t *image = val[SL_JS_IMAGE];
+        const char *src = image                ? json_string_value(image)
+                          : val[SL_JS_COMMAND] ? json_string_value(json_array_get(val[SL_JS_COMMAND], 0))
+                                               : "script";
+        const char *slash = strrchr(src, '/');
+        snprintf(dflt, sizeof dflt, "%s", slash && slash[1] ? slash + 1 : src);
+        json_t *ok = sl_jobspec_from_text(&sl_jobspec_fields[SL_JS_NAME], dflt, err, sizeof err);
+        if (ok == NULL)
+            snprintf(dflt, sizeof dflt, "job");
+        json_decref(ok);
+        name = dflt;
+    }
+    const int64_t *num = js.num;
+    json_t *norm = json_object();
+    json_object_set_new(norm, "name", json_string(name));
+    json_object_set_new(norm, "tenant", json_string(sl_sched_tenant_name(c->sched, tenant)));
+    json_object_set_new(norm, "tasks", json_integer(num[SL_JS_TASKS]));
+    json_object_set_new(norm, "min_tasks", json_integer(num[SL_JS_MIN_TASKS]));
+    json_object_set_new(norm, "cpus", qty_json(num[SL_JS_CPUS], SL_QTY_CPU));
+    json_object_set_new(norm, "memory", qty_json(num[SL_JS_MEMORY], SL_QTY_MEM));
+    json_object_set_new(norm, "gpus", json_integer(num[SL_JS_GPUS]));
+    json_object_set_new(norm, "gpu_share", val[SL_JS_GPU_SHARE]
+                                               ? qty_json(num[SL_JS_GPU_SHARE], SL_QTY_GPU)
+                                               : json_null());
+    json_object_set_new(norm, "gpu_memory", num[SL_JS_GPU_MEMORY] && val[SL_JS_GPU_MEMORY]
+                                                ? qty_json(num[SL_JS_GPU_MEMORY], SL_QTY_MEM)
+                                                : json_null());
+    json_object_set_new(norm, "gpu_models", models);
+    json_object_set_new(norm, "pool", pool ? json_string(pool) : json_null());
+    json_object_set_new(norm, "priority", json_integer(num[SL_JS_PRIORITY]));
+    json_object_set_new(norm, "priority_class", pcname ? json_string(pcname) : json_null());
+    json_object_set_new(norm, "time_limit", json_integer(num[SL_JS_TIME_LIMIT]));
+    json_object_set_new(norm, "command", val[SL_JS_COMMAND] ? json_deep_copy(val[SL_JS_COMMAND])
+                                                             : json_null());
+    json_object_set_new(norm, "image", val[SL_JS_IMAGE] ? json_deep_copy(val[SL_JS_IMAGE])
+                                                         : json_null());
+    json_object_set_new(norm, "env", val[SL_JS_ENV] ? json_deep_copy(val[SL_JS_ENV])
+                                                     : json_object());
+    json_object_set_new(norm, "on_node_failure",
+                        json_string(val[SL_JS_ON_NODE_FAILURE]
+                                        ? json_string_value(val[SL_JS_ON_NODE_FAILURE])
+                                        : "requeue"));
+    /* Arrays and dependencies keep Slurm's text; deps.c parses it. */
+    if (val[SL_JS_ARRAY])
+        json_object_set_new(norm, "array", json_deep_copy(val[SL_JS_ARRAY]));
+    if (val[SL_JS_DEPENDENCY])
+        json_object_set_new(norm, "dependency", json_deep_copy(val[SL_JS_DEPENDENCY]));
+    /* A batch script's fields only where it has one, so that every other
+     * job's spec reads as before. */
+    for (int i = SL_JS_SCRIPT; i <= SL_JS_SUBMIT_DIR; i++)
+        if (val[i])
+            json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
+    /* Where it may run: lists as lists, the expression as given. */
+    if (val[SL_JS_NODE_SELECTOR])
+        json_object_set_new(norm, "node_selector", model_list(val[SL_JS_NODE_SELECTOR]));
+    if (val[SL_JS_CONSTRAINT])
+        json_object_set_new(norm, "constraint", json_deep_copy(val[SL_JS_CONSTRAINT]));
+    if (val[SL_JS_TOLERATIONS])
+        json_object_set_new(norm, "tolerations", model_list(val[SL_JS_TOLERATIONS]));
+    if (val[SL_JS_TOPOLOGY_REQUIRED])
+        json_object_set_new(norm, "topology_required",
+                            json_deep_copy(val[SL_JS_TOPOLOGY_REQUIRED]));
+    if (val[SL_JS_TOPOLOGY_PREFERRED])
+        json_object_set_new(norm, "topology_preferred",
+                            json_deep_copy(val[SL_JS_TOPOLOGY_PREFERRED]));
+
+    ctl_job_t *j = sl_xcalloc(1, sizeof *j);
+    j->spec = norm;
+    j->tenant = tenant;
+    j->state = CTL_JOB_PENDING;
+    j->start_us = j->end_us = -1;
+    fill_core(j, &js);
+    j->core.tenant = tenant;
+    sl_task_req_t check = j->core.task;
+    check.pool = -1;
+    if (sl_task_req_check(&check, err, sizeof err) < 0) {
+        ctl_job_free(j);
+        return bad(fe, 400, "invalid_field", NULL, "%s", err);
+    }
+    return j;
+}
+
+/* Why a name could not be interned for a job: rc is what the intern
+ * returned (SL_ENOSPC: the job share is full; SL_ERANGE: the table). */
+static void intern_err(int rc, bool model, const char *name, char *err, size_t errlen) {
+    const char *field = model ? "gpu_models" : "pool";
+    if (rc == SL_ENOSPC && model)
+        snprintf(err, errlen, "%s: \"%s\": no node has this model and jobs already name %d "
+                 "models no node has (the most); name a model a node has", field, name,
+                 SL_MAX_JOB_MODELS);
+    else if (rc == SL_ENOSPC)
+        snprintf(err, errlen, "%s: \"%s\": no node is in this pool and jobs already name %d "
+                 "pools no node is in (the most); name a pool a node is in", field, name,
+                 SL_MAX_JOB_POOLS);
+    else if (model)
+        snprintf(err, errlen, "%s: \"%s\" is not a GPU model of this cluster, and it has no "
+                 "room for another (at most %d models)", field, name, SL_MAX_MODELS);
+    else
+        snprintf(err, errlen, "%s: \"%s\" is not a pool of this cluster, and it has no room "
+                 "for another (at most %d pools)", field, name, SL_MAX_POOLS);
+}
+
+int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
+    sl_job_spec_t *cs = &j->core;
+    json_t *s = j->spec;
+    ctl_job_release_names(c, j); /* a second call takes them afresh */
+    /* A job read back from the store was acknowledged before, perhaps
+     * before the job share existed: it takes its names past the share
+     * rather than be dropped (the log says so), and the share counts them
+     * until it ends. A submission keeps to the share, as names_fit did. */
+    bool stored = cs->task.pool != POOL_UNRESOLVED;
+    bool past_share = false;
+    if (stored) {
+        /* Its core request is filled from the stored spec, through the
+         * same table as a submission. */
+        sl_jobspec_t js;
+        const char *field;
+        char msg[280];
+        if (sl_jobspec_parse(s, &js, &field, msg, sizeof msg) < 0) {
+            snprintf(err, errlen, "%s%s%s", field ? field : "", field ? ": " : "", msg);
+            return -1;
+        }
+        fill_core(j, &js);
+    }
+    cs->id = j->id;
+    cs->tenant = j->tenant;
+    cs->submit_us = j->submit_us;
+    /* Issue 11: the class by name (a class no longer configured leaves the
+     * job in class 0, with the priority it was given). */
+    const char *pcn = json_string_value(json_object_get(s, "priority_class"));
+    int pcid = pcn ? sl_sched_class_find(c->sched, pcn) : 0;
+    cs->prio_class = pcid > 0 ? pcid : 0;
+    sl_task_req_t *r = &cs->task;
+    r->model_mask = 0;
+    r->pool = -1;
+    r->cons = NULL;
+    j->names_held = true; /* from here on, ctl_job_release_names gives back what is in r */
+    size_t i;
+    json_t *m;
+    json_t *models = model_list(json_object_get(s, "gpu_models"));
+    json_array_foreach(models, i, m) {
+        const char *name = json_string_value(m);
+        past_share |= stored && sl_cluster_model_find(c->cl, name) < 0 &&
+                      sl_cluster_model_job_only_count(c->cl) >= SL_MAX_JOB_MODELS;
+        int id = sl_cluster_model_intern_job(c->cl, name, stored);
+        if (id < 0) {
+            intern_err(id, true, name, err, errlen);
+            json_decref(models);
+            goto fail;
+        }
+        if (r->model_mask & (1ull << id))
+            sl_cluster_model_release_job(c->cl, id); /* named twice: one reference per bit */
+        r->model_mask |= 1ull << id;
+    }
+    json_decref(models);
+    const char *q = json_string_value(json_object_get(s, "pool"));
+    if (q) {
+        past_share |= stored && sl_cluster_pool_find(c->cl, q) < 0 &&
+                      sl_cluster_pool_job_only_count(c->cl) >= SL_MAX_JOB_POOLS;
+        int id = sl_cluster_pool_intern_job(c->cl, q, stored);
+        if (id < 0) {
+            intern_err(id, false, q, err, errlen);
+            goto fail;
+        }
+        r->pool = id;
+    }
+    char cf[32], cmsg[280];
+    if (constraint_of(c, s, &r->cons, cf, sizeof cf, cmsg, sizeof cmsg) < 0) {
+        snprintf(err, errlen, "%s: %s", cf, cmsg);
+        goto fail;
+    }
+    if (sl_task_req_check(r, err, errlen) < 0)
+        goto fail;
+    if (past_share)
+        sl_log(SL_LOG_WARN, "store",
+               "job=%llu kept past the job share: jobs now name %zu GPU models and %zu pools no "
+               "node has (new submissions may name at most %d and %d); it was accepted before",
+               (unsigned long long)j->id, sl_cluster_model_job_only_count(c->cl),
+               sl_cluster_pool_job_only_count(c->cl), SL_MAX_JOB_MODELS, SL_MAX_JOB_POOLS);
+    return 0;
+fail:
+    /* Nothing taken on failure: give back the names interned so far. */
+    ctl_job_release_names(c, j);
+    return -1;
+}
+
+void ctl_job_release_names(ctl_t *c, ctl_job_t *j) {
+    if (!j->names_held)
+        return;
+    sl_task_req_t *r = &j->core.task;
+    for (int32_t id = 0; id < SL_MAX_MODELS; id++)
+        if (r->model_mask & (1ull << id))
+            sl_cluster_model_release_job(c->cl, id);
+    if (r->pool >= 0)
+        sl_cluster_pool_release_job(c->cl, r->pool);
+    sl_cluster_constraint_release(c->cl, r->cons);
+    r->cons = NULL;
+    j->names_held = false;
+}

@@ -1,0 +1,729 @@
+/*
+ * api.c - JSON views of jobs and nodes for the HTTP API (docs/api.md).
+ *
+ * A job's immutable part (id, normalised spec, submit time) is formatted
+ * once, the first time it is shown, into j->head; a view appends only the parts that
+ * change (state, times, reason, placement), so listing 10,000 jobs is
+ * mostly memcpy.
+ *
+ * The text table of GET /v1/jobs?view=table (what `sluice queue` prints,
+ * the way a Kubernetes API server prints a Table for `kubectl get`) works
+ * the same way: the cells that never change (id, name, tenant, tasks,
+ * per-task resources) are formatted once (first listing) into j->row; a listing formats
+ * only state, nodes, time and reason, in a first pass that also finds each
+ * column's width, and a second pass writes the padded rows.
+ *
+ * GET /v1/nodes pages by name (keyset): the node ids in name order are
+ * kept sorted (nodes.c, re-sorted only after a node registers), and a page
+ * is a binary search for `after` in them, then the page's nodes.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "views/api.h"
+#include "arraydep.h"
+#include "domain/deps.h"
+#include "views/disruptions.h"
+#include "domain/eff.h"
+#include "domain/jobtab.h"
+#include "domain/nodes.h"
+#include "quantity.h"
+
+static void gpu_list(ctl_buf_t *b, uint32_t mask) {
+    ctl_buf_putc(b, '[');
+    bool first = true;
+    for (int g = 0; g < SL_MAX_GPUS_PER_NODE; g++) {
+        if (mask & (1u << g)) {
+            if (!first)
+                ctl_buf_putc(b, ',');
+            ctl_buf_i64(b, g);
+            first = false;
+        }
+    }
+    ctl_buf_putc(b, ']');
+}
+
+/* Formats the job's immutable part once: `{"id":N,<spec fields>,"submit_time":T`. */
+static void make_head(ctl_job_t *j) {
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    char *spec = json_dumps(j->spec, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    size_t sl = strlen(spec);
+    ctl_buf_puts(&b, "{\"id\":");
+    ctl_buf_u64(&b, j->id);
+    if (sl > 2) {
+        ctl_buf_putc(&b, ',');
+        ctl_buf_add(&b, spec + 1, sl - 2);
+    }
+    if (j->array_id != 0) { /* an array's element (docs/arrays.md) */
+        ctl_buf_puts(&b, ",\"array_id\":");
+        ctl_buf_u64(&b, j->array_id);
+        ctl_buf_puts(&b, ",\"array_index\":");
+        ctl_buf_i64(&b, j->array_index);
+    }
+    ctl_buf_puts(&b, ",\"submit_time\":");
+    ctl_buf_time(&b, j->submit_us);
+    free(spec);
+    sl_free(j->head);
+    j->head = ctl_buf_steal(&b, &j->head_len);
+}
+
+/* The job's reason: for a pending job, why it waits now (from the core) and
+ * why it was requeued if it was; else j->reason. May point into both. */
+static const char *job_reason(ctl_t *c, const ctl_job_t *j, char *both, size_t len) {
+    const char *reason = j->reason;
+    if (j->state == CTL_JOB_PENDING && j->hold != CTL_HOLD_NONE)
+        return ctl_hold_reason(c, j, both, len); /* dependencies, array limit (deps.c) */
+    if (j->state == CTL_JOB_PENDING && !j->requeue_wait && j->in_core) {
+        const sl_job_t *cj = sl_sched_job(c->sched, j->id);
+        const char *r = cj ? sl_job_reason(cj) : NULL;
+        if (r && r[0] && j->reason[0]) {
+            snprintf(both, len, "%s (%s)", r, j->reason);
+            reason = both;
+        } else if (r && r[0]) {
+            reason = r;
+        }
+    }
+    return reason;
+}
+
+/* A placement entry's memory end (docs/api.md): oom_killed, and the sizes
+ * the agent reported, null when not known. */
+static void mem_end(ctl_buf_t *b, const ctl_task_t *t) {
+    static const char *const keys[] = {",\"mem_peak_bytes\":", ",\"mem_limit_bytes\":",
+                                       ",\"mem_request_bytes\":"};
+    const int64_t v[] = {t->mem_peak, t->mem_limit, t->mem_request};
+    ctl_buf_puts(b, t->oom_killed ? ",\"oom_killed\":true" : ",\"oom_killed\":false");
+    for (int k = 0; k < 3; k++) {
+        ctl_buf_puts(b, keys[k]);
+        if (v[k] > 0)
+            ctl_buf_i64(b, v[k]);
+        else
+            ctl_buf_puts(b, "null");
+    }
+}
+
+void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
+    if (j->head == NULL)
+        make_head(j);
+    ctl_buf_add(b, j->head, j->head_len);
+    ctl_buf_puts(b, ",\"state\":\"");
+    ctl_buf_puts(b, ctl_job_state_name(j->state));
+    ctl_buf_puts(b, "\",\"start_time\":");
+    ctl_buf_time(b, j->start_us);
+    ctl_buf_puts(b, ",\"end_time\":");
+    ctl_buf_time(b, j->end_us);
+    ctl_buf_puts(b, ",\"reason\":");
+    char both[512];
+    ctl_buf_jstr(b, job_reason(c, j, both, sizeof both));
+    ctl_buf_puts(b, ",\"placement\":[");
+    for (int32_t i = 0; i < j->ntasks; i++) {
+        const ctl_task_t *t = &j->tasks[i];
+        const sl_node_t *nd = t->node >= 0 ? sl_cluster_node(c->cl, (uint32_t)t->node) : NULL;
+        if (i)
+            ctl_buf_putc(b, ',');
+        ctl_buf_puts(b, "{\"task\":");
+        ctl_buf_i64(b, i);
+        ctl_buf_puts(b, ",\"node\":");
+        ctl_buf_jstr(b, nd ? nd->name : NULL);
+        ctl_buf_puts(b, ",\"gpus\":");
+        gpu_list(b, t->gpu_mask);
+        if (t->gpu_mask && t->gpu_milli < SL_GPU_MILLI) {
+            ctl_buf_puts(b, ",\"gpu_milli\":");
+            ctl_buf_i64(b, t->gpu_milli);
+        }
+        ctl_buf_puts(b, ",\"state\":\"");
+        ctl_buf_puts(b, ctl_task_state_name(t->state));
+        ctl_buf_puts(b, "\",\"pid\":");
+        if (t->pid > 0)
+            ctl_buf_i64(b, t->pid);
+        else
+            ctl_buf_puts(b, "null");
+        ctl_buf_puts(b, ",\"exit_code\":");
+        if (t->has_exit)
+            ctl_buf_i64(b, t->exit_code);
+        else
+            ctl_buf_puts(b, "null");
+        ctl_buf_puts(b, ",\"signal\":");
+        if (t->has_exit && t->signal)
+            ctl_buf_i64(b, t->signal);
+        else
+            ctl_buf_puts(b, "null");
+        ctl_buf_puts(b, ",\"start_time\":");
+        ctl_buf_time(b, t->start_us);
+        ctl_buf_puts(b, ",\"end_time\":");
+        ctl_buf_time(b, t->end_us);
+        mem_end(b, t);
+        ctl_buf_putc(b, '}');
+    }
+    ctl_buf_puts(b, "],\"exit_code\":");
+    if (j->has_exit && j->state != CTL_JOB_PENDING && j->state != CTL_JOB_RUNNING)
+        ctl_buf_i64(b, j->exit_code);
+    else
+        ctl_buf_puts(b, "null");
+    ctl_buf_puts(b, ",\"requeues\":");
+    ctl_buf_i64(b, j->requeues);
+    ctl_eff_write_json(c, b, j);
+    ctl_jobx_write_json(c, b, j); /* preemptions and elastic size (opsapi.c) */
+    ctl_buf_putc(b, '}');
+}
+
+void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id) {
+    const sl_node_t *nd = sl_cluster_node(c->cl, id);
+    ctl_node_t *n = ctl_node_get(c, id);
+    char q[64];
+    ctl_buf_puts(b, "{\"name\":");
+    ctl_buf_jstr(b, nd->name);
+    ctl_buf_puts(b, ",\"state\":\"");
+    ctl_buf_puts(b, ctl_node_state_view(c, id));
+    ctl_buf_puts(b, "\",\"pool\":");
+    ctl_buf_jstr(b, sl_cluster_pool_name(c->cl, nd->pool));
+    ctl_buf_puts(b, ",\"labels\":");
+    ctl_buf_jstr(b, nd->labels ? nd->labels : "");
+    ctl_buf_puts(b, ",\"taints\":");
+    ctl_buf_jstr(b, nd->taints ? nd->taints : "");
+    {
+        /* The topology path from the labels (sluice/topology.h), or null. */
+        const char *tp;
+        size_t tlen;
+        ctl_buf_puts(b, ",\"topology\":");
+        if (sl_topo_path(nd->labels, &tp, &tlen) && tlen < sizeof q) {
+            memcpy(q, tp, tlen);
+            q[tlen] = '\0';
+            ctl_buf_jstr(b, q);
+        } else {
+            ctl_buf_puts(b, "null");
+        }
+    }
+    ctl_buf_puts(b, ",\"cpus\":");
+    sl_qty_format(nd->cpu_total, SL_QTY_CPU, q, sizeof q);
+    ctl_buf_jstr(b, q);
+    ctl_buf_puts(b, ",\"memory\":");
+    sl_qty_format(nd->mem_total, SL_QTY_MEM, q, sizeof q);
+    ctl_buf_jstr(b, q);
+    ctl_buf_puts(b, ",\"gpus\":");
+    ctl_buf_i64(b, nd->ngpus);
+    ctl_buf_puts(b, ",\"gpu_model\":");
+    ctl_buf_jstr(b, nd->model >= 0 ? sl_cluster_model_name(c->cl, nd->model) : NULL);
+    ctl_buf_puts(b, ",\"gpu_memory\":");
+    if (nd->ngpus > 0) {
+        sl_qty_format(nd->gpu_mem_total, SL_QTY_MEM, q, sizeof q);
+        ctl_buf_jstr(b, q);
+    } else {
+        ctl_buf_puts(b, "null");
+    }
+    ctl_buf_puts(b, ",\"free\":{\"cpus\":");
+    sl_qty_format(nd->cpu_free, SL_QTY_CPU, q, sizeof q);
+    ctl_buf_jstr(b, q);
+    ctl_buf_puts(b, ",\"memory\":");
+    sl_qty_format(nd->mem_free, SL_QTY_MEM, q, sizeof q);
+    ctl_buf_jstr(b, q);
+    int whole = 0;
+    for (int g = 0; g < nd->ngpus; g++)
+        whole += nd->gpu_free[g] == SL_GPU_MILLI;
+    ctl_buf_puts(b, ",\"gpus\":");
+    ctl_buf_i64(b, whole);
+    ctl_buf_puts(b, ",\"gpu_milli\":[");
+    for (int g = 0; g < nd->ngpus; g++) {
+        if (g)
+            ctl_buf_putc(b, ',');
+        ctl_buf_i64(b, nd->gpu_free[g]);
+    }
+    ctl_buf_puts(b, "]},\"last_seen\":");
+    ctl_buf_time(b, n ? n->last_seen_us : -1);
+    ctl_buf_puts(b, ",\"tasks\":");
+    ctl_buf_i64(b, n ? n->live_tasks : 0);
+    ctl_buf_puts(b, ",\"connected\":");
+    ctl_buf_puts(b, n && n->connected ? "true" : "false");
+    ctl_buf_puts(b, ",\"addr\":");
+    ctl_buf_jstr(b, n ? n->addr : "");
+    ctl_drain_write_json(c, b, n);
+    ctl_buf_putc(b, '}');
+}
+
+/* ---- the text table (GET /v1/jobs?view=table) ---- */
+
+enum { JT_ID, JT_NAME, JT_TENANT, JT_TASKS, JT_EACH, JT_NSTATIC };
+enum { JT_STATE = JT_NSTATIC, JT_NODES, JT_TIME, JT_REASON, JT_NCOL };
+#define JT_CELL_MAX 1000 /* bytes of one cell at most (a reason is < 520) */
+
+/* Column order on the wire. */
+static const int jt_order[JT_NCOL] = {JT_ID,    JT_NAME,  JT_TENANT, JT_STATE, JT_TASKS,
+                                      JT_EACH,  JT_NODES, JT_TIME,   JT_REASON};
+static const char *const jt_head[JT_NCOL] = {"ID",   "NAME", "TENANT", "TASKS", "EACH",
+                                             "STATE", "NODES", "TIME", "REASON"};
+
+typedef struct jt_row {
+    const ctl_job_t *j;
+    size_t off;        /* nodes, time, reason and (len[3] > 0) the id, back to back in cells */
+    uint16_t len[4];
+    uint16_t w[JT_NCOL]; /* each cell's width on a terminal */
+} jt_row_t;
+
+typedef struct jtable {
+    ctl_t *c;
+    int64_t now_us;
+    jt_row_t *rows;
+    size_t n, cap;
+    ctl_buf_t cells;
+    size_t w[JT_NCOL];
+} jtable_t;
+
+/* Appends s (at most JT_CELL_MAX bytes, cut at a UTF-8 character boundary)
+ * with control characters as '?', so that a cell stays on its line. */
+static void cell_put(ctl_buf_t *b, const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (n > JT_CELL_MAX) {
+        n = JT_CELL_MAX;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    ctl_buf_reserve(b, n);
+    char *d = b->p + b->len;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        d[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    }
+    b->len += n;
+}
+
+static void make_row(ctl_job_t *j) {
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    size_t start = 0;
+    const char *name = json_string_value(json_object_get(j->spec, "name"));
+    const char *tenant = json_string_value(json_object_get(j->spec, "tenant"));
+    for (int col = 0; col < JT_NSTATIC; col++) {
+        switch (col) {
+        case JT_ID: /* A_I for an array's element, as Slurm lists it */
+            ctl_buf_u64(&b, j->array_id ? j->array_id : j->id);
+            if (j->array_id) {
+                ctl_buf_putc(&b, '_');
+                ctl_buf_i64(&b, j->array_index);
+            }
+            break;
+        case JT_NAME:
+            cell_put(&b, name && name[0] ? name : "-");
+            break;
+        case JT_TENANT:
+            cell_put(&b, tenant ? tenant : "-");
+            break;
+        case JT_TASKS:
+            ctl_buf_i64(&b, json_integer_value(json_object_get(j->spec, "tasks")));
+            break;
+        default: { /* "4 GPU, 16 CPU, 128Gi", or "0.25 GPU, ..." with a GPU share */
+            json_t *share = json_object_get(j->spec, "gpu_share");
+            if (json_is_string(share))
+                cell_put(&b, json_string_value(share));
+            else
+                ctl_buf_i64(&b, json_integer_value(json_object_get(j->spec, "gpus")));
+            ctl_buf_puts(&b, " GPU, ");
+            cell_put(&b, json_string_value(json_object_get(j->spec, "cpus")));
+            ctl_buf_puts(&b, " CPU, ");
+            cell_put(&b, json_string_value(json_object_get(j->spec, "memory")));
+            break;
+        }
+        }
+        j->row_len[col] = (uint16_t)(b.len - start);
+        start = b.len;
+    }
+    sl_free(j->row);
+    j->row = ctl_buf_steal(&b, NULL);
+}
+
+static jtable_t *jtable_new(ctl_t *c) {
+    jtable_t *t = sl_xcalloc(1, sizeof *t);
+    t->c = c;
+    t->now_us = ctl_now_us();
+    ctl_buf_init(&t->cells);
+    for (int i = 0; i < JT_NCOL; i++)
+        t->w[i] = strlen(jt_head[i]);
+    return t;
+}
+
+/* v unit, then lo as two digits with lo_unit (none when lo_unit is 0). */
+static void jt_dur2(ctl_buf_t *b, int64_t v, char unit, int64_t lo, char lo_unit) {
+    ctl_buf_i64(b, v);
+    ctl_buf_putc(b, unit);
+    if (lo_unit) {
+        ctl_buf_putc(b, (char)('0' + lo / 10));
+        ctl_buf_putc(b, (char)('0' + lo % 10));
+        ctl_buf_putc(b, lo_unit);
+    }
+}
+
+/* "45s", "3m07s", "2h05m", "1d03h" (as `sluice` formats durations). */
+static void jt_dur(ctl_buf_t *b, int64_t us) {
+    int64_t s = us > 0 ? us / 1000000 : 0;
+    if (s < 60)
+        jt_dur2(b, s, 's', 0, 0);
+    else if (s < 3600)
+        jt_dur2(b, s / 60, 'm', s % 60, 's');
+    else if (s < 86400)
+        jt_dur2(b, s / 3600, 'h', (s % 3600) / 60, 'm');
+    else
+        jt_dur2(b, s / 86400, 'd', (s % 86400) / 3600, 'h');
+}
+
+/* The nodes of the job's tasks, each once, in task order; ",..." after
+ * about 40 characters; "-" when none. */
+static void jt_nodes(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
+    char buf[128];
+    size_t l = 0;
+    buf[0] = '\0';
+    for (int32_t i = 0; i < j->ntasks; i++) {
+        const sl_node_t *nd =
+            j->tasks[i].node >= 0 ? sl_cluster_node(c->cl, (uint32_t)j->tasks[i].node) : NULL;
+        if (nd == NULL)
+            continue;
+        size_t nl = strlen(nd->name);
+        bool seen = false;
+        for (const char *p = buf; *p && !seen;) {
+            const char *e = strchr(p, ',');
+            size_t tl = e ? (size_t)(e - p) : strlen(p);
+            seen = tl == nl && memcmp(p, nd->name, nl) == 0;
+            p = e ? e + 1 : p + tl;
+        }
+        if (seen)
+            continue;
+        if (l + nl + 2 >= sizeof buf || l > 40) {
+            if (l + 4 < sizeof buf)
+                memcpy(buf + l, ",...", 5);
+            break;
+        }
+        l += (size_t)snprintf(buf + l, sizeof buf - l, "%s%s", l ? "," : "", nd->name);
+    }
+    cell_put(b, buf[0] ? buf : "-");
+}
+
+/* Columns a cell takes on a terminal: its UTF-8 characters (continuation
+ * bytes do not count). */
+static size_t jt_width(const char *s, size_t n) {
+    size_t w = n, i = 0;
+    for (; i + 8 <= n; i += 8) { /* 8 bytes at a time: bit 7 set, bit 6 clear */
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        w -= (size_t)__builtin_popcountll(x & ~(x << 1) & 0x8080808080808080ull);
+    }
+    for (; i < n; i++)
+        w -= ((unsigned char)s[i] & 0xC0) == 0x80;
+    return w;
+}
+
+/* Adds j's row; with id (not NULL) in its ID cell instead of j's own (an
+ * array's pending elements folded into one row, "123_[4-99%8]"). */
+static void jtable_add(jtable_t *t, ctl_job_t *j, const char *id) {
+    if (j->row == NULL)
+        make_row(j);
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 1024;
+        t->rows = sl_xrealloc(t->rows, t->cap * sizeof *t->rows);
+    }
+    jt_row_t *r = &t->rows[t->n++];
+    r->j = j;
+    r->off = t->cells.len;
+    size_t mark = t->cells.len;
+    jt_nodes(t->c, &t->cells, j);
+    r->len[0] = (uint16_t)(t->cells.len - mark);
+    mark = t->cells.len;
+    if (j->state == CTL_JOB_PENDING)
+        jt_dur(&t->cells, t->now_us - j->submit_us);
+    else if (j->start_us >= 0 && j->end_us >= 0)
+        jt_dur(&t->cells, j->end_us - j->start_us);
+    else if (j->start_us >= 0)
+        jt_dur(&t->cells, t->now_us - j->start_us);
+    else
+        ctl_buf_putc(&t->cells, '-');
+    r->len[1] = (uint16_t)(t->cells.len - mark);
+    mark = t->cells.len;
+    char both[512];
+    cell_put(&t->cells, job_reason(t->c, j, both, sizeof both));
+    r->len[2] = (uint16_t)(t->cells.len - mark);
+    mark = t->cells.len;
+    if (id != NULL)
+        cell_put(&t->cells, id);
+    r->len[3] = (uint16_t)(t->cells.len - mark);
+    const char *p = j->row;
+    for (int i = 0; i < JT_NSTATIC; i++) {
+        r->w[i] = (uint16_t)jt_width(p, j->row_len[i]);
+        p += j->row_len[i];
+    }
+    if (id != NULL)
+        r->w[JT_ID] = (uint16_t)r->len[3];
+    r->w[JT_STATE] = (uint16_t)strlen(ctl_job_state_name(j->state));
+    p = t->cells.p + r->off;
+    for (int i = 0; i < 3; i++) {
+        r->w[JT_NODES + i] = (uint16_t)jt_width(p, r->len[i]);
+        p += r->len[i];
+    }
+    for (int i = 0; i < JT_NCOL; i++)
+        if (r->w[i] > t->w[i])
+            t->w[i] = r->w[i];
+}
+
+/* One cell, then blanks up to the column's width and two more (none after
+ * the last column). */
+static void jt_cell(ctl_buf_t *b, const char *s, size_t n, size_t cw, size_t w, bool last) {
+    size_t pad = last ? 0 : w - cw + 2;
+    ctl_buf_reserve(b, n + pad);
+    memcpy(b->p + b->len, s, n);
+    memset(b->p + b->len + n, ' ', pad);
+    b->len += n + pad;
+}
+
+static void jtable_write(jtable_t *t, ctl_buf_t *b) {
+    size_t line = 1;
+    for (int i = 0; i < JT_NCOL - 1; i++)
+        line += t->w[i] + 2;
+    ctl_buf_reserve(b, (t->n + 1) * line + t->cells.len);
+    for (int k = 0; k < JT_NCOL; k++) {
+        int col = jt_order[k];
+        jt_cell(b, jt_head[col], strlen(jt_head[col]), strlen(jt_head[col]), t->w[col],
+                k == JT_NCOL - 1);
+    }
+    ctl_buf_putc(b, '\n');
+    for (size_t r = 0; r < t->n; r++) {
+        const jt_row_t *row = &t->rows[r];
+        const ctl_job_t *j = row->j;
+        const char *cell[JT_NCOL];
+        size_t len[JT_NCOL];
+        const char *p = j->row;
+        for (int i = 0; i < JT_NSTATIC; i++) {
+            cell[i] = p;
+            len[i] = j->row_len[i];
+            p += len[i];
+        }
+        cell[JT_STATE] = ctl_job_state_name(j->state);
+        len[JT_STATE] = strlen(cell[JT_STATE]);
+        p = t->cells.p + row->off;
+        for (int i = 0; i < 3; i++) {
+            cell[JT_NODES + i] = p;
+            len[JT_NODES + i] = row->len[i];
+            p += row->len[i];
+        }
+        if (row->len[3] > 0) {
+            cell[JT_ID] = p;
+            len[JT_ID] = row->len[3];
+        }
+        for (int k = 0; k < JT_NCOL; k++) {
+            int col = jt_order[k];
+            jt_cell(b, cell[col], len[col], row->w[col], t->w[col], k == JT_NCOL - 1);
+        }
+        ctl_buf_putc(b, '\n');
+    }
+    ctl_buf_fini(&t->cells);
+    sl_free(t->rows);
+    sl_free(t);
+}
+
+/* The elements of one array from v[i] on (an array's ids are
+ * consecutive, so its elements on a page are too): its pending elements
+ * fold into one row at the first one's place, "123_[4-99%8]", as squeue
+ * lists them; the others get a row each. Returns the index after them.
+ * O(elements on the page). */
+static size_t jtable_add_array(jtable_t *t, ctl_job_t **v, size_t i, size_t k) {
+    uint64_t a = v[i]->array_id;
+    size_t e = i, npend = 0;
+    while (e < k && v[e]->array_id == a)
+        npend += v[e++]->state == CTL_JOB_PENDING;
+    int32_t *idx = sl_xmalloc((npend ? npend : 1) * sizeof *idx);
+    ctl_job_t *shown = NULL; /* whose reason the folded row gives: a held one if any */
+    size_t m = 0;
+    for (size_t x = i; x < e; x++) {
+        if (v[x]->state != CTL_JOB_PENDING)
+            continue;
+        idx[m++] = v[x]->array_index;
+        if (shown == NULL || (shown->hold == CTL_HOLD_NONE && v[x]->hold != CTL_HOLD_NONE))
+            shown = v[x];
+    }
+    bool folded = false;
+    for (size_t x = i; x < e; x++) {
+        if (v[x]->state != CTL_JOB_PENDING || npend < 2) {
+            jtable_add(t, v[x], NULL);
+        } else if (!folded) {
+            char id[320];
+            size_t l = (size_t)snprintf(id, sizeof id, "%llu_[", (unsigned long long)a);
+            l += sl_array_format(idx, m, id + l, sizeof id - l - 16);
+            int32_t lim = ctl_array_limit(t->c, a);
+            if (lim > 0)
+                l += (size_t)snprintf(id + l, sizeof id - l, "%%%d", lim);
+            snprintf(id + l, sizeof id - l, "]");
+            jtable_add(t, shown, id);
+            folded = true;
+        }
+    }
+    sl_free(idx);
+    return e;
+}
+
+/* ---- GET /v1/jobs, one page ---- */
+
+static int cmp_job_id(const void *a, const void *b) {
+    uint64_t x = (*(ctl_job_t *const *)a)->id, y = (*(ctl_job_t *const *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+void ctl_jobs_list(ctl_t *c, const ctl_list_query_t *q, ctl_buf_t *b, uint64_t *next_after,
+                   int64_t *count) {
+    /* Every job in memory is in the table (pending, running and the
+     * retained finished ones), so one pass finds the page's candidates;
+     * sorting them by id makes pages disjoint and complete however the
+     * queue reorders between requests. */
+    size_t n = 0, cap = 1024;
+    ctl_job_t **v = sl_xmalloc(cap * sizeof *v);
+    size_t it = 0;
+    for (const sl_hash_entry_t *e; (e = sl_hash_next(&c->jobs, &it)) != NULL;) {
+        ctl_job_t *j = e->val;
+        if (j->id <= q->after || !(q->states & (1u << j->state)) ||
+            (q->tenant >= 0 && j->tenant != q->tenant))
+            continue;
+        if (n == cap) {
+            cap *= 2;
+            v = sl_xrealloc(v, cap * sizeof *v);
+        }
+        v[n++] = j;
+    }
+    qsort(v, n, sizeof *v, cmp_job_id);
+    size_t k = n > (size_t)q->limit ? (size_t)q->limit : n;
+    *next_after = n > k ? v[k - 1]->id : 0;
+    *count = (int64_t)k;
+    if (q->table) {
+        jtable_t *t = jtable_new(c);
+        for (size_t i = 0; i < k;) {
+            if (v[i]->array_id == 0) {
+                jtable_add(t, v[i++], NULL);
+                continue;
+            }
+            i = jtable_add_array(t, v, i, k);
+        }
+        jtable_write(t, b);
+    } else {
+        ctl_buf_reserve(b, 600 * k + 64);
+        ctl_buf_puts(b, "{\"jobs\":[");
+        for (size_t i = 0; i < k; i++) {
+            if (i)
+                ctl_buf_putc(b, ',');
+            ctl_job_write(c, b, v[i]);
+        }
+        ctl_buf_puts(b, "],\"next_after\":");
+        if (*next_after)
+            ctl_buf_u64(b, *next_after);
+        else
+            ctl_buf_puts(b, "null");
+        ctl_buf_puts(b, "}\n");
+    }
+    sl_free(v);
+}
+
+/* ---- GET /v1/nodes and /v1/tenants ---- */
+
+int ctl_api_nodes(ctl_t *c, const char *limit, const char *after, ctl_buf_t *b, const char **field,
+                  char *err, size_t errlen) {
+    if (limit == NULL && after == NULL) { /* unpaged, as before issue 14 */
+        ctl_buf_puts(b, "{\"nodes\":[");
+        for (size_t i = 0; i < c->nnodes; i++) {
+            if (i)
+                ctl_buf_putc(b, ',');
+            ctl_node_write(c, b, (uint32_t)i);
+        }
+        ctl_buf_puts(b, "]}\n");
+        return 0;
+    }
+    size_t lim = SIZE_MAX;
+    if (limit != NULL) {
+        char *end;
+        long long v = *limit >= '0' && *limit <= '9' ? strtoll(limit, &end, 10) : -1;
+        if (v < 1 || v > CTL_LIST_MAX_LIMIT || *end != '\0') {
+            *field = "limit";
+            snprintf(err, errlen, "limit: must be a whole number from 1 to %d", CTL_LIST_MAX_LIMIT);
+            return -1;
+        }
+        lim = (size_t)v;
+    }
+    if (after != NULL && (after[0] == '\0' || strlen(after) >= SL_NAME_MAX)) {
+        *field = "after";
+        snprintf(err, errlen, "after: must be a node name of 1 to %d bytes (the next_after of the "
+                              "previous page)", SL_NAME_MAX - 1);
+        return -1;
+    }
+    /* Keyset paging: the first node whose name sorts after `after` is
+     * found by binary search in the name order, so a page costs
+     * O(log N + its nodes), and names never change, so walking the pages
+     * lists every node exactly once whatever registers meanwhile (a node
+     * that registers during the walk is listed if its name sorts after
+     * the page being read). */
+    size_t n;
+    const uint32_t *ids = ctl_nodes_by_name(c, &n);
+    size_t lo = 0, hi = n;
+    while (after != NULL && lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ctl_node_name(c, (int32_t)ids[mid]), after) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t k = n - lo < lim ? n - lo : lim;
+    ctl_buf_reserve(b, 700 * k + 64);
+    ctl_buf_puts(b, "{\"nodes\":[");
+    for (size_t i = 0; i < k; i++) {
+        if (i)
+            ctl_buf_putc(b, ',');
+        ctl_node_write(c, b, ids[lo + i]);
+    }
+    ctl_buf_puts(b, "],\"next_after\":");
+    if (lo + k < n)
+        ctl_buf_jstr(b, ctl_node_name(c, (int32_t)ids[lo + k - 1]));
+    else
+        ctl_buf_puts(b, "null");
+    ctl_buf_puts(b, "}\n");
+    return 0;
+}
+
+static void tenant_res_write(ctl_buf_t *b, sl_res_t r) {
+    char q[64];
+    ctl_buf_puts(b, "{\"cpus\":");
+    sl_qty_format(r.cpu_milli, SL_QTY_CPU, q, sizeof q);
+    ctl_buf_jstr(b, q);
+    ctl_buf_puts(b, ",\"memory\":");
+    sl_qty_format(r.mem_bytes, SL_QTY_MEM, q, sizeof q);
+    ctl_buf_jstr(b, q);
+    ctl_buf_puts(b, ",\"gpus\":");
+    ctl_buf_milli(b, r.gpu_milli);
+    ctl_buf_putc(b, '}');
+}
+
+void ctl_api_tenants(ctl_t *c, bool admin, int32_t tenant, ctl_buf_t *b) {
+    ctl_buf_puts(b, "{\"tenants\":[");
+    bool first = true;
+    for (size_t i = 0; i < c->cfg.ntenants; i++) {
+        int32_t t = sl_sched_tenant_find(c->sched, c->cfg.tenants[i].name);
+        if (t < 0 || (!admin && t != tenant))
+            continue;
+        if (!first)
+            ctl_buf_putc(b, ',');
+        first = false;
+        size_t pending, running;
+        sl_sched_tenant_jobs(c->sched, t, &pending, &running);
+        ctl_buf_puts(b, "{\"name\":");
+        ctl_buf_jstr(b, c->cfg.tenants[i].name);
+        ctl_buf_puts(b, ",\"weight\":");
+        ctl_buf_i64(b, sl_sched_tenant_weight(c->sched, t));
+        ctl_buf_puts(b, ",\"quota\":");
+        if (c->cfg.tenants[i].has_quota)
+            tenant_res_write(b, c->cfg.tenants[i].quota);
+        else
+            ctl_buf_puts(b, "null");
+        ctl_buf_puts(b, ",\"pending\":");
+        ctl_buf_u64(b, pending);
+        ctl_buf_puts(b, ",\"running\":");
+        ctl_buf_u64(b, running);
+        ctl_buf_puts(b, ",\"usage\":");
+        tenant_res_write(b, sl_sched_tenant_usage(c->sched, t));
+        ctl_buf_puts(b, ",\"dominant_share\":");
+        ctl_buf_double(b, sl_sched_tenant_share(c->sched, t));
+        ctl_buf_putc(b, '}');
+    }
+    ctl_buf_puts(b, "]}\n");
+}

@@ -1,0 +1,369 @@
+/*
+ * batch.c - one task's argv and environment, and a batch script's runner
+ * (batch.h).
+ *
+ * sbatch copies a script into the job at submission and slurmd runs that
+ * copy. Sluice does the same without a new message or a new agent feature:
+ * the script's text is in the job's spec (the field script, at most
+ * SL_JOBSPEC_SCRIPT_MAX bytes), and each task's launch is
+ *
+ *     /bin/sh -c RUNNER NAME CHDIR OUTPUT ERROR ARG...
+ *
+ * with the text in the environment variable SLUICE_BATCH_SCRIPT. RUNNER
+ * writes it, as the task's user, to TMPDIR/slurm_script.TASK (TMPDIR is
+ * the job's own directory on the node, mode 0700; one file per task, so
+ * that tasks sharing a node do not write one file at once), mode 0700,
+ * removes the variable, enters CHDIR when one is given (else the directory
+ * of submission when the node has it, as sbatch would, else it stays in
+ * the job's directory), sends stdout and
+ * stderr to OUTPUT and ERROR when given (appended; without ERROR stderr
+ * goes with stdout, as in Slurm) and executes the copy with the script's
+ * arguments. The script therefore needs its own #! line, as under sbatch.
+ *
+ * An array's element (any job, script or not) also gets its array's id
+ * and its index, as SLURM_ARRAY_JOB_ID / SLURM_ARRAY_TASK_ID and
+ * SLUICE_ARRAY_JOB_ID / SLUICE_ARRAY_TASK_ID; %A and %a expand to them.
+ *
+ * Slurm's variables are computed from the placement: the job's nodes are
+ * the distinct nodes of its tasks sorted by name, SLURM_NODEID is a task's
+ * node's place in that list, SLURM_JOB_NODELIST the list in Slurm's
+ * compressed form (n[1-3,5]). They are set for batch scripts only: other
+ * jobs' environments stay exactly what their spec says.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "views/batch.h"
+#include "base/config.h"
+#include "domain/nodes.h"
+
+/* Slurm's NO_VAL, which it writes for %a in a job that is not an array. */
+#define SLURM_NO_ARRAY_INDEX "4294967294"
+
+static const char runner[] =
+    "f=\"${TMPDIR:-/tmp}/slurm_script.${SLUICE_TASK_INDEX:-0}\"; u=$(umask); umask 077; "
+    "printf '%s' \"$" CTL_BATCH_SCRIPT_ENV "\" >\"$f\" && chmod 700 \"$f\" || "
+    "{ echo \"sluice: cannot write the batch script to $f\" >&2; exit 127; }; "
+    "unset " CTL_BATCH_SCRIPT_ENV "; umask \"$u\"; "
+    "if [ -n \"$1\" ]; then cd -- \"$1\" || exit 1; "
+    "elif [ -d \"$SLURM_SUBMIT_DIR\" ]; then cd -- \"$SLURM_SUBMIT_DIR\" 2>/dev/null; fi; "
+    "if [ -n \"$2\" ]; then exec >>\"$2\" || exit 1; [ -n \"$3\" ] || exec 2>&1; fi; "
+    "if [ -n \"$3\" ]; then exec 2>>\"$3\" || exit 1; fi; "
+    "shift 3; exec \"$f\" \"$@\"";
+
+static char *own(ctl_launch_cmd_t *lc, char *s) {
+    if (lc->nowned == lc->owned_cap) {
+        lc->owned_cap = lc->owned_cap ? 2 * lc->owned_cap : 16;
+        lc->owned = sl_xrealloc(lc->owned, lc->owned_cap * sizeof *lc->owned);
+    }
+    lc->owned[lc->nowned++] = s;
+    return s;
+}
+
+static char *own_printf(ctl_launch_cmd_t *lc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static char *own_printf(ctl_launch_cmd_t *lc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = sl_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return own(lc, s);
+}
+
+/* ---- host lists ---- */
+
+typedef struct host {
+    const char *name;
+    size_t plen;      /* the prefix before the trailing digits */
+    int width;        /* digits at the end; 0: none */
+    unsigned long long num;
+} host_t;
+
+static void host_parse(const char *name, host_t *h) {
+    size_t n = strlen(name), p = n;
+    while (p > 0 && name[p - 1] >= '0' && name[p - 1] <= '9')
+        p--;
+    h->name = name;
+    h->plen = p;
+    h->width = n - p > 18 ? 0 : (int)(n - p); /* too long for a number: no range */
+    if (h->width == 0)
+        h->plen = n;
+    h->num = h->width ? strtoull(name + p, NULL, 10) : 0;
+}
+
+static int host_cmp(const void *a, const void *b) {
+    const host_t *x = a, *y = b;
+    size_t m = x->plen < y->plen ? x->plen : y->plen;
+    int c = memcmp(x->name, y->name, m);
+    if (c != 0)
+        return c;
+    if (x->plen != y->plen)
+        return x->plen < y->plen ? -1 : 1;
+    if (x->width != y->width)
+        return x->width < y->width ? -1 : 1;
+    return x->num < y->num ? -1 : x->num > y->num;
+}
+
+static bool same_group(const host_t *a, const host_t *b) {
+    return a->width && a->width == b->width && a->plen == b->plen &&
+           memcmp(a->name, b->name, a->plen) == 0;
+}
+
+#define PUT(...) (n += (size_t)snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, __VA_ARGS__))
+
+size_t ctl_hostlist_format(const char *const *names, size_t count, char *buf, size_t len) {
+    host_t *h = sl_xmalloc((count ? count : 1) * sizeof *h);
+    size_t k = 0, n = 0;
+    for (size_t i = 0; i < count; i++)
+        host_parse(names[i], &h[i]);
+    qsort(h, count, sizeof *h, host_cmp);
+    for (size_t i = 0; i < count; i++) /* drop duplicates */
+        if (k == 0 || host_cmp(&h[k - 1], &h[i]) != 0)
+            h[k++] = h[i];
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; i < k;) {
+        size_t e = i + 1;
+        while (e < k && same_group(&h[i], &h[e]))
+            e++;
+        PUT("%s", i ? "," : "");
+        if (e - i == 1) {
+            PUT("%s", h[i].name);
+            i = e;
+            continue;
+        }
+        PUT("%.*s[", (int)h[i].plen, h[i].name);
+        for (size_t r = i; r < e;) {
+            size_t s = r;
+            while (s + 1 < e && h[s + 1].num == h[s].num + 1)
+                s++;
+            PUT("%s%0*llu", r > i ? "," : "", h[r].width, h[r].num);
+            if (s > r)
+                PUT("-%0*llu", h[s].width, h[s].num);
+            r = s + 1;
+        }
+        PUT("]");
+        i = e;
+    }
+    sl_free(h);
+    return n;
+}
+
+/* ---- a batch script's task ---- */
+
+/* What a task's patterns and variables are made of. */
+typedef struct task_ctx {
+    const ctl_job_t *j;
+    int32_t task;
+    const char *name;     /* the job's */
+    const char *node;     /* the task's node's name */
+    int32_t node_id;      /* its place among the job's nodes */
+    const char *user;     /* the Unix user the task runs as */
+} task_ctx_t;
+
+/* Expands sbatch's filename patterns (%j %x %A %a %t %n %N %u %%, each
+ * letter with an optional zero-padding width as %4a) in pat. Unknown
+ * letters are kept as written (the CLI refuses them at submission). */
+static char *expand(ctl_launch_cmd_t *lc, const char *pat, const task_ctx_t *t) {
+    size_t cap = strlen(pat) + 64, n = 0;
+    char *out = sl_xmalloc(cap);
+    for (const char *p = pat; *p;) {
+        char piece[300];
+        const char *q = p;
+        if (*p == '%') {
+            q++;
+            int width = 0;
+            while (*q >= '0' && *q <= '9' && width < 100)
+                width = width * 10 + (*q++ - '0');
+            unsigned long long v = 0;
+            bool num = true;
+            const char *s = NULL;
+            switch (*q) {
+            case 'j': v = t->j->id; break;
+            case 'A': v = t->j->array_id ? t->j->array_id : t->j->id; break;
+            case 'a':
+                if (t->j->array_id)
+                    v = (unsigned long long)t->j->array_index;
+                else
+                    num = false, s = SLURM_NO_ARRAY_INDEX;
+                break;
+            case 't': v = (unsigned long long)t->task; break;
+            case 'n': v = (unsigned long long)t->node_id; break;
+            case 'x': num = false; s = t->name; break;
+            case 'N': num = false; s = t->node; break;
+            case 'u': num = false; s = t->user; break;
+            case '%': num = false; s = "%"; width = 0; break;
+            default: num = false; s = NULL; break;
+            }
+            if (num)
+                snprintf(piece, sizeof piece, "%0*llu", width, v);
+            else if (s)
+                snprintf(piece, sizeof piece, "%s", s);
+            else
+                snprintf(piece, sizeof piece, "%.*s", (int)(q - p) + (*q != '\0'), p);
+            p = *q ? q + 1 : q;
+        } else {
+            size_t w = strcspn(p, "%");
+            snprintf(piece, sizeof piece, "%.*s", (int)(w < 256 ? w : 256), p);
+            p += w < 256 ? w : 256;
+        }
+        size_t pl = strlen(piece);
+        if (n + pl + 1 > cap) {
+            cap = 2 * (n + pl + 1);
+            out = sl_xrealloc(out, cap);
+        }
+        memcpy(out + n, piece, pl + 1);
+        n += pl;
+    }
+    out[n] = '\0';
+    return own(lc, out);
+}
+
+static const char *spec_str(const ctl_job_t *j, const char *key) {
+    return json_string_value(json_object_get(j->spec, key));
+}
+
+/* The environment: the spec's variables less those Slurm's replace, then
+ * Slurm's, then the script. */
+static void batch_env(ctl_launch_cmd_t *lc, const task_ctx_t *t, const char *nodelist,
+                      int32_t nnodes) {
+    const ctl_job_t *j = t->j;
+    char cpus[32] = "";
+    int64_t cpu_milli = j->core.task.cpu_milli;
+    if (cpu_milli > 0)
+        snprintf(cpus, sizeof cpus, "%lld", (long long)((cpu_milli + 999) / 1000));
+    const char *pool = spec_str(j, "pool"), *submit = spec_str(j, "submit_dir");
+    int32_t local = 0;
+    for (int32_t k = 0; k < t->task; k++)
+        local += j->tasks[k].node == j->tasks[t->task].node;
+    const struct { const char *k; const char *v; } slurm[] = {
+        {"SLURM_JOB_ID", own_printf(lc, "%llu", (unsigned long long)j->id)},
+        {"SLURM_JOBID", own_printf(lc, "%llu", (unsigned long long)j->id)},
+        {"SLURM_JOB_NAME", t->name},
+        {"SLURM_NTASKS", own_printf(lc, "%d", j->ntasks)},
+        {"SLURM_NPROCS", own_printf(lc, "%d", j->ntasks)},
+        {"SLURM_PROCID", own_printf(lc, "%d", t->task)},
+        {"SLURM_LOCALID", own_printf(lc, "%d", local)},
+        {"SLURM_NODEID", own_printf(lc, "%d", t->node_id)},
+        {"SLURM_JOB_NODELIST", nodelist},
+        {"SLURM_NODELIST", nodelist},
+        {"SLURM_JOB_NUM_NODES", own_printf(lc, "%d", nnodes)},
+        {"SLURM_NNODES", own_printf(lc, "%d", nnodes)},
+        {"SLURMD_NODENAME", t->node},
+        {"SLURM_CPUS_PER_TASK", cpus[0] ? cpus : NULL},
+        {"SLURM_SUBMIT_DIR", submit},
+        {"SLURM_JOB_ACCOUNT", spec_str(j, "tenant")},
+        {"SLURM_JOB_PARTITION", pool},
+        {"SLURM_ARRAY_JOB_ID", j->array_id ? own_printf(lc, "%llu", (unsigned long long)j->array_id) : NULL},
+        {"SLURM_ARRAY_TASK_ID", j->array_id ? own_printf(lc, "%d", j->array_index) : NULL},
+        {"SLUICE_ARRAY_JOB_ID", j->array_id ? own_printf(lc, "%llu", (unsigned long long)j->array_id) : NULL},
+        {"SLUICE_ARRAY_TASK_ID", j->array_id ? own_printf(lc, "%d", j->array_index) : NULL},
+        {CTL_BATCH_SCRIPT_ENV, spec_str(j, "script")},
+    };
+    size_t nslurm = sizeof slurm / sizeof slurm[0];
+    json_t *env = json_object_get(j->spec, "env");
+    lc->env = sl_xmalloc((json_object_size(env) + nslurm) * sizeof *lc->env);
+    const char *key;
+    json_t *v;
+    json_object_foreach(env, key, v) {
+        bool replaced = false;
+        for (size_t s = 0; s < nslurm && !replaced; s++)
+            replaced = strcmp(slurm[s].k, key) == 0;
+        if (!replaced)
+            lc->env[lc->nenv++] = (sl_proto_kv_t){key, json_string_value(v)};
+    }
+    for (size_t s = 0; s < nslurm; s++)
+        if (slurm[s].v)
+            lc->env[lc->nenv++] = (sl_proto_kv_t){slurm[s].k, own_printf(lc, "%s", slurm[s].v)};
+}
+
+static void batch_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd_t *lc) {
+    /* The job's nodes, sorted by name, and this task's place among them. */
+    const char **names = sl_xmalloc((size_t)(j->ntasks ? j->ntasks : 1) * sizeof *names);
+    for (int32_t k = 0; k < j->ntasks; k++)
+        names[k] = ctl_node_name(c, j->tasks[k].node);
+    size_t need = ctl_hostlist_format(names, (size_t)j->ntasks, NULL, 0);
+    char *nodelist = own(lc, sl_xmalloc(need + 1));
+    ctl_hostlist_format(names, (size_t)j->ntasks, nodelist, need + 1);
+    const char *mine = names[i];
+    int32_t nnodes = 0, node_id = 0;
+    for (int32_t k = 0; k < j->ntasks; k++) {
+        bool first = true;
+        for (int32_t m = 0; m < k && first; m++)
+            first = strcmp(names[m], names[k]) != 0;
+        if (!first)
+            continue;
+        nnodes++;
+        node_id += strcmp(names[k], mine) < 0;
+    }
+    const char *group;
+    task_ctx_t t = {.j = j, .task = i, .name = spec_str(j, "name"), .node = mine,
+                    .node_id = node_id,
+                    .user = ctl_config_task_user(&c->cfg, spec_str(j, "tenant"), &group)};
+    if (t.name == NULL)
+        t.name = "";
+    if (t.user == NULL)
+        t.user = SL_PROTO_DEFAULT_USER;
+
+    json_t *cmd = json_object_get(j->spec, "command");
+    size_t nargs = json_array_size(cmd);
+    lc->argv = sl_xmalloc((nargs + 7) * sizeof *lc->argv);
+    lc->argv[lc->argc++] = "/bin/sh";
+    lc->argv[lc->argc++] = "-c";
+    lc->argv[lc->argc++] = runner;
+    lc->argv[lc->argc++] = nargs ? json_string_value(json_array_get(cmd, 0)) : "script";
+    const char *chdir = spec_str(j, "chdir"), *out = spec_str(j, "output"),
+               *err = spec_str(j, "error");
+    lc->argv[lc->argc++] = chdir ? chdir : "";
+    lc->argv[lc->argc++] = out ? expand(lc, out, &t) : "";
+    lc->argv[lc->argc++] = err ? expand(lc, err, &t) : "";
+    for (size_t k = 1; k < nargs; k++)
+        lc->argv[lc->argc++] = json_string_value(json_array_get(cmd, k));
+    batch_env(lc, &t, nodelist, nnodes);
+    sl_free(names);
+}
+
+void ctl_launch_cmd_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd_t *lc) {
+    *lc = (ctl_launch_cmd_t){0};
+    if (json_object_get(j->spec, "script") != NULL) {
+        batch_cmd(c, j, i, lc);
+        return;
+    }
+    json_t *cmd = json_object_get(j->spec, "command"), *env = json_object_get(j->spec, "env");
+    size_t argc = json_array_size(cmd), nenv = json_object_size(env);
+    if (json_is_array(cmd)) {
+        lc->argv = sl_xmalloc((argc + 1) * sizeof *lc->argv);
+        for (size_t k = 0; k < argc; k++)
+            lc->argv[k] = json_string_value(json_array_get(cmd, k));
+        lc->argc = argc;
+    }
+    lc->env = sl_xmalloc((nenv + 4) * sizeof *lc->env);
+    const char *key;
+    json_t *v;
+    json_object_foreach(env, key, v)
+        lc->env[lc->nenv++] = (sl_proto_kv_t){key, json_string_value(v)};
+    /* An array's element learns its array and index as sbatch's tasks do
+     * (docs/arrays.md), unless its own env names the variable. */
+    static const char *const arr_keys[4] = {"SLUICE_ARRAY_JOB_ID", "SLUICE_ARRAY_TASK_ID",
+                                            "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID"};
+    for (int k = 0; k < 4 && j->array_id != 0; k++)
+        if (json_object_get(env, arr_keys[k]) == NULL)
+            lc->env[lc->nenv++] = (sl_proto_kv_t){
+                arr_keys[k], k % 2 ? own_printf(lc, "%d", j->array_index)
+                                   : own_printf(lc, "%llu", (unsigned long long)j->array_id)};
+}
+
+void ctl_launch_cmd_fini(ctl_launch_cmd_t *lc) {
+    for (size_t k = 0; k < lc->nowned; k++)
+        sl_free(lc->owned[k]);
+    sl_free(lc->owned);
+    sl_free(lc->argv);
+    sl_free(lc->env);
+    *lc = (ctl_launch_cmd_t){0};
+}

@@ -1,0 +1,60 @@
+/*
+ * batch.h - what one task of a job runs: its argv and environment in the
+ * launch message, and for a batch script (`sluice submit script.sh`,
+ * docs/slurm.md) the runner that copies the script into the job's
+ * directory and Slurm's variables.
+ *
+ * Everything here is computed by the controller when it launches a task,
+ * from the job's spec and its placement, so that the agent and the wire
+ * protocol stay as they are: a batch script travels in the launch's
+ * environment and a short /bin/sh runner writes it to a file and runs it.
+ */
+#ifndef SLUICE_CTL_BATCH_H
+#define SLUICE_CTL_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "domain/ctl.h"
+#include "proto.h"
+
+/* The environment variable that carries a batch script to its runner,
+ * which removes it before the script runs. */
+#define CTL_BATCH_SCRIPT_ENV "SLUICE_BATCH_SCRIPT"
+
+/* The argv and env of one task's launch. The strings point into the job's
+ * spec (valid as long as the job) or into `owned`, which
+ * ctl_launch_cmd_fini frees. */
+typedef struct ctl_launch_cmd {
+    const char **argv;     /* NULL: the job has no command (an image only) */
+    size_t argc;
+    sl_proto_kv_t *env;    /* keys unique */
+    size_t nenv;
+    char **owned;
+    size_t nowned, owned_cap;
+} ctl_launch_cmd_t;
+
+/*
+ * Fills lc for task i of j (placed: j->tasks[i].node is set). A job
+ * without a script gets its spec's command and env as they are (with, for
+ * an array's element, its array's id and index unless env names them). A batch
+ * script's task gets the runner (/bin/sh -c) with the script's working
+ * directory, output and error files (patterns expanded) and the script's
+ * arguments, and an env of the spec's variables, then Slurm's (docs/slurm.md:
+ * SLURM_JOB_ID, SLURM_PROCID, SLURM_JOB_NODELIST, ...), which win, then the
+ * script itself in CTL_BATCH_SCRIPT_ENV. Can't fail (allocation aborts).
+ * O(tasks of j + size of the spec).
+ */
+void ctl_launch_cmd_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd_t *lc);
+void ctl_launch_cmd_fini(ctl_launch_cmd_t *lc);
+
+/*
+ * Writes names (n of them, in any order, duplicates allowed) as Slurm's
+ * compressed host list into buf (snprintf semantics): sorted, each run of
+ * names that differ only in a trailing number of the same width folded
+ * into a range, "n[1-3,5],gpu07". Returns the length it needed.
+ * O(n log n).
+ */
+size_t ctl_hostlist_format(const char *const *names, size_t n, char *buf, size_t len);
+
+#endif

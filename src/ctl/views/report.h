@@ -1,0 +1,59 @@
+/*
+ * report.h - `sluice report`: the seed's analysis of a time window, from
+ * the controller's own database (GET /v1/report).
+ *
+ * A report reads every job of its window: at 1,000,000 jobs in 30 days
+ * that is seconds of SQLite (bench/report_scale.py), which the event loop
+ * must not spend. So the read and the sums run on a thread of their own,
+ * with a read-only connection of their own (storerep.h), from a snapshot
+ * of what they need from memory (tenants, weights, pending work, capacity)
+ * taken when the report starts; the loop is told through a pipe when the
+ * thread is done, writes the JSON and calls the caller back. One report
+ * runs at a time.
+ */
+#ifndef SLUICE_CTL_REPORT_H
+#define SLUICE_CTL_REPORT_H
+
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "domain/ctl.h"
+
+/* The longest window a report may cover: ten years, in seconds. */
+#define CTL_REPORT_MAX_SINCE_S (10LL * 366 * 86400)
+
+typedef struct ctl_report ctl_report_t;
+
+/* The report's end, on the loop's thread: status 200 with the JSON report
+ * (docs/api.md, GET /v1/report) in body, or 500 with the reason in body as
+ * plain text. body is the callee's to consume (ctl_buf_fini). */
+typedef void (*ctl_report_done_fn)(void *ud, int status, ctl_buf_t *body);
+
+/*
+ * Starts the report of the window [now - since_s, now], for the jobs of
+ * tenant only when tenant is not NULL (a configured tenant's name; the
+ * per-tenant usage then lists that tenant only, while the fairness figures
+ * still weigh every tenant). done is called once, later, from the loop,
+ * unless ctl_report_abandon comes first. 0 with the handle in *out, or
+ * SL_EIO when no thread or pipe could be made (errno's reason logged).
+ * The thread's work: O(jobs in the window * log(jobs in the window)): one
+ * indexed read of the window's rows, per-tenant sums in one pass, and a
+ * sort of the window's delays for exact percentiles.
+ */
+/* Checks GET /v1/report's parameters (since_text, tenant_text: NULL when
+ * absent): since in whole seconds, 1..CTL_REPORT_MAX_SINCE_S (default a
+ * day); tenant a configured one the caller may see (a tenant token: its
+ * own, also by default). Returns 0 with *since and *tenant (NULL: all) set,
+ * or the HTTP status (400, 403) with the field and a message naming it. */
+int ctl_report_query(ctl_t *c, const char *since_text, const char *tenant_text, bool admin,
+                     int32_t token_tenant, int64_t *since, const char **tenant, char *field,
+                     size_t flen, char *msg, size_t mlen);
+
+int ctl_report_start(ctl_t *c, int64_t since_s, const char *tenant, ctl_report_done_fn done,
+                     void *ud, ctl_report_t **out);
+
+/* Waits for r's thread and frees r without calling done (at shutdown).
+ * Accepts NULL. */
+void ctl_report_abandon(ctl_report_t *r);
+
+#endif
