@@ -8,7 +8,7 @@ LAYERS lists a directory's files by layer, lowest first, one layer a line:
 
     # comment
     loop: loop.c loop.h
-    store: store.c store.h
+    store: sqlite.c store.h
 
 paths relative to the directory that holds LAYERS. A line whose only entry
 is a folder (`store: store/`) stands for that folder's own LAYERS, whose

@@ -11,8 +11,8 @@
 // of that cell (and of DotProd and BestFit on the other variants without
 // GPU-model constraints) to the published rounding, with the same
 // per-decision rule Sluice implements; the gap is which orders the ten
-// seeds draw, not how pods are placed (bench/RESULTS.md, Issue 12,
-// "Session 17").
+// seeds draw, not how pods are placed (bench/RESULTS.md, the FGD
+// artifact's draws).
 //
 // Not part of the build or the tests (the project is C; this needs Go's
 // standard library only: `apt-get install golang-go`, then

@@ -45,7 +45,7 @@
  *    backlogged tenant holds at least its fair share, falling towards 0
  *    as the worst-served one is starved. Why not min/max of the weighted
  *    dominant shares (DESIGN.md's first wording, and the simulator's
- *    before issue 10)? That compares what tenants hold without what they
+ *    before the fair shares)? That compares what tenants hold without what they
  *    ask for: a tenant that wants two GPUs and holds one reads as starved
  *    next to one holding half the cluster, and a tenant whose demand is
  *    met counts like one that waits, so fifo and drf read alike on the

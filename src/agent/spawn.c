@@ -419,7 +419,7 @@ static void build_env(const agent_spawn_t *sp, const ident_t *id, const char *jo
     if (gpus[0]) env_set_int(env, "SLUICE_GPU_MILLI", l->gpu_milli);
     env_set_int(env, "RANK", l->rank);
     env_set_int(env, "WORLD_SIZE", l->world_size);
-    env_set_int(env, "SLUICE_JOB_SIZE", l->world_size); /* issue 11: the size at launch */
+    env_set_int(env, "SLUICE_JOB_SIZE", l->world_size); /* an elastic job's size at launch */
     preempt_env(sp, env);
     env_set_int(env, "LOCAL_RANK", l->local_rank);
     env_set(env, "MASTER_ADDR", l->master_addr ? l->master_addr : SL_PROTO_DEFAULT_MASTER_ADDR);

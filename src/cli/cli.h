@@ -123,7 +123,7 @@ void cli_http_cleanup(void);
  * job that never started. */
 void cli_show_efficiency(json_t *j, double now);
 
-/* opsview.c (issue 11): t (seconds since the epoch) as local time with
+/* disruptions.c: t (seconds since the epoch) as local time with
  * its zone; `sluice show`'s preemptions and elastic size of job j (nothing
  * when it has none); `sluice nodes`' drains, after the table, for the
  * nodes array of GET /v1/nodes. */
@@ -182,7 +182,7 @@ int cli_cmd_up(cli_t *c);
 int cli_cmd_down(cli_t *c);
 /* report.c */
 int cli_cmd_report(cli_t *c);
-/* ops.c (issue 11) */
+/* drain.c: `sluice drain` and `sluice resume` */
 int cli_cmd_drain(cli_t *c);
 int cli_cmd_resume(cli_t *c);
 

@@ -5,7 +5,7 @@
  * for a person: rates per hour, delays in the largest unit that reads well
  * (ms, s, min, h), shares in %, GPU-hours, and the window's ends as local
  * dates in ISO form. The figures are the server's; how each is computed
- * is in docs/observability.md and src/ctl/report.c. --json prints the
+ * is in docs/observability.md and src/ctl/views/report.c. --json prints the
  * server's JSON as it came.
  */
 #include <math.h>

@@ -590,7 +590,7 @@ static int k8s_pod_spec(spec_t *s, const char *path, yaml_node_t *ps, json_t *jo
             if (get_string(s, p, v, &str)) return -1;
             if (strcmp(str, "Never") != 0)
                 return fail(s, p, "\"%s\" is not supported (Sluice never restarts a task in place; use Never)", str);
-        } else if (k && !strcmp(k, "priorityClassName")) { /* issue 11 */
+        } else if (k && !strcmp(k, "priorityClassName")) { /* a priority class */
             json_t *val;
             if (get_field(s, p, v, &sl_jobspec_fields[SL_JS_PRIORITY_CLASS], &val)) return -1;
             json_object_set_new(job, "priority_class", val);

@@ -6,7 +6,7 @@
  * `dependency`, docs/jobspec.md), so that `sluice submit --array`, a YAML
  * spec, an #SBATCH line and the API all accept the same text. The CLI
  * checks the syntax (sl_jobspec_check); the server parses it again to act
- * on it (src/ctl/deps.c), with its configured bound on an array's size.
+ * on it (src/ctl/domain/deps.c), with its configured bound on an array's size.
  *
  * Array: "0-99", "1,3,5-9:2", "0-15%4": indexes, ranges and ranges with a
  * step, separated by commas, and an optional concurrency limit after '%'

@@ -9,7 +9,7 @@
  *   - `sluice submit`'s flags and their --help (src/cli/main.c, cmds.c);
  *   - the CLI's reading of Sluice YAML spec files and of Kubernetes batch/v1
  *     Jobs (src/cli/spec.c), whose values go through sl_jobspec_from_text;
- *   - the server's validation (src/ctl/spec.c), sl_jobspec_parse;
+ *   - the server's validation (src/ctl/domain/spec.c), sl_jobspec_parse;
  *   - the field table of docs/jobspec.md, sl_jobspec_write_table (printed by
  *     `sluice help spec --markdown`; a test fails when the two differ).
  *
@@ -61,7 +61,7 @@ typedef enum sl_jobspec_id {
     SL_JS_OUTPUT,
     SL_JS_ERROR,
     SL_JS_SUBMIT_DIR,
-    SL_JS_PRIORITY_CLASS,  /* issue 11 */
+    SL_JS_PRIORITY_CLASS,  /* preemption and its limits */
     SL_JS_NODE_SELECTOR,  /* labels every node must have (sluice/constraint.h) */
     SL_JS_CONSTRAINT,     /* a label expression, Slurm's --constraint and more */
     SL_JS_TOLERATIONS,    /* taints the job tolerates */

@@ -1,7 +1,7 @@
 /*
  * proto_kill.h - the fields of a `kill` message after its ids
  * (docs/protocol.md, "kill"): grace_ms, and the optional signal and
- * preempt that issue 11 added for preemption and drains; and the signal
+ * preempt of preemption, elastic shrinks and drains; and the signal
  * names both sides accept. proto.h includes this header and proto.c calls
  * its codec; the controller's config uses the signal names too.
  */

@@ -46,7 +46,7 @@
  *  on the held job's wait). The order of drf (and of any policy keyed by
  *  shares or waits) moves between cycles, so "the first blocked job" would
  *  be another tenant's job whenever that tenant's share dipped, and a wide
- *  gang lost its reservation every time (issue 8). So the job that gets a
+ *  gang lost its reservation every time. So the job that gets a
  *  reservation keeps it (s->hold_id) until it starts, is cancelled, waits
  *  on its own tenant's quota, can never fit, or, under "priority" only, a
  *  pending job of a higher priority exists (hold_yields). A cycle with a

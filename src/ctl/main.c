@@ -43,7 +43,7 @@ typedef struct sluiced {
 static void sweep_cb(evutil_socket_t fd, short what, void *ud) {
     sluiced_t *d = ud;
     ctl_sweep(&d->c);
-    ctl_drain_sweep(&d->c); /* issue 11 */
+    ctl_drain_sweep(&d->c); /* drains whose deadline passed */
     ctl_http_logs_expire(&d->http);
 }
 
@@ -163,7 +163,7 @@ static void teardown(sluiced_t *d) {
     ctl_config_fini(&d->c.cfg);
 }
 
-/* ---- sluiced backup (issue 8: store) ---- */
+/* ---- sluiced backup ---- */
 
 /* `sluiced backup FILE [--state DB | --config CONFIG]`: argv[0] is
  * "backup". Exit 0 with what was written, 2 for bad usage or a missing
@@ -399,7 +399,7 @@ int main(int argc, char **argv) {
     d->http.logs_ud = &d->ap;
     /* The flush's fixed order (loop.h): cycle, commit, replies, agents, trim. */
     ctl_loop_hook(&d->loop, CTL_HOOK_CYCLE, ctl_jobs_cycle, c);
-    ctl_loop_hook(&d->loop, CTL_HOOK_COMMIT, ctl_store_flush, &c->store);
+    /* CTL_HOOK_COMMIT: once the store is open, below. */
     ctl_loop_hook(&d->loop, CTL_HOOK_REPLIES, ctl_http_flush, &d->http);
     ctl_loop_hook(&d->loop, CTL_HOOK_AGENTS, ctl_agentport_flush, &d->ap);
     ctl_loop_hook(&d->loop, CTL_HOOK_TRIM, ctl_jobs_trim_hook, c);
@@ -416,8 +416,9 @@ int main(int argc, char **argv) {
         rc = 2;
         goto out;
     }
+    ctl_loop_hook(&d->loop, CTL_HOOK_COMMIT, ctl_store_flush, c->store);
     ctl_deps_init(c); /* arrays and dependencies: before recovery, which rebuilds them */
-    ctl_preempt_init(c); /* issue 11: the core's preemptions and resizes, carried out */
+    ctl_preempt_init(c); /* the core's preemptions and resizes, carried out */
     if (ctl_recover(c, err, sizeof err) < 0) {
         /* A row that cannot be read is damage quick_check did not see. */
         fprintf(stderr,

@@ -4,7 +4,7 @@
  * stderr when stderr is a terminal.
  *
  * JSON layout ({"results": [...]}, one object per policy combination) is
- * documented in docs/sim.md; keys listed in issue 3 are always present, a
+ * documented in docs/sim.md; its keys there are always present, a
  * few extra ones (curve, seeds, wall_s, ...) are added for plots and audits.
  */
 #include <errno.h>

@@ -58,7 +58,7 @@
  * afresh for it, and every other job, whatever its tenant and place in the
  * order, backfills against it. Under drf the order moves with the tenants'
  * shares; without the hold another tenant's short job came first each time
- * a GPU freed, and a wide gang never got its nodes (issue 8).
+ * a GPU freed, and a wide gang never got its nodes.
  *
  * The bound. If the hold is given at t0 with shadow time S0, then S0 is at
  * most the latest expected end of the jobs running at t0 (so S0 - t0 is at

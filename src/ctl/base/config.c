@@ -412,7 +412,7 @@ static int load_oom_rules(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq)
 }
 
 /* priority_classes: a sequence of {name, value, may_preempt, signal,
- * grace}; name and value required, names unique (issue 11). */
+ * grace}; name and value required, names unique. */
 static int load_prio_classes(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     static const char *const keys[] = {"name", "value", "may_preempt", "preemptible", "signal",
                                        "grace", NULL};
@@ -456,7 +456,7 @@ static int load_prio_classes(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *s
 }
 
 /* preemption: {priority, reclaim, grow, default_may_preempt,
- * max_per_minute, protect_after, protect} (issue 11). */
+ * max_per_minute, protect_after, protect}. */
 static int load_preemption(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *m) {
     static const char *const keys[] = {"priority", "reclaim", "grow", "default_may_preempt",
                                        "max_per_minute", "protect_after", "protect", NULL};
@@ -506,7 +506,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "tls_cert", "tls_key", "tls_ca", "agent_client_cert",
                                       "revoked_nodes", "hello_timeout",
                                       "oom_score_adj", "oom_score_adj_by_priority",
-                                      "priority_classes", "preemption", /* issue 11 */
+                                      "priority_classes", "preemption",
                                       NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
                                       "max_starts_per_cycle", NULL};
@@ -585,7 +585,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         cfg->max_starts_per_cycle = (int32_t)v;
     }
     /* init: true lets sluiced create a missing or empty state database
-     * (as --init does); without it such a file is refused (store.c). */
+     * (as --init does); without it such a file is refused (store/sqlite.c). */
     const sl_yaml_node_t *ini = sl_yaml_map_get(root, "init");
     if (ini != NULL && !sl_yaml_is_null(ini) && sl_yaml_bool(ini, &cfg->init) < 0) {
         fail(&r, ini, "init: must be true or false%s%s", "", "");

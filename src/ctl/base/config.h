@@ -67,7 +67,7 @@ typedef struct ctl_oom_rule {
 #define CTL_OOM_SCORE_ADJ_MIN (CTL_AGENT_OOM_SCORE_ADJ + 1)
 #define CTL_OOM_SCORE_ADJ_MAX 1000
 
-/* A priority class (docs/config.md, "Priority classes"; issue 11): a job
+/* A priority class (docs/config.md, "Priority classes"): a job
  * that names it (priority_class) gets its value as its priority; may_preempt
  * lets such a job preempt strictly lower-priority ones; signal and grace
  * are what the class's own jobs get when they are preempted, shrunk or
@@ -143,10 +143,10 @@ typedef struct ctl_config {
     int32_t oom_score_adj;
     ctl_oom_rule_t *oom_rules;
     size_t noom_rules;
-    /* priority_classes (issue 11), in the file's order, names unique. */
+    /* priority_classes, in the file's order, names unique. */
     ctl_prio_class_t *prio_classes;
     size_t nprio_classes;
-    /* preemption: (issue 11, docs/config.md "Preemption"): the core's
+    /* preemption (docs/config.md "Preemption"): the core's
      * sl_preempt_config_t, limits in the config's units. */
     bool preempt_priority;       /* true: classes that may preempt do */
     bool preempt_reclaim;        /* false: no fair-share reclaim */

@@ -99,7 +99,7 @@ typedef struct ctl_task {
     ctl_usage_t use, use_before;
 } ctl_task_t;
 
-/* One preemption of a job (issue 11; the preemptions table, opstore.h):
+/* One preemption of a job (the preemptions table, store/store.h):
  * its tasks stopped and the job requeued (kind "preempt": for job by_job;
  * "shrink": an elastic job lost tasks; "drain": its node's drain deadline
  * passed). */
@@ -121,7 +121,8 @@ typedef struct ctl_size_change {
     char why[96];
 } ctl_size_change_t;
 
-/* A job's issue-11 history, read from the store on first view (jobx.c):
+/* A job's preemptions and size changes, read from the store on first
+ * view (views/disruptions.c):
  * loaded false until then. Freed with the job. */
 typedef struct ctl_jobx {
     bool loaded;
@@ -176,7 +177,7 @@ typedef struct ctl_job {
     int32_t array_index;   /* the I of A_I */
     uint8_t hold;          /* CTL_HOLD_*; CTL_HOLD_NONE in the core or finished */
     uint8_t dep_seen;      /* deps.c's own marks of what it has counted */
-    ctl_jobx_t x;          /* preemptions and size changes (issue 11) */
+    ctl_jobx_t x;          /* preemptions and size changes */
 } ctl_job_t;
 
 /* Why a pending job is held outside the core (ctl_job_t.hold). */
@@ -199,7 +200,7 @@ typedef struct ctl_node {
     /* Tasks lost here may run until this time (monotonic): their agent
      * fences them by then (jobs.c, docs/protocol.md Fencing). 0: none. */
     int64_t fence_until_mono_us;
-    /* Drain (issue 11, drain.c; the node_drain table): no new placements;
+    /* Drain (domain/drain.c; the node_drain table): no new placements;
      * at drain_deadline_us (-1: none) the tasks left are preempted; drained
      * once no task is left. */
     bool draining;
@@ -211,7 +212,7 @@ typedef struct ctl_node {
     char drain_reason[128];
 } ctl_node_t;
 
-/* The causes of a preemption, /metrics' reason label (issue 11). */
+/* The causes of a preemption, /metrics' reason label. */
 typedef enum ctl_preempt_cause {
     CTL_PREEMPT_PRIORITY = 0, /* for a higher-priority job */
     CTL_PREEMPT_RECLAIM,      /* for a tenant below its fair share */

@@ -4,40 +4,10 @@
  * which the domain's decisions reach agents. Data only: the functions that
  * change it are declared in nodes.h, jobs.h and recover.h.
  *
- * The layers of src/ctl (src/ctl/LAYERS; each calls only layers below it):
- *
- *   main.c                      flags, start-up wiring, signals
- *   http.c agentport.c          adapters: HTTP API routes, auth and replies;
- *                               the agent protocol over TCP
- *   hconn.c                     the HTTP API's connections: limits,
- *                               timeouts, unread replies, libevent's
- *                               own errors as JSON
- *   api.c metrics.c             views: JSON and text of jobs and nodes,
- *                               the Prometheus exposition
- *   recover.c                   start-up: rows from the store -> core, jobs
- *   deps.c deps_recover.c       job arrays and dependencies: jobs held
- *                               outside the core until deps.c releases
- *                               them, told of starts and ends by jobs.c
- *                               through c->ev (docs/arrays.md)
- *   jobs.c                      the domain: submit, start, end, cancel,
- *                               fail, requeue, node failure and hello;
- *                               with recover.c the only code that changes
- *                               the core or writes the store (the layers
- *                               above read the core through its getters)
- *   nodes.c jobtab.c            the node table with each node's live tasks;
- *                               jobs by id and the finished list
- *   spec.c                      validation of a submission; the core spec
- *                               (interning names) for the domain
- *   ctl.h                       this state
- *   store.c config.c            SQLite rows; the YAML configuration
- *   store_deps.c                the rows of job arrays
- *   model.c                     job, task and node records, state names
- *   obs.c                       per-tenant completions and delay
- *                               histograms that /metrics reads
- *   listen.c                    listening ports with connection limits
- *                               per port and peer, and accept back-off
- *   loop.c buf.c                event base, clocks, the per-iteration flush;
- *                               a byte buffer with a JSON writer
+ * Where it sits: src/ctl is in folders by concept, lowest first base/,
+ * store/, domain/ (this), views/, net/, then main.c; each folder's LAYERS
+ * orders its files, and docs/architecture.md draws them. The domain's
+ * files change this state; views/ and net/ read it through the getters.
  */
 #ifndef SLUICE_CTL_CTL_H
 #define SLUICE_CTL_CTL_H
@@ -67,7 +37,7 @@ typedef struct ctl_outbound {
      * the configured grace). */
     void (*kill)(void *ud, uint32_t node, uint64_t job, int32_t task);
     /* Stop task `task` of job `job` on node as k says: its signal, SIGKILL
-     * grace_ms later, and whether it is preempted (issue 11: preemption,
+     * grace_ms later, and whether it is preempted (preemption,
      * shrink and a drain's deadline; the agent then writes the SIGKILL time
      * into the task's SLUICE_PREEMPT_FILE first). */
     void (*stop)(void *ud, uint32_t node, uint64_t job, int32_t task, const sl_proto_kill_t *k);
@@ -87,7 +57,7 @@ typedef struct ctl_job_events {
 } ctl_job_events_t;
 
 struct ctl_deps;
-/* Issue 11: what the preemption layer (preempt.c, above the domain)
+/* What the preemption layer (preempt.c, above the jobs)
  * registers at start-up, so that the domain's cycle and task ends reach
  * it without calling upward. Each may be NULL (no preemption: the cycle
  * then still starts jobs). on_preempt and on_resize get the ctl_t as ud. */
@@ -121,7 +91,7 @@ typedef struct ctl_counters {
 typedef struct ctl {
     ctl_config_t cfg;
     ctl_loop_t *loop;
-    ctl_store_t store;
+    ctl_store_t *store;        /* the store (store/store.h), opened by ctl_domain_open */
 
     sl_cluster_t *cl;
     sl_sched_t *sched;
@@ -155,7 +125,7 @@ typedef struct ctl {
     ctl_preempt_hooks_t preempt; /* preempt.c's, set by ctl_preempt_init */
     ctl_counters_t n;
     ctl_obs_t obs; /* per-tenant completions and delay histograms (obs.h) */
-    /* Preemptions by tenant and cause (issue 11): the domain counts,
+    /* Preemptions by tenant and cause: the domain counts,
      * /metrics reads; [tenant * CTL_PREEMPT_NCAUSES + cause], grown on use. */
     uint64_t *preempt_counts;
     size_t npreempt_counts;

@@ -34,7 +34,7 @@
  * cursor moves on (elements cancelled while held are skipped), so filling
  * the limit is amortised O(1) per element over the array's life.
  *
- * Durability: the store has the array rows (store_deps.h) and the jobs;
+ * Durability: the store has the array rows (store/store.h) and the jobs;
  * the dependency text stays in each job's spec, and every target's state
  * is durable, so recovery rebuilds the waiters by evaluating the texts
  * again and finds what was found before (ctl_deps_recover_hold, _release).
@@ -47,9 +47,9 @@
 #include "domain/deps.h"
 #include "log.h"
 #include "domain/deps_internal.h"
-#include "store/arrays.h"
+#include "store/store.h"
 
-/* The types and marks of this layer are in deps_int.h, which
+/* The types and marks of this layer are in deps_internal.h, which
  * deps_recover.c shares. */
 
 static void idvec_push(idvec_t *v, uint64_t id) {
@@ -298,7 +298,7 @@ static void begun(ctl_t *c, ctl_job_t *j, arr_t *a) {
 
 void ctl__deps_array_done(ctl_t *c, arr_t *a) {
     struct ctl_deps *d = c->deps;
-    ctl_store_array_done(&c->store, a->id);
+    ctl_store_array_done(c->store, a->id);
     waiter_t *w = sl_hash_find(&d->waiters, a->id);
     if (w != NULL && w->is_array)
         waiter_drop(d, w);
@@ -473,7 +473,7 @@ static int64_t position(const int32_t *idx, int32_t n, int64_t index) {
  * *as, 0 when there is none. */
 int ctl__deps_stored_array(ctl_t *c, uint64_t id, ctl_store_array_t *row, sl_array_spec_t *as) {
     char err[256];
-    if (ctl_store_array_of(&c->store, id, row) != 1 || row->id != id)
+    if (ctl_store_array_of(c->store, id, row) != 1 || row->id != id)
         return 0;
     if (as && sl_array_parse(row->text, SL_ARRAY_SIZE_CEILING, as, err, sizeof err) < 0) {
         sl_log(SL_LOG_ERROR, "store", "array=%llu: its stored text \"%s\": %s",
@@ -518,7 +518,7 @@ void ctl_array_fill(ctl_t *c, ctl_job_t *j) {
         return;
     ctl_store_array_t row;
     sl_array_spec_t as;
-    if (ctl_store_array_of(&c->store, j->id, &row) != 1 ||
+    if (ctl_store_array_of(c->store, j->id, &row) != 1 ||
         ctl__deps_stored_array(c, row.id, &row, &as) != 1)
         return;
     if (j->id - row.id < (uint64_t)as.n) {
@@ -638,7 +638,7 @@ static int target(ctl_t *c, const sl_dep_term_t *t, int32_t tenant, uint64_t *ke
         if (a != NULL) {
             *started = a->begun == a->n;
         } else if (ctl__deps_stored_array(c, id, &row, NULL) == 1 &&
-                   ctl_store_array_counts(&c->store, id, row.n, &b, &e, &bad) == 0) {
+                   ctl_store_array_counts(c->store, id, row.n, &b, &e, &bad) == 0) {
             *ended = *started = e == row.n; /* not in memory: every element has ended */
             *ok = bad == 0;
         }
@@ -781,8 +781,8 @@ int ctl_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen, const char **fi
         v[k] = e;
     }
     const char *tenant = sl_sched_tenant_name(c->sched, j->tenant);
-    int rc = atext ? ctl_store_array_insert(&c->store, v, (size_t)n, atext, tenant)
-                   : ctl_store_job_insert(&c->store, j, tenant);
+    int rc = atext ? ctl_store_array_insert(c->store, v, (size_t)n, atext, tenant)
+                   : ctl_store_job_insert(c->store, j, tenant);
     c->next_id += (uint64_t)n; /* on failure the ids are burnt (jobs.h) */
     if (rc < 0) {
         for (int32_t k = 1; k < n; k++)

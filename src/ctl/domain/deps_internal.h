@@ -1,5 +1,5 @@
 /*
- * deps_int.h - what deps.c shares with deps_recover.c: the records of
+ * deps_internal.h - what deps.c shares with deps_recover.c: the records of
  * arrays, waiters and names, and the few steps recovery repeats. Nothing
  * outside those two files includes it (deps.h is the layer's contract).
  */
@@ -8,7 +8,7 @@
 
 #include "arraydep.h"
 #include "domain/deps.h"
-#include "store/arrays.h"
+#include "store/store.h"
 
 #define WHOLE (1ull << 63) /* an index key naming all elements of an array */
 

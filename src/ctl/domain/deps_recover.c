@@ -4,7 +4,7 @@
  * Nothing about a waiter is stored: each pending job's dependency text is
  * evaluated again against the durable states of the jobs it names, so the
  * waiters and the index are rebuilt exactly. Arrays come back from their
- * rows (store_deps.h) with their counts read from their elements' rows;
+ * rows (store/store.h) with their counts read from their elements' rows;
  * every pending element is held, and the release that follows the
  * restore fills each array's limit again, counting its running elements.
  * Singleton counts are taken from the jobs in the core once the restore
@@ -27,11 +27,11 @@ static int recover_array(void *ud, const ctl_store_array_t *row) {
     rec_t *r = ud;
     ctl_t *c = r->c;
     sl_array_spec_t as;
-    if (sl_array_parse(row->text, SL_ARRAY_SIZE_CEILING, &as, c->store.errbuf,
-                       sizeof c->store.errbuf) < 0 || as.n != row->n) {
-        snprintf(c->store.errbuf, sizeof c->store.errbuf,
-                 "array %llu: its stored text \"%s\" is not what sluiced writes",
-                 (unsigned long long)row->id, row->text);
+    char why[200];
+    if (sl_array_parse(row->text, SL_ARRAY_SIZE_CEILING, &as, why, sizeof why) < 0 ||
+        as.n != row->n) {
+        ctl_store_set_error(c->store, "array %llu: its stored text \"%s\" is not what sluiced writes",
+                            (unsigned long long)row->id, row->text);
         sl_array_spec_fini(&as);
         return -1;
     }
@@ -47,7 +47,7 @@ static int recover_array(void *ud, const ctl_store_array_t *row) {
         return 0;
     }
     arr_t *a = ctl__deps_array_new(c, row->id, &as);
-    if (ctl_store_array_counts(&c->store, a->id, a->n, &a->begun, &a->ended, &a->notok) < 0)
+    if (ctl_store_array_counts(c->store, a->id, a->n, &a->begun, &a->ended, &a->notok) < 0)
         return -1;
     for (int32_t k = 0; k < a->n; k++) {
         ctl_job_t *e = ctl_job_find(c, a->id + (uint64_t)k);
@@ -100,7 +100,7 @@ int ctl_deps_recover_hold(ctl_t *c) {
             r.ids[r.n++] = j->id;
         }
     }
-    if (ctl_store_arrays_read(&c->store, min_id, recover_array, &r) < 0) {
+    if (ctl_store_arrays_read(c->store, min_id, recover_array, &r) < 0) {
         sl_free(r.ids);
         return -1;
     }

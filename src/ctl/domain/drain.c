@@ -16,7 +16,7 @@
 
 #include "domain/drain.h"
 #include "log.h"
-#include "store/disruptions.h"
+#include "store/store.h"
 
 static ctl_node_t *find(ctl_t *c, const char *name, char *err, size_t errlen) {
     const sl_node_t *nd = name ? sl_cluster_find_node(c->cl, name) : NULL;
@@ -62,7 +62,7 @@ static void check(ctl_t *c, ctl_node_t *n, int64_t now_us) {
     if (!n->drained && n->live_tasks == 0) {
         n->drained = true;
         n->drained_us = now_us;
-        ctl_opstore_drain_put(&c->store, ctl_node_name(c, (int32_t)n->id), n);
+        ctl_store_drain_put(c->store, ctl_node_name(c, (int32_t)n->id), n);
         sl_log(SL_LOG_INFO, "node", "node=%s drained", ctl_node_name(c, (int32_t)n->id));
     }
 }
@@ -84,14 +84,14 @@ int ctl_node_drain(ctl_t *c, const char *name, int64_t deadline_us, const char *
     snprintf(n->drain_reason, sizeof n->drain_reason, "%s", reason ? reason : "");
     if (sl_cluster_node(c->cl, n->id)->state != SL_NODE_DOWN)
         sl_cluster_set_state(c->cl, n->id, SL_NODE_DRAINING);
-    ctl_opstore_drain_put(&c->store, name, n);
+    ctl_store_drain_put(c->store, name, n);
     char when[64] = "none";
     if (deadline_us >= 0)
         local_time(deadline_us, when, sizeof when);
     sl_log(SL_LOG_INFO, "node", "node=%s draining: tasks=%d deadline=\"%s\" reason=\"%s\"", name,
            n->live_tasks, when, n->drain_reason);
     check(c, n, now);
-    ctl_store_commit(&c->store); /* durable before the caller answers */
+    ctl_store_commit(c->store); /* durable before the caller answers */
     c->sched_dirty = true;
     ctl_loop_kick(c->loop);
     return 0;
@@ -110,8 +110,8 @@ int ctl_node_resume(ctl_t *c, const char *name, char *err, size_t errlen) {
     n->drain_reason[0] = '\0';
     if (sl_cluster_node(c->cl, n->id)->state == SL_NODE_DRAINING)
         sl_cluster_set_state(c->cl, n->id, SL_NODE_UP);
-    ctl_opstore_drain_delete(&c->store, name);
-    ctl_store_commit(&c->store);
+    ctl_store_drain_delete(c->store, name);
+    ctl_store_commit(c->store);
     sl_log(SL_LOG_INFO, "node", "node=%s resumed", name);
     c->sched_dirty = true; /* its capacity is there again for waiting work */
     ctl_loop_kick(c->loop);
@@ -139,7 +139,7 @@ static int drain_row(void *ud, const char *name, const char *reason, int64_t dea
 }
 
 int ctl_drains_restore(ctl_t *c) {
-    return ctl_opstore_drains_read(&c->store, drain_row, c);
+    return ctl_store_drains_read(c->store, drain_row, c);
 }
 
 void ctl_drain_sweep(ctl_t *c) {

@@ -1,5 +1,5 @@
 /*
- * drain.h - node drains in sluiced (issue 11; docs/cli.md `sluice drain`).
+ * drain.h - node drains in sluiced (docs/cli.md `sluice drain`).
  *
  * A draining node takes no new placements (its core state is draining, so
  * it leaves the cluster's index) and keeps running what it has. Without a

@@ -54,7 +54,7 @@ static void fold(ctl_usage_t *a, const ctl_usage_t *b) {
 static void write_row(ctl_t *c, ctl_job_t *j) {
     ctl_eff_t e;
     if (!ctl_eff_job(j, &e)) return;
-    ctl_store_eff_put(&c->store, j->id, &e);
+    ctl_store_eff_put(c->store, j->id, &e);
     j->eff_dirty = false;
     j->eff_written_mono_us = ctl_mono_us();
 }
@@ -139,7 +139,7 @@ void ctl_eff_write_json(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
     bool finished = j->state != CTL_JOB_PENDING && j->state != CTL_JOB_RUNNING;
     if (!known && finished) {
         if (j->eff_db == 0) {
-            int rc = ctl_store_eff_get(&c->store, j->id, &j->eff_row);
+            int rc = ctl_store_eff_get(c->store, j->id, &j->eff_row);
             j->eff_db = rc == 1 ? 2 : 1;
         }
         if (j->eff_db == 2) {

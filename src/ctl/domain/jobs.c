@@ -16,7 +16,7 @@
  * c->fenced; the sweep requeues it then. A job whose loss this process did
  * not see (recovered from the store) waits as long from the start-up.
  *
- * Every change is written into the iteration's transaction (store.c); the
+ * Every change is written into the iteration's transaction (store/store.h); the
  * messages it causes (launch, kill) go to c->out, whose queue the agent
  * port releases only after that transaction has committed.
  *
@@ -32,11 +32,11 @@
 #include "domain/eff.h"
 #include "domain/jobs.h"
 #include "log.h"
-#include "store/disruptions.h"
+#include "store/store.h"
 #include "quantity.h"
 
 static void put_task(ctl_t *c, const ctl_job_t *j, int32_t i) {
-    ctl_store_task_put(&c->store, j, i, ctl_node_name(c, j->tasks[i].node));
+    ctl_store_task_put(c->store, j, i, ctl_node_name(c, j->tasks[i].node));
 }
 
 void ctl_task_place(ctl_t *c, ctl_job_t *j, int32_t i, const sl_place_t *pl) {
@@ -72,7 +72,7 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
     /* The typical task shapes come from what is submitted: the fragmentation-
      * aware placements (fgd, fgdbal) score against them. Cheap for the others. */
     sc.track_workload = true;
-    /* Issue 11: preemption, reclaim and elastic growth (sluice/preempt.h). */
+    /* Preemption, reclaim and elastic growth (sluice/preempt.h). */
     sc.preempt = (sl_preempt_config_t){
         .priority = c->cfg.preempt_priority, .reclaim = c->cfg.preempt_reclaim,
         .grow = c->cfg.preempt_grow, .default_may_preempt = c->cfg.default_may_preempt,
@@ -112,13 +112,12 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
     }
     /* Last, so that a configuration error is reported before the state
      * file is opened (or created, with --init). */
-    if (ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen) < 0)
-        return -1;
-    return ctl_opstore_open(&c->store, err, errlen); /* issue 11's tables */
+    return ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen);
 }
 
 void ctl_domain_close(ctl_t *c) {
-    ctl_store_close(&c->store); /* commits what is open */
+    ctl_store_close(c->store); /* commits what is open */
+    c->store = NULL;
     sl_free(c->fenced);
     sl_free(c->preempt_counts);
     c->preempt_counts = NULL;
@@ -171,7 +170,7 @@ int ctl_job_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
         ctl_job_release_names(c, j); /* a refused job leaves no name behind */
         return rc;
     }
-    rc = ctl_store_job_insert(&c->store, j, sl_sched_tenant_name(c->sched, j->tenant));
+    rc = ctl_store_job_insert(c->store, j, sl_sched_tenant_name(c->sched, j->tenant));
     if (rc < 0) {
         /* Undo the queueing; the id is burnt, so the next job never
          * collides with whatever holds this one's row. */
@@ -252,8 +251,8 @@ static void on_start(void *ud, const sl_job_t *cj) {
         ctl_task_place(c, j, i, sl_job_place(cj, i));
     j->live = n;
     j->master_node = n ? (uint32_t)j->tasks[0].node : 0;
-    ctl_store_job_update(&c->store, j);
-    ctl_store_job_sched_put(&c->store, j->id, c->obs.cycle_decided_us); /* `sluice report` */
+    ctl_store_job_update(c->store, j);
+    ctl_store_job_sched_put(c->store, j->id, c->obs.cycle_decided_us); /* `sluice report` */
     for (int32_t i = 0; i < n; i++)
         c->out.launch(c->out.ud, j, i);
     c->n.jobs_started++;
@@ -292,7 +291,7 @@ void ctl_task_started(ctl_t *c, ctl_job_t *j, int32_t i, int32_t pid, int64_t t_
     t->pid = pid;
     if (t->start_us < 0)
         t->start_us = t_us;
-    ctl_store_task_put_lazy(&c->store, j, i, ctl_node_name(c, t->node));
+    ctl_store_task_put_lazy(c->store, j, i, ctl_node_name(c, t->node));
 }
 
 int64_t ctl_fence_wait_us(const ctl_t *c) {
@@ -370,8 +369,8 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
         j->state = CTL_JOB_PENDING;
         j->start_us = -1;
         j->requeue_after_mono_us = 0;
-        ctl_store_tasks_delete(&c->store, j->id);
-        ctl_store_job_update(&c->store, j);
+        ctl_store_tasks_delete(c->store, j->id);
+        ctl_store_job_update(c->store, j);
         c->sched_dirty = true;
         kick(c);
         return;
@@ -402,7 +401,7 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
     /* Finished for good: the names it held may now go (a requeued job
      * above keeps them, as it waits in the queue again). */
     ctl_job_release_names(c, j);
-    ctl_store_job_update(&c->store, j);
+    ctl_store_job_update(c->store, j);
     if (!j->retained)
         ctl_obs_completed(&c->obs, j->tenant, j->state);
     ctl_eff_job_end(c, j); /* its efficiency row, in the same transaction */
@@ -475,7 +474,7 @@ void ctl_task_ended(ctl_t *c, ctl_job_t *j, int32_t i, ctl_task_state_t st, int3
     if (j->live == 0)
         ctl_job_settle(c, j);
     else
-        ctl_store_job_update(&c->store, j);
+        ctl_store_job_update(c->store, j);
 }
 
 /* Ends j as `state` with reason (fail or cancel): out of the queue if it
@@ -496,7 +495,7 @@ static void job_end(ctl_t *c, ctl_job_t *j, ctl_job_state_t state, const char *r
     if (j->live == 0)
         ctl_job_settle(c, j);
     else
-        ctl_store_job_update(&c->store, j);
+        ctl_store_job_update(c->store, j);
     kick(c);
 }
 
@@ -565,8 +564,7 @@ void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const cha
 static int task_row(void *ud, ctl_job_t *j, int32_t idx, const char *node, const ctl_task_t *t) {
     ctl_t *c = ud;
     if (idx < 0 || idx >= j->core.ntasks) {
-        snprintf(c->store.errbuf, sizeof c->store.errbuf,
-                 "job %llu: a stored task has index %d, outside its %d tasks",
+        ctl_store_set_error(c->store, "job %llu: a stored task has index %d, outside its %d tasks",
                  (unsigned long long)j->id, idx, j->core.ntasks);
         return -1;
     }
@@ -586,20 +584,20 @@ int ctl_job_load_tasks(ctl_t *c, ctl_job_t *j) {
         json_int_t n = json_integer_value(json_object_get(j->spec, "tasks"));
         j->core.ntasks = n >= 1 && n <= SL_MAX_TASKS ? (int32_t)n : 1;
     }
-    if (ctl_store_tasks_read(&c->store, j, task_row, c) < 0)
+    if (ctl_store_tasks_read(c->store, j, task_row, c) < 0)
         return -1;
-    return ctl_store_task_mem_read(&c->store, j);
+    return ctl_store_task_mem_read(c->store, j);
 }
 
 ctl_job_t *ctl_job_fetch(ctl_t *c, uint64_t id) {
     char tenant[SL_NAME_MAX + 1];
-    ctl_job_t *j = ctl_store_job_get(&c->store, id, tenant, sizeof tenant);
+    ctl_job_t *j = ctl_store_job_get(c->store, id, tenant, sizeof tenant);
     if (j == NULL)
         return NULL;
     j->tenant = sl_sched_tenant_find(c->sched, tenant);
     if (ctl_job_load_tasks(c, j) < 0) {
         sl_log(SL_LOG_ERROR, "store", "job=%llu unreadable: %s", (unsigned long long)id,
-               ctl_store_errmsg(&c->store));
+               ctl_store_errmsg(c->store));
         ctl_job_free(j);
         return NULL;
     }
@@ -657,7 +655,7 @@ int ctl_node_hello(ctl_t *c, const sl_node_spec_t *ns, const char *addr, uint32_
         if (ns->gpu_model)
             snprintf(n->gpu_model, sizeof n->gpu_model, "%s", ns->gpu_model);
     }
-    ctl_store_node_put(&c->store, n, ns->name);
+    ctl_store_node_put(c->store, n, ns->name);
     if (sl_cluster_node(c->cl, id)->state == SL_NODE_DOWN)
         sl_cluster_set_state(c->cl, id, ctl_node_up_state(c, id)); /* a drain outlives a failure */
     c->hello_stamp++;
@@ -738,7 +736,7 @@ void ctl_node_task_mem(ctl_t *c, uint32_t node, uint64_t job, int64_t task, bool
     t->mem_peak = mem_peak > 0 ? mem_peak : 0;
     t->mem_limit = mem_limit > 0 ? mem_limit : 0;
     t->mem_request = j->core.task.mem_bytes;
-    ctl_store_task_mem_put(&c->store, j, i);
+    ctl_store_task_mem_put(c->store, j, i);
     if (oom_killed)
         sl_log(SL_LOG_INFO, "job", "job=%llu task=%d killed for memory on node=%s: peak=%lld "
                "limit=%lld request=%lld bytes", (unsigned long long)job, i, ctl_node_name(c, (int32_t)node),

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "store/disruptions.h"
+#include "store/store.h"
 #include "domain/preempt.h"
 
 static void kick(ctl_t *c) {
@@ -51,7 +51,7 @@ void ctl_preempt_count(ctl_t *c, int32_t tenant, ctl_preempt_cause_t cause) {
 
 /* Records p for j: its row, j's history if it was read already, the count. */
 static void preempt_record(ctl_t *c, ctl_job_t *j, const ctl_preempt_t *p, ctl_preempt_cause_t cause) {
-    ctl_opstore_preempt_add(&c->store, j->id, p);
+    ctl_store_preempt_add(c->store, j->id, p);
     if (j->x.loaded) {
         j->x.preempts = sl_xrealloc(j->x.preempts, (j->x.npreempts + 1) * sizeof *j->x.preempts);
         j->x.preempts[j->x.npreempts++] = *p;
@@ -96,7 +96,7 @@ int ctl_job_preempt(ctl_t *c, ctl_job_t *j, ctl_preempt_t *p, ctl_preempt_cause_
     if (j->live == 0)
         ctl_job_settle(c, j);
     else
-        ctl_store_job_update(&c->store, j);
+        ctl_store_job_update(c->store, j);
     kick(c);
     return 0;
 }
@@ -161,7 +161,7 @@ int ctl_preempt_evict_node(ctl_t *c, uint32_t node, const char *reason) {
 static void size_record(ctl_t *c, ctl_job_t *j, int32_t size, const char *why) {
     ctl_size_change_t z = {.at_us = ctl_now_us(), .size = size};
     snprintf(z.why, sizeof z.why, "%s", why);
-    ctl_opstore_size_add(&c->store, j->id, &z);
+    ctl_store_size_add(c->store, j->id, &z);
     if (j->x.loaded) {
         j->x.sizes = sl_xrealloc(j->x.sizes, (j->x.nsizes + 1) * sizeof *j->x.sizes);
         j->x.sizes[j->x.nsizes++] = z;
@@ -176,7 +176,7 @@ static void grow(ctl_t *c, ctl_job_t *j, const sl_resize_t *r) {
         ctl_task_place(c, j, i, &r->pls[i - r->from]);
     j->ntasks = r->to;
     j->live += r->to - r->from;
-    ctl_store_job_update(&c->store, j);
+    ctl_store_job_update(c->store, j);
     char why[96];
     snprintf(why, sizeof why, "grew from %d to %d tasks into free capacity", (int)r->from, (int)r->to);
     size_record(c, j, r->to, why);
@@ -202,7 +202,7 @@ static void shrink_done(ctl_t *c, ctl_job_t *j) {
         j->tasks[i].stopping = false;
     if (n < j->ntasks && j->state == CTL_JOB_RUNNING) {
         j->ntasks = n;
-        ctl_opstore_tasks_trim(&c->store, j->id, n);
+        ctl_store_tasks_trim(c->store, j->id, n);
     }
     c->sched_dirty = true; /* the freed capacity goes to whoever waits for it */
     kick(c);

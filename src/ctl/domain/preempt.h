@@ -1,6 +1,6 @@
 /*
  * preempt.h - preemption, elastic resizes and drain evictions in sluiced
- * (issue 11; docs/elastic.md).
+ * (docs/elastic.md).
  *
  * The core decides (sluice/preempt.h: sl_sched_run's on_preempt and
  * on_resize, sl_sched_evict_node); this layer carries the decisions out on

@@ -18,7 +18,7 @@
 #include "domain/drain.h"
 #include "domain/jobs.h"
 #include "log.h"
-#include "store/disruptions.h"
+#include "store/store.h"
 #include "domain/preempt.h"
 #include "domain/recover.h"
 
@@ -28,8 +28,7 @@ static int node_row(void *ud, const char *name, const char *spec, const char *ad
     json_t *js = json_loads(spec, 0, NULL);
     if (js == NULL || !json_is_object(js)) {
         json_decref(js);
-        snprintf(c->store.errbuf, sizeof c->store.errbuf,
-                 "node %.63s: its stored spec is not a JSON object", name);
+        ctl_store_set_error(c->store, "node %.63s: its stored spec is not a JSON object", name);
         return -1;
     }
     sl_node_spec_t ns = {
@@ -96,7 +95,7 @@ static void drop_tasks(ctl_t *c, ctl_job_t *j, const char *why) {
         if (t->node >= 0)
             c->out.kill(c->out.ud, (uint32_t)t->node, j->id, i);
         t->state = CTL_TASK_LOST;
-        ctl_store_task_put(&c->store, j, i, ctl_node_name(c, t->node));
+        ctl_store_task_put(c->store, j, i, ctl_node_name(c, t->node));
     }
     j->live = 0;
     j->requeue_wait = false;
@@ -105,7 +104,7 @@ static void drop_tasks(ctl_t *c, ctl_job_t *j, const char *why) {
 }
 
 /* An elastic job whose last size change (this run's, committed with its
- * task rows: opstore.h) is below its task rows was being shrunk when the
+ * task rows: store/store.h) is below its task rows was being shrunk when the
  * controller stopped: the ranks above the size carry on stopping, and their
  * ends are not failures. */
 static void resume_shrink(ctl_t *c, ctl_job_t *j) {
@@ -113,10 +112,10 @@ static void resume_shrink(ctl_t *c, ctl_job_t *j) {
     if (j->state != CTL_JOB_RUNNING || sp->min_tasks <= 0 || sp->min_tasks >= sp->ntasks)
         return;
     ctl_size_change_t z;
-    int rc = ctl_opstore_size_last(&c->store, j->id, &z);
+    int rc = ctl_store_size_last(c->store, j->id, &z);
     if (rc < 0)
         sl_log(SL_LOG_ERROR, "store", "job=%llu: %s", (unsigned long long)j->id,
-               ctl_store_errmsg(&c->store));
+               ctl_store_errmsg(c->store));
     if (rc == 1 && z.at_us >= j->start_us && z.size < j->ntasks)
         ctl_job_resume_shrink(c, j, z.size);
 }
@@ -205,15 +204,15 @@ int ctl_recover(ctl_t *c, char *err, size_t errlen) {
     uint64_t max_id;
     jobvec_t all = {c, NULL, 0, 0}, fin = {c, NULL, 0, 0};
     int rc = -1;
-    if (ctl_store_nodes_read(&c->store, node_row, c) < 0 || ctl_drains_restore(c) < 0 ||
-        ctl_store_max_id(&c->store, &max_id) < 0)
+    if (ctl_store_nodes_read(c->store, node_row, c) < 0 || ctl_drains_restore(c) < 0 ||
+        ctl_store_max_id(c->store, &max_id) < 0)
         goto out;
     c->next_id = max_id + 1;
 
     /* Active jobs: pending or running, or finished with tasks that had
      * not yet reported their end. Any row that cannot be read stops the
      * load: a job silently left out would be lost for good. */
-    if (ctl_store_jobs_active(&c->store, job_row, &all) < 0)
+    if (ctl_store_jobs_active(c->store, job_row, &all) < 0)
         goto out;
     size_t nactive = 0;
     bool bad = false;
@@ -226,7 +225,7 @@ int ctl_recover(ctl_t *c, char *err, size_t errlen) {
     /* The newest finished jobs within job_retention and max_finished_jobs,
      * retained oldest first as if they had just finished. */
     if (c->cfg.job_retention_ms > 0 && c->cfg.max_finished_jobs > 0) {
-        if (ctl_store_jobs_finished(&c->store, ctl_now_us() - c->cfg.job_retention_ms * 1000,
+        if (ctl_store_jobs_finished(c->store, ctl_now_us() - c->cfg.job_retention_ms * 1000,
                                     c->cfg.max_finished_jobs, job_row, &fin) < 0)
             goto out;
         for (size_t i = fin.n; i-- > 0;) {
@@ -265,17 +264,17 @@ int ctl_recover(ctl_t *c, char *err, size_t errlen) {
     ctl_deps_recover_release(c);
     sl_log(SL_LOG_INFO, "store", "loaded active=%zu pending=%zu adopted=%zu finished=%zu nodes=%zu",
            nactive, pending, adopted, fin.n, c->nnodes);
-    ctl_store_commit(&c->store);
+    ctl_store_commit(c->store);
     c->sched_dirty = true;
     /* From here a failed read means the file went bad under a running
      * sluiced: stop, as for a failed write. */
-    c->store.fail_stop = true;
+    ctl_store_set_fail_stop(c->store);
     rc = 0;
 out:
     if (rc < 0) {
-        snprintf(err, errlen, "%s", ctl_store_errmsg(&c->store));
+        snprintf(err, errlen, "%s", ctl_store_errmsg(c->store));
         /* Jobs failed before the bad row was met stay as they were on disk. */
-        ctl_store_discard(&c->store);
+        ctl_store_discard(c->store);
         /* Rows read but not yet in the job table are the loader's. */
         for (size_t i = 0; i < all.n; i++)
             if (all.v[i] != NULL && ctl_job_find(c, all.v[i]->id) != all.v[i])

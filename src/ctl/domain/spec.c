@@ -253,7 +253,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         if (!ok)
             return bad(fe, 400, "invalid_field", "pool", "unknown pool \"%s\"", pool);
     }
-    /* A priority class (issue 11) gives the job its priority; a priority
+    /* A priority class gives the job its priority; a priority
      * given beside it must be the same. */
     const char *pcname = json_string_value(val[SL_JS_PRIORITY_CLASS]);
     if (pcname != NULL) {
@@ -417,7 +417,7 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     cs->id = j->id;
     cs->tenant = j->tenant;
     cs->submit_us = j->submit_us;
-    /* Issue 11: the class by name (a class no longer configured leaves the
+    /* The class by name (a class no longer configured leaves the
      * job in class 0, with the priority it was given). */
     const char *pcn = json_string_value(json_object_get(s, "priority_class"));
     int pcid = pcn ? sl_sched_class_find(c->sched, pcn) : 0;

@@ -105,7 +105,7 @@ static void h_tenants(hreq_t *h);
 static void h_metrics(hreq_t *h);
 static void h_report(hreq_t *h);
 static void h_history(hreq_t *h);
-static void h_drain(hreq_t *h);  /* issue 11: opsapi.c */
+static void h_drain(hreq_t *h);  /* views/disruptions.c */
 static void h_resume(hreq_t *h);
 static void h_size(hreq_t *h);
 
@@ -941,7 +941,7 @@ static void h_history(hreq_t *h) {
                    field[0] ? field : NULL, "%s", msg);
 }
 
-/* ---- issue 11: the handlers of opsapi.c's requests ---- */
+/* ---- drain, resume and size: the handlers of views/disruptions.c's requests ---- */
 
 /* An admin request with an optional JSON body, answered by fn. */
 static void op_call(hreq_t *h, int (*fn)(ctl_t *, json_t *, ctl_buf_t *, ctl_field_err_t *)) {

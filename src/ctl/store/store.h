@@ -1,24 +1,35 @@
 /*
- * store.h - sluiced's durable state: rows in SQLite, nothing more.
+ * store.h - sluiced's durable state: the store's one interface.
  *
- * The store knows tables, statements and transactions. It does not know
- * the scheduler, the cluster or a job's lifecycle: the domain passes names
+ * The store knows tables, rows and transactions. It does not know the
+ * scheduler, the cluster or a job's lifecycle: the domain passes names
  * (tenant, node) where a row holds them, and reading back hands rows to the
- * caller (recover.c), which rebuilds the core and the jobs.
+ * caller (domain/recover.c), which rebuilds the core and the jobs. Every
+ * table is here: jobs, tasks, nodes, task memory ends, scheduling delays,
+ * efficiency, job arrays, node drains, preemptions and elastic sizes, and
+ * the read-only reads of `sluice report` and GET /v1/history.
  *
- * Every write joins the loop iteration's open transaction; the COMMIT hook
- * (ctl_store_flush, run by the loop after the scheduling cycle) commits it
- * once. A failed write or COMMIT is fatal (fail-stop: the process exits
- * with status 3 and a restart recovers from the database, which is the
- * truth), except for ctl_store_job_insert, whose failure the submitter
- * answers. Reads fail back to the caller while sluiced starts (recover.c
- * stops the load and sluiced exits 2) and are fatal like writes once
- * fail_stop is set.
+ * This header names no type of the backend: ctl_store_t and
+ * ctl_store_reader_t are opaque, so a second backend (a replicated store)
+ * implements these functions without a change to the domain, the views or
+ * main.c. The one backend today is SQLite (store/sqlite*.c, WAL journal,
+ * synchronous=FULL).
+ *
+ * Transactions. Every write joins the loop iteration's open transaction;
+ * the COMMIT hook (ctl_store_flush, run by the loop after the scheduling
+ * cycle) commits it once (group commit). A write is urgent (it commits in
+ * this iteration) unless it says it is lazy (committed with the next
+ * urgent write or after CTL_LAZY_COMMIT_MS: its loss in a crash is
+ * harmless). A failed write or COMMIT is fatal (fail-stop: the process
+ * exits with status 3 and a restart recovers from the store, which is the
+ * truth), except for ctl_store_job_insert and ctl_store_array_insert,
+ * whose failure the submitter answers. Reads fail back to the caller while
+ * sluiced starts (recover.c stops the load and sluiced exits 2) and are
+ * fatal like writes once ctl_store_set_fail_stop was called.
  */
 #ifndef SLUICE_CTL_STORE_H
 #define SLUICE_CTL_STORE_H
 
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,36 +37,32 @@
 #include "base/loop.h"
 #include "base/model.h"
 
-struct event;
-
 #define CTL_LAZY_COMMIT_MS 100
 
-typedef struct ctl_store {
-    sqlite3 *db;
-    const char *path;      /* not owned */
-    ctl_loop_t *loop;      /* kicked when a write must commit this iteration */
-    bool in_txn;
-    bool txn_urgent;       /* the open transaction must commit this iteration */
-    struct event *lazy_ev; /* commits a transaction holding only lazy writes */
-    sqlite3_stmt *st[16];
-    uint64_t commits;      /* for /metrics */
-    uint64_t commit_us;
-    bool fail_stop;        /* a failed read exits 3, as a failed write does */
-    char errbuf[320];      /* why the last read failed, when SQLite did not say */
-} ctl_store_t;
+typedef struct ctl_store ctl_store_t;
 
-/* Opens the database at path in caller storage s, after PRAGMA
- * quick_check. A missing or empty (0-byte) file is created only when init
- * is true. 0, or -1 with "path: message" in err saying what to do: for a
- * damaged file, restore a backup (the file is left as it was); for a
- * missing or empty one, --init. Close s anyway. O(database size). */
-int ctl_store_open(ctl_store_t *s, ctl_loop_t *loop, const char *path, bool init, char *err,
+/* ---- opening, transactions, errors ---- */
+
+/* Opens the store at path into *out, checking it first (SQLite: PRAGMA
+ * quick_check, O(database size)) and creating missing tables. A missing
+ * or empty (0-byte) file is created only when init is true. 0, or -1
+ * with "path: message" in err saying what to do: for a damaged file,
+ * restore a backup (the file is left as it was); for a missing or empty
+ * one, --init. *out is set either way; close it anyway. loop is kicked
+ * when a write must commit this iteration. */
+int ctl_store_open(ctl_store_t **out, ctl_loop_t *loop, const char *path, bool init, char *err,
                    size_t errlen);
-/* Commits what is open and closes; accepts a store never opened. */
+/* Commits what is open, closes and frees; accepts NULL. */
 void ctl_store_close(ctl_store_t *s);
 /* Why the last call failed: the store's own message for a bad row or a
- * failed read, else SQLite's (valid until the next call). */
+ * failed read, else the backend's (valid until the next call). */
 const char *ctl_store_errmsg(ctl_store_t *s);
+/* Sets the store's message (what ctl_store_errmsg returns next): for a
+ * read callback that refuses a row, saying why. */
+void ctl_store_set_error(ctl_store_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* From now on a failed read exits 3, as a failed write does (set once
+ * start-up has loaded the state). Can't fail. */
+void ctl_store_set_fail_stop(ctl_store_t *s);
 /* Rolls the open transaction back, if any: for a start-up that failed
  * half-way, so that a refused load leaves the file as it was. Can't fail
  * (a failed ROLLBACK is logged; SQLite then undoes it at the next open). */
@@ -66,13 +73,12 @@ int ctl_store_commit(ctl_store_t *s);
  * store). Returns false (no work left). */
 bool ctl_store_flush(void *ud);
 
-/* For the other writers of this layer (store_deps.c): opens the
- * iteration's transaction as an urgent write; ends the process for a
- * failed write (as every write here does); a failed read as the reads
- * below treat it (-1, or fatal once fail_stop is set). */
-void ctl_store_begin(ctl_store_t *s);
-void ctl_store_fatal(ctl_store_t *s, const char *what);
-int ctl_store_read_fail(ctl_store_t *s, const char *what);
+/* Commits so far and the time they took, for /metrics. Can't fail. */
+typedef struct ctl_store_stats {
+    uint64_t commits;
+    uint64_t commit_us;
+} ctl_store_stats_t;
+void ctl_store_stats(const ctl_store_t *s, ctl_store_stats_t *out);
 
 /* ---- writes (each joins the iteration's transaction) ---- */
 
@@ -99,22 +105,12 @@ void ctl_store_node_put(ctl_store_t *s, const ctl_node_t *n, const char *name);
  * the wall time the cycle spent deciding for it. */
 void ctl_store_job_sched_put(ctl_store_t *s, uint64_t job, int64_t sched_delay_us);
 
-/* ---- for the store's extensions (opstore.c), which keep tables of their own ---- */
-
-/* Joins the iteration's transaction: urgent, it commits this iteration;
- * else with the next urgent write or after CTL_LAZY_COMMIT_MS. */
-void ctl_store_write_begin(ctl_store_t *s, bool urgent);
-/* Steps and resets the write statement st whose binds gave bound; anything
- * but SQLITE_DONE is fatal (exit 3), as for the store's own writes. */
-void ctl_store_write_step(ctl_store_t *s, sqlite3_stmt *st, int bound, const char *what);
-/* A failed read: ctl_store_read_fail, above. */
-
 /* ---- reads ----
  * Each returns 0, or -1 (fatal instead once fail_stop is set) when a
  * statement failed or a row does not hold what sluiced writes (damage
  * inside a value, which quick_check does not see), with the reason in
  * ctl_store_errmsg; or -1 when the callback returned -1, which stops the
- * walk (the callback leaves its reason in s->errbuf). */
+ * walk (the callback leaves its reason with ctl_store_set_error). */
 
 /* A node row. The strings are valid during the call only. 0 or -1. */
 typedef int (*ctl_store_node_fn)(void *ud, const char *name, const char *spec_json,
@@ -143,7 +139,7 @@ int ctl_store_jobs_finished(ctl_store_t *s, int64_t since_us, int64_t limit, ctl
  * tenant's name in tenant; NULL if there is none, or if its row is
  * unreadable (logged). A failed statement follows fail_stop. */
 ctl_job_t *ctl_store_job_get(ctl_store_t *s, uint64_t id, char *tenant, size_t tenantlen);
-/* A job's efficiency (eff.c) into its job_eff row, replacing what was
+/* A job's efficiency (domain/eff.c) into its job_eff row, replacing what was
  * there; unknown values (NAN, -1) as NULL. A lazy write: committed with
  * the next urgent write or after CTL_LAZY_COMMIT_MS. */
 void ctl_store_eff_put(ctl_store_t *s, uint64_t job, const ctl_eff_t *e);
@@ -157,6 +153,164 @@ int ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, voi
  * row for a task j does not have is skipped with a warning (the record of
  * a memory end is not worth refusing the database for). */
 int ctl_store_task_mem_read(ctl_store_t *s, ctl_job_t *j);
+
+/* ---- job arrays ----
+ * An array of n elements is one row of job_arrays(id, n, text, done) and
+ * n ordinary job rows with the ids id..id+n-1, all written in one nested
+ * transaction of the iteration's, so that an array is on disk whole or
+ * not at all. Dependencies need no table: a job's spec keeps its
+ * dependency text, and the states of the jobs it names are durable, so
+ * recovery evaluates it again and finds what was found before. */
+
+/* Inserts the array row (id jobs[0]->id, n, text) and the rows of its n
+ * elements jobs[0..n), which share one spec (jobs[0]->spec) and tenant.
+ * 0, or SL_EIO when the backend refused a row (logged; nothing of the
+ * array is left in the transaction). O(n). */
+int ctl_store_array_insert(ctl_store_t *s, ctl_job_t *const *jobs, size_t n, const char *text,
+                           const char *tenant);
+/* Marks the array done (every element ended). */
+void ctl_store_array_done(ctl_store_t *s, uint64_t id);
+
+/* An array row. */
+typedef struct ctl_store_array {
+    uint64_t id;
+    int32_t n;
+    bool done;
+    char text[260];
+} ctl_store_array_t;
+
+/* The array whose elements include job id (the row with the largest id at
+ * most id, if id is below its end): 1 with *out, 0 when none, -1 on a
+ * failed read. O(log arrays). */
+int ctl_store_array_of(ctl_store_t *s, uint64_t id, ctl_store_array_t *out);
+/* Every array that is not done, or that has elements at or above min_id,
+ * by id. fn returns 0, or -1 to stop (its reason set with
+ * ctl_store_set_error). */
+typedef int (*ctl_store_array_fn)(void *ud, const ctl_store_array_t *a);
+int ctl_store_arrays_read(ctl_store_t *s, uint64_t min_id, ctl_store_array_fn fn, void *ud);
+/* The elements of array id (n of them) that started (or ended), ended,
+ * and ended without succeeding, from their rows. 0 or -1. O(n). */
+int ctl_store_array_counts(ctl_store_t *s, uint64_t id, int32_t n, int32_t *begun,
+                           int32_t *ended, int32_t *notok);
+
+/* ---- node drains, preemptions and elastic sizes ----
+ *   node_drain(name, reason, deadline_us, since_us, drained_us)
+ *         a drain outlives a restart of sluiced (domain/drain.c)
+ *   preemptions(job, at_us, kind, cause, by_job, by_tenant, reason, tasks,
+ *               gpu_seconds)   every preemption, shrink or drain stop
+ *   job_size(job, at_us, size, why)   an elastic job's size changes
+ * These are rare events (an operator's drain, a preemption), not the
+ * per-job path. */
+
+/* A node's drain row (replacing any): deadline_us and drained_us -1 for
+ * none. Urgent: committed this iteration. */
+void ctl_store_drain_put(ctl_store_t *s, const char *name, const ctl_node_t *n);
+/* Removes the node's drain row (resume). Urgent. */
+void ctl_store_drain_delete(ctl_store_t *s, const char *name);
+/* A drain row; name valid during the call. 0, or -1 to stop. */
+typedef int (*ctl_store_drain_fn)(void *ud, const char *name, const char *reason,
+                                  int64_t deadline_us, int64_t since_us, int64_t drained_us);
+/* Every drain row. 0 or -1 (ctl_store_errmsg). */
+int ctl_store_drains_read(ctl_store_t *s, ctl_store_drain_fn fn, void *ud);
+
+/* Records one preemption of job. Urgent. */
+void ctl_store_preempt_add(ctl_store_t *s, uint64_t job, const ctl_preempt_t *p);
+/* Records an elastic job's size change. Urgent: it commits with the task
+ * rows the change adds (or, for a shrink, before the rows it will trim), so
+ * that after a crash a last size below the job's task rows means a shrink
+ * that had not finished (domain/recover.c). */
+void ctl_store_size_add(ctl_store_t *s, uint64_t job, const ctl_size_change_t *z);
+/* Job's latest size change into *z: 1, 0 if it has none, or -1
+ * (ctl_store_errmsg). */
+int ctl_store_size_last(ctl_store_t *s, uint64_t job, ctl_size_change_t *z);
+/* Deletes job's task rows (and task memory rows) of index n and above:
+ * the ranks an elastic shrink released. Urgent. */
+void ctl_store_tasks_trim(ctl_store_t *s, uint64_t job, int32_t n);
+/* Reads job's preemptions and size changes, oldest first, into x (whose
+ * arrays the caller frees; loaded set). 0 or -1. */
+int ctl_store_jobx_read(ctl_store_t *s, uint64_t job, ctl_jobx_t *x);
+
+/* ---- the read-only reader: `sluice report` and GET /v1/history ----
+ * A reader is a connection of its own (read-only; it sees every commit
+ * made before each read began and never blocks the daemon's writes),
+ * opened and used by one thread: the report and the history run beside
+ * the event loop (views/report.c, views/history.c). Nothing here
+ * allocates with sl_x*, whose counter belongs to the loop's thread. */
+typedef struct ctl_store_reader ctl_store_reader_t;
+
+/* Opens the store at path for reading into *out. 0, or -1 with
+ * "path: message" in err (*out is then NULL). */
+int ctl_store_reader_open(const char *path, ctl_store_reader_t **out, char *err, size_t errlen);
+/* Closes and frees; accepts NULL. */
+void ctl_store_reader_close(ctl_store_reader_t *r);
+
+typedef struct ctl_report_row {
+    const char *tenant;        /* the stored tenant name; valid during the call */
+    ctl_job_state_t state;
+    int64_t submit_us;
+    int64_t start_us;          /* -1: never started (cancelled while pending) */
+    int64_t end_us;            /* -1: still running */
+    int64_t gpu_milli;         /* GPUs its tasks held, summed (1000 = one GPU) */
+    bool has_sched;            /* a scheduling delay was recorded */
+    int64_t sched_delay_us;
+    bool has_eff;              /* an efficiency summary with samples > 0 exists */
+    double gpu_util_mean;      /* 0..1, mean over the job's GPUs and samples */
+    int64_t gpu_mem_peak;      /* bytes, the peak on one of its GPUs */
+    int64_t gpu_mem_total;     /* bytes, what one of its GPUs has */
+} ctl_report_row_t;
+
+/* A row; 0 to go on, -1 to stop (the reason in err). */
+typedef int (*ctl_report_row_fn)(void *ud, const ctl_report_row_t *r);
+
+/*
+ * Hands fn every job that ended in [since_us, until_us] and every job
+ * running now that started before until_us, in no stated order. Two range
+ * reads (jobs by end time, active jobs), each job's tasks, scheduling
+ * delay and efficiency by its id: O(jobs in the window * log(jobs)),
+ * whatever the history's length. 0, or -1 with the reason in err (a failed
+ * read, a row sluiced did not write, or fn's -1).
+ */
+int ctl_store_report_rows(ctl_store_reader_t *r, int64_t since_us, int64_t until_us,
+                          ctl_report_row_fn fn, void *ud, char *err, size_t errlen);
+
+/* A finished job as GET /v1/history shows it; the strings are valid during
+ * the call only (NULL where the row has none). */
+typedef struct ctl_history_row {
+    uint64_t id;
+    const char *name, *tenant, *state, *reason, *pool;
+    int64_t submit_us, start_us, end_us;
+    bool has_exit;
+    int64_t exit_code;
+    int64_t gpu_milli;     /* GPUs its tasks held, summed */
+    int64_t tasks;         /* tasks it ran (task rows), or its spec's count */
+    int64_t time_limit;    /* seconds, 0: none */
+} ctl_history_row_t;
+
+/* One page's walk: jobs that ended at or before until_us, after
+ * (after_end_us, after_id) in (end time, id) order. want decides from the
+ * cheap columns (name only when need_name) whether a job is a row of the
+ * page; take receives each such row and returns true while the page has
+ * room. The walk reads at most scan_max jobs. */
+typedef struct ctl_history_walk {
+    int64_t until_us, after_end_us;
+    uint64_t after_id;
+    bool need_name;
+    int64_t scan_max;
+    bool (*want)(void *ud, const char *tenant, const char *state, const char *name);
+    bool (*take)(void *ud, const ctl_history_row_t *row);
+    void *ud;
+    /* Out: jobs read, the (end time, id) of the last one read, and whether
+     * a job may follow it in the window. */
+    int64_t scanned;
+    int64_t last_end_us;
+    uint64_t last_id;
+    bool more;
+} ctl_history_walk_t;
+
+/* Walks one page of the history (w's in-fields), filling w's out-fields.
+ * O(rows taken + jobs scanned) reads, whatever the history's length. 0, or
+ * -1 with the reason in err. */
+int ctl_store_history_walk(ctl_store_reader_t *r, ctl_history_walk_t *w, char *err, size_t errlen);
 
 /* ---- backup ---- */
 

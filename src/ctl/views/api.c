@@ -166,7 +166,7 @@ void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
     ctl_buf_puts(b, ",\"requeues\":");
     ctl_buf_i64(b, j->requeues);
     ctl_eff_write_json(c, b, j);
-    ctl_jobx_write_json(c, b, j); /* preemptions and elastic size (opsapi.c) */
+    ctl_jobx_write_json(c, b, j); /* preemptions and elastic size (disruptions.c) */
     ctl_buf_putc(b, '}');
 }
 
@@ -621,7 +621,7 @@ void ctl_jobs_list(ctl_t *c, const ctl_list_query_t *q, ctl_buf_t *b, uint64_t *
 
 int ctl_api_nodes(ctl_t *c, const char *limit, const char *after, ctl_buf_t *b, const char **field,
                   char *err, size_t errlen) {
-    if (limit == NULL && after == NULL) { /* unpaged, as before issue 14 */
+    if (limit == NULL && after == NULL) { /* unpaged: the whole table in one answer */
         ctl_buf_puts(b, "{\"nodes\":[");
         for (size_t i = 0; i < c->nnodes; i++) {
             if (i)

@@ -1,8 +1,9 @@
 /*
- * opsapi.c - issue 11's views and requests (opsapi.h).
+ * disruptions.c - drains, preemptions and elastic sizes in the API's
+ * objects, and the drain, resume and size requests (disruptions.h).
  *
  * A job's preemptions and size changes are rows of their own tables
- * (opstore.h); the job object shows them, so a job's owner sees who took
+ * (store/store.h); the job object shows them, so a job's owner sees who took
  * its GPUs, why and how much work it lost. They are read once per job in
  * memory (ctl_job_t.x), and only for a job that was ever requeued or is
  * elastic, so listing many jobs costs no extra query for the others.
@@ -12,7 +13,7 @@
 #include <string.h>
 
 #include "views/disruptions.h"
-#include "store/disruptions.h"
+#include "store/store.h"
 
 const char *ctl_node_state_view(ctl_t *c, uint32_t id) {
     const sl_node_t *nd = sl_cluster_node(c->cl, id);
@@ -57,7 +58,7 @@ static void load_x(ctl_t *c, ctl_job_t *j) {
     if (j->x.loaded || (j->requeues == 0 && !elastic(j)))
         return;
     ctl_jobx_t x = {0};
-    if (ctl_opstore_jobx_read(&c->store, j->id, &x) == 0) {
+    if (ctl_store_jobx_read(c->store, j->id, &x) == 0) {
         sl_free(j->x.preempts);
         sl_free(j->x.sizes);
         j->x = x;

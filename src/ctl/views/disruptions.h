@@ -1,5 +1,5 @@
 /*
- * opsapi.h - the API's views and requests of issue 11 (docs/api.md):
+ * disruptions.h - what interrupts work, in the API (docs/api.md):
  * drains on node objects, preemptions and elastic sizes on job objects,
  * and the bodies of POST /v1/nodes/drain, POST /v1/nodes/resume and
  * GET /v1/jobs/{id}/size. The HTTP adapter routes to these; api.c calls

@@ -2,17 +2,10 @@
  * history.c - GET /v1/history: finished jobs from the database, in the
  * order they ended, a page at a time (history.h).
  *
- * The read. One statement walks the index jobs_end from the page's start
- * (the window's since, or just after the previous page's last (end_us,
- * id)) in
- * (end_us, id) order, the index's own order (its entries end with the
- * rowid), so SQLite neither sorts nor reads outside the window. It
- * returns only what the filters need (tenant, state, and the name from
- * the stored spec when a name filter is given); each row that passes gets
- * a second, primary-key read for the rest (times, reason, exit code, and
- * the GPUs its tasks held, summed from the tasks table as the report
- * does). The walk stops at the page's size or after CTL_HISTORY_SCAN_MAX
- * rows, so one request costs O(limit + scan bound) row reads, whatever the
+ * The read is the store's history walk (store.h, ctl_store_history_walk):
+ * one page in (end time, id) order from the page's start, the filters
+ * decided on the cheap columns, at most CTL_HISTORY_SCAN_MAX rows read, so
+ * one request costs O(limit + scan bound) row reads, whatever the
  * history's length.
  *
  * Threads, as report.c: the read runs on a thread with its own read-only
@@ -29,11 +22,10 @@
 
 #include <event2/event.h>
 #include <event2/http.h>
-#include <sqlite3.h>
 
 #include "views/history.h"
 #include "log.h"
-#include "store/report.h"
+#include "store/store.h"
 
 typedef struct hrow {
     uint64_t id;
@@ -124,91 +116,42 @@ static bool seconds(const char *s, int64_t *out) {
 
 /* ---- the thread ---- */
 
-static const char scan_sql[] =
-    "SELECT id, end_us, tenant, state,"
-    " CASE WHEN ?5 THEN json_extract(spec, '$.name') END"
-    " FROM jobs WHERE end_us >= ?3 AND end_us <= ?2 AND (end_us > ?3 OR id > ?4)"
-    " ORDER BY end_us, id";
-
-static const char row_sql[] =
-    "SELECT json_extract(j.spec, '$.name'), json_extract(j.spec, '$.pool'),"
-    " json_extract(j.spec, '$.time_limit'), json_extract(j.spec, '$.tasks'),"
-    " j.submit_us, j.start_us, j.reason, j.exit_code,"
-    " (SELECT total(t.gpu_milli * sl_popcount(t.gpu_mask)) FROM tasks t WHERE t.job = j.id),"
-    " (SELECT count(*) FROM tasks t WHERE t.job = j.id)"
-    " FROM jobs j WHERE j.id = ?1";
-
-static int64_t col_i64(sqlite3_stmt *st, int i, int64_t dflt) {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
+static bool history_want(void *ud, const char *tenant, const char *state, const char *name) {
+    ctl_history_t *h = ud;
+    return names_has(&h->tenants, tenant) && names_has(&h->states, state) &&
+           names_has(&h->jobnames, name);
 }
 
-static char *col_str(sqlite3_stmt *st, int i) {
-    return xstrdup((const char *)sqlite3_column_text(st, i));
-}
-
-static int history_read(ctl_history_t *h, sqlite3 *db) {
-    sqlite3_stmt *scan = NULL, *one = NULL;
-    int rc = -1, step = SQLITE_DONE;
-    if (sqlite3_prepare_v2(db, scan_sql, -1, &scan, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, row_sql, -1, &one, NULL) != SQLITE_OK)
-        goto out;
-    if ((sqlite3_bind_int64(scan, 2, h->until_us) |
-         sqlite3_bind_int64(scan, 3, h->after_end) | sqlite3_bind_int64(scan, 4, h->after_id) |
-         sqlite3_bind_int(scan, 5, h->jobnames.n > 0)) != SQLITE_OK)
-        goto out;
-    h->rows = xmalloc((size_t)h->limit * sizeof *h->rows);
-    while ((size_t)h->limit > h->nrows && h->scanned < CTL_HISTORY_SCAN_MAX &&
-           (step = sqlite3_step(scan)) == SQLITE_ROW) {
-        h->scanned++;
-        int64_t id = sqlite3_column_int64(scan, 0);
-        h->next_end = sqlite3_column_int64(scan, 1);
-        h->next_id = id;
-        const char *tenant = (const char *)sqlite3_column_text(scan, 2);
-        const char *state = (const char *)sqlite3_column_text(scan, 3);
-        if (!names_has(&h->tenants, tenant) || !names_has(&h->states, state) ||
-            !names_has(&h->jobnames, (const char *)sqlite3_column_text(scan, 4)))
-            continue;
-        sqlite3_reset(one);
-        if (sqlite3_bind_int64(one, 1, id) != SQLITE_OK || sqlite3_step(one) != SQLITE_ROW)
-            goto out;
-        hrow_t *r = &h->rows[h->nrows++];
-        *r = (hrow_t){.id = (uint64_t)id, .end_us = h->next_end, .tenant = xstrdup(tenant),
-                      .state = xstrdup(state), .name = col_str(one, 0), .pool = col_str(one, 1),
-                      .time_limit = col_i64(one, 2, 0), .tasks = col_i64(one, 9, 0),
-                      .submit_us = col_i64(one, 4, -1), .start_us = col_i64(one, 5, -1),
-                      .reason = col_str(one, 6), .has_exit = sqlite3_column_type(one, 7) != SQLITE_NULL,
-                      .exit_code = col_i64(one, 7, 0),
-                      .gpu_milli = (int64_t)sqlite3_column_double(one, 8)};
-        if (r->tasks == 0)
-            r->tasks = col_i64(one, 3, 0); /* never started: what it asked for */
-    }
-    if (step != SQLITE_ROW && step != SQLITE_DONE)
-        goto out;
-    /* More rows may follow unless the walk reached the window's end. */
-    h->more = step == SQLITE_ROW && (h->nrows == (size_t)h->limit || h->scanned >= CTL_HISTORY_SCAN_MAX);
-    if (h->more && h->nrows == (size_t)h->limit) {
-        /* A full page: is there a row after it at all? */
-        int s = sqlite3_step(scan);
-        if (s != SQLITE_ROW && s != SQLITE_DONE)
-            goto out;
-        h->more = s == SQLITE_ROW;
-    }
-    rc = 0;
-out:
-    if (rc != 0)
-        snprintf(h->err, sizeof h->err, "reading the history: %s", sqlite3_errmsg(db));
-    sqlite3_finalize(scan);
-    sqlite3_finalize(one);
-    return rc;
+static bool history_take(void *ud, const ctl_history_row_t *row) {
+    ctl_history_t *h = ud;
+    hrow_t *r = &h->rows[h->nrows++];
+    *r = (hrow_t){.id = row->id, .end_us = row->end_us, .tenant = xstrdup(row->tenant),
+                  .state = xstrdup(row->state), .name = xstrdup(row->name),
+                  .pool = xstrdup(row->pool), .time_limit = row->time_limit, .tasks = row->tasks,
+                  .submit_us = row->submit_us, .start_us = row->start_us,
+                  .reason = xstrdup(row->reason), .has_exit = row->has_exit,
+                  .exit_code = row->exit_code, .gpu_milli = row->gpu_milli};
+    return h->nrows < (size_t)h->limit;
 }
 
 static void *history_main(void *arg) {
     ctl_history_t *h = arg;
-    sqlite3 *db = NULL;
-    h->rc = ctl_store_report_open(h->path, &db, h->err, sizeof h->err);
-    if (h->rc == 0)
-        h->rc = history_read(h, db);
-    sqlite3_close(db);
+    ctl_store_reader_t *reader = NULL;
+    h->rc = ctl_store_reader_open(h->path, &reader, h->err, sizeof h->err);
+    if (h->rc == 0) {
+        h->rows = xmalloc((size_t)h->limit * sizeof *h->rows);
+        ctl_history_walk_t w = {.until_us = h->until_us, .after_end_us = h->after_end,
+                                .after_id = (uint64_t)h->after_id,
+                                .need_name = h->jobnames.n > 0,
+                                .scan_max = CTL_HISTORY_SCAN_MAX, .want = history_want,
+                                .take = history_take, .ud = h};
+        h->rc = ctl_store_history_walk(reader, &w, h->err, sizeof h->err);
+        h->scanned = w.scanned;
+        h->more = w.more;
+        h->next_end = w.last_end_us;
+        h->next_id = (int64_t)w.last_id;
+    }
+    ctl_store_reader_close(reader);
     ssize_t n;
     do
         n = write(h->pipe[1], "", 1);

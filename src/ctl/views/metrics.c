@@ -100,11 +100,15 @@ COUNTER(m_forgotten, jobs_forgotten)
 #undef COUNTER
 
 static void m_commits(ctl_t *c, ctl_buf_t *b, const char *name) {
-    u64_line(b, name, c->store.commits);
+    ctl_store_stats_t st;
+    ctl_store_stats(c->store, &st);
+    u64_line(b, name, st.commits);
 }
 
 static void m_commit_s(ctl_t *c, ctl_buf_t *b, const char *name) {
-    secs_line(b, name, c->store.commit_us);
+    ctl_store_stats_t st;
+    ctl_store_stats(c->store, &st);
+    secs_line(b, name, st.commit_us);
 }
 
 static void m_cycle_s(ctl_t *c, ctl_buf_t *b, const char *name) {
@@ -211,7 +215,7 @@ static void m_uptime(ctl_t *c, ctl_buf_t *b, const char *name) {
     secs_line(b, name, (uint64_t)(ctl_mono_us() - c->started_mono_us));
 }
 
-/* ---- issue 10: throughput, delays, fairness, allocation, fragmentation ---- */
+/* ---- throughput, delays, fairness, allocation, fragmentation ---- */
 
 static void m_completed(ctl_t *c, ctl_buf_t *b, const char *name) {
     for (size_t i = 0; i < c->obs.ntenants; i++) {
@@ -479,7 +483,7 @@ static void m_job_mem_peak(ctl_t *c, ctl_buf_t *b, const char *name) {
     job_eff_lines(c, b, name, 2);
 }
 
-/* ---- issue 11 ---- */
+/* ---- preemptions, drains and elastic sizes ---- */
 
 /* Every configured tenant and cause, zeros included, so that rate() sees
  * each series from the start. */

@@ -2,7 +2,7 @@
  * report.c - `sluice report` (GET /v1/report): the seed's figures for a
  * window [now - since, now], computed from the controller's database.
  *
- * Every figure comes from one indexed read (storerep.h: the jobs that
+ * Every figure comes from one indexed read (store/store.h, ctl_store_report_rows: the jobs that
  * ended in the window and the jobs running now, with their GPUs,
  * scheduling delay and efficiency summary) and one pass over its rows:
  *
@@ -59,7 +59,7 @@
 
 #include "log.h"
 #include "views/report.h"
-#include "store/report.h"
+#include "store/store.h"
 
 typedef struct rep_tenant {
     char *name;
@@ -335,11 +335,12 @@ static void report_write(rep_t *r, ctl_buf_t *b) {
 /* The report thread: the read, the sums, the sorts; then one byte to the loop. */
 static void *report_main(void *arg) {
     rep_t *r = arg;
-    sqlite3 *db = NULL;
-    r->rc = ctl_store_report_open(r->path, &db, r->err, sizeof r->err);
+    ctl_store_reader_t *reader = NULL;
+    r->rc = ctl_store_reader_open(r->path, &reader, r->err, sizeof r->err);
     if (r->rc == 0)
-        r->rc = ctl_store_report_rows(db, r->since_us, r->until_us, row, r, r->err, sizeof r->err);
-    sqlite3_close(db);
+        r->rc = ctl_store_report_rows(reader, r->since_us, r->until_us, row, r, r->err,
+                                      sizeof r->err);
+    ctl_store_reader_close(reader);
     if (r->rc == 0) {
         if (r->queue.n > 1)
             qsort(r->queue.v, r->queue.n, sizeof *r->queue.v, cmp_i64);

@@ -5,7 +5,7 @@
  * A report reads every job of its window: at 1,000,000 jobs in 30 days
  * that is seconds of SQLite (bench/report_scale.py), which the event loop
  * must not spend. So the read and the sums run on a thread of their own,
- * with a read-only connection of their own (storerep.h), from a snapshot
+ * with a read-only connection of their own (store/store.h's reader), from a snapshot
  * of what they need from memory (tenants, weights, pending work, capacity)
  * taken when the report starts; the loop is told through a pipe when the
  * thread is done, writes the JSON and calls the caller back. One report

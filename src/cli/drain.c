@@ -1,5 +1,5 @@
 /*
- * ops.c - `sluice drain` and `sluice resume` (issue 11; docs/cli.md).
+ * drain.c - `sluice drain` and `sluice resume` (docs/cli.md).
  *
  * A deadline is given as a duration from now ("30m", "2h", "90s", "0") or
  * as a local time ("2026-12-01 06:30", "2026-12-01T06:30:00", or "06:30",

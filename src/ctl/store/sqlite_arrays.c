@@ -1,5 +1,5 @@
 /*
- * store_deps.c - the rows of job arrays (see store_deps.h).
+ * sqlite_arrays.c - the rows of job arrays in SQLite (store.h).
  *
  * Workload: one submission of up to max_array_size (10,001 by default)
  * elements must be durable in well under 100 ms. The elements share one
@@ -12,14 +12,14 @@
 #include <string.h>
 
 #include "log.h"
-#include "store/arrays.h"
+#include "store/sqlite.h"
 
 int ctl_store_array_insert(ctl_store_t *s, ctl_job_t *const *jobs, size_t n, const char *text,
                            const char *tenant) {
     const ctl_job_t *j = jobs[0];
-    ctl_store_begin(s);
+    ctl_sqlite_begin(s);
     if (sqlite3_exec(s->db, "SAVEPOINT array_insert", NULL, NULL, NULL) != SQLITE_OK)
-        ctl_store_fatal(s, "SAVEPOINT");
+        ctl_sqlite_fatal(s, "SAVEPOINT");
     sqlite3_stmt *st = NULL;
     char *spec = json_dumps(j->spec, JSON_COMPACT | JSON_PRESERVE_ORDER);
     int rc = sqlite3_prepare_v2(s->db,
@@ -54,21 +54,21 @@ int ctl_store_array_insert(ctl_store_t *s, ctl_job_t *const *jobs, size_t n, con
     free(spec);
     if (rc == SQLITE_OK && spec != NULL) {
         if (sqlite3_exec(s->db, "RELEASE array_insert", NULL, NULL, NULL) != SQLITE_OK)
-            ctl_store_fatal(s, "RELEASE");
+            ctl_sqlite_fatal(s, "RELEASE");
         return 0;
     }
     sl_log(SL_LOG_ERROR, "store", "array=%llu insert of %zu elements: %s",
            (unsigned long long)j->id, n, spec ? sqlite3_errmsg(s->db) : "out of memory");
     if (sqlite3_get_autocommit(s->db))
-        ctl_store_fatal(s, "array insert rolled the transaction back");
+        ctl_sqlite_fatal(s, "array insert rolled the transaction back");
     if (sqlite3_exec(s->db, "ROLLBACK TO array_insert; RELEASE array_insert", NULL, NULL, NULL) !=
         SQLITE_OK)
-        ctl_store_fatal(s, "ROLLBACK TO array_insert");
+        ctl_sqlite_fatal(s, "ROLLBACK TO array_insert");
     return SL_EIO;
 }
 
 void ctl_store_array_done(ctl_store_t *s, uint64_t id) {
-    ctl_store_begin(s);
+    ctl_sqlite_begin(s);
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db, "UPDATE job_arrays SET done = 1 WHERE id = ?1", -1, &st, NULL);
     if (rc == SQLITE_OK)
@@ -77,7 +77,7 @@ void ctl_store_array_done(ctl_store_t *s, uint64_t id) {
         rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
-        ctl_store_fatal(s, "array done");
+        ctl_sqlite_fatal(s, "array done");
 }
 
 static void array_row(sqlite3_stmt *st, ctl_store_array_t *a) {
@@ -104,7 +104,7 @@ int ctl_store_array_of(ctl_store_t *s, uint64_t id, ctl_store_array_t *out) {
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return ctl_store_read_fail(s, "reading a job array");
+        return ctl_sqlite_read_fail(s, "reading a job array");
     return found;
 }
 
@@ -124,7 +124,7 @@ int ctl_store_arrays_read(ctl_store_t *s, uint64_t min_id, ctl_store_array_fn fn
     }
     sqlite3_finalize(st);
     if (out == 0 && rc != SQLITE_DONE && rc != SQLITE_OK)
-        return ctl_store_read_fail(s, "reading the job arrays");
+        return ctl_sqlite_read_fail(s, "reading the job arrays");
     return out;
 }
 
@@ -148,5 +148,5 @@ int ctl_store_array_counts(ctl_store_t *s, uint64_t id, int32_t n, int32_t *begu
         *notok = sqlite3_column_int(st, 2);
     }
     sqlite3_finalize(st);
-    return rc == SQLITE_ROW ? 0 : ctl_store_read_fail(s, "counting a job array's elements");
+    return rc == SQLITE_ROW ? 0 : ctl_sqlite_read_fail(s, "counting a job array's elements");
 }

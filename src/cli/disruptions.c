@@ -1,6 +1,6 @@
 /*
- * opsview.c - what `sluice show` and `sluice nodes` print of issue 11:
- * a job's preemptions and elastic size, and the nodes' drains. Times are
+ * disruptions.c - what `sluice show` and `sluice nodes` print of what
+ * interrupts work: a job's preemptions and elastic size, and the nodes' drains. Times are
  * the viewer's local time, with the zone, as the rest of `sluice show`.
  */
 #include <stdio.h>

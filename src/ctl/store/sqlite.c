@@ -1,6 +1,8 @@
 /*
- * store.c - sluiced's durable state in SQLite (WAL journal,
- * synchronous=FULL, so a COMMIT is on disk when it returns).
+ * sqlite.c - the store (store.h) in SQLite: the connection, transactions
+ * and backups, and the rows of jobs, tasks, nodes, scheduling delays and
+ * efficiency (WAL journal, synchronous=FULL, so a COMMIT is on disk when
+ * it returns).
  *
  * Writes never commit on their own: the first write of a loop iteration
  * opens a transaction and the loop's COMMIT hook commits it once, after the
@@ -19,19 +21,22 @@
  *   tasks(job, idx, node, gpu_mask, gpu_milli, gpu_mem, state, pid,
  *         exit_code, signal, start_us, end_us)
  *   task_mem(job, idx, oom_killed, mem_peak, mem_limit, mem_request)
- *         how a task's memory ended, as its agent reported (issue 9)
+ *         how a task's memory ended, as its agent reported
  *   nodes(name, spec JSON, addr, last_seen_us)     last known node specs
  *   meta(key, value)                               schema version
  *   job_eff(job, gpu_util_mean, gpu_util_peak, gpu_mem_peak, gpu_mem_total,
  *           cpu_seconds, mem_peak, samples)        each job's efficiency
- *                                                  (eff.c; NULL: unknown)
+ *                                                  (domain/eff.c; NULL: unknown)
  *   job_sched(job, sched_delay_us)                 scheduling delay per job
  *                                                  (`sluice report`)
  *   job_arrays(id, n, text, done)                  job arrays: the jobs
- *                                                  id..id+n-1 (store_deps.c)
+ *                                                  id..id+n-1 (sqlite_arrays.c)
+ *   node_drain, preemptions, job_size              drains, preemptions and
+ *                                                  elastic sizes
+ *                                                  (sqlite_disruptions.c)
  *
  * Partial indexes on the active rows and an index on end_us keep start-up
- * (recover.c) proportional to what it reads, not to the history.
+ * (domain/recover.c) proportional to what it reads, not to the history.
  *
  * Integrity. Every SQLite call that can fail is checked: a statement step
  * must give SQLITE_ROW or SQLITE_DONE, anything else is an error, never
@@ -43,7 +48,7 @@
  * (--init or init: true), as an empty file at a wrong path would otherwise
  * start an empty cluster without a word. Reads fail back to the caller
  * while sluiced starts (it exits 2 and says what to do) and are fail-stop
- * once it runs (ctl_store_t.fail_stop), like writes.
+ * once it runs (ctl_store_set_fail_stop), like writes.
  *
  * Backups (ctl_store_backup) use SQLite's online backup API from a second
  * connection that holds one read transaction for the whole copy: in WAL
@@ -62,7 +67,8 @@
 
 #include <event2/event.h>
 
-#include "store/store.h"
+#include "sluice/alloc.h"
+#include "store/sqlite.h"
 #include "base/loop.h"
 #include "log.h"
 
@@ -104,15 +110,25 @@ static const char *const schema =
     "CREATE INDEX IF NOT EXISTS tasks_live ON tasks(job) WHERE state IN ('launching','running');"
     /* The scheduler's own decision time per started job (`sluice report`). */
     "CREATE TABLE IF NOT EXISTS job_sched(job INTEGER PRIMARY KEY, sched_delay_us INTEGER);"
-    /* Efficiency (eff.c), its own table so that old databases need no
+    /* Efficiency (domain/eff.c), its own table so that old databases need no
      * migration; `sluice report` reads it too. */
     "CREATE TABLE IF NOT EXISTS job_eff(job INTEGER PRIMARY KEY, gpu_util_mean REAL, gpu_util_peak REAL, gpu_mem_peak INTEGER, gpu_mem_total INTEGER, cpu_seconds REAL, mem_peak INTEGER, samples INTEGER);"
     "CREATE TABLE IF NOT EXISTS task_mem(job INTEGER NOT NULL, idx INTEGER NOT NULL,"
     " oom_killed INTEGER NOT NULL, mem_peak INTEGER, mem_limit INTEGER, mem_request INTEGER,"
     " PRIMARY KEY(job, idx));"
-    /* Job arrays (deps.c, store_deps.c): elements are the jobs id..id+n-1. */
+    /* Job arrays (sqlite_arrays.c): elements are the jobs id..id+n-1. */
     "CREATE TABLE IF NOT EXISTS job_arrays(id INTEGER PRIMARY KEY, n INTEGER NOT NULL,"
     " text TEXT NOT NULL, done INTEGER NOT NULL DEFAULT 0);"
+    /* Drains, preemptions and elastic sizes (sqlite_disruptions.c). */
+    "CREATE TABLE IF NOT EXISTS node_drain(name TEXT PRIMARY KEY, reason TEXT,"
+    " deadline_us INTEGER, since_us INTEGER NOT NULL, drained_us INTEGER);"
+    "CREATE TABLE IF NOT EXISTS preemptions(job INTEGER NOT NULL, at_us INTEGER NOT NULL,"
+    " kind TEXT NOT NULL, cause TEXT, by_job INTEGER, by_tenant TEXT, reason TEXT, tasks INTEGER,"
+    " gpu_seconds REAL);"
+    "CREATE INDEX IF NOT EXISTS preemptions_job ON preemptions(job);"
+    "CREATE TABLE IF NOT EXISTS job_size(job INTEGER NOT NULL, at_us INTEGER NOT NULL,"
+    " size INTEGER NOT NULL, why TEXT);"
+    "CREATE INDEX IF NOT EXISTS job_size_job ON job_size(job);"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('schema', '1');";
 
 static const char *const stmts[ST_COUNT] = {
@@ -142,6 +158,7 @@ static void lazy_cb(evutil_socket_t fd, short what, void *ud) {
     ctl_store_commit(ud);
 }
 
+static void fatal_sql(ctl_store_t *s, const char *what) __attribute__((noreturn));
 static void fatal_sql(ctl_store_t *s, const char *what) {
     sl_log(SL_LOG_ERROR, "store", "%s: %s: %s; exiting (state on disk is consistent)", s->path,
            what, sqlite3_errmsg(s->db));
@@ -223,9 +240,10 @@ static bool needs_init(const char *path, bool *missing) {
     return stat(wal, &sb) != 0 || sb.st_size == 0;
 }
 
-int ctl_store_open(ctl_store_t *s, ctl_loop_t *loop, const char *path, bool init, char *err,
+int ctl_store_open(ctl_store_t **out, ctl_loop_t *loop, const char *path, bool init, char *err,
                    size_t errlen) {
-    *s = (ctl_store_t){.path = path, .loop = loop};
+    ctl_store_t *s = *out = sl_xmalloc(sizeof *s);
+    *s = (ctl_store_t){.path = sl_xstrdup(path), .loop = loop};
     bool missing;
     bool fresh = needs_init(path, &missing);
     if (fresh && !init) {
@@ -274,23 +292,40 @@ int ctl_store_open(ctl_store_t *s, ctl_loop_t *loop, const char *path, bool init
 }
 
 void ctl_store_close(ctl_store_t *s) {
-    if (s->db == NULL)
+    if (s == NULL)
         return;
-    if (s->in_txn)
-        ctl_store_commit(s);
-    for (int i = 0; i < ST_COUNT; i++)
-        sqlite3_finalize(s->st[i]);
-    sqlite3_close(s->db);
-    s->db = NULL;
+    if (s->db != NULL) {
+        if (s->in_txn)
+            ctl_store_commit(s);
+        for (int i = 0; i < ST_COUNT; i++)
+            sqlite3_finalize(s->st[i]);
+        sqlite3_close(s->db);
+    }
     if (s->lazy_ev)
         event_free(s->lazy_ev);
-    s->lazy_ev = NULL;
+    sl_free(s->path);
+    sl_free(s);
 }
 
 const char *ctl_store_errmsg(ctl_store_t *s) {
     if (s->errbuf[0] != '\0')
         return s->errbuf;
     return s->db ? sqlite3_errmsg(s->db) : "not open";
+}
+
+void ctl_store_set_error(ctl_store_t *s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->errbuf, sizeof s->errbuf, fmt, ap);
+    va_end(ap);
+}
+
+void ctl_store_set_fail_stop(ctl_store_t *s) {
+    s->fail_stop = true;
+}
+
+void ctl_store_stats(const ctl_store_t *s, ctl_store_stats_t *out) {
+    *out = (ctl_store_stats_t){.commits = s->commits, .commit_us = s->commit_us};
 }
 
 bool ctl_store_flush(void *ud) {
@@ -322,15 +357,15 @@ static void store_begin_lazy(ctl_store_t *s) {
     }
 }
 
-void ctl_store_begin(ctl_store_t *s) {
+void ctl_sqlite_begin(ctl_store_t *s) {
     store_begin(s);
 }
 
-void ctl_store_fatal(ctl_store_t *s, const char *what) {
+void ctl_sqlite_fatal(ctl_store_t *s, const char *what) {
     fatal_sql(s, what);
 }
 
-int ctl_store_read_fail(ctl_store_t *s, const char *what) {
+int ctl_sqlite_read_fail(ctl_store_t *s, const char *what) {
     return read_fail(s, what);
 }
 
@@ -370,14 +405,14 @@ static void step(ctl_store_t *s, sqlite3_stmt *st, int bound, const char *what) 
         fatal_sql(s, what);
 }
 
-void ctl_store_write_begin(ctl_store_t *s, bool urgent) {
+void ctl_sqlite_write_begin(ctl_store_t *s, bool urgent) {
     if (urgent)
         store_begin(s);
     else
         store_begin_lazy(s);
 }
 
-void ctl_store_write_step(ctl_store_t *s, sqlite3_stmt *st, int bound, const char *what) {
+void ctl_sqlite_write_step(ctl_store_t *s, sqlite3_stmt *st, int bound, const char *what) {
     step(s, st, bound, what);
 }
 
@@ -502,7 +537,7 @@ void ctl_store_node_put(ctl_store_t *s, const ctl_node_t *n, const char *name) {
 
 /* ---- reads ---- */
 
-static int64_t col_i64(sqlite3_stmt *st, int i, int64_t dflt) {
+int64_t ctl_sqlite_col_i64(sqlite3_stmt *st, int i, int64_t dflt) {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
 }
 
@@ -518,7 +553,7 @@ int ctl_store_nodes_read(ctl_store_t *s, ctl_store_node_fn fn, void *ud) {
         if (name == NULL || spec == NULL)
             out = bad_row(s, "a node row without a name or spec");
         else
-            out = fn(ud, name, spec, (const char *)sqlite3_column_text(st, 2), col_i64(st, 3, -1));
+            out = fn(ud, name, spec, (const char *)sqlite3_column_text(st, 2), ctl_sqlite_col_i64(st, 3, -1));
     }
     if (out == 0 && rc != SQLITE_DONE)
         out = read_fail(s, "reading nodes");
@@ -564,13 +599,13 @@ static int job_from_row(ctl_store_t *s, sqlite3_stmt *st, ctl_job_t **out) {
         return bad_row(s, "job %llu: its stored tenant or state (\"%.32s\") is not one sluiced "
                        "writes", (unsigned long long)id, state ? state : "");
     }
-    j->submit_us = col_i64(st, 4, 0);
-    j->start_us = col_i64(st, 5, -1);
-    j->end_us = col_i64(st, 6, -1);
+    j->submit_us = ctl_sqlite_col_i64(st, 4, 0);
+    j->start_us = ctl_sqlite_col_i64(st, 5, -1);
+    j->end_us = ctl_sqlite_col_i64(st, 6, -1);
     const char *reason = (const char *)sqlite3_column_text(st, 7);
     snprintf(j->reason, sizeof j->reason, "%s", reason ? reason : "");
     j->has_exit = sqlite3_column_type(st, 8) != SQLITE_NULL;
-    j->exit_code = (int32_t)col_i64(st, 8, 0);
+    j->exit_code = (int32_t)ctl_sqlite_col_i64(st, 8, 0);
     j->requeue_wait = sqlite3_column_int(st, 9) != 0;
     j->requeues = sqlite3_column_int(st, 10);
     *out = j;
@@ -662,12 +697,12 @@ int ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, voi
         t.gpu_mask = (uint32_t)sqlite3_column_int64(st, 2);
         t.gpu_milli = sqlite3_column_int(st, 3);
         t.gpu_mem_bytes = sqlite3_column_int64(st, 4);
-        t.pid = (int32_t)col_i64(st, 6, 0);
+        t.pid = (int32_t)ctl_sqlite_col_i64(st, 6, 0);
         t.has_exit = sqlite3_column_type(st, 7) != SQLITE_NULL;
-        t.exit_code = (int32_t)col_i64(st, 7, 0);
-        t.signal = (int32_t)col_i64(st, 8, 0);
-        t.start_us = col_i64(st, 9, -1);
-        t.end_us = col_i64(st, 10, -1);
+        t.exit_code = (int32_t)ctl_sqlite_col_i64(st, 7, 0);
+        t.signal = (int32_t)ctl_sqlite_col_i64(st, 8, 0);
+        t.start_us = ctl_sqlite_col_i64(st, 9, -1);
+        t.end_us = ctl_sqlite_col_i64(st, 10, -1);
         out = fn(ud, j, idx, (const char *)sqlite3_column_text(st, 1), &t);
     }
     if (out == 0 && rc != SQLITE_DONE)
@@ -691,9 +726,9 @@ int ctl_store_task_mem_read(ctl_store_t *s, ctl_job_t *j) {
         }
         ctl_task_t *t = &j->tasks[idx];
         t->oom_killed = sqlite3_column_int(st, 1) != 0;
-        t->mem_peak = col_i64(st, 2, 0);
-        t->mem_limit = col_i64(st, 3, 0);
-        t->mem_request = col_i64(st, 4, 0);
+        t->mem_peak = ctl_sqlite_col_i64(st, 2, 0);
+        t->mem_limit = ctl_sqlite_col_i64(st, 3, 0);
+        t->mem_request = ctl_sqlite_col_i64(st, 4, 0);
     }
     int out = rc == SQLITE_DONE ? 0 : read_fail(s, "reading task_mem");
     sqlite3_reset(st);

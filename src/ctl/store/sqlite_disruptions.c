@@ -1,44 +1,23 @@
 /*
- * opstore.c - the issue-11 tables of sluiced's store (opstore.h).
+ * sqlite_disruptions.c - node drains, preemptions and elastic size changes
+ * in SQLite (store.h; the tables are created with the others, sqlite.c).
  *
  * Each function prepares its statement, runs it inside the iteration's
- * transaction (store.c's group commit) and finalises it: drains and
+ * transaction (sqlite.c's group commit) and finalises it: drains and
  * preemptions happen a few times a minute at most, so a cached statement
- * would save nothing worth a slot in store.c's table.
+ * would save nothing worth a slot in sqlite.c's table.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "store/disruptions.h"
-
-static const char *const schema =
-    "CREATE TABLE IF NOT EXISTS node_drain(name TEXT PRIMARY KEY, reason TEXT,"
-    " deadline_us INTEGER, since_us INTEGER NOT NULL, drained_us INTEGER);"
-    "CREATE TABLE IF NOT EXISTS preemptions(job INTEGER NOT NULL, at_us INTEGER NOT NULL,"
-    " kind TEXT NOT NULL, cause TEXT, by_job INTEGER, by_tenant TEXT, reason TEXT, tasks INTEGER,"
-    " gpu_seconds REAL);"
-    "CREATE INDEX IF NOT EXISTS preemptions_job ON preemptions(job);"
-    "CREATE TABLE IF NOT EXISTS job_size(job INTEGER NOT NULL, at_us INTEGER NOT NULL,"
-    " size INTEGER NOT NULL, why TEXT);"
-    "CREATE INDEX IF NOT EXISTS job_size_job ON job_size(job);";
-
-int ctl_opstore_open(ctl_store_t *s, char *err, size_t errlen) {
-    char *msg = NULL;
-    if (sqlite3_exec(s->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
-        snprintf(err, errlen, "%s: creating the drain and preemption tables: %s", s->path,
-                 msg ? msg : sqlite3_errmsg(s->db));
-        sqlite3_free(msg);
-        return -1;
-    }
-    return 0;
-}
+#include "store/sqlite.h"
 
 /* A statement for a write, or exit 3 as for any failed write. */
 static sqlite3_stmt *prep(ctl_store_t *s, const char *sql, bool urgent, const char *what) {
     sqlite3_stmt *st = NULL;
-    ctl_store_write_begin(s, urgent);
+    ctl_sqlite_write_begin(s, urgent);
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        ctl_store_write_step(s, NULL, SQLITE_ERROR, what);
+        ctl_sqlite_write_step(s, NULL, SQLITE_ERROR, what);
     return st;
 }
 
@@ -46,7 +25,7 @@ static int bind_opt(sqlite3_stmt *st, int i, int64_t v) {
     return v >= 0 ? sqlite3_bind_int64(st, i, v) : sqlite3_bind_null(st, i);
 }
 
-void ctl_opstore_drain_put(ctl_store_t *s, const char *name, const ctl_node_t *n) {
+void ctl_store_drain_put(ctl_store_t *s, const char *name, const ctl_node_t *n) {
     sqlite3_stmt *st = prep(s, "INSERT OR REPLACE INTO node_drain(name, reason, deadline_us,"
                                " since_us, drained_us) VALUES(?1, ?2, ?3, ?4, ?5)", true, "drain put");
     int b = sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -54,13 +33,13 @@ void ctl_opstore_drain_put(ctl_store_t *s, const char *name, const ctl_node_t *n
     b |= bind_opt(st, 3, n->drain_deadline_us);
     b |= sqlite3_bind_int64(st, 4, n->drain_since_us);
     b |= bind_opt(st, 5, n->drained_us);
-    ctl_store_write_step(s, st, b, "drain put");
+    ctl_sqlite_write_step(s, st, b, "drain put");
     sqlite3_finalize(st);
 }
 
-void ctl_opstore_drain_delete(ctl_store_t *s, const char *name) {
+void ctl_store_drain_delete(ctl_store_t *s, const char *name) {
     sqlite3_stmt *st = prep(s, "DELETE FROM node_drain WHERE name = ?1", true, "drain delete");
-    ctl_store_write_step(s, st, sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC), "drain delete");
+    ctl_sqlite_write_step(s, st, sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC), "drain delete");
     sqlite3_finalize(st);
 }
 
@@ -73,11 +52,11 @@ static const char *col_text(sqlite3_stmt *st, int i) {
     return v ? v : "";
 }
 
-int ctl_opstore_drains_read(ctl_store_t *s, ctl_opstore_drain_fn fn, void *ud) {
+int ctl_store_drains_read(ctl_store_t *s, ctl_store_drain_fn fn, void *ud) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, "SELECT name, reason, deadline_us, since_us, drained_us"
                                   " FROM node_drain ORDER BY rowid", -1, &st, NULL) != SQLITE_OK) {
-        ctl_store_read_fail(s, "reading node drains");
+        ctl_sqlite_read_fail(s, "reading node drains");
         return -1;
     }
     int rc, out = 0;
@@ -85,14 +64,14 @@ int ctl_opstore_drains_read(ctl_store_t *s, ctl_opstore_drain_fn fn, void *ud) {
         out = fn(ud, col_text(st, 0), col_text(st, 1), col_opt(st, 2), col_opt(st, 3),
                  col_opt(st, 4));
     if (out == 0 && rc != SQLITE_DONE) {
-        ctl_store_read_fail(s, "reading node drains");
+        ctl_sqlite_read_fail(s, "reading node drains");
         out = -1;
     }
     sqlite3_finalize(st);
     return out;
 }
 
-void ctl_opstore_preempt_add(ctl_store_t *s, uint64_t job, const ctl_preempt_t *p) {
+void ctl_store_preempt_add(ctl_store_t *s, uint64_t job, const ctl_preempt_t *p) {
     sqlite3_stmt *st = prep(s, "INSERT INTO preemptions(job, at_us, kind, by_job, by_tenant,"
                                " reason, tasks, gpu_seconds, cause)"
                                " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", true, "preemption add");
@@ -106,18 +85,18 @@ void ctl_opstore_preempt_add(ctl_store_t *s, uint64_t job, const ctl_preempt_t *
     b |= sqlite3_bind_int(st, 7, p->tasks);
     b |= sqlite3_bind_double(st, 8, p->gpu_seconds);
     b |= sqlite3_bind_text(st, 9, p->cause, -1, SQLITE_STATIC);
-    ctl_store_write_step(s, st, b, "preemption add");
+    ctl_sqlite_write_step(s, st, b, "preemption add");
     sqlite3_finalize(st);
 }
 
-void ctl_opstore_size_add(ctl_store_t *s, uint64_t job, const ctl_size_change_t *z) {
+void ctl_store_size_add(ctl_store_t *s, uint64_t job, const ctl_size_change_t *z) {
     sqlite3_stmt *st = prep(s, "INSERT INTO job_size(job, at_us, size, why) VALUES(?1, ?2, ?3, ?4)",
                             true, "size add");
     int b = sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
     b |= sqlite3_bind_int64(st, 2, z->at_us);
     b |= sqlite3_bind_int(st, 3, z->size);
     b |= sqlite3_bind_text(st, 4, z->why, -1, SQLITE_STATIC);
-    ctl_store_write_step(s, st, b, "size add");
+    ctl_sqlite_write_step(s, st, b, "size add");
     sqlite3_finalize(st);
 }
 
@@ -129,14 +108,14 @@ static int read_rows(ctl_store_t *s, const char *sql, uint64_t job, ctl_jobx_t *
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK ||
         sqlite3_bind_int64(st, 1, (sqlite3_int64)job) != SQLITE_OK) {
         sqlite3_finalize(st);
-        ctl_store_read_fail(s, what);
+        ctl_sqlite_read_fail(s, what);
         return -1;
     }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         row(x, st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
-        ctl_store_read_fail(s, what);
+        ctl_sqlite_read_fail(s, what);
         return -1;
     }
     return 0;
@@ -165,7 +144,7 @@ static void size_row(ctl_jobx_t *x, sqlite3_stmt *st) {
     snprintf(z->why, sizeof z->why, "%s", col_text(st, 2));
 }
 
-int ctl_opstore_size_last(ctl_store_t *s, uint64_t job, ctl_size_change_t *z) {
+int ctl_store_size_last(ctl_store_t *s, uint64_t job, ctl_size_change_t *z) {
     ctl_jobx_t x = {0};
     if (read_rows(s, "SELECT at_us, size, why FROM job_size WHERE job = ?1 ORDER BY rowid DESC"
                      " LIMIT 1", job, &x, size_row, "reading job sizes") < 0)
@@ -177,7 +156,7 @@ int ctl_opstore_size_last(ctl_store_t *s, uint64_t job, ctl_size_change_t *z) {
     return 1;
 }
 
-int ctl_opstore_jobx_read(ctl_store_t *s, uint64_t job, ctl_jobx_t *x) {
+int ctl_store_jobx_read(ctl_store_t *s, uint64_t job, ctl_jobx_t *x) {
     if (read_rows(s, "SELECT at_us, kind, by_job, by_tenant, reason, tasks, gpu_seconds, cause FROM"
                      " preemptions WHERE job = ?1 ORDER BY rowid", job, x, preempt_row,
                   "reading preemptions") < 0 ||
@@ -188,14 +167,14 @@ int ctl_opstore_jobx_read(ctl_store_t *s, uint64_t job, ctl_jobx_t *x) {
     return 0;
 }
 
-void ctl_opstore_tasks_trim(ctl_store_t *s, uint64_t job, int32_t n) {
+void ctl_store_tasks_trim(ctl_store_t *s, uint64_t job, int32_t n) {
     static const char *const sql[2] = {"DELETE FROM tasks WHERE job = ?1 AND idx >= ?2",
                                        "DELETE FROM task_mem WHERE job = ?1 AND idx >= ?2"};
     for (int k = 0; k < 2; k++) {
         sqlite3_stmt *st = prep(s, sql[k], true, "tasks trim");
         int b = sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
         b |= sqlite3_bind_int(st, 2, n);
-        ctl_store_write_step(s, st, b, "tasks trim");
+        ctl_sqlite_write_step(s, st, b, "tasks trim");
         sqlite3_finalize(st);
     }
 }

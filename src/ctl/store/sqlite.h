@@ -1,0 +1,52 @@
+/*
+ * sqlite.h - the SQLite backend of the store (store.h), shared by its
+ * files and by nothing else: sqlite.c (the connection, transactions,
+ * backups; jobs, tasks, nodes, scheduling delays and efficiency),
+ * sqlite_arrays.c (job arrays), sqlite_disruptions.c (drains, preemptions,
+ * sizes) and sqlite_reader.c (the read-only reads of the report and the
+ * history).
+ */
+#ifndef SLUICE_CTL_STORE_SQLITE_H
+#define SLUICE_CTL_STORE_SQLITE_H
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+struct event;
+
+struct ctl_store {
+    sqlite3 *db;
+    char *path;
+    ctl_loop_t *loop;      /* kicked when a write must commit this iteration */
+    bool in_txn;
+    bool txn_urgent;       /* the open transaction must commit this iteration */
+    struct event *lazy_ev; /* commits a transaction holding only lazy writes */
+    sqlite3_stmt *st[16];
+    uint64_t commits;      /* for /metrics */
+    uint64_t commit_us;
+    bool fail_stop;        /* a failed read exits 3, as a failed write does */
+    char errbuf[320];      /* why the last read failed, when SQLite did not say */
+};
+
+struct ctl_store_reader {
+    sqlite3 *db;
+};
+
+/* Opens the iteration's transaction as an urgent write. */
+void ctl_sqlite_begin(ctl_store_t *s);
+/* Ends the process for a failed write (exit 3), as every write does. */
+void ctl_sqlite_fatal(ctl_store_t *s, const char *what) __attribute__((noreturn));
+/* A failed read: -1 with the reason in the store's message, or fatal once
+ * fail_stop is set. */
+int ctl_sqlite_read_fail(ctl_store_t *s, const char *what);
+/* Joins the iteration's transaction: urgent, it commits this iteration;
+ * else with the next urgent write or after CTL_LAZY_COMMIT_MS. */
+void ctl_sqlite_write_begin(ctl_store_t *s, bool urgent);
+/* Steps and resets the write statement st whose binds gave bound; anything
+ * but SQLITE_DONE is fatal (exit 3), as for the store's own writes. */
+void ctl_sqlite_write_step(ctl_store_t *s, sqlite3_stmt *st, int bound, const char *what);
+/* A column's integer, or dflt where it is NULL. */
+int64_t ctl_sqlite_col_i64(sqlite3_stmt *st, int i, int64_t dflt);
+
+#endif
