@@ -31,7 +31,7 @@
 
 #include <sluice/sluice.h>
 
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "conn.h"
 #include "emulate.h"
 #include "gpu.h"

@@ -15,7 +15,7 @@
 
 #include <event2/event.h>
 
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "proto.h"
 #include "task.h"
 

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "proto.h"
 
 typedef struct agent_spawn {

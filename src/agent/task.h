@@ -30,7 +30,7 @@
 
 #include <event2/event.h>
 
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "proto.h"
 
 /* Largest logs reply: JSON escaping keeps the line under 1 MiB. */

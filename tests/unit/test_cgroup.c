@@ -32,9 +32,9 @@
 
 #include "testutil.h"
 
-#include "cgroup.h"
-#include "cgroup_backend.h"
-#include "cgroup_bpf.h"
+#include "cgroup/cgroup.h"
+#include "cgroup/backend.h"
+#include "cgroup/bpf.h"
 
 #define MI (INT64_C(1) << 20)
 

@@ -1,5 +1,5 @@
 /*
- * cgroupfs.h - reading and writing cgroup file systems (cgroupfs.c): the
+ * fs.h - reading and writing cgroup file systems (fs.c): the
  * small file operations both cgroup backends make, the mount table, the
  * agent's own cgroup, and device rules. Knows no backend.
  *
@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 
 /* How files are written. */
 typedef struct cg_fs {

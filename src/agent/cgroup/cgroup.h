@@ -5,14 +5,14 @@
  * peak, OOM kills) read after it ends; the cgroup removed then.
  *
  * Three backends sit behind one struct of function pointers
- * (cgroup_backend.h), chosen once at start-up (agent_cgroup_open):
+ * (backend.h), chosen once at start-up (agent_cgroup_open):
  *
- *   v2    the unified hierarchy (cgroup_v2.c): memory.max, memory.low,
+ *   v2    the unified hierarchy (v2.c): memory.max, memory.low,
  *         memory.swap.max, memory.oom.group, cpu.max, pids.max, and a
  *         BPF_PROG_TYPE_CGROUP_DEVICE program for device access
- *         (cgroup_bpf.c), in a delegated subtree ROOT where the agent
+ *         (bpf.c), in a delegated subtree ROOT where the agent
  *         lives in the leaf ROOT/agent and tasks in ROOT/tasks/JOB.TASK.
- *   v1    one hierarchy per controller (cgroup_v1.c): memory.limit_in_bytes,
+ *   v1    one hierarchy per controller (v1.c): memory.limit_in_bytes,
  *         memory.soft_limit_in_bytes, memory.memsw.limit_in_bytes,
  *         cpu.cfs_quota_us, pids.max, devices.deny/allow, with the task's
  *         cgroup at ROOT/JOB.TASK in each hierarchy.

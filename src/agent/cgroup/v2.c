@@ -1,5 +1,5 @@
 /*
- * cgroup_v2.c - the cgroup v2 backend (cgroup_backend.h): the unified
+ * v2.c - the cgroup v2 backend (backend.h): the unified
  * hierarchy, in a subtree delegated to the agent.
  *
  * Layout. ROOT is --cgroup-root (relative to the cgroup2 mount) or the
@@ -27,7 +27,7 @@
  *   memory.oom.group  1: an OOM kill takes every process of the task
  *   cpu.max           "QUOTA 100000"
  *   pids.max          --pids-max
- *   a device program  (cgroup_bpf.c) allowing the standard devices and the task's GPUs
+ *   a device program  (bpf.c) allowing the standard devices and the task's GPUs
  *
  * The outcome at a task's end is memory.events (oom_kill counts processes
  * the kernel killed; `oom` counts events where the limit was hit, which a
@@ -53,8 +53,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup_backend.h"
-#include "cgroup_bpf.h"
+#include "cgroup/backend.h"
+#include "cgroup/bpf.h"
 
 #define V2_CONTROLLERS "+memory +cpu +pids"
 

@@ -1,5 +1,5 @@
 /*
- * cgroupfs.c - file operations on cgroup file systems (cgroupfs.h).
+ * fs.c - file operations on cgroup file systems (fs.h).
  *
  * cgroupfs takes one value per write(2) and reports a refused value as the
  * write's errno (EINVAL for a bad number, EBUSY, EACCES), so every write
@@ -27,7 +27,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "cgroupfs.h"
+#include "cgroup/fs.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270

@@ -1,5 +1,5 @@
 /*
- * cgroup_v1.c - the cgroup v1 backend (cgroup_backend.h): one hierarchy per
+ * v1.c - the cgroup v1 backend (backend.h): one hierarchy per
  * controller, found in /proc/self/mountinfo.
  *
  * Layout: the agent's root ROOT (default /sluice/NODE, or --cgroup-root) in
@@ -43,7 +43,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup_backend.h"
+#include "cgroup/backend.h"
 #include "osutil.h"
 
 static const char *const v1_ctl[CG1_N] = {"memory", "cpu", "cpuacct", "pids", "devices"};

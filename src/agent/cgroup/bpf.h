@@ -1,5 +1,5 @@
 /*
- * cgroup_bpf.h - device access on cgroup v2 (cgroup_bpf.c): a
+ * bpf.h - device access on cgroup v2 (bpf.c): a
  * BPF_PROG_TYPE_CGROUP_DEVICE program, built from raw instructions and
  * loaded with the bpf(2) system call (as crun does; no libbpf), that allows
  * a list of devices and denies every other.
@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "cgroupfs.h"
+#include "cgroup/fs.h"
 
 /*
  * Loads a program that allows exactly the devices of rules[0..n) (each

@@ -1,6 +1,6 @@
 /*
- * cgroup_backend.h - what cgroup.c and its backends (cgroup_v1.c,
- * cgroup_v2.c) share: the opened enforcement (struct agent_cgroup) and the
+ * backend.h - what cgroup.c and its backends (v1.c,
+ * v2.c) share: the opened enforcement (struct agent_cgroup) and the
  * struct of function pointers each backend fills (Slurm's *_ops_t, SQLite's
  * sqlite3_io_methods). cgroup.c chooses a backend, computes what every
  * backend needs alike (limits in bytes, the device allow list) and calls
@@ -11,8 +11,8 @@
 
 #include <limits.h>
 
-#include "cgroup.h"
-#include "cgroupfs.h"
+#include "cgroup/cgroup.h"
+#include "cgroup/fs.h"
 
 /* The v1 controllers a task joins, in the order they are set up. */
 enum { CG1_MEMORY, CG1_CPU, CG1_CPUACCT, CG1_PIDS, CG1_DEVICES, CG1_N };

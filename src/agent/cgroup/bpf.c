@@ -1,5 +1,5 @@
 /*
- * cgroup_bpf.c - the cgroup v2 device program (cgroup_bpf.h).
+ * bpf.c - the cgroup v2 device program (bpf.h).
  *
  * The kernel runs a BPF_PROG_TYPE_CGROUP_DEVICE program on every open or
  * mknod of a device file by a process of the cgroup, with a context of
@@ -27,7 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cgroup_bpf.h"
+#include "cgroup/bpf.h"
 
 #define MAX_RULES 200
 

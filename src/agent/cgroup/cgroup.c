@@ -22,8 +22,8 @@
  * Files are matched by major:minor, read once at start-up. Every other
  * device, another task's GPU above all, is denied.
  *
- * Names. A task's cgroup is "JOB.TASK" under the root (cgroup_v1.c,
- * cgroup_v2.c), so a restarted agent finds it from state.json's job and
+ * Names. A task's cgroup is "JOB.TASK" under the root (v1.c,
+ * v2.c), so a restarted agent finds it from state.json's job and
  * task, and leftovers are recognised by their name.
  *
  * Housekeeping (agent_cgroup_housekeep), which the agent runs when it is
@@ -51,7 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup_backend.h"
+#include "cgroup/backend.h"
 #include "log.h"
 
 /* runc's default device allow list, less its "mknod anything" rules. */
