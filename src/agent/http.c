@@ -31,9 +31,10 @@
 #include "http.h"
 #include "log.h"
 #include "loop.h"
+#include "sluice/list.h"
 
 typedef struct hconn {
-    struct hconn *next, *prev;
+    sl_list_t link;            /* on the responder's conns */
     agent_http_t *h;
     struct bufferevent *bev;
     struct event *deadline;
@@ -45,18 +46,14 @@ struct agent_http {
     struct evconnlistener *lis;
     agent_http_fn fn;
     void *ud;
-    hconn_t *conns;
+    sl_list_t conns;           /* hconn_t by link, the newest first */
     int nconns;
     int port;
 };
 
 static void conn_free(hconn_t *c) {
     agent_http_t *h = c->h;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        h->conns = c->next;
-    if (c->next) c->next->prev = c->prev;
+    sl_list_remove(&c->link);
     h->nconns--;
     bufferevent_free(c->bev);
     event_free(c->deadline);
@@ -157,9 +154,7 @@ static void accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct soc
     c->bev = bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE);
     c->deadline = evtimer_new(h->base, deadline_cb, c);
     if (!c->bev || !c->deadline) abort();
-    c->next = h->conns;
-    if (h->conns) h->conns->prev = c;
-    h->conns = c;
+    sl_list_insert_head(&h->conns, &c->link);
     h->nconns++;
     bufferevent_setwatermark(c->bev, EV_READ, 0, AGENT_HTTP_MAX_REQUEST + 1);
     bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);
@@ -193,6 +188,7 @@ int agent_http_create(struct event_base *base, const char *hostport, agent_http_
     h->base = base;
     h->fn = fn;
     h->ud = ud;
+    sl_list_init(&h->conns);
     h->lis = evconnlistener_new_bind(base, accept_cb, h,
                                      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
                                      64, res->ai_addr, (int)res->ai_addrlen);
@@ -218,7 +214,8 @@ int agent_http_port(const agent_http_t *h) {
 
 void agent_http_destroy(agent_http_t *h) {
     if (!h) return;
-    while (h->conns) conn_free(h->conns);
+    for (sl_list_t *first; (first = sl_list_first(&h->conns)) != NULL;)
+        conn_free(SL_LIST_ENTRY(first, hconn_t, link));
     evconnlistener_free(h->lis);
     free(h);
 }

@@ -45,6 +45,7 @@
 
 #include <jansson.h>
 
+#include "jsonesc.h"
 #include "log.h"
 #include "loop.h"
 #include "monitor.h"
@@ -693,7 +694,7 @@ static size_t utf8_clean(unsigned char *b, size_t n, int final) {
             continue;
         }
         bool cut;
-        size_t k = sl_proto_utf8_seq(b + i, n - i, &cut);
+        size_t k = sl_utf8_seq(b + i, n - i, &cut);
         if (k > 0)
             i += k;
         else if (cut && !final)

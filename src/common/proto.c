@@ -6,9 +6,10 @@
  * docs/protocol.md shows, into the caller's buffer through a writer that
  * keeps counting past the end of the buffer (snprintf semantics), so the
  * caller learns the length a short buffer would have needed and nothing is
- * allocated. Integers are converted by hand and strings escaped in one pass
- * that copies runs of plain bytes with memcpy: a launch is a few hundred
- * bytes and the controller writes one per task it starts.
+ * allocated. Integers are converted by hand and strings escaped by the one
+ * escaper (jsonesc.h), which copies runs of plain bytes with memcpy: a
+ * launch is a few hundred bytes and the controller writes one per task it
+ * starts.
  *
  * Decoding reads a jansson document. Each message has one function that
  * walks its fields in wire order through small typed getters (integer in a
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jsonesc.h"
 #include "proto.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
@@ -90,82 +92,15 @@ static void put_i64(writer_t *w, int64_t v) {
     }
 }
 
-size_t sl_proto_utf8_seq(const unsigned char *s, size_t n, bool *cut) {
-    unsigned c = s[0], lo = 0x80, hi = 0xBF;
-    size_t k;
-    if (cut) *cut = false;
-    if (c >= 0xC2 && c <= 0xDF) {
-        k = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        k = 3;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        k = 4;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else {
-        return 0;
-    }
-    for (size_t j = 1; j < k; j++) {
-        if (j == n) {
-            if (cut) *cut = true;
-            return 0;
-        }
-        if (j == 1 ? (s[1] < lo || s[1] > hi) : (s[j] < 0x80 || s[j] > 0xBF)) return 0;
-    }
-    return k;
-}
-
-/* A JSON string literal of s[0..n); NULL writes null. */
+/* A JSON string literal of s[0..n) (jsonesc.h); NULL writes null. The
+ * escaper has the writer's semantics: it writes what fits and counts all. */
 static void put_strn(writer_t *w, const char *s, size_t n) {
-    static const char hex[] = "0123456789abcdef";
     if (s == NULL) {
         puts_(w, "null");
         return;
     }
-    const unsigned char *u = (const unsigned char *)s;
-    put(w, "\"", 1);
-    size_t start = 0, i = 0;
-    while (i < n) {
-        unsigned c = u[i];
-        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-            i++;
-            continue;
-        }
-        if (c >= 0x80) {
-            size_t k = sl_proto_utf8_seq(u + i, n - i, NULL);
-            if (k > 0) {
-                i += k;
-                continue;
-            }
-        }
-        put(w, s + start, i - start);
-        char esc[6] = {'\\', 0, '0', '0', 0, 0};
-        size_t en = 2;
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        default:
-            if (c >= 0x80) {
-                esc[0] = '?'; /* not UTF-8: one byte becomes one '?' */
-                en = 1;
-            } else {
-                esc[1] = 'u';
-                esc[4] = hex[c >> 4];
-                esc[5] = hex[c & 15];
-                en = 6;
-            }
-        }
-        put(w, esc, en);
-        i++;
-        start = i;
-    }
-    put(w, s + start, n - start);
-    put(w, "\"", 1);
+    size_t room = w->len < w->cap ? w->cap - w->len : 0;
+    w->len += sl_json_quote(room ? w->buf + w->len : NULL, room, s, n);
 }
 
 static void put_str(writer_t *w, const char *s) {

@@ -359,12 +359,4 @@ int sl_proto_decode_line(const char *line, size_t len, sl_proto_dir_t dir, sl_pr
  * Accepts a zeroed message, and one that was only encoded. Can't fail. */
 void sl_proto_msg_fini(sl_proto_msg_t *m);
 
-/* Strings on the wire are UTF-8 (JSON). The length of the valid UTF-8
- * sequence at s[0..n) (n > 0, s[0] >= 0x80), or 0 if it is not one (RFC
- * 3629: no overlongs, surrogates or code points past U+10FFFF). When it
- * returns 0 because s[0..n) is the valid start of a sequence that n cuts
- * short, *cut is set (cut may be NULL); otherwise *cut is cleared. For the
- * encoder and for an agent cleaning a log chunk it sends. Can't fail; O(1). */
-size_t sl_proto_utf8_seq(const unsigned char *s, size_t n, bool *cut);
-
 #endif

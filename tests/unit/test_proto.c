@@ -205,39 +205,6 @@ static void test_proto_logs_reply_without_job_and_task(void **state) {
     sl_proto_msg_fini(&d);
 }
 
-/* The UTF-8 check the encoder and the agent's log chunks share: valid
- * sequences of each length, the RFC 3629 exclusions, and a sequence cut
- * short by the end of the buffer told apart from a bad one. */
-static void test_proto_utf8_seq(void **state) {
-    (void)state;
-    static const struct {
-        const char *s;
-        size_t n;
-        size_t want;
-        bool cut;
-    } cases[] = {
-        {"\xc3\xa9", 2, 2, false},         /* e acute */
-        {"\xe2\x82\xac", 3, 3, false},     /* euro sign */
-        {"\xf0\x9f\x98\x80", 4, 4, false}, /* emoji */
-        {"\xc3", 1, 0, true},              /* cut after the lead byte */
-        {"\xf0\x9f\x98", 3, 0, true},      /* cut after three of four */
-        {"\xc0\xaf", 2, 0, false},         /* overlong */
-        {"\xe0\x80\xaf", 3, 0, false},     /* overlong */
-        {"\xed\xa0\x80", 3, 0, false},     /* surrogate */
-        {"\xf4\x90\x80\x80", 4, 0, false}, /* past U+10FFFF */
-        {"\x80", 1, 0, false},             /* a continuation byte alone */
-        {"\xe2\x28\xa1", 3, 0, false},     /* bad second byte */
-        {"\xf0\x9f\x28", 3, 0, false},     /* bad third byte before the end */
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        bool cut = !cases[i].cut;
-        assert_int_equal(sl_proto_utf8_seq((const unsigned char *)cases[i].s, cases[i].n, &cut),
-                         cases[i].want);
-        assert_int_equal(cut, cases[i].cut);
-    }
-    assert_int_equal(sl_proto_utf8_seq((const unsigned char *)"\xc3\xa9", 2, NULL), 2);
-}
-
 static void test_proto_controller_messages_round_trip(void **state) {
     (void)state;
     sl_proto_msg_t d;
@@ -960,7 +927,6 @@ int main(void) {
         cmocka_unit_test_teardown(test_proto_task_reports_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_logs_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_logs_reply_without_job_and_task, tu_teardown),
-        cmocka_unit_test_teardown(test_proto_utf8_seq, tu_teardown),
         cmocka_unit_test_teardown(test_proto_controller_messages_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_launch_round_trip, tu_teardown),
         cmocka_unit_test_teardown(test_proto_rejects_bad_messages, tu_teardown),

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "jsonesc.h"
 #include "sluice/alloc.h"
 
 void ctl_buf_init(ctl_buf_t *b) {
@@ -84,36 +85,17 @@ void ctl_buf_i64(ctl_buf_t *b, int64_t v) {
 }
 
 void ctl_buf_jstrn(ctl_buf_t *b, const char *s, size_t n) {
-    static const char hex[] = "0123456789abcdef";
+    /* One pass into the room there is, which holds a string with nothing
+     * to escape once n + 2 bytes are reserved; a second, into exactly what
+     * the first said it needed, only when escapes outgrew that room. */
     ctl_buf_reserve(b, n + 2);
-    b->p[b->len++] = '"';
-    size_t start = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        ctl_buf_add(b, s + start, i - start);
-        start = i + 1;
-        char esc[6] = {'\\', 0, 0, 0, 0, 0};
-        size_t en = 2;
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            en = 6;
-        }
-        ctl_buf_add(b, esc, en);
+    size_t room = b->cap - b->len;
+    size_t k = sl_json_quote(b->p + b->len, room, s, n);
+    if (k > room) {
+        ctl_buf_reserve(b, k);
+        sl_json_quote(b->p + b->len, k, s, n);
     }
-    ctl_buf_add(b, s + start, n - start);
-    ctl_buf_putc(b, '"');
+    b->len += k;
 }
 
 void ctl_buf_jstr(ctl_buf_t *b, const char *s) {

@@ -31,7 +31,9 @@ void ctl_buf_putc(ctl_buf_t *b, char c);
 void ctl_buf_printf(ctl_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ctl_buf_i64(ctl_buf_t *b, int64_t v);
 void ctl_buf_u64(ctl_buf_t *b, uint64_t v);
-/* A JSON string literal with escapes; NULL writes null. */
+/* A JSON string literal of s (to its NUL), or of s[0..n) (which may hold
+ * NULs), escaped by the one escaper (jsonesc.h: invalid UTF-8 bytes become
+ * '?'); jstr writes null for NULL. O(n). */
 void ctl_buf_jstr(ctl_buf_t *b, const char *s);
 void ctl_buf_jstrn(ctl_buf_t *b, const char *s, size_t n);
 /* Microseconds since the epoch as seconds with 6 decimals; < 0 writes null. */

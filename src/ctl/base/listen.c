@@ -180,6 +180,7 @@ int ctl_lport_open(ctl_lport_t *p, struct event_base *base, const char *name, co
     *p = (ctl_lport_t){.name = name, .base = base, .own_lst = own_lst, .max_conns = max_conns,
                        .max_per_peer = max_per_peer, .n = n};
     sl_hash_init(&p->peers);
+    sl_list_init(&p->conns);
     struct sockaddr_storage ss;
     int sslen;
     if (parse_addr(addr, &ss, &sslen) < 0) {
@@ -217,11 +218,12 @@ void ctl_lport_fini(ctl_lport_t *p) {
     for (const sl_hash_entry_t *e; (e = sl_hash_next(&p->peers, &it)) != NULL;)
         sl_free(e->val);
     sl_hash_fini(&p->peers);
-    while (p->head) {
-        ctl_lconn_t *lc = p->head;
-        p->head = lc->next;
-        sl_free(lc);
-    }
+    /* A port that was never opened is all zeros: its list was never
+     * initialised and holds nothing (the owners' fini runs either way). */
+    sl_list_t *ln, *nx;
+    if (p->conns.next != NULL)
+        SL_LIST_FOREACH_SAFE(ln, nx, &p->conns)
+            sl_free(SL_LIST_ENTRY(ln, ctl_lconn_t, link));
     if (p->resume_ev)
         event_free(p->resume_ev);
     if (p->own_lst && p->lst)
@@ -229,35 +231,15 @@ void ctl_lport_fini(ctl_lport_t *p) {
     *p = (ctl_lport_t){0};
 }
 
-static void unlink_conn(ctl_lport_t *p, ctl_lconn_t *lc) {
-    if (lc->prev)
-        lc->prev->next = lc->next;
-    else
-        p->head = lc->next;
-    if (lc->next)
-        lc->next->prev = lc->prev;
-    else
-        p->tail = lc->prev;
-    lc->prev = lc->next = NULL;
-}
-
-static void append_conn(ctl_lport_t *p, ctl_lconn_t *lc) {
-    lc->prev = p->tail;
-    lc->next = NULL;
-    if (p->tail)
-        p->tail->next = lc;
-    else
-        p->head = lc;
-    p->tail = lc;
-}
-
 /* Evicts the least recently idle connection (of peer, when not NULL).
  * True when one went. */
 static bool evict_one(ctl_lport_t *p, const ctl_lpeer_t *peer) {
     if (p->evict == NULL)
         return false;
-    for (ctl_lconn_t *lc = p->head, *next; lc; lc = next) {
-        next = lc->next;
+    /* Safe against removal: evict closes lc, which releases it. */
+    sl_list_t *it, *nx;
+    SL_LIST_FOREACH_SAFE(it, nx, &p->conns) {
+        ctl_lconn_t *lc = SL_LIST_ENTRY(it, ctl_lconn_t, link);
         if (!lc->idle || (peer && lc->peer != peer))
             continue;
         if (p->evict(p->evict_arg, lc->ud)) {
@@ -292,14 +274,14 @@ ctl_lconn_t *ctl_lport_admit(ctl_lport_t *p, const struct sockaddr *sa, void *ud
     lc->idle_mono_us = ctl_mono_us();
     peer->nconns++;
     p->n->conns++;
-    append_conn(p, lc);
+    sl_list_insert_tail(&p->conns, &lc->link);
     return lc;
 }
 
 void ctl_lport_release(ctl_lport_t *p, ctl_lconn_t *lc) {
     if (lc == NULL)
         return;
-    unlink_conn(p, lc);
+    sl_list_remove(&lc->link);
     p->n->conns--;
     if (--lc->peer->nconns == 0) {
         sl_hash_remove(&p->peers, lc->peer->key, lc->peer);
@@ -312,7 +294,7 @@ void ctl_lport_set_idle(ctl_lport_t *p, ctl_lconn_t *lc, bool idle, int64_t now_
     lc->idle = idle;
     if (idle) {
         lc->idle_mono_us = now_mono_us;
-        unlink_conn(p, lc);
-        append_conn(p, lc);
+        sl_list_remove(&lc->link);
+        sl_list_insert_tail(&p->conns, &lc->link);
     }
 }

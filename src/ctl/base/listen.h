@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "sluice/hash.h"
+#include "sluice/list.h"
 
 struct event_base;
 struct event;
@@ -47,7 +48,7 @@ typedef struct ctl_lpeer ctl_lpeer_t;
 /* One admitted connection. The port owns it; the owner of the connection
  * keeps the pointer and gives it back with ctl_lport_release. */
 typedef struct ctl_lconn {
-    struct ctl_lconn *prev, *next; /* the port's list: least recently idle first */
+    sl_list_t link;         /* on the port's conns */
     ctl_lpeer_t *peer;
     bool idle;              /* no request in progress: may be evicted */
     int64_t idle_mono_us;   /* when it last became idle */
@@ -69,7 +70,7 @@ struct ctl_lport {
     ctl_lport_evict_fn evict;       /* NULL: never evict */
     void *evict_arg;
     sl_hash_t peers;                /* ctl_lpeer_t by hash of the address */
-    ctl_lconn_t *head, *tail;
+    sl_list_t conns;                /* ctl_lconn_t by link: least recently idle first */
     struct event *resume_ev;        /* re-enables the listener after a pause */
     int64_t backoff_ms;             /* the next pause; 0 after a good accept */
     int64_t log_mono_us;            /* the last log line */
@@ -90,8 +91,9 @@ int ctl_lport_open(ctl_lport_t *p, struct event_base *base, const char *name, co
                    int64_t max_conns, int64_t max_per_peer, ctl_port_counters_t *n,
                    void (*cb)(struct evconnlistener *, int, struct sockaddr *, int, void *),
                    void *ud, bool own_lst, char *err, size_t errlen);
-/* Frees the port's state and (own_lst) its listener. Every connection
- * must have been released. */
+/* Frees the port's state and (own_lst) its listener, and any connection
+ * not released. Accepts a port that ctl_lport_open never saw (all zeros)
+ * or that it failed to open. */
 void ctl_lport_fini(ctl_lport_t *p);
 /* Counts a new connection from sa for the owner's record ud (idle to
  * begin with), evicting an idle one if a limit is reached. The new

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sluice/list.h"
 #include "sluice/sluice.h"
 
 typedef enum ctl_job_state {
@@ -86,11 +87,12 @@ typedef struct ctl_task {
     int64_t mem_peak;
     int64_t mem_limit;
     int64_t mem_request;
-    /* The node's index of its live tasks (nodes.c): an intrusive list, so
-     * that a node failure or an agent's hello visits only that node's
-     * tasks. Linked while the task is launching or running on a known node. */
+    /* The node's index of its live tasks (nodes.c): an intrusive list
+     * (sluice/list.h), so that a node failure or an agent's hello visits
+     * only that node's tasks. Linked while the task is launching or running
+     * on a known node; `linked` says so, since a zeroed node is not. */
     struct ctl_job *job;   /* the job whose tasks[] holds this task */
-    struct ctl_task *node_prev, *node_next;
+    sl_list_t node_link;   /* on ctl_node_t.tasks while linked */
     bool linked;
     uint32_t seen;         /* hello reconciliation stamp (nodes.c) */
     bool stopping;         /* an elastic shrink stops it (preempt.c): its end fails nothing */
@@ -193,7 +195,8 @@ typedef struct ctl_node {
     int64_t last_seen_us;  /* wall clock, for the API; -1 never */
     char addr[64];         /* address the agent connected from (MASTER_ADDR) */
     int32_t live_tasks;    /* the length of tasks below */
-    ctl_task_t *tasks;     /* live tasks placed here (intrusive list) */
+    sl_list_t tasks;       /* live tasks placed here, by ctl_task_t.node_link,
+                            * the most recently linked first (nodes.c) */
     char gpu_model[SL_NAME_MAX];
     char *spec_json;       /* as stored in the nodes table */
     bool connected;        /* adapter: its agent has a connection that said hello */

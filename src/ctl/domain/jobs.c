@@ -693,9 +693,14 @@ void ctl_node_hello_end(ctl_t *c, uint32_t node) {
     /* Collect first: losing a task unlinks it (and may end its job). */
     size_t cnt = 0, cap = (size_t)n->live_tasks;
     unlisted_t *missing = sl_xmalloc((cap ? cap : 1) * sizeof *missing);
-    for (ctl_task_t *t = n->tasks; t != NULL && cnt < cap; t = t->node_next)
+    sl_list_t *it;
+    SL_LIST_FOREACH(it, &n->tasks) {
+        if (cnt == cap)
+            break;
+        ctl_task_t *t = SL_LIST_ENTRY(it, ctl_task_t, node_link);
         if (t->seen != c->hello_stamp)
             missing[cnt++] = (unlisted_t){t->job->id, (int32_t)(t - t->job->tasks)};
+    }
     for (size_t k = 0; k < cnt; k++) {
         int32_t i;
         ctl_job_t *j = ctl_task_find_live(c, node, missing[k].job, missing[k].task, &i);
@@ -783,8 +788,8 @@ void ctl_node_failed(ctl_t *c, uint32_t node, const char *why) {
     /* Losing the head task ends every live task of its job on this node,
      * so the list shrinks by at least one each time. */
     ctl_node_t *n = ctl_node_get(c, node);
-    while (n != NULL && n->tasks != NULL)
-        ctl_job_lose(c, n->tasks->job, node, -1, why2);
+    for (sl_list_t *head; n != NULL && (head = sl_list_first(&n->tasks)) != NULL;)
+        ctl_job_lose(c, SL_LIST_ENTRY(head, ctl_task_t, node_link)->job, node, -1, why2);
     c->sched_dirty = true;
     kick(c);
     ctl_hist_observe(&c->obs.node_failure, ctl_mono_us() - t0);

@@ -26,6 +26,7 @@ ctl_node_t *ctl_node_new(ctl_t *c, uint32_t id) {
     n->last_seen_us = -1;
     n->last_seen_mono_us = ctl_mono_us();
     n->drain_deadline_us = n->drained_us = -1;
+    sl_list_init(&n->tasks);
     c->nodes[id] = n;
     if (id >= c->nnodes)
         c->nnodes = id + 1;
@@ -86,11 +87,9 @@ void ctl_node_link(ctl_t *c, ctl_job_t *j, int32_t i) {
     ctl_node_t *n = t->node >= 0 ? ctl_node_get(c, (uint32_t)t->node) : NULL;
     if (n == NULL || t->linked)
         return;
-    t->node_prev = NULL;
-    t->node_next = n->tasks;
-    if (n->tasks)
-        n->tasks->node_prev = t;
-    n->tasks = t;
+    /* At the head, as the walks of a node failure and a hello have always
+     * visited them: the most recently linked first. */
+    sl_list_insert_head(&n->tasks, &t->node_link);
     t->linked = true;
     n->live_tasks++;
 }
@@ -99,13 +98,7 @@ void ctl_node_unlink(ctl_t *c, ctl_task_t *t) {
     if (!t->linked)
         return;
     ctl_node_t *n = ctl_node_get(c, (uint32_t)t->node);
-    if (t->node_prev)
-        t->node_prev->node_next = t->node_next;
-    else
-        n->tasks = t->node_next;
-    if (t->node_next)
-        t->node_next->node_prev = t->node_prev;
-    t->node_prev = t->node_next = NULL;
+    sl_list_remove(&t->node_link);
     t->linked = false;
     n->live_tasks--;
 }

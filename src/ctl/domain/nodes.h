@@ -2,9 +2,9 @@
  * nodes.h - the node table of sluiced and each node's index of the live
  * tasks placed on it.
  *
- * The index is an intrusive doubly linked list through ctl_task_t, so that
- * a node failure or an agent's hello visits only that node's tasks (O(its
- * tasks), not every job since the oldest active one), and linking or
+ * The index is the intrusive list of sluice/list.h through ctl_task_t, so
+ * that a node failure or an agent's hello visits only that node's tasks
+ * (O(its tasks), not every job since the oldest active one), and linking or
  * unlinking a task allocates nothing.
  */
 #ifndef SLUICE_CTL_NODES_H
@@ -28,11 +28,13 @@ sl_node_state_t ctl_node_up_state(ctl_t *c, uint32_t id);
  * only on the first call after one was added, and is O(1) otherwise. The
  * array is c's, valid until the next call. */
 const uint32_t *ctl_nodes_by_name(ctl_t *c, size_t *n);
-/* Frees every node record (their tasks' links are not touched). */
+/* Frees every node record (their tasks' links are not touched: they point
+ * into the freed records, so no task may be unlinked afterwards). */
 void ctl_nodes_fini(ctl_t *c);
 
-/* Adds task i of j to its node's live list (once; nothing for a task
- * without a known node) and counts it in the node's live_tasks. O(1). */
+/* Adds task i of j to the head of its node's live list (once; nothing for
+ * a task without a known node) and counts it in the node's live_tasks.
+ * O(1). */
 void ctl_node_link(ctl_t *c, ctl_job_t *j, int32_t i);
 /* Takes task t off its node's list, if it is on one. O(1). */
 void ctl_node_unlink(ctl_t *c, ctl_task_t *t);

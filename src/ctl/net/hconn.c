@@ -272,8 +272,9 @@ static void sweep_cb(evutil_socket_t unused, short what, void *arg) {
     /* Every connection: the deadlines differ by phase, so the list's order
      * (by idle time) does not order them; a few thousand a second is
      * cheap. */
-    for (ctl_lconn_t *lc = h->port.head, *next; lc; lc = next) {
-        next = lc->next;
+    sl_list_t *it, *nx;
+    SL_LIST_FOREACH_SAFE(it, nx, &h->port.conns) { /* freeing evcon releases lc */
+        ctl_lconn_t *lc = SL_LIST_ENTRY(it, ctl_lconn_t, link);
         hconn_t *hc = lc->ud;
         if (!lc->idle || out_len(hc) > 0)
             continue; /* a request in progress, or a reply still draining */
