@@ -30,7 +30,6 @@
  * connection is admitted, so that a stream of such evictions does not
  * close it before it is read.
  */
-#include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>

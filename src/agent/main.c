@@ -249,8 +249,8 @@ static int set_oom_score_adj(int v) {
     return now;
 }
 
-/* Locks WORKDIR/agent.lock (flock) and writes this process's pid into it,
- * for an operator's eyes; the holder is told from /proc/locks. Returns the
+/* Locks WORKDIR/agent.lock (flock) and writes this process's pid into it;
+ * the holder is told from /proc/locks, else from that pid. Returns the
  * lock's descriptor; -2 when another process holds it (exit status 2), -1
  * when the file cannot be opened or locked; both said on stderr. */
 static int lock_workdir(const char *workdir) {
@@ -260,6 +260,9 @@ static int lock_workdir(const char *workdir) {
     pid_t holder = 0;
     int rc = fd < 0 ? -errno : sl_flock_take(fd, &holder);
     if (rc == -EWOULDBLOCK) {
+        char num[24] = "";
+        ssize_t n = holder > 0 ? 0 : pread(fd, num, sizeof num - 1, 0);
+        if (n > 0) holder = (pid_t)atoi(num); /* no /proc/locks: the pid it wrote */
         sl_proc_name(holder, name, sizeof name);
         if (holder > 0)
             fprintf(stderr, "sluice-agent: --workdir: %s is in use by process %d (%s), which "

@@ -21,6 +21,10 @@
  * (0700, beside state.json, on the same file system so the monitor's
  * rename is atomic): a tenant's task, running as another user, can neither
  * forge nor remove a status there, which its job directory would allow.
+ * The monitor of a task whose job is requeued when its node fails is also
+ * handed the node's fence lease (lease.h), by which it stops the task when
+ * the agent cannot (monitor.h); a status it marks fenced makes the task's
+ * end a fenced one, as if the agent had fenced it.
  * One file per task needs no lock between monitors, nor between a monitor
  * and the agent's state.json writes. A status file is removed once the
  * controller acknowledges the end (state.json keeps the end until then).

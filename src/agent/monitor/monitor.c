@@ -26,9 +26,10 @@
  * (SIGSTOP), hung or killed renews nothing, and the task is stopped at the
  * time the agent itself would have stopped it, before the controller
  * starts the job's copy elsewhere. SIGCHLD is blocked and waited for with
- * a timeout (sigtimedwait) up to the next time the lease must be read or
- * the SIGKILL after the grace is due, so the monitor sleeps between those
- * instants and never polls faster than once a second.
+ * a timeout (sigtimedwait) up to the next time the lease must be read (the
+ * deadline last read, or a second on while there is none) or the SIGKILL
+ * after the grace is due, and sleeps in between: a monitor reads the lease
+ * about once per renewal.
  *
  * Identity. The monitor keeps the agent's identity (root on a shared
  * node): the status file lives in WORKDIR/status, the agent's own 0700
