@@ -30,9 +30,8 @@
  * on the node and will start the job elsewhere, so the monitor stops its
  * task itself, whether or not the agent runs: SIGTERM to the task's
  * process group, SIGKILL GRACE_MS later (the agent, when it runs, does the
- * same at the same time). It reads the file when it starts, again each
- * time the deadline it last read passes (a renewed lease has a later one),
- * and once a second while there is none.
+ * same at the same time). It reads the file when it starts, then once a
+ * second, and at the deadline it last read when that comes sooner.
  *
  * Status file, written once the task has ended (temporary file, fsync,
  * rename, fsync of the directory), one line of JSON:
@@ -52,7 +51,7 @@
 /* The lease file's name in the agent's work directory. */
 #define AGENT_LEASE_NAME "lease"
 
-/* How often a monitor with a lease but no deadline reads it again, ms. */
+/* How often a monitor with a lease reads it again (sooner at a deadline), ms. */
 #define AGENT_LEASE_POLL_MS 1000
 
 #endif

@@ -27,9 +27,9 @@
  * time the agent itself would have stopped it, before the controller
  * starts the job's copy elsewhere. SIGCHLD is blocked and waited for with
  * a timeout (sigtimedwait) up to the next time the lease must be read (the
- * deadline last read, or a second on while there is none) or the SIGKILL
- * after the grace is due, and sleeps in between: a monitor reads the lease
- * about once per renewal.
+ * deadline last read, or a second on if that is sooner) or the SIGKILL
+ * after the grace is due, and sleeps in between: one small read a second
+ * per monitor at most.
  *
  * Identity. The monitor keeps the agent's identity (root on a shared
  * node): the status file lives in WORKDIR/status, the agent's own 0700
@@ -162,7 +162,10 @@ static int watch(pid_t pid, const char *lease, int *fenced) {
                 kill(-pid, SIGTERM);
                 kill_us = now + grace_ms * 1000;
             } else {
-                next_read_us = deadline > 0 ? deadline + 1 : now + AGENT_LEASE_POLL_MS * 1000;
+                /* Again at the deadline, or sooner: a lease renewed with a
+                 * shorter node_timeout may end before the one read. */
+                next_read_us = now + AGENT_LEASE_POLL_MS * 1000;
+                if (deadline > 0 && deadline + 1 < next_read_us) next_read_us = deadline + 1;
             }
         }
         if (*fenced && kill_us > 0 && now >= kill_us) {
