@@ -40,7 +40,10 @@
  * will requeue (agent_tasks_fence) and drops the connection, whose unread
  * messages are stale. Every callback here checks this first, so an agent
  * resumed after SIGSTOP (or a suspend: the clock is CLOCK_BOOTTIME, which
- * counts it) fences before it reads, sends or reconnects.
+ * counts it) fences before it reads, sends or reconnects. Each contact
+ * also renews the node's lease file with the same deadline (lease.h), by
+ * which every requeue-able task's monitor stops its task when the agent is
+ * stopped, hung or dead and so cannot.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -60,6 +63,7 @@
 #include <openssl/ssl.h>
 
 #include "conn.h"
+#include "lease.h"
 #include "log.h"
 #include "loop.h"
 #include "proto_hb.h"
@@ -98,6 +102,7 @@ struct agent_conn {
     int64_t hb_sent_us[HB_RING]; /* by seq % HB_RING */
     int fenced;                 /* fenced since the last contact */
     struct event *fence_ev;     /* fires when the contact gets too old */
+    int lease_failed;           /* the last lease write failed (logged) */
 };
 
 /* The fencing clock: CLOCK_BOOTTIME, monotonic and counting a suspend, so
@@ -131,11 +136,26 @@ static void fence_cb(evutil_socket_t fd, short ev, void *arg) {
     fence_check(arg);
 }
 
+/* Renews the lease file with the fence deadline (lease.h): the monitors
+ * stop the tasks at the time fence_check would, should the agent not run
+ * then. A failure is logged once per run of failures. */
+static void lease_renew(agent_conn_t *cn) {
+    if (!cn->cfg.lease) return;
+    int64_t deadline = cn->node_timeout_us > 0 ? cn->contact_us + cn->node_timeout_us : 0;
+    int64_t grace = cn->kill_grace_ms >= 0 ? cn->kill_grace_ms : cn->cfg.lease_grace_ms;
+    int rc = agent_lease_write(cn->cfg.lease, deadline, grace);
+    if (rc != 0 && !cn->lease_failed)
+        sl_log(SL_LOG_WARN, "agent", "cannot write the fence lease %s: %s (removed: task monitors "
+               "cannot stop their tasks should the agent stop)", cn->cfg.lease, strerror(-rc));
+    cn->lease_failed = rc != 0;
+}
+
 /* The controller answered a message sent at sent_us. */
 static void contact(agent_conn_t *cn, int64_t sent_us) {
     if (sent_us <= cn->contact_us) return;
     cn->contact_us = sent_us;
     cn->fenced = 0;
+    lease_renew(cn);
     if (cn->node_timeout_us <= 0) return;
     int64_t wait_us = sent_us + cn->node_timeout_us - fence_clock_us();
     struct timeval tv = agent_tv_ms(wait_us > 0 ? wait_us / 1000 + 1 : 0);

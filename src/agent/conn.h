@@ -44,6 +44,12 @@ typedef struct agent_conn_config {
     void *usage_ud;
     /* NULL: ts is an agent_tasks_t (task.h); else the ops ts is given to. */
     const agent_conn_tasks_ops_t *ops;
+    /* The node's fence lease (lease.h), rewritten with each contact so that
+     * the tasks' monitors stop them when the agent cannot (monitor.h);
+     * NULL: none (the emulator). lease_grace_ms: the SIGTERM-to-SIGKILL
+     * grace it carries when the welcome names none (the agent's --grace). */
+    const char *lease;
+    int64_t lease_grace_ms;
     /* Heartbeats: 0, the first comes one interval after creation (a real
      * agent); 1, after a random part of one, so that many connections
      * created together (the emulator's) spread their heartbeats. */

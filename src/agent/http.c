@@ -7,16 +7,28 @@
  * and the connection is freed once the kernel has taken the whole reply.
  * A body, if any, is never read.
  *
- * The agent runs tenants' tasks, so the port faces hostile clients. None
- * can stall the loop, which never blocks on a socket: a client that never
- * reads leaves its reply in its own output buffer, and a client that
- * trickles its request keeps only its own connection. What each costs is
- * bounded: one reply (a few KB a GPU) and AGENT_HTTP_MAX_REQUEST bytes per
- * connection, AGENT_HTTP_MAX_CONNS connections (more are closed at
- * accept), and AGENT_HTTP_DEADLINE_MS per connection from accept to the
- * last byte of its reply, whatever the client does meanwhile (a deadline,
- * not an idle timeout, so that a byte every few seconds does not keep a
- * connection forever).
+ * The agent runs tenants' tasks, so the port faces hostile clients (a
+ * task reaches 127.0.0.1). None can stall the loop, which never blocks on
+ * a socket: a client that never reads leaves its reply in its own output
+ * buffer, and a client that trickles its request keeps only its own
+ * connection. What each costs is bounded: one reply (a few KB a GPU) and
+ * AGENT_HTTP_MAX_REQUEST bytes per connection, and AGENT_HTTP_DEADLINE_MS
+ * per connection from accept to the last byte of its reply, whatever the
+ * client does meanwhile (a deadline, not an idle timeout, so that a byte
+ * every few seconds does not keep a connection forever).
+ *
+ * Nor can one client take every connection: the port admits at most
+ * AGENT_HTTP_MAX_CONNS, and at most AGENT_HTTP_MAX_PER_PEER from one peer
+ * address, with the controller's rule (src/common/connlimit.h): over a
+ * limit, the oldest connection whose request is not complete yet is
+ * evicted to make room, and a connection is closed at accept only when
+ * every one it would displace is being answered. A client holding many
+ * silent sockets, however fast it reopens those closed, so holds a few of
+ * them, scrapers from other addresses find room, and one from its own
+ * address gets in by evicting one of its sockets. A request already in the
+ * socket when it is accepted is answered at once, before the next
+ * connection is admitted, so that a stream of such evictions does not
+ * close it before it is read.
  */
 #include <netdb.h>
 #include <stdio.h>
@@ -28,16 +40,21 @@
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 
+#include "connlimit.h"
 #include "http.h"
 #include "log.h"
 #include "loop.h"
 #include "sluice/list.h"
+
+/* Refusals and evictions are logged at most this often, with their counts. */
+#define LOG_INTERVAL_US (10 * 1000000)
 
 typedef struct hconn {
     sl_list_t link;            /* on the responder's conns */
     agent_http_t *h;
     struct bufferevent *bev;
     struct event *deadline;
+    sl_connlimit_conn_t *lc;    /* its place in the limits */
     int replied;
 } hconn_t;
 
@@ -47,17 +64,43 @@ struct agent_http {
     agent_http_fn fn;
     void *ud;
     sl_list_t conns;           /* hconn_t by link, the newest first */
-    int nconns;
+    sl_connlimit_t lim;
+    sl_connlimit_counters_t logged; /* the counts at the last log line */
+    int64_t log_mono_us;
     int port;
 };
 
 static void conn_free(hconn_t *c) {
     agent_http_t *h = c->h;
     sl_list_remove(&c->link);
-    h->nconns--;
+    sl_connlimit_release(&h->lim, c->lc);
     bufferevent_free(c->bev);
     event_free(c->deadline);
     free(c);
+}
+
+/* The limits' eviction: a connection whose request is incomplete goes. */
+static bool evict_cb(void *arg, void *ud) {
+    hconn_t *c = ud;
+    if (c->replied) return false;
+    conn_free(c);
+    return true;
+}
+
+/* One line per LOG_INTERVAL_US at most, with what happened since the last. */
+static void log_limits(agent_http_t *h) {
+    int64_t now = agent_mono_us();
+    const sl_connlimit_counters_t *n = &h->lim.n;
+    if ((n->refused == h->logged.refused && n->evicted == h->logged.evicted) ||
+        (h->log_mono_us != 0 && now - h->log_mono_us < LOG_INTERVAL_US))
+        return;
+    sl_log(SL_LOG_WARN, "metrics", "refused=%llu evicted=%llu metrics connections since the last "
+           "such line (limits: %d connections, %d per peer address; open now: %llu)",
+           (unsigned long long)(n->refused - h->logged.refused),
+           (unsigned long long)(n->evicted - h->logged.evicted), AGENT_HTTP_MAX_CONNS,
+           AGENT_HTTP_MAX_PER_PEER, (unsigned long long)n->conns);
+    h->logged = *n;
+    h->log_mono_us = now;
 }
 
 static void reply(hconn_t *c, int status, const char *ctype, struct evbuffer *body) {
@@ -70,6 +113,7 @@ static void reply(hconn_t *c, int status, const char *ctype, struct evbuffer *bo
                         body ? evbuffer_get_length(body) : 0);
     if (body) evbuffer_add_buffer(out, body);
     c->replied = 1;
+    sl_connlimit_set_idle(&c->h->lim, c->lc, false, 0); /* being answered: never evicted */
     bufferevent_disable(c->bev, EV_READ);
 }
 
@@ -144,23 +188,29 @@ static void deadline_cb(evutil_socket_t fd, short ev, void *arg) {
 static void accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg) {
     agent_http_t *h = arg;
-    if (h->nconns >= AGENT_HTTP_MAX_CONNS) {
-        evutil_closesocket(fd);
-        return;
-    }
     hconn_t *c = calloc(1, sizeof *c);
     if (!c) abort();
+    c->lc = sl_connlimit_admit(&h->lim, sa, c, agent_mono_us());
+    log_limits(h);
+    if (!c->lc) {
+        evutil_closesocket(fd);
+        free(c);
+        return;
+    }
     c->h = h;
     c->bev = bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE);
     c->deadline = evtimer_new(h->base, deadline_cb, c);
     if (!c->bev || !c->deadline) abort();
     sl_list_insert_head(&h->conns, &c->link);
-    h->nconns++;
     bufferevent_setwatermark(c->bev, EV_READ, 0, AGENT_HTTP_MAX_REQUEST + 1);
     bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     struct timeval tv = agent_tv_ms(AGENT_HTTP_DEADLINE_MS);
     evtimer_add(c->deadline, &tv);
+    /* The request is most often there already: answer it now, so that the
+     * connection is busy (not evictable) before the next one is admitted. */
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    if (evbuffer_read(in, fd, AGENT_HTTP_MAX_REQUEST + 1) > 0) read_cb(c->bev, c);
 }
 
 int agent_http_create(struct event_base *base, const char *hostport, agent_http_fn fn, void *ud,
@@ -189,13 +239,17 @@ int agent_http_create(struct event_base *base, const char *hostport, agent_http_
     h->fn = fn;
     h->ud = ud;
     sl_list_init(&h->conns);
+    sl_connlimit_init(&h->lim, AGENT_HTTP_MAX_CONNS, AGENT_HTTP_MAX_PER_PEER, evict_cb, h);
+    /* A backlog well above the limits: a flood's reconnections waiting to
+     * be accepted (and evicted) leave room for a scraper's. */
     h->lis = evconnlistener_new_bind(base, accept_cb, h,
                                      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
-                                     64, res->ai_addr, (int)res->ai_addrlen);
+                                     AGENT_HTTP_BACKLOG, res->ai_addr, (int)res->ai_addrlen);
     freeaddrinfo(res);
     if (!h->lis) {
         snprintf(err, errlen, "cannot listen on %s: %s", hostport,
                  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+        sl_connlimit_fini(&h->lim);
         free(h);
         return -1;
     }
@@ -217,5 +271,6 @@ void agent_http_destroy(agent_http_t *h) {
     for (sl_list_t *first; (first = sl_list_first(&h->conns)) != NULL;)
         conn_free(SL_LIST_ENTRY(first, hconn_t, link));
     evconnlistener_free(h->lis);
+    sl_connlimit_fini(&h->lim);
     free(h);
 }

@@ -2,7 +2,8 @@
  * http.h - a small HTTP/1.1 responder on the agent's loop (http.c), for
  * the exporter's GET /metrics. It answers GET only, one request per
  * connection, and bounds what a client can hold: the request's size, the
- * connections open and each connection's lifetime.
+ * connections open (in all and from one peer address) and each
+ * connection's lifetime.
  */
 #ifndef SLUICE_AGENT_HTTP_H
 #define SLUICE_AGENT_HTTP_H
@@ -13,8 +14,11 @@
 #include <event2/event.h>
 
 #define AGENT_HTTP_MAX_REQUEST 8192  /* request line and headers, bytes */
-#define AGENT_HTTP_MAX_CONNS 64      /* open at once; more are closed at accept */
+#define AGENT_HTTP_MAX_CONNS 64      /* open at once (connlimit.h: the oldest unanswered
+                                      * one is evicted to make room) */
+#define AGENT_HTTP_MAX_PER_PEER 8    /* open at once from one peer address (the same) */
 #define AGENT_HTTP_DEADLINE_MS 10000 /* a connection's whole life, reply included */
+#define AGENT_HTTP_BACKLOG 1024      /* listen(2) backlog (the kernel may cap it) */
 
 typedef struct agent_http agent_http_t;
 

@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +34,7 @@
 #include "conn.h"
 #include "emulate.h"
 #include "gpu.h"
+#include "lease.h"
 #include "log.h"
 #include "loop.h"
 #include "metrics.h"
@@ -247,6 +247,44 @@ static int set_oom_score_adj(int v) {
     }
     if (fd >= 0) close(fd);
     return now;
+}
+
+/* Locks WORKDIR/agent.lock (flock) and writes this process's pid into it;
+ * the holder is told from /proc/locks, else from that pid. Returns the
+ * lock's descriptor; -2 when another process holds it (exit status 2), -1
+ * when the file cannot be opened or locked; both said on stderr. */
+static int lock_workdir(const char *workdir) {
+    char path[PATH_MAX + 16], name[64];
+    snprintf(path, sizeof path, "%s/agent.lock", workdir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0644);
+    pid_t holder = 0;
+    int rc = fd < 0 ? -errno : sl_flock_take(fd, &holder);
+    if (rc == -EWOULDBLOCK) {
+        char num[24] = "";
+        ssize_t n = holder > 0 ? 0 : pread(fd, num, sizeof num - 1, 0);
+        if (n > 0) holder = (pid_t)atoi(num); /* no /proc/locks: the pid it wrote */
+        sl_proc_name(holder, name, sizeof name);
+        if (holder > 0)
+            fprintf(stderr, "sluice-agent: --workdir: %s is in use by process %d (%s), which "
+                    "holds %s: stop that agent first, or give this one another --workdir\n",
+                    workdir, (int)holder, name[0] ? name : "gone", path);
+        else
+            fprintf(stderr, "sluice-agent: --workdir: %s is in use by another process, which "
+                    "holds %s: stop that agent first, or give this one another --workdir\n",
+                    workdir, path);
+        close(fd);
+        return -2;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "sluice-agent: --workdir: cannot lock %s: %s\n", path, strerror(-rc));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    char pid[24];
+    int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+        sl_log(SL_LOG_WARN, "agent", "cannot write the pid into %s: %s", path, strerror(errno));
+    return fd;
 }
 
 static void stop_cb(evutil_socket_t sig, short ev, void *arg) {
@@ -547,20 +585,16 @@ int main(int argc, char **argv) {
         free(a.ctl_port);
         return 1;
     }
-    /* One agent per work directory: a second one would clobber state.json
-     * and adopt the first one's tasks. The lock goes with the process (also
-     * on kill -9); tasks do not inherit it (O_CLOEXEC). */
-    char lockpath[PATH_MAX + 16];
-    snprintf(lockpath, sizeof lockpath, "%s/agent.lock", a.workdir);
-    int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
-        fprintf(stderr, "sluice-agent: --workdir: %s is in use by another sluice-agent (%s)\n",
-                a.workdir, lockfd < 0 ? strerror(errno) : "locked");
-        if (lockfd >= 0) close(lockfd);
+    /* One agent per work directory: a second one would clobber state.json,
+     * adopt the first one's tasks and remove their cgroups as leftovers.
+     * The lock is taken before anything is cleaned up, goes with the
+     * process (also on kill -9), and tasks do not inherit it (O_CLOEXEC). */
+    int lockfd = lock_workdir(a.workdir);
+    if (lockfd < 0) {
         free(a.ctl_host);
         free(a.ctl_port);
         free(a.workdir);
-        return 1;
+        return lockfd == -2 ? 2 : 1;
     }
 
     /* Inventory. */
@@ -594,7 +628,8 @@ int main(int argc, char **argv) {
     char cgerr[1024];
     a.cgroup.node = a.name;
     a.cgroup.ngpus = a.gpus;
-    if (agent_cgroup_open(&a.cgroup, &cg, cgerr, sizeof cgerr) != 0) {
+    int cgrc = agent_cgroup_open(&a.cgroup, &cg, cgerr, sizeof cgerr);
+    if (cgrc != 0) {
         fprintf(stderr, "sluice-agent: %s\n", cgerr);
         free(a.ctl_host);
         free(a.ctl_port);
@@ -603,7 +638,7 @@ int main(int argc, char **argv) {
         free(mem_alloc);
         free(gpumem_alloc);
         close(lockfd);
-        return 1;
+        return cgrc == SL_EBUSY ? 2 : 1;
     }
     sl_log(strcmp(agent_cgroup_kind(cg), "none") == 0 ? SL_LOG_WARN : SL_LOG_INFO, "agent", "%s",
            agent_cgroup_describe(cg));
@@ -639,9 +674,12 @@ int main(int argc, char **argv) {
     event_add(sigint, NULL);
     sl_log(SL_LOG_INFO, "agent", "node=%s cpus=%s memory=%s gpus=%d workdir=%s controller=%s:%s",
            a.name, a.cpus, a.memory, a.gpus, a.workdir, a.ctl_host, a.ctl_port);
+    char lease[PATH_MAX + 16];
+    agent_lease_path(a.workdir, lease, sizeof lease);
     agent_conn_config_t ccfg = {
         .host = a.ctl_host, .port = a.ctl_port, .token = a.token, .heartbeat_s = a.heartbeat_s,
-        .tls = tls, .usage = agent_metrics_usage, .usage_ud = mx,
+        .tls = tls, .usage = agent_metrics_usage, .usage_ud = mx, .lease = lease,
+        .lease_grace_ms = a.grace_s * INT64_C(1000),
         .node = {.name = a.name, .cpus = a.cpus, .memory = a.memory, .gpus = a.gpus,
                  .gpu_model = a.gpus > 0 ? (a.gpu_model ? a.gpu_model : "unknown") : NULL,
                  .gpu_memory = a.gpus > 0 ? a.gpu_memory : NULL, .pool = a.pool, .labels = a.labels,

@@ -329,16 +329,28 @@ fail:
 }
 
 /* Opens the task's log for appending, mode 0600, owned by the task's user.
- * Returns the fd, or -1 with reason filled. */
+ * Its directory is root's, so the name is the agent's; all the same,
+ * nothing but a regular file of one link is written to (never a FIFO,
+ * which would block the open, nor a hard link to another file). Returns
+ * the fd, or -1 with reason filled. */
 static int open_log(const agent_spawn_t *sp, const ident_t *id, const char *path, char *reason,
                     size_t rlen) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
+                            O_NOCTTY, 0600);
     struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 &&
-        (!id->change || (st.st_uid == id->uid && st.st_gid == id->gid) ||
-         fchown(fd, id->uid, id->gid) == 0) &&
-        ((st.st_mode & 07777) == 0600 || fchmod(fd, 0600) == 0))
-        return fd;
+    if (fd >= 0 && fstat(fd, &st) == 0) {
+        if (!S_ISREG(st.st_mode) || st.st_nlink != 1) {
+            snprintf(reason, rlen, "cannot open log %s on node %s: not a regular file of one "
+                     "link", path, sp->node);
+            close(fd);
+            return -1;
+        }
+        if ((!id->change || (st.st_uid == id->uid && st.st_gid == id->gid) ||
+             fchown(fd, id->uid, id->gid) == 0) &&
+            ((st.st_mode & 07777) == 0600 || fchmod(fd, 0600) == 0) &&
+            fcntl(fd, F_SETFL, O_APPEND) == 0) /* the task's writes block as usual */
+            return fd;
+    }
     snprintf(reason, rlen, "cannot open log %s on node %s: %s", path, sp->node, strerror(errno));
     if (fd >= 0) close(fd);
     return -1;
@@ -699,7 +711,7 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reaso
              sp->task);
     unlink(status);
 
-    char *const margv[] = {(char *)sp->monitor, status, pidbuf, NULL};
+    char *const margv[] = {(char *)sp->monitor, status, pidbuf, (char *)sp->lease, NULL};
     char oom[16];
     snprintf(oom, sizeof oom, "%d", sp->oom_score_adj);
     child_args_t ca = {.logfd = logfd, .dirfd = dirfd, .id = &id, .monitor = sp->monitor,

@@ -31,6 +31,10 @@ typedef struct agent_spawn {
     const agent_cgroup_task_t *cgroup;
     bool set_oom_score_adj;
     int oom_score_adj;          /* -1000..1000 */
+    /* The node's lease file (lease.h), handed to the monitor, which stops
+     * the task once the lease runs out (monitor.h); NULL: the monitor
+     * never stops it (a job that is not requeued when its node fails). */
+    const char *lease;
 } agent_spawn_t;
 
 /*
@@ -38,7 +42,9 @@ typedef struct agent_spawn {
  * session of its own, as the agent's user; the task in another session and
  * process group, as the launch's user and group when the agent is root,
  * working in WORKDIR/jobs/JOB (created 0700, the user's), stdout and
- * stderr appended to WORKDIR/logs/JOB/TASK.log (0600, the user's), with the
+ * stderr appended to WORKDIR/logs/JOB/TASK.log (0600, the user's; opened
+ * without blocking or following a link, and refused unless a regular file
+ * of one link), with the
  * scrubbed environment spawn.c describes, in its cgroup and with its
  * oom_score_adj (above). The monitor writes the task's
  * exit status to WORKDIR/status/JOB.TASK (a stale one is removed first) and

@@ -21,6 +21,10 @@
  * (0700, beside state.json, on the same file system so the monitor's
  * rename is atomic): a tenant's task, running as another user, can neither
  * forge nor remove a status there, which its job directory would allow.
+ * The monitor of a task whose job is requeued when its node fails is also
+ * handed the node's fence lease (lease.h), by which it stops the task when
+ * the agent cannot (monitor.h); a status it marks fenced makes the task's
+ * end a fenced one, as if the agent had fenced it.
  * One file per task needs no lock between monitors, nor between a monitor
  * and the agent's state.json writes. A status file is removed once the
  * controller acknowledges the end (state.json keeps the end until then).
@@ -45,14 +49,15 @@
 
 #include <jansson.h>
 
-#include "jsonesc.h"
 #include "log.h"
+#include "lease.h"
 #include "loop.h"
 #include "monitor.h"
 #include "osutil.h"
 #include "preempt.h"
 #include "spawn.h"
 #include "task.h"
+#include "tasklog.h"
 
 typedef enum task_state { TASK_RUNNING = 0, TASK_EXITED = 1, TASK_FAILED = 2 } task_state_t;
 
@@ -98,6 +103,7 @@ struct agent_tasks {
     agent_tasks_config_t cfg;
     char *state_path;
     char *monitor_path;         /* sluice-monitor, beside the agent's binary */
+    char lease_path[4096];      /* the node's fence lease (lease.h), for the monitors */
     task_t *tasks;
     int nrunning;
     struct event *sigchld_ev;
@@ -171,10 +177,11 @@ static void status_path(const task_t *t, char *buf, size_t len) {
 
 /*
  * Reads the exit status t's monitor recorded (monitor.h). Returns 1 with
- * *exit_code, *sig and *end_time set, 0 when there is none, -1 (logged)
- * when the file cannot be read or parsed.
+ * *exit_code, *sig and *end_time set (and t->fenced when the monitor
+ * stopped the task for its lease), 0 when there is none, -1 (logged) when
+ * the file cannot be read or parsed.
  */
-static int status_read(const task_t *t, int *exit_code, int *sig, double *end_time) {
+static int status_read(task_t *t, int *exit_code, int *sig, double *end_time) {
     char path[4096];
     status_path(t, path, sizeof path);
     json_error_t err;
@@ -190,6 +197,7 @@ static int status_read(const task_t *t, int *exit_code, int *sig, double *end_ti
         *exit_code = (int)json_integer_value(c);
         *sig = (int)json_integer_value(s);
         *end_time = json_number_value(json_object_get(o, "end_time"));
+        if (json_is_true(json_object_get(o, "fenced"))) t->fenced = 1;
     } else {
         sl_log(SL_LOG_WARN, "agent", "%s lacks exit_code or signal", path);
     }
@@ -574,7 +582,8 @@ void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_
     agent_spawn_t sp = {.workdir = ts->cfg.workdir, .node = ts->cfg.node,
                         .launcher = ts->cfg.launcher, .monitor = ts->monitor_path, .job = job,
                         .task = task, .launch = l, .cgroup = &ct, .set_oom_score_adj = true,
-                        .oom_score_adj = task_oom_score_adj(ts, l)};
+                        .oom_score_adj = task_oom_score_adj(ts, l),
+                        .lease = t->fence ? ts->lease_path : NULL};
     /* The cgroup first, with every limit written: no task runs
      * half-limited (cgroup_us: what its set-up took of spawn_us). */
     int ok = l != NULL;
@@ -676,70 +685,14 @@ void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task) {
 
 /* ---- logs ---- */
 
-/*
- * Makes buf[0..n) valid UTF-8 for JSON without changing its length in
- * bytes (so offsets stay file offsets): invalid bytes and NUL become '?'.
- * A multi-byte sequence cut by the end of the chunk is dropped (it is read
- * again next time) unless final. Returns the new length.
- */
-static size_t utf8_clean(unsigned char *b, size_t n, int final) {
-    size_t i = 0;
-    while (i < n) {
-        if (b[i] == 0) {
-            b[i++] = '?';
-            continue;
-        }
-        if (b[i] < 0x80) {
-            i++;
-            continue;
-        }
-        bool cut;
-        size_t k = sl_utf8_seq(b + i, n - i, &cut);
-        if (k > 0)
-            i += k;
-        else if (cut && !final)
-            return i;  /* incomplete at the end: leave for the next read */
-        else
-            b[i++] = '?';
-    }
-    return n;
-}
-
 void agent_tasks_logs(agent_tasks_t *ts, uint64_t req, uint64_t job, int32_t task, int64_t offset,
                       int64_t limit) {
-    if (offset < 0) offset = 0;
-    if (limit < 0 || limit > AGENT_LOG_CHUNK) limit = AGENT_LOG_CHUNK;
-    char path[4096], err[512];
-    snprintf(path, sizeof path, "%s/logs/%llu/%d.log", ts->cfg.workdir, (unsigned long long)job, task);
-    sl_proto_msg_t reply = {.type = SL_PROTO_LOGS_REPLY, .req = req, .job = job, .task = task};
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        if (errno == ENOENT)
-            snprintf(err, sizeof err, "no log for job %llu task %d on node %s",
-                     (unsigned long long)job, task, ts->cfg.node);
-        else
-            snprintf(err, sizeof err, "cannot read log of job %llu task %d on node %s: %s",
-                     (unsigned long long)job, task, ts->cfg.node, strerror(errno));
-        if (fd >= 0) close(fd);
-        reply.u.logs_reply.error = err;
-        send_msg(ts, &reply);
-        return;
-    }
-    int64_t size = st.st_size;
-    unsigned char *buf = malloc((size_t)limit + 1);
-    if (!buf) abort();
-    ssize_t n = 0;
-    if (offset < size && limit > 0) n = pread(fd, buf, (size_t)limit, offset);
-    close(fd);
-    if (n < 0) n = 0;
     task_t *t = task_find(ts, job, task);
-    int running = t && t->state == TASK_RUNNING;
-    int at_end = offset + n >= size;
-    size_t len = utf8_clean(buf, (size_t)n, at_end && !running);
-    reply.u.logs_reply = (sl_proto_logs_reply_t){
-        .data = (const char *)buf, .data_len = len, .offset = offset, .size = size,
-        .eof = offset + (int64_t)len >= size && !running};
+    sl_proto_msg_t reply = {.type = SL_PROTO_LOGS_REPLY, .req = req, .job = job, .task = task};
+    unsigned char *buf;
+    char err[512];
+    agent_tasklog_read(ts->cfg.workdir, ts->cfg.node, job, task, offset, limit,
+                       t && t->state == TASK_RUNNING, &reply.u.logs_reply, &buf, err, sizeof err);
     send_msg(ts, &reply);
     free(buf);
 }
@@ -866,25 +819,21 @@ static bool keep_cgroup(void *ud, uint64_t job, int32_t task) {
 
 int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
                        agent_tasks_t **out) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/logs", cfg->workdir);
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-        sl_log(SL_LOG_ERROR, "agent", "cannot create %s: %s", path, strerror(errno));
-        return -1;
-    }
-    /* Job directories live in WORKDIR/jobs, root's and 0711: a tenant can
-     * reach its own directory there but neither list nor rename entries. */
-    snprintf(path, sizeof path, "%s/jobs", cfg->workdir);
-    if ((mkdir(path, 0711) != 0 && errno != EEXIST) || chmod(path, 0711) != 0) {
-        sl_log(SL_LOG_ERROR, "agent", "cannot create %s: %s", path, strerror(errno));
-        return -1;
-    }
-    /* Exit statuses, written by the monitors: the agent's alone (0700),
-     * so that no tenant forges or removes one. */
-    snprintf(path, sizeof path, "%s/status", cfg->workdir);
-    if ((mkdir(path, 0700) != 0 && errno != EEXIST) || chmod(path, 0700) != 0) {
-        sl_log(SL_LOG_ERROR, "agent", "cannot create %s: %s", path, strerror(errno));
-        return -1;
+    /* logs: root's (each log is its task user's, 0600). jobs: root's and
+     * 0711, so a tenant reaches its own directory but neither lists nor
+     * renames entries. status: exit statuses written by the monitors, and
+     * tmp: files renamed into job directories (preempt.h); both the
+     * agent's alone (0700), so that no tenant forges, removes or swaps
+     * anything there. */
+    static const struct { const char *name; mode_t mode; } dirs[] = {
+        {"logs", 0755}, {"jobs", 0711}, {"status", 0700}, {AGENT_PREEMPT_TMP_DIR, 0700}};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", cfg->workdir, dirs[i].name);
+        if ((mkdir(path, dirs[i].mode) != 0 && errno != EEXIST) || chmod(path, dirs[i].mode) != 0) {
+            sl_log(SL_LOG_ERROR, "agent", "cannot create %s: %s", path, strerror(errno));
+            return -1;
+        }
     }
     char *monitor = agent_spawn_monitor_find();
     if (!monitor) return -1;
@@ -895,6 +844,7 @@ int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
     ts->cfg = *cfg;
     ts->monitor_path = monitor;
     if (asprintf(&ts->state_path, "%s/state.json", cfg->workdir) < 0) abort();
+    agent_lease_path(cfg->workdir, ts->lease_path, sizeof ts->lease_path);
     ts->sigchld_ev = evsignal_new(base, SIGCHLD, sigchld_cb, ts);
     event_add(ts->sigchld_ev, NULL);
     ts->save_ev = event_new(base, -1, 0, save_cb, ts);

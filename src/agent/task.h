@@ -33,9 +33,6 @@
 #include "cgroup/cgroup.h"
 #include "proto.h"
 
-/* Largest logs reply: JSON escaping keeps the line under 1 MiB. */
-#define AGENT_LOG_CHUNK (128 * 1024)
-
 typedef struct agent_tasks agent_tasks_t;
 
 typedef struct agent_tasks_config {
@@ -59,9 +56,10 @@ typedef struct agent_tasks_config {
 typedef void (*agent_tasks_send_fn)(void *ud, const sl_proto_msg_t *m);
 
 /*
- * Creates the tasks of base: creates WORKDIR/logs, WORKDIR/jobs and
- * WORKDIR/status, finds sluice-monitor beside the agent's binary, handles
- * SIGCHLD, and loads state.json (re-adopting monitors that still run,
+ * Creates the tasks of base: creates WORKDIR/logs, WORKDIR/jobs,
+ * WORKDIR/status and WORKDIR/tmp, finds sluice-monitor beside the agent's
+ * binary, handles SIGCHLD, and loads state.json (re-adopting monitors that
+ * still run,
  * reading the recorded status of tasks that ended meanwhile, and their
  * cgroup's outcome), then removes the cgroups of tasks it does not know
  * (agent_cgroup_cleanup; never one holding a live process). cfg's strings
@@ -102,7 +100,7 @@ int agent_tasks_fence(agent_tasks_t *ts, int64_t grace_ms);
 void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task);
 
 /* Replies to logs request req with up to limit bytes (at most
- * AGENT_LOG_CHUNK) of the task's log from offset. */
+ * AGENT_LOG_CHUNK, tasklog.h) of the task's log from offset. */
 void agent_tasks_logs(agent_tasks_t *ts, uint64_t req, uint64_t job, int32_t task, int64_t offset,
                       int64_t limit);
 

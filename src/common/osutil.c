@@ -1,10 +1,13 @@
-/* osutil.c - mkdir -p and one-shot /proc reads for the agent and the CLI. */
+/* osutil.c - mkdir -p, one-shot /proc reads and lock files for the agent and the CLI. */
 #include "osutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/sysmacros.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,4 +54,43 @@ int64_t sl_nofile_raise(int64_t want) {
         rl = up;
     }
     return rl.rlim_cur == RLIM_INFINITY ? INT64_MAX : (int64_t)rl.rlim_cur;
+}
+
+/* The pid /proc/locks names as the holder of a FLOCK on the file st
+ * describes, or 0. Lines read "1: FLOCK  ADVISORY  WRITE 1234 00:20:5678 0
+ * EOF" (the device in hex); "->" lines are waiters, not holders. */
+static pid_t flock_holder(const struct stat *st) {
+    FILE *f = fopen("/proc/locks", "re");
+    if (!f) return 0;
+    char line[256], want[64];
+    snprintf(want, sizeof want, "%02x:%02x:%llu", major(st->st_dev), minor(st->st_dev),
+             (unsigned long long)st->st_ino);
+    pid_t pid = 0;
+    while (pid == 0 && fgets(line, sizeof line, f)) {
+        char kind[16], dev[64];
+        int who;
+        if (strstr(line, "->") == NULL &&
+            sscanf(line, "%*d: %15s %*s %*s %d %63s", kind, &who, dev) == 3 &&
+            strcmp(kind, "FLOCK") == 0 && strcmp(dev, want) == 0)
+            pid = (pid_t)who;
+    }
+    fclose(f);
+    return pid;
+}
+
+int sl_flock_take(int fd, pid_t *holder) {
+    *holder = 0;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+    int e = errno;
+    struct stat st;
+    if (e == EWOULDBLOCK && fstat(fd, &st) == 0) *holder = flock_holder(&st);
+    return -e;
+}
+
+void sl_proc_name(pid_t pid, char *buf, size_t len) {
+    if (sl_proc_read(pid, "comm", buf, len) == 0) {
+        buf[0] = '\0';
+        return;
+    }
+    buf[strcspn(buf, "\n")] = '\0';
 }

@@ -27,4 +27,16 @@ size_t sl_proc_read(pid_t pid, const char *file, char *buf, size_t len);
  * when it could not be raised that far; the caller says so. Can't fail. */
 int64_t sl_nofile_raise(int64_t want);
 
+/* Takes an exclusive flock(2) on fd without waiting (a lock file, or a
+ * directory: flock works on any open file). The lock lasts while the open
+ * file does, in this process and in none it execs (open fd with
+ * O_CLOEXEC), and goes with the process, kill -9 included. Returns 0; or
+ * -EWOULDBLOCK when another open file holds it, with *holder its holder's
+ * pid from /proc/locks (0 when it cannot be told); or another -errno. */
+int sl_flock_take(int fd, pid_t *holder);
+
+/* The short name of process pid (/proc/PID/comm, "sluice-agent") into buf,
+ * or "" when it is gone. Can't fail. */
+void sl_proc_name(pid_t pid, char *buf, size_t len);
+
 #endif

@@ -292,6 +292,6 @@ def test_one_agent_per_workdir(controller, cluster):
     (agent,) = cluster(1, gpus=0)
     second = subprocess.run([agent.binary] + agent.args[:4] + ["--name", "other", "--workdir", agent.workdir],
                             capture_output=True, text=True, timeout=10)
-    assert second.returncode == 1
-    assert "is in use by another sluice-agent" in second.stderr
+    assert second.returncode == 2
+    assert "is in use by process %d (sluice-agent)" % agent.proc.pid in second.stderr
     assert controller.node("other") is None

@@ -91,6 +91,7 @@ struct agent_cgroup {
     cg_dev_rule_t *gpu_dev;     /* GPU i's device, or major -1 when it has no file */
     size_t ngpu_dev;
     bool own_root;              /* v1: the default root, made by the agent (removed when empty) */
+    int lock_fd;                /* the root's lock (cg_lock_dir), held while open; -1: none */
     agent_cgroup_spare_t pool[AGENT_CGROUP_POOL_MAX];   /* spares, oldest first */
     int npool;
     int pool_size;              /* spares to keep (--cgroup-pool); 0 where the backend has none */
@@ -104,13 +105,16 @@ struct agent_cgroup {
 extern const agent_cgroup_ops_t agent__cgroup_v1_ops;
 extern const agent_cgroup_ops_t agent__cgroup_v2_ops;
 
-/* Opens v1 into cg (cg->fs, root and pids_max set). 0, or -1 with err one
- * line naming the file and what to do. */
+/* Opens v1 into cg (cg->fs, root and pids_max set), locking the root
+ * (cg->lock_fd) before anything under it changes. 0, -EBUSY when another
+ * process holds the root's lock, or -1; err one line naming the file (or
+ * the holder) and what to do. */
 int agent__cgroup_v1_open(agent_cgroup_t *cg, const char *root, const char *node, char *err,
                           size_t errlen);
 
-/* Opens v2 at mount into cg: checks the delegated root, moves the agent
- * into ROOT/agent, enables the controllers. 0, or -1 with err. */
+/* Opens v2 at mount into cg: checks the delegated root, locks it
+ * (cg->lock_fd), moves the agent into ROOT/agent, enables the
+ * controllers. 0, -EBUSY (as v1), or -1 with err. */
 int agent__cgroup_v2_open(agent_cgroup_t *cg, const char *mount, const char *root, char *err,
                           size_t errlen);
 

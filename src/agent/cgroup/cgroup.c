@@ -53,6 +53,7 @@
 
 #include "cgroup/backend.h"
 #include "log.h"
+#include "sluice/error.h"
 
 /* runc's default device allow list, less its "mknod anything" rules. */
 static const cg_dev_rule_t std_devices[] = {
@@ -125,6 +126,8 @@ int agent_cgroup_open(const agent_cgroup_config_t *cfg, agent_cgroup_t **out, ch
     cg->fs.trace_ud = cfg->trace_ud;
     cg->pids_max = cfg->pids_max;
     cg->ops = &none_ops;
+    cg->lock_fd = -1;
+    int rc = -1;
     if (strcmp(mode, "auto") != 0 && strcmp(mode, "v2") != 0 && strcmp(mode, "v1") != 0 &&
         strcmp(mode, "none") != 0) {
         snprintf(err, errlen, "--cgroup: \"%s\" is not one of v2, v1, none, auto", mode);
@@ -133,25 +136,31 @@ int agent_cgroup_open(const agent_cgroup_config_t *cfg, agent_cgroup_t **out, ch
     if (strcmp(mode, "none") != 0 && load_gpu_devices(cg, cfg, err, errlen) != 0) goto fail;
     char why2[512] = "", why1[512] = "";
     if (strcmp(mode, "v2") == 0 || (strcmp(mode, "auto") == 0 && cg_is_cgroup2(mount))) {
-        if (agent__cgroup_v2_open(cg, mount, cfg->root, why2, sizeof why2) == 0) {
+        int r2 = agent__cgroup_v2_open(cg, mount, cfg->root, why2, sizeof why2);
+        if (r2 == 0) {
             cg->ops = &agent__cgroup_v2_ops;
             goto done;
         }
-        if (strcmp(mode, "v2") == 0) {
+        if (strcmp(mode, "v2") == 0 || r2 == -EBUSY) { /* another agent's root: never "none" */
+            rc = r2 == -EBUSY ? SL_EBUSY : -1;
             snprintf(err, errlen, "%s", why2);
             goto fail;
         }
+        if (cg->lock_fd >= 0) close(cg->lock_fd); /* auto goes on to v1 */
+        cg->lock_fd = -1;
     } else if (strcmp(mode, "auto") == 0) {
         snprintf(why2, sizeof why2, "cgroup v2: %s is not a cgroup2 file system", mount);
     }
     if (strcmp(mode, "v1") == 0 || strcmp(mode, "auto") == 0) {
         cg->fs.fake = false;
-        if (agent__cgroup_v1_open(cg, cfg->root, cfg->node, why1, sizeof why1) == 0) {
+        int r1 = agent__cgroup_v1_open(cg, cfg->root, cfg->node, why1, sizeof why1);
+        if (r1 == 0) {
             cg->ops = &agent__cgroup_v1_ops;
             cg->own_root = cfg->root == NULL;
             goto done;
         }
-        if (strcmp(mode, "v1") == 0) {
+        if (strcmp(mode, "v1") == 0 || r1 == -EBUSY) {
+            rc = r1 == -EBUSY ? SL_EBUSY : -1;
             snprintf(err, errlen, "%s", why1);
             goto fail;
         }
@@ -176,9 +185,10 @@ done:
     *out = cg;
     return 0;
 fail:
+    if (cg->lock_fd >= 0) close(cg->lock_fd);
     free(cg->gpu_dev);
     free(cg);
-    return -1;
+    return rc;
 }
 
 void agent_cgroup_close(agent_cgroup_t *cg) {
@@ -199,6 +209,7 @@ void agent_cgroup_close(agent_cgroup_t *cg) {
             }
         }
     }
+    if (cg->lock_fd >= 0) close(cg->lock_fd);
     free(cg->gpu_dev);
     free(cg);
 }

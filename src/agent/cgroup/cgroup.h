@@ -118,9 +118,13 @@ typedef struct agent_cgroup_stats {
  * and writable, else none). For v2 it moves the agent (and every process
  * of ROOT) into ROOT/agent and enables +memory +cpu +pids in the
  * subtree_control of ROOT and ROOT/tasks; for both it stats the device
- * files (GPU files by major:minor). cfg's strings are copied. Returns 0
- * with *out set, or -1 with err (errlen bytes) one line that names the file
- * and what to do ("cgroup v2: memory controller not delegated to
+ * files (GPU files by major:minor). The root is locked (an flock on its
+ * directory, held until agent_cgroup_close) before anything under it
+ * changes, so that a second agent on the same root stops here. cfg's
+ * strings are copied. Returns 0 with *out set; SL_EBUSY when another
+ * process holds the root (auto does not fall back then), with err naming
+ * its pid; or -1 with err (errlen bytes) one line that names the file and
+ * what to do ("cgroup v2: memory controller not delegated to
  * /sys/fs/cgroup/x (cgroup.controllers lacks memory): ..."); an explicit v1
  * or v2 that cannot be honoured fails, auto falls back (and
  * agent_cgroup_describe then says why). Nothing is left changed on failure

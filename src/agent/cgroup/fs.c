@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cgroup/fs.h"
+#include "osutil.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -244,4 +245,30 @@ int cg_subdirs(const char *dir, char (*names)[CG_NAME_MAX], int n, int cap) {
     }
     closedir(d);
     return n;
+}
+
+int cg_lock_dir(const char *dir, const char *what, int *fd, char *err, size_t errlen) {
+    *fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (*fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s: cannot open %s to lock it: %s", what, dir, strerror(e));
+        return -e;
+    }
+    pid_t holder = 0;
+    int rc = sl_flock_take(*fd, &holder);
+    if (rc == 0) return 0;
+    close(*fd);
+    *fd = -1;
+    if (rc != -EWOULDBLOCK) {
+        snprintf(err, errlen, "%s: cannot lock %s: %s", what, dir, strerror(-rc));
+        return rc;
+    }
+    char name[64] = "";
+    if (holder > 0) sl_proc_name(holder, name, sizeof name);
+    char who[96] = "another process";
+    if (holder > 0) snprintf(who, sizeof who, "process %d (%s)", (int)holder, name[0] ? name : "gone");
+    snprintf(err, errlen, "%s: the cgroup root %s is in use by %s, which holds a lock on it: two "
+             "agents on one root would remove each other's cgroups; stop that agent first, or give "
+             "this one another --name or --cgroup-root", what, dir, who);
+    return -EBUSY;
 }

@@ -93,6 +93,17 @@ bool cg_is_cgroup2(const char *path);
  * access "rwm". 0, -errno from stat, or -ENODEV when it is not a device. */
 int cg_dev_rule(const char *path, cg_dev_rule_t *out);
 
+/*
+ * Locks the cgroup directory dir, the agent's root (an flock on the
+ * directory itself: cgroupfs, like any file system, allows it), so that a
+ * second agent given the same root refuses to start instead of removing
+ * the first one's cgroups as leftovers. Returns 0 with *fd the lock's
+ * descriptor (O_CLOEXEC; closing it, or the process ending, unlocks);
+ * -EBUSY when another process holds it, with err naming that process; or
+ * -errno of the open, with err naming dir. `what` ("cgroup v1") starts err.
+ */
+int cg_lock_dir(const char *dir, const char *what, int *fd, char *err, size_t errlen);
+
 /* Formats a rule as the v1 devices.allow line "c 195:0 rwm". */
 void cg_dev_format(const cg_dev_rule_t *r, char *buf, size_t len);
 

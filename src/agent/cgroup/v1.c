@@ -415,6 +415,11 @@ int agent__cgroup_v1_open(agent_cgroup_t *cg, const char *root, const char *node
             return -1;
         }
     }
+    /* One agent per root, before anything under it is touched (the
+     * restart clean-up and the pool come later): the root of the memory
+     * hierarchy stands for every hierarchy's. */
+    int rc = cg_lock_dir(cg->dirs[CG1_MEMORY], "cgroup v1", &cg->lock_fd, err, errlen);
+    if (rc != 0) return rc == -EBUSY ? -EBUSY : -1;
     cg->memsw = cg_exists(cg->dirs[CG1_MEMORY], "memory.memsw.limit_in_bytes");
     char pids[32];
     if (cg->pids_max > 0)

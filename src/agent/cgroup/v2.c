@@ -292,6 +292,9 @@ int agent__cgroup_v2_open(agent_cgroup_t *cg, const char *mount, const char *roo
             return -1;
         }
     }
+    /* One agent per root, before any process is moved or cgroup made. */
+    if ((rc = cg_lock_dir(cg->root, "cgroup v2", &cg->lock_fd, err, errlen)) != 0)
+        return rc == -EBUSY ? -EBUSY : -1;
     snprintf(agentdir, sizeof agentdir, "%s/agent", cg->root);
     if (mkdir(agentdir, 0755) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "cgroup v2: cannot create %s: %s: %s", agentdir, strerror(errno), fix);
