@@ -7,7 +7,8 @@ status 3 and loses no acknowledged job; GPU model and pool names that jobs
 named come back when the jobs go, and jobs may hold only half of each name
 table (32 models, 512 pools no node has), so pending jobs naming bogus
 models and pools never lock a new real node out, across restarts; a job
-stored past that share is kept at start-up.
+stored past that share is kept at start-up; a job row whose state sluiced
+never writes stops the load (exit 2, naming the job and the state).
 """
 
 import hashlib
@@ -163,6 +164,43 @@ def test_damage_inside_a_value_stops_the_load(controller):
     assert "sluiced backup" in r.stderr, r.stderr
     assert sha256(db) == before
     assert len(ids) == 20
+
+
+def test_an_unknown_job_state_stops_the_load(controller):
+    """A row whose state sluiced never writes (set through SQLite itself,
+    so every index agrees with the row) is refused at start-up with exit 2
+    and a message naming the job and the state, instead of being left out
+    of the load (the job would then answer 404 and its id be reissued).
+    Pending, running and finished rows around it change nothing."""
+    ids = submit_pending(controller, 3)
+    st, body = controller.request("DELETE", "/v1/jobs/%d" % ids[2],
+                                  token=controller.token("alice"))
+    assert st == 200, (st, body)
+    controller.stop()
+    db = controller.db_path
+    con = sqlite3.connect(db)
+    try:
+        with con:
+            con.execute("UPDATE jobs SET state = 'paused' WHERE id = ?", (ids[1],))
+    finally:
+        con.close()
+    assert quick_check(db) == "ok"
+    before = sha256(db)
+    r = run_sluiced(controller)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "cannot load state" in r.stderr, r.stderr
+    assert 'job %d: its stored state "paused" is not one sluiced writes' % ids[1] in r.stderr, \
+        r.stderr
+    assert sha256(db) == before
+    # Put back, the same file loads and every job is there.
+    con = sqlite3.connect(db)
+    try:
+        with con:
+            con.execute("UPDATE jobs SET state = 'pending' WHERE id = ?", (ids[1],))
+    finally:
+        con.close()
+    controller.start()
+    assert [controller.job(j)["state"] for j in ids] == ["pending", "pending", "cancelled"]
 
 
 def test_a_load_stopped_half_way_writes_nothing(controller):
