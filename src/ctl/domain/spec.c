@@ -14,7 +14,9 @@
  * cluster has never seen is checked against the room left in the cluster's
  * fixed tables (SL_MAX_MODELS, SL_MAX_POOLS) and in the jobs' share of them
  * (SL_MAX_JOB_MODELS, SL_MAX_JOB_POOLS: names no node has may fill half of
- * each, so that a new node can always register) without adding the names,
+ * each, so that a new node can always register; each tenant's jobs only its
+ * part of that half, so that no tenant locks another out) without adding
+ * the names,
  * so a rejected job leaves the cluster exactly as it was;
  * ctl_job_core_spec adds them, right before the job goes to the core (and
  * at recovery, past the share if need be), each with a job's reference the
@@ -144,6 +146,117 @@ static void fill_core(ctl_job_t *j, const sl_jobspec_t *js) {
         r->topo_required = (int16_t)lv;
     if (sl_topo_level_parse(json_string_value(js->val[SL_JS_TOPOLOGY_PREFERRED]), &lv) == 0)
         r->topo_preferred = (int16_t)lv;
+}
+
+/* ---- the job share per tenant ----
+ *
+ * The names jobs alone hold may fill half of each table (names_fit); that
+ * half is divided among the configured tenants, so that one tenant's
+ * pending jobs naming made-up models or pools never keep another tenant
+ * from naming a model or pool no node has yet. A tenant's part counts the
+ * names jobs alone hold that at least one of its jobs names (a name two
+ * tenants' jobs name counts for both, and for neither once a node has
+ * it); each part is share / tenants (at least one), so the parts together
+ * never pass the share and a tenant below its part always finds room. */
+
+/* Tenant's row of c->name_refs, grown when grow; NULL when it has none
+ * (or tenant < 0). A pointer valid until the next grow. */
+static int32_t *name_row(ctl_t *c, int32_t tenant, bool grow) {
+    if (tenant < 0)
+        return NULL;
+    size_t need = ((size_t)tenant + 1) * CTL_NAME_ROW;
+    if (need > c->nname_refs) {
+        if (!grow)
+            return NULL;
+        c->name_refs = sl_xrealloc(c->name_refs, need * sizeof *c->name_refs);
+        memset(c->name_refs + c->nname_refs, 0, (need - c->nname_refs) * sizeof *c->name_refs);
+        c->nname_refs = need;
+    }
+    return c->name_refs + (size_t)tenant * CTL_NAME_ROW;
+}
+
+/* One tenant's part of a share of names (at least 1). */
+static size_t tenant_part(const ctl_t *c, int share) {
+    size_t n = sl_sched_tenant_count(c->sched);
+    size_t q = n > 0 ? (size_t)share / n : (size_t)share;
+    return q > 0 ? q : 1;
+}
+
+static bool job_only(const ctl_t *c, int32_t id, bool pool) {
+    return pool ? sl_cluster_pool_job_only(c->cl, id) : sl_cluster_model_job_only(c->cl, id);
+}
+
+/* The names jobs alone hold that row's tenant names. O(table). */
+static size_t tenant_held(const ctl_t *c, const int32_t *row, bool pool) {
+    size_t n = 0;
+    int32_t max = pool ? SL_MAX_POOLS : SL_MAX_MODELS, off = pool ? SL_MAX_MODELS : 0;
+    for (int32_t id = 0; row && id < max; id++)
+        n += row[off + id] > 0 && job_only(c, id, pool);
+    return n;
+}
+
+/* Whether the name (its id, or < 0 when the table lacks it) would add one
+ * to the part of row's tenant: a new name, or one that jobs alone hold and
+ * no job of the tenant names yet. */
+static bool adds_to_part(const ctl_t *c, const int32_t *row, int32_t id, bool pool) {
+    if (id < 0)
+        return true;
+    return job_only(c, id, pool) && (row == NULL || row[(pool ? SL_MAX_MODELS : 0) + id] == 0);
+}
+
+/* Whether tenant's part of the job share has room for the names of the
+ * spec that would add to it (see above); with one tenant the part is the
+ * share, which names_fit checks. Reads only. O(SL_MAX_MODELS + SL_MAX_POOLS
+ * + models named x SL_MAX_MODELS). */
+static bool part_fits(ctl_t *c, int32_t tenant, json_t *models, const char *pool,
+                      ctl_field_err_t *fe) {
+    size_t ntenants = sl_sched_tenant_count(c->sched);
+    if (ntenants <= 1)
+        return true;
+    const int32_t *row = name_row(c, tenant, false);
+    const char *tn = sl_sched_tenant_name(c->sched, tenant);
+    size_t part = tenant_part(c, SL_MAX_JOB_MODELS), held = 0, nadd = 0;
+    const char *added[SL_MAX_MODELS];
+    size_t i;
+    json_t *m;
+    json_array_foreach(models, i, m) {
+        const char *name = json_string_value(m);
+        if (!adds_to_part(c, row, sl_cluster_model_find(c->cl, name), false))
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < nadd && !dup; k++)
+            dup = strcmp(added[k], name) == 0;
+        if (dup)
+            continue;
+        if (nadd == 0)
+            held = tenant_held(c, row, false);
+        if (held + nadd >= part) {
+            if (nadd == 0)
+                bad(fe, 400, "invalid_field", "gpu_models",
+                    "\"%s\": no node has this model and the jobs of tenant \"%s\" already name "
+                    "%zu models no node has (each of the %zu tenants may name at most %zu); name "
+                    "a model a node has", name, tn, held, ntenants, part);
+            else
+                bad(fe, 400, "invalid_field", "gpu_models",
+                    "\"%s\": no node has this model, and with it this job would bring the models "
+                    "no node has that tenant \"%s\" names to %zu (each of the %zu tenants may "
+                    "name at most %zu); name models a node has", name, tn, held + nadd + 1,
+                    ntenants, part);
+            return false;
+        }
+        added[nadd++] = name;
+    }
+    if (pool && adds_to_part(c, row, sl_cluster_pool_find(c->cl, pool), true)) {
+        size_t ppart = tenant_part(c, SL_MAX_JOB_POOLS), pheld = tenant_held(c, row, true);
+        if (pheld >= ppart) {
+            bad(fe, 400, "invalid_field", "pool",
+                "\"%s\": no node is in this pool and the jobs of tenant \"%s\" already name "
+                "%zu pools no node is in (each of the %zu tenants may name at most %zu); name a "
+                "pool a node is in", pool, tn, pheld, ntenants, ppart);
+            return false;
+        }
+    }
+    return true;
 }
 
 /* "(the most)" when jobs hold exactly the job share of names no node
@@ -282,7 +395,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         sl_cluster_constraint_release(c->cl, cons);
     }
     json_t *models = model_list(val[SL_JS_GPU_MODELS]);
-    if (!names_fit(c, models, pool, fe)) {
+    if (!part_fits(c, tenant, models, pool, fe) || !names_fit(c, models, pool, fe)) {
         json_decref(models);
         return NULL;
     }
@@ -427,6 +540,7 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     r->pool = -1;
     r->cons = NULL;
     j->names_held = true; /* from here on, ctl_job_release_names gives back what is in r */
+    int32_t *row = name_row(c, j->tenant, true); /* the tenant's part of the share */
     size_t i;
     json_t *m;
     json_t *models = model_list(json_object_get(s, "gpu_models"));
@@ -440,9 +554,13 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
             json_decref(models);
             goto fail;
         }
-        if (r->model_mask & (1ull << id))
+        if (r->model_mask & (1ull << id)) {
             sl_cluster_model_release_job(c->cl, id); /* named twice: one reference per bit */
+            continue;
+        }
         r->model_mask |= 1ull << id;
+        if (row)
+            row[id]++;
     }
     json_decref(models);
     const char *q = json_string_value(json_object_get(s, "pool"));
@@ -455,6 +573,8 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
             goto fail;
         }
         r->pool = id;
+        if (row)
+            row[SL_MAX_MODELS + id]++;
     }
     char cf[32], cmsg[280];
     if (constraint_of(c, s, &r->cons, cf, sizeof cf, cmsg, sizeof cmsg) < 0) {
@@ -480,11 +600,19 @@ void ctl_job_release_names(ctl_t *c, ctl_job_t *j) {
     if (!j->names_held)
         return;
     sl_task_req_t *r = &j->core.task;
-    for (int32_t id = 0; id < SL_MAX_MODELS; id++)
-        if (r->model_mask & (1ull << id))
-            sl_cluster_model_release_job(c->cl, id);
-    if (r->pool >= 0)
+    int32_t *row = name_row(c, j->tenant, false);
+    for (int32_t id = 0; id < SL_MAX_MODELS; id++) {
+        if (!(r->model_mask & (1ull << id)))
+            continue;
+        sl_cluster_model_release_job(c->cl, id);
+        if (row)
+            row[id]--;
+    }
+    if (r->pool >= 0) {
         sl_cluster_pool_release_job(c->cl, r->pool);
+        if (row)
+            row[SL_MAX_MODELS + r->pool]--;
+    }
     sl_cluster_constraint_release(c->cl, r->cons);
     r->cons = NULL;
     j->names_held = false;
