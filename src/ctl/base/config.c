@@ -43,7 +43,9 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->oom_score_adj = CTL_DEFAULT_OOM_SCORE_ADJ;
     cfg->preempt_priority = true;
     cfg->preempt_grow = true;
-    cfg->preempt_protect_ms = 600000;
+    cfg->preempt_max_per_minute = CTL_DEFAULT_PREEMPT_MAX_PER_MINUTE;
+    cfg->preempt_protect_after = CTL_DEFAULT_PREEMPT_PROTECT_AFTER;
+    cfg->preempt_protect_ms = CTL_DEFAULT_PREEMPT_PROTECT_MS;
 }
 
 void ctl_config_fini(ctl_config_t *cfg) {
@@ -81,8 +83,12 @@ void ctl_config_fini(ctl_config_t *cfg) {
         sl_free(cfg->revoked_nodes[i]);
     sl_free(cfg->revoked_nodes);
     sl_free(cfg->oom_rules);
-    for (size_t i = 0; i < cfg->nprio_classes; i++)
+    for (size_t i = 0; i < cfg->nprio_classes; i++) {
         sl_free(cfg->prio_classes[i].name);
+        for (size_t k = 0; k < cfg->prio_classes[i].ntenants; k++)
+            sl_free(cfg->prio_classes[i].tenants[k]);
+        sl_free(cfg->prio_classes[i].tenants);
+    }
     sl_free(cfg->prio_classes);
     memset(cfg, 0, sizeof *cfg);
 }
@@ -256,23 +262,31 @@ static int load_tenants(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     return 0;
 }
 
-/* A pool's `dedicated` and `tenants` (a list of tenant names, or one). */
+/* The `tenants` of mapping m (a list of tenant names, or one) into *out
+ * and *n, which the caller frees whatever the outcome; what names the key
+ * in errors ("pools[]"). */
+static int load_tenant_list(rd_t *r, const sl_yaml_node_t *m, const char *what, char ***out,
+                            size_t *n) {
+    const sl_yaml_node_t *t = sl_yaml_map_get(m, "tenants");
+    if (t == NULL || sl_yaml_is_null(t))
+        return 0;
+    size_t k = t->kind == SL_YAML_SEQ ? t->n : 1;
+    *out = sl_xcalloc(k ? k : 1, sizeof **out);
+    for (size_t i = 0; i < k; i++) {
+        const sl_yaml_node_t *v = t->kind == SL_YAML_SEQ ? t->items[i] : t;
+        if (v->kind != SL_YAML_SCALAR || v->value[0] == '\0')
+            return fail(r, v, "%s.tenants: must be a list of tenant names%s", what, "");
+        (*out)[(*n)++] = sl_xstrdup(v->value);
+    }
+    return 0;
+}
+
+/* A pool's `dedicated` and `tenants`. */
 static int load_pool_cfg(rd_t *r, const sl_yaml_node_t *p, struct ctl_pool_cfg *pc) {
     const sl_yaml_node_t *d = sl_yaml_map_get(p, "dedicated");
     if (d != NULL && !sl_yaml_is_null(d) && sl_yaml_bool(d, &pc->dedicated) < 0)
         return fail(r, d, "pools[].dedicated: must be true or false%s%s", "", "");
-    const sl_yaml_node_t *t = sl_yaml_map_get(p, "tenants");
-    if (t == NULL || sl_yaml_is_null(t))
-        return 0;
-    size_t n = t->kind == SL_YAML_SEQ ? t->n : 1;
-    pc->tenants = sl_xcalloc(n ? n : 1, sizeof *pc->tenants);
-    for (size_t i = 0; i < n; i++) {
-        const sl_yaml_node_t *v = t->kind == SL_YAML_SEQ ? t->items[i] : t;
-        if (v->kind != SL_YAML_SCALAR || v->value[0] == '\0')
-            return fail(r, v, "pools[].tenants: must be a list of tenant names%s%s", "", "");
-        pc->tenants[pc->ntenants++] = sl_xstrdup(v->value);
-    }
-    return 0;
+    return load_tenant_list(r, p, "pools[]", &pc->tenants, &pc->ntenants);
 }
 
 static int load_pools(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
@@ -407,11 +421,11 @@ static int load_oom_rules(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq)
     return 0;
 }
 
-/* priority_classes: a sequence of {name, value, may_preempt, signal,
- * grace}; name and value required, names unique. */
+/* priority_classes: a sequence of {name, value, may_preempt, preemptible,
+ * signal, grace, tenants}; name and value required, names unique. */
 static int load_prio_classes(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     static const char *const keys[] = {"name", "value", "may_preempt", "preemptible", "signal",
-                                       "grace", NULL};
+                                       "grace", "tenants", NULL};
     const char *what = "priority_classes";
     if (seq->kind != SL_YAML_SEQ)
         return fail(r, seq, "%s must be a sequence of {name, value, may_preempt, signal, grace}%s",
@@ -444,6 +458,8 @@ static int load_prio_classes(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *s
         const sl_yaml_node_t *pe = sl_yaml_map_get(e, "preemptible");
         if (pe != NULL && !sl_yaml_is_null(pe) && sl_yaml_bool(pe, &pc->preemptible) < 0)
             return fail(r, pe, "priority_classes[].preemptible: must be true or false%s%s", "", "");
+        if (load_tenant_list(r, e, "priority_classes[]", &pc->tenants, &pc->ntenants) < 0)
+            return -1;
         for (size_t k = 0; k + 1 < cfg->nprio_classes; k++)
             if (strcmp(cfg->prio_classes[k].name, pc->name) == 0)
                 return fail(r, e, "%s: duplicate name \"%s\"", what, pc->name);
@@ -478,6 +494,38 @@ const ctl_prio_class_t *ctl_config_prio_class(const ctl_config_t *cfg, const cha
         if (strcmp(cfg->prio_classes[i].name, name) == 0)
             return &cfg->prio_classes[i];
     return NULL;
+}
+
+/* Whether tenant is one of the n names; if not, "WHAT is for tenant(s) a, b;
+ * tenant \"c\" may not use it" in err. */
+static int tenant_listed(char *const *names, size_t n, const char *what, const char *tenant,
+                         char *err, size_t errlen) {
+    size_t o = (size_t)snprintf(err, errlen, "%s tenant%s ", what, n > 1 ? "s" : "");
+    for (size_t i = 0; i < n; i++) {
+        if (tenant && strcmp(names[i], tenant) == 0)
+            return 0;
+        if (o < errlen)
+            o += (size_t)snprintf(err + o, errlen - o, "%s%s", i ? ", " : "", names[i]);
+    }
+    if (o < errlen)
+        snprintf(err + o, errlen - o, "; tenant \"%s\" may not use it", tenant ? tenant : "");
+    return -1;
+}
+
+int ctl_prio_class_tenant_ok(const ctl_prio_class_t *pc, const char *tenant, char *err,
+                             size_t errlen) {
+    char what[SL_NAME_MAX + 32];
+    if (pc->ntenants > 0) {
+        snprintf(what, sizeof what, "priority class \"%s\" is for", pc->name);
+        return tenant_listed(pc->tenants, pc->ntenants, what, tenant, err, errlen);
+    }
+    if (!pc->may_preempt)
+        return 0;
+    /* A class whose jobs preempt others is a privilege: granted by name. */
+    snprintf(err, errlen, "priority class \"%s\" may preempt other jobs and lists no tenants that "
+             "may use it (priority_classes[].tenants); tenant \"%s\" may not use it", pc->name,
+             tenant ? tenant : "");
+    return -1;
 }
 
 int64_t ctl_config_prio_grace_ms(const ctl_config_t *cfg, const ctl_prio_class_t *pc) {
@@ -761,16 +809,8 @@ int ctl_pool_tenant_ok(const ctl_config_t *cfg, const char *pool, const char *te
     const struct ctl_pool_cfg *pc = ctl_pool_cfg(cfg, pool);
     if (pc == NULL || pc->ntenants == 0)
         return 0;
-    size_t o = (size_t)snprintf(err, errlen, "pool \"%s\" is dedicated to tenant%s ", pool,
-                                pc->ntenants > 1 ? "s" : "");
-    for (size_t i = 0; i < pc->ntenants; i++) {
-        if (tenant && strcmp(pc->tenants[i], tenant) == 0)
-            return 0;
-        if (o < errlen)
-            o += (size_t)snprintf(err + o, errlen - o, "%s%s", i ? ", " : "", pc->tenants[i]);
-    }
-    if (o < errlen)
-        snprintf(err + o, errlen - o, "; tenant \"%s\" may not use it", tenant ? tenant : "");
-    return -1;
+    char what[SL_NAME_MAX + 32];
+    snprintf(what, sizeof what, "pool \"%s\" is dedicated to", pool);
+    return tenant_listed(pc->tenants, pc->ntenants, what, tenant, err, errlen);
 }
 

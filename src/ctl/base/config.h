@@ -64,6 +64,14 @@ typedef struct ctl_oom_rule {
 #define CTL_OOM_SCORE_ADJ_MIN (CTL_AGENT_OOM_SCORE_ADJ + 1)
 #define CTL_OOM_SCORE_ADJ_MAX 1000
 
+/* preemption: (docs/config.md) bounds that hold unless the config says
+ * otherwise: at most this many victims a minute, and a job preempted this
+ * many times is left alone for protect seconds, so that no submit-and-
+ * cancel loop can preempt another tenant's job again and again. */
+#define CTL_DEFAULT_PREEMPT_MAX_PER_MINUTE 10
+#define CTL_DEFAULT_PREEMPT_PROTECT_AFTER 3
+#define CTL_DEFAULT_PREEMPT_PROTECT_MS (600 * 1000)
+
 /* A priority class (docs/config.md, "Priority classes"): a job
  * that names it (priority_class) gets its value as its priority; may_preempt
  * lets such a job preempt strictly lower-priority ones; signal and grace
@@ -76,6 +84,10 @@ typedef struct ctl_prio_class {
     bool preemptible;       /* its jobs may be preempted or shrunk (true unless the config says false) */
     int32_t signal;         /* SIGTERM unless the config names another */
     int64_t grace_ms;       /* -1: kill_grace */
+    /* The tenants whose jobs may name the class. None listed: every tenant
+     * for a class without may_preempt, no tenant for one with it. */
+    char **tenants;
+    size_t ntenants;
 } ctl_prio_class_t;
 
 typedef struct ctl_config {
@@ -148,8 +160,8 @@ typedef struct ctl_config {
     bool preempt_priority;       /* true: classes that may preempt do */
     bool preempt_reclaim;        /* false: no fair-share reclaim */
     bool preempt_grow;           /* true: elastic jobs grow into free capacity */
-    int64_t preempt_max_per_minute;  /* 0: unbounded */
-    int64_t preempt_protect_after;   /* 0: never protected */
+    int64_t preempt_max_per_minute;  /* CTL_DEFAULT_PREEMPT_MAX_PER_MINUTE; 0: unbounded */
+    int64_t preempt_protect_after;   /* CTL_DEFAULT_PREEMPT_PROTECT_AFTER; 0: never protected */
     int64_t preempt_protect_ms;
     bool default_may_preempt;    /* jobs without a class may preempt (false) */
 } ctl_config_t;
@@ -177,6 +189,12 @@ int32_t ctl_config_oom_score_adj(const ctl_config_t *cfg, int32_t priority);
 
 /* The priority class called name, or NULL. O(classes). */
 const ctl_prio_class_t *ctl_config_prio_class(const ctl_config_t *cfg, const char *name);
+/* Whether tenant's jobs may name class pc (see ctl_prio_class_t.tenants):
+ * 0, or -1 with a message for the "priority_class" field in err
+ * ("priority class \"urgent\" is for tenants a, b; tenant \"c\" may not use
+ * it"). O(listed tenants). */
+int ctl_prio_class_tenant_ok(const ctl_prio_class_t *pc, const char *tenant, char *err,
+                             size_t errlen);
 /* The grace of a job of class pc (NULL: a job without a class), in ms:
  * the class's own, else kill_grace. Can't fail. */
 int64_t ctl_config_prio_grace_ms(const ctl_config_t *cfg, const ctl_prio_class_t *pc);

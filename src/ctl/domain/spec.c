@@ -381,6 +381,9 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                        "%lld differs from the value of priority class \"%s\" (%d); give one "
                        "of the two", (long long)js.num[SL_JS_PRIORITY], pcname, (int)pc->value);
         js.num[SL_JS_PRIORITY] = pc->value;
+        if (ctl_prio_class_tenant_ok(pc, sl_sched_tenant_name(c->sched, tenant), err,
+                                     sizeof err) < 0)
+            return bad(fe, 403, "forbidden", "priority_class", "%s", err);
     }
     if (pool && ctl_pool_tenant_ok(&c->cfg, pool, sl_sched_tenant_name(c->sched, tenant), err,
                                    sizeof err) < 0)
@@ -530,10 +533,20 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     cs->id = j->id;
     cs->tenant = j->tenant;
     cs->submit_us = j->submit_us;
-    /* The class by name (a class no longer configured leaves the
-     * job in class 0, with the priority it was given). */
+    /* The class by name (a class no longer configured, or no longer
+     * open to the job's tenant, leaves the job in class 0, with the
+     * priority it was given: it preempts nothing). */
     const char *pcn = json_string_value(json_object_get(s, "priority_class"));
     int pcid = pcn ? sl_sched_class_find(c->sched, pcn) : 0;
+    const ctl_prio_class_t *pcc = ctl_config_prio_class(&c->cfg, pcn);
+    char why[SL_NAME_MAX + 200];
+    if (pcid > 0 && pcc &&
+        ctl_prio_class_tenant_ok(pcc, sl_sched_tenant_name(c->sched, j->tenant), why,
+                                 sizeof why) < 0) {
+        sl_log(SL_LOG_WARN, "store", "job=%llu keeps its priority but not its class: %s",
+               (unsigned long long)j->id, why);
+        pcid = 0;
+    }
     cs->prio_class = pcid > 0 ? pcid : 0;
     sl_task_req_t *r = &cs->task;
     r->model_mask = 0;
