@@ -54,6 +54,7 @@ void ctl_config_fini(ctl_config_t *cfg) {
     sl_free(cfg->state);
     sl_free(cfg->admin_token);
     sl_free(cfg->cluster_token);
+    sl_free(cfg->monitoring_token);
     sl_free(cfg->queue);
     sl_free(cfg->placement);
     sl_free(cfg->backfill);
@@ -541,7 +542,8 @@ int32_t ctl_config_oom_score_adj(const ctl_config_t *cfg, int32_t priority) {
 
 int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errlen) {
     static const char *const top[] = {"listen", "agent_listen", "state", "admin_token",
-                                      "cluster_token", "node_timeout", "heartbeat", "kill_grace",
+                                      "cluster_token", "monitoring_token",
+                                      "node_timeout", "heartbeat", "kill_grace",
                                       "scheduler", "tenants", "pools", "log_level",
                                       "job_retention", "max_finished_jobs",
                                       "init", /* create a missing or empty state database */
@@ -575,6 +577,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         get_str(&r, root, "state", &cfg->state) < 0 ||
         get_str(&r, root, "admin_token", &cfg->admin_token) < 0 ||
         get_str(&r, root, "cluster_token", &cfg->cluster_token) < 0 ||
+        get_str(&r, root, "monitoring_token", &cfg->monitoring_token) < 0 ||
         get_str(&r, root, "log_level", &cfg->log_level) < 0 ||
         get_str(&r, root, "tls_cert", &cfg->tls_cert) < 0 ||
         get_str(&r, root, "tls_key", &cfg->tls_key) < 0 ||
@@ -728,8 +731,17 @@ int ctl_config_check(const ctl_config_t *cfg, char *err, size_t errlen) {
         return -1;
     }
     if (check_hashed(names[0], toks[0], err, errlen) < 0 ||
-        check_hashed(names[1], toks[1], err, errlen) < 0)
+        check_hashed(names[1], toks[1], err, errlen) < 0 ||
+        check_hashed("monitoring_token", cfg->monitoring_token, err, errlen) < 0)
         return -1;
+    /* The monitoring token reads every tenant's figures: it must be a
+     * secret of its own, never one that also acts as another role. */
+    const char *mon = cfg->monitoring_token;
+    if (mon && (mon[0] == '\0' || strcmp(mon, toks[0]) == 0 || strcmp(mon, toks[1]) == 0)) {
+        snprintf(err, errlen, "monitoring_token must be non-empty and differ from admin_token and "
+                 "cluster_token");
+        return -1;
+    }
     for (size_t i = 0; i < cfg->ntenants; i++) {
         char what[128];
         snprintf(what, sizeof what, "tenant \"%s\": token", cfg->tenants[i].name);
@@ -764,6 +776,11 @@ int ctl_config_check(const ctl_config_t *cfg, char *err, size_t errlen) {
                          cfg->tenants[i].name, names[k]);
                 return -1;
             }
+        }
+        if (mon && strcmp(t, mon) == 0) {
+            snprintf(err, errlen, "tenant \"%s\": token must differ from monitoring_token",
+                     cfg->tenants[i].name);
+            return -1;
         }
     }
     return 0;

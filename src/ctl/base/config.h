@@ -96,6 +96,7 @@ typedef struct ctl_config {
     char *state;
     char *admin_token;
     char *cluster_token;
+    char *monitoring_token;     /* reads /metrics and /v1/report for every tenant; NULL: none */
     int64_t node_timeout_ms;
     int32_t heartbeat_s;
     int64_t kill_grace_ms;
