@@ -30,6 +30,7 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->queue = sl_xstrdup("drf");
     cfg->placement = sl_xstrdup(sl_place_policy_default());
     cfg->backfill = sl_xstrdup("easy");
+    cfg->default_time_limit_s = CTL_DEFAULT_TIME_LIMIT_S;
     cfg->default_user = sl_xstrdup("nobody");
     cfg->max_connections = CTL_DEFAULT_MAX_CONNECTIONS;
     cfg->max_connections_per_peer = CTL_DEFAULT_MAX_CONNECTIONS_PER_PEER;
@@ -282,16 +283,19 @@ static int load_tenant_list(rd_t *r, const sl_yaml_node_t *m, const char *what, 
     return 0;
 }
 
-/* A pool's `dedicated` and `tenants`. */
+/* A pool's `dedicated`, `default_time_limit` and `tenants`. */
 static int load_pool_cfg(rd_t *r, const sl_yaml_node_t *p, struct ctl_pool_cfg *pc) {
     const sl_yaml_node_t *d = sl_yaml_map_get(p, "dedicated");
     if (d != NULL && !sl_yaml_is_null(d) && sl_yaml_bool(d, &pc->dedicated) < 0)
         return fail(r, d, "pools[].dedicated: must be true or false%s%s", "", "");
+    if (get_ms(r, p, "default_time_limit", 1000, &pc->default_time_limit_ms) < 0)
+        return -1;
     return load_tenant_list(r, p, "pools[]", &pc->tenants, &pc->ntenants);
 }
 
 static int load_pools(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
-    static const char *const keys[] = {"name", "description", "dedicated", "tenants", NULL};
+    static const char *const keys[] = {"name", "description", "dedicated", "tenants",
+                                       "default_time_limit", NULL};
     if (seq->kind != SL_YAML_SEQ)
         return fail(r, seq, "pools must be a sequence%s%s", "", "");
     cfg->pools = sl_xcalloc(seq->n ? seq->n : 1, sizeof *cfg->pools);
@@ -802,6 +806,12 @@ bool ctl_node_revoked(const ctl_config_t *cfg, const char *name) {
         if (strcmp(cfg->revoked_nodes[i], name) == 0)
             return true;
     return false;
+}
+
+int64_t ctl_config_default_limit_s(const ctl_config_t *cfg, const char *pool) {
+    const struct ctl_pool_cfg *pc = ctl_pool_cfg(cfg, pool);
+    return pc && pc->default_time_limit_ms > 0 ? pc->default_time_limit_ms / 1000
+                                               : cfg->default_time_limit_s;
 }
 
 const struct ctl_pool_cfg *ctl_pool_cfg(const ctl_config_t *cfg, const char *pool) {

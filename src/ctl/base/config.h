@@ -30,6 +30,11 @@
 #define CTL_DEFAULT_REPLY_BUFFER_BYTES (256LL << 20)
 #define CTL_DEFAULT_MAX_PENDING_JOBS 100000   /* per tenant */
 #define CTL_DEFAULT_MAX_ARRAY_SIZE 10001      /* elements and indexes 0..10000, as Slurm's MaxArraySize */
+/* The runtime backfill assumes for a job without a time limit, unless its
+ * pool says otherwise (scheduler.default_time_limit; docs/config.md): with
+ * an estimate for every running job, a blocked job always gets a
+ * reservation while its nodes are up, and holds back only those nodes. */
+#define CTL_DEFAULT_TIME_LIMIT_S 86400
 /* An agent-port connection that has not said a valid hello this long after
  * it was accepted is closed (config hello_timeout). */
 #define CTL_DEFAULT_HELLO_TIMEOUT_MS 5000
@@ -118,6 +123,7 @@ typedef struct ctl_config {
         bool dedicated;
         char **tenants;
         size_t ntenants;
+        int64_t default_time_limit_ms; /* 0: scheduler.default_time_limit */
     } *pool_cfg;
     char *log_level;
     bool init;                  /* create a missing or empty state database (--init) */
@@ -206,6 +212,10 @@ bool ctl_node_revoked(const ctl_config_t *cfg, const char *name);
 /* The taint of a dedicated pool's nodes, which the jobs naming the pool
  * tolerate: "sluice.io/dedicated=POOL:NoSchedule". */
 #define CTL_DEDICATED_TAINT_KEY "sluice.io/dedicated"
+/* The runtime estimate, in seconds, of a job without a time limit in pool
+ * (NULL: a job naming none): the pool's default_time_limit, else the
+ * scheduler's (0: none). Can't fail; O(pools). */
+int64_t ctl_config_default_limit_s(const ctl_config_t *cfg, const char *pool);
 /* The configuration of pool (NULL: no pool configured by that name). O(pools). */
 const struct ctl_pool_cfg *ctl_pool_cfg(const ctl_config_t *cfg, const char *pool);
 /* A node's taints as the core sees them: taints (may be NULL) plus, for a

@@ -121,8 +121,9 @@ static int constraint_of(ctl_t *c, json_t *s, const sl_constraint_t **out, char 
 
 /* The request of one task and the job's other numbers, from a parsed spec.
  * GPU models and pool stay unresolved (POOL_UNRESOLVED) until
- * ctl_job_core_spec resolves them. */
-static void fill_core(ctl_job_t *j, const sl_jobspec_t *js) {
+ * ctl_job_core_spec resolves them. A job without a time limit gets its
+ * pool's default as the estimate backfill plans with (never enforced). */
+static void fill_core(const ctl_t *c, ctl_job_t *j, const sl_jobspec_t *js) {
     sl_job_spec_t *cs = &j->core;
     const int64_t *num = js->num;
     memset(cs, 0, sizeof *cs);
@@ -130,6 +131,8 @@ static void fill_core(ctl_job_t *j, const sl_jobspec_t *js) {
     cs->ntasks = (int32_t)num[SL_JS_TASKS];
     cs->min_tasks = num[SL_JS_MIN_TASKS] == num[SL_JS_TASKS] ? 0 : (int32_t)num[SL_JS_MIN_TASKS];
     cs->time_limit_us = num[SL_JS_TIME_LIMIT] * 1000000;
+    cs->default_limit_us =
+        ctl_config_default_limit_s(&c->cfg, json_string_value(js->val[SL_JS_POOL])) * 1000000;
     const char *onf = json_string_value(js->val[SL_JS_ON_NODE_FAILURE]);
     j->requeue_on_node_failure = onf == NULL || strcmp(onf, "fail") != 0;
     sl_task_req_t *r = &cs->task;
@@ -477,7 +480,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     j->tenant = tenant;
     j->state = CTL_JOB_PENDING;
     j->start_us = j->end_us = -1;
-    fill_core(j, &js);
+    fill_core(c, j, &js);
     j->core.tenant = tenant;
     sl_task_req_t check = j->core.task;
     check.pool = -1;
@@ -528,7 +531,7 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
             snprintf(err, errlen, "%s%s%s", field ? field : "", field ? ": " : "", msg);
             return -1;
         }
-        fill_core(j, &js);
+        fill_core(c, j, &js);
     }
     cs->id = j->id;
     cs->tenant = j->tenant;
