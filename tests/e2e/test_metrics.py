@@ -11,6 +11,7 @@ parser below, and checked by `promtool check metrics` when promtool is
 installed (Debian's prometheus package, `make deps`).
 """
 
+import hashlib
 import math
 import re
 import secrets
@@ -178,9 +179,13 @@ def test_a_tenant_token_sees_its_own_tenants_series_only(controller_factory, bui
 
 
 def test_the_monitoring_token_reads_every_tenant_and_changes_nothing(controller_factory,
-                                                                    build_dir):
+                                                                    build_dir, tmp_path):
+    """The monitoring token (stored hashed here) reads /metrics and the
+    report for every tenant and gets 403 on every other route; it must be
+    a token of its own."""
     mon = "mon-" + secrets.token_hex(8)
-    ctl = controller_factory(tenants=THREE, config_overrides={"monitoring_token": mon})
+    ctl = controller_factory(tenants=THREE, config_overrides={
+        "monitoring_token": "sha256:" + hashlib.sha256(mon.encode()).hexdigest()})
     for t in ("alice", "bob", "carol"):
         ctl.submit({"command": ["x"], "gpus": 1}, tenant=t)
     get = scrape(ctl, mon)
@@ -198,6 +203,12 @@ def test_the_monitoring_token_reads_every_tenant_and_changes_nothing(controller_
         assert st == 403 and answer["error"]["code"] == "forbidden", (method, path, st, answer)
         assert "monitoring token" in answer["error"]["message"], answer
     assert ctl.job(1)["state"] == "pending"
+    bad = harness.Controller(tmp_path / "bad")
+    bad.config["monitoring_token"] = bad.admin_token
+    bad._write_config()
+    with pytest.raises(AssertionError, match="monitoring_token must be non-empty and differ"):
+        bad.start(timeout=5)
+    bad.stop()
 
 
 def test_metrics_issue10_families_are_declared(controller):
