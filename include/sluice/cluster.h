@@ -181,6 +181,12 @@ size_t sl_cluster_pool_count(const sl_cluster_t *cl);
  * fail; O(1). */
 size_t sl_cluster_model_job_only_count(const sl_cluster_t *cl);
 size_t sl_cluster_pool_job_only_count(const sl_cluster_t *cl);
+/* Whether the name with this id is in use and held by jobs alone (it
+ * counts toward the job share); false for a bad id or a free slot. For a
+ * caller that divides the share further (the controller, per tenant).
+ * Can't fail; O(1). */
+bool sl_cluster_model_job_only(const sl_cluster_t *cl, int32_t id);
+bool sl_cluster_pool_job_only(const sl_cluster_t *cl, int32_t id);
 
 /*
  * Could one task of req be placed on node as it is now (state up, pool,

@@ -38,7 +38,11 @@ typedef struct sl_job_spec {
     int32_t ntasks;         /* 1..SL_MAX_TASKS; the maximum for elastic jobs */
     int32_t min_tasks;      /* 0 or == ntasks: rigid gang; else elastic minimum */
     sl_task_req_t task;     /* per task */
-    int64_t time_limit_us;  /* 0 = none (backfill then uses the scheduler's default) */
+    int64_t time_limit_us;  /* 0 = none (backfill then uses default_limit_us) */
+    /* The runtime backfill assumes for a job without time_limit_us (the
+     * caller's default for the job's pool, say): an estimate, which the
+     * core never enforces. 0 = the scheduler's default_time_limit_us. */
+    int64_t default_limit_us;
     /* Priority class (sluice/preempt.h, sl_sched_add_class); 0 = "default".
      * With a class, sl_sched_submit sets the stored spec's priority to the
      * class's value, so that one number orders and preempts. */

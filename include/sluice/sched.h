@@ -17,7 +17,10 @@
  * the reservation across cycles until it starts, whichever tenant the
  * queue policy puts first, and each cycle tries it first; so it starts by
  * the time first reserved for it if jobs end by their limits
- * (docs/scheduling.md: the rules, and the bound on its wait).
+ * (docs/scheduling.md: the rules, and the bound on its wait). A blocked
+ * job for which no reservation can be computed (no estimate for the jobs
+ * it waits for, or a node it needs is down) holds nothing back: its start
+ * time is unknown.
  */
 #ifndef SLUICE_SCHED_H
 #define SLUICE_SCHED_H
@@ -37,7 +40,8 @@ typedef struct sl_sched_config {
     const char *placement;        /* NULL = sl_place_policy_default() */
     const char *backfill;         /* "none" (default) or "easy" */
     uint64_t seed;                /* for "random" placement and tie-breaks */
-    int64_t default_time_limit_us; /* runtime estimate for jobs without a limit; 0 = unbounded */
+    int64_t default_time_limit_us; /* runtime estimate for jobs without a limit or their own
+                                    * default (sl_job_spec_t.default_limit_us); 0 = unbounded */
     int32_t max_starts_per_cycle; /* 0 = unbounded; bounds one cycle's work */
     bool track_workload;          /* add each submitted job's shape to the workload (FGD) */
     /* EASY backfill depth: the most pending jobs one cycle examines once a

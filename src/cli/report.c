@@ -79,12 +79,17 @@ static void print_report(json_t *r) {
     print_delays("Scheduling delay", json_object_get(r, "scheduling_delay"),
                  "the scheduler's decision time", "no scheduling delay recorded for these jobs");
 
+    /* A tenant's token gets its own figures and the cluster's capacity
+     * (scope "tenant"): nothing computed from the other tenants' use. */
+    const char *scope = json_string_value(json_object_get(r, "scope"));
+    bool own = scope && strcmp(scope, "tenant") == 0;
     char a[32], b[32];
     json_t *al = json_object_get(r, "gpu_allocation");
     fmt_pct(num(al, "ratio"), a, sizeof a);
-    printf("%-18s %s of the cluster (%.1f of %.1f GPU-hours; %g GPUs now, taken for the whole "
-           "window)\n", "GPU allocation", a, num(al, "gpu_hours_allocated"),
-           num(al, "gpu_hours_available"), num(al, "capacity_gpus"));
+    printf("%-18s %s of the cluster%s (%.1f of %.1f GPU-hours; %g GPUs now, taken for the whole "
+           "window)\n", "GPU allocation", a, own ? " held by this tenant" : "",
+           num(al, "gpu_hours_allocated"), num(al, "gpu_hours_available"),
+           num(al, "capacity_gpus"));
     json_t *u = json_object_get(r, "gpu_utilization");
     if (num(u, "jobs_with_data") > 0) {
         fmt_pct(num(u, "mean_ratio"), a, sizeof a);
@@ -103,7 +108,10 @@ static void print_report(json_t *r) {
     printf("%-18s a live gauge only: sluice_gpu_fragmentation_ratio in /metrics (Prometheus "
            "keeps its history)\n", "Fragmentation");
     json_t *f = json_object_get(r, "fairness");
-    if (num(f, "tenants") > 0)
+    if (own)
+        printf("%-18s not shown to a tenant's token: it is computed from every tenant's use "
+               "(the admin or the monitoring token sees it)\n", "Fairness");
+    else if (num(f, "tenants") > 0)
         printf("%-18s min/max of usage to fair share %.2f, Jain's index %.2f, over %lld tenants "
                "with demand\n", "Fairness", num(f, "min_over_max"), num(f, "jain_index"),
                (long long)num(f, "tenants"));

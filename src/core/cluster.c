@@ -316,6 +316,18 @@ size_t sl_cluster_pool_job_only_count(const sl_cluster_t *cl) {
     return (size_t)cl->pools.job_only;
 }
 
+static bool names_job_only(const sl_names_t *t, int32_t id) {
+    return id >= 0 && id < t->n && t->refs[id] > 0 && t->held[id] == 0;
+}
+
+bool sl_cluster_model_job_only(const sl_cluster_t *cl, int32_t id) {
+    return names_job_only(&cl->models, id);
+}
+
+bool sl_cluster_pool_job_only(const sl_cluster_t *cl, int32_t id) {
+    return names_job_only(&cl->pools, id);
+}
+
 /* ---- create / destroy ---- */
 
 int sl_cluster_create(sl_cluster_t **out) {

@@ -330,10 +330,11 @@ static int spec_check(const sl_sched_t *s, const sl_job_spec_t *spec, char *err,
         sl__setf(err, errlen, "prio_class: no priority class with id %d", (int)spec->prio_class);
         return SL_EINVAL;
     }
-    if (spec->time_limit_us < 0) {
+    if (spec->time_limit_us < 0 || spec->default_limit_us < 0) {
         char v[SL__UNIT_BUF];
-        sl__setf(err, errlen, "time_limit_us: %s is negative",
-                 sl__fmt_secs(v, sizeof v, spec->time_limit_us));
+        bool own = spec->time_limit_us < 0;
+        sl__setf(err, errlen, "%s: %s is negative", own ? "time_limit_us" : "default_limit_us",
+                 sl__fmt_secs(v, sizeof v, own ? spec->time_limit_us : spec->default_limit_us));
         return SL_EINVAL;
     }
     char rerr[128];

@@ -117,7 +117,7 @@ static int check_gq_job(void *ud, const sl__tnode_t *x) {
     const group_t *g = c->g;
     if (j->state != SL_JOB_PENDING || j->grp != g || !group_matches(g, g->hash, j)) return SL_ESTATE;
     if (c->prev ? !qless(c->prev, j) : g->head != j) return SL_ESTATE;
-    int64_t lim = j->spec.time_limit_us > 0 ? j->spec.time_limit_us : c->s->default_limit_us;
+    int64_t lim = sl__job_limit(j, c->s->default_limit_us);
     if (j->lim != (lim > 0 ? lim : INT64_MAX)) return SL_ESTATE;
     int64_t m = j->lim;
     if (x->l && gq_job(x->l)->minlim < m) m = gq_job(x->l)->minlim;

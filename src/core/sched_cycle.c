@@ -31,17 +31,24 @@
  *         backfill policy (policy/backfill_easy.c, which sees the scheduler
  *         only through sl_backfill_view_t: the cluster and the running jobs
  *         by expected end), and HOLDS it across cycles (below). If none can
- *         be computed (it would not fit even
- *         after every job with a finite estimate ended) the cycle stops as
- *         with none: conservative, nothing may pass a job whose start time
- *         is unknown. Otherwise later jobs start if they fit now and either
+ *         be computed (it would not fit even after every job with a finite
+ *         estimate ended: a node it needs is down, or jobs without any
+ *         estimate hold what it needs) its start time is unknown, and it
+ *         holds nothing back: its group fails, the walk goes on and the
+ *         next blocked job (of another group) may get the reservation, at
+ *         most SL__RESERVE_TRIES computed per cycle (each failed one walks
+ *         every running job with an estimate). Stopping there instead, as
+ *         once, left nodes the job could not use idle for as long as the
+ *         job without a limit ran. With a reservation, later jobs start if
+ *         they fit now and either
  *         end by the shadow time (now + their limit <= shadow) or use no
  *         reserved node. A long job whose placement lands on a reserved
  *         node is released and retried with the reserved nodes temporarily
  *         drained (sl_cluster_set_state), so it may still start elsewhere;
  *         drained nodes are restored to up before the cycle returns.
- *         Past the reservation a cycle examines at most max_backfill_tries
- *         jobs (Slurm's bf_max_job_test); the rest are "not considered".
+ *         Past the reservation (or the first job without one possible) a
+ *         cycle examines at most max_backfill_tries jobs (Slurm's
+ *         bf_max_job_test); the rest are "not considered".
  *  The held reservation (docs/scheduling.md states the rules and the bound
  *  on the held job's wait). The order of drf (and of any policy keyed by
  *  shares or waits) moves between cycles, so "the first blocked job" would
@@ -53,8 +60,9 @@
  *  hold (hold_begin) first tries the held job on its own; if it still
  *  cannot start, its reservation is computed afresh and the whole walk,
  *  including jobs the policy now puts before it, is backfill against it;
- *  when the walk reaches it, its failure is its group's verdict. A cycle
- *  whose held job has no reservation possible starts nothing.
+ *  when the walk reaches it, its failure is its group's verdict. A held job
+ *  for which no reservation can be computed any more (a node it needs went
+ *  down) gives the hold up: it holds nothing back, as above.
  *  Skipping by group. The cluster only fills during a cycle, so once a job
  *  fails on the whole cluster every later job of its group fails the same
  *  way (same shape, same counts, and the same quota-capped count); once a
@@ -263,6 +271,15 @@ static int attempt_job(sl_sched_t *s, sl_cycle_t *cy, sl_job_t *j, int32_t n, in
 static void behind_global(sl_sched_t *s, const char *fmt, unsigned long long id, const char *why) {
     s->behind_epoch = s->epoch;
     sl__setf(s->behind_reason, sizeof s->behind_reason, fmt, id, why);
+}
+
+/* The reason of a blocked job for which no reservation can be computed,
+ * in front of its placement's. */
+static void noresv_reason(sl_job_t *j) {
+    char r[SL_REASON_MAX];
+    sl__setf(r, sizeof r, "%s", j->reason);
+    sl__setf(j->reason, sizeof j->reason, "no reservation possible (nodes down, or jobs without "
+             "time limits, hold what it needs); now: %s", r);
 }
 
 /* With a reservation: does j end by the shadow time if it starts now? */
@@ -479,7 +496,7 @@ static bool hold_yields(const sl_sched_t *s, const sl_job_t *h) {
     return false;
 }
 
-enum { HOLD_NONE = 0, HOLD_RESERVED = 1, HOLD_STOP = 2 };
+enum { HOLD_NONE = 0, HOLD_RESERVED = 1 };
 
 /*
  * The start of a cycle with a held reservation (see the file header): the
@@ -487,14 +504,14 @@ enum { HOLD_NONE = 0, HOLD_RESERVED = 1, HOLD_STOP = 2 };
  * cycle goes on as a plain EASY cycle). If it still cannot start, its
  * reservation is computed afresh and the whole walk backfills against it
  * (HOLD_RESERVED; *held is the job, raw the placement's reason for its
- * group); or, when no reservation can be computed, nothing starts in this
- * cycle (HOLD_STOP), as when the first blocked job of a plain cycle has
- * none. The hold is dropped, and the cycle is a plain one, when the job is
- * no longer pending, its tenant's quota holds it back, it can never fit,
- * or it yields to a higher priority (hold_yields).
+ * group). The hold is dropped, and the cycle is a plain one, when the job
+ * is no longer pending, its tenant's quota holds it back, it can never
+ * fit, it yields to a higher priority (hold_yields), or no reservation can
+ * be computed for it now (its group is marked so, and *tries counts the
+ * attempt): a job whose start time is unknown holds nothing back.
  */
 static int hold_begin(sl_sched_t *s, sl_cycle_t *cy, int64_t now_us, sl_cycle_stats_t *st,
-                      size_t *nstarted, sl_job_t **held, char *raw, size_t rawlen) {
+                      size_t *nstarted, int *tries, sl_job_t **held, char *raw, size_t rawlen) {
     *held = NULL;
     if (s->hold_id == 0) return HOLD_NONE;
     sl_job_t *h = jobs_find(s, s->hold_id);
@@ -527,12 +544,13 @@ static int hold_begin(sl_sched_t *s, sl_cycle_t *cy, int64_t now_us, sl_cycle_st
     sl__setf(raw, rawlen, "%s", h->reason);
     char since[SL__UNIT_BUF];
     sl__fmt_secs(since, sizeof since, s->hold_since_us);
+    (*tries)++;
     if (!reserve(s, &h->spec.task, m, now_us)) {
-        sl__setf(h->reason, sizeof h->reason, "holds the reservation since t=%s, but none is "
-                 "possible now (running jobs without time limits); now: %s", since, raw);
-        behind_global(s, "waiting behind job %llu (%s)", (unsigned long long)h->spec.id,
-                      "no reservation possible");
-        return HOLD_STOP;
+        /* Its start time is unknown now: it holds nothing back (the walk
+         * meets it and says why) and the hold goes to a job that has one. */
+        h->grp->noresv_epoch = s->epoch;
+        hold_drop(s);
+        return HOLD_NONE;
     }
     set_short_lim(s, now_us);
     st->reserved_job = (int64_t)h->spec.id;
@@ -566,7 +584,8 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
     size_t nstarted = 0;
     sl_job_t *held = NULL;
     char held_raw[SL_REASON_MAX];
-    int hs = hold_begin(s, &cy, now_us, &st, &nstarted, &held, held_raw, sizeof held_raw);
+    int tries = 0; /* reservations computed (SL__RESERVE_TRIES) */
+    hold_begin(s, &cy, now_us, &st, &nstarted, &tries, &held, held_raw, sizeof held_raw);
 
     /* A binary heap of the tenants with jobs left to consider, keyed by
      * their current head under the policy. */
@@ -583,10 +602,12 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         if (t->cur) sl_heap_append(&s->act, &head_heap, &ti);
     }
     sl_heap_build(&s->act, &head_heap, &hc);
-    if (hs == HOLD_STOP) sl_heap_clear(&s->act); /* nothing passes the held job */
 
     uint64_t resv_id = held ? held->spec.id : 0;
-    int32_t examined = 0; /* jobs examined since the reservation */
+    /* Backfill past a job: the reserved one, or the first blocked job for
+     * which no reservation could be computed (none comes after it). */
+    uint64_t past_id = resv_id;
+    int32_t examined = 0; /* jobs examined since then */
     bool fix_top = false;
     for (;;) {
         if (fix_top) {
@@ -603,9 +624,10 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
                           (unsigned long long)s->max_starts, "");
             break;
         }
-        if (s->resv_active && s->max_bf_tries > 0 && examined >= s->max_bf_tries) {
+        if (past_id && s->max_bf_tries > 0 && examined >= s->max_bf_tries) {
             behind_global(s, "not considered: this cycle examined its backfill limit of jobs "
-                          "past job %llu%s", (unsigned long long)resv_id, " (reserved)");
+                          "past job %llu%s", (unsigned long long)past_id,
+                          s->resv_active ? " (reserved)" : " (no reservation possible)");
             break;
         }
         tenant_t *t = &s->tenants[*(uint32_t *)sl_heap_top(&s->act)];
@@ -613,7 +635,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         group_t *g = gh_top(t);
         fix_top = true;
         j->reason_epoch = s->epoch;
-        if (s->resv_active && j != held) examined++; /* the held job is not past itself */
+        if (past_id && j != held) examined++; /* the held job is not past itself */
 
         int32_t n = j->spec.ntasks, m = job_min(j);
         int32_t qn = sl__quota_cap(s, j, n, m, j->reason, sizeof j->reason);
@@ -656,16 +678,28 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             note_start(s, &nstarted, j->spec.id);
             continue;
         }
+        if (rc == SL_NOFIT && g->noresv_epoch == s->epoch) {
+            /* A job of its group (the held one, say) had no reservation
+             * possible in this cycle: neither has this one. */
+            noresv_reason(j);
+            group_fail(s, t, g, j, rc, qn, j->reason);
+            tenant_settle(s, t);
+            continue;
+        }
         if (rc == SL_NOFIT_EVER || s->resv_active) {
             group_fail(s, t, g, j, rc, qn, j->reason);
             tenant_settle(s, t);
             continue;
         }
 
-        /* The first blocked job. */
-        if (s->backfill->reserve) hold_give(s, j, now_us);
-        if (reserve(s, &j->spec.task, m, now_us)) {
-            resv_id = j->spec.id;
+        /* The first blocked job: it takes the hold if a reservation can be
+         * computed for it. */
+        bool tried = s->backfill->reserve && g->noresv_epoch != s->epoch &&
+                     tries < SL__RESERVE_TRIES;
+        if (tried) tries++;
+        if (tried && reserve(s, &j->spec.task, m, now_us)) {
+            hold_give(s, j, now_us);
+            resv_id = past_id = j->spec.id;
             st.reserved_job = (int64_t)j->spec.id;
             st.reserved_at_us = s->resv.start_us;
             set_short_lim(s, now_us);
@@ -678,15 +712,30 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
                      sl__fmt_secs(from, sizeof from, s->resv.start_us), s->resv.nnodes, r);
             continue;
         }
-        if (s->backfill->reserve) {
+        if (!s->backfill->reserve) {
+            behind_global(s, "waiting behind job %llu (%s)", (unsigned long long)j->spec.id,
+                          "strict order");
+            break;
+        }
+        /* No reservation: the job does not fit even once every running job
+         * with an estimate has ended (a node it needs is down, or jobs
+         * without any estimate hold what it needs), or this cycle computed
+         * as many as it may. Its start time is unknown, so it holds nothing
+         * back: the walk goes on, as Slurm's backfill does past a job it
+         * cannot plan within its window, and the jobs after it backfill. */
+        if (!past_id) past_id = j->spec.id;
+        if (tried) {
+            g->noresv_epoch = s->epoch;
+            noresv_reason(j);
+        } else {
             char r[SL_REASON_MAX];
             sl__setf(r, sizeof r, "%s", j->reason);
-            sl__setf(j->reason, sizeof j->reason, "no reservation possible (running jobs without "
-                 "time limits); now: %s", r);
+            sl__setf(j->reason, sizeof j->reason, "no reservation: this cycle tried %d that could "
+                     "not be made; now: %s", SL__RESERVE_TRIES, r);
         }
-        behind_global(s, "waiting behind job %llu (%s)", (unsigned long long)j->spec.id,
-                      s->backfill->reserve ? "no reservation possible" : "strict order");
-        break;
+        group_fail(s, t, g, j, rc, qn, j->reason);
+        tenant_settle(s, t);
+        continue;
     }
 
     undrain(s);

@@ -171,6 +171,13 @@ void sl__sched_group_counters(const sl_sched_t *s, uint64_t *skips, uint64_t *re
 /* Expected end of a running job: start + its time limit, else start + the
  * default limit; INT64_MAX ("never") when both are 0. */
 int64_t sl__job_expected_end(const sl_job_t *job, int64_t default_limit_us);
+/* A job's runtime estimate for backfill: its time limit, else its own
+ * default (spec.default_limit_us), else the scheduler's (default_limit_us);
+ * 0 when it has none. O(1). */
+static inline int64_t sl__job_limit(const sl_job_t *job, int64_t default_limit_us) {
+    if (job->spec.time_limit_us > 0) return job->spec.time_limit_us;
+    return job->spec.default_limit_us > 0 ? job->spec.default_limit_us : default_limit_us;
+}
 
 /* The running job of a node of the end-ordered treap (job.eq). */
 static inline const sl_job_t *sl__end_job(const sl__tnode_t *n) {
@@ -218,7 +225,17 @@ typedef struct sl__group {
     uint64_t l_epoch;
     int64_t l_short_lim;
     char l_reason[SL_REASON_MAX];
+    /* == the cycle's epoch once no reservation could be computed for the
+     * group's shape in it: none can be later in the cycle either (starts
+     * only take capacity), so its later jobs are not asked again. */
+    uint64_t noresv_epoch;
 } group_t;
+
+/* Reservations one cycle computes at most: the held job's, then the first
+ * blocked jobs' (of distinct groups) until one can be made. A failed one
+ * walks every running job with an estimate, so this bounds a cycle in
+ * which no reservation is possible (sched_cycle.c). */
+#define SL__RESERVE_TRIES 4
 
 typedef struct tenant {
     char name[SL_NAME_MAX];

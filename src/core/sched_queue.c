@@ -153,7 +153,7 @@ sl_job_t *sl__gq_find(const sl__tnode_t *x, const sl_job_t *key, int64_t lim) {
 /* ---- running list ---- */
 
 int64_t sl__job_expected_end(const sl_job_t *job, int64_t default_limit_us) {
-    int64_t lim = job->spec.time_limit_us > 0 ? job->spec.time_limit_us : default_limit_us;
+    int64_t lim = sl__job_limit(job, default_limit_us);
     if (lim <= 0) return INT64_MAX;
     if (job->start_us > INT64_MAX - lim) return INT64_MAX;
     return job->start_us + lim;
@@ -249,7 +249,7 @@ void sl__enqueue(sl_sched_t *s, sl_job_t *j) {
      * time: a pending job's attained service does not change, so the key
      * is fixed until it runs again. */
     j->qkey = s->las ? -(int64_t)las_level(s, j->att_gpu_s) : j->spec.priority;
-    int64_t lim = j->spec.time_limit_us > 0 ? j->spec.time_limit_us : s->default_limit_us;
+    int64_t lim = sl__job_limit(j, s->default_limit_us);
     j->lim = lim > 0 ? lim : INT64_MAX;
     /* wfq: a tenant that was idle rejoins at the system virtual time
      * instead of the tag it left with, so it banks no credit. */

@@ -761,12 +761,14 @@ def test_metrics_lists_every_declared_metric_and_counts_requests(controller, bui
     import subprocess
     binary = os.path.join(build_dir, "sluiced")
     helptext = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=10).stdout
-    declared = {}
+    declared, tenant_sees = {}, set()
     for line in helptext.splitlines():
         parts = line.split()
-        if len(parts) >= 2 and parts[0].startswith("sluice_") and parts[1] in ("gauge", "counter",
+        if len(parts) >= 3 and parts[0].startswith("sluice_") and parts[1] in ("gauge", "counter",
                                                                                  "histogram"):
             declared[parts[0]] = parts[1]
+            if parts[2] != "[cluster]":
+                tenant_sees.add(parts[0])
     assert len(declared) >= 20 and "sluice_http_requests_total" in declared
 
     def scrape(token):
@@ -783,8 +785,12 @@ def test_metrics_lists_every_declared_metric_and_counts_requests(controller, bui
                 vals[key] = float(v)
         return vals, types
 
-    # A tenant token may read /metrics too (every route but /healthz takes one).
-    v1, types = scrape(controller.token("alice"))
+    # A tenant token may read /metrics too (every route but /healthz takes
+    # one), but sees only its own tenant's series and no cluster-wide family.
+    va, types = scrape(controller.token("alice"))
+    assert set(types) == tenant_sees and "sluice_tenant_gpus" in types
+    assert not any('tenant="bob"' in k for k in va)
+    v1, types = scrape(controller.admin_token)
     assert types == declared  # the help and the endpoint come from one table
     # Per-job efficiency gauges have a series only while a job runs (issue
     # 10, docs/metrics-agent.md); none runs here.

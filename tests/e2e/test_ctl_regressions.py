@@ -57,10 +57,11 @@ def test_two_controllers_on_one_database_refused_insert_answers_500_and_survives
 
 def test_gpu_model_refused_at_submission_stores_nothing(controller):
     """The cluster holds at most 64 GPU model names (a bit mask), of which
-    jobs may name 32 that no node has (issue 8: nodes keep the other half).
-    A job that names a 33rd such model is refused with 400 and leaves
-    nothing: no job, no queue entry, and the next job gets the next id."""
-    for i in range(32):
+    jobs may name 32 that no node has (nodes keep the other half), each of
+    the two tenants 16. A job of alice's that names a 17th such model is
+    refused with 400 and leaves nothing: no job, no queue entry, and the
+    next job gets the next id."""
+    for i in range(16):
         job = controller.submit({"command": ["x"], "gpus": 1, "gpu_models": ["m%d" % i]})
         assert job["id"] == i + 1
     st, body = controller.request("POST", "/v1/jobs",
@@ -69,12 +70,12 @@ def test_gpu_model_refused_at_submission_stores_nothing(controller):
     assert st == 400, (st, body)
     assert body["error"]["code"] == "invalid_field"
     assert "gpu_models" in body["error"]["message"]
-    assert len(controller.jobs()) == 32
+    assert len(controller.jobs()) == 16
     st, tenants = controller.request("GET", "/v1/tenants", token=controller.admin_token)
     alice = [t for t in tenants["tenants"] if t["name"] == "alice"][0]
-    assert alice["pending"] == 32
+    assert alice["pending"] == 16
     nxt = controller.submit({"command": ["x"]})
-    assert nxt["id"] == 33
+    assert nxt["id"] == 17
 
 
 def test_cluster_token_near_misses_are_refused(controller):

@@ -113,7 +113,7 @@ def test_alert_rule_tests_fail_on_a_broken_rule(tmp_path):
 
 def _config_for_check(tmp_path, text):
     """prometheus.yml with its file references pointed at files that exist."""
-    (tmp_path / "token").write_text("adm-token\n")
+    (tmp_path / "token").write_text("mon-token\n")
     (tmp_path / "ca.pem").write_text("")
     shutil.copy(RULES, tmp_path / "sluice_alerts.yml")
     text = text.replace("/etc/prometheus/sluice-token", str(tmp_path / "token"))
@@ -132,6 +132,8 @@ def test_prometheus_config_passes_promtool(tmp_path):
     assert set(jobs) == {"sluiced", "sluice-agent"}
     assert jobs["sluiced"]["metrics_path"] == "/metrics"
     assert jobs["sluiced"]["authorization"]["type"] == "Bearer"
+    # It scrapes with sluiced's monitoring token (docs/observability.md).
+    assert "monitoring_token" in text
     assert all(t.endswith(":9100") for t in jobs["sluice-agent"]["static_configs"][0]["targets"])
     assert jobs["sluiced"]["honor_labels"] and jobs["sluice-agent"]["honor_labels"]
     p = _config_for_check(tmp_path, text)

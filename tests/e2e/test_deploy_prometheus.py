@@ -3,7 +3,7 @@ test_deploy_prometheus.py - a real Prometheus scrapes a running sluiced.
 
 Debian's prometheus binary is started on 127.0.0.1 (a free port, a
 temporary TSDB, a 1 s scrape interval) with the scrape settings of
-deploy/prometheus/prometheus.yml (Bearer token from a file, honor_labels)
+deploy/prometheus/prometheus.yml (the monitoring token from a file, honor_labels)
 pointed at a controller with a real agent, and the rules of
 sluice_alerts.yml loaded. Through Prometheus's HTTP API the test checks
 that every target is up with no scrape error, that the rules loaded, and
@@ -17,6 +17,7 @@ reason prometheus.yml sets it). The Prometheus process is stopped by PID.
 import http.server
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -126,7 +127,9 @@ class Prometheus:
 def stack(tmp_path, controller_factory):
     if shutil.which("prometheus") is None:
         pytest.skip("prometheus is not installed (Debian package prometheus; `make deps`)")
-    ctl = controller_factory()
+    # Prometheus scrapes with the monitoring token, as deploy/prometheus/
+    # prometheus.yml says: it reads every tenant's series and nothing more.
+    ctl = controller_factory(config_overrides={"monitoring_token": "mon-" + secrets.token_hex(8)})
     agents = []
     agent_help = subprocess.run([os.path.join(harness.build_dir(), "sluice-agent"), "--help"],
                                 capture_output=True, text=True).stdout
@@ -148,7 +151,7 @@ def stack(tmp_path, controller_factory):
     fake = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Exporter)
     threading.Thread(target=fake.serve_forever, daemon=True).start()
     token = tmp_path / "sluice-token"
-    token.write_text(ctl.admin_token + "\n")
+    token.write_text(ctl.config["monitoring_token"] + "\n")
     os.chmod(token, 0o600)
     scrape = [
         {"job_name": "sluiced", "honor_labels": True, "metrics_path": "/metrics",
@@ -196,7 +199,7 @@ def test_prometheus_scrapes_the_controller_and_stores_its_values(stack):
     assert all(r["health"] == "ok" for g in groups for r in g["rules"])
 
     # The values Prometheus stored are the controller's, family by family.
-    st, text = ctl.request("GET", "/metrics", token=ctl.admin_token)
+    st, text = ctl.request("GET", "/metrics", token=ctl.config["monitoring_token"])
     assert st == 200
     want = parse_metrics(text, STABLE)
     assert want[("sluice_capacity", frozenset({("resource", "gpus")}))] == 2

@@ -24,7 +24,7 @@ import e2e_util as u  # noqa: E402
 
 CLASSES = {"priority_classes": [
     {"name": "batch", "value": 10, "signal": "SIGUSR1", "grace": 2},
-    {"name": "urgent", "value": 1000, "may_preempt": True},
+    {"name": "urgent", "value": 1000, "may_preempt": True, "tenants": ["alice", "bob"]},
 ]}
 
 

@@ -21,7 +21,7 @@ import e2e_util as u  # noqa: E402
 
 CLASSES = {"priority_classes": [
     {"name": "elastic", "value": 10, "grace": 5},
-    {"name": "urgent", "value": 1000, "may_preempt": True},
+    {"name": "urgent", "value": 1000, "may_preempt": True, "tenants": ["alice", "bob"]},
 ]}
 
 
@@ -108,7 +108,7 @@ def test_shrink_survives_controller_kill9_during_grace(controller_factory, tmp_p
     the job the shrink was for starts."""
     ctl = controller_factory(config_overrides={"priority_classes": [
         {"name": "elastic", "value": 10, "grace": 120},
-        {"name": "urgent", "value": 1000, "may_preempt": True}]})
+        {"name": "urgent", "value": 1000, "may_preempt": True, "tenants": ["alice", "bob"]}]})
     agents = [harness.Agent(ctl, "n1", gpus=2), harness.Agent(ctl, "n2", gpus=2)]
     for a in agents:
         a.start()

@@ -28,7 +28,7 @@ TORCHRUN = shutil.which("torchrun", path="/usr/bin:/usr/local/bin")
 
 CLASSES = {"priority_classes": [
     {"name": "elastic", "value": 10, "grace": 10},
-    {"name": "urgent", "value": 1000, "may_preempt": True},
+    {"name": "urgent", "value": 1000, "may_preempt": True, "tenants": ["alice", "bob"]},
 ]}
 
 

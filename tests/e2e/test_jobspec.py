@@ -115,11 +115,12 @@ def test_rejected_job_leaves_the_cluster_as_it_was(controller, fake_agent):
                                                        "gpu_models": bogus, "pool": "ghost"},
                                   token=tok)
     assert st == 400 and body["error"]["field"] == "gpu_models", body
-    # Jobs may name at most 32 models no node has (half the table of 64):
-    # the 33rd new name of this job is the one refused.
+    # Jobs may name at most 32 models no node has (half the table of 64),
+    # each of the two tenants 16: the 17th new name of this job is refused.
     assert body["error"]["message"] == (
-        'gpu_models: "bogus-32": no node has this model, and with it this job would bring '
-        'the models no node has to 33 (the most is 32); name models a node has'), body
+        'gpu_models: "bogus-16": no node has this model, and with it this job would bring '
+        'the models no node has that tenant "alice" names to 17 (each of the 2 tenants may '
+        'name at most 16); name models a node has'), body
     for i in range(5):
         st, body = controller.request("POST", "/v1/jobs",
                                       {"command": ["x"], "gpus": 1, "gpu_models": bogus[:60],
@@ -133,16 +134,18 @@ def test_rejected_job_leaves_the_cluster_as_it_was(controller, fake_agent):
     job = controller.wait_job(job["id"], "running")
     assert [p["node"] for p in job["placement"]] == ["n2"]
     # The names of an accepted job are the cluster's from then on, and a job
-    # that names a new model still fits while the jobs' share has room
-    # (issue 8: 32 models no node has, so that nodes keep the other half).
-    ok = controller.submit({"command": ["x"], "gpus": 1, "gpu_models": bogus[:32]})
+    # that names a new model still fits while its tenant's part of the
+    # jobs' share has room (16 of the 32 models no node has, so that nodes
+    # keep the other half and the other tenant its part).
+    ok = controller.submit({"command": ["x"], "gpus": 1, "gpu_models": bogus[:16]})
     assert controller.job(ok["id"])["state"] == "pending"
     st, body = controller.request("POST", "/v1/jobs", {"command": ["x"], "gpus": 1,
                                                        "gpu_models": ["one-too-many"]}, token=tok)
     assert st == 400 and body["error"]["field"] == "gpu_models", body
     assert body["error"]["message"] == (
-        'gpu_models: "one-too-many": no node has this model and jobs already name 32 models '
-        'no node has (the most); name a model a node has'), body
+        'gpu_models: "one-too-many": no node has this model and the jobs of tenant "alice" '
+        'already name 16 models no node has (each of the 2 tenants may name at most 16); name '
+        'a model a node has'), body
     # A model a node has is never refused for the share.
     job = controller.submit({"command": ["x"], "gpus": 1, "gpu_models": ["A100", "bogus-0"]})
     assert job["state"] in ("pending", "running"), job

@@ -3,20 +3,25 @@ test_metrics.py - sluiced's /metrics families of issue 10 (docs/metrics.md)
 against a real controller and scripted agents (harness.FakeAgent): jobs
 completed by tenant and state, the queueing and scheduling delay
 histograms, pending jobs and GPUs per tenant, GPU allocation and
-fragmentation, and the fairness figures in a starved and a fair situation.
+fragmentation, and the fairness figures in a starved and a fair situation;
+what each token sees (a tenant's its own tenant's series only, the
+monitoring token every tenant's and nothing else).
 Every scrape is parsed as the Prometheus text format (0.0.4) by a strict
 parser below, and checked by `promtool check metrics` when promtool is
 installed (Debian's prometheus package, `make deps`).
 """
 
+import hashlib
 import math
 import re
+import secrets
 import shutil
 import subprocess
 import time
 
 import pytest
 
+import harness
 from harness import wait_for
 
 NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
@@ -88,11 +93,12 @@ def parse(text):
     return types, values
 
 
-def scrape(ctl):
-    """One scrape: parsed, and checked by promtool when it is installed.
-    Returns get(name, **labels) -> value (KeyError if absent)."""
-    st, text = ctl.request("GET", "/metrics", token=ctl.admin_token)
-    assert st == 200
+def scrape(ctl, token=None):
+    """One scrape (with the admin token unless token says): parsed, and
+    checked by promtool when it is installed. Returns get(name, **labels)
+    -> value (KeyError if absent), with get.types and get.values."""
+    st, text = ctl.request("GET", "/metrics", token=token or ctl.admin_token)
+    assert st == 200, (st, text)
     types, values = parse(text)
     promtool = shutil.which("promtool")
     if promtool:
@@ -104,7 +110,105 @@ def scrape(ctl):
         return values[(name, frozenset(labels.items()))]
 
     get.types = types
+    get.values = values
     return get
+
+
+def declared(build_dir):
+    """{family: who sees it} from `sluiced --help`: "[tenant]" (a tenant
+    token, its own series), "[all]" (every token), "[cluster]" (the admin
+    and the monitoring token)."""
+    import os
+    out = subprocess.run([os.path.join(build_dir, "sluiced"), "--help"], capture_output=True,
+                         text=True, timeout=10).stdout
+    fams = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].startswith("sluice_") and parts[1] in (
+                "counter", "gauge", "histogram"):
+            fams[parts[0]] = parts[2]
+    return fams
+
+
+def tenant_labels(get):
+    return {v for (_, labels) in get.values for k, v in labels if k == "tenant"}
+
+
+THREE = [{"name": "alice", "weight": 1}, {"name": "bob", "weight": 1},
+         {"name": "carol", "weight": 2}]
+
+
+def test_a_tenant_token_sees_its_own_tenants_series_only(controller_factory, build_dir):
+    """Three tenants with running, pending and finished jobs. A tenant's
+    token on /metrics gets its own tenant's series of the per-tenant
+    families, the cluster's hardware (nodes, capacity) and the uptime, and
+    nothing else: no other tenant's label value, and no cluster-wide total
+    (jobs, queue, allocation, fairness, request counters) from which the
+    others' figures could be worked out. The admin token sees everything."""
+    ctl = controller_factory(tenants=THREE)
+    f = harness.FakeAgent(ctl, "n1", gpus=4).start()
+    try:
+        ids = {}
+        for t in ("alice", "bob", "carol"):
+            ids[t] = ctl.submit({"command": ["x"], "gpus": 1}, tenant=t)["id"]
+            f.wait_message("launch", job=ids[t])
+            ctl.submit({"command": ["x"], "gpus": 8}, tenant=t)  # waits: more than the node
+        f.exit(ids["bob"], 0, code=0)
+        ctl.wait_job(ids["bob"], "succeeded")
+        for t in ("alice", "bob", "carol"):
+            get = scrape(ctl, ctl.token(t))
+            assert tenant_labels(get) == {t}, (t, tenant_labels(get))
+            assert "sluice_queue_length" not in get.types and "sluice_jobs" not in get.types
+            assert get("sluice_tenant_pending_jobs", tenant=t) == 1
+            assert get("sluice_capacity", resource="gpus") == 4
+        # Exactly the families `sluiced --help` marks for every token or a tenant's.
+        fams = declared(build_dir)
+        assert set(fams.values()) == {"[tenant]", "[all]", "[cluster]"}, fams
+        seen_by_tenant = {n for n, who in fams.items() if who != "[cluster]"}
+        assert {"sluice_nodes", "sluice_capacity"} <= seen_by_tenant
+        get = scrape(ctl, ctl.token("carol"))
+        assert set(get.types) == seen_by_tenant, set(get.types) ^ seen_by_tenant
+        assert scrape(ctl, ctl.token("bob"))("sluice_jobs_completed_total", tenant="bob",
+                                             state="succeeded") == 1
+        everything = scrape(ctl)
+        assert tenant_labels(everything) == {"alice", "bob", "carol"}
+        assert set(everything.types) == set(fams)
+        assert everything("sluice_queue_length") == 3
+    finally:
+        f.close()
+
+
+def test_the_monitoring_token_reads_every_tenant_and_changes_nothing(controller_factory,
+                                                                    build_dir, tmp_path):
+    """The monitoring token (stored hashed here) reads /metrics and the
+    report for every tenant and gets 403 on every other route; it must be
+    a token of its own."""
+    mon = "mon-" + secrets.token_hex(8)
+    ctl = controller_factory(tenants=THREE, config_overrides={
+        "monitoring_token": "sha256:" + hashlib.sha256(mon.encode()).hexdigest()})
+    for t in ("alice", "bob", "carol"):
+        ctl.submit({"command": ["x"], "gpus": 1}, tenant=t)
+    get = scrape(ctl, mon)
+    assert tenant_labels(get) == {"alice", "bob", "carol"}
+    assert set(get.types) == set(declared(build_dir))
+    assert get("sluice_tenant_pending_jobs", tenant="carol") == 1
+    st, body = ctl.request("GET", "/v1/report", token=mon)
+    assert st == 200 and body["tenant"] is None, (st, body)
+    assert {t["name"] for t in body["tenants"]} == {"alice", "bob", "carol"}
+    for method, path, body in (("GET", "/v1/jobs", None), ("GET", "/v1/jobs/1", None),
+                               ("POST", "/v1/jobs", {"command": ["x"], "tenant": "alice"}),
+                               ("DELETE", "/v1/jobs/1", None), ("GET", "/v1/tenants", None),
+                               ("POST", "/v1/nodes/drain", {"node": "n1"})):
+        st, answer = ctl.request(method, path, body, token=mon)
+        assert st == 403 and answer["error"]["code"] == "forbidden", (method, path, st, answer)
+        assert "monitoring token" in answer["error"]["message"], answer
+    assert ctl.job(1)["state"] == "pending"
+    bad = harness.Controller(tmp_path / "bad")
+    bad.config["monitoring_token"] = bad.admin_token
+    bad._write_config()
+    with pytest.raises(AssertionError, match="monitoring_token must be non-empty and differ"):
+        bad.start(timeout=5)
+    bad.stop()
 
 
 def test_metrics_issue10_families_are_declared(controller):

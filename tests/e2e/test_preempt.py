@@ -23,7 +23,7 @@ import e2e_util as u  # noqa: E402
 
 CLASSES = {"priority_classes": [
     {"name": "batch", "value": 10, "signal": "SIGUSR1", "grace": 2},
-    {"name": "urgent", "value": 1000, "may_preempt": True},
+    {"name": "urgent", "value": 1000, "may_preempt": True, "tenants": ["alice", "bob"]},
 ]}
 
 
@@ -153,3 +153,96 @@ def test_priority_class_config_errors(tmp_path):
             assert msg in str(e), (over, str(e))
         finally:
             c.stop()
+
+
+# ---- who may name a class, and the default bounds on preemption ----
+
+GUARDED = {"priority_classes": [
+    {"name": "batch", "value": 10},  # no may_preempt, no tenants: open to every tenant
+    {"name": "urgent", "value": 1000, "may_preempt": True, "tenants": ["alice"]},
+    {"name": "loud", "value": 500, "may_preempt": True},  # lists nobody: nobody may
+]}
+
+K8S_URGENT = """apiVersion: batch/v1
+kind: Job
+metadata: {name: k8s-urgent}
+spec:
+  template:
+    spec:
+      priorityClassName: urgent
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, command: ["true"]}]
+"""
+
+
+def test_a_class_that_may_preempt_is_for_the_tenants_it_lists(controller_factory, tmp_path):
+    ctl = controller_factory(config_overrides=GUARDED)
+    st, body = ctl.request("POST", "/v1/jobs", {"command": ["true"], "priority_class": "urgent"},
+                           token=ctl.token("bob"))
+    assert st == 403 and body["error"]["field"] == "priority_class", (st, body)
+    assert body["error"]["message"] == ('priority_class: priority class "urgent" is for tenant '
+                                        'alice; tenant "bob" may not use it'), body
+    # The admin token submits for a tenant: the tenant's right decides.
+    st, body = ctl.request("POST", "/v1/jobs", {"command": ["true"], "priority_class": "urgent",
+                                                "tenant": "bob"}, token=ctl.admin_token)
+    assert st == 403 and body["error"]["field"] == "priority_class", (st, body)
+    for who in ("alice", "bob"):
+        st, body = ctl.request("POST", "/v1/jobs", {"command": ["true"], "priority_class": "loud"},
+                               token=ctl.token(who))
+        assert st == 403 and "lists no tenants that may use it" in body["error"]["message"], body
+    assert ctl.submit({"command": ["true"], "priority_class": "batch"}, tenant="bob")["priority"] == 10
+    assert ctl.submit({"command": ["true"], "priority_class": "urgent"})["priority"] == 1000
+    # A Kubernetes Job's priorityClassName goes the same way through the CLI.
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(K8S_URGENT)
+    r = u.sluice(["submit", "-f", str(manifest)], u.cli_env(ctl, ctl.token("bob"), tmpdir=tmp_path))
+    assert r.returncode == 1 and "priority_class" in r.stderr and "may not use it" in r.stderr, \
+        (r.returncode, r.stdout, r.stderr)
+    r = u.sluice(["--json", "submit", "-f", str(manifest)],
+                 u.cli_env(ctl, ctl.token("alice"), tmpdir=tmp_path))
+    assert r.returncode == 0 and '"priority_class": "urgent"' in r.stdout, (r.stdout, r.stderr)
+    # Nothing of the refused submissions was kept.
+    assert all(j["tenant"] == "alice" or j["priority_class"] == "batch" for j in ctl.jobs())
+
+
+def test_submit_cancel_loop_preempts_a_gang_only_until_it_is_protected(controller_factory):
+    """Alice, who may use a class that preempts, submits an 8-GPU job and
+    cancels it as soon as it has preempted bob's 2 x 4-GPU gang, eight
+    times over. With the default bounds (protect_after 3, max_per_minute
+    10) the gang is preempted three times; from then on it is left alone
+    and keeps running, and the preemptor waits instead."""
+    ctl = controller_factory(config_overrides=dict(GUARDED, kill_grace=1))
+    agents = [harness.Agent(ctl, "n%d" % i, gpus=4) for i in (1, 2)]
+    for a in agents:
+        a.start()
+    try:
+        gang = ctl.submit({"tasks": 2, "gpus": 4, "command": ["sleep", "600"]}, tenant="bob")["id"]
+        ctl.wait_job(gang, "running")
+        preempted = 0
+        for i in range(8):
+            urg = ctl.submit({"tasks": 2, "gpus": 4, "priority_class": "urgent",
+                              "command": ["sleep", "600"]})["id"]
+
+            def outcome():
+                j = ctl.job(urg)
+                why = j.get("reason") or ""
+                if why.startswith("waiting for") or j["state"] != "pending":
+                    return "preempted"
+                return "spared" if why else None
+
+            seen = harness.wait_for(outcome, timeout=30, what="a cycle that tried job %d" % urg)
+            st, body = ctl.request("DELETE", "/v1/jobs/%d" % urg, token=ctl.token("alice"))
+            assert st == 200, (st, body)
+            if seen == "preempted":
+                preempted += 1
+                harness.wait_for(lambda: (lambda j: j["state"] == "running" and
+                                          j["requeues"] == preempted)(ctl.job(gang)),
+                                 timeout=60, what="the gang running again")
+            else:
+                assert ctl.job(gang)["state"] == "running"
+        j = ctl.job(gang)
+        assert preempted == 3 and len(j["preemptions"]) == 3, (preempted, j["preemptions"])
+        assert j["state"] == "running" and j["requeues"] == 3, j
+    finally:
+        for a in agents:
+            a.stop()

@@ -199,10 +199,39 @@ def test_report_tenant_filter(hist):
     g = r["gpu_utilization"]
     assert approx(g["gpu_hours"], 1.5) and g["jobs_with_data"] == 1
     assert approx(g["mean_ratio"], 0.40) and approx(g["idle_memory_ratio"], 0.75)
+    assert r["scope"] == "cluster"  # the admin asked: the cluster's totals stay
+    assert approx(r["gpu_allocation"]["gpu_hours_allocated"], 2.75)
     # A tenant's token reports on its own jobs without asking, and only them.
     assert report(hist, who="bob")["tenant"] == "bob"
     st, body = hist.request("GET", "/v1/report?tenant=alice", token=hist.token("bob"))
     assert st == 403 and body["error"]["field"] == "tenant"
+
+
+def test_a_tenants_report_holds_its_own_figures_and_the_capacity_only(hist, tmp_path):
+    """Bob's token: his jobs, his GPU-hours against the cluster's capacity,
+    and nothing from which alice's use could be worked out (the cluster's
+    GPU-hours, the usage and fair shares, the fairness summary)."""
+    r = report(hist, who="bob")
+    assert r["tenant"] == "bob"
+    assert r["throughput"]["jobs_ran"] == 2 and r["throughput"]["failed"] == 1
+    assert [x["name"] for x in r["tenants"]] == ["bob"]
+    bob = r["tenants"][0]
+    assert approx(bob["gpu_hours"], 1.25) and bob["jobs"] == 2 and bob["weight"] == 3
+    assert (bob["usage_share"], bob["fair_share"], bob["usage_to_fair"]) == (None, None, None)
+    assert r["fairness"] == {"tenants": None, "min_over_max": None, "jain_index": None}
+    a = r["gpu_allocation"]
+    assert a["capacity_gpus"] == 4 and approx(a["gpu_hours_available"], 96)
+    assert approx(a["gpu_hours_allocated"], 1.25) and approx(a["ratio"], 1.25 / 96)
+    assert approx(r["gpu_utilization"]["gpu_hours"], 1.25)
+    assert "alice" not in json.dumps(r)
+    assert r["scope"] == "tenant"
+    env = u.cli_env(hist, hist.token("bob"), tmpdir=tmp_path)
+    out = u.sluice(["report"], env)
+    assert out.returncode == 0, out.stderr
+    assert "1.3% of the cluster held by this tenant (1.2 of 96.0 GPU-hours" in out.stdout or \
+        "1.3% of the cluster held by this tenant (1.3 of 96.0 GPU-hours" in out.stdout, out.stdout
+    assert "Fairness           not shown to a tenant's token" in out.stdout, out.stdout
+    assert "alice" not in out.stdout
 
 
 @pytest.mark.parametrize("query,field", [

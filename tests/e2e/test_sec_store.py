@@ -6,8 +6,11 @@ while jobs are submitted, and a full disk at COMMIT stops sluiced with
 status 3 and loses no acknowledged job; GPU model and pool names that jobs
 named come back when the jobs go, and jobs may hold only half of each name
 table (32 models, 512 pools no node has), so pending jobs naming bogus
-models and pools never lock a new real node out, across restarts; a job
-stored past that share is kept at start-up.
+models and pools never lock a new real node out, across restarts; that half
+is divided among the tenants, so one tenant's made-up names never lock
+another tenant out of naming a model or pool no node has yet; a job
+stored past that share is kept at start-up; a job row whose state sluiced
+never writes stops the load (exit 2, naming the job and the state).
 """
 
 import hashlib
@@ -163,6 +166,43 @@ def test_damage_inside_a_value_stops_the_load(controller):
     assert "sluiced backup" in r.stderr, r.stderr
     assert sha256(db) == before
     assert len(ids) == 20
+
+
+def test_an_unknown_job_state_stops_the_load(controller):
+    """A row whose state sluiced never writes (set through SQLite itself,
+    so every index agrees with the row) is refused at start-up with exit 2
+    and a message naming the job and the state, instead of being left out
+    of the load (the job would then answer 404 and its id be reissued).
+    Pending, running and finished rows around it change nothing."""
+    ids = submit_pending(controller, 3)
+    st, body = controller.request("DELETE", "/v1/jobs/%d" % ids[2],
+                                  token=controller.token("alice"))
+    assert st == 200, (st, body)
+    controller.stop()
+    db = controller.db_path
+    con = sqlite3.connect(db)
+    try:
+        with con:
+            con.execute("UPDATE jobs SET state = 'paused' WHERE id = ?", (ids[1],))
+    finally:
+        con.close()
+    assert quick_check(db) == "ok"
+    before = sha256(db)
+    r = run_sluiced(controller)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "cannot load state" in r.stderr, r.stderr
+    assert 'job %d: its stored state "paused" is not one sluiced writes' % ids[1] in r.stderr, \
+        r.stderr
+    assert sha256(db) == before
+    # Put back, the same file loads and every job is there.
+    con = sqlite3.connect(db)
+    try:
+        with con:
+            con.execute("UPDATE jobs SET state = 'pending' WHERE id = ?", (ids[1],))
+    finally:
+        con.close()
+    controller.start()
+    assert [controller.job(j)["state"] for j in ids] == ["pending", "pending", "cancelled"]
 
 
 def test_a_load_stopped_half_way_writes_nothing(controller):
@@ -381,53 +421,57 @@ def test_full_disk_at_commit_exits_3_and_loses_no_acknowledged_job(tmp_path, sma
 
 MODEL_SHARE = 32   # SL_MAX_JOB_MODELS: half of the 64 GPU model names
 POOL_SHARE = 512   # SL_MAX_JOB_POOLS: half of the 1,024 pool names
+# Each of the two tenants (alice, bob) may name half of the share.
+MODEL_PART, POOL_PART = MODEL_SHARE // 2, POOL_SHARE // 2
 
 
-def fill_job_share(ctl, tenant="alice"):
-    """Pending jobs naming the most models and pools no node has: 512 jobs,
-    each with a pool of its own, the first 32 also a GPU model of their
-    own. Returns their ids."""
+def fill_job_part(ctl, tenant="alice"):
+    """Pending jobs naming the most models and pools no node has that one
+    of two tenants may: 256 jobs, each with a pool of its own, the first 16
+    also a GPU model of their own. Returns their ids."""
     ids = []
-    for i in range(POOL_SHARE):
-        spec = {"command": ["x"], "gpus": 1, "pool": "bogus-pool-%d" % i}
-        if i < MODEL_SHARE:
-            spec["gpu_models"] = ["bogus-model-%d" % i]
+    for i in range(POOL_PART):
+        spec = {"command": ["x"], "gpus": 1, "pool": "bogus-%s-pool-%d" % (tenant, i)}
+        if i < MODEL_PART:
+            spec["gpu_models"] = ["bogus-%s-model-%d" % (tenant, i)]
         ids.append(ctl.submit(spec, tenant=tenant)["id"])
     return ids
 
 
-def assert_share_full(ctl, models=MODEL_SHARE, most="the most"):
-    """One more new model, or one more new pool, is refused with 400 and
-    says why in the user's words."""
+def assert_part_full(ctl, tenant="alice"):
+    """One more new model, or one more new pool, of that tenant is refused
+    with 400 and says why in the user's words."""
     st, body = ctl.request("POST", "/v1/jobs",
                            {"command": ["x"], "gpus": 1, "gpu_models": ["x42"]},
-                           token=ctl.token("bob"))
+                           token=ctl.token(tenant))
     assert st == 400 and body["error"]["field"] == "gpu_models", (st, body)
     assert body["error"]["message"] == (
-        'gpu_models: "x42": no node has this model and jobs already name %d models no node '
-        'has (%s); name a model a node has' % (models, most)), body
+        'gpu_models: "x42": no node has this model and the jobs of tenant "%s" already name '
+        '%d models no node has (each of the 2 tenants may name at most %d); name a model a '
+        'node has' % (tenant, MODEL_PART, MODEL_PART)), body
     st, body = ctl.request("POST", "/v1/jobs", {"command": ["x"], "pool": "ghost"},
-                           token=ctl.token("bob"))
+                           token=ctl.token(tenant))
     assert st == 400 and body["error"]["field"] == "pool", (st, body)
     assert body["error"]["message"] == (
-        'pool: "ghost": no node is in this pool and jobs already name %d pools no node is in '
-        '(the most); name a pool a node is in' % POOL_SHARE), body
+        'pool: "ghost": no node is in this pool and the jobs of tenant "%s" already name %d '
+        'pools no node is in (each of the 2 tenants may name at most %d); name a pool a node '
+        'is in' % (tenant, POOL_PART, POOL_PART)), body
 
 
 def test_bogus_models_and_pools_are_released_when_their_jobs_go(tmp_path):
     ctl = Controller(tmp_path / "ctl").start()
     try:
-        ids = fill_job_share(ctl)
-        assert_share_full(ctl)
+        ids = fill_job_part(ctl)
+        assert_part_full(ctl)
         ctl.restart()  # pending jobs hold their names across a restart
-        assert_share_full(ctl)
+        assert_part_full(ctl)
         for jid in ids:
             st, body = ctl.request("DELETE", "/v1/jobs/%d" % jid, token=ctl.token("alice"))
             assert st == 200, (st, body)
         ctl.restart()  # cancelled jobs take no name back at start-up
-        # The whole share is free again: 32 new models in one job, a new pool.
+        # The whole part is free again: 16 new models in one job, a new pool.
         again = ctl.submit({"command": ["x"], "gpus": 1, "pool": "again",
-                            "gpu_models": ["again-%d" % i for i in range(MODEL_SHARE)]})
+                            "gpu_models": ["again-%d" % i for i in range(MODEL_PART)]})
         assert again["state"] == "pending", again
         agent = Agent(ctl, "real-a100", gpus=2, gpu_model="A100", pool="train").start()
         try:
@@ -441,14 +485,56 @@ def test_bogus_models_and_pools_are_released_when_their_jobs_go(tmp_path):
         ctl.stop()
 
 
-def test_jobs_naming_the_most_names_leave_room_for_a_new_node(tmp_path):
-    """A hostile tenant's pending jobs name as many made-up models and pools
-    as jobs may; a real node with a new model and a new pool still
-    registers, while they wait, and runs another tenant's job."""
+def test_one_tenants_made_up_names_leave_the_other_tenant_its_part(tmp_path):
+    """Tenant alice's pending jobs name 32 made-up GPU models and 257
+    made-up pools, one each: only her part (16 models, 256 pools) is
+    accepted, and bob still names models and pools no node has yet, all of
+    his own part, while her jobs wait."""
     ctl = Controller(tmp_path / "ctl").start()
     try:
-        ids = fill_job_share(ctl)
-        assert_share_full(ctl)
+        taken = {"gpu_models": 0, "pool": 0}
+        for field, n in (("gpu_models", MODEL_SHARE), ("pool", POOL_PART + 1)):
+            for i in range(n):
+                spec = {"command": ["x"], "gpus": 1}
+                spec[field] = ["alice-%d" % i] if field == "gpu_models" else "alice-%d" % i
+                st, body = ctl.request("POST", "/v1/jobs", spec, token=ctl.token("alice"))
+                if st == 201:
+                    taken[field] += 1
+                    continue
+                assert st == 400 and body["error"]["field"] == field, (st, body)
+                assert 'the jobs of tenant "alice" already name' in body["error"]["message"]
+        st, bob = ctl.request("POST", "/v1/jobs",
+                              {"command": ["x"], "gpus": 1, "pool": "bob-pool",
+                               "gpu_models": ["bob-%d" % i for i in range(MODEL_PART)]},
+                              token=ctl.token("bob"))
+        assert st == 201 and bob["state"] == "pending", (st, bob)
+        assert taken == {"gpu_models": MODEL_PART, "pool": POOL_PART}, taken
+        assert_part_full(ctl, "alice")
+        st, body = ctl.request("POST", "/v1/jobs",
+                               {"command": ["x"], "gpus": 1, "gpu_models": ["bob-x"]},
+                               token=ctl.token("bob"))
+        assert st == 400 and 'tenant "bob" already name 16 models' in body["error"]["message"], \
+            body
+        # A model that bob's jobs name, once alice names it too, counts in her
+        # part as well: she has no room for it.
+        st, body = ctl.request("POST", "/v1/jobs",
+                               {"command": ["x"], "gpus": 1, "gpu_models": ["bob-0"]},
+                               token=ctl.token("alice"))
+        assert st == 400 and body["error"]["field"] == "gpu_models", (st, body)
+    finally:
+        ctl.stop()
+
+
+def test_jobs_naming_the_most_names_leave_room_for_a_new_node(tmp_path):
+    """Both tenants' pending jobs name as many made-up models and pools as
+    jobs may (each its part, together the whole share); a real node with a
+    new model and a new pool still registers, while they wait, and runs a
+    job."""
+    ctl = Controller(tmp_path / "ctl").start()
+    try:
+        ids = fill_job_part(ctl, "alice") + fill_job_part(ctl, "bob")
+        assert_part_full(ctl, "alice")
+        assert_part_full(ctl, "bob")
         agent = Agent(ctl, "real-b200", gpus=2, gpu_model="B200", pool="train").start()
         try:
             node = ctl.node("real-b200")
@@ -457,17 +543,21 @@ def test_jobs_naming_the_most_names_leave_room_for_a_new_node(tmp_path):
                               "pool": "train"}, tenant="bob")["id"]
             assert ctl.wait_job(jid, ["succeeded", "failed"], timeout=30)["state"] == "succeeded"
             # A name that a node registers no longer counts against the jobs'
-            # share: a pending job's made-up model, once a node has it, frees
-            # one place for a new one.
+            # share: one of alice's made-up models, once a node has it, frees
+            # one place in her part (and none in bob's).
             st, _ = ctl.request("POST", "/v1/jobs", {"command": ["x"], "gpus": 1,
                                                      "gpu_models": ["fresh"]},
-                                token=ctl.token("bob"))
+                                token=ctl.token("alice"))
             assert st == 400
-            other = Agent(ctl, "bogus-host", gpus=1, gpu_model="bogus-model-0").start()
+            other = Agent(ctl, "bogus-host", gpus=1, gpu_model="bogus-alice-model-0").start()
             try:
                 fresh = ctl.submit({"command": ["x"], "gpus": 1, "gpu_models": ["fresh"],
-                                    "pool": "train"}, tenant="bob")
+                                    "pool": "train"}, tenant="alice")
                 assert fresh["state"] in ("pending", "running"), fresh
+                st, _ = ctl.request("POST", "/v1/jobs", {"command": ["x"], "gpus": 1,
+                                                         "gpu_models": ["fresh-bob"]},
+                                    token=ctl.token("bob"))
+                assert st == 400
             finally:
                 other.stop()
         finally:

@@ -1,7 +1,10 @@
 /*
  * test_backfill.c - EASY backfill: hand-made cases (a small short job passes
  * a blocked one, a long one does not; a long one may pass on nodes the
- * reservation does not need; no reservation without runtime estimates),
+ * reservation does not need; runtime estimates from a job's limit, its own
+ * default or the scheduler's; a job without a reservation possible, for
+ * want of estimates or of a node that is down, holds nothing back; a
+ * reservation holds back only nodes its job can use),
  * and a seeded randomised check against a naive timeline: jobs run exactly
  * their time limit, and a job that gets a reservation for time T at some
  * cycle must start no later than T.
@@ -127,33 +130,127 @@ static void test_backfill_long_job_avoids_reserved_nodes(void **state) {
     sl_cluster_destroy(cl);
 }
 
-static void test_backfill_needs_runtime_estimates(void **state) {
+/* A reservation needs runtime estimates of the jobs the blocked job waits
+ * for: a job's time limit, else its own default (default_limit_us: the
+ * controller's pool default), else the scheduler's. With one, later jobs
+ * pass only if they end in time (job 3) and a long one waits (job 4).
+ * Without any, the blocked job's start time is unknown: it takes no hold
+ * and holds nothing back, so both start. */
+static void test_backfill_runtime_estimates(void **state) {
     (void)state;
-    for (int with_default = 0; with_default <= 1; with_default++) {
+    for (int how = 0; how <= 2; how++) { /* none, the scheduler's, the job's own default */
         sl_cluster_t *cl;
         sl_cluster_create(&cl);
         tu_add_nodes(cl, "g", 1, "32", "256Gi", 8, "H100", "80Gi", NULL);
-        sl_sched_t *s = mk(cl, "easy", NULL, with_default ? 200 : 0);
-        tu_adopt_one(s, 1, 0, 4, 0); /* no limit: ends at the default, or never */
+        sl_sched_t *s = mk(cl, "easy", NULL, how == 1 ? 200 : 0);
+        /* Job 1 has no limit: it ends at the default, or never. */
+        sl_job_spec_t sp = {.id = 1, .ntasks = 1, .task = tu_req("1", "1Gi", 4, ""),
+                            .default_limit_us = how == 2 ? 200 : 0};
+        sl_place_t pl = {.node = 0, .gpu_mask = 0xf, .gpu_milli = 1000};
+        char err[256];
+        assert_int_equal(sl_sched_adopt(s, &sp, &pl, 1, 0, err, sizeof err), 0);
         sub(s, 2, 1, 8, 0);
         sub(s, 3, 2, 2, 50);
+        sub(s, 4, 3, 2, 0);
         sl_cycle_stats_t st;
         int started = sl_sched_cycle(s, 10, NULL, NULL, &st);
-        if (with_default) {
+        assert_int_equal(tu_state(s, 3), SL_JOB_RUNNING);
+        if (how) {
             assert_int_equal(started, 1);
             assert_int_equal(st.reserved_job, 2);
             assert_int_equal(st.reserved_at_us, 200);
-            assert_int_equal(tu_state(s, 3), SL_JOB_RUNNING);
+            assert_int_equal(sl_sched_held_job(s, NULL), 2);
+            assert_int_equal(tu_state(s, 4), SL_JOB_PENDING);
         } else {
-            /* Conservative: nothing passes a job whose start is unknown. */
-            assert_int_equal(started, 0);
+            assert_int_equal(started, 2);
             assert_int_equal(st.reserved_job, -1);
-            assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 2)), "no reservation"));
-            assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 3)), "waiting behind job 2"));
+            assert_int_equal(sl_sched_held_job(s, NULL), 0);
+            assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 2)), "no reservation possible"));
+            assert_int_equal(tu_state(s, 4), SL_JOB_RUNNING);
         }
+        assert_int_equal(sl_sched_check(s), 0);
         sl_sched_destroy(s);
         sl_cluster_destroy(cl);
     }
+}
+
+/* The head job waits for A100 GPUs that a job without a time limit holds
+ * while the H100 node is free. The jobs' default limit gives a reservation
+ * on the A100 node only, so another tenant's job without a limit (a long
+ * one) starts on the H100 node at once: a reservation holds back only nodes
+ * its job can use. */
+static void test_backfill_reservation_holds_only_nodes_the_job_can_use(void **state) {
+    (void)state;
+    sl_cluster_t *cl = tu_cluster();
+    tu_add_nodes(cl, "a", 1, "32", "256Gi", 4, "A100", "80Gi", NULL);
+    tu_add_nodes(cl, "h", 1, "32", "256Gi", 4, "H100", "80Gi", NULL);
+    sl_sched_t *s = tu_sched_create(cl, "drf", "easy");
+    int a = tu_tenant_add(s, "a", 1, TU_NO_QUOTA), b = tu_tenant_add(s, "b", 1, TU_NO_QUOTA);
+    sl_task_req_t a100 = tu_req("1", "1Gi", 4, "");
+    a100.model_mask = 1ull << sl_cluster_model_find(cl, "A100");
+    sl_job_spec_t sp = tu_spec(1, a, 1, a100);
+    sp.default_limit_us = 1000;
+    sl_place_t pl = {.node = 0, .gpu_mask = 0xf, .gpu_milli = 1000};
+    char err[256];
+    assert_int_equal(sl_sched_adopt(s, &sp, &pl, 1, 0, err, sizeof err), 0);
+    sp = tu_spec(2, a, 1, a100);
+    sp.default_limit_us = 1000;
+    tu_submit(s, sp);
+    sl_cycle_stats_t st;
+    assert_int_equal(sl_sched_cycle(s, 10, NULL, NULL, &st), 0);
+    assert_int_equal(st.reserved_job, 2);
+    assert_int_equal(st.reserved_at_us, 1000);
+    sp = tu_spec(3, b, 1, tu_req("1", "1Gi", 1, ""));
+    sp.default_limit_us = 1000; /* long: 20 + 1000 is past the reserved time */
+    tu_submit(s, sp);
+    assert_int_equal(sl_sched_cycle(s, 20, NULL, NULL, &st), 1);
+    const sl_job_t *j3 = sl_sched_job(s, 3);
+    assert_int_equal(sl_job_state(j3), SL_JOB_RUNNING);
+    assert_int_equal(sl_job_place(j3, 0)->node, 1);
+    assert_int_equal(st.reserved_job, 2);
+    assert_int_equal(sl_sched_held_job(s, NULL), 2);
+    assert_int_equal(sl_sched_check(s), 0);
+    sl_sched_destroy(s);
+    sl_cluster_destroy(cl);
+}
+
+/* A gang that needs a node that is down cannot be given a reservation (it
+ * does not fit even once every job has ended): it holds nothing back, and
+ * another tenant's job starts on the node that is up. Once the node is
+ * back, the gang gets its reservation and the hold, and a long job waits. */
+static void test_backfill_down_node_holds_nothing_back(void **state) {
+    (void)state;
+    sl_cluster_t *cl = tu_cluster();
+    tu_add_nodes(cl, "g", 2, "32", "256Gi", 8, "H100", "80Gi", NULL);
+    assert_int_equal(sl_cluster_set_state(cl, 1, SL_NODE_DOWN), 0);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "easy");
+    int a = tu_tenant_add(s, "a", 1, TU_NO_QUOTA), b = tu_tenant_add(s, "b", 1, TU_NO_QUOTA);
+    sl_job_spec_t sp = tu_spec(1, a, 2, tu_req("1", "1Gi", 8, ""));
+    sp.time_limit_us = 100;
+    tu_submit(s, sp);
+    sl_cycle_stats_t st;
+    assert_int_equal(sl_sched_cycle(s, 1, NULL, NULL, &st), 0);
+    assert_int_equal(st.reserved_job, -1);
+    assert_int_equal(sl_sched_held_job(s, NULL), 0);
+    sp = tu_spec(2, b, 1, tu_req("1", "1Gi", 1, ""));
+    sp.time_limit_us = 50;
+    tu_submit(s, sp);
+    assert_int_equal(sl_sched_cycle(s, 2, NULL, NULL, &st), 1);
+    assert_int_equal(tu_state(s, 2), SL_JOB_RUNNING);
+    assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 1)), "no reservation possible"));
+    assert_int_equal(sl_cluster_set_state(cl, 1, SL_NODE_UP), 0);
+    tu_submit(s, tu_spec(3, b, 1, tu_req("1", "1Gi", 1, ""))); /* no limit: long */
+    assert_int_equal(sl_sched_cycle(s, 3, NULL, NULL, &st), 0);
+    assert_int_equal(st.reserved_job, 1);
+    assert_int_equal(st.reserved_at_us, 52);
+    assert_int_equal(sl_sched_held_job(s, NULL), 1);
+    assert_int_equal(tu_state(s, 3), SL_JOB_PENDING);
+    assert_int_equal(sl_sched_finish(s, 2, 52), 0);
+    assert_int_equal(sl_sched_cycle(s, 52, NULL, NULL, &st), 1);
+    assert_int_equal(tu_state(s, 1), SL_JOB_RUNNING);
+    assert_int_equal(sl_sched_check(s), 0);
+    sl_sched_destroy(s);
+    sl_cluster_destroy(cl);
 }
 
 /* The shadow time is the earliest expected end after which the job fits,
@@ -421,7 +518,10 @@ int main(void) {
         cmocka_unit_test_teardown(test_backfill_short_job_passes_long_does_not, tu_teardown),
         cmocka_unit_test_teardown(test_backfill_none_keeps_strict_order, tu_teardown),
         cmocka_unit_test_teardown(test_backfill_long_job_avoids_reserved_nodes, tu_teardown),
-        cmocka_unit_test_teardown(test_backfill_needs_runtime_estimates, tu_teardown),
+        cmocka_unit_test_teardown(test_backfill_runtime_estimates, tu_teardown),
+        cmocka_unit_test_teardown(test_backfill_reservation_holds_only_nodes_the_job_can_use,
+                                  tu_teardown),
+        cmocka_unit_test_teardown(test_backfill_down_node_holds_nothing_back, tu_teardown),
         cmocka_unit_test_teardown(test_backfill_shadow_time_is_earliest, tu_teardown),
         cmocka_unit_test_teardown(test_backfill_max_tries_bounds_a_cycle, tu_teardown),
         cmocka_unit_test_teardown(test_backfill_never_delays_reserved_random, tu_teardown),

@@ -106,6 +106,10 @@ static void test_cluster_names_node_registering_a_job_name_stops_counting(void *
     assert_int_equal(add_node(cl, "n5", "m5", "p", &id), 0);
     assert_int_equal(sl_cluster_node(cl, id)->model, 5);
     assert_int_equal(sl_cluster_model_job_only_count(cl), SL_MAX_JOB_MODELS - 1);
+    assert_false(sl_cluster_model_job_only(cl, 5)); /* per name, as the count says */
+    assert_true(sl_cluster_model_job_only(cl, 4));
+    assert_false(sl_cluster_model_job_only(cl, SL_MAX_MODELS - 1)); /* a free slot */
+    assert_false(sl_cluster_model_job_only(cl, -1));
     assert_int_equal(sl_cluster_model_intern_job(cl, "A100", false), SL_MAX_JOB_MODELS);
     assert_int_equal(sl_cluster_model_intern_job(cl, "B200", false), SL_ENOSPC);
     /* The job ends: the node keeps the name, and it still does not count. */
@@ -119,8 +123,10 @@ static void test_cluster_names_node_registering_a_job_name_stops_counting(void *
      * name, it counts again. */
     assert_int_equal(sl_cluster_pool_intern_job(cl, "q", false), 2);
     assert_int_equal(sl_cluster_pool_job_only_count(cl), 1);
+    assert_true(sl_cluster_pool_job_only(cl, 2));
     assert_int_equal(sl_cluster_pool_intern(cl, "q"), 2);
     assert_int_equal(sl_cluster_pool_job_only_count(cl), 0);
+    assert_false(sl_cluster_pool_job_only(cl, 2));
     assert_int_equal(sl_cluster_pool_release(cl, 2), 0);
     assert_int_equal(sl_cluster_pool_job_only_count(cl), 1);
     assert_int_equal(sl_cluster_pool_release(cl, 2), SL_EINVAL); /* no such reference left */

@@ -4,9 +4,10 @@
  *
  * When the first job of the queue (in policy order) cannot start, EASY gives
  * it a reservation: the earliest time at which it will fit if every running
- * job ends when its estimate says (its time limit, or the scheduler's
- * default; a job with neither never ends), and the nodes it would use then.
- * Later jobs may start now only if they cannot delay it: they end by that
+ * job ends when its estimate says (its time limit, else its own default,
+ * else the scheduler's; a job with none never ends), and the nodes it
+ * would use then. Later jobs may start now only if they cannot delay it:
+ * they end by that
  * "shadow" time, or they use none of the reserved nodes. The cycle in
  * sched_cycle.c enforces that rule; this file computes the reservation.
  * It is the backfill policy "easy" (policy.h): it reads the scheduler only
@@ -73,8 +74,11 @@
  * sluiced) that run past it count as ending now: the reservation stays at
  * the present on their nodes and the held job waits for their real end.
  * Jobs with no estimate at all never end here: if the held job needs
- * their nodes, no reservation exists and nothing passes it (the cycle
- * starts nothing) until they end, so the wait is theirs, unbounded.
+ * their nodes, no reservation exists, and the job then holds nothing back
+ * (sched_cycle.c): its start time is unknown, and the others go on. The
+ * controller gives every job an estimate (its pool's default time limit,
+ * sl_job_spec_t.default_limit_us), so there a reservation is missing only
+ * while a node the job needs is down.
  *
  * Workload: R running jobs (thousands), tens of thousands of nodes; one
  * reservation per cycle. The scheduler keeps the running jobs ordered by

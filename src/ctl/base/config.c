@@ -11,16 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include "arraydep.h"
 #include "base/config.h"
 #include "base/loop.h"
 #include "proto_kill.h"
 #include "log.h"
 #include "quantity.h"
-#include "tls.h"
 #include "yamldoc.h"
 
 void ctl_config_init(ctl_config_t *cfg) {
@@ -34,6 +30,7 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->queue = sl_xstrdup("drf");
     cfg->placement = sl_xstrdup(sl_place_policy_default());
     cfg->backfill = sl_xstrdup("easy");
+    cfg->default_time_limit_s = CTL_DEFAULT_TIME_LIMIT_S;
     cfg->default_user = sl_xstrdup("nobody");
     cfg->max_connections = CTL_DEFAULT_MAX_CONNECTIONS;
     cfg->max_connections_per_peer = CTL_DEFAULT_MAX_CONNECTIONS_PER_PEER;
@@ -47,7 +44,9 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->oom_score_adj = CTL_DEFAULT_OOM_SCORE_ADJ;
     cfg->preempt_priority = true;
     cfg->preempt_grow = true;
-    cfg->preempt_protect_ms = 600000;
+    cfg->preempt_max_per_minute = CTL_DEFAULT_PREEMPT_MAX_PER_MINUTE;
+    cfg->preempt_protect_after = CTL_DEFAULT_PREEMPT_PROTECT_AFTER;
+    cfg->preempt_protect_ms = CTL_DEFAULT_PREEMPT_PROTECT_MS;
 }
 
 void ctl_config_fini(ctl_config_t *cfg) {
@@ -56,6 +55,7 @@ void ctl_config_fini(ctl_config_t *cfg) {
     sl_free(cfg->state);
     sl_free(cfg->admin_token);
     sl_free(cfg->cluster_token);
+    sl_free(cfg->monitoring_token);
     sl_free(cfg->queue);
     sl_free(cfg->placement);
     sl_free(cfg->backfill);
@@ -85,8 +85,12 @@ void ctl_config_fini(ctl_config_t *cfg) {
         sl_free(cfg->revoked_nodes[i]);
     sl_free(cfg->revoked_nodes);
     sl_free(cfg->oom_rules);
-    for (size_t i = 0; i < cfg->nprio_classes; i++)
+    for (size_t i = 0; i < cfg->nprio_classes; i++) {
         sl_free(cfg->prio_classes[i].name);
+        for (size_t k = 0; k < cfg->prio_classes[i].ntenants; k++)
+            sl_free(cfg->prio_classes[i].tenants[k]);
+        sl_free(cfg->prio_classes[i].tenants);
+    }
     sl_free(cfg->prio_classes);
     memset(cfg, 0, sizeof *cfg);
 }
@@ -260,27 +264,38 @@ static int load_tenants(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     return 0;
 }
 
-/* A pool's `dedicated` and `tenants` (a list of tenant names, or one). */
-static int load_pool_cfg(rd_t *r, const sl_yaml_node_t *p, struct ctl_pool_cfg *pc) {
-    const sl_yaml_node_t *d = sl_yaml_map_get(p, "dedicated");
-    if (d != NULL && !sl_yaml_is_null(d) && sl_yaml_bool(d, &pc->dedicated) < 0)
-        return fail(r, d, "pools[].dedicated: must be true or false%s%s", "", "");
-    const sl_yaml_node_t *t = sl_yaml_map_get(p, "tenants");
+/* The `tenants` of mapping m (a list of tenant names, or one) into *out
+ * and *n, which the caller frees whatever the outcome; what names the key
+ * in errors ("pools[]"). */
+static int load_tenant_list(rd_t *r, const sl_yaml_node_t *m, const char *what, char ***out,
+                            size_t *n) {
+    const sl_yaml_node_t *t = sl_yaml_map_get(m, "tenants");
     if (t == NULL || sl_yaml_is_null(t))
         return 0;
-    size_t n = t->kind == SL_YAML_SEQ ? t->n : 1;
-    pc->tenants = sl_xcalloc(n ? n : 1, sizeof *pc->tenants);
-    for (size_t i = 0; i < n; i++) {
+    size_t k = t->kind == SL_YAML_SEQ ? t->n : 1;
+    *out = sl_xcalloc(k ? k : 1, sizeof **out);
+    for (size_t i = 0; i < k; i++) {
         const sl_yaml_node_t *v = t->kind == SL_YAML_SEQ ? t->items[i] : t;
         if (v->kind != SL_YAML_SCALAR || v->value[0] == '\0')
-            return fail(r, v, "pools[].tenants: must be a list of tenant names%s%s", "", "");
-        pc->tenants[pc->ntenants++] = sl_xstrdup(v->value);
+            return fail(r, v, "%s.tenants: must be a list of tenant names%s", what, "");
+        (*out)[(*n)++] = sl_xstrdup(v->value);
     }
     return 0;
 }
 
+/* A pool's `dedicated`, `default_time_limit` and `tenants`. */
+static int load_pool_cfg(rd_t *r, const sl_yaml_node_t *p, struct ctl_pool_cfg *pc) {
+    const sl_yaml_node_t *d = sl_yaml_map_get(p, "dedicated");
+    if (d != NULL && !sl_yaml_is_null(d) && sl_yaml_bool(d, &pc->dedicated) < 0)
+        return fail(r, d, "pools[].dedicated: must be true or false%s%s", "", "");
+    if (get_ms(r, p, "default_time_limit", 1000, &pc->default_time_limit_ms) < 0)
+        return -1;
+    return load_tenant_list(r, p, "pools[]", &pc->tenants, &pc->ntenants);
+}
+
 static int load_pools(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
-    static const char *const keys[] = {"name", "description", "dedicated", "tenants", NULL};
+    static const char *const keys[] = {"name", "description", "dedicated", "tenants",
+                                       "default_time_limit", NULL};
     if (seq->kind != SL_YAML_SEQ)
         return fail(r, seq, "pools must be a sequence%s%s", "", "");
     cfg->pools = sl_xcalloc(seq->n ? seq->n : 1, sizeof *cfg->pools);
@@ -411,11 +426,11 @@ static int load_oom_rules(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq)
     return 0;
 }
 
-/* priority_classes: a sequence of {name, value, may_preempt, signal,
- * grace}; name and value required, names unique. */
+/* priority_classes: a sequence of {name, value, may_preempt, preemptible,
+ * signal, grace, tenants}; name and value required, names unique. */
 static int load_prio_classes(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     static const char *const keys[] = {"name", "value", "may_preempt", "preemptible", "signal",
-                                       "grace", NULL};
+                                       "grace", "tenants", NULL};
     const char *what = "priority_classes";
     if (seq->kind != SL_YAML_SEQ)
         return fail(r, seq, "%s must be a sequence of {name, value, may_preempt, signal, grace}%s",
@@ -448,6 +463,8 @@ static int load_prio_classes(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *s
         const sl_yaml_node_t *pe = sl_yaml_map_get(e, "preemptible");
         if (pe != NULL && !sl_yaml_is_null(pe) && sl_yaml_bool(pe, &pc->preemptible) < 0)
             return fail(r, pe, "priority_classes[].preemptible: must be true or false%s%s", "", "");
+        if (load_tenant_list(r, e, "priority_classes[]", &pc->tenants, &pc->ntenants) < 0)
+            return -1;
         for (size_t k = 0; k + 1 < cfg->nprio_classes; k++)
             if (strcmp(cfg->prio_classes[k].name, pc->name) == 0)
                 return fail(r, e, "%s: duplicate name \"%s\"", what, pc->name);
@@ -484,6 +501,38 @@ const ctl_prio_class_t *ctl_config_prio_class(const ctl_config_t *cfg, const cha
     return NULL;
 }
 
+/* Whether tenant is one of the n names; if not, "WHAT is for tenant(s) a, b;
+ * tenant \"c\" may not use it" in err. */
+static int tenant_listed(char *const *names, size_t n, const char *what, const char *tenant,
+                         char *err, size_t errlen) {
+    size_t o = (size_t)snprintf(err, errlen, "%s tenant%s ", what, n > 1 ? "s" : "");
+    for (size_t i = 0; i < n; i++) {
+        if (tenant && strcmp(names[i], tenant) == 0)
+            return 0;
+        if (o < errlen)
+            o += (size_t)snprintf(err + o, errlen - o, "%s%s", i ? ", " : "", names[i]);
+    }
+    if (o < errlen)
+        snprintf(err + o, errlen - o, "; tenant \"%s\" may not use it", tenant ? tenant : "");
+    return -1;
+}
+
+int ctl_prio_class_tenant_ok(const ctl_prio_class_t *pc, const char *tenant, char *err,
+                             size_t errlen) {
+    char what[SL_NAME_MAX + 32];
+    if (pc->ntenants > 0) {
+        snprintf(what, sizeof what, "priority class \"%s\" is for", pc->name);
+        return tenant_listed(pc->tenants, pc->ntenants, what, tenant, err, errlen);
+    }
+    if (!pc->may_preempt)
+        return 0;
+    /* A class whose jobs preempt others is a privilege: granted by name. */
+    snprintf(err, errlen, "priority class \"%s\" may preempt other jobs and lists no tenants that "
+             "may use it (priority_classes[].tenants); tenant \"%s\" may not use it", pc->name,
+             tenant ? tenant : "");
+    return -1;
+}
+
 int64_t ctl_config_prio_grace_ms(const ctl_config_t *cfg, const ctl_prio_class_t *pc) {
     return pc && pc->grace_ms >= 0 ? pc->grace_ms : cfg->kill_grace_ms;
 }
@@ -497,7 +546,8 @@ int32_t ctl_config_oom_score_adj(const ctl_config_t *cfg, int32_t priority) {
 
 int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errlen) {
     static const char *const top[] = {"listen", "agent_listen", "state", "admin_token",
-                                      "cluster_token", "node_timeout", "heartbeat", "kill_grace",
+                                      "cluster_token", "monitoring_token",
+                                      "node_timeout", "heartbeat", "kill_grace",
                                       "scheduler", "tenants", "pools", "log_level",
                                       "job_retention", "max_finished_jobs",
                                       "init", /* create a missing or empty state database */
@@ -531,6 +581,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         get_str(&r, root, "state", &cfg->state) < 0 ||
         get_str(&r, root, "admin_token", &cfg->admin_token) < 0 ||
         get_str(&r, root, "cluster_token", &cfg->cluster_token) < 0 ||
+        get_str(&r, root, "monitoring_token", &cfg->monitoring_token) < 0 ||
         get_str(&r, root, "log_level", &cfg->log_level) < 0 ||
         get_str(&r, root, "tls_cert", &cfg->tls_cert) < 0 ||
         get_str(&r, root, "tls_key", &cfg->tls_key) < 0 ||
@@ -684,8 +735,17 @@ int ctl_config_check(const ctl_config_t *cfg, char *err, size_t errlen) {
         return -1;
     }
     if (check_hashed(names[0], toks[0], err, errlen) < 0 ||
-        check_hashed(names[1], toks[1], err, errlen) < 0)
+        check_hashed(names[1], toks[1], err, errlen) < 0 ||
+        check_hashed("monitoring_token", cfg->monitoring_token, err, errlen) < 0)
         return -1;
+    /* The monitoring token reads every tenant's figures: it must be a
+     * secret of its own, never one that also acts as another role. */
+    const char *mon = cfg->monitoring_token;
+    if (mon && (mon[0] == '\0' || strcmp(mon, toks[0]) == 0 || strcmp(mon, toks[1]) == 0)) {
+        snprintf(err, errlen, "monitoring_token must be non-empty and differ from admin_token and "
+                 "cluster_token");
+        return -1;
+    }
     for (size_t i = 0; i < cfg->ntenants; i++) {
         char what[128];
         snprintf(what, sizeof what, "tenant \"%s\": token", cfg->tenants[i].name);
@@ -721,6 +781,11 @@ int ctl_config_check(const ctl_config_t *cfg, char *err, size_t errlen) {
                 return -1;
             }
         }
+        if (mon && strcmp(t, mon) == 0) {
+            snprintf(err, errlen, "tenant \"%s\": token must differ from monitoring_token",
+                     cfg->tenants[i].name);
+            return -1;
+        }
     }
     return 0;
 }
@@ -736,74 +801,17 @@ const char *ctl_config_task_user(const ctl_config_t *cfg, const char *tenant, co
     return cfg->default_user;
 }
 
-bool ctl_token_is_hashed(const char *token) {
-    return token != NULL && strncmp(token, "sha256:", 7) == 0 && strlen(token) == 7 + 64 &&
-           strspn(token + 7, "0123456789abcdef") == 64;
-}
-
-void ctl_token_init(ctl_token_t *t, const char *given) {
-    t->plain = given;
-    t->hashed[0] = '\0';
-}
-
-bool ctl_token_matches(ctl_token_t *t, const char *want) {
-    const char *given = t->plain;
-    if (given == NULL || want == NULL)
-        return false;
-    if (ctl_token_is_hashed(want)) {
-        /* The hash of given is compared with the stored one, so the
-         * stored form itself never serves as a password. Hashed once per
-         * presented token, however many stored tokens it is held against. */
-        if (t->hashed[0] == '\0') {
-            memcpy(t->hashed, "sha256:", 7);
-            sl_sha256_hex(given, strlen(given), t->hashed + 7);
-        }
-        given = t->hashed;
-    }
-    size_t lg = strlen(given), lw = strlen(want);
-    /* Every byte of given is compared (with want repeated), whatever the
-     * first difference; the lengths are compared the same way. */
-    unsigned char d = (unsigned char)(lg != lw);
-    for (size_t i = 0; i < lg; i++)
-        d |= (unsigned char)(given[i] ^ want[i % (lw ? lw : 1)]);
-    return d == 0 && lw > 0;
-}
-
-bool ctl_token_eq(const char *given, const char *want) {
-    ctl_token_t t;
-    ctl_token_init(&t, given);
-    return ctl_token_matches(&t, want);
-}
-
-int ctl_node_token(const char *cluster_token, const char *name, char *out, size_t outlen) {
-    /* A hashed cluster token is not the secret: keyed with the stored
-     * hash, node tokens could be made by anyone who reads the config. */
-    if (ctl_token_is_hashed(cluster_token))
-        return SL_EPERM;
-    if (cluster_token == NULL || cluster_token[0] == '\0' || name == NULL || name[0] == '\0' ||
-        strlen(name) >= SL_NAME_MAX || outlen < CTL_NODE_TOKEN_LEN + 1)
-        return SL_EINVAL;
-    char msg[sizeof CTL_NODE_TOKEN_CONTEXT + SL_NAME_MAX];
-    int n = snprintf(msg, sizeof msg, "%s%s", CTL_NODE_TOKEN_CONTEXT, name);
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int maclen = 0;
-    if (HMAC(EVP_sha256(), cluster_token, (int)strlen(cluster_token), (const unsigned char *)msg,
-             (size_t)n, mac, &maclen) == NULL || maclen * 2 != CTL_NODE_TOKEN_LEN)
-        return SL_EIO;
-    static const char hex[] = "0123456789abcdef";
-    for (unsigned int i = 0; i < maclen; i++) {
-        out[2 * i] = hex[mac[i] >> 4];
-        out[2 * i + 1] = hex[mac[i] & 15];
-    }
-    out[CTL_NODE_TOKEN_LEN] = '\0';
-    return 0;
-}
-
 bool ctl_node_revoked(const ctl_config_t *cfg, const char *name) {
     for (size_t i = 0; name && i < cfg->nrevoked; i++)
         if (strcmp(cfg->revoked_nodes[i], name) == 0)
             return true;
     return false;
+}
+
+int64_t ctl_config_default_limit_s(const ctl_config_t *cfg, const char *pool) {
+    const struct ctl_pool_cfg *pc = ctl_pool_cfg(cfg, pool);
+    return pc && pc->default_time_limit_ms > 0 ? pc->default_time_limit_ms / 1000
+                                               : cfg->default_time_limit_s;
 }
 
 const struct ctl_pool_cfg *ctl_pool_cfg(const ctl_config_t *cfg, const char *pool) {
@@ -828,16 +836,8 @@ int ctl_pool_tenant_ok(const ctl_config_t *cfg, const char *pool, const char *te
     const struct ctl_pool_cfg *pc = ctl_pool_cfg(cfg, pool);
     if (pc == NULL || pc->ntenants == 0)
         return 0;
-    size_t o = (size_t)snprintf(err, errlen, "pool \"%s\" is dedicated to tenant%s ", pool,
-                                pc->ntenants > 1 ? "s" : "");
-    for (size_t i = 0; i < pc->ntenants; i++) {
-        if (tenant && strcmp(pc->tenants[i], tenant) == 0)
-            return 0;
-        if (o < errlen)
-            o += (size_t)snprintf(err + o, errlen - o, "%s%s", i ? ", " : "", pc->tenants[i]);
-    }
-    if (o < errlen)
-        snprintf(err + o, errlen - o, "; tenant \"%s\" may not use it", tenant ? tenant : "");
-    return -1;
+    char what[SL_NAME_MAX + 32];
+    snprintf(what, sizeof what, "pool \"%s\" is dedicated to", pool);
+    return tenant_listed(pc->tenants, pc->ntenants, what, tenant, err, errlen);
 }
 

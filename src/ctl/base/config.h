@@ -1,6 +1,6 @@
 /*
- * config.h - sluiced's configuration (docs/config.md) and the one
- * comparison of secrets (tokens) that every adapter uses.
+ * config.h - sluiced's configuration (docs/config.md). The comparison of
+ * secrets (tokens) that every adapter uses is base/token.h's.
  */
 #ifndef SLUICE_CTL_CONFIG_H
 #define SLUICE_CTL_CONFIG_H
@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/token.h"
 #include "sluice/sluice.h"
 
 #define CTL_DEFAULT_LISTEN "127.0.0.1:7070"
@@ -29,13 +30,14 @@
 #define CTL_DEFAULT_REPLY_BUFFER_BYTES (256LL << 20)
 #define CTL_DEFAULT_MAX_PENDING_JOBS 100000   /* per tenant */
 #define CTL_DEFAULT_MAX_ARRAY_SIZE 10001      /* elements and indexes 0..10000, as Slurm's MaxArraySize */
+/* The runtime backfill assumes for a job without a time limit, unless its
+ * pool says otherwise (scheduler.default_time_limit; docs/config.md): with
+ * an estimate for every running job, a blocked job always gets a
+ * reservation while its nodes are up, and holds back only those nodes. */
+#define CTL_DEFAULT_TIME_LIMIT_S 86400
 /* An agent-port connection that has not said a valid hello this long after
  * it was accepted is closed (config hello_timeout). */
 #define CTL_DEFAULT_HELLO_TIMEOUT_MS 5000
-/* A node token: HMAC-SHA256(cluster_token, CTL_NODE_TOKEN_CONTEXT + name)
- * in lower-case hex (docs/config.md, Node credentials). */
-#define CTL_NODE_TOKEN_CONTEXT "sluice-node:"
-#define CTL_NODE_TOKEN_LEN 64
 
 typedef struct ctl_tenant_cfg {
     char *name;
@@ -67,6 +69,14 @@ typedef struct ctl_oom_rule {
 #define CTL_OOM_SCORE_ADJ_MIN (CTL_AGENT_OOM_SCORE_ADJ + 1)
 #define CTL_OOM_SCORE_ADJ_MAX 1000
 
+/* preemption: (docs/config.md) bounds that hold unless the config says
+ * otherwise: at most this many victims a minute, and a job preempted this
+ * many times is left alone for protect seconds, so that no submit-and-
+ * cancel loop can preempt another tenant's job again and again. */
+#define CTL_DEFAULT_PREEMPT_MAX_PER_MINUTE 10
+#define CTL_DEFAULT_PREEMPT_PROTECT_AFTER 3
+#define CTL_DEFAULT_PREEMPT_PROTECT_MS (600 * 1000)
+
 /* A priority class (docs/config.md, "Priority classes"): a job
  * that names it (priority_class) gets its value as its priority; may_preempt
  * lets such a job preempt strictly lower-priority ones; signal and grace
@@ -79,6 +89,10 @@ typedef struct ctl_prio_class {
     bool preemptible;       /* its jobs may be preempted or shrunk (true unless the config says false) */
     int32_t signal;         /* SIGTERM unless the config names another */
     int64_t grace_ms;       /* -1: kill_grace */
+    /* The tenants whose jobs may name the class. None listed: every tenant
+     * for a class without may_preempt, no tenant for one with it. */
+    char **tenants;
+    size_t ntenants;
 } ctl_prio_class_t;
 
 typedef struct ctl_config {
@@ -87,6 +101,7 @@ typedef struct ctl_config {
     char *state;
     char *admin_token;
     char *cluster_token;
+    char *monitoring_token;     /* reads /metrics and /v1/report for every tenant; NULL: none */
     int64_t node_timeout_ms;
     int32_t heartbeat_s;
     int64_t kill_grace_ms;
@@ -108,6 +123,7 @@ typedef struct ctl_config {
         bool dedicated;
         char **tenants;
         size_t ntenants;
+        int64_t default_time_limit_ms; /* 0: scheduler.default_time_limit */
     } *pool_cfg;
     char *log_level;
     bool init;                  /* create a missing or empty state database (--init) */
@@ -151,8 +167,8 @@ typedef struct ctl_config {
     bool preempt_priority;       /* true: classes that may preempt do */
     bool preempt_reclaim;        /* false: no fair-share reclaim */
     bool preempt_grow;           /* true: elastic jobs grow into free capacity */
-    int64_t preempt_max_per_minute;  /* 0: unbounded */
-    int64_t preempt_protect_after;   /* 0: never protected */
+    int64_t preempt_max_per_minute;  /* CTL_DEFAULT_PREEMPT_MAX_PER_MINUTE; 0: unbounded */
+    int64_t preempt_protect_after;   /* CTL_DEFAULT_PREEMPT_PROTECT_AFTER; 0: never protected */
     int64_t preempt_protect_ms;
     bool default_may_preempt;    /* jobs without a class may preempt (false) */
 } ctl_config_t;
@@ -180,48 +196,26 @@ int32_t ctl_config_oom_score_adj(const ctl_config_t *cfg, int32_t priority);
 
 /* The priority class called name, or NULL. O(classes). */
 const ctl_prio_class_t *ctl_config_prio_class(const ctl_config_t *cfg, const char *name);
+/* Whether tenant's jobs may name class pc (see ctl_prio_class_t.tenants):
+ * 0, or -1 with a message for the "priority_class" field in err
+ * ("priority class \"urgent\" is for tenants a, b; tenant \"c\" may not use
+ * it"). O(listed tenants). */
+int ctl_prio_class_tenant_ok(const ctl_prio_class_t *pc, const char *tenant, char *err,
+                             size_t errlen);
 /* The grace of a job of class pc (NULL: a job without a class), in ms:
  * the class's own, else kill_grace. Can't fail. */
 int64_t ctl_config_prio_grace_ms(const ctl_config_t *cfg, const ctl_prio_class_t *pc);
 
-/* True when the secret `given` equals `want` (non-empty), in time that
- * depends only on the length of `given`, so that a client cannot learn a
- * token's bytes by timing (for API tokens and the cluster token alike).
- * A `want` of the form "sha256:<64 hex digits>" (a hashed token,
- * docs/security.md) matches the given token whose SHA-256 that is.
- * NULL given is false. O(strlen(given) + strlen(want)). */
-bool ctl_token_eq(const char *given, const char *want);
-
-/* A presented token held against several stored ones (an API request
- * against the admin's, every tenant's and the cluster's): its SHA-256 is
- * computed at most once, on the first hashed stored token. given is
- * borrowed; init can't fail. */
-typedef struct ctl_token {
-    const char *plain;
-    char hashed[72]; /* "sha256:<hex>", or "" until needed */
-} ctl_token_t;
-void ctl_token_init(ctl_token_t *t, const char *given);
-/* ctl_token_eq(t's token, want), reusing t's hash. */
-bool ctl_token_matches(ctl_token_t *t, const char *want);
-
-/* True when token is stored hashed ("sha256:" and 64 hex digits). */
-bool ctl_token_is_hashed(const char *token);
-/* The node token of node `name`: HMAC-SHA256 keyed with cluster_token over
- * "sluice-node:" + name, as CTL_NODE_TOKEN_LEN lower-case hex digits and a
- * NUL in out (outlen > CTL_NODE_TOKEN_LEN). Only the controller and whoever
- * holds the cluster token can make it; it proves the name it was made for
- * and no other. 0, SL_EINVAL for an empty token or a name that is not
- * 1..SL_NAME_MAX-1 bytes (out untouched), SL_EPERM for a cluster token
- * stored hashed (sha256:, which is no secret: derivation is off), SL_EIO if
- * libcrypto fails.
- * O(length of both). */
-int ctl_node_token(const char *cluster_token, const char *name, char *out, size_t outlen);
 /* True when name is in the config's revoked_nodes. O(revoked names). */
 bool ctl_node_revoked(const ctl_config_t *cfg, const char *name);
 
 /* The taint of a dedicated pool's nodes, which the jobs naming the pool
  * tolerate: "sluice.io/dedicated=POOL:NoSchedule". */
 #define CTL_DEDICATED_TAINT_KEY "sluice.io/dedicated"
+/* The runtime estimate, in seconds, of a job without a time limit in pool
+ * (NULL: a job naming none): the pool's default_time_limit, else the
+ * scheduler's (0: none). Can't fail; O(pools). */
+int64_t ctl_config_default_limit_s(const ctl_config_t *cfg, const char *pool);
 /* The configuration of pool (NULL: no pool configured by that name). O(pools). */
 const struct ctl_pool_cfg *ctl_pool_cfg(const ctl_config_t *cfg, const char *pool);
 /* A node's taints as the core sees them: taints (may be NULL) plus, for a

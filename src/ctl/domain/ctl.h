@@ -88,6 +88,8 @@ typedef struct ctl_counters {
     uint64_t replies_refused;       /* http: 503 for limits.reply_buffer */
 } ctl_counters_t;
 
+#define CTL_NAME_ROW (SL_MAX_MODELS + SL_MAX_POOLS) /* ctl_t.name_refs per tenant */
+
 typedef struct ctl {
     ctl_config_t cfg;
     ctl_loop_t *loop;
@@ -129,6 +131,12 @@ typedef struct ctl {
      * /metrics reads; [tenant * CTL_PREEMPT_NCAUSES + cause], grown on use. */
     uint64_t *preempt_counts;
     size_t npreempt_counts;
+    /* Each tenant's jobs' references to each GPU model and pool id, for
+     * the job share per tenant (spec.c): [tenant * CTL_NAME_ROW + id] for
+     * models, [tenant * CTL_NAME_ROW + SL_MAX_MODELS + id] for pools,
+     * grown on use; spec.c alone changes it. */
+    int32_t *name_refs;
+    size_t nname_refs;
     int64_t started_us;
     int64_t started_mono_us;
 } ctl_t;

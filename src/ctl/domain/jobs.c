@@ -125,6 +125,9 @@ void ctl_domain_close(ctl_t *c) {
     c->fenced = NULL;
     c->nfenced = c->fenced_cap = 0;
     ctl_jobs_fini(c);
+    sl_free(c->name_refs); /* after the jobs, whose names it counts */
+    c->name_refs = NULL;
+    c->nname_refs = 0;
     ctl_nodes_fini(c);
     ctl_obs_fini(&c->obs);
     sl_sched_destroy(c->sched);

@@ -14,7 +14,9 @@
  * cluster has never seen is checked against the room left in the cluster's
  * fixed tables (SL_MAX_MODELS, SL_MAX_POOLS) and in the jobs' share of them
  * (SL_MAX_JOB_MODELS, SL_MAX_JOB_POOLS: names no node has may fill half of
- * each, so that a new node can always register) without adding the names,
+ * each, so that a new node can always register; each tenant's jobs only its
+ * part of that half, so that no tenant locks another out) without adding
+ * the names,
  * so a rejected job leaves the cluster exactly as it was;
  * ctl_job_core_spec adds them, right before the job goes to the core (and
  * at recovery, past the share if need be), each with a job's reference the
@@ -119,8 +121,9 @@ static int constraint_of(ctl_t *c, json_t *s, const sl_constraint_t **out, char 
 
 /* The request of one task and the job's other numbers, from a parsed spec.
  * GPU models and pool stay unresolved (POOL_UNRESOLVED) until
- * ctl_job_core_spec resolves them. */
-static void fill_core(ctl_job_t *j, const sl_jobspec_t *js) {
+ * ctl_job_core_spec resolves them. A job without a time limit gets its
+ * pool's default as the estimate backfill plans with (never enforced). */
+static void fill_core(const ctl_t *c, ctl_job_t *j, const sl_jobspec_t *js) {
     sl_job_spec_t *cs = &j->core;
     const int64_t *num = js->num;
     memset(cs, 0, sizeof *cs);
@@ -128,6 +131,8 @@ static void fill_core(ctl_job_t *j, const sl_jobspec_t *js) {
     cs->ntasks = (int32_t)num[SL_JS_TASKS];
     cs->min_tasks = num[SL_JS_MIN_TASKS] == num[SL_JS_TASKS] ? 0 : (int32_t)num[SL_JS_MIN_TASKS];
     cs->time_limit_us = num[SL_JS_TIME_LIMIT] * 1000000;
+    cs->default_limit_us =
+        ctl_config_default_limit_s(&c->cfg, json_string_value(js->val[SL_JS_POOL])) * 1000000;
     const char *onf = json_string_value(js->val[SL_JS_ON_NODE_FAILURE]);
     j->requeue_on_node_failure = onf == NULL || strcmp(onf, "fail") != 0;
     sl_task_req_t *r = &cs->task;
@@ -144,6 +149,117 @@ static void fill_core(ctl_job_t *j, const sl_jobspec_t *js) {
         r->topo_required = (int16_t)lv;
     if (sl_topo_level_parse(json_string_value(js->val[SL_JS_TOPOLOGY_PREFERRED]), &lv) == 0)
         r->topo_preferred = (int16_t)lv;
+}
+
+/* ---- the job share per tenant ----
+ *
+ * The names jobs alone hold may fill half of each table (names_fit); that
+ * half is divided among the configured tenants, so that one tenant's
+ * pending jobs naming made-up models or pools never keep another tenant
+ * from naming a model or pool no node has yet. A tenant's part counts the
+ * names jobs alone hold that at least one of its jobs names (a name two
+ * tenants' jobs name counts for both, and for neither once a node has
+ * it); each part is share / tenants (at least one), so the parts together
+ * never pass the share and a tenant below its part always finds room. */
+
+/* Tenant's row of c->name_refs, grown when grow; NULL when it has none
+ * (or tenant < 0). A pointer valid until the next grow. */
+static int32_t *name_row(ctl_t *c, int32_t tenant, bool grow) {
+    if (tenant < 0)
+        return NULL;
+    size_t need = ((size_t)tenant + 1) * CTL_NAME_ROW;
+    if (need > c->nname_refs) {
+        if (!grow)
+            return NULL;
+        c->name_refs = sl_xrealloc(c->name_refs, need * sizeof *c->name_refs);
+        memset(c->name_refs + c->nname_refs, 0, (need - c->nname_refs) * sizeof *c->name_refs);
+        c->nname_refs = need;
+    }
+    return c->name_refs + (size_t)tenant * CTL_NAME_ROW;
+}
+
+/* One tenant's part of a share of names (at least 1). */
+static size_t tenant_part(const ctl_t *c, int share) {
+    size_t n = sl_sched_tenant_count(c->sched);
+    size_t q = n > 0 ? (size_t)share / n : (size_t)share;
+    return q > 0 ? q : 1;
+}
+
+static bool job_only(const ctl_t *c, int32_t id, bool pool) {
+    return pool ? sl_cluster_pool_job_only(c->cl, id) : sl_cluster_model_job_only(c->cl, id);
+}
+
+/* The names jobs alone hold that row's tenant names. O(table). */
+static size_t tenant_held(const ctl_t *c, const int32_t *row, bool pool) {
+    size_t n = 0;
+    int32_t max = pool ? SL_MAX_POOLS : SL_MAX_MODELS, off = pool ? SL_MAX_MODELS : 0;
+    for (int32_t id = 0; row && id < max; id++)
+        n += row[off + id] > 0 && job_only(c, id, pool);
+    return n;
+}
+
+/* Whether the name (its id, or < 0 when the table lacks it) would add one
+ * to the part of row's tenant: a new name, or one that jobs alone hold and
+ * no job of the tenant names yet. */
+static bool adds_to_part(const ctl_t *c, const int32_t *row, int32_t id, bool pool) {
+    if (id < 0)
+        return true;
+    return job_only(c, id, pool) && (row == NULL || row[(pool ? SL_MAX_MODELS : 0) + id] == 0);
+}
+
+/* Whether tenant's part of the job share has room for the names of the
+ * spec that would add to it (see above); with one tenant the part is the
+ * share, which names_fit checks. Reads only. O(SL_MAX_MODELS + SL_MAX_POOLS
+ * + models named x SL_MAX_MODELS). */
+static bool part_fits(ctl_t *c, int32_t tenant, json_t *models, const char *pool,
+                      ctl_field_err_t *fe) {
+    size_t ntenants = sl_sched_tenant_count(c->sched);
+    if (ntenants <= 1)
+        return true;
+    const int32_t *row = name_row(c, tenant, false);
+    const char *tn = sl_sched_tenant_name(c->sched, tenant);
+    size_t part = tenant_part(c, SL_MAX_JOB_MODELS), held = 0, nadd = 0;
+    const char *added[SL_MAX_MODELS];
+    size_t i;
+    json_t *m;
+    json_array_foreach(models, i, m) {
+        const char *name = json_string_value(m);
+        if (!adds_to_part(c, row, sl_cluster_model_find(c->cl, name), false))
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < nadd && !dup; k++)
+            dup = strcmp(added[k], name) == 0;
+        if (dup)
+            continue;
+        if (nadd == 0)
+            held = tenant_held(c, row, false);
+        if (held + nadd >= part) {
+            if (nadd == 0)
+                bad(fe, 400, "invalid_field", "gpu_models",
+                    "\"%s\": no node has this model and the jobs of tenant \"%s\" already name "
+                    "%zu models no node has (each of the %zu tenants may name at most %zu); name "
+                    "a model a node has", name, tn, held, ntenants, part);
+            else
+                bad(fe, 400, "invalid_field", "gpu_models",
+                    "\"%s\": no node has this model, and with it this job would bring the models "
+                    "no node has that tenant \"%s\" names to %zu (each of the %zu tenants may "
+                    "name at most %zu); name models a node has", name, tn, held + nadd + 1,
+                    ntenants, part);
+            return false;
+        }
+        added[nadd++] = name;
+    }
+    if (pool && adds_to_part(c, row, sl_cluster_pool_find(c->cl, pool), true)) {
+        size_t ppart = tenant_part(c, SL_MAX_JOB_POOLS), pheld = tenant_held(c, row, true);
+        if (pheld >= ppart) {
+            bad(fe, 400, "invalid_field", "pool",
+                "\"%s\": no node is in this pool and the jobs of tenant \"%s\" already name "
+                "%zu pools no node is in (each of the %zu tenants may name at most %zu); name a "
+                "pool a node is in", pool, tn, pheld, ntenants, ppart);
+            return false;
+        }
+    }
+    return true;
 }
 
 /* "(the most)" when jobs hold exactly the job share of names no node
@@ -268,6 +384,9 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                        "%lld differs from the value of priority class \"%s\" (%d); give one "
                        "of the two", (long long)js.num[SL_JS_PRIORITY], pcname, (int)pc->value);
         js.num[SL_JS_PRIORITY] = pc->value;
+        if (ctl_prio_class_tenant_ok(pc, sl_sched_tenant_name(c->sched, tenant), err,
+                                     sizeof err) < 0)
+            return bad(fe, 403, "forbidden", "priority_class", "%s", err);
     }
     if (pool && ctl_pool_tenant_ok(&c->cfg, pool, sl_sched_tenant_name(c->sched, tenant), err,
                                    sizeof err) < 0)
@@ -282,7 +401,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         sl_cluster_constraint_release(c->cl, cons);
     }
     json_t *models = model_list(val[SL_JS_GPU_MODELS]);
-    if (!names_fit(c, models, pool, fe)) {
+    if (!part_fits(c, tenant, models, pool, fe) || !names_fit(c, models, pool, fe)) {
         json_decref(models);
         return NULL;
     }
@@ -361,7 +480,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     j->tenant = tenant;
     j->state = CTL_JOB_PENDING;
     j->start_us = j->end_us = -1;
-    fill_core(j, &js);
+    fill_core(c, j, &js);
     j->core.tenant = tenant;
     sl_task_req_t check = j->core.task;
     check.pool = -1;
@@ -412,21 +531,32 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
             snprintf(err, errlen, "%s%s%s", field ? field : "", field ? ": " : "", msg);
             return -1;
         }
-        fill_core(j, &js);
+        fill_core(c, j, &js);
     }
     cs->id = j->id;
     cs->tenant = j->tenant;
     cs->submit_us = j->submit_us;
-    /* The class by name (a class no longer configured leaves the
-     * job in class 0, with the priority it was given). */
+    /* The class by name (a class no longer configured, or no longer
+     * open to the job's tenant, leaves the job in class 0, with the
+     * priority it was given: it preempts nothing). */
     const char *pcn = json_string_value(json_object_get(s, "priority_class"));
     int pcid = pcn ? sl_sched_class_find(c->sched, pcn) : 0;
+    const ctl_prio_class_t *pcc = ctl_config_prio_class(&c->cfg, pcn);
+    char why[SL_NAME_MAX + 200];
+    if (pcid > 0 && pcc &&
+        ctl_prio_class_tenant_ok(pcc, sl_sched_tenant_name(c->sched, j->tenant), why,
+                                 sizeof why) < 0) {
+        sl_log(SL_LOG_WARN, "store", "job=%llu keeps its priority but not its class: %s",
+               (unsigned long long)j->id, why);
+        pcid = 0;
+    }
     cs->prio_class = pcid > 0 ? pcid : 0;
     sl_task_req_t *r = &cs->task;
     r->model_mask = 0;
     r->pool = -1;
     r->cons = NULL;
     j->names_held = true; /* from here on, ctl_job_release_names gives back what is in r */
+    int32_t *row = name_row(c, j->tenant, true); /* the tenant's part of the share */
     size_t i;
     json_t *m;
     json_t *models = model_list(json_object_get(s, "gpu_models"));
@@ -440,9 +570,13 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
             json_decref(models);
             goto fail;
         }
-        if (r->model_mask & (1ull << id))
+        if (r->model_mask & (1ull << id)) {
             sl_cluster_model_release_job(c->cl, id); /* named twice: one reference per bit */
+            continue;
+        }
         r->model_mask |= 1ull << id;
+        if (row)
+            row[id]++;
     }
     json_decref(models);
     const char *q = json_string_value(json_object_get(s, "pool"));
@@ -455,6 +589,8 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
             goto fail;
         }
         r->pool = id;
+        if (row)
+            row[SL_MAX_MODELS + id]++;
     }
     char cf[32], cmsg[280];
     if (constraint_of(c, s, &r->cons, cf, sizeof cf, cmsg, sizeof cmsg) < 0) {
@@ -480,11 +616,19 @@ void ctl_job_release_names(ctl_t *c, ctl_job_t *j) {
     if (!j->names_held)
         return;
     sl_task_req_t *r = &j->core.task;
-    for (int32_t id = 0; id < SL_MAX_MODELS; id++)
-        if (r->model_mask & (1ull << id))
-            sl_cluster_model_release_job(c->cl, id);
-    if (r->pool >= 0)
+    int32_t *row = name_row(c, j->tenant, false);
+    for (int32_t id = 0; id < SL_MAX_MODELS; id++) {
+        if (!(r->model_mask & (1ull << id)))
+            continue;
+        sl_cluster_model_release_job(c->cl, id);
+        if (row)
+            row[id]--;
+    }
+    if (r->pool >= 0) {
         sl_cluster_pool_release_job(c->cl, r->pool);
+        if (row)
+            row[SL_MAX_MODELS + r->pool]--;
+    }
     sl_cluster_constraint_release(c->cl, r->cons);
     r->cons = NULL;
     j->names_held = false;

@@ -17,9 +17,11 @@
  * with the GET's Content-Length and no body. GET /v1/jobs is paged by id
  * (api.c, ctl_jobs_list).
  *
- * Auth: "Authorization: Bearer TOKEN". The admin token sees everything; a
- * tenant token sees its own jobs (403 for others'); the cluster token is
- * for agents only (403 here); a missing or unknown token is 401.
+ * Auth (auth.h): "Authorization: Bearer TOKEN". The admin token sees
+ * everything; a tenant token sees its own jobs (403 for others') and its
+ * own tenant's figures; the monitoring token reads /metrics and /v1/report
+ * for every tenant and nothing else; the cluster token is for agents only
+ * (403 here); a missing or unknown token is 401.
  *
  * TLS: when main.c sets h->tls, evhttp gets its bufferevents from tls_bev,
  * which wraps each accepted socket in OpenSSL (docs/security.md); the
@@ -42,6 +44,7 @@
 
 #include "views/api.h"
 #include "domain/deps.h"
+#include "net/auth.h"
 #include "net/hconn.h"
 #include "net/http.h"
 #include "domain/jobs.h"
@@ -52,10 +55,9 @@
 #include "views/report.h"
 #include "views/history.h"
 
-typedef enum auth_kind {
-    AUTH_NONE = 0, /* no token needed */
-    AUTH_API = 1   /* a tenant or the admin token */
-} auth_kind_t;
+#define AUTH_NONE CTL_AUTH_NONE
+#define AUTH_API CTL_AUTH_API
+#define AUTH_READ CTL_AUTH_READ
 
 struct ctl_reply {
     struct evhttp_request *req;
@@ -79,7 +81,8 @@ typedef struct hreq {
     struct evhttp_request *req;
     struct evkeyvalq query;
     bool admin;
-    int32_t tenant;  /* the token's tenant, -1 for the admin */
+    bool all;        /* reads every tenant's figures: the admin or the monitoring token */
+    int32_t tenant;  /* the token's tenant, -1 for the admin and the monitoring token */
     uint64_t id;     /* {id} in the path */
     int64_t aidx;    /* {id} was A_I: I (the element's id is resolved in job_access); else -1 */
 } hreq_t;
@@ -90,7 +93,7 @@ typedef struct route {
     enum evhttp_cmd_type method;
     const char *pattern;
     handler_fn fn;
-    auth_kind_t auth;
+    ctl_route_auth_t auth;
     const char *summary;
 } route_t;
 
@@ -121,8 +124,9 @@ static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/v1/nodes", h_nodes, AUTH_API,
      "nodes with capacity and free resources (?limit= ?after=: a page by name)"},
     {EVHTTP_REQ_GET, "/v1/tenants", h_tenants, AUTH_API, "tenants with usage and DRF share"},
-    {EVHTTP_REQ_GET, "/metrics", h_metrics, AUTH_API, "Prometheus text format"},
-    {EVHTTP_REQ_GET, "/v1/report", h_report, AUTH_API,
+    {EVHTTP_REQ_GET, "/metrics", h_metrics, AUTH_READ,
+     "Prometheus text format (a tenant token: its own tenant's series)"},
+    {EVHTTP_REQ_GET, "/v1/report", h_report, AUTH_READ,
      "the seed's figures for a window from the database (?since=SECONDS ?tenant=)"},
     {EVHTTP_REQ_GET, "/v1/history", h_history, AUTH_API,
      "finished jobs by end time (?since= ?until= ?tenant= ?state= ?name= ?limit= ?after=)"},
@@ -322,26 +326,6 @@ bool ctl_http_flush(void *ud) {
 
 /* ---- dispatch ---- */
 
-static const char *find_token(ctl_t *c, const char *tok, bool *admin, int32_t *tenant) {
-    ctl_token_t t;
-    ctl_token_init(&t, tok);
-    if (ctl_token_matches(&t, c->cfg.admin_token)) {
-        *admin = true;
-        *tenant = -1;
-        return "admin";
-    }
-    for (size_t i = 0; i < c->cfg.ntenants; i++) {
-        if (c->cfg.tenants[i].token && ctl_token_matches(&t, c->cfg.tenants[i].token)) {
-            *admin = false;
-            *tenant = sl_sched_tenant_find(c->sched, c->cfg.tenants[i].name);
-            return c->cfg.tenants[i].name;
-        }
-    }
-    if (ctl_token_matches(&t, c->cfg.cluster_token))
-        return "cluster";
-    return NULL;
-}
-
 static void dispatch(struct evhttp_request *req, void *ud) {
     ctl_http_t *hs = ud;
     ctl_t *c = hs->c;
@@ -385,31 +369,19 @@ static void dispatch(struct evhttp_request *req, void *ud) {
     h.query.tqh_first = NULL;
     h.query.tqh_last = &h.query.tqh_first;
     if (rt->auth != AUTH_NONE) {
-        const char *hdr = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-        if (hdr == NULL || strncasecmp(hdr, "Bearer ", 7) != 0) {
-            evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
-            http_error(hs, req, 401, "unauthorized", NULL,
-                           "missing \"Authorization: Bearer TOKEN\" header");
+        ctl_auth_t a;
+        char msg[160];
+        int st = ctl_auth_check(c, evhttp_find_header(evhttp_request_get_input_headers(req),
+                                                      "Authorization"), rt->auth, &a, msg, sizeof msg);
+        if (st != 0) {
+            if (st == 401)
+                evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
+            http_error(hs, req, st, st == 401 ? "unauthorized" : "forbidden", NULL, "%s", msg);
             return;
         }
-        const char *tok = hdr + 7;
-        while (*tok == ' ')
-            tok++;
-        const char *who = find_token(c, tok, &h.admin, &h.tenant);
-        if (who == NULL) {
-            evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
-            http_error(hs, req, 401, "unauthorized", NULL, "unknown token");
-            return;
-        }
-        if (strcmp(who, "cluster") == 0) {
-            http_error(hs, req, 403, "forbidden", NULL,
-                           "the cluster token is for agents; use a tenant or the admin token");
-            return;
-        }
-        if (!h.admin && h.tenant < 0) {
-            http_error(hs, req, 403, "forbidden", NULL, "tenant of this token is unknown");
-            return;
-        }
+        h.admin = a.role == CTL_ROLE_ADMIN;
+        h.all = a.role != CTL_ROLE_TENANT;
+        h.tenant = a.tenant;
     }
     const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
     if (q && evhttp_parse_query_str(q, &h.query) < 0) {
@@ -873,7 +845,7 @@ static void h_tenants(hreq_t *h) {
 static void h_metrics(hreq_t *h) {
     ctl_buf_t b;
     ctl_buf_init(&b);
-    ctl_metrics_write(h->c, &b);
+    ctl_metrics_write(h->c, &b, h->all ? -1 : h->tenant);
     send_body(h->hs, h->req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
 }
 
@@ -892,14 +864,14 @@ static void report_done(void *ud, int status, ctl_buf_t *body) {
 }
 
 /* GET /v1/report: since (seconds, default a day) and tenant; a tenant's
- * token reports on its own jobs only. The report runs on its own thread
+ * token reports on its own jobs and the cluster's capacity only. The report runs on its own thread
  * (report.h); one at a time, and a second request meanwhile gets 503. */
 static void h_report(hreq_t *h) {
     int64_t since;
     const char *tenant;
     char field[16], msg[200];
     int st = ctl_report_query(h->c, evhttp_find_header(&h->query, "since"),
-                              evhttp_find_header(&h->query, "tenant"), h->admin, h->tenant, &since,
+                              evhttp_find_header(&h->query, "tenant"), h->all, h->tenant, &since,
                               &tenant, field, sizeof field, msg, sizeof msg);
     if (st != 0) {
         http_error(h->hs, h->req, st, st == 403 ? "forbidden" : "invalid_field", field, "%s", msg);
@@ -911,7 +883,7 @@ static void h_report(hreq_t *h) {
                    "another report is being computed; retry in a second");
         return;
     }
-    if (ctl_report_start(h->c, since, tenant, report_done, h->hs, &h->hs->report) < 0) {
+    if (ctl_report_start(h->c, since, tenant, !h->all, report_done, h->hs, &h->hs->report) < 0) {
         http_error(h->hs, h->req, 500, "internal", NULL, "cannot start the report (see the log)");
         return;
     }

@@ -104,8 +104,13 @@ static const char *const schema =
     " start_us INTEGER, end_us INTEGER, PRIMARY KEY(job, idx));"
     "CREATE TABLE IF NOT EXISTS nodes(name TEXT PRIMARY KEY, spec TEXT NOT NULL,"
     " addr TEXT, last_seen_us INTEGER);"
-    /* Start-up reads only the active jobs and the recently finished ones. */
+    /* Start-up reads only the active jobs and the recently finished ones.
+     * jobs_unfinished holds every row whose state is not a final one, so a
+     * state sluiced never writes is read (and refused) rather than
+     * skipped; jobs_active serves the report's running jobs. */
     "CREATE INDEX IF NOT EXISTS jobs_active ON jobs(id) WHERE state IN ('pending','running');"
+    "CREATE INDEX IF NOT EXISTS jobs_unfinished ON jobs(id)"
+    " WHERE state NOT IN ('succeeded','failed','cancelled');"
     "CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end_us);"
     "CREATE INDEX IF NOT EXISTS tasks_live ON tasks(job) WHERE state IN ('launching','running');"
     /* The scheduler's own decision time per started job (`sluice report`). */
@@ -593,11 +598,16 @@ static int job_from_row(ctl_store_t *s, sqlite3_stmt *st, ctl_job_t **out) {
     j->id = id;
     j->spec = js;
     j->tenant = -1;
-    if (sqlite3_column_text(st, 1) == NULL ||
-        ctl_job_state_parse(state, &j->state) < 0) {
+    if (sqlite3_column_text(st, 1) == NULL) {
         ctl_job_free(j);
-        return bad_row(s, "job %llu: its stored tenant or state (\"%.32s\") is not one sluiced "
-                       "writes", (unsigned long long)id, state ? state : "");
+        return bad_row(s, "job %llu: its stored tenant is empty, which sluiced never writes",
+                       (unsigned long long)id);
+    }
+    if (ctl_job_state_parse(state, &j->state) < 0) {
+        ctl_job_free(j);
+        return bad_row(s, "job %llu: its stored state \"%.32s\" is not one sluiced writes "
+                       "(pending, running, succeeded, failed, cancelled)",
+                       (unsigned long long)id, state ? state : "");
     }
     j->submit_us = ctl_sqlite_col_i64(st, 4, 0);
     j->start_us = ctl_sqlite_col_i64(st, 5, -1);
@@ -637,7 +647,8 @@ static int jobs_read(ctl_store_t *s, sqlite3_stmt *st, const char *what, ctl_sto
 int ctl_store_jobs_active(ctl_store_t *s, ctl_store_job_fn fn, void *ud) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db,
-                           JOB_COLS " WHERE state IN ('pending','running') UNION " JOB_COLS
+                           JOB_COLS " WHERE state NOT IN ('succeeded','failed','cancelled')"
+                                    " UNION " JOB_COLS
                                     " WHERE id IN (SELECT job FROM tasks WHERE state IN"
                                     " ('launching','running')) ORDER BY 1",
                            -1, &st, NULL) != SQLITE_OK)

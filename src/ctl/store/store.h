@@ -128,8 +128,10 @@ typedef int (*ctl_store_task_fn)(void *ud, ctl_job_t *j, int32_t idx, const char
 int ctl_store_nodes_read(ctl_store_t *s, ctl_store_node_fn fn, void *ud);
 /* The highest job id ever stored (0 when none). */
 int ctl_store_max_id(ctl_store_t *s, uint64_t *out);
-/* Jobs pending or running, or finished with tasks that had not reported
- * their end, by id (partial indexes: proportional to what is read). */
+/* Jobs not finished (pending or running, and any row whose state is not
+ * one sluiced writes, which fails the read: -1 naming the job and the
+ * state), or finished with tasks that had not reported their end, by id
+ * (partial indexes: proportional to what is read). */
 int ctl_store_jobs_active(ctl_store_t *s, ctl_store_job_fn fn, void *ud);
 /* Finished jobs that ended at or after since_us, newest first, at most
  * limit of them. */

@@ -21,13 +21,22 @@
 #include "domain/eff.h"
 #include "views/metrics.h"
 
-typedef void (*metric_fn)(ctl_t *c, ctl_buf_t *b, const char *name);
+/* Writes a family's samples; only >= 0 keeps the series of that tenant
+ * alone (families of scope M_TENANT), -1 writes every tenant's. */
+typedef void (*metric_fn)(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only);
+
+/* Who sees a family (docs/metrics.md, "Who sees what"): the admin and the
+ * monitoring token see every family; a tenant token sees the M_TENANT
+ * families (its own tenant's series only) and the M_PUBLIC ones, which
+ * describe the cluster's hardware and the daemon's age, nobody's use. */
+enum { M_TENANT = 0, M_PUBLIC, M_CLUSTER };
 
 typedef struct metric {
     const char *name;
     const char *type;
     const char *help;
     metric_fn write;
+    int scope;      /* M_TENANT, M_PUBLIC or M_CLUSTER */
 } metric_t;
 
 /* k="v" with v escaped as the text format asks (backslash, quote, newline). */
@@ -70,6 +79,11 @@ static void sample2(ctl_buf_t *b, const char *name, const char *suffix, const ch
     ctl_buf_puts(b, "} ");
 }
 
+/* Whether tenant i's series are left out of a scrape for tenant only. */
+static bool skip(int32_t only, size_t i) {
+    return only >= 0 && (size_t)only != i;
+}
+
 static void u64_line(ctl_buf_t *b, const char *name, uint64_t v) {
     sample(b, name, NULL, NULL);
     ctl_buf_u64(b, v);
@@ -83,7 +97,7 @@ static void secs_line(ctl_buf_t *b, const char *name, uint64_t us) {
 }
 
 #define COUNTER(fn, field)                                        \
-    static void fn(ctl_t *c, ctl_buf_t *b, const char *name) {    \
+    static void fn(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {\
         u64_line(b, name, c->n.field);                            \
     }
 COUNTER(m_http, http_requests)
@@ -99,23 +113,23 @@ COUNTER(m_agent_msgs, agent_messages)
 COUNTER(m_forgotten, jobs_forgotten)
 #undef COUNTER
 
-static void m_commits(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_commits(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     ctl_store_stats_t st;
     ctl_store_stats(c->store, &st);
     u64_line(b, name, st.commits);
 }
 
-static void m_commit_s(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_commit_s(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     ctl_store_stats_t st;
     ctl_store_stats(c->store, &st);
     secs_line(b, name, st.commit_us);
 }
 
-static void m_cycle_s(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_cycle_s(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     secs_line(b, name, c->n.cycle_us);
 }
 
-static void m_jobs(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_jobs(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     uint64_t count[CTL_JOB_NSTATES] = {0};
     size_t it = 0;
     for (const sl_hash_entry_t *e; (e = sl_hash_next(&c->jobs, &it)) != NULL;)
@@ -127,7 +141,7 @@ static void m_jobs(ctl_t *c, ctl_buf_t *b, const char *name) {
     }
 }
 
-static void m_nodes(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_nodes(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     uint64_t count[3] = {0};
     for (size_t i = 0; i < c->nnodes; i++) {
         const sl_node_t *nd = sl_cluster_node(c->cl, (uint32_t)i);
@@ -153,20 +167,22 @@ static void res_lines(ctl_buf_t *b, const char *name, sl_res_t r) {
     ctl_buf_putc(b, '\n');
 }
 
-static void m_capacity(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_capacity(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     sl_res_t total, free_;
     sl_cluster_capacity(c->cl, &total, &free_);
     res_lines(b, name, total);
 }
 
-static void m_allocated(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_allocated(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     sl_res_t total, free_;
     sl_cluster_capacity(c->cl, &total, &free_);
     res_lines(b, name, sl_res_sub(total, free_));
 }
 
-static void m_share(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_share(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     for (size_t i = 0; i < sl_sched_tenant_count(c->sched); i++) {
+        if (skip(only, i))
+            continue;
         sample(b, name, "tenant", sl_sched_tenant_name(c->sched, (int32_t)i));
         ctl_buf_double(b, sl_sched_tenant_share(c->sched, (int32_t)i));
         ctl_buf_putc(b, '\n');
@@ -174,26 +190,28 @@ static void m_share(ctl_t *c, ctl_buf_t *b, const char *name) {
 }
 
 /* One sample a tenant: the GPUs of what get says it holds or asks for. */
-static void tenant_gpu_lines(ctl_t *c, ctl_buf_t *b, const char *name,
+static void tenant_gpu_lines(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only,
                              sl_res_t (*get)(const sl_sched_t *, int32_t)) {
     for (size_t i = 0; i < sl_sched_tenant_count(c->sched); i++) {
+        if (skip(only, i))
+            continue;
         sample(b, name, "tenant", sl_sched_tenant_name(c->sched, (int32_t)i));
         ctl_buf_milli(b, get(c->sched, (int32_t)i).gpu_milli);
         ctl_buf_putc(b, '\n');
     }
 }
 
-static void m_tenant_gpus(ctl_t *c, ctl_buf_t *b, const char *name) {
-    tenant_gpu_lines(c, b, name, sl_sched_tenant_usage);
+static void m_tenant_gpus(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    tenant_gpu_lines(c, b, name, only, sl_sched_tenant_usage);
 }
 
-static void m_queue(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_queue(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     u64_line(b, name, sl_sched_pending_count(c->sched));
 }
 
 /* One sample per port of a ctl_port_counters_t field (listen.h). */
 #define PORT_METRIC(fn, field)                                   \
-    static void fn(ctl_t *c, ctl_buf_t *b, const char *name) {   \
+    static void fn(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {\
         sample(b, name, "port", "api");                          \
         ctl_buf_u64(b, c->n.api_port.field);                     \
         ctl_buf_putc(b, '\n');                                   \
@@ -207,18 +225,20 @@ PORT_METRIC(m_conns_evicted, evicted)
 PORT_METRIC(m_accept_errors, accept_errors)
 #undef PORT_METRIC
 
-static void m_replies_refused(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_replies_refused(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     u64_line(b, name, c->n.replies_refused);
 }
 
-static void m_uptime(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_uptime(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     secs_line(b, name, (uint64_t)(ctl_mono_us() - c->started_mono_us));
 }
 
 /* ---- throughput, delays, fairness, allocation, fragmentation ---- */
 
-static void m_completed(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_completed(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     for (size_t i = 0; i < c->obs.ntenants; i++) {
+        if (skip(only, i))
+            continue;
         const char *tn = sl_sched_tenant_name(c->sched, (int32_t)i);
         for (int st = 0; st < CTL_OBS_NFINAL; st++) {
             sample2(b, name, "", "tenant", tn, "state", ctl_obs_final_name(st));
@@ -229,8 +249,10 @@ static void m_completed(ctl_t *c, ctl_buf_t *b, const char *name) {
 }
 
 /* One histogram per tenant: cumulative buckets, +Inf, _sum, _count. */
-static void hist_lines(ctl_t *c, ctl_buf_t *b, const char *name, size_t off) {
+static void hist_lines(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only, size_t off) {
     for (size_t i = 0; i < c->obs.ntenants; i++) {
+        if (skip(only, i))
+            continue;
         const char *tn = sl_sched_tenant_name(c->sched, (int32_t)i);
         const ctl_hist_t *h = (const ctl_hist_t *)((const char *)&c->obs.tenants[i] + off);
         uint64_t cum = 0;
@@ -268,16 +290,16 @@ static void hist_plain(ctl_buf_t *b, const char *name, const ctl_hist_t *h) {
     ctl_buf_printf(b, "\n%s_count %llu\n", name, (unsigned long long)h->count);
 }
 
-static void m_node_failure(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_node_failure(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     hist_plain(b, name, &c->obs.node_failure);
 }
 
-static void m_queueing(ctl_t *c, ctl_buf_t *b, const char *name) {
-    hist_lines(c, b, name, offsetof(ctl_tenant_obs_t, queueing));
+static void m_queueing(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    hist_lines(c, b, name, only, offsetof(ctl_tenant_obs_t, queueing));
 }
 
-static void m_scheduling(ctl_t *c, ctl_buf_t *b, const char *name) {
-    hist_lines(c, b, name, offsetof(ctl_tenant_obs_t, scheduling));
+static void m_scheduling(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    hist_lines(c, b, name, only, offsetof(ctl_tenant_obs_t, scheduling));
 }
 
 /* The core's fairness figures (sluice/fair.h) over the tenants now; the
@@ -290,7 +312,7 @@ static sl_fair_tenant_t *fairness(ctl_t *c, sl_fair_summary_t *sum) {
     return f;
 }
 
-static void m_drf_ratio(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_drf_ratio(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     sl_fair_summary_t sum;
     sl_free(fairness(c, &sum));
     sample(b, name, NULL, NULL);
@@ -298,7 +320,7 @@ static void m_drf_ratio(ctl_t *c, ctl_buf_t *b, const char *name) {
     ctl_buf_putc(b, '\n');
 }
 
-static void m_jain(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_jain(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     sl_fair_summary_t sum;
     sl_free(fairness(c, &sum));
     sample(b, name, NULL, NULL);
@@ -306,10 +328,12 @@ static void m_jain(ctl_t *c, ctl_buf_t *b, const char *name) {
     ctl_buf_putc(b, '\n');
 }
 
-static void m_deficit(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_deficit(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     sl_fair_summary_t sum;
     sl_fair_tenant_t *f = fairness(c, &sum);
     for (size_t i = 0; i < sl_sched_tenant_count(c->sched); i++) {
+        if (skip(only, i))
+            continue;
         sample(b, name, "tenant", sl_sched_tenant_name(c->sched, (int32_t)i));
         ctl_buf_double(b, f[i].deficit);
         ctl_buf_putc(b, '\n');
@@ -317,7 +341,7 @@ static void m_deficit(ctl_t *c, ctl_buf_t *b, const char *name) {
     sl_free(f);
 }
 
-static void m_gpu_alloc(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_gpu_alloc(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     sl_res_t total, free_;
     sl_cluster_capacity(c->cl, &total, &free_);
     sample(b, name, NULL, NULL);
@@ -406,7 +430,7 @@ static size_t pending_shapes(ctl_t *c, shape_count_t **out) {
  */
 #define CTL_FRAG_SHAPES 64
 
-static void m_gpu_frag(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_gpu_frag(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     sl_res_t total, free_;
     sl_cluster_capacity(c->cl, &total, &free_);
     double frag = 0;
@@ -429,8 +453,10 @@ static void m_gpu_frag(ctl_t *c, ctl_buf_t *b, const char *name) {
     ctl_buf_putc(b, '\n');
 }
 
-static void m_pending_jobs(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_pending_jobs(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     for (size_t i = 0; i < sl_sched_tenant_count(c->sched); i++) {
+        if (skip(only, i))
+            continue;
         size_t pending = 0;
         sl_sched_tenant_jobs(c->sched, (int32_t)i, &pending, NULL);
         sample(b, name, "tenant", sl_sched_tenant_name(c->sched, (int32_t)i));
@@ -443,12 +469,13 @@ static void m_pending_jobs(ctl_t *c, ctl_buf_t *b, const char *name) {
  * running job and family, so the cardinality follows the running jobs and
  * a finished job's series go with it (its figures stay in job_eff and the
  * API). Written: field 0 mean utilisation, 1 GPU memory peak, 2 memory peak. */
-static void job_eff_lines(ctl_t *c, ctl_buf_t *b, const char *name, int field) {
+static void job_eff_lines(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only, int field) {
     size_t it = 0;
     for (const sl_hash_entry_t *e; (e = sl_hash_next(&c->jobs, &it)) != NULL;) {
         const ctl_job_t *j = e->val;
         ctl_eff_t ef;
-        if (j->state != CTL_JOB_RUNNING || !ctl_eff_job(j, &ef)) continue;
+        if (j->state != CTL_JOB_RUNNING || (only >= 0 && j->tenant != only) || !ctl_eff_job(j, &ef))
+            continue;
         double v = field == 0 ? ef.gpu_util_mean : field == 1 ? (double)ef.gpu_mem_peak
                                                               : (double)ef.mem_peak;
         if (v != v || v < 0) continue; /* unknown: no series, never an invented 0 */
@@ -467,28 +494,30 @@ static void job_eff_lines(ctl_t *c, ctl_buf_t *b, const char *name, int field) {
     }
 }
 
-static void m_pending_gpus(ctl_t *c, ctl_buf_t *b, const char *name) {
-    tenant_gpu_lines(c, b, name, sl_sched_tenant_pending);
+static void m_pending_gpus(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    tenant_gpu_lines(c, b, name, only, sl_sched_tenant_pending);
 }
 
-static void m_job_gpu_util(ctl_t *c, ctl_buf_t *b, const char *name) {
-    job_eff_lines(c, b, name, 0);
+static void m_job_gpu_util(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    job_eff_lines(c, b, name, only, 0);
 }
 
-static void m_job_gpu_mem_peak(ctl_t *c, ctl_buf_t *b, const char *name) {
-    job_eff_lines(c, b, name, 1);
+static void m_job_gpu_mem_peak(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    job_eff_lines(c, b, name, only, 1);
 }
 
-static void m_job_mem_peak(ctl_t *c, ctl_buf_t *b, const char *name) {
-    job_eff_lines(c, b, name, 2);
+static void m_job_mem_peak(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    job_eff_lines(c, b, name, only, 2);
 }
 
 /* ---- preemptions, drains and elastic sizes ---- */
 
 /* Every configured tenant and cause, zeros included, so that rate() sees
  * each series from the start. */
-static void m_preemptions(ctl_t *c, ctl_buf_t *b, const char *name) {
+static void m_preemptions(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     for (size_t t = 0; t < sl_sched_tenant_count(c->sched); t++) {
+        if (skip(only, t))
+            continue;
         for (int k = 0; k < CTL_PREEMPT_NCAUSES; k++) {
             size_t i = t * CTL_PREEMPT_NCAUSES + (size_t)k;
             sample2(b, name, "", "tenant", sl_sched_tenant_name(c->sched, (int32_t)t), "reason",
@@ -502,88 +531,92 @@ static void m_preemptions(ctl_t *c, ctl_buf_t *b, const char *name) {
 static const metric_t metrics[] = {
     {"sluice_jobs", "gauge",
      "Jobs held in memory by state (finished ones only within job_retention and max_finished_jobs).",
-     m_jobs},
-    {"sluice_queue_length", "gauge", "Jobs waiting in the scheduler's queue.", m_queue},
-    {"sluice_nodes", "gauge", "Nodes by state.", m_nodes},
-    {"sluice_capacity", "gauge", "Capacity of up and draining nodes.", m_capacity},
-    {"sluice_allocated", "gauge", "Resources held by running tasks.", m_allocated},
-    {"sluice_tenant_dominant_share", "gauge", "Weighted DRF dominant share of each tenant.", m_share},
-    {"sluice_tenant_gpus", "gauge", "GPUs held by each tenant's running tasks.", m_tenant_gpus},
+     m_jobs, M_CLUSTER},
+    {"sluice_queue_length", "gauge", "Jobs waiting in the scheduler's queue.", m_queue, M_CLUSTER},
+    {"sluice_nodes", "gauge", "Nodes by state.", m_nodes, M_PUBLIC},
+    {"sluice_capacity", "gauge", "Capacity of up and draining nodes.", m_capacity, M_PUBLIC},
+    {"sluice_allocated", "gauge", "Resources held by running tasks.", m_allocated, M_CLUSTER},
+    {"sluice_tenant_dominant_share", "gauge", "Weighted DRF dominant share of each tenant.", m_share, M_TENANT},
+    {"sluice_tenant_gpus", "gauge", "GPUs held by each tenant's running tasks.", m_tenant_gpus, M_TENANT},
     {"sluice_jobs_completed_total", "counter",
      "Jobs that completed, by tenant and final state (succeeded, failed, cancelled), since sluiced started.",
-     m_completed},
+     m_completed, M_TENANT},
     {"sluice_job_queueing_delay_seconds", "histogram",
-     "Time from submission to a job's first start, by tenant.", m_queueing},
+     "Time from submission to a job's first start, by tenant.", m_queueing, M_TENANT},
     {"sluice_job_scheduling_delay_seconds", "histogram",
      "Time the scheduling cycle that started a job took to decide (monotonic clock), by tenant.",
-     m_scheduling},
+     m_scheduling, M_TENANT},
     {"sluice_drf_fairness_ratio", "gauge",
      "Min over backlogged tenants of held / weighted max-min fair dominant share, capped at 1 (1 = fair).",
-     m_drf_ratio},
+     m_drf_ratio, M_CLUSTER},
     {"sluice_jain_fairness_index", "gauge",
-     "Jain's index of held / fair dominant share over backlogged tenants (1 = equal).", m_jain},
+     "Jain's index of held / fair dominant share over backlogged tenants (1 = equal).", m_jain, M_CLUSTER},
     {"sluice_tenant_share_deficit_ratio", "gauge",
-     "Fair dominant share minus held dominant share of each tenant (positive = owed more).", m_deficit},
+     "Fair dominant share minus held dominant share of each tenant (positive = owed more).", m_deficit, M_CLUSTER},
     {"sluice_gpu_allocation_ratio", "gauge", "Allocated GPU capacity / GPU capacity of up and draining nodes.",
-     m_gpu_alloc},
+     m_gpu_alloc, M_CLUSTER},
     {"sluice_gpu_fragmentation_ratio", "gauge",
      "Free GPU capacity the pending tasks cannot use (FGD's measure) / GPU capacity; 0 when nothing waits.",
-     m_gpu_frag},
+     m_gpu_frag, M_CLUSTER},
     {"sluice_tenant_pending_jobs", "gauge",
      "Jobs of each tenant in the scheduler's queue (not those held on dependencies or array limits).",
-     m_pending_jobs},
+     m_pending_jobs, M_TENANT},
     {"sluice_tenant_pending_gpus", "gauge", "GPUs asked for by each tenant's pending jobs (all their tasks).",
-     m_pending_gpus},
-    {"sluice_http_requests_total", "counter", "HTTP requests received.", m_http},
-    {"sluice_http_errors_total", "counter", "HTTP requests answered with an error.", m_http_err},
-    {"sluice_submissions_total", "counter", "Jobs accepted.", m_submissions},
-    {"sluice_db_commits_total", "counter", "SQLite transactions committed (group commits).", m_commits},
-    {"sluice_db_commit_seconds_total", "counter", "Time spent in COMMIT (fsync).", m_commit_s},
-    {"sluice_sched_cycles_total", "counter", "Scheduling cycles run.", m_cycles},
-    {"sluice_sched_cycle_seconds_total", "counter", "Time spent in scheduling cycles.", m_cycle_s},
-    {"sluice_jobs_started_total", "counter", "Jobs started by the scheduler.", m_started},
-    {"sluice_tasks_launched_total", "counter", "Launch messages sent to agents.", m_launched},
-    {"sluice_tasks_ended_total", "counter", "Tasks that exited, failed to launch or were lost.", m_exited},
-    {"sluice_node_failures_total", "counter", "Nodes declared down.", m_node_fail},
+     m_pending_gpus, M_TENANT},
+    {"sluice_http_requests_total", "counter", "HTTP requests received.", m_http, M_CLUSTER},
+    {"sluice_http_errors_total", "counter", "HTTP requests answered with an error.", m_http_err, M_CLUSTER},
+    {"sluice_submissions_total", "counter", "Jobs accepted.", m_submissions, M_CLUSTER},
+    {"sluice_db_commits_total", "counter", "SQLite transactions committed (group commits).", m_commits, M_CLUSTER},
+    {"sluice_db_commit_seconds_total", "counter", "Time spent in COMMIT (fsync).", m_commit_s, M_CLUSTER},
+    {"sluice_sched_cycles_total", "counter", "Scheduling cycles run.", m_cycles, M_CLUSTER},
+    {"sluice_sched_cycle_seconds_total", "counter", "Time spent in scheduling cycles.", m_cycle_s, M_CLUSTER},
+    {"sluice_jobs_started_total", "counter", "Jobs started by the scheduler.", m_started, M_CLUSTER},
+    {"sluice_tasks_launched_total", "counter", "Launch messages sent to agents.", m_launched, M_CLUSTER},
+    {"sluice_tasks_ended_total", "counter", "Tasks that exited, failed to launch or were lost.", m_exited, M_CLUSTER},
+    {"sluice_node_failures_total", "counter", "Nodes declared down.", m_node_fail, M_CLUSTER},
     {"sluice_node_failure_handling_seconds", "histogram",
      "Time to handle a node declared down: mark it, lose its tasks, requeue or fail their jobs.",
-     m_node_failure},
-    {"sluice_requeues_total", "counter", "Jobs requeued after a node failure or a preemption.", m_requeues},
+     m_node_failure, M_CLUSTER},
+    {"sluice_requeues_total", "counter", "Jobs requeued after a node failure or a preemption.", m_requeues, M_CLUSTER},
     {"sluice_preemptions_total", "counter",
      "Preemptions (whole jobs or elastic shrinks) of each tenant's jobs, by reason: priority, "
-     "reclaim (fair share), drain (a node's drain deadline).", m_preemptions},
-    {"sluice_agent_messages_total", "counter", "Messages received from agents.", m_agent_msgs},
+     "reclaim (fair share), drain (a node's drain deadline).", m_preemptions, M_TENANT},
+    {"sluice_agent_messages_total", "counter", "Messages received from agents.", m_agent_msgs, M_CLUSTER},
     {"sluice_jobs_forgotten_total", "counter",
-     "Finished jobs dropped from memory (still in the database).", m_forgotten},
-    {"sluice_connections", "gauge", "Connections open, by port (api, agent).", m_conns},
+     "Finished jobs dropped from memory (still in the database).", m_forgotten, M_CLUSTER},
+    {"sluice_connections", "gauge", "Connections open, by port (api, agent).", m_conns, M_CLUSTER},
     {"sluice_connections_refused_total", "counter",
      "Connections closed at once: over max_connections or max_connections_per_peer, none idle to evict.",
-     m_conns_refused},
+     m_conns_refused, M_CLUSTER},
     {"sluice_connections_evicted_total", "counter",
-     "Idle connections closed to make room for a new one.", m_conns_evicted},
+     "Idle connections closed to make room for a new one.", m_conns_evicted, M_CLUSTER},
     {"sluice_accept_errors_total", "counter",
-     "accept() failures (EMFILE, ENFILE, ENOBUFS...), each pausing the port.", m_accept_errors},
+     "accept() failures (EMFILE, ENFILE, ENOBUFS...), each pausing the port.", m_accept_errors, M_CLUSTER},
     {"sluice_http_replies_refused_total", "counter",
-     "Replies refused with 503 because unread replies filled limits.reply_buffer.", m_replies_refused},
-    {"sluice_uptime_seconds", "gauge", "Seconds since sluiced started.", m_uptime},
+     "Replies refused with 503 because unread replies filled limits.reply_buffer.", m_replies_refused, M_CLUSTER},
+    {"sluice_uptime_seconds", "gauge", "Seconds since sluiced started.", m_uptime, M_PUBLIC},
     {"sluice_job_gpu_utilization_ratio", "gauge",
      "Mean GPU utilisation of a running job so far, over its GPUs and readings (agents' NVML).",
-     m_job_gpu_util},
+     m_job_gpu_util, M_TENANT},
     {"sluice_job_gpu_memory_peak_bytes", "gauge",
-     "Most GPU memory any GPU of a running job has used so far.", m_job_gpu_mem_peak},
+     "Most GPU memory any GPU of a running job has used so far.", m_job_gpu_mem_peak, M_TENANT},
     {"sluice_job_memory_peak_bytes", "gauge",
-     "Most memory any task of a running job has used so far (its cgroup).", m_job_mem_peak},
+     "Most memory any task of a running job has used so far (its cgroup).", m_job_mem_peak, M_TENANT},
 };
 
-void ctl_metrics_write(ctl_t *c, ctl_buf_t *b) {
+void ctl_metrics_write(ctl_t *c, ctl_buf_t *b, int32_t tenant) {
     for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++) {
         const metric_t *m = &metrics[i];
+        if (tenant >= 0 && m->scope == M_CLUSTER)
+            continue;
         ctl_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, m->type);
-        m->write(c, b, m->name);
+        m->write(c, b, m->name, m->scope == M_TENANT ? tenant : -1);
     }
 }
 
 void ctl_metrics_print_help(void) {
+    static const char *const who[] = {"[tenant]", "[all]", "[cluster]"};
     for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++)
-        printf("  %-36s %-9s %s\n", metrics[i].name, metrics[i].type, metrics[i].help);
+        printf("  %-36s %-9s %-9s %s\n", metrics[i].name, metrics[i].type, who[metrics[i].scope],
+               metrics[i].help);
 }

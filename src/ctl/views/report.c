@@ -24,10 +24,13 @@
  *                     usage share = GPU-hours / all GPU-hours, and the
  *                     ratio of the two; min/max of the ratios (1 = usage in
  *                     proportion to weight) and Jain's index of them;
+ *                     none of it for a tenant's token (scope "tenant"),
+ *                     since with two tenants the other's use follows from
+ *                     one's own share;
  *   allocation        GPU-hours held / (GPUs of the up and draining nodes
  *                     now * window hours): the capacity of today is taken
  *                     for the whole window, as the store keeps no history
- *                     of it;
+ *                     of it; for a tenant's token, its own GPU-hours;
  *   utilisation       from job_eff (the agents' summaries): the mean GPU
  *                     utilisation of the jobs that have one, weighted by
  *                     their GPU-hours in the window, and idle GPU memory as
@@ -89,6 +92,7 @@ struct ctl_report {
     int64_t capacity_milli; /* GPUs of the up and draining nodes at the start */
     int64_t since_us, until_us;
     char *only;            /* tenant filter, or NULL */
+    bool own_only;         /* a tenant's token: nothing from the others' use */
     rep_tenant_t *t;
     size_t nt, tcap;
     int64_t ended[CTL_JOB_NSTATES];
@@ -248,6 +252,9 @@ static void write_tenants(rep_t *r, ctl_buf_t *b) {
             continue;
         if (!r->only && !t->demand)
             continue;
+        /* The shares divide by every tenant's GPU-hours and weights: from
+         * them and a tenant's own figures the others' use follows. */
+        bool shares = !r->own_only;
         if (!first)
             ctl_buf_putc(b, ',');
         first = false;
@@ -263,19 +270,22 @@ static void write_tenants(rep_t *r, ctl_buf_t *b) {
         key(b, "gpu_hours");
         ctl_buf_double(b, t->gpu_us / 3.6e9);
         key(b, "usage_share");
-        num_or_null(b, used, us);
+        num_or_null(b, shares && used, us);
         key(b, "fair_share");
-        num_or_null(b, fair, fs);
+        num_or_null(b, shares && fair, fs);
         key(b, "usage_to_fair");
-        num_or_null(b, fair && used, fs > 0 ? us / fs : 0);
+        num_or_null(b, shares && fair && used, fs > 0 ? us / fs : 0);
         ctl_buf_putc(b, '}');
     }
     ctl_buf_puts(b, "],\"fairness\":{\"tenants\":");
-    ctl_buf_i64(b, k);
+    if (r->own_only)
+        ctl_buf_puts(b, "null");
+    else
+        ctl_buf_i64(b, k);
     key(b, "min_over_max");
-    num_or_null(b, k > 0 && hi > 0, lo / hi);
+    num_or_null(b, !r->own_only && k > 0 && hi > 0, lo / hi);
     key(b, "jain_index");
-    num_or_null(b, k > 0 && s2 > 0, s1 * s1 / (k * s2));
+    num_or_null(b, !r->own_only && k > 0 && s2 > 0, s1 * s1 / (k * s2));
     ctl_buf_putc(b, '}');
 }
 
@@ -294,6 +304,8 @@ static void report_write(rep_t *r, ctl_buf_t *b) {
         ctl_buf_jstr(b, tenant);
     else
         ctl_buf_puts(b, "null");
+    key(b, "scope");
+    ctl_buf_jstr(b, r->own_only ? "tenant" : "cluster");
     ctl_buf_puts(b, ",\"throughput\":{\"jobs_ran\":");
     ctl_buf_i64(b, r->ran);
     key(b, "jobs_per_hour");
@@ -308,14 +320,15 @@ static void report_write(rep_t *r, ctl_buf_t *b) {
     delays_write(b, &r->sched);
     write_tenants(r, b);
     double avail = (double)r->capacity_milli / 1000.0 * hours;
+    double held = r->own_only ? r->gpu_us : r->gpu_us_all; /* the tenant's, or everyone's */
     ctl_buf_puts(b, ",\"gpu_allocation\":{\"capacity_gpus\":");
     ctl_buf_milli(b, r->capacity_milli);
     key(b, "gpu_hours_available");
     ctl_buf_double(b, avail);
     key(b, "gpu_hours_allocated");
-    ctl_buf_double(b, r->gpu_us_all / 3.6e9);
+    ctl_buf_double(b, held / 3.6e9);
     key(b, "ratio");
-    num_or_null(b, avail > 0, r->gpu_us_all / 3.6e9 / avail);
+    num_or_null(b, avail > 0, held / 3.6e9 / avail);
     ctl_buf_puts(b, "},\"gpu_utilization\":{\"gpu_hours\":");
     ctl_buf_double(b, r->gpu_us / 3.6e9);
     key(b, "jobs_with_data");
@@ -389,12 +402,12 @@ static void report_ready(evutil_socket_t fd, short what, void *arg) {
     report_free(r);
 }
 
-int ctl_report_start(ctl_t *c, int64_t since_s, const char *tenant, ctl_report_done_fn done,
-                     void *ud, ctl_report_t **out) {
+int ctl_report_start(ctl_t *c, int64_t since_s, const char *tenant, bool own_only,
+                     ctl_report_done_fn done, void *ud, ctl_report_t **out) {
     rep_t *r = xrealloc(NULL, sizeof *r);
     *r = (rep_t){.done = done, .ud = ud, .pipe = {-1, -1}, .since_s = since_s,
                  .until_us = ctl_now_us(), .path = xstrdup(c->cfg.state),
-                 .only = tenant ? xstrdup(tenant) : NULL};
+                 .only = tenant ? xstrdup(tenant) : NULL, .own_only = own_only && tenant};
     r->since_us = r->until_us - since_s * 1000000;
     sl_res_t total, free_;
     sl_cluster_capacity(c->cl, &total, &free_);
@@ -436,7 +449,7 @@ void ctl_report_abandon(ctl_report_t *r) {
     report_free(r);
 }
 
-int ctl_report_query(ctl_t *c, const char *since_text, const char *tenant_text, bool admin,
+int ctl_report_query(ctl_t *c, const char *since_text, const char *tenant_text, bool all,
                      int32_t token_tenant, int64_t *since, const char **tenant, char *field,
                      size_t flen, char *msg, size_t mlen) {
     *since = 86400;
@@ -461,12 +474,12 @@ int ctl_report_query(ctl_t *c, const char *since_text, const char *tenant_text, 
             snprintf(msg, mlen, "tenant: unknown tenant \"%s\"", tenant_text);
             return 400;
         }
-        if (!admin && t != token_tenant) {
+        if (!all && t != token_tenant) {
             snprintf(msg, mlen, "tenant: this token reports on its own tenant only");
             return 403;
         }
         *tenant = tenant_text;
-    } else if (!admin) {
+    } else if (!all) {
         *tenant = sl_sched_tenant_name(c->sched, token_tenant);
     }
     return 0;

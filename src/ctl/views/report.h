@@ -29,28 +29,35 @@ typedef struct ctl_report ctl_report_t;
  * plain text. body is the callee's to consume (ctl_buf_fini). */
 typedef void (*ctl_report_done_fn)(void *ud, int status, ctl_buf_t *body);
 
-/*
- * Starts the report of the window [now - since_s, now], for the jobs of
- * tenant only when tenant is not NULL (a configured tenant's name; the
- * per-tenant usage then lists that tenant only, while the fairness figures
- * still weigh every tenant). done is called once, later, from the loop,
- * unless ctl_report_abandon comes first. 0 with the handle in *out, or
- * SL_EIO when no thread or pipe could be made (errno's reason logged).
- * The thread's work: O(jobs in the window * log(jobs in the window)): one
- * indexed read of the window's rows, per-tenant sums in one pass, and a
- * sort of the window's delays for exact percentiles.
- */
 /* Checks GET /v1/report's parameters (since_text, tenant_text: NULL when
  * absent): since in whole seconds, 1..CTL_REPORT_MAX_SINCE_S (default a
- * day); tenant a configured one the caller may see (a tenant token: its
- * own, also by default). Returns 0 with *since and *tenant (NULL: all) set,
- * or the HTTP status (400, 403) with the field and a message naming it. */
-int ctl_report_query(ctl_t *c, const char *since_text, const char *tenant_text, bool admin,
+ * day); tenant a configured one the caller may see (all: the admin or the
+ * monitoring token, any; a tenant token: its own, also by default).
+ * Returns 0 with *since and *tenant (NULL: all) set, or the HTTP status
+ * (400, 403) with the field and a message naming it. */
+int ctl_report_query(ctl_t *c, const char *since_text, const char *tenant_text, bool all,
                      int32_t token_tenant, int64_t *since, const char **tenant, char *field,
                      size_t flen, char *msg, size_t mlen);
 
-int ctl_report_start(ctl_t *c, int64_t since_s, const char *tenant, ctl_report_done_fn done,
-                     void *ud, ctl_report_t **out);
+/*
+ * Starts the report of the window [now - since_s, now], for the jobs of
+ * tenant only when tenant is not NULL (a configured tenant's name; the
+ * per-tenant usage then lists that tenant only). With own_only (a tenant
+ * token asks, for its own tenant) the report holds that tenant's figures
+ * and the cluster's capacity, and nothing computed from the other
+ * tenants' use: the usage and fair shares and the fairness summary are
+ * null, and the allocation counts the tenant's own GPU-hours (scope
+ * "tenant"). Without it (the admin or the monitoring token) the fairness
+ * figures and the allocation weigh every tenant (scope "cluster"). done is
+ * called once, later, from the loop, unless ctl_report_abandon comes first.
+ * 0 with the handle in *out, or SL_EIO when no thread or pipe could be made
+ * (errno's reason logged). The thread's work: O(jobs in the window *
+ * log(jobs in the window)): one indexed read of the window's rows,
+ * per-tenant sums in one pass, and a sort of the window's delays for exact
+ * percentiles.
+ */
+int ctl_report_start(ctl_t *c, int64_t since_s, const char *tenant, bool own_only,
+                     ctl_report_done_fn done, void *ud, ctl_report_t **out);
 
 /* Waits for r's thread and frees r without calling done (at shutdown).
  * Accepts NULL. */
