@@ -300,7 +300,9 @@ def _stamps(path):
     if not os.path.exists(path):
         return []
     out = []
-    for line in open(path).read().splitlines():
+    # A task may be writing its next stamp as the test reads: only lines
+    # with their newline are whole.
+    for line in open(path).read().split("\n")[:-1]:
         what, node, t = line.split()
         out.append((what, node, float(t)))
     return out
@@ -409,7 +411,10 @@ def test_agent_cut_off_stops_its_task_before_the_copy_starts(controller_factory,
         n2.start()
         link.cut.set()
         s = _check_fenced_before_copy(stamps, "n1", "n2")
-        assert [w for w, n, _ in s if n == "n1"] == ["start", "stop"], s
+        # The agent and the task's monitor (the lease) both fence at the same
+        # deadline, so the task may log its SIGTERM twice.
+        mine = [w for w, n, _ in s if n == "n1"]
+        assert mine[0] == "start" and mine[1:] and set(mine[1:]) == {"stop"}, s
         assert not u.pid_alive(pid)
         assert "fenced" in n1.log(), n1.log()
         j = ctl.wait_job(job["id"], "running")
@@ -449,7 +454,8 @@ def test_agent_stopped_longer_than_node_timeout_fences_on_resume(controller_fact
         n1.proc.send_signal(signal.SIGCONT)
         stopped = False
         s = _check_fenced_before_copy(stamps, "n1", "n2")
-        assert [w for w, n, _ in s if n == "n1"] == ["start", "stop"], s
+        mine = [w for w, n, _ in s if n == "n1"]
+        assert mine[0] == "start" and mine[1:] and set(mine[1:]) == {"stop"}, s
         # It fenced on waking, before it registered again (not on the
         # controller's kill after a new hello).
         log = wait_for(lambda: (lambda t: t if t.count("registered with controller") >= 2
