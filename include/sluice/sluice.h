@@ -10,6 +10,7 @@
 #include "sluice/hash.h"
 #include "sluice/heap.h"
 #include "sluice/job.h"
+#include "sluice/ordmap.h"
 #include "sluice/policy.h"
 #include "sluice/preempt.h"
 #include "sluice/resources.h"

@@ -560,34 +560,29 @@ static size_t jtable_add_array(jtable_t *t, ctl_job_t **v, size_t i, size_t k) {
 
 /* ---- GET /v1/jobs, one page ---- */
 
-static int cmp_job_id(const void *a, const void *b) {
-    uint64_t x = (*(ctl_job_t *const *)a)->id, y = (*(ctl_job_t *const *)b)->id;
-    return x < y ? -1 : x > y;
-}
-
 void ctl_jobs_list(ctl_t *c, const ctl_list_query_t *q, ctl_buf_t *b, uint64_t *next_after,
                    int64_t *count) {
-    /* Every job in memory is in the table (pending, running and the
-     * retained finished ones), so one pass finds the page's candidates;
-     * sorting them by id makes pages disjoint and complete however the
-     * queue reorders between requests. */
-    size_t n = 0, cap = 1024;
-    ctl_job_t **v = sl_xmalloc(cap * sizeof *v);
-    size_t it = 0;
-    for (const sl_hash_entry_t *e; (e = sl_hash_next(&c->jobs, &it)) != NULL;) {
-        ctl_job_t *j = e->val;
-        if (j->id <= q->after || !(q->states & (1u << j->state)) ||
-            (q->tenant >= 0 && j->tenant != q->tenant))
+    /* The jobs in memory (pending, running and the retained finished ones)
+     * in id order from the first above `after` (jobtab.c): a page costs
+     * the jobs it walks, not a sort of all of them, and pages are disjoint
+     * and complete however the queue reorders between requests. One job
+     * beyond the page says whether another page follows. */
+    size_t cap = sl_hash_count(&c->jobs);
+    if (cap > (size_t)q->limit)
+        cap = (size_t)q->limit;
+    ctl_job_t **v = sl_xmalloc((cap ? cap : 1) * sizeof *v);
+    size_t k = 0, it = ctl_jobs_seek(c, q->after);
+    bool more = false;
+    for (ctl_job_t *j; (j = ctl_jobs_next(c, &it)) != NULL;) {
+        if (!(q->states & (1u << j->state)) || (q->tenant >= 0 && j->tenant != q->tenant))
             continue;
-        if (n == cap) {
-            cap *= 2;
-            v = sl_xrealloc(v, cap * sizeof *v);
+        if (k == cap) {
+            more = k > 0;
+            break;
         }
-        v[n++] = j;
+        v[k++] = j;
     }
-    qsort(v, n, sizeof *v, cmp_job_id);
-    size_t k = n > (size_t)q->limit ? (size_t)q->limit : n;
-    *next_after = n > k ? v[k - 1]->id : 0;
+    *next_after = more ? v[k - 1]->id : 0;
     *count = (int64_t)k;
     if (q->table) {
         jtable_t *t = jtable_new(c);
