@@ -1,5 +1,6 @@
 /* buf.c - growable buffer and JSON writer (see buf.h). */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@ void ctl_buf_fini(ctl_buf_t *b) {
     ctl_buf_init(b);
 }
 
-void ctl_buf_reserve(ctl_buf_t *b, size_t extra) {
+void ctl_buf_grow(ctl_buf_t *b, size_t extra) {
     if (b->len + extra <= b->cap)
         return;
     size_t cap = b->cap ? b->cap : 256;
@@ -33,21 +34,6 @@ char *ctl_buf_steal(ctl_buf_t *b, size_t *len) {
         *len = b->len;
     ctl_buf_init(b);
     return p;
-}
-
-void ctl_buf_add(ctl_buf_t *b, const void *p, size_t n) {
-    ctl_buf_reserve(b, n);
-    memcpy(b->p + b->len, p, n);
-    b->len += n;
-}
-
-void ctl_buf_puts(ctl_buf_t *b, const char *s) {
-    ctl_buf_add(b, s, strlen(s));
-}
-
-void ctl_buf_putc(ctl_buf_t *b, char c) {
-    ctl_buf_reserve(b, 1);
-    b->p[b->len++] = c;
 }
 
 void ctl_buf_printf(ctl_buf_t *b, const char *fmt, ...) {
@@ -83,34 +69,56 @@ void ctl_buf_i64(ctl_buf_t *b, int64_t v) {
     }
 }
 
+/* Whether one of the 8 bytes of x is below 0x20, '"' or '\\', by the
+ * has-less-than and has-zero-byte tests of "Bit Twiddling Hacks" (exact
+ * for whether any byte matches; a byte >= 0x80 never does). */
+static inline bool word_needs_escape(uint64_t x) {
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
+    uint64_t m = ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((bs - ones) & ~bs);
+    return (m & highs) != 0;
+}
+
 void ctl_buf_jstrn(ctl_buf_t *b, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     ctl_buf_reserve(b, n + 2);
     b->p[b->len++] = '"';
-    size_t start = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        ctl_buf_add(b, s + start, i - start);
-        start = i + 1;
-        char esc[6] = {'\\', 0, 0, 0, 0, 0};
-        size_t en = 2;
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            en = 6;
+    size_t start = 0, i = 0;
+    for (;;) {
+        while (i + 8 <= n) { /* the common case: a run of plain bytes */
+            uint64_t x;
+            memcpy(&x, s + i, 8);
+            if (word_needs_escape(x))
+                break;
+            i += 8;
         }
-        ctl_buf_add(b, esc, en);
+        size_t stop = i + 8 < n ? i + 8 : n;
+        for (; i < stop; i++) {
+            unsigned char c = (unsigned char)s[i];
+            if (c >= 0x20 && c != '"' && c != '\\')
+                continue;
+            ctl_buf_add(b, s + start, i - start);
+            start = i + 1;
+            char esc[6] = {'\\', 0, 0, 0, 0, 0};
+            size_t en = 2;
+            switch (c) {
+            case '"': esc[1] = '"'; break;
+            case '\\': esc[1] = '\\'; break;
+            case '\n': esc[1] = 'n'; break;
+            case '\r': esc[1] = 'r'; break;
+            case '\t': esc[1] = 't'; break;
+            default:
+                esc[1] = 'u';
+                esc[2] = '0';
+                esc[3] = '0';
+                esc[4] = hex[c >> 4];
+                esc[5] = hex[c & 15];
+                en = 6;
+            }
+            ctl_buf_add(b, esc, en);
+        }
+        if (i >= n)
+            break;
     }
     ctl_buf_add(b, s + start, n - start);
     ctl_buf_putc(b, '"');
