@@ -142,6 +142,7 @@ typedef struct ctl_job {
     char *row;             /* text-table cells that never change: id, name,
                             * tenant, tasks, per-task resources */
     uint16_t row_len[5];   /* their lengths, stored back to back in row */
+    uint16_t row_w[5];     /* and their widths on a terminal */
     sl_job_spec_t core;    /* what the core was given */
     bool requeue_on_node_failure;
     int64_t submit_us, start_us, end_us;

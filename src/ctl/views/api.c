@@ -271,8 +271,18 @@ typedef struct jtable {
     size_t w[JT_NCOL];
 } jtable_t;
 
+/* Whether one of the 8 bytes of x is a control character (below 0x20, or
+ * 0x7f): "Bit Twiddling Hacks" has-less-than and has-zero-byte, exact for
+ * whether any byte matches. */
+static bool word_has_control(uint64_t x) {
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    uint64_t del = x ^ (ones * 0x7f);
+    return ((((x - ones * 0x20) & ~x) | ((del - ones) & ~del)) & highs) != 0;
+}
+
 /* Appends s (at most JT_CELL_MAX bytes, cut at a UTF-8 character boundary)
- * with control characters as '?', so that a cell stays on its line. */
+ * with control characters as '?', so that a cell stays on its line. A
+ * cell without one (all but a hostile name) is one copy. */
 static void cell_put(ctl_buf_t *b, const char *s) {
     size_t n = s ? strlen(s) : 0;
     if (n > JT_CELL_MAX) {
@@ -280,13 +290,35 @@ static void cell_put(ctl_buf_t *b, const char *s) {
         while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
             n--;
     }
-    ctl_buf_reserve(b, n);
-    char *d = b->p + b->len;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        d[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    size_t i = 0;
+    for (uint64_t x; i + 8 <= n; i += 8) {
+        memcpy(&x, s + i, 8);
+        if (word_has_control(x))
+            break;
     }
-    b->len += n;
+    ctl_buf_add(b, s, i);
+    ctl_buf_reserve(b, n - i);
+    char *d = b->p + b->len;
+    for (size_t k = i; k < n; k++) {
+        unsigned char ch = (unsigned char)s[k];
+        d[k - i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    }
+    b->len += n - i;
+}
+
+/* Columns a cell takes on a terminal: its UTF-8 characters (continuation
+ * bytes do not count). ASCII, 8 bytes at a time, counts nothing. */
+static size_t jt_width(const char *s, size_t n) {
+    size_t w = n, i = 0;
+    for (; i + 8 <= n; i += 8) { /* continuation bytes: bit 7 set, bit 6 clear */
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        if (x & 0x8080808080808080ull)
+            w -= (size_t)__builtin_popcountll(x & ~(x << 1) & 0x8080808080808080ull);
+    }
+    for (; i < n; i++)
+        w -= ((unsigned char)s[i] & 0xC0) == 0x80;
+    return w;
 }
 
 static void make_row(ctl_job_t *j) {
@@ -327,17 +359,22 @@ static void make_row(ctl_job_t *j) {
         }
         }
         j->row_len[col] = (uint16_t)(b.len - start);
+        j->row_w[col] = (uint16_t)jt_width(b.p + start, b.len - start);
         start = b.len;
     }
     sl_free(j->row);
     j->row = ctl_buf_steal(&b, NULL);
 }
 
-static jtable_t *jtable_new(ctl_t *c) {
+/* A table for about n rows (it grows past them). */
+static jtable_t *jtable_new(ctl_t *c, size_t n) {
     jtable_t *t = sl_xcalloc(1, sizeof *t);
     t->c = c;
     t->now_us = ctl_now_us();
+    t->cap = n ? n : 1;
+    t->rows = sl_xmalloc(t->cap * sizeof *t->rows);
     ctl_buf_init(&t->cells);
+    ctl_buf_reserve(&t->cells, 64 * n); /* nodes, time and reason: most rows need less */
     for (int i = 0; i < JT_NCOL; i++)
         t->w[i] = strlen(jt_head[i]);
     return t;
@@ -398,20 +435,6 @@ static void jt_nodes(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
     cell_put(b, buf[0] ? buf : "-");
 }
 
-/* Columns a cell takes on a terminal: its UTF-8 characters (continuation
- * bytes do not count). */
-static size_t jt_width(const char *s, size_t n) {
-    size_t w = n, i = 0;
-    for (; i + 8 <= n; i += 8) { /* 8 bytes at a time: bit 7 set, bit 6 clear */
-        uint64_t x;
-        memcpy(&x, s + i, 8);
-        w -= (size_t)__builtin_popcountll(x & ~(x << 1) & 0x8080808080808080ull);
-    }
-    for (; i < n; i++)
-        w -= ((unsigned char)s[i] & 0xC0) == 0x80;
-    return w;
-}
-
 /* Adds j's row; with id (not NULL) in its ID cell instead of j's own (an
  * array's pending elements folded into one row, "123_[4-99%8]"). */
 static void jtable_add(jtable_t *t, ctl_job_t *j, const char *id) {
@@ -445,15 +468,11 @@ static void jtable_add(jtable_t *t, ctl_job_t *j, const char *id) {
     if (id != NULL)
         cell_put(&t->cells, id);
     r->len[3] = (uint16_t)(t->cells.len - mark);
-    const char *p = j->row;
-    for (int i = 0; i < JT_NSTATIC; i++) {
-        r->w[i] = (uint16_t)jt_width(p, j->row_len[i]);
-        p += j->row_len[i];
-    }
+    memcpy(r->w, j->row_w, sizeof j->row_w);
     if (id != NULL)
         r->w[JT_ID] = (uint16_t)r->len[3];
     r->w[JT_STATE] = (uint16_t)strlen(ctl_job_state_name(j->state));
-    p = t->cells.p + r->off;
+    const char *p = t->cells.p + r->off;
     for (int i = 0; i < 3; i++) {
         r->w[JT_NODES + i] = (uint16_t)jt_width(p, r->len[i]);
         p += r->len[i];
@@ -463,14 +482,18 @@ static void jtable_add(jtable_t *t, ctl_job_t *j, const char *id) {
             t->w[i] = r->w[i];
 }
 
-/* One cell, then blanks up to the column's width and two more (none after
- * the last column). */
-static void jt_cell(ctl_buf_t *b, const char *s, size_t n, size_t cw, size_t w, bool last) {
-    size_t pad = last ? 0 : w - cw + 2;
-    ctl_buf_reserve(b, n + pad);
-    memcpy(b->p + b->len, s, n);
-    memset(b->p + b->len + n, ' ', pad);
-    b->len += n + pad;
+/* One cell at d, then blanks up to the column's width and two more (none
+ * after the last column); returns the end. The blanks go 8 at a time and
+ * may run up to 7 bytes past the end, into room the caller reserved. */
+static char *jt_cell(char *d, const char *s, size_t n, size_t cw, size_t w, bool last) {
+    memcpy(d, s, n);
+    d += n;
+    if (last)
+        return d;
+    size_t pad = w - cw + 2;
+    for (size_t i = 0; i < pad; i += 8)
+        memcpy(d + i, "        ", 8);
+    return d + pad;
 }
 
 static void jtable_write(jtable_t *t, ctl_buf_t *b) {
@@ -478,40 +501,55 @@ static void jtable_write(jtable_t *t, ctl_buf_t *b) {
     for (int i = 0; i < JT_NCOL - 1; i++)
         line += t->w[i] + 2;
     ctl_buf_reserve(b, (t->n + 1) * line + t->cells.len);
-    for (int k = 0; k < JT_NCOL; k++) {
-        int col = jt_order[k];
-        jt_cell(b, jt_head[col], strlen(jt_head[col]), strlen(jt_head[col]), t->w[col],
-                k == JT_NCOL - 1);
+    const char *head[JT_NCOL];
+    size_t head_len[JT_NCOL];
+    for (int i = 0; i < JT_NCOL; i++) {
+        head[i] = jt_head[i];
+        head_len[i] = strlen(jt_head[i]);
     }
-    ctl_buf_putc(b, '\n');
-    for (size_t r = 0; r < t->n; r++) {
-        const jt_row_t *row = &t->rows[r];
-        const ctl_job_t *j = row->j;
+    for (size_t r = 0; r <= t->n; r++) {
         const char *cell[JT_NCOL];
-        size_t len[JT_NCOL];
-        const char *p = j->row;
-        for (int i = 0; i < JT_NSTATIC; i++) {
-            cell[i] = p;
-            len[i] = j->row_len[i];
-            p += len[i];
+        size_t len[JT_NCOL], cw[JT_NCOL], bytes = 0;
+        if (r == 0) { /* the header line */
+            memcpy(cell, head, sizeof cell);
+            memcpy(len, head_len, sizeof len);
+            memcpy(cw, head_len, sizeof cw);
+        } else {
+            const jt_row_t *row = &t->rows[r - 1];
+            const ctl_job_t *j = row->j;
+            const char *p = j->row;
+            for (int i = 0; i < JT_NSTATIC; i++) {
+                cell[i] = p;
+                len[i] = j->row_len[i];
+                p += len[i];
+            }
+            cell[JT_STATE] = ctl_job_state_name(j->state);
+            len[JT_STATE] = strlen(cell[JT_STATE]);
+            p = t->cells.p + row->off;
+            for (int i = 0; i < 3; i++) {
+                cell[JT_NODES + i] = p;
+                len[JT_NODES + i] = row->len[i];
+                p += row->len[i];
+            }
+            if (row->len[3] > 0) {
+                cell[JT_ID] = p;
+                len[JT_ID] = row->len[3];
+            }
+            for (int i = 0; i < JT_NCOL; i++)
+                cw[i] = row->w[i];
         }
-        cell[JT_STATE] = ctl_job_state_name(j->state);
-        len[JT_STATE] = strlen(cell[JT_STATE]);
-        p = t->cells.p + row->off;
-        for (int i = 0; i < 3; i++) {
-            cell[JT_NODES + i] = p;
-            len[JT_NODES + i] = row->len[i];
-            p += row->len[i];
-        }
-        if (row->len[3] > 0) {
-            cell[JT_ID] = p;
-            len[JT_ID] = row->len[3];
-        }
+        for (int i = 0; i < JT_NCOL; i++)
+            bytes += len[i];
+        /* The padded line is at most line + its bytes; 8 more for the
+         * blanks' overrun. */
+        ctl_buf_reserve(b, line + bytes + 8);
+        char *d = b->p + b->len;
         for (int k = 0; k < JT_NCOL; k++) {
             int col = jt_order[k];
-            jt_cell(b, cell[col], len[col], row->w[col], t->w[col], k == JT_NCOL - 1);
+            d = jt_cell(d, cell[col], len[col], cw[col], t->w[col], k == JT_NCOL - 1);
         }
-        ctl_buf_putc(b, '\n');
+        *d++ = '\n';
+        b->len = (size_t)(d - b->p);
     }
     ctl_buf_fini(&t->cells);
     sl_free(t->rows);
@@ -585,7 +623,7 @@ void ctl_jobs_list(ctl_t *c, const ctl_list_query_t *q, ctl_buf_t *b, uint64_t *
     *next_after = more ? v[k - 1]->id : 0;
     *count = (int64_t)k;
     if (q->table) {
-        jtable_t *t = jtable_new(c);
+        jtable_t *t = jtable_new(c, k);
         for (size_t i = 0; i < k;) {
             if (v[i]->array_id == 0) {
                 jtable_add(t, v[i++], NULL);
