@@ -85,12 +85,17 @@ void ctl_buf_jstrn(ctl_buf_t *b, const char *s, size_t n) {
     b->p[b->len++] = '"';
     size_t start = 0, i = 0;
     for (;;) {
+        uint64_t x;
         while (i + 8 <= n) { /* the common case: a run of plain bytes */
-            uint64_t x;
             memcpy(&x, s + i, 8);
             if (word_needs_escape(x))
                 break;
             i += 8;
+        }
+        if (i + 8 > n && i < n && n >= 8) { /* the tail, as the string's last 8 bytes */
+            memcpy(&x, s + n - 8, 8);
+            if (!word_needs_escape(x))
+                i = n;
         }
         size_t stop = i + 8 < n ? i + 8 : n;
         for (; i < stop; i++) {

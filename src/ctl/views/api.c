@@ -281,20 +281,24 @@ static bool word_has_control(uint64_t x) {
 }
 
 /* Appends s (at most JT_CELL_MAX bytes, cut at a UTF-8 character boundary)
- * with control characters as '?', so that a cell stays on its line. A
- * cell without one (all but a hostile name) is one copy. */
-static void cell_put(ctl_buf_t *b, const char *s) {
+ * with control characters as '?', so that a cell stays on its line, and
+ * returns the columns it takes on a terminal (jt_width). A cell without a
+ * control character (all but a hostile name) is one copy; its ASCII words
+ * count no continuation bytes. */
+static size_t cell_put(ctl_buf_t *b, const char *s) {
     size_t n = s ? strlen(s) : 0;
     if (n > JT_CELL_MAX) {
         n = JT_CELL_MAX;
         while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
             n--;
     }
-    size_t i = 0;
+    size_t i = 0, w = n;
     for (uint64_t x; i + 8 <= n; i += 8) {
         memcpy(&x, s + i, 8);
         if (word_has_control(x))
             break;
+        if (x & 0x8080808080808080ull)
+            w -= (size_t)__builtin_popcountll(x & ~(x << 1) & 0x8080808080808080ull);
     }
     ctl_buf_add(b, s, i);
     ctl_buf_reserve(b, n - i);
@@ -302,8 +306,10 @@ static void cell_put(ctl_buf_t *b, const char *s) {
     for (size_t k = i; k < n; k++) {
         unsigned char ch = (unsigned char)s[k];
         d[k - i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+        w -= (ch & 0xC0) == 0x80;
     }
     b->len += n - i;
+    return w;
 }
 
 /* Columns a cell takes on a terminal: its UTF-8 characters (continuation
@@ -405,8 +411,8 @@ static void jt_dur(ctl_buf_t *b, int64_t us) {
 }
 
 /* The nodes of the job's tasks, each once, in task order; ",..." after
- * about 40 characters; "-" when none. */
-static void jt_nodes(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
+ * about 40 characters; "-" when none. Returns the cell's width. */
+static size_t jt_nodes(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
     char buf[128];
     size_t l = 0;
     buf[0] = '\0';
@@ -432,7 +438,7 @@ static void jt_nodes(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
         }
         l += (size_t)snprintf(buf + l, sizeof buf - l, "%s%s", l ? "," : "", nd->name);
     }
-    cell_put(b, buf[0] ? buf : "-");
+    return cell_put(b, buf[0] ? buf : "-");
 }
 
 /* Adds j's row; with id (not NULL) in its ID cell instead of j's own (an
@@ -447,8 +453,9 @@ static void jtable_add(jtable_t *t, ctl_job_t *j, const char *id) {
     jt_row_t *r = &t->rows[t->n++];
     r->j = j;
     r->off = t->cells.len;
+    memcpy(r->w, j->row_w, sizeof j->row_w);
     size_t mark = t->cells.len;
-    jt_nodes(t->c, &t->cells, j);
+    r->w[JT_NODES] = (uint16_t)jt_nodes(t->c, &t->cells, j);
     r->len[0] = (uint16_t)(t->cells.len - mark);
     mark = t->cells.len;
     if (j->state == CTL_JOB_PENDING)
@@ -460,23 +467,18 @@ static void jtable_add(jtable_t *t, ctl_job_t *j, const char *id) {
     else
         ctl_buf_putc(&t->cells, '-');
     r->len[1] = (uint16_t)(t->cells.len - mark);
+    r->w[JT_TIME] = r->len[1]; /* ASCII */
     mark = t->cells.len;
     char both[512];
-    cell_put(&t->cells, job_reason(t->c, j, both, sizeof both));
+    r->w[JT_REASON] = (uint16_t)cell_put(&t->cells, job_reason(t->c, j, both, sizeof both));
     r->len[2] = (uint16_t)(t->cells.len - mark);
     mark = t->cells.len;
     if (id != NULL)
         cell_put(&t->cells, id);
     r->len[3] = (uint16_t)(t->cells.len - mark);
-    memcpy(r->w, j->row_w, sizeof j->row_w);
     if (id != NULL)
         r->w[JT_ID] = (uint16_t)r->len[3];
     r->w[JT_STATE] = (uint16_t)strlen(ctl_job_state_name(j->state));
-    const char *p = t->cells.p + r->off;
-    for (int i = 0; i < 3; i++) {
-        r->w[JT_NODES + i] = (uint16_t)jt_width(p, r->len[i]);
-        p += r->len[i];
-    }
     for (int i = 0; i < JT_NCOL; i++)
         if (r->w[i] > t->w[i])
             t->w[i] = r->w[i];
