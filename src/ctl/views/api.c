@@ -255,11 +255,18 @@ static const int jt_order[JT_NCOL] = {JT_ID,    JT_NAME,  JT_TENANT, JT_STATE, J
 static const char *const jt_head[JT_NCOL] = {"ID",   "NAME", "TENANT", "TASKS", "EACH",
                                              "STATE", "NODES", "TIME", "REASON"};
 
+/* A row as the second pass writes it, without going back to its job: the
+ * job's fixed cells (row, back to back), its state, and the cells made for
+ * this listing (nodes, time, reason and, for a folded array, the id, back
+ * to back in the table's cells from off). */
 typedef struct jt_row {
-    const ctl_job_t *j;
-    size_t off;        /* nodes, time, reason and (len[3] > 0) the id, back to back in cells */
-    uint16_t len[4];
-    uint16_t w[JT_NCOL]; /* each cell's width on a terminal */
+    const char *row;
+    size_t off;
+    uint16_t len[JT_NCOL]; /* each cell's bytes (the id's: the folded one's) */
+    uint16_t w[JT_NCOL];   /* each cell's width on a terminal */
+    uint16_t row_id_len;   /* the bytes of the job's own id in row */
+    bool folded;           /* the id cell is in cells, after the reason */
+    ctl_job_state_t state;
 } jt_row_t;
 
 typedef struct jtable {
@@ -438,7 +445,11 @@ static size_t jt_nodes(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
         }
         l += (size_t)snprintf(buf + l, sizeof buf - l, "%s%s", l ? "," : "", nd->name);
     }
-    return cell_put(b, buf[0] ? buf : "-");
+    if (buf[0] == '\0') { /* a pending job's */
+        ctl_buf_putc(b, '-');
+        return 1;
+    }
+    return cell_put(b, buf);
 }
 
 /* Adds j's row; with id (not NULL) in its ID cell instead of j's own (an
@@ -451,12 +462,15 @@ static void jtable_add(jtable_t *t, ctl_job_t *j, const char *id) {
         t->rows = sl_xrealloc(t->rows, t->cap * sizeof *t->rows);
     }
     jt_row_t *r = &t->rows[t->n++];
-    r->j = j;
+    r->row = j->row;
+    r->state = j->state;
     r->off = t->cells.len;
+    memcpy(r->len, j->row_len, sizeof j->row_len);
     memcpy(r->w, j->row_w, sizeof j->row_w);
+    r->row_id_len = j->row_len[JT_ID];
     size_t mark = t->cells.len;
     r->w[JT_NODES] = (uint16_t)jt_nodes(t->c, &t->cells, j);
-    r->len[0] = (uint16_t)(t->cells.len - mark);
+    r->len[JT_NODES] = (uint16_t)(t->cells.len - mark);
     mark = t->cells.len;
     if (j->state == CTL_JOB_PENDING)
         jt_dur(&t->cells, t->now_us - j->submit_us);
@@ -466,19 +480,20 @@ static void jtable_add(jtable_t *t, ctl_job_t *j, const char *id) {
         jt_dur(&t->cells, t->now_us - j->start_us);
     else
         ctl_buf_putc(&t->cells, '-');
-    r->len[1] = (uint16_t)(t->cells.len - mark);
-    r->w[JT_TIME] = r->len[1]; /* ASCII */
+    r->len[JT_TIME] = (uint16_t)(t->cells.len - mark);
+    r->w[JT_TIME] = r->len[JT_TIME]; /* ASCII */
     mark = t->cells.len;
     char both[512];
     r->w[JT_REASON] = (uint16_t)cell_put(&t->cells, job_reason(t->c, j, both, sizeof both));
-    r->len[2] = (uint16_t)(t->cells.len - mark);
-    mark = t->cells.len;
-    if (id != NULL)
+    r->len[JT_REASON] = (uint16_t)(t->cells.len - mark);
+    r->folded = id != NULL;
+    if (id != NULL) {
+        mark = t->cells.len;
         cell_put(&t->cells, id);
-    r->len[3] = (uint16_t)(t->cells.len - mark);
-    if (id != NULL)
-        r->w[JT_ID] = (uint16_t)r->len[3];
-    r->w[JT_STATE] = (uint16_t)strlen(ctl_job_state_name(j->state));
+        r->len[JT_ID] = r->w[JT_ID] = (uint16_t)(t->cells.len - mark);
+    }
+    const char *sn = ctl_job_state_name(j->state);
+    r->len[JT_STATE] = r->w[JT_STATE] = (uint16_t)strlen(sn);
     for (int i = 0; i < JT_NCOL; i++)
         if (r->w[i] > t->w[i])
             t->w[i] = r->w[i];
@@ -518,27 +533,23 @@ static void jtable_write(jtable_t *t, ctl_buf_t *b) {
             memcpy(cw, head_len, sizeof cw);
         } else {
             const jt_row_t *row = &t->rows[r - 1];
-            const ctl_job_t *j = row->j;
-            const char *p = j->row;
+            const char *p = row->row;
             for (int i = 0; i < JT_NSTATIC; i++) {
                 cell[i] = p;
-                len[i] = j->row_len[i];
-                p += len[i];
+                p += i == JT_ID ? row->row_id_len : row->len[i];
             }
-            cell[JT_STATE] = ctl_job_state_name(j->state);
-            len[JT_STATE] = strlen(cell[JT_STATE]);
+            cell[JT_STATE] = ctl_job_state_name(row->state);
             p = t->cells.p + row->off;
-            for (int i = 0; i < 3; i++) {
-                cell[JT_NODES + i] = p;
-                len[JT_NODES + i] = row->len[i];
+            for (int i = JT_NODES; i <= JT_REASON; i++) {
+                cell[i] = p;
                 p += row->len[i];
             }
-            if (row->len[3] > 0) {
+            if (row->folded)
                 cell[JT_ID] = p;
-                len[JT_ID] = row->len[3];
-            }
-            for (int i = 0; i < JT_NCOL; i++)
+            for (int i = 0; i < JT_NCOL; i++) {
+                len[i] = row->len[i];
                 cw[i] = row->w[i];
+            }
         }
         for (int i = 0; i < JT_NCOL; i++)
             bytes += len[i];
