@@ -570,24 +570,29 @@ def count_jobs(conn, state=None):
             return n
 
 
-def measure_queue(lc, a):
-    q = {}
-    time.sleep(1.0)  # let the last commit and checkpoint settle
-    q["pending"] = count_jobs(lc.aconn, "pending")
-    st, js, b = lc.aconn.request("GET", "/v1/jobs?" + PAGE)
-    q["jobs_total"] = len(js["jobs"])
-    q["body_bytes"] = len(b)
+QUEUE_KEYS = ("cli_queue_s", "cli_queue_json_s", "get_jobs_s", "get_jobs_pending_s",
+              "get_jobs_fresh_conn_s")
+
+
+def measure_queue_once(lc, a, q):
+    """One round of the queue figures, appended to the lists in q."""
     raw_all = httpload.build_request("GET", "/v1/jobs?" + PAGE, lc.adm)
     raw_pend = httpload.build_request("GET", "/v1/jobs?state=pending&" + PAGE, lc.adm)
-    q["get_jobs_s"] = time_calls(lambda: lc.aconn.request_raw(raw_all), a.queue_reps)
-    q["get_jobs_pending_s"] = time_calls(lambda: lc.aconn.request_raw(raw_pend),
-                                         a.queue_reps)
+    # Warm-up: the first listing after a start formats each job's fixed
+    # part once (api.c), in both views.
+    lc.aconn.request_raw(raw_all)
+    lc.aconn.request_raw(httpload.build_request(
+        "GET", "/v1/jobs?view=table&state=pending,running&" + PAGE, lc.adm))
+    q.setdefault("get_jobs_s", []).extend(
+        time_calls(lambda: lc.aconn.request_raw(raw_all), a.queue_reps))
+    q.setdefault("get_jobs_pending_s", []).extend(
+        time_calls(lambda: lc.aconn.request_raw(raw_pend), a.queue_reps))
     # a fresh connection per call, as a one-shot client would
     def fresh():
         c = httpload.Conn(lc.ctl.port, lc.adm)
         c.request_raw(raw_all)
         c.close()
-    q["get_jobs_fresh_conn_s"] = time_calls(fresh, a.queue_reps)
+    q.setdefault("get_jobs_fresh_conn_s", []).extend(time_calls(fresh, a.queue_reps))
     argv, env = cli_base(lc)
     for name, extra in (("cli_queue_s", ["queue"]), ("cli_queue_json_s", ["--json", "queue"])):
         lines = [0]
@@ -600,18 +605,59 @@ def measure_queue(lc, a):
                                                     p.returncode, p.stderr[:300]))
             lines[0] = p.stdout.count(b"\n")
         try:
-            q[name] = time_calls(run, a.queue_reps)
+            q.setdefault(name, []).extend(time_calls(run, a.queue_reps))
             q[name.replace("_s", "_lines")] = lines[0]
         except (RuntimeError, OSError, subprocess.SubprocessError) as e:
-            q[name] = None
             q[name.replace("_s", "_error")] = str(e)
             log("  %s failed: %s" % (name, e))
-    for k in ("cli_queue_s", "cli_queue_json_s", "get_jobs_s",
-              "get_jobs_pending_s", "get_jobs_fresh_conn_s"):
-        if q.get(k):
-            log("sluice queue: %-22s with %s pending (%d jobs in all): "
-                "min/median/max %s ms" % (k[:-2], q["pending"], q["jobs_total"],
-                                          fmt(mmm(q[k]), 1e3, 2)))
+
+
+def use_build(lc, d):
+    """Restarts the controller on its own state with the binaries of build
+    directory d (the CLI of d too: cli_base reads SLUICE_BUILD) and waits
+    until agent n01 is back."""
+    os.environ["SLUICE_BUILD"] = d
+    lc.ctl.stop()
+    lc.ctl.start(timeout=120)
+    lc.conn.close()
+    lc.aconn.close()
+    lc.harness.wait_for(lambda: lc.ctl.node("n01") and
+                        lc.ctl.node("n01")["state"] == "up", timeout=60,
+                        what="agent n01 back")
+    time.sleep(1.0)
+
+
+def measure_queue(lc, a):
+    """The queue figures of this build and, with --queue-builds, of each
+    other build on the same jobs: the controller is restarted on its state
+    with each build in turn, --queue-rounds times (this, others, this,
+    others, ...), so that every build sees the same load."""
+    time.sleep(1.0)  # let the last commit and checkpoint settle
+    q = {"pending": count_jobs(lc.aconn, "pending"), "build": lc.harness.build_dir()}
+    q["jobs_total"] = count_jobs(lc.aconn)
+    st, js, b = lc.aconn.request("GET", "/v1/jobs?" + PAGE)
+    q["body_bytes"] = len(b)  # of the first page
+    here = q["build"]
+    builds = [here] + [os.path.abspath(d) for d in a.queue_builds]
+    per = {d: {} for d in builds}
+    rounds = a.queue_rounds if len(builds) > 1 else 1
+    for rnd in range(rounds):
+        for d in builds:
+            if d != lc.harness.build_dir():
+                use_build(lc, d)
+            measure_queue_once(lc, a, per[d])
+    if lc.harness.build_dir() != here:
+        use_build(lc, here)
+    q.update(per[here])
+    if len(builds) > 1:
+        q["builds"] = {d: per[d] for d in builds}
+    for d in builds:
+        for k in QUEUE_KEYS:
+            if per[d].get(k):
+                log("sluice queue: %-22s with %s pending (%d jobs in all)%s: "
+                    "min/median/max %s ms" % (k[:-2], q["pending"], q["jobs_total"],
+                                              "" if d == here else " [build %s]" % d,
+                                              fmt(mmm(per[d][k]), 1e3, 2)))
     return q
 
 
@@ -718,15 +764,18 @@ def summary(out, a):
             TARGETS["submit"], "", "%.1f/s (p50 %.1f ms)" % (ss["rate_per_s"], 1e3 * ss["lat_p50_s"]),
             SLURM_REF["submit"])
     q = sub.get("queue") or {}
+    others = [(" [build %s]" % d, r) for d, r in (q.get("builds") or {}).items()
+              if d != q.get("build")]
     for k, label in (("cli_queue_s", "`sluice queue`"),
                      ("cli_queue_json_s", "`sluice queue --json`"),
                      ("get_jobs_s", "GET /v1/jobs, keep-alive"),
                      ("get_jobs_fresh_conn_s", "GET /v1/jobs, new connection"),
                      ("get_jobs_pending_s", "GET /v1/jobs?state=pending")):
-        if q.get(k):
-            row("queue latency, %s, %s pending, ms" % (label, q.get("pending")),
-                TARGETS["queue"] if k == "cli_queue_s" else "",
-                fmt(mmm(q[k]), 1e3, 1), "", "")
+        for which, r in [("", q)] + others:
+            if r.get(k):
+                row("queue latency, %s%s, %s pending, ms" % (label, which, q.get("pending")),
+                    TARGETS["queue"] if k == "cli_queue_s" and not which else "",
+                    fmt(mmm(r[k]), 1e3, 1), "", "")
     if ss:
         row("queue latency, `squeue` (default format), %d pending, ms" % ss["squeue_pending"],
             TARGETS["queue"], "", fmt(mmm(ss["squeue_s"]), 1e3, 1), SLURM_REF["queue"])
@@ -769,6 +818,14 @@ def main():
     ap.add_argument("--conns2", type=int, default=32)
     ap.add_argument("--submit-deadline", type=float, default=120)
     ap.add_argument("--queue-reps", type=int, default=20)
+    ap.add_argument("--queue-builds", default="",
+                    help="comma-separated build directories (each with sluiced and "
+                         "sluice) whose queue figures are measured too, on the same "
+                         "pending jobs: the controller is restarted on its state "
+                         "with each build in turn, interleaved with this one")
+    ap.add_argument("--queue-rounds", type=int, default=2,
+                    help="with --queue-builds: rounds of this build then the others "
+                         "(--queue-reps calls per figure per round)")
     ap.add_argument("--time-limit", type=int, default=0,
                     help="submit test: give the queued jobs this time_limit (s) and "
                          "the blockers 3600 s, so EASY backfill makes a reservation "
@@ -794,6 +851,11 @@ def main():
     a.tests = [t for t in a.tests.split(",") if t]
     a.agent_args = shlex.split(a.agent_args)
     a.startup_modes = [m for m in a.startup_modes.split(",") if m]
+    a.queue_builds = [d for d in a.queue_builds.split(",") if d]
+    for d in a.queue_builds:
+        for b in ("sluiced", "sluice"):
+            if not os.access(os.path.join(d, b), os.X_OK):
+                sys.exit("--queue-builds: %s has no %s" % (d, b))
     a.reps = max(1, min(a.reps, 50))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     a.out = a.out or "/tmp/sluice-live-bench/%s" % stamp

@@ -4,7 +4,11 @@
 # pending), Sluice and Slurm 22.05 measured side by side in one run.
 #
 #   bench/live/run.sh                   # full run (~10 min on 2 cores, Slurm's 10,000 sbatch dominate)
-#   bench/live/run.sh --quick           # smaller counts, ~3 min
+#   bench/live/run.sh --quick           # smaller counts, ~6 min; the queue figures
+#                                       # still on 10,000 pending jobs (Slurm's too)
+#   bench/live/run.sh --quick --queue-builds ../before/build
+#                                       # also the queue figures of another build on
+#                                       # the same jobs, interleaved (before/after)
 #   bench/live/run.sh --slurm-setup     # first start Slurm (../shared/peers/slurm/setup.sh,
 #                                       # root + apt), tear it down at the end
 #   bench/live/run.sh --slurm skip      # Sluice only
@@ -28,9 +32,9 @@ setup=0
 for a in "$@"; do
     case "$a" in
         --slurm-setup) setup=1 ;;
-        --quick) args+=(--reps 2 --turnover-reps 2 --submit-n 4000 --pending 2000
+        --quick) args+=(--reps 2 --turnover-reps 2 --submit-n 10000 --pending 10000
                         --seq-n 500 --slurm-reps 1 --slurm-turnover-reps 1
-                        --slurm-pending 1000 --queue-reps 5) ;;
+                        --slurm-pending 10000 --queue-reps 5 --no-easy-variant) ;;
         -h|--help) exec /usr/bin/python3 "$HERE/livebench.py" --help ;;
         *) args+=("$a") ;;
     esac

@@ -11,6 +11,7 @@
 #include "sluice/heap.h"
 #include "sluice/job.h"
 #include "sluice/list.h"
+#include "sluice/ordmap.h"
 #include "sluice/policy.h"
 #include "sluice/preempt.h"
 #include "sluice/resources.h"

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -188,6 +189,33 @@ int cli_cmd_resume(cli_t *c);
 
 /* Prints a JSON value to stdout, indented, with a newline. */
 void cli_print_json(json_t *v);
+
+/* opts.c: the pages of a paged list (GET /v1/jobs) written to out as one
+ * JSON document while they arrive, the jobs' bytes as the server sent
+ * them: the first page's head, every page's jobs, the last page's tail.
+ * For each page: cli_pages_begin, then cli_http_raw with cli_pages_sink
+ * and the cli_pages_t as its sink, then cli_pages_next_after; at the end
+ * cli_pages_close. */
+typedef struct cli_pages {
+    FILE *out;
+    int pages;       /* pages begun */
+    int state;       /* where the current page's bytes are (opts.c) */
+    bool jobs;       /* a job has been written: later ones follow a comma */
+    bool written;    /* anything has been written */
+    char *hold;      /* the current page's bytes from its last ']' on */
+    size_t hold_len, hold_cap;
+} cli_pages_t;
+void cli_pages_init(cli_pages_t *p, FILE *out);
+/* A page's body follows; the previous page's tail is dropped. */
+void cli_pages_begin(cli_pages_t *p);
+/* A cli_sink_fn: the page's bytes; -1 (errno set) when out fails. */
+int cli_pages_sink(void *arg, const char *s, size_t n);
+/* The next_after in the tail of the page just read; 0 for null or none. */
+unsigned long long cli_pages_next_after(const cli_pages_t *p);
+/* complete: writes the last page's tail (the document's end); else ends
+ * a document cut short by a failed page with a newline. Frees p's buffer;
+ * 0, or -1 when out could not be written. */
+int cli_pages_close(cli_pages_t *p, bool complete);
 
 /* Locates the `sluice up` state directory's cli.json: $SLUICE_DIR/cli.json,
  * else .sluice/cli.json in the current directory or the nearest parent.

@@ -355,25 +355,6 @@ static void url_append(char *q, size_t len, const char *key, const char *val) {
 
 /* The id in the first column of the table's last row: the next page
  * starts after it. 0 when the text has no row. */
-/* The next_after of a JSON page of GET /v1/jobs, read without parsing the
- * page: the server writes that key last, after the jobs array ("next_after":
- * N or null), and the same key inside a job (an env variable may be called
- * next_after) comes before it, so the last occurrence is the page's. Inside
- * a string the quotes would be escaped (\"), so no string matches. 0 when
- * null or absent (no further page). */
-static unsigned long long json_next_after(const char *body, size_t len) {
-    static const char key[] = "\"next_after\":";
-    const size_t kl = sizeof key - 1;
-    for (size_t i = len >= kl ? len - kl + 1 : 0; i-- > 0;) {
-        if (memcmp(body + i, key, kl) == 0) {
-            const char *p = body + i + kl;
-            while (p < body + len && *p == ' ') p++;
-            return p < body + len && *p >= '0' && *p <= '9' ? strtoull(p, NULL, 10) : 0;
-        }
-    }
-    return 0;
-}
-
 static unsigned long long last_row_id(const char *text, size_t len) {
     size_t e = len;
     while (e > 0 && text[e - 1] == '\n')
@@ -389,8 +370,9 @@ static unsigned long long last_row_id(const char *text, size_t len) {
 /* GET /v1/jobs with the filters, a page at a time (the API pages by job id,
  * at most 10,000 jobs a page): the server formats the table (?view=table)
  * for people, and the first page's header line is printed once; with
- * --json the pages' jobs are printed as one {"jobs":[...]} object (a single
- * page as the server sent it). --limit caps the jobs printed in all. */
+ * --json the pages' jobs stream to stdout as one {"jobs":[...],
+ * "next_after":...} document, the server's bytes (one page unchanged;
+ * opts.c, cli_pages_t). --limit caps the jobs printed in all. */
 int cli_cmd_queue(cli_t *c) {
     if (c->npos > 0) return cli_usage_error(c, "unexpected argument \"%s\"", c->pos[0]);
     char q[600] = "";
@@ -413,15 +395,15 @@ int cli_cmd_queue(cli_t *c) {
     const long long page_max = 10000;
     long long left = lim;
     unsigned long long after = 0;
-    json_t *all = NULL; /* --json over several pages */
+    cli_pages_t pages; /* --json */
+    cli_pages_init(&pages, stdout);
     int rc = CLI_OK;
     for (int page = 0;; page++) {
         long long want = left >= 0 && left < page_max ? left : page_max;
         char path[800], num[32];
         snprintf(path, sizeof path, "%s", q);
         /* Every page asks for its size (at most the server's largest), so
-         * that up to 10,000 jobs come in one reply, which --json then
-         * passes through as the server's bytes without parsing them. */
+         * that up to 10,000 jobs come in one reply. */
         snprintf(num, sizeof num, "%lld", want);
         url_append(path, sizeof path, "limit", num);
         if (after) {
@@ -433,33 +415,27 @@ int cli_cmd_queue(cli_t *c) {
         char full[840];
         snprintf(full, sizeof full, "/v1/jobs%s", path);
         cli_reply_t r;
-        rc = cli_http_raw(c, "GET", full, NULL, 0, &r, NULL, NULL);
+        if (c->json) cli_pages_begin(&pages);
+        rc = cli_http_raw(c, "GET", full, NULL, 0, &r, c->json ? cli_pages_sink : NULL, &pages);
         if (rc != CLI_OK) break;
         if (r.status < 200 || r.status >= 300) {
+            /* After a page has gone to stdout, the error goes to stderr
+             * (stdout holds a cut document, ended by cli_pages_close). */
+            int json = c->json;
+            c->json = json && page == 0;
             rc = cli_reply_error(c, &r);
+            c->json = json;
             cli_reply_free(&r);
             break;
         }
         bool more = false;
-        if (c->json && page == 0 && json_next_after(r.body, r.len) == 0) {
-            /* The whole list in one page: the server's bytes, unparsed. */
-            fwrite(r.body, 1, r.len, stdout);
-        } else if (c->json) {
-            json_error_t je;
-            json_t *doc = json_loadb(r.body, r.len, 0, &je);
-            json_t *jobs = json_object_get(doc, "jobs");
-            json_t *next = json_object_get(doc, "next_after");
-            long long n = json_is_array(jobs) ? (long long)json_array_size(jobs) : 0;
-            more = json_is_integer(next) && (left < 0 || left > n);
-            if (page == 0 && !more) {
-                fwrite(r.body, 1, r.len, stdout); /* one page: the server's bytes */
-            } else if (json_is_array(jobs)) {
-                if (all == NULL) all = json_array();
-                json_array_extend(all, jobs);
-            }
-            if (more) after = (unsigned long long)json_integer_value(next);
-            if (left >= 0) left -= n;
-            json_decref(doc);
+        if (c->json) {
+            /* A page that says where the next one starts is full: it holds
+             * `want` jobs (docs/api.md). */
+            unsigned long long next = r.next_after ? r.next_after : cli_pages_next_after(&pages);
+            more = next != 0 && (left < 0 || left > want);
+            after = next;
+            if (left >= 0) left -= want;
         } else {
             if (strncmp(r.ctype, "text/plain", 10) != 0) {
                 fprintf(stderr, "sluice queue: the server did not send a table (Content-Type \"%s\"); "
@@ -494,14 +470,9 @@ int cli_cmd_queue(cli_t *c) {
         cli_reply_free(&r);
         if (!more || after == 0) break;
     }
-    if (all != NULL) {
-        if (rc == CLI_OK) {
-            json_t *out = json_pack("{s:O}", "jobs", all);
-            json_dumpf(out, stdout, JSON_COMPACT);
-            fputc('\n', stdout);
-            json_decref(out);
-        }
-        json_decref(all);
+    if (c->json && cli_pages_close(&pages, rc == CLI_OK) < 0 && rc == CLI_OK) {
+        fprintf(stderr, "sluice queue: cannot write the output: %s\n", strerror(errno));
+        rc = CLI_ESERVER;
     }
     return rc;
 }

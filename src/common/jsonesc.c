@@ -10,6 +10,7 @@
  * work (an escape, or a byte of 0x80 or more to check as UTF-8) leaves the
  * inner loop.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "jsonesc.h"
@@ -79,12 +80,29 @@ static inline void emit(char *dst, size_t cap, size_t *len, const void *p, size_
     *len += k;
 }
 
+/* Whether one of the 8 bytes of x is not PLAIN: below 0x20, '"', '\\' or
+ * 0x80 and above, by the has-less-than and has-zero-byte tests of "Bit
+ * Twiddling Hacks" (exact for whether any byte matches). */
+static inline bool word_has_nonplain(uint64_t x) {
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
+    uint64_t m = ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((bs - ones) & ~bs) | x;
+    return (m & highs) != 0;
+}
+
 size_t sl_json_quote(char *dst, size_t cap, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *u = (const unsigned char *)s;
     size_t len = 0, start = 0, i = 0;
     emit(dst, cap, &len, "\"", 1);
     while (i < n) {
+        uint64_t x;
+        while (i + 8 <= n) { /* the common case: runs of plain bytes, 8 at a time */
+            memcpy(&x, u + i, 8);
+            if (word_has_nonplain(x))
+                break;
+            i += 8;
+        }
         while (i < n && byte_class[u[i]] == PLAIN)
             i++;
         if (i == n)

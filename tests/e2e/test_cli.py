@@ -584,6 +584,43 @@ def test_http_client_reads_every_body_framing(cli_bin, tmp_path):
     assert srv.requests[3][0] == "GET /api/v1/jobs?limit=3&state=pending,running HTTP/1.1"
 
 
+def test_queue_json_streams_the_pages_as_one_document(cli_bin, tmp_path):
+    """--json over several pages: the first page's head, each page's jobs as
+    the server wrote them (a comma between pages), the last page's tail; the
+    next page from Sluice-Next-After or, without it, the tail's next_after
+    (never a next_after inside a job). Chunks cut the pages anywhere."""
+    p1 = '{"jobs":[{"id":1,"name":"a]b","command":["x"]},{"id":2,"env":{"next_after":"7"}}],"next_after":2}\n'
+    p2 = '{"jobs": [ {"id": 3, "placement": []} ], "next_after": 3}\n'
+    p3 = '{"jobs":[],"next_after":null}\n'
+    cuts = [4, 9, 60, len(p1) - 12, len(p1) - 3]
+    parts = [p1[a:b] for a, b in zip([0] + cuts, cuts + [len(p1)])]
+    srv, env = _scripted([_chunked(parts), _reply(p2, extra="Sluice-Next-After: 3\r\n"),
+                          _reply(p3)], tmp_path)
+    try:
+        r = u.sluice(["queue", "--json"], env)
+    finally:
+        srv.close()
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ('{"jobs":[{"id":1,"name":"a]b","command":["x"]},{"id":2,"env":{"next_after":"7"}},'
+                        '{"id": 3, "placement": []} ],"next_after":null}\n')
+    assert [j["id"] for j in json.loads(r.stdout)["jobs"]] == [1, 2, 3]
+    assert [q[0] for q in srv.requests] == [
+        "GET /v1/jobs?limit=10000&state=pending,running HTTP/1.1",
+        "GET /v1/jobs?limit=10000&after=2&state=pending,running HTTP/1.1",
+        "GET /v1/jobs?limit=10000&after=3&state=pending,running HTTP/1.1"]
+    # A page that fails after the first has gone out: exit 1, the error on
+    # stderr, stdout the document as far as it got, ended by a newline.
+    err = '{"error": {"code": "unavailable", "message": "try later"}}'
+    srv, env = _scripted([_reply(p1), _reply(err, "503 Service Unavailable")], tmp_path)
+    try:
+        r = u.sluice(["queue", "--json"], env)
+    finally:
+        srv.close()
+    assert r.returncode == 1
+    assert r.stdout == '{"jobs":[{"id":1,"name":"a]b","command":["x"]},{"id":2,"env":{"next_after":"7"}}\n'
+    assert "try later" in r.stderr
+
+
 def test_http_client_keepalive_and_retry_on_a_closed_connection(cli_bin, tmp_path):
     job = lambda i: _reply('{"id": %d, "state": "cancelled"}' % i)  # noqa: E731
     # One connection for all three requests of `cancel 1 2 3`.

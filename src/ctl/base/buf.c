@@ -1,5 +1,6 @@
 /* buf.c - growable buffer and JSON writer (see buf.h). */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,7 +19,7 @@ void ctl_buf_fini(ctl_buf_t *b) {
     ctl_buf_init(b);
 }
 
-void ctl_buf_reserve(ctl_buf_t *b, size_t extra) {
+void ctl_buf_grow(ctl_buf_t *b, size_t extra) {
     if (b->len + extra <= b->cap)
         return;
     size_t cap = b->cap ? b->cap : 256;
@@ -34,21 +35,6 @@ char *ctl_buf_steal(ctl_buf_t *b, size_t *len) {
         *len = b->len;
     ctl_buf_init(b);
     return p;
-}
-
-void ctl_buf_add(ctl_buf_t *b, const void *p, size_t n) {
-    ctl_buf_reserve(b, n);
-    memcpy(b->p + b->len, p, n);
-    b->len += n;
-}
-
-void ctl_buf_puts(ctl_buf_t *b, const char *s) {
-    ctl_buf_add(b, s, strlen(s));
-}
-
-void ctl_buf_putc(ctl_buf_t *b, char c) {
-    ctl_buf_reserve(b, 1);
-    b->p[b->len++] = c;
 }
 
 void ctl_buf_printf(ctl_buf_t *b, const char *fmt, ...) {

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct ctl_buf {
     char *p;
@@ -21,13 +22,36 @@ typedef struct ctl_buf {
 
 void ctl_buf_init(ctl_buf_t *b);
 void ctl_buf_fini(ctl_buf_t *b);
-void ctl_buf_reserve(ctl_buf_t *b, size_t extra);
+/* Grows the buffer to hold extra more bytes (the slow half of reserve). */
+void ctl_buf_grow(ctl_buf_t *b, size_t extra);
 /* Hands the bytes to the caller (free with sl_free) and empties b. */
 char *ctl_buf_steal(ctl_buf_t *b, size_t *len);
 
-void ctl_buf_add(ctl_buf_t *b, const void *p, size_t n);
-void ctl_buf_puts(ctl_buf_t *b, const char *s);
-void ctl_buf_putc(ctl_buf_t *b, char c);
+/* Room for extra more bytes. The appends below are inline so that a JSON
+ * key of a fixed text costs a compare and a few stores (the compiler
+ * folds the strlen of a literal): listing 10,000 jobs makes half a
+ * million of them. */
+static inline void ctl_buf_reserve(ctl_buf_t *b, size_t extra) {
+    if (b->cap - b->len < extra)
+        ctl_buf_grow(b, extra);
+}
+
+static inline void ctl_buf_add(ctl_buf_t *b, const void *p, size_t n) {
+    ctl_buf_reserve(b, n);
+    if (n > 0)
+        memcpy(b->p + b->len, p, n);
+    b->len += n;
+}
+
+static inline void ctl_buf_puts(ctl_buf_t *b, const char *s) {
+    ctl_buf_add(b, s, strlen(s));
+}
+
+static inline void ctl_buf_putc(ctl_buf_t *b, char c) {
+    ctl_buf_reserve(b, 1);
+    b->p[b->len++] = c;
+}
+
 void ctl_buf_printf(ctl_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ctl_buf_i64(ctl_buf_t *b, int64_t v);
 void ctl_buf_u64(ctl_buf_t *b, uint64_t v);

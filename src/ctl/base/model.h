@@ -138,6 +138,16 @@ typedef struct ctl_job {
     uint64_t id;
     int32_t tenant;        /* core tenant id; -1 when no longer configured */
     ctl_job_state_t state;
+    /* What a listing reads of every job, in its first cache lines (a page
+     * of 10,000 jobs touches each job once or twice; api.c). */
+    int64_t submit_us, start_us, end_us;
+    int32_t ntasks;        /* placed tasks (0 while pending) */
+    ctl_task_t *tasks;
+    bool in_core;          /* the core holds it (pending or running) */
+    bool requeue_wait;     /* requeue once the surviving tasks have stopped */
+    uint8_t hold;          /* CTL_HOLD_*; CTL_HOLD_NONE in the core or finished (deps.c) */
+    int32_t array_index;   /* the I of A_I (deps.c, below) */
+    uint64_t array_id;     /* 0: not an array element */
     json_t *spec;          /* the normalised submission (owned) */
     /* View caches that the API fills on first use (api.c); NULL until then. */
     char *head;            /* `{"id":N,<spec fields>,"submit_time":T` */
@@ -145,20 +155,17 @@ typedef struct ctl_job {
     char *row;             /* text-table cells that never change: id, name,
                             * tenant, tasks, per-task resources */
     uint16_t row_len[5];   /* their lengths, stored back to back in row */
+    uint16_t row_w[5];     /* and their widths on a terminal */
+    char reason[256];      /* for finished jobs and the requeue wait (a listing
+                            * reads its first byte for every pending job) */
     sl_job_spec_t core;    /* what the core was given */
     bool requeue_on_node_failure;
-    int64_t submit_us, start_us, end_us;
-    char reason[256];      /* for finished jobs and the requeue wait */
     int32_t exit_code;
     bool has_exit;
-    int32_t ntasks;        /* placed tasks (0 while pending) */
-    ctl_task_t *tasks;
     int32_t live;          /* tasks launching or running */
-    bool in_core;          /* the core holds it (pending or running) */
     bool names_held;       /* core.task's GPU models and pool hold a reference
                             * each in the cluster (spec.c), from submission
                             * (or recovery) until the job leaves for good */
-    bool requeue_wait;     /* requeue once the surviving tasks have stopped */
     int64_t requeue_after_mono_us; /* and not before this (fencing, jobs.c); 0: none */
     int32_t requeues;
     uint32_t master_node;
@@ -175,9 +182,6 @@ typedef struct ctl_job {
      * k-th smallest index. A held job is pending outside the core until
      * deps.c releases it (its dependencies are met, its array's limit has
      * room) or fails it (DependencyNeverSatisfied). */
-    uint64_t array_id;     /* 0: not an array element */
-    int32_t array_index;   /* the I of A_I */
-    uint8_t hold;          /* CTL_HOLD_*; CTL_HOLD_NONE in the core or finished */
     uint8_t dep_seen;      /* deps.c's own marks of what it has counted */
     ctl_jobx_t x;          /* preemptions and size changes */
 } ctl_job_t;

@@ -22,6 +22,7 @@
 #include "base/obs.h"
 #include "proto_kill.h"
 #include "sluice/hash.h"
+#include "sluice/ordmap.h"
 #include "sluice/sluice.h"
 #include "store/store.h"
 
@@ -103,6 +104,9 @@ typedef struct ctl {
      * memory follows the jobs held, not every id ever issued. Pending and
      * running jobs are always here; finished ones only while retained. */
     sl_hash_t jobs;
+    /* The same jobs in id order (jobtab.c), so that a page of GET /v1/jobs
+     * is a binary search and a walk, not a sort of every job. */
+    sl_ordmap_t jobs_by_id;
     /* Ids of the retained finished jobs in the order they finished: a ring
      * (fin[fin_head], ... fin_len of them); trimming pops from the head. */
     uint64_t *fin;

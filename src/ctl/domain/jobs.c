@@ -59,7 +59,7 @@ static void kick(ctl_t *c) {
 /* ---- set-up ---- */
 
 int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
-    sl_hash_init(&c->jobs);
+    ctl_jobs_init(c);
     sl_cluster_create(&c->cl);
     sl_sched_config_t sc;
     sl_sched_config_init(&sc);

@@ -1,9 +1,18 @@
 /*
  * jobtab.c - jobs in memory by id, in the core's hash table (sluice/hash.h:
- * open addressing, at most half full, no tombstones), plus the ring of
- * retained finished jobs that trimming pops (see jobtab.h).
+ * open addressing, at most half full, no tombstones) for finding one, and
+ * in the core's ordered map (sluice/ordmap.h) for walking them in id order;
+ * plus the ring of retained finished jobs that trimming pops (see
+ * jobtab.h). Ids come from a counter, so a submission appends to the
+ * order; only a start-up registers out of order, and the first walk after
+ * it sorts once.
  */
 #include "domain/jobtab.h"
+
+void ctl_jobs_init(ctl_t *c) {
+    sl_hash_init(&c->jobs);
+    sl_ordmap_init(&c->jobs_by_id);
+}
 
 ctl_job_t *ctl_job_find(ctl_t *c, uint64_t id) {
     return sl_hash_find(&c->jobs, id);
@@ -11,16 +20,29 @@ ctl_job_t *ctl_job_find(ctl_t *c, uint64_t id) {
 
 void ctl_job_register(ctl_t *c, ctl_job_t *j) {
     ctl_job_t *old = sl_hash_find(&c->jobs, j->id);
-    if (old != NULL)
+    if (old != NULL) {
         sl_hash_remove(&c->jobs, j->id, old);
+        sl_ordmap_remove(&c->jobs_by_id, j->id, old);
+    }
     sl_hash_add(&c->jobs, j->id, j);
+    sl_ordmap_add(&c->jobs_by_id, j->id, j);
 }
 
 ctl_job_t *ctl_job_unregister(ctl_t *c, uint64_t id) {
     ctl_job_t *j = sl_hash_find(&c->jobs, id);
-    if (j != NULL)
+    if (j != NULL) {
         sl_hash_remove(&c->jobs, id, j);
+        sl_ordmap_remove(&c->jobs_by_id, id, j);
+    }
     return j;
+}
+
+size_t ctl_jobs_seek(ctl_t *c, uint64_t after) {
+    return sl_ordmap_seek(&c->jobs_by_id, after);
+}
+
+ctl_job_t *ctl_jobs_next(ctl_t *c, size_t *it) {
+    return sl_ordmap_next(&c->jobs_by_id, it);
 }
 
 void ctl_job_retain(ctl_t *c, ctl_job_t *j) {
@@ -73,6 +95,7 @@ void ctl_jobs_fini(ctl_t *c) {
     for (const sl_hash_entry_t *e; (e = sl_hash_next(&c->jobs, &it)) != NULL;)
         ctl_job_free(e->val);
     sl_hash_fini(&c->jobs);
+    sl_ordmap_fini(&c->jobs_by_id);
     sl_free(c->fin);
     c->fin = NULL;
     c->fin_len = c->fin_cap = c->fin_head = 0;

@@ -14,6 +14,8 @@
 
 #include "domain/ctl.h"
 
+/* An empty table (by id and in id order). Can't fail. */
+void ctl_jobs_init(ctl_t *c);
 /* The job with this id if it is in memory (pending, running, or finished
  * and still retained), else NULL. O(1) expected. */
 ctl_job_t *ctl_job_find(ctl_t *c, uint64_t id);
@@ -23,6 +25,13 @@ void ctl_job_register(ctl_t *c, ctl_job_t *j);
 /* Takes the job with this id out of the table and returns it (NULL if
  * absent); the caller owns it again. */
 ctl_job_t *ctl_job_unregister(ctl_t *c, uint64_t id);
+/* Jobs in id order: ctl_jobs_seek gives the position from which
+ * ctl_jobs_next returns, one per call, every job in memory whose id is
+ * above `after`, lowest id first, then NULL. Registering or unregistering
+ * a job invalidates the position. Seek is O(log n), except the first after
+ * a start-up, which sorts (O(n log n)); next is O(1) amortised. */
+size_t ctl_jobs_seek(ctl_t *c, uint64_t after);
+ctl_job_t *ctl_jobs_next(ctl_t *c, size_t *it);
 /* Appends a finished, settled job to the finished list (once). */
 void ctl_job_retain(ctl_t *c, ctl_job_t *j);
 /* Drops from memory, oldest first, the retained finished jobs that ended

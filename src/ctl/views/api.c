@@ -255,11 +255,18 @@ static const int jt_order[JT_NCOL] = {JT_ID,    JT_NAME,  JT_TENANT, JT_STATE, J
 static const char *const jt_head[JT_NCOL] = {"ID",   "NAME", "TENANT", "TASKS", "EACH",
                                              "STATE", "NODES", "TIME", "REASON"};
 
+/* A row as the second pass writes it, without going back to its job: the
+ * job's fixed cells (row, back to back), its state, and the cells made for
+ * this listing (nodes, time, reason and, for a folded array, the id, back
+ * to back in the table's cells from off). */
 typedef struct jt_row {
-    const ctl_job_t *j;
-    size_t off;        /* nodes, time, reason and (len[3] > 0) the id, back to back in cells */
-    uint16_t len[4];
-    uint16_t w[JT_NCOL]; /* each cell's width on a terminal */
+    const char *row;
+    size_t off;
+    uint16_t len[JT_NCOL]; /* each cell's bytes (the id's: the folded one's) */
+    uint16_t w[JT_NCOL];   /* each cell's width on a terminal */
+    uint16_t row_id_len;   /* the bytes of the job's own id in row */
+    bool folded;           /* the id cell is in cells, after the reason */
+    ctl_job_state_t state;
 } jt_row_t;
 
 typedef struct jtable {
@@ -271,22 +278,60 @@ typedef struct jtable {
     size_t w[JT_NCOL];
 } jtable_t;
 
+/* Whether one of the 8 bytes of x is a control character (below 0x20, or
+ * 0x7f): "Bit Twiddling Hacks" has-less-than and has-zero-byte, exact for
+ * whether any byte matches. */
+static bool word_has_control(uint64_t x) {
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    uint64_t del = x ^ (ones * 0x7f);
+    return ((((x - ones * 0x20) & ~x) | ((del - ones) & ~del)) & highs) != 0;
+}
+
 /* Appends s (at most JT_CELL_MAX bytes, cut at a UTF-8 character boundary)
- * with control characters as '?', so that a cell stays on its line. */
-static void cell_put(ctl_buf_t *b, const char *s) {
+ * with control characters as '?', so that a cell stays on its line, and
+ * returns the columns it takes on a terminal (jt_width). A cell without a
+ * control character (all but a hostile name) is one copy; its ASCII words
+ * count no continuation bytes. */
+static size_t cell_put(ctl_buf_t *b, const char *s) {
     size_t n = s ? strlen(s) : 0;
     if (n > JT_CELL_MAX) {
         n = JT_CELL_MAX;
         while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
             n--;
     }
-    ctl_buf_reserve(b, n);
-    char *d = b->p + b->len;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        d[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    size_t i = 0, w = n;
+    for (uint64_t x; i + 8 <= n; i += 8) {
+        memcpy(&x, s + i, 8);
+        if (word_has_control(x))
+            break;
+        if (x & 0x8080808080808080ull)
+            w -= (size_t)__builtin_popcountll(x & ~(x << 1) & 0x8080808080808080ull);
     }
-    b->len += n;
+    ctl_buf_add(b, s, i);
+    ctl_buf_reserve(b, n - i);
+    char *d = b->p + b->len;
+    for (size_t k = i; k < n; k++) {
+        unsigned char ch = (unsigned char)s[k];
+        d[k - i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+        w -= (ch & 0xC0) == 0x80;
+    }
+    b->len += n - i;
+    return w;
+}
+
+/* Columns a cell takes on a terminal: its UTF-8 characters (continuation
+ * bytes do not count). ASCII, 8 bytes at a time, counts nothing. */
+static size_t jt_width(const char *s, size_t n) {
+    size_t w = n, i = 0;
+    for (; i + 8 <= n; i += 8) { /* continuation bytes: bit 7 set, bit 6 clear */
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        if (x & 0x8080808080808080ull)
+            w -= (size_t)__builtin_popcountll(x & ~(x << 1) & 0x8080808080808080ull);
+    }
+    for (; i < n; i++)
+        w -= ((unsigned char)s[i] & 0xC0) == 0x80;
+    return w;
 }
 
 static void make_row(ctl_job_t *j) {
@@ -327,17 +372,22 @@ static void make_row(ctl_job_t *j) {
         }
         }
         j->row_len[col] = (uint16_t)(b.len - start);
+        j->row_w[col] = (uint16_t)jt_width(b.p + start, b.len - start);
         start = b.len;
     }
     sl_free(j->row);
     j->row = ctl_buf_steal(&b, NULL);
 }
 
-static jtable_t *jtable_new(ctl_t *c) {
+/* A table for about n rows (it grows past them). */
+static jtable_t *jtable_new(ctl_t *c, size_t n) {
     jtable_t *t = sl_xcalloc(1, sizeof *t);
     t->c = c;
     t->now_us = ctl_now_us();
+    t->cap = n ? n : 1;
+    t->rows = sl_xmalloc(t->cap * sizeof *t->rows);
     ctl_buf_init(&t->cells);
+    ctl_buf_reserve(&t->cells, 64 * n); /* nodes, time and reason: most rows need less */
     for (int i = 0; i < JT_NCOL; i++)
         t->w[i] = strlen(jt_head[i]);
     return t;
@@ -368,8 +418,8 @@ static void jt_dur(ctl_buf_t *b, int64_t us) {
 }
 
 /* The nodes of the job's tasks, each once, in task order; ",..." after
- * about 40 characters; "-" when none. */
-static void jt_nodes(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
+ * about 40 characters; "-" when none. Returns the cell's width. */
+static size_t jt_nodes(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
     char buf[128];
     size_t l = 0;
     buf[0] = '\0';
@@ -395,21 +445,11 @@ static void jt_nodes(ctl_t *c, ctl_buf_t *b, const ctl_job_t *j) {
         }
         l += (size_t)snprintf(buf + l, sizeof buf - l, "%s%s", l ? "," : "", nd->name);
     }
-    cell_put(b, buf[0] ? buf : "-");
-}
-
-/* Columns a cell takes on a terminal: its UTF-8 characters (continuation
- * bytes do not count). */
-static size_t jt_width(const char *s, size_t n) {
-    size_t w = n, i = 0;
-    for (; i + 8 <= n; i += 8) { /* 8 bytes at a time: bit 7 set, bit 6 clear */
-        uint64_t x;
-        memcpy(&x, s + i, 8);
-        w -= (size_t)__builtin_popcountll(x & ~(x << 1) & 0x8080808080808080ull);
+    if (buf[0] == '\0') { /* a pending job's */
+        ctl_buf_putc(b, '-');
+        return 1;
     }
-    for (; i < n; i++)
-        w -= ((unsigned char)s[i] & 0xC0) == 0x80;
-    return w;
+    return cell_put(b, buf);
 }
 
 /* Adds j's row; with id (not NULL) in its ID cell instead of j's own (an
@@ -422,11 +462,15 @@ static void jtable_add(jtable_t *t, ctl_job_t *j, const char *id) {
         t->rows = sl_xrealloc(t->rows, t->cap * sizeof *t->rows);
     }
     jt_row_t *r = &t->rows[t->n++];
-    r->j = j;
+    r->row = j->row;
+    r->state = j->state;
     r->off = t->cells.len;
+    memcpy(r->len, j->row_len, sizeof j->row_len);
+    memcpy(r->w, j->row_w, sizeof j->row_w);
+    r->row_id_len = j->row_len[JT_ID];
     size_t mark = t->cells.len;
-    jt_nodes(t->c, &t->cells, j);
-    r->len[0] = (uint16_t)(t->cells.len - mark);
+    r->w[JT_NODES] = (uint16_t)jt_nodes(t->c, &t->cells, j);
+    r->len[JT_NODES] = (uint16_t)(t->cells.len - mark);
     mark = t->cells.len;
     if (j->state == CTL_JOB_PENDING)
         jt_dur(&t->cells, t->now_us - j->submit_us);
@@ -436,41 +480,37 @@ static void jtable_add(jtable_t *t, ctl_job_t *j, const char *id) {
         jt_dur(&t->cells, t->now_us - j->start_us);
     else
         ctl_buf_putc(&t->cells, '-');
-    r->len[1] = (uint16_t)(t->cells.len - mark);
+    r->len[JT_TIME] = (uint16_t)(t->cells.len - mark);
+    r->w[JT_TIME] = r->len[JT_TIME]; /* ASCII */
     mark = t->cells.len;
     char both[512];
-    cell_put(&t->cells, job_reason(t->c, j, both, sizeof both));
-    r->len[2] = (uint16_t)(t->cells.len - mark);
-    mark = t->cells.len;
-    if (id != NULL)
+    r->w[JT_REASON] = (uint16_t)cell_put(&t->cells, job_reason(t->c, j, both, sizeof both));
+    r->len[JT_REASON] = (uint16_t)(t->cells.len - mark);
+    r->folded = id != NULL;
+    if (id != NULL) {
+        mark = t->cells.len;
         cell_put(&t->cells, id);
-    r->len[3] = (uint16_t)(t->cells.len - mark);
-    const char *p = j->row;
-    for (int i = 0; i < JT_NSTATIC; i++) {
-        r->w[i] = (uint16_t)jt_width(p, j->row_len[i]);
-        p += j->row_len[i];
+        r->len[JT_ID] = r->w[JT_ID] = (uint16_t)(t->cells.len - mark);
     }
-    if (id != NULL)
-        r->w[JT_ID] = (uint16_t)r->len[3];
-    r->w[JT_STATE] = (uint16_t)strlen(ctl_job_state_name(j->state));
-    p = t->cells.p + r->off;
-    for (int i = 0; i < 3; i++) {
-        r->w[JT_NODES + i] = (uint16_t)jt_width(p, r->len[i]);
-        p += r->len[i];
-    }
+    const char *sn = ctl_job_state_name(j->state);
+    r->len[JT_STATE] = r->w[JT_STATE] = (uint16_t)strlen(sn);
     for (int i = 0; i < JT_NCOL; i++)
         if (r->w[i] > t->w[i])
             t->w[i] = r->w[i];
 }
 
-/* One cell, then blanks up to the column's width and two more (none after
- * the last column). */
-static void jt_cell(ctl_buf_t *b, const char *s, size_t n, size_t cw, size_t w, bool last) {
-    size_t pad = last ? 0 : w - cw + 2;
-    ctl_buf_reserve(b, n + pad);
-    memcpy(b->p + b->len, s, n);
-    memset(b->p + b->len + n, ' ', pad);
-    b->len += n + pad;
+/* One cell at d, then blanks up to the column's width and two more (none
+ * after the last column); returns the end. The blanks go 8 at a time and
+ * may run up to 7 bytes past the end, into room the caller reserved. */
+static char *jt_cell(char *d, const char *s, size_t n, size_t cw, size_t w, bool last) {
+    memcpy(d, s, n);
+    d += n;
+    if (last)
+        return d;
+    size_t pad = w - cw + 2;
+    for (size_t i = 0; i < pad; i += 8)
+        memcpy(d + i, "        ", 8);
+    return d + pad;
 }
 
 static void jtable_write(jtable_t *t, ctl_buf_t *b) {
@@ -478,40 +518,51 @@ static void jtable_write(jtable_t *t, ctl_buf_t *b) {
     for (int i = 0; i < JT_NCOL - 1; i++)
         line += t->w[i] + 2;
     ctl_buf_reserve(b, (t->n + 1) * line + t->cells.len);
-    for (int k = 0; k < JT_NCOL; k++) {
-        int col = jt_order[k];
-        jt_cell(b, jt_head[col], strlen(jt_head[col]), strlen(jt_head[col]), t->w[col],
-                k == JT_NCOL - 1);
+    const char *head[JT_NCOL];
+    size_t head_len[JT_NCOL];
+    for (int i = 0; i < JT_NCOL; i++) {
+        head[i] = jt_head[i];
+        head_len[i] = strlen(jt_head[i]);
     }
-    ctl_buf_putc(b, '\n');
-    for (size_t r = 0; r < t->n; r++) {
-        const jt_row_t *row = &t->rows[r];
-        const ctl_job_t *j = row->j;
+    for (size_t r = 0; r <= t->n; r++) {
         const char *cell[JT_NCOL];
-        size_t len[JT_NCOL];
-        const char *p = j->row;
-        for (int i = 0; i < JT_NSTATIC; i++) {
-            cell[i] = p;
-            len[i] = j->row_len[i];
-            p += len[i];
+        size_t len[JT_NCOL], cw[JT_NCOL], bytes = 0;
+        if (r == 0) { /* the header line */
+            memcpy(cell, head, sizeof cell);
+            memcpy(len, head_len, sizeof len);
+            memcpy(cw, head_len, sizeof cw);
+        } else {
+            const jt_row_t *row = &t->rows[r - 1];
+            const char *p = row->row;
+            for (int i = 0; i < JT_NSTATIC; i++) {
+                cell[i] = p;
+                p += i == JT_ID ? row->row_id_len : row->len[i];
+            }
+            cell[JT_STATE] = ctl_job_state_name(row->state);
+            p = t->cells.p + row->off;
+            for (int i = JT_NODES; i <= JT_REASON; i++) {
+                cell[i] = p;
+                p += row->len[i];
+            }
+            if (row->folded)
+                cell[JT_ID] = p;
+            for (int i = 0; i < JT_NCOL; i++) {
+                len[i] = row->len[i];
+                cw[i] = row->w[i];
+            }
         }
-        cell[JT_STATE] = ctl_job_state_name(j->state);
-        len[JT_STATE] = strlen(cell[JT_STATE]);
-        p = t->cells.p + row->off;
-        for (int i = 0; i < 3; i++) {
-            cell[JT_NODES + i] = p;
-            len[JT_NODES + i] = row->len[i];
-            p += row->len[i];
-        }
-        if (row->len[3] > 0) {
-            cell[JT_ID] = p;
-            len[JT_ID] = row->len[3];
-        }
+        for (int i = 0; i < JT_NCOL; i++)
+            bytes += len[i];
+        /* The padded line is at most line + its bytes; 8 more for the
+         * blanks' overrun. */
+        ctl_buf_reserve(b, line + bytes + 8);
+        char *d = b->p + b->len;
         for (int k = 0; k < JT_NCOL; k++) {
             int col = jt_order[k];
-            jt_cell(b, cell[col], len[col], row->w[col], t->w[col], k == JT_NCOL - 1);
+            d = jt_cell(d, cell[col], len[col], cw[col], t->w[col], k == JT_NCOL - 1);
         }
-        ctl_buf_putc(b, '\n');
+        *d++ = '\n';
+        b->len = (size_t)(d - b->p);
     }
     ctl_buf_fini(&t->cells);
     sl_free(t->rows);
@@ -560,37 +611,32 @@ static size_t jtable_add_array(jtable_t *t, ctl_job_t **v, size_t i, size_t k) {
 
 /* ---- GET /v1/jobs, one page ---- */
 
-static int cmp_job_id(const void *a, const void *b) {
-    uint64_t x = (*(ctl_job_t *const *)a)->id, y = (*(ctl_job_t *const *)b)->id;
-    return x < y ? -1 : x > y;
-}
-
 void ctl_jobs_list(ctl_t *c, const ctl_list_query_t *q, ctl_buf_t *b, uint64_t *next_after,
                    int64_t *count) {
-    /* Every job in memory is in the table (pending, running and the
-     * retained finished ones), so one pass finds the page's candidates;
-     * sorting them by id makes pages disjoint and complete however the
-     * queue reorders between requests. */
-    size_t n = 0, cap = 1024;
-    ctl_job_t **v = sl_xmalloc(cap * sizeof *v);
-    size_t it = 0;
-    for (const sl_hash_entry_t *e; (e = sl_hash_next(&c->jobs, &it)) != NULL;) {
-        ctl_job_t *j = e->val;
-        if (j->id <= q->after || !(q->states & (1u << j->state)) ||
-            (q->tenant >= 0 && j->tenant != q->tenant))
+    /* The jobs in memory (pending, running and the retained finished ones)
+     * in id order from the first above `after` (jobtab.c): a page costs
+     * the jobs it walks, not a sort of all of them, and pages are disjoint
+     * and complete however the queue reorders between requests. One job
+     * beyond the page says whether another page follows. */
+    size_t cap = sl_hash_count(&c->jobs);
+    if (cap > (size_t)q->limit)
+        cap = (size_t)q->limit;
+    ctl_job_t **v = sl_xmalloc((cap ? cap : 1) * sizeof *v);
+    size_t k = 0, it = ctl_jobs_seek(c, q->after);
+    bool more = false;
+    for (ctl_job_t *j; (j = ctl_jobs_next(c, &it)) != NULL;) {
+        if (!(q->states & (1u << j->state)) || (q->tenant >= 0 && j->tenant != q->tenant))
             continue;
-        if (n == cap) {
-            cap *= 2;
-            v = sl_xrealloc(v, cap * sizeof *v);
+        if (k == cap) {
+            more = k > 0;
+            break;
         }
-        v[n++] = j;
+        v[k++] = j;
     }
-    qsort(v, n, sizeof *v, cmp_job_id);
-    size_t k = n > (size_t)q->limit ? (size_t)q->limit : n;
-    *next_after = n > k ? v[k - 1]->id : 0;
+    *next_after = more ? v[k - 1]->id : 0;
     *count = (int64_t)k;
     if (q->table) {
-        jtable_t *t = jtable_new(c);
+        jtable_t *t = jtable_new(c, k);
         for (size_t i = 0; i < k;) {
             if (v[i]->array_id == 0) {
                 jtable_add(t, v[i++], NULL);
