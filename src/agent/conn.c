@@ -240,6 +240,7 @@ static void on_welcome(agent_conn_t *cn, const sl_proto_welcome_t *w) {
     cn->node_timeout_us = w->node_timeout_ms * 1000;
     cn->kill_grace_ms = w->kill_grace_ms;
     contact(cn, cn->hello_sent_us);
+    cn->ops->welcome(cn->ts, w->instance); /* before any launch of this connection */
     if (w->heartbeat > 0 && w->heartbeat < cn->heartbeat_s) {
         cn->heartbeat_s = w->heartbeat;
         struct timeval tv = agent_tv_ms(cn->heartbeat_s * INT64_C(1000));
@@ -257,10 +258,11 @@ static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
     sl_proto_msg_t m;
     char err[512];
     int rc = sl_proto_decode_line(line, len, SL_PROTO_TO_AGENT, &m, err, sizeof err);
+    int64_t attempt = m.has_attempt ? (int64_t)m.attempt : -1; /* of launch, kill, ack */
     if (rc == SL_ENOENT) {
         sl_log(SL_LOG_DEBUG, "agent", "%s; ignored", err);
     } else if (rc != 0 && m.type == SL_PROTO_LAUNCH && m.has_ids) {
-        cn->ops->launch(cn->ts, m.job, m.task, NULL, err);
+        cn->ops->launch(cn->ts, m.job, m.task, attempt, NULL, err);
     } else if (rc != 0 && m.type == SL_PROTO_LOGS_REQ && m.has_ids) {
         sl_proto_msg_t r = {.type = SL_PROTO_LOGS_REPLY, .req = m.req, .job = m.job, .task = m.task,
                             .u.logs_reply.error = err};
@@ -270,13 +272,13 @@ static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
     } else {
         switch (m.type) {
         case SL_PROTO_LAUNCH:
-            cn->ops->launch(cn->ts, m.job, m.task, &m.u.launch, NULL);
+            cn->ops->launch(cn->ts, m.job, m.task, attempt, &m.u.launch, NULL);
             break;
         case SL_PROTO_KILL:
-            cn->ops->kill(cn->ts, m.job, m.task, &m.u.kill);
+            cn->ops->kill(cn->ts, m.job, m.task, attempt, &m.u.kill);
             break;
         case SL_PROTO_ACK:
-            cn->ops->ack(cn->ts, m.job, m.task);
+            cn->ops->ack(cn->ts, m.job, m.task, attempt);
             break;
         case SL_PROTO_LOGS_REQ:
             cn->ops->logs(cn->ts, m.req, m.job, m.task, m.u.logs_req.offset, m.u.logs_req.limit);
@@ -457,18 +459,22 @@ static void heartbeat_cb(evutil_socket_t fd, short ev, void *arg) {
 static void real_set_sender(void *ts, agent_tasks_send_fn send, void *ud) {
     agent_tasks_set_sender(ts, send, ud);
 }
-static void real_launch(void *ts, uint64_t job, int32_t task, const sl_proto_launch_t *l,
-                        const char *why) {
-    agent_tasks_launch(ts, job, task, l, why);
+static void real_welcome(void *ts, const char *instance) {
+    agent_tasks_welcome(ts, instance);
 }
-static void real_kill(void *ts, uint64_t job, int32_t task, const sl_proto_kill_t *k) {
-    agent_tasks_kill(ts, job, task, k);
+static void real_launch(void *ts, uint64_t job, int32_t task, int64_t attempt,
+                        const sl_proto_launch_t *l, const char *why) {
+    agent_tasks_launch(ts, job, task, attempt, l, why);
+}
+static void real_kill(void *ts, uint64_t job, int32_t task, int64_t attempt,
+                      const sl_proto_kill_t *k) {
+    agent_tasks_kill(ts, job, task, attempt, k);
 }
 static int real_fence(void *ts, int64_t grace_ms) {
     return agent_tasks_fence(ts, grace_ms);
 }
-static void real_ack(void *ts, uint64_t job, int32_t task) {
-    agent_tasks_ack(ts, job, task);
+static void real_ack(void *ts, uint64_t job, int32_t task, int64_t attempt) {
+    agent_tasks_ack(ts, job, task, attempt);
 }
 static void real_logs(void *ts, uint64_t req, uint64_t job, int32_t task, int64_t offset,
                       int64_t limit) {
@@ -477,8 +483,9 @@ static void real_logs(void *ts, uint64_t req, uint64_t job, int32_t task, int64_
 static sl_proto_task_t *real_report(void *ts, size_t *n) {
     return agent_tasks_report(ts, n);
 }
-static const agent_conn_tasks_ops_t real_ops = {real_set_sender, real_launch, real_kill, real_fence,
-                                                real_ack, real_logs, real_report};
+static const agent_conn_tasks_ops_t real_ops = {real_set_sender, real_welcome, real_launch,
+                                                real_kill, real_fence, real_ack, real_logs,
+                                                real_report};
 
 int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, void *ts,
                       agent_conn_t **out) {

@@ -15,14 +15,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The file's path, WORKDIR/jobs/JOB/.sluice-preempt.TASK, into buf. */
-void agent_preempt_path(const char *workdir, uint64_t job, int32_t task, char *buf, size_t len);
+/* The file's path, WORKDIR/jobs/NAME/.sluice-preempt.TASK (NAME: the job's
+ * name on this node, names.h), into buf. */
+void agent_preempt_path(const char *workdir, const char *name, int32_t task, char *buf, size_t len);
 /* Writes the deadline (seconds since the epoch) into the file, through a
  * temporary file and rename(2), so that a reader sees the whole line or
  * no file; mode 0644, so a task running as another user reads it. 0, or
  * a negative errno (the job directory is gone, a full disk). */
-int agent_preempt_note(const char *workdir, uint64_t job, int32_t task, double deadline_s);
+int agent_preempt_note(const char *workdir, const char *name, int32_t task, double deadline_s);
 /* Removes the file, if any: a new attempt of the task is not preempted. */
-void agent_preempt_clear(const char *workdir, uint64_t job, int32_t task);
+void agent_preempt_clear(const char *workdir, const char *name, int32_t task);
 
 #endif

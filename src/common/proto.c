@@ -90,33 +90,6 @@ static void put_i64(writer_t *w, int64_t v) {
     }
 }
 
-size_t sl_proto_utf8_seq(const unsigned char *s, size_t n, bool *cut) {
-    unsigned c = s[0], lo = 0x80, hi = 0xBF;
-    size_t k;
-    if (cut) *cut = false;
-    if (c >= 0xC2 && c <= 0xDF) {
-        k = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        k = 3;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        k = 4;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else {
-        return 0;
-    }
-    for (size_t j = 1; j < k; j++) {
-        if (j == n) {
-            if (cut) *cut = true;
-            return 0;
-        }
-        if (j == 1 ? (s[1] < lo || s[1] > hi) : (s[j] < 0x80 || s[j] > 0xBF)) return 0;
-    }
-    return k;
-}
-
 /* A JSON string literal of s[0..n); NULL writes null. */
 static void put_strn(writer_t *w, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
@@ -189,11 +162,20 @@ static int put_time(writer_t *w, double t) {
     return 0;
 }
 
+/* A task's attempt and instance (proto_run.c), each when it is there. */
+static void put_run(writer_t *w, bool has_attempt, uint32_t attempt, const char *instance) {
+    w->len += sl__proto_run_encode(has_attempt, attempt, instance,
+                                   w->len < w->cap ? w->buf + w->len : NULL,
+                                   w->len < w->cap ? w->cap - w->len : 0);
+}
+
+/* job and task, then the attempt of the messages that carry one. */
 static void put_ids(writer_t *w, const sl_proto_msg_t *m) {
     key(w, "job");
     put_u64(w, m->job);
     key(w, "task");
     put_i64(w, m->task);
+    put_run(w, m->has_attempt, m->attempt, NULL);
 }
 
 /* The enforcement fields of an exit: each only when it says something. */
@@ -214,6 +196,7 @@ static int enc_task(writer_t *w, const sl_proto_task_t *t) {
     put_u64(w, t->job);
     key(w, "task");
     put_i64(w, t->task);
+    put_run(w, t->has_attempt, t->attempt, t->instance);
     key(w, "state");
     int rc = 0;
     switch (t->state) {
@@ -451,6 +434,7 @@ static int enc_body(writer_t *w, const sl_proto_msg_t *m) {
                 put_i64(w, m->u.welcome.kill_grace_ms);
             }
         }
+        put_run(w, false, 0, m->u.welcome.instance);
         return 0;
     case SL_PROTO_ERROR:
         if (m->u.error.message == NULL) return SL_EINVAL;
@@ -624,6 +608,12 @@ static int get_bool(dec_t *d, json_t *o, const char *k, bool *out) {
     return 0;
 }
 
+/* The attempt and, where instance is not NULL, the instance (proto_run.c). */
+static int get_run(dec_t *d, json_t *o, bool *has_attempt, uint32_t *attempt, const char **instance) {
+    return sl__proto_run_decode(o, d->what, d->prefix, has_attempt, attempt, instance, d->err,
+                                d->errlen) < 0 ? SL_EINVAL : 0;
+}
+
 #define JOB_MUST "a job id (a whole number, 0 or more)"
 #define TASK_MUST "a task index (a whole number, 0 or more)"
 
@@ -639,7 +629,7 @@ static int get_ids(dec_t *d, json_t *o, bool with_req) {
         return SL_EINVAL;
     m->job = (uint64_t)job;
     m->has_ids = true;
-    return 0;
+    return get_run(d, o, &m->has_attempt, &m->attempt, NULL);
 }
 
 /* The wait status of an exit (proto.h, sl_proto_exited_t). */
@@ -710,6 +700,7 @@ static int dec_task(dec_t *d, json_t *o, sl_proto_task_t *t) {
     }
     if (get_int(d, o, "job", true, 0, INT64_MAX, 0, &job, JOB_MUST) ||
         get_i32(d, o, "task", true, 0, INT32_MAX, 0, &t->task, TASK_MUST) ||
+        get_run(d, o, &t->has_attempt, &t->attempt, &t->instance) ||
         get_str(d, o, "state", false, &st))
         return SL_EINVAL;
     t->job = (uint64_t)job;
@@ -913,7 +904,8 @@ static int dec_body(dec_t *d, json_t *o) {
                get_int(d, o, "node_timeout_ms", false, 1, INT64_MAX / 1000, 0,
                        &m->u.welcome.node_timeout_ms, "a number of milliseconds, 1 or more") ||
                get_int(d, o, "kill_grace_ms", false, 0, INT64_MAX / 1000, -1,
-                       &m->u.welcome.kill_grace_ms, "a number of milliseconds, 0 or more");
+                       &m->u.welcome.kill_grace_ms, "a number of milliseconds, 0 or more") ||
+               get_run(d, o, NULL, NULL, &m->u.welcome.instance);
     case SL_PROTO_ERROR:
         return get_str(d, o, "message", true, &m->u.error.message);
     case SL_PROTO_LAUNCH:
