@@ -98,6 +98,7 @@ struct agent_conn {
     int64_t hb_sent_us[HB_RING]; /* by seq % HB_RING */
     int fenced;                 /* fenced since the last contact */
     struct event *fence_ev;     /* fires when the contact gets too old */
+    struct event *drop_ev;      /* drops the connection once this loop pass's reports left */
 };
 
 /* The fencing clock: CLOCK_BOOTTIME, monotonic and counting a suspend, so
@@ -159,6 +160,7 @@ static void schedule_reconnect(agent_conn_t *cn) {
 }
 
 static void conn_drop(agent_conn_t *cn, const char *why) {
+    evtimer_del(cn->drop_ev);
     if (evbuffer_get_length(cn->pending) > 0) evbuffer_drain(cn->pending, evbuffer_get_length(cn->pending));
     if (cn->bev) {
         if (cn->welcomed)
@@ -315,8 +317,21 @@ static void read_cb(struct bufferevent *bev, void *arg) {
     }
     cn->batch--;
     flush(cn);
-    if (cn->bev == bev && evbuffer_get_length(in) > SL_PROTO_MAX_LINE)
-        conn_drop(cn, "message over 1 MiB");
+    if (cn->bev == bev && evbuffer_get_length(in) > SL_PROTO_MAX_LINE) {
+        /* Dropped in the next loop pass, not now: the launches read above
+         * are reported (started or failed) after this pass's state.json
+         * write (task.c), and the controller takes a launch that was never
+         * acknowledged when the connection closed for one that never
+         * started. */
+        bufferevent_disable(bev, EV_READ);
+        struct timeval now = {0, 0};
+        evtimer_add(cn->drop_ev, &now);
+    }
+}
+
+static void drop_cb(evutil_socket_t fd, short ev, void *arg) {
+    agent_conn_t *cn = arg;
+    if (cn->bev) conn_drop(cn, "message over 1 MiB");
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg);
@@ -501,8 +516,10 @@ int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, v
     cn->reconnect_ev = evtimer_new(base, reconnect_cb, cn);
     cn->heartbeat_ev = evtimer_new(base, heartbeat_cb, cn);
     cn->fence_ev = evtimer_new(base, fence_cb, cn);
+    cn->drop_ev = evtimer_new(base, drop_cb, cn);
     cn->kill_grace_ms = -1;
-    if (!cn->pending || !cn->reconnect_ev || !cn->heartbeat_ev || !cn->fence_ev) abort();
+    if (!cn->pending || !cn->reconnect_ev || !cn->heartbeat_ev || !cn->fence_ev || !cn->drop_ev)
+        abort();
     int64_t first_ms = cn->heartbeat_s * INT64_C(1000);
     if (cfg->heartbeat_spread) first_ms = 1 + jitter(cn, first_ms);
     struct timeval tv = agent_tv_ms(first_ms);
@@ -545,6 +562,7 @@ void agent_conn_destroy(agent_conn_t *cn) {
     event_free(cn->reconnect_ev);
     event_free(cn->heartbeat_ev);
     event_free(cn->fence_ev);
+    event_free(cn->drop_ev);
     evbuffer_free(cn->pending);
     sl_free(cn);
 }

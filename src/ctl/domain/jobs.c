@@ -720,6 +720,15 @@ void ctl_node_hello_running(ctl_t *c, uint32_t node, uint64_t job, int64_t task,
     }
 }
 
+void ctl_job_id_reported(ctl_t *c, uint32_t node, uint64_t job) {
+    if (job < c->next_id || job >= (uint64_t)INT64_MAX)
+        return;
+    sl_log(SL_LOG_WARN, "store", "node=%s reports job %llu, an id this database has not issued "
+           "(restored from an earlier copy?): new jobs get ids after it", ctl_node_name(c, (int32_t)node),
+           (unsigned long long)job);
+    c->next_id = job + 1;
+}
+
 typedef struct unlisted {
     uint64_t job;
     int32_t task;

@@ -89,6 +89,11 @@ int ctl_node_hello(ctl_t *c, const sl_node_spec_t *ns, const char *addr, uint32_
  * that attempt, for a running job; else killed (that attempt). */
 void ctl_node_hello_running(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int64_t attempt,
                             int32_t pid, int64_t start_us);
+/* A hello from node lists a task of job, of this cluster instance: an id
+ * this database has not issued yet (it was restored from an earlier copy)
+ * makes the ids issued from now on start after it, so that no new job
+ * takes the id of one an agent still knows. Logged. O(1). */
+void ctl_job_id_reported(ctl_t *c, uint32_t node, uint64_t job);
 /* The tasks live on node that the hello did not list: a launch that never
  * arrived is sent again, a task that ran is lost. O(tasks on the node). */
 void ctl_node_hello_end(ctl_t *c, uint32_t node);

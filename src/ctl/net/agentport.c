@@ -527,6 +527,7 @@ static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char
                    (unsigned long long)t->job, t->task, t->instance, self);
             continue;
         }
+        ctl_job_id_reported(c, id, t->job);
         if (t->state == SL_PROTO_TASK_RUNNING)
             ctl_node_hello_running(c, id, t->job, t->task, attempt, t->pid, time_us(t->start_time));
         else
