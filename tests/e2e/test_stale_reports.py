@@ -92,8 +92,7 @@ def test_agent_keeps_the_attempt_across_its_restart(tmp_path, build_dir):
         ctl.send(_launch(5, 0, argv=["sleep", "100"], attempt=3))
         started = ctl.wait_type("started", job=5, task=0)
         assert started["attempt"] == 3, started
-        agent.kill9()
-        ctl.sock.close()
+        agent.kill9()  # its connection ends with it; the reader thread sees the end
         agent.start(wait=False)
         ctl.accept()
         hello = ctl.wait(lambda m: m.get("type") == "hello" and m.get("tasks"),

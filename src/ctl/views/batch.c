@@ -494,7 +494,8 @@ int ctl_launch_check_size(ctl_t *c, const ctl_job_t *j, char *err, size_t errlen
     w.id = w.array_id = (uint64_t)INT64_MAX;
     w.array_index = INT32_MAX;
     w.requeue_on_node_failure = true;
-    w.core.task.cpu_milli = w.core.task.mem_bytes = w.core.task.gpu_mem_bytes = INT64_MAX;
+    /* 19 digits, as INT64_MAX, with room for the arithmetic on them. */
+    w.core.task.cpu_milli = w.core.task.mem_bytes = w.core.task.gpu_mem_bytes = INT64_MAX / 2;
     w.core.task.gpus = 0;
     w.core.time_limit_us = INT64_MAX;
     int32_t gpus[SL_MAX_GPUS_PER_NODE];
