@@ -80,7 +80,8 @@ def fill(db, njobs):
             tasks.append((i, 0, "node%04d" % (i % 1000), (1 << gpus) - 1, 1000, 0, "exited",
                           1000 + i % 30000, 0, 0, start, end))
         con.executemany("INSERT INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?)", jobs)
-        con.executemany("INSERT INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", tasks)
+        con.executemany("INSERT INTO tasks(job, idx, node, gpu_mask, gpu_milli, gpu_mem, state, pid,"
+                        " exit_code, signal, start_us, end_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", tasks)
         con.commit()
     con.close()
 

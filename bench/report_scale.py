@@ -73,7 +73,8 @@ def fill(db, njobs):
                 eff.append((i, rng.random(), 1.0, rng.randint(1, 80) << 30, 80 << 30, 100.0,
                             1 << 30, 60))
         con.executemany("INSERT INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?)", jobs)
-        con.executemany("INSERT INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", tasks)
+        con.executemany("INSERT INTO tasks(job, idx, node, gpu_mask, gpu_milli, gpu_mem, state, pid,"
+                        " exit_code, signal, start_us, end_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", tasks)
         con.executemany("INSERT INTO job_sched VALUES (?,?)", sched)
         con.executemany("INSERT INTO job_eff VALUES (?,?,?,?,?,?,?,?)", eff)
         con.commit()

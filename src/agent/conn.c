@@ -103,6 +103,7 @@ struct agent_conn {
     int fenced;                 /* fenced since the last contact */
     struct event *fence_ev;     /* fires when the contact gets too old */
     int lease_failed;           /* the last lease write failed (logged) */
+    struct event *drop_ev;      /* drops the connection once this loop pass's reports left */
 };
 
 /* The fencing clock: CLOCK_BOOTTIME, monotonic and counting a suspend, so
@@ -179,6 +180,7 @@ static void schedule_reconnect(agent_conn_t *cn) {
 }
 
 static void conn_drop(agent_conn_t *cn, const char *why) {
+    evtimer_del(cn->drop_ev);
     if (evbuffer_get_length(cn->pending) > 0) evbuffer_drain(cn->pending, evbuffer_get_length(cn->pending));
     if (cn->bev) {
         if (cn->welcomed)
@@ -260,6 +262,7 @@ static void on_welcome(agent_conn_t *cn, const sl_proto_welcome_t *w) {
     cn->node_timeout_us = w->node_timeout_ms * 1000;
     cn->kill_grace_ms = w->kill_grace_ms;
     contact(cn, cn->hello_sent_us);
+    cn->ops->welcome(cn->ts, w->instance); /* before any launch of this connection */
     if (w->heartbeat > 0 && w->heartbeat < cn->heartbeat_s) {
         cn->heartbeat_s = w->heartbeat;
         struct timeval tv = agent_tv_ms(cn->heartbeat_s * INT64_C(1000));
@@ -277,10 +280,11 @@ static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
     sl_proto_msg_t m;
     char err[512];
     int rc = sl_proto_decode_line(line, len, SL_PROTO_TO_AGENT, &m, err, sizeof err);
+    int64_t attempt = m.has_attempt ? (int64_t)m.attempt : -1; /* of launch, kill, ack */
     if (rc == SL_ENOENT) {
         sl_log(SL_LOG_DEBUG, "agent", "%s; ignored", err);
     } else if (rc != 0 && m.type == SL_PROTO_LAUNCH && m.has_ids) {
-        cn->ops->launch(cn->ts, m.job, m.task, NULL, err);
+        cn->ops->launch(cn->ts, m.job, m.task, attempt, NULL, err);
     } else if (rc != 0 && m.type == SL_PROTO_LOGS_REQ && m.has_ids) {
         sl_proto_msg_t r = {.type = SL_PROTO_LOGS_REPLY, .req = m.req, .job = m.job, .task = m.task,
                             .u.logs_reply.error = err};
@@ -290,13 +294,13 @@ static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
     } else {
         switch (m.type) {
         case SL_PROTO_LAUNCH:
-            cn->ops->launch(cn->ts, m.job, m.task, &m.u.launch, NULL);
+            cn->ops->launch(cn->ts, m.job, m.task, attempt, &m.u.launch, NULL);
             break;
         case SL_PROTO_KILL:
-            cn->ops->kill(cn->ts, m.job, m.task, &m.u.kill);
+            cn->ops->kill(cn->ts, m.job, m.task, attempt, &m.u.kill);
             break;
         case SL_PROTO_ACK:
-            cn->ops->ack(cn->ts, m.job, m.task);
+            cn->ops->ack(cn->ts, m.job, m.task, attempt);
             break;
         case SL_PROTO_LOGS_REQ:
             cn->ops->logs(cn->ts, m.req, m.job, m.task, m.u.logs_req.offset, m.u.logs_req.limit);
@@ -333,8 +337,21 @@ static void read_cb(struct bufferevent *bev, void *arg) {
     }
     cn->batch--;
     flush(cn);
-    if (cn->bev == bev && evbuffer_get_length(in) > SL_PROTO_MAX_LINE)
-        conn_drop(cn, "message over 1 MiB");
+    if (cn->bev == bev && evbuffer_get_length(in) > SL_PROTO_MAX_LINE) {
+        /* Dropped in the next loop pass, not now: the launches read above
+         * are reported (started or failed) after this pass's state.json
+         * write (task.c), and the controller takes a launch that was never
+         * acknowledged when the connection closed for one that never
+         * started. */
+        bufferevent_disable(bev, EV_READ);
+        struct timeval now = {0, 0};
+        evtimer_add(cn->drop_ev, &now);
+    }
+}
+
+static void drop_cb(evutil_socket_t fd, short ev, void *arg) {
+    agent_conn_t *cn = arg;
+    if (cn->bev) conn_drop(cn, "message over 1 MiB");
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg);
@@ -477,18 +494,22 @@ static void heartbeat_cb(evutil_socket_t fd, short ev, void *arg) {
 static void real_set_sender(void *ts, agent_tasks_send_fn send, void *ud) {
     agent_tasks_set_sender(ts, send, ud);
 }
-static void real_launch(void *ts, uint64_t job, int32_t task, const sl_proto_launch_t *l,
-                        const char *why) {
-    agent_tasks_launch(ts, job, task, l, why);
+static void real_welcome(void *ts, const char *instance) {
+    agent_tasks_welcome(ts, instance);
 }
-static void real_kill(void *ts, uint64_t job, int32_t task, const sl_proto_kill_t *k) {
-    agent_tasks_kill(ts, job, task, k);
+static void real_launch(void *ts, uint64_t job, int32_t task, int64_t attempt,
+                        const sl_proto_launch_t *l, const char *why) {
+    agent_tasks_launch(ts, job, task, attempt, l, why);
+}
+static void real_kill(void *ts, uint64_t job, int32_t task, int64_t attempt,
+                      const sl_proto_kill_t *k) {
+    agent_tasks_kill(ts, job, task, attempt, k);
 }
 static int real_fence(void *ts, int64_t grace_ms) {
     return agent_tasks_fence(ts, grace_ms);
 }
-static void real_ack(void *ts, uint64_t job, int32_t task) {
-    agent_tasks_ack(ts, job, task);
+static void real_ack(void *ts, uint64_t job, int32_t task, int64_t attempt) {
+    agent_tasks_ack(ts, job, task, attempt);
 }
 static void real_logs(void *ts, uint64_t req, uint64_t job, int32_t task, int64_t offset,
                       int64_t limit) {
@@ -497,8 +518,9 @@ static void real_logs(void *ts, uint64_t req, uint64_t job, int32_t task, int64_
 static sl_proto_task_t *real_report(void *ts, size_t *n) {
     return agent_tasks_report(ts, n);
 }
-static const agent_conn_tasks_ops_t real_ops = {real_set_sender, real_launch, real_kill, real_fence,
-                                                real_ack, real_logs, real_report};
+static const agent_conn_tasks_ops_t real_ops = {real_set_sender, real_welcome, real_launch,
+                                                real_kill, real_fence, real_ack, real_logs,
+                                                real_report};
 
 int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, void *ts,
                       agent_conn_t **out) {
@@ -514,8 +536,10 @@ int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, v
     cn->reconnect_ev = evtimer_new(base, reconnect_cb, cn);
     cn->heartbeat_ev = evtimer_new(base, heartbeat_cb, cn);
     cn->fence_ev = evtimer_new(base, fence_cb, cn);
+    cn->drop_ev = evtimer_new(base, drop_cb, cn);
     cn->kill_grace_ms = -1;
-    if (!cn->pending || !cn->reconnect_ev || !cn->heartbeat_ev || !cn->fence_ev) abort();
+    if (!cn->pending || !cn->reconnect_ev || !cn->heartbeat_ev || !cn->fence_ev || !cn->drop_ev)
+        abort();
     int64_t first_ms = cn->heartbeat_s * INT64_C(1000);
     if (cfg->heartbeat_spread) first_ms = 1 + jitter(cn, first_ms);
     struct timeval tv = agent_tv_ms(first_ms);
@@ -558,6 +582,7 @@ void agent_conn_destroy(agent_conn_t *cn) {
     event_free(cn->reconnect_ev);
     event_free(cn->heartbeat_ev);
     event_free(cn->fence_ev);
+    event_free(cn->drop_ev);
     evbuffer_free(cn->pending);
     sl_free(cn);
 }

@@ -20,11 +20,12 @@ struct ssl_ctx_st;
  * ts the pointer given to agent_conn_create. */
 typedef struct agent_conn_tasks_ops {
     void (*set_sender)(void *ts, agent_tasks_send_fn send, void *ud);
-    void (*launch)(void *ts, uint64_t job, int32_t task, const sl_proto_launch_t *l,
-                   const char *why);
-    void (*kill)(void *ts, uint64_t job, int32_t task, const sl_proto_kill_t *k);
+    void (*welcome)(void *ts, const char *instance);
+    void (*launch)(void *ts, uint64_t job, int32_t task, int64_t attempt,
+                   const sl_proto_launch_t *l, const char *why);
+    void (*kill)(void *ts, uint64_t job, int32_t task, int64_t attempt, const sl_proto_kill_t *k);
     int (*fence)(void *ts, int64_t grace_ms);
-    void (*ack)(void *ts, uint64_t job, int32_t task);
+    void (*ack)(void *ts, uint64_t job, int32_t task, int64_t attempt);
     void (*logs)(void *ts, uint64_t req, uint64_t job, int32_t task, int64_t offset,
                  int64_t limit);
     sl_proto_task_t *(*report)(void *ts, size_t *n);

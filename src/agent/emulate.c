@@ -49,6 +49,7 @@ typedef struct emu_task {
     bool requeue;           /* on_node_failure "requeue": fenced when contact is lost */
     bool fenced;
     bool acked;             /* the controller recorded its end: kept only for its log */
+    int64_t attempt;        /* its launch's attempt, reported back; -1: none */
     double runtime_s;       /* < 0: until cancelled */
     double start_time, end_time;
     int64_t exit_code, signal;
@@ -81,6 +82,7 @@ static emu_task_t *task_new(emu_node_t *n, uint64_t job, int32_t task) {
     t->task = task;
     t->pid = next_pid++;
     t->runtime_s = -1;
+    t->attempt = -1;
     t->next = n->tasks;
     n->tasks = t;
     return t;
@@ -107,12 +109,14 @@ static void node_send(emu_node_t *n, const sl_proto_msg_t *m) {
 
 static void send_started(emu_task_t *t) {
     sl_proto_msg_t m = {.type = SL_PROTO_STARTED, .job = t->job, .task = t->task,
+                        .has_attempt = t->attempt >= 0, .attempt = (uint32_t)t->attempt,
                         .time = t->start_time, .u.started.pid = t->pid};
     node_send(t->node, &m);
 }
 
 static void send_end(emu_task_t *t) {
-    sl_proto_msg_t m = {.job = t->job, .task = t->task, .time = t->end_time};
+    sl_proto_msg_t m = {.job = t->job, .task = t->task, .has_attempt = t->attempt >= 0,
+                        .attempt = (uint32_t)t->attempt, .time = t->end_time};
     if (t->state == SL_PROTO_TASK_FAILED) {
         m.type = SL_PROTO_FAILED;
         m.u.failed.reason = t->reason;
@@ -175,8 +179,17 @@ static int runtime_of(const sl_proto_launch_t *l, double *out, char *why, size_t
     return 0;
 }
 
-static void emu_launch(void *ud, uint64_t job, int32_t task, const sl_proto_launch_t *l,
-                       const char *why) {
+/* Whether a message's attempt (< 0: none) names another run than t's. */
+static bool other_attempt(const emu_task_t *t, int64_t attempt) {
+    return attempt >= 0 && t->attempt >= 0 && attempt != t->attempt;
+}
+
+/* Emulated tasks have no files: the cluster instance names nothing here. */
+static void emu_welcome(void *ud, const char *instance) {
+}
+
+static void emu_launch(void *ud, uint64_t job, int32_t task, int64_t attempt,
+                       const sl_proto_launch_t *l, const char *why) {
     emu_node_t *n = ud;
     emu_task_t *t = task_find(n, job, task);
     if (t && t->state == SL_PROTO_TASK_RUNNING) {
@@ -185,6 +198,7 @@ static void emu_launch(void *ud, uint64_t job, int32_t task, const sl_proto_laun
     }
     if (t) task_remove(n, t); /* an older, finished attempt */
     t = task_new(n, job, task);
+    t->attempt = attempt;
     t->start_time = agent_now();
     char bad[160];
     if (l == NULL) {
@@ -205,9 +219,12 @@ static void emu_launch(void *ud, uint64_t job, int32_t task, const sl_proto_laun
     }
 }
 
-static void emu_kill(void *ud, uint64_t job, int32_t task, const sl_proto_kill_t *k) {
+static void emu_kill(void *ud, uint64_t job, int32_t task, int64_t attempt,
+                     const sl_proto_kill_t *k) {
     emu_node_t *n = ud;
     emu_task_t *t = task_find(n, job, task);
+    if (t && other_attempt(t, attempt))
+        return; /* meant for another run of the task */
     if (t && t->acked) {
         task_remove(n, t); /* forgotten, as a real agent forgets it */
         t = NULL;
@@ -215,7 +232,9 @@ static void emu_kill(void *ud, uint64_t job, int32_t task, const sl_proto_kill_t
     if (!t) {
         char r[128];
         snprintf(r, sizeof r, "no such task on node %s", n->name);
-        task_fail(task_new(n, job, task), r);
+        t = task_new(n, job, task);
+        t->attempt = attempt;
+        task_fail(t, r);
         return;
     }
     if (t->state != SL_PROTO_TASK_RUNNING) {
@@ -243,10 +262,10 @@ static int emu_fence(void *ud, int64_t grace_ms) {
  * are at its end). */
 #define ACKED_LOGS_KEPT 16
 
-static void emu_ack(void *ud, uint64_t job, int32_t task) {
+static void emu_ack(void *ud, uint64_t job, int32_t task, int64_t attempt) {
     emu_node_t *n = ud;
     emu_task_t *t = task_find(n, job, task);
-    if (!t || t->state == SL_PROTO_TASK_RUNNING) return;
+    if (!t || t->state == SL_PROTO_TASK_RUNNING || other_attempt(t, attempt)) return;
     t->acked = true;
     int kept = 0;
     for (emu_task_t **p = &n->tasks; *p;) {
@@ -303,14 +322,16 @@ static sl_proto_task_t *emu_report(void *ud, size_t *count) {
         out[k++] = (sl_proto_task_t){.job = t->job, .task = t->task, .state = t->state, .pid = t->pid,
                                    .start_time = t->start_time, .end_time = t->end_time,
                                    .exit_code = t->exit_code, .signal = t->signal,
-                                   .fenced = t->fenced, .reason = t->reason};
+                                   .fenced = t->fenced, .reason = t->reason,
+                                   .has_attempt = t->attempt >= 0,
+                                   .attempt = (uint32_t)t->attempt};
     }
     *count = k;
     return out;
 }
 
-static const agent_conn_tasks_ops_t emu_ops = {emu_set_sender, emu_launch, emu_kill, emu_fence,
-                                               emu_ack, emu_logs, emu_report};
+static const agent_conn_tasks_ops_t emu_ops = {emu_set_sender, emu_welcome, emu_launch, emu_kill,
+                                               emu_fence, emu_ack, emu_logs, emu_report};
 
 static void stop_cb(evutil_socket_t sig, short ev, void *arg) {
     sl_log(SL_LOG_INFO, "emulate", "SIG%s: stopping", sigabbrev_np((int)sig));

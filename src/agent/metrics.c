@@ -63,6 +63,8 @@ typedef struct acc {
     struct acc *next;
     uint64_t job;
     int32_t task;
+    int64_t attempt;            /* of the task's launch (-1: none): a new attempt starts anew */
+    char cgroup[AGENT_CGROUP_NAME_MAX]; /* the task's cgroup name */
     int seen;                   /* the tasks still know it (sweep) */
     int64_t samples;
     double util_sum;            /* sum over samples of the mean over its GPUs */
@@ -155,13 +157,16 @@ static holders_t *holders_build(agent_metrics_t *m, int n) {
 
 /* ---- usage accumulators ---- */
 
-static acc_t *acc_get(agent_metrics_t *m, uint64_t job, int32_t task) {
+static acc_t *acc_get(agent_metrics_t *m, const agent_task_info_t *ti) {
+    int64_t attempt = ti->has_attempt ? (int64_t)ti->attempt : -1;
     for (acc_t *a = m->accs; a; a = a->next)
-        if (a->job == job && a->task == task) return a;
+        if (a->job == ti->job && a->task == ti->task && a->attempt == attempt) return a;
     acc_t *a = calloc(1, sizeof *a);
     if (!a) abort();
-    a->job = job;
-    a->task = task;
+    a->job = ti->job;
+    a->task = ti->task;
+    a->attempt = attempt;
+    snprintf(a->cgroup, sizeof a->cgroup, "%s", ti->cgroup ? ti->cgroup : "");
     a->gmem_peak = a->gmem_total = -1;
     a->mem_peak = -1;
     a->next = m->accs;
@@ -187,7 +192,7 @@ static void acc_sweep(agent_metrics_t *m) {
  * and its last reading stands). */
 static void sample_cgroup(agent_metrics_t *m, acc_t *a) {
     agent_cgroup_stats_t st;
-    if (!m->cfg.cgroup || agent_cgroup_task_stats(m->cfg.cgroup, a->job, a->task, &st) != 0) return;
+    if (!m->cfg.cgroup || agent_cgroup_task_stats(m->cfg.cgroup, a->cgroup, &st) != 0) return;
     a->has_cg = 1;
     a->cpu_s = (double)st.cpu_usec / 1e6;
     a->mem_current = st.mem_current;
@@ -198,7 +203,7 @@ static void sample_cgroup(agent_metrics_t *m, acc_t *a) {
 
 static void sample_task_cb(void *ud, const agent_task_info_t *ti) {
     agent_metrics_t *m = ud;
-    acc_t *a = acc_get(m, ti->job, ti->task);
+    acc_t *a = acc_get(m, ti);
     a->seen = 1;
     if (ti->ngpus > 0) a->holds_gpus = 1;
     if (ti->running) sample_cgroup(m, a);
@@ -229,7 +234,7 @@ static void sample_task_cb(void *ud, const agent_task_info_t *ti) {
 /* Marks every known task's accumulator seen (creating those missing). */
 static void seen_cb(void *ud, const agent_task_info_t *ti) {
     agent_metrics_t *m = ud;
-    acc_t *a = acc_get(m, ti->job, ti->task);
+    acc_t *a = acc_get(m, ti);
     a->seen = 1;
     if (ti->ngpus > 0) a->holds_gpus = 1;
 }
@@ -246,7 +251,9 @@ size_t agent_metrics_usage(void *ud, sl_proto_usage_t **out) {
     if (!u) abort();
     size_t i = 0;
     for (acc_t *a = m->accs; a; a = a->next, i++) {
-        u[i] = (sl_proto_usage_t){.job = a->job, .task = a->task, .samples = a->samples,
+        u[i] = (sl_proto_usage_t){.job = a->job, .task = a->task, .has_attempt = a->attempt >= 0,
+                                  .attempt = a->attempt >= 0 ? (uint32_t)a->attempt : 0,
+                                  .samples = a->samples,
                                   .gpu_mem_peak = a->gmem_peak, .gpu_mem_total = a->gmem_total,
                                   .cpu_seconds = a->has_cg ? a->cpu_s : -1,
                                   .mem_peak = a->has_cg ? a->mem_peak : -1,

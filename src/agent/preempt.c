@@ -29,16 +29,14 @@
 
 #include "preempt.h"
 
-void agent_preempt_path(const char *workdir, uint64_t job, int32_t task, char *buf, size_t len) {
-    snprintf(buf, len, "%s/jobs/%llu/.sluice-preempt.%d", workdir, (unsigned long long)job,
-             (int)task);
+void agent_preempt_path(const char *workdir, const char *name, int32_t task, char *buf, size_t len) {
+    snprintf(buf, len, "%s/jobs/%s/.sluice-preempt.%d", workdir, name, (int)task);
 }
 
-int agent_preempt_note(const char *workdir, uint64_t job, int32_t task, double deadline_s) {
-    char path[4096], tmp[4096], line[64];
-    agent_preempt_path(workdir, job, task, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s/%s/preempt.%llu.%d", workdir, AGENT_PREEMPT_TMP_DIR,
-             (unsigned long long)job, (int)task);
+int agent_preempt_note(const char *workdir, const char *name, int32_t task, double deadline_s) {
+    char path[4096], tmp[4200], line[64];
+    agent_preempt_path(workdir, name, task, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s/%s/preempt.%s.%d", workdir, AGENT_PREEMPT_TMP_DIR, name, (int)task);
     int n = snprintf(line, sizeof line, "SLUICE_PREEMPT_DEADLINE=%.3f\n", deadline_s);
     unlink(tmp); /* left by an agent killed half-way; the directory is the agent's */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
@@ -56,8 +54,8 @@ int agent_preempt_note(const char *workdir, uint64_t job, int32_t task, double d
     return 0;
 }
 
-void agent_preempt_clear(const char *workdir, uint64_t job, int32_t task) {
+void agent_preempt_clear(const char *workdir, const char *name, int32_t task) {
     char path[4096];
-    agent_preempt_path(workdir, job, task, path, sizeof path);
+    agent_preempt_path(workdir, name, task, path, sizeof path);
     unlink(path);
 }

@@ -19,16 +19,17 @@
  * start-up) where the file is written before it is renamed into place. */
 #define AGENT_PREEMPT_TMP_DIR "tmp"
 
-/* The file's path, WORKDIR/jobs/JOB/.sluice-preempt.TASK, into buf. */
-void agent_preempt_path(const char *workdir, uint64_t job, int32_t task, char *buf, size_t len);
+/* The file's path, WORKDIR/jobs/NAME/.sluice-preempt.TASK (NAME: the job's
+ * name on this node, names.h), into buf. */
+void agent_preempt_path(const char *workdir, const char *name, int32_t task, char *buf, size_t len);
 /* Writes the deadline (seconds since the epoch) into a new file in
  * WORKDIR/tmp and renames it over the file's name, so that a reader sees
  * the whole line or no file, and nothing the task left at that name (a
  * FIFO, a link) is ever opened; mode 0644, so a task running as another
  * user reads it. Never blocks. 0, or a negative errno (the job directory
  * is gone, a directory at the name, a full disk). */
-int agent_preempt_note(const char *workdir, uint64_t job, int32_t task, double deadline_s);
+int agent_preempt_note(const char *workdir, const char *name, int32_t task, double deadline_s);
 /* Removes the file, if any: a new attempt of the task is not preempted. */
-void agent_preempt_clear(const char *workdir, uint64_t job, int32_t task);
+void agent_preempt_clear(const char *workdir, const char *name, int32_t task);
 
 #endif

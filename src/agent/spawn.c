@@ -17,13 +17,20 @@
  * single-user agent (`sluice up` as a developer) has no other identity to
  * offer and refusing would only stop it from working.
  *
- * Directory. Each job gets WORKDIR/jobs/JOB, mode 0700, owned by the
- * task's user: the task's working directory and TMPDIR. WORKDIR/jobs is
- * root's (0711), so a tenant cannot rename or replace its job directory
- * with a link that the agent would then follow. The log,
- * WORKDIR/logs/JOB/TASK.log (its directory root's too, for the same
- * reason), is created mode 0600 and owned by the task's user: the agent
- * reads it for `sluice logs`, no other tenant can.
+ * Directory. Each job gets WORKDIR/jobs/NAME (NAME: names.h, the cluster
+ * instance and the job id), mode 0700, owned by the task's user: the
+ * task's working directory and TMPDIR. WORKDIR/jobs is root's (0711), so a
+ * tenant cannot rename or replace its job directory with a link that the
+ * agent would then follow. The directory is made anew for each run of the
+ * job on the node (the first of its tasks here to start, fresh): one that
+ * is already there (an earlier attempt's, or an earlier job's of the same
+ * id from a restored database) holds what another run, maybe another
+ * tenant, left, planted links included, and is renamed to NAME~N rather
+ * than reused. The log, WORKDIR/logs/NAME/TASK.log (its directory root's
+ * too, for the same reason), is always a new file (O_EXCL; one left from
+ * before is renamed to TASK.log~N, so `sluice logs` never shows another
+ * run's output), mode 0600 and owned by the task's user: the agent reads it
+ * for `sluice logs`, no other tenant can.
  *
  * Launch. Each task runs under a monitor, sluice-monitor (monitor.h,
  * monitor/monitor.c), its parent, which records its exit status for the
@@ -300,15 +307,38 @@ static int resolve_ident(const agent_spawn_t *sp, ident_t *id, char *reason, siz
     return 0;
 }
 
-/* Opens (creating it, mode 0700) the job's directory WORKDIR/jobs/JOB,
- * owned by the task's user. Returns the directory's fd, or -1 with reason
- * filled. O_NOFOLLOW: a link there is refused, never followed. */
+/* Renames path, which another run left, to path~N (the first N free,
+ * never replacing anything), within its directory: the agent's own, so
+ * that what a tenant put inside is moved whole and never opened. 0, or -1
+ * with errno set. */
+static int set_aside(const char *path) {
+    char old[4200];
+    for (int n = 1; n < 1000; n++) {
+        snprintf(old, sizeof old, "%s~%d", path, n);
+        if (renameat2(AT_FDCWD, path, AT_FDCWD, old, RENAME_NOREPLACE) == 0) {
+            sl_log(SL_LOG_INFO, "agent", "%s is from an earlier run: renamed to %s", path, old);
+            return 0;
+        }
+        if (errno != EEXIST) return -1;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/* Opens the job's directory WORKDIR/jobs/NAME, owned by the task's user,
+ * mode 0700: made anew when sp->fresh (one already there is set aside),
+ * else made or reused (another task of the same run made it). Returns the
+ * directory's fd, or -1 with reason filled. O_NOFOLLOW: a link there is
+ * refused, never followed. */
 static int open_job_dir(const agent_spawn_t *sp, const ident_t *id, char *path, size_t plen,
                         char *reason, size_t rlen) {
     snprintf(path, plen, "%s/jobs", sp->workdir);
     if (mkdir(path, 0711) != 0 && errno != EEXIST) goto fail;
-    snprintf(path, plen, "%s/jobs/%llu", sp->workdir, (unsigned long long)sp->job);
-    if (mkdir(path, 0700) != 0 && errno != EEXIST) goto fail;
+    snprintf(path, plen, "%s/jobs/%s", sp->workdir, sp->name);
+    if (mkdir(path, 0700) != 0) {
+        if (errno != EEXIST || (sp->fresh && (set_aside(path) != 0 || mkdir(path, 0700) != 0)))
+            goto fail;
+    }
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (fd < 0) goto fail;
@@ -328,15 +358,19 @@ fail:
     return -1;
 }
 
-/* Opens the task's log for appending, mode 0600, owned by the task's user.
- * Its directory is root's, so the name is the agent's; all the same,
- * nothing but a regular file of one link is written to (never a FIFO,
- * which would block the open, nor a hard link to another file). Returns
- * the fd, or -1 with reason filled. */
+/* Creates the task's log (a new file: one already at path is set aside),
+ * mode 0600, owned by the task's user, for appending. Its directory is
+ * root's, so the name is the agent's; all the same, nothing but a regular
+ * file of one link is written to (never a FIFO, which would block the
+ * open, nor a hard link to another file). Returns the fd, or -1 with
+ * reason filled. */
 static int open_log(const agent_spawn_t *sp, const ident_t *id, const char *path, char *reason,
                     size_t rlen) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
-                            O_NOCTTY, 0600);
+    const int flags =
+        O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+    int fd = open(path, flags, 0600);
+    if (fd < 0 && errno == EEXIST && set_aside(path) == 0)
+        fd = open(path, flags, 0600);
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0) {
         if (!S_ISREG(st.st_mode) || st.st_nlink != 1) {
@@ -398,8 +432,8 @@ static void mps_env(const sl_proto_launch_t *l, strvec_t *env) {
  * written; a file an earlier attempt of the task left is not this one's. */
 static void preempt_env(const agent_spawn_t *sp, strvec_t *env) {
     char path[4096];
-    agent_preempt_path(sp->workdir, sp->job, sp->task, path, sizeof path);
-    agent_preempt_clear(sp->workdir, sp->job, sp->task);
+    agent_preempt_path(sp->workdir, sp->name, sp->task, path, sizeof path);
+    agent_preempt_clear(sp->workdir, sp->name, sp->task);
     env_set(env, "SLUICE_PREEMPT_FILE", path);
 }
 
@@ -695,20 +729,18 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reaso
     }
     if (resolve_ident(sp, &id, reason, rlen) != 0) goto out;
     if ((dirfd = open_job_dir(sp, &id, jobdir, sizeof jobdir, reason, rlen)) < 0) goto out;
-    snprintf(path, sizeof path, "%s/logs/%llu", sp->workdir, (unsigned long long)sp->job);
+    snprintf(path, sizeof path, "%s/logs/%s", sp->workdir, sp->name);
     if (mkdir(path, 0755) != 0 && errno != EEXIST) {
         snprintf(reason, rlen, "cannot create %s on node %s: %s", path, sp->node, strerror(errno));
         goto out;
     }
-    snprintf(path, sizeof path, "%s/logs/%llu/%d.log", sp->workdir, (unsigned long long)sp->job,
-             sp->task);
+    snprintf(path, sizeof path, "%s/logs/%s/%d.log", sp->workdir, sp->name, sp->task);
     if (build_argv(sp, image, gpus, path, &argv, reason, rlen) != 0) goto out;
     build_env(sp, &id, jobdir, gpus, &env);
     exec_candidates(argv.v[0], &env, &cands);
     if ((logfd = open_log(sp, &id, path, reason, rlen)) < 0) goto out;
     /* A status left by an earlier attempt of this task is not this one's. */
-    snprintf(status, sizeof status, "%s/status/%llu.%d", sp->workdir, (unsigned long long)sp->job,
-             sp->task);
+    snprintf(status, sizeof status, "%s/status/%s.%d", sp->workdir, sp->name, sp->task);
     unlink(status);
 
     char *const margv[] = {(char *)sp->monitor, status, pidbuf, (char *)sp->lease, NULL};
@@ -776,4 +808,31 @@ char *agent_spawn_monitor_find(void) {
         return NULL;
     }
     return path;
+}
+
+void agent_spawn_identity_notice(const char *workdir) {
+    if (geteuid() != 0) {
+        sl_log(SL_LOG_WARN, "agent",
+               "running as uid %u, not root: every task runs as this user whatever user its "
+               "tenant maps to (no isolation between tenants on this node)",
+               (unsigned)geteuid());
+        return;
+    }
+    /* The work directory and each directory above it, up to "/". */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", workdir);
+    for (;;) {
+        struct stat st;
+        if (stat(dir, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+            sl_log(SL_LOG_WARN, "agent",
+                   "%s is not searchable by other users (mode %03o): tasks that run as their "
+                   "tenant's user start in their job directory but cannot reach it by path "
+                   "(TMPDIR); chmod o+x %s",
+                   dir, (unsigned)(st.st_mode & 0777), dir);
+            return;
+        }
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir) return;  /* "/" is searchable */
+        *slash = '\0';
+    }
 }

@@ -22,6 +22,9 @@ typedef struct agent_spawn {
     const char *monitor;            /* path of sluice-monitor (monitor.h) */
     uint64_t job;
     int32_t task;
+    const char *name;               /* the job's NAME on this node (names.h) */
+    bool fresh;                     /* the first task of this run of its job here: a job
+                                     * directory already there is set aside, not reused */
     const sl_proto_launch_t *launch; /* the decoded launch (borrowed) */
     /* Enforcement (cgroup.h): the task's child writes "0" to each of
      * cgroup->procs[0..nprocs) (its cgroup's cgroup.procs, one per
@@ -41,13 +44,14 @@ typedef struct agent_spawn {
  * Spawns the task of sp under its monitor (monitor.h): the monitor in a
  * session of its own, as the agent's user; the task in another session and
  * process group, as the launch's user and group when the agent is root,
- * working in WORKDIR/jobs/JOB (created 0700, the user's), stdout and
- * stderr appended to WORKDIR/logs/JOB/TASK.log (0600, the user's; opened
- * without blocking or following a link, and refused unless a regular file
- * of one link), with the
+ * working in WORKDIR/jobs/NAME (0700, the user's: made anew when fresh,
+ * an existing one renamed to NAME~N first; else made or reused), stdout
+ * and stderr to WORKDIR/logs/NAME/TASK.log (always a new file, 0600, the
+ * user's: one left from before is renamed to TASK.log~N), with the
  * scrubbed environment spawn.c describes, in its cgroup and with its
- * oom_score_adj (above). The monitor writes the task's
- * exit status to WORKDIR/status/JOB.TASK (a stale one is removed first) and
+ * oom_score_adj (above). Nothing there follows a link. The monitor writes
+ * the task's exit status to WORKDIR/status/NAME.TASK (a stale one is
+ * removed first) and
  * exits. Looks the user up (getpwnam: may read files or ask NSS) and blocks
  * until the task and then its monitor have exec'd. Returns 0 with *pid (the task, its process
  * group) and *monitor (the agent's child) set, or -1 with reason (rlen
@@ -62,6 +66,12 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reaso
  * or NULL (logged) when it is not there or not executable: an agent that
  * cannot watch its tasks refuses to start rather than lose their ends. */
 char *agent_spawn_monitor_find(void);
+
+/* Says once at start-up, in the log, who the tasks will run as: as this
+ * agent's own user when it is not root, else each as its tenant's user,
+ * which must be able to reach WORKDIR/jobs by path (a warning names a
+ * directory above it that others cannot search). Can't fail. */
+void agent_spawn_identity_notice(const char *workdir);
 
 /*
  * Expands the {placeholders} of one --launcher template word ({image}

@@ -53,50 +53,13 @@
 #include "lease.h"
 #include "loop.h"
 #include "monitor.h"
+#include "names.h"
 #include "osutil.h"
 #include "preempt.h"
 #include "spawn.h"
 #include "task.h"
+#include "task_record.h"
 #include "tasklog.h"
-
-typedef enum task_state { TASK_RUNNING = 0, TASK_EXITED = 1, TASK_FAILED = 2 } task_state_t;
-
-/* Reports waiting for the next state.json write (report bits). */
-#define REPORT_STARTED 1
-#define REPORT_END 2
-
-typedef struct task {
-    struct task *next;
-    agent_tasks_t *ts;
-    uint64_t job;
-    int32_t task;
-    task_state_t state;
-    pid_t pid;                  /* the task: session and process group leader */
-    pid_t monitor;              /* its monitor (the agent's child unless adopted) */
-    unsigned long long pstart;  /* the monitor's /proc/PID/stat start time, guards against pid reuse */
-    int exit_code;
-    int sig;
-    double start_time;
-    double end_time;
-    char *reason;               /* failed: why */
-    struct event *kill_ev;      /* SIGKILL after the grace period */
-    int pidfd;                  /* adopted monitors (not our children): exit watch */
-    struct event *pidfd_ev;
-    int report;                 /* REPORT_* bits */
-    int fence;                  /* its job is requeued if this node fails: fence it */
-    int fenced;                 /* stopped by agent_tasks_fence */
-    char *tenant;               /* the launch's tenant (NULL: none), for the exporter */
-    int32_t *gpus;              /* the launch's GPU indices, for the exporter */
-    size_t ngpus;
-    int oom_fd;                 /* v1: its cgroup's OOM eventfd (cgroup.h), or -1 */
-    struct event *oom_ev;
-    int oom_seen;               /* the OOM eventfd fired */
-    /* The outcome its cgroup recorded, read when it ended. */
-    int oom_killed;             /* the kernel killed it (a process of it) for memory */
-    int64_t mem_peak;           /* bytes; -1: unknown */
-    int64_t mem_limit;          /* its hard limit, bytes; 0: none */
-    int cgroup_done;            /* outcome read: its cgroup goes once state.json has it */
-} task_t;
 
 struct agent_tasks {
     struct event_base *base;
@@ -116,14 +79,39 @@ struct agent_tasks {
     void *send_ud;
     void (*watch)(void *ud);    /* agent_tasks_set_watcher */
     void *watch_ud;
+    char instance[SL_PROTO_INSTANCE_MAX + 1]; /* the controller's (its welcome); "": none */
 };
 
 /* ---- task list ---- */
 
+/* Whether t is of the controller's cluster instance: launched under it,
+ * or where either side has none (a controller or a record from before
+ * instances). */
+static bool of_instance(const agent_tasks_t *ts, const task_t *t) {
+    return !t->foreign && (t->instance[0] == '\0' || ts->instance[0] == '\0' ||
+                           strcmp(t->instance, ts->instance) == 0);
+}
+
+/* The task (job, task) of the controller's cluster instance. What the
+ * controller says names only those. */
 static task_t *task_find(agent_tasks_t *ts, uint64_t job, int32_t task) {
     for (task_t *t = ts->tasks; t; t = t->next)
-        if (t->job == job && t->task == task) return t;
+        if (t->job == job && t->task == task && of_instance(ts, t)) return t;
     return NULL;
+}
+
+/* Whether a message's attempt (< 0: none) names another run than t's:
+ * both known and different. */
+static bool other_attempt(const task_t *t, int64_t attempt) {
+    return attempt >= 0 && t->has_attempt && (uint32_t)attempt != t->attempt;
+}
+
+/* t's NAME and KEY (names.h). */
+static void t_name(const task_t *t, char *buf, size_t len) {
+    agent_job_name(t->instance, t->job, buf, len);
+}
+static void t_key(const task_t *t, char *buf, size_t len) {
+    agent_task_key(t->instance, t->job, t->task, buf, len);
 }
 
 static task_t *task_find_pid(agent_tasks_t *ts, pid_t pid) {
@@ -159,20 +147,11 @@ static void task_free(task_t *t) {
     free(t);
 }
 
-/* Records what t's launch holds (tenant, GPUs), for the exporter. */
-static void task_holds(task_t *t, const char *tenant, const int32_t *gpus, size_t ngpus) {
-    t->tenant = tenant ? strdup(tenant) : NULL;
-    if (ngpus > 0) {
-        t->gpus = malloc(ngpus * sizeof *t->gpus);
-        if (!t->gpus) abort();
-        memcpy(t->gpus, gpus, ngpus * sizeof *t->gpus);
-        t->ngpus = ngpus;
-    }
-}
-
-/* WORKDIR/status/JOB.TASK, where t's monitor writes its exit status. */
+/* WORKDIR/status/KEY, where t's monitor writes its exit status. */
 static void status_path(const task_t *t, char *buf, size_t len) {
-    snprintf(buf, len, "%s/status/%llu.%d", t->ts->cfg.workdir, (unsigned long long)t->job, t->task);
+    char key[AGENT_NAME_MAX];
+    t_key(t, key, sizeof key);
+    snprintf(buf, len, "%s/status/%s", t->ts->cfg.workdir, key);
 }
 
 /*
@@ -219,36 +198,25 @@ static void task_remove(agent_tasks_t *ts, task_t *t) {
     task_free(t);
 }
 
-/* Start time of pid in clock ticks since boot (field 22 of /proc/PID/stat),
- * or 0 if the process is gone or a zombie (it has ended; its parent, init
- * once the agent that started it is gone, has not reaped it yet). */
-static unsigned long long proc_start_time(pid_t pid) {
-    char buf[1024];
-    if (sl_proc_read(pid, "stat", buf, sizeof buf) == 0) return 0;
-    char *p = strrchr(buf, ')');
-    if (!p || p[1] != ' ' || p[2] == 'Z') return 0;
-    p++;
-    /* p is at the blank before field 3 (state); starttime is field 22. */
-    for (int field = 3; field < 22 && p; field++) {
-        p = strchr(p + 1, ' ');
-    }
-    return p ? strtoull(p + 1, NULL, 10) : 0;
-}
-
 /* ---- reports ---- */
 
 static void send_msg(agent_tasks_t *ts, const sl_proto_msg_t *m) {
     if (ts->send) ts->send(ts->send_ud, m);
 }
 
+/* Reports carry the attempt of their task's launch; a foreign task's are
+ * not the controller's business and are never sent. */
 static void send_started(task_t *t) {
     sl_proto_msg_t m = {.type = SL_PROTO_STARTED, .job = t->job, .task = t->task,
+                        .has_attempt = t->has_attempt, .attempt = t->attempt,
                         .time = t->start_time, .u.started.pid = (int32_t)t->pid};
-    send_msg(t->ts, &m);
+    if (!t->foreign) send_msg(t->ts, &m);
 }
 
 static void send_end(task_t *t) {
-    sl_proto_msg_t m = {.job = t->job, .task = t->task, .time = t->end_time};
+    sl_proto_msg_t m = {.job = t->job, .task = t->task, .has_attempt = t->has_attempt,
+                        .attempt = t->attempt, .time = t->end_time};
+    if (t->foreign) return;
     if (t->state == TASK_EXITED) {
         m.type = SL_PROTO_EXITED;
         m.u.exited.exit_code = t->exit_code;
@@ -267,7 +235,8 @@ static void send_end(task_t *t) {
 }
 
 static sl_proto_task_t task_entry(const task_t *t) {
-    sl_proto_task_t e = {.job = t->job, .task = t->task};
+    sl_proto_task_t e = {.job = t->job, .task = t->task, .has_attempt = t->has_attempt,
+                         .attempt = t->attempt, .instance = t->instance[0] ? t->instance : NULL};
     switch (t->state) {
     case TASK_RUNNING:
         e.state = SL_PROTO_TASK_RUNNING;
@@ -304,46 +273,6 @@ sl_proto_task_t *agent_tasks_report(agent_tasks_t *ts, size_t *n) {
     return out;
 }
 
-/* ---- state.json ---- */
-
-/* The record of one task in state.json: its hello entry plus the process
- * start time that tells a re-adopted pid from a reused one. */
-static json_t *task_json(const task_t *t) {
-    json_t *o = json_pack("{s:I,s:i}", "job", (json_int_t)t->job, "task", (int)t->task);
-    if (t->fence) json_object_set_new(o, "fence", json_true());
-    if (t->fenced) json_object_set_new(o, "fenced", json_true());
-    if (t->tenant) json_object_set_new(o, "tenant", json_string(t->tenant));
-    if (t->ngpus > 0) {
-        json_t *g = json_array();
-        for (size_t i = 0; i < t->ngpus; i++) json_array_append_new(g, json_integer(t->gpus[i]));
-        json_object_set_new(o, "gpus", g);
-    }
-    switch (t->state) {
-    case TASK_RUNNING:
-        json_object_set_new(o, "state", json_string("running"));
-        json_object_set_new(o, "pid", json_integer(t->pid));
-        json_object_set_new(o, "monitor", json_integer(t->monitor));
-        json_object_set_new(o, "start_time", json_real(t->start_time));
-        json_object_set_new(o, "pstart", json_integer((json_int_t)t->pstart));
-        break;
-    case TASK_EXITED:
-        json_object_set_new(o, "state", json_string("exited"));
-        if (t->oom_killed) json_object_set_new(o, "oom_killed", json_true());
-        if (t->mem_peak >= 0) json_object_set_new(o, "mem_peak", json_integer(t->mem_peak));
-        if (t->mem_limit > 0) json_object_set_new(o, "mem_limit", json_integer(t->mem_limit));
-        json_object_set_new(o, "exit_code", json_integer(t->exit_code));
-        json_object_set_new(o, "signal", json_integer(t->sig));
-        json_object_set_new(o, "end_time", json_real(t->end_time));
-        break;
-    case TASK_FAILED:
-        json_object_set_new(o, "state", json_string("failed"));
-        json_object_set_new(o, "reason", json_string(t->reason ? t->reason : ""));
-        json_object_set_new(o, "end_time", json_real(t->end_time));
-        break;
-    }
-    return o;
-}
-
 static void house_later(agent_tasks_t *ts);
 
 static void state_dirty(agent_tasks_t *ts) {
@@ -362,8 +291,8 @@ static void save_cb(evutil_socket_t fd, short ev, void *arg) {
     agent_tasks_t *ts = arg;
     json_t *arr = json_array();
     for (task_t *t = ts->tasks; t; t = t->next) {
-        if (t->state == TASK_RUNNING && t->pstart == 0) t->pstart = proc_start_time(t->monitor);
-        json_array_append_new(arr, task_json(t));
+        if (t->state == TASK_RUNNING && t->pstart == 0) t->pstart = sl_proc_start_time(t->monitor);
+        json_array_append_new(arr, agent__task_record(t));
     }
     json_t *root = json_pack("{s:s,s:o}", "node", ts->cfg.node, "tasks", arr);
     char tmp[4096];
@@ -371,13 +300,21 @@ static void save_cb(evutil_socket_t fd, short ev, void *arg) {
     if (json_dump_file(root, tmp, JSON_COMPACT) != 0 || rename(tmp, ts->state_path) != 0)
         sl_log(SL_LOG_WARN, "agent", "cannot write %s: %s", ts->state_path, strerror(errno));
     json_decref(root);
-    for (task_t *t = ts->tasks; t; t = t->next) {
+    for (task_t *t = ts->tasks, *next; t; t = next) {
+        next = t->next;
+        char key[AGENT_NAME_MAX];
+        t_key(t, key, sizeof key);
         if (t->report & REPORT_STARTED) send_started(t);
         if (t->report & REPORT_END) send_end(t);
         t->report = 0;
         if (t->cgroup_done) /* state.json now records the outcome */
-            agent_cgroup_task_remove_later(ts->cfg.cgroup, t->job, t->task);
+            agent_cgroup_task_remove_later(ts->cfg.cgroup, key);
         t->cgroup_done = 0;
+        if (t->foreign && t->state != TASK_RUNNING) {
+            /* No controller will acknowledge it: forgotten at the next write. */
+            task_remove(ts, t);
+            state_dirty(ts);
+        }
     }
     house_later(ts);
     if (ts->watch) ts->watch(ts->watch_ud);
@@ -418,7 +355,9 @@ static void oom_cb(evutil_socket_t fd, short ev, void *arg) {
     t->oom_seen = 1;
     sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d pid=%d out of memory: killing the whole task",
            (unsigned long long)t->job, t->task, (int)t->pid);
-    agent_cgroup_task_kill(t->ts->cfg.cgroup, t->job, t->task);
+    char key[AGENT_NAME_MAX];
+    t_key(t, key, sizeof key);
+    agent_cgroup_task_kill(t->ts->cfg.cgroup, key);
 }
 
 /* Watches fd, t's v1 OOM eventfd (taken over); -1 watches nothing. */
@@ -447,7 +386,9 @@ static void cgroup_outcome(task_t *t) {
     agent_cgroup_stats_t st = {.mem_limit = t->mem_limit};
     t->cgroup_done = 1;
     int64_t t0 = agent_mono_us();
-    if (agent_cgroup_task_outcome(cg, t->job, t->task, &st) != 0) return;
+    char key[AGENT_NAME_MAX];
+    t_key(t, key, sizeof key);
+    if (agent_cgroup_task_outcome(cg, key, &st) != 0) return;
     t->oom_killed = st.oom_kills > 0 || t->oom_seen;
     t->mem_peak = st.mem_peak;
     t->mem_limit = st.mem_limit;
@@ -548,6 +489,26 @@ static void adopt(agent_tasks_t *ts, task_t *t) {
 
 /* ---- launch, kill, ack ---- */
 
+/* A new record of (job, task) under the controller's instance, of attempt
+ * (< 0: none). */
+static task_t *task_run_new(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t attempt) {
+    task_t *t = task_new(ts, job, task);
+    snprintf(t->instance, sizeof t->instance, "%s", ts->instance);
+    t->has_attempt = attempt >= 0;
+    t->attempt = attempt >= 0 ? (uint32_t)attempt : 0;
+    return t;
+}
+
+/* Whether another task of t's run of its job (its instance, job and
+ * attempt) is known here: it made the job's directory, which t shares. */
+static bool run_has_sibling(const agent_tasks_t *ts, const task_t *t) {
+    for (const task_t *o = ts->tasks; o; o = o->next)
+        if (o != t && o->job == t->job && strcmp(o->instance, t->instance) == 0 &&
+            o->has_attempt == t->has_attempt && o->attempt == t->attempt)
+            return true;
+    return false;
+}
+
 static void fail_task(task_t *t, const char *reason) {
     t->state = TASK_FAILED;
     t->reason = strdup(reason);
@@ -562,26 +523,36 @@ static int task_oom_score_adj(const agent_tasks_t *ts, const sl_proto_launch_t *
     return v < ts->cfg.oom_score_adj_floor ? ts->cfg.oom_score_adj_floor : v;
 }
 
-void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_proto_launch_t *l,
-                        const char *why) {
+void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t attempt,
+                        const sl_proto_launch_t *l, const char *why) {
     task_t *t = task_find(ts, job, task);
     if (t && t->state == TASK_RUNNING) {
-        /* A repeated launch (e.g. after a reconnect): report what runs. */
+        /* A repeated launch (e.g. after a reconnect): report what runs,
+         * with its own attempt, which the controller tells from the one it
+         * launched and stops if it is an earlier one. */
+        if (other_attempt(t, attempt))
+            sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d launch of attempt %lld while attempt "
+                   "%u still runs: reported as it is", (unsigned long long)job, task,
+                   (long long)attempt, t->attempt);
         send_started(t);
         return;
     }
     if (t) task_remove(ts, t);  /* an older, finished attempt */
     if (ts->stopping) return;
-    t = task_new(ts, job, task);
+    t = task_run_new(ts, job, task, attempt);
     t->fence = l && l->on_node_failure && strcmp(l->on_node_failure, "requeue") == 0;
-    if (l) task_holds(t, l->tenant, l->gpus, l->ngpus);
+    char name[AGENT_NAME_MAX], key[AGENT_NAME_MAX];
+    t_name(t, name, sizeof name);
+    t_key(t, key, sizeof key);
+    if (l) agent__task_holds(t, l->tenant, l->gpus, l->ngpus);
     t->start_time = agent_now();
     int64_t t0 = agent_mono_us();
     char reason[8192];
     agent_cgroup_task_t ct = {.oom_fd = -1};
     agent_spawn_t sp = {.workdir = ts->cfg.workdir, .node = ts->cfg.node,
                         .launcher = ts->cfg.launcher, .monitor = ts->monitor_path, .job = job,
-                        .task = task, .launch = l, .cgroup = &ct, .set_oom_score_adj = true,
+                        .task = task, .name = name, .fresh = !run_has_sibling(ts, t),
+                        .launch = l, .cgroup = &ct, .set_oom_score_adj = true,
                         .oom_score_adj = task_oom_score_adj(ts, l),
                         .lease = t->fence ? ts->lease_path : NULL};
     /* The cgroup first, with every limit written: no task runs
@@ -590,13 +561,13 @@ void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_
     if (!ok)
         snprintf(reason, sizeof reason, "%s", why ? why : "invalid launch");
     else if (ts->cfg.cgroup)
-        ok = agent_cgroup_task_create(ts->cfg.cgroup, job, task, l->mem_bytes, l->cpu_milli,
+        ok = agent_cgroup_task_create(ts->cfg.cgroup, key, l->mem_bytes, l->cpu_milli,
                                       l->gpus, l->ngpus, &ct, reason, sizeof reason) == 0;
     int64_t t_cg = agent_mono_us();
     if (ok && agent_spawn(&sp, &t->pid, &t->monitor, reason, sizeof reason) != 0) {
         ok = 0;
         if (ct.oom_fd >= 0) close(ct.oom_fd);
-        if (ts->cfg.cgroup) agent_cgroup_task_remove(ts->cfg.cgroup, job, task);
+        if (ts->cfg.cgroup) agent_cgroup_task_remove(ts->cfg.cgroup, key);
     }
     agent_cgroup_task_release(&ct);
     if (!ok) {
@@ -626,7 +597,8 @@ static void arm_kill(task_t *t, int64_t grace_ms) {
     if (!evtimer_pending(t->kill_ev, NULL)) evtimer_add(t->kill_ev, &tv);
 }
 
-void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_proto_kill_t *k) {
+void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t attempt,
+                      const sl_proto_kill_t *k) {
     int64_t grace_ms = k->grace_ms >= 0 ? k->grace_ms : ts->cfg.grace_s * INT64_C(1000);
     int sig = k->signal > 0 ? k->signal : SIGTERM;
     task_t *t = task_find(ts, job, task);
@@ -634,9 +606,17 @@ void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_pr
         /* The controller believes it runs here; tell it the truth. */
         char r[256];
         snprintf(r, sizeof r, "no such task on node %s", ts->cfg.node);
-        fail_task(task_new(ts, job, task), r);
+        fail_task(task_run_new(ts, job, task, attempt), r);
         return;
     }
+    if (other_attempt(t, attempt)) {
+        /* Meant for another run of the task than the one here. */
+        sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d kill of attempt %lld ignored: attempt %u "
+               "runs here", (unsigned long long)job, task, (long long)attempt, t->attempt);
+        return;
+    }
+    char jname[AGENT_NAME_MAX];
+    t_name(t, jname, sizeof jname);
     if (t->state != TASK_RUNNING) {
         send_end(t);
         return;
@@ -645,7 +625,7 @@ void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_pr
      * signal wakes it (preempt.h); a second kill keeps the first deadline. */
     int prc = 0;
     if (k->preempt && !(t->kill_ev && evtimer_pending(t->kill_ev, NULL)))
-        prc = agent_preempt_note(ts->cfg.workdir, job, task, agent_now() + (double)grace_ms / 1e3);
+        prc = agent_preempt_note(ts->cfg.workdir, jname, task, agent_now() + (double)grace_ms / 1e3);
     if (prc < 0)
         sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d preempt file: %s", (unsigned long long)job,
                task, strerror(-prc));
@@ -673,13 +653,40 @@ int agent_tasks_fence(agent_tasks_t *ts, int64_t grace_ms) {
     return n;
 }
 
-void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task) {
+void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t attempt) {
     task_t *t = task_find(ts, job, task);
-    if (t && t->state != TASK_RUNNING) {
+    if (t && t->state != TASK_RUNNING && !other_attempt(t, attempt)) {
+        char key[AGENT_NAME_MAX];
+        t_key(t, key, sizeof key);
         if (t->cgroup_done) /* the controller has the outcome */
-            agent_cgroup_task_remove_later(ts->cfg.cgroup, t->job, t->task);
+            agent_cgroup_task_remove_later(ts->cfg.cgroup, key);
         task_remove(ts, t);
         state_dirty(ts);
+    }
+}
+
+void agent_tasks_welcome(agent_tasks_t *ts, const char *instance) {
+    snprintf(ts->instance, sizeof ts->instance, "%s", instance ? instance : "");
+    if (ts->instance[0] == '\0') return;
+    for (task_t *t = ts->tasks, *next; t; t = next) {
+        next = t->next;
+        if (t->foreign || t->instance[0] == '\0' || strcmp(t->instance, ts->instance) == 0)
+            continue;
+        /* Launched by the controller of an earlier cluster instance (its
+         * database made anew since): not this controller's to adopt. */
+        t->foreign = 1;
+        state_dirty(ts);
+        if (t->state != TASK_RUNNING) {
+            sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d of cluster instance %s forgotten: the "
+                   "controller is of instance %s", (unsigned long long)t->job, t->task,
+                   t->instance, ts->instance);
+            continue; /* forgotten at the next state.json write (save_cb) */
+        }
+        sl_log(SL_LOG_WARN, "agent", "job=%llu task=%d pid=%d of cluster instance %s stopped: the "
+               "controller is of instance %s; SIGTERM, SIGKILL in %d s", (unsigned long long)t->job,
+               t->task, (int)t->pid, t->instance, ts->instance, ts->cfg.grace_s);
+        kill(-t->pid, SIGTERM);
+        arm_kill(t, ts->cfg.grace_s * INT64_C(1000));
     }
 }
 
@@ -687,11 +694,15 @@ void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task) {
 
 void agent_tasks_logs(agent_tasks_t *ts, uint64_t req, uint64_t job, int32_t task, int64_t offset,
                       int64_t limit) {
+    /* The log of the task here, or of the controller's instance once the
+     * task is forgotten: never an earlier cluster's job of that id. */
     task_t *t = task_find(ts, job, task);
+    char name[AGENT_NAME_MAX];
+    agent_job_name(t ? t->instance : ts->instance, job, name, sizeof name);
     sl_proto_msg_t reply = {.type = SL_PROTO_LOGS_REPLY, .req = req, .job = job, .task = task};
     unsigned char *buf;
     char err[512];
-    agent_tasklog_read(ts->cfg.workdir, ts->cfg.node, job, task, offset, limit,
+    agent_tasklog_read(ts->cfg.workdir, ts->cfg.node, name, job, task, offset, limit,
                        t && t->state == TASK_RUNNING, &reply.u.logs_reply, &buf, err, sizeof err);
     send_msg(ts, &reply);
     free(buf);
@@ -714,24 +725,10 @@ static void load_state(agent_tasks_t *ts) {
         json_t *jj = json_object_get(o, "job"), *jt = json_object_get(o, "task");
         if (!state || !json_is_integer(jj) || !json_is_integer(jt)) continue;
         task_t *t = task_new(ts, (uint64_t)json_integer_value(jj), (int32_t)json_integer_value(jt));
-        t->start_time = json_number_value(json_object_get(o, "start_time"));
-        t->end_time = json_number_value(json_object_get(o, "end_time"));
-        t->fence = json_is_true(json_object_get(o, "fence"));
-        t->fenced = json_is_true(json_object_get(o, "fenced"));
-        json_t *jg = json_object_get(o, "gpus");
-        int32_t g[SL_PROTO_MAX_GPU_INDEX + 1];
-        size_t ng = 0;
-        for (size_t k = 0; k < json_array_size(jg) && ng <= SL_PROTO_MAX_GPU_INDEX; k++)
-            if (json_is_integer(json_array_get(jg, k)))
-                g[ng++] = (int32_t)json_integer_value(json_array_get(jg, k));
-        task_holds(t, json_string_value(json_object_get(o, "tenant")), g, ng);
-        if (strcmp(state, "running") == 0) {
-            t->pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
-            /* A record from before monitors watched the task itself. */
-            json_t *jm = json_object_get(o, "monitor");
-            t->monitor = json_is_integer(jm) ? (pid_t)json_integer_value(jm) : t->pid;
-            t->pstart = (unsigned long long)json_integer_value(json_object_get(o, "pstart"));
-            unsigned long long now_start = t->monitor > 0 ? proc_start_time(t->monitor) : 0;
+        agent__task_record_read(o, t);
+        if (t->state == TASK_RUNNING) {
+            /* Still running if its monitor is the process recorded. */
+            unsigned long long now_start = t->monitor > 0 ? sl_proc_start_time(t->monitor) : 0;
             int code = -1, sig = 0;
             double end = 0;
             if (t->monitor > 0 && now_start != 0 && now_start == t->pstart) {
@@ -739,7 +736,9 @@ static void load_state(agent_tasks_t *ts) {
                 ts->nrunning++;
                 adopt(ts, t);
                 if (ts->cfg.cgroup) {
-                    int fd = agent_cgroup_task_watch(ts->cfg.cgroup, t->job, t->task);
+                    char key[AGENT_NAME_MAX];
+                    t_key(t, key, sizeof key);
+                    int fd = agent_cgroup_task_watch(ts->cfg.cgroup, key);
                     oom_watch(t, fd >= 0 ? fd : -1);
                 }
                 sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d re-adopted (monitor %d)",
@@ -762,59 +761,21 @@ static void load_state(agent_tasks_t *ts) {
                 t->reason = strdup("exit status unknown: the task ended while sluice-agent was not "
                                    "running and its monitor left no record of it");
             }
-        } else if (strcmp(state, "exited") == 0) {
-            t->state = TASK_EXITED;
-            t->oom_killed = json_is_true(json_object_get(o, "oom_killed"));
-            json_t *jp = json_object_get(o, "mem_peak"), *jl = json_object_get(o, "mem_limit");
-            if (json_is_integer(jp)) t->mem_peak = json_integer_value(jp);
-            if (json_is_integer(jl)) t->mem_limit = json_integer_value(jl);
-            t->exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
-            t->sig = (int)json_integer_value(json_object_get(o, "signal"));
-        } else {
-            t->state = TASK_FAILED;
-            const char *r = json_string_value(json_object_get(o, "reason"));
-            t->reason = strdup(r ? r : "");
         }
     }
     json_decref(root);
 }
 
-/* Says once at start-up who the tasks will run as. A root agent runs each
- * as its tenant's user (spawn.c), which must be able to reach its job
- * directory by path (TMPDIR): warn when a directory above it is closed to
- * others. */
-static void identity_notice(const char *workdir) {
-    if (geteuid() != 0) {
-        sl_log(SL_LOG_WARN, "agent",
-               "running as uid %u, not root: every task runs as this user whatever user its "
-               "tenant maps to (no isolation between tenants on this node)",
-               (unsigned)geteuid());
-        return;
+/* Whether the cgroup `name` is one to keep after a restart: that of a
+ * running (re-adopted) task, of whichever instance. */
+static bool keep_cgroup(void *ud, const char *name) {
+    agent_tasks_t *ts = ud;
+    for (task_t *t = ts->tasks; t; t = t->next) {
+        char key[AGENT_NAME_MAX];
+        t_key(t, key, sizeof key);
+        if (t->state == TASK_RUNNING && strcmp(key, name) == 0) return true;
     }
-    /* The work directory and each directory above it, up to "/". */
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", workdir);
-    for (;;) {
-        struct stat st;
-        if (stat(dir, &st) == 0 && !(st.st_mode & S_IXOTH)) {
-            sl_log(SL_LOG_WARN, "agent",
-                   "%s is not searchable by other users (mode %03o): tasks that run as their "
-                   "tenant's user start in their job directory but cannot reach it by path "
-                   "(TMPDIR); chmod o+x %s",
-                   dir, (unsigned)(st.st_mode & 0777), dir);
-            return;
-        }
-        char *slash = strrchr(dir, '/');
-        if (!slash || slash == dir) return;  /* "/" is searchable */
-        *slash = '\0';
-    }
-}
-
-/* Whether (job, task)'s cgroup is one to keep after a restart: that of a
- * running (re-adopted) task. */
-static bool keep_cgroup(void *ud, uint64_t job, int32_t task) {
-    task_t *t = task_find(ud, job, task);
-    return t && t->state == TASK_RUNNING;
+    return false;
 }
 
 int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
@@ -837,7 +798,7 @@ int agent_tasks_create(struct event_base *base, const agent_tasks_config_t *cfg,
     }
     char *monitor = agent_spawn_monitor_find();
     if (!monitor) return -1;
-    identity_notice(cfg->workdir);
+    agent_spawn_identity_notice(cfg->workdir);
     agent_tasks_t *ts = calloc(1, sizeof *ts);
     if (!ts) abort();
     ts->base = base;
@@ -909,9 +870,13 @@ void agent_tasks_destroy(agent_tasks_t *ts) {
 void agent_tasks_foreach(agent_tasks_t *ts, void (*fn)(void *ud, const agent_task_info_t *ti),
                          void *ud) {
     for (task_t *t = ts->tasks; t; t = t->next) {
+        if (t->foreign) continue;
+        char key[AGENT_NAME_MAX];
+        t_key(t, key, sizeof key);
         agent_task_info_t ti = {.job = t->job, .task = t->task, .running = t->state == TASK_RUNNING,
                                 .pid = (int32_t)t->pid, .tenant = t->tenant ? t->tenant : "",
-                                .gpus = t->gpus, .ngpus = t->ngpus};
+                                .gpus = t->gpus, .ngpus = t->ngpus, .cgroup = key,
+                                .has_attempt = t->has_attempt != 0, .attempt = t->attempt};
         fn(ud, &ti);
     }
 }

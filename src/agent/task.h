@@ -77,17 +77,22 @@ void agent_tasks_destroy(agent_tasks_t *ts);
  * while none is registered are dropped. */
 void agent_tasks_set_sender(agent_tasks_t *ts, agent_tasks_send_fn send, void *ud);
 
-/* Starts task (job, task) as l says; with l NULL, reports it failed with
- * `why` (a launch that did not decode). A repeated launch of a running task
- * reports `started` again instead. Ignored while stopping. */
-void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_proto_launch_t *l,
-                        const char *why);
+/* Starts task (job, task), attempt `attempt` of it (< 0: the launch named
+ * none), as l says, under the controller's cluster instance
+ * (agent_tasks_welcome); with l NULL, reports it failed with `why` (a
+ * launch that did not decode). A repeated launch of a running task reports
+ * `started` again instead (with the attempt that runs). Ignored while
+ * stopping. Reports of the task carry its attempt. */
+void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t attempt,
+                        const sl_proto_launch_t *l, const char *why);
 
 /* k's signal (0: SIGTERM) to the task's process group, SIGKILL after
  * k->grace_ms (< 0: the configured grace); with k->preempt, the time of
  * that SIGKILL is first written into the task's preempt file (preempt.h).
- * An unknown task is reported failed, an ended one's end reported again. */
-void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_proto_kill_t *k);
+ * An unknown task is reported failed, an ended one's end reported again;
+ * a kill naming another attempt (>= 0) than the task's is ignored. */
+void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t attempt,
+                      const sl_proto_kill_t *k);
 
 /* Fencing (docs/protocol.md): SIGTERM to every running task whose launch
  * said on_node_failure "requeue" and that is not fenced yet, SIGKILL after
@@ -96,8 +101,17 @@ void agent_tasks_kill(agent_tasks_t *ts, uint64_t job, int32_t task, const sl_pr
  * rather than failing them. Returns how many were signalled. O(tasks). */
 int agent_tasks_fence(agent_tasks_t *ts, int64_t grace_ms);
 
-/* The controller recorded the end of (job, task): forget it. */
-void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task);
+/* The controller recorded the end of (job, task), of attempt `attempt`
+ * (< 0: any): forget it (not when it is of another attempt). */
+void agent_tasks_ack(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t attempt);
+
+/* The controller's welcome named its cluster instance (NULL or "": none).
+ * Launches from now on are of that instance (names.h). A task of another
+ * instance (launched before its database was made anew) is not the
+ * controller's: a running one is stopped (SIGTERM, SIGKILL after the
+ * grace) and forgotten once ended, an ended one forgotten; their ends are
+ * never reported. Messages of the controller never name them. O(tasks). */
+void agent_tasks_welcome(agent_tasks_t *ts, const char *instance);
 
 /* Replies to logs request req with up to limit bytes (at most
  * AGENT_LOG_CHUNK, tasklog.h) of the task's log from offset. */
@@ -123,10 +137,13 @@ typedef struct agent_task_info {
     const char *tenant;     /* "" when the launch named none */
     const int32_t *gpus;    /* the GPU indices of its launch */
     size_t ngpus;
+    const char *cgroup;     /* its cgroup's name (names.h: its KEY) */
+    bool has_attempt;       /* the attempt of its launch, when it had one */
+    uint32_t attempt;
 } agent_task_info_t;
 
-/* Calls fn for every task the agent knows (running or ended, not yet
- * acknowledged). O(tasks). */
+/* Calls fn for every task of the controller's cluster instance the agent
+ * knows (running or ended, not yet acknowledged). O(tasks). */
 void agent_tasks_foreach(agent_tasks_t *ts, void (*fn)(void *ud, const agent_task_info_t *ti),
                          void *ud);
 

@@ -17,43 +17,15 @@
 #include "jsonesc.h"
 #include "tasklog.h"
 
-/*
- * Makes buf[0..n) valid UTF-8 for JSON without changing its length in
- * bytes (so offsets stay file offsets): invalid bytes and NUL become '?'.
- * A multi-byte sequence cut by the end of the chunk is dropped (it is read
- * again next time) unless final. Returns the new length.
- */
-static size_t utf8_clean(unsigned char *b, size_t n, int final) {
-    size_t i = 0;
-    while (i < n) {
-        if (b[i] == 0) {
-            b[i++] = '?';
-            continue;
-        }
-        if (b[i] < 0x80) {
-            i++;
-            continue;
-        }
-        bool cut;
-        size_t k = sl_utf8_seq(b + i, n - i, &cut);
-        if (k > 0)
-            i += k;
-        else if (cut && !final)
-            return i;  /* incomplete at the end: leave for the next read */
-        else
-            b[i++] = '?';
-    }
-    return n;
-}
-
-void agent_tasklog_read(const char *workdir, const char *node, uint64_t job, int32_t task,
+void agent_tasklog_read(const char *workdir, const char *node, const char *name, uint64_t job,
+                        int32_t task,
                         int64_t offset, int64_t limit, bool running, sl_proto_logs_reply_t *r,
                         unsigned char **buf, char *err, size_t errlen) {
     if (offset < 0) offset = 0;
     if (limit < 0 || limit > AGENT_LOG_CHUNK) limit = AGENT_LOG_CHUNK;
     *buf = NULL;
     char path[4096];
-    snprintf(path, sizeof path, "%s/logs/%llu/%d.log", workdir, (unsigned long long)job, task);
+    snprintf(path, sizeof path, "%s/logs/%s/%d.log", workdir, name, task);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -82,7 +54,7 @@ void agent_tasklog_read(const char *workdir, const char *node, uint64_t job, int
     close(fd);
     if (n < 0) n = 0;
     int at_end = offset + n >= size;
-    size_t len = utf8_clean(*buf, (size_t)n, at_end && !running);
+    size_t len = sl_utf8_clean(*buf, (size_t)n, at_end && !running);
     *r = (sl_proto_logs_reply_t){.data = (const char *)*buf, .data_len = len, .offset = offset,
                                  .size = size, .eof = offset + (int64_t)len >= size && !running};
 }

@@ -16,7 +16,8 @@
 
 /*
  * Reads up to limit bytes (at most AGENT_LOG_CHUNK; < 0: that much) of
- * WORKDIR/logs/JOB/TASK.log from offset into r: data, offset, size and eof
+ * WORKDIR/logs/NAME/TASK.log (NAME: the job's name on this node, names.h)
+ * from offset into r: data, offset, size and eof
  * (only once the task no longer runs), the data made valid UTF-8 without
  * changing its length (a sequence cut at the chunk's end is left for the
  * next read). On failure r->error says why in words (no log; not a regular
@@ -26,7 +27,8 @@
  * (r->data points into it) or NULL; the caller frees it. Can't fail
  * otherwise (out-of-memory aborts).
  */
-void agent_tasklog_read(const char *workdir, const char *node, uint64_t job, int32_t task,
+void agent_tasklog_read(const char *workdir, const char *node, const char *name, uint64_t job,
+                        int32_t task,
                         int64_t offset, int64_t limit, bool running, sl_proto_logs_reply_t *r,
                         unsigned char **buf, char *err, size_t errlen);
 

@@ -143,3 +143,26 @@ size_t sl_json_quote(char *dst, size_t cap, const char *s, size_t n) {
     emit(dst, cap, &len, "\"", 1);
     return len;
 }
+
+size_t sl_utf8_clean(unsigned char *b, size_t n, bool final) {
+    size_t i = 0;
+    while (i < n) {
+        if (b[i] == 0) {
+            b[i++] = '?';
+            continue;
+        }
+        if (b[i] < 0x80) {
+            i++;
+            continue;
+        }
+        bool cut;
+        size_t k = sl_utf8_seq(b + i, n - i, &cut);
+        if (k > 0)
+            i += k;
+        else if (cut && !final)
+            return i; /* incomplete at the end: left for the next read */
+        else
+            b[i++] = '?';
+    }
+    return n;
+}

@@ -45,4 +45,12 @@ size_t sl_json_quote(char *dst, size_t cap, const char *s, size_t n);
  * for an agent cleaning a log chunk it sends. Can't fail; O(1). */
 size_t sl_utf8_seq(const unsigned char *s, size_t n, bool *cut);
 
+/* Makes b[0..n) valid UTF-8 for JSON without changing its length in bytes
+ * (so that offsets into a log stay file offsets): invalid bytes and NUL
+ * become '?'. A multi-byte sequence cut short by the end of the chunk is
+ * left out (it is read again next time) unless final, when it becomes '?'
+ * too. Returns the new length (n, or less by such a cut sequence). For an
+ * agent answering a logs request. Can't fail; O(n). */
+size_t sl_utf8_clean(unsigned char *b, size_t n, bool final);
+
 #endif

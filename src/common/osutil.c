@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/sysmacros.h>
@@ -35,6 +36,18 @@ size_t sl_proc_read(pid_t pid, const char *file, char *buf, size_t len) {
     if (n <= 0) return 0;
     buf[n] = '\0';
     return (size_t)n;
+}
+
+unsigned long long sl_proc_start_time(pid_t pid) {
+    char buf[1024];
+    if (sl_proc_read(pid, "stat", buf, sizeof buf) == 0) return 0;
+    char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ' || p[2] == 'Z') return 0;
+    p++;
+    /* p is at the blank before field 3 (state); starttime is field 22. */
+    for (int field = 3; field < 22 && p; field++)
+        p = strchr(p + 1, ' ');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
 int64_t sl_nofile_raise(int64_t want) {

@@ -20,6 +20,12 @@ int sl_fs_mkdirs(const char *path);
  * unreadable (buf is then unspecified). len must be at least 1. */
 size_t sl_proc_read(pid_t pid, const char *file, char *buf, size_t len);
 
+/* The start time of pid in clock ticks since boot (field 22 of
+ * /proc/PID/stat), which tells a process from a later one that reuses its
+ * pid; 0 if the process is gone or a zombie (it has ended and its parent
+ * has not reaped it yet). Can't fail otherwise. */
+unsigned long long sl_proc_start_time(pid_t pid);
+
 /* Raises this process's open-file limit (RLIMIT_NOFILE) to at least want
  * descriptors: the soft limit up to the hard one, and the hard one too when
  * the process may (root, CAP_SYS_RESOURCE; at most fs.nr_open). Returns the

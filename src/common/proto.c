@@ -124,11 +124,20 @@ static int put_time(writer_t *w, double t) {
     return 0;
 }
 
+/* A task's attempt and instance (proto_run.c), each when it is there. */
+static void put_run(writer_t *w, bool has_attempt, uint32_t attempt, const char *instance) {
+    w->len += sl__proto_run_encode(has_attempt, attempt, instance,
+                                   w->len < w->cap ? w->buf + w->len : NULL,
+                                   w->len < w->cap ? w->cap - w->len : 0);
+}
+
+/* job and task, then the attempt of the messages that carry one. */
 static void put_ids(writer_t *w, const sl_proto_msg_t *m) {
     key(w, "job");
     put_u64(w, m->job);
     key(w, "task");
     put_i64(w, m->task);
+    put_run(w, m->has_attempt, m->attempt, NULL);
 }
 
 /* The enforcement fields of an exit: each only when it says something. */
@@ -149,6 +158,7 @@ static int enc_task(writer_t *w, const sl_proto_task_t *t) {
     put_u64(w, t->job);
     key(w, "task");
     put_i64(w, t->task);
+    put_run(w, t->has_attempt, t->attempt, t->instance);
     key(w, "state");
     int rc = 0;
     switch (t->state) {
@@ -386,6 +396,7 @@ static int enc_body(writer_t *w, const sl_proto_msg_t *m) {
                 put_i64(w, m->u.welcome.kill_grace_ms);
             }
         }
+        put_run(w, false, 0, m->u.welcome.instance);
         return 0;
     case SL_PROTO_ERROR:
         if (m->u.error.message == NULL) return SL_EINVAL;
@@ -559,6 +570,12 @@ static int get_bool(dec_t *d, json_t *o, const char *k, bool *out) {
     return 0;
 }
 
+/* The attempt and, where instance is not NULL, the instance (proto_run.c). */
+static int get_run(dec_t *d, json_t *o, bool *has_attempt, uint32_t *attempt, const char **instance) {
+    return sl__proto_run_decode(o, d->what, d->prefix, has_attempt, attempt, instance, d->err,
+                                d->errlen) < 0 ? SL_EINVAL : 0;
+}
+
 #define JOB_MUST "a job id (a whole number, 0 or more)"
 #define TASK_MUST "a task index (a whole number, 0 or more)"
 
@@ -574,7 +591,7 @@ static int get_ids(dec_t *d, json_t *o, bool with_req) {
         return SL_EINVAL;
     m->job = (uint64_t)job;
     m->has_ids = true;
-    return 0;
+    return get_run(d, o, &m->has_attempt, &m->attempt, NULL);
 }
 
 /* The wait status of an exit (proto.h, sl_proto_exited_t). */
@@ -645,6 +662,7 @@ static int dec_task(dec_t *d, json_t *o, sl_proto_task_t *t) {
     }
     if (get_int(d, o, "job", true, 0, INT64_MAX, 0, &job, JOB_MUST) ||
         get_i32(d, o, "task", true, 0, INT32_MAX, 0, &t->task, TASK_MUST) ||
+        get_run(d, o, &t->has_attempt, &t->attempt, &t->instance) ||
         get_str(d, o, "state", false, &st))
         return SL_EINVAL;
     t->job = (uint64_t)job;
@@ -848,7 +866,8 @@ static int dec_body(dec_t *d, json_t *o) {
                get_int(d, o, "node_timeout_ms", false, 1, INT64_MAX / 1000, 0,
                        &m->u.welcome.node_timeout_ms, "a number of milliseconds, 1 or more") ||
                get_int(d, o, "kill_grace_ms", false, 0, INT64_MAX / 1000, -1,
-                       &m->u.welcome.kill_grace_ms, "a number of milliseconds, 0 or more");
+                       &m->u.welcome.kill_grace_ms, "a number of milliseconds, 0 or more") ||
+               get_run(d, o, NULL, NULL, &m->u.welcome.instance);
     case SL_PROTO_ERROR:
         return get_str(d, o, "message", true, &m->u.error.message);
     case SL_PROTO_LAUNCH:

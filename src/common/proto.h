@@ -52,6 +52,7 @@
 
 #include "proto_usage.h" /* sl_proto_usage_t: a heartbeat's usage summary */
 #include "proto_kill.h"  /* sl_proto_kill_t: a kill, with its optional signal and preempt */
+#include "proto_run.h"   /* a task's attempt and the cluster instance (their codec, bounds) */
 
 /* docs/protocol.md: a line is at most 1 MiB (the newline not counted). */
 #define SL_PROTO_MAX_LINE (1024 * 1024)
@@ -122,6 +123,12 @@ typedef struct sl_proto_task {
     bool oom_killed;
     int64_t mem_peak;
     int64_t mem_limit;
+    /* Which run of the task (proto_run.h): the attempt of its launch
+     * (has_attempt false: the launch had none) and the instance of the
+     * controller that launched it (NULL: none, or an agent from before). */
+    bool has_attempt;
+    uint32_t attempt;
+    const char *instance;
 } sl_proto_task_t;
 
 /* A hello's "node": the node's spec. Quantities are text, as the user wrote
@@ -200,6 +207,9 @@ typedef struct sl_proto_welcome {
      * kill_grace_ms is not sent either; kill_grace_ms -1: absent. */
     int64_t node_timeout_ms;
     int64_t kill_grace_ms;
+    /* The cluster instance id (proto_run.h), which the agent puts in the
+     * names of the tasks it launches on this connection; NULL: absent. */
+    const char *instance;
 } sl_proto_welcome_t;
 
 /* A heartbeat's sequence number, both ways: the agent numbers its
@@ -278,11 +288,16 @@ typedef struct sl_proto_msg {
      *   job, task: started exited failed launch kill ack logs (both);
      *   req:       logs (both), required, >= 0;
      *   time:      started exited failed heartbeat (agent's); seconds since the
-     *              epoch, 0 when absent (the reader uses its own clock). */
+     *              epoch, 0 when absent (the reader uses its own clock);
+     *   attempt:   launch started exited failed kill ack: which attempt of the
+     *              task (proto_run.h), written only when has_attempt (so a
+     *              zeroed message sends none) and 0..SL_PROTO_ATTEMPT_MAX. */
     uint64_t job;               /* 0..2^63-1 on the wire */
     int32_t task;               /* >= 0 */
     uint64_t req;
     double time;
+    bool has_attempt;
+    uint32_t attempt;
     union {
         sl_proto_hello_t hello;
         sl_proto_started_t started;

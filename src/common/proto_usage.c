@@ -50,6 +50,7 @@ size_t sl__proto_usage_encode(const sl_proto_usage_t *u, size_t n, char *buf, si
         const sl_proto_usage_t *e = &u[i];
         add(&o, "%s{\"job\":%llu,\"task\":%d", i ? "," : "", (unsigned long long)e->job,
             (int)e->task);
+        if (e->has_attempt) add(&o, ",\"attempt\":%u", (unsigned)e->attempt);
         if (e->samples > 0)
             add(&o, ",\"samples\":%lld,\"gpu_util_mean\":%.4f,\"gpu_util_peak\":%.4f",
                 (long long)e->samples, frac(e->gpu_util_mean), frac(e->gpu_util_peak));
@@ -105,7 +106,7 @@ int sl__proto_usage_decode(json_t *v, void *(*alloc)(void *ud, size_t n, size_t 
         json_t *o = json_array_get(v, i);
         sl_proto_usage_t *e = &u[i];
         const char *bad = NULL, *must = NULL;
-        int64_t job = 0, task = 0;
+        int64_t job = 0, task = 0, attempt = -1;
         if (!json_is_object(o)) {
             snprintf(err, errlen, "heartbeat: usage[%zu]: must be an object", i);
             return -1;
@@ -114,6 +115,8 @@ int sl__proto_usage_decode(json_t *v, void *(*alloc)(void *ud, size_t n, size_t 
             bad = "job", must = "a job id (a whole number, 0 or more)";
         else if (json_object_get(o, "task") == NULL || int_field(o, "task", 0, INT32_MAX, 0, &task))
             bad = "task", must = "a task index (a whole number, 0 or more)";
+        else if (int_field(o, "attempt", 0, INT32_MAX, -1, &attempt))
+            bad = "attempt", must = "a whole number from 0 to 2147483647";
         else if (int_field(o, "samples", 0, INT64_MAX, 0, &e->samples))
             bad = "samples", must = "a whole number, 0 or more";
         else if (num_field(o, "gpu_util_mean", 0, 1, 0, &e->gpu_util_mean))
@@ -138,6 +141,8 @@ int sl__proto_usage_decode(json_t *v, void *(*alloc)(void *ud, size_t n, size_t 
         }
         e->job = (uint64_t)job;
         e->task = (int32_t)task;
+        e->has_attempt = attempt >= 0;
+        e->attempt = attempt >= 0 ? (uint32_t)attempt : 0;
         if (e->samples == 0) e->gpu_util_mean = e->gpu_util_peak = 0;
     }
     *out = u;

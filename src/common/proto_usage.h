@@ -29,6 +29,8 @@ typedef struct sl_proto_usage {
     int64_t mem_peak;       /* bytes, its cgroup's memory peak; -1: absent */
     bool no_nvml;           /* its GPUs cannot be measured: the node has no NVML
                              * (wire "nvml":false; absent: false) */
+    bool has_attempt;       /* the attempt of the task's launch (proto_run.h); */
+    uint32_t attempt;       /* absent: has_attempt false */
 } sl_proto_usage_t;
 
 /* Writes `,"usage":[...]` for the n entries of u into buf (cap bytes,

@@ -25,6 +25,7 @@
 #include "domain/drain.h"
 #include "domain/preempt.h"
 #include "domain/jobs.h"
+#include "domain/launch.h"
 #include "log.h"
 #include "views/metrics.h"
 #include "domain/recover.h"
@@ -44,6 +45,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *ud) {
     sluiced_t *d = ud;
     ctl_sweep(&d->c);
     ctl_drain_sweep(&d->c); /* drains whose deadline passed */
+    ctl_launch_sweep(&d->c); /* launches never acknowledged */
     ctl_http_logs_expire(&d->http);
 }
 

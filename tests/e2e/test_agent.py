@@ -91,7 +91,7 @@ def test_launch_environment_and_cwd(controller, cluster):
         assert int(env["MASTER_PORT"]) > 0
         assert env["MASTER_ADDR"]
         # Each job works in its own directory (issue 8), which is also its TMPDIR.
-        jobdir = os.path.join(os.path.realpath(agent.workdir), "jobs", str(j["id"]))
+        jobdir = os.path.join(os.path.realpath(agent.workdir), "jobs", u.job_name(controller, j["id"]))
         assert env["cwd"] == jobdir and env["TMPDIR"] == jobdir
         local_ranks.add(env["LOCAL_RANK"])
         gpus_seen += p["gpus"]
@@ -100,7 +100,7 @@ def test_launch_environment_and_cwd(controller, cluster):
     assert sorted(gpus_seen) == [0, 1, 2, 3]
     assert len(masters) == 1
     # The log files are where docs/cli.md says.
-    assert os.path.exists(os.path.join(agent.workdir, "logs", str(j["id"]), "0.log"))
+    assert os.path.exists(os.path.join(agent.workdir, "logs", u.job_name(controller, j["id"]), "0.log"))
 
 
 def test_task_without_gpus_sees_none(controller, cluster):

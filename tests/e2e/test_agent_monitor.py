@@ -88,7 +88,7 @@ def _monitor_of(agent, jid, pid):
 
 
 def _status_file(agent, jid):
-    return os.path.join(agent.workdir, "status", "%d.0" % jid)
+    return os.path.join(agent.workdir, "status", u.task_key(agent.controller, jid))
 
 
 def _end_while_agent_down(controller, agent, tmp_path, then):

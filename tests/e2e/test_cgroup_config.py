@@ -196,7 +196,7 @@ def test_v2_fake_tree_through_the_agent(controller, tmp_path):
         j = controller.submit({"gpus": 1, "cpus": "1.5", "memory": "256Mi",
                                "command": u.sh("while [ ! -e %s ]; do sleep 0.05; done" % go)})
         u.wait_running_pids(controller, j["id"])
-        task = root / "tasks" / ("%d.0" % j["id"])
+        task = root / "tasks" / u.task_key(controller, j["id"])
         try:
             mi = 1 << 20
             want = {"memory.max": str(256 * mi * 11 // 10 // 4096 * 4096),

@@ -194,14 +194,14 @@ def test_pooled_cgroups_carry_only_their_own_tasks_limits(controller, v1_agent, 
                             "command": waiting(go_a)})
     try:
         (pa,) = u.wait_running_pids(controller, ja["id"])
-        name_a = "%d.0" % ja["id"]
+        name_a = u.task_key(controller, ja["id"])
         # A's cgroup is the renamed oldest spare; another is made for the pool.
         assert first[0] not in spares(root)["memory"]
         spare_names(root, 2)
         jb = controller.submit({"gpus": 1, "cpus": "500m", "memory": "64Mi",
                                 "command": waiting(go_b)})
         (pb,) = u.wait_running_pids(controller, jb["id"])
-        name_b = "%d.0" % jb["id"]
+        name_b = u.task_key(controller, jb["id"])
         assert first[1] not in spares(root)["memory"]
         ga, gb = gpu_of(pa), gpu_of(pb)
         assert ga != gb
@@ -217,7 +217,7 @@ def test_pooled_cgroups_carry_only_their_own_tasks_limits(controller, v1_agent, 
         jc = controller.submit({"cpus": "250m", "memory": "32Mi", "command": waiting(go_c)})
         (pc,) = u.wait_running_pids(controller, jc["id"])
         assert made_after_a not in spares(root)["memory"]
-        assert_exactly(root, "%d.0" % jc["id"], pc, 32 * MI, 25000, STANDARD)
+        assert_exactly(root, u.task_key(controller, jc["id"]), pc, 32 * MI, 25000, STANDARD)
         # B's cgroup is unchanged by C's launch.
         assert_exactly(root, name_b, pb, 64 * MI, 50000, STANDARD | ctl | {GPU_RULE[gb]})
     finally:
@@ -238,7 +238,7 @@ def test_restart_keeps_the_tasks_cgroup_and_removes_spares_and_leftovers(
     go = tmp_path / "go"
     j = controller.submit({"gpus": 1, "cpus": "1", "memory": "64Mi", "command": waiting(go)})
     (pid,) = u.wait_running_pids(controller, j["id"])
-    name = "%d.0" % j["id"]
+    name = u.task_key(controller, j["id"])
     try:
         old = spare_names(root, 2)
         old_inodes = {os.stat(d).st_ino for n in old for d in cg_dirs(root, n).values()}
@@ -287,7 +287,7 @@ def test_pool_off_makes_each_cgroup_at_launch(controller, v1_agent, tmp_path):
     try:
         (pid,) = u.wait_running_pids(controller, j["id"])
         assert spares(root)["memory"] == []
-        assert_exactly(root, "%d.0" % j["id"], pid, 64 * MI, 50000,
+        assert_exactly(root, u.task_key(controller, j["id"]), pid, 64 * MI, 50000,
                        STANDARD | gpu_ctl_rules() | {GPU_RULE[gpu_of(pid)]})
     finally:
         go.write_text("")

@@ -110,8 +110,8 @@ def waiting(go, then="exit 0"):
     return u.sh("while [ ! -e %s ]; do sleep 0.05; done; %s" % (go, then))
 
 
-def job_dir(jid):
-    return "%d.0" % jid
+def job_dir(ctl, jid):
+    return u.task_key(ctl, jid)
 
 
 def test_files_written_match_the_request(controller, v1_agent, tmp_path):
@@ -123,7 +123,7 @@ def test_files_written_match_the_request(controller, v1_agent, tmp_path):
     j = controller.submit({"gpus": 1, "cpus": "500m", "memory": "100Mi",
                            "command": waiting(go)})
     (pid,) = u.wait_running_pids(controller, j["id"])
-    name = job_dir(j["id"])
+    name = job_dir(controller, j["id"])
     try:
         mem = cg_path(root, "memory", name)
         assert int(read(os.path.join(mem, "memory.limit_in_bytes"))) == 110 * MI
@@ -192,7 +192,7 @@ def test_task_past_110_percent_is_oom_killed_whole(controller, v1_agent, tmp_pat
     stray = int(pidfile.read_text())
     harness.wait_for(lambda: not u.pid_alive(stray), what="the task's stray process to die")
     harness.wait_for(lambda: not any(os.path.exists(d)
-                                     for d in cg_dirs(root, job_dir(j["id"])).values()),
+                                     for d in cg_dirs(root, job_dir(controller, j["id"])).values()),
                      what="the task's cgroups to be removed")
 
 
@@ -233,7 +233,7 @@ def test_half_a_cpu_gets_about_half_a_cpu(controller, v1_agent, tmp_path):
         ref = subprocess.Popen([PY, "-c", BUSY, str(ref_out)])
         harness.wait_for(lambda: out.exists() and out.read_text(), timeout=60,
                          what="the CPU share")
-        stat_lines = read(os.path.join(cg_path(root, "cpu", job_dir(j["id"])),
+        stat_lines = read(os.path.join(cg_path(root, "cpu", job_dir(controller, j["id"])),
                                        "cpu.stat")).splitlines()
         throttled = int(dict(line.split() for line in stat_lines)["nr_throttled"])
         assert ref.wait(timeout=60) == 0
@@ -283,7 +283,7 @@ def test_restart_keeps_a_live_tasks_cgroup_and_cleans_leftovers(controller, v1_a
     go = tmp_path / "go"
     j = controller.submit({"cpus": "1", "memory": "64Mi", "command": waiting(go)})
     (pid,) = u.wait_running_pids(controller, j["id"])
-    name = job_dir(j["id"])
+    name = job_dir(controller, j["id"])
     stray = None
     try:
         agent.kill9()
@@ -323,7 +323,7 @@ def test_task_that_ends_while_agent_is_down_has_its_cgroup_read_and_removed(
     go = tmp_path / "go"
     j = controller.submit({"cpus": "1", "memory": "64Mi", "command": waiting(go, "exit 7")})
     (pid,) = u.wait_running_pids(controller, j["id"])
-    name = job_dir(j["id"])
+    name = job_dir(controller, j["id"])
     try:
         agent.kill9()
         go.write_text("")
@@ -352,7 +352,7 @@ def test_stray_of_an_ended_task_is_killed_with_its_cgroup(controller, v1_agent, 
     stray = int(pidfile.read_text())
     harness.wait_for(lambda: not u.pid_alive(stray), what="the stray process to be killed")
     harness.wait_for(lambda: not any(os.path.exists(d)
-                                     for d in cg_dirs(root, job_dir(j["id"])).values()),
+                                     for d in cg_dirs(root, job_dir(controller, j["id"])).values()),
                      what="the task's cgroups to be removed")
     assert "cannot remove its cgroup" not in agent.log()
 
@@ -367,7 +367,7 @@ def test_limit_that_cannot_be_written_fails_the_launch(controller, v1_agent):
         f.write("50000")
     j = controller.submit({"cpus": "1", "memory": "64Mi", "command": ["true"]})
     done = controller.wait_job(j["id"], "failed")
-    name = job_dir(j["id"])
+    name = job_dir(controller, j["id"])
     want = "cgroup v1: cannot write %s/cpu.cfs_quota_us: Invalid argument" \
         % cg_path(root, "cpu", name)
     assert want in done["reason"] or want in str(done["placement"]), done
@@ -398,4 +398,4 @@ def test_oom_kill_while_agent_is_down_is_reported_after_restart(controller, v1_a
     assert p["exit_code"] == 128 + signal.SIGKILL, done
     assert p["oom_killed"] is True, p
     assert p["mem_limit_bytes"] == 64 * MI * 11 // 10 // 4096 * 4096, p
-    assert not any(os.path.exists(d) for d in cg_dirs(root, job_dir(j["id"])).values())
+    assert not any(os.path.exists(d) for d in cg_dirs(root, job_dir(controller, j["id"])).values())

@@ -340,7 +340,8 @@ def test_report_matches_a_naive_reference_on_a_random_history(controller_factory
                     mask = 1 << rng.randint(0, 7) if share else rng.choice([1, 3, 15, 255])
                     milli = rng.choice([250, 500]) if share else 1000
                     tasks.append((mask, milli))
-                    db.execute("INSERT INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    db.execute("INSERT INTO tasks(job, idx, node, gpu_mask, gpu_milli, gpu_mem, state, pid,"
+                               " exit_code, signal, start_us, end_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                                (jid, idx, "n1", mask, milli, 0, "exited", 100, 0, 0, start, end))
             sched = rng.randint(10, 50000) if ran and rng.random() < 0.7 else None
             eff = None

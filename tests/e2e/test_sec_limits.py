@@ -411,7 +411,7 @@ ONE_PAGE = ('{"jobs":[{"id":3,"env":{"next_after":"9"},"name":"x \\"next_after\\
 
 def test_sluice_queue_pages_through_every_job(build_dir, tmp_path):
     """`sluice queue` asks page after page (10,000 jobs each) until a short
-    one, and prints one table (the header once); --json merges the pages
+    one, and prints one table (the header once); --json streams the pages (one document of the same shape as a page)
     until next_after is null. Against canned pages (test_cli's server)."""
     if not os.access(os.path.join(build_dir, "sluice"), os.X_OK):
         pytest.skip("sluice is not built")
@@ -435,7 +435,7 @@ def test_sluice_queue_pages_through_every_job(build_dir, tmp_path):
         assert len(lines) == 10002 and lines[0] == "ID     NAME" and lines[-1] == "10001  b"
         r = tc.u.sluice(["queue", "--json", "--all"], env)
         assert r.returncode == 0, r.stderr
-        assert json.loads(r.stdout) == {"jobs": [{"id": 1}, {"id": 2}]}
+        assert json.loads(r.stdout) == {"jobs": [{"id": 1}, {"id": 2}], "next_after": None}
         r = tc.u.sluice(["queue", "--json", "--all"], env)
         assert r.returncode == 0, r.stderr
         assert r.stdout == ONE_PAGE + "\n" or r.stdout == ONE_PAGE

@@ -165,13 +165,13 @@ def test_task_runs_as_its_tenants_user_in_its_own_directory(node, users):
     assert st["Uid"] == [str(a.pw_uid)] * 4 and st["Gid"] == [str(a.pw_gid)] * 4, st
     assert st["Groups"] == [], st  # supplementary groups cleared
     assert st["NoNewPrivs"] == ["1"], st
-    jobdir = os.path.join(os.path.realpath(agent.workdir), "jobs", str(jid))
+    jobdir = os.path.join(os.path.realpath(agent.workdir), "jobs", u.job_name(ctl, jid))
     assert r["cwd"] == jobdir
     assert (r["cwd_mode"], r["cwd_uid"], r["cwd_gid"]) == (0o700, a.pw_uid, a.pw_gid)
     env = r["env"]
     assert (env["USER"], env["LOGNAME"], env["HOME"]) == ("sltest_a", "sltest_a", a.pw_dir)
     assert env["TMPDIR"] == jobdir
-    log = os.stat(os.path.join(agent.workdir, "logs", str(jid), "0.log"))
+    log = os.stat(os.path.join(agent.workdir, "logs", u.job_name(ctl, jid), "0.log"))
     assert (log.st_mode & 0o7777, log.st_uid) == (0o600, a.pw_uid)
     # The configured group replaces the user's own.
     _, r = run_probe(ctl, "bob")
@@ -188,11 +188,11 @@ def test_tenant_cannot_read_another_tenants_log_or_environ(node, users):
                     "env": {"API_KEY": secret}, "cpus": "0.1", "memory": "64Mi"}, tenant="bob")
     try:
         (bpid,) = u.wait_running_pids(ctl, b["id"])
-        blog = os.path.join(agent.workdir, "logs", str(b["id"]), "0.log")
+        blog = os.path.join(agent.workdir, "logs", u.job_name(ctl, b["id"]), "0.log")
         harness.wait_for(lambda: secret in u.job_log(ctl, b["id"]), what="bob's task wrote its log")
         # What alice's task may not read: bob's log, his job directory, his
         # task's environment (holding the key) and memory map.
-        bdir = os.path.join(agent.workdir, "jobs", str(b["id"]))
+        bdir = os.path.join(agent.workdir, "jobs", u.job_name(ctl, b["id"]))
         env_path = "/proc/%d/environ" % bpid
         _, r = run_probe(ctl, "alice", blog, bdir, env_path)
         assert r["tries"][blog] in ("EACCES", "EPERM"), r["tries"]

@@ -138,7 +138,7 @@ static void test_cgroup_v2_fake_tree_files_and_leaf_rule(void **state) {
     agent_cgroup_task_t ct;
     char reason[1024];
     int32_t gpus[] = {0};
-    assert_int_equal(agent_cgroup_task_create(cg, 7, 0, 100 * MI, 500, gpus, 1, &ct, reason,
+    assert_int_equal(agent_cgroup_task_create(cg, "7.0", 100 * MI, 500, gpus, 1, &ct, reason,
                                               sizeof reason), 0);
     assert_int_equal(ct.nprocs, 1);
     assert_int_equal(ct.oom_fd, -1);
@@ -175,16 +175,16 @@ static void test_cgroup_v2_fake_tree_files_and_leaf_rule(void **state) {
     assert_string_equal(get(root, "cgroup.procs", buf, sizeof buf), "4242\n4343\n");
 
     /* Removed; a second removal finds nothing and is fine. */
-    assert_int_equal(agent_cgroup_task_remove(cg, 7, 0), 0);
+    assert_int_equal(agent_cgroup_task_remove(cg, "7.0"), 0);
     assert_int_equal(access(task, F_OK), -1);
-    assert_int_equal(agent_cgroup_task_remove(cg, 7, 0), 0);
+    assert_int_equal(agent_cgroup_task_remove(cg, "7.0"), 0);
     agent_cgroup_close(cg);
     free(tr);
     rm_tree(mount);
 }
 
-static bool keep82(void *ud, uint64_t job, int32_t t) {
-    return job == 8 && t == 2;
+static bool keep82(void *ud, const char *name) {
+    return strcmp(name, "8.2") == 0;
 }
 
 static void test_cgroup_v2_no_limit_for_zero_requests(void **state) {
@@ -196,7 +196,7 @@ static void test_cgroup_v2_no_limit_for_zero_requests(void **state) {
     agent_cgroup_t *cg = NULL;
     assert_int_equal(agent_cgroup_open(&cfg, &cg, err, sizeof err), 0);
     agent_cgroup_task_t ct;
-    assert_int_equal(agent_cgroup_task_create(cg, 8, 2, 0, 0, NULL, 0, &ct, reason, sizeof reason),
+    assert_int_equal(agent_cgroup_task_create(cg, "8.2", 0, 0, NULL, 0, &ct, reason, sizeof reason),
                      0);
     snprintf(task, sizeof task, "%s/sluice/tasks/8.2", mount);
     assert_false(cg_exists(task, "memory.max"));
@@ -207,7 +207,7 @@ static void test_cgroup_v2_no_limit_for_zero_requests(void **state) {
     assert_int_equal(ct.mem_limit, 0);
     agent_cgroup_task_release(&ct);
     /* Tiny requests still get a limit: one page, the kernel's least CPU quota. */
-    assert_int_equal(agent_cgroup_task_create(cg, 8, 3, 1000, 5, NULL, 0, &ct, reason,
+    assert_int_equal(agent_cgroup_task_create(cg, "8.3", 1000, 5, NULL, 0, &ct, reason,
                                               sizeof reason), 0);
     snprintf(task, sizeof task, "%s/sluice/tasks/8.3", mount);
     assert_string_equal(get(task, "memory.max", buf, sizeof buf), "4096\n");
@@ -273,16 +273,16 @@ static void test_cgroup_none_enforces_nothing(void **state) {
     assert_string_equal(agent_cgroup_kind(cg), "none");
     assert_non_null(strstr(agent_cgroup_describe(cg), "without memory, CPU or device limits"));
     agent_cgroup_task_t ct;
-    assert_int_equal(agent_cgroup_task_create(cg, 1, 0, MI, 1000, NULL, 0, &ct, reason,
+    assert_int_equal(agent_cgroup_task_create(cg, "1.0", MI, 1000, NULL, 0, &ct, reason,
                                               sizeof reason), 0);
     assert_int_equal(ct.nprocs, 0);
     assert_int_equal(ct.oom_fd, -1);
     agent_cgroup_stats_t st;
-    assert_int_equal(agent_cgroup_task_stats(cg, 1, 0, &st), -ENOENT);
-    assert_int_equal(agent_cgroup_task_outcome(cg, 1, 0, &st), -ENOENT);
+    assert_int_equal(agent_cgroup_task_stats(cg, "1.0", &st), -ENOENT);
+    assert_int_equal(agent_cgroup_task_outcome(cg, "1.0", &st), -ENOENT);
     assert_int_equal(agent_cgroup_housekeep(cg, AGENT_CGROUP_POOL_MAX), 0);
     assert_false(agent_cgroup_housekeeping_due(cg));
-    assert_int_equal(agent_cgroup_task_remove(cg, 1, 0), 0);
+    assert_int_equal(agent_cgroup_task_remove(cg, "1.0"), 0);
     assert_int_equal(agent_cgroup_cleanup(cg, NULL, NULL), 0);
     agent_cgroup_close(cg);
     agent_cgroup_close(NULL);
@@ -303,7 +303,7 @@ static void test_cgroup_v2_no_pool_and_the_outcome(void **state) {
     assert_int_equal(agent_cgroup_housekeep(cg, AGENT_CGROUP_POOL_MAX), 0);
     assert_false(agent_cgroup_housekeeping_due(cg));
     agent_cgroup_task_t ct;
-    assert_int_equal(agent_cgroup_task_create(cg, 4, 1, 100 * MI, 1000, NULL, 0, &ct, reason,
+    assert_int_equal(agent_cgroup_task_create(cg, "4.1", 100 * MI, 1000, NULL, 0, &ct, reason,
                                               sizeof reason), 0);
     agent_cgroup_task_release(&ct);
     snprintf(task, sizeof task, "%s/sluice/tasks", mount);
@@ -312,17 +312,17 @@ static void test_cgroup_v2_no_pool_and_the_outcome(void **state) {
     put(task, "memory.events", "low 0\nhigh 0\nmax 3\noom 2\noom_kill 1\n");
     put(task, "memory.peak", "115339264\n");
     agent_cgroup_stats_t st = {.mem_limit = 110 * MI};
-    assert_int_equal(agent_cgroup_task_outcome(cg, 4, 1, &st), 0);
+    assert_int_equal(agent_cgroup_task_outcome(cg, "4.1", &st), 0);
     assert_int_equal(st.oom_kills, 1);   /* oom_kill, not oom */
     assert_int_equal(st.mem_peak, 115339264);
     assert_int_equal(st.mem_limit, 110 * MI);
     assert_int_equal(st.cpu_usec, 0);
     /* A re-adopted task's limit is not known: read from memory.max. */
     st = (agent_cgroup_stats_t){.mem_limit = 0};
-    assert_int_equal(agent_cgroup_task_outcome(cg, 4, 1, &st), 0);
+    assert_int_equal(agent_cgroup_task_outcome(cg, "4.1", &st), 0);
     assert_int_equal(st.mem_limit, 110 * MI);
-    assert_int_equal(agent_cgroup_task_remove(cg, 4, 1), 0);
-    assert_int_equal(agent_cgroup_task_outcome(cg, 4, 1, &st), -ENOENT);
+    assert_int_equal(agent_cgroup_task_remove(cg, "4.1"), 0);
+    assert_int_equal(agent_cgroup_task_outcome(cg, "4.1", &st), -ENOENT);
     agent_cgroup_close(cg);
     rm_tree(mount);
 }
@@ -402,7 +402,7 @@ static void test_cgroup_v1_real_pool(void **state) {
         assert_int_equal(mkdir(mem, 0755), 0);
     }
     agent_cgroup_task_t ct;
-    assert_int_equal(agent_cgroup_task_create(cg, 9, 0, 64 * MI, 500, NULL, 0, &ct, reason,
+    assert_int_equal(agent_cgroup_task_create(cg, "9.0", 64 * MI, 500, NULL, 0, &ct, reason,
                                               sizeof reason), 0);
     assert_true(in_none(dirs, n, "pool.1"));
     assert_true(in_every(dirs, n, "9.0"));
@@ -421,12 +421,12 @@ static void test_cgroup_v1_real_pool(void **state) {
     assert_true(agent_cgroup_housekeeping_due(cg));
     /* The outcome: no OOM, a peak, the limit read when not known. */
     agent_cgroup_stats_t st = {.mem_limit = 0};
-    assert_int_equal(agent_cgroup_task_outcome(cg, 9, 0, &st), 0);
+    assert_int_equal(agent_cgroup_task_outcome(cg, "9.0", &st), 0);
     assert_int_equal(st.oom_kills, 0);
     assert_true(st.mem_peak >= 0);
     assert_int_equal(st.mem_limit, ct.mem_limit);
     /* Housekeeping: the queued removal first, then a spare. */
-    agent_cgroup_task_remove_later(cg, 9, 0);
+    agent_cgroup_task_remove_later(cg, "9.0");
     assert_true(in_every(dirs, n, "9.0"));
     assert_int_equal(agent_cgroup_housekeep(cg, 1), 1);
     assert_true(in_none(dirs, n, "9.0"));
@@ -436,18 +436,18 @@ static void test_cgroup_v1_real_pool(void **state) {
     assert_false(agent_cgroup_housekeeping_due(cg));
     /* A task launched again while its last cgroup waits for removal: the
      * old one goes at the launch, and housekeeping leaves the new one. */
-    assert_int_equal(agent_cgroup_task_create(cg, 9, 2, 64 * MI, 500, NULL, 0, &ct, reason,
+    assert_int_equal(agent_cgroup_task_create(cg, "9.2", 64 * MI, 500, NULL, 0, &ct, reason,
                                               sizeof reason), 0);
     agent_cgroup_task_release(&ct);
     close(ct.oom_fd);
-    agent_cgroup_task_remove_later(cg, 9, 2);
-    assert_int_equal(agent_cgroup_task_create(cg, 9, 2, 32 * MI, 500, NULL, 0, &ct, reason,
+    agent_cgroup_task_remove_later(cg, "9.2");
+    assert_int_equal(agent_cgroup_task_create(cg, "9.2", 32 * MI, 500, NULL, 0, &ct, reason,
                                               sizeof reason), 0);
     agent_cgroup_task_release(&ct);
     close(ct.oom_fd);
     assert_int_equal(agent_cgroup_housekeep(cg, AGENT_CGROUP_POOL_MAX), 1);  /* a spare */
     assert_true(in_every(dirs, n, "9.2"));
-    assert_int_equal(agent_cgroup_task_remove(cg, 9, 2), 0);
+    assert_int_equal(agent_cgroup_task_remove(cg, "9.2"), 0);
     /* A claim whose limit cannot be written (a CPU quota above the
      * root's) fails naming the file and leaves neither name. */
     assert_true(in_every(dirs, n, "pool.3"));
@@ -455,7 +455,7 @@ static void test_cgroup_v1_real_pool(void **state) {
     snprintf(mem, sizeof mem, "%s%s", mnt, v1_root);
     cg_fs_t fs = {0};
     assert_int_equal(cg_write(&fs, mem, "cpu.cfs_quota_us", "50000"), 0);
-    assert_int_equal(agent_cgroup_task_create(cg, 9, 1, 64 * MI, 1000, NULL, 0, &ct, reason,
+    assert_int_equal(agent_cgroup_task_create(cg, "9.1", 64 * MI, 1000, NULL, 0, &ct, reason,
                                               sizeof reason), -1);
     assert_non_null(strstr(reason, "/9.1/cpu.cfs_quota_us: Invalid argument"));
     assert_true(in_none(dirs, n, "pool.3"));
@@ -464,11 +464,11 @@ static void test_cgroup_v1_real_pool(void **state) {
     assert_int_equal(agent_cgroup_housekeep(cg, 1), 1);
     assert_true(in_every(dirs, n, "pool.4"));
     assert_int_equal(cg_write(&fs, mem, "cpu.cfs_quota_us", "-1"), 0);
-    assert_int_equal(agent_cgroup_task_create(cg, 9, 3, 64 * MI, 1000, NULL, 0, &ct, reason,
+    assert_int_equal(agent_cgroup_task_create(cg, "9.3", 64 * MI, 1000, NULL, 0, &ct, reason,
                                               sizeof reason), 0);
     agent_cgroup_task_release(&ct);
     close(ct.oom_fd);
-    agent_cgroup_task_remove_later(cg, 9, 3);
+    agent_cgroup_task_remove_later(cg, "9.3");
     assert_int_equal(agent_cgroup_housekeep(cg, 0), 0);
     assert_true(in_every(dirs, n, "9.3"));
     agent_cgroup_close(cg);
@@ -634,7 +634,7 @@ static void test_cgroup_v2_real_remove_kills_a_straggler(void **state) {
     assert_int_equal(errno, EBUSY);
     /* Removal finds it busy, kills the straggler (cgroup.kill) and
      * removes the cgroup. */
-    assert_int_equal(agent_cgroup_task_remove(cg, 5, 1), 0);
+    assert_int_equal(agent_cgroup_task_remove(cg, "5.1"), 0);
     int st = 0;
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);

@@ -22,9 +22,10 @@
  * Files are matched by major:minor, read once at start-up. Every other
  * device, another task's GPU above all, is denied.
  *
- * Names. A task's cgroup is "JOB.TASK" under the root (v1.c,
- * v2.c), so a restarted agent finds it from state.json's job and
- * task, and leftovers are recognised by their name.
+ * Names. A task's cgroup is named by the tasks layer ("JOB.TASK", or
+ * "INSTANCE.JOB.TASK" under a cluster instance: task.h) under the root
+ * (v1.c, v2.c), so a restarted agent finds it from state.json, and
+ * leftovers are every name it does not claim.
  *
  * Housekeeping (agent_cgroup_housekeep), which the agent runs when it is
  * idle: the removal of ended tasks' cgroups (queued by
@@ -222,20 +223,19 @@ const char *agent_cgroup_describe(const agent_cgroup_t *cg) {
     return cg->describe;
 }
 
-static void task_name(uint64_t job, int32_t task, char *buf, size_t len) {
-    snprintf(buf, len, "%" PRIu64 ".%" PRId32, job, task);
-}
-
 static void remove_logged(agent_cgroup_t *cg, const char *name);
+static int remove_name(agent_cgroup_t *cg, const char *name);
 
-int agent_cgroup_task_create(agent_cgroup_t *cg, uint64_t job, int32_t task, int64_t mem_bytes,
+int agent_cgroup_task_create(agent_cgroup_t *cg, const char *name, int64_t mem_bytes,
                              int64_t cpu_milli, const int32_t *gpus, size_t ngpus,
                              agent_cgroup_task_t *ct, char *reason, size_t rlen) {
     memset(ct, 0, sizeof *ct);
     ct->oom_fd = -1;
     if (!cg->ops->create) return 0;
-    char name[CG_NAME_MAX];
-    task_name(job, task, name, sizeof name);
+    if (strlen(name) >= CG_NAME_MAX) {
+        snprintf(reason, rlen, "cgroup name %s is too long", name);
+        return -1;
+    }
     cg_dev_rule_t dev[16 + 8 + 64];
     size_t ndev = 0;
     for (size_t i = 0; i < cg->nstd_dev; i++) dev[ndev++] = cg->std_dev[i];
@@ -260,15 +260,15 @@ int agent_cgroup_task_create(agent_cgroup_t *cg, uint64_t job, int32_t task, int
         remove_logged(cg, name);
         break;
     }
+    /* A leftover of an earlier attempt (an agent killed before removing
+     * it) would refuse mkdir and the spare's rename. */
+    cg->ops->rmdir(cg, name);
     if (cg->npool > 0) {
         /* The oldest spare; the claim removes it whatever happens. */
         agent_cgroup_spare_t sp = cg->pool[0];
         memmove(&cg->pool[0], &cg->pool[1], (size_t)--cg->npool * sizeof cg->pool[0]);
         if (cg->ops->spare_claim(cg, &sp, name, &lim, ct, reason, rlen) != 0) return -1;
     } else {
-        /* A leftover of an earlier attempt (an agent killed before removing
-         * it) would refuse mkdir. */
-        cg->ops->rmdir(cg, name);
         if (cg->ops->create(cg, name, &lim, ct, reason, rlen) != 0) return -1;
     }
     ct->mem_limit = lim.mem_max;
@@ -291,8 +291,6 @@ static int pool_add(agent_cgroup_t *cg) {
     return 0;
 }
 
-static int remove_name(agent_cgroup_t *cg, const char *name);
-
 /* Removes name now, logging a failure. */
 static void remove_logged(agent_cgroup_t *cg, const char *name) {
     int rc = remove_name(cg, name);
@@ -301,10 +299,8 @@ static void remove_logged(agent_cgroup_t *cg, const char *name) {
                strerror(-rc));
 }
 
-void agent_cgroup_task_remove_later(agent_cgroup_t *cg, uint64_t job, int32_t task) {
-    if (!cg || !cg->ops->rmdir) return;
-    char name[CG_NAME_MAX];
-    task_name(job, task, name, sizeof name);
+void agent_cgroup_task_remove_later(agent_cgroup_t *cg, const char *name) {
+    if (!cg || !cg->ops->rmdir || strlen(name) >= CG_NAME_MAX) return;
     for (int i = 0; i < cg->nremoving; i++)
         if (strcmp(cg->removing[i], name) == 0) return;
     if (cg->nremoving == (int)(sizeof cg->removing / sizeof cg->removing[0])) {
@@ -330,15 +326,12 @@ bool agent_cgroup_housekeeping_due(const agent_cgroup_t *cg) {
     return cg && (cg->nremoving > 0 || (cg->npool < cg->pool_size && !cg->pool_warned));
 }
 
-int agent_cgroup_task_outcome(agent_cgroup_t *cg, uint64_t job, int32_t task,
-                              agent_cgroup_stats_t *out) {
+int agent_cgroup_task_outcome(agent_cgroup_t *cg, const char *name, agent_cgroup_stats_t *out) {
     int64_t limit = out->mem_limit > 0 ? out->mem_limit : 0;
     memset(out, 0, sizeof *out);
     out->mem_peak = -1;
     out->mem_limit = limit;
     if (!cg->ops->outcome) return -ENOENT;
-    char name[48];
-    task_name(job, task, name, sizeof name);
     return cg->ops->outcome(cg, name, out);
 }
 
@@ -347,27 +340,20 @@ void agent_cgroup_task_release(agent_cgroup_task_t *ct) {
     ct->nprocs = 0;
 }
 
-int agent_cgroup_task_stats(agent_cgroup_t *cg, uint64_t job, int32_t task,
-                            agent_cgroup_stats_t *out) {
+int agent_cgroup_task_stats(agent_cgroup_t *cg, const char *name, agent_cgroup_stats_t *out) {
     memset(out, 0, sizeof *out);
     out->mem_peak = -1;
     if (!cg->ops->stats) return -ENOENT;
-    char name[48];
-    task_name(job, task, name, sizeof name);
     return cg->ops->stats(cg, name, out);
 }
 
-int agent_cgroup_task_kill(agent_cgroup_t *cg, uint64_t job, int32_t task) {
+int agent_cgroup_task_kill(agent_cgroup_t *cg, const char *name) {
     if (!cg->ops->kill) return -ENOENT;
-    char name[48];
-    task_name(job, task, name, sizeof name);
     return cg->ops->kill(cg, name);
 }
 
-int agent_cgroup_task_watch(agent_cgroup_t *cg, uint64_t job, int32_t task) {
+int agent_cgroup_task_watch(agent_cgroup_t *cg, const char *name) {
     if (!cg->ops->watch) return -ENOTSUP;
-    char name[48];
-    task_name(job, task, name, sizeof name);
     return cg->ops->watch(cg, name);
 }
 
@@ -386,32 +372,24 @@ static int remove_name(agent_cgroup_t *cg, const char *name) {
     return rc;
 }
 
-int agent_cgroup_task_remove(agent_cgroup_t *cg, uint64_t job, int32_t task) {
+int agent_cgroup_task_remove(agent_cgroup_t *cg, const char *name) {
     if (!cg->ops->rmdir) return 0;
-    char name[48];
-    task_name(job, task, name, sizeof name);
     int rc = remove_name(cg, name);
     if (rc != 0)
-        sl_log(SL_LOG_WARN, "agent", "job=%" PRIu64 " task=%" PRId32 " cannot remove its cgroup: %s",
-               job, task, strerror(-rc));
+        sl_log(SL_LOG_WARN, "agent", "cgroup %s cannot be removed: %s", name, strerror(-rc));
     return rc;
 }
 
 typedef struct cleanup_ctx {
     agent_cgroup_t *cg;
-    bool (*keep)(void *ud, uint64_t job, int32_t task);
+    bool (*keep)(void *ud, const char *name);
     void *ud;
     int removed;
 } cleanup_ctx_t;
 
 static void cleanup_one(void *arg, const char *name) {
     cleanup_ctx_t *c = arg;
-    char *end;
-    errno = 0;
-    unsigned long long job = strtoull(name, &end, 10);
-    long task = *end == '.' ? strtol(end + 1, &end, 10) : -1;
-    bool ours = errno == 0 && *end == '\0' && task >= 0 && end != name;
-    if (ours && c->keep && c->keep(c->ud, job, (int32_t)task)) return;
+    if (c->keep && c->keep(c->ud, name)) return;
     if (c->cg->ops->busy(c->cg, name)) {
         sl_log(SL_LOG_WARN, "agent", "cgroup %s of no task this agent knows still holds a live "
                "process: left in place", name);
@@ -423,8 +401,7 @@ static void cleanup_one(void *arg, const char *name) {
     }
 }
 
-int agent_cgroup_cleanup(agent_cgroup_t *cg, bool (*keep)(void *ud, uint64_t job, int32_t task),
-                         void *ud) {
+int agent_cgroup_cleanup(agent_cgroup_t *cg, bool (*keep)(void *ud, const char *name), void *ud) {
     if (!cg->ops->list) return 0;
     cleanup_ctx_t c = {.cg = cg, .keep = keep, .ud = ud};
     cg->ops->list(cg, cleanup_one, &c);

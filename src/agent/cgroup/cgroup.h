@@ -62,6 +62,11 @@
 /* The most spare task cgroups the pool keeps (--cgroup-pool). */
 #define AGENT_CGROUP_POOL_MAX 8
 
+/* A task's cgroup is named by the tasks layer ("JOB.TASK", or
+ * "INSTANCE.JOB.TASK" for a task of a cluster instance: task.h); a name
+ * is shorter than this. */
+#define AGENT_CGROUP_NAME_MAX 64
+
 /* Period of the CPU quota, microseconds (v2 cpu.max, v1 cpu.cfs_period_us). */
 #define AGENT_CGROUP_CPU_PERIOD_US 100000
 
@@ -147,8 +152,9 @@ const char *agent_cgroup_kind(const agent_cgroup_t *cg);
 const char *agent_cgroup_describe(const agent_cgroup_t *cg);
 
 /*
- * Creates the cgroup of (job, task) - from a spare of the pool when there
- * is one, else anew (a leftover of an earlier attempt is removed first) -
+ * Creates the cgroup `name` (of one task: AGENT_CGROUP_NAME_MAX above) -
+ * from a spare of the pool when there is one, else anew (an empty leftover
+ * of the same name is removed first) -
  * and writes every limit for a task with mem_bytes of
  * memory, cpu_milli of CPU and the GPUs gpus[0..ngpus) (indices), then
  * opens what the task's child writes itself into (ct->procs) and, on v1,
@@ -157,7 +163,7 @@ const char *agent_cgroup_describe(const agent_cgroup_t *cg);
  * with reason naming the file that could not be written; nothing is left
  * then (no task starts half-limited). On none: 0, nothing opened.
  */
-int agent_cgroup_task_create(agent_cgroup_t *cg, uint64_t job, int32_t task, int64_t mem_bytes,
+int agent_cgroup_task_create(agent_cgroup_t *cg, const char *name, int64_t mem_bytes,
                              int64_t cpu_milli, const int32_t *gpus, size_t ngpus,
                              agent_cgroup_task_t *ct, char *reason, size_t rlen);
 
@@ -166,23 +172,22 @@ int agent_cgroup_task_create(agent_cgroup_t *cg, uint64_t job, int32_t task, int
 void agent_cgroup_task_release(agent_cgroup_task_t *ct);
 
 /*
- * What the exit report needs of (job, task)'s cgroup, read when the task
+ * What the exit report needs of the task cgroup `name`, read when the task
  * ended and nothing more: oom_kills, mem_peak and, when out->mem_limit <= 0
  * on entry (unknown: a re-adopted task), mem_limit; out->mem_limit > 0 is
  * kept as the limit the launch wrote. cpu_usec and mem_current are left 0.
  * v1: memory.oom_control and memory.max_usage_in_bytes (two reads); v2:
  * memory.events and memory.peak. Returns 0, -ENOENT (no cgroup) or -errno.
  */
-int agent_cgroup_task_outcome(agent_cgroup_t *cg, uint64_t job, int32_t task,
-                              agent_cgroup_stats_t *out);
+int agent_cgroup_task_outcome(agent_cgroup_t *cg, const char *name, agent_cgroup_stats_t *out);
 
 /*
- * Queues the removal of (job, task)'s cgroup, whose task has ended and
+ * Queues the removal of the task cgroup `name`, whose task has ended and
  * whose outcome has been recorded, for agent_cgroup_housekeep (removed at
  * once when 64 are queued already). A later agent_cgroup_task_create of
- * the same (job, task) takes it off the queue first. cg may be NULL.
+ * the same name takes it off the queue first. cg may be NULL.
  */
-void agent_cgroup_task_remove_later(agent_cgroup_t *cg, uint64_t job, int32_t task);
+void agent_cgroup_task_remove_later(agent_cgroup_t *cg, const char *name);
 
 /*
  * Does up to max pieces of housekeeping, meant for the agent's idle time,
@@ -203,36 +208,34 @@ int agent_cgroup_housekeep(agent_cgroup_t *cg, int max);
 bool agent_cgroup_housekeeping_due(const agent_cgroup_t *cg);
 
 /*
- * Reads the stats of (job, task)'s cgroup into *out, for a running task
+ * Reads the stats of the task cgroup `name` into *out, for a running task
  * (the exporter) or one that ended (its outcome). Returns 0, -ENOENT when
  * the task has no cgroup (none, or removed), or another -errno. O(1) file
  * reads.
  */
-int agent_cgroup_task_stats(agent_cgroup_t *cg, uint64_t job, int32_t task,
-                            agent_cgroup_stats_t *out);
+int agent_cgroup_task_stats(agent_cgroup_t *cg, const char *name, agent_cgroup_stats_t *out);
 
-/* SIGKILL to every process in (job, task)'s cgroup (v2 cgroup.kill, v1
+/* SIGKILL to every process in the task cgroup `name` (v2 cgroup.kill, v1
  * each listed pid until none is left). Returns 0 or -errno. */
-int agent_cgroup_task_kill(agent_cgroup_t *cg, uint64_t job, int32_t task);
+int agent_cgroup_task_kill(agent_cgroup_t *cg, const char *name);
 
-/* v1: a new OOM eventfd for (job, task)'s existing cgroup (a re-adopted
+/* v1: a new OOM eventfd for the existing task cgroup `name` (a re-adopted
  * task). Returns the fd (the caller's), or -errno; -ENOTSUP on v2 and none. */
-int agent_cgroup_task_watch(agent_cgroup_t *cg, uint64_t job, int32_t task);
+int agent_cgroup_task_watch(agent_cgroup_t *cg, const char *name);
 
 /*
- * Removes (job, task)'s cgroup; a straggler that keeps rmdir at EBUSY is
+ * Removes the task cgroup `name`; a straggler that keeps rmdir at EBUSY is
  * killed (v2 cgroup.kill, v1 SIGKILL to each listed pid) and rmdir retried
  * for up to about 100 ms. Returns 0 (also when there is none), or -errno.
  */
-int agent_cgroup_task_remove(agent_cgroup_t *cg, uint64_t job, int32_t task);
+int agent_cgroup_task_remove(agent_cgroup_t *cg, const char *name);
 
 /*
- * After a restart: removes every task cgroup under ROOT that keep(ud, job,
- * task) does not claim and that holds no live process (one that does is
- * left, with a warning: it is never the agent's to kill). Returns how many
- * were removed. O(cgroups).
+ * After a restart: removes every task cgroup under ROOT that keep(ud, name)
+ * does not claim and that holds no live process (one that does is left,
+ * with a warning: it is never the agent's to kill). Returns how many were
+ * removed. O(cgroups).
  */
-int agent_cgroup_cleanup(agent_cgroup_t *cg, bool (*keep)(void *ud, uint64_t job, int32_t task),
-                         void *ud);
+int agent_cgroup_cleanup(agent_cgroup_t *cg, bool (*keep)(void *ud, const char *name), void *ud);
 
 #endif

@@ -63,8 +63,8 @@ int cg_open_procs(const cg_fs_t *fs, const char *dir, const char *file);
  * exceed n), or -errno. */
 int cg_procs(const char *dir, pid_t *pids, int n);
 
-/* A cgroup name as the agent makes them (JOB.TASK) fits here. */
-#define CG_NAME_MAX 48
+/* A cgroup name as the agent makes them (cgroup.h) fits here. */
+#define CG_NAME_MAX AGENT_CGROUP_NAME_MAX
 
 /* Adds to names[0..n) the subdirectories of dir not already there (names
  * of CG_NAME_MAX bytes or more are skipped), at most cap in all; returns

@@ -25,6 +25,7 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->heartbeat_s = 2;
     cfg->kill_grace_ms = 10000;
     cfg->hello_timeout_ms = CTL_DEFAULT_HELLO_TIMEOUT_MS;
+    cfg->launch_timeout_ms = CTL_DEFAULT_LAUNCH_TIMEOUT_MS;
     cfg->job_retention_ms = CTL_DEFAULT_JOB_RETENTION_MS;
     cfg->max_finished_jobs = CTL_DEFAULT_MAX_FINISHED_JOBS;
     cfg->queue = sl_xstrdup("drf");
@@ -554,7 +555,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "default_user", "allow_root",
                                       "limits",
                                       "tls_cert", "tls_key", "tls_ca", "agent_client_cert",
-                                      "revoked_nodes", "hello_timeout",
+                                      "revoked_nodes", "hello_timeout", "launch_timeout",
                                       "oom_score_adj", "oom_score_adj_by_priority",
                                       "priority_classes", "preemption",
                                       NULL};
@@ -590,6 +591,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         get_ms(&r, root, "node_timeout", 100, &cfg->node_timeout_ms) < 0 ||
         get_ms(&r, root, "kill_grace", 0, &cfg->kill_grace_ms) < 0 ||
         get_ms(&r, root, "hello_timeout", 100, &cfg->hello_timeout_ms) < 0 ||
+        get_ms(&r, root, "launch_timeout", 0, &cfg->launch_timeout_ms) < 0 ||
         get_ms(&r, root, "job_retention", 0, &cfg->job_retention_ms) < 0 ||
         get_int(&r, root, "max_finished_jobs", 0, 100000000, &cfg->max_finished_jobs) < 0)
         goto out;

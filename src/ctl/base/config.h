@@ -38,6 +38,10 @@
 /* An agent-port connection that has not said a valid hello this long after
  * it was accepted is closed (config hello_timeout). */
 #define CTL_DEFAULT_HELLO_TIMEOUT_MS 5000
+/* A launch its agent has not acknowledged (reported started or failed)
+ * this long after it was sent goes back to the queue (config
+ * launch_timeout; 0: never). */
+#define CTL_DEFAULT_LAUNCH_TIMEOUT_MS 30000
 
 typedef struct ctl_tenant_cfg {
     char *name;
@@ -152,6 +156,7 @@ typedef struct ctl_config {
     char **revoked_nodes;
     size_t nrevoked;
     int64_t hello_timeout_ms;
+    int64_t launch_timeout_ms; /* domain/launch.c; 0: launches never time out */
     /* oom_score_adj sent in every launch (docs/config.md, "Task OOM
      * score"): the rule of the highest min_priority at or below the job's
      * priority, else oom_score_adj. Rules sorted by min_priority, highest

@@ -96,6 +96,12 @@ typedef struct ctl_task {
     bool linked;
     uint32_t seen;         /* hello reconciliation stamp (nodes.c) */
     bool stopping;         /* an elastic shrink stops it (preempt.c): its end fails nothing */
+    /* Which run of its job it is (docs/protocol.md): the job's requeues
+     * when it was placed, sent in its launch and named by every report of
+     * it; -1: unknown (a row from before attempts), which any report
+     * matches. */
+    int32_t attempt;
+    int64_t launch_mono_us; /* when its launch was last sent (ctl_mono_us); 0: not yet */
     /* Usage (eff.c): the agent's latest report, and what earlier agents of
      * this node reported before a restart started the count again. */
     ctl_usage_t use, use_before;

@@ -32,16 +32,20 @@
  * next hello rebuilds what it still needs. */
 typedef struct ctl_outbound {
     void *ud;
-    /* Launch task i of j on its node (j->tasks[i].node). */
-    void (*launch)(void *ud, const ctl_job_t *j, int32_t i);
+    /* Launch task i of j on its node (j->tasks[i].node), as attempt
+     * j->tasks[i].attempt. 0, or SL_EOVERFLOW when its message would not
+     * fit in a line of the protocol (nothing is sent; the caller fails the
+     * job). */
+    int (*launch)(void *ud, const ctl_job_t *j, int32_t i);
     /* Stop task `task` of job `job` on node (SIGTERM, then SIGKILL after
-     * the configured grace). */
-    void (*kill)(void *ud, uint32_t node, uint64_t job, int32_t task);
-    /* Stop task `task` of job `job` on node as k says: its signal, SIGKILL
-     * grace_ms later, and whether it is preempted (preemption,
-     * shrink and a drain's deadline; the agent then writes the SIGKILL time
-     * into the task's SLUICE_PREEMPT_FILE first). */
-    void (*stop)(void *ud, uint32_t node, uint64_t job, int32_t task, const sl_proto_kill_t *k);
+     * the configured grace), if it runs attempt `attempt` there (< 0: any). */
+    void (*kill)(void *ud, uint32_t node, uint64_t job, int32_t task, int64_t attempt);
+    /* Stop task `task` (attempt `attempt`, < 0: any) of job `job` on node as
+     * k says: its signal, SIGKILL grace_ms later, and whether it is
+     * preempted (preemption, shrink and a drain's deadline; the agent then
+     * writes the SIGKILL time into the task's SLUICE_PREEMPT_FILE first). */
+    void (*stop)(void *ud, uint32_t node, uint64_t job, int32_t task, int64_t attempt,
+                 const sl_proto_kill_t *k);
     /* The node was declared down: drop its connection and what waits on it. */
     void (*node_down)(void *ud, uint32_t node, const char *why);
 } ctl_outbound_t;

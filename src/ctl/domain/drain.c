@@ -109,7 +109,7 @@ int ctl_node_resume(ctl_t *c, const char *name, char *err, size_t errlen) {
     n->drain_deadline_us = n->drained_us = -1;
     n->drain_reason[0] = '\0';
     if (sl_cluster_node(c->cl, n->id)->state == SL_NODE_DRAINING)
-        sl_cluster_set_state(c->cl, n->id, SL_NODE_UP);
+        sl_cluster_set_state(c->cl, n->id, ctl_node_up_state(c, n->id)); /* up if connected */
     ctl_store_drain_delete(c->store, name);
     ctl_store_commit(c->store);
     sl_log(SL_LOG_INFO, "node", "node=%s resumed", name);

@@ -64,7 +64,10 @@ void ctl_eff_report(ctl_t *c, uint32_t node, const sl_proto_usage_t *u, size_t n
         ctl_job_t *j = ctl_job_find(c, u[k].job);
         if (!j || u[k].task < 0 || u[k].task >= j->ntasks) continue;
         ctl_task_t *t = &j->tasks[u[k].task];
-        if (t->node != (int32_t)node) continue;
+        if (t->node != (int32_t)node)
+            continue;
+        if (u[k].has_attempt && t->attempt >= 0 && u[k].attempt != (uint32_t)t->attempt)
+            continue; /* an earlier run's usage, not this one's */
         ctl_usage_t r = {.known = true, .samples = u[k].samples,
                          .util_sum = u[k].gpu_util_mean * (double)u[k].samples,
                          .util_peak = u[k].gpu_util_peak, .has_gpu_mem = u[k].gpu_mem_peak >= 0,

@@ -48,8 +48,18 @@ void ctl_task_place(ctl_t *c, ctl_job_t *j, int32_t i, const sl_place_t *pl) {
     t->gpu_mem_bytes = pl->gpu_mem_bytes;
     t->state = CTL_TASK_LAUNCHING;
     t->start_us = t->end_us = -1;
+    t->attempt = j->requeues; /* the job's requeues so far name this run of it */
     ctl_node_link(c, j, i);
     put_task(c, j, i);
+}
+
+int ctl_task_launch(ctl_t *c, ctl_job_t *j, int32_t i) {
+    j->tasks[i].launch_mono_us = ctl_mono_us();
+    int rc = c->out.launch(c->out.ud, j, i);
+    if (rc == SL_EOVERFLOW)
+        snprintf(j->reason, sizeof j->reason, "task %d cannot be launched: its launch message is "
+                 "over the agent protocol's limit of 1 MiB (docs/protocol.md)", i);
+    return rc;
 }
 
 static void kick(ctl_t *c) {
@@ -197,7 +207,7 @@ int ctl_job_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
 
 static void send_kill(ctl_t *c, ctl_job_t *j, int32_t i) {
     if (j->tasks[i].node >= 0)
-        c->out.kill(c->out.ud, (uint32_t)j->tasks[i].node, j->id, i);
+        c->out.kill(c->out.ud, (uint32_t)j->tasks[i].node, j->id, i, j->tasks[i].attempt);
 }
 
 static void kill_live(ctl_t *c, ctl_job_t *j, int32_t except_node) {
@@ -256,14 +266,21 @@ static void on_start(void *ud, const sl_job_t *cj) {
     j->master_node = n ? (uint32_t)j->tasks[0].node : 0;
     ctl_store_job_update(c->store, j);
     ctl_store_job_sched_put(c->store, j->id, c->obs.cycle_decided_us); /* `sluice report` */
+    int32_t unsent = -1;
     for (int32_t i = 0; i < n; i++)
-        c->out.launch(c->out.ud, j, i);
+        if (ctl_task_launch(c, j, i) < 0 && unsent < 0)
+            unsent = i;
     c->n.jobs_started++;
     observe_start(c, j);
     if (c->ev.started)
         c->ev.started(c->ev.ud, j); /* dependencies on its start (deps.c) */
     if (sl_log_enabled(SL_LOG_DEBUG, "sched"))
         sl_log(SL_LOG_DEBUG, "sched", "job=%llu started tasks=%d", (unsigned long long)j->id, n);
+    if (unsent >= 0) {
+        char why[sizeof j->reason];
+        snprintf(why, sizeof why, "%s", j->reason);
+        ctl_job_fail(c, j, why); /* it could never start: its others are stopped */
+    }
 }
 
 bool ctl_jobs_cycle(void *ud) {
@@ -618,6 +635,22 @@ ctl_job_t *ctl_task_find_live(ctl_t *c, uint32_t node, uint64_t job, int64_t tas
     return j;
 }
 
+ctl_job_t *ctl_task_find_report(ctl_t *c, uint32_t node, uint64_t job, int64_t task,
+                                int64_t attempt, const char *what, int32_t *idx, bool *stale) {
+    ctl_job_t *j = ctl_task_find_live(c, node, job, task, idx);
+    *stale = false;
+    if (j == NULL || attempt < 0 || j->tasks[*idx].attempt < 0 ||
+        attempt == j->tasks[*idx].attempt)
+        return j;
+    /* A late report of an earlier run of the task (or of one that is not
+     * this run: its attempt is the task's when it was placed). */
+    sl_log(SL_LOG_INFO, "agent", "node=%s job=%llu task=%d: %s of attempt %lld ignored: the task "
+           "runs attempt %d", ctl_node_name(c, (int32_t)node), (unsigned long long)job, *idx, what,
+           (long long)attempt, (int)j->tasks[*idx].attempt);
+    *stale = true;
+    return NULL;
+}
+
 int ctl_node_hello(ctl_t *c, const sl_node_spec_t *ns, const char *addr, uint32_t *idp, char *err,
                    size_t errlen) {
     const sl_node_t *known = sl_cluster_find_node(c->cl, ns->name);
@@ -659,7 +692,8 @@ int ctl_node_hello(ctl_t *c, const sl_node_spec_t *ns, const char *addr, uint32_
             snprintf(n->gpu_model, sizeof n->gpu_model, "%s", ns->gpu_model);
     }
     ctl_store_node_put(c->store, n, ns->name);
-    if (sl_cluster_node(c->cl, id)->state == SL_NODE_DOWN)
+    n->connected = true; /* the agent port records the connection right after */
+    if (sl_cluster_node(c->cl, id)->state != ctl_node_up_state(c, id))
         sl_cluster_set_state(c->cl, id, ctl_node_up_state(c, id)); /* a drain outlives a failure */
     c->hello_stamp++;
     c->sched_dirty = true;
@@ -668,10 +702,11 @@ int ctl_node_hello(ctl_t *c, const sl_node_spec_t *ns, const char *addr, uint32_
     return 0;
 }
 
-void ctl_node_hello_running(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int32_t pid,
-                            int64_t start_us) {
+void ctl_node_hello_running(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int64_t attempt,
+                            int32_t pid, int64_t start_us) {
     int32_t i;
-    ctl_job_t *j = ctl_task_find_live(c, node, job, task, &i);
+    bool stale;
+    ctl_job_t *j = ctl_task_find_report(c, node, job, task, attempt, "running", &i, &stale);
     if (j != NULL)
         j->tasks[i].seen = c->hello_stamp;
     if (j != NULL && j->state == CTL_JOB_RUNNING) {
@@ -679,9 +714,22 @@ void ctl_node_hello_running(ctl_t *c, uint32_t node, uint64_t job, int64_t task,
         /* A shrink's stop may not have left before a restart: again (a
          * task already stopping keeps its first deadline on the agent). */
         if (j->tasks[i].stopping)
-            c->out.kill(c->out.ud, node, job, i);
-    } else if (task >= 0 && task <= INT32_MAX)
-        c->out.kill(c->out.ud, node, job, (int32_t)task);
+            c->out.kill(c->out.ud, node, job, i, j->tasks[i].attempt);
+    } else if (task >= 0 && task <= INT32_MAX) {
+        /* Not a task of ours there (an earlier run, a cancelled job): the
+         * kill names the attempt the agent has, so a current run of the
+         * same task is never the one stopped. */
+        c->out.kill(c->out.ud, node, job, (int32_t)task, attempt);
+    }
+}
+
+void ctl_job_id_reported(ctl_t *c, uint32_t node, uint64_t job) {
+    if (job < c->next_id || job >= (uint64_t)INT64_MAX)
+        return;
+    sl_log(SL_LOG_WARN, "store", "node=%s reports job %llu, an id this database has not issued "
+           "(restored from an earlier copy?): new jobs get ids after it", ctl_node_name(c, (int32_t)node),
+           (unsigned long long)job);
+    c->next_id = job + 1;
 }
 
 typedef struct unlisted {
@@ -710,7 +758,11 @@ void ctl_node_hello_end(ctl_t *c, uint32_t node) {
         if (j == NULL)
             continue;
         if (j->tasks[i].state == CTL_TASK_LAUNCHING && j->state == CTL_JOB_RUNNING) {
-            c->out.launch(c->out.ud, j, i); /* the launch never reached the agent */
+            if (ctl_task_launch(c, j, i) < 0) { /* the launch never reached the agent */
+                char why[sizeof j->reason];
+                snprintf(why, sizeof why, "%s", j->reason);
+                ctl_job_fail(c, j, why);
+            }
         } else {
             char why[128];
             snprintf(why, sizeof why, "agent on %s no longer has task %d", ctl_node_name(c, (int32_t)node), i);
@@ -751,12 +803,15 @@ void ctl_node_task_mem(ctl_t *c, uint32_t node, uint64_t job, int64_t task, bool
                (long long)t->mem_peak, (long long)t->mem_limit, (long long)t->mem_request);
 }
 
-void ctl_node_task_started(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int32_t pid,
-                           int64_t t_us) {
+void ctl_node_task_started(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int64_t attempt,
+                           int32_t pid, int64_t t_us) {
     int32_t i;
-    ctl_job_t *j = ctl_task_find_live(c, node, job, task, &i);
+    bool stale;
+    ctl_job_t *j = ctl_task_find_report(c, node, job, task, attempt, "started", &i, &stale);
     if (j != NULL)
         ctl_task_started(c, j, i, pid, t_us);
+    else if (stale) /* an earlier run started late: it must not run beside this one */
+        c->out.kill(c->out.ud, node, job, (int32_t)task, attempt);
 }
 
 void ctl_node_heard(ctl_t *c, uint32_t node, bool heartbeat) {

@@ -70,6 +70,13 @@ ctl_job_t *ctl_job_fetch(ctl_t *c, uint64_t id);
 /* The job of task (job, task) when that task is live on node, with its
  * index in *idx; NULL otherwise. O(1) expected. */
 ctl_job_t *ctl_task_find_live(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int32_t *idx);
+/* As ctl_task_find_live for a report (`what`, for the log) of attempt
+ * `attempt` (< 0: the report named none): NULL also when the report is of
+ * another attempt than the task's (both known), which is logged and sets
+ * *stale (a late report of an earlier run, never to be taken for this
+ * one's). O(1) expected. */
+ctl_job_t *ctl_task_find_report(ctl_t *c, uint32_t node, uint64_t job, int64_t task,
+                                int64_t attempt, const char *what, int32_t *idx, bool *stale);
 /* An agent said hello for the node described by ns (its address addr):
  * registers the node (a known name keeps its registered spec), records it
  * and marks it up. *id is its core id. 0, or -1 with a message in err.
@@ -77,10 +84,16 @@ ctl_job_t *ctl_task_find_live(ctl_t *c, uint32_t node, uint64_t job, int64_t tas
  * ctl_node_task_end) and finish with ctl_node_hello_end. */
 int ctl_node_hello(ctl_t *c, const sl_node_spec_t *ns, const char *addr, uint32_t *id, char *err,
                    size_t errlen);
-/* A hello lists task (job, task) as running with pid: re-adopted if the
- * controller has it live there for a running job, else killed. */
-void ctl_node_hello_running(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int32_t pid,
-                            int64_t start_us);
+/* A hello lists task (job, task), attempt `attempt` (< 0: none), as
+ * running with pid: re-adopted if the controller has it live there, of
+ * that attempt, for a running job; else killed (that attempt). */
+void ctl_node_hello_running(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int64_t attempt,
+                            int32_t pid, int64_t start_us);
+/* A hello from node lists a task of job, of this cluster instance: an id
+ * this database has not issued yet (it was restored from an earlier copy)
+ * makes the ids issued from now on start after it, so that no new job
+ * takes the id of one an agent still knows. Logged. O(1). */
+void ctl_job_id_reported(ctl_t *c, uint32_t node, uint64_t job);
 /* The tasks live on node that the hello did not list: a launch that never
  * arrived is sent again, a task that ran is lost. O(tasks on the node). */
 void ctl_node_hello_end(ctl_t *c, uint32_t node);
@@ -96,9 +109,11 @@ void ctl_node_task_end(ctl_t *c, uint32_t node, uint64_t job, int64_t task, ctl_
  * Ignored unless the task is live there. */
 void ctl_node_task_mem(ctl_t *c, uint32_t node, uint64_t job, int64_t task, bool oom_killed,
                        int64_t mem_peak, int64_t mem_limit);
-/* Task (job, task) on node reported started. */
-void ctl_node_task_started(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int32_t pid,
-                           int64_t t_us);
+/* Task (job, task) on node reported started, as attempt `attempt` (< 0:
+ * none). A start of another attempt than the task's is an earlier run
+ * that started late: it is killed. */
+void ctl_node_task_started(ctl_t *c, uint32_t node, uint64_t job, int64_t task, int64_t attempt,
+                           int32_t pid, int64_t t_us);
 /* Any message from node's agent is a sign of life; a heartbeat from a node
  * declared down (a long stall) brings it back up. */
 void ctl_node_heard(ctl_t *c, uint32_t node, bool heartbeat);
@@ -131,8 +146,13 @@ bool ctl_jobs_cycle(void *ud);
 void ctl_sweep(ctl_t *c);
 
 /* Task i of j takes placement pl: its fields from pl (the rest zeroed),
- * launching, linked to its node, its row written. The caller then sends
- * the launch. */
+ * launching, of attempt j->requeues, linked to its node, its row written.
+ * The caller then sends the launch (ctl_task_launch). */
 void ctl_task_place(ctl_t *c, ctl_job_t *j, int32_t i, const sl_place_t *pl);
+/* Sends the launch of task i of j (c->out.launch) and notes when, for the
+ * launch timeout (domain/launch.c). 0, or SL_EOVERFLOW when the launch
+ * does not fit in a protocol line: nothing was sent, j->reason says so,
+ * and the caller fails the job. */
+int ctl_task_launch(ctl_t *c, ctl_job_t *j, int32_t i);
 
 #endif

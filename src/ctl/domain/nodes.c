@@ -105,5 +105,5 @@ void ctl_node_unlink(ctl_t *c, ctl_task_t *t) {
 
 sl_node_state_t ctl_node_up_state(ctl_t *c, uint32_t id) {
     ctl_node_t *n = ctl_node_get(c, id);
-    return n != NULL && n->draining ? SL_NODE_DRAINING : SL_NODE_UP;
+    return n != NULL && (n->draining || !n->connected) ? SL_NODE_DRAINING : SL_NODE_UP;
 }

@@ -19,8 +19,9 @@ ctl_node_t *ctl_node_get(ctl_t *c, uint32_t id);
 ctl_node_t *ctl_node_new(ctl_t *c, uint32_t id);
 /* The node's name in the cluster, or "" for an unknown id (-1 included). */
 const char *ctl_node_name(ctl_t *c, int32_t id);
-/* The core state of node id when it is up: draining while a drain holds
- * it (drain.c), else up. O(1). */
+/* The core state of node id when it is up: draining (no new placements)
+ * while a drain holds it (drain.c) or while its agent is not connected
+ * (launch.c), else up. O(1). */
 sl_node_state_t ctl_node_up_state(ctl_t *c, uint32_t id);
 /* The ids of every node (0..nnodes-1) sorted by name, bytewise (strcmp),
  * their count in *n: the order GET /v1/nodes pages in. Nodes are only ever

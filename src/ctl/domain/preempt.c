@@ -79,7 +79,7 @@ int ctl_job_preempt(ctl_t *c, ctl_job_t *j, ctl_preempt_t *p, ctl_preempt_cause_
         p->tasks++;
         p->gpu_seconds += ctl_task_gpu_seconds(j, t, now);
         if (t->node >= 0)
-            c->out.stop(c->out.ud, (uint32_t)t->node, j->id, i, &k);
+            c->out.stop(c->out.ud, (uint32_t)t->node, j->id, i, t->attempt, &k);
     }
     /* As a node failure's requeue, but with no fence to wait for: the
      * agents are alive and stop the tasks themselves (requeue_after 1: at
@@ -180,8 +180,14 @@ static void grow(ctl_t *c, ctl_job_t *j, const sl_resize_t *r) {
     char why[96];
     snprintf(why, sizeof why, "grew from %d to %d tasks into free capacity", (int)r->from, (int)r->to);
     size_record(c, j, r->to, why);
+    bool unsent = false;
     for (int32_t i = r->from; i < r->to; i++)
-        c->out.launch(c->out.ud, j, i);
+        unsent |= ctl_task_launch(c, j, i) < 0;
+    if (unsent) { /* the job's launches no longer fit in a protocol line */
+        char reason[sizeof j->reason];
+        snprintf(reason, sizeof reason, "%s", j->reason);
+        ctl_job_fail(c, j, reason);
+    }
     sl_log(SL_LOG_INFO, "sched", "job=%llu grew tasks=%d->%d", (unsigned long long)j->id,
            (int)r->from, (int)r->to);
 }
@@ -227,7 +233,7 @@ static void shrink(ctl_t *c, ctl_job_t *j, const sl_resize_t *r) {
         p.tasks++;
         p.gpu_seconds += ctl_task_gpu_seconds(j, t, now);
         if (t->node >= 0)
-            c->out.stop(c->out.ud, (uint32_t)t->node, j->id, i, &k);
+            c->out.stop(c->out.ud, (uint32_t)t->node, j->id, i, t->attempt, &k);
     }
     preempt_record(c, j, &p, cause_of(r->reason));
     char why[96];

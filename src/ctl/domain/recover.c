@@ -93,7 +93,7 @@ static void drop_tasks(ctl_t *c, ctl_job_t *j, const char *why) {
             continue;
         ctl_node_unlink(c, t);
         if (t->node >= 0)
-            c->out.kill(c->out.ud, (uint32_t)t->node, j->id, i);
+            c->out.kill(c->out.ud, (uint32_t)t->node, j->id, i, t->attempt);
         t->state = CTL_TASK_LOST;
         ctl_store_task_put(c->store, j, i, ctl_node_name(c, t->node));
     }

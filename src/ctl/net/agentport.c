@@ -61,6 +61,7 @@
 #include "base/buf.h"
 #include "domain/eff.h"
 #include "domain/jobs.h"
+#include "domain/launch.h"
 #include "log.h"
 #include "proto.h"
 #include "proto_hb.h"
@@ -123,6 +124,9 @@ static void conn_free(ctl_conn_t *cn) {
             ap->logs_gone(ap->logs_ud, (uint32_t)cn->node, "the agent disconnected");
             sl_log(SL_LOG_INFO, "agent", "node=%s disconnected",
                    ctl_node_name(ap->c, cn->node));
+            /* No new placements there, and what it never acknowledged
+             * goes elsewhere (jobs.h). */
+            ctl_node_disconnected(ap->c, (uint32_t)cn->node);
         }
     }
     if (cn->hello_ev)
@@ -243,74 +247,46 @@ static void send_now(ctl_conn_t *cn, const sl_proto_msg_t *m) {
     sl_free(big);
 }
 
-static void out_launch(void *ud, const ctl_job_t *j, int32_t i) {
+/* A launch (batch.h builds it: the spec's argv and env or a batch
+ * script's runner, the placement, the Unix identity, the attempt). One
+ * that would not fit in a line of the protocol is not sent: the agent
+ * would refuse it and the task would never start. */
+static int out_launch(void *ud, const ctl_job_t *j, int32_t i) {
     ctl_agentport_t *ap = ud;
     ctl_t *c = ap->c;
-    const ctl_task_t *t = &j->tasks[i];
-    ctl_node_t *mn = ctl_node_get(c, j->master_node);
-    int32_t local = 0;
-    for (int32_t k = 0; k < i; k++)
-        local += j->tasks[k].node == t->node;
-    int32_t gpus[SL_MAX_GPUS_PER_NODE];
-    size_t ngpus = 0;
-    for (int g = 0; g < SL_MAX_GPUS_PER_NODE; g++)
-        if (t->gpu_mask & (1u << g))
-            gpus[ngpus++] = g;
-    /* argv and env: the spec's, or a batch script's runner (batch.h). */
     ctl_launch_cmd_t lc;
-    ctl_launch_cmd_init(c, j, i, &lc);
-    /* The Unix identity the task runs as: the tenant's mapping or the
-     * configured default, resolved by the agent on its node. */
-    const char *tenant = json_string_value(json_object_get(j->spec, "tenant"));
-    const char *group = NULL;
-    const char *user = ctl_config_task_user(&c->cfg, tenant, &group);
-    sl_proto_msg_t m = {
-        .type = SL_PROTO_LAUNCH,
-        .job = j->id,
-        .task = i,
-        .u.launch = {
-            .name = json_string_value(json_object_get(j->spec, "name")),
-            .tenant = tenant,
-            .argv = lc.argv,
-            .argc = lc.argc,
-            .image = json_string_value(json_object_get(j->spec, "image")),
-            .env = lc.env,
-            .nenv = lc.nenv,
-            .gpus = gpus,
-            .ngpus = ngpus,
-            .gpu_milli = t->gpu_mask ? t->gpu_milli : 0,
-            .gpu_memory = j->core.task.gpus ? 0 : j->core.task.gpu_mem_bytes,
-            .cpu_milli = j->core.task.cpu_milli,
-            .mem_bytes = j->core.task.mem_bytes,
-            .rank = i,
-            .world_size = j->ntasks,
-            .local_rank = local,
-            .master_addr = mn && mn->addr[0] ? mn->addr : "127.0.0.1",
-            .master_port = CTL_MASTER_PORT_BASE + (int32_t)(j->id % 1000),
-            .time_limit = j->core.time_limit_us / 1000000,
-            .user = user,
-            .group = group,
-            .allow_root = c->cfg.allow_root,
-            .on_node_failure = j->requeue_on_node_failure ? "requeue" : "fail",
-            /* Always sent, so that the config, not each agent's default,
-             * decides which tasks the kernel's OOM killer takes first. */
-            .has_oom_score_adj = true,
-            .oom_score_adj = ctl_config_oom_score_adj(&c->cfg, j->core.priority),
-        }};
-    queue_msg(ap, (uint32_t)t->node, &m);
+    int32_t gpus[SL_MAX_GPUS_PER_NODE];
+    sl_proto_msg_t m;
+    ctl_launch_msg_init(c, j, i, &lc, gpus, &m);
+    char small[1024], *big;
+    size_t len;
+    const char *line = encode(&m, small, sizeof small, &big, &len);
+    int rc = line == NULL ? SL_EINVAL : len > (size_t)SL_PROTO_MAX_LINE + 1 ? SL_EOVERFLOW : 0;
+    if (rc == 0) {
+        queue(ap, (uint32_t)j->tasks[i].node, line, len);
+        c->n.tasks_launched++;
+    } else {
+        sl_log(SL_LOG_ERROR, "agent", "job=%llu task=%d: its launch of %zu bytes is not sent: over "
+               "the protocol's %d bytes", (unsigned long long)j->id, i, len, SL_PROTO_MAX_LINE);
+    }
+    sl_free(big);
     ctl_launch_cmd_fini(&lc);
-    c->n.tasks_launched++;
+    return rc;
 }
 
-static void out_kill(void *ud, uint32_t node, uint64_t job, int32_t task) {
+static void out_kill(void *ud, uint32_t node, uint64_t job, int32_t task, int64_t attempt) {
     ctl_agentport_t *ap = ud;
     sl_proto_msg_t m = {.type = SL_PROTO_KILL, .job = job, .task = task,
+                        .has_attempt = attempt >= 0, .attempt = attempt >= 0 ? (uint32_t)attempt : 0,
                         .u.kill.grace_ms = ap->c->cfg.kill_grace_ms};
     queue_msg(ap, node, &m);
 }
 
-static void out_stop(void *ud, uint32_t node, uint64_t job, int32_t task, const sl_proto_kill_t *k) {
-    sl_proto_msg_t m = {.type = SL_PROTO_KILL, .job = job, .task = task, .u.kill = *k};
+static void out_stop(void *ud, uint32_t node, uint64_t job, int32_t task, int64_t attempt,
+                     const sl_proto_kill_t *k) {
+    sl_proto_msg_t m = {.type = SL_PROTO_KILL, .job = job, .task = task,
+                        .has_attempt = attempt >= 0, .attempt = attempt >= 0 ? (uint32_t)attempt : 0,
+                        .u.kill = *k};
     queue_msg(ud, node, &m);
 }
 
@@ -320,8 +296,11 @@ static void out_node_down(void *ud, uint32_t node, const char *why) {
     ap->logs_gone(ap->logs_ud, node, "the node failed");
 }
 
-static void send_ack(ctl_agentport_t *ap, uint32_t node, uint64_t job, int32_t task) {
-    sl_proto_msg_t m = {.type = SL_PROTO_ACK, .job = job, .task = task};
+/* The ack of an end report, naming the report's attempt (< 0: none). */
+static void send_ack(ctl_agentport_t *ap, uint32_t node, uint64_t job, int32_t task,
+                     int64_t attempt) {
+    sl_proto_msg_t m = {.type = SL_PROTO_ACK, .job = job, .task = task,
+                        .has_attempt = attempt >= 0, .attempt = attempt >= 0 ? (uint32_t)attempt : 0};
     queue_msg(ap, node, &m);
 }
 
@@ -391,14 +370,18 @@ typedef struct mem_end {
     int64_t peak, limit;
 } mem_end_t;
 
-/* An `exited` or `failed` report (a message, or an entry of a hello's
- * tasks): recorded by the domain, then acknowledged after the commit. */
-static void on_end(ctl_agentport_t *ap, uint32_t node, uint64_t job, int32_t task, bool failed,
-                   const char *reason, int64_t code, int64_t sig, bool bad, bool fenced, double t,
-                   mem_end_t mem) {
+/* An `exited` or `failed` report of attempt `attempt` (< 0: none) (a
+ * message, or an entry of a hello's tasks): recorded by the domain unless
+ * it is of another attempt than the task's, then acknowledged after the
+ * commit. */
+static void on_end(ctl_agentport_t *ap, uint32_t node, uint64_t job, int32_t task, int64_t attempt,
+                   bool failed, const char *reason, int64_t code, int64_t sig, bool bad,
+                   bool fenced, double t, mem_end_t mem) {
     ctl_t *c = ap->c;
     int32_t i;
-    ctl_job_t *j = ctl_task_find_live(c, node, job, task, &i);
+    bool stale;
+    ctl_job_t *j = ctl_task_find_report(c, node, job, task, attempt, failed ? "failed" : "exited",
+                                        &i, &stale);
     if (j != NULL && fenced) {
         /* Its agent stopped it for lack of contact: lost with its node, so
          * its job is requeued or failed per on_node_failure. */
@@ -416,7 +399,7 @@ static void on_end(ctl_agentport_t *ap, uint32_t node, uint64_t job, int32_t tas
             ctl_node_task_end(c, node, job, i, CTL_TASK_EXITED, code32, sig32, NULL, time_us(t));
         }
     }
-    send_ack(ap, node, job, task); /* leaves after the commit that recorded the exit */
+    send_ack(ap, node, job, task, attempt); /* leaves after the commit that recorded the exit */
 }
 
 /* May this connection speak for node name? Always without TLS name
@@ -526,16 +509,29 @@ static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char
                         .u.welcome = {.node = ctl_node_name(c, (int32_t)id),
                                       .heartbeat = c->cfg.heartbeat_s,
                                       .node_timeout_ms = c->cfg.node_timeout_ms,
-                                      .kill_grace_ms = c->cfg.kill_grace_ms}};
+                                      .kill_grace_ms = c->cfg.kill_grace_ms,
+                                      .instance = ctl_store_instance(c->store)}};
     send_now(cn, &w);
 
-    /* Reconcile what the agent runs with what the controller recorded. */
+    /* Reconcile what the agent runs with what the controller recorded. A
+     * task of another cluster instance (launched before this database was
+     * made anew) is not one of ours, whatever its job id says: its agent
+     * stops it on our welcome and never reports it again. */
+    const char *self = ctl_store_instance(c->store);
     for (size_t k = 0; k < h->ntasks; k++) {
         const sl_proto_task_t *t = &h->tasks[k];
+        int64_t attempt = t->has_attempt ? (int64_t)t->attempt : -1;
+        if (t->instance != NULL && strcmp(t->instance, self) != 0) {
+            sl_log(SL_LOG_INFO, "agent", "node=%s job=%llu task=%d is of cluster instance %s, not "
+                   "this one (%s): left to its agent, which stops it", name,
+                   (unsigned long long)t->job, t->task, t->instance, self);
+            continue;
+        }
+        ctl_job_id_reported(c, id, t->job);
         if (t->state == SL_PROTO_TASK_RUNNING)
-            ctl_node_hello_running(c, id, t->job, t->task, t->pid, time_us(t->start_time));
+            ctl_node_hello_running(c, id, t->job, t->task, attempt, t->pid, time_us(t->start_time));
         else
-            on_end(ap, id, t->job, t->task, t->state == SL_PROTO_TASK_FAILED, t->reason,
+            on_end(ap, id, t->job, t->task, attempt, t->state == SL_PROTO_TASK_FAILED, t->reason,
                    t->exit_code, t->signal, t->status_out_of_range, t->fenced, t->end_time,
                    (mem_end_t){t->oom_killed, t->mem_peak, t->mem_limit});
     }
@@ -585,22 +581,23 @@ static void on_message(ctl_conn_t *cn, json_t *o) {
         sl_log(SL_LOG_WARN, "agent", "node=%s: %s", ctl_node_name(c, (int32_t)node), err);
     /* From here on rc != 0 means a readable job and task (has_ids) with a
      * bad field: the report still counts, with what could be read. */
+    int64_t attempt = m.has_attempt ? (int64_t)m.attempt : -1;
     switch (m.type) {
     case SL_PROTO_HEARTBEAT:
         answer_heartbeat(cn, m.u.heartbeat.seq);
         ctl_eff_report(c, node, m.u.heartbeat.usage, m.u.heartbeat.nusage);
         break;
     case SL_PROTO_STARTED:
-        ctl_node_task_started(c, node, m.job, m.task, m.u.started.pid, time_us(m.time));
+        ctl_node_task_started(c, node, m.job, m.task, attempt, m.u.started.pid, time_us(m.time));
         break;
     case SL_PROTO_EXITED:
-        on_end(ap, node, m.job, m.task, false, NULL, m.u.exited.exit_code, m.u.exited.signal,
+        on_end(ap, node, m.job, m.task, attempt, false, NULL, m.u.exited.exit_code, m.u.exited.signal,
                m.u.exited.status_out_of_range || rc != 0, m.u.exited.fenced, m.time,
                (mem_end_t){m.u.exited.oom_killed, m.u.exited.mem_peak, m.u.exited.mem_limit});
         break;
     case SL_PROTO_FAILED:
-        on_end(ap, node, m.job, m.task, true, m.u.failed.reason, 0, 0, false, false, m.time,
-               (mem_end_t){0});
+        on_end(ap, node, m.job, m.task, attempt, true, m.u.failed.reason, 0, 0, false, false,
+               m.time, (mem_end_t){0});
         break;
     case SL_PROTO_LOGS_REPLY:
         ap->logs_answer(ap->logs_ud, m.req, rc != 0 ? err : m.u.logs_reply.error,

@@ -43,6 +43,7 @@
 #include <sys/socket.h>
 
 #include "views/api.h"
+#include "views/batch.h"
 #include "domain/deps.h"
 #include "net/auth.h"
 #include "net/hconn.h"
@@ -484,9 +485,11 @@ static void h_submit(hreq_t *h) {
         http_error(h->hs, h->req, fe.status, fe.code, fe.field, "%s", fe.message);
         return;
     }
-    char err[256];
+    char err[320];
     const char *field;
-    int rc = ctl_submit(c, j, err, sizeof err, &field); /* arrays, dependencies (deps.h) */
+    int rc = ctl_launch_check_size(c, j, err, sizeof err, &field); /* its launches fit a line */
+    if (rc == 0)
+        rc = ctl_submit(c, j, err, sizeof err, &field); /* arrays, dependencies (deps.h) */
     if (rc < 0) {
         if (rc == SL_EIO)
             http_error(h->hs, h->req, 500, "internal", NULL, "%s", err);

@@ -19,11 +19,14 @@
  *   jobs(id, tenant, spec JSON, state, submit_us, start_us, end_us, reason,
  *        exit_code, requeue_wait, requeues)
  *   tasks(job, idx, node, gpu_mask, gpu_milli, gpu_mem, state, pid,
- *         exit_code, signal, start_us, end_us)
+ *         exit_code, signal, start_us, end_us, attempt)
+ *         attempt: the job's requeues when the task was placed (NULL in a
+ *         row from before attempts: unknown)
  *   task_mem(job, idx, oom_killed, mem_peak, mem_limit, mem_request)
  *         how a task's memory ended, as its agent reported
  *   nodes(name, spec JSON, addr, last_seen_us)     last known node specs
- *   meta(key, value)                               schema version
+ *   meta(key, value)                               schema version; instance,
+ *                                                  the cluster instance id
  *   job_eff(job, gpu_util_mean, gpu_util_peak, gpu_mem_peak, gpu_mem_total,
  *           cpu_seconds, mem_peak, samples)        each job's efficiency
  *                                                  (domain/eff.c; NULL: unknown)
@@ -71,6 +74,7 @@
 #include "store/sqlite.h"
 #include "base/loop.h"
 #include "log.h"
+#include "proto_run.h"
 
 enum {
     ST_JOB_INSERT,
@@ -101,7 +105,7 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS tasks(job INTEGER NOT NULL, idx INTEGER NOT NULL,"
     " node TEXT NOT NULL, gpu_mask INTEGER, gpu_milli INTEGER, gpu_mem INTEGER,"
     " state TEXT NOT NULL, pid INTEGER, exit_code INTEGER, signal INTEGER,"
-    " start_us INTEGER, end_us INTEGER, PRIMARY KEY(job, idx));"
+    " start_us INTEGER, end_us INTEGER, attempt INTEGER, PRIMARY KEY(job, idx));"
     "CREATE TABLE IF NOT EXISTS nodes(name TEXT PRIMARY KEY, spec TEXT NOT NULL,"
     " addr TEXT, last_seen_us INTEGER);"
     /* Start-up reads only the active jobs and the recently finished ones.
@@ -143,14 +147,14 @@ static const char *const stmts[ST_COUNT] = {
     [ST_JOB_UPDATE] = "UPDATE jobs SET state = ?2, start_us = ?3, end_us = ?4, reason = ?5,"
                       " exit_code = ?6, requeue_wait = ?7, requeues = ?8 WHERE id = ?1",
     [ST_TASK_PUT] = "INSERT OR REPLACE INTO tasks(job, idx, node, gpu_mask, gpu_milli, gpu_mem,"
-                    " state, pid, exit_code, signal, start_us, end_us)"
-                    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    " state, pid, exit_code, signal, start_us, end_us, attempt)"
+                    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [ST_TASKS_DELETE] = "DELETE FROM tasks WHERE job = ?1",
     [ST_NODE_PUT] = "INSERT OR REPLACE INTO nodes(name, spec, addr, last_seen_us)"
                     " VALUES(?1, ?2, ?3, ?4)",
     [ST_JOB_GET] = JOB_COLS " WHERE id = ?1",
     [ST_TASKS_GET] = "SELECT idx, node, gpu_mask, gpu_milli, gpu_mem, state, pid, exit_code,"
-                     " signal, start_us, end_us FROM tasks WHERE job = ?1 ORDER BY idx",
+                     " signal, start_us, end_us, attempt FROM tasks WHERE job = ?1 ORDER BY idx",
     [ST_TASK_MEM_PUT] = "INSERT OR REPLACE INTO task_mem(job, idx, oom_killed, mem_peak, mem_limit,"
                         " mem_request) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_TASK_MEM_DELETE] = "DELETE FROM task_mem WHERE job = ?1",
@@ -229,6 +233,48 @@ static int quick_check(sqlite3 *db, const char *path, char *err, size_t errlen) 
     return -1;
 }
 
+/* What a database from before gains at its first open: the tasks' attempt
+ * column, and a cluster instance id (16 random hex digits, kept once
+ * made), read into s->instance. 0, or -1 with the message in err. */
+static int upgrade(ctl_store_t *s, char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    int has_attempt = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT COUNT(*) FROM pragma_table_info('tasks')"
+                           " WHERE name = 'attempt'", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        has_attempt = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    unsigned char rnd[8];
+    char hex[17], sql[128];
+    sqlite3_randomness((int)sizeof rnd, rnd);
+    for (int i = 0; i < 8; i++)
+        snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+    snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO meta(key, value) VALUES('instance', '%s')", hex);
+    if ((!has_attempt &&
+         sqlite3_exec(s->db, "ALTER TABLE tasks ADD COLUMN attempt INTEGER", NULL, NULL, NULL) !=
+             SQLITE_OK) ||
+        sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'instance'", -1, &st,
+                           NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        snprintf(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
+        sqlite3_finalize(st);
+        return -1;
+    }
+    snprintf(s->instance, sizeof s->instance, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (!sl_proto_instance_valid(s->instance)) {
+        snprintf(err, errlen, "%s: the cluster instance id in its meta table (\"%.40s\") is not "
+                 "one sluiced writes" RESTORE_HINT, s->path, s->instance, s->path);
+        return -1;
+    }
+    return 0;
+}
+
+const char *ctl_store_instance(const ctl_store_t *s) {
+    return s->instance;
+}
+
 /* Whether the state file must be created: it is missing, or empty with no
  * write-ahead log holding its pages. */
 static bool needs_init(const char *path, bool *missing) {
@@ -283,6 +329,8 @@ int ctl_store_open(ctl_store_t **out, ctl_loop_t *loop, const char *path, bool i
         sqlite3_free(msg);
         return -1;
     }
+    if (upgrade(s, err, errlen) < 0)
+        return -1;
     for (int i = 0; i < ST_COUNT; i++) {
         if (sqlite3_prepare_v3(s->db, stmts[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL) !=
             SQLITE_OK) {
@@ -498,6 +546,7 @@ void ctl_store_task_put_lazy(ctl_store_t *s, const ctl_job_t *j, int32_t i, cons
     b |= bind_opt_i64(st, 10, t->has_exit, t->signal);
     b |= bind_opt_i64(st, 11, t->start_us >= 0, t->start_us);
     b |= bind_opt_i64(st, 12, t->end_us >= 0, t->end_us);
+    b |= bind_opt_i64(st, 13, t->attempt >= 0, t->attempt);
     step(s, st, b, "task put");
 }
 
@@ -714,6 +763,7 @@ int ctl_store_tasks_read(ctl_store_t *s, ctl_job_t *j, ctl_store_task_fn fn, voi
         t.signal = (int32_t)ctl_sqlite_col_i64(st, 8, 0);
         t.start_us = ctl_sqlite_col_i64(st, 9, -1);
         t.end_us = ctl_sqlite_col_i64(st, 10, -1);
+        t.attempt = (int32_t)ctl_sqlite_col_i64(st, 11, -1);
         out = fn(ud, j, idx, (const char *)sqlite3_column_text(st, 1), &t);
     }
     if (out == 0 && rc != SQLITE_DONE)

@@ -27,6 +27,7 @@ struct ctl_store {
     uint64_t commit_us;
     bool fail_stop;        /* a failed read exits 3, as a failed write does */
     char errbuf[320];      /* why the last read failed, when SQLite did not say */
+    char instance[40];     /* the cluster instance id (meta 'instance') */
 };
 
 struct ctl_store_reader {

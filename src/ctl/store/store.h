@@ -54,6 +54,13 @@ int ctl_store_open(ctl_store_t **out, ctl_loop_t *loop, const char *path, bool i
                    size_t errlen);
 /* Commits what is open, closes and frees; accepts NULL. */
 void ctl_store_close(ctl_store_t *s);
+/* The cluster instance id of this database: 16 random lower-case hex
+ * digits made when the database was created, or at its first open by a
+ * sluiced that knows instances, and kept in it (a backup keeps it; a
+ * database made anew with --init gets a new one). Agents put it in the
+ * names of their tasks' files and cgroups (docs/protocol.md). Valid while
+ * the store is open. Can't fail. */
+const char *ctl_store_instance(const ctl_store_t *s);
 /* Why the last call failed: the store's own message for a bad row or a
  * failed read, else the backend's (valid until the next call). */
 const char *ctl_store_errmsg(ctl_store_t *s);
@@ -87,7 +94,8 @@ void ctl_store_stats(const ctl_store_t *s, ctl_store_stats_t *out);
  * process exits if SQLite rolled it back). */
 int ctl_store_job_insert(ctl_store_t *s, const ctl_job_t *j, const char *tenant);
 void ctl_store_job_update(ctl_store_t *s, const ctl_job_t *j);
-/* Task i of j, placed on the node called node. */
+/* Task i of j, placed on the node called node (with its attempt: the
+ * column a database from before attempts gains at its first open). */
 void ctl_store_task_put(ctl_store_t *s, const ctl_job_t *j, int32_t i, const char *node);
 /* The same for a change whose loss in a crash is harmless (a task reported
  * started): committed with the next urgent write or after

@@ -161,6 +161,8 @@ size_t ctl_hostlist_format(const char *const *names, size_t count, char *buf, si
 typedef struct task_ctx {
     const ctl_job_t *j;
     int32_t task;
+    int32_t ntasks;       /* the job's placed tasks */
+    int32_t local;        /* the task's index among those on its node */
     const char *name;     /* the job's */
     const char *node;     /* the task's node's name */
     int32_t node_id;      /* its place among the job's nodes */
@@ -239,17 +241,14 @@ static void batch_env(ctl_launch_cmd_t *lc, const task_ctx_t *t, const char *nod
     if (cpu_milli > 0)
         snprintf(cpus, sizeof cpus, "%lld", (long long)((cpu_milli + 999) / 1000));
     const char *pool = spec_str(j, "pool"), *submit = spec_str(j, "submit_dir");
-    int32_t local = 0;
-    for (int32_t k = 0; k < t->task; k++)
-        local += j->tasks[k].node == j->tasks[t->task].node;
     const struct { const char *k; const char *v; } slurm[] = {
         {"SLURM_JOB_ID", own_printf(lc, "%llu", (unsigned long long)j->id)},
         {"SLURM_JOBID", own_printf(lc, "%llu", (unsigned long long)j->id)},
         {"SLURM_JOB_NAME", t->name},
-        {"SLURM_NTASKS", own_printf(lc, "%d", j->ntasks)},
-        {"SLURM_NPROCS", own_printf(lc, "%d", j->ntasks)},
+        {"SLURM_NTASKS", own_printf(lc, "%d", t->ntasks)},
+        {"SLURM_NPROCS", own_printf(lc, "%d", t->ntasks)},
         {"SLURM_PROCID", own_printf(lc, "%d", t->task)},
-        {"SLURM_LOCALID", own_printf(lc, "%d", local)},
+        {"SLURM_LOCALID", own_printf(lc, "%d", t->local)},
         {"SLURM_NODEID", own_printf(lc, "%d", t->node_id)},
         {"SLURM_JOB_NODELIST", nodelist},
         {"SLURM_NODELIST", nodelist},
@@ -283,28 +282,29 @@ static void batch_env(ctl_launch_cmd_t *lc, const task_ctx_t *t, const char *nod
             lc->env[lc->nenv++] = (sl_proto_kv_t){slurm[s].k, own_printf(lc, "%s", slurm[s].v)};
 }
 
-static void batch_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd_t *lc) {
+/* Task i of j's batch runner, with its job's ntasks tasks on the nodes
+ * called names[0..ntasks). */
+static void batch_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, int32_t ntasks,
+                      const char *const *names, ctl_launch_cmd_t *lc) {
     /* The job's nodes, sorted by name, and this task's place among them. */
-    const char **names = sl_xmalloc((size_t)(j->ntasks ? j->ntasks : 1) * sizeof *names);
-    for (int32_t k = 0; k < j->ntasks; k++)
-        names[k] = ctl_node_name(c, j->tasks[k].node);
-    size_t need = ctl_hostlist_format(names, (size_t)j->ntasks, NULL, 0);
+    size_t need = ctl_hostlist_format(names, (size_t)ntasks, NULL, 0);
     char *nodelist = own(lc, sl_xmalloc(need + 1));
-    ctl_hostlist_format(names, (size_t)j->ntasks, nodelist, need + 1);
+    ctl_hostlist_format(names, (size_t)ntasks, nodelist, need + 1);
     const char *mine = names[i];
-    int32_t nnodes = 0, node_id = 0;
-    for (int32_t k = 0; k < j->ntasks; k++) {
+    int32_t nnodes = 0, node_id = 0, local = 0;
+    for (int32_t k = 0; k < ntasks; k++) {
         bool first = true;
         for (int32_t m = 0; m < k && first; m++)
             first = strcmp(names[m], names[k]) != 0;
+        local += k < i && strcmp(names[k], mine) == 0;
         if (!first)
             continue;
         nnodes++;
         node_id += strcmp(names[k], mine) < 0;
     }
     const char *group;
-    task_ctx_t t = {.j = j, .task = i, .name = spec_str(j, "name"), .node = mine,
-                    .node_id = node_id,
+    task_ctx_t t = {.j = j, .task = i, .ntasks = ntasks, .local = local,
+                    .name = spec_str(j, "name"), .node = mine, .node_id = node_id,
                     .user = ctl_config_task_user(&c->cfg, spec_str(j, "tenant"), &group)};
     if (t.name == NULL)
         t.name = "";
@@ -326,13 +326,15 @@ static void batch_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd_t 
     for (size_t k = 1; k < nargs; k++)
         lc->argv[lc->argc++] = json_string_value(json_array_get(cmd, k));
     batch_env(lc, &t, nodelist, nnodes);
-    sl_free(names);
 }
 
-void ctl_launch_cmd_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd_t *lc) {
+/* Task i's argv and env with its job's ntasks tasks on the nodes called
+ * names[0..ntasks) (ctl_launch_cmd_init). */
+static void launch_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, int32_t ntasks,
+                       const char *const *names, ctl_launch_cmd_t *lc) {
     *lc = (ctl_launch_cmd_t){0};
     if (json_object_get(j->spec, "script") != NULL) {
-        batch_cmd(c, j, i, lc);
+        batch_cmd(c, j, i, ntasks, names, lc);
         return;
     }
     json_t *cmd = json_object_get(j->spec, "command"), *env = json_object_get(j->spec, "env");
@@ -359,6 +361,14 @@ void ctl_launch_cmd_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd
                                    : own_printf(lc, "%llu", (unsigned long long)j->array_id)};
 }
 
+void ctl_launch_cmd_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd_t *lc) {
+    const char **names = sl_xmalloc((size_t)(j->ntasks ? j->ntasks : 1) * sizeof *names);
+    for (int32_t k = 0; k < j->ntasks; k++)
+        names[k] = ctl_node_name(c, j->tasks[k].node);
+    launch_cmd(c, j, i, j->ntasks, names, lc);
+    sl_free(names);
+}
+
 void ctl_launch_cmd_fini(ctl_launch_cmd_t *lc) {
     for (size_t k = 0; k < lc->nowned; k++)
         sl_free(lc->owned[k]);
@@ -366,4 +376,154 @@ void ctl_launch_cmd_fini(ctl_launch_cmd_t *lc) {
     sl_free(lc->argv);
     sl_free(lc->env);
     *lc = (ctl_launch_cmd_t){0};
+}
+
+/* ---- the launch message ---- */
+
+/* What a launch's message takes from its task's placement. */
+typedef struct where {
+    int32_t task;           /* its rank */
+    int32_t ntasks;         /* the job's placed tasks: world_size */
+    int32_t local_rank;
+    const int32_t *gpus;
+    size_t ngpus;
+    int32_t gpu_milli;
+    const char *master_addr;
+    int64_t attempt;        /* < 0: none */
+} where_t;
+
+/* The launch of the task at w, with lc's argv and env, into *m (which
+ * points into j's spec, c's config, lc and w). */
+static void fill_launch(ctl_t *c, const ctl_job_t *j, const ctl_launch_cmd_t *lc, const where_t *w,
+                        sl_proto_msg_t *m) {
+    /* The Unix identity the task runs as: the tenant's mapping or the
+     * configured default, resolved by the agent on its node. */
+    const char *tenant = spec_str(j, "tenant"), *group = NULL;
+    const char *user = ctl_config_task_user(&c->cfg, tenant, &group);
+    *m = (sl_proto_msg_t){
+        .type = SL_PROTO_LAUNCH,
+        .job = j->id,
+        .task = w->task,
+        .has_attempt = w->attempt >= 0,
+        .attempt = w->attempt >= 0 ? (uint32_t)w->attempt : 0,
+        .u.launch = {
+            .name = spec_str(j, "name"),
+            .tenant = tenant,
+            .argv = lc->argv,
+            .argc = lc->argc,
+            .image = spec_str(j, "image"),
+            .env = lc->env,
+            .nenv = lc->nenv,
+            .gpus = w->gpus,
+            .ngpus = w->ngpus,
+            .gpu_milli = w->ngpus ? w->gpu_milli : 0,
+            .gpu_memory = j->core.task.gpus ? 0 : j->core.task.gpu_mem_bytes,
+            .cpu_milli = j->core.task.cpu_milli,
+            .mem_bytes = j->core.task.mem_bytes,
+            .rank = w->task,
+            .world_size = w->ntasks,
+            .local_rank = w->local_rank,
+            .master_addr = w->master_addr,
+            .master_port = CTL_MASTER_PORT_BASE + (int32_t)(j->id % 1000),
+            .time_limit = j->core.time_limit_us / 1000000,
+            .user = user,
+            .group = group,
+            .allow_root = c->cfg.allow_root,
+            .on_node_failure = j->requeue_on_node_failure ? "requeue" : "fail",
+            /* Always sent, so that the config, not each agent's default,
+             * decides which tasks the kernel's OOM killer takes first. */
+            .has_oom_score_adj = true,
+            .oom_score_adj = ctl_config_oom_score_adj(&c->cfg, j->core.priority),
+        }};
+}
+
+void ctl_launch_msg_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd_t *lc,
+                         int32_t gpus[SL_MAX_GPUS_PER_NODE], sl_proto_msg_t *m) {
+    const ctl_task_t *t = &j->tasks[i];
+    ctl_node_t *mn = ctl_node_get(c, j->master_node);
+    where_t w = {.task = i, .ntasks = j->ntasks, .gpus = gpus, .gpu_milli = t->gpu_milli,
+                 .master_addr = mn && mn->addr[0] ? mn->addr : "127.0.0.1",
+                 .attempt = t->attempt};
+    for (int32_t k = 0; k < i; k++)
+        w.local_rank += j->tasks[k].node == t->node;
+    for (int g = 0; g < SL_MAX_GPUS_PER_NODE; g++)
+        if (t->gpu_mask & (1u << g))
+            gpus[w.ngpus++] = g;
+    ctl_launch_cmd_init(c, j, i, lc);
+    fill_launch(c, j, lc, &w, m);
+}
+
+/* The bytes the spec's field key takes as text (strings, array items, an
+ * object's keys and values): what a launch copies of it. */
+static size_t spec_bytes(const ctl_job_t *j, const char *key) {
+    json_t *v = json_object_get(j->spec, key), *x;
+    const char *k;
+    size_t n = 0, i;
+    if (json_is_string(v))
+        return json_string_length(v);
+    json_array_foreach(v, i, x) n += json_string_length(x) + 1;
+    json_object_foreach(v, k, x) n += strlen(k) + json_string_length(x) + 2;
+    return n;
+}
+
+int ctl_launch_check_size(ctl_t *c, const ctl_job_t *j, char *err, size_t errlen,
+                          const char **field) {
+    json_int_t nt = json_integer_value(json_object_get(j->spec, "tasks"));
+    int32_t n = nt >= 1 && nt <= SL_MAX_TASKS ? (int32_t)nt : 1;
+    /* The placement's part, at its largest: node names as long as the
+     * longest registered (at least 16 characters) on as many nodes as the
+     * job may span, none folding into a range; every GPU; the longest
+     * numbers; an array element's variables. */
+    size_t len = 16, nnodes = sl_cluster_node_count(c->cl);
+    for (size_t k = 0; k < nnodes; k++)
+        if (strlen(ctl_node_name(c, (int32_t)k)) > len)
+            len = strlen(ctl_node_name(c, (int32_t)k));
+    int32_t d = (size_t)n < nnodes ? n : nnodes > 0 ? (int32_t)nnodes : 1;
+    char(*made)[SL_NAME_MAX] = sl_xmalloc((size_t)d * sizeof *made);
+    const char **names = sl_xmalloc((size_t)n * sizeof *names);
+    if (len > SL_NAME_MAX - 1)
+        len = SL_NAME_MAX - 1;
+    for (int32_t k = 0; k < d; k++) {
+        int w = snprintf(made[k], SL_NAME_MAX, "%05d", (int)(k % 100000));
+        memset(made[k] + w, 'x', len - (size_t)w);
+        made[k][len] = '\0';
+    }
+    for (int32_t k = 0; k < n; k++)
+        names[k] = made[k % d];
+    ctl_job_t w = *j; /* a copy with the widest values; it owns nothing */
+    w.id = w.array_id = (uint64_t)INT64_MAX;
+    w.array_index = INT32_MAX;
+    w.requeue_on_node_failure = true;
+    /* 19 digits, as INT64_MAX, with room for the arithmetic on them. */
+    w.core.task.cpu_milli = w.core.task.mem_bytes = w.core.task.gpu_mem_bytes = INT64_MAX / 2;
+    w.core.task.gpus = 0;
+    w.core.time_limit_us = INT64_MAX;
+    int32_t gpus[SL_MAX_GPUS_PER_NODE];
+    for (int g = 0; g < SL_MAX_GPUS_PER_NODE; g++)
+        gpus[g] = SL_PROTO_MAX_GPU_INDEX;
+    where_t at = {.task = INT32_MAX, .ntasks = INT32_MAX, .local_rank = INT32_MAX, .gpus = gpus,
+                  .ngpus = SL_MAX_GPUS_PER_NODE, .gpu_milli = 1000, .attempt = INT32_MAX,
+                  .master_addr = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"};
+    ctl_launch_cmd_t lc;
+    sl_proto_msg_t m;
+    size_t need = 0;
+    launch_cmd(c, &w, n - 1, n, names, &lc);
+    fill_launch(c, &w, &lc, &at, &m);
+    int rc = sl_proto_encode(&m, NULL, 0, &need);
+    ctl_launch_cmd_fini(&lc);
+    sl_free(names);
+    sl_free(made);
+    if (rc == 0 && need <= (size_t)SL_PROTO_MAX_LINE + 1) /* need counts the newline */
+        return 0;
+    /* The field that holds most of it. */
+    static const char *const keys[] = {"script", "env", "command"};
+    *field = "env";
+    for (size_t k = 0; k < 3; k++)
+        if (spec_bytes(j, keys[k]) > spec_bytes(j, *field))
+            *field = keys[k];
+    snprintf(err, errlen,
+             "a launch of this job would be up to %zu bytes, over the agent protocol's limit of "
+             "%d bytes per message (docs/protocol.md); its %s alone is %zu bytes: make it smaller",
+             need, SL_PROTO_MAX_LINE, *field, spec_bytes(j, *field));
+    return SL_EOVERFLOW;
 }

@@ -49,6 +49,29 @@ void ctl_launch_cmd_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd
 void ctl_launch_cmd_fini(ctl_launch_cmd_t *lc);
 
 /*
+ * The launch message of task i of j, placed (j->tasks[i].node set), into
+ * *m: argv and env as ctl_launch_cmd_init makes them, into lc (fini it
+ * once m is encoded), its GPU indices into gpus, the rest from j's spec
+ * and placement and c's config (the Unix user, oom_score_adj); the task's
+ * attempt with it. m points into all of these. Can't fail. O(tasks of j +
+ * size of the spec).
+ */
+void ctl_launch_msg_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd_t *lc,
+                         int32_t gpus[SL_MAX_GPUS_PER_NODE], sl_proto_msg_t *m);
+
+/*
+ * Whether every launch of a job submitted as j (validated, not yet
+ * queued) fits in one line of the agent protocol (SL_PROTO_MAX_LINE): its
+ * launch encoded with the placement's part at its largest (node names as
+ * long as the longest registered on as many nodes as it may span, every
+ * GPU, the widest numbers, an array's variables). 0, or SL_EOVERFLOW with
+ * err saying how large and *field naming the largest of script, env and
+ * command. O(size of the spec + tasks of j).
+ */
+int ctl_launch_check_size(ctl_t *c, const ctl_job_t *j, char *err, size_t errlen,
+                          const char **field);
+
+/*
  * Writes names (n of them, in any order, duplicates allowed) as Slurm's
  * compressed host list into buf (snprintf semantics): sorted, each run of
  * names that differ only in a trailing number of the same width folded

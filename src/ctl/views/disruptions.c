@@ -22,6 +22,8 @@ const char *ctl_node_state_view(ctl_t *c, uint32_t id) {
         return "?";
     if (n != NULL && n->draining && n->live_tasks == 0 && nd->state != SL_NODE_DOWN)
         return "drained";
+    if (n != NULL && !n->draining && !n->connected && nd->state == SL_NODE_DRAINING)
+        return "disconnected"; /* no new placements until its agent is back */
     return sl_node_state_name(nd->state);
 }
 
