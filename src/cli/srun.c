@@ -419,8 +419,13 @@ static int run_step(cli_t *c, srun_opts_t *o, long long job) {
         c->stream_idle_ms = 30000;
         cli_reply_t r;
         int rc = cli_http_raw(c, "POST", path, text, strlen(text), &r, sink, &s);
-        if (rc == CLI_OK && (r.status < 200 || r.status > 299))
-            rc = cli_reply_error(c, &r);
+        if (rc == CLI_OK && (r.status < 200 || r.status > 299)) {
+            json_t *e = r.body ? json_loads(r.body, 0, NULL) : NULL;
+            const char *msg = json_string_value(json_object_get(json_object_get(e, "error"), "message"));
+            fprintf(stderr, "srun: error: %s\n", msg ? msg : r.body ? r.body : "the step was refused");
+            json_decref(e);
+            rc = CLI_ESERVER;
+        }
         cli_reply_free(&r);
         if (rc == CLI_OK && !s.ended) {
             fprintf(stderr, "srun: error: the step's stream ended before the step did\n");
