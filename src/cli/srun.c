@@ -623,6 +623,27 @@ int cli_cmd_salloc(cli_t *c) {
     setenv("SLURM_JOB_NODELIST", nodes, 1);
     setenv("SLURM_NODELIST", nodes, 1);
     free(nodes);
+    /* srun in the command is this program, not some other Slurm's: its
+     * names first on the command's PATH, links in a directory of salloc's
+     * own (removed at the end). */
+    char bindir[] = "/tmp/sluice-salloc-XXXXXX", self[4096], link[sizeof bindir + 16];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    bool linked = sl > 0 && mkdtemp(bindir) != NULL;
+    static const char *const names[] = {"srun", "salloc"};
+    if (linked) {
+        self[sl] = '\0';
+        for (size_t k = 0; k < 2; k++) {
+            snprintf(link, sizeof link, "%s/%s", bindir, names[k]);
+            if (symlink(self, link) != 0)
+                linked = false;
+        }
+        const char *path = getenv("PATH");
+        char *np = NULL;
+        if (asprintf(&np, "%s:%s", bindir, path ? path : "/usr/bin:/bin") < 0)
+            abort();
+        setenv("PATH", np, 1);
+        free(np);
+    }
     /* The command runs in the foreground; salloc waits, deaf to the
      * terminal's signals, which are the command's. */
     signal(SIGINT, SIG_IGN);
@@ -643,6 +664,12 @@ int cli_cmd_salloc(cli_t *c) {
     }
     int st = 0;
     while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR) {}
+    for (size_t k = 0; k < 2 && sl > 0; k++) {
+        snprintf(link, sizeof link, "%s/%s", bindir, names[k]);
+        unlink(link);
+    }
+    if (sl > 0)
+        rmdir(bindir);
     if (!o.quiet)
         fprintf(stderr, "salloc: Relinquishing job allocation %lld\n", job);
     alloc_end(c, job);

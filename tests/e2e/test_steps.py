@@ -160,3 +160,73 @@ srun -n 2 --gpus-per-task=2 true; echo "g2=$?"
     assert "N3=1" in text and "srun: error: -N 3: the allocation has 2 nodes" in text, text
     assert "bogus=2" in text and "srun: error: --bogus is not supported" in text, text
     assert "g2=1" in text and "--gpus-per-task=2: 2 ranks on n1 need 4 GPUs; the allocation has 2" in text
+
+
+def test_sigterm_reaches_the_ranks(controller, two_nodes, tmp_path):
+    out, ready = tmp_path / "out.txt", tmp_path / "ready"
+    jid = sbatch(controller, tmp_path, """#!/bin/bash
+#SBATCH -n 2 -o %s
+srun -n 2 bash -c 'trap "echo TERM $SLURM_PROCID; exit 7" TERM; touch %s.$SLURM_PROCID; while :; do sleep 0.05; done' &
+pid=$!
+while [ ! -e %s.0 ] || [ ! -e %s.1 ]; do sleep 0.05; done
+kill -TERM $pid
+wait $pid
+echo "srun=$?"
+""" % (out, ready, ready, ready))
+    controller.wait_job(jid, "succeeded", timeout=60)
+    text = out.read_text()
+    assert "TERM 0" in text and "TERM 1" in text and "srun=7" in text, text
+
+
+def test_srun_outside_an_allocation_makes_its_own(controller, two_nodes, tmp_path):
+    env = u.cli_env(controller, controller.tenant_tokens["alice"], tmpdir=tmp_path)
+    r = u.sluice(["srun", "-n", "2", "-l", "bash", "-c", "echo $SLURM_PROCID of $SLURM_NTASKS; exit 3"],
+                 env, cwd=str(tmp_path))
+    assert r.returncode == 3, r.stderr
+    assert sorted(r.stdout.splitlines()) == ["0: 0 of 2", "1: 1 of 2"], r.stdout
+    jobs = controller.jobs()
+    mine = [j for j in jobs if j.get("name") == "bash"]
+    assert mine and all(j["state"] in ("cancelled", "running", "succeeded") for j in mine), jobs
+
+
+def test_salloc_through_a_pseudo_terminal(controller, two_nodes, tmp_path):
+    import pty
+    import select
+    import subprocess
+    env = u.cli_env(controller, controller.tenant_tokens["alice"], tmpdir=tmp_path,
+                    extra={"SHELL": "/bin/sh", "PS1": "$ "})
+    master, slave = pty.openpty()
+    p = subprocess.Popen([os.path.join(harness.build_dir(), "sluice"), "salloc", "-n", "4"],
+                         stdin=slave, stdout=slave, stderr=slave, env=env, cwd=str(tmp_path),
+                         start_new_session=True)
+    os.close(slave)
+    seen = b""
+
+    def read_until(what, timeout=30):
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while what not in seen:
+            assert time.monotonic() < deadline, seen.decode(errors="replace")
+            r, _, _ = select.select([master], [], [], 0.2)
+            if r:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:
+                    break
+        return seen
+
+    try:
+        read_until(b"Granted job allocation")
+        os.write(master, b"srun -l sh -c 'echo at $SLURMD_NODENAME' | sort; echo done-$SLURM_NTASKS\n")
+        read_until(b"done-4")
+        os.write(master, b"exit 5\n")
+        read_until(b"Relinquishing job allocation")
+        assert p.wait(timeout=30) == 5
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.close(master)
+    text = seen.decode(errors="replace")
+    for line in ("0: at n1", "1: at n1", "2: at n2", "3: at n2"):
+        assert line in text, text
