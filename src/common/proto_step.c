@@ -39,14 +39,16 @@ bool sl_step_is_step(json_t *o, sl_step_link_t link) {
 
 /* ---- encode ---- */
 
-/* s[0..n) with each byte that is not valid UTF-8 replaced by '?'. */
+/* s[0..n) with each byte that is not valid UTF-8, and each NUL, replaced
+ * by '?': every reader of the line (the agent port among them, which takes
+ * no NUL) then parses it. */
 static json_t *utf8_string(const char *s, size_t n) {
     char *t = sl_xmalloc(n + 1);
     size_t k = 0;
     for (size_t i = 0; i < n;) {
         unsigned char ch = (unsigned char)s[i];
         if (ch < 0x80) {
-            t[k++] = (char)ch;
+            t[k++] = ch ? (char)ch : '?';
             i++;
             continue;
         }

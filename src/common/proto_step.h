@@ -112,7 +112,7 @@ bool sl_step_is_step(json_t *o, sl_step_link_t link);
 /*
  * Encodes m as one line ending in '\n', allocated (sl_xmalloc; free with
  * sl_free), its length in *len. Output data that is not UTF-8 is written
- * with '?' for each bad byte (jsonesc.h). Returns NULL (SL_EINVAL) for an
+ * with '?' for each bad byte and each NUL. Returns NULL (SL_EINVAL) for an
  * unknown type, a run without argv, or a signal outside 1..64. O(size).
  */
 char *sl_step_encode(const sl_step_msg_t *m, sl_step_link_t link, size_t *len);
