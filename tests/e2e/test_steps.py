@@ -119,6 +119,9 @@ srun -n 1 bash -c 'while [ ! -e %s ]; do sleep 0.05; done; echo A step=$SLURM_ST
 srun -n 1 bash -c 'touch %s; echo B step=$SLURM_STEP_ID' &
 wait
 srun -N 2 -n 2 --ntasks-per-node=1 bash -c 'echo C $SLURM_PROCID $SLURMD_NODENAME $SLURM_STEP_NUM_NODES'
+srun -w n2 bash -c 'echo W $SLURM_PROCID $SLURMD_NODENAME $SLURM_STEP_NODELIST'
+srun -w 'n[1-2]' -n 2 --ntasks-per-node=1 bash -c 'echo V $SLURMD_NODENAME'
+srun -w n9 true; echo "w9=$?"
 """ % (out, flag, flag))
     controller.wait_job(jid, "succeeded", timeout=60)
     text = out.read_text()
@@ -127,6 +130,9 @@ srun -N 2 -n 2 --ntasks-per-node=1 bash -c 'echo C $SLURM_PROCID $SLURMD_NODENAM
     assert len(a) == 1 and len(b) == 1, text
     assert {a[0].split("=")[1], b[0].split("=")[1]} == {"0", "1"}, text
     assert sorted(x for x in text.splitlines() if x.startswith("C ")) == ["C 0 n1 2", "C 1 n2 2"], text
+    assert sorted(x for x in text.splitlines() if x.startswith("W ")) == ["W 0 n2 n2", "W 1 n2 n2"], text
+    assert sorted(x for x in text.splitlines() if x.startswith("V ")) == ["V n1", "V n2"], text
+    assert "w9=1" in text and "-w n9: n9 is not a node of the allocation" in text, text
 
 
 def test_gpus_output_files_export_and_errors(controller, two_nodes, tmp_path):
@@ -136,12 +142,12 @@ def test_gpus_output_files_export_and_errors(controller, two_nodes, tmp_path):
 export MYVAR=from-script
 srun -n 4 --gpus-per-task=1 bash -c 'echo G $SLURM_PROCID $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES $MYVAR'
 srun -n 2 --export=NONE bash -c 'echo X $SLURM_PROCID "${MYVAR:-unset}"'
-srun -n 2 -o %s/rank-%%t.txt -e %s/err-%%t.txt bash -c 'echo file-out $SLURM_PROCID; echo file-err >&2'
+cd %s && srun -n 2 -o rank-%%t.txt -e err-%%t.txt bash -c 'echo file-out $SLURM_PROCID; echo file-err >&2'
 srun -n 9 true; echo "n9=$?"
 srun -N 3 true; echo "N3=$?"
 srun --bogus true; echo "bogus=$?"
 srun -n 2 --gpus-per-task=2 true; echo "g2=$?"
-""" % (out, tmp_path, tmp_path))
+""" % (out, tmp_path))
     controller.wait_job(jid, "succeeded", timeout=60)
     text = out.read_text()
     g = sorted(x.split()[1:] for x in text.splitlines() if x.startswith("G "))

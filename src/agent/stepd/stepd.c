@@ -171,8 +171,15 @@ static void free_env(char **env) {
     sl_free(env);
 }
 
-static int open_out(const char *pat, int32_t rank, char **env) {
+/* A relative name is the rank's working directory's, as srun's. */
+static int open_out(const char *pat, int32_t rank, char **env, const char *cwd) {
     char *path = expand(pat, rank, env);
+    if (path[0] != '/' && cwd) {
+        char *full = sl_xmalloc(strlen(cwd) + strlen(path) + 2);
+        sprintf(full, "%s/%s", cwd, path);
+        sl_free(path);
+        path = full;
+    }
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     sl_free(path);
     return fd;
@@ -191,11 +198,11 @@ static void start_rank(int ci, const sl_step_msg_t *m) {
     }
     char **env = rank_env(m);
     int po[2] = {-1, -1}, pe[2] = {-1, -1}, fo = -1, fe = -1;
-    if (m->output && (fo = open_out(m->output, m->rank, env)) < 0) {
+    if (m->output && (fo = open_out(m->output, m->rank, env, m->cwd)) < 0) {
         x.reason = "cannot open the output file (-o)";
         goto fail;
     }
-    if (m->error && (fe = open_out(m->error, m->rank, env)) < 0) {
+    if (m->error && (fe = open_out(m->error, m->rank, env, m->cwd)) < 0) {
         x.reason = "cannot open the error file (-e)";
         goto fail;
     }

@@ -431,6 +431,61 @@ static void tasks_per_node(const anode_t *an, int32_t nn, char *buf, size_t len)
     }
 }
 
+/* -w/--nodelist: keeps the nodes named in list (comma-separated names,
+ * or Slurm's prefix[1-3,5] ranges), in the allocation's order; 0, or -1
+ * naming one that is not the allocation's. */
+static int restrict_nodes(anode_t *an, int32_t *nn, const char *list, char *err, size_t errlen) {
+    bool *keep = sl_xcalloc((size_t)*nn + 1, sizeof *keep);
+    int rc = 0;
+    for (const char *p = list; *p && rc == 0;) {
+        size_t n = 0;
+        int depth = 0;
+        while (p[n] && (depth > 0 || p[n] != ',')) {
+            depth += p[n] == '[' ? 1 : p[n] == ']' ? -1 : 0;
+            n++;
+        }
+        char word[256];
+        snprintf(word, sizeof word, "%.*s", (int)(n < 255 ? n : 255), p);
+        p += n + (p[n] == ',');
+        char *br = strchr(word, '[');
+        char names[64][256];
+        int k = 0;
+        if (br && word[strlen(word) - 1] == ']') {
+            *br = '\0';
+            char *save = NULL, *inner = br + 1;
+            inner[strlen(inner) - 1] = '\0';
+            for (char *r = strtok_r(inner, ",", &save); r && k < 64; r = strtok_r(NULL, ",", &save)) {
+                long a = strtol(r, NULL, 10), b = strchr(r, '-') ? strtol(strchr(r, '-') + 1, NULL, 10) : a;
+                int width = (int)strcspn(r, "-");
+                for (long v = a; v <= b && k < 64; v++)
+                    snprintf(names[k++], sizeof names[0], "%s%0*ld", word, width, v);
+            }
+        } else {
+            snprintf(names[k++], sizeof names[0], "%s", word);
+        }
+        for (int q = 0; q < k && rc == 0; q++) {
+            bool found = false;
+            for (int32_t i = 0; i < *nn; i++)
+                if (an[i].name && strcmp(an[i].name, names[q]) == 0)
+                    found = keep[i] = true;
+            if (!found) {
+                snprintf(err, errlen, "-w %.64s: %.64s is not a node of the allocation", list, names[q]);
+                rc = -1;
+            }
+        }
+    }
+    int32_t m = 0;
+    for (int32_t i = 0; i < *nn; i++) {
+        if (keep[i] || rc != 0)
+            an[m++] = an[i];
+        else
+            sl_free(an[i].tasks);
+    }
+    *nn = m;
+    sl_free(keep);
+    return rc;
+}
+
 /* ---- start ---- */
 
 typedef struct kvs {
@@ -540,6 +595,11 @@ static int start(ctl_steps_t *s, struct evhttp_request *req, ctl_job_t *j, json_
     int rc = -1;
     kvs_t common = {0};
     ctl_step_t *st = NULL;
+    const char *wl = json_string_value(json_object_get(body, "nodelist"));
+    if (wl && restrict_nodes(an, &nn, wl, err, sizeof err) != 0) {
+        reply_error(s, req, 400, "invalid_field", "nodelist", "%s", err);
+        goto out;
+    }
     if (place(j, an, nn, &r, &total, &opt, err, sizeof err) != 0) {
         reply_error(s, req, 400, "invalid_field", opt, "%s", err);
         goto out;
