@@ -27,6 +27,41 @@ int32_t ctl_alloc_batch_task(ctl_t *c, const ctl_job_t *j) {
     return best;
 }
 
+void ctl_alloc_tasks_per_node(ctl_t *c, const ctl_job_t *j, char *buf, size_t len) {
+    const char *names[256];
+    int32_t counts[256], nn = 0;
+    for (int32_t k = 0; k < j->ntasks; k++) {
+        const char *name = ctl_node_name(c, j->tasks[k].node);
+        int32_t at = -1;
+        for (int32_t i = 0; i < nn && at < 0; i++)
+            if (strcmp(names[i], name ? name : "") == 0)
+                at = i;
+        if (at < 0 && nn < 256) {
+            /* insertion in name order */
+            at = nn++;
+            while (at > 0 && strcmp(names[at - 1], name ? name : "") > 0) {
+                names[at] = names[at - 1];
+                counts[at] = counts[at - 1];
+                at--;
+            }
+            names[at] = name ? name : "";
+            counts[at] = 0;
+        }
+        if (at >= 0)
+            counts[at]++;
+    }
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int32_t i = 0; i < nn && n < len;) {
+        int32_t e = i;
+        while (e + 1 < nn && counts[e + 1] == counts[i])
+            e++;
+        n += (size_t)snprintf(buf + n, len - n, e > i ? "%s%d(x%d)" : "%s%d", n ? "," : "", counts[i],
+                              e - i + 1);
+        i = e + 1;
+    }
+}
+
 int ctl_step_token(ctl_t *c, const ctl_job_t *j, char *out, size_t outlen) {
     static unsigned char random_key[32];
     static bool have_random;

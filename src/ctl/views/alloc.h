@@ -28,6 +28,10 @@ bool ctl_job_is_allocation(const ctl_job_t *j);
  * for gangs of at most a few hundred tasks. */
 int32_t ctl_alloc_batch_task(ctl_t *c, const ctl_job_t *j);
 
+/* Slurm's SLURM_TASKS_PER_NODE of j: each node's tasks, nodes in name
+ * order, runs of equal counts as N(xK) ("2(x3),1"), into buf. O(tasks^2). */
+void ctl_alloc_tasks_per_node(ctl_t *c, const ctl_job_t *j, char *buf, size_t len);
+
 /*
  * The step token of j's current run, into out (outlen > CTL_STEP_TOKEN_LEN):
  * "step-" + HMAC-SHA256(key, "sluice-step:" + job id + ":" + start time),

@@ -385,6 +385,11 @@ static void alloc_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd_t 
     } else {
         lc->argc = 1;
     }
+    /* Slurm's tasks per node ("2(x3),1", nodes in SLURM_JOB_NODELIST
+     * order), which launchers that start one daemon a node read (OpenMPI). */
+    char tpn[1024];
+    ctl_alloc_tasks_per_node(c, j, tpn, sizeof tpn);
+    env_put(lc, "SLURM_TASKS_PER_NODE", tpn);
     char tok[CTL_STEP_TOKEN_LEN + 1], url[300];
     if (ctl_step_token(c, j, tok, sizeof tok) == 0)
         env_put(lc, CTL_STEP_TOKEN_ENV, tok);
