@@ -576,6 +576,11 @@ int cli_cmd_srun(cli_t *c) {
         return bad("srun", "no command to run (usage: srun [OPTIONS] COMMAND [ARG...])");
     if (o.jobid > 0) {
         step_token(c);
+        if (c->token == NULL || c->token[0] == '\0') {
+            fprintf(stderr, "srun: error: job %lld gave this task no step token: it is not an "
+                    "allocation (submit it with sluice sbatch, or allocation: true)\n", o.jobid);
+            return CLI_ESERVER;
+        }
         return run_step(c, &o, o.jobid);
     }
     struct sigaction sa = {.sa_handler = on_signal};

@@ -444,8 +444,8 @@ static int restrict_nodes(anode_t *an, int32_t *nn, const char *list, char *err,
             depth += p[n] == '[' ? 1 : p[n] == ']' ? -1 : 0;
             n++;
         }
-        char word[256];
-        snprintf(word, sizeof word, "%.*s", (int)(n < 255 ? n : 255), p);
+        char word[128];
+        snprintf(word, sizeof word, "%.*s", (int)(n < 127 ? n : 127), p);
         p += n + (p[n] == ',');
         char *br = strchr(word, '[');
         char names[64][256];
@@ -456,7 +456,7 @@ static int restrict_nodes(anode_t *an, int32_t *nn, const char *list, char *err,
             inner[strlen(inner) - 1] = '\0';
             for (char *r = strtok_r(inner, ",", &save); r && k < 64; r = strtok_r(NULL, ",", &save)) {
                 long a = strtol(r, NULL, 10), b = strchr(r, '-') ? strtol(strchr(r, '-') + 1, NULL, 10) : a;
-                int width = (int)strcspn(r, "-");
+                int width = (int)strcspn(r, "-") % 20;
                 for (long v = a; v <= b && k < 64; v++)
                     snprintf(names[k++], sizeof names[0], "%s%0*ld", word, width, v);
             }
