@@ -236,3 +236,25 @@ def test_salloc_through_a_pseudo_terminal(controller, two_nodes, tmp_path):
     text = seen.decode(errors="replace")
     for line in ("0: at n1", "1: at n1", "2: at n2", "3: at n2"):
         assert line in text, text
+
+
+def test_ranks_die_with_a_killed_srun_and_steps_end_with_their_allocation(controller, two_nodes, tmp_path):
+    out, pids = tmp_path / "out.txt", tmp_path / "pid"
+    # srun killed outright: the controller sees its stream go and kills the
+    # ranks (pids written by the ranks, waited for by the script).
+    jid = sbatch(controller, tmp_path, """#!/bin/bash
+#SBATCH -n 2 -o %s
+srun -n 2 bash -c 'echo $$ > %s.$SLURM_PROCID; exec sleep 1000' &
+p=$!
+while [ ! -s %s.0 ] || [ ! -s %s.1 ]; do sleep 0.05; done
+kill -KILL $p
+for f in %s.0 %s.1; do while kill -0 $(cat $f) 2>/dev/null; do sleep 0.1; done; done
+echo ranks-gone
+srun -n 2 sleep 1000
+""" % ((out,) + (pids,) * 5))
+    harness.wait_for(lambda: "ranks-gone" in out.read_text(), timeout=60, what="the ranks gone")
+    # The last step holds the allocation until it is cancelled: the step
+    # ends with it, its ranks lost.
+    st, _ = controller.request("DELETE", "/v1/jobs/%d" % jid, token=controller.token("admin"))
+    assert st == 200
+    controller.wait_job(jid, "cancelled", timeout=30)
