@@ -369,6 +369,8 @@ static void forward(cli_t *c, long long job, int step, int sig) {
     snprintf(path, sizeof path, "/v1/jobs/%lld/steps/signal", job);
     json_t *b = json_pack("{s:i,s:i}", "step", step, "signal", sig), *out = NULL;
     cli_call(c, "POST", path, b, &out);
+    json_decref(b);
+    json_decref(out);
     _exit(0);
 }
 
@@ -493,6 +495,7 @@ static long long alloc_submit(cli_t *c, const char *prog, srun_opts_t *o) {
         json_object_set_new(job, "tenant", json_string(c->tenant));
     json_t *out = NULL;
     int rc = cli_call(c, "POST", "/v1/jobs", job, &out);
+    json_decref(job);
     long long id = rc == CLI_OK ? (long long)json_integer_value(json_object_get(out, "id")) : -rc;
     json_decref(out);
     return rc == CLI_OK ? id : -rc;
