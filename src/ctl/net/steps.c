@@ -23,8 +23,9 @@
  * The reply is a stream of JSON lines (chunked), one per event: "step"
  * (its id and nodes), "started", "out", "exit", then "end" with the step's
  * exit code (the highest of its ranks', as Slurm's srun). A "tick" line
- * each second keeps idle streams alive and tells a stream whose srun went
- * away: its ranks are then killed. When the allocation ends, its steps end
+ * each second (a timer armed only while steps run) keeps idle streams
+ * alive and tells a stream whose srun went away: its ranks are then
+ * killed. When the allocation ends, its steps end
  * with it (each rank that had not ended is reported lost).
  */
 #include <signal.h>
@@ -89,8 +90,11 @@ static void reply_error(ctl_steps_t *s, struct evhttp_request *req, int status, 
     free(txt);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
     s->c->n.http_errors++;
-    ctl_hconns_send(s->conns, req, status, status == 404 ? "Not Found" : status == 403 ? "Forbidden"
-                                             : status == 401 ? "Unauthorized" : "Bad Request", b);
+    ctl_hconns_send(s->conns, req, status, status == 404   ? "Not Found"
+                                           : status == 401 ? "Unauthorized"
+                                           : status == 409 ? "Conflict"
+                                           : status == 503 ? "Service Unavailable"
+                                                           : "Bad Request", b);
     evbuffer_free(b);
 }
 
@@ -195,6 +199,8 @@ static void tick_cb(evutil_socket_t fd, short ev, void *arg) {
         }
         stream_line(st, json_pack("{s:s}", "type", "tick"));
     }
+    if (s->steps == NULL && s->ids == NULL)
+        event_del(s->tick); /* an idle controller wakes for nothing; start() re-arms it */
     for (struct ctl_step_ids **pp = &s->ids; *pp;) {
         ctl_job_t *j = ctl_job_find(s->c, (*pp)->job);
         if (j == NULL || j->state != CTL_JOB_RUNNING) {
@@ -210,8 +216,6 @@ static void tick_cb(evutil_socket_t fd, short ev, void *arg) {
 void ctl_steps_init(ctl_steps_t *s, ctl_t *c, ctl_hconns_t *conns) {
     *s = (ctl_steps_t){.c = c, .conns = conns};
     s->tick = event_new(c->loop->base, -1, EV_PERSIST, tick_cb, s);
-    struct timeval tv = {1, 0};
-    event_add(s->tick, &tv);
 }
 
 void ctl_steps_fini(ctl_steps_t *s) {
@@ -712,6 +716,10 @@ static int start(ctl_steps_t *s, struct evhttp_request *req, ctl_job_t *j, json_
     sl_free(av);
     st->next = s->steps;
     s->steps = st;
+    if (!event_pending(s->tick, EV_TIMEOUT, NULL)) {
+        struct timeval tv = {1, 0};
+        event_add(s->tick, &tv);
+    }
     sl_log(SL_LOG_INFO, "step", "job=%llu step=%u ranks=%d nodes=%s", (unsigned long long)j->id, id,
            total, nodelist);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/x-ndjson");
