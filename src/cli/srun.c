@@ -32,33 +32,11 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "srunopt.h"
 
 extern char **environ;
 
-typedef struct srun_opts {
-    long long ntasks, nodes, per_node, cpus, gpus, time_s;
-    const char *output, *error, *export_, *name, *pool, *account, *chdir, *nodelist;
-    bool label, kill_bad, overlap, quiet;
-    long long jobid;
-    char **argv;
-    int argc;
-} srun_opts_t;
-
-/* The options srun and salloc take: name, short name, takes a value. */
-static const struct {
-    const char *name;
-    char shortname;
-    bool value;
-} known[] = {
-    {"ntasks", 'n', true}, {"nodes", 'N', true}, {"ntasks-per-node", 0, true},
-    {"cpus-per-task", 'c', true}, {"gpus-per-task", 0, true}, {"label", 'l', false},
-    {"export", 0, true}, {"kill-on-bad-exit", 'K', false}, {"output", 'o', true},
-    {"error", 'e', true}, {"overlap", 0, false}, {"exact", 0, false}, {"exclusive", 0, false},
-    {"mpi", 0, true}, {"job-name", 'J', true}, {"time", 't', true}, {"partition", 'p', true},
-    {"account", 'A', true}, {"chdir", 'D', true}, {"nodelist", 'w', true}, {"jobid", 0, true},
-    {"cpu-bind", 0, true}, {"cpu_bind", 0, true}, {"unbuffered", 'u', false}, {"quiet", 'Q', false},
-    {"verbose", 'v', false}, {"wait", 'W', true}, {"mem", 0, true}, {"help", 'h', false},
-};
+typedef sl_srun_opts_t srun_opts_t;
 
 static int bad(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int bad(const char *prog, const char *fmt, ...) {
@@ -71,110 +49,19 @@ static int bad(const char *prog, const char *fmt, ...) {
     return CLI_EUSAGE;
 }
 
-static int count(const char *prog, const char *opt, const char *v, long long lo, long long *out) {
-    char *end;
-    errno = 0;
-    long long n = strtoll(v, &end, 10);
-    if (errno || end == v || *end || n < lo || n > 100000)
-        return bad(prog, "--%s=%s: must be a whole number from %lld to 100000", opt, v, lo);
-    *out = n;
-    return 0;
-}
-
-/* Slurm's time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S. */
-static int duration(const char *prog, const char *v, long long *out) {
-    long long d = 0, f[3] = {0, 0, 0};
-    int nf = 0;
-    const char *p = v, *dash = strchr(v, '-');
-    if (dash) {
-        d = strtoll(v, NULL, 10);
-        p = dash + 1;
-    }
-    while (*p && nf < 3) {
-        char *end;
-        f[nf++] = strtoll(p, &end, 10);
-        if (end == p || (*end && *end != ':'))
-            return bad(prog, "--time=%s: not a time (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S)", v);
-        p = *end ? end + 1 : end;
-    }
-    long long s = dash ? d * 86400 + f[0] * 3600 + f[1] * 60 + f[2]
-                : nf == 1 ? f[0] * 60 : nf == 2 ? f[0] * 60 + f[1] : f[0] * 3600 + f[1] * 60 + f[2];
-    *out = s;
-    return 0;
-}
-
+/* srun's and salloc's options (srunopt.h), the job from SLURM_JOB_ID. */
 static int parse(const char *prog, int argc, char **argv, srun_opts_t *o, bool *help) {
-    *o = (srun_opts_t){0};
-    const char *env = getenv("SLURM_JOB_ID");
-    if (env == NULL)
-        env = getenv("SLUICE_JOB_ID");
-    if (env)
-        o->jobid = strtoll(env, NULL, 10);
-    int i = 0;
-    for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-        const char *a = argv[i], *val = NULL;
-        int k = -1;
-        if (a[1] == '-') {
-            size_t nl = strcspn(a + 2, "=");
-            for (size_t q = 0; q < sizeof known / sizeof known[0] && k < 0; q++)
-                if (strlen(known[q].name) == nl && strncmp(known[q].name, a + 2, nl) == 0)
-                    k = (int)q;
-            if (k < 0)
-                return bad(prog, "%.*s is not supported (see %s --help)", (int)(nl + 2), a, prog);
-            if (a[2 + nl] == '=')
-                val = a + 3 + nl;
-        } else {
-            for (size_t q = 0; q < sizeof known / sizeof known[0] && k < 0; q++)
-                if (known[q].shortname == a[1])
-                    k = (int)q;
-            if (k < 0)
-                return bad(prog, "-%c is not supported (see %s --help)", a[1], prog);
-            if (a[2])
-                val = a + 2;
-        }
-        if (known[k].value && val == NULL) {
-            if (i + 1 >= argc)
-                return bad(prog, "--%s needs a value", known[k].name);
-            val = argv[++i];
-        } else if (!known[k].value && val && strcmp(known[k].name, "kill-on-bad-exit") != 0) {
-            return bad(prog, "--%s takes no value", known[k].name);
-        }
-        const char *n = known[k].name;
-        int rc = 0;
-        if (!strcmp(n, "ntasks")) rc = count(prog, n, val, 1, &o->ntasks);
-        else if (!strcmp(n, "nodes")) {
-            if (strchr(val, '-'))
-                return bad(prog, "--nodes=%s: a range of nodes is not supported; give one number", val);
-            rc = count(prog, n, val, 1, &o->nodes);
-        }
-        else if (!strcmp(n, "ntasks-per-node")) rc = count(prog, n, val, 1, &o->per_node);
-        else if (!strcmp(n, "cpus-per-task")) rc = count(prog, n, val, 1, &o->cpus);
-        else if (!strcmp(n, "gpus-per-task")) rc = count(prog, n, strchr(val, ':') ? strrchr(val, ':') + 1 : val, 0, &o->gpus);
-        else if (!strcmp(n, "label")) o->label = true;
-        else if (!strcmp(n, "export")) o->export_ = val;
-        else if (!strcmp(n, "kill-on-bad-exit")) o->kill_bad = val == NULL || strcmp(val, "0") != 0;
-        else if (!strcmp(n, "output")) o->output = val;
-        else if (!strcmp(n, "error")) o->error = val;
-        else if (!strcmp(n, "overlap")) o->overlap = true;
-        else if (!strcmp(n, "mpi")) {
-            if (strcmp(val, "none") != 0 && strcmp(val, "pmix") != 0 && strcmp(val, "list") != 0)
-                return bad(prog, "--mpi=%s is not supported: none (the default) or pmix, which "
-                           "OpenMPI's own launcher provides", val);
-        }
-        else if (!strcmp(n, "job-name")) o->name = val;
-        else if (!strcmp(n, "time")) rc = duration(prog, val, &o->time_s);
-        else if (!strcmp(n, "partition")) o->pool = val;
-        else if (!strcmp(n, "account")) o->account = val;
-        else if (!strcmp(n, "chdir")) o->chdir = val;
-        else if (!strcmp(n, "nodelist")) o->nodelist = val;
-        else if (!strcmp(n, "jobid")) rc = count(prog, n, val, 1, &o->jobid);
-        else if (!strcmp(n, "quiet")) o->quiet = true;
-        else if (!strcmp(n, "help")) *help = true;
-        if (rc)
-            return rc;
+    char err[300];
+    if (sl_srun_opts_parse(prog, argc, argv, o, err, sizeof err) != 0)
+        return bad(prog, "%s", err);
+    *help = o->help;
+    if (o->jobid == 0) {
+        const char *env = getenv("SLURM_JOB_ID");
+        if (env == NULL)
+            env = getenv("SLUICE_JOB_ID");
+        if (env)
+            o->jobid = strtoll(env, NULL, 10);
     }
-    o->argv = argv + i;
-    o->argc = argc - i;
     return 0;
 }
 

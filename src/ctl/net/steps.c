@@ -42,6 +42,7 @@
 #include "base/loop.h"
 #include "domain/jobtab.h"
 #include "domain/nodes.h"
+#include "hostlist.h"
 #include "log.h"
 #include "net/steps.h"
 #include "proto_step.h"
@@ -435,47 +436,26 @@ static void tasks_per_node(const anode_t *an, int32_t nn, char *buf, size_t len)
     }
 }
 
-/* -w/--nodelist: keeps the nodes named in list (comma-separated names,
- * or Slurm's prefix[1-3,5] ranges), in the allocation's order; 0, or -1
- * naming one that is not the allocation's. */
+/* -w/--nodelist: keeps the nodes named in list (names, or Slurm's
+ * prefix[1-3,5] ranges: hostlist.h), in the allocation's order; 0, or -1
+ * with err naming one that is not the allocation's. */
 static int restrict_nodes(anode_t *an, int32_t *nn, const char *list, char *err, size_t errlen) {
+    char **names = NULL, why[200];
+    size_t n = 0;
+    if (sl_hostlist_expand(list, &names, &n, why, sizeof why) != 0) {
+        snprintf(err, errlen, "-w %.64s: %s", list, why);
+        return -1;
+    }
     bool *keep = sl_xcalloc((size_t)*nn + 1, sizeof *keep);
     int rc = 0;
-    for (const char *p = list; *p && rc == 0;) {
-        size_t n = 0;
-        int depth = 0;
-        while (p[n] && (depth > 0 || p[n] != ',')) {
-            depth += p[n] == '[' ? 1 : p[n] == ']' ? -1 : 0;
-            n++;
-        }
-        char word[128];
-        snprintf(word, sizeof word, "%.*s", (int)(n < 127 ? n : 127), p);
-        p += n + (p[n] == ',');
-        char *br = strchr(word, '[');
-        char names[64][256];
-        int k = 0;
-        if (br && word[strlen(word) - 1] == ']') {
-            *br = '\0';
-            char *save = NULL, *inner = br + 1;
-            inner[strlen(inner) - 1] = '\0';
-            for (char *r = strtok_r(inner, ",", &save); r && k < 64; r = strtok_r(NULL, ",", &save)) {
-                long a = strtol(r, NULL, 10), b = strchr(r, '-') ? strtol(strchr(r, '-') + 1, NULL, 10) : a;
-                int width = (int)strcspn(r, "-") % 20;
-                for (long v = a; v <= b && k < 64; v++)
-                    snprintf(names[k++], sizeof names[0], "%s%0*ld", word, width, v);
-            }
-        } else {
-            snprintf(names[k++], sizeof names[0], "%s", word);
-        }
-        for (int q = 0; q < k && rc == 0; q++) {
-            bool found = false;
-            for (int32_t i = 0; i < *nn; i++)
-                if (an[i].name && strcmp(an[i].name, names[q]) == 0)
-                    found = keep[i] = true;
-            if (!found) {
-                snprintf(err, errlen, "-w %.64s: %.64s is not a node of the allocation", list, names[q]);
-                rc = -1;
-            }
+    for (size_t q = 0; q < n && rc == 0; q++) {
+        bool found = false;
+        for (int32_t i = 0; i < *nn; i++)
+            if (an[i].name && strcmp(an[i].name, names[q]) == 0)
+                found = keep[i] = true;
+        if (!found) {
+            snprintf(err, errlen, "-w %.64s: %.64s is not a node of the allocation", list, names[q]);
+            rc = -1;
         }
     }
     int32_t m = 0;
@@ -487,6 +467,7 @@ static int restrict_nodes(anode_t *an, int32_t *nn, const char *list, char *err,
     }
     *nn = m;
     sl_free(keep);
+    sl_hostlist_free(names, n);
     return rc;
 }
 
