@@ -171,11 +171,14 @@ static const cli_cmd_t commands[] = {
      "--ntasks-per-node N, -c/--cpus-per-task N, --gpus-per-task [TYPE:]N, -l/--label,\n"
      "--export ALL|NONE|VAR[=val],..., -K/--kill-on-bad-exit, -o/--output FILE and\n"
      "-e/--error FILE (%t rank, %n node index, %N node, %j job, %s step, %u user),\n"
-     "--overlap (more ranks than the allocation's tasks), -w/--nodelist A,B,\n"
+     "--overlap (more ranks than the allocation's tasks), -w/--nodelist A,B or n[1-2],\n"
      "-D/--chdir DIR, --jobid N; outside an allocation also -J, -t, -p, -A. Accepted\n"
      "and without effect: --exact, --exclusive, --mpi=none|pmix, --cpu-bind, -u, -v,\n"
-     "-W, --mem (a step never exceeds its allocation). Exits with the highest exit\n"
-     "code of the ranks; SIGINT and SIGTERM go to the ranks. docs/slurm.md.",
+     "-W, --mem, -Q (a step never exceeds its allocation). Exits with the highest\n"
+     "exit code of the ranks, 1 when the step cannot start, 2 for a bad option;\n"
+     "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2 go to the ranks. Inside an\n"
+     "allocation it uses SLUICE_SERVER and SLUICE_STEP_TOKEN; the global options\n"
+     "below go before the command word (`sluice --server URL srun ...`). docs/slurm.md.",
      cli_cmd_srun, none_opts, CLI_RAW_ARGS},
     {"salloc", "[OPTIONS] [COMMAND [ARG...]]", "hold an allocation while a command runs (also as `salloc`)",
      "Makes an allocation (-n, -N, --ntasks-per-node, -c, --gpus-per-task, -t, -J, -p,\n"

@@ -258,3 +258,14 @@ srun -n 2 sleep 1000
     st, _ = controller.request("DELETE", "/v1/jobs/%d" % jid, token=controller.token("admin"))
     assert st == 200
     controller.wait_job(jid, "cancelled", timeout=30)
+
+
+def test_srun_in_a_job_that_is_no_allocation_says_so(controller, two_nodes, tmp_path):
+    path = write(tmp_path / "plain.sh", "#!/bin/sh\nsrun hostname\necho \"srun=$?\"\n")
+    env = u.cli_env(controller, controller.tenant_tokens["alice"], tmpdir=tmp_path)
+    r = u.sluice(["submit", "--quiet", path], env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    jid = int(r.stdout)
+    controller.wait_job(jid, "succeeded")
+    log = u.job_log(controller, jid)
+    assert "it is not an allocation" in log and "srun=1" in log, log

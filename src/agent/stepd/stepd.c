@@ -156,10 +156,20 @@ static char **rank_env(const sl_step_msg_t *m) {
         if (!over)
             env[k++] = strdup(environ[i]);
     }
+    /* The node's Slurm commands stay first on a PATH srun sent (its own
+     * node's may not be this one's): the first entry of this process's
+     * PATH when it is the agent's slurm-bin. */
+    const char *own = getenv("PATH");
+    size_t ol = own ? strcspn(own, ":") : 0;
+    bool keep_bin = ol > 9 && strncmp(own + ol - 9, "slurm-bin", 9) == 0;
     for (size_t j = 0; j < m->nenv; j++) {
-        size_t l = strlen(m->env[j].key) + strlen(m->env[j].value) + 2;
+        bool path = keep_bin && strcmp(m->env[j].key, "PATH") == 0;
+        size_t l = strlen(m->env[j].key) + strlen(m->env[j].value) + ol + 3;
         env[k] = sl_xmalloc(l);
-        snprintf(env[k++], l, "%s=%s", m->env[j].key, m->env[j].value);
+        if (path)
+            snprintf(env[k++], l, "PATH=%.*s:%s", (int)ol, own, m->env[j].value);
+        else
+            snprintf(env[k++], l, "%s=%s", m->env[j].key, m->env[j].value);
     }
     env[k] = NULL;
     return env;
