@@ -51,6 +51,9 @@
 #include "views/alloc.h"
 #include "views/batch.h"
 
+/* A step none of whose ranks started or ended by then is given up. */
+#define STEP_START_TIMEOUT_S 30
+
 struct ctl_step_ids {
     struct ctl_step_ids *next;
     uint64_t job;
@@ -62,7 +65,8 @@ struct ctl_step {
     uint64_t job;
     uint32_t id;
     struct evhttp_request *req; /* NULL once srun went away */
-    int32_t nranks, nended, exit_code;
+    int32_t nranks, nended, nstarted, exit_code;
+    int ticks;                  /* seconds since it was sent out */
     uint8_t *ended;             /* by rank */
     uint32_t *nodes;            /* the step's nodes, for signals */
     size_t nnodes;
@@ -185,6 +189,13 @@ static void tick_cb(evutil_socket_t fd, short ev, void *arg) {
         ctl_job_t *j = ctl_job_find(s->c, st->job);
         if (j == NULL || j->state != CTL_JOB_RUNNING) {
             step_lost(s, st, "the allocation ended");
+            continue;
+        }
+        /* An agent that ignores step_run (one without job steps) never
+         * answers; one that has them answers every rank within its 10 s of
+         * retries. */
+        if (++st->ticks >= STEP_START_TIMEOUT_S && st->nstarted + st->nended == 0) {
+            step_lost(s, st, "no agent started the step's ranks: do its nodes' agents run job steps?");
             continue;
         }
         if (st->req && evhttp_request_get_connection(st->req) == NULL) {
@@ -775,6 +786,7 @@ bool ctl_steps_agent_msg(void *ud, uint32_t node, json_t *o) {
     if (st && here) {
         switch (m.type) {
         case SL_STEP_STARTED:
+            st->nstarted++;
             stream_line(st, json_pack("{s:s,s:i,s:s}", "type", "started", "rank", m.rank, "node",
                                       ctl_node_name(s->c, (int32_t)node)));
             break;
