@@ -269,3 +269,21 @@ def test_srun_in_a_job_that_is_no_allocation_says_so(controller, two_nodes, tmp_
     controller.wait_job(jid, "succeeded")
     log = u.job_log(controller, jid)
     assert "it is not an allocation" in log and "srun=1" in log, log
+
+
+def test_a_step_ends_when_an_agent_of_its_nodes_goes_away(controller, two_nodes, tmp_path):
+    out = tmp_path / "out.txt"
+    jid = sbatch(controller, tmp_path, """#!/bin/bash
+#SBATCH -n 4 -o %s
+srun -l bash -c 'echo up; echo $$ > %s.$SLURM_PROCID; exec sleep 1000'
+echo "srun=$?"
+""" % (out, tmp_path / "pid"))
+    harness.wait_for(lambda: out.exists() and out.read_text().count("up") == 4, timeout=60,
+                     what="the step's ranks")
+    two_nodes[1].kill9()  # n2's agent; its step daemons kill their ranks
+    harness.wait_for(lambda: "srun=255" in out.read_text(), timeout=60, what="srun's end")
+    assert "the agent of node n2 went away" in out.read_text()
+    # The ranks on n1 were killed too.
+    for r in (0, 1):
+        pid = int((tmp_path / ("pid.%d" % r)).read_text())
+        harness.wait_for(lambda: not u.pid_alive(pid), timeout=30, what="rank %d gone" % r)

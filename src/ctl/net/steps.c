@@ -198,6 +198,21 @@ static void tick_cb(evutil_socket_t fd, short ev, void *arg) {
             step_lost(s, st, "no agent started the step's ranks: do its nodes' agents run job steps?");
             continue;
         }
+        /* An agent that went away took its ranks with it (its step
+         * daemons kill the ranks of a connection that closes). */
+        const char *gone = NULL;
+        for (size_t i = 0; i < st->nnodes && !gone; i++) {
+            ctl_node_t *nd = ctl_node_get(s->c, st->nodes[i]);
+            if (nd == NULL || !nd->connected)
+                gone = ctl_node_name(s->c, (int32_t)st->nodes[i]);
+        }
+        if (gone) {
+            char why[160];
+            snprintf(why, sizeof why, "the agent of node %s went away", gone);
+            step_signal(s, st, SIGKILL); /* the ranks elsewhere go too */
+            step_lost(s, st, why);
+            continue;
+        }
         if (st->req && evhttp_request_get_connection(st->req) == NULL) {
             sl_log(SL_LOG_INFO, "step", "job=%llu step=%u: srun went away; its ranks are killed",
                    (unsigned long long)st->job, st->id);
