@@ -265,7 +265,8 @@ static void on_run(agent_steps_t *s, const sl_step_msg_t *m) {
         n += r->nenv;
         sl_step_msg_t run = {.type = SL_STEP_RUN, .step = m->step, .rank = r->rank, .argv = m->argv,
                              .argc = m->argc, .env = env, .nenv = n, .cwd = m->cwd,
-                             .output = m->output, .error = m->error};
+                             .output = m->output, .error = m->error, .pty_rows = m->pty_rows,
+                             .pty_cols = m->pty_cols};
         size_t len;
         char *line = sl_step_encode(&run, SL_STEP_LINK_STEPD, &len);
         sl_free(env);
@@ -292,6 +293,23 @@ static void on_signal(agent_steps_t *s, const sl_step_msg_t *m) {
     }
 }
 
+/* srun --pty's input, to the daemon running the rank. */
+static void on_stdin(agent_steps_t *s, const sl_step_msg_t *m) {
+    for (holder_t *h = s->holders; h; h = h->next) {
+        bool here = false;
+        for (size_t i = 0; i < h->npend && !here; i++)
+            here = h->pend[i].step == m->step && h->pend[i].rank == m->rank;
+        if (h->job != m->job || !here)
+            continue;
+        sl_step_msg_t in = {.type = SL_STEP_STDIN, .step = m->step, .rank = m->rank, .data = m->data,
+                            .data_len = m->data_len};
+        size_t len;
+        char *line = sl_step_encode(&in, SL_STEP_LINK_STEPD, &len);
+        if (line)
+            holder_write(h, line, len);
+    }
+}
+
 bool agent_steps_handle_line(agent_steps_t *s, const char *line, size_t len) {
     sl_step_msg_t m;
     char err[300];
@@ -306,6 +324,8 @@ bool agent_steps_handle_line(agent_steps_t *s, const char *line, size_t len) {
         on_run(s, &m);
     else if (m.type == SL_STEP_SIGNAL)
         on_signal(s, &m);
+    else if (m.type == SL_STEP_STDIN)
+        on_stdin(s, &m);
     sl_step_msg_fini(&m);
     return true;
 }

@@ -26,7 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <termios.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -241,8 +244,9 @@ static json_t *export_env(const char *spec) {
     return env;
 }
 
-/* A child that posts the signal: the stream holds the parent's connection. */
-static void forward(cli_t *c, long long job, int step, int sig) {
+/* A child that posts the signal (or, sig 0, the --pty input data[0..n)):
+ * the stream holds the parent's connection. */
+static void forward(cli_t *c, long long job, int step, int sig, const char *data, size_t n) {
     pid_t p = fork();
     if (p != 0) {
         if (p > 0)
@@ -253,8 +257,9 @@ static void forward(cli_t *c, long long job, int step, int sig) {
     c->stream_idle_ms = 0;
     c->quiet_unreachable = 1;
     char path[96];
-    snprintf(path, sizeof path, "/v1/jobs/%lld/steps/signal", job);
-    json_t *b = json_pack("{s:i,s:i}", "step", step, "signal", sig), *out = NULL;
+    snprintf(path, sizeof path, "/v1/jobs/%lld/steps/control", job);
+    json_t *b = sig ? json_pack("{s:i,s:i}", "step", step, "signal", sig)
+                    : json_pack("{s:i,s:s%}", "step", step, "stdin", data, n), *out = NULL;
     cli_call(c, "POST", path, b, &out);
     json_decref(b);
     json_decref(out);
@@ -286,6 +291,11 @@ static int run_step(cli_t *c, srun_opts_t *o, long long job) {
     if (o->nodelist)
         json_object_set_new(body, "nodelist", json_string(o->nodelist));
     json_object_set_new(body, "kill_on_bad_exit", json_boolean(o->kill_bad));
+    struct winsize ws = {.ws_row = 24, .ws_col = 80};
+    if (o->pty && (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_row == 0 || ws.ws_col == 0))
+        ws = (struct winsize){.ws_row = 24, .ws_col = 80};
+    if (o->pty)
+        json_object_set_new(body, "pty", json_pack("{s:i,s:i}", "rows", ws.ws_row, "cols", ws.ws_col));
     json_object_set_new(body, "overlap", json_boolean(o->overlap));
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
@@ -332,28 +342,61 @@ static int run_step(cli_t *c, srun_opts_t *o, long long job) {
     int step = -1, st = 0;
     char idbuf[32];
     size_t idlen = 0;
+    /* --pty: this terminal raw, so that every key (^C too) is the rank's. */
+    struct termios saved, raw;
+    bool is_raw = o->pty && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0;
+    if (is_raw) {
+        raw = saved;
+        cfmakeraw(&raw);
+        tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+    }
+    bool in_open = o->pty;
     for (;;) {
-        if (step < 0 && idlen < sizeof idbuf - 1) {
-            ssize_t n = read(pfd[0], idbuf + idlen, sizeof idbuf - 1 - idlen);
-            if (n > 0) {
-                idlen += (size_t)n;
-                idbuf[idlen] = '\0';
-                if (strchr(idbuf, '\n'))
-                    step = atoi(idbuf);
+        struct pollfd pf[2];
+        nfds_t n = 0;
+        if (pfd[0] >= 0)
+            pf[n++] = (struct pollfd){.fd = pfd[0], .events = POLLIN};
+        if (in_open && step >= 0)
+            pf[n++] = (struct pollfd){.fd = STDIN_FILENO, .events = POLLIN};
+        int r = poll(pf, n, 100);
+        for (nfds_t i = 0; r > 0 && i < n; i++) {
+            if (pf[i].revents == 0)
                 continue;
+            if (pf[i].fd == pfd[0]) {
+                ssize_t k = read(pfd[0], idbuf + idlen, sizeof idbuf - 1 - idlen);
+                if (k > 0) {
+                    idlen += (size_t)k;
+                    idbuf[idlen] = '\0';
+                    if (strchr(idbuf, '\n') && step < 0)
+                        step = atoi(idbuf);
+                }
+                if (k <= 0 || idlen >= sizeof idbuf - 1 || step >= 0) {
+                    close(pfd[0]);
+                    pfd[0] = -1;
+                }
+            } else {
+                char buf[4096];
+                ssize_t k = read(STDIN_FILENO, buf, sizeof buf);
+                if (k > 0)
+                    forward(c, job, step, 0, buf, (size_t)k);
+                else if (k == 0 || errno != EINTR) {
+                    in_open = false;
+                    forward(c, job, step, 0, "\x04", 1); /* end of input: ^D to the terminal */
+                }
             }
-            if (n == 0)
-                idlen = sizeof idbuf; /* no step id will come */
         }
-        pid_t w = waitpid(child, &st, 0);
         int sig = pending_sig;
         pending_sig = 0;
         if (sig && step >= 0)
-            forward(c, job, step, sig);
+            forward(c, job, step, sig, NULL, 0);
+        pid_t w = waitpid(child, &st, WNOHANG);
         if (w == child)
             break;
     }
-    close(pfd[0]);
+    if (is_raw)
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    if (pfd[0] >= 0)
+        close(pfd[0]);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -464,6 +507,8 @@ int cli_cmd_srun(cli_t *c) {
         return rc;
     if (o.argc == 0)
         return bad("srun", "no command to run (usage: srun [OPTIONS] COMMAND [ARG...])");
+    if (o.pty && o.ntasks == 0 && o.nodes == 0)
+        o.ntasks = 1; /* an interactive step is one rank, as Slurm's */
     if (o.jobid > 0) {
         step_token(c);
         if (c->token == NULL || c->token[0] == '\0') {

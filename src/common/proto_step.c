@@ -15,9 +15,10 @@
 
 static const char *const names[2][SL_STEP_NTYPES] = {
     {[SL_STEP_RUN] = "step_run", [SL_STEP_SIGNAL] = "step_signal",
-     [SL_STEP_STARTED] = "step_started", [SL_STEP_OUT] = "step_out", [SL_STEP_EXIT] = "step_exit"},
+     [SL_STEP_STARTED] = "step_started", [SL_STEP_OUT] = "step_out", [SL_STEP_EXIT] = "step_exit",
+     [SL_STEP_STDIN] = "step_stdin"},
     {[SL_STEP_RUN] = "run", [SL_STEP_SIGNAL] = "signal", [SL_STEP_STARTED] = "started",
-     [SL_STEP_OUT] = "out", [SL_STEP_EXIT] = "exit"},
+     [SL_STEP_OUT] = "out", [SL_STEP_EXIT] = "exit", [SL_STEP_STDIN] = "stdin"},
 };
 
 const char *sl_step_type_name(sl_step_type_t type, sl_step_link_t link) {
@@ -104,6 +105,8 @@ char *sl_step_encode(const sl_step_msg_t *m, sl_step_link_t link, size_t *len) {
         json_object_set_new(o, "cwd", str_or_null(m->cwd));
         json_object_set_new(o, "output", str_or_null(m->output));
         json_object_set_new(o, "error", str_or_null(m->error));
+        if (m->pty_rows > 0 && m->pty_cols > 0)
+            json_object_set_new(o, "pty", json_pack("{s:i,s:i}", "rows", m->pty_rows, "cols", m->pty_cols));
         if (link == SL_STEP_LINK_CTL) {
             json_t *r = json_array();
             for (size_t i = 0; i < m->nranks; i++) {
@@ -125,6 +128,9 @@ char *sl_step_encode(const sl_step_msg_t *m, sl_step_link_t link, size_t *len) {
         break;
     case SL_STEP_OUT:
         json_object_set_new(o, "fd", json_integer(m->fd == 2 ? 2 : 1));
+        json_object_set_new(o, "data", utf8_string(m->data ? m->data : "", m->data ? m->data_len : 0));
+        break;
+    case SL_STEP_STDIN:
         json_object_set_new(o, "data", utf8_string(m->data ? m->data : "", m->data ? m->data_len : 0));
         break;
     case SL_STEP_EXIT:
@@ -237,6 +243,23 @@ static int decode_run(dec_t *d, json_t *o, sl_step_link_t link, sl_step_msg_t *m
     if ((rc = get_env(d, o, "env", &m->env, &m->nenv)) != 0 || (rc = get_str(d, o, "cwd", &m->cwd)) != 0 ||
         (rc = get_str(d, o, "output", &m->output)) != 0 || (rc = get_str(d, o, "error", &m->error)) != 0)
         return rc;
+    json_t *pty = json_object_get(o, "pty");
+    if (pty && !json_is_null(pty)) {
+        int64_t rows = 0, cols = 0;
+        const char *saved = d->msg;
+        d->msg = link == SL_STEP_LINK_CTL ? "step_run: pty" : "run: pty";
+        if (!json_is_object(pty))
+            rc = bad(d, "pty", "must be an object {rows, cols}");
+        if (rc == 0)
+            rc = get_int(d, pty, "rows", 1, 10000, true, &rows);
+        if (rc == 0)
+            rc = get_int(d, pty, "cols", 1, 10000, true, &cols);
+        d->msg = saved;
+        if (rc != 0)
+            return rc;
+        m->pty_rows = (int32_t)rows;
+        m->pty_cols = (int32_t)cols;
+    }
     if (link == SL_STEP_LINK_STEPD)
         return 0;
     json_t *r = json_object_get(o, "ranks");
@@ -308,6 +331,7 @@ int sl_step_decode(json_t *o, sl_step_link_t link, sl_step_msg_t *m, char *err, 
         if ((rc = get_int(&d, o, "pid", 0, INT32_MAX, false, &v)) == 0)
             m->pid = (int32_t)v;
         break;
+    case SL_STEP_STDIN:
     case SL_STEP_OUT: {
         v = 1;
         if ((rc = get_int(&d, o, "fd", 1, 2, false, &v)) != 0)

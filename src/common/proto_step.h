@@ -13,12 +13,14 @@
  *   controller -> agent   step_run     {job, step, argv, env, cwd, output, error,
  *                                       ranks: [{rank, task, env}]}
  *                         step_signal  {job, step, signal}
+ *                         step_stdin   {job, step, rank, data}   (srun --pty's input)
  *   agent -> controller   step_started {job, step, rank, pid}
  *                         step_out     {job, step, rank, fd, data}
  *                         step_exit    {job, step, rank, exit_code, signal, error}
  *
  *   agent -> stepd        run          {step, rank, argv, env, cwd, output, error}
  *                         signal       {step, signal}
+ *                         stdin        {step, rank, data}
  *   stepd -> agent        started, out, exit (as above, without job)
  *
  * Lines are newline-delimited JSON objects of at most SL_PROTO_MAX_LINE
@@ -51,6 +53,7 @@ typedef enum sl_step_type {
     SL_STEP_STARTED,  /* "step_started" / "started" */
     SL_STEP_OUT,      /* "step_out" / "out" */
     SL_STEP_EXIT,     /* "step_exit" / "exit" */
+    SL_STEP_STDIN,    /* "step_stdin" / "stdin": input for a --pty rank */
     SL_STEP_NTYPES
 } sl_step_type_t;
 
@@ -85,12 +88,14 @@ typedef struct sl_step_msg {
     const char *error;
     const sl_step_rank_t *ranks; /* step_run only: this node's ranks */
     size_t nranks;
+    /* run: rank 0 on a pseudo-terminal of rows x cols (srun --pty); 0: none */
+    int32_t pty_rows, pty_cols;
     /* signal */
     int32_t sig;                /* 1..64 */
     /* started */
     int32_t pid;
-    /* out */
-    int32_t fd;                 /* 1 stdout, 2 stderr */
+    /* out, stdin */
+    int32_t fd;                 /* out: 1 stdout, 2 stderr */
     const char *data;           /* data_len bytes (UTF-8 once decoded) */
     size_t data_len;
     /* exit */

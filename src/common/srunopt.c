@@ -28,6 +28,7 @@ static const struct {
     {"account", 'A', true}, {"chdir", 'D', true}, {"nodelist", 'w', true}, {"jobid", 0, true},
     {"cpu-bind", 0, true}, {"cpu_bind", 0, true}, {"unbuffered", 'u', false}, {"quiet", 'Q', false},
     {"verbose", 'v', false}, {"wait", 'W', true}, {"mem", 0, true}, {"help", 'h', false},
+    {"pty", 0, false},
 };
 #define NKNOWN (sizeof known / sizeof known[0])
 
@@ -105,7 +106,8 @@ static int store(sl_srun_opts_t *o, const char *n, const char *val, char *err, s
         if (!strcmp(n, strs[i].name))
             *strs[i].dst = val;
     const struct { const char *name; bool *dst; } flags[] = {
-        {"label", &o->label}, {"overlap", &o->overlap}, {"quiet", &o->quiet}, {"help", &o->help}};
+        {"label", &o->label}, {"overlap", &o->overlap}, {"quiet", &o->quiet}, {"help", &o->help},
+        {"pty", &o->pty}};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (!strcmp(n, flags[i].name))
             *flags[i].dst = true;

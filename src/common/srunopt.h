@@ -15,7 +15,7 @@ typedef struct sl_srun_opts {
     long long time_s;          /* -t, seconds; 0: not given */
     long long jobid;           /* --jobid; 0: not given */
     const char *output, *error, *export_, *name, *pool, *account, *chdir, *nodelist;
-    bool label, kill_bad, overlap, quiet, help;
+    bool label, kill_bad, overlap, quiet, help, pty;
     char **argv;               /* the command (borrowed from the argv given) */
     int argc;
 } sl_srun_opts_t;

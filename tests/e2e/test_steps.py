@@ -287,3 +287,45 @@ echo "srun=$?"
     for r in (0, 1):
         pid = int((tmp_path / ("pid.%d" % r)).read_text())
         harness.wait_for(lambda: not u.pid_alive(pid), timeout=30, what="rank %d gone" % r)
+
+
+def test_srun_pty_gives_an_interactive_shell(controller, two_nodes, tmp_path):
+    import pty
+    import select
+    import subprocess
+    a = controller.submit({"allocation": True, "tasks": 4, "cpus": 1, "memory": "64Mi",
+                           "command": ["sluice-stepd"]}, tenant="alice")
+    controller.wait_job(a["id"], "running")
+    env = u.cli_env(controller, controller.tenant_tokens["alice"], tmpdir=tmp_path)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([os.path.join(harness.build_dir(), "sluice"), "srun", "--jobid", str(a["id"]),
+                          "--pty", "/bin/sh"], stdin=slave, stdout=slave, stderr=slave, env=env,
+                         cwd=str(tmp_path), start_new_session=True)
+    os.close(slave)
+    seen = b""
+
+    def read_until(what, timeout=30):
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while what not in seen:
+            assert time.monotonic() < deadline, seen.decode(errors="replace")
+            r, _, _ = select.select([master], [], [], 0.2)
+            if r:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:
+                    break
+        return seen
+
+    try:
+        os.write(master, b"tty; echo on-$SLURMD_NODENAME-$SLURM_STEP_NUM_TASKS\r")
+        read_until(b"on-n1-1")
+        os.write(master, b"exit 6\r")
+        assert p.wait(timeout=30) == 6
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.close(master)
+        controller.request("DELETE", "/v1/jobs/%d" % a["id"], token=controller.token("admin"))
+    assert b"/dev/pts/" in seen, seen

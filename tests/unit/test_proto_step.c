@@ -56,13 +56,25 @@ static void test_proto_step_run_round_trips_with_its_ranks(void **state) {
     assert_int_equal(d.ranks[0].nenv, 2);
     assert_string_equal(d.ranks[0].env[1].value, "0,1");
     sl_step_msg_fini(&d);
-    /* On a step daemon's link: one rank, no job, no ranks list. */
+    /* On a step daemon's link: one rank, no job, no ranks list; and a
+     * terminal's size for srun --pty. */
     m.rank = 7;
+    m.pty_rows = 40;
+    m.pty_cols = 120;
     d = round_trip(&m, SL_STEP_LINK_STEPD);
     assert_int_equal(d.job, 0);
     assert_int_equal(d.rank, 7);
     assert_int_equal(d.nranks, 0);
     assert_string_equal(d.argv[0], "bash");
+    assert_int_equal(d.pty_rows, 40);
+    assert_int_equal(d.pty_cols, 120);
+    sl_step_msg_fini(&d);
+    sl_step_msg_t in = {.type = SL_STEP_STDIN, .job = 42, .step = 3, .rank = 0, .data = "ls\r",
+                        .data_len = 3};
+    d = round_trip(&in, SL_STEP_LINK_CTL);
+    assert_int_equal(d.type, SL_STEP_STDIN);
+    assert_int_equal(d.data_len, 3);
+    assert_memory_equal(d.data, "ls\r", 3);
     sl_step_msg_fini(&d);
 }
 
@@ -122,6 +134,8 @@ static void test_proto_step_refuses_bad_lines_naming_the_field(void **state) {
          "step_exit: exit_code: must be an integer from 0 to 255"},
         {SL_STEP_LINK_CTL, "{\"type\":\"step_out\",\"job\":1,\"step\":0,\"rank\":0,\"data\":3}", SL_EINVAL,
          "step_out: data: must be a string"},
+        {SL_STEP_LINK_STEPD, "{\"type\":\"run\",\"step\":0,\"rank\":0,\"argv\":[\"x\"],\"pty\":{\"rows\":0,\"cols\":80}}",
+         SL_EINVAL, "run: pty: rows: must be an integer from 1 to 10000"},
         {SL_STEP_LINK_STEPD, "{\"type\":\"signal\",\"step\":0,\"signal\":0}", SL_EINVAL,
          "signal: signal: must be an integer from 1 to 64"},
         {SL_STEP_LINK_STEPD, "{\"type\":\"step_run\"}", SL_ENOENT, "unknown message type step_run"},

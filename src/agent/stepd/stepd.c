@@ -22,7 +22,9 @@
  * this process die (PR_SET_PDEATHSIG), in the rank's working directory
  * (the job's directory when that is missing on this node, said on the
  * rank's stderr), stdin /dev/null, stdout and stderr to pipes (or to the
- * files of srun's -o/-e, their patterns expanded here), this process's
+ * files of srun's -o/-e, their patterns expanded here; with srun --pty,
+ * rank 0 instead leads a session on a pseudo-terminal whose master takes
+ * the `stdin` lines and gives its output), this process's
  * environment overlaid with the run's. Being this process's child, the
  * rank is inside the task's cgroup and runs as its user with no
  * privilege to gain or lose. Output goes back as `out` lines, then one
@@ -35,6 +37,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pty.h>
+#include <sys/ioctl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +72,8 @@ typedef struct rank {
     uint32_t step;
     int32_t rank;
     pid_t pid;
-    int out, err;       /* pipe read ends, -1 when closed */
+    int out, err;       /* pipe read ends (out: the pty's master with --pty), -1 when closed */
+    int ptm;            /* --pty: the master, for its input; -1: none */
     bool ended;
     int status;
     int conn;           /* index into conns */
@@ -207,7 +212,16 @@ static void start_rank(int ci, const sl_step_msg_t *m) {
         return;
     }
     char **env = rank_env(m);
-    int po[2] = {-1, -1}, pe[2] = {-1, -1}, fo = -1, fe = -1;
+    int po[2] = {-1, -1}, pe[2] = {-1, -1}, fo = -1, fe = -1, ptm = -1, pts = -1;
+    if (m->pty_rows > 0 && m->rank == 0) { /* srun --pty: rank 0 on a terminal */
+        struct winsize ws = {.ws_row = (unsigned short)m->pty_rows, .ws_col = (unsigned short)m->pty_cols};
+        if (openpty(&ptm, &pts, NULL, NULL, &ws) != 0) {
+            x.reason = "cannot open a pseudo-terminal (--pty)";
+            goto fail;
+        }
+        fcntl(ptm, F_SETFD, FD_CLOEXEC);
+        fcntl(pts, F_SETFD, FD_CLOEXEC);
+    }
     if (m->output && (fo = open_out(m->output, m->rank, env, m->cwd)) < 0) {
         x.reason = "cannot open the output file (-o)";
         goto fail;
@@ -216,7 +230,8 @@ static void start_rank(int ci, const sl_step_msg_t *m) {
         x.reason = "cannot open the error file (-e)";
         goto fail;
     }
-    if ((fo < 0 && pipe2(po, O_CLOEXEC) != 0) || (fe < 0 && fo < 0 && pipe2(pe, O_CLOEXEC) != 0)) {
+    if (ptm < 0 && ((fo < 0 && pipe2(po, O_CLOEXEC) != 0) ||
+                    (fe < 0 && fo < 0 && pipe2(pe, O_CLOEXEC) != 0))) {
         x.reason = "cannot make a pipe";
         goto fail;
     }
@@ -227,14 +242,22 @@ static void start_rank(int ci, const sl_step_msg_t *m) {
     }
     if (pid == 0) {
         sigprocmask(SIG_SETMASK, &orig_mask, NULL);
-        setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int null = open("/dev/null", O_RDONLY);
-        int o = fo >= 0 ? fo : po[1];
-        int e = fe >= 0 ? fe : (fo >= 0 ? fo : pe[1]);
-        dup2(null, 0);
-        dup2(o, 1);
-        dup2(e, 2);
+        if (pts >= 0) { /* a session of its own, the terminal its controlling one */
+            setsid();
+            ioctl(pts, TIOCSCTTY, 0);
+            dup2(pts, 0);
+            dup2(pts, 1);
+            dup2(pts, 2);
+        } else {
+            setpgid(0, 0);
+            int null = open("/dev/null", O_RDONLY);
+            int o = fo >= 0 ? fo : po[1];
+            int e = fe >= 0 ? fe : (fo >= 0 ? fo : pe[1]);
+            dup2(null, 0);
+            dup2(o, 1);
+            dup2(e, 2);
+        }
         if (m->cwd && chdir(m->cwd) != 0) {
             const char *tmp = getenv("TMPDIR");
             fprintf(stderr, "sluice-stepd: rank %d: cannot enter %s (%s); running in %s\n", m->rank,
@@ -247,7 +270,10 @@ static void start_rank(int ci, const sl_step_msg_t *m) {
                 strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }
-    setpgid(pid, pid);
+    if (pts < 0)
+        setpgid(pid, pid);
+    else
+        close(pts);
     if (po[1] >= 0)
         close(po[1]);
     if (pe[1] >= 0)
@@ -256,8 +282,8 @@ static void start_rank(int ci, const sl_step_msg_t *m) {
         close(fo);
     if (fe >= 0)
         close(fe);
-    ranks[slot] = (rank_t){.used = true, .step = m->step, .rank = m->rank, .pid = pid, .out = po[0],
-                           .err = pe[0], .conn = ci};
+    ranks[slot] = (rank_t){.used = true, .step = m->step, .rank = m->rank, .pid = pid,
+                           .out = ptm >= 0 ? ptm : po[0], .err = pe[0], .ptm = ptm, .conn = ci};
     free_env(env);
     sl_step_msg_t s = {.type = SL_STEP_STARTED, .step = m->step, .rank = m->rank, .pid = pid};
     conn_send(ci, &s);
@@ -269,6 +295,8 @@ fail:
     }
     if (fo >= 0) close(fo);
     if (fe >= 0) close(fe);
+    if (ptm >= 0) close(ptm);
+    if (pts >= 0) close(pts);
     free_env(env);
     conn_send(ci, &x);
 }
@@ -318,6 +346,17 @@ static void on_line(int ci, const char *line, size_t len) {
         start_rank(ci, &m);
     } else if (m.type == SL_STEP_SIGNAL) {
         signal_ranks(m.sig, -1, false, m.step);
+    } else if (m.type == SL_STEP_STDIN) {
+        for (int i = 0; i < MAX_RANKS; i++)
+            if (ranks[i].used && ranks[i].step == m.step && ranks[i].rank == m.rank && ranks[i].ptm >= 0)
+                for (size_t off = 0; off < m.data_len;) {
+                    ssize_t w = write(ranks[i].ptm, m.data + off, m.data_len - off);
+                    if (w < 0 && errno == EINTR)
+                        continue;
+                    if (w <= 0)
+                        break;
+                    off += (size_t)w;
+                }
     }
     sl_step_msg_fini(&m);
 }
@@ -377,7 +416,9 @@ static void pipe_read(rank_t *r, int *fdp, int which) {
     ssize_t n = read(*fdp, buf, sizeof buf);
     if (n < 0 && errno == EINTR)
         return;
-    if (n <= 0) {
+    if (n <= 0) { /* EOF, or EIO from a pty whose rank is gone */
+        if (*fdp == r->ptm)
+            r->ptm = -1;
         close(*fdp);
         *fdp = -1;
         rank_maybe_done(r);

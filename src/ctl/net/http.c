@@ -136,7 +136,7 @@ static const route_t routes[] = {
     {EVHTTP_REQ_POST, "/v1/nodes/resume", h_resume, AUTH_API, "end a node's drain (admin): {\"node\":N}"},
     {EVHTTP_REQ_GET, "/v1/jobs/{id}/size", h_size, AUTH_API, "an elastic job's size now"},
     {EVHTTP_REQ_POST, "/v1/jobs/{id}/steps", h_steps, AUTH_STEP, "start a job step (srun); its output streams back"},
-    {EVHTTP_REQ_POST, "/v1/jobs/{id}/steps/signal", h_step_signal, AUTH_STEP, "signal a step: {\"step\":S,\"signal\":N}"},
+    {EVHTTP_REQ_POST, "/v1/jobs/{id}/steps/control", h_step_signal, AUTH_STEP, "signal a step, or its --pty input"},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 

@@ -69,6 +69,7 @@ struct ctl_step {
     int ticks;                  /* seconds since it was sent out */
     uint8_t *ended;             /* by rank */
     uint32_t *nodes;            /* the step's nodes, for signals */
+    int32_t pty_node;           /* --pty: rank 0's node (its input goes there); -1: none */
     size_t nnodes;
     bool kill_on_bad_exit, killed;
 };
@@ -634,7 +635,11 @@ static int start(ctl_steps_t *s, struct evhttp_request *req, ctl_job_t *j, json_
     json_t *env = json_object_get(body, "env");
     step_env(&common, json_is_object(env) ? env : NULL, id, total, nused, nodelist, tpn, r.cpus);
     st = sl_xmalloc(sizeof *st);
-    *st = (ctl_step_t){.job = j->id, .id = id, .req = req, .nranks = total,
+    json_t *pty = json_object_get(body, "pty");
+    int32_t rows = (int32_t)num(pty, "rows"), cols = (int32_t)num(pty, "cols");
+    if (json_is_object(pty) && (rows < 1 || rows > 10000 || cols < 1 || cols > 10000))
+        rows = 24, cols = 80;
+    *st = (ctl_step_t){.job = j->id, .id = id, .req = req, .nranks = total, .pty_node = -1,
                        .kill_on_bad_exit = json_is_true(json_object_get(body, "kill_on_bad_exit"))};
     st->ended = sl_xcalloc((size_t)total, 1);
     st->nodes = sl_xmalloc((size_t)nn * sizeof *st->nodes);
@@ -708,7 +713,10 @@ static int start(ctl_steps_t *s, struct evhttp_request *req, ctl_job_t *j, json_
                            .cwd = json_string_value(json_object_get(body, "cwd")),
                            .output = json_string_value(json_object_get(body, "output")),
                            .error = json_string_value(json_object_get(body, "error")),
-                           .ranks = ranks, .nranks = (size_t)c};
+                           .ranks = ranks, .nranks = (size_t)c,
+                           .pty_rows = json_is_object(pty) ? rows : 0, .pty_cols = json_is_object(pty) ? cols : 0};
+        if (an[i].first == 0 && json_is_object(pty))
+            st->pty_node = an[i].node;
         size_t len;
         char *line = sl_step_encode(&m, SL_STEP_LINK_CTL, &len);
         if (line && s->send)
@@ -764,11 +772,29 @@ void ctl_steps_http_signal(ctl_steps_t *s, struct evhttp_request *req, uint64_t 
         return;
     int64_t sig = num(body, "signal");
     ctl_step_t *st = step_find(s, j->id, (uint32_t)num(body, "step"));
-    if (sig < 1 || sig > 64) {
-        reply_error(s, req, 400, "invalid_field", "signal", "signal must be a number from 1 to 64");
+    json_t *in = json_object_get(body, "stdin");
+    if (json_is_string(in) && st && st->pty_node >= 0) { /* srun --pty's input, to rank 0 */
+        sl_step_msg_t m = {.type = SL_STEP_STDIN, .job = j->id, .step = st->id, .rank = 0,
+                           .data = json_string_value(in), .data_len = json_string_length(in)};
+        size_t len;
+        char *line = sl_step_encode(&m, SL_STEP_LINK_CTL, &len);
+        if (line && s->send)
+            s->send(s->send_ud, (uint32_t)st->pty_node, line, len);
+        sl_free(line);
+        struct evbuffer *b = evbuffer_new();
+        evbuffer_add_printf(b, "{\"job\":%llu,\"step\":%u}\n", (unsigned long long)j->id, st->id);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+        ctl_hconns_send(s->conns, req, 202, "Accepted", b);
+        evbuffer_free(b);
+    } else if (json_is_string(in) && st) {
+        reply_error(s, req, 409, "no_pty", "stdin",
+                    "step %u takes no input (srun --pty gives its rank 0 a terminal)", st->id);
     } else if (st == NULL) {
         reply_error(s, req, 404, "not_found", "step", "job %llu has no step %lld running",
                     (unsigned long long)j->id, (long long)num(body, "step"));
+    } else if (sig < 1 || sig > 64) {
+        reply_error(s, req, 400, "invalid_field", "signal",
+                    "give signal, a number from 1 to 64, or stdin, a string");
     } else {
         step_signal(s, st, (int)sig);
         struct evbuffer *b = evbuffer_new();

@@ -1,7 +1,7 @@
 /*
  * steps.h - job steps (steps.c): srun's POST /v1/jobs/{id}/steps, whose
  * reply streams the step's ranks' output and ends, and POST
- * /v1/jobs/{id}/steps/signal; the ranks placed on the allocation's tasks
+ * /v1/jobs/{id}/steps/control (signals, srun --pty's input); the ranks placed on the allocation's tasks
  * and started through the agents (proto_step.h, docs/slurm.md).
  *
  * The HTTP adapter hands it the requests it routes there; the agent port
@@ -53,7 +53,9 @@ void ctl_steps_fini(ctl_steps_t *s);
  */
 void ctl_steps_http(ctl_steps_t *s, struct evhttp_request *req, uint64_t job, bool admin,
                     int32_t tenant, const char *step_token);
-/* POST /v1/jobs/{job}/steps/signal {"step":S,"signal":N}: 202, or 4xx. */
+/* POST /v1/jobs/{job}/steps/control: {"step":S,"signal":N} signals every
+ * rank, {"step":S,"stdin":"..."} is input for a --pty step's rank 0: 202,
+ * or 4xx naming the field. */
 void ctl_steps_http_signal(ctl_steps_t *s, struct evhttp_request *req, uint64_t job, bool admin,
                            int32_t tenant, const char *step_token);
 
