@@ -175,8 +175,12 @@ static void rank_ended(ctl_steps_t *s, ctl_step_t *st, int32_t rank, int32_t cod
         step_free(s, st);
 }
 
+/* Ends every rank of st not yet ended, and so st (freed with its last). */
 static void step_lost(ctl_steps_t *s, ctl_step_t *st, const char *why) {
-    for (int32_t r = 0; r < st->nranks && step_find(s, st->job, st->id) == st; r++)
+    uint64_t job = st->job;
+    uint32_t id = st->id;
+    int32_t n = st->nranks;
+    for (int32_t r = 0; r < n && step_find(s, job, id) == st; r++)
         if (!st->ended[r])
             rank_ended(s, st, r, 255, 0, why);
 }
