@@ -329,3 +329,25 @@ def test_srun_pty_gives_an_interactive_shell(controller, two_nodes, tmp_path):
         os.close(master)
         controller.request("DELETE", "/v1/jobs/%d" % a["id"], token=controller.token("admin"))
     assert b"/dev/pts/" in seen, seen
+
+
+def test_an_srun_that_does_not_read_costs_sluiced_no_memory(controller, two_nodes, tmp_path):
+    out, done = tmp_path / "out.txt", tmp_path / "done"
+    # srun stopped while its rank writes 40 MB: sluiced keeps at most 8 MiB
+    # for it, drops the rest and says so once srun reads again.
+    jid = sbatch(controller, tmp_path, """#!/bin/bash
+#SBATCH -n 1 -o %s
+srun -n 1 bash -c 'head -c 40000000 /dev/zero | tr "\\\\0" x; echo; touch %s' > %s/big.txt 2>%s/big.err &
+p=$!
+sleep 0.5
+kill -STOP $p $(pgrep -P $p)
+while [ ! -e %s ]; do sleep 0.1; done
+kill -CONT $p $(pgrep -P $p)
+wait $p
+echo "srun=$?"
+""" % (out, done, tmp_path, tmp_path, done))
+    controller.wait_job(jid, "succeeded", timeout=120)
+    text = out.read_text()
+    err = (tmp_path / "big.err").read_text()
+    assert "srun=0" in text and "bytes of the ranks' output dropped" in err, (text, err)
+    assert os.path.getsize(tmp_path / "big.txt") < 40000000

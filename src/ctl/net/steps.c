@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -72,7 +73,13 @@ struct ctl_step {
     int32_t pty_node;           /* --pty: rank 0's node (its input goes there); -1: none */
     size_t nnodes;
     bool kill_on_bad_exit, killed;
+    int64_t dropped;            /* output bytes not sent: srun did not keep up */
 };
+
+/* The most output a step's stream may have waiting to be written to srun:
+ * past it the ranks' output is dropped (and counted, and said) rather than
+ * held in sluiced's memory for an srun that reads slowly or not at all. */
+#define STEP_STREAM_MAX_BYTES (8 * 1024 * 1024)
 
 /* ---- replies ---- */
 
@@ -139,6 +146,19 @@ static void step_signal(ctl_steps_t *s, ctl_step_t *st, int sig) {
     sl_free(line);
 }
 
+/* Says, on rank's stderr, how much output was dropped since it last said. */
+static void drop_note(ctl_step_t *st, int32_t rank) {
+    if (st->dropped <= 0)
+        return;
+    char note[160];
+    snprintf(note, sizeof note, "srun: %lld bytes of the ranks' output dropped: srun read them "
+             "slower than they were written\n", (long long)st->dropped);
+    stream_line(st, json_pack("{s:s,s:i,s:i,s:s}", "type", "out", "rank", rank, "fd", 2, "data", note));
+    sl_log(SL_LOG_INFO, "step", "job=%llu step=%u: %lld bytes of output dropped (srun is slow)",
+           (unsigned long long)st->job, st->id, (long long)st->dropped);
+    st->dropped = 0;
+}
+
 static void step_free(ctl_steps_t *s, ctl_step_t *st) {
     for (ctl_step_t **pp = &s->steps; *pp; pp = &(*pp)->next)
         if (*pp == st) {
@@ -146,6 +166,7 @@ static void step_free(ctl_steps_t *s, ctl_step_t *st) {
             break;
         }
     if (st->req) {
+        drop_note(st, 0);
         stream_line(st, json_pack("{s:s,s:i}", "type", "end", "exit_code", st->exit_code));
         evhttp_send_reply_end(st->req); /* frees a request whose connection is gone */
     }
@@ -835,10 +856,20 @@ bool ctl_steps_agent_msg(void *ud, uint32_t node, json_t *o) {
             stream_line(st, json_pack("{s:s,s:i,s:s}", "type", "started", "rank", m.rank, "node",
                                       ctl_node_name(s->c, (int32_t)node)));
             break;
-        case SL_STEP_OUT:
+        case SL_STEP_OUT: {
+            struct evhttp_connection *evc = st->req ? evhttp_request_get_connection(st->req) : NULL;
+            size_t waiting = evc ? evbuffer_get_length(bufferevent_get_output(
+                                       evhttp_connection_get_bufferevent(evc))) : 0;
+            if (waiting + m.data_len > STEP_STREAM_MAX_BYTES) {
+                st->dropped += (int64_t)m.data_len;
+                break;
+            }
+            if (waiting < STEP_STREAM_MAX_BYTES / 2)
+                drop_note(st, m.rank);
             stream_line(st, json_pack("{s:s,s:i,s:i,s:s%}", "type", "out", "rank", m.rank, "fd", m.fd,
                                       "data", m.data, m.data_len));
             break;
+        }
         case SL_STEP_EXIT:
             rank_ended(s, st, m.rank, m.exit_code, m.signal, m.reason);
             break;
