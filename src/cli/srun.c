@@ -358,7 +358,9 @@ static int run_step(cli_t *c, srun_opts_t *o, long long job) {
             pf[n++] = (struct pollfd){.fd = pfd[0], .events = POLLIN};
         if (in_open && step >= 0)
             pf[n++] = (struct pollfd){.fd = STDIN_FILENO, .events = POLLIN};
-        int r = poll(pf, n, 100);
+        /* The pipe's end wakes this loop when the child exits; a signal
+         * interrupts it. */
+        int r = pfd[0] >= 0 ? poll(pf, n, -1) : 0;
         for (nfds_t i = 0; r > 0 && i < n; i++) {
             if (pf[i].revents == 0)
                 continue;
@@ -370,7 +372,9 @@ static int run_step(cli_t *c, srun_opts_t *o, long long job) {
                     if (strchr(idbuf, '\n') && step < 0)
                         step = atoi(idbuf);
                 }
-                if (k <= 0 || idlen >= sizeof idbuf - 1 || step >= 0) {
+                if (k > 0 && idlen >= sizeof idbuf - 1)
+                    idlen = 0; /* (nothing but the id comes) */
+                if (k <= 0) { /* the child is gone: its end of the pipe closed */
                     close(pfd[0]);
                     pfd[0] = -1;
                 }
@@ -389,7 +393,8 @@ static int run_step(cli_t *c, srun_opts_t *o, long long job) {
         pending_sig = 0;
         if (sig && step >= 0)
             forward(c, job, step, sig, NULL, 0);
-        pid_t w = waitpid(child, &st, WNOHANG);
+        /* Once the pipe closed the child is exiting: wait for it. */
+        pid_t w = waitpid(child, &st, pfd[0] >= 0 ? WNOHANG : 0);
         if (w == child)
             break;
     }
