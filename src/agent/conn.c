@@ -70,6 +70,7 @@
 #include "sluice/alloc.h"
 #include "sluice/error.h"
 #include "sluice/sluice.h"
+#include "step.h"
 #include "tls.h"
 
 #define BACKOFF_FIRST_MS 100
@@ -104,6 +105,7 @@ struct agent_conn {
     struct event *fence_ev;     /* fires when the contact gets too old */
     int lease_failed;           /* the last lease write failed (logged) */
     struct event *drop_ev;      /* drops the connection once this loop pass's reports left */
+    agent_steps_t *steps;       /* job steps (step.h), or NULL */
 };
 
 /* The fencing clock: CLOCK_BOOTTIME, monotonic and counting a suspend, so
@@ -239,6 +241,20 @@ static void send_msg(agent_conn_t *cn, const sl_proto_msg_t *m) {
     if (cn->batch == 0) flush(cn);
 }
 
+/* The steps' sender (agent_steps_set_sender): a line already encoded. */
+static void steps_send(void *ud, const char *line, size_t len) {
+    agent_conn_t *cn = ud;
+    if (!cn->bev || !cn->connected)
+        return;
+    evbuffer_add(cn->pending, line, len);
+    if (cn->batch == 0) flush(cn);
+}
+
+void agent_conn_set_steps(agent_conn_t *cn, agent_steps_t *steps) {
+    cn->steps = steps;
+    agent_steps_set_sender(steps, steps_send, cn);
+}
+
 /* The tasks' sender (agent_tasks_set_sender). */
 static void tasks_send(void *ud, const sl_proto_msg_t *m) {
     send_msg(ud, m);
@@ -281,7 +297,9 @@ static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
     char err[512];
     int rc = sl_proto_decode_line(line, len, SL_PROTO_TO_AGENT, &m, err, sizeof err);
     int64_t attempt = m.has_attempt ? (int64_t)m.attempt : -1; /* of launch, kill, ack */
-    if (rc == SL_ENOENT) {
+    if (rc == SL_ENOENT && cn->steps && agent_steps_handle_line(cn->steps, line, len)) {
+        /* a job step's message (step.c) */
+    } else if (rc == SL_ENOENT) {
         sl_log(SL_LOG_DEBUG, "agent", "%s; ignored", err);
     } else if (rc != 0 && m.type == SL_PROTO_LAUNCH && m.has_ids) {
         cn->ops->launch(cn->ts, m.job, m.task, attempt, NULL, err);

@@ -9,6 +9,7 @@
 #include <event2/event.h>
 
 #include "proto.h"
+#include "step.h"
 #include "task.h"
 
 typedef struct agent_conn agent_conn_t;
@@ -66,6 +67,10 @@ typedef struct agent_conn_config {
  */
 int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, void *ts,
                       agent_conn_t **out);
+
+/* Hands the controller's job-step messages to steps and sends theirs
+ * (step.h). steps is borrowed and must outlive cn. */
+void agent_conn_set_steps(agent_conn_t *cn, agent_steps_t *steps);
 
 /* Writes what is still queued (best effort: the last exits before the
  * process ends), closes the connection, unregisters from the tasks and

@@ -654,6 +654,7 @@ int main(int argc, char **argv) {
     agent_tasks_t *ts = NULL;
     agent_conn_t *cn = NULL;
     agent_metrics_t *mx = NULL;
+    agent_steps_t *steps = NULL;
     struct event *sigterm = NULL, *sigint = NULL;
     agent_tasks_config_t tcfg = {.workdir = a.workdir, .node = a.name, .launcher = a.launcher,
                                  .grace_s = a.grace_s, .cgroup = cg,
@@ -685,11 +686,14 @@ int main(int argc, char **argv) {
                  .gpu_memory = a.gpus > 0 ? a.gpu_memory : NULL, .pool = a.pool, .labels = a.labels,
                  .taints = a.taints}};
     agent_conn_create(base, &ccfg, ts, &cn);
+    steps = agent_steps_create(base, a.workdir, ts);
+    agent_conn_set_steps(cn, steps);
     event_base_dispatch(base);
     rc = 0;
     sl_log(SL_LOG_INFO, "agent", "stopped");
 out:
     agent_conn_destroy(cn);
+    agent_steps_destroy(steps);
     agent_metrics_destroy(mx);
     SSL_CTX_free(tls);
     agent_tasks_destroy(ts);

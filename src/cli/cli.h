@@ -70,6 +70,7 @@ struct cli {
     char *tenant;         /* default tenant from the `sluice up` config, or NULL */
     char *config_path;    /* the cli.json used, or NULL */
     int quiet_unreachable; /* cli_http: do not print connection failures */
+    int stream_idle_ms;   /* > 0: replies are streams, given up after this long without a byte */
 };
 
 /* opts.c: the index of an option of cmd by long name, or by short name
@@ -118,6 +119,9 @@ int cli_http(cli_t *c, const char *method, const char *path, json_t *body, long 
  * the server's error message and returns CLI_ESERVER. */
 int cli_call(cli_t *c, const char *method, const char *path, json_t *body, json_t **out);
 void cli_http_cleanup(void);
+/* Forgets the kept-alive connection without closing it: for a child
+ * process, whose parent still uses it. */
+void cli_http_forget(void);
 
 /* efficiency.c: prints `sluice show`'s efficiency block for job j (the
  * API's job object) at time now (seconds since the epoch); nothing for a
@@ -178,6 +182,9 @@ int cli_cmd_nodes(cli_t *c);
 int cli_cmd_tenants(cli_t *c);
 int cli_cmd_logs(cli_t *c);
 int cli_cmd_sbatch(cli_t *c);
+/* srun.c: `srun` (a job step) and `salloc` (an allocation around a command). */
+int cli_cmd_srun(cli_t *c);
+int cli_cmd_salloc(cli_t *c);
 int cli_cmd_history(cli_t *c);
 int cli_cmd_up(cli_t *c);
 int cli_cmd_down(cli_t *c);

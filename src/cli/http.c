@@ -89,6 +89,7 @@ typedef struct reader {
     int fd;
     SSL *ssl; /* NULL: plain TCP */
     int64_t deadline_ms;
+    int64_t idle_ms;  /* > 0: a stream, whose deadline each arriving byte moves on */
     char *buf;
     size_t start, end, cap;
     bool got_any; /* a byte of the reply arrived */
@@ -342,6 +343,8 @@ static ssize_t recv_wait(reader_t *r, char *dst, size_t max) {
         int n = SSL_read(r->ssl, dst, max > INT32_MAX ? INT32_MAX : (int)max);
         if (n > 0) {
             r->got_any = true;
+            if (r->idle_ms > 0)
+                r->deadline_ms = mono_ms() + r->idle_ms;
             return n;
         }
         int e = SSL_get_error(r->ssl, n);
@@ -363,6 +366,8 @@ static ssize_t recv_wait(reader_t *r, char *dst, size_t max) {
         ssize_t n = recv(r->fd, dst, max, 0);
         if (n > 0) {
             r->got_any = true;
+            if (r->idle_ms > 0)
+                r->deadline_ms = mono_ms() + r->idle_ms;
             return n;
         }
         if (n == 0)
@@ -630,7 +635,8 @@ static int attempt(cli_t *c, const url_t *u, const char *req, size_t reqlen, con
         }
         snprintf(conn.server, sizeof conn.server, "%s", c->server);
     }
-    reader_t r = {.fd = conn.fd, .ssl = conn.ssl, .deadline_ms = mono_ms() + REQUEST_MS};
+    reader_t r = {.fd = conn.fd, .ssl = conn.ssl, .idle_ms = c->stream_idle_ms,
+                  .deadline_ms = mono_ms() + (c->stream_idle_ms > 0 ? c->stream_idle_ms : REQUEST_MS)};
     body_out_t o = {0};
     int rc = -1;
     if (send_all(&r, req, reqlen) < 0)
@@ -839,6 +845,12 @@ int cli_call(cli_t *c, const char *method, const char *path, json_t *body, json_
     json_decref(*out);
     *out = NULL;
     return CLI_ESERVER;
+}
+
+void cli_http_forget(void) {
+    conn.fd = -1;
+    conn.ssl = NULL;
+    conn.open = false;
 }
 
 void cli_http_cleanup(void) {

@@ -158,12 +158,36 @@ static const cli_cmd_t commands[] = {
     {"sbatch", "[SBATCH OPTIONS] SCRIPT [ARG...]", "submit a Slurm batch script (#SBATCH directives)",
      "Takes sbatch's own options (-n, -N, --gres=gpu:2, -t 1-00:00, -p, -A, -o, --array,\n"
      "--dependency, ...), which override the script's #SBATCH directives; the script\n"
-     "is copied into the job and every task runs it with SLURM_* variables set.\n"
+     "is copied into the job, an allocation: it runs once, on the first node, and\n"
+     "srun inside starts job steps on the allocation's tasks (docs/slurm.md).\n"
      "An option Sluice does not support is an error naming it and its line;\n"
      "--ignore-unsupported makes it a warning. Also: --parsable (print the id only),\n"
      "--wrap CMD, --dry-run (print the JSON submission). docs/slurm.md maps every\n"
      "directive. `sluice submit SCRIPT` does the same with Sluice's own flags.",
      cli_cmd_sbatch, none_opts, CLI_RAW_ARGS},
+    {"srun", "[OPTIONS] COMMAND [ARG...]", "run a job step: N ranks of COMMAND (also as `srun`)",
+     "Inside an allocation (SLURM_JOB_ID set) a step of it; elsewhere an allocation\n"
+     "of its own for the step. Options, as Slurm's: -n/--ntasks N, -N/--nodes N,\n"
+     "--ntasks-per-node N, -c/--cpus-per-task N, --gpus-per-task [TYPE:]N, -l/--label,\n"
+     "--export ALL|NONE|VAR[=val],..., -K/--kill-on-bad-exit, -o/--output FILE and\n"
+     "-e/--error FILE (%t rank, %n node index, %N node, %j job, %s step, %u user),\n"
+     "--overlap (more ranks than the allocation's tasks), -w/--nodelist A,B or n[1-2],\n"
+     "-D/--chdir DIR, --jobid N, --pty (rank 0 on a terminal; srun's input is its);\n"
+     "outside an allocation also -J, -t, -p, -A. Accepted\n"
+     "and without effect: --exact, --exclusive, --mpi=none|pmix, --cpu-bind, -u, -v,\n"
+     "-W, --mem, -Q (a step never exceeds its allocation). Exits with the highest\n"
+     "exit code of the ranks, 1 when the step cannot start, 2 for a bad option;\n"
+     "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2 go to the ranks. Inside an\n"
+     "allocation it uses SLUICE_SERVER and SLUICE_STEP_TOKEN; the global options\n"
+     "below go before the command word (`sluice --server URL srun ...`). docs/slurm.md.",
+     cli_cmd_srun, none_opts, CLI_RAW_ARGS},
+    {"salloc", "[OPTIONS] [COMMAND [ARG...]]", "hold an allocation while a command runs (also as `salloc`)",
+     "Makes an allocation (-n, -N, --ntasks-per-node, -c, --gpus-per-task, -t, -J, -p,\n"
+     "-A as srun's), waits for it to start, then runs COMMAND (default $SHELL) here\n"
+     "with SLURM_JOB_ID, SLURM_NTASKS and SLURM_JOB_NODELIST set, so that srun inside\n"
+     "runs steps on it. The allocation ends when the command exits; salloc exits\n"
+     "with its status. docs/slurm.md.",
+     cli_cmd_salloc, none_opts, CLI_RAW_ARGS},
     {"history", "", "finished jobs from the controller's database (alias: sacct)",
      history_details,
      cli_cmd_history, history_opts, 0},
@@ -440,8 +464,16 @@ int main(int argc, char **argv) {
     cli_t c = {0};
     int help = 0, i = 1, rc;
     init_submit_opts();
+    /* Called by a Slurm command's name (srun, salloc: links to this binary,
+     * as busybox's applets), it is that command. */
+    const char *self = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+    bool as_named = false;
+    for (size_t k = 0; k < NCOMMANDS; k++)
+        as_named |= commands[k].rest_is_command == CLI_RAW_ARGS && strcmp(commands[k].name, self) == 0;
+    if (as_named)
+        i = 0;
     /* Global options may precede the command. */
-    for (; i < argc && argv[i][0] == '-'; i++) {
+    for (; !as_named && i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--version") == 0) {
             printf("sluice %s\n", SLUICE_VERSION);
             return CLI_OK;
@@ -455,7 +487,7 @@ int main(int argc, char **argv) {
         return help ? CLI_OK : CLI_EUSAGE;
     }
     for (size_t k = 0; k < NCOMMANDS; k++)
-        if (strcmp(commands[k].name, argv[i]) == 0) c.cmd = &commands[k];
+        if (strcmp(commands[k].name, i == 0 ? self : argv[i]) == 0) c.cmd = &commands[k];
     if (!c.cmd) return cli_usage_error(&c, "no command \"%s\" (see sluice --help)", argv[i]);
     if (parse_args(&c, argc - i - 1, argv + i + 1, &help) != 0) {
         rc = CLI_EUSAGE;

@@ -128,6 +128,10 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                                   "the gang (Kueue's meaning), else the default fewest racks, "
                                   "then blocks (YAML: topology: {preferred: rack}); "
                                   "docs/placement.md"},
+    [SL_JS_ALLOCATION] = {"allocation", "allocation", 0, "true|false", SL_FT_BOOL, 0, 0, 0, NULL, 0,
+                          "false", "",
+                          "an allocation (as sbatch's): one task runs the command, the others "
+                          "hold their resources for srun's job steps; docs/slurm.md"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -185,6 +189,8 @@ int sl_jobspec_range_text(const sl_jobspec_field_t *f, char *buf, size_t len) {
         return snprintf(buf, len, "indexes 0 to %d", SL_ARRAY_SIZE_CEILING - 1);
     case SL_FT_DEPS:
         return snprintf(buf, len, "up to %d jobs", SL_DEP_MAX_TERMS);
+    case SL_FT_BOOL:
+        return snprintf(buf, len, "true or false");
     case SL_FT_ENUM: {
         size_t n = 0;
         buf[0] = '\0';
@@ -218,6 +224,7 @@ static const char *type_text(const sl_jobspec_field_t *f) {
     case SL_FT_ENUM: return "word";
     case SL_FT_ARRAY: return "Slurm array text";
     case SL_FT_DEPS: return "Slurm dependency text";
+    case SL_FT_BOOL: return "boolean";
     }
     return "?";
 }
@@ -385,6 +392,8 @@ int sl_jobspec_check(const sl_jobspec_field_t *f, json_t *v, int64_t *num, char 
         if (!json_is_string(v) || !enum_ok(f, json_string_value(v)))
             return fail(err, errlen, "must be %s", RANGE);
         return 0;
+    case SL_FT_BOOL:
+        return json_is_boolean(v) ? 0 : fail(err, errlen, "must be true or false");
     case SL_FT_ARRAY:
     case SL_FT_DEPS:
         if (!json_is_string(v))
@@ -484,6 +493,11 @@ json_t *sl_jobspec_from_text(const sl_jobspec_field_t *f, const char *text, char
         if (slurm_text(f, text, err, errlen) < 0)
             return NULL;
         return json_string(text);
+    case SL_FT_BOOL:
+        if (strcmp(text, "true") == 0 || strcmp(text, "false") == 0)
+            return json_boolean(strcmp(text, "true") == 0);
+        fail(err, errlen, "\"%s\" is not true or false", text);
+        return NULL;
     case SL_FT_ARGV:
     case SL_FT_ENV:
         break;

@@ -67,6 +67,7 @@ typedef enum sl_jobspec_id {
     SL_JS_TOLERATIONS,    /* taints the job tolerates */
     SL_JS_TOPOLOGY_REQUIRED,  /* a level the gang must fit in (sluice/topology.h) */
     SL_JS_TOPOLOGY_PREFERRED, /* a level it should fit in */
+    SL_JS_ALLOCATION,     /* an allocation: one task runs the command, steps use the rest */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 
@@ -84,7 +85,8 @@ typedef enum sl_jobspec_type {
     SL_FT_ENV,      /* an object of variable names to strings */
     SL_FT_ENUM,     /* one of the words in choices ("a|b") */
     SL_FT_ARRAY,    /* a job array's indexes as Slurm writes them ("0-99%8"; arraydep.h) */
-    SL_FT_DEPS      /* job dependencies as Slurm writes them ("afterok:12"; arraydep.h) */
+    SL_FT_DEPS,     /* job dependencies as Slurm writes them ("afterok:12"; arraydep.h) */
+    SL_FT_BOOL      /* true or false; text "true", "false" */
 } sl_jobspec_type_t;
 
 typedef struct sl_jobspec_field {

@@ -30,6 +30,7 @@
 #include "views/metrics.h"
 #include "domain/recover.h"
 #include "tls.h"
+#include "net/steps.h"
 
 /* Everything one sluiced process holds (one per process: main's static). */
 typedef struct sluiced {
@@ -37,6 +38,7 @@ typedef struct sluiced {
     ctl_t c;
     ctl_agentport_t ap;
     ctl_http_t http;
+    ctl_steps_t steps;
     struct event *sweep_ev;
     struct event *sig_ev[2];
 } sluiced_t;
@@ -151,6 +153,7 @@ static int node_token_main(int argc, char **argv) {
 static void teardown(sluiced_t *d) {
     SSL_CTX *tls[2] = {d->ap.tls, d->http.tls};
     ctl_agentport_fini(&d->ap);
+    ctl_steps_fini(&d->steps);
     ctl_http_fini(&d->http);
     SSL_CTX_free(tls[0]);
     SSL_CTX_free(tls[1]);
@@ -399,6 +402,14 @@ int main(int argc, char **argv) {
     d->ap.logs_ud = &d->http;
     d->http.logs_send = ctl_agentport_logs;
     d->http.logs_ud = &d->ap;
+    /* Job steps: srun's requests come through the HTTP routes, the agents'
+     * step messages through the agent port, and go out through it. */
+    ctl_steps_init(&d->steps, c, &d->http.conns);
+    d->http.steps = &d->steps;
+    d->ap.step_msg = ctl_steps_agent_msg;
+    d->ap.step_ud = &d->steps;
+    d->steps.send = ctl_agentport_send_line;
+    d->steps.send_ud = &d->ap;
     /* The flush's fixed order (loop.h): cycle, commit, replies, agents, trim. */
     ctl_loop_hook(&d->loop, CTL_HOOK_CYCLE, ctl_jobs_cycle, c);
     /* CTL_HOOK_COMMIT: once the store is open, below. */

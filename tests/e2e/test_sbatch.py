@@ -2,7 +2,8 @@
 test_sbatch.py - Slurm batch scripts: `sluice sbatch` and `sluice submit
 SCRIPT` against real daemons on 127.0.0.1 (docs/slurm.md).
 
-The script is copied into the job and run by every task with its
+The script is copied into the job, an allocation, and run once (by the
+allocation's first task, on its first node; docs/slurm.md) with its
 arguments, in --chdir, its output in the -o/-e files with their patterns
 expanded; the tasks see Slurm's variables (a real agent); a job's node
 list is Slurm's compressed host list (fake agents n1, n2, n3, n5);
@@ -61,7 +62,9 @@ def test_script_runs_with_slurm_environment(controller, cluster, tmp_path):
     assert done["name"] == "envprobe" and done["tasks"] == 2
     assert done["script"] == SCRIPT and done["command"] == ["probe.sh", "first arg", "2"]
     nodes = set()
-    for t in (0, 1):
+    # The batch step is the allocation's task 0, alone: no output of task 1.
+    assert not (run / ("out-envprobe-%d-1.txt" % jid)).exists()
+    for t in (0,):
         out = (run / ("out-envprobe-%d-%d.txt" % (jid, t))).read_text()
         err = (run / ("err-%d-%02d.txt" % (jid, t))).read_text()
         assert err == "to-stderr\n"
@@ -73,7 +76,7 @@ def test_script_runs_with_slurm_environment(controller, cluster, tmp_path):
         assert "SLUICE_BATCH_SCRIPT" not in e  # the runner removes it before the script runs
         assert e["SLURM_JOB_ID"] == str(jid) and e["SLURM_JOB_NAME"] == "envprobe"
         assert e["SLURM_NTASKS"] == "2" and e["SLURM_PROCID"] == str(t)
-        assert e["SLURM_LOCALID"] == str(t) and e["SLURM_NODEID"] == "0"
+        assert e["SLURM_LOCALID"] == "0" and e["SLURM_NODEID"] == "0"
         assert e["SLURM_JOB_NODELIST"] == "n1" and e["SLURM_JOB_NUM_NODES"] == "1"
         assert e["SLURM_CPUS_PER_TASK"] == "1"
         assert e["SLURM_SUBMIT_DIR"] == str(tmp_path)
@@ -108,8 +111,16 @@ def test_node_list_is_slurms_compressed_form(controller, fake_agent, tmp_path):
         assert e["SLURM_JOB_NODELIST"] == "n[1-3,5]", e
         assert e["SLURM_NNODES"] == "4" and e["SLURM_NTASKS"] == "4"
         assert e["SLURM_PROCID"] == str(m["task"]) and e["SLURM_LOCALID"] == "0"
-        assert m["argv"][:2] == ["/bin/sh", "-c"] and e["SLUICE_BATCH_SCRIPT"].startswith("#!")
+        assert e["SLURM_TASKS_PER_NODE"] == "1(x4)"
+        assert e["SLUICE_STEP_TOKEN"].startswith("step-") and len(e["SLUICE_STEP_TOKEN"]) == 69
         assert len(m["gpus"]) == 8
+    # An allocation: every task runs the step daemon, the first node's also
+    # the script; only that one is handed the script.
+    batch = [m for m in launches if m["argv"] != ["sluice-stepd"]]
+    assert len(batch) == 1 and batch[0]["env"]["SLURMD_NODENAME"] == "n1"
+    assert batch[0]["argv"][:4] == ["sluice-stepd", "--", "/bin/sh", "-c"]
+    assert batch[0]["env"]["SLUICE_BATCH_SCRIPT"].startswith("#!")
+    assert all("SLUICE_BATCH_SCRIPT" not in m["env"] for m in launches if m is not batch[0])
     # A node's id is its place in the sorted list.
     ids = {m["env"]["SLURMD_NODENAME"]: m["env"]["SLURM_NODEID"] for m in launches}
     assert ids == {"n1": "0", "n2": "1", "n3": "2", "n5": "3"}

@@ -491,6 +491,12 @@ void ctl_task_ended(ctl_t *c, ctl_job_t *j, int32_t i, ctl_task_state_t st, int3
         j->exit_code = sig ? 128 + sig : exit_code;
         kill_live(c, j, -1);
     }
+    /* An allocation's task ended by itself with 0: its batch step did
+     * (the others only hold resources until killed; views/alloc.h), so
+     * they go too, and their ends (0 on SIGTERM) leave the outcome as is. */
+    if (!failed && j->live > 0 && j->state == CTL_JOB_RUNNING && st == CTL_TASK_EXITED &&
+        json_is_true(json_object_get(j->spec, "allocation")))
+        kill_live(c, j, -1);
     if (j->live == 0)
         ctl_job_settle(c, j);
     else

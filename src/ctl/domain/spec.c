@@ -474,6 +474,8 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     if (val[SL_JS_TOPOLOGY_PREFERRED])
         json_object_set_new(norm, "topology_preferred",
                             json_deep_copy(val[SL_JS_TOPOLOGY_PREFERRED]));
+    if (json_is_true(val[SL_JS_ALLOCATION]))
+        json_object_set_new(norm, "allocation", json_true());
 
     ctl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = norm;

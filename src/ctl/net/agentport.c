@@ -321,6 +321,15 @@ static void reject(ctl_conn_t *cn, const char *msg) {
     snprintf(ap->last_reject, sizeof ap->last_reject, "%s", msg);
 }
 
+int ctl_agentport_send_line(void *ud, uint32_t node, const char *line, size_t len) {
+    ctl_agentport_t *ap = ud;
+    ctl_apnode_t *an = apnode(ap, node, false);
+    if (an == NULL || an->conn == NULL)
+        return SL_ENOENT;
+    conn_write(an->conn, line, len);
+    return 0;
+}
+
 int ctl_agentport_logs(void *ud, uint32_t node, uint64_t req, uint64_t job, int32_t task,
                        int64_t offset, int64_t limit) {
     ctl_agentport_t *ap = ud;
@@ -571,6 +580,8 @@ static void on_message(ctl_conn_t *cn, json_t *o) {
     uint32_t node = (uint32_t)cn->node;
     ctl_node_heard(c, node, m.type == SL_PROTO_HEARTBEAT);
     if (rc != 0 && !(m.type == SL_PROTO_LOGS_REPLY || m.has_ids)) {
+        if (rc == SL_ENOENT && ap->step_msg && ap->step_msg(ap->step_ud, node, o))
+            goto out; /* a job step's (steps.c) */
         if (rc == SL_ENOENT)
             sl_log(SL_LOG_DEBUG, "agent", "node=%s %s; ignored", ctl_node_name(c, (int32_t)node), err);
         else

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "domain/ctl.h"
 
 struct evconnlistener;
@@ -37,6 +39,10 @@ typedef struct ctl_agentport {
     size_t nnodes;
     uint32_t *flushq;      /* nodes with queued output */
     size_t nflushq, flushq_cap;
+    /* An agent message of a type the codec does not know, offered to the
+     * job steps (steps.h, set by main.c): true when it was theirs. */
+    bool (*step_msg)(void *ud, uint32_t node, json_t *o);
+    void *step_ud;
     ctl_logs_answer_fn logs_answer;
     ctl_logs_gone_fn logs_gone;
     void *logs_ud;
@@ -62,5 +68,10 @@ bool ctl_agentport_flush(void *ud);
  * written. The answer comes through logs_answer. */
 int ctl_agentport_logs(void *ud, uint32_t node, uint64_t req, uint64_t job, int32_t task,
                        int64_t offset, int64_t limit);
+
+/* Sends one encoded line to node's agent at once (ud is the agent port;
+ * a job step's message, steps.h). 0, or SL_ENOENT when its agent is not
+ * connected. */
+int ctl_agentport_send_line(void *ud, uint32_t node, const char *line, size_t len);
 
 #endif

@@ -14,7 +14,7 @@
 
 int ctl_auth_check(const ctl_t *c, const char *header, ctl_route_auth_t kind, ctl_auth_t *a,
                    char *msg, size_t msglen) {
-    *a = (ctl_auth_t){0, -1};
+    *a = (ctl_auth_t){.tenant = -1};
     if (header == NULL || strncasecmp(header, "Bearer ", 7) != 0) {
         snprintf(msg, msglen, "missing \"Authorization: Bearer TOKEN\" header");
         return 401;
@@ -51,6 +51,11 @@ int ctl_auth_check(const ctl_t *c, const char *header, ctl_route_auth_t kind, ct
     if (ctl_token_matches(&t, c->cfg.cluster_token)) {
         snprintf(msg, msglen, "the cluster token is for agents; use a tenant or the admin token");
         return 403;
+    }
+    if (kind == CTL_AUTH_STEP && strncmp(tok, "step-", 5) == 0) {
+        a->role = CTL_ROLE_STEP;
+        a->step_token = tok;
+        return 0;
     }
     snprintf(msg, msglen, "unknown token");
     return 401;

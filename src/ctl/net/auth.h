@@ -20,11 +20,13 @@ typedef enum ctl_role {
     CTL_ROLE_ADMIN = 1,
     CTL_ROLE_MONITOR, /* reads every tenant's figures, changes nothing */
     CTL_ROLE_TENANT,
+    CTL_ROLE_STEP,    /* a token of the step form, which the step's route checks */
 } ctl_role_t;
 
 typedef struct ctl_auth {
     ctl_role_t role;
     int32_t tenant; /* the token's tenant (CTL_ROLE_TENANT), else -1 */
+    const char *step_token; /* CTL_ROLE_STEP: the token, in the header; else NULL */
 } ctl_auth_t;
 
 /* Which roles a route admits beside the admin's and tenants'. */
@@ -32,6 +34,7 @@ typedef enum ctl_route_auth {
     CTL_AUTH_NONE = 0, /* no token needed */
     CTL_AUTH_API,      /* a tenant or the admin token */
     CTL_AUTH_READ,     /* also the monitoring token: the cluster's figures */
+    CTL_AUTH_STEP,     /* also a job's step token (net/steps.c checks it against the job) */
 } ctl_route_auth_t;
 
 /*

@@ -55,10 +55,12 @@
 #include "quantity.h"
 #include "views/report.h"
 #include "views/history.h"
+#include "net/steps.h"
 
 #define AUTH_NONE CTL_AUTH_NONE
 #define AUTH_API CTL_AUTH_API
 #define AUTH_READ CTL_AUTH_READ
+#define AUTH_STEP CTL_AUTH_STEP
 
 struct ctl_reply {
     struct evhttp_request *req;
@@ -86,6 +88,7 @@ typedef struct hreq {
     int32_t tenant;  /* the token's tenant, -1 for the admin and the monitoring token */
     uint64_t id;     /* {id} in the path */
     int64_t aidx;    /* {id} was A_I: I (the element's id is resolved in job_access); else -1 */
+    const char *step_token; /* AUTH_STEP: a token of the step form, not yet checked */
 } hreq_t;
 
 typedef void (*handler_fn)(hreq_t *h);
@@ -112,6 +115,8 @@ static void h_history(hreq_t *h);
 static void h_drain(hreq_t *h);  /* views/disruptions.c */
 static void h_resume(hreq_t *h);
 static void h_size(hreq_t *h);
+static void h_steps(hreq_t *h) { ctl_steps_http(h->hs->steps, h->req, h->id, h->admin, h->tenant, h->step_token); }
+static void h_step_signal(hreq_t *h) { ctl_steps_http_signal(h->hs->steps, h->req, h->id, h->admin, h->tenant, h->step_token); }
 
 static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/healthz", h_healthz, AUTH_NONE, "liveness: {\"status\":\"ok\",\"version\":...}"},
@@ -135,28 +140,27 @@ static const route_t routes[] = {
      "drain a node (admin): {\"node\":N,\"deadline\":T,\"reason\":R}"},
     {EVHTTP_REQ_POST, "/v1/nodes/resume", h_resume, AUTH_API, "end a node's drain (admin): {\"node\":N}"},
     {EVHTTP_REQ_GET, "/v1/jobs/{id}/size", h_size, AUTH_API, "an elastic job's size now"},
+    {EVHTTP_REQ_POST, "/v1/jobs/{id}/steps", h_steps, AUTH_STEP, "start a job step (srun); its output streams back"},
+    {EVHTTP_REQ_POST, "/v1/jobs/{id}/steps/control", h_step_signal, AUTH_STEP, "signal a step, or its --pty input"},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
 static const char *method_name(enum evhttp_cmd_type m) {
-    switch (m) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    case EVHTTP_REQ_PATCH: return "PATCH";
-    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-    case EVHTTP_REQ_TRACE: return "TRACE";
-    case EVHTTP_REQ_CONNECT: return "CONNECT";
-    default: return "OTHER";
-    }
+    static const struct { enum evhttp_cmd_type m; const char *name; } t[] = {
+        {EVHTTP_REQ_GET, "GET"}, {EVHTTP_REQ_POST, "POST"}, {EVHTTP_REQ_DELETE, "DELETE"},
+        {EVHTTP_REQ_PUT, "PUT"}, {EVHTTP_REQ_HEAD, "HEAD"}, {EVHTTP_REQ_PATCH, "PATCH"},
+        {EVHTTP_REQ_OPTIONS, "OPTIONS"}, {EVHTTP_REQ_TRACE, "TRACE"}, {EVHTTP_REQ_CONNECT, "CONNECT"}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (t[i].m == m)
+            return t[i].name;
+    return "OTHER";
 }
 
 void ctl_http_print_routes(void) {
     for (size_t i = 0; i < NROUTES; i++)
         printf("  %-6s %-22s %s%s\n", method_name(routes[i].method), routes[i].pattern,
-               routes[i].summary, routes[i].auth == AUTH_NONE ? " (no token)" : "");
+               routes[i].summary, routes[i].auth == AUTH_NONE   ? " (no token)"
+                                  : routes[i].auth == AUTH_STEP ? " (or the job's step token)" : "");
 }
 
 /* Matches path against pattern; "{id}" takes a positive decimal id. */
@@ -381,8 +385,9 @@ static void dispatch(struct evhttp_request *req, void *ud) {
             return;
         }
         h.admin = a.role == CTL_ROLE_ADMIN;
-        h.all = a.role != CTL_ROLE_TENANT;
+        h.all = a.role == CTL_ROLE_ADMIN || a.role == CTL_ROLE_MONITOR;
         h.tenant = a.tenant;
+        h.step_token = a.step_token;
     }
     const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
     if (q && evhttp_parse_query_str(q, &h.query) < 0) {

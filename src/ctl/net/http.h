@@ -38,6 +38,7 @@ typedef struct ctl_http {
     struct ctl_report *report;           /* the report being computed (report.h), or NULL */
     struct evhttp_request *report_req;   /* and the request it answers */
     struct ctl_history *history;         /* history reads in flight (history.h) */
+    struct ctl_steps *steps;             /* job steps (steps.h), set by main.c */
 } ctl_http_t;
 
 /* Sets up h in caller storage for c. Can't fail. */

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "views/batch.h"
+#include "views/alloc.h"
 #include "base/config.h"
 #include "domain/nodes.h"
 
@@ -328,11 +329,82 @@ static void batch_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, int32_t ntasks,
     batch_env(lc, &t, nodelist, nnodes);
 }
 
+/* Sets key to value (copied) in lc's environment, replacing it if set. */
+static void env_put(ctl_launch_cmd_t *lc, const char *key, const char *value) {
+    for (size_t k = 0; k < lc->nenv; k++)
+        if (strcmp(lc->env[k].key, key) == 0) {
+            lc->env[k].value = own_printf(lc, "%s", value);
+            return;
+        }
+    lc->env = sl_xrealloc(lc->env, (lc->nenv + 1) * sizeof *lc->env);
+    lc->env[lc->nenv++] = (sl_proto_kv_t){key, own_printf(lc, "%s", value)};
+}
+
+static void env_drop(ctl_launch_cmd_t *lc, const char *key) {
+    for (size_t k = 0; k < lc->nenv; k++)
+        if (strcmp(lc->env[k].key, key) == 0)
+            lc->env[k] = lc->env[--lc->nenv];
+}
+
+/*
+ * An allocation's task (alloc.h): every task runs sluice-stepd, which
+ * holds the task's resources for job steps; the batch task's runs the
+ * command (a script's runner, or the command itself) as its child. A
+ * command that is sluice-stepd alone (salloc's, srun's own allocation)
+ * asks for no batch step. Every task gets Slurm's variables (the batch
+ * step as SLURM_PROCID 0, as sbatch's), the step token and the API's URL.
+ */
+static void alloc_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, int32_t ntasks,
+                      const char *const *names, ctl_launch_cmd_t *lc) {
+    int32_t b = ctl_alloc_batch_task(c, j);
+    json_t *cmd = json_object_get(j->spec, "command");
+    bool script = json_object_get(j->spec, "script") != NULL;
+    bool holder_only = !script && json_array_size(cmd) == 1 &&
+                       strcmp(json_string_value(json_array_get(cmd, 0)), "sluice-stepd") == 0;
+    batch_cmd(c, j, i, ntasks, names, lc);
+    if (!script) { /* the command itself, not a runner */
+        size_t n = json_array_size(cmd);
+        lc->argv = sl_xrealloc(lc->argv, (n + 1) * sizeof *lc->argv);
+        lc->argc = 0;
+        for (size_t k = 0; k < n; k++)
+            lc->argv[lc->argc++] = json_string_value(json_array_get(cmd, k));
+    }
+    if (i != b || holder_only) {
+        lc->argc = 0;
+        env_drop(lc, CTL_BATCH_SCRIPT_ENV);
+    } else {
+        env_put(lc, "SLURM_PROCID", "0");
+        env_put(lc, "SLURM_LOCALID", "0");
+    }
+    lc->argv = sl_xrealloc(lc->argv, (lc->argc + 3) * sizeof *lc->argv);
+    memmove(lc->argv + (lc->argc ? 2 : 1), lc->argv, lc->argc * sizeof *lc->argv);
+    lc->argv[0] = "sluice-stepd";
+    if (lc->argc) {
+        lc->argv[1] = "--";
+        lc->argc += 2;
+    } else {
+        lc->argc = 1;
+    }
+    /* Slurm's tasks per node ("2(x3),1", nodes in SLURM_JOB_NODELIST
+     * order), which launchers that start one daemon a node read (OpenMPI). */
+    char tpn[1024];
+    ctl_alloc_tasks_per_node(c, j, tpn, sizeof tpn);
+    env_put(lc, "SLURM_TASKS_PER_NODE", tpn);
+    char tok[CTL_STEP_TOKEN_LEN + 1], url[300];
+    if (ctl_step_token(c, j, tok, sizeof tok) == 0)
+        env_put(lc, CTL_STEP_TOKEN_ENV, tok);
+    env_put(lc, CTL_STEP_SERVER_ENV, ctl_step_server(c, url, sizeof url));
+}
+
 /* Task i's argv and env with its job's ntasks tasks on the nodes called
  * names[0..ntasks) (ctl_launch_cmd_init). */
 static void launch_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, int32_t ntasks,
                        const char *const *names, ctl_launch_cmd_t *lc) {
     *lc = (ctl_launch_cmd_t){0};
+    if (ctl_job_is_allocation(j)) {
+        alloc_cmd(c, j, i, ntasks, names, lc);
+        return;
+    }
     if (json_object_get(j->spec, "script") != NULL) {
         batch_cmd(c, j, i, ntasks, names, lc);
         return;
