@@ -2,7 +2,8 @@
  * step.c - job steps on this node (step.h).
  *
  * Each task of an allocation runs sluice-stepd, which listens on
- * WORKDIR/jobs/JOB/.sluice-step.TASK (stepd/stepd.c). For each rank of a
+ * WORKDIR/jobs/NAME/.sluice-step.TASK (NAME: the job's name on the node,
+ * names.h; stepd/stepd.c). For each rank of a
  * step_run the agent connects to the step daemon of the rank's task (one
  * connection per task, kept while the task lives), checks that the
  * socket's listener is that task's process (SO_PEERCRED pid: the job's
@@ -38,6 +39,7 @@
 #include <event2/bufferevent.h>
 
 #include "log.h"
+#include "names.h"
 #include "proto_step.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
@@ -122,12 +124,15 @@ typedef struct pid_find {
     uint64_t job;
     int32_t task;
     int32_t pid;
+    char dir[AGENT_NAME_MAX]; /* its job's name on the node, under jobs/ */
 } pid_find_t;
 
 static void find_pid(void *ud, const agent_task_info_t *ti) {
     pid_find_t *f = ud;
-    if (ti->job == f->job && ti->task == f->task && ti->running)
+    if (ti->job == f->job && ti->task == f->task && ti->running) {
         f->pid = ti->pid;
+        snprintf(f->dir, sizeof f->dir, "%s", ti->dir);
+    }
 }
 
 static void holder_read_cb(struct bufferevent *bev, void *arg) {
@@ -165,12 +170,12 @@ static void holder_event_cb(struct bufferevent *bev, short what, void *arg) {
  * ECONNREFUSED: not listening yet), or -EPERM for a listener that is not
  * the task. */
 static int holder_connect(holder_t *h) {
-    pid_find_t f = {h->job, h->task, -1};
+    pid_find_t f = {h->job, h->task, -1, ""};
     agent_tasks_foreach(h->s->ts, find_pid, &f);
     if (f.pid <= 0)
         return -ESRCH;
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/jobs/%llu", h->s->workdir, (unsigned long long)h->job);
+    snprintf(dir, sizeof dir, "%s/jobs/%s", h->s->workdir, f.dir);
     int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (dfd < 0)
         return -errno;
