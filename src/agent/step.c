@@ -39,6 +39,7 @@
 
 #include "log.h"
 #include "proto_step.h"
+#include "slurmfmt.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
 #include "step.h"
@@ -330,11 +331,20 @@ bool agent_steps_handle_line(agent_steps_t *s, const char *line, size_t len) {
     return true;
 }
 
-/* The names a task finds on its PATH, and the program beside the agent
- * each one is. */
-static const struct { const char *name, *target; } commands[] = {
-    {"sluice-stepd", "sluice-stepd"}, {"srun", "sluice"}, {"salloc", "sluice"},
-};
+/* The link of name in dir to target beside the agent (self). */
+static void command_link(const char *dir, const char *self, const char *name, const char *target) {
+    char link[4200], path[4200];
+    snprintf(link, sizeof link, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s/%s", self, target);
+    unlink(link);
+    if (access(path, X_OK) != 0 || symlink(path, link) != 0)
+        sl_log(SL_LOG_WARN, "step", "%s: cannot link %s (%s): tasks will not find it", link, path,
+               strerror(errno));
+}
+
+/* The names a task finds first on its PATH: sluice-stepd, and every Slurm
+ * command's name as the sluice binary (sl_slurm_commands), so that a task
+ * never reaches another Slurm's squeue or scontrol on the node. */
 
 static void commands_link(const char *workdir) {
     char self[4096], dir[4096];
@@ -350,15 +360,9 @@ static void commands_link(const char *workdir) {
         sl_log(SL_LOG_WARN, "step", "cannot make %s: %s (tasks find no srun)", dir, strerror(errno));
         return;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        char link[4200], target[4200];
-        snprintf(link, sizeof link, "%s/%s", dir, commands[i].name);
-        snprintf(target, sizeof target, "%s/%s", self, commands[i].target);
-        unlink(link);
-        if (access(target, X_OK) != 0 || symlink(target, link) != 0)
-            sl_log(SL_LOG_WARN, "step", "%s: cannot link %s (%s): tasks will not find it", link,
-                   target, strerror(errno));
-    }
+    command_link(dir, self, "sluice-stepd", "sluice-stepd");
+    for (size_t i = 0; sl_slurm_commands[i]; i++)
+        command_link(dir, self, sl_slurm_commands[i], "sluice");
     const char *path = getenv("PATH");
     char *np = NULL;
     if (asprintf(&np, "%s:%s", dir, path && *path ? path : "/usr/local/bin:/usr/bin:/bin") < 0)

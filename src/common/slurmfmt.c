@@ -10,6 +10,9 @@
 #include "slurmfmt.h"
 #include "sluice/error.h"
 
+const char *const sl_slurm_commands[] = {"sbatch", "srun",  "salloc", "squeue", "scancel",
+                                         "sacct",  "sinfo", "scontrol", NULL};
+
 int sl_slurmfmt_parse(const char *fmt, const char *fields, sl_slurmfmt_item_t *items, size_t max,
                       size_t *n, char *err, size_t errlen) {
     size_t k = 0;

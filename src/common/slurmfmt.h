@@ -47,4 +47,11 @@ size_t sl_slurmfmt_cell(const sl_slurmfmt_item_t *it, const char *value, char *b
  */
 void sl_slurmfmt_elapsed(long long secs, char *buf, size_t len);
 
+/*
+ * Slurm's command names that the sluice binary answers to (by argv[0], as
+ * busybox's applets), NULL-ended: what each agent links into the tasks'
+ * slurm-bin and what `sluice slurm-commands install` links.
+ */
+extern const char *const sl_slurm_commands[];
+
 #endif
