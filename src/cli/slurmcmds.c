@@ -115,7 +115,7 @@ static const char *jstr(json_t *o, const char *key, const char *dflt) {
 static long long qty(json_t *v, sl_qty_kind_t kind) {
     int64_t x = 0;
     if (json_is_integer(v))
-        return (long long)json_integer_value(v) * (kind == SL_QTY_CPU ? 1 : 1);
+        return (long long)json_integer_value(v);
     if (json_is_string(v) && sl_qty_parse(json_string_value(v), kind, &x, NULL, 0) == 0)
         return kind == SL_QTY_CPU ? (long long)((x + 999) / 1000) : (long long)x;
     if (json_is_real(v))
@@ -123,27 +123,27 @@ static long long qty(json_t *v, sl_qty_kind_t kind) {
     return 0;
 }
 
+static int str_cmp(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* The job's nodes (its placement's, in Slurm's compressed form) and how
- * many; "" and 0 before it is placed. */
+ * many; "" and 0 before it is placed. O(t log t) for t tasks. */
 static size_t job_nodes(json_t *j, char *buf, size_t len) {
     json_t *pl = json_object_get(j, "placement"), *t;
-    size_t n = json_array_size(pl), i;
+    size_t n = json_array_size(pl), i, k = 0, distinct = 0;
     const char **names = calloc(n ? n : 1, sizeof *names);
-    size_t k = 0;
+    if (!names)
+        abort();
     json_array_foreach(pl, i, t) {
         const char *nd = json_string_value(json_object_get(t, "node"));
         if (nd)
             names[k++] = nd;
     }
     sl_hostlist_format(names, k, buf, len);
-    /* Distinct names: the compressed list holds each once. */
-    size_t distinct = 0;
-    for (size_t a = 0; a < k; a++) {
-        size_t b = 0;
-        while (b < a && strcmp(names[a], names[b]) != 0)
-            b++;
-        distinct += b == a;
-    }
+    qsort(names, k, sizeof *names, str_cmp);
+    for (size_t a = 0; a < k; a++)
+        distinct += a == 0 || strcmp(names[a], names[a - 1]) != 0;
     free(names);
     return distinct;
 }
@@ -186,8 +186,9 @@ static void time_limit(json_t *j, char *buf, size_t len) {
         sl_slurmfmt_elapsed(t, buf, len);
 }
 
-/* One squeue field of job j. */
-static void job_field(json_t *j, char f, char *buf, size_t len) {
+/* One squeue field of job ctx (a json_t). */
+static void job_field(const void *ctx, char f, char *buf, size_t len) {
+    json_t *j = (json_t *)ctx;
     char nodes[4096];
     long long tasks = json_integer_value(json_object_get(j, "tasks"));
     int st = job_state_index(j);
@@ -236,15 +237,16 @@ static const struct { char f; const char *head; } job_heads[] = {
 };
 #define SQUEUE_FIELDS "iAjuatTMlDNRPCb"
 
-/* A line of items: the header (j NULL) or job j's row. */
-static void print_items(const sl_slurmfmt_item_t *it, size_t n, json_t *j,
-                        void (*field)(json_t *, char, char *, size_t), const char *(*head)(char)) {
+/* A line of items: the header (ctx NULL, each field's head) or the row of
+ * ctx (a job, or one of sinfo's lines), each field's value from field. */
+static void print_items(const sl_slurmfmt_item_t *it, size_t n, const void *ctx,
+                        void (*field)(const void *, char, char *, size_t), const char *(*head)(char)) {
     char line[16384];
     size_t at = 0;
     for (size_t k = 0; k < n; k++) {
         char v[4096] = "";
         if (it[k].field)
-            j ? field(j, it[k].field, v, sizeof v) : (void)snprintf(v, sizeof v, "%s", head(it[k].field));
+            ctx ? field(ctx, it[k].field, v, sizeof v) : (void)snprintf(v, sizeof v, "%s", head(it[k].field));
         at += sl_slurmfmt_cell(&it[k], v, line + (at < sizeof line ? at : sizeof line),
                                at < sizeof line ? sizeof line - at : 0);
     }
@@ -565,10 +567,9 @@ static void node_field(json_t *n, char f, char *buf, size_t len) {
     }
 }
 
-static const sinfo_line_t *sinfo_cur;
-
-static void sinfo_field(json_t *n, char f, char *buf, size_t len) {
-    const sinfo_line_t *l = sinfo_cur;
+/* One sinfo field of line ctx (a sinfo_line_t). */
+static void sinfo_field(const void *ctx, char f, char *buf, size_t len) {
+    const sinfo_line_t *l = ctx;
     if (f == 'D')
         snprintf(buf, len, "%zu", l->n);
     else if (f == 'N')
@@ -576,7 +577,7 @@ static void sinfo_field(json_t *n, char f, char *buf, size_t len) {
     else if (f == 'C')
         snprintf(buf, len, "%lld/%lld/%lld/%lld", l->cpu_alloc, l->cpu_idle, l->cpu_other, l->cpu_total);
     else
-        node_field(n, f, buf, len);
+        node_field(l->first, f, buf, len);
 }
 
 static const char *node_head(char f) {
@@ -643,6 +644,8 @@ int cli_cmd_sinfo(cli_t *c) {
     json_t *nodes = json_object_get(out, "nodes"), *n;
     size_t nn = json_array_size(nodes), i, nl = 0;
     sinfo_line_t *lines = calloc(nn ? nn : 1, sizeof *lines);
+    if (!lines)
+        abort();
     json_array_foreach(nodes, i, n) {
         if (parts && !in_list(parts, jstr(n, "pool", "default")))
             continue;
@@ -680,8 +683,7 @@ int cli_cmd_sinfo(cli_t *c) {
     if (header)
         print_items(it, nit, NULL, sinfo_field, node_head);
     for (size_t l = 0; l < nl; l++) {
-        sinfo_cur = &lines[l];
-        print_items(it, nit, lines[l].first, sinfo_field, NULL);
+        print_items(it, nit, &lines[l], sinfo_field, NULL);
         free(lines[l].names);
     }
     free(lines);
