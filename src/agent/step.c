@@ -38,6 +38,7 @@
 #include <event2/bufferevent.h>
 
 #include "log.h"
+#include "names.h"
 #include "proto_step.h"
 #include "slurmfmt.h"
 #include "sluice/alloc.h"
@@ -123,12 +124,15 @@ typedef struct pid_find {
     uint64_t job;
     int32_t task;
     int32_t pid;
+    char name[AGENT_NAME_MAX]; /* the job's NAME on the node (names.h) */
 } pid_find_t;
 
 static void find_pid(void *ud, const agent_task_info_t *ti) {
     pid_find_t *f = ud;
-    if (ti->job == f->job && ti->task == f->task && ti->running)
+    if (ti->job == f->job && ti->task == f->task && ti->running) {
         f->pid = ti->pid;
+        snprintf(f->name, sizeof f->name, "%s", ti->name);
+    }
 }
 
 static void holder_read_cb(struct bufferevent *bev, void *arg) {
@@ -166,12 +170,12 @@ static void holder_event_cb(struct bufferevent *bev, short what, void *arg) {
  * ECONNREFUSED: not listening yet), or -EPERM for a listener that is not
  * the task. */
 static int holder_connect(holder_t *h) {
-    pid_find_t f = {h->job, h->task, -1};
+    pid_find_t f = {h->job, h->task, -1, ""};
     agent_tasks_foreach(h->s->ts, find_pid, &f);
     if (f.pid <= 0)
         return -ESRCH;
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/jobs/%llu", h->s->workdir, (unsigned long long)h->job);
+    snprintf(dir, sizeof dir, "%s/jobs/%s", h->s->workdir, f.name);
     int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (dfd < 0)
         return -errno;

@@ -871,11 +871,12 @@ void agent_tasks_foreach(agent_tasks_t *ts, void (*fn)(void *ud, const agent_tas
                          void *ud) {
     for (task_t *t = ts->tasks; t; t = t->next) {
         if (t->foreign) continue;
-        char key[AGENT_NAME_MAX];
+        char key[AGENT_NAME_MAX], name[AGENT_NAME_MAX];
         t_key(t, key, sizeof key);
+        t_name(t, name, sizeof name);
         agent_task_info_t ti = {.job = t->job, .task = t->task, .running = t->state == TASK_RUNNING,
                                 .pid = (int32_t)t->pid, .tenant = t->tenant ? t->tenant : "",
-                                .gpus = t->gpus, .ngpus = t->ngpus, .cgroup = key,
+                                .gpus = t->gpus, .ngpus = t->ngpus, .cgroup = key, .name = name,
                                 .has_attempt = t->has_attempt != 0, .attempt = t->attempt};
         fn(ud, &ti);
     }
