@@ -2,9 +2,10 @@
  * step.c - job steps on this node (step.h).
  *
  * Each task of an allocation runs sluice-stepd, which listens on
- * WORKDIR/jobs/JOB/.sluice-step.TASK (stepd/stepd.c). For each rank of a
- * step_run the agent connects to the step daemon of the rank's task (one
- * connection per task, kept while the task lives), checks that the
+ * WORKDIR/jobs/NAME/.sluice-step.TASK (NAME: the job's on the node,
+ * names.h; stepd/stepd.c). For each rank of a step_run the agent
+ * connects to the step daemon of the rank's task (one connection per
+ * task, kept while the task lives), checks that the
  * socket's listener is that task's process (SO_PEERCRED pid: the job's
  * directory is the tenant's own, so a name there could be a link to some
  * other tenant's socket, and must never carry this job's step to it), and

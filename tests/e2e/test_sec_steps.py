@@ -115,7 +115,7 @@ def test_hostile_tenant_cannot_reach_another_allocations_steps(node, tmp_path):
                    tenant="alice")
     try:
         pids = u.wait_running_pids(ctl, a["id"], n=2)
-        sock = os.path.join(agent.workdir, "jobs", str(a["id"]), ".sluice-step.0")
+        sock = os.path.join(agent.workdir, "jobs", u.job_name(ctl, a["id"]), ".sluice-step.0")
         harness.wait_for(lambda: os.path.exists(sock), what="alice's step daemon listening")
         b = ctl.submit({"allocation": True, "tasks": 1, "cpus": "0.5", "memory": "64Mi",
                         "command": ["/usr/bin/python3", "-c", HOSTILE, str(a["id"]), str(pids[0]), sock]},
@@ -129,7 +129,7 @@ def test_hostile_tenant_cannot_reach_another_allocations_steps(node, tmp_path):
         assert r["no_token"] == 401 and r["own_step_token"] == 401 and r["forged"] == 401, r
         assert r["srun"][0] == 1 and "not job %d's" % a["id"] in r["srun"][1], r
         # alice's own step ran, both ranks as her user.
-        who = os.path.join(agent.workdir, "jobs", str(a["id"]), "who")
+        who = os.path.join(agent.workdir, "jobs", u.job_name(ctl, a["id"]), "who")
         harness.wait_for(lambda: open(who).read().count("\n") == 2, what="alice's step")
         assert open(who).read() == "sltest_sa\nsltest_sa\n"
     finally:

@@ -47,12 +47,15 @@ echo "MA=$MASTER_ADDR"
 echo "ALL=$(scontrol show hostnames | tr '\\n' ' ')"
 echo "LIST=$(scontrol show hostlist n2,n1)"
 for n in %s; do echo "PATH_$n=$(command -v $n)"; done
+srun -N 2 --ntasks-per-node=1 bash -c 'echo "RANK$SLURM_PROCID=$(scontrol show hostnames | head -n1)"'
 """ % (out, " ".join(NAMES)))
     controller.wait_job(jid, "succeeded", timeout=60)
     text = out.read_text()
     assert "MA=n1\n" in text, text
     assert "ALL=n1 n2 \n" in text, text
     assert "LIST=n[1-2]\n" in text, text
+    # Each rank of a step, as torchrun's launchers do it once per node.
+    assert "RANK0=n1\n" in text and "RANK1=n1\n" in text, text
     for n in NAMES:
         line = [x for x in text.splitlines() if x.startswith("PATH_%s=" % n)][0]
         assert line.endswith("/slurm-bin/" + n), text
