@@ -28,6 +28,9 @@ enum { CLI_OK = 0, CLI_ESERVER = 1, CLI_EUSAGE = 2, CLI_EUNREACHABLE = 3 };
 
 #define CLI_MAX_OPTS 40
 #define CLI_RAW_ARGS 2
+/* As CLI_RAW_ARGS, and -h is the command's own too (squeue -h: no header):
+ * only the command itself prints its help. */
+#define CLI_RAW_ALL 3
 
 typedef struct cli_opt {
     const char *name;     /* long name without "--" */
@@ -186,6 +189,14 @@ int cli_cmd_sbatch(cli_t *c);
 int cli_cmd_srun(cli_t *c);
 int cli_cmd_salloc(cli_t *c);
 int cli_cmd_history(cli_t *c);
+/* slurmcmds.c: Slurm's squeue, scancel, sinfo and scontrol (each reads
+ * Slurm's options itself, CLI_RAW_ALL), and `sluice slurm-commands
+ * install DIR`. */
+int cli_cmd_squeue(cli_t *c);
+int cli_cmd_scancel(cli_t *c);
+int cli_cmd_sinfo(cli_t *c);
+int cli_cmd_scontrol(cli_t *c);
+int cli_cmd_slurm_commands(cli_t *c);
 int cli_cmd_up(cli_t *c);
 int cli_cmd_down(cli_t *c);
 /* report.c */

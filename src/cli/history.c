@@ -289,6 +289,18 @@ static void url_add(char *q, size_t len, const char *key, const char *val) {
     q[l] = '\0';
 }
 
+/* Whether id is in list (comma-separated ids). */
+static bool id_listed(const char *list, long long id) {
+    for (const char *p = list; *p;) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end != p && v == id)
+            return true;
+        p = *end ? end + 1 : end; /* the list holds only digits and commas */
+    }
+    return false;
+}
+
 int cli_cmd_history(cli_t *c) {
     if (c->npos > 0)
         return cli_usage_error(c, "unexpected argument \"%s\"", c->pos[0]);
@@ -300,8 +312,12 @@ int cli_cmd_history(cli_t *c) {
             return cli_usage_error(c, "--starttime: \"%s\" is not a time (YYYY-MM-DD[THH:MM[:SS]], "
                                    "MM/DD[/YY], HH:MM[:SS], now-2hours, today, midnight)", v);
     } else {
-        since = slurm_when("midnight", now);
+        /* sacct -j: the job whenever it ended. */
+        since = cli_get(c, "jobs") ? 0 : slurm_when("midnight", now);
     }
+    const char *jobs = cli_get(c, "jobs");
+    if (jobs && strspn(jobs, "0123456789,") != strlen(jobs))
+        return cli_usage_error(c, "--jobs: \"%s\" is not a comma-separated list of job ids", jobs);
     if ((v = cli_get(c, "endtime")) && (until = slurm_when(v, now)) < 0)
         return cli_usage_error(c, "--endtime: \"%s\" is not a time (YYYY-MM-DD[THH:MM[:SS]], "
                                "MM/DD[/YY], HH:MM[:SS], now, now-1days)", v);
@@ -394,6 +410,8 @@ int cli_cmd_history(cli_t *c) {
         json_array_foreach(json_object_get(out, "jobs"), i, j) {
             if (limit > 0 && printed >= limit)
                 break;
+            if (jobs && !id_listed(jobs, json_integer_value(json_object_get(j, "id"))))
+                continue;
             if (any_state) {
                 const char *ss = slurm_state(j);
                 bool keep = false;

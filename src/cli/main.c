@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "jobspec.h"
+#include "slurmfmt.h"
 
 /* `sluice submit`'s options: -f, then one per field of the job-spec table
  * (src/common/jobspec.h, which the server and docs/jobspec.md share), then
@@ -77,6 +78,8 @@ static const cli_opt_t history_opts[] = {
     {"name", 0, "NAMES", 0, "only jobs of these names (comma-separated)"},
     {"format", 'o', "COLUMNS", 0,
      "columns, comma-separated, each NAME or NAME%WIDTH (see above)"},
+    {"jobs", 'j', "IDS", 0,
+     "only these jobs (comma-separated ids); without -S, since the first job"},
     {"limit", 0, "N", 0, "at most N jobs"},
     {"noheader", 'n', NULL, 0, "no header line"},
     {"parsable2", 'P', NULL, 0, "columns separated by |, not padded"},
@@ -90,7 +93,8 @@ static const char history_details[] =
     "Columns for --format (case-insensitive): JobID, JobName, Tenant (Account),\n"
     "State, ExitCode, Reason, Submit, Start, End, Elapsed, ElapsedRaw, NTasks,\n"
     "AllocGPUs (GPUs), AllocTRES, GPUHours, Partition (Pool), Timelimit.\n"
-    "Default: JobID,JobName,Tenant,State,ExitCode,Elapsed,AllocGPUs,GPUHours.";
+    "Default: JobID,JobName,Tenant,State,ExitCode,Elapsed,AllocGPUs,GPUHours.\n"
+    "-j/--jobs IDS: only these jobs, whenever they ended (unless -S is given).";
 
 static const cli_opt_t help_opts[] = {
     {"markdown", 0, NULL, 0, "with `help spec`: the table as Markdown (as in docs/jobspec.md)"},
@@ -191,7 +195,29 @@ static const cli_cmd_t commands[] = {
     {"history", "", "finished jobs from the controller's database (alias: sacct)",
      history_details,
      cli_cmd_history, history_opts, 0},
-    {"sacct", "", "the same as history", history_details, cli_cmd_history, history_opts, 0},
+    {"sacct", "", "the same as history (also as `sacct`)", history_details, cli_cmd_history,
+     history_opts, 0},
+    {"squeue", "[-h] [-o FORMAT] [-j IDS] [-u USERS] [--me] [-t STATES]",
+     "pending and running jobs in Slurm's squeue formats (also as `squeue`)",
+     "`squeue --help` lists its options and fields (docs/slurm.md).", cli_cmd_squeue, none_opts,
+     CLI_RAW_ALL},
+    {"scancel", "JOBID...", "cancel jobs, as Slurm's scancel (also as `scancel`)",
+     "`scancel --help` lists its options (docs/slurm.md).", cli_cmd_scancel, none_opts, CLI_RAW_ALL},
+    {"sinfo", "[-h] [-o FORMAT] [-p POOLS] [-N]",
+     "nodes by pool and state in Slurm's sinfo formats (also as `sinfo`)",
+     "`sinfo --help` lists its options and fields (docs/slurm.md).", cli_cmd_sinfo, none_opts,
+     CLI_RAW_ALL},
+    {"scontrol", "show hostnames|hostlist|job|node [ARG]",
+     "Slurm's scontrol show, for host lists, a job, a node (also as `scontrol`)",
+     "`scontrol --help` lists what it shows (docs/slurm.md).", cli_cmd_scontrol, none_opts,
+     CLI_RAW_ALL},
+    {"slurm-commands", "install DIR", "link Slurm's command names to this binary in DIR",
+     "Makes DIR/sbatch, srun, salloc, squeue, scancel, sacct, sinfo and scontrol\n"
+     "symbolic links to this sluice binary, which answers to each name as that\n"
+     "command; put DIR on PATH. An existing link is replaced; a file that is not\n"
+     "a link is left as it is (exit 1). Tasks of Sluice's jobs have the names\n"
+     "without this (their agent's slurm-bin is first on their PATH).",
+     cli_cmd_slurm_commands, none_opts, 0},
     {"report", "", "throughput, delays, fairness, allocation and utilisation over a window",
      "Computed by sluiced from its database (docs/observability.md says how each\n"
      "figure is made). Fragmentation is a live gauge only: see\n"
@@ -320,9 +346,11 @@ static int global_opt(cli_t *c, int argc, char **argv, int *i, int *help) {
 static int parse_args(cli_t *c, int argc, char **argv, int *help) {
     const cli_cmd_t *cmd = c->cmd;
     c->pos = calloc((size_t)argc + 1, sizeof *c->pos);
-    if (cmd->rest_is_command == CLI_RAW_ARGS) {
-        /* sbatch: its own parser reads every word; only help is ours. */
-        *help = argc > 0 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0);
+    if (cmd->rest_is_command >= CLI_RAW_ARGS) {
+        /* sbatch: its own parser reads every word; only help is ours
+         * (squeue: not even that). */
+        *help = cmd->rest_is_command == CLI_RAW_ARGS && argc > 0 &&
+                (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0);
         c->command = argv;
         c->ncommand = argc;
         return 0;
@@ -464,12 +492,12 @@ int main(int argc, char **argv) {
     cli_t c = {0};
     int help = 0, i = 1, rc;
     init_submit_opts();
-    /* Called by a Slurm command's name (srun, salloc: links to this binary,
+    /* Called by a Slurm command's name (srun, squeue: links to this binary,
      * as busybox's applets), it is that command. */
     const char *self = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
     bool as_named = false;
-    for (size_t k = 0; k < NCOMMANDS; k++)
-        as_named |= commands[k].rest_is_command == CLI_RAW_ARGS && strcmp(commands[k].name, self) == 0;
+    for (size_t k = 0; sl_slurm_commands[k]; k++)
+        as_named |= strcmp(sl_slurm_commands[k], self) == 0;
     if (as_named)
         i = 0;
     /* Global options may precede the command. */

@@ -1,8 +1,8 @@
 /*
  * hostlist.h - Slurm's host lists read back into names (hostlist.c): the
  * text of SLURM_JOB_NODELIST, srun -w and `scontrol show hostnames`
- * ("n[1-3,5]", "gpu[07-08],login", "a,b"), the reverse of the
- * controller's ctl_hostlist_format.
+ * ("n[1-3,5]", "gpu[07-08],login", "a,b"), and names compressed back into
+ * one (SLURM_JOB_NODELIST, `scontrol show hostlist`).
  */
 #ifndef SLUICE_COMMON_HOSTLIST_H
 #define SLUICE_COMMON_HOSTLIST_H
@@ -23,6 +23,15 @@
  * SL_HOSTLIST_MAX names, an empty word. O(names).
  */
 int sl_hostlist_expand(const char *list, char ***names, size_t *n, char *err, size_t errlen);
+
+/*
+ * Writes names (n of them, in any order, duplicates allowed) as Slurm's
+ * compressed host list into buf (snprintf semantics): sorted, each run of
+ * names that differ only in a trailing number of the same width folded
+ * into a range, "n[1-3,5],gpu07". Returns the length it needed.
+ * O(n log n). Can't fail.
+ */
+size_t sl_hostlist_format(const char *const *names, size_t n, char *buf, size_t len);
 
 /* Frees what sl_hostlist_expand made. Accepts NULL. */
 void sl_hostlist_free(char **names, size_t n);

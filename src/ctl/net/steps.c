@@ -647,7 +647,7 @@ static int start(ctl_steps_t *s, struct evhttp_request *req, ctl_job_t *j, json_
         if (an[i].count > 0)
             names[nused++] = an[i].name;
     char nodelist[4096], tpn[1024];
-    ctl_hostlist_format(names, (size_t)nused, nodelist, sizeof nodelist);
+    sl_hostlist_format(names, (size_t)nused, nodelist, sizeof nodelist);
     sl_free(names);
     tasks_per_node(an, nn, tpn, sizeof tpn);
     for (int32_t i = 0; i < nn; i++)

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "views/batch.h"
+#include "hostlist.h"
 #include "views/alloc.h"
 #include "base/config.h"
 #include "domain/nodes.h"
@@ -75,85 +76,6 @@ static char *own_printf(ctl_launch_cmd_t *lc, const char *fmt, ...) {
     vsnprintf(s, (size_t)n + 1, fmt, ap);
     va_end(ap);
     return own(lc, s);
-}
-
-/* ---- host lists ---- */
-
-typedef struct host {
-    const char *name;
-    size_t plen;      /* the prefix before the trailing digits */
-    int width;        /* digits at the end; 0: none */
-    unsigned long long num;
-} host_t;
-
-static void host_parse(const char *name, host_t *h) {
-    size_t n = strlen(name), p = n;
-    while (p > 0 && name[p - 1] >= '0' && name[p - 1] <= '9')
-        p--;
-    h->name = name;
-    h->plen = p;
-    h->width = n - p > 18 ? 0 : (int)(n - p); /* too long for a number: no range */
-    if (h->width == 0)
-        h->plen = n;
-    h->num = h->width ? strtoull(name + p, NULL, 10) : 0;
-}
-
-static int host_cmp(const void *a, const void *b) {
-    const host_t *x = a, *y = b;
-    size_t m = x->plen < y->plen ? x->plen : y->plen;
-    int c = memcmp(x->name, y->name, m);
-    if (c != 0)
-        return c;
-    if (x->plen != y->plen)
-        return x->plen < y->plen ? -1 : 1;
-    if (x->width != y->width)
-        return x->width < y->width ? -1 : 1;
-    return x->num < y->num ? -1 : x->num > y->num;
-}
-
-static bool same_group(const host_t *a, const host_t *b) {
-    return a->width && a->width == b->width && a->plen == b->plen &&
-           memcmp(a->name, b->name, a->plen) == 0;
-}
-
-#define PUT(...) (n += (size_t)snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, __VA_ARGS__))
-
-size_t ctl_hostlist_format(const char *const *names, size_t count, char *buf, size_t len) {
-    host_t *h = sl_xmalloc((count ? count : 1) * sizeof *h);
-    size_t k = 0, n = 0;
-    for (size_t i = 0; i < count; i++)
-        host_parse(names[i], &h[i]);
-    qsort(h, count, sizeof *h, host_cmp);
-    for (size_t i = 0; i < count; i++) /* drop duplicates */
-        if (k == 0 || host_cmp(&h[k - 1], &h[i]) != 0)
-            h[k++] = h[i];
-    if (len)
-        buf[0] = '\0';
-    for (size_t i = 0; i < k;) {
-        size_t e = i + 1;
-        while (e < k && same_group(&h[i], &h[e]))
-            e++;
-        PUT("%s", i ? "," : "");
-        if (e - i == 1) {
-            PUT("%s", h[i].name);
-            i = e;
-            continue;
-        }
-        PUT("%.*s[", (int)h[i].plen, h[i].name);
-        for (size_t r = i; r < e;) {
-            size_t s = r;
-            while (s + 1 < e && h[s + 1].num == h[s].num + 1)
-                s++;
-            PUT("%s%0*llu", r > i ? "," : "", h[r].width, h[r].num);
-            if (s > r)
-                PUT("-%0*llu", h[s].width, h[s].num);
-            r = s + 1;
-        }
-        PUT("]");
-        i = e;
-    }
-    sl_free(h);
-    return n;
 }
 
 /* ---- a batch script's task ---- */
@@ -288,9 +210,9 @@ static void batch_env(ctl_launch_cmd_t *lc, const task_ctx_t *t, const char *nod
 static void batch_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, int32_t ntasks,
                       const char *const *names, ctl_launch_cmd_t *lc) {
     /* The job's nodes, sorted by name, and this task's place among them. */
-    size_t need = ctl_hostlist_format(names, (size_t)ntasks, NULL, 0);
+    size_t need = sl_hostlist_format(names, (size_t)ntasks, NULL, 0);
     char *nodelist = own(lc, sl_xmalloc(need + 1));
-    ctl_hostlist_format(names, (size_t)ntasks, nodelist, need + 1);
+    sl_hostlist_format(names, (size_t)ntasks, nodelist, need + 1);
     const char *mine = names[i];
     int32_t nnodes = 0, node_id = 0, local = 0;
     for (int32_t k = 0; k < ntasks; k++) {

@@ -71,13 +71,5 @@ void ctl_launch_msg_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd
 int ctl_launch_check_size(ctl_t *c, const ctl_job_t *j, char *err, size_t errlen,
                           const char **field);
 
-/*
- * Writes names (n of them, in any order, duplicates allowed) as Slurm's
- * compressed host list into buf (snprintf semantics): sorted, each run of
- * names that differ only in a trailing number of the same width folded
- * into a range, "n[1-3,5],gpu07". Returns the length it needed.
- * O(n log n).
- */
-size_t ctl_hostlist_format(const char *const *names, size_t n, char *buf, size_t len);
 
 #endif
