@@ -2,10 +2,10 @@
  * step.c - job steps on this node (step.h).
  *
  * Each task of an allocation runs sluice-stepd, which listens on
- * WORKDIR/jobs/NAME/.sluice-step.TASK (NAME: the job's name on the node,
- * names.h; stepd/stepd.c). For each rank of a
- * step_run the agent connects to the step daemon of the rank's task (one
- * connection per task, kept while the task lives), checks that the
+ * WORKDIR/jobs/NAME/.sluice-step.TASK (NAME: the job's on the node,
+ * names.h; stepd/stepd.c). For each rank of a step_run the agent
+ * connects to the step daemon of the rank's task (one connection per
+ * task, kept while the task lives), checks that the
  * socket's listener is that task's process (SO_PEERCRED pid: the job's
  * directory is the tenant's own, so a name there could be a link to some
  * other tenant's socket, and must never carry this job's step to it), and
@@ -41,6 +41,7 @@
 #include "log.h"
 #include "names.h"
 #include "proto_step.h"
+#include "slurmfmt.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
 #include "step.h"
@@ -124,14 +125,14 @@ typedef struct pid_find {
     uint64_t job;
     int32_t task;
     int32_t pid;
-    char dir[AGENT_NAME_MAX]; /* its job's name on the node, under jobs/ */
+    char name[AGENT_NAME_MAX]; /* the job's NAME on the node (names.h) */
 } pid_find_t;
 
 static void find_pid(void *ud, const agent_task_info_t *ti) {
     pid_find_t *f = ud;
     if (ti->job == f->job && ti->task == f->task && ti->running) {
         f->pid = ti->pid;
-        snprintf(f->dir, sizeof f->dir, "%s", ti->dir);
+        snprintf(f->name, sizeof f->name, "%s", ti->name);
     }
 }
 
@@ -175,7 +176,7 @@ static int holder_connect(holder_t *h) {
     if (f.pid <= 0)
         return -ESRCH;
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/jobs/%s", h->s->workdir, f.dir);
+    snprintf(dir, sizeof dir, "%s/jobs/%s", h->s->workdir, f.name);
     int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (dfd < 0)
         return -errno;
@@ -335,11 +336,20 @@ bool agent_steps_handle_line(agent_steps_t *s, const char *line, size_t len) {
     return true;
 }
 
-/* The names a task finds on its PATH, and the program beside the agent
- * each one is. */
-static const struct { const char *name, *target; } commands[] = {
-    {"sluice-stepd", "sluice-stepd"}, {"srun", "sluice"}, {"salloc", "sluice"},
-};
+/* The link of name in dir to target beside the agent (self). */
+static void command_link(const char *dir, const char *self, const char *name, const char *target) {
+    char link[4200], path[4200];
+    snprintf(link, sizeof link, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s/%s", self, target);
+    unlink(link);
+    if (access(path, X_OK) != 0 || symlink(path, link) != 0)
+        sl_log(SL_LOG_WARN, "step", "%s: cannot link %s (%s): tasks will not find it", link, path,
+               strerror(errno));
+}
+
+/* The names a task finds first on its PATH: sluice-stepd, and every Slurm
+ * command's name as the sluice binary (sl_slurm_commands), so that a task
+ * never reaches another Slurm's squeue or scontrol on the node. */
 
 static void commands_link(const char *workdir) {
     char self[4096], dir[4096];
@@ -355,15 +365,9 @@ static void commands_link(const char *workdir) {
         sl_log(SL_LOG_WARN, "step", "cannot make %s: %s (tasks find no srun)", dir, strerror(errno));
         return;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        char link[4200], target[4200];
-        snprintf(link, sizeof link, "%s/%s", dir, commands[i].name);
-        snprintf(target, sizeof target, "%s/%s", self, commands[i].target);
-        unlink(link);
-        if (access(target, X_OK) != 0 || symlink(target, link) != 0)
-            sl_log(SL_LOG_WARN, "step", "%s: cannot link %s (%s): tasks will not find it", link,
-                   target, strerror(errno));
-    }
+    command_link(dir, self, "sluice-stepd", "sluice-stepd");
+    for (size_t i = 0; sl_slurm_commands[i]; i++)
+        command_link(dir, self, sl_slurm_commands[i], "sluice");
     const char *path = getenv("PATH");
     char *np = NULL;
     if (asprintf(&np, "%s:%s", dir, path && *path ? path : "/usr/local/bin:/usr/bin:/bin") < 0)

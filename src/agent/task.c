@@ -876,7 +876,7 @@ void agent_tasks_foreach(agent_tasks_t *ts, void (*fn)(void *ud, const agent_tas
         t_name(t, name, sizeof name);
         agent_task_info_t ti = {.job = t->job, .task = t->task, .running = t->state == TASK_RUNNING,
                                 .pid = (int32_t)t->pid, .tenant = t->tenant ? t->tenant : "",
-                                .gpus = t->gpus, .ngpus = t->ngpus, .cgroup = key, .dir = name,
+                                .gpus = t->gpus, .ngpus = t->ngpus, .cgroup = key, .name = name,
                                 .has_attempt = t->has_attempt != 0, .attempt = t->attempt};
         fn(ud, &ti);
     }

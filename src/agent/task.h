@@ -138,7 +138,7 @@ typedef struct agent_task_info {
     const int32_t *gpus;    /* the GPU indices of its launch */
     size_t ngpus;
     const char *cgroup;     /* its cgroup's name (names.h: its KEY) */
-    const char *dir;        /* its job's name on this node (names.h: NAME), under jobs/ */
+    const char *name;       /* its job's NAME (names.h): WORKDIR/jobs/NAME is its directory */
     bool has_attempt;       /* the attempt of its launch, when it had one */
     uint32_t attempt;
 } agent_task_info_t;

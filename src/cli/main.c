@@ -254,8 +254,11 @@ static const char global_help[] =
 static void print_main_help(FILE *f) {
     fprintf(f, "usage: sluice [global options] COMMAND [options] [args]\n\n"
                "Sluice GPU cluster scheduler: submit and watch jobs.\n\ncommands:\n");
+    int w = 0; /* the longest name sets the column */
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        if ((int)strlen(commands[i].name) > w) w = (int)strlen(commands[i].name);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-*s %s\n", w, commands[i].name, commands[i].summary);
     fprintf(f, "\n%s\nRun `sluice COMMAND --help` for a command's options, `sluice help spec` for\n"
                "the fields of a job spec.\n", global_help);
 }
