@@ -416,7 +416,9 @@ def test_agent_cut_off_stops_its_task_before_the_copy_starts(controller_factory,
         mine = [w for w, n, _ in s if n == "n1"]
         assert mine[0] == "start" and mine[1:] and set(mine[1:]) == {"stop"}, s
         assert not u.pid_alive(pid)
-        assert "fenced" in n1.log(), n1.log()
+        # The agent fenced it, or the task's monitor did first (its lease ran
+        # out at the same deadline); either way the agent saw the silence.
+        assert "no answer from the controller" in n1.log(), n1.log()
         j = ctl.wait_job(job["id"], "running")
         assert j["requeues"] == 1 and j["placement"][0]["node"] == "n2", j
     finally:
