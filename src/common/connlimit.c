@@ -16,8 +16,7 @@ struct sl_connlimit_peer {
     int64_t nconns;
 };
 
-/* The peer's address as a key: the host, never the port. */
-static void peer_addr(const struct sockaddr *sa, uint8_t out[17]) {
+void sl_connlimit_peer_addr(const struct sockaddr *sa, uint8_t out[SL_CONNLIMIT_ADDR_LEN]) {
     memset(out, 0, 17);
     if (sa != NULL && sa->sa_family == AF_INET6) {
         const uint8_t *a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
@@ -35,14 +34,14 @@ static void peer_addr(const struct sockaddr *sa, uint8_t out[17]) {
     }
 }
 
-static uint64_t addr_key(const uint8_t addr[17]) {
+uint64_t sl_connlimit_addr_key(const uint8_t addr[SL_CONNLIMIT_ADDR_LEN]) {
     uint64_t key = UINT64_C(0xcbf29ce484222325);
     for (int i = 0; i < 17; i++) key = (key ^ addr[i]) * UINT64_C(0x100000001b3);
     return key;
 }
 
 static sl_connlimit_peer_t *peer_find(const sl_connlimit_t *l, const uint8_t addr[17]) {
-    uint64_t key = addr_key(addr);
+    uint64_t key = sl_connlimit_addr_key(addr);
     size_t it = 0;
     sl_connlimit_peer_t *pe;
     while ((pe = sl_hash_find_next(&l->peers, key, &it)) != NULL)
@@ -55,48 +54,26 @@ void sl_connlimit_init(sl_connlimit_t *l, int64_t max_conns, int64_t max_per_pee
     *l = (sl_connlimit_t){.max_conns = max_conns, .max_per_peer = max_per_peer, .evict = evict,
                           .evict_arg = evict_arg};
     sl_hash_init(&l->peers);
+    sl_list_init(&l->conns);
 }
 
 void sl_connlimit_fini(sl_connlimit_t *l) {
     size_t it = 0;
     for (const sl_hash_entry_t *e; (e = sl_hash_next(&l->peers, &it)) != NULL;) sl_free(e->val);
     sl_hash_fini(&l->peers);
-    while (l->head) {
-        sl_connlimit_conn_t *c = l->head;
-        l->head = c->next;
-        sl_free(c);
-    }
+    sl_list_t *it2, *nx;
+    SL_LIST_FOREACH_SAFE(it2, nx, &l->conns)
+        sl_free(SL_LIST_ENTRY(it2, sl_connlimit_conn_t, link));
     *l = (sl_connlimit_t){0};
-}
-
-static void unlink_conn(sl_connlimit_t *l, sl_connlimit_conn_t *c) {
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else
-        l->tail = c->prev;
-    c->prev = c->next = NULL;
-}
-
-static void append_conn(sl_connlimit_t *l, sl_connlimit_conn_t *c) {
-    c->prev = l->tail;
-    c->next = NULL;
-    if (l->tail)
-        l->tail->next = c;
-    else
-        l->head = c;
-    l->tail = c;
 }
 
 /* Evicts the least recently idle connection (of peer, when not NULL).
  * True when one went. */
 static bool evict_one(sl_connlimit_t *l, const sl_connlimit_peer_t *peer) {
     if (l->evict == NULL) return false;
-    for (sl_connlimit_conn_t *c = l->head, *next; c; c = next) {
-        next = c->next;
+    sl_list_t *it, *nx;
+    SL_LIST_FOREACH_SAFE(it, nx, &l->conns) {
+        sl_connlimit_conn_t *c = SL_LIST_ENTRY(it, sl_connlimit_conn_t, link);
         if (!c->idle || (peer && c->peer != peer)) continue;
         if (l->evict(l->evict_arg, c->ud)) {
             l->n.evicted++;
@@ -108,8 +85,8 @@ static bool evict_one(sl_connlimit_t *l, const sl_connlimit_peer_t *peer) {
 
 sl_connlimit_conn_t *sl_connlimit_admit(sl_connlimit_t *l, const struct sockaddr *sa, void *ud,
                                         int64_t now_mono_us) {
-    uint8_t addr[17];
-    peer_addr(sa, addr);
+    uint8_t addr[SL_CONNLIMIT_ADDR_LEN];
+    sl_connlimit_peer_addr(sa, addr);
     sl_connlimit_peer_t *peer = peer_find(l, addr);
     bool ok = true;
     if (peer && peer->nconns >= l->max_per_peer) ok = evict_one(l, peer);
@@ -122,7 +99,7 @@ sl_connlimit_conn_t *sl_connlimit_admit(sl_connlimit_t *l, const struct sockaddr
     if (peer == NULL) {
         peer = sl_xcalloc(1, sizeof *peer);
         memcpy(peer->addr, addr, 17);
-        peer->key = addr_key(addr);
+        peer->key = sl_connlimit_addr_key(addr);
         sl_hash_add(&l->peers, peer->key, peer);
     }
     sl_connlimit_conn_t *c = sl_xcalloc(1, sizeof *c);
@@ -132,13 +109,13 @@ sl_connlimit_conn_t *sl_connlimit_admit(sl_connlimit_t *l, const struct sockaddr
     c->idle_mono_us = now_mono_us;
     peer->nconns++;
     l->n.conns++;
-    append_conn(l, c);
+    sl_list_insert_tail(&l->conns, &c->link);
     return c;
 }
 
 void sl_connlimit_release(sl_connlimit_t *l, sl_connlimit_conn_t *c) {
     if (c == NULL) return;
-    unlink_conn(l, c);
+    sl_list_remove(&c->link);
     l->n.conns--;
     if (--c->peer->nconns == 0) {
         sl_hash_remove(&l->peers, c->peer->key, c->peer);
@@ -152,14 +129,14 @@ void sl_connlimit_set_idle(sl_connlimit_t *l, sl_connlimit_conn_t *c, bool idle,
     c->idle = idle;
     if (idle) {
         c->idle_mono_us = now_mono_us;
-        unlink_conn(l, c);
-        append_conn(l, c);
+        sl_list_remove(&c->link);
+        sl_list_insert_tail(&l->conns, &c->link);
     }
 }
 
 int64_t sl_connlimit_peer_conns(const sl_connlimit_t *l, const struct sockaddr *sa) {
-    uint8_t addr[17];
-    peer_addr(sa, addr);
+    uint8_t addr[SL_CONNLIMIT_ADDR_LEN];
+    sl_connlimit_peer_addr(sa, addr);
     const sl_connlimit_peer_t *pe = peer_find(l, addr);
     return pe ? pe->nconns : 0;
 }

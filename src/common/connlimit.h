@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "sluice/hash.h"
+#include "sluice/list.h"
 
 struct sockaddr;
 
@@ -40,7 +41,7 @@ typedef struct sl_connlimit_peer sl_connlimit_peer_t;
 /* One admitted connection. The limiter owns it; the connection's owner
  * keeps the pointer and gives it back with sl_connlimit_release. */
 typedef struct sl_connlimit_conn {
-    struct sl_connlimit_conn *prev, *next; /* least recently idle first */
+    sl_list_t link;         /* on the limiter's conns, least recently idle first */
     sl_connlimit_peer_t *peer;
     bool idle;              /* no request in progress: may be evicted */
     int64_t idle_mono_us;   /* when it last became idle */
@@ -62,11 +63,19 @@ typedef struct sl_connlimit {
     sl_connlimit_evict_fn evict;    /* NULL: never evict, only refuse */
     void *evict_arg;
     sl_hash_t peers;                /* sl_connlimit_peer_t by a hash of the address */
-    sl_connlimit_conn_t *head, *tail;
+    sl_list_t conns;                /* sl_connlimit_conn_t by link */
     sl_connlimit_counters_t n;
 } sl_connlimit_t;
 
-/* An empty limiter in caller storage; allocates nothing. Can't fail. */
+/* A peer's address as the limits count it: a family tag (4 or 6; 0 for
+ * NULL or not IP), then the host's address, never the port; an IPv4-mapped
+ * IPv6 address is its IPv4 address. And its hash. Can't fail; O(1). */
+#define SL_CONNLIMIT_ADDR_LEN 17
+void sl_connlimit_peer_addr(const struct sockaddr *sa, uint8_t out[SL_CONNLIMIT_ADDR_LEN]);
+uint64_t sl_connlimit_addr_key(const uint8_t addr[SL_CONNLIMIT_ADDR_LEN]);
+
+/* An empty limiter in caller storage, which must not move while it holds
+ * connections (their links point at it); allocates nothing. Can't fail. */
 void sl_connlimit_init(sl_connlimit_t *l, int64_t max_conns, int64_t max_per_peer,
                        sl_connlimit_evict_fn evict, void *evict_arg);
 /* Frees what the limiter holds; connections not released are forgotten

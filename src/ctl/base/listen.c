@@ -37,6 +37,7 @@
 #include "base/listen.h"
 #include "log.h"
 #include "base/loop.h"
+#include "connlimit.h"
 #include "osutil.h"
 #include "sluice/alloc.h"
 
@@ -62,30 +63,8 @@ int64_t ctl_listen_raise_nofile(int64_t want) {
     return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX ? INT32_MAX : (int64_t)rl.rlim_cur;
 }
 
-/* The peer's address as a key: the port does not matter, the host does.
- * An IPv4-mapped IPv6 address counts as its IPv4 address. */
-static void peer_addr(const struct sockaddr *sa, uint8_t out[17]) {
-    memset(out, 0, 17);
-    if (sa != NULL && sa->sa_family == AF_INET6) {
-        const uint8_t *a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
-        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        if (memcmp(a, mapped, 12) == 0) {
-            out[0] = 4;
-            memcpy(out + 1, a + 12, 4);
-        } else {
-            out[0] = 6;
-            memcpy(out + 1, a, 16);
-        }
-    } else if (sa != NULL && sa->sa_family == AF_INET) {
-        out[0] = 4;
-        memcpy(out + 1, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-    }
-}
-
 static ctl_lpeer_t *peer_get(ctl_lport_t *p, const uint8_t addr[17], bool create) {
-    uint64_t key = UINT64_C(0xcbf29ce484222325);
-    for (int i = 0; i < 17; i++)
-        key = (key ^ addr[i]) * UINT64_C(0x100000001b3);
+    uint64_t key = sl_connlimit_addr_key(addr);
     size_t it = 0;
     ctl_lpeer_t *pe;
     while ((pe = sl_hash_find_next(&p->peers, key, &it)) != NULL)
@@ -253,7 +232,7 @@ static bool evict_one(ctl_lport_t *p, const ctl_lpeer_t *peer) {
 
 ctl_lconn_t *ctl_lport_admit(ctl_lport_t *p, const struct sockaddr *sa, void *ud) {
     uint8_t addr[17];
-    peer_addr(sa, addr);
+    sl_connlimit_peer_addr(sa, addr);
     ctl_lpeer_t *peer = peer_get(p, addr, false);
     bool ok = true;
     if (peer && peer->nconns >= p->max_per_peer)
