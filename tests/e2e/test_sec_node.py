@@ -291,7 +291,11 @@ def test_silent_agent_port_socket_is_closed(controller_factory):
 
 # ---- fencing ----
 
-STAMPED = ("trap 'echo stop $SLUICE_NODE $(date +%%s.%%N) >> %(f)s; exit 0' TERM; "
+# The trap ignores TERM first: the agent and the node's monitor may both
+# signal the task's group, and a second TERM would kill the trap's `date`
+# (an ignored signal stays ignored in the child) and leave a stamp without
+# its time.
+STAMPED = ("trap 'trap \"\" TERM; echo stop $SLUICE_NODE $(date +%%s.%%N) >> %(f)s; exit 0' TERM; "
            "echo start $SLUICE_NODE $(date +%%s.%%N) >> %(f)s; "
            "while :; do sleep 0.1; done")
 
