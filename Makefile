@@ -37,7 +37,10 @@ deps:
 	apt-get install -y --no-install-recommends build-essential cmake pkg-config \
 	  libevent-dev libssl-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	  libcmocka-dev python3-pytest python3-yaml valgrind openssl \
-	  glpk-utils python3-torch openmpi-bin
+	  glpk-utils python3-torch openmpi-bin podman runc busybox-static
+	# podman, runc, busybox-static: image tasks in real containers (agent
+	# --runtime; tests/e2e/test_containers.py builds its images from
+	# busybox, never pulls; docs/containers.md).
 	# openmpi-bin: mpirun launching its daemons through Sluice's srun
 	# (tests/e2e/test_steps_mpi.py).
 	# glpk-utils: the exact LP solver of tools/fill_bound.py (test_sim_fgd.py);

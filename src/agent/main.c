@@ -76,6 +76,12 @@ static const char usage[] =
     "                          '/usr/bin/enroot start {image} --'; placeholders:\n"
     "                          {image} {workdir} {job} {task} {name} {node} {gpus} {log};\n"
     "                          the task's command is appended\n"
+    "  --runtime PATH          run tasks with an image in a container through this\n"
+    "                          OCI runtime (runc), in the task's cgroup, as its\n"
+    "                          tenant's user (docs/containers.md); instead of --launcher\n"
+    "  --image-store DIR       podman's storage root holding the node's images\n"
+    "                          (default: podman's own, /var/lib/containers/storage)\n"
+    "  --image-pull POLICY     never, if-not-present (default) or always\n"
     "  --grace SECONDS         SIGTERM-to-SIGKILL grace when stopping (default 10)\n"
     "  --cgroup v2|v1|none|auto  per-task enforcement (docs/enforcement.md): memory\n"
     "                          hard 110% / soft 90% of the request, no swap, CPU\n"
@@ -181,6 +187,7 @@ typedef struct flags {
     const char *topology;   /* --topology: a path of group names */
     int heartbeat_s;
     const char *launcher;
+    agent_container_config_t containers;    /* --runtime, --image-store, --image-pull */
     int grace_s;
     const char *metrics_listen;  /* --metrics-listen; NULL: no endpoint */
     const char *jobmap_dir;      /* --hpc-job-mapping-dir; NULL: none */
@@ -360,7 +367,8 @@ int main(int argc, char **argv) {
            O_GPU_MEMORY, O_CPUS, O_MEMORY, O_POOL, O_LABELS, O_HEARTBEAT, O_LAUNCHER, O_GRACE,
            O_HELP, O_VERSION, O_CA, O_CERT, O_KEY, O_CGROUP, O_CGROUP_ROOT, O_CGROUP_MOUNT,
            O_PIDS_MAX, O_CGROUP_POOL, O_GPU_DEVICE_FILES, O_OOM_SCORE_ADJ, O_METRICS_LISTEN,
-           O_METRICS_INTERVAL, O_JOBMAP_DIR, O_TAINTS, O_TOPOLOGY, O_EMULATE };
+           O_METRICS_INTERVAL, O_JOBMAP_DIR, O_TAINTS, O_TOPOLOGY, O_EMULATE, O_RUNTIME,
+           O_IMAGE_STORE, O_IMAGE_PULL };
     const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
     static const struct option opts[] = {
         {"controller", required_argument, NULL, O_CTL},
@@ -379,6 +387,9 @@ int main(int argc, char **argv) {
         {"topology", required_argument, NULL, O_TOPOLOGY},
         {"heartbeat", required_argument, NULL, O_HEARTBEAT},
         {"launcher", required_argument, NULL, O_LAUNCHER},
+        {"runtime", required_argument, NULL, O_RUNTIME},
+        {"image-store", required_argument, NULL, O_IMAGE_STORE},
+        {"image-pull", required_argument, NULL, O_IMAGE_PULL},
         {"grace", required_argument, NULL, O_GRACE},
         {"help", no_argument, NULL, O_HELP},
         {"version", no_argument, NULL, O_VERSION},
@@ -444,6 +455,13 @@ int main(int argc, char **argv) {
                 return die_usage("--heartbeat: \"%s\" is not a whole number of seconds from 1 to 3600", optarg);
             break;
         case O_LAUNCHER: a.launcher = optarg; break;
+        case O_RUNTIME: a.containers.runtime = optarg; break;
+        case O_IMAGE_STORE: a.containers.store = optarg; break;
+        case O_IMAGE_PULL:
+            if (strcmp(optarg, "never") && strcmp(optarg, "if-not-present") && strcmp(optarg, "always"))
+                return die_usage("--image-pull: \"%s\" is not never, if-not-present or always", optarg);
+            a.containers.pull = optarg;
+            break;
         case O_GRACE:
             if (parse_int(optarg, 0, 3600, &a.grace_s) != 0)
                 return die_usage("--grace: \"%s\" is not a whole number of seconds from 0 to 3600", optarg);
@@ -548,6 +566,13 @@ int main(int argc, char **argv) {
         }
         free(copy);
     }
+    if (a.containers.runtime && a.launcher)
+        return die_usage("--runtime and --launcher: give one (both run tasks with an image)");
+    if (a.containers.runtime && (a.containers.runtime[0] != '/' || access(a.containers.runtime, X_OK) != 0))
+        return die_usage("--runtime: %s is not an executable given by its absolute path",
+                         a.containers.runtime);
+    if (a.containers.store && a.containers.store[0] != '/')
+        return die_usage("--image-store: %s is not an absolute path", a.containers.store);
     if (a.launcher) {
         char *copy = strdup(a.launcher), *save = NULL;
         int words = 0;
@@ -656,7 +681,17 @@ int main(int argc, char **argv) {
     agent_metrics_t *mx = NULL;
     agent_steps_t *steps = NULL;
     struct event *sigterm = NULL, *sigint = NULL;
+    char *cstart = NULL, *cinit = NULL;
+    if (a.containers.runtime) {
+        a.containers.gpu_files = a.cgroup.gpu_files;
+        if (!(cstart = agent_container_program(AGENT_CSTART_NAME)) ||
+            !(cinit = agent_container_program(AGENT_CINIT_NAME)))
+            goto out;
+        a.containers.cstart = cstart;
+        a.containers.init = cinit;
+    }
     agent_tasks_config_t tcfg = {.workdir = a.workdir, .node = a.name, .launcher = a.launcher,
+                                 .containers = a.containers.runtime ? &a.containers : NULL,
                                  .grace_s = a.grace_s, .cgroup = cg,
                                  .oom_score_adj_floor = oom_floor};
     if (agent_tasks_create(base, &tcfg, &ts) != 0) goto out;
@@ -708,6 +743,8 @@ out:
     free(mem_alloc);
     free(gpumem_alloc);
     free(labels_own);
+    free(cstart);
+    free(cinit);
     close(lockfd);
     return rc;
 }

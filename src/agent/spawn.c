@@ -80,7 +80,14 @@
  * up in the task's PATH. stdin is /dev/null, stdout and stderr go
  * (appended) to the log.
  *
- * A task with an `image` runs through the --launcher template: the template
+ * A task with an `image` runs in a container through the node's OCI
+ * runtime when the agent has one (--runtime, container.h): the agent
+ * writes the task's bundle and the task is sluice-cstart BUNDLE, started
+ * as above but without the identity change (cstart takes the tenant's
+ * user once the image is ready, then runs runc). Its environment is the
+ * one above less what the agent's own carried (PATH, LANG, LC_*, TZ: the
+ * image's come first inside), with HOME the job directory. Without a
+ * runtime, it runs through the --launcher template: the template
  * is split at blanks into words, placeholders in each word are replaced
  * ({image} {workdir} {job} {task} {name} {node} {gpus} {log}) and the task's
  * argv is appended. No shell is involved.
@@ -438,17 +445,17 @@ static void preempt_env(const agent_spawn_t *sp, strvec_t *env) {
 }
 
 static void build_env(const agent_spawn_t *sp, const ident_t *id, const char *jobdir,
-                      const char *gpus, strvec_t *env) {
+                      const char *gpus, bool container, strvec_t *env) {
     const sl_proto_launch_t *l = sp->launch;
     bool order_set = false;
-    for (char **e = environ; *e; e++) {
+    for (char **e = environ; *e && !container; e++) {
         if (!env_allowed(*e)) continue;
         char *kv = strdup(*e);
         if (!kv) abort();
         sv_push(env, kv);
     }
-    if (!getenv("PATH")) env_set(env, "PATH", "/usr/local/bin:/usr/bin:/bin");
-    env_set(env, "HOME", id->home);
+    if (!getenv("PATH") && !container) env_set(env, "PATH", "/usr/local/bin:/usr/bin:/bin");
+    env_set(env, "HOME", container ? jobdir : id->home);
     env_set(env, "USER", id->user);
     env_set(env, "LOGNAME", id->user);
     env_set(env, "TMPDIR", jobdir);
@@ -471,6 +478,28 @@ static void build_env(const agent_spawn_t *sp, const ident_t *id, const char *jo
     env_set(env, "MASTER_ADDR", l->master_addr ? l->master_addr : SL_PROTO_DEFAULT_MASTER_ADDR);
     env_set_int(env, "MASTER_PORT", l->master_port);
     mps_env(l, env);
+}
+
+/* An image task's bundle (container.h), and its command, cstart BUNDLE.
+ * The task's child keeps root: cstart changes to id's user itself. */
+static int container_argv(const agent_spawn_t *sp, const ident_t *id, const char *image,
+                          const char *jobdir, const strvec_t *env, strvec_t *argv, char *reason,
+                          size_t rlen) {
+    const sl_proto_launch_t *l = sp->launch;
+    char bundle[4200];
+    agent_container_task_t ct = {
+        .workdir = sp->workdir, .name = sp->name, .task = sp->task, .node = sp->node,
+        .image = image, .argv = l->argv, .argc = l->argv ? l->argc : 0, .env = env->v,
+        .uid = id->uid, .gid = id->gid, .jobdir = jobdir, .cwd = l->workdir,
+        .shm_size = l->shm_size, .mounts = l->mounts, .nmounts = l->nmounts, .gpus = l->gpus,
+        .ngpus = l->ngpus};
+    if (agent_container_bundle(sp->containers, &ct, bundle, sizeof bundle, reason, rlen) != 0)
+        return -1;
+    char *a = strdup(sp->containers->cstart), *b = strdup(bundle);
+    if (!a || !b) abort();
+    sv_push(argv, a);
+    sv_push(argv, b);
+    return 0;
 }
 
 /* The paths execve tries for argv0, as execvp would: argv0 itself when it
@@ -735,10 +764,16 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reaso
         goto out;
     }
     snprintf(path, sizeof path, "%s/logs/%s/%d.log", sp->workdir, sp->name, sp->task);
-    if (build_argv(sp, image, gpus, path, &argv, reason, rlen) != 0) goto out;
-    build_env(sp, &id, jobdir, gpus, &env);
+    bool container = image && sp->containers && sp->containers->runtime;
+    build_env(sp, &id, jobdir, gpus, container, &env);
+    if (container) {
+        if (container_argv(sp, &id, image, jobdir, &env, &argv, reason, rlen) != 0) goto out;
+    } else if (build_argv(sp, image, gpus, path, &argv, reason, rlen) != 0) {
+        goto out;
+    }
     exec_candidates(argv.v[0], &env, &cands);
     if ((logfd = open_log(sp, &id, path, reason, rlen)) < 0) goto out;
+    if (container) id.change = false; /* cstart changes identity itself */
     /* A status left by an earlier attempt of this task is not this one's. */
     snprintf(status, sizeof status, "%s/status/%s.%d", sp->workdir, sp->name, sp->task);
     unlink(status);

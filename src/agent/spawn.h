@@ -13,12 +13,15 @@
 #include <sys/types.h>
 
 #include "cgroup/cgroup.h"
+#include "container.h"
 #include "proto.h"
 
 typedef struct agent_spawn {
     const char *workdir;            /* the agent's work directory: jobs/ and logs/ under it */
     const char *node;               /* this node's name (messages, SLUICE_NODE) */
     const char *launcher;           /* --launcher template, or NULL */
+    /* How images run (container.h); NULL or no runtime: through launcher. */
+    const agent_container_config_t *containers;
     const char *monitor;            /* path of sluice-monitor (monitor.h) */
     uint64_t job;
     int32_t task;

@@ -437,7 +437,12 @@ static void monitor_ended(task_t *t, const char *how) {
     int code = -1, sig = 0;
     double end = 0;
     if (status_read(t, &code, &sig, &end) == 1) {
-        task_finish(t, code, sig, end, NULL);
+        /* A container that never ran says why (container.h). */
+        char name[AGENT_NAME_MAX], why[1024];
+        t_name(t, name, sizeof name);
+        bool failed = code == AGENT_CONTAINER_FAILED_EXIT && sig == 0 &&
+                      agent_container_failure(t->ts->cfg.workdir, name, t->task, why, sizeof why);
+        task_finish(t, code, sig, end, failed ? why : NULL);
         return;
     }
     char reason[256];
@@ -550,7 +555,8 @@ void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t a
     char reason[8192];
     agent_cgroup_task_t ct = {.oom_fd = -1};
     agent_spawn_t sp = {.workdir = ts->cfg.workdir, .node = ts->cfg.node,
-                        .launcher = ts->cfg.launcher, .monitor = ts->monitor_path, .job = job,
+                        .launcher = ts->cfg.launcher, .containers = ts->cfg.containers,
+                        .monitor = ts->monitor_path, .job = job,
                         .task = task, .name = name, .fresh = !run_has_sibling(ts, t),
                         .launch = l, .cgroup = &ct, .set_oom_score_adj = true,
                         .oom_score_adj = task_oom_score_adj(ts, l),

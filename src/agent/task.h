@@ -31,6 +31,7 @@
 #include <event2/event.h>
 
 #include "cgroup/cgroup.h"
+#include "container.h"
 #include "proto.h"
 
 typedef struct agent_tasks agent_tasks_t;
@@ -39,6 +40,7 @@ typedef struct agent_tasks_config {
     const char *workdir;    /* absolute; state.json and logs/ live here */
     const char *node;       /* this node's name, for reasons and SLUICE_NODE */
     const char *launcher;   /* --launcher template, or NULL */
+    const agent_container_config_t *containers; /* images through a runtime, or NULL */
     int grace_s;            /* SIGTERM-to-SIGKILL grace when a kill names none */
     agent_cgroup_t *cgroup; /* enforcement (cgroup.h), borrowed; outlives the tasks */
     int oom_score_adj_floor;    /* the agent's own oom_score_adj: a task's is raised to it

@@ -72,7 +72,8 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                        "the command every task runs (flag: after --; in a file one string "
                        "runs as /bin/sh -c)"},
     [SL_JS_IMAGE] = {"image", "image", 0, "IMAGE", SL_FT_TEXT, 0, 1, 1024, NULL, 0, NULL, "",
-                     "container image, run through the agent's --launcher"},
+                     "container image: runs in a container through the node's OCI runtime "
+                     "(agent --runtime, docs/containers.md), else its --launcher"},
     [SL_JS_ENV] = {"env", "env", 'e', "K=V", SL_FT_ENV, 0, 0, 0, NULL, 0, NULL, "",
                    "environment variables of the tasks (flag: repeat)"},
     [SL_JS_ON_NODE_FAILURE] = {"on_node_failure", "on-node-failure", 0, "requeue|fail", SL_FT_ENUM,
@@ -132,6 +133,18 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                           "false", "",
                           "an allocation (as sbatch's): one task runs the command, the others "
                           "hold their resources for srun's job steps; docs/slurm.md"},
+    [SL_JS_MOUNTS] = {"mounts", "mount", 0, "SRC:DST[:ro]", SL_FT_NAMES, 0, 3, 4096, NULL, 0,
+                      "none", "",
+                      "image only: host directories bound into the container, SRC:DST or "
+                      "SRC:DST:ro (flag: repeat or comma-separate); SRC under a prefix the "
+                      "controller's container_mounts allows; docs/containers.md"},
+    [SL_JS_SHM_SIZE] = {"shm_size", "shm-size", 0, "Q", SL_FT_QTY, SL_QTY_MEM, 1024 * 1024,
+                        INT64_MAX, NULL, 64LL * 1024 * 1024, "64Mi", "",
+                        "image only: size of the container's writable /dev/shm, e.g. 8Gi "
+                        "(counts against memory)"},
+    [SL_JS_WORKDIR] = {"workdir", "workdir", 0, "DIR", SL_FT_TEXT, 0, 1, 4096, NULL, 0,
+                       "the image's, else the job's directory", "",
+                       "image only: the absolute path inside the container the tasks start in"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -574,12 +587,80 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
             return fail(err, errlen, "only allowed with script");
         }
     }
+    for (int i = SL_JS_MOUNTS; i <= SL_JS_WORKDIR; i++) {
+        if (val[i] && !val[SL_JS_IMAGE]) {
+            *field = sl_jobspec_fields[i].name;
+            return fail(err, errlen, "only allowed with image");
+        }
+    }
+    if (val[SL_JS_WORKDIR] && json_string_value(val[SL_JS_WORKDIR])[0] != '/') {
+        *field = "workdir";
+        return fail(err, errlen, "must be an absolute path inside the container (\"%s\")",
+                    json_string_value(val[SL_JS_WORKDIR]));
+    }
+    if (val[SL_JS_MOUNTS]) {
+        json_t *ms = val[SL_JS_MOUNTS], *m;
+        size_t i, n = json_is_array(ms) ? json_array_size(ms) : 1;
+        for (i = 0; i < n; i++) {
+            m = json_is_array(ms) ? json_array_get(ms, i) : ms;
+            if (sl_jobspec_mount_parse(json_string_value(m), NULL, NULL, NULL, err, errlen) != 0) {
+                *field = "mounts";
+                return SL_EINVAL;
+            }
+        }
+    }
     if (!val[SL_JS_COMMAND] && !val[SL_JS_IMAGE] && !val[SL_JS_SCRIPT]) {
         *field = "command";
         return fail(err, errlen, "required (or give an image or a script)");
     }
     *field = NULL;
     return 0;
+}
+
+/* ---- a container's mount ---- */
+
+int sl_jobspec_mount_parse(const char *text, char *src, char *dst, bool *ro, char *err,
+                           size_t errlen) {
+    const char *c1 = strchr(text, ':');
+    const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    size_t sl = c1 ? (size_t)(c1 - text) : 0;
+    size_t dl = c1 ? (c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1)) : 0;
+    const char *opt = c2 ? c2 + 1 : "rw";
+    if (!c1 || sl == 0 || dl == 0)
+        return fail(err, errlen, "\"%s\" is not SRC:DST or SRC:DST:ro", text);
+    if (text[0] != '/' || c1[1] != '/')
+        return fail(err, errlen, "\"%s\": SRC and DST must be absolute paths", text);
+    if (strcmp(opt, "ro") != 0 && strcmp(opt, "rw") != 0)
+        return fail(err, errlen, "\"%s\": the option must be ro or rw, not \"%s\"", text, opt);
+    for (const char *p = text; *p; p++) {
+        if (p[0] == '/' && p[1] == '.' && p[2] == '.' && (p[3] == '/' || p[3] == ':' || !p[3]))
+            return fail(err, errlen, "\"%s\": no .. in a mount's paths", text);
+    }
+    if (sl >= SL_JOBSPEC_PATH_MAX || dl >= SL_JOBSPEC_PATH_MAX)
+        return fail(err, errlen, "\"%s\": a path is too long", text);
+    if (src) {
+        memcpy(src, text, sl);
+        src[sl] = '\0';
+    }
+    if (dst) {
+        memcpy(dst, c1 + 1, dl);
+        dst[dl] = '\0';
+    }
+    if (ro)
+        *ro = strcmp(opt, "ro") == 0;
+    return 0;
+}
+
+bool sl_jobspec_mount_allowed(const char *src, const char *const *prefixes, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        size_t pl = strlen(prefixes[i]);
+        while (pl > 1 && prefixes[i][pl - 1] == '/')
+            pl--;
+        if (strncmp(src, prefixes[i], pl) == 0 &&
+            (src[pl] == '\0' || src[pl] == '/' || (pl == 1 && prefixes[i][0] == '/')))
+            return true;
+    }
+    return false;
 }
 
 /* ---- the table for people ---- */

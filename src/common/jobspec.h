@@ -68,6 +68,11 @@ typedef enum sl_jobspec_id {
     SL_JS_TOPOLOGY_REQUIRED,  /* a level the gang must fit in (sluice/topology.h) */
     SL_JS_TOPOLOGY_PREFERRED, /* a level it should fit in */
     SL_JS_ALLOCATION,     /* an allocation: one task runs the command, steps use the rest */
+    /* A container's (only with image, docs/containers.md): host paths bound
+     * into it, its /dev/shm size, its working directory. */
+    SL_JS_MOUNTS,
+    SL_JS_SHM_SIZE,
+    SL_JS_WORKDIR,
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 
@@ -158,6 +163,22 @@ bool sl_jobspec_env_name_ok(const char *k);
 /* Parses a duration, "90" or "90s", "30m", "2h", "1d", and sums like
  * "1h30m", into seconds. Returns 0, or -1 for bad syntax or an overflow. */
 int sl_jobspec_parse_duration(const char *text, int64_t *out);
+
+/* Longest path of a container mount's side, with its NUL. */
+#define SL_JOBSPEC_PATH_MAX 4096
+
+/*
+ * A container mount as the spec writes it, "SRC:DST" or "SRC:DST:ro" (or
+ * ":rw"), pyxis' --container-mounts form: both absolute, no "..". Fills
+ * src and dst (each SL_JOBSPEC_PATH_MAX bytes) and *ro when not NULL.
+ * Returns 0, or SL_EINVAL with a message naming the text in err.
+ */
+int sl_jobspec_mount_parse(const char *text, char *src, char *dst, bool *ro, char *err,
+                           size_t errlen);
+
+/* Whether host path src lies under one of the n prefixes (a prefix matches
+ * itself and what is below it at a '/' boundary; "/" matches everything). */
+bool sl_jobspec_mount_allowed(const char *src, const char *const *prefixes, size_t n);
 
 /* The field's range in the user's units ("0 to 16", "0.001 to 0.999",
  * "1 to 63 characters", "any"), snprintf semantics. */

@@ -310,6 +310,23 @@ static int enc_launch(writer_t *w, const sl_proto_msg_t *m) {
         key(w, "oom_score_adj");
         put_i64(w, l->oom_score_adj);
     }
+    if (l->nmounts) {
+        puts_(w, ",\"mounts\":[");
+        for (size_t i = 0; i < l->nmounts; i++) {
+            if (l->mounts[i] == NULL) return SL_EINVAL;
+            if (i) put(w, ",", 1);
+            put_str(w, l->mounts[i]);
+        }
+        put(w, "]", 1);
+    }
+    if (l->shm_size > 0) {
+        key(w, "shm_size");
+        put_i64(w, l->shm_size);
+    }
+    if (l->workdir) {
+        key(w, "workdir");
+        put_str(w, l->workdir);
+    }
     return 0;
 }
 
@@ -790,6 +807,21 @@ static int dec_launch(dec_t *d, json_t *o) {
                 "a whole number from -1000 to 1000 (the kernel's oom_score_adj)"))
         return SL_EINVAL;
     l->has_oom_score_adj = !absent(json_object_get(o, "oom_score_adj"));
+    if (get_int(d, o, "shm_size", false, 0, INT64_MAX, 0, &l->shm_size, "a number of bytes") ||
+        get_str(d, o, "workdir", false, &l->workdir))
+        return SL_EINVAL;
+    v = json_object_get(o, "mounts");
+    if (!absent(v)) {
+        if (!json_is_array(v)) return fail(d, "mounts", "must be a list of strings");
+        size_t n = json_array_size(v);
+        const char **ms = dec_alloc(d, n + 1, sizeof *ms);
+        for (size_t i = 0; i < n; i++) {
+            if (!json_is_string(json_array_get(v, i))) return fail(d, "mounts", "must be a list of strings");
+            ms[i] = json_string_value(json_array_get(v, i));
+        }
+        l->mounts = ms;
+        l->nmounts = n;
+    }
     if (l->on_node_failure && strcmp(l->on_node_failure, "requeue") != 0 &&
         strcmp(l->on_node_failure, "fail") != 0)
         return fail(d, "on_node_failure", "must be requeue or fail");

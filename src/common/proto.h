@@ -275,6 +275,14 @@ typedef struct sl_proto_launch {
      * SL_PROTO_DEFAULT_OOM_SCORE_ADJ (-500), the agent's default. */
     bool has_oom_score_adj;
     int32_t oom_score_adj;
+    /* An image task's container (docs/containers.md), each written only
+     * when set: mounts "SRC:DST[:ro]" (nmounts strings), the size of its
+     * /dev/shm in bytes (0: the agent's default, 64 MiB), its working
+     * directory inside (NULL: the image's, else the job's directory). */
+    const char *const *mounts;
+    size_t nmounts;
+    int64_t shm_size;
+    const char *workdir;
 } sl_proto_launch_t;
 
 typedef struct sl_proto_logs_req {

@@ -85,6 +85,9 @@ void ctl_config_fini(ctl_config_t *cfg) {
     for (size_t i = 0; i < cfg->nrevoked; i++)
         sl_free(cfg->revoked_nodes[i]);
     sl_free(cfg->revoked_nodes);
+    for (size_t i = 0; i < cfg->ncontainer_mounts; i++)
+        sl_free(cfg->container_mounts[i]);
+    sl_free(cfg->container_mounts);
     sl_free(cfg->oom_rules);
     for (size_t i = 0; i < cfg->nprio_classes; i++) {
         sl_free(cfg->prio_classes[i].name);
@@ -372,6 +375,23 @@ static int load_revoked(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     return 0;
 }
 
+/* container_mounts: a sequence of absolute host paths, the prefixes an
+ * image job's mounts may come from. */
+static int load_container_mounts(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
+    if (seq->kind != SL_YAML_SEQ)
+        return fail(r, seq, "container_mounts must be a sequence of absolute paths%s%s", "", "");
+    cfg->container_mounts = sl_xcalloc(seq->n ? seq->n : 1, sizeof *cfg->container_mounts);
+    for (size_t i = 0; i < seq->n; i++) {
+        const sl_yaml_node_t *v = seq->items[i];
+        if (v->kind != SL_YAML_SCALAR || v->value[0] != '/' || strlen(v->value) >= 4096 ||
+            strstr(v->value, "/.."))
+            return fail(r, v, "container_mounts[]: must be an absolute path without ..%s%s", "",
+                        "");
+        cfg->container_mounts[cfg->ncontainer_mounts++] = sl_xstrdup(v->value);
+    }
+    return 0;
+}
+
 /* An oom_score_adj value (key of map, named what in errors) into *out:
  * CTL_OOM_SCORE_ADJ_MIN..MAX, with the reason when it is below. */
 static int get_oom_adj(rd_t *r, const sl_yaml_node_t *map, const char *key, const char *what,
@@ -558,6 +578,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "revoked_nodes", "hello_timeout", "launch_timeout",
                                       "oom_score_adj", "oom_score_adj_by_priority",
                                       "priority_classes", "preemption",
+                                      "container_mounts",
                                       NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
                                       "max_starts_per_cycle", NULL};
@@ -654,6 +675,9 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         goto out;
     const sl_yaml_node_t *rv = sl_yaml_map_get(root, "revoked_nodes");
     if (rv != NULL && !sl_yaml_is_null(rv) && load_revoked(&r, cfg, rv) < 0)
+        goto out;
+    const sl_yaml_node_t *cm = sl_yaml_map_get(root, "container_mounts");
+    if (cm != NULL && !sl_yaml_is_null(cm) && load_container_mounts(&r, cfg, cm) < 0)
         goto out;
     if (get_oom_adj(&r, root, "oom_score_adj", "oom_score_adj", &cfg->oom_score_adj) < 0)
         goto out;

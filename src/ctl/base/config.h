@@ -133,6 +133,10 @@ typedef struct ctl_config {
     bool init;                  /* create a missing or empty state database (--init) */
     char *default_user;         /* tenants without `user` run as this ("nobody") */
     bool allow_root;            /* may a tenant's user or group be root? (false) */
+    /* Host paths an image job's `mounts` may bind into its container
+     * (docs/containers.md): absolute prefixes; none: no mounts at all. */
+    char **container_mounts;
+    size_t ncontainer_mounts;
     /* limits: (docs/config.md, "Limits") */
     int64_t max_connections;          /* per port (API, agent) */
     int64_t max_connections_per_peer; /* per port and peer address */

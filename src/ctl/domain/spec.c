@@ -344,6 +344,27 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     if (rc < 0)
         return bad(fe, 400, rc == SL_ENOENT ? "unknown_field" : "invalid_field", field, "%s", err);
     json_t **val = js.val;
+    if (val[SL_JS_MOUNTS]) {
+        /* Each mount's source under a prefix the operator allows. */
+        json_t *ms = val[SL_JS_MOUNTS];
+        size_t n = json_is_array(ms) ? json_array_size(ms) : 1;
+        for (size_t i = 0; i < n; i++) {
+            const char *m = json_string_value(json_is_array(ms) ? json_array_get(ms, i) : ms);
+            char src[SL_JOBSPEC_PATH_MAX];
+            sl_jobspec_mount_parse(m, src, NULL, NULL, err, sizeof err);
+            if (!sl_jobspec_mount_allowed(src, (const char *const *)c->cfg.container_mounts,
+                                          c->cfg.ncontainer_mounts)) {
+                char allowed[200] = "none";
+                size_t k = 0;
+                for (size_t p = 0; p < c->cfg.ncontainer_mounts && k < sizeof allowed; p++)
+                    k += (size_t)snprintf(allowed + k, sizeof allowed - k, "%s%s", p ? ", " : "",
+                                          c->cfg.container_mounts[p]);
+                return bad(fe, 400, "invalid_field", "mounts",
+                           "%s is not under a path the cluster allows containers to mount "
+                           "(container_mounts: %s)", src, allowed);
+            }
+        }
+    }
 
     if (val[SL_JS_TENANT]) {
         const char *name = json_string_value(val[SL_JS_TENANT]);
@@ -461,6 +482,13 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     for (int i = SL_JS_SCRIPT; i <= SL_JS_SUBMIT_DIR; i++)
         if (val[i])
             json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
+    /* A container's options only where it has them. */
+    if (val[SL_JS_MOUNTS])
+        json_object_set_new(norm, "mounts", model_list(val[SL_JS_MOUNTS]));
+    if (val[SL_JS_SHM_SIZE])
+        json_object_set_new(norm, "shm_size", qty_json(num[SL_JS_SHM_SIZE], SL_QTY_MEM));
+    if (val[SL_JS_WORKDIR])
+        json_object_set_new(norm, "workdir", json_deep_copy(val[SL_JS_WORKDIR]));
     /* Where it may run: lists as lists, the expression as given. */
     if (val[SL_JS_NODE_SELECTOR])
         json_object_set_new(norm, "node_selector", model_list(val[SL_JS_NODE_SELECTOR]));

@@ -40,6 +40,7 @@
 #include "views/alloc.h"
 #include "base/config.h"
 #include "domain/nodes.h"
+#include "quantity.h"
 
 /* Slurm's NO_VAL, which it writes for %a in a job that is not an array. */
 #define SLURM_NO_ARRAY_INDEX "4294967294"
@@ -369,6 +370,7 @@ void ctl_launch_cmd_fini(ctl_launch_cmd_t *lc) {
     sl_free(lc->owned);
     sl_free(lc->argv);
     sl_free(lc->env);
+    sl_free(lc->mounts);
     *lc = (ctl_launch_cmd_t){0};
 }
 
@@ -388,7 +390,25 @@ typedef struct where {
 
 /* The launch of the task at w, with lc's argv and env, into *m (which
  * points into j's spec, c's config, lc and w). */
-static void fill_launch(ctl_t *c, const ctl_job_t *j, const ctl_launch_cmd_t *lc, const where_t *w,
+/* An image job's container options (the normalised spec's mounts, a list,
+ * and shm_size, a quantity's text) into m's launch; lc keeps the list. */
+static void fill_container(const ctl_job_t *j, ctl_launch_cmd_t *lc, sl_proto_launch_t *l) {
+    json_t *ms = json_object_get(j->spec, "mounts"), *x;
+    size_t i;
+    const char *shm = spec_str(j, "shm_size");
+    if (json_array_size(ms) > 0) {
+        lc->mounts = sl_xmalloc(json_array_size(ms) * sizeof *lc->mounts);
+        json_array_foreach(ms, i, x) lc->mounts[lc->nmounts++] = json_string_value(x);
+    }
+    l->mounts = lc->mounts;
+    l->nmounts = lc->nmounts;
+    char err[128];
+    if (shm && sl_qty_parse(shm, SL_QTY_MEM, &l->shm_size, err, sizeof err) < 0)
+        l->shm_size = 0;
+    l->workdir = spec_str(j, "workdir");
+}
+
+static void fill_launch(ctl_t *c, const ctl_job_t *j, ctl_launch_cmd_t *lc, const where_t *w,
                         sl_proto_msg_t *m) {
     /* The Unix identity the task runs as: the tenant's mapping or the
      * configured default, resolved by the agent on its node. */
@@ -429,6 +449,7 @@ static void fill_launch(ctl_t *c, const ctl_job_t *j, const ctl_launch_cmd_t *lc
             .has_oom_score_adj = true,
             .oom_score_adj = ctl_config_oom_score_adj(&c->cfg, j->core.priority),
         }};
+    fill_container(j, lc, &m->u.launch);
 }
 
 void ctl_launch_msg_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd_t *lc,

@@ -32,6 +32,8 @@ typedef struct ctl_launch_cmd {
     size_t nenv;
     char **owned;
     size_t nowned, owned_cap;
+    const char **mounts;   /* an image job's mounts (into the spec), or NULL */
+    size_t nmounts;
 } ctl_launch_cmd_t;
 
 /*

@@ -1,0 +1,475 @@
+/*
+ * cstart.c - sluice-cstart BUNDLE: starts one image task's container
+ * (docs/containers.md; the bundle's spec.json is container.h's).
+ *
+ * The agent starts it as the task itself: in the task's cgroup (every
+ * hierarchy), session and process group, under the task's monitor, still
+ * root, with no_new_privs. In order:
+ *
+ *  1. The image, from the node's store (podman's): `podman image inspect`
+ *     gives its id and its config (entrypoint, command, env, working
+ *     directory). Pull policy never: a missing image fails the start;
+ *     if-not-present: pulled then; always: pulled first.
+ *  2. Its root file system, unpacked once per image id into
+ *     WORKDIR/images/ID/rootfs (podman image mount, copied, unmounted),
+ *     under a lock, shared read-only by every container of that image: a
+ *     start after the first costs nothing here. The points the container's
+ *     mounts need are made in it (never through a symbolic link of the
+ *     image's: such a path fails the start).
+ *  3. BUNDLE/config.json, the OCI runtime spec: user, PID, mount, IPC and
+ *     UTS namespaces (the host's network, as NCCL and torchrun want), the
+ *     one user of the namespace (0) mapped to the tenant's uid and gid and
+ *     nothing else, no capabilities, no_new_privs; the image's root read
+ *     only, a tmpfs /tmp, /dev/shm of the spec's size, the job directory
+ *     at its own path (read-write, the working directory unless the spec or
+ *     the image names one), the spec's mounts, the task's GPU device files
+ *     (and nothing else of the host's /dev), sluice-init as PID 1.
+ *  4. The tenant's user (setgroups(0), setgid, setuid): runc runs as that
+ *     user, rootless. A rootless runc cannot move a process between
+ *     cgroups (the task's cgroup is root's) and, given no cgroupsPath,
+ *     does not try: the container's processes stay in the task's cgroup,
+ *     under its limits and its OOM killer, as a plain task's do.
+ *  5. runc run (foreground: runc passes every signal the agent sends the
+ *     process group on to sluice-init, which passes it to the task), waited
+ *     for here, and its end mirrored: 128 + N from runc is the task killed
+ *     by signal N, so this process dies of N too and the monitor records
+ *     exactly what it records for a plain task.
+ *
+ * A failure before runc runs is written, one line, to BUNDLE/failed (the
+ * directory is still root's then), and on the log, and ends this process
+ * with status 125 (AGENT_CONTAINER_FAILED_EXIT); the agent reports the task
+ * failed with that reason.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "container.h"
+
+static const char *bundle;
+static json_t *spec;
+
+static const char *sget(const char *key) {
+    return json_string_value(json_object_get(spec, key));
+}
+
+/* Ends the start: reason to BUNDLE/failed and the log, status 125. */
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "sluice-cstart: %s\n", msg);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/failed", bundle);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        dprintf(fd, "%s\n", msg);
+        close(fd);
+    }
+    exit(AGENT_CONTAINER_FAILED_EXIT);
+}
+
+/* Runs argv and waits; its stdout into out (cap bytes, NUL-terminated)
+ * when out is not NULL, else nowhere (the task's log is the task's own);
+ * stderr to the log. Returns its exit status, or -1. */
+static int run(char *const *argv, char *out, size_t cap) {
+    int p[2] = {-1, -1};
+    if (out && pipe2(p, O_CLOEXEC) != 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        int null = out ? -1 : open("/dev/null", O_WRONLY);
+        dup2(out ? p[1] : null, 1);
+        static char *const env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                                    "HOME=/root", NULL};
+        execve(argv[0], argv, env);
+        fprintf(stderr, "sluice-cstart: cannot execute %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    size_t n = 0;
+    if (out) {
+        close(p[1]);
+        for (;;) {
+            ssize_t r = read(p[0], out + n, cap - 1 - n);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            n += (size_t)r;
+            if (n + 1 >= cap) {
+                /* Too much: drain the rest. */
+                char sink[4096];
+                while (read(p[0], sink, sizeof sink) > 0) {}
+                break;
+            }
+        }
+        out[n] = '\0';
+        close(p[0]);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* podman with the node's store, then the words given (NULL-ended). */
+static int podman(char *out, size_t cap, ...) {
+    char *argv[32];
+    int n = 0;
+    char root[4200], runroot[4200];
+    argv[n++] = "/usr/bin/podman";
+    const char *store = sget("store");
+    if (store) {
+        snprintf(root, sizeof root, "--root=%s", store);
+        snprintf(runroot, sizeof runroot, "--runroot=%s/run", store);
+        argv[n++] = root;
+        argv[n++] = runroot;
+    }
+    argv[n++] = "--events-backend=none";
+    va_list ap;
+    va_start(ap, cap);
+    for (char *w; n < 31 && (w = va_arg(ap, char *)) != NULL;) argv[n++] = w;
+    va_end(ap);
+    argv[n] = NULL;
+    return run(argv, out, cap);
+}
+
+/* ---- the image ---- */
+
+/* The image's inspect record (a new reference), or NULL when the store
+ * does not have it. */
+static json_t *inspect(const char *image) {
+    static char out[1 << 20];
+    if (podman(out, sizeof out, "image", "inspect", "--", (char *)image, (char *)NULL) != 0)
+        return NULL;
+    json_t *a = json_loads(out, 0, NULL);
+    json_t *r = json_incref(json_array_get(a, 0));
+    json_decref(a);
+    return r;
+}
+
+static json_t *find_image(const char *image, const char *pull) {
+    json_t *img = NULL;
+    if (strcmp(pull, "always") == 0) {
+        if (podman(NULL, 0, "pull", "--quiet", "--", (char *)image, (char *)NULL) != 0)
+            die("cannot pull image %s onto node %s (pull policy always); podman's message is "
+                "in the log above", image, sget("hostname"));
+    } else if ((img = inspect(image)) != NULL) {
+        return img;
+    } else if (strcmp(pull, "never") == 0) {
+        die("image %s is not in node %s's image store and the pull policy is never", image,
+            sget("hostname"));
+    } else if (podman(NULL, 0, "pull", "--quiet", "--", (char *)image, (char *)NULL) != 0) {
+        die("image %s is not in node %s's image store and cannot be pulled (pull policy "
+            "if-not-present); podman's message is in the log above", image, sget("hostname"));
+    }
+    if ((img = inspect(image)) == NULL)
+        die("image %s cannot be read from node %s's image store", image, sget("hostname"));
+    return img;
+}
+
+/* Makes path (absolute, inside the image) under rootfs: each missing
+ * directory 0755, the last part a directory or (file) an empty file. A
+ * symbolic link on the way, or an existing part of the wrong kind, fails
+ * the start: the image's own links must never lead a root process out. */
+static void mount_point(int rootfd, const char *path, bool file) {
+    char buf[4200];
+    snprintf(buf, sizeof buf, "%s", path);
+    int dir = dup(rootfd);
+    char *save = NULL;
+    char *part = strtok_r(buf, "/", &save);
+    while (part) {
+        char *next = strtok_r(NULL, "/", &save);
+        bool last = next == NULL;
+        struct stat st;
+        if (fstatat(dir, part, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno != ENOENT) die("cannot make %s in image %s: %s", path, sget("image"), strerror(errno));
+            if (last && file) {
+                int fd = openat(dir, part, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                if (fd < 0 && errno != EEXIST)
+                    die("cannot make %s in image %s: %s", path, sget("image"), strerror(errno));
+                if (fd >= 0) close(fd);
+                break;
+            }
+            if (mkdirat(dir, part, 0755) != 0 && errno != EEXIST)
+                die("cannot make %s in image %s: %s", path, sget("image"), strerror(errno));
+        } else if (S_ISLNK(st.st_mode)) {
+            die("%s passes through a symbolic link (%s) in image %s: mount it elsewhere", path,
+                part, sget("image"));
+        } else if (last) {
+            break;  /* there already; runc checks its kind */
+        } else if (!S_ISDIR(st.st_mode)) {
+            die("%s: %s is not a directory in image %s", path, part, sget("image"));
+        }
+        int nd = openat(dir, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (nd < 0) die("cannot open %s in image %s: %s", path, sget("image"), strerror(errno));
+        close(dir);
+        dir = nd;
+        part = next;
+    }
+    close(dir);
+}
+
+/* WORKDIR/images/ID/rootfs, unpacked now unless there already, with the
+ * mount points this container needs; under the image's lock. */
+static void rootfs(const char *id, char *out, size_t len) {
+    const char *images = sget("images");
+    char path[4200], tmp[4200], lock[4200];
+    if (mkdir(images, 0711) != 0 && errno != EEXIST) die("cannot create %s: %s", images, strerror(errno));
+    snprintf(lock, sizeof lock, "%s/%s.lock", images, id);
+    int lk = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (lk < 0 || flock(lk, LOCK_EX) != 0) die("cannot lock %s: %s", lock, strerror(errno));
+    snprintf(path, sizeof path, "%s/%s", images, id);
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) die("cannot create %s: %s", path, strerror(errno));
+    snprintf(out, len, "%s/%s/rootfs", images, id);
+    struct stat st;
+    if (stat(out, &st) != 0) {
+        char mnt[8192];
+        if (podman(mnt, sizeof mnt, "image", "mount", (char *)id, (char *)NULL) != 0)
+            die("cannot mount image %s on node %s", sget("image"), sget("hostname"));
+        mnt[strcspn(mnt, "\n")] = '\0';
+        snprintf(tmp, sizeof tmp, "%s/%s/rootfs.tmp", images, id);
+        char rm[4300];
+        snprintf(rm, sizeof rm, "%s", tmp);
+        char *rmv[] = {"/bin/rm", "-rf", "--", rm, NULL};
+        run(rmv, NULL, 0);
+        char src[8200];
+        snprintf(src, sizeof src, "%s/.", mnt);
+        char *cpv[] = {"/bin/cp", "-a", "--", src, tmp, NULL};
+        int rc = mkdir(tmp, 0755) == 0 ? run(cpv, NULL, 0) : -1;
+        podman(NULL, 0, "image", "unmount", (char *)id, (char *)NULL);
+        if (rc != 0 || chmod(tmp, 0755) != 0 || rename(tmp, out) != 0)
+            die("cannot unpack image %s into %s", sget("image"), out);
+    }
+    int rootfd = open(out, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (rootfd < 0) die("cannot open %s: %s", out, strerror(errno));
+    static const char *const dirs[] = {"/proc", "/sys", "/dev", "/tmp"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) mount_point(rootfd, dirs[i], false);
+    mount_point(rootfd, "/.sluice-init", true);
+    mount_point(rootfd, sget("jobdir"), false);
+    if (sget("cwd")) mount_point(rootfd, sget("cwd"), false);
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(spec, "mounts"), i, m) {
+        const char *src = json_string_value(json_object_get(m, "source"));
+        if (stat(src, &st) != 0) die("mount %s: %s on node %s", src, strerror(errno), sget("hostname"));
+        mount_point(rootfd, json_string_value(json_object_get(m, "destination")), !S_ISDIR(st.st_mode));
+    }
+    close(rootfd);
+    close(lk); /* the lock goes with it */
+}
+
+/* ---- the runtime spec ---- */
+
+static json_t *mnt(const char *dst, const char *type, const char *src, const char *opts) {
+    json_t *o = json_array();
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", opts);
+    char *save = NULL;
+    for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save))
+        json_array_append_new(o, json_string(w));
+    return json_pack("{s:s, s:s, s:s, s:o}", "destination", dst, "type", type, "source", src,
+                     "options", o);
+}
+
+/* K=V strings: the image's, then the task's, which win, by name. */
+static json_t *merged_env(json_t *img_env) {
+    json_t *out = json_array(), *v;
+    size_t i, j;
+    json_t *lists[2] = {img_env, json_object_get(spec, "env")};
+    for (int l = 0; l < 2; l++) {
+        json_array_foreach(lists[l], i, v) {
+            const char *kv = json_string_value(v);
+            const char *eq = kv ? strchr(kv, '=') : NULL;
+            if (!eq) continue;
+            size_t kl = (size_t)(eq - kv) + 1;
+            json_t *old;
+            bool done = false;
+            json_array_foreach(out, j, old) {
+                if (strncmp(json_string_value(old), kv, kl) == 0) {
+                    json_array_set_new(out, j, json_string(kv));
+                    done = true;
+                    break;
+                }
+            }
+            if (!done) json_array_append_new(out, json_string(kv));
+        }
+    }
+    json_array_foreach(out, i, v)
+        if (strncmp(json_string_value(v), "PATH=", 5) == 0) return out;
+    json_array_append_new(out, json_string("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+    return out;
+}
+
+static json_t *runtime_spec(json_t *img, const char *root) {
+    json_t *cfg = json_object_get(img, "Config");
+    json_t *args = json_array(), *v;
+    size_t i;
+    json_array_append_new(args, json_string("/.sluice-init"));
+    json_array_append_new(args, json_string("--"));
+    json_t *cmd = json_object_get(spec, "args");
+    if (!json_is_array(cmd)) {
+        json_array_foreach(json_object_get(cfg, "Entrypoint"), i, v) json_array_append(args, v);
+        cmd = json_object_get(cfg, "Cmd");
+    }
+    json_array_foreach(cmd, i, v) json_array_append(args, v);
+    if (json_array_size(args) == 2)
+        die("image %s has no entrypoint or command, and the job gives no command", sget("image"));
+    const char *wd = sget("cwd");
+    const char *iwd = json_string_value(json_object_get(cfg, "WorkingDir"));
+    if (!wd) wd = iwd && iwd[0] ? iwd : sget("jobdir");
+    char shm[64];
+    snprintf(shm, sizeof shm, "nosuid,nodev,noexec,mode=1777,size=%lld",
+             (long long)json_integer_value(json_object_get(spec, "shm_size")));
+    json_t *mounts = json_array();
+    json_array_append_new(mounts, mnt("/proc", "proc", "proc", "nosuid,noexec,nodev"));
+    json_array_append_new(mounts, mnt("/dev", "tmpfs", "tmpfs", "nosuid,strictatime,mode=755,size=65536k"));
+    json_array_append_new(mounts, mnt("/dev/pts", "devpts", "devpts",
+                                      "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620"));
+    json_array_append_new(mounts, mnt("/dev/shm", "tmpfs", "shm", shm));
+    json_array_append_new(mounts, mnt("/dev/mqueue", "mqueue", "mqueue", "nosuid,noexec,nodev"));
+    json_array_append_new(mounts, mnt("/sys", "none", "/sys", "rbind,nosuid,noexec,nodev,ro"));
+    json_array_append_new(mounts, mnt("/tmp", "tmpfs", "tmpfs", "nosuid,nodev,mode=1777"));
+    json_array_append_new(mounts, mnt(sget("jobdir"), "bind", sget("jobdir"), "rbind,nosuid,nodev,rw"));
+    json_array_append_new(mounts, mnt("/.sluice-init", "bind", sget("init"), "bind,nosuid,nodev,ro"));
+    json_array_foreach(json_object_get(spec, "mounts"), i, v) {
+        bool ro = json_is_true(json_object_get(v, "ro"));
+        json_array_append_new(mounts, mnt(json_string_value(json_object_get(v, "destination")),
+                                          "bind", json_string_value(json_object_get(v, "source")),
+                                          ro ? "rbind,nosuid,nodev,ro" : "rbind,nosuid,nodev,rw"));
+    }
+    json_array_foreach(json_object_get(spec, "devices"), i, v)
+        json_array_append_new(mounts, mnt(json_string_value(json_object_get(v, "destination")),
+                                          "bind", json_string_value(json_object_get(v, "source")),
+                                          "bind,nosuid,rw"));
+    json_int_t uid = json_integer_value(json_object_get(spec, "uid"));
+    json_int_t gid = json_integer_value(json_object_get(spec, "gid"));
+    return json_pack(
+        "{s:s, s:{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:{}, s:b}, s:{s:s, s:b}, s:s, s:o,"
+        " s:{s:[{s:s},{s:s},{s:s},{s:s},{s:s}], s:[{s:i, s:I, s:i}], s:[{s:i, s:I, s:i}],"
+        " s:[s,s,s,s,s,s,s,s,s,s], s:[s,s,s,s,s]}}",
+        "ociVersion", "1.0.2",
+        "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args", args, "env",
+        merged_env(json_object_get(cfg, "Env")), "cwd", wd, "capabilities",
+        "noNewPrivileges", 1,
+        "root", "path", root, "readonly", 1,
+        "hostname", sget("hostname"),
+        "mounts", mounts,
+        "linux", "namespaces", "type", "pid", "type", "ipc", "type", "uts", "type", "mount",
+        "type", "user",
+        "uidMappings", "containerID", 0, "hostID", uid, "size", 1,
+        "gidMappings", "containerID", 0, "hostID", gid, "size", 1,
+        "maskedPaths", "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
+        "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+        "/sys/firmware", "/proc/scsi",
+        "readonlyPaths", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger");
+}
+
+/* ---- running it ---- */
+
+static void ignore(int sig) {
+    (void)sig; /* runc, in the same process group, got it too */
+}
+
+/* Ends this process as the container ended: runc's 128 + N is signal N. */
+static void mirror(int st) {
+    int sig = 0;
+    if (WIFSIGNALED(st))
+        sig = WTERMSIG(st);
+    else if (WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + 32)
+        sig = WEXITSTATUS(st) - 128;
+    if (sig && sig != SIGCHLD && sig != SIGURG && sig != SIGWINCH && sig != SIGCONT &&
+        sig != SIGSTOP && sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU) {
+        struct rlimit none = {0, 0};
+        setrlimit(RLIMIT_CORE, &none);
+        signal(sig, SIG_DFL);
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, sig);
+        sigprocmask(SIG_UNBLOCK, &s, NULL);
+        kill(getpid(), sig);
+    }
+    exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + sig);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: sluice-cstart BUNDLE (the agent starts it; docs/containers.md)\n");
+        return 2;
+    }
+    bundle = argv[1];
+    char path[4200], root[4200];
+    snprintf(path, sizeof path, "%s/spec.json", bundle);
+    json_error_t je;
+    if (!(spec = json_load_file(path, 0, &je))) die("cannot read %s: %s", path, je.text);
+    const char *image = sget("image"), *pull = sget("pull");
+    json_t *img = find_image(image, pull ? pull : "if-not-present");
+    const char *id = json_string_value(json_object_get(img, "Id"));
+    if (!id || strchr(id, '/') || id[0] == '.') die("image %s has no id in the store", image);
+    rootfs(id, root, sizeof root);
+    json_t *rs = runtime_spec(img, root);
+    if (!rs) die("cannot write the runtime spec of image %s", image);
+    uid_t uid = (uid_t)json_integer_value(json_object_get(spec, "uid"));
+    gid_t gid = (gid_t)json_integer_value(json_object_get(spec, "gid"));
+    /* The bundle becomes the tenant's: runc, as that user, reads the spec
+     * and keeps its state there. */
+    snprintf(path, sizeof path, "%s/config.json", bundle);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    char *text = json_dumps(rs, JSON_COMPACT);
+    if (fd < 0 || !text || write(fd, text, strlen(text)) != (ssize_t)strlen(text) ||
+        (getuid() == 0 && (fchown(fd, uid, gid) != 0 || chown(bundle, uid, gid) != 0)))
+        die("cannot write %s: %s", path, strerror(errno));
+    close(fd);
+    free(text);
+    json_decref(rs);
+    char runc[4200], state[4200], cid[300];
+    snprintf(runc, sizeof runc, "%s", sget("runtime"));
+    snprintf(state, sizeof state, "%s/state", bundle);
+    snprintf(cid, sizeof cid, "%s", sget("id"));
+    json_decref(img);
+    pid_t parent = getppid();
+    if (getuid() == 0 && (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setgid, gid) != 0 ||
+                          syscall(SYS_setuid, uid) != 0))
+        die("cannot switch to uid %u gid %u: %s", (unsigned)uid, (unsigned)gid, strerror(errno));
+    /* Dies with the monitor, as a plain task (the identity change cleared it). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() != parent) return 137;
+    json_decref(spec);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = ignore;
+    static const int passed[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
+    for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++) sigaction(passed[i], &sa, NULL);
+    pid_t pid = fork();
+    if (pid < 0) return AGENT_CONTAINER_FAILED_EXIT;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        char *rargv[] = {runc, "--root", state, "run", "--bundle", (char *)bundle, cid, NULL};
+        static char *const env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                                    NULL};
+        execve(runc, rargv, env);
+        fprintf(stderr, "sluice-cstart: cannot execute %s: %s\n", runc, strerror(errno));
+        _exit(AGENT_CONTAINER_FAILED_EXIT);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return AGENT_CONTAINER_FAILED_EXIT;
+    mirror(st);
+    return 0;
+}

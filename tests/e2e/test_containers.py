@@ -1,0 +1,430 @@
+"""
+test_containers.py - image tasks through a real OCI runtime (runc), inside
+the task's own cgroup and limits, as the tenant's user, with only the
+task's GPUs (docs/containers.md).
+
+Real sluiced and sluice-agent (root, --cgroup v1 under a root of its own,
+--runtime /usr/sbin/runc, an image store of this module's own), real runc
+and podman. The images are built here, never pulled: `podman import` of a
+tarball holding Debian's static busybox, tagged localhost/sluice-test/busybox
+and nvcr.io/megatron (the seed's manifest's image). Two throwaway Unix users
+(slct_a, slct_b) are the tenants alice and bob. GPU device files are
+stand-ins made with mknod (as test_cgroup_v1.py's). Skipped, with the
+reason, unless run as root with runc, podman, busybox-static and the cgroup
+v1 controllers (`make deps` installs the packages; CI runs as root). No
+assertion depends on elapsed time.
+"""
+
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"))
+
+import harness  # noqa: E402
+import e2e_util as u  # noqa: E402
+
+RUNC = "/usr/sbin/runc"
+PODMAN = "/usr/bin/podman"
+BUSYBOX = "/bin/busybox"
+USERS = ("slct_a", "slct_b")
+MARK = "sluice e2e container test user"
+IMAGE = "localhost/sluice-test/busybox"
+MEGATRON = "nvcr.io/megatron"
+MI = 1 << 20
+MOUNTS = u.v1_mounts(u.CGROUP_V1)
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _missing():
+    if os.geteuid() != 0:
+        return "needs root (the agent switches to the tenants' users)"
+    for p, pkg in ((RUNC, "runc"), (PODMAN, "podman"), (BUSYBOX, "busybox-static")):
+        if not os.access(p, os.X_OK):
+            return "%s is not installed (apt-get install %s; make deps)" % (p, pkg)
+    if any(c not in MOUNTS for c in u.CGROUP_V1):
+        return "needs the cgroup v1 controllers %s" % ", ".join(u.CGROUP_V1)
+    for tool in ("useradd", "userdel"):
+        if not shutil.which(tool):
+            return "%s is not installed" % tool
+    return None
+
+
+pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
+
+
+def _remove_users():
+    for name in USERS:
+        try:
+            if pwd.getpwnam(name).pw_gecos == MARK:
+                subprocess.run(["userdel", name], capture_output=True, timeout=30)
+        except KeyError:
+            pass
+
+
+@pytest.fixture(scope="module")
+def users():
+    _remove_users()
+    for name in USERS:
+        try:
+            pwd.getpwnam(name)
+            pytest.skip("user %s exists and is not this test's" % name)
+        except KeyError:
+            pass
+    try:
+        for name in USERS:
+            subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell",
+                            "/usr/sbin/nologin", "--comment", MARK, name],
+                           check=True, capture_output=True, timeout=30)
+        yield {n: pwd.getpwnam(n) for n in USERS}
+    finally:
+        _remove_users()
+
+
+@pytest.fixture(scope="module")
+def base():
+    d = tempfile.mkdtemp(prefix="sluice-containers-", dir="/tmp")
+    os.chmod(d, 0o711)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def podman(store, *args, **kw):
+    return subprocess.run([PODMAN, "--root", store, "--runroot", store + "/run",
+                           "--events-backend=none"] + list(args),
+                          capture_output=True, text=True, timeout=120, **kw)
+
+
+@pytest.fixture(scope="module")
+def store(base):
+    """The node's image store, with the busybox image under both names."""
+    s = os.path.join(base, "store")
+    root = os.path.join(base, "rootfs")
+    os.makedirs(os.path.join(root, "bin"))
+    shutil.copy(BUSYBOX, os.path.join(root, "bin", "busybox"))
+    names = subprocess.run([BUSYBOX, "--list"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    for n in names:
+        if n != "busybox":
+            os.symlink("busybox", os.path.join(root, "bin", n))
+    tar = os.path.join(base, "busybox.tar")
+    subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True, timeout=60)
+    r = podman(s, "import", "--change", "ENV=PATH=/bin", "--change",
+               'CMD ["/bin/sh", "-c", "echo megatron rank $RANK of $WORLD_SIZE gpus '
+               '$CUDA_VISIBLE_DEVICES"]', tar, IMAGE)
+    assert r.returncode == 0, r.stderr
+    r = podman(s, "tag", IMAGE, MEGATRON)
+    assert r.returncode == 0, r.stderr
+    yield s
+    podman(s, "system", "reset", "--force")
+
+
+@pytest.fixture(scope="module")
+def gpu_files(base):
+    """Four stand-in GPU device files (char devices of harmless numbers)."""
+    d = os.path.join(base, "gpudev")
+    os.makedirs(d)
+    os.chmod(d, 0o755)
+    files = []
+    for i, minor in enumerate((229, 237, 3, 5)):
+        f = os.path.join(d, "nvidia%d" % i)
+        os.mknod(f, 0o666 | stat.S_IFCHR, os.makedev(10 if i < 2 else 1, minor))
+        os.chmod(f, 0o666)
+        files.append(f)
+    return files
+
+
+@pytest.fixture(scope="module")
+def data(base):
+    """A directory under the allowed mount prefix, both tenants may write."""
+    d = os.path.join(base, "data")
+    os.makedirs(d)
+    os.chmod(d, 0o1777)
+    return d
+
+
+@pytest.fixture(scope="module")
+def node(users, base, store, gpu_files, data, build_dir):
+    for b in ("sluiced", "sluice-agent", "sluice-cstart", "sluice-init"):
+        if not os.access(os.path.join(build_dir, b), os.X_OK):
+            pytest.skip("%s is not built" % b)
+    ctl = harness.Controller(os.path.join(base, "main"), tasks_as_root=False, tenants=[
+        {"name": "alice", "user": "slct_a"}, {"name": "bob", "user": "slct_b"}],
+        config_overrides={"kill_grace": 1, "container_mounts": [data]})
+    os.chmod(ctl.dir, 0o711)
+    cg_root = harness.unique_cgroup_root("ctr")
+    dirs = u.v1_cg_dirs(MOUNTS, cg_root)
+    for d in dirs.values():
+        os.makedirs(d)
+    agent = None
+    try:
+        ctl.start()
+        agent = harness.Agent(ctl, "n1", gpus=4, cpus="8", memory="16Gi", cgroup="v1",
+                              cgroup_root=cg_root, extra_args=[
+                                  "--runtime", RUNC, "--image-store", store,
+                                  "--image-pull", "never",
+                                  "--gpu-device-files", ",".join(gpu_files)])
+        agent.start()
+        yield ctl, agent, cg_root
+    finally:
+        if agent:
+            agent.stop()
+        ctl.stop()
+        for d in dirs.values():
+            u.remove_cgroup_tree(d)
+
+
+def spec(command, **kw):
+    s = {"image": IMAGE, "command": command, "cpus": "1", "memory": "64Mi"}
+    s.update(kw)
+    return s
+
+
+def log(ctl, jid, task=0):
+    return u.job_log(ctl, jid, task)
+
+
+def container_pids(cg_root, ctl, jid):
+    """The pids in the task's memory cgroup."""
+    return u.cg_procs(os.path.join(MOUNTS["memory"] + cg_root, u.task_key(ctl, jid)))
+
+
+def uid_of(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"^Uid:\s+(\d+)", f.read(), re.M).group(1))
+
+
+def comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def test_container_runs_in_its_task_cgroup_as_the_tenant_with_its_gpus_env_and_shm(
+        node, users, data):
+    ctl, agent, cg_root = node
+    a = users["slct_a"]
+    go = os.path.join(data, "go-basic")
+    script = ("id -u; echo cwd=$(pwd); echo tmp=$TMPDIR; echo K=$K; "
+              "echo job=$SLUICE_JOB_ID cuda=$CUDA_VISIBLE_DEVICES; ls /dev; df -k /dev/shm; "
+              "echo mine > $TMPDIR/out; cat /etc/passwd 2>&1 | head -1; "
+              "while [ ! -e %s ]; do sleep 0.05; done; echo done" % go)
+    j = ctl.submit(spec(u.sh(script), gpus=2, env={"K": "V"}, shm_size="96Mi",
+                        mounts=["%s:%s" % (data, data)]))
+    (pid,) = u.wait_running_pids(ctl, j["id"])
+    name = u.task_key(ctl, j["id"])
+    try:
+        harness.wait_for(lambda: "job=" in log(ctl, j["id"]), what="the container's output")
+        harness.wait_for(lambda: any(comm(p) == "sleep" for p in container_pids(cg_root, ctl, j["id"])),
+                         what="the container's processes in the task's cgroup")
+        pids = container_pids(cg_root, ctl, j["id"])
+        # Every process of the container is in the task's cgroup, in every
+        # hierarchy, as the tenant's user; the monitor is not.
+        inside = [p for p in pids if comm(p) in ("sh", "sleep", "sluice-init")]
+        assert inside, pids
+        for p in inside:
+            assert uid_of(p) == a.pw_uid, (p, comm(p))
+        for ctl_name, d in u.v1_cg_dirs(MOUNTS, cg_root, name).items():
+            got = u.cg_procs(d)
+            assert all(p in got for p in inside), (ctl_name, got, inside)
+        monitor = int(re.search(r"job=%d task=0 pid=%d monitor=(\d+)" % (j["id"], pid),
+                                agent.log()).group(1))
+        assert monitor not in pids
+    finally:
+        open(go, "w").close()
+    done = ctl.wait_job(j["id"], "succeeded", timeout=30)
+    assert done["placement"][0]["exit_code"] == 0
+    out = log(ctl, j["id"])
+    lines = out.splitlines()
+    assert lines[0] == "0", out  # root of its user namespace: the tenant's uid outside
+    jobdir = os.path.join(os.path.realpath(agent.workdir), "jobs", u.job_name(ctl, j["id"]))
+    assert "cwd=%s" % jobdir in lines and "tmp=%s" % jobdir in lines, out
+    assert "K=V" in lines, out
+    gpus = done["placement"][0]["gpus"]
+    assert "job=%d cuda=%s" % (j["id"], ",".join(map(str, gpus))) in lines, out
+    # Only its GPUs' device files (by their names), none of the others.
+    for g in range(4):
+        assert (("nvidia%d" % g) in lines) == (g in gpus), (g, gpus, out)
+    shm = [ln for ln in lines if ln.endswith("/dev/shm")]
+    assert shm and shm[0].split()[1] == str(96 * 1024), out
+    assert "No such file" in out  # the host's /etc/passwd is not there
+    st = os.stat(os.path.join(jobdir, "out"))
+    assert st.st_uid == a.pw_uid
+    assert lines[-1] == "done"
+
+
+def test_exit_codes_and_signals_are_those_of_a_plain_task(node):
+    ctl, agent, _ = node
+    bad = ctl.submit(spec(u.sh("exit 3")))
+    sig = ctl.submit(spec(u.sh("kill -KILL $$")))
+    j = ctl.wait_job(bad["id"], "failed", timeout=30)
+    assert j["placement"][0]["exit_code"] == 3 and j["placement"][0]["signal"] in (0, None), j
+    j = ctl.wait_job(sig["id"], "failed", timeout=30)
+    assert j["placement"][0]["signal"] == 9 and j["placement"][0]["exit_code"] == 137, j
+
+
+def test_cancel_sigterm_reaches_the_task_and_a_term_ignorer_is_killed_after_grace(node):
+    ctl, agent, cg_root = node
+    polite = ctl.submit(spec(["sleep", "1000"]))
+    ignorer = ctl.submit(spec(u.sh("trap '' TERM; echo ready; while :; do sleep 0.2; done")))
+    (ppid,) = u.wait_running_pids(ctl, polite["id"])
+    (ipid,) = u.wait_running_pids(ctl, ignorer["id"])
+    harness.wait_for(lambda: "ready" in log(ctl, ignorer["id"]), what="the ignorer's trap")
+    harness.wait_for(lambda: any(comm(p) == "sleep" for p in container_pids(cg_root, ctl, polite["id"])),
+                     what="the polite task's sleep")
+    inside = container_pids(cg_root, ctl, ignorer["id"])
+    for jid in (polite["id"], ignorer["id"]):
+        st, body = ctl.request("DELETE", "/v1/jobs/%d" % jid, token=ctl.token("alice"))
+        assert st == 200 and body["state"] == "cancelled", (st, body)
+    # SIGTERM suffices for the one (sleep, PID 2 under sluice-init), SIGKILL
+    # after the grace for the other, every process of its container with it.
+    harness.wait_for(lambda: "job=%d task=0 pid=%d exited exit_code=143 signal=15"
+                     % (polite["id"], ppid) in agent.log(), what="polite exit reported")
+    harness.wait_for(lambda: "job=%d task=0 pid=%d exited exit_code=137 signal=9"
+                     % (ignorer["id"], ipid) in agent.log(), what="ignorer exit reported")
+    assert "grace over, SIGKILL" in agent.log()
+    harness.wait_for(lambda: not any(u.pid_alive(p) for p in inside),
+                     what="the ignorer's container processes gone")
+
+
+def test_past_110_percent_of_memory_is_oom_killed_and_reported(node):
+    ctl, agent, _ = node
+    # busybox sh holds a command substitution's output in its memory.
+    j = ctl.submit(spec(u.sh("a=$(head -c 150000000 /dev/zero | tr '\\0' x); echo ${#a}"),
+                        memory="64Mi"))
+    done = ctl.wait_job(j["id"], "failed", timeout=60)
+    p = done["placement"][0]
+    assert p["oom_killed"] is True, done
+    assert p["signal"] == signal.SIGKILL or p["exit_code"] == 128 + signal.SIGKILL, done
+    assert p["mem_limit_bytes"] == 64 * MI * 11 // 10 // 4096 * 4096, p
+    assert done["reason"].startswith("OOMKilled: task 0 used"), done["reason"]
+
+
+def test_agent_kill9_then_the_container_task_is_readopted(node, data):
+    ctl, agent, cg_root = node
+    go = os.path.join(data, "go-readopt")
+    j = ctl.submit(spec(u.sh("while [ ! -e /data/go-readopt ]; do sleep 0.05; done; exit 7"),
+                        mounts=["%s:/data:ro" % data]))
+    (pid,) = u.wait_running_pids(ctl, j["id"])
+    harness.wait_for(lambda: any(comm(p) == "sleep" for p in container_pids(cg_root, ctl, j["id"])),
+                     what="the container running")
+    try:
+        agent.kill9()
+        agent.start()
+        harness.wait_for(lambda: "pid=%d re-adopted" % pid in agent.log(), what="re-adoption")
+        assert any(comm(p) == "sleep" for p in container_pids(cg_root, ctl, j["id"]))
+    finally:
+        open(go, "w").close()
+    done = ctl.wait_job(j["id"], "failed", timeout=30)
+    assert done["placement"][0]["exit_code"] == 7, done
+
+
+def test_mount_read_only_and_workdir(node, data):
+    ctl, agent, _ = node
+    with open(os.path.join(data, "hello"), "w") as f:
+        f.write("hello from the host\n")
+    j = ctl.submit(spec(u.sh("pwd; cat /in/hello; touch /in/x 2>&1 || echo refused"),
+                        mounts=["%s:/in:ro" % data], workdir="/work/space"))
+    ctl.wait_job(j["id"], "succeeded", timeout=30)
+    out = log(ctl, j["id"]).splitlines()
+    assert out[0] == "/work/space" and out[1] == "hello from the host", out
+    assert out[-1] == "refused", out
+
+
+def test_mount_outside_the_allowed_prefixes_is_refused_naming_it(node):
+    ctl, _, _ = node
+    st, body = ctl.request("POST", "/v1/jobs", body=spec(["true"], mounts=["/etc:/etc2"]),
+                           token=ctl.token("alice"))
+    assert st == 400, (st, body)
+    err = body["error"]
+    assert err["field"] == "mounts" and err["message"].startswith("mounts: /etc is not under"), body
+    assert ctl.config["container_mounts"][0] in err["message"], body
+    st, body = ctl.request("POST", "/v1/jobs", body={"command": ["true"], "shm_size": "1Gi"},
+                           token=ctl.token("alice"))
+    assert st == 400 and body["error"]["field"] == "shm_size", body
+    assert "only allowed with image" in body["error"]["message"], body
+    st, body = ctl.request("POST", "/v1/jobs", body=spec(["true"], mounts=["data:/d"]),
+                           token=ctl.token("alice"))
+    assert st == 400 and body["error"]["field"] == "mounts", body
+
+
+def test_missing_image_fails_the_task_with_a_reason_naming_it(node):
+    ctl, _, _ = node
+    j = ctl.submit(spec(["true"], image="registry.example/nothing:1"))
+    done = ctl.wait_job(j["id"], "failed", timeout=30)
+    reason = done["placement"][0].get("reason") or done.get("reason") or ""
+    assert "registry.example/nothing:1" in reason and "pull policy is never" in reason, done
+
+
+def test_tenant_a_cannot_see_tenant_bs_files_or_processes(node, users):
+    ctl, agent, cg_root = node
+    b = ctl.submit(spec(u.sh("echo secret > $TMPDIR/bfile; exec sleep 1000")), tenant="bob")
+    u.wait_running_pids(ctl, b["id"])
+    harness.wait_for(lambda: any(comm(p) == "sleep" for p in container_pids(cg_root, ctl, b["id"])),
+                     what="bob's container running")
+    bdir = os.path.join(os.path.realpath(agent.workdir), "jobs", u.job_name(ctl, b["id"]))
+    try:
+        a = ctl.submit(spec(u.sh("ps -o pid,comm; cat %s/bfile 2>&1; ls %s 2>&1; echo end"
+                                 % (bdir, os.path.realpath(agent.workdir)))))
+        ctl.wait_job(a["id"], "succeeded", timeout=30)
+        out = log(ctl, a["id"])
+        assert "sleep" not in out and "1000" not in out, out   # bob's processes: not in its PID namespace
+        assert "secret" not in out and "No such file" in out, out
+    finally:
+        ctl.request("DELETE", "/v1/jobs/%d" % b["id"], token=ctl.token("bob"))
+    ctl.wait_job(b["id"], "cancelled", timeout=30)
+
+
+def test_seeds_megatron_manifest_unchanged_as_8_tasks_of_4_gpus(base, store, users, build_dir,
+                                                                tmp_path):
+    """examples/megatron-3b.yaml as it is, on two agents of 16 emulated GPUs
+    each: eight containers of nvcr.io/megatron (its command, the image's),
+    each with its own four GPUs."""
+    ctl = harness.Controller(os.path.join(base, "mega"), tasks_as_root=False,
+                             tenants=[{"name": "alice", "user": "slct_a"}])
+    os.chmod(ctl.dir, 0o711)
+    roots = [harness.unique_cgroup_root("mega") for _ in range(2)]
+    for r in roots:
+        for d in u.v1_cg_dirs(MOUNTS, r).values():
+            os.makedirs(d)
+    agents = []
+    try:
+        ctl.start()
+        for i, r in enumerate(roots):
+            a = harness.Agent(ctl, "m%d" % (i + 1), gpus=16, cpus="64", memory="1100Gi",
+                              cgroup="v1", cgroup_root=r,
+                              extra_args=["--runtime", RUNC, "--image-store", store,
+                                          "--image-pull", "if-not-present"])
+            agents.append(a)
+            a.start()
+        env = u.cli_env(ctl, token=ctl.token("alice"), tmpdir=tmp_path)
+        r = u.sluice(["submit", "-f", os.path.join(REPO, "examples", "megatron-3b.yaml")], env)
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        jid = int(re.search(r"\d+", r.stdout).group(0))
+        done = ctl.wait_job(jid, ["succeeded", "failed"], timeout=90)
+        assert done["state"] == "succeeded", (done, [log(ctl, jid, t) for t in range(8)])
+        seen = set()
+        for t, p in enumerate(done["placement"]):
+            assert len(p["gpus"]) == 4
+            out = log(ctl, jid, t).strip()
+            assert out == "megatron rank %d of 8 gpus %s" % (t, ",".join(map(str, p["gpus"]))), out
+            seen |= {(p["node"], g) for g in p["gpus"]}
+        assert len(seen) == 32
+    finally:
+        for a in agents:
+            a.stop()
+        ctl.stop()
+        for r in roots:
+            for d in u.v1_cg_dirs(MOUNTS, r).values():
+                u.remove_cgroup_tree(d)
