@@ -64,8 +64,12 @@ int cli_cmd_sbatch(cli_t *c) {
         goto out;
     if ((job = cli_sbatch_spec(sb, path, text, c->command + at, c->ncommand - at)) == NULL)
         goto out;
-    /* sbatch's job is an allocation: the script runs once, srun starts steps. */
-    json_object_set_new(job, "allocation", json_true());
+    /* sbatch's job is an allocation: the script runs once, srun starts steps.
+     * A script in a container (pyxis' --container-image) runs in each
+     * task's container instead: the step daemon is the node's, not the
+     * image's (docs/containers.md). */
+    if (!json_object_get(job, "image"))
+        json_object_set_new(job, "allocation", json_true());
     if (!json_object_get(job, "tenant") && c->tenant)
         json_object_set_new(job, "tenant", json_string(c->tenant));
     if (cli_sbatch_flag(sb, "dry-run")) {

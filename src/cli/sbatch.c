@@ -32,6 +32,7 @@
 
 #include "cli.h"
 #include "jobspec.h"
+#include "pyxis.h"
 #include "sluice/job.h"
 
 enum {
@@ -39,6 +40,7 @@ enum {
     SB_MEM_PER_CPU, SB_GRES, SB_GPUS, SB_GPUS_PER_TASK, SB_GPUS_PER_NODE, SB_TIME, SB_PARTITION,
     SB_QOS, SB_ACCOUNT, SB_OUTPUT, SB_ERROR, SB_ARRAY, SB_DEPENDENCY, SB_EXPORT, SB_CHDIR,
     SB_CONSTRAINT,
+    SB_CONTAINER_IMAGE, SB_CONTAINER_MOUNTS, SB_CONTAINER_WORKDIR, SB_CONTAINER_NAME, /* pyxis */
     SB_WRAP, SB_PARSABLE, SB_QUIET, SB_IGNORE, SB_DRY_RUN, SB_HELP,
     SB_NOPTS,
     SB_UNSUPPORTED = -1
@@ -79,6 +81,10 @@ static const sb_opt_t opts[] = {
     {"dependency", 'd', 1, SB_DEPENDENCY, 0, NULL},
     {"export", 0, 1, SB_EXPORT, 0, NULL},
     {"chdir", 'D', 1, SB_CHDIR, 0, NULL},
+    {"container-image", 0, 1, SB_CONTAINER_IMAGE, 0, NULL},
+    {"container-mounts", 0, 1, SB_CONTAINER_MOUNTS, 0, NULL},
+    {"container-workdir", 0, 1, SB_CONTAINER_WORKDIR, 0, NULL},
+    {"container-name", 0, 1, SB_CONTAINER_NAME, 0, NULL},
     {"wrap", 0, 1, SB_WRAP, WHERE_CLI, NULL},
     {"parsable", 0, 0, SB_PARSABLE, WHERE_CLI, NULL},
     {"quiet", 'Q', 0, SB_QUIET, WHERE_CLI, NULL},
@@ -841,6 +847,17 @@ json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, ch
             goto fail;
         if (json_object_size(env) == 0)
             json_object_del(spec, "env");
+    }
+    if (v[SB_CONTAINER_IMAGE] || v[SB_CONTAINER_MOUNTS] || v[SB_CONTAINER_WORKDIR] ||
+        v[SB_CONTAINER_NAME]) {
+        const char *pv[CLI_PYXIS_N] = {v[SB_CONTAINER_IMAGE], v[SB_CONTAINER_MOUNTS],
+                                       v[SB_CONTAINER_WORKDIR], v[SB_CONTAINER_NAME]};
+        char perr[512];
+        int which = 0;
+        if (cli_pyxis_apply(spec, pv, &which, perr, sizeof perr) != 0) {
+            rc = bad(sb, SB_CONTAINER_IMAGE + which, "%s", perr);
+            goto fail;
+        }
     }
     if (v[SB_CHDIR]) {
         char *d = abs_path(v[SB_CHDIR]);

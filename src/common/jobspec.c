@@ -133,7 +133,7 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                           "false", "",
                           "an allocation (as sbatch's): one task runs the command, the others "
                           "hold their resources for srun's job steps; docs/slurm.md"},
-    [SL_JS_MOUNTS] = {"mounts", "mount", 0, "SRC:DST[:ro]", SL_FT_NAMES, 0, 3, 4096, NULL, 0,
+    [SL_JS_MOUNTS] = {"mounts", "mount", 0, "SRC:DST[:ro]", SL_FT_NAMES, 0, 1, 4096, NULL, 0,
                       "none", "",
                       "image only: host directories bound into the container, SRC:DST or "
                       "SRC:DST:ro (flag: repeat or comma-separate); SRC under a prefix the "
@@ -576,11 +576,6 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
         *field = "gpu_models";
         return fail(err, errlen, "only allowed with gpus or gpu_share");
     }
-    if (val[SL_JS_SCRIPT] && val[SL_JS_IMAGE]) {
-        *field = "script";
-        return fail(err, errlen, "cannot be combined with image (a batch script runs on the "
-                    "node, not in a container)");
-    }
     for (int i = SL_JS_CHDIR; i <= SL_JS_SUBMIT_DIR; i++) {
         if (val[i] && !val[SL_JS_SCRIPT]) {
             *field = sl_jobspec_fields[i].name;
@@ -592,6 +587,11 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
             *field = sl_jobspec_fields[i].name;
             return fail(err, errlen, "only allowed with image");
         }
+    }
+    if (val[SL_JS_ALLOCATION] && json_is_true(val[SL_JS_ALLOCATION]) && val[SL_JS_IMAGE]) {
+        *field = "allocation";
+        return fail(err, errlen, "cannot be combined with image (the step daemon runs on the "
+                    "node, not in a container)");
     }
     if (val[SL_JS_WORKDIR] && json_string_value(val[SL_JS_WORKDIR])[0] != '/') {
         *field = "workdir";

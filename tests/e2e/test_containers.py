@@ -428,3 +428,36 @@ def test_seeds_megatron_manifest_unchanged_as_8_tasks_of_4_gpus(base, store, use
         for r in roots:
             for d in u.v1_cg_dirs(MOUNTS, r).values():
                 u.remove_cgroup_tree(d)
+
+
+def test_sbatch_pyxis_directives_run_the_script_in_the_container(node, data, users, tmp_path):
+    """#SBATCH --container-image/-mounts/-workdir/-name (pyxis') as image,
+    mounts, workdir and the job's name; the script runs in the container."""
+    ctl, agent, _ = node
+    tmp_path.chmod(0o755)
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n"
+                      "#SBATCH --container-image=localhost\\#sluice-test/busybox\n"
+                      "#SBATCH --container-mounts=%s:/data,%s\n"
+                      "#SBATCH --container-workdir=/data\n"
+                      "#SBATCH --container-name=trainer\n"
+                      "#SBATCH --mem=64M\n"
+                      "pwd; ls /bin/busybox; test -d %s && echo both; echo args $1\n"
+                      % (data, data, data))
+    env = u.cli_env(ctl, token=ctl.token("alice"), tmpdir=tmp_path)
+    r = u.sluice(["sbatch", "--dry-run", str(script)], env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    sp = json.loads(r.stdout)
+    assert sp["image"] == IMAGE and sp["workdir"] == "/data" and sp["name"] == "trainer", sp
+    assert sp["mounts"] == ["%s:/data" % data, "%s:%s" % (data, data)], sp
+    r = u.sluice(["sbatch", "--parsable", str(script), "one"], env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    jid = int(r.stdout.strip().split(";")[0])
+    done = ctl.wait_job(jid, ["succeeded", "failed"], timeout=30)
+    out = log(ctl, jid)
+    assert done["state"] == "succeeded", (done, out)
+    assert out.splitlines() == ["/data", "/bin/busybox", "both", "args one"], out
+    # A squashfs file (enroot's) is refused, naming the directive.
+    script.write_text("#!/bin/sh\n#SBATCH --container-image=/images/pytorch.sqsh\ntrue\n")
+    r = u.sluice(["sbatch", "--dry-run", str(script)], env, cwd=str(tmp_path))
+    assert r.returncode != 0 and "--container-image" in r.stderr and "squashfs" in r.stderr, r

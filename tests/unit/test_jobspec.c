@@ -57,13 +57,27 @@ static const spec_row_t spec_rows[] = {
     BAD("[1, 2]", NULL, "JSON object"),
     BAD("{}", "command", "required (or give an image or a script)"),
     /* a batch script (docs/slurm.md): its command is optional, its
-     * directory and files only go with it, and it is not a container */
+     * directory and files only go with it; it may run in a container */
     OK("{\"script\": \"#!/bin/sh\\ntrue\\n\"}"),
     OK("{\"script\": \"#!/bin/sh\", \"command\": [\"a.sh\", \"x\"], \"chdir\": \"/tmp\", "
        "\"output\": \"o-%j\", \"error\": \"e-%j\", \"submit_dir\": \"/home/u\"}"),
     BAD("{\"command\": [\"x\"], \"chdir\": \"/tmp\"}", "chdir", "only allowed with script"),
     BAD("{\"command\": [\"x\"], \"output\": \"o\"}", "output", "only allowed with script"),
-    BAD("{\"script\": \"#!/bin/sh\", \"image\": \"img\"}", "script", "cannot be combined with image"),
+    OK("{\"script\": \"#!/bin/sh\", \"image\": \"img\"}"),
+    /* a container's options (docs/containers.md): only with an image */
+    OK("{\"image\": \"img\", \"mounts\": [\"/data:/data:ro\", \"/s:/t\"], "
+       "\"shm_size\": \"8Gi\", \"workdir\": \"/w\"}"),
+    OK("{\"image\": \"img\", \"mounts\": \"/data:/d:rw\"}"),
+    BAD("{\"command\": [\"x\"], \"mounts\": [\"/a:/b\"]}", "mounts", "only allowed with image"),
+    BAD("{\"command\": [\"x\"], \"shm_size\": \"1Gi\"}", "shm_size", "only allowed with image"),
+    BAD("{\"command\": [\"x\"], \"workdir\": \"/w\"}", "workdir", "only allowed with image"),
+    BAD("{\"image\": \"i\", \"workdir\": \"w\"}", "workdir", "absolute path inside"),
+    BAD("{\"image\": \"i\", \"mounts\": [\"data:/d\"]}", "mounts", "must be absolute paths"),
+    BAD("{\"image\": \"i\", \"mounts\": [\"/a\"]}", "mounts", "is not SRC:DST"),
+    BAD("{\"image\": \"i\", \"mounts\": [\"/a:/b:rx\"]}", "mounts", "must be ro or rw"),
+    BAD("{\"image\": \"i\", \"mounts\": [\"/a/../etc:/b\"]}", "mounts", "no .. in"),
+    BAD("{\"image\": \"i\", \"shm_size\": \"1Ki\"}", "shm_size", "out of range"),
+    BAD("{\"image\": \"i\", \"allocation\": true}", "allocation", "cannot be combined with image"),
     BAD("{\"script\": \"\"}", "script", "string of 1 to 65536"),
     {"{\"command\": [\"x\"], \"foo\": 1}", SL_ENOENT, "foo", "unknown field (known: name, tenant"},
     /* null is absent */
@@ -430,6 +444,33 @@ static void test_jobspec_range_text(void **state) {
     assert_string_equal(buf, "1 to 63 characters");
 }
 
+static void test_jobspec_mount_parse_and_allowed(void **state) {
+    (void)state;
+    char src[SL_JOBSPEC_PATH_MAX], dst[SL_JOBSPEC_PATH_MAX], err[256];
+    bool ro = true;
+    assert_int_equal(sl_jobspec_mount_parse("/data/x:/d", src, dst, &ro, err, sizeof err), 0);
+    assert_string_equal(src, "/data/x");
+    assert_string_equal(dst, "/d");
+    assert_false(ro);
+    assert_int_equal(sl_jobspec_mount_parse("/a:/b:ro", src, dst, &ro, err, sizeof err), 0);
+    assert_true(ro);
+    assert_int_equal(sl_jobspec_mount_parse("/a:/b:x", NULL, NULL, NULL, err, sizeof err),
+                     SL_EINVAL);
+    assert_non_null(strstr(err, "\"/a:/b:x\""));
+    assert_int_equal(sl_jobspec_mount_parse(":/b", NULL, NULL, NULL, err, sizeof err), SL_EINVAL);
+    assert_int_equal(sl_jobspec_mount_parse("/a/..:/b", NULL, NULL, NULL, err, sizeof err),
+                     SL_EINVAL);
+    const char *const pre[] = {"/data", "/scratch/"};
+    assert_true(sl_jobspec_mount_allowed("/data", pre, 2));
+    assert_true(sl_jobspec_mount_allowed("/data/sets/a", pre, 2));
+    assert_true(sl_jobspec_mount_allowed("/scratch/u", pre, 2));
+    assert_false(sl_jobspec_mount_allowed("/database", pre, 2));
+    assert_false(sl_jobspec_mount_allowed("/etc", pre, 2));
+    assert_false(sl_jobspec_mount_allowed("/data", pre, 0));
+    const char *const root[] = {"/"};
+    assert_true(sl_jobspec_mount_allowed("/etc", root, 1));
+}
+
 int main(void) {
     json_set_alloc_funcs(count_malloc, count_free);
     const struct CMUnitTest tests[] = {
@@ -441,6 +482,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_jobspec_find_and_env_names, teardown),
         cmocka_unit_test_teardown(test_jobspec_markdown_table, teardown),
         cmocka_unit_test_teardown(test_jobspec_range_text, teardown),
+        cmocka_unit_test_teardown(test_jobspec_mount_parse_and_allowed, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

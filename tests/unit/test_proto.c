@@ -602,6 +602,35 @@ static void test_proto_enforcement_fields_round_trip(void **state) {
     assert_int_equal(sl_proto_encode(&l, buf, sizeof buf, &len), SL_EINVAL);
 }
 
+/* A container's fields (docs/protocol.md, launch) travel, only when set. */
+static void test_proto_launch_container_fields_round_trip(void **state) {
+    (void)state;
+    sl_proto_msg_t d;
+    const char *const mounts[] = {"/data:/data:ro", "/s:/t"};
+    sl_proto_msg_t l = {.type = SL_PROTO_LAUNCH, .job = 1, .task = 0,
+                        .u.launch = {.world_size = 1, .master_port = 29500, .image = "img",
+                                     .mounts = mounts, .nmounts = 2, .shm_size = 1 << 30,
+                                     .workdir = "/w"}};
+    char *line = round_trip(&l, SL_PROTO_TO_AGENT, &d);
+    assert_non_null(strstr(line, "\"mounts\":[\"/data:/data:ro\",\"/s:/t\"]"));
+    assert_int_equal(d.u.launch.nmounts, 2);
+    assert_string_equal(d.u.launch.mounts[1], "/s:/t");
+    assert_int_equal(d.u.launch.shm_size, 1 << 30);
+    assert_string_equal(d.u.launch.workdir, "/w");
+    sl_proto_msg_fini(&d);
+    sl_free(line);
+    sl_proto_msg_t z = {.type = SL_PROTO_LAUNCH, .job = 1, .task = 0,
+                        .u.launch = {.world_size = 1, .master_port = 29500}};
+    line = round_trip(&z, SL_PROTO_TO_AGENT, &d);
+    assert_null(strstr(line, "mounts"));
+    assert_null(strstr(line, "shm_size"));
+    assert_null(strstr(line, "workdir"));
+    assert_int_equal(d.u.launch.nmounts, 0);
+    assert_null(d.u.launch.workdir);
+    sl_proto_msg_fini(&d);
+    sl_free(line);
+}
+
 /* The fields fencing added (docs/protocol.md, Fencing) survive a round
  * trip, and their absence decodes to "no fencing". */
 static void test_proto_fencing_fields_round_trip(void **state) {
@@ -938,6 +967,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_proto_encode_short_buffer_and_bad_input, tu_teardown),
         cmocka_unit_test_teardown(test_proto_decode_holds_its_document, tu_teardown),
         cmocka_unit_test_teardown(test_proto_heartbeat_usage_round_trip, tu_teardown),
+        cmocka_unit_test_teardown(test_proto_launch_container_fields_round_trip, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
