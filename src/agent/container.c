@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "cdi.h"
 #include "container.h"
 #include "jobspec.h"
 #include "log.h"
@@ -109,32 +110,48 @@ int agent_container_bundle(const agent_container_config_t *cc, const agent_conta
         snprintf(path, sizeof path, "%s", bundle);
         goto fail;
     }
-    json_t *env = json_array(), *args = json_null(), *devs = json_array();
+    json_t *env = json_array(), *args = json_null(), *devs = json_array(), *mounts = mounts_json(t);
+    /* GPUs: the toolkit's CDI spec where there is one (its env first, so
+     * that the task's and Sluice's win), else the device files. */
+    char cdi[4200] = "";
+    int rc = t->ngpus ? agent_cdi_edits(cc->cdi_dirs, t->gpus, t->ngpus, devs, mounts, env, cdi,
+                                        sizeof cdi, reason, rlen)
+                      : 0;
+    if (rc < 0) {
+        json_decref(env);
+        json_decref(devs);
+        json_decref(mounts);
+        return -1;
+    }
+    if (rc == 0) {
+        cdi[0] = '\0';
+        char src[16 + 4][256], dst[16 + 4][256];
+        size_t nd = agent_container_gpu_devices(cc->gpu_files, t->gpus, t->ngpus, src, dst, 20);
+        for (size_t i = 0; i < nd; i++)
+            json_array_append_new(devs, json_pack("{s:s, s:s}", "source", src[i], "destination",
+                                                  dst[i]));
+    }
     for (char *const *e = t->env; e && *e; e++) json_array_append_new(env, json_string(*e));
     if (t->argv) {
         args = json_array();
         for (size_t i = 0; i < t->argc; i++) json_array_append_new(args, json_string(t->argv[i]));
     }
-    char src[16 + 4][256], dst[16 + 4][256];
-    size_t nd = agent_container_gpu_devices(cc->gpu_files, t->gpus, t->ngpus, src, dst, 20);
-    for (size_t i = 0; i < nd; i++)
-        json_array_append_new(devs, json_pack("{s:s, s:s}", "source", src[i], "destination",
-                                              dst[i]));
     char id[300], images[4200], failed[4200];
     snprintf(id, sizeof id, "sluice-%s.%d", t->name, (int)t->task);
     snprintf(images, sizeof images, "%s/images", t->workdir);
     snprintf(failed, sizeof failed, "%s/failed", bundle);
     json_t *spec = json_pack(
         "{s:s, s:s, s:o, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:o, s:o, s:s, s:o, s:I, s:o, s:o,"
-        " s:s}",
+        " s:s, s:o}",
         "id", id, "image", t->image, "store", str_or_null(cc->store), "pull",
         cc->pull ? cc->pull : "if-not-present", "runtime", cc->runtime, "init", cc->init,
         "images", images, "uid", (json_int_t)t->uid, "gid", (json_int_t)t->gid, "hostname",
         t->node, "args", args, "cwd", str_or_null(t->cwd), "jobdir", t->jobdir, "env", env,
         "shm_size", (json_int_t)(t->shm_size > 0 ? t->shm_size : AGENT_CONTAINER_SHM_DEFAULT),
-        "mounts", mounts_json(t), "devices", devs, "reason", failed);
+        "mounts", mounts, "devices", devs, "reason", failed, "cdi",
+        cdi[0] ? json_string(cdi) : json_null());
     snprintf(path, sizeof path, "%s/spec.json", bundle);
-    int rc = spec ? json_dump_file(spec, path, JSON_COMPACT) : -1;
+    rc = spec ? json_dump_file(spec, path, JSON_COMPACT) : -1;
     json_decref(spec);
     if (rc != 0) goto fail;
     return 0;

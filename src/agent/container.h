@@ -24,7 +24,13 @@
  *      "env": ["K=V", ...], "shm_size": 67108864,
  *      "mounts": [{"source": "/data", "destination": "/data", "ro": true}],
  *      "devices": [{"source": "/dev/nvidia3", "destination": "/dev/nvidia3"}],
- *      "reason": "WORKDIR/containers/NAME.TASK/failed"}
+ *      "reason": "WORKDIR/containers/NAME.TASK/failed",
+ *      "cdi": "/etc/cdi/nvidia.yaml" | null}
+ *
+ * A task with GPUs gets the edits of the NVIDIA toolkit's CDI spec (cdi.h)
+ * when the node has one ("cdi" names it: its devices, mounts and env are in
+ * the lists above), else its GPUs' device files
+ * (agent_container_gpu_devices).
  *
  * A start that fails before the container runs (the image is not in the
  * store and cannot be pulled, say) leaves its reason, one line, in
@@ -59,6 +65,7 @@ typedef struct agent_container_config {
     const char *store;      /* podman's storage root (--root); NULL: podman's default */
     const char *pull;       /* "never", "if-not-present" (default) or "always" */
     const char *gpu_files;  /* GPU i's device file, comma-separated; NULL: /dev/nvidiaI */
+    const char *cdi_dirs;   /* where CDI specs are (cdi.h); NULL: AGENT_CDI_DIRS */
     const char *cstart;     /* sluice-cstart's path */
     const char *init;       /* sluice-init's path */
 } agent_container_config_t;

@@ -82,6 +82,8 @@ static const char usage[] =
     "  --image-store DIR       podman's storage root holding the node's images\n"
     "                          (default: podman's own, /var/lib/containers/storage)\n"
     "  --image-pull POLICY     never, if-not-present (default) or always\n"
+    "  --cdi-dirs DIR:..       where the NVIDIA toolkit's CDI spec is (default\n"
+    "                          /etc/cdi:/var/run/cdi); none: the GPUs' device files\n"
     "  --grace SECONDS         SIGTERM-to-SIGKILL grace when stopping (default 10)\n"
     "  --cgroup v2|v1|none|auto  per-task enforcement (docs/enforcement.md): memory\n"
     "                          hard 110% / soft 90% of the request, no swap, CPU\n"
@@ -368,7 +370,7 @@ int main(int argc, char **argv) {
            O_HELP, O_VERSION, O_CA, O_CERT, O_KEY, O_CGROUP, O_CGROUP_ROOT, O_CGROUP_MOUNT,
            O_PIDS_MAX, O_CGROUP_POOL, O_GPU_DEVICE_FILES, O_OOM_SCORE_ADJ, O_METRICS_LISTEN,
            O_METRICS_INTERVAL, O_JOBMAP_DIR, O_TAINTS, O_TOPOLOGY, O_EMULATE, O_RUNTIME,
-           O_IMAGE_STORE, O_IMAGE_PULL };
+           O_IMAGE_STORE, O_IMAGE_PULL, O_CDI_DIRS };
     const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
     static const struct option opts[] = {
         {"controller", required_argument, NULL, O_CTL},
@@ -390,6 +392,7 @@ int main(int argc, char **argv) {
         {"runtime", required_argument, NULL, O_RUNTIME},
         {"image-store", required_argument, NULL, O_IMAGE_STORE},
         {"image-pull", required_argument, NULL, O_IMAGE_PULL},
+        {"cdi-dirs", required_argument, NULL, O_CDI_DIRS},
         {"grace", required_argument, NULL, O_GRACE},
         {"help", no_argument, NULL, O_HELP},
         {"version", no_argument, NULL, O_VERSION},
@@ -457,6 +460,7 @@ int main(int argc, char **argv) {
         case O_LAUNCHER: a.launcher = optarg; break;
         case O_RUNTIME: a.containers.runtime = optarg; break;
         case O_IMAGE_STORE: a.containers.store = optarg; break;
+        case O_CDI_DIRS: a.containers.cdi_dirs = optarg; break;
         case O_IMAGE_PULL:
             if (strcmp(optarg, "never") && strcmp(optarg, "if-not-present") && strcmp(optarg, "always"))
                 return die_usage("--image-pull: \"%s\" is not never, if-not-present or always", optarg);

@@ -174,6 +174,7 @@ def node(users, base, store, gpu_files, data, build_dir):
                                   "--image-pull", "never",
                                   "--gpu-device-files", ",".join(gpu_files)])
         agent.start()
+        STORES[id(ctl)] = store
         yield ctl, agent, cg_root
     finally:
         if agent:
@@ -181,6 +182,13 @@ def node(users, base, store, gpu_files, data, build_dir):
         ctl.stop()
         for d in dirs.values():
             u.remove_cgroup_tree(d)
+
+
+STORES = {}
+
+
+def store_of(ctl):
+    return STORES[id(ctl)]
 
 
 def spec(command, **kw):
@@ -461,3 +469,139 @@ def test_sbatch_pyxis_directives_run_the_script_in_the_container(node, data, use
     script.write_text("#!/bin/sh\n#SBATCH --container-image=/images/pytorch.sqsh\ntrue\n")
     r = u.sluice(["sbatch", "--dry-run", str(script)], env, cwd=str(tmp_path))
     assert r.returncode != 0 and "--container-image" in r.stderr and "squashfs" in r.stderr, r
+
+
+TRAIN = r"""
+import os
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.ones(1)
+dist.all_reduce(t)
+print("rank %d world %d sum %d uid %d" % (dist.get_rank(), dist.get_world_size(), int(t.item()),
+                                          os.getuid()), flush=True)
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/lib/python3/dist-packages/torch"),
+                    reason="python3-torch is not installed (make deps)")
+def test_torchrun_gang_over_gloo_in_containers_on_two_agents(base, store, users, tmp_path):
+    """A gang of two tasks on two agents, each in a container of an image
+    that has no Python: Debian's python3-torch is the node's /usr, bound
+    read-only with /etc/alternatives (its BLAS is a link there), both
+    allowed by container_mounts; torchrun's static rendezvous
+    at MASTER_ADDR:MASTER_PORT over the host's network, one gloo
+    all_reduce."""
+    root = os.path.join(base, "torchroot")
+    os.makedirs(os.path.join(root, "bin"))
+    shutil.copy(BUSYBOX, os.path.join(root, "bin", "busybox"))
+    os.symlink("busybox", os.path.join(root, "bin", "sh"))
+    for link in ("lib", "lib64"):
+        os.symlink("usr/" + link, os.path.join(root, link))
+    tar = os.path.join(base, "torchroot.tar")
+    subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True, timeout=60)
+    r = podman(store, "import", tar, "localhost/sluice-test/usr-from-host")
+    assert r.returncode == 0, r.stderr
+    job = os.path.join(base, "torchjob")
+    os.makedirs(job)
+    os.chmod(job, 0o755)
+    with open(os.path.join(job, "train.py"), "w") as f:
+        f.write(TRAIN)
+    ctl = harness.Controller(os.path.join(base, "torch"), tasks_as_root=False,
+                             tenants=[{"name": "alice", "user": "slct_a"}],
+                             config_overrides={"container_mounts": ["/usr", "/etc/alternatives", job]})
+    os.chmod(ctl.dir, 0o711)
+    roots = [harness.unique_cgroup_root("torch") for _ in range(2)]
+    for r_ in roots:
+        for d in u.v1_cg_dirs(MOUNTS, r_).values():
+            os.makedirs(d)
+    agents = []
+    try:
+        ctl.start()
+        for i, r_ in enumerate(roots):
+            a = harness.Agent(ctl, "t%d" % (i + 1), gpus=1, cpus="2", memory="8Gi",
+                              cgroup="v1", cgroup_root=r_,
+                              extra_args=["--runtime", RUNC, "--image-store", store,
+                                          "--image-pull", "never"])
+            agents.append(a)
+            a.start()
+        cmd = ("exec /usr/bin/python3 -m torch.distributed.run --nnodes 2 --nproc_per_node 1 "
+               "--redirects=1:1 --tee=1:1 "
+               "--node_rank $RANK --master_addr $MASTER_ADDR --master_port $MASTER_PORT "
+               "/job/train.py")
+        j = ctl.submit({"image": "localhost/sluice-test/usr-from-host", "tasks": 2, "gpus": 1,
+                        "cpus": "1", "memory": "3Gi", "command": u.sh(cmd),
+                        "mounts": ["/usr:/usr:ro", "/etc/alternatives:/etc/alternatives:ro",
+                                   "%s:/job:ro" % job]})
+        done = ctl.wait_job(j["id"], ["succeeded", "failed"], timeout=240)
+        outs = [log(ctl, j["id"], t) for t in range(2)]
+        assert done["state"] == "succeeded", (done, outs)
+        assert {p["node"] for p in done["placement"]} == {"t1", "t2"}
+        ranks = set()
+        for out in outs:
+            for ln in out.splitlines():
+                if ln.startswith("rank "):
+                    f = ln.split()
+                    assert (f[3], f[5], f[7]) == ("2", "2", "0"), ln
+                    ranks.add(int(f[1]))
+        assert ranks == {0, 1}, outs
+    finally:
+        for a in agents:
+            a.stop()
+        ctl.stop()
+        for r_ in roots:
+            for d in u.v1_cg_dirs(MOUNTS, r_).values():
+                u.remove_cgroup_tree(d)
+
+
+def test_gpus_through_the_toolkits_cdi_spec_where_the_node_has_one(node, base, gpu_files):
+    """A node with a CDI spec (kind nvidia.com/gpu, as nvidia-ctk writes it):
+    the container gets its GPUs' deviceNodes (by index), the spec's own
+    devices, mounts and env, and no other GPU."""
+    ctl, _, _ = node
+    cdi = os.path.join(base, "cdi")
+    drv = os.path.join(base, "driver")
+    os.makedirs(cdi)
+    os.makedirs(drv)
+    os.chmod(drv, 0o755)
+    lib = os.path.join(drv, "libcuda.so.1")
+    with open(lib, "w") as f:
+        f.write("not really the driver\n")
+    os.chmod(lib, 0o644)
+    devices = "\n".join(
+        "- name: \"%d\"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia%d\n"
+        "      hostPath: %s" % (i, i, f) for i, f in enumerate(gpu_files))
+    with open(os.path.join(cdi, "nvidia.yaml"), "w") as f:
+        f.write("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n%s\n"
+                "containerEdits:\n  env:\n  - NVIDIA_VISIBLE_DEVICES=void\n"
+                "  deviceNodes:\n  - path: /dev/nvidiactl\n    hostPath: %s\n"
+                "  mounts:\n  - hostPath: %s\n    containerPath: /usr/lib/libcuda.so.1\n"
+                "    options: [ro, nosuid, nodev, bind]\n" % (devices, gpu_files[3], lib))
+    root = harness.unique_cgroup_root("cdi")
+    dirs = u.v1_cg_dirs(MOUNTS, root)
+    for d in dirs.values():
+        os.makedirs(d)
+    a = harness.Agent(ctl, "c1", gpus=4, cpus="8", memory="16Gi", cgroup="v1", cgroup_root=root,
+                      extra_args=["--runtime", RUNC, "--image-store", store_of(ctl),
+                                  "--image-pull", "never", "--labels", "cdi=yes",
+                                  "--gpu-device-files", ",".join(gpu_files), "--cdi-dirs", cdi])
+    try:
+        a.start()
+        j = ctl.submit(spec(u.sh("ls /dev; cat /usr/lib/libcuda.so.1; echo vis=$NVIDIA_VISIBLE_DEVICES"),
+                            gpus=1, node_selector=["cdi=yes"]))
+        done = ctl.wait_job(j["id"], ["succeeded", "failed"], timeout=30)
+        out = log(ctl, j["id"])
+        assert done["state"] == "succeeded", (done, out)
+        (g,) = done["placement"][0]["gpus"]
+        lines = out.splitlines()
+        assert "nvidia%d" % g in lines and "nvidiactl" in lines, out
+        assert [x for x in lines if x.startswith("nvidia") and x != "nvidiactl"] == ["nvidia%d" % g], out
+        assert "not really the driver" in lines and "vis=void" in lines, out
+        with open(os.path.join(a.workdir, "containers", "%s.0" % u.job_name(ctl, j["id"]),
+                               "spec.json")) as f:
+            assert json.load(f)["cdi"] == os.path.join(cdi, "nvidia.yaml")
+    finally:
+        a.stop()
+        for d in dirs.values():
+            u.remove_cgroup_tree(d)
