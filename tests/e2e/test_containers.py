@@ -605,3 +605,68 @@ def test_gpus_through_the_toolkits_cdi_spec_where_the_node_has_one(node, base, g
         a.stop()
         for d in dirs.values():
             u.remove_cgroup_tree(d)
+
+
+def test_time_limit_stops_a_container_as_a_plain_task(node):
+    """The controller's time limit ends a container with SIGTERM (the task's
+    own handler runs inside) and the job fails with the limit's reason."""
+    ctl, agent, _ = node
+    j = ctl.submit(spec(u.sh("trap 'echo got TERM; exit 0' TERM; echo up; "
+                             "while :; do sleep 0.1; done"), time_limit=1))
+    done = ctl.wait_job(j["id"], "failed", timeout=30)
+    assert done["reason"] == "time limit of 1 s exceeded", done
+    harness.wait_for(lambda: "got TERM" in log(ctl, j["id"]), what="the trap's line")
+    assert "up" in log(ctl, j["id"])
+
+
+def test_root_only_where_the_config_allows_it_and_then_inside_the_tasks_cgroup(base, store,
+                                                                              users):
+    """A tenant mapped to root (allow_root: true) runs its container as root
+    (no user namespace), still inside the task's cgroup tree under its
+    limits; every other tenant's container is its own user's."""
+    ctl = harness.Controller(os.path.join(base, "rootctl"), tasks_as_root=False,
+                             tenants=[{"name": "ops", "user": "root"},
+                                      {"name": "alice", "user": "slct_a"}],
+                             config_overrides={"allow_root": True})
+    os.chmod(ctl.dir, 0o711)
+    root = harness.unique_cgroup_root("root")
+    dirs = u.v1_cg_dirs(MOUNTS, root)
+    for d in dirs.values():
+        os.makedirs(d)
+    a = None
+    try:
+        ctl.start()
+        a = harness.Agent(ctl, "r1", gpus=0, cpus="4", memory="8Gi", cgroup="v1",
+                          cgroup_root=root, extra_args=["--runtime", RUNC, "--image-store", store,
+                                                        "--image-pull", "never"]).start()
+        for tenant, want in (("ops", 0), ("alice", users["slct_a"].pw_uid)):
+            j = ctl.submit({"image": IMAGE, "cpus": "1", "memory": "64Mi",
+                            "command": u.sh("id -u; exec sleep 1000")}, tenant=tenant)
+            u.wait_running_pids(ctl, j["id"])
+            mem = os.path.join(MOUNTS["memory"] + root, u.task_key(ctl, j["id"]))
+
+            def sleeper():
+                for dirpath, _, _ in os.walk(mem):
+                    for p in u.cg_procs(dirpath):
+                        if comm(p) == "sleep":
+                            return p
+                return None
+            p = harness.wait_for(sleeper, what="the container's sleep in the task's cgroup tree")
+            assert uid_of(p) == want, (tenant, p)
+            ctl.request("DELETE", "/v1/jobs/%d" % j["id"], token=ctl.token(tenant))
+            ctl.wait_job(j["id"], "cancelled", timeout=30)
+            harness.wait_for(lambda: re.search(r"job=%d task=0 pid=\d+ exited exit_code=143 signal=15"
+                                               % j["id"], open(a.log_path).read()),
+                             timeout=30, what="the container's end by SIGTERM")
+            assert "0" in log(ctl, j["id"]).splitlines(), log(ctl, j["id"])
+    finally:
+        if a:
+            a.stop()
+        ctl.stop()
+        for d in dirs.values():
+            u.remove_cgroup_tree(d)
+        # runc as root makes the task's path in the hierarchies the agent
+        # does not use (blkio, cpuset, freezer, ...); it removes the task's
+        # own directory, not its parents.
+        for h in os.listdir("/sys/fs/cgroup"):
+            u.remove_cgroup_tree(os.path.join("/sys/fs/cgroup", h) + root)

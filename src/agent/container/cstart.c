@@ -381,6 +381,24 @@ static json_t *runtime_spec(json_t *img, const char *root) {
         "readonlyPaths", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger");
 }
 
+/* The cgroup this process is in, in the memory hierarchy (v1) or the
+ * unified one: the task's, relative to the hierarchy's root; "" if none. */
+static void own_cgroup(char *out, size_t len) {
+    out[0] = '\0';
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    char line[4300];
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2) continue;
+        *c2 = '\0';
+        bool memory = strstr(c1 + 1, "memory") != NULL;
+        if (memory || (c1[1] == '\0' && !out[0])) snprintf(out, len, "%s", c2 + 1);
+        if (memory) break;
+    }
+    if (f) fclose(f);
+}
+
 /* ---- running it ---- */
 
 static void ignore(int sig) {
@@ -427,6 +445,16 @@ int main(int argc, char **argv) {
     if (!rs) die("cannot write the runtime spec of image %s", image);
     uid_t uid = (uid_t)json_integer_value(json_object_get(spec, "uid"));
     gid_t gid = (gid_t)json_integer_value(json_object_get(spec, "gid"));
+    /* A root task (the config's allow_root) runs runc as root, which would
+     * make cgroups of its own: it is given the task's own (joined, no
+     * resource written) and --rootless true, under which runc also leaves
+     * the devices cgroup to the agent. */
+    bool as_root = uid == 0 && getuid() == 0;
+    if (as_root) {
+        char cg[4200];
+        own_cgroup(cg, sizeof cg);
+        if (cg[0]) json_object_set_new(json_object_get(rs, "linux"), "cgroupsPath", json_string(cg));
+    }
     /* The bundle becomes the tenant's: runc, as that user, reads the spec
      * and keeps its state there. */
     snprintf(path, sizeof path, "%s/config.json", bundle);
@@ -460,7 +488,12 @@ int main(int argc, char **argv) {
     if (pid < 0) return AGENT_CONTAINER_FAILED_EXIT;
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        char *rargv[] = {runc, "--root", state, "run", "--bundle", (char *)bundle, cid, NULL};
+        char rootless[] = "--rootless=true";
+        char *rargv[] = {runc, "--root", state, "run", "--bundle", (char *)bundle, cid, NULL, NULL};
+        if (as_root) {
+            memmove(rargv + 2, rargv + 1, 7 * sizeof *rargv);
+            rargv[1] = rootless;
+        }
         static char *const env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                                     NULL};
         execve(runc, rargv, env);
