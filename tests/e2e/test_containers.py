@@ -159,7 +159,9 @@ def node(users, base, store, gpu_files, data, build_dir):
             pytest.skip("%s is not built" % b)
     ctl = harness.Controller(os.path.join(base, "main"), tasks_as_root=False, tenants=[
         {"name": "alice", "user": "slct_a"}, {"name": "bob", "user": "slct_b"}],
-        config_overrides={"kill_grace": 1, "container_mounts": [data]})
+        config_overrides={"kill_grace": 1, "container_mounts": [data], "priority_classes": [
+            {"name": "batch", "value": 10, "signal": "SIGUSR1", "grace": 2},
+            {"name": "urgent", "value": 1000, "may_preempt": True, "tenants": ["alice", "bob"]}]})
     os.chmod(ctl.dir, 0o711)
     cg_root = harness.unique_cgroup_root("ctr")
     dirs = u.v1_cg_dirs(MOUNTS, cg_root)
@@ -670,3 +672,48 @@ def test_root_only_where_the_config_allows_it_and_then_inside_the_tasks_cgroup(b
         # own directory, not its parents.
         for h in os.listdir("/sys/fs/cgroup"):
             u.remove_cgroup_tree(os.path.join("/sys/fs/cgroup", h) + root)
+
+
+def test_submit_flags_and_yaml_carry_the_container_fields(node, tmp_path):
+    ctl, _, _ = node
+    env = u.cli_env(ctl, token=ctl.token("alice"), tmpdir=tmp_path)
+    r = u.sluice(["submit", "--dry-run", "--image", IMAGE, "--mount", "/a:/b:ro,/c:/d",
+                  "--mount", "/e:/f", "--shm-size", "1Gi", "--workdir", "/w", "--", "true"], env)
+    assert r.returncode == 0, r.stderr
+    sp = json.loads(r.stdout)
+    assert sp["mounts"] == ["/a:/b:ro", "/c:/d", "/e:/f"], sp
+    assert (sp["shm_size"], sp["workdir"]) == ("1Gi", "/w"), sp
+    f = tmp_path / "job.yaml"
+    f.write_text("image: %s\ncommand: [\"true\"]\nmounts: [\"/a:/b:ro\"]\nshm_size: 2Gi\n"
+                 "workdir: /w\n" % IMAGE)
+    r = u.sluice(["submit", "--dry-run", "-f", str(f)], env)
+    assert r.returncode == 0, r.stderr
+    sp = json.loads(r.stdout)
+    assert sp["mounts"] == ["/a:/b:ro"] and sp["shm_size"] == "2Gi" and sp["workdir"] == "/w", sp
+    r = u.sluice(["submit", "--mount", "/a:/b", "--", "true"], env)  # the server checks
+    assert r.returncode != 0 and "mounts" in r.stderr and "only allowed with image" in r.stderr, r
+
+
+def test_preemption_signal_and_grace_reach_the_container_as_a_plain_task(node):
+    """A preempted container gets its class's SIGUSR1 (with the deadline in
+    SLUICE_PREEMPT_FILE, inside), SIGKILL after the class's grace, and is
+    requeued, as a plain task is (test_preempt.py)."""
+    ctl, agent, cg_root = node
+    v = ctl.submit(spec(u.sh("trap 'echo usr1 $(cat $SLUICE_PREEMPT_FILE)' USR1; trap '' TERM; "
+                             "echo start; while :; do sleep 0.05; done"),
+                        gpus=4, priority_class="batch"))
+    (vpid,) = u.wait_running_pids(ctl, v["id"])
+    harness.wait_for(lambda: "start" in log(ctl, v["id"]), what="the victim's container")
+    urgent = ctl.submit({"gpus": 4, "priority_class": "urgent", "command": ["true"],
+                         "cpus": "1", "memory": "64Mi"}, tenant="bob")
+    ctl.wait_job(urgent["id"], "succeeded", timeout=60)
+    harness.wait_for(lambda: re.search(r"job=%d task=0 pid=%d exited exit_code=137 signal=9"
+                                       % (v["id"], vpid), agent.log()),
+                     what="the victim killed after the grace")
+    text = open(os.path.join(agent.workdir, "logs", u.job_name(ctl, v["id"]), "0.log~1")).read() \
+        if os.path.exists(os.path.join(agent.workdir, "logs", u.job_name(ctl, v["id"]),
+                                       "0.log~1")) else log(ctl, v["id"])
+    assert re.search(r"usr1 SLUICE_PREEMPT_DEADLINE=\d+\.\d+", text), text
+    harness.wait_for(lambda: ctl.job(v["id"])["requeues"] >= 1, what="the victim requeued")
+    ctl.request("DELETE", "/v1/jobs/%d" % v["id"], token=ctl.token("alice"))
+    ctl.wait_job(v["id"], "cancelled", timeout=30)
