@@ -79,7 +79,9 @@ static void die(const char *fmt, ...) {
     fprintf(stderr, "sluice-cstart: %s\n", msg);
     char path[4200];
     snprintf(path, sizeof path, "%s/failed", bundle);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    /* A new file only: never one already there (the bundle is the tenant's
+     * once handed over, and the agent trusts only a file of root's). */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd >= 0) {
         dprintf(fd, "%s\n", msg);
         close(fd);
