@@ -717,3 +717,18 @@ def test_preemption_signal_and_grace_reach_the_container_as_a_plain_task(node):
     harness.wait_for(lambda: ctl.job(v["id"])["requeues"] >= 1, what="the victim requeued")
     ctl.request("DELETE", "/v1/jobs/%d" % v["id"], token=ctl.token("alice"))
     ctl.wait_job(v["id"], "cancelled", timeout=30)
+
+
+def test_a_name_given_to_another_image_runs_that_image(node, base):
+    """The image's name is looked up again once the store's list changes
+    (the agent keeps what a name was only while the store is unchanged)."""
+    ctl, _, _ = node
+    tar = os.path.join(base, "busybox.tar")
+    name = "localhost/sluice-test/retag"
+    for word in ("first", "second"):
+        r = podman(store_of(ctl), "import", "--change", 'CMD ["/bin/echo", "%s"]' % word, tar, name)
+        assert r.returncode == 0, r.stderr
+        for _ in range(2):
+            j = ctl.submit({"image": name, "cpus": "1", "memory": "64Mi"})
+            ctl.wait_job(j["id"], "succeeded", timeout=30)
+            assert log(ctl, j["id"]).strip() == word, log(ctl, j["id"])
