@@ -65,3 +65,26 @@ def test_bad_container_mounts_are_refused_naming_the_key(tmp_path, build_dir, te
                        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     out = r.stdout + r.stderr
     assert r.returncode == 2 and "bad.yaml:" in out and msg in out, (r.returncode, out)
+
+
+def test_agent_container_flags_are_checked_at_start_up(build_dir, tmp_path):
+    exe = os.path.join(build_dir, "sluice-agent")
+    if not os.access(exe, os.X_OK):
+        pytest.skip("sluice-agent is not built")
+    r = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=10)
+    for flag in ("--runtime", "--image-store", "--image-pull", "--cdi-dirs"):
+        assert flag in r.stdout, flag
+    base = ["--controller", "127.0.0.1:1", "--token", "t", "--workdir", str(tmp_path / "w")]
+    for args, word in [(["--runtime", "runc"], "--runtime: runc is not an executable"),
+                       (["--runtime", "/bin/true", "--launcher", "x {image}"],
+                        "--runtime and --launcher"),
+                       (["--runtime", "/bin/true", "--image-pull", "sometimes"],
+                        "--image-pull: \"sometimes\" is not never, if-not-present or always"),
+                       (["--runtime", "/bin/true", "--image-store", "store"],
+                        "--image-store: store is not an absolute path")]:
+        env = dict(os.environ)
+        env.pop("SLUICE_CLUSTER_TOKEN", None)
+        r = subprocess.run([exe] + base + args, capture_output=True, text=True, timeout=10,
+                           env=env)
+        assert r.returncode == 2, (args, r.returncode, r.stderr)
+        assert word in r.stderr, (args, r.stderr)
