@@ -20,6 +20,7 @@
 #include "base/loop.h"
 #include "base/model.h"
 #include "base/obs.h"
+#include "base/sitecfg.h"
 #include "proto_kill.h"
 #include "sluice/hash.h"
 #include "sluice/ordmap.h"
@@ -97,6 +98,7 @@ typedef struct ctl_counters {
 
 typedef struct ctl {
     ctl_config_t cfg;
+    ctl_site_cfg_t site;       /* aliases, retries' defaults, notifications (sitecfg.h) */
     ctl_loop_t *loop;
     ctl_store_t *store;        /* the store (store/store.h), opened by ctl_domain_open */
 
