@@ -68,6 +68,11 @@ typedef enum sl_jobspec_id {
     SL_JS_TOPOLOGY_REQUIRED,  /* a level the gang must fit in (sluice/topology.h) */
     SL_JS_TOPOLOGY_PREFERRED, /* a level it should fit in */
     SL_JS_ALLOCATION,     /* an allocation: one task runs the command, steps use the rest */
+    /* Retries of a failed job (backoff.h) and its notifications (mailtype.h). */
+    SL_JS_RETRIES,
+    SL_JS_RETRY_BACKOFF,
+    SL_JS_MAIL_TYPE,
+    SL_JS_MAIL_USER,
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 

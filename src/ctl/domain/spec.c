@@ -424,11 +424,6 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     const char *pool_real = ctl_sitecfg_resolve(&c->site, CTL_ALIAS_POOL, pool);
     if (pool_real && !ctl_pool_known(c, pool))
         pool = pool_real; /* a partition's name the config maps to its pool */
-    if (pool && !ctl_pool_known(c, pool) && !(c->cfg.npools == 0 && c->site.accept_unknown_pools))
-        return bad(fe, 400, "invalid_field", "pool",
-                   "unknown pool or partition \"%s\" (%s: %s)", pool,
-                   c->cfg.npools ? "pools" : "the pools of this cluster's nodes",
-                   ctl_known_names(c, CTL_ALIAS_POOL, known, sizeof known));
     /* A priority class gives the job its priority; a priority
      * given beside it must be the same. */
     const char *pcname = json_string_value(val[SL_JS_PRIORITY_CLASS]);
@@ -472,6 +467,13 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     if (!part_fits(c, tenant, models, pool, fe) || !names_fit(c, models, pool, fe)) {
         json_decref(models);
         return NULL;
+    }
+    if (pool && !ctl_pool_known(c, pool) && !(c->cfg.npools == 0 && c->site.accept_unknown_pools)) {
+        json_decref(models);
+        return bad(fe, 400, "invalid_field", "pool",
+                   "unknown pool or partition \"%s\" (%s: %s)", pool,
+                   c->cfg.npools ? "pools" : "the pools of this cluster's nodes",
+                   ctl_known_names(c, CTL_ALIAS_POOL, known, sizeof known));
     }
 
     char dflt[SL_NAME_MAX];
@@ -544,6 +546,17 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                             json_deep_copy(val[SL_JS_TOPOLOGY_PREFERRED]));
     if (json_is_true(val[SL_JS_ALLOCATION]))
         json_object_set_new(norm, "allocation", json_true());
+    /* Retries as decided now (the config's default when the job gives
+     * none), so that a later config leaves acknowledged jobs as they were;
+     * only where a job has some, so that every other spec reads as before. */
+    int64_t retries = val[SL_JS_RETRIES] ? num[SL_JS_RETRIES] : c->site.default_retries;
+    if (retries > 0) {
+        json_object_set_new(norm, "retries", json_integer(retries));
+        json_object_set_new(norm, "retry_backoff", json_integer(num[SL_JS_RETRY_BACKOFF]));
+    }
+    for (int i = SL_JS_MAIL_TYPE; i <= SL_JS_MAIL_USER; i++)
+        if (val[i])
+            json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
 
     ctl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = norm;
