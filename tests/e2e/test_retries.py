@@ -175,3 +175,41 @@ def test_sbatch_requeue_and_kubernetes_backoff_limit(tmp_path):
     m.write_text(m.read_text().replace("OnFailure", "Always"))
     r = u.sluice(["submit", "--dry-run", "-f", str(m)], env)
     assert r.returncode != 0 and "spec.template.spec.restartPolicy" in r.stderr, r.stderr
+
+
+def test_a_node_lost_under_on_node_failure_fail_is_a_failed_attempt(controller_factory):
+    """With on_node_failure: fail a node's loss fails the attempt, which a
+    retry answers; the next attempt waits at least for the lost node's
+    fence (its tasks may still run there), whatever retry_backoff says."""
+    ctl = controller_factory(config_overrides={"node_timeout": 2, "kill_grace": 1})
+    n1 = harness.FakeAgent(ctl, "n1", gpus=1)
+    n2 = None
+    try:
+        n1.start()
+        n1.start_heartbeats(0.2)
+        job = ctl.submit({"gpus": 1, "retries": 1, "retry_backoff": 0,
+                          "on_node_failure": "fail", "command": ["train"]})
+        n1.wait_message("launch", job=job["id"])
+        ctl.wait_job(job["id"], "running")
+        n1.close()  # silent from here: declared down after node_timeout
+
+        def backing_off():
+            j = ctl.job(job["id"])
+            return j if j["reason"].startswith("RetryBackoff:") else None
+        j = harness.wait_for(backing_off, timeout=30, what="the back-off")
+        a = j["attempts"][0]
+        assert a["reason"].startswith("node n1 failed") and a["exit_code"] is None, a
+        # The fence: node_timeout + kill_grace + 1 s from its last message,
+        # of which the loss was seen after node_timeout.
+        assert j["retry_at"] >= a["end_time"] + 1, j
+        n2 = harness.FakeAgent(ctl, "n2", gpus=1)
+        n2.start()
+        n2.start_heartbeats(0.2)
+        n2.wait_message("launch", job=job["id"], timeout=30)
+        n2.exit(job["id"], 0, 0)
+        done = ctl.wait_job(job["id"], "succeeded")
+        assert done["attempt"] == 2 and done["placement"][0]["node"] == "n2", done
+    finally:
+        n1.close()
+        if n2 is not None:
+            n2.close()

@@ -155,13 +155,13 @@ static bool run_command(ctl_notifier_t *n, const item_t *it) {
             break;
         if (r < 0 && errno != EINTR)
             return false;
-        if (mono_ms() >= deadline) {
+        if (mono_ms() >= deadline || __atomic_load_n(&n->stop, __ATOMIC_RELAXED)) {
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
             }
-            sl_log(SL_LOG_WARN, "notify", "command still ran after %lld ms: killed",
-                   (long long)n->timeout_ms);
+            sl_log(SL_LOG_WARN, "notify", "command killed: %s",
+                   mono_ms() >= deadline ? "it ran past notify.timeout" : "sluiced stops");
             return false;
         }
         struct timespec ts = {0, 10 * 1000 * 1000};
@@ -383,7 +383,7 @@ void ctl_notifier_stop(ctl_notifier_t *n) {
     if (n == NULL)
         return;
     pthread_mutex_lock(&n->mu);
-    n->stop = true;
+    __atomic_store_n(&n->stop, true, __ATOMIC_RELAXED); /* also read by a delivery under way */
     pthread_cond_signal(&n->cv);
     pthread_mutex_unlock(&n->mu);
     pthread_join(n->thread, NULL);

@@ -587,9 +587,10 @@ void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const cha
             if (ctl_task_is_live(&j->tasks[i]) && !lost_here(&j->tasks[i], i, node, task))
                 send_kill(c, j, i);
     }
-    if (j->requeue_wait) {
+    if (j->requeue_wait || j->retry_failed) {
         /* Its tasks here may run until the node's fence time (1: now, so
-         * that 0 keeps meaning "lost before this process started"). */
+         * that 0 keeps meaning "lost before this process started"); a
+         * retry's back-off lasts at least as long (retry.c). */
         ctl_node_t *n = ctl_node_get(c, node);
         int64_t until = n && n->fence_until_mono_us > 0 ? n->fence_until_mono_us : 1;
         if (until > j->requeue_after_mono_us)

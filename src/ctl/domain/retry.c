@@ -52,6 +52,13 @@ void ctl_retry_begin(ctl_t *c, ctl_job_t *j) {
     j->retries_used++;
     int64_t base_ms = json_integer_value(json_object_get(j->spec, "retry_backoff")) * 1000;
     int64_t wait_ms = sl_retry_backoff_ms(base_ms, c->site.retry_backoff_max_ms, j->retries_used);
+    /* Tasks lost with their node may still run until it is fenced: the
+     * next attempt never starts before then (a job never runs twice at
+     * once; docs/protocol.md, Fencing). */
+    int64_t fence_ms = (j->requeue_after_mono_us - ctl_mono_us() + 999) / 1000;
+    if (j->requeue_after_mono_us > 0 && fence_ms > wait_ms)
+        wait_ms = fence_ms;
+    j->requeue_after_mono_us = 0;
     a.retry_at_us = now + wait_ms * 1000;
     ctl_store_attempt_add(c->store, j->id, &a);
     if (j->attempts_loaded) {
