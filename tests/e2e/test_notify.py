@@ -123,6 +123,33 @@ def test_events_reach_the_command_and_the_webhook(controller_factory, tmp_path):
         hook.shutdown()
 
 
+def test_time_limit_and_invalid_dependency_events(controller_factory, tmp_path):
+    cmd, out = write_command(tmp_path)
+    ctl = controller_factory(config_overrides={"notify": {"command": cmd}})
+    started = []
+    try:
+        u.start_agents(ctl, 1, started, gpus=0)
+        slow = ctl.submit({"mail_type": "TIME_LIMIT", "time_limit": 1,
+                           "command": ["sleep", "600"]})
+        ctl.wait_job(slow["id"], "failed", timeout=30)
+        bad = ctl.submit({"command": ["false"]})
+        dep = ctl.submit({"mail_type": "INVALID_DEPEND,END", "dependency": "afterok:%d" % bad["id"],
+                          "command": ["true"]})
+        ctl.wait_job(dep["id"], "failed")
+        got = harness.wait_for(lambda: (lambda e: e if len(e) >= 3 else None)(events(out)),
+                               timeout=20, what="3 events")
+        assert sorted((e["job"], e["event"]) for e in got) == sorted(
+            [(slow["id"], "TIME_LIMIT"), (dep["id"], "INVALID_DEPEND"), (dep["id"], "END")]), got
+        tl = [e for e in got if e["event"] == "TIME_LIMIT"][0]
+        assert tl["body"]["job"]["reason"] == "time limit of 1 s exceeded", tl
+        assert tl["subject"].endswith("Reached time limit"), tl
+        inv = [e for e in got if e["event"] == "INVALID_DEPEND"][0]
+        assert inv["body"]["job"]["reason"].startswith("DependencyNeverSatisfied"), inv
+    finally:
+        for a in started:
+            a.stop()
+
+
 def test_a_blocked_command_neither_blocks_the_loop_nor_grows_the_queue(controller_factory,
                                                                        tmp_path):
     gate = tmp_path / "gate"
