@@ -213,3 +213,37 @@ def test_a_node_lost_under_on_node_failure_fail_is_a_failed_attempt(controller_f
         n1.close()
         if n2 is not None:
             n2.close()
+
+
+def test_a_crash_while_the_failed_attempt_stops_still_retries(controller_factory, tmp_path):
+    """Task 0 fails; task 1 ignores SIGTERM, so the attempt takes its
+    kill_grace to stop, and the controller is killed (SIGKILL) meanwhile.
+    The restarted controller knows the attempt failed and retries the job
+    once task 1 has ended."""
+    ctl = controller_factory(config_overrides={"kill_grace": 3})
+    started = []
+    try:
+        u.start_agents(ctl, 1, started, gpus=0)
+        runs = tmp_path / "runs"
+        stopping = tmp_path / "stopping"
+        # Each attempt appends its task index; the first attempt's task 0
+        # fails, every other run succeeds at once.
+        script = ('echo $SLUICE_TASK_INDEX >> %s; '
+                  'if [ "$SLUICE_TASK_INDEX" = 1 ] && [ ! -e %s ]; then '
+                  'trap "touch %s" TERM; while :; do sleep 0.05; done; fi; '
+                  '[ "$SLUICE_TASK_INDEX" = 0 ] && [ "$(grep -c 0 %s)" = 1 ] && exit 3; exit 0'
+                  % (runs, stopping, stopping, runs))
+        job = ctl.submit({"tasks": 2, "retries": 1, "retry_backoff": 0,
+                          "command": ["sh", "-c", script]})
+        harness.wait_for(lambda: ctl.job(job["id"])["state"] == "failed" or None, timeout=20,
+                         what="the first attempt failed")
+        harness.wait_for(lambda: stopping.exists() or None, timeout=20, what="task 1 told to stop")
+        ctl.kill9()
+        ctl.start()
+        done = ctl.wait_job(job["id"], "succeeded", timeout=40)
+        assert done["attempt"] == 2 and len(done["attempts"]) == 1, done
+        assert done["attempts"][0]["reason"] == "task 0 exited with code 3", done
+        assert done["attempts"][0]["retry_at"] is not None, done
+    finally:
+        for a in started:
+            a.stop()

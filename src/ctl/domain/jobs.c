@@ -499,10 +499,10 @@ void ctl_task_ended(ctl_t *c, ctl_job_t *j, int32_t i, ctl_task_state_t st, int3
         else
             snprintf(j->reason, sizeof j->reason, "task %d exited with code %d", i, exit_code);
         j->state = CTL_JOB_FAILED;
-        j->retry_failed = true; /* a failure a retry may answer (retry.h) */
         j->end_us = t->end_us;
         j->has_exit = has_exit;
         j->exit_code = sig ? 128 + sig : exit_code;
+        ctl_retry_failed(c, j); /* a failure a retry may answer (retry.h) */
         kill_live(c, j, -1);
     }
     /* An allocation's task ended by itself with 0: its batch step did
@@ -574,9 +574,9 @@ void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const cha
             ctl_notify_job(c, j, CTL_NOTIFY_REQUEUE, NULL);
         } else {
             j->state = CTL_JOB_FAILED;
-            j->retry_failed = true;
             j->end_us = ctl_now_us();
             snprintf(j->reason, sizeof j->reason, "%s", why);
+            ctl_retry_failed(c, j);
         }
         /* Its other live tasks are asked to stop, not the lost ones: their
          * agent no longer runs them (it reported them fenced, or its hello

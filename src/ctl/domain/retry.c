@@ -43,12 +43,26 @@ static void wait_text(int64_t ms, char *buf, size_t len) {
         snprintf(buf, len, "%llds", (long long)s);
 }
 
-void ctl_retry_begin(ctl_t *c, ctl_job_t *j) {
-    int64_t now = ctl_now_us();
+/* The attempt j is ending now, its back-off not yet known (-1). */
+static ctl_attempt_t attempt_of(const ctl_job_t *j, int64_t now) {
     ctl_attempt_t a = {.attempt = j->retries_used + 1, .start_us = j->start_us,
                        .end_us = j->end_us >= 0 ? j->end_us : now, .has_exit = j->has_exit,
-                       .exit_code = j->exit_code};
+                       .exit_code = j->exit_code, .retry_at_us = -1};
     snprintf(a.reason, sizeof a.reason, "%s", j->reason);
+    return a;
+}
+
+void ctl_retry_failed(ctl_t *c, ctl_job_t *j) {
+    j->retry_failed = true;
+    if (!ctl_retry_due(c, j))
+        return;
+    ctl_attempt_t a = attempt_of(j, ctl_now_us());
+    ctl_store_attempt_add(c->store, j->id, &a);
+}
+
+void ctl_retry_begin(ctl_t *c, ctl_job_t *j) {
+    int64_t now = ctl_now_us();
+    ctl_attempt_t a = attempt_of(j, now);
     j->retries_used++;
     int64_t base_ms = json_integer_value(json_object_get(j->spec, "retry_backoff")) * 1000;
     int64_t wait_ms = sl_retry_backoff_ms(base_ms, c->site.retry_backoff_max_ms, j->retries_used);
@@ -140,7 +154,14 @@ static int attempts_row(void *ud, uint64_t id, int32_t n, int64_t retry_at_us) {
     ctl_job_t *j = ctl_job_find(c, id);
     if (j == NULL)
         return 0; /* failed at load (its tenant went): final */
-    j->retries_used = n;
+    if (retry_at_us < 0 && j->state == CTL_JOB_FAILED) {
+        /* Its last attempt had failed and its other tasks were stopping:
+         * their ends (or the settle of the restore) retry it. */
+        j->retries_used = n - 1;
+        j->retry_failed = true;
+        return 0;
+    }
+    j->retries_used = retry_at_us < 0 ? n - 1 : n;
     if (j->state == CTL_JOB_PENDING && !j->in_core && j->hold == CTL_HOLD_NONE &&
         !j->requeue_wait && retry_at_us > ctl_now_us()) {
         j->retry_wait = true;

@@ -26,6 +26,12 @@
 /* Whether j, failed by a task (j->retry_failed), gets another attempt:
  * its spec's retries are not used up. O(1). */
 bool ctl_retry_due(const ctl_t *c, const ctl_job_t *j);
+/* A task's failure has just failed j (its state FAILED, other tasks may
+ * still be stopping): marks it (j->retry_failed) and, when a retry is
+ * due, records the attempt at once without its back-off, so that a
+ * controller restarted before the job settles still retries it. Urgent
+ * write. */
+void ctl_retry_failed(ctl_t *c, ctl_job_t *j);
 /* Records j's failed attempt and puts j into its back-off: out of the core
  * (its resources freed, its names kept), its task rows gone, pending with
  * the reason "RetryBackoff: ...", its attempt counted in j->requeues (the

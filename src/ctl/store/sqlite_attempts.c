@@ -32,11 +32,16 @@ void ctl_store_attempt_add(ctl_store_t *s, uint64_t job, const ctl_attempt_t *a)
 
 int ctl_store_attempts_active(ctl_store_t *s, ctl_store_attempts_fn fn, void *ud) {
     sqlite3_stmt *st = NULL;
-    /* The active jobs through their partial index, then each one's rows
+    /* The active jobs through their partial indexes, then each one's rows
      * by the primary key. */
-    if (sqlite3_prepare_v2(s->db, "SELECT a.job, COUNT(*), MAX(a.retry_at_us) FROM jobs j"
-                                  " JOIN job_attempts a ON a.job = j.id"
-                                  " WHERE j.state IN ('pending','running') GROUP BY a.job",
+    /* Active: pending or running, or failed with tasks still live (the
+     * last attempt's row then has no retry_at yet). */
+    if (sqlite3_prepare_v2(s->db, "SELECT a.job, COUNT(*), (SELECT b.retry_at_us FROM"
+                                  " job_attempts b WHERE b.job = a.job ORDER BY b.attempt DESC"
+                                  " LIMIT 1) FROM jobs j JOIN job_attempts a ON a.job = j.id"
+                                  " WHERE j.state IN ('pending','running') OR j.id IN"
+                                  " (SELECT job FROM tasks WHERE state IN ('launching','running'))"
+                                  " GROUP BY a.job",
                            -1, &st, NULL) != SQLITE_OK) {
         ctl_sqlite_read_fail(s, "reading attempts");
         return -1;

@@ -248,8 +248,9 @@ int ctl_store_jobx_read(ctl_store_t *s, uint64_t job, ctl_jobx_t *x);
 
 /* Records failed attempt a of job. Urgent. */
 void ctl_store_attempt_add(ctl_store_t *s, uint64_t job, const ctl_attempt_t *a);
-/* For each pending or running job with attempts: their count and the
- * last one's retry_at_us. fn returns 0, or -1 to stop. 0 or -1
+/* For each job with attempts that is pending or running, or has live
+ * tasks: their count and the last one's retry_at_us (-1: recorded before
+ * its back-off was known). fn returns 0, or -1 to stop. 0 or -1
  * (ctl_store_errmsg). O(attempts of active jobs). */
 typedef int (*ctl_store_attempts_fn)(void *ud, uint64_t job, int32_t n, int64_t retry_at_us);
 int ctl_store_attempts_active(ctl_store_t *s, ctl_store_attempts_fn fn, void *ud);

@@ -82,6 +82,10 @@ static void attempts_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
         ctl_attempt_t *v;
         size_t n;
         if (ctl_store_attempts_read(c->store, j->id, &v, &n) == 0) {
+            /* An attempt whose back-off is not known yet is the one now
+             * ending (retry.h), not a past one. */
+            while (n > 0 && v[n - 1].retry_at_us < 0)
+                n--;
             sl_free(j->attempts);
             j->attempts = v;
             j->nattempts = n;
