@@ -338,7 +338,7 @@ static bool names_fit(ctl_t *c, json_t *models, const char *pool, ctl_field_err_
 
 /* Whether pool is a name a job may give: a configured pool, or (with no
  * pools configured) the pool of a node that registered. O(pools). */
-static bool ctl_pool_known(const ctl_t *c, const char *pool) {
+static bool pool_known(const ctl_t *c, const char *pool) {
     if (c->cfg.npools > 0) {
         for (size_t i = 0; i < c->cfg.npools; i++)
             if (strcmp(c->cfg.pools[i], pool) == 0)
@@ -352,7 +352,7 @@ static bool ctl_pool_known(const ctl_t *c, const char *pool) {
 /* The names a job may give for kind, each with its aliases in brackets
  * ("a100 (gpu, batch), cpu"), into buf; "none" when there are none.
  * Returns buf; truncates with "...". O(names x aliases). */
-static const char *ctl_known_names(const ctl_t *c, ctl_alias_kind_t kind, char *buf,
+static const char *known_names(const ctl_t *c, ctl_alias_kind_t kind, char *buf,
                                    size_t len) {
     size_t o = 0, n = kind == CTL_ALIAS_POOL
                           ? (c->cfg.npools ? c->cfg.npools : (size_t)SL_MAX_POOLS)
@@ -412,7 +412,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         if (t < 0)
             return bad(fe, 400, "invalid_field", "tenant",
                        "unknown tenant or account \"%s\" (tenants: %s)", name,
-                       ctl_known_names(c, CTL_ALIAS_TENANT, known, sizeof known));
+                       known_names(c, CTL_ALIAS_TENANT, known, sizeof known));
         tenant = t;
     } else if (admin) {
         if (sl_sched_tenant_count(c->sched) != 1)
@@ -422,7 +422,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     }
     const char *pool = json_string_value(val[SL_JS_POOL]);
     const char *pool_real = ctl_sitecfg_resolve(&c->site, CTL_ALIAS_POOL, pool);
-    if (pool_real && !ctl_pool_known(c, pool))
+    if (pool_real && !pool_known(c, pool))
         pool = pool_real; /* a partition's name the config maps to its pool */
     /* A priority class gives the job its priority; a priority
      * given beside it must be the same. */
@@ -440,7 +440,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                        c->cfg.nprio_classes ? "priority classes: "
                                             : "the config has no priority_classes",
                        c->cfg.nprio_classes
-                           ? ctl_known_names(c, CTL_ALIAS_CLASS, known, sizeof known)
+                           ? known_names(c, CTL_ALIAS_CLASS, known, sizeof known)
                            : "");
         if (val[SL_JS_PRIORITY] && js.num[SL_JS_PRIORITY] != pc->value)
             return bad(fe, 400, "invalid_field", "priority",
@@ -468,12 +468,12 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         json_decref(models);
         return NULL;
     }
-    if (pool && !ctl_pool_known(c, pool) && !(c->cfg.npools == 0 && c->site.accept_unknown_pools)) {
+    if (pool && !pool_known(c, pool) && !(c->cfg.npools == 0 && c->site.accept_unknown_pools)) {
         json_decref(models);
         return bad(fe, 400, "invalid_field", "pool",
                    "unknown pool or partition \"%s\" (%s: %s)", pool,
                    c->cfg.npools ? "pools" : "the pools of this cluster's nodes",
-                   ctl_known_names(c, CTL_ALIAS_POOL, known, sizeof known));
+                   known_names(c, CTL_ALIAS_POOL, known, sizeof known));
     }
 
     char dflt[SL_NAME_MAX];
