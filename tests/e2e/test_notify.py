@@ -150,6 +150,31 @@ def test_time_limit_and_invalid_dependency_events(controller_factory, tmp_path):
             a.stop()
 
 
+def test_a_preempted_job_notifies_its_requeue(controller_factory, tmp_path):
+    cmd, out = write_command(tmp_path)
+    ctl = controller_factory(config_overrides={
+        "notify": {"command": cmd},
+        "kill_grace": 1,
+        "priority_classes": [{"name": "batch", "value": 10},
+                             {"name": "urgent", "value": 1000, "may_preempt": True,
+                              "tenants": ["alice"]}]})
+    started = []
+    try:
+        u.start_agents(ctl, 1, started, gpus=1)
+        low = ctl.submit({"gpus": 1, "priority_class": "batch", "mail_type": "REQUEUE",
+                          "command": ["sleep", "600"]}, tenant="bob")
+        ctl.wait_job(low["id"], "running")
+        high = ctl.submit({"gpus": 1, "priority_class": "urgent", "command": ["true"]})
+        ctl.wait_job(high["id"], "succeeded", timeout=30)
+        got = harness.wait_for(lambda: events(out) or None, timeout=20, what="the requeue event")
+        assert [(e["job"], e["event"]) for e in got] == [(low["id"], "REQUEUE")], got
+        assert got[0]["body"]["job"]["reason"].startswith("requeued: "), got
+        assert got[0]["user"] == "bob", got
+    finally:
+        for a in started:
+            a.stop()
+
+
 def test_a_blocked_command_neither_blocks_the_loop_nor_grows_the_queue(controller_factory,
                                                                        tmp_path):
     gate = tmp_path / "gate"

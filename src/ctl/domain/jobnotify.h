@@ -7,7 +7,8 @@
  * An event is sent when the job's mail_type names it: BEGIN at each start
  * (so again after a retry), one event at its end (FAIL when it failed and
  * FAIL is named, else END when END is named), REQUEUE when it goes back
- * to the queue (a retry, a node's loss), TIME_LIMIT when its time limit
+ * to the queue (a retry, a node's loss, a preemption, a launch never
+ * acknowledged), TIME_LIMIT when its time limit
  * stops it, INVALID_DEPEND when a dependency can never be met. The body:
  *
  *   {"event": "FAIL", "subject": "Sluice Job_id=12 Name=train Failed, ExitCode 3",
