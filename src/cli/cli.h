@@ -137,6 +137,8 @@ void cli_show_efficiency(json_t *j, double now);
  * nodes array of GET /v1/nodes. */
 void cli_local_time(double t, char *buf, size_t len);
 void cli_show_preemptions(json_t *j);
+/* A job with retries: its attempt now and each failed one (`attempts`). */
+void cli_show_attempts(json_t *j);
 void cli_show_size(json_t *j);
 void cli_print_drains(json_t *nodes);
 

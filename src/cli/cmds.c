@@ -644,6 +644,7 @@ int cli_cmd_show(cli_t *c) {
         tbl_print(&t);
     }
     cli_show_preemptions(j);
+    cli_show_attempts(j);
     cli_show_efficiency(j, now_s());
     json_decref(j);
     return CLI_OK;

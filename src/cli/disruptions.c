@@ -40,6 +40,34 @@ void cli_show_preemptions(json_t *j) {
     }
 }
 
+void cli_show_attempts(json_t *j) {
+    json_t *at = json_object_get(j, "attempt");
+    if (!json_is_integer(at)) return;
+    printf("%-11s %lld of %lld\n", "attempt:", (long long)json_integer_value(at),
+           (long long)json_integer_value(json_object_get(j, "retries")) + 1);
+    json_t *ra = json_object_get(j, "retry_at");
+    if (json_is_number(ra)) {
+        char when[64];
+        cli_local_time(json_number_value(ra), when, sizeof when);
+        printf("%-11s %s\n", "retry at:", when);
+    }
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(j, "attempts"), i, a) {
+        char when[64] = "?";
+        json_t *end = json_object_get(a, "end_time");
+        if (json_is_number(end))
+            cli_local_time(json_number_value(end), when, sizeof when);
+        json_t *ex = json_object_get(a, "exit_code");
+        char code[32] = "-";
+        if (json_is_integer(ex))
+            snprintf(code, sizeof code, "%lld", (long long)json_integer_value(ex));
+        printf("  attempt %lld ended %s, exit %s: %s\n",
+               (long long)json_integer_value(json_object_get(a, "attempt")), when, code,
+               json_string_value(json_object_get(a, "reason")));
+    }
+}
+
 void cli_show_size(json_t *j) {
     json_t *sz = json_object_get(j, "size");
     if (!json_is_integer(sz)) return;

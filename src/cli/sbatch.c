@@ -11,7 +11,7 @@
  * later directive overrides an earlier one.
  *
  * Every option is in one table. An option Sluice does not support is an
- * error naming it and where it was given ("train.sh:4: --mail-type is not
+ * error naming it and where it was given ("train.sh:4: --hint is not
  * supported"), never silently dropped; with --ignore-unsupported it is a
  * warning instead. Each option's value is then turned into spec fields
  * with Slurm's meaning: per-node amounts (--mem, --gres, --gpus-per-node)
@@ -33,6 +33,7 @@
 #include "cli.h"
 #include "jobspec.h"
 #include "pyxis.h"
+#include "mailtype.h"
 #include "sluice/job.h"
 
 enum {
@@ -41,6 +42,7 @@ enum {
     SB_QOS, SB_ACCOUNT, SB_OUTPUT, SB_ERROR, SB_ARRAY, SB_DEPENDENCY, SB_EXPORT, SB_CHDIR,
     SB_CONSTRAINT,
     SB_CONTAINER_IMAGE, SB_CONTAINER_MOUNTS, SB_CONTAINER_WORKDIR, SB_CONTAINER_NAME, /* pyxis */
+    SB_REQUEUE, SB_NO_REQUEUE, SB_MAIL_TYPE, SB_MAIL_USER,
     SB_WRAP, SB_PARSABLE, SB_QUIET, SB_IGNORE, SB_DRY_RUN, SB_HELP,
     SB_NOPTS,
     SB_UNSUPPORTED = -1
@@ -85,6 +87,10 @@ static const sb_opt_t opts[] = {
     {"container-mounts", 0, 1, SB_CONTAINER_MOUNTS, 0, NULL},
     {"container-workdir", 0, 1, SB_CONTAINER_WORKDIR, 0, NULL},
     {"container-name", 0, 1, SB_CONTAINER_NAME, 0, NULL},
+    {"requeue", 0, 0, SB_REQUEUE, 0, NULL},
+    {"no-requeue", 0, 0, SB_NO_REQUEUE, 0, NULL},
+    {"mail-type", 0, 1, SB_MAIL_TYPE, 0, NULL},
+    {"mail-user", 0, 1, SB_MAIL_USER, 0, NULL},
     {"wrap", 0, 1, SB_WRAP, WHERE_CLI, NULL},
     {"parsable", 0, 0, SB_PARSABLE, WHERE_CLI, NULL},
     {"quiet", 'Q', 0, SB_QUIET, WHERE_CLI, NULL},
@@ -94,12 +100,6 @@ static const sb_opt_t opts[] = {
     /* Known to Slurm, not (yet) to Sluice: each says why. */
     {"exclusive", 0, 2, SB_UNSUPPORTED, 0,
      "Sluice does not reserve whole nodes; a job's GPUs, CPUs and memory are its own"},
-    {"mail-type", 0, 1, SB_UNSUPPORTED, 0, "Sluice sends no mail"},
-    {"mail-user", 0, 1, SB_UNSUPPORTED, 0, "Sluice sends no mail"},
-    {"requeue", 0, 0, SB_UNSUPPORTED, 0,
-     "after a node failure a job is requeued by default (on_node_failure)"},
-    {"no-requeue", 0, 0, SB_UNSUPPORTED, 0,
-     "use sluice submit --on-node-failure fail"},
     {"begin", 'b', 1, SB_UNSUPPORTED, 0, NULL},
     {"deadline", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"hold", 'H', 0, SB_UNSUPPORTED, 0, NULL},
@@ -815,6 +815,27 @@ json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, ch
         if ((rc = set_field(sb, SB_ACCOUNT, spec, "tenant", v[SB_ACCOUNT])))
             goto fail;
     }
+    /* --requeue: requeued after a node's loss (Slurm's meaning), and
+     * retried after a failure as the config's scheduler.default_retries
+     * says; --no-requeue: neither (it wins when both are given). */
+    if (v[SB_NO_REQUEUE]) {
+        json_object_set_new(spec, "on_node_failure", json_string("fail"));
+        json_object_set_new(spec, "retries", json_integer(0));
+    } else if (v[SB_REQUEUE]) {
+        json_object_set_new(spec, "on_node_failure", json_string("requeue"));
+    }
+    if (v[SB_MAIL_TYPE] && (rc = set_field(sb, SB_MAIL_TYPE, spec, "mail_type", v[SB_MAIL_TYPE])))
+        goto fail;
+    if (v[SB_MAIL_TYPE]) {
+        uint32_t mask;
+        char merr[256];
+        if (sl_mail_types_parse(v[SB_MAIL_TYPE], &mask, merr, sizeof merr) < 0) {
+            rc = bad(sb, SB_MAIL_TYPE, "%s", merr);
+            goto fail;
+        }
+    }
+    if (v[SB_MAIL_USER] && (rc = set_field(sb, SB_MAIL_USER, spec, "mail_user", v[SB_MAIL_USER])))
+        goto fail;
     if (v[SB_OUTPUT]) {
         if ((rc = check_pattern(sb, SB_OUTPUT)))
             goto fail;

@@ -588,8 +588,11 @@ static int k8s_pod_spec(spec_t *s, const char *path, yaml_node_t *ps, json_t *jo
             have_containers = 1;
         } else if (k && !strcmp(k, "restartPolicy")) {
             if (get_string(s, p, v, &str)) return -1;
-            if (strcmp(str, "Never") != 0)
-                return fail(s, p, "\"%s\" is not supported (Sluice never restarts a task in place; use Never)", str);
+            /* Both retry the failed job up to backoffLimit times (retries):
+             * Sluice starts its gang again, on whatever nodes are free, for
+             * OnFailure as for Never (docs/jobspec.md). */
+            if (strcmp(str, "Never") != 0 && strcmp(str, "OnFailure") != 0)
+                return fail(s, p, "\"%s\" is not supported (a Job's pods use Never or OnFailure)", str);
         } else if (k && !strcmp(k, "priorityClassName")) { /* a priority class */
             json_t *val;
             if (get_field(s, p, v, &sl_jobspec_fields[SL_JS_PRIORITY_CLASS], &val)) return -1;
@@ -667,9 +670,8 @@ static int k8s_job(spec_t *s, yaml_node_t *root, json_t *job) {
                     if (strcmp(str, "Indexed") && strcmp(str, "NonIndexed"))
                         return fail(s, p, "\"%s\" is not Indexed or NonIndexed", str);
                 } else if (!strcmp(sk, "backoffLimit")) {
-                    if (get_int(s, p, sv, 0, 1000000, &x)) return -1;
-                    if (x != 0)
-                        return fail(s, p, "%lld is not supported (Sluice does not retry failed tasks; use 0)", x);
+                    if (get_field_int(s, p, sv, SL_JS_RETRIES, &x)) return -1;
+                    json_object_set_new(job, "retries", json_integer(x));
                 } else if (!strcmp(sk, "activeDeadlineSeconds")) {
                     if (get_int(s, p, sv, 1, sl_jobspec_fields[SL_JS_TIME_LIMIT].max, &x)) return -1;
                     json_object_set_new(job, "time_limit", json_integer(x));

@@ -24,6 +24,7 @@
 
 #include "arraydep.h"
 #include "jobspec.h"
+#include "mailtype.h"
 #include "sluice/error.h"
 #include "sluice/job.h"
 #include "sluice/resources.h"
@@ -145,6 +146,20 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
     [SL_JS_WORKDIR] = {"workdir", "workdir", 0, "DIR", SL_FT_TEXT, 0, 1, 4096, NULL, 0,
                        "the image's, else the job's directory", "",
                        "image only: the absolute path inside the container the tasks start in"},
+    [SL_JS_RETRIES] = {"retries", "retries", 0, "N", SL_FT_INT, 0, 0, 1000, NULL, 0,
+                       "scheduler.default_retries (0)", "",
+                       "run a failed job again up to N times, with the same id (sbatch "
+                       "--requeue, Kubernetes backoffLimit); docs/jobspec.md"},
+    [SL_JS_RETRY_BACKOFF] = {"retry_backoff", "retry-backoff", 0, "T", SL_FT_DURATION, 0, 0, 86400,
+                             NULL, 10, "10", "seconds",
+                             "wait before the first retry, doubled for each next one up to "
+                             "scheduler.retry_backoff_max"},
+    [SL_JS_MAIL_TYPE] = {"mail_type", "mail-type", 0, "TYPES", SL_FT_TEXT, 0, 1, 256, NULL, 0,
+                         "none", "",
+                         "events to notify as sbatch --mail-type: BEGIN, END, FAIL, REQUEUE, "
+                         "TIME_LIMIT, INVALID_DEPEND, ALL (the config's notify delivers them)"},
+    [SL_JS_MAIL_USER] = {"mail_user", "mail-user", 0, "ADDRESS", SL_FT_TEXT, 0, 1, 256, NULL, 0,
+                         "the tenant", "", "who the notifications are for (sbatch --mail-user)"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -607,6 +622,13 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
                 *field = "mounts";
                 return SL_EINVAL;
             }
+        }
+    }
+    if (val[SL_JS_MAIL_TYPE]) {
+        uint32_t mask;
+        if (sl_mail_types_parse(json_string_value(val[SL_JS_MAIL_TYPE]), &mask, err, errlen) < 0) {
+            *field = "mail_type";
+            return SL_EINVAL;
         }
     }
     if (!val[SL_JS_COMMAND] && !val[SL_JS_IMAGE] && !val[SL_JS_SCRIPT]) {

@@ -73,6 +73,11 @@ typedef enum sl_jobspec_id {
     SL_JS_MOUNTS,
     SL_JS_SHM_SIZE,
     SL_JS_WORKDIR,
+    /* Retries of a failed job (backoff.h) and its notifications (mailtype.h). */
+    SL_JS_RETRIES,
+    SL_JS_RETRY_BACKOFF,
+    SL_JS_MAIL_TYPE,
+    SL_JS_MAIL_USER,
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 

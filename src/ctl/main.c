@@ -165,6 +165,7 @@ static void teardown(sluiced_t *d) {
         if (d->sig_ev[i])
             event_free(d->sig_ev[i]);
     ctl_loop_fini(&d->loop);
+    ctl_sitecfg_fini(&d->c.site);
     ctl_config_fini(&d->c.cfg);
 }
 
@@ -351,8 +352,11 @@ int main(int argc, char **argv) {
     ctl_t *c = &d->c;
     char err[512];
     ctl_config_init(&c->cfg);
-    if (config && ctl_config_load(&c->cfg, config, err, sizeof err) < 0) {
+    ctl_sitecfg_init(&c->site);
+    if (config && (ctl_config_load(&c->cfg, config, err, sizeof err) < 0 ||
+                   ctl_sitecfg_load(&c->site, &c->cfg, config, err, sizeof err) < 0)) {
         fprintf(stderr, "sluiced: %s\n", err);
+        ctl_sitecfg_fini(&c->site);
         ctl_config_fini(&c->cfg);
         return 2;
     }
@@ -374,6 +378,7 @@ int main(int argc, char **argv) {
     ctl_config_finish(&c->cfg);
     if (ctl_config_check(&c->cfg, err, sizeof err) < 0) {
         fprintf(stderr, "sluiced: %s%s%s\n", config ? config : "", config ? ": " : "", err);
+        ctl_sitecfg_fini(&c->site);
         ctl_config_fini(&c->cfg);
         return 2;
     }
@@ -391,6 +396,7 @@ int main(int argc, char **argv) {
     c->started_mono_us = ctl_mono_us();
     if (ctl_loop_init(&d->loop) < 0) {
         fprintf(stderr, "sluiced: cannot create the event loop\n");
+        ctl_sitecfg_fini(&c->site);
         ctl_config_fini(&c->cfg);
         return 1;
     }

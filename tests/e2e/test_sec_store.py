@@ -419,6 +419,9 @@ def test_full_disk_at_commit_exits_3_and_loses_no_acknowledged_job(tmp_path, sma
 # ---- finding 4: names come back when the jobs that named them go, and jobs
 # may hold only half of each name table, so that a new node always fits ----
 
+# Jobs here name pools no node is in, which sluiced refuses unless the
+# config says scheduler.unknown_pools: accept (docs/config.md).
+ACCEPT_POOLS = {"scheduler": {"unknown_pools": "accept"}}
 MODEL_SHARE = 32   # SL_MAX_JOB_MODELS: half of the 64 GPU model names
 POOL_SHARE = 512   # SL_MAX_JOB_POOLS: half of the 1,024 pool names
 # Each of the two tenants (alice, bob) may name half of the share.
@@ -459,7 +462,7 @@ def assert_part_full(ctl, tenant="alice"):
 
 
 def test_bogus_models_and_pools_are_released_when_their_jobs_go(tmp_path):
-    ctl = Controller(tmp_path / "ctl").start()
+    ctl = Controller(tmp_path / "ctl", config_overrides=ACCEPT_POOLS).start()
     try:
         ids = fill_job_part(ctl)
         assert_part_full(ctl)
@@ -490,7 +493,7 @@ def test_one_tenants_made_up_names_leave_the_other_tenant_its_part(tmp_path):
     made-up pools, one each: only her part (16 models, 256 pools) is
     accepted, and bob still names models and pools no node has yet, all of
     his own part, while her jobs wait."""
-    ctl = Controller(tmp_path / "ctl").start()
+    ctl = Controller(tmp_path / "ctl", config_overrides=ACCEPT_POOLS).start()
     try:
         taken = {"gpu_models": 0, "pool": 0}
         for field, n in (("gpu_models", MODEL_SHARE), ("pool", POOL_PART + 1)):
@@ -530,7 +533,7 @@ def test_jobs_naming_the_most_names_leave_room_for_a_new_node(tmp_path):
     jobs may (each its part, together the whole share); a real node with a
     new model and a new pool still registers, while they wait, and runs a
     job."""
-    ctl = Controller(tmp_path / "ctl").start()
+    ctl = Controller(tmp_path / "ctl", config_overrides=ACCEPT_POOLS).start()
     try:
         ids = fill_job_part(ctl, "alice") + fill_job_part(ctl, "bob")
         assert_part_full(ctl, "alice")
@@ -572,7 +575,7 @@ def test_recovery_keeps_a_job_stored_past_the_job_share(tmp_path):
     may now: start-up keeps it (an acknowledged job is never dropped) and
     says so in the log; new submissions keep to the share, and a new node
     still has room."""
-    ctl = Controller(tmp_path / "ctl").start()
+    ctl = Controller(tmp_path / "ctl", config_overrides=ACCEPT_POOLS).start()
     try:
         old = ctl.submit({"command": ["x"], "gpus": 1, "gpu_models": ["old-0"]})["id"]
         ctl.stop()

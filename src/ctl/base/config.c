@@ -225,6 +225,7 @@ static int get_unix_name(rd_t *r, const ctl_config_t *cfg, const sl_yaml_node_t 
 static int load_tenants(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     static const char *const keys[] = {"name", "weight", "token", "quota", "user", "group",
                                        "max_pending_jobs",
+                                       "accounts", /* sitecfg.c */
                                        NULL};
     static const char *const qkeys[] = {"cpus", "memory", "gpus", NULL};
     if (seq->kind != SL_YAML_SEQ)
@@ -299,7 +300,7 @@ static int load_pool_cfg(rd_t *r, const sl_yaml_node_t *p, struct ctl_pool_cfg *
 
 static int load_pools(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     static const char *const keys[] = {"name", "description", "dedicated", "tenants",
-                                       "default_time_limit", NULL};
+                                       "default_time_limit", "aliases" /* sitecfg.c */, NULL};
     if (seq->kind != SL_YAML_SEQ)
         return fail(r, seq, "pools must be a sequence%s%s", "", "");
     cfg->pools = sl_xcalloc(seq->n ? seq->n : 1, sizeof *cfg->pools);
@@ -451,7 +452,7 @@ static int load_oom_rules(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq)
  * signal, grace, tenants}; name and value required, names unique. */
 static int load_prio_classes(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     static const char *const keys[] = {"name", "value", "may_preempt", "preemptible", "signal",
-                                       "grace", "tenants", NULL};
+                                       "grace", "tenants", "aliases" /* sitecfg.c */, NULL};
     const char *what = "priority_classes";
     if (seq->kind != SL_YAML_SEQ)
         return fail(r, seq, "%s must be a sequence of {name, value, may_preempt, signal, grace}%s",
@@ -579,9 +580,13 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "oom_score_adj", "oom_score_adj_by_priority",
                                       "priority_classes", "preemption",
                                       "container_mounts",
+                                      "notify", /* sitecfg.c */
                                       NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
-                                      "max_starts_per_cycle", NULL};
+                                      "max_starts_per_cycle",
+                                      /* sitecfg.c */
+                                      "default_retries", "retry_backoff_max", "unknown_pools",
+                                      NULL};
     rd_t r = {path, err, errlen};
     sl_yaml_node_t *root = NULL;
     char yerr[256];

@@ -59,6 +59,7 @@ void ctl_job_free(ctl_job_t *j) {
     sl_free(j->tasks);
     sl_free(j->x.preempts);
     sl_free(j->x.sizes);
+    sl_free(j->attempts);
     sl_free(j);
 }
 

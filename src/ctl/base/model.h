@@ -140,6 +140,18 @@ typedef struct ctl_jobx {
     size_t nsizes;
 } ctl_jobx_t;
 
+/* One failed attempt of a job that was retried (the job_attempts table,
+ * domain/retry.c): attempts count from 1; the run now (or the last one)
+ * is the job's own record. */
+typedef struct ctl_attempt {
+    int32_t attempt;
+    int64_t start_us, end_us;  /* -1: not known */
+    bool has_exit;
+    int32_t exit_code;
+    int64_t retry_at_us;       /* when the next attempt could be queued again */
+    char reason[256];
+} ctl_attempt_t;
+
 typedef struct ctl_job {
     uint64_t id;
     int32_t tenant;        /* core tenant id; -1 when no longer configured */
@@ -190,6 +202,19 @@ typedef struct ctl_job {
      * room) or fails it (DependencyNeverSatisfied). */
     uint8_t dep_seen;      /* deps.c's own marks of what it has counted */
     ctl_jobx_t x;          /* preemptions and size changes */
+    /* Retries (domain/retry.c): failed attempts retried so far; while
+     * retry_wait, the job is pending outside the core until retry_at_us
+     * (wall clock), its back-off. */
+    int32_t retries_used;
+    bool retry_wait;
+    bool retry_failed;     /* this run failed as a retry counts (a task's failure) */
+    int64_t retry_at_us;
+    /* The failed attempts as the API shows them, a view cache read from
+     * the store on first view (views/disruptions.c) and appended to by
+     * retry.c once loaded; freed with the job. */
+    bool attempts_loaded;
+    ctl_attempt_t *attempts;
+    size_t nattempts;
 } ctl_job_t;
 
 /* Why a pending job is held outside the core (ctl_job_t.hold). */

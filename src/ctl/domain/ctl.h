@@ -20,6 +20,7 @@
 #include "base/loop.h"
 #include "base/model.h"
 #include "base/obs.h"
+#include "base/sitecfg.h"
 #include "proto_kill.h"
 #include "sluice/hash.h"
 #include "sluice/ordmap.h"
@@ -87,6 +88,7 @@ typedef struct ctl_counters {
     uint64_t tasks_exited;
     uint64_t node_failures;
     uint64_t requeues;
+    uint64_t retries;        /* failed attempts put back for another (retry.c) */
     uint64_t jobs_forgotten; /* finished jobs dropped from memory (kept in SQLite) */
     ctl_port_counters_t api_port;   /* http: connections of the API port */
     ctl_port_counters_t agent_port; /* agentport: connections of the agent port */
@@ -97,6 +99,7 @@ typedef struct ctl_counters {
 
 typedef struct ctl {
     ctl_config_t cfg;
+    ctl_site_cfg_t site;       /* aliases, retries' defaults, notifications (sitecfg.h) */
     ctl_loop_t *loop;
     ctl_store_t *store;        /* the store (store/store.h), opened by ctl_domain_open */
 
@@ -128,6 +131,12 @@ typedef struct ctl {
      * (jobs.c, ctl_job_t.requeue_after_mono_us); the sweep requeues them. */
     uint64_t *fenced;
     size_t nfenced, fenced_cap;
+
+    /* Ids of the jobs in a retry's back-off (retry.c); the sweep queues
+     * them again once it is over. */
+    uint64_t *retrying;
+    size_t nretrying, retrying_cap;
+    struct ctl_notifier *notifier; /* notifications' queue and worker (base/notify.h); NULL: none */
 
     ctl_outbound_t out;
     ctl_job_events_t ev;      /* deps.c's listeners (above) */

@@ -45,6 +45,7 @@
 
 #include "arraydep.h"
 #include "domain/deps.h"
+#include "domain/jobnotify.h"
 #include "log.h"
 #include "domain/deps_internal.h"
 #include "store/store.h"
@@ -197,8 +198,10 @@ static void fail_waiter(ctl_t *c, waiter_t *w) {
     waiter_drop(c->deps, w);
     if (!is_array) {
         ctl_job_t *j = ctl_job_find(c, id);
-        if (j != NULL && j->state == CTL_JOB_PENDING)
+        if (j != NULL && j->state == CTL_JOB_PENDING) {
+            ctl_notify_job(c, j, CTL_NOTIFY_INVALID_DEPEND, why);
             ctl_job_fail(c, j, why);
+        }
         return;
     }
     arr_t *a = sl_hash_find(&c->deps->arrays, id);

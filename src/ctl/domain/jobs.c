@@ -30,7 +30,9 @@
 #include <string.h>
 
 #include "domain/eff.h"
+#include "domain/jobnotify.h"
 #include "domain/jobs.h"
+#include "domain/retry.h"
 #include "log.h"
 #include "store/store.h"
 #include "quantity.h"
@@ -120,12 +122,16 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
             return -1;
         }
     }
+    if (ctl_notify_open(c, err, errlen) < 0)
+        return -1;
     /* Last, so that a configuration error is reported before the state
      * file is opened (or created, with --init). */
     return ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen);
 }
 
 void ctl_domain_close(ctl_t *c) {
+    ctl_notify_close(c);
+    ctl_retry_fini(c);
     ctl_store_close(c->store); /* commits what is open */
     c->store = NULL;
     sl_free(c->fenced);
@@ -260,6 +266,7 @@ static void on_start(void *ud, const sl_job_t *cj) {
     j->state = CTL_JOB_RUNNING;
     j->start_us = sl_job_start_us(cj);
     j->reason[0] = '\0';
+    j->retry_failed = false;
     for (int32_t i = 0; i < n; i++)
         ctl_task_place(c, j, i, sl_job_place(cj, i));
     j->live = n;
@@ -272,6 +279,7 @@ static void on_start(void *ud, const sl_job_t *cj) {
             unsent = i;
     c->n.jobs_started++;
     observe_start(c, j);
+    ctl_notify_job(c, j, CTL_NOTIFY_BEGIN, NULL);
     if (c->ev.started)
         c->ev.started(c->ev.ud, j); /* dependencies on its start (deps.c) */
     if (sl_log_enabled(SL_LOG_DEBUG, "sched"))
@@ -396,6 +404,10 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
         return;
     }
     j->requeue_wait = false;
+    if (j->state == CTL_JOB_FAILED && j->in_core && ctl_retry_due(c, j)) {
+        ctl_retry_begin(c, j); /* another attempt after its back-off (retry.h) */
+        return;
+    }
     if (j->state == CTL_JOB_RUNNING || j->state == CTL_JOB_PENDING) {
         /* Every task ended and none failed (a failure would have failed the job). */
         j->state = CTL_JOB_SUCCEEDED;
@@ -425,6 +437,7 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
     if (!j->retained)
         ctl_obs_completed(&c->obs, j->tenant, j->state);
     ctl_eff_job_end(c, j); /* its efficiency row, in the same transaction */
+    ctl_notify_end(c, j);
     if (c->ev.ended)
         c->ev.ended(c->ev.ud, j); /* its dependents and its array (deps.c) */
     ctl_job_retain(c, j);
@@ -489,6 +502,7 @@ void ctl_task_ended(ctl_t *c, ctl_job_t *j, int32_t i, ctl_task_state_t st, int3
         j->end_us = t->end_us;
         j->has_exit = has_exit;
         j->exit_code = sig ? 128 + sig : exit_code;
+        ctl_retry_failed(c, j); /* a failure a retry may answer (retry.h) */
         kill_live(c, j, -1);
     }
     /* An allocation's task ended by itself with 0: its batch step did
@@ -557,10 +571,12 @@ void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const cha
             j->requeues++;
             c->n.requeues++;
             snprintf(j->reason, sizeof j->reason, "requeued: %s", why);
+            ctl_notify_job(c, j, CTL_NOTIFY_REQUEUE, NULL);
         } else {
             j->state = CTL_JOB_FAILED;
             j->end_us = ctl_now_us();
             snprintf(j->reason, sizeof j->reason, "%s", why);
+            ctl_retry_failed(c, j);
         }
         /* Its other live tasks are asked to stop, not the lost ones: their
          * agent no longer runs them (it reported them fenced, or its hello
@@ -571,9 +587,10 @@ void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const cha
             if (ctl_task_is_live(&j->tasks[i]) && !lost_here(&j->tasks[i], i, node, task))
                 send_kill(c, j, i);
     }
-    if (j->requeue_wait) {
+    if (j->requeue_wait || j->retry_failed) {
         /* Its tasks here may run until the node's fence time (1: now, so
-         * that 0 keeps meaning "lost before this process started"). */
+         * that 0 keeps meaning "lost before this process started"); a
+         * retry's back-off lasts at least as long (retry.c). */
         ctl_node_t *n = ctl_node_get(c, node);
         int64_t until = n && n->fence_until_mono_us > 0 ? n->fence_until_mono_us : 1;
         if (until > j->requeue_after_mono_us)
@@ -905,12 +922,14 @@ void ctl_sweep(ctl_t *c) {
             char why[96];
             snprintf(why, sizeof why, "time limit of %lld s exceeded",
                      (long long)(j->core.time_limit_us / 1000000));
+            ctl_notify_job(c, j, CTL_NOTIFY_TIME_LIMIT, why);
             ctl_job_fail(c, j, why);
         }
     }
     sl_free(col.ids);
     if (c->nfenced > 0)
         requeue_fenced(c);
+    ctl_retry_sweep(c, ctl_job_fail);
     if (c->fin_len > 0)
         kick(c); /* the flush drops finished jobs past job_retention */
 }

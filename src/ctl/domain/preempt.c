@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "store/store.h"
+#include "domain/jobnotify.h"
 #include "domain/preempt.h"
 
 static void kick(ctl_t *c) {
@@ -93,6 +94,7 @@ int ctl_job_preempt(ctl_t *c, ctl_job_t *j, ctl_preempt_t *p, ctl_preempt_cause_
     c->n.requeues++;
     snprintf(j->reason, sizeof j->reason, "requeued: %s", p->reason);
     preempt_record(c, j, p, cause);
+    ctl_notify_job(c, j, CTL_NOTIFY_REQUEUE, NULL);
     if (j->live == 0)
         ctl_job_settle(c, j);
     else

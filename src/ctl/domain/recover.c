@@ -21,6 +21,7 @@
 #include "store/store.h"
 #include "domain/preempt.h"
 #include "domain/recover.h"
+#include "domain/retry.h"
 
 static int node_row(void *ud, const char *name, const char *spec, const char *addr,
                     int64_t last_seen_us) {
@@ -245,10 +246,13 @@ int ctl_recover(ctl_t *c, char *err, size_t errlen) {
      * core; deps.c releases them after the restore (docs/arrays.md). */
     if (ctl_deps_recover_hold(c) < 0)
         goto out;
+    /* Jobs in a retry's back-off stay out of the core until it is over. */
+    if (ctl_retry_recover(c) < 0)
+        goto out;
     size_t pending = 0, adopted = 0;
     for (size_t i = 0; i < nactive; i++) {
         ctl_job_t *j = all.v[i];
-        if (j->in_core || j->hold != CTL_HOLD_NONE)
+        if (j->in_core || j->hold != CTL_HOLD_NONE || j->retry_wait)
             continue;
         bool is_pending = j->state == CTL_JOB_PENDING;
         restore_job(c, j);

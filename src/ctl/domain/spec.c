@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "domain/ctl.h"
 #include "jobspec.h"
@@ -335,6 +336,55 @@ static bool names_fit(ctl_t *c, json_t *models, const char *pool, ctl_field_err_
     return true;
 }
 
+/* Whether pool is a name a job may give: a configured pool, or (with no
+ * pools configured) the pool of a node that registered. O(pools). */
+static bool pool_known(const ctl_t *c, const char *pool) {
+    if (c->cfg.npools > 0) {
+        for (size_t i = 0; i < c->cfg.npools; i++)
+            if (strcmp(c->cfg.pools[i], pool) == 0)
+                return true;
+        return false;
+    }
+    int id = sl_cluster_pool_find(c->cl, pool);
+    return id >= 0 && !sl_cluster_pool_job_only(c->cl, id);
+}
+
+/* The names a job may give for kind, each with its aliases in brackets
+ * ("a100 (gpu, batch), cpu"), into buf; "none" when there are none.
+ * Returns buf; truncates with "...". O(names x aliases). */
+static const char *known_names(const ctl_t *c, ctl_alias_kind_t kind, char *buf,
+                                   size_t len) {
+    size_t o = 0, n = kind == CTL_ALIAS_POOL
+                          ? (c->cfg.npools ? c->cfg.npools : (size_t)SL_MAX_POOLS)
+                      : kind == CTL_ALIAS_TENANT ? sl_sched_tenant_count(c->sched)
+                                                 : c->cfg.nprio_classes;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && o + 4 < len; i++) {
+        const char *name;
+        if (kind == CTL_ALIAS_POOL && c->cfg.npools)
+            name = c->cfg.pools[i];
+        else if (kind == CTL_ALIAS_POOL)
+            name = sl_cluster_pool_job_only(c->cl, (int32_t)i)
+                       ? NULL
+                       : sl_cluster_pool_name(c->cl, (int32_t)i);
+        else if (kind == CTL_ALIAS_TENANT)
+            name = sl_sched_tenant_name(c->sched, (int32_t)i);
+        else
+            name = c->cfg.prio_classes[i].name;
+        if (name == NULL)
+            continue;
+        char al[256];
+        ctl_sitecfg_aliases_of(&c->site, kind, name, al, sizeof al);
+        o += (size_t)snprintf(buf + o, len - o, "%s%s%s%s%s", o ? ", " : "", name,
+                              al[0] ? " (" : "", al, al[0] ? ")" : "");
+    }
+    if (o >= len && len > 4)
+        memcpy(buf + len - 4, "...", 4);
+    if (buf[0] == '\0')
+        snprintf(buf, len, "none");
+    return buf;
+}
+
 ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                              ctl_field_err_t *fe) {
     sl_jobspec_t js;
@@ -366,15 +416,24 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         }
     }
 
+    char known[512];
     if (val[SL_JS_TENANT]) {
         const char *name = json_string_value(val[SL_JS_TENANT]);
         int t = sl_sched_tenant_find(c->sched, name);
+        const char *real = t < 0 ? ctl_sitecfg_resolve(&c->site, CTL_ALIAS_TENANT, name) : NULL;
+        if (real) /* an account the config maps to its tenant */
+            t = sl_sched_tenant_find(c->sched, real);
+        for (size_t i = 0; t < 0 && i < sl_sched_tenant_count(c->sched); i++)
+            if (strcasecmp(sl_sched_tenant_name(c->sched, (int32_t)i), name) == 0)
+                t = (int)i; /* sbatch -A keeps accounts in lower case, as Slurm does */
         if (!admin && (t < 0 || t != tenant))
             return bad(fe, 403, "forbidden", "tenant",
                        "this token may only submit for tenant \"%s\"",
                        sl_sched_tenant_name(c->sched, tenant));
         if (t < 0)
-            return bad(fe, 400, "invalid_field", "tenant", "unknown tenant \"%s\"", name);
+            return bad(fe, 400, "invalid_field", "tenant",
+                       "unknown tenant or account \"%s\" (tenants: %s)", name,
+                       known_names(c, CTL_ALIAS_TENANT, known, sizeof known));
         tenant = t;
     } else if (admin) {
         if (sl_sched_tenant_count(c->sched) != 1)
@@ -383,23 +442,27 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         tenant = 0;
     }
     const char *pool = json_string_value(val[SL_JS_POOL]);
-    if (pool && c->cfg.npools > 0) {
-        bool ok = false;
-        for (size_t i = 0; i < c->cfg.npools; i++)
-            ok = ok || strcmp(c->cfg.pools[i], pool) == 0;
-        if (!ok)
-            return bad(fe, 400, "invalid_field", "pool", "unknown pool \"%s\"", pool);
-    }
+    const char *pool_real = ctl_sitecfg_resolve(&c->site, CTL_ALIAS_POOL, pool);
+    if (pool_real && !pool_known(c, pool))
+        pool = pool_real; /* a partition's name the config maps to its pool */
     /* A priority class gives the job its priority; a priority
      * given beside it must be the same. */
     const char *pcname = json_string_value(val[SL_JS_PRIORITY_CLASS]);
+    if (pcname != NULL && ctl_config_prio_class(&c->cfg, pcname) == NULL) {
+        const char *real = ctl_sitecfg_resolve(&c->site, CTL_ALIAS_CLASS, pcname);
+        if (real) /* a QoS the config maps to its class */
+            pcname = real;
+    }
     if (pcname != NULL) {
         const ctl_prio_class_t *pc = ctl_config_prio_class(&c->cfg, pcname);
         if (pc == NULL)
             return bad(fe, 400, "invalid_field", "priority_class",
-                       "unknown priority class \"%s\" (%s)", pcname,
-                       c->cfg.nprio_classes ? "see priority_classes in the config"
-                                            : "the config has no priority_classes");
+                       "unknown priority class or QoS \"%s\" (%s%s)", pcname,
+                       c->cfg.nprio_classes ? "priority classes: "
+                                            : "the config has no priority_classes",
+                       c->cfg.nprio_classes
+                           ? known_names(c, CTL_ALIAS_CLASS, known, sizeof known)
+                           : "");
         if (val[SL_JS_PRIORITY] && js.num[SL_JS_PRIORITY] != pc->value)
             return bad(fe, 400, "invalid_field", "priority",
                        "%lld differs from the value of priority class \"%s\" (%d); give one "
@@ -425,6 +488,13 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     if (!part_fits(c, tenant, models, pool, fe) || !names_fit(c, models, pool, fe)) {
         json_decref(models);
         return NULL;
+    }
+    if (pool && !pool_known(c, pool) && !(c->cfg.npools == 0 && c->site.accept_unknown_pools)) {
+        json_decref(models);
+        return bad(fe, 400, "invalid_field", "pool",
+                   "unknown pool or partition \"%s\" (%s: %s)", pool,
+                   c->cfg.npools ? "pools" : "the pools of this cluster's nodes",
+                   known_names(c, CTL_ALIAS_POOL, known, sizeof known));
     }
 
     char dflt[SL_NAME_MAX];
@@ -504,6 +574,17 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                             json_deep_copy(val[SL_JS_TOPOLOGY_PREFERRED]));
     if (json_is_true(val[SL_JS_ALLOCATION]))
         json_object_set_new(norm, "allocation", json_true());
+    /* Retries as decided now (the config's default when the job gives
+     * none), so that a later config leaves acknowledged jobs as they were;
+     * only where a job has some, so that every other spec reads as before. */
+    int64_t retries = val[SL_JS_RETRIES] ? num[SL_JS_RETRIES] : c->site.default_retries;
+    if (retries > 0) {
+        json_object_set_new(norm, "retries", json_integer(retries));
+        json_object_set_new(norm, "retry_backoff", json_integer(num[SL_JS_RETRY_BACKOFF]));
+    }
+    for (int i = SL_JS_MAIL_TYPE; i <= SL_JS_MAIL_USER; i++)
+        if (val[i])
+            json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
 
     ctl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = norm;

@@ -138,6 +138,10 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS job_size(job INTEGER NOT NULL, at_us INTEGER NOT NULL,"
     " size INTEGER NOT NULL, why TEXT);"
     "CREATE INDEX IF NOT EXISTS job_size_job ON job_size(job);"
+    /* The attempts of retried jobs (sqlite_attempts.c). */
+    "CREATE TABLE IF NOT EXISTS job_attempts(job INTEGER NOT NULL, attempt INTEGER NOT NULL,"
+    " start_us INTEGER, end_us INTEGER, exit_code INTEGER, reason TEXT, retry_at_us INTEGER,"
+    " PRIMARY KEY(job, attempt));"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('schema', '1');";
 
 static const char *const stmts[ST_COUNT] = {

@@ -240,6 +240,24 @@ void ctl_store_tasks_trim(ctl_store_t *s, uint64_t job, int32_t n);
  * arrays the caller frees; loaded set). 0 or -1. */
 int ctl_store_jobx_read(ctl_store_t *s, uint64_t job, ctl_jobx_t *x);
 
+/* ---- attempts of retried jobs ----
+ *   job_attempts(job, attempt, start_us, end_us, exit_code, reason,
+ *                retry_at_us)   one row per failed attempt that was retried
+ * A table of its own, so that a database of an earlier version gains it at
+ * its first open and needs no other migration. */
+
+/* Records failed attempt a of job. Urgent. */
+void ctl_store_attempt_add(ctl_store_t *s, uint64_t job, const ctl_attempt_t *a);
+/* For each job with attempts that is pending or running, or has live
+ * tasks: their count and the last one's retry_at_us (-1: recorded before
+ * its back-off was known). fn returns 0, or -1 to stop. 0 or -1
+ * (ctl_store_errmsg). O(attempts of active jobs). */
+typedef int (*ctl_store_attempts_fn)(void *ud, uint64_t job, int32_t n, int64_t retry_at_us);
+int ctl_store_attempts_active(ctl_store_t *s, ctl_store_attempts_fn fn, void *ud);
+/* Job's attempts, oldest first, into a new array *out (the caller frees it
+ * with sl_free) of *n. 0 or -1. */
+int ctl_store_attempts_read(ctl_store_t *s, uint64_t job, ctl_attempt_t **out, size_t *n);
+
 /* ---- the read-only reader: `sluice report` and GET /v1/history ----
  * A reader is a connection of its own (read-only; it sees every commit
  * made before each read began and never blocks the daemon's writes),

@@ -72,7 +72,63 @@ static int32_t size_now(const ctl_job_t *j) {
     return j->state == CTL_JOB_RUNNING ? j->live : 0;
 }
 
+/* `,"attempt":K,"attempts":[...]` for a job with retries: the attempt
+ * running, waiting or last run (1 first), and each failed one before it,
+ * read from the store on first view. */
+static void attempts_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
+    if (json_integer_value(json_object_get(j->spec, "retries")) <= 0)
+        return;
+    if (!j->attempts_loaded) {
+        ctl_attempt_t *v;
+        size_t n;
+        if (ctl_store_attempts_read(c->store, j->id, &v, &n) == 0) {
+            /* An attempt whose back-off is not known yet is the one now
+             * ending (retry.h), not a past one. */
+            while (n > 0 && v[n - 1].retry_at_us < 0)
+                n--;
+            sl_free(j->attempts);
+            j->attempts = v;
+            j->nattempts = n;
+            j->attempts_loaded = true;
+        }
+    }
+    ctl_buf_puts(b, ",\"attempt\":");
+    ctl_buf_i64(b, (int64_t)j->nattempts + 1);
+    ctl_buf_puts(b, ",\"attempts\":[");
+    for (size_t i = 0; i < j->nattempts; i++) {
+        const ctl_attempt_t *a = &j->attempts[i];
+        ctl_buf_puts(b, i ? ",{\"attempt\":" : "{\"attempt\":");
+        ctl_buf_i64(b, a->attempt);
+        ctl_buf_puts(b, ",\"start_time\":");
+        if (a->start_us >= 0)
+            ctl_buf_time(b, a->start_us);
+        else
+            ctl_buf_puts(b, "null");
+        ctl_buf_puts(b, ",\"end_time\":");
+        if (a->end_us >= 0)
+            ctl_buf_time(b, a->end_us);
+        else
+            ctl_buf_puts(b, "null");
+        ctl_buf_puts(b, ",\"exit_code\":");
+        if (a->has_exit)
+            ctl_buf_i64(b, a->exit_code);
+        else
+            ctl_buf_puts(b, "null");
+        ctl_buf_puts(b, ",\"reason\":");
+        ctl_buf_jstr(b, a->reason);
+        ctl_buf_puts(b, ",\"retry_at\":");
+        ctl_buf_time(b, a->retry_at_us);
+        ctl_buf_putc(b, '}');
+    }
+    ctl_buf_putc(b, ']');
+    if (j->retry_wait) {
+        ctl_buf_puts(b, ",\"retry_at\":");
+        ctl_buf_time(b, j->retry_at_us);
+    }
+}
+
 void ctl_jobx_write_json(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
+    attempts_write(c, b, j);
     load_x(c, j);
     ctl_buf_puts(b, ",\"preemptions\":[");
     for (size_t i = 0; i < j->x.npreempts; i++) {

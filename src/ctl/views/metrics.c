@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/notify.h"
 #include "domain/eff.h"
 #include "views/metrics.h"
 
@@ -111,7 +112,26 @@ COUNTER(m_node_fail, node_failures)
 COUNTER(m_requeues, requeues)
 COUNTER(m_agent_msgs, agent_messages)
 COUNTER(m_forgotten, jobs_forgotten)
+COUNTER(m_retries, retries)
 #undef COUNTER
+
+/* The notifier's counters (base/notify.h); zeros without one. */
+static ctl_notify_stats_t notify_stats(ctl_t *c) {
+    ctl_notify_stats_t st = {0};
+    if (c->notifier)
+        ctl_notifier_stats(c->notifier, &st);
+    return st;
+}
+#define NOTIFY(fn, field)                                             \
+    static void fn(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) { \
+        (void)only;                                                   \
+        u64_line(b, name, notify_stats(c).field);                     \
+    }
+NOTIFY(m_notify_delivered, delivered)
+NOTIFY(m_notify_failed, failed)
+NOTIFY(m_notify_dropped, dropped)
+NOTIFY(m_notify_queued, queued)
+#undef NOTIFY
 
 static void m_commits(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     ctl_store_stats_t st;
@@ -578,6 +598,18 @@ static const metric_t metrics[] = {
      "Time to handle a node declared down: mark it, lose its tasks, requeue or fail their jobs.",
      m_node_failure, M_CLUSTER},
     {"sluice_requeues_total", "counter", "Jobs requeued after a node failure or a preemption.", m_requeues, M_CLUSTER},
+    {"sluice_job_retries_total", "counter",
+     "Failed attempts of jobs with retries put back for another attempt.", m_retries, M_CLUSTER},
+    {"sluice_notifications_delivered_total", "counter",
+     "Job notifications delivered (notify.command exited 0, notify.webhook answered 2xx).",
+     m_notify_delivered, M_CLUSTER},
+    {"sluice_notifications_failed_total", "counter",
+     "Job notification deliveries that failed (exit status, timeout, no answer).",
+     m_notify_failed, M_CLUSTER},
+    {"sluice_notifications_dropped_total", "counter",
+     "Job notifications dropped because notify.queue was full.", m_notify_dropped, M_CLUSTER},
+    {"sluice_notifications_queued", "gauge", "Job notifications waiting for delivery.",
+     m_notify_queued, M_CLUSTER},
     {"sluice_preemptions_total", "counter",
      "Preemptions (whole jobs or elastic shrinks) of each tenant's jobs, by reason: priority, "
      "reclaim (fair share), drain (a node's drain deadline).", m_preemptions, M_TENANT},
