@@ -93,6 +93,7 @@ int ctl_job_preempt(ctl_t *c, ctl_job_t *j, ctl_preempt_t *p, ctl_preempt_cause_
     c->n.requeues++;
     snprintf(j->reason, sizeof j->reason, "requeued: %s", p->reason);
     preempt_record(c, j, p, cause);
+    ctl_watch_job(c, j, "job.preempted");
     if (j->live == 0)
         ctl_job_settle(c, j);
     else
