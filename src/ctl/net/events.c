@@ -417,7 +417,18 @@ void ctl_events_http(ctl_events_t *ev, struct evhttp_request *req, const struct 
     k->last_write_mono_us = ctl_mono_us();
     struct evbuffer *b = evbuffer_new();
     uint64_t seen = ev->next_id - 1;
+    /* The hello says whose stream this is (the console shows the admin's
+     * buttons from it). */
+    char who[128] = "\"role\":\"admin\"";
+    if (!admin) {
+        ctl_buf_t tb;
+        ctl_buf_init(&tb);
+        ctl_buf_jstr(&tb, sl_sched_tenant_name(ev->c->sched, tenant));
+        snprintf(who, sizeof who, "\"role\":\"tenant\",\"tenant\":%.*s", (int)tb.len, tb.p);
+        ctl_buf_fini(&tb);
+    }
     evbuffer_add_printf(b, "retry: 3000\n\n");
+    bool resumed = false;
     if (resume && last < ev->next_id && last + 1 >= ev->ring_from) {
         size_t bytes = 0;
         for (size_t i = 0; i < ev->ring_len; i++) {
@@ -425,10 +436,10 @@ void ctl_events_http(ctl_events_t *ev, struct evhttp_request *req, const struct 
             if (s->id > last && may_see(k, s->vis))
                 bytes += s->len;
         }
-        resume = bytes + 512 <= CTL_EVENTS_CLIENT_BYTES; /* else a reset: list again */
-        if (resume) {
-            evbuffer_add_printf(b, "event: hello\ndata: {\"resumed\":true,\"after\":%llu}\n\n",
-                                (unsigned long long)last);
+        resumed = bytes + 512 <= CTL_EVENTS_CLIENT_BYTES; /* else a reset: list again */
+        if (resumed) {
+            evbuffer_add_printf(b, "event: hello\ndata: {\"resumed\":true,\"after\":%llu,%s}\n\n",
+                                (unsigned long long)last, who);
             for (size_t i = 0; i < ev->ring_len; i++) {
                 const slot_t *s = &ev->ring[(ev->ring_head + i) % CTL_EVENTS_RING];
                 if (s->id > last && may_see(k, s->vis)) {
@@ -436,22 +447,16 @@ void ctl_events_http(ctl_events_t *ev, struct evhttp_request *req, const struct 
                     ev->sent++;
                 }
             }
-        } else {
-            last = 0;
         }
-    } else if (resume) {
-        resume = false;
-    } else {
-        last = 0;
     }
-    if (!resume && last_s != NULL && last_s[0] != '\0') {
+    if (resume && !resumed)
         evbuffer_add_printf(b, "id: %llu\nevent: reset\ndata: {\"id\":%llu,\"reason\":\"events after "
-                            "%s are no longer kept: list again, then follow\"}\n\n",
-                            (unsigned long long)seen, (unsigned long long)seen, last_s);
-    } else if (!resume) {
-        evbuffer_add_printf(b, "id: %llu\nevent: hello\ndata: {\"id\":%llu,\"resumed\":false}\n\n",
-                            (unsigned long long)seen, (unsigned long long)seen);
-    }
+                            "%llu are no longer kept: list again, then follow\",%s}\n\n",
+                            (unsigned long long)seen, (unsigned long long)seen,
+                            (unsigned long long)last, who);
+    else if (!resume)
+        evbuffer_add_printf(b, "id: %llu\nevent: hello\ndata: {\"id\":%llu,\"resumed\":false,%s}\n\n",
+                            (unsigned long long)seen, (unsigned long long)seen, who);
     evhttp_send_reply_start(req, 200, "OK");
     evhttp_send_reply_chunk(req, b);
     evbuffer_free(b);

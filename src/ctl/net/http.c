@@ -57,6 +57,7 @@
 #include "views/history.h"
 #include "net/steps.h"
 #include "net/events.h"
+#include "net/console.h"
 
 #define AUTH_NONE CTL_AUTH_NONE
 #define AUTH_API CTL_AUTH_API
@@ -118,6 +119,7 @@ static void h_resume(hreq_t *h);
 static void h_size(hreq_t *h);
 static void h_steps(hreq_t *h) { ctl_steps_http(h->hs->steps, h->req, h->id, h->admin, h->tenant, h->step_token); }
 static void h_events(hreq_t *h) { ctl_events_http(h->hs->events, h->req, &h->query, h->admin, h->tenant); }
+static void h_ui(hreq_t *h) { ctl_console_http(&h->hs->conns, h->req, evhttp_uri_get_path(evhttp_request_get_evhttp_uri(h->req))); }
 static void h_events_stats(hreq_t *h) { ctl_events_http_stats(h->hs->events, h->req, h->admin); }
 static void h_step_signal(hreq_t *h) { ctl_steps_http_signal(h->hs->steps, h->req, h->id, h->admin, h->tenant, h->step_token); }
 
@@ -148,6 +150,11 @@ static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/v1/events", h_events, AUTH_API,
      "jobs' and nodes' changes as Server-Sent Events (Last-Event-ID, ?heartbeat=)"},
     {EVHTTP_REQ_GET, "/v1/events/stats", h_events_stats, AUTH_API, "the event stream's counters (admin)"},
+    {EVHTTP_REQ_GET, "/ui", h_ui, AUTH_NONE, "the web console (docs/console.md; it asks for a token)"},
+    {EVHTTP_REQ_GET, "/ui/index.html", h_ui, AUTH_NONE, "the console's page"},
+    {EVHTTP_REQ_GET, "/ui/app.js", h_ui, AUTH_NONE, "the console's script"},
+    {EVHTTP_REQ_GET, "/ui/style.css", h_ui, AUTH_NONE, "the console's style sheet"},
+    {EVHTTP_REQ_GET, "/ui/favicon.svg", h_ui, AUTH_NONE, "the console's icon"},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
