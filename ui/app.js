@@ -15,7 +15,7 @@ const S = {
   stream: null,       // the AbortController of the event stream
   listeners: [],      // (event) => void, the current page's
   jobsQuery: { state: "pending,running", tenant: "", limit: 100, after: 0, stack: [], sort: "id", desc: false, name: "" },
-  heatCell: 4,
+  heatCell: null,     // the heat map's cell in pixels; null: by the node count
 };
 
 // ---- DOM helpers: text only ----
@@ -373,7 +373,7 @@ function heatDraw(canvas, nodes, cell) {
 async function heatmap(page) {
   page.appendChild(el("h1", {}, "GPU heat map"));
   const status = el("span", { class: "mute", id: "heat-status" });
-  const zoom = el("input", { type: "range", min: 1, max: 24, value: S.heatCell, id: "heat-zoom" });
+  const zoom = el("input", { type: "range", min: 1, max: 24, value: S.heatCell || 4, id: "heat-zoom" });
   page.appendChild(el("div", { class: "toolbar" }, "zoom", zoom, el("span", { class: "legend" },
     el("span", { class: "alloc" }), "allocated", el("span", { class: "shared" }), "shared (lower part: its fraction)",
     el("span", { class: "free" }), "free", el("span", { class: "drain" }), "free, draining",
@@ -394,7 +394,14 @@ async function heatmap(page) {
     canvas.dataset.drawMs = ms.toFixed(1);
     canvas.dataset.nodes = String(nodes.length);
   };
-  const load = async () => { nodes = await allNodes(); draw(); };
+  const load = async () => {
+    nodes = await allNodes();
+    if (S.heatCell === null) {   // a few nodes large, 10,000 in about two screens
+      S.heatCell = nodes.length <= 200 ? 14 : nodes.length <= 2000 ? 8 : 4;
+      zoom.value = S.heatCell;
+    }
+    draw();
+  };
   zoom.addEventListener("input", () => { S.heatCell = Number(zoom.value); draw(); });
   canvas.addEventListener("mousemove", (e) => {
     if (!lay) return;
