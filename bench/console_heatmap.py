@@ -53,7 +53,8 @@ def main():
     ctl = harness.Controller(d, config_overrides={
         "max_finished_jobs": 1000000,
         "limits": {"max_connections": 1024, "max_agent_connections": conns,
-                   "max_connections_per_peer": conns, "max_pending_jobs": 1000000}})
+                   "max_connections_per_peer": conns, "max_pending_jobs": 1000000,
+                   "max_array_size": 200000}})
     ctl.start()
     emus = []
     drv = None

@@ -211,10 +211,20 @@ async function overview(page) {
   page.appendChild(el("h1", {}, "Overview"));
   const body = el("div");
   page.appendChild(body);
+  // The report reads the database on a thread of its own: asked for at
+  // most every 30 s, not on every event.
+  let rep = null, repAt = 0;
+  const report = async () => {
+    if (Date.now() - repAt > 30000) {
+      rep = await api("GET", "/v1/report?since=86400").catch(() => rep);
+      repAt = Date.now();
+    }
+    return rep;
+  };
   const draw = async () => {
     const [t, rep, nodes, metrics] = await Promise.all([
       api("GET", "/v1/tenants"),
-      api("GET", "/v1/report?since=86400").catch(() => null),
+      report(),
       allNodes(),
       api("GET", "/metrics").catch(() => null),
     ]);
@@ -269,7 +279,7 @@ async function overview(page) {
     }
   };
   await draw();
-  onEvents(debounce(() => draw().catch(() => {}), 1000));
+  onEvents(debounce(() => draw().catch(() => {}), 2000));
 }
 
 function card(k, v, sub) {
@@ -602,8 +612,13 @@ async function tenants(page) {
   page.appendChild(el("h1", {}, "Tenants"));
   const holder = el("div");
   page.appendChild(holder);
+  let rep = null, repAt = 0;
   const draw = async () => {
-    const [{ data }, rep] = await Promise.all([api("GET", "/v1/tenants"), api("GET", "/v1/report?since=86400").catch(() => null)]);
+    if (Date.now() - repAt > 30000) {   // the report at most every 30 s (see overview)
+      rep = await api("GET", "/v1/report?since=86400").catch(() => rep);
+      repAt = Date.now();
+    }
+    const { data } = await api("GET", "/v1/tenants");
     const hist = new Map(((rep && rep.data.tenants) || []).map((t) => [t.name, t]));
     const wsum = data.tenants.reduce((a, x) => a + x.weight, 0) || 1;
     clear(holder).appendChild(table(["tenant", "weight", "quota", "pending", "running", "in use", "dominant share", "weight share", "GPU hours (24 h)", "usage / fair (24 h)"],
