@@ -492,7 +492,11 @@ void ctl_events_destroy(ctl_events_t *ev) {
         ev->c->watch = (ctl_watch_t){0};
     if (ev->tick)
         event_free(ev->tick);
-    for (size_t i = 0; i < ev->ncl; i++) { /* their requests are the server's */
+    for (size_t i = 0; i < ev->ncl; i++) {
+        /* A request still on its connection is freed with the server; one
+         * whose client went away since the last tick is ours to free. */
+        if (evhttp_request_get_connection(ev->cl[i]->req) == NULL)
+            evhttp_send_reply_end(ev->cl[i]->req);
         if (ev->cl[i]->pend)
             evbuffer_free(ev->cl[i]->pend);
         sl_free(ev->cl[i]);
