@@ -548,6 +548,12 @@ async function job(page, id) {
         j.placement.map((p) => [String(p.task), p.node || "", (p.gpus || []).join(",") + (p.gpu_milli ? " (" + p.gpu_milli / 10 + "%)" : ""),
                                 p.state, p.pid === null ? "" : String(p.pid), p.exit_code === null ? "" : String(p.exit_code)])));
     }
+    if (j.min_tasks !== j.tasks && j.state === "running") {   // elastic: its size now
+      try {
+        const { data: sz } = await api("GET", "/v1/jobs/" + j.id + "/size");
+        body.appendChild(kv([["size", sz.size + " of " + sz.min_tasks + ".." + sz.tasks + " tasks (" + sz.generation + " changes)"]]));
+      } catch (e) { /* not elastic after all */ }
+    }
     if (j.preemptions && j.preemptions.length) {
       body.appendChild(el("h2", {}, "Preemptions"));
       body.appendChild(el("pre", {}, JSON.stringify(j.preemptions, null, 1)));

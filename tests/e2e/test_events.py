@@ -214,3 +214,23 @@ def test_queue_and_show_watch_reprint_on_events(controller, fake_agent, tmp_path
             s.wait()
     assert s.returncode == 0, (stdout, stderr)
     assert "state:" in stdout and "succeeded" in stdout.split("job %d" % j["id"])[-1], stdout
+
+
+def test_stream_over_tls(tmp_path):
+    """The same stream over the API's TLS (docs/security.md): events and
+    heartbeats through OpenSSL's bufferevents."""
+    import tlsutil
+    ctl = tlsutil.TLSController(tmp_path / "ctl", tlsutil.make_pki(tmp_path / "pki"))
+    ctl.start()
+    s = None
+    try:
+        s = SSE(ctl, ctl.token("alice"), query="?heartbeat=1", connect=lambda: ctl._connect(60))
+        assert s.status == 200
+        j = ctl.submit({"name": "over-tls", "command": ["true"]})
+        e = s.wait_job(j["id"], "job.submitted")
+        assert e["data"]["job"]["name"] == "over-tls"
+        harness.wait_for(lambda: s.comments >= 1, what="a heartbeat over TLS")
+    finally:
+        if s:
+            s.close()
+        ctl.stop()
