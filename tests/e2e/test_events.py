@@ -149,14 +149,15 @@ def test_client_that_never_reads_is_dropped(controller):
         harness.wait_for(lambda: controller.request("GET", "/v1/events/stats",
                                                     token=controller.admin_token)[1]["clients"] == 1,
                          what="the stream open")
-        # Each burst is an array's worth of events (submitted, cancelled):
-        # far more than the client's bound, which drops it.
-        for burst in range(40):
+        # Each burst is an array's worth of events (submitted, cancelled,
+        # finished: ~80 KiB, less than half the client's bound, so each is
+        # sent whole); unread, they pile up to the bound, which drops it.
+        for burst in range(400):
             st, body = controller.request("GET", "/v1/events/stats", token=controller.admin_token)
             assert st == 200
             if body["dropped"] >= 1:
                 break
-            j = controller.submit({"name": "x" * 60, "gpus": 16, "array": "0-199",
+            j = controller.submit({"name": "x" * 60, "gpus": 16, "array": "0-39",
                                    "command": ["true"]})
             st, _ = controller.request("DELETE", "/v1/jobs/%d" % j["id"], token=controller.admin_token)
             assert st == 200
@@ -234,3 +235,22 @@ def test_stream_over_tls(tmp_path):
         if s:
             s.close()
         ctl.stop()
+
+
+def test_burst_larger_than_the_ring_resets_and_follows(controller):
+    """An array of 5,000 (more changes in one iteration than the ring
+    holds, and more bytes than a client's bound): a reading client gets a
+    reset, is not dropped, and follows what comes next."""
+    s = SSE(controller, controller.admin_token)
+    try:
+        s.wait(lambda evs: evs, what="hello")
+        controller.submit({"name": "big", "gpus": 16, "array": "0-4999", "command": ["true"]})
+        reset = s.wait(lambda evs: [e for e in evs if e["event"] == "reset"], what="a reset")[0]
+        assert "list again" in reset["data"]["reason"] and reset["id"] is not None
+        j = controller.submit({"name": "after", "command": ["true"]})
+        e = s.wait_job(j["id"], "job.submitted")
+        assert e["id"] > reset["id"]
+        st, body = controller.request("GET", "/v1/events/stats", token=controller.admin_token)
+        assert body["dropped"] == 0 and body["clients"] == 1 and body["ring_events"] <= 4096
+    finally:
+        s.close()

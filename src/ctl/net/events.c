@@ -288,7 +288,26 @@ void ctl_events_flush(ctl_events_t *ev) {
         ring_clear(ev);
         return;
     }
-    for (size_t i = 0; i < ev->nchg; i++) {
+    /* More changes than the ring holds (an array of 100,000 submitted):
+     * only the last CTL_EVENTS_RING could be resumed from, and a client
+     * could not take them all in its bound, so the earlier ones are not
+     * rendered at all (the flush's work stays bounded) and every client is
+     * told to list again, from after them. */
+    size_t skip = ev->nchg > CTL_EVENTS_RING ? ev->nchg - CTL_EVENTS_RING : 0;
+    if (skip > 0) {
+        ev->next_id += skip;
+        ring_clear(ev);
+        for (size_t k = 0; k < ev->ncl; k++) {
+            client_t *cl = ev->cl[k];
+            if (cl->pend == NULL)
+                cl->pend = evbuffer_new();
+            evbuffer_add_printf(cl->pend, "id: %llu\nevent: reset\ndata: {\"id\":%llu,\"reason\":"
+                                "\"%zu changes at once: list again, then follow\"}\n\n",
+                                (unsigned long long)(ev->next_id - 1),
+                                (unsigned long long)(ev->next_id - 1), ev->nchg);
+        }
+    }
+    for (size_t i = skip; i < ev->nchg; i++) {
         int32_t vis;
         size_t len;
         uint64_t id = ev->next_id;
@@ -321,6 +340,17 @@ void ctl_events_flush(ctl_events_t *ev) {
         }
         struct evbuffer *b = cl->pend;
         cl->pend = NULL;
+        struct evhttp_connection *evcon = evhttp_request_get_connection(cl->req);
+        if (evcon != NULL && evbuffer_get_length(b) > CTL_EVENTS_CLIENT_BYTES / 2 &&
+            unsent(evcon) < CTL_EVENTS_CLIENT_BYTES / 2) {
+            /* A client that reads, but this flush alone is more than half
+             * its bound: a reset instead (it lists again), not a drop. */
+            evbuffer_drain(b, evbuffer_get_length(b));
+            evbuffer_add_printf(b, "id: %llu\nevent: reset\ndata: {\"id\":%llu,\"reason\":\"too many "
+                                "changes at once: list again, then follow\"}\n\n",
+                                (unsigned long long)(ev->next_id - 1),
+                                (unsigned long long)(ev->next_id - 1));
+        }
         bool kept = client_send(ev, k, b);
         evbuffer_free(b);
         if (kept)
