@@ -4,12 +4,14 @@ bench/events_fanout.py - GET /v1/events fanned out to many clients
 (docs/api.md "Events"): sluiced's CPU and memory while CLIENTS streams
 follow bursts of job events.
 
-    make build && bench/events_fanout.py [--clients 200] [--bursts 10] [--size 100]
+    make build && bench/events_fanout.py [--clients 200] [--bursts 20] [--size 50]
 
 Each burst is an array of SIZE jobs (more GPUs than any node has: they
 stay pending) cancelled at once: 3 events per element (job.submitted,
 job.cancelled, job.finished), every one sent to every client (all read
-as the admin). A burst ends when every client has its last event; the
+as the admin; a cancel's 2 x SIZE events leave in one loop iteration,
+which must stay under half a client's bound, 128 KiB, or it gets a reset
+in their place). A burst ends when every client has its last event; the
 next starts then. Printed: events and bytes delivered, the controller's
 CPU seconds (utime + stime from /proc) and its RSS before and after and
 its peak (VmHWM), clients dropped (/v1/events/stats), and each burst's
@@ -51,8 +53,8 @@ def proc_stats(pid):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--clients", type=int, default=200)
-    ap.add_argument("--bursts", type=int, default=10)
-    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--bursts", type=int, default=20)
+    ap.add_argument("--size", type=int, default=50)
     args = ap.parse_args()
     d = tempfile.mkdtemp(prefix="sluice-fanout-")
     ctl = harness.Controller(d, config_overrides={"limits": {"max_connections": 4096,
@@ -97,6 +99,7 @@ def main():
             "ctl_cpu_pct_of_one_core": round(100 * (cpu1 - cpu0) / wall, 1),
             "ctl_rss_mib_before": round(rss0 / 2**20, 1), "ctl_rss_mib_after": round(rss1 / 2**20, 1),
             "ctl_rss_mib_peak": round(hwm / 2**20, 1), "dropped": stats["dropped"],
+            "resets": sum(1 for c in clients for e in c.snapshot() if e["event"] == "reset"),
             "burst_s_p50": round(lat[len(lat) // 2], 3), "burst_s_max": round(lat[-1], 3),
         }, indent=1))
     finally:
