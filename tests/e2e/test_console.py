@@ -168,6 +168,10 @@ def test_console_live_jobs_reason_cancel_and_xss(controller, fake_agent, browser
     with pytest.raises(NoAlertPresentException):
         d.switch_to.alert.text
     assert severe_logs(d) == [], severe_logs(d)  # no CSP violation, no error
+    # The token never went into a URL: not in any request the page made.
+    urls = d.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert any("/v1/jobs" in u for u in urls), urls  # (a stream still open is not listed)
+    assert not any(controller.token("alice") in u for u in urls + [d.current_url]), urls
 
 
 def test_tenant_session_never_receives_another_tenants_jobs(controller, browser, tmp_path):
