@@ -326,10 +326,10 @@ function gpuState(n, m) {
 
 // Lays the nodes out by pool: one tile per node (its GPUs side by side),
 // tiles wrapped to the canvas width; returns the tiles for hit-testing.
-function heatLayout(nodes, width, cell) {
+function heatLayout(nodes, width, cell, by) {
   const pools = new Map();
   for (const n of nodes) {
-    const p = n.pool || "default";
+    const p = by === "rack" ? (n.topology || "no topology") : (n.pool || "default");
     if (!pools.has(p)) pools.set(p, []);
     pools.get(p).push(n);
   }
@@ -337,7 +337,7 @@ function heatLayout(nodes, width, cell) {
   let y = 0;
   const gap = Math.max(1, cell >> 1), rowH = cell + gap;
   for (const [pool, ns] of [...pools.entries()].sort()) {
-    labels.push({ pool, y: y + 14, count: ns.length });
+    labels.push({ pool: (by === "rack" ? "rack " : "pool ") + pool, y: y + 14, count: ns.length });
     y += 20;
     let x = 0;
     for (const n of ns) {
@@ -351,9 +351,9 @@ function heatLayout(nodes, width, cell) {
   return { tiles, labels, height: y };
 }
 
-function heatDraw(canvas, nodes, cell) {
+function heatDraw(canvas, nodes, cell, by) {
   const width = canvas.parentNode.clientWidth || 1200;
-  const lay = heatLayout(nodes, width, cell);
+  const lay = heatLayout(nodes, width, cell, by);
   canvas.width = width;
   canvas.height = Math.max(40, lay.height);
   const g = canvas.getContext("2d");
@@ -362,7 +362,7 @@ function heatDraw(canvas, nodes, cell) {
   g.font = "12px system-ui, sans-serif";
   for (const l of lay.labels) {
     g.fillStyle = "#333";
-    g.fillText("pool " + l.pool + " (" + l.count + " nodes)", 0, l.y);
+    g.fillText(l.pool + " (" + l.count + " nodes)", 0, l.y);
   }
   for (const t of lay.tiles) {
     const milli = t.n.free.gpu_milli || [];
@@ -384,7 +384,10 @@ async function heatmap(page) {
   page.appendChild(el("h1", {}, "GPU heat map"));
   const status = el("span", { class: "mute", id: "heat-status" });
   const zoom = el("input", { type: "range", min: 1, max: 24, value: S.heatCell || 4, id: "heat-zoom" });
-  page.appendChild(el("div", { class: "toolbar" }, "zoom", zoom, el("span", { class: "legend" },
+  const group = el("select", { id: "heat-group" }, el("option", { value: "pool" }, "by pool"),
+                  el("option", { value: "rack" }, "by rack (topology)"));
+  group.value = S.heatGroup || "pool";
+  page.appendChild(el("div", { class: "toolbar" }, "zoom", zoom, group, el("span", { class: "legend" },
     el("span", { class: "alloc" }), "allocated", el("span", { class: "shared" }), "shared (lower part: its fraction)",
     el("span", { class: "free" }), "free", el("span", { class: "drain" }), "free, draining",
     el("span", { class: "down" }), "down"), status));
@@ -397,7 +400,7 @@ async function heatmap(page) {
   let nodes = [], lay = null;
   const draw = () => {
     const t0 = performance.now();
-    lay = heatDraw(canvas, nodes, S.heatCell);
+    lay = heatDraw(canvas, nodes, S.heatCell, group.value);
     const ms = performance.now() - t0;
     const gpus = nodes.reduce((a, n) => a + n.gpus, 0);
     status.textContent = nodes.length + " nodes, " + gpus + " GPUs; drawn in " + ms.toFixed(0) + " ms";
@@ -413,6 +416,7 @@ async function heatmap(page) {
     draw();
   };
   zoom.addEventListener("input", () => { S.heatCell = Number(zoom.value); draw(); });
+  group.addEventListener("change", () => { S.heatGroup = group.value; draw(); });
   canvas.addEventListener("mousemove", (e) => {
     if (!lay) return;
     const r = canvas.getBoundingClientRect();
@@ -463,7 +467,7 @@ async function jobs(page) {
   page.appendChild(el("div", { class: "toolbar" }, state, tenant, name, limit, prev, next, info));
   const holder = el("div");
   page.appendChild(holder);
-  let rows = [], nextAfter = null;
+  let rows = [], nextAfter = null, newer = 0;
   const render = () => {
     const cols = ["id", "name", "tenant", "state", "gpus", "submit_time", "reason"];
     const key = cols[["id", "name", "tenant", "state", "gpus", "submit_time", "reason"].indexOf(q.sort)] || "id";
@@ -475,7 +479,8 @@ async function jobs(page) {
     });
     clear(holder).appendChild(table(["id", "name", "tenant", "state", "GPUs", "submitted", "reason"],
       shown.map(jobRow), { id: "jobs-table", sort: (i) => { q.desc = q.sort === cols[i] ? !q.desc : false; q.sort = cols[i]; render(); } }));
-    info.textContent = shown.length + " shown" + (nextAfter ? ", more after id " + nextAfter : "");
+    info.textContent = shown.length + " shown" + (nextAfter ? ", more after id " + nextAfter : "") +
+      (newer ? "; " + newer + " new since on later pages" : "");
     prev.disabled = q.stack.length === 0;
     next.disabled = !nextAfter;
   };
@@ -486,6 +491,7 @@ async function jobs(page) {
     const { data } = await api("GET", path);
     rows = data.jobs;
     nextAfter = data.next_after;
+    newer = 0;
     render();
   };
   const reload = () => load().catch((e) => clear(holder).appendChild(el("p", { class: "error" }, e.message)));
@@ -505,6 +511,7 @@ async function jobs(page) {
     const listed = q.state.split(",").includes(j.state) && (!q.tenant || q.tenant === j.tenant);
     if (i >= 0) { if (listed) rows[i] = j; else rows.splice(i, 1); }
     else if (listed && !nextAfter && j.id > q.after) rows.push(j);
+    else if (listed && ev.event === "job.submitted" && nextAfter) newer++;
     else return;
     render();
   });
@@ -590,8 +597,21 @@ async function nodes(page) {
   page.appendChild(holder);
   const msg = el("p", { class: "error" });
   page.appendChild(msg);
+  const PAGE = 500;   // rows at a time: 10,000 nodes are 20 pages, not one 10,000-row table
+  let at = 0;
+  const filter = el("input", { id: "n-filter", placeholder: "name contains", size: 14 });
+  const prev = el("button", { type: "button" }, "‹ prev"), next = el("button", { type: "button" }, "next ›");
+  const info = el("span", { class: "mute" });
+  page.insertBefore(el("div", { class: "toolbar" }, filter, prev, next, info), holder);
+  filter.addEventListener("input", () => { at = 0; draw(); });
+  prev.addEventListener("click", () => { at = Math.max(0, at - PAGE); draw(); });
+  next.addEventListener("click", () => { at += PAGE; draw(); });
   const draw = async () => {
-    const ns = await allNodes();
+    const all = (await allNodes()).filter((n) => !filter.value || n.name.includes(filter.value));
+    const ns = all.slice(at, at + PAGE);
+    info.textContent = (all.length ? at + 1 : 0) + "–" + (at + ns.length) + " of " + all.length + " nodes";
+    prev.disabled = at === 0;
+    next.disabled = at + PAGE >= all.length;
     const rows = ns.map((n) => {
       const acts = [];
       if (S.admin) {
