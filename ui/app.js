@@ -221,12 +221,15 @@ async function overview(page) {
     }
     return rep;
   };
+  // Every node (10 pages at 10,000 nodes) at most every 10 s; the
+  // figures of /metrics on each redraw.
+  let nodes = [], nodesAt = 0;
   const draw = async () => {
-    const [t, rep, nodes, metrics] = await Promise.all([
+    if (Date.now() - nodesAt > 10000) { nodes = await allNodes(); nodesAt = Date.now(); }
+    const [t, rep, metrics] = await Promise.all([
       api("GET", "/v1/tenants"),
       report(),
-      allNodes(),
-      api("GET", "/metrics").catch(() => null),
+      api("GET", "/metrics").then((r) => parseMetrics(r.data)).catch(() => new Map()),
     ]);
     const tenants = t.data.tenants;
     let cap = 0, free = 0, shared = 0, down = 0;
@@ -236,11 +239,8 @@ async function overview(page) {
       for (const m of (n.free.gpu_milli || [])) { free += m / 1000; if (m > 0 && m < 1000) shared++; }
     }
     const alloc = cap - free;
-    let frag = null;
-    if (metrics && typeof metrics.data === "string") {
-      const m = metrics.data.match(/^sluice_gpu_fragmentation_ratio(?:\{[^}]*\})? ([0-9.eE+-]+|NaN)$/m);
-      if (m && m[1] !== "NaN") frag = Number(m[1]);
-    }
+    const mv = (k) => { const v = metrics.get(k); return v === undefined || Number.isNaN(v) ? null : v; };
+    const frag = mv("sluice_gpu_fragmentation_ratio");
     const pending = tenants.reduce((a, x) => a + x.pending, 0);
     const running = tenants.reduce((a, x) => a + x.running, 0);
     const r = rep ? rep.data : null;
@@ -253,11 +253,21 @@ async function overview(page) {
       card("throughput (24 h)", r ? r.throughput.jobs_per_hour.toFixed(2) + "/h" : "–",
            r ? r.throughput.succeeded + " ok, " + r.throughput.failed + " failed" : ""),
       card("fairness (Jain)", r && r.fairness.jain_index !== null ? r.fairness.jain_index.toFixed(3) : "–")));
+    if (mv('sluice_jobs{state="pending"}') !== null)
+      body.appendChild(el("p", { class: "mute", id: "jobs-by-state" }, "jobs in memory by state: " +
+        STATES.map((st) => st + " " + mv('sluice_jobs{state="' + st + '"}')).join(", ")));
     body.appendChild(el("h2", {}, "Jobs by tenant and state; share against weight"));
     const wsum = tenants.reduce((a, x) => a + x.weight, 0) || 1;
-    body.appendChild(table(["tenant", "pending", "running", "GPUs in use", "dominant share", "weight share", "share / weight"],
-      tenants.map((x) => [x.name, x.pending, x.running, x.usage.gpus, shareBar(x.dominant_share, x.weight / wsum),
-                          pct(x.weight / wsum), x.weight ? (x.dominant_share / (x.weight / wsum)).toFixed(2) : "–"])));
+    const tm = (name, t) => { const v = mv(name + '{tenant="' + t + '"}'); return v === null ? "–" : v; };
+    body.appendChild(table(["tenant", "pending", "running", "pending GPUs", "GPUs in use", "dominant share", "weight share", "share / weight", "deficit", "succeeded / failed / cancelled"],
+      tenants.map((x) => [x.name, x.pending, x.running, tm("sluice_tenant_pending_gpus", x.name), x.usage.gpus,
+                          shareBar(x.dominant_share, x.weight / wsum), pct(x.weight / wsum),
+                          x.weight ? (x.dominant_share / (x.weight / wsum)).toFixed(2) : "–",
+                          (() => { const v = mv('sluice_tenant_share_deficit_ratio{tenant="' + x.name + '"}'); return v === null ? "–" : pct(v); })(),
+                          ["succeeded", "failed", "cancelled"].map((st) => {
+                            const v = mv('sluice_jobs_completed_total{tenant="' + x.name + '",state="' + st + '"}');
+                            return v === null ? "–" : v;
+                          }).join(" / ")])));
     if (r) {
       body.appendChild(el("h2", {}, "Report, last 24 h (sluice report)"));
       const q = r.queueing_delay, s = r.scheduling_delay;
@@ -280,6 +290,17 @@ async function overview(page) {
   };
   await draw();
   onEvents(debounce(() => draw().catch(() => {}), 2000));
+}
+
+// The Prometheus text of /metrics as a map "name{labels}" -> number.
+function parseMetrics(text) {
+  const m = new Map();
+  for (const line of String(text).split("\n")) {
+    if (!line || line[0] === "#") continue;
+    const sp = line.lastIndexOf(" ");
+    if (sp > 0) m.set(line.slice(0, sp), Number(line.slice(sp + 1)));
+  }
+  return m;
 }
 
 function card(k, v, sub) {

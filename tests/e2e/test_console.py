@@ -201,6 +201,10 @@ def test_admin_pages_drain_resume_and_submit(controller, fake_agent, browser, tm
     login(d, controller, controller.admin_token)
     assert d.find_element(By.ID, "who").text == "admin"
 
+    wait_dom(d, lambda: d.find_elements(By.ID, "jobs-by-state"), "the admin's overview")
+    assert "running 1" in d.find_element(By.ID, "jobs-by-state").text
+    shot(d, tmp_path, "overview-admin")
+
     go(d, "heatmap")
     wait_dom(d, lambda: d.find_element(By.ID, "heat").get_attribute("data-nodes") == "2", "the heat map")
     shot(d, tmp_path, "heatmap")
