@@ -37,7 +37,8 @@ deps:
 	apt-get install -y --no-install-recommends build-essential cmake pkg-config \
 	  libevent-dev libssl-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	  libcmocka-dev python3-pytest python3-yaml valgrind openssl \
-	  glpk-utils python3-torch openmpi-bin podman runc busybox-static
+	  glpk-utils python3-torch openmpi-bin podman runc busybox-static \
+	  chromium chromium-driver python3-selenium
 	# podman, runc, busybox-static: image tasks in real containers (agent
 	# --runtime; tests/e2e/test_containers.py builds its images from
 	# busybox, never pulls; docs/containers.md).
@@ -45,6 +46,8 @@ deps:
 	# (tests/e2e/test_steps_mpi.py).
 	# glpk-utils: the exact LP solver of tools/fill_bound.py (test_sim_fgd.py);
 	# python3-torch: torchrun for tests/e2e/test_elastic_torch.py.
+	# chromium, chromium-driver, python3-selenium: the web console in a
+	# real browser, headless (tests/e2e/test_console.py, docs/console.md).
 	# prometheus: promtool (rule tests, config and metrics checks) and a real
 	# Prometheus for tests/e2e/test_deploy*.py.
 	apt-get install -y --no-install-recommends prometheus

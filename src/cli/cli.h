@@ -179,6 +179,13 @@ bool cli_sbatch_is_script(const char *path);
 long long cli_slurm_time(const char *s);
 
 /* cmds.c and up.c */
+/* watch.c: waits on GET /v1/events for the next change: a job's event
+ * (only job's, or its array's, when job > 0) or a reset, resuming after
+ * *last (0: the first wait, which returns at the stream's hello). Updates
+ * *last and copies the event's name into what (may be NULL). CLI_OK, or
+ * the client's error with its message printed. */
+int cli_watch_wait(cli_t *c, unsigned long long *last, long long job, char *what, size_t whatlen);
+
 int cli_cmd_submit(cli_t *c);
 int cli_cmd_queue(cli_t *c);
 int cli_cmd_show(cli_t *c);

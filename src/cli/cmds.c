@@ -373,7 +373,7 @@ static unsigned long long last_row_id(const char *text, size_t len) {
  * --json the pages' jobs stream to stdout as one {"jobs":[...],
  * "next_after":...} document, the server's bytes (one page unchanged;
  * opts.c, cli_pages_t). --limit caps the jobs printed in all. */
-int cli_cmd_queue(cli_t *c) {
+static int queue_once(cli_t *c) {
     if (c->npos > 0) return cli_usage_error(c, "unexpected argument \"%s\"", c->pos[0]);
     char q[600] = "";
     long long lim = -1;
@@ -530,7 +530,7 @@ static void print_list(const char *label, json_t *l) {
     printf("\n");
 }
 
-int cli_cmd_show(cli_t *c) {
+static int show_once(cli_t *c) {
     char ref[48];
     if (c->npos != 1) return cli_usage_error(c, "give one job id");
     if (parse_ref(c, c->pos[0], ref, sizeof ref)) return CLI_EUSAGE;
@@ -902,4 +902,43 @@ int cli_cmd_logs(cli_t *c) {
         json_decref(acc);
     }
     return rc;
+}
+
+/* --watch: prints, then again after each change the event stream reports
+ * (watch.c), until interrupted; show's stops once its job has ended. */
+static int watch(cli_t *c, int (*once)(cli_t *), long long job, const char *path) {
+    unsigned long long last = 0;
+    int rc = cli_watch_wait(c, &last, job, NULL, 0); /* the id to resume from */
+    for (int n = 0; rc == CLI_OK; n++) {
+        /* The state before the print: what is printed is at least as late. */
+        json_t *j = NULL;
+        if (path && (rc = cli_call(c, "GET", path, NULL, &j)) != CLI_OK)
+            break;
+        const char *st = json_string_value(json_object_get(j, "state"));
+        bool ended = st && strcmp(st, "pending") != 0 && strcmp(st, "running") != 0;
+        json_decref(j);
+        if (isatty(STDOUT_FILENO))
+            fputs("\033[H\033[2J", stdout);
+        else if (n > 0)
+            putchar('\n');
+        rc = once(c);
+        fflush(stdout);
+        if (rc != CLI_OK || ended)
+            break;
+        rc = cli_watch_wait(c, &last, job, NULL, 0);
+    }
+    return rc;
+}
+
+int cli_cmd_queue(cli_t *c) {
+    return cli_has(c, "watch") ? watch(c, queue_once, 0, NULL) : queue_once(c);
+}
+
+int cli_cmd_show(cli_t *c) {
+    if (!cli_has(c, "watch") || c->npos != 1)
+        return show_once(c);
+    char ref[48], path[80];
+    if (parse_ref(c, c->pos[0], ref, sizeof ref)) return CLI_EUSAGE;
+    snprintf(path, sizeof path, "/v1/jobs/%s", ref);
+    return watch(c, show_once, atoll(ref), path);
 }

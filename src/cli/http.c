@@ -697,6 +697,8 @@ fail:
         snprintf(why, whylen, "%s", strerror(r.err_no));
     }
     *retry = reused && !r.got_any && !o.sink_failed;
+    if (o.sink_failed && o.err_no == ECANCELED)
+        why[0] = '\0'; /* the sink stopped on purpose (watch.c): nothing to say */
     conn_close();
     free(o.buf);
     free(r.buf);
@@ -752,7 +754,8 @@ int cli_http_raw(cli_t *c, const char *method, const char *path, const char *bod
     free(full);
     if (rc < 0) {
         if (out->status == -1) { /* the sink failed: we reached the server */
-            fprintf(stderr, "sluice: %s\n", why);
+            if (why[0])
+                fprintf(stderr, "sluice: %s\n", why);
             memset(out, 0, sizeof *out);
             return CLI_ESERVER;
         }

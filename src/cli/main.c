@@ -57,9 +57,14 @@ static const cli_opt_t queue_opts[] = {
     {"state", 0, "STATE", 0, "only jobs in STATE (pending, running, succeeded, failed, cancelled)"},
     {"tenant", 0, "TENANT", 0, "only this tenant's jobs (admin token)"},
     {"limit", 0, "N", 0, "at most N jobs"},
+    {"watch", 'w', NULL, 0, "print again after each change (GET /v1/events) until interrupted"},
     {0}};
 
 static const cli_opt_t none_opts[] = {{0}};
+
+static const cli_opt_t show_opts[] = {
+    {"watch", 'w', NULL, 0, "print again after each change of the job, until it has ended"},
+    {0}};
 
 static const cli_opt_t nodes_opts[] = {
     {"limit", 0, "N", 0, "at most N nodes, the first by name (one request up to 1,000)"},
@@ -143,7 +148,7 @@ static const cli_cmd_t commands[] = {
      cli_cmd_submit, submit_opts, 1},
     {"queue", "", "list pending and running jobs (--all: finished ones too)", NULL, cli_cmd_queue,
      queue_opts, 0},
-    {"show", "JOB", "show a job: state, placement, and why it waits", NULL, cli_cmd_show, none_opts, 0},
+    {"show", "JOB", "show a job: state, placement, and why it waits", NULL, cli_cmd_show, show_opts, 0},
     {"cancel", "JOB...", "cancel jobs (running tasks get SIGTERM, then SIGKILL)", NULL,
      cli_cmd_cancel, none_opts, 0},
     {"nodes", "", "list nodes and their free capacity, by name",

@@ -62,6 +62,17 @@ typedef struct ctl_job_events {
     void (*ended)(void *ud, ctl_job_t *j);
 } ctl_job_events_t;
 
+/* Who watches jobs and nodes change (the event stream, net/events.c, which
+ * registers these at start-up): one call per change, with a static name
+ * of what happened ("job.started", "node.down"), after the change is made.
+ * A watcher only notes the change: it renders and sends once the
+ * iteration has committed. NULL members: no one watches. */
+typedef struct ctl_watch {
+    void *ud;
+    void (*job)(void *ud, const ctl_job_t *j, const char *what);
+    void (*node)(void *ud, uint32_t node, const char *what);
+} ctl_watch_t;
+
 struct ctl_deps;
 /* What the preemption layer (preempt.c, above the jobs)
  * registers at start-up, so that the domain's cycle and task ends reach
@@ -140,6 +151,7 @@ typedef struct ctl {
 
     ctl_outbound_t out;
     ctl_job_events_t ev;      /* deps.c's listeners (above) */
+    ctl_watch_t watch;        /* the event stream's (above) */
     struct ctl_deps *deps;    /* arrays and dependencies (deps.c); NULL before ctl_deps_init */
     ctl_preempt_hooks_t preempt; /* preempt.c's, set by ctl_preempt_init */
     ctl_counters_t n;
@@ -157,6 +169,16 @@ typedef struct ctl {
     int64_t started_us;
     int64_t started_mono_us;
 } ctl_t;
+
+/* Tell the watcher (ctl_watch_t) that j or node changed. O(1). */
+static inline void ctl_watch_job(struct ctl *c, const ctl_job_t *j, const char *what) {
+    if (c->watch.job)
+        c->watch.job(c->watch.ud, j, what);
+}
+static inline void ctl_watch_node(struct ctl *c, uint32_t node, const char *what) {
+    if (c->watch.node)
+        c->watch.node(c->watch.ud, node, what);
+}
 
 #include "domain/spec.h" /* the validator's contract, on this header's layer */
 

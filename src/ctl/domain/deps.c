@@ -804,6 +804,7 @@ int ctl_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen, const char **fi
         }
         ctl__deps_hold(c, v[k], atext ? CTL_HOLD_ARRAY : CTL_HOLD_DEPS);
         ctl_job_register(c, v[k]);
+        ctl_watch_job(c, v[k], "job.submitted");
     }
     sl_free(v);
     c->n.submissions += (uint64_t)n;

@@ -91,6 +91,7 @@ int ctl_node_drain(ctl_t *c, const char *name, int64_t deadline_us, const char *
     sl_log(SL_LOG_INFO, "node", "node=%s draining: tasks=%d deadline=\"%s\" reason=\"%s\"", name,
            n->live_tasks, when, n->drain_reason);
     check(c, n, now);
+    ctl_watch_node(c, n->id, "node.draining");
     ctl_store_commit(c->store); /* durable before the caller answers */
     c->sched_dirty = true;
     ctl_loop_kick(c->loop);
@@ -113,6 +114,7 @@ int ctl_node_resume(ctl_t *c, const char *name, char *err, size_t errlen) {
     ctl_store_drain_delete(c->store, name);
     ctl_store_commit(c->store);
     sl_log(SL_LOG_INFO, "node", "node=%s resumed", name);
+    ctl_watch_node(c, n->id, "node.resumed");
     c->sched_dirty = true; /* its capacity is there again for waiting work */
     ctl_loop_kick(c->loop);
     return 0;

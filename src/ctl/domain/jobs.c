@@ -204,6 +204,7 @@ int ctl_job_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
     j->in_core = true;
     ctl_job_register(c, j);
     c->n.submissions++;
+    ctl_watch_job(c, j, "job.submitted");
     c->sched_dirty = true;
     kick(c);
     return 0;
@@ -282,6 +283,7 @@ static void on_start(void *ud, const sl_job_t *cj) {
     ctl_notify_job(c, j, CTL_NOTIFY_BEGIN, NULL);
     if (c->ev.started)
         c->ev.started(c->ev.ud, j); /* dependencies on its start (deps.c) */
+    ctl_watch_job(c, j, "job.started");
     if (sl_log_enabled(SL_LOG_DEBUG, "sched"))
         sl_log(SL_LOG_DEBUG, "sched", "job=%llu started tasks=%d", (unsigned long long)j->id, n);
     if (unsent >= 0) {
@@ -399,6 +401,7 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
         j->requeue_after_mono_us = 0;
         ctl_store_tasks_delete(c->store, j->id);
         ctl_store_job_update(c->store, j);
+        ctl_watch_job(c, j, "job.requeued");
         c->sched_dirty = true;
         kick(c);
         return;
@@ -440,6 +443,7 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
     ctl_notify_end(c, j);
     if (c->ev.ended)
         c->ev.ended(c->ev.ud, j); /* its dependents and its array (deps.c) */
+    ctl_watch_job(c, j, "job.finished");
     ctl_job_retain(c, j);
     kick(c); /* the flush trims the finished list once this is committed */
 }
@@ -531,6 +535,7 @@ static void job_end(ctl_t *c, ctl_job_t *j, ctl_job_state_t state, const char *r
     j->requeue_wait = false;
     j->end_us = now;
     snprintf(j->reason, sizeof j->reason, "%s", reason);
+    ctl_watch_job(c, j, state == CTL_JOB_CANCELLED ? "job.cancelled" : "job.failed");
     kill_live(c, j, -1);
     if (j->live == 0)
         ctl_job_settle(c, j);
@@ -578,6 +583,7 @@ void ctl_job_lose(ctl_t *c, ctl_job_t *j, uint32_t node, int32_t task, const cha
             snprintf(j->reason, sizeof j->reason, "%s", why);
             ctl_retry_failed(c, j);
         }
+        ctl_watch_job(c, j, j->requeue_wait ? "job.requeued" : "job.failed");
         /* Its other live tasks are asked to stop, not the lost ones: their
          * agent no longer runs them (it reported them fenced, or its hello
          * left them out), and a kill for an ended task makes the agent
@@ -716,6 +722,7 @@ int ctl_node_hello(ctl_t *c, const sl_node_spec_t *ns, const char *addr, uint32_
     }
     ctl_store_node_put(c->store, n, ns->name);
     n->connected = true; /* the agent port records the connection right after */
+    ctl_watch_node(c, id, "node.up");
     if (sl_cluster_node(c->cl, id)->state != ctl_node_up_state(c, id))
         sl_cluster_set_state(c->cl, id, ctl_node_up_state(c, id)); /* a drain outlives a failure */
     c->hello_stamp++;
@@ -847,6 +854,7 @@ void ctl_node_heard(ctl_t *c, uint32_t node, bool heartbeat) {
         /* Declared down while still connected (e.g. a long stall): it is
          * back; tasks it had were already handled as lost. */
         sl_cluster_set_state(c->cl, node, ctl_node_up_state(c, node));
+        ctl_watch_node(c, node, "node.up");
         c->sched_dirty = true;
         kick(c);
     }
@@ -863,6 +871,7 @@ void ctl_node_failed(ctl_t *c, uint32_t node, const char *why) {
     if (fn != NULL)
         ctl_node_fence(c, node, fn->last_seen_mono_us + ctl_fence_wait_us(c));
     sl_cluster_set_state(c->cl, node, SL_NODE_DOWN);
+    ctl_watch_node(c, node, "node.down");
     c->out.node_down(c->out.ud, node, why);
     char why2[200];
     snprintf(why2, sizeof why2, "node %s failed (%s)", name, why);

@@ -37,6 +37,7 @@ static void unlaunched(ctl_t *c, ctl_job_t *j, int32_t i, const char *why, int64
         snprintf(j->reason, sizeof j->reason, "requeued: %s", why);
         sl_log(SL_LOG_WARN, "sched", "job=%llu requeued: %s", (unsigned long long)j->id, why);
         ctl_notify_job(c, j, CTL_NOTIFY_REQUEUE, NULL);
+        ctl_watch_job(c, j, "job.requeued");
         for (int32_t k = 0; k < j->ntasks; k++)
             if (k != i && ctl_task_is_live(&j->tasks[k]) && j->tasks[k].node >= 0)
                 c->out.kill(c->out.ud, (uint32_t)j->tasks[k].node, j->id, k, j->tasks[k].attempt);

@@ -95,6 +95,7 @@ int ctl_job_preempt(ctl_t *c, ctl_job_t *j, ctl_preempt_t *p, ctl_preempt_cause_
     snprintf(j->reason, sizeof j->reason, "requeued: %s", p->reason);
     preempt_record(c, j, p, cause);
     ctl_notify_job(c, j, CTL_NOTIFY_REQUEUE, NULL);
+    ctl_watch_job(c, j, "job.preempted");
     if (j->live == 0)
         ctl_job_settle(c, j);
     else

@@ -56,6 +56,8 @@
 #include "views/report.h"
 #include "views/history.h"
 #include "net/steps.h"
+#include "net/events.h"
+#include "net/console.h"
 
 #define AUTH_NONE CTL_AUTH_NONE
 #define AUTH_API CTL_AUTH_API
@@ -116,6 +118,9 @@ static void h_drain(hreq_t *h);  /* views/disruptions.c */
 static void h_resume(hreq_t *h);
 static void h_size(hreq_t *h);
 static void h_steps(hreq_t *h) { ctl_steps_http(h->hs->steps, h->req, h->id, h->admin, h->tenant, h->step_token); }
+static void h_events(hreq_t *h) { ctl_events_http(h->hs->events, h->req, &h->query, h->admin, h->tenant); }
+static void h_ui(hreq_t *h) { ctl_console_http(&h->hs->conns, h->req, evhttp_uri_get_path(evhttp_request_get_evhttp_uri(h->req))); }
+static void h_events_stats(hreq_t *h) { ctl_events_http_stats(h->hs->events, h->req, h->admin); }
 static void h_step_signal(hreq_t *h) { ctl_steps_http_signal(h->hs->steps, h->req, h->id, h->admin, h->tenant, h->step_token); }
 
 static const route_t routes[] = {
@@ -142,6 +147,14 @@ static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/v1/jobs/{id}/size", h_size, AUTH_API, "an elastic job's size now"},
     {EVHTTP_REQ_POST, "/v1/jobs/{id}/steps", h_steps, AUTH_STEP, "start a job step (srun); its output streams back"},
     {EVHTTP_REQ_POST, "/v1/jobs/{id}/steps/control", h_step_signal, AUTH_STEP, "signal a step, or its --pty input"},
+    {EVHTTP_REQ_GET, "/v1/events", h_events, AUTH_API,
+     "jobs' and nodes' changes as Server-Sent Events (Last-Event-ID, ?heartbeat=)"},
+    {EVHTTP_REQ_GET, "/v1/events/stats", h_events_stats, AUTH_API, "the event stream's counters (admin)"},
+    {EVHTTP_REQ_GET, "/ui", h_ui, AUTH_NONE, "the web console (docs/console.md; it asks for a token)"},
+    {EVHTTP_REQ_GET, "/ui/index.html", h_ui, AUTH_NONE, "the console's page"},
+    {EVHTTP_REQ_GET, "/ui/app.js", h_ui, AUTH_NONE, "the console's script"},
+    {EVHTTP_REQ_GET, "/ui/style.css", h_ui, AUTH_NONE, "the console's style sheet"},
+    {EVHTTP_REQ_GET, "/ui/favicon.svg", h_ui, AUTH_NONE, "the console's icon"},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -326,6 +339,7 @@ bool ctl_http_flush(void *ud) {
         send_json(hs, r->req, r->status, &b);
     }
     hs->nreplies = 0;
+    ctl_events_flush(hs->events); /* the iteration's changes, durable now */
     return false;
 }
 
@@ -400,6 +414,7 @@ static void dispatch(struct evhttp_request *req, void *ud) {
 
 void ctl_http_init(ctl_http_t *hs, ctl_t *c) {
     *hs = (ctl_http_t){.c = c};
+    hs->events = ctl_events_create(c, &hs->conns);
 }
 
 void ctl_http_fini(ctl_http_t *hs) {
@@ -410,6 +425,7 @@ void ctl_http_fini(ctl_http_t *hs) {
         hs->logreqs = lr->next;
         sl_free(lr); /* its HTTP request is freed with the server below */
     }
+    ctl_events_destroy(hs->events); /* its requests are freed with the server below */
     if (hs->http)
         evhttp_free(hs->http);
     ctl_hconns_fini(&hs->conns); /* after evhttp_free, which closes the connections */

@@ -39,6 +39,7 @@ typedef struct ctl_http {
     struct evhttp_request *report_req;   /* and the request it answers */
     struct ctl_history *history;         /* history reads in flight (history.h) */
     struct ctl_steps *steps;             /* job steps (steps.h), set by main.c */
+    struct ctl_events *events;           /* GET /v1/events (events.h) */
 } ctl_http_t;
 
 /* Sets up h in caller storage for c. Can't fail. */
