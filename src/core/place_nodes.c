@@ -1,0 +1,322 @@
+/*
+ * place_nodes.c - a gang whose request names its nodes (sluice/resources.h:
+ * nodes_min/nodes_max, tasks_per_node, exclusive, include, exclude), as a
+ * Slurm job's -N, --ntasks-per-node, --exclusive, --nodelist and --exclude
+ * ask. sl_place_gang (place.c) comes here when any of them is set.
+ *
+ * A node is a candidate when it is up, passes the request's pool, model,
+ * labels and taints and the policy's filter, is not excluded, is idle when
+ * the request is exclusive (nothing allocated on it at all), and can hold
+ * at least one task now (tasks_per_node of them when that is set); its
+ * capacity c is what it holds now (sl_node_fit_count), capped at the gang.
+ * Every node of include must be a candidate; they are always taken.
+ *
+ * The node count N: n / tasks_per_node when that is set; otherwise the
+ * fewest nodes in [max(nodes_min, 1, |include|), nodes_max] (nodes_max 0:
+ * nodes_min, or n when neither is set) for which the include nodes and the
+ * others of largest capacity hold n with at least one task each (N <= n <=
+ * the sum of their capacities: exact, because nodes are independent). The
+ * nodes beyond include are then the candidates in order of capacity capped
+ * at what one node may take (n - N + 1, or tasks_per_node), then the
+ * policy's score for one task (fragmentation: fgd's, bestfit's), then id:
+ * the packing order of sl_place_gang. Each node gets one task, then the
+ * rest fill them in that order up to their capacity (tasks_per_node each
+ * when set). All or none: on failure everything taken is released.
+ *
+ * GPUs for each task: the policy's choice on the node as it fills (an
+ * exclusive request takes the lowest free GPUs, sl_node_choose_gpus, on a
+ * copy of the idle node: after its first task the real node refuses every
+ * other). "Does not fit" names why and is SL_NOFIT_EVER when the same
+ * search fails on the empty cluster (node totals, any state).
+ *
+ * Cost: O(nodes) fit counts and scores, plus a sort of the candidates.
+ */
+#include <stdio.h> /* snprintf only: formats reasons, no I/O */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice/alloc.h"
+#include "sluice/cluster.h"
+#include "sluice/constraint.h"
+#include "sluice/error.h"
+#include "sluice/policy.h"
+
+#include "cluster_index.h"
+#include "place_nodes.h"
+
+bool sl__req_names_nodes(const sl_task_req_t *r) {
+    return r->nodes_min > 0 || r->nodes_max > 0 || r->tasks_per_node > 0 || r->exclusive ||
+           (r->include && r->include[0]) || (r->exclude && r->exclude[0]);
+}
+
+typedef struct cand {
+    uint32_t id;
+    int32_t cap;   /* tasks it holds now, capped */
+    int32_t key;   /* cap capped at what one node may take */
+    int64_t score; /* the policy's for one task */
+    bool must;     /* named in include */
+} cand_t;
+
+static int cand_cmp(const void *pa, const void *pb) {
+    const cand_t *a = pa, *b = pb;
+    if (a->must != b->must) return a->must ? -1 : 1;
+    if (a->key != b->key) return a->key > b->key ? -1 : 1;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static int cap_cmp(const void *pa, const void *pb) {
+    const cand_t *a = pa, *b = pb;
+    if (a->must != b->must) return a->must ? -1 : 1;
+    if (a->cap != b->cap) return a->cap > b->cap ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Calls fn(ctx, name, len) for each comma-separated name of list. */
+static bool each_name(const char *list, bool (*fn)(void *, const char *, size_t), void *ctx) {
+    if (!list) return true;
+    const char *p = list;
+    while (*p) {
+        while (*p == ',' || *p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ') e++;
+        if (e > p && !fn(ctx, p, (size_t)(e - p))) return false;
+        p = e;
+    }
+    return true;
+}
+
+typedef struct mark_ctx {
+    const sl_cluster_t *cl;
+    uint8_t *marks;
+    uint8_t bit;
+    char missing[SL_NAME_MAX]; /* the first name no node has */
+    int32_t count;             /* distinct nodes marked */
+} mark_ctx_t;
+
+static bool mark_one(void *vc, const char *name, size_t len) {
+    mark_ctx_t *c = vc;
+    char nm[SL_NAME_MAX];
+    if (len >= sizeof nm) len = sizeof nm - 1;
+    memcpy(nm, name, len);
+    nm[len] = '\0';
+    const sl_node_t *n = sl_cluster_find_node(c->cl, nm);
+    if (!n) {
+        if (!c->missing[0]) memcpy(c->missing, nm, len + 1);
+        return true;
+    }
+    if (!(c->marks[n->id] & c->bit)) c->count++;
+    c->marks[n->id] |= c->bit;
+    return true;
+}
+
+#define M_INCL 1u
+#define M_EXCL 2u
+
+static bool node_idle(const sl_node_t *n) {
+    if (n->cpu_free != n->cpu_total || n->mem_free != n->mem_total || n->kinds) return false;
+    for (int g = 0; g < n->ngpus; g++)
+        if (n->gpu_free[g] != SL_GPU_MILLI || n->gpu_mem_free[g] != n->gpu_mem_total) return false;
+    return true;
+}
+
+/* The node counts the gang may use: [*lo, *hi]; false if none. */
+static bool node_range(const sl_task_req_t *r, int32_t n, int32_t nincl, int32_t *lo, int32_t *hi) {
+    if (r->tasks_per_node > 0) {
+        if (n % r->tasks_per_node) return false;
+        *lo = *hi = n / r->tasks_per_node;
+        if (r->nodes_min > 0 && *lo < r->nodes_min) return false;
+        if (r->nodes_min > 0 && *lo > (r->nodes_max > 0 ? r->nodes_max : r->nodes_min)) return false;
+    } else {
+        *lo = r->nodes_min > 0 ? r->nodes_min : 1;
+        *hi = r->nodes_max > 0 ? r->nodes_max : r->nodes_min > 0 ? r->nodes_min : n;
+        if (*hi > n) *hi = n;
+    }
+    if (*lo < nincl) *lo = nincl;
+    return *lo <= *hi;
+}
+
+/*
+ * The fewest nodes in [lo, hi] that hold n tasks, candidates sorted by
+ * cap_cmp (include first): 0 if none. k = tasks_per_node (0 = any).
+ */
+static int32_t fewest_nodes(const cand_t *c, int32_t nc, int32_t n, int32_t k, int32_t lo,
+                            int32_t hi) {
+    int64_t sum = 0;
+    for (int32_t i = 0; i < nc && i < hi; i++) {
+        sum += k > 0 ? k : c[i].cap;
+        if (i + 1 >= lo && sum >= n && i + 1 <= n) return i + 1;
+    }
+    return 0;
+}
+
+static bool eligible(const sl_place_policy_t *pol, const sl_cycle_t *cy, const sl_task_req_t *r,
+                     const sl_node_t *node, const uint8_t *marks) {
+    if (marks && (marks[node->id] & M_EXCL)) return false;
+    if (!sl_constraint_admits(r->cons, node)) return false;
+    return !pol->filter || pol->filter(cy, r, node);
+}
+
+/* Whether the gang could be placed on the empty cluster (totals, any state). */
+static bool fits_empty(const sl_place_policy_t *pol, const sl_cycle_t *cy, const sl_cluster_t *cl,
+                       const sl_task_req_t *r, int32_t n, const uint8_t *marks, int32_t nincl,
+                       cand_t *c) {
+    int32_t k = r->tasks_per_node, lo, hi, nc = 0;
+    if (!node_range(r, n, nincl, &lo, &hi)) return false;
+    size_t nn = sl_cluster_node_count(cl);
+    for (uint32_t id = 0; id < nn; id++) {
+        const sl_node_t *node = sl_cluster_node(cl, id);
+        bool must = marks && (marks[id] & M_INCL);
+        int32_t cap = eligible(pol, cy, r, node, marks) ? sl_node_empty_fit_count(node, r, k > 0 ? k : n) : 0;
+        if (cap < (k > 0 ? k : 1)) {
+            if (must) return false;
+            continue;
+        }
+        c[nc++] = (cand_t){.id = id, .cap = cap, .must = must};
+    }
+    qsort(c, (size_t)nc, sizeof *c, cap_cmp);
+    return fewest_nodes(c, nc, n, k, lo, hi) > 0;
+}
+
+/* Takes one task of r at pl off a copy of a node (as sl_cluster_alloc). */
+static void take_copy(sl_node_t *n, const sl_task_req_t *r, const sl_place_t *pl) {
+    n->cpu_free -= r->cpu_milli;
+    n->mem_free -= r->mem_bytes;
+    for (int g = 0; g < n->ngpus; g++) {
+        if (!(pl->gpu_mask & (1u << g))) continue;
+        if (r->gpus > 0) {
+            n->gpu_free[g] = 0;
+            n->gpu_mem_free[g] = 0;
+        } else {
+            n->gpu_free[g] -= r->gpu_milli;
+            n->gpu_mem_free[g] -= r->gpu_mem_bytes;
+        }
+    }
+}
+
+int sl__place_gang_nodes(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl,
+                         const sl_task_req_t *r, int32_t n, sl_place_t *pls, char *reason,
+                         size_t rlen) {
+    size_t nn = sl_cluster_node_count(cl);
+    int32_t k = r->tasks_per_node;
+    int rc = SL_NOFIT;
+    int32_t placed = 0;
+    uint8_t *marks = NULL;
+    cand_t *c = sl_xmalloc((nn ? nn : 1) * sizeof *c);
+    mark_ctx_t incl = {.cl = cl, .bit = M_INCL}, excl = {.cl = cl, .bit = M_EXCL};
+    if ((r->include && r->include[0]) || (r->exclude && r->exclude[0])) {
+        marks = sl_xcalloc(nn ? nn : 1, 1);
+        incl.marks = excl.marks = marks;
+        each_name(r->include, mark_one, &incl);
+        each_name(r->exclude, mark_one, &excl);
+    }
+    int32_t lo, hi;
+    if (!node_range(r, n, incl.count, &lo, &hi)) {
+        if (k > 0 && n % k)
+            snprintf(reason, rlen, "%d tasks do not divide into %d per node", (int)n, (int)k);
+        else
+            snprintf(reason, rlen, "%d tasks cannot spread over the nodes asked (%d..%d, %d named)",
+                     (int)n, (int)r->nodes_min, (int)(r->nodes_max ? r->nodes_max : r->nodes_min),
+                     (int)incl.count);
+        rc = SL_NOFIT_EVER;
+        goto out;
+    }
+    if (incl.missing[0]) {
+        snprintf(reason, rlen, "nodelist names %s, which is not a node of the cluster", incl.missing);
+        goto out;
+    }
+    int32_t nc = 0, blocked_must = -1;
+    for (uint32_t id = 0; id < nn; id++) {
+        const sl_node_t *node = sl_cluster_node(cl, id);
+        bool must = marks && (marks[id] & M_INCL);
+        int32_t cap = 0;
+        if (node->state == SL_NODE_UP && eligible(pol, cy, r, node, marks) &&
+            (!r->exclusive || node_idle(node)))
+            cap = sl_node_fit_count(node, r, k > 0 ? k : n);
+        int64_t score = 0;
+        sl_place_t pl;
+        if (cap >= (k > 0 ? k : 1) && pol->score(cy, r, node, 1, &score, &pl) != SL_FIT) cap = 0;
+        if (cap < (k > 0 ? k : 1)) {
+            if (must && blocked_must < 0) blocked_must = (int32_t)id;
+            continue;
+        }
+        c[nc++] = (cand_t){.id = id, .cap = cap, .score = score, .must = must};
+    }
+    if (blocked_must >= 0) {
+        const sl_node_t *b = sl_cluster_node(cl, (uint32_t)blocked_must);
+        snprintf(reason, rlen, "nodelist names %s, which %s", b->name,
+                 marks[b->id] & M_EXCL          ? "is also excluded"
+                 : b->state != SL_NODE_UP       ? "is not up"
+                 : r->exclusive && !node_idle(b) ? "is not idle (exclusive job)"
+                                                 : "cannot take its tasks now");
+        goto out;
+    }
+    qsort(c, (size_t)nc, sizeof *c, cap_cmp);
+    int32_t N = fewest_nodes(c, nc, n, k, lo, hi);
+    if (N == 0) {
+        int64_t sum = 0;
+        for (int32_t i = 0; i < nc && i < hi; i++) sum += k > 0 ? k : c[i].cap;
+        if (k > 0)
+            snprintf(reason, rlen, "needs %d %snodes with room for %d tasks each; %d have it now",
+                     (int)lo, r->exclusive ? "idle " : "", (int)k, (int)nc);
+        else if (lo == hi)
+            snprintf(reason, rlen, "needs %d tasks on %d distinct %snodes; %d nodes can take them, "
+                     "holding %lld", (int)n, (int)lo, r->exclusive ? "idle " : "", (int)nc,
+                     (long long)sum);
+        else
+            snprintf(reason, rlen, "needs %d tasks on %d..%d distinct %snodes; %d nodes can take "
+                     "them, holding %lld", (int)n, (int)lo, (int)hi, r->exclusive ? "idle " : "",
+                     (int)nc, (long long)sum);
+        goto out;
+    }
+    /* The packing order for N nodes; the include nodes stay first. */
+    for (int32_t i = 0; i < nc; i++) {
+        int32_t most = k > 0 ? k : n - N + 1;
+        c[i].key = c[i].cap < most ? c[i].cap : most;
+    }
+    qsort(c, (size_t)nc, sizeof *c, cand_cmp);
+    int32_t left = n - N;
+    for (int32_t i = 0; i < N; i++) {
+        int32_t t = k > 0 ? k : 1;
+        if (k == 0) {
+            int32_t more = c[i].cap - 1 < left ? c[i].cap - 1 : left;
+            t += more;
+            left -= more;
+        }
+        const sl_node_t *node = sl_cluster_node(cl, c[i].id);
+        sl_node_t copy;
+        if (r->exclusive) copy = *node;
+        for (int32_t j = 0; j < t; j++) {
+            sl_place_t p;
+            int64_t sc;
+            int got = r->exclusive ? sl_node_choose_gpus(&copy, r, &p)
+                                   : pol->score(cy, r, sl_cluster_node(cl, c[i].id), 1, &sc, &p);
+            if (got != SL_FIT && !r->exclusive)
+                got = sl_node_choose_gpus(sl_cluster_node(cl, c[i].id), r, &p);
+            if (got != SL_FIT) goto nofit_late;
+            p.node = c[i].id;
+            if (r->exclusive) take_copy(&copy, r, &p);
+            if (sl_cluster_alloc(cl, r, &p) != 0) goto nofit_late;
+            pls[placed++] = p;
+        }
+    }
+    rc = SL_FIT;
+    goto out;
+
+nofit_late: /* a fit count promised more than the GPUs could give: not expected */
+    snprintf(reason, rlen, "needs %d tasks on %d distinct nodes; the chosen nodes could not take "
+             "them", (int)n, (int)N);
+out:
+    if (rc != SL_FIT) {
+        for (int32_t i = placed - 1; i >= 0; i--) sl_cluster_release(cl, r, &pls[i]);
+        if (rc == SL_NOFIT && !fits_empty(pol, cy, cl, r, n, marks, incl.count, c)) {
+            rc = SL_NOFIT_EVER;
+            size_t off = reason ? strlen(reason) : 0;
+            if (reason && off + 1 < rlen)
+                snprintf(reason + off, rlen - off, "; not even on the empty cluster");
+        }
+    }
+    sl_free(marks);
+    sl_free(c);
+    return rc;
+}
