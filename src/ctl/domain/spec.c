@@ -149,6 +149,21 @@ static void fill_core(const ctl_t *c, ctl_job_t *j, const sl_jobspec_t *js) {
         r->topo_required = (int16_t)lv;
     if (sl_topo_level_parse(json_string_value(js->val[SL_JS_TOPOLOGY_PREFERRED]), &lv) == 0)
         r->topo_preferred = (int16_t)lv;
+    /* Where the gang goes: distinct nodes, per-node tasks, whole nodes,
+     * node lists (the core's node fields; the table checked the rules). */
+    r->nodes_min = js->val[SL_JS_NODES] ? (int16_t)num[SL_JS_NODES] : 0;
+    r->nodes_max = js->val[SL_JS_NODES_MAX] ? (int16_t)num[SL_JS_NODES_MAX] : 0;
+    r->tasks_per_node = js->val[SL_JS_TASKS_PER_NODE] ? (int16_t)num[SL_JS_TASKS_PER_NODE] : 0;
+    r->exclusive = json_is_true(js->val[SL_JS_EXCLUSIVE]) ? 1 : 0;
+    if (js->val[SL_JS_MEM_PER_GPU])
+        r->mem_bytes = num[SL_JS_MEM_PER_GPU] * r->gpus;
+    char buf[8192];
+    sl_free(j->node_incl);
+    sl_free(j->node_excl);
+    j->node_incl = js->val[SL_JS_NODELIST] ? sl_xstrdup(join_list(js->val[SL_JS_NODELIST], buf, sizeof buf)) : NULL;
+    j->node_excl = js->val[SL_JS_EXCLUDE] ? sl_xstrdup(join_list(js->val[SL_JS_EXCLUDE], buf, sizeof buf)) : NULL;
+    r->include = j->node_incl;
+    r->exclude = j->node_excl;
 }
 
 /* ---- the job share per tenant ----
@@ -421,6 +436,15 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         json_decref(ok);
         name = dflt;
     }
+    /* Memory: gpus x mem_per_gpu, else what the site configured for a job
+     * that asks for none (per GPU, per CPU), else the table's 1Gi. */
+    if (val[SL_JS_MEM_PER_GPU]) {
+        js.num[SL_JS_MEMORY] = js.num[SL_JS_MEM_PER_GPU] * js.num[SL_JS_GPUS];
+    } else if (!val[SL_JS_MEMORY]) {
+        int64_t m = ctl_config_default_mem(&c->cfg, pool, js.num[SL_JS_GPUS], js.num[SL_JS_CPUS]);
+        if (m > 0)
+            js.num[SL_JS_MEMORY] = m;
+    }
     const int64_t *num = js.num;
     json_t *norm = json_object();
     json_object_set_new(norm, "name", json_string(name));
@@ -476,6 +500,18 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                             json_deep_copy(val[SL_JS_TOPOLOGY_PREFERRED]));
     if (json_is_true(val[SL_JS_ALLOCATION]))
         json_object_set_new(norm, "allocation", json_true());
+    /* The node fields and the rest only where given, so that every other
+     * job's spec reads as before. */
+    for (int i = SL_JS_NODES; i <= SL_JS_OPEN_MODE; i++) {
+        if (!val[i] || json_is_false(val[i]))
+            continue;
+        if (i == SL_JS_NODELIST || i == SL_JS_EXCLUDE)
+            json_object_set_new(norm, sl_jobspec_fields[i].name, model_list(val[i]));
+        else if (i == SL_JS_MEM_PER_GPU)
+            json_object_set_new(norm, "mem_per_gpu", qty_json(num[i], SL_QTY_MEM));
+        else
+            json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
+    }
 
     ctl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = norm;

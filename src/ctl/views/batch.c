@@ -40,6 +40,7 @@
 #include "views/alloc.h"
 #include "base/config.h"
 #include "domain/nodes.h"
+#include "domain/whole.h"
 
 /* Slurm's NO_VAL, which it writes for %a in a job that is not an array. */
 #define SLURM_NO_ARRAY_INDEX "4294967294"
@@ -384,6 +385,7 @@ typedef struct where {
     int32_t gpu_milli;
     const char *master_addr;
     int64_t attempt;        /* < 0: none */
+    int64_t cpu_milli, mem_bytes; /* what the task holds (domain/whole.h) */
 } where_t;
 
 /* The launch of the task at w, with lc's argv and env, into *m (which
@@ -412,8 +414,8 @@ static void fill_launch(ctl_t *c, const ctl_job_t *j, const ctl_launch_cmd_t *lc
             .ngpus = w->ngpus,
             .gpu_milli = w->ngpus ? w->gpu_milli : 0,
             .gpu_memory = j->core.task.gpus ? 0 : j->core.task.gpu_mem_bytes,
-            .cpu_milli = j->core.task.cpu_milli,
-            .mem_bytes = j->core.task.mem_bytes,
+            .cpu_milli = w->cpu_milli,
+            .mem_bytes = w->mem_bytes,
             .rank = w->task,
             .world_size = w->ntasks,
             .local_rank = w->local_rank,
@@ -440,8 +442,14 @@ void ctl_launch_msg_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd
                  .attempt = t->attempt};
     for (int32_t k = 0; k < i; k++)
         w.local_rank += j->tasks[k].node == t->node;
+    ctl_task_res_t res;
+    ctl_task_res(c, j, i, &res);
+    w.cpu_milli = res.cpu_milli;
+    w.mem_bytes = res.mem_bytes;
+    if (res.gpu_mask != t->gpu_mask)
+        w.gpu_milli = SL_GPU_MILLI; /* a whole node's GPUs, each entirely */
     for (int g = 0; g < SL_MAX_GPUS_PER_NODE; g++)
-        if (t->gpu_mask & (1u << g))
+        if (res.gpu_mask & (1u << g))
             gpus[w.ngpus++] = g;
     ctl_launch_cmd_init(c, j, i, lc);
     fill_launch(c, j, lc, &w, m);
@@ -496,6 +504,7 @@ int ctl_launch_check_size(ctl_t *c, const ctl_job_t *j, char *err, size_t errlen
     for (int g = 0; g < SL_MAX_GPUS_PER_NODE; g++)
         gpus[g] = SL_PROTO_MAX_GPU_INDEX;
     where_t at = {.task = INT32_MAX, .ntasks = INT32_MAX, .local_rank = INT32_MAX, .gpus = gpus,
+                  .cpu_milli = INT64_MAX / 2, .mem_bytes = INT64_MAX / 2,
                   .ngpus = SL_MAX_GPUS_PER_NODE, .gpu_milli = 1000, .attempt = INT32_MAX,
                   .master_addr = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"};
     ctl_launch_cmd_t lc;
