@@ -65,9 +65,8 @@ def test_tasks_spread_evenly_and_node_lists(controller, fake_agent, tmp_path):
     agents = [fake_agent(n, gpus=8) for n in ("n1", "n2", "n3")]
     jid, env = submit(controller, tmp_path, "#!/bin/sh\n#SBATCH -N 2 -n 4 --gres=gpu:2\n"
                       "#SBATCH -w n3 -x n1\nhostname\n")
-    launches = []
-    for a in agents:
-        launches += a.wait_message("launch", job=jid) if a.name != "n1" else []
+    launches = agents[1].wait_message("launch", job=jid, count=2)
+    launches += agents[2].wait_message("launch", job=jid, count=2)
     assert len(launches) == 4
     per = {}
     for m in launches:
@@ -82,11 +81,9 @@ def test_exclusive_holds_whole_nodes(controller, fake_agent, tmp_path):
     # No GPUs asked: an exclusive job's tasks see all of their node's.
     jid, env = submit(controller, tmp_path,
                       "#!/bin/sh\n#SBATCH -N 1 --ntasks-per-node=2 --exclusive\nhostname\n")
-    launches = []
-    for a in agents:
-        launches += a.wait_message("launch", job=jid) if a.received else []
-    launches = [m for a in agents for m in a.received
-                if m.get("type") == "launch" and m.get("job") == jid]
+    controller.wait_job(jid, "running")
+    node = u.sluice_json(["show", str(jid)], env)["placement"][0]["node"]
+    launches = [a for a in agents if a.name == node][0].wait_message("launch", job=jid, count=2)
     assert len(launches) == 2
     for m in launches:
         assert len(m["gpus"]) == 8, m
@@ -178,3 +175,15 @@ def test_server_names_bad_node_fields(controller, tmp_path):
                         (["--nodes-max", "3"], "nodes_max: only allowed with nodes")):
         r = u.sluice(["submit"] + flags + ["--", "true"], env)
         assert r.returncode != 0 and word in r.stderr, (flags, r.stderr)
+
+
+def test_open_mode_truncates_or_appends(controller, cluster, tmp_path):
+    cluster(1)
+    run = tmp_path / "run"
+    run.mkdir()
+    for mode, want in (("truncate", "new\n"), ("append", "old\nnew\n")):
+        (run / ("out-%s.txt" % mode)).write_text("old\n")
+        jid, _ = submit(controller, tmp_path, "#!/bin/sh\n#SBATCH -o out-%s.txt --open-mode=%s\n"
+                        "echo new\n" % (mode, mode), name=mode + ".sh", args=["--chdir", str(run)])
+        controller.wait_job(jid, "succeeded")
+        assert (run / ("out-%s.txt" % mode)).read_text() == want, mode

@@ -52,8 +52,11 @@ static const char runner[] =
     "unset " CTL_BATCH_SCRIPT_ENV "; umask \"$u\"; "
     "if [ -n \"$1\" ]; then cd -- \"$1\" || exit 1; "
     "elif [ -d \"$SLURM_SUBMIT_DIR\" ]; then cd -- \"$SLURM_SUBMIT_DIR\" 2>/dev/null; fi; "
-    "if [ -n \"$2\" ]; then exec >>\"$2\" || exit 1; [ -n \"$3\" ] || exec 2>&1; fi; "
-    "if [ -n \"$3\" ]; then exec 2>>\"$3\" || exit 1; fi; "
+    "t=${SLUICE_OPEN_MODE:-append}; unset SLUICE_OPEN_MODE; "
+    "if [ -n \"$2\" ]; then { [ \"$t\" != truncate ] || : >\"$2\"; } || exit 1; "
+    "exec >>\"$2\" || exit 1; [ -n \"$3\" ] || exec 2>&1; fi; "
+    "if [ -n \"$3\" ]; then { [ \"$t\" != truncate ] || [ \"$3\" = \"$2\" ] || : >\"$3\"; } "
+    "|| exit 1; exec 2>>\"$3\" || exit 1; fi; "
     "shift 3; exec \"$f\" \"$@\"";
 
 static char *own(ctl_launch_cmd_t *lc, char *s) {
@@ -250,6 +253,12 @@ static void batch_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, int32_t ntasks,
     for (size_t k = 1; k < nargs; k++)
         lc->argv[lc->argc++] = json_string_value(json_array_get(cmd, k));
     batch_env(lc, &t, nodelist, nnodes);
+    /* --open-mode: the runner truncates the files first, or appends. */
+    const char *mode = spec_str(j, "open_mode");
+    if (mode) {
+        lc->env = sl_xrealloc(lc->env, (lc->nenv + 1) * sizeof *lc->env);
+        lc->env[lc->nenv++] = (sl_proto_kv_t){"SLUICE_OPEN_MODE", mode};
+    }
 }
 
 /* Sets key to value (copied) in lc's environment, replacing it if set. */
