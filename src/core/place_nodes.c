@@ -49,13 +49,7 @@ bool sl__req_names_nodes(const sl_task_req_t *r) {
            (r->include && r->include[0]) || (r->exclude && r->exclude[0]);
 }
 
-typedef struct cand {
-    uint32_t id;
-    int32_t cap;   /* tasks it holds now, capped */
-    int32_t key;   /* cap capped at what one node may take */
-    int64_t score; /* the policy's for one task */
-    bool must;     /* named in include */
-} cand_t;
+typedef sl__gang_cand_t cand_t;
 
 static int cand_cmp(const void *pa, const void *pb) {
     const cand_t *a = pa, *b = pb;
@@ -114,7 +108,7 @@ static bool mark_one(void *vc, const char *name, size_t len) {
 #define M_EXCL 2u
 
 static bool node_idle(const sl_node_t *n) {
-    if (n->cpu_free != n->cpu_total || n->mem_free != n->mem_total || n->kinds) return false;
+    if (n->cpu_free != n->cpu_total || n->mem_free != n->mem_total) return false;
     for (int g = 0; g < n->ngpus; g++)
         if (n->gpu_free[g] != SL_GPU_MILLI || n->gpu_mem_free[g] != n->gpu_mem_total) return false;
     return true;
@@ -319,4 +313,37 @@ out:
     sl_free(marks);
     sl_free(c);
     return rc;
+}
+
+/* ---- for the EASY reservation (policy/backfill_easy.c) ---- */
+
+uint8_t *sl__gang_marks(const sl_cluster_t *cl, const sl_task_req_t *r, int32_t *nincl) {
+    *nincl = 0;
+    if (!((r->include && r->include[0]) || (r->exclude && r->exclude[0]))) return NULL;
+    size_t nn = sl_cluster_node_count(cl);
+    uint8_t *marks = sl_xcalloc(nn ? nn : 1, 1);
+    mark_ctx_t incl = {.cl = cl, .marks = marks, .bit = M_INCL};
+    mark_ctx_t excl = {.cl = cl, .marks = marks, .bit = M_EXCL};
+    each_name(r->include, mark_one, &incl);
+    each_name(r->exclude, mark_one, &excl);
+    *nincl = incl.missing[0] ? -1 : incl.count;
+    return marks;
+}
+
+int32_t sl__gang_node_cap(const sl_task_req_t *r, int32_t n, const sl_node_t *node,
+                          const uint8_t *marks) {
+    if ((marks && (marks[node->id] & M_EXCL)) || (r->exclusive && !node_idle(node))) return 0;
+    int32_t k = r->tasks_per_node;
+    int32_t cap = sl_node_fit_count(node, r, k > 0 ? k : n);
+    return cap >= (k > 0 ? k : 1) ? cap : 0;
+}
+
+int32_t sl__gang_pick(const sl_task_req_t *r, int32_t n, int32_t nincl, sl__gang_cand_t *c,
+                      int32_t nc) {
+    int32_t lo, hi, must = 0;
+    if (nincl < 0 || !node_range(r, n, nincl, &lo, &hi)) return 0;
+    for (int32_t i = 0; i < nc; i++) must += c[i].must;
+    if (must < nincl) return 0; /* a named node cannot take its tasks */
+    qsort(c, (size_t)nc, sizeof *c, cap_cmp);
+    return fewest_nodes(c, nc, n, r->tasks_per_node, lo, hi);
 }

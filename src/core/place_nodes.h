@@ -9,7 +9,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sluice/constraint.h"
 #include "sluice/policy.h"
+
+/* A node that may be one of a gang's: its id, the tasks it holds (capped),
+ * its packing key and policy score, and whether include names it. */
+typedef struct sl__gang_cand {
+    uint32_t id;
+    int32_t cap;
+    int32_t key;
+    int64_t score;
+    bool must;
+} sl__gang_cand_t;
 
 /* Whether r sets any of the node fields (then sl_place_gang comes here). */
 bool sl__req_names_nodes(const sl_task_req_t *r);
@@ -19,5 +30,22 @@ bool sl__req_names_nodes(const sl_task_req_t *r);
 int sl__place_gang_nodes(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl,
                          const sl_task_req_t *r, int32_t n, sl_place_t *pls, char *reason,
                          size_t rlen);
+
+/*
+ * For a reservation on copies of nodes (policy/backfill_easy.c): the
+ * include/exclude marks of r over cl's node ids (NULL when r has no lists;
+ * the caller frees them; *nincl the included nodes, -1 when one is not a
+ * node); the tasks of r node may take as one of the gang's (0: it may
+ * not: excluded, not idle for an exclusive gang, too full; its capacity
+ * capped at tasks_per_node or n otherwise); and, over candidates c (cap
+ * > 0, must from the marks), the fewest nodes that hold the n tasks: c's
+ * first N entries after the call, N returned, 0 if none.
+ */
+uint8_t *sl__gang_marks(const sl_cluster_t *cl, const sl_task_req_t *r, int32_t *nincl);
+int32_t sl__gang_node_cap(const sl_task_req_t *r, int32_t n, const sl_node_t *node,
+                          const uint8_t *marks);
+int32_t sl__gang_pick(const sl_task_req_t *r, int32_t n, int32_t nincl, sl__gang_cand_t *c,
+                      int32_t nc);
+#define SL__GANG_MUST(marks, id) ((marks) && ((marks)[id] & 1u))
 
 #endif

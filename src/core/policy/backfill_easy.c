@@ -91,6 +91,7 @@
 #include <string.h>
 
 #include "cluster_index.h"
+#include "place_nodes.h"
 #include "policy/backfill.h"
 #include "sluice/alloc.h"
 #include "sluice/topology.h"
@@ -367,6 +368,58 @@ static bool easy_reserve_topo(easy_t *e, const sl_backfill_view_t *v, const sl_t
     return found;
 }
 
+/* ---- a gang that names its nodes (place_nodes.c) ---- */
+
+/* The fewest nodes that hold the gang on the state now: copies where a
+ * release touched a node, the cluster's up nodes elsewhere; their ids in
+ * c[0..N-1], N returned (0: none). O(nodes log nodes). */
+static int32_t nodes_fit(const easy_t *e, const sl_cluster_t *cl, const sl_task_req_t *req,
+                         int32_t count, const uint8_t *marks, int32_t nincl, sl__gang_cand_t *c) {
+    size_t nn = sl_cluster_node_count(cl);
+    int32_t nc = 0;
+    for (uint32_t id = 0; id < nn; id++) {
+        const sl_node_t *n = e->copy_of[id] >= 0 ? &e->copies[e->copy_of[id]] : sl_cluster_node(cl, id);
+        if (n->state != SL_NODE_UP || !sl_constraint_admits(req->cons, n)) continue;
+        int32_t cap = sl__gang_node_cap(req, count, n, marks);
+        if (cap > 0) c[nc++] = (sl__gang_cand_t){.id = id, .cap = cap, .must = SL__GANG_MUST(marks, id)};
+    }
+    return sl__gang_pick(req, count, nincl, c, nc);
+}
+
+/* easy_reserve for such a gang: running jobs are released in order of end
+ * on copies until the node-aware search (distinct nodes, tasks per node,
+ * idle nodes for a whole-node gang, node lists) finds its nodes; those are
+ * reserved. O(K x nodes log nodes) for the K jobs released. */
+static bool easy_reserve_nodes(easy_t *e, const sl_backfill_view_t *v, const sl_task_req_t *req,
+                               int32_t count, int64_t now_us, sl_reservation_t *out) {
+    const sl_cluster_t *cl = v->cluster;
+    size_t nn = sl_cluster_node_count(cl), ncopies = 0;
+    int32_t nincl;
+    uint8_t *marks = sl__gang_marks(cl, req, &nincl);
+    sl__gang_cand_t *c = sl_xmalloc((nn ? nn : 1) * sizeof *c);
+    int32_t N = nodes_fit(e, cl, req, count, marks, nincl, c);
+    int64_t shadow = now_us;
+    const void *cur = NULL;
+    sl_running_view_t j;
+    while (N == 0 && v->next_end(v->ctx, &cur, &j)) {
+        for (int32_t t = 0; t < j.n; t++) {
+            int32_t d;
+            if (j.pls[t].node < nn) release_on_copy(e, cl, j.req, &j.pls[t], req, count, &ncopies, &d);
+        }
+        N = nodes_fit(e, cl, req, count, marks, nincl, c);
+        if (N > 0) shadow = j.end_us > now_us ? j.end_us : now_us;
+    }
+    if (N > 0) {
+        grow((void **)&e->cands, &e->cands_cap, (size_t)N, sizeof *e->cands);
+        for (int32_t i = 0; i < N; i++) e->cands[i] = (easy_cand_t){c[i].id, c[i].cap};
+        reserve_cands(e, (size_t)N, INT64_MAX, shadow, out); /* all N of them */
+    }
+    for (size_t ci = 0; ci < ncopies; ci++) e->copy_of[e->copies[ci].id] = -1;
+    sl_free(marks);
+    sl_free(c);
+    return N > 0;
+}
+
 /*
  * Computes the reservation of a job that needs `count` tasks of req and
  * cannot start now: its shadow time (the earliest expected end of running
@@ -400,6 +453,10 @@ static bool easy_reserve(void *st, const sl_backfill_view_t *v, const sl_task_re
      * which one sum over the cluster does not see: a sum per group. */
     if (req->topo_required != SL_TOPO_ANY)
         return easy_reserve_topo(e, v, req, count, now_us, out);
+    /* Distinct nodes, tasks per node, whole nodes, node lists: a sum of
+     * tasks does not see them either. */
+    if (sl__req_names_nodes(req))
+        return easy_reserve_nodes(e, v, req, count, now_us, out);
 
     /* Tasks that fit now, over the free-capacity classes. */
     int64_t sum = 0;
