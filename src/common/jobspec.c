@@ -558,17 +558,33 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
             return SL_ENOENT;
         }
     }
+    /* Every field's value is checked, and every bad one said at once: the
+     * first's message as it is (its name is *field), then "; also NAME:
+     * message" for each other. */
+    const char *first = NULL;
+    size_t used = 0;
     for (int i = 0; i < SL_JS_NFIELDS; i++) {
         const sl_jobspec_field_t *f = &sl_jobspec_fields[i];
         out->num[i] = f->dflt;
         v = json_object_get(spec, f->name);
         if (v == NULL || json_is_null(v))
             continue;
-        *field = f->name;
-        int rc = sl_jobspec_check(f, v, &out->num[i], err, errlen);
-        if (rc < 0)
-            return rc;
+        char one[280];
+        if (sl_jobspec_check(f, v, &out->num[i], one, sizeof one) < 0) {
+            if (first == NULL)
+                first = f->name;
+            if (used < errlen)
+                used += (size_t)snprintf(err + used, errlen - used, "%s%s%s%s",
+                                         used ? "; also " : "", used ? f->name : "",
+                                         used ? ": " : "", one);
+            out->num[i] = f->dflt;
+            continue;
+        }
         out->val[i] = v;
+    }
+    if (first != NULL) {
+        *field = first;
+        return SL_EINVAL;
     }
     int64_t *num = out->num;
     json_t **val = out->val;

@@ -187,3 +187,12 @@ def test_open_mode_truncates_or_appends(controller, cluster, tmp_path):
                         "echo new\n" % (mode, mode), name=mode + ".sh", args=["--chdir", str(run)])
         controller.wait_job(jid, "succeeded")
         assert (run / ("out-%s.txt" % mode)).read_text() == want, mode
+
+
+def test_server_says_every_bad_field_at_once(controller):
+    st, body = controller.request("POST", "/v1/jobs", {"command": ["x"], "gpus": 99, "cpus": "x",
+                                                       "nodes": 0}, token=controller.token("alice"))
+    assert st == 400, body
+    msg = body["error"]["message"]
+    assert body["error"]["field"] == "gpus"
+    assert msg.startswith("gpus: ") and "; also cpus: " in msg and "; also nodes: " in msg, msg
