@@ -196,3 +196,18 @@ def test_server_says_every_bad_field_at_once(controller):
     msg = body["error"]["message"]
     assert body["error"]["field"] == "gpus"
     assert msg.startswith("gpus: ") and "; also cpus: " in msg and "; also nodes: " in msg, msg
+
+
+def test_exclusive_steps_see_the_nodes_gpus(controller, cluster, tmp_path):
+    # Slurm's --exclusive without a GPU request: the job has all of the
+    # node's GPUs, in the batch step and in srun's steps.
+    cluster(1, gpus=4)
+    run = tmp_path / "run"
+    run.mkdir()
+    jid, _ = submit(controller, tmp_path, "#!/bin/sh\n#SBATCH --exclusive -o out.txt\n"
+                    "echo batch=$CUDA_VISIBLE_DEVICES\n"
+                    "srun -n 1 sh -c 'echo step=$CUDA_VISIBLE_DEVICES'\n",
+                    args=["--chdir", str(run)])
+    controller.wait_job(jid, "succeeded", timeout=60)
+    out = (run / "out.txt").read_text()
+    assert "batch=0,1,2,3" in out and "step=0,1,2,3" in out, out
