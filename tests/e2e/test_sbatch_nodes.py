@@ -211,3 +211,22 @@ def test_exclusive_steps_see_the_nodes_gpus(controller, cluster, tmp_path):
     controller.wait_job(jid, "succeeded", timeout=60)
     out = (run / "out.txt").read_text()
     assert "batch=0,1,2,3" in out and "step=0,1,2,3" in out, out
+
+
+def test_whole_node_survives_controller_restart(controller, cluster):
+    # Recovery adopts the running job with its request: its node stays whole.
+    cluster(2, gpus=4)
+    # One GPU asked: a packing placement would put the next one-GPU job
+    # beside it, were the node not whole.
+    job = controller.submit({"command": ["sh", "-c", "sleep 4"], "exclusive": True, "gpus": 1})
+    j = controller.wait_job(job["id"], "running")
+    held = j["placement"][0]["node"]
+    controller.kill9()
+    controller.start()
+    controller.wait_node("n1", "up")
+    controller.wait_node("n2", "up")
+    other = controller.submit({"command": ["true"], "gpus": 1})
+    done = controller.wait_job(other["id"], "succeeded")
+    assert done["placement"][0]["node"] != held
+    again = controller.job(job["id"])
+    assert again["exclusive"] is True and again["placement"][0]["memory"] != "1Gi"

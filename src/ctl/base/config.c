@@ -826,8 +826,7 @@ int64_t ctl_config_default_limit_s(const ctl_config_t *cfg, const char *pool) {
 int64_t ctl_config_default_mem(const ctl_config_t *cfg, const char *pool, int64_t gpus,
                                int64_t cpu_milli) {
     const struct ctl_pool_cfg *pc = ctl_pool_cfg(cfg, pool ? pool : "default");
-    int64_t per_gpu = pc && pc->default_mem_per_gpu ? pc->default_mem_per_gpu : cfg->default_mem_per_gpu;
-    int64_t per_cpu = pc && pc->default_mem_per_cpu ? pc->default_mem_per_cpu : cfg->default_mem_per_cpu;
+    int64_t per_gpu = cfg->default_mem_per_gpu, per_cpu = cfg->default_mem_per_cpu;
     if (pc && (pc->default_mem_per_gpu || pc->default_mem_per_cpu)) {
         per_gpu = pc->default_mem_per_gpu; /* a pool's own pair decides for it */
         per_cpu = pc->default_mem_per_cpu;
