@@ -230,3 +230,13 @@ def test_whole_node_survives_controller_restart(controller, cluster):
     assert done["placement"][0]["node"] != held
     again = controller.job(job["id"])
     assert again["exclusive"] is True and again["placement"][0]["memory"] != "1Gi"
+
+
+def test_srun_of_its_own_spreads_over_distinct_nodes(controller, cluster, tmp_path):
+    cluster(2, gpus=4)
+    env = u.cli_env(controller, controller.tenant_tokens["alice"], tmpdir=tmp_path)
+    r = u.sluice(["srun", "-N", "2", "sh", "-c", "echo on=$SLURMD_NODENAME"], env,
+                 cwd=str(tmp_path), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert sorted(line for line in r.stdout.splitlines() if line.startswith("on=")) == \
+        ["on=n1", "on=n2"], r.stdout
