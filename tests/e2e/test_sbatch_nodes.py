@@ -110,9 +110,11 @@ def test_exclusive_holds_whole_nodes(controller, fake_agent, tmp_path):
 def test_memory_defaults_from_config(controller_factory, fake_agent, tmp_path):
     ctl = controller_factory(config_overrides={
         "scheduler": {"default_memory_per_gpu": "48Gi"},
-        "pools": [{"name": "default"}, {"name": "cpu", "default_memory_per_cpu": "3Gi"}]})
+        "pools": [{"name": "default"}, {"name": "cpu", "default_memory_per_cpu": "3Gi"},
+                  {"name": "whole", "default_memory_per_node": "node"}]})
     fake_agent("g1", ctl=ctl, gpus=8)
     fake_agent("c1", ctl=ctl, gpus=0, pool="cpu")
+    fake_agent("w1", ctl=ctl, gpus=8, pool="whole")
     env = u.cli_env(ctl, ctl.tenant_tokens["alice"], tmpdir=tmp_path)
 
     def dry(text, name):
@@ -127,6 +129,9 @@ def test_memory_defaults_from_config(controller_factory, fake_agent, tmp_path):
     assert dry("#!/bin/sh\n#SBATCH --gres=gpu:2 --mem=10G\ntrue\n", "m.sh")["memory"] == "10Gi"
     j = dry("#!/bin/sh\n#SBATCH --gres=gpu:4 --mem-per-gpu=20G\ntrue\n", "pg.sh")
     assert j["memory"] == "80Gi" and j["mem_per_gpu"] == "20Gi"
+    # A pool that gives the node's memory gives the whole node.
+    j = dry("#!/bin/sh\n#SBATCH -p whole --gres=gpu:1\ntrue\n", "w.sh")
+    assert j["exclusive"] is True and j["placement"][0]["memory"] == "512Gi", j
     # Without a configured default, the spec's 1Gi.
     assert dry("#!/bin/sh\n#SBATCH -c 2\ntrue\n", "d.sh")["memory"] == "1Gi"
 

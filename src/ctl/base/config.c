@@ -293,13 +293,20 @@ static int load_pool_cfg(rd_t *r, const sl_yaml_node_t *p, struct ctl_pool_cfg *
         get_qty(r, p, "default_memory_per_gpu", SL_QTY_MEM, &pc->default_mem_per_gpu) < 0 ||
         get_qty(r, p, "default_memory_per_cpu", SL_QTY_MEM, &pc->default_mem_per_cpu) < 0)
         return -1;
+    const sl_yaml_node_t *dn = sl_yaml_map_get(p, "default_memory_per_node");
+    if (dn != NULL && !sl_yaml_is_null(dn)) {
+        if (dn->kind != SL_YAML_SCALAR || strcmp(dn->value, "node") != 0)
+            return fail(r, dn, "pools[].default_memory_per_node: must be \"node\" (the whole "
+                        "node's memory, as sbatch --mem=0)%s%s", "", "");
+        pc->default_mem_node = true;
+    }
     return load_tenant_list(r, p, "pools[]", &pc->tenants, &pc->ntenants);
 }
 
 static int load_pools(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     static const char *const keys[] = {"name", "description", "dedicated", "tenants",
                                        "default_time_limit", "default_memory_per_gpu",
-                                       "default_memory_per_cpu", NULL};
+                                       "default_memory_per_cpu", "default_memory_per_node", NULL};
     if (seq->kind != SL_YAML_SEQ)
         return fail(r, seq, "pools must be a sequence%s%s", "", "");
     cfg->pools = sl_xcalloc(seq->n ? seq->n : 1, sizeof *cfg->pools);
@@ -836,6 +843,11 @@ int64_t ctl_config_default_mem(const ctl_config_t *cfg, const char *pool, int64_
     if (per_cpu > 0)
         return (int64_t)((double)per_cpu * (double)cpu_milli / 1000.0);
     return 0;
+}
+
+bool ctl_config_default_mem_node(const ctl_config_t *cfg, const char *pool) {
+    const struct ctl_pool_cfg *pc = ctl_pool_cfg(cfg, pool ? pool : "default");
+    return pc && pc->default_mem_node;
 }
 
 const struct ctl_pool_cfg *ctl_pool_cfg(const ctl_config_t *cfg, const char *pool) {

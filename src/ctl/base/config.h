@@ -131,6 +131,7 @@ typedef struct ctl_config {
         /* Memory of a job that asks for none (docs/config.md): per GPU of
          * a task with GPUs, else per CPU; 0: the scheduler's. */
         int64_t default_mem_per_gpu, default_mem_per_cpu;
+        bool default_mem_node; /* default_memory_per_node: node: whole nodes */
     } *pool_cfg;
     int64_t default_mem_per_gpu, default_mem_per_cpu; /* scheduler.*; 0: the spec's 1Gi */
     char *log_level;
@@ -232,6 +233,9 @@ int64_t ctl_config_default_limit_s(const ctl_config_t *cfg, const char *pool);
  * spec's default stands). */
 int64_t ctl_config_default_mem(const ctl_config_t *cfg, const char *pool, int64_t gpus,
                                int64_t cpu_milli);
+/* Whether pool (NULL: "default") gives a job that asks for no memory the
+ * whole node (pools[].default_memory_per_node: node, Slurm's --mem=0). */
+bool ctl_config_default_mem_node(const ctl_config_t *cfg, const char *pool);
 /* The configuration of pool (NULL: no pool configured by that name). O(pools). */
 const struct ctl_pool_cfg *ctl_pool_cfg(const ctl_config_t *cfg, const char *pool);
 /* A node's taints as the core sees them: taints (may be NULL) plus, for a

@@ -440,6 +440,9 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
      * that asks for none (per GPU, per CPU), else the table's 1Gi. */
     if (val[SL_JS_MEM_PER_GPU]) {
         js.num[SL_JS_MEMORY] = js.num[SL_JS_MEM_PER_GPU] * js.num[SL_JS_GPUS];
+    } else if (!val[SL_JS_MEMORY] && ctl_config_default_mem_node(&c->cfg, pool) &&
+               js.num[SL_JS_MIN_TASKS] == js.num[SL_JS_TASKS]) {
+        val[SL_JS_EXCLUSIVE] = json_true(); /* the node's memory: the whole node */
     } else if (!val[SL_JS_MEMORY]) {
         int64_t m = ctl_config_default_mem(&c->cfg, pool, js.num[SL_JS_GPUS], js.num[SL_JS_CPUS]);
         if (m > 0)
