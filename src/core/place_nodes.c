@@ -250,17 +250,18 @@ int sl__place_gang_nodes(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluste
     if (N == 0) {
         int64_t sum = 0;
         for (int32_t i = 0; i < nc && i < hi; i++) sum += k > 0 ? k : c[i].cap;
-        if (k > 0)
-            snprintf(reason, rlen, "needs %d %snodes with room for %d tasks each; %d have it now",
-                     (int)lo, r->exclusive ? "idle " : "", (int)k, (int)nc);
-        else if (lo == hi)
-            snprintf(reason, rlen, "needs %d tasks on %d distinct %snodes; %d nodes can take them, "
-                     "holding %lld", (int)n, (int)lo, r->exclusive ? "idle " : "", (int)nc,
-                     (long long)sum);
+        const char *idle = r->exclusive ? "idle " : "";
+        char want[64];
+        if (lo == hi)
+            snprintf(want, sizeof want, "%d distinct %snode%s", (int)lo, idle, lo == 1 ? "" : "s");
         else
-            snprintf(reason, rlen, "needs %d tasks on %d..%d distinct %snodes; %d nodes can take "
-                     "them, holding %lld", (int)n, (int)lo, (int)hi, r->exclusive ? "idle " : "",
-                     (int)nc, (long long)sum);
+            snprintf(want, sizeof want, "%d to %d distinct %snodes", (int)lo, (int)hi, idle);
+        if (k > 0)
+            snprintf(reason, rlen, "needs %s with room for %d task%s each; %d %s it now", want,
+                     (int)k, k == 1 ? "" : "s", (int)nc, nc == 1 ? "has" : "have");
+        else
+            snprintf(reason, rlen, "needs %d task%s on %s; %d node%s can take some now, %lld in all",
+                     (int)n, n == 1 ? "" : "s", want, (int)nc, nc == 1 ? "" : "s", (long long)sum);
         goto out;
     }
     /* The packing order for N nodes; the include nodes stay first. */
