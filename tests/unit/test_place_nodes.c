@@ -356,12 +356,64 @@ static void test_sched_gang_nodes(void **state) {
     sl_cluster_destroy(cl);
 }
 
+/* EASY backfill for a whole-node gang: its reservation is the time both
+ * nodes are idle (the later end); a job that ends before may pass, a
+ * longer one may not, on either node. */
+static void test_sched_easy_reserves_whole_nodes(void **state) {
+    (void)state;
+    const int64_t S = 1000000;
+    sl_cluster_t *cl = tu_cluster();
+    tu_add_nodes(cl, "g", 2, "32", "256Gi", 8, "H100", "80Gi", NULL);
+    sl_sched_t *s = tu_sched_create(cl, "fifo", "easy");
+    int t = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
+    sl_job_spec_t a = tu_spec(1, t, 1, tu_req("1", "1Gi", 1, ""));
+    a.time_limit_us = 100 * S;
+    a.task.include = "g-0";
+    sl_job_spec_t b = a;
+    b.id = 2;
+    b.time_limit_us = 200 * S;
+    b.task.include = "g-1";
+    sl_task_req_t xr = tu_req("1", "1Gi", 0, "");
+    xr.nodes_min = 2;
+    xr.exclusive = 1;
+    sl_job_spec_t x = tu_spec(3, t, 2, xr);
+    x.time_limit_us = 50 * S;
+    tu_submit(s, a);
+    tu_submit(s, b);
+    tu_ids_t o = {0};
+    assert_int_equal(sl_sched_cycle(s, 0, tu_ids_on_start, &o, NULL), 2);
+    assert_int_not_equal(sl_job_place(sl_sched_job(s, 1), 0)->node,
+                         sl_job_place(sl_sched_job(s, 2), 0)->node);
+    tu_submit(s, x);
+    sl_job_spec_t shortj = tu_spec(4, t, 1, tu_req("1", "1Gi", 1, ""));
+    shortj.time_limit_us = 150 * S; /* ends at 151 < 200 */
+    sl_job_spec_t longj = tu_spec(5, t, 1, tu_req("1", "1Gi", 1, ""));
+    longj.time_limit_us = 1000 * S;
+    tu_submit(s, longj);
+    tu_submit(s, shortj);
+    o.n = 0;
+    assert_int_equal(sl_sched_cycle(s, 1 * S, tu_ids_on_start, &o, NULL), 1);
+    assert_int_equal(o.v[0], 4);
+    assert_int_equal(sl_job_state(sl_sched_job(s, 5)), SL_JOB_PENDING);
+    assert_int_equal(sl_job_state(sl_sched_job(s, 3)), SL_JOB_PENDING);
+    assert_int_equal(sl_sched_finish(s, 1, 100 * S), 0);
+    assert_int_equal(sl_sched_finish(s, 4, 151 * S), 0);
+    assert_int_equal(sl_sched_finish(s, 2, 200 * S), 0);
+    o.n = 0;
+    assert_int_equal(sl_sched_cycle(s, 200 * S, tu_ids_on_start, &o, NULL), 1);
+    assert_int_equal(o.v[0], 3); /* the whole-node gang first, then 5 waits for it */
+    assert_int_equal(sl_sched_check(s), 0);
+    sl_sched_destroy(s);
+    sl_cluster_destroy(cl);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_gang_nodes_matches_brute_force, tu_teardown),
         cmocka_unit_test_teardown(test_gang_nodes_spread_and_exclusive, tu_teardown),
         cmocka_unit_test_teardown(test_gang_nodes_req_check, tu_teardown),
         cmocka_unit_test_teardown(test_sched_gang_nodes, tu_teardown),
+        cmocka_unit_test_teardown(test_sched_easy_reserves_whole_nodes, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
