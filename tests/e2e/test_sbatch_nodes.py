@@ -93,6 +93,9 @@ def test_exclusive_holds_whole_nodes(controller, fake_agent, tmp_path):
     for p in job["placement"]:
         assert p["gpus"] == list(range(8)) and p["cpus"] == "32" and p["memory"] == "256Gi"
     node = job["placement"][0]["node"]
+    # The node has nothing free for other jobs while it is held whole.
+    nd = [n for n in u.sluice_json(["nodes"], env)["nodes"] if n["name"] == node][0]
+    assert nd["exclusive"] is True and nd["free"]["gpus"] == 0 and nd["free"]["cpus"] == "0", nd
     r = u.sluice(["show", str(jid)], env)
     assert "whole nodes: %s: 8 GPUs, 64 CPUs, 512Gi memory (the whole node)" % node in r.stdout, \
         r.stdout
