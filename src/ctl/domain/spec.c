@@ -119,6 +119,23 @@ static int constraint_of(ctl_t *c, json_t *s, const sl_constraint_t **out, char 
     return -1;
 }
 
+/* A list of names (or one name) joined by commas, allocated whole; NULL
+ * for none. */
+static char *names_joined(json_t *v) {
+    if (v == NULL)
+        return NULL;
+    if (json_is_string(v))
+        return sl_xstrdup(json_string_value(v));
+    size_t n = 1, i, o = 0;
+    json_t *m;
+    json_array_foreach(v, i, m) n += json_string_length(m) + 1;
+    char *out = sl_xmalloc(n);
+    out[0] = '\0';
+    json_array_foreach(v, i, m) o += (size_t)snprintf(out + o, n - o, "%s%s", i ? "," : "",
+                                                      json_string_value(m));
+    return out;
+}
+
 /* The request of one task and the job's other numbers, from a parsed spec.
  * GPU models and pool stay unresolved (POOL_UNRESOLVED) until
  * ctl_job_core_spec resolves them. A job without a time limit gets its
@@ -157,11 +174,10 @@ static void fill_core(const ctl_t *c, ctl_job_t *j, const sl_jobspec_t *js) {
     r->exclusive = json_is_true(js->val[SL_JS_EXCLUSIVE]) ? 1 : 0;
     if (js->val[SL_JS_MEM_PER_GPU])
         r->mem_bytes = num[SL_JS_MEM_PER_GPU] * r->gpus;
-    char buf[8192];
     sl_free(j->node_incl);
     sl_free(j->node_excl);
-    j->node_incl = js->val[SL_JS_NODELIST] ? sl_xstrdup(join_list(js->val[SL_JS_NODELIST], buf, sizeof buf)) : NULL;
-    j->node_excl = js->val[SL_JS_EXCLUDE] ? sl_xstrdup(join_list(js->val[SL_JS_EXCLUDE], buf, sizeof buf)) : NULL;
+    j->node_incl = names_joined(js->val[SL_JS_NODELIST]);
+    j->node_excl = names_joined(js->val[SL_JS_EXCLUDE]);
     r->include = j->node_incl;
     r->exclude = j->node_excl;
 }
