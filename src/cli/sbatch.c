@@ -624,10 +624,13 @@ json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, ch
             "%lld tasks in all; a job may have at most %d", ntasks, SL_MAX_TASKS);
         ntasks = 1;
     }
-    if (nodes > ntasks) {
-        bad(sb, SB_NODES, "%lld nodes for %lld task%s: every node runs at least one task", nodes,
-            ntasks, ntasks == 1 ? "" : "s");
-        nodes = nodes_max = 0;
+    if (nodes > ntasks) { /* as sbatch: "can't run 2 processes on 4 nodes, setting nnodes to 2" */
+        fprintf(stderr, "sluice: warning: %s: -N/--nodes: %lld nodes for %lld task%s; %lld nodes, "
+                "as sbatch sets them\n", sb->where[SB_NODES], nodes, ntasks, ntasks == 1 ? "" : "s",
+                ntasks);
+        sb->warnings++;
+        nodes = ntasks;
+        nodes_max = 0;
     }
     if (nodes) {
         json_object_set_new(spec, "nodes", json_integer(nodes));
