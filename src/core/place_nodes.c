@@ -188,6 +188,75 @@ static void take_copy(sl_node_t *n, const sl_task_req_t *r, const sl_place_t *pl
     }
 }
 
+/* "needs 8 tasks on 2 distinct idle nodes; 3 nodes can take some now, 5 in all". */
+static void no_set_reason(const sl_task_req_t *r, int32_t n, int32_t lo, int32_t hi, int64_t nodes,
+                          int64_t sum, char *reason, size_t rlen) {
+    int32_t k = r->tasks_per_node;
+    const char *idle = r->exclusive ? "idle " : "";
+    char want[64];
+    if (lo == hi)
+        snprintf(want, sizeof want, "%d distinct %snode%s", (int)lo, idle, lo == 1 ? "" : "s");
+    else
+        snprintf(want, sizeof want, "%d to %d distinct %snodes", (int)lo, (int)hi, idle);
+    if (k > 0)
+        snprintf(reason, rlen, "needs %s with room for %d task%s each; %lld %s it now", want, (int)k,
+                 k == 1 ? "" : "s", (long long)nodes, nodes == 1 ? "has" : "have");
+    else
+        snprintf(reason, rlen, "needs %d task%s on %s; %lld node%s can take some now, %lld in all",
+                 (int)n, n == 1 ? "" : "s", want, (long long)nodes, nodes == 1 ? "" : "s",
+                 (long long)sum);
+}
+
+/*
+ * The nodes of a gang without node lists or a policy filter, class by
+ * class: the nodes of one class share their free state and labels, so each
+ * class is fit-counted and scored once (through its representative, with
+ * its size as the weight) and its members are taken in the class's order.
+ * Fills c[0..N-1] with the chosen nodes in packing order and returns N, or
+ * 0 with the reason. O(classes log classes + N).
+ */
+static int32_t by_class(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_cluster_t *cl,
+                        const sl_task_req_t *r, int32_t n, int32_t lo, int32_t hi, cand_t *c,
+                        char *reason, size_t rlen) {
+    int32_t k = r->tasks_per_node, need = k > 0 ? k : 1, ncls = 0, N = 0, cnt = 0;
+    size_t ncl = sl_cluster_class_count(cl);
+    cand_t *cls = sl_xmalloc((ncl ? ncl : 1) * sizeof *cls);
+    int64_t nodes = 0, sum = 0;
+    for (size_t i = 0; i < ncl; i++) {
+        const sl_node_t *rep = sl_cluster_class_rep(cl, i);
+        uint32_t size = sl_cluster_class_size(cl, i);
+        if (!sl_constraint_admits(r->cons, rep) || (r->exclusive && !node_idle(rep))) continue;
+        int32_t cap = sl_node_fit_count(rep, r, k > 0 ? k : n);
+        int64_t score = 0;
+        sl_place_t pl;
+        if (cap < need || pol->score(cy, r, rep, size, &score, &pl) != SL_FIT) continue;
+        cls[ncls++] = (cand_t){.id = (uint32_t)i, .cap = cap, .score = score, .size = size};
+        nodes += size;
+    }
+    qsort(cls, (size_t)ncls, sizeof *cls, cap_cmp);
+    for (int32_t i = 0; i < ncls && N == 0 && cnt < hi; i++) {
+        for (uint32_t m = 0; m < cls[i].size && cnt < hi; m++) {
+            sum += k > 0 ? k : cls[i].cap;
+            if (++cnt >= lo && sum >= n) {
+                N = cnt;
+                break;
+            }
+        }
+    }
+    if (N == 0) {
+        no_set_reason(r, n, lo, hi, nodes, sum, reason, rlen);
+    } else {
+        int32_t most = k > 0 ? k : n - N + 1, nc = 0;
+        for (int32_t i = 0; i < ncls; i++) cls[i].key = cls[i].cap < most ? cls[i].cap : most;
+        qsort(cls, (size_t)ncls, sizeof *cls, cand_cmp);
+        for (int32_t i = 0; i < ncls && nc < N; i++)
+            for (uint32_t m = 0; m < cls[i].size && nc < N; m++)
+                c[nc++] = (cand_t){.id = sl_cluster_class_node(cl, cls[i].id, m), .cap = cls[i].cap};
+    }
+    sl_free(cls);
+    return N;
+}
+
 int sl__place_gang_nodes(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl,
                          const sl_task_req_t *r, int32_t n, sl_place_t *pls, char *reason,
                          size_t rlen) {
@@ -219,57 +288,51 @@ int sl__place_gang_nodes(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluste
         snprintf(reason, rlen, "nodelist names %s, which is not a node of the cluster", incl.missing);
         goto out;
     }
-    int32_t nc = 0, blocked_must = -1;
-    for (uint32_t id = 0; id < nn; id++) {
-        const sl_node_t *node = sl_cluster_node(cl, id);
-        bool must = marks && (marks[id] & M_INCL);
-        int32_t cap = 0;
-        if (node->state == SL_NODE_UP && eligible(pol, cy, r, node, marks) &&
-            (!r->exclusive || node_idle(node)))
-            cap = sl_node_fit_count(node, r, k > 0 ? k : n);
-        int64_t score = 0;
-        sl_place_t pl;
-        if (cap >= (k > 0 ? k : 1) && pol->score(cy, r, node, 1, &score, &pl) != SL_FIT) cap = 0;
-        if (cap < (k > 0 ? k : 1)) {
-            if (must && blocked_must < 0) blocked_must = (int32_t)id;
-            continue;
+    int32_t nc = 0, N = 0;
+    if (!marks && !pol->filter) {
+        if ((N = by_class(pol, cy, cl, r, n, lo, hi, c, reason, rlen)) == 0) goto out;
+    } else {
+        int32_t blocked_must = -1;
+        for (uint32_t id = 0; id < nn; id++) {
+            const sl_node_t *node = sl_cluster_node(cl, id);
+            bool must = marks && (marks[id] & M_INCL);
+            int32_t cap = 0;
+            if (node->state == SL_NODE_UP && eligible(pol, cy, r, node, marks) &&
+                (!r->exclusive || node_idle(node)))
+                cap = sl_node_fit_count(node, r, k > 0 ? k : n);
+            int64_t score = 0;
+            sl_place_t pl;
+            if (cap >= (k > 0 ? k : 1) && pol->score(cy, r, node, 1, &score, &pl) != SL_FIT) cap = 0;
+            if (cap < (k > 0 ? k : 1)) {
+                if (must && blocked_must < 0) blocked_must = (int32_t)id;
+                continue;
+            }
+            c[nc++] = (cand_t){.id = id, .cap = cap, .score = score, .must = must};
         }
-        c[nc++] = (cand_t){.id = id, .cap = cap, .score = score, .must = must};
+        if (blocked_must >= 0) {
+            const sl_node_t *b = sl_cluster_node(cl, (uint32_t)blocked_must);
+            snprintf(reason, rlen, "nodelist names %s, which %s", b->name,
+                     marks[b->id] & M_EXCL          ? "is also excluded"
+                     : b->state != SL_NODE_UP       ? "is not up"
+                     : r->exclusive && !node_idle(b) ? "is not idle (exclusive job)"
+                                                     : "cannot take its tasks now");
+            goto out;
+        }
+        qsort(c, (size_t)nc, sizeof *c, cap_cmp);
+        N = fewest_nodes(c, nc, n, k, lo, hi);
+        if (N == 0) {
+            int64_t sum = 0;
+            for (int32_t i = 0; i < nc && i < hi; i++) sum += k > 0 ? k : c[i].cap;
+            no_set_reason(r, n, lo, hi, nc, sum, reason, rlen);
+            goto out;
+        }
+        /* The packing order for N nodes; the include nodes stay first. */
+        for (int32_t i = 0; i < nc; i++) {
+            int32_t most = k > 0 ? k : n - N + 1;
+            c[i].key = c[i].cap < most ? c[i].cap : most;
+        }
+        qsort(c, (size_t)nc, sizeof *c, cand_cmp);
     }
-    if (blocked_must >= 0) {
-        const sl_node_t *b = sl_cluster_node(cl, (uint32_t)blocked_must);
-        snprintf(reason, rlen, "nodelist names %s, which %s", b->name,
-                 marks[b->id] & M_EXCL          ? "is also excluded"
-                 : b->state != SL_NODE_UP       ? "is not up"
-                 : r->exclusive && !node_idle(b) ? "is not idle (exclusive job)"
-                                                 : "cannot take its tasks now");
-        goto out;
-    }
-    qsort(c, (size_t)nc, sizeof *c, cap_cmp);
-    int32_t N = fewest_nodes(c, nc, n, k, lo, hi);
-    if (N == 0) {
-        int64_t sum = 0;
-        for (int32_t i = 0; i < nc && i < hi; i++) sum += k > 0 ? k : c[i].cap;
-        const char *idle = r->exclusive ? "idle " : "";
-        char want[64];
-        if (lo == hi)
-            snprintf(want, sizeof want, "%d distinct %snode%s", (int)lo, idle, lo == 1 ? "" : "s");
-        else
-            snprintf(want, sizeof want, "%d to %d distinct %snodes", (int)lo, (int)hi, idle);
-        if (k > 0)
-            snprintf(reason, rlen, "needs %s with room for %d task%s each; %d %s it now", want,
-                     (int)k, k == 1 ? "" : "s", (int)nc, nc == 1 ? "has" : "have");
-        else
-            snprintf(reason, rlen, "needs %d task%s on %s; %d node%s can take some now, %lld in all",
-                     (int)n, n == 1 ? "" : "s", want, (int)nc, nc == 1 ? "" : "s", (long long)sum);
-        goto out;
-    }
-    /* The packing order for N nodes; the include nodes stay first. */
-    for (int32_t i = 0; i < nc; i++) {
-        int32_t most = k > 0 ? k : n - N + 1;
-        c[i].key = c[i].cap < most ? c[i].cap : most;
-    }
-    qsort(c, (size_t)nc, sizeof *c, cand_cmp);
     int32_t left = n - N;
     for (int32_t i = 0; i < N; i++) {
         int32_t t = k > 0 ? k : 1;
@@ -347,4 +410,8 @@ int32_t sl__gang_pick(const sl_task_req_t *r, int32_t n, int32_t nincl, sl__gang
     if (must < nincl) return 0; /* a named node cannot take its tasks */
     qsort(c, (size_t)nc, sizeof *c, cap_cmp);
     return fewest_nodes(c, nc, n, r->tasks_per_node, lo, hi);
+}
+
+bool sl__gang_range(const sl_task_req_t *r, int32_t n, int32_t nincl, int32_t *lo, int32_t *hi) {
+    return nincl >= 0 && node_range(r, n, nincl, lo, hi);
 }

@@ -20,6 +20,7 @@ typedef struct sl__gang_cand {
     int32_t key;
     int64_t score;
     bool must;
+    uint32_t size; /* place_nodes.c's search by class: the class's members */
 } sl__gang_cand_t;
 
 /* Whether r sets any of the node fields (then sl_place_gang comes here). */
@@ -46,6 +47,9 @@ int32_t sl__gang_node_cap(const sl_task_req_t *r, int32_t n, const sl_node_t *no
                           const uint8_t *marks);
 int32_t sl__gang_pick(const sl_task_req_t *r, int32_t n, int32_t nincl, sl__gang_cand_t *c,
                       int32_t nc);
+/* The node counts the gang may use, [*lo, *hi], for nincl included nodes
+ * (-1: one is not a node); false if none. */
+bool sl__gang_range(const sl_task_req_t *r, int32_t n, int32_t nincl, int32_t *lo, int32_t *hi);
 #define SL__GANG_MUST(marks, id) ((marks) && ((marks)[id] & 1u))
 
 #endif
