@@ -152,24 +152,54 @@ static bool eligible(const sl_place_policy_t *pol, const sl_cycle_t *cy, const s
 }
 
 /* Whether the gang could be placed on the empty cluster (totals, any state). */
+bool sl__gang_hist_fits(int32_t must_n, int64_t must_sum, const int64_t *hist, int32_t top,
+                        int32_t n, int32_t lo, int32_t hi) {
+    int64_t cnt = must_n, sum = must_sum;
+    if (cnt >= lo && cnt <= hi && sum >= n) return true;
+    for (int32_t c = top; c >= 1 && cnt < hi; c--) {
+        if (hist[c] == 0) continue;
+        int64_t by_sum = sum >= n ? 0 : (n - sum + c - 1) / c;
+        int64_t need = lo - cnt > by_sum ? lo - cnt : by_sum;
+        if (need <= hist[c]) return cnt + need <= hi;
+        cnt += hist[c];
+        sum += hist[c] * c;
+    }
+    return false;
+}
+
+/* Whether the gang could be placed on the empty cluster (totals, any
+ * state): the named nodes and a histogram of the others by capacity, no
+ * sort. O(nodes + n), less when it fits early. */
 static bool fits_empty(const sl_place_policy_t *pol, const sl_cycle_t *cy, const sl_cluster_t *cl,
-                       const sl_task_req_t *r, int32_t n, const uint8_t *marks, int32_t nincl,
-                       cand_t *c) {
-    int32_t k = r->tasks_per_node, lo, hi, nc = 0;
+                       const sl_task_req_t *r, int32_t n, const uint8_t *marks, int32_t nincl) {
+    int32_t k = r->tasks_per_node, lo, hi, top = k > 0 ? k : n, must_n = 0;
+    int64_t must_sum = 0;
     if (!node_range(r, n, nincl, &lo, &hi)) return false;
+    int64_t *hist = sl_xcalloc((size_t)top + 1, sizeof *hist);
+    bool ok = true;
     size_t nn = sl_cluster_node_count(cl);
-    for (uint32_t id = 0; id < nn; id++) {
+    for (uint32_t id = 0; id < nn && ok; id++) {
         const sl_node_t *node = sl_cluster_node(cl, id);
         bool must = marks && (marks[id] & M_INCL);
-        int32_t cap = eligible(pol, cy, r, node, marks) ? sl_node_empty_fit_count(node, r, k > 0 ? k : n) : 0;
+        int32_t cap = eligible(pol, cy, r, node, marks) ? sl_node_empty_fit_count(node, r, top) : 0;
         if (cap < (k > 0 ? k : 1)) {
-            if (must) return false;
+            ok = !must;
             continue;
         }
-        c[nc++] = (cand_t){.id = id, .cap = cap, .must = must};
+        if (must) {
+            must_n++;
+            must_sum += cap;
+        } else {
+            hist[cap]++;
+        }
+        /* Without named nodes the answer is known once some nodes hold it:
+         * a look every 32 nodes (the empty cluster usually holds it soon). */
+        if (nincl == 0 && (id & 31) == 31 && sl__gang_hist_fits(0, 0, hist, top, n, lo, hi))
+            break;
     }
-    qsort(c, (size_t)nc, sizeof *c, cap_cmp);
-    return fewest_nodes(c, nc, n, k, lo, hi) > 0;
+    ok = ok && must_n == nincl && sl__gang_hist_fits(must_n, must_sum, hist, top, n, lo, hi);
+    sl_free(hist);
+    return ok;
 }
 
 /* Takes one task of r at pl off a copy of a node (as sl_cluster_alloc). */
@@ -367,7 +397,7 @@ nofit_late: /* a fit count promised more than the GPUs could give: not expected 
 out:
     if (rc != SL_FIT) {
         for (int32_t i = placed - 1; i >= 0; i--) sl_cluster_release(cl, r, &pls[i]);
-        if (rc == SL_NOFIT && !fits_empty(pol, cy, cl, r, n, marks, incl.count, c)) {
+        if (rc == SL_NOFIT && !fits_empty(pol, cy, cl, r, n, marks, incl.count)) {
             rc = SL_NOFIT_EVER;
             size_t off = reason ? strlen(reason) : 0;
             if (reason && off + 1 < rlen)

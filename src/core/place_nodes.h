@@ -50,6 +50,11 @@ int32_t sl__gang_pick(const sl_task_req_t *r, int32_t n, int32_t nincl, sl__gang
 /* The node counts the gang may use, [*lo, *hi], for nincl included nodes
  * (-1: one is not a node); false if none. */
 bool sl__gang_range(const sl_task_req_t *r, int32_t n, int32_t nincl, int32_t *lo, int32_t *hi);
+/* Whether must_n named nodes holding must_sum tasks, with hist[c] other
+ * nodes of capacity c (1..top), hold n tasks on lo..hi distinct nodes
+ * (the roomiest first: the fewest). O(top). */
+bool sl__gang_hist_fits(int32_t must_n, int64_t must_sum, const int64_t *hist, int32_t top,
+                        int32_t n, int32_t lo, int32_t hi);
 #define SL__GANG_MUST(marks, id) ((marks) && ((marks)[id] & 1u))
 
 #endif

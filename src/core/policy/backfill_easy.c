@@ -409,18 +409,8 @@ static void gang_update(gang_state_t *g, const sl_node_t *n) {
 /* Whether the gang fits on the state now: the named nodes, then the
  * roomiest others (fewest nodes first), in [lo, hi]. O(top). */
 static bool gang_fits(const gang_state_t *g, int32_t lo, int32_t hi) {
-    if (g->must_bad > 0) return false;
-    int64_t cnt = g->must_n, sum = g->must_sum, n = g->count;
-    if (cnt >= lo && cnt <= hi && sum >= n) return true;
-    for (int32_t c = g->top; c >= 1 && cnt < hi; c--) {
-        if (g->hist[c] == 0) continue;
-        int64_t by_sum = sum >= n ? 0 : (n - sum + c - 1) / c;
-        int64_t need = lo - cnt > by_sum ? lo - cnt : by_sum;
-        if (need <= g->hist[c]) return cnt + need <= hi;
-        cnt += g->hist[c];
-        sum += g->hist[c] * c;
-    }
-    return false;
+    return g->must_bad == 0 &&
+           sl__gang_hist_fits(g->must_n, g->must_sum, g->hist, g->top, g->count, lo, hi);
 }
 
 /* easy_reserve for a gang that names its nodes (place_nodes.c): running
