@@ -29,7 +29,12 @@
  * other). "Does not fit" names why and is SL_NOFIT_EVER when the same
  * search fails on the empty cluster (node totals, any state).
  *
- * Cost: O(nodes) fit counts and scores, plus a sort of the candidates.
+ * Cost: without node lists or a policy filter the nodes of a class share
+ * their free state and labels, so each class is fit-counted and scored
+ * once and its members taken in order (by_class): O(classes log classes +
+ * N); otherwise O(nodes) fit counts and scores and a sort. The empty-
+ * cluster check is O(nodes) at worst (a histogram of capacities, no sort,
+ * stopping once the nodes seen hold the gang).
  */
 #include <stdio.h> /* snprintf only: formats reasons, no I/O */
 #include <stdlib.h>
