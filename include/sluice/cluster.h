@@ -79,6 +79,10 @@ typedef struct sl_node {
  */
 #define SL_KINDS (SL_MAX_GPUS_PER_NODE + 1)
 #define SL_KIND_SHARE 1u
+/* Also in kinds: a task of an exclusive request (sl_task_req_t.exclusive)
+ * runs on the node, which then takes no other task (sl_node_fits and
+ * sl_node_fit_count say 0, the index's summaries refuse it). */
+#define SL_KIND_EXCL (1u << SL_KINDS)
 static inline uint32_t sl_task_kind_bit(const sl_task_req_t *r) {
     if (r->gpus > 0) return r->gpus < SL_KINDS ? 1u << r->gpus : 0;
     return r->gpu_milli > 0 ? SL_KIND_SHARE : 0;

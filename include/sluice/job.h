@@ -37,7 +37,11 @@ typedef struct sl_job_spec {
     int64_t submit_us;
     int32_t ntasks;         /* 1..SL_MAX_TASKS; the maximum for elastic jobs */
     int32_t min_tasks;      /* 0 or == ntasks: rigid gang; else elastic minimum */
-    sl_task_req_t task;     /* per task */
+    /* per task; its node fields (nodes_min.., exclusive, include, exclude)
+     * shape the gang (sl_place_gang); include/exclude are the caller's and
+     * must stay valid while the scheduler knows the job. An elastic job
+     * cannot set them; tasks_per_node must divide ntasks. */
+    sl_task_req_t task;
     int64_t time_limit_us;  /* 0 = none (backfill then uses default_limit_us) */
     /* The runtime backfill assumes for a job without time_limit_us (the
      * caller's default for the job's pool, say): an estimate, which the

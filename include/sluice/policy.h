@@ -82,7 +82,12 @@ int sl_place_task(const sl_place_policy_t *pol, sl_cycle_t *cy, const sl_task_re
  * possible (the node that holds the most remaining tasks first, policy score
  * among equals). On SL_FIT, pls[0..n-1] are filled and the resources ARE
  * allocated in cl; on failure nothing is allocated. reason (if non-NULL)
- * receives why it does not fit.
+ * receives why it does not fit. A request that sets its node fields
+ * (nodes_min/nodes_max, tasks_per_node, exclusive, include, exclude:
+ * sluice/resources.h) gets exactly that: N distinct nodes, the fewest in
+ * range that fit, k tasks on each, only idle nodes held whole, every
+ * included node and no excluded one; the nodes beyond those named are
+ * chosen by how many tasks they hold, then the policy's score.
  */
 int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl,
                   const sl_task_req_t *req, int32_t n, sl_place_t *pls,

@@ -35,6 +35,11 @@ typedef struct sl_task_req {
     int64_t gpu_mem_bytes; /* with a share: GPU memory needed on that GPU (0 = any) */
     uint64_t model_mask;   /* allowed GPU models (bits from sl_cluster_model_intern); 0 = any */
     int32_t pool;          /* pool id from sl_cluster_pool_intern; -1 = any pool */
+    /* The gang's nodes (sl_place_gang; zero = any number, packed on as few
+     * as fit): its tasks spread over N distinct nodes, nodes_min <= N <=
+     * nodes_max (0 = nodes_min), the fewest that fit. In what was padding. */
+    int16_t nodes_min;
+    int16_t nodes_max;
     /* labels and tolerations (sl_cluster_constraint_intern); NULL = none:
      * then only nodes without NoSchedule/NoExecute taints */
     const sl_constraint_t *cons;
@@ -43,6 +48,20 @@ typedef struct sl_task_req {
      * sit in what was the struct's padding, so its size is unchanged. */
     int16_t topo_required;
     int16_t topo_preferred;
+    /* Exactly this many tasks on each node of the gang (0 = any). */
+    int16_t tasks_per_node;
+    /* Whole nodes: only idle nodes, and while a task of the job runs on a
+     * node no other task may be placed there (its GPUs, CPUs and memory
+     * are the job's). */
+    uint8_t exclusive;
+    uint8_t reserved_;     /* zero */
+    /* Node names, comma-separated: every node of include must be among the
+     * gang's nodes (Slurm's --nodelist; more may be added), no node of
+     * exclude may be (--exclude). NULL or "" = none. Owned by the caller,
+     * which keeps them alive as long as the request is in use (a job's,
+     * while the scheduler knows the job). */
+    const char *include;
+    const char *exclude;
 } sl_task_req_t;
 
 /* A request for nothing: all zero, any model, any pool. Can't fail. */

@@ -140,6 +140,8 @@ void cli_show_preemptions(json_t *j);
 /* A job with retries: its attempt now and each failed one (`attempts`). */
 void cli_show_attempts(json_t *j);
 void cli_show_size(json_t *j);
+/* shownodes.c: show's node count, per-node tasks, whole nodes, node lists, comment. */
+void cli_show_nodes(json_t *j);
 void cli_print_drains(json_t *nodes);
 
 /* spec.c: reads a job spec file (Sluice YAML/JSON, or a Kubernetes batch/v1
@@ -177,6 +179,17 @@ bool cli_sbatch_is_script(const char *path);
 /* Slurm's time formats in seconds, rounded up to whole minutes; 0: no
  * limit; -1: not a time. */
 long long cli_slurm_time(const char *s);
+/* sbatch_text.c: Slurm's value texts. A directive's words as sbatch splits
+ * them (the count, the words in buf; -1 for more than max); a memory size
+ * with K, M, G or T (M when none) in bytes, or -1; bytes as a Sluice
+ * quantity ("32Gi"); a host list ("gpu[01-04],x") as a JSON list of
+ * names (0, or -1 with err); a feature list, Slurm's brackets ([a|b])
+ * dropped (1 when there were some, 0 if none, -1 with err). */
+int cli_sbatch_split_words(const char *s, char *buf, size_t buflen, char **words, int max);
+long long cli_slurm_mem(const char *s);
+json_t *cli_mem_json(long long b);
+int cli_slurm_hosts(const char *text, json_t **out, char *err, size_t errlen);
+int cli_slurm_features(const char *text, char *out, size_t len, char *err, size_t errlen);
 
 /* cmds.c and up.c */
 /* watch.c: waits on GET /v1/events for the next change: a job's event

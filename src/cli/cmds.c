@@ -607,6 +607,7 @@ static int show_once(cli_t *c) {
     if (json_is_string(json_object_get(j, "dependency")))
         printf("%-11s %s\n", "depends on:", json_string_value(json_object_get(j, "dependency")));
     cli_show_size(j);
+    cli_show_nodes(j);
     print_list("nodes with:", json_object_get(j, "node_selector"));
     if (json_is_string(json_object_get(j, "constraint")))
         printf("%-11s %s\n", "constraint:", json_string_value(json_object_get(j, "constraint")));

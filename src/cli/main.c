@@ -169,8 +169,10 @@ static const cli_cmd_t commands[] = {
      "--dependency, ...), which override the script's #SBATCH directives; the script\n"
      "is copied into the job, an allocation: it runs once, on the first node, and\n"
      "srun inside starts job steps on the allocation's tasks (docs/slurm.md).\n"
-     "An option Sluice does not support is an error naming it and its line;\n"
-     "--ignore-unsupported makes it a warning. Also: --parsable (print the id only),\n"
+     "-N keeps distinct nodes, --exclusive and --mem=0 whole nodes. Every option\n"
+     "Sluice does not support is an error naming it and its line, all at once;\n"
+     "--ignore-unsupported makes them warnings (not those that ask for resources).\n"
+     "Also: --parsable (print the id only),\n"
      "--wrap CMD, --dry-run (print the JSON submission). docs/slurm.md maps every\n"
      "directive. `sluice submit SCRIPT` does the same with Sluice's own flags.",
      cli_cmd_sbatch, none_opts, CLI_RAW_ARGS},

@@ -40,7 +40,8 @@ enum {
     SB_JOB_NAME, SB_NTASKS, SB_NODES, SB_NTASKS_PER_NODE, SB_CPUS_PER_TASK, SB_MEM,
     SB_MEM_PER_CPU, SB_GRES, SB_GPUS, SB_GPUS_PER_TASK, SB_GPUS_PER_NODE, SB_TIME, SB_PARTITION,
     SB_QOS, SB_ACCOUNT, SB_OUTPUT, SB_ERROR, SB_ARRAY, SB_DEPENDENCY, SB_EXPORT, SB_CHDIR,
-    SB_CONSTRAINT,
+    SB_CONSTRAINT, SB_EXCLUSIVE, SB_MEM_PER_GPU, SB_CPUS_PER_GPU, SB_NODELIST, SB_EXCLUDE,
+    SB_GPU_BIND, SB_HINT, SB_WAIT_ALL_NODES, SB_OPEN_MODE, SB_COMMENT,
     SB_CONTAINER_IMAGE, SB_CONTAINER_MOUNTS, SB_CONTAINER_WORKDIR, SB_CONTAINER_NAME, /* pyxis */
     SB_REQUEUE, SB_NO_REQUEUE, SB_MAIL_TYPE, SB_MAIL_USER,
     SB_WRAP, SB_PARSABLE, SB_QUIET, SB_IGNORE, SB_DRY_RUN, SB_HELP,
@@ -59,6 +60,18 @@ typedef struct sb_opt {
     int where;
     const char *why;     /* SB_UNSUPPORTED: the reason, or NULL */
 } sb_opt_t;
+
+/* Unsupported options that ask for resources: dropping one would make the
+ * job smaller than the script asks, so --ignore-unsupported cannot. */
+static bool asks_resources(const char *lng) {
+    static const char *const asks[] = {"mincpus", "tmp", "ntasks-per-gpu", "sockets-per-node",
+                                       "cores-per-socket", "licenses", "extra-node-info",
+                                       "tres-per-task", "core-spec", "thread-spec", NULL};
+    for (int i = 0; asks[i]; i++)
+        if (strcmp(asks[i], lng) == 0)
+            return true;
+    return false;
+}
 
 static const sb_opt_t opts[] = {
     {"job-name", 'J', 1, SB_JOB_NAME, 0, NULL},
@@ -91,6 +104,18 @@ static const sb_opt_t opts[] = {
     {"no-requeue", 0, 0, SB_NO_REQUEUE, 0, NULL},
     {"mail-type", 0, 1, SB_MAIL_TYPE, 0, NULL},
     {"mail-user", 0, 1, SB_MAIL_USER, 0, NULL},
+    {"exclusive", 0, 2, SB_EXCLUSIVE, 0, NULL},
+    {"mem-per-gpu", 0, 1, SB_MEM_PER_GPU, 0, NULL},
+    {"cpus-per-gpu", 0, 1, SB_CPUS_PER_GPU, 0, NULL},
+    {"nodelist", 'w', 1, SB_NODELIST, 0, NULL},
+    {"exclude", 'x', 1, SB_EXCLUDE, 0, NULL},
+    /* Accepted, with no effect (docs/slurm.md): each task sees its own
+     * GPUs already; Sluice does not pin CPUs; all tasks start at once. */
+    {"gpu-bind", 0, 1, SB_GPU_BIND, 0, NULL},
+    {"hint", 0, 1, SB_HINT, 0, NULL},
+    {"wait-all-nodes", 0, 1, SB_WAIT_ALL_NODES, 0, NULL},
+    {"open-mode", 0, 1, SB_OPEN_MODE, 0, NULL},
+    {"comment", 0, 1, SB_COMMENT, 0, NULL},
     {"wrap", 0, 1, SB_WRAP, WHERE_CLI, NULL},
     {"parsable", 0, 0, SB_PARSABLE, WHERE_CLI, NULL},
     {"quiet", 'Q', 0, SB_QUIET, WHERE_CLI, NULL},
@@ -98,8 +123,6 @@ static const sb_opt_t opts[] = {
     {"dry-run", 0, 0, SB_DRY_RUN, WHERE_CLI, NULL},
     {"help", 'h', 0, SB_HELP, WHERE_CLI, NULL},
     /* Known to Slurm, not (yet) to Sluice: each says why. */
-    {"exclusive", 0, 2, SB_UNSUPPORTED, 0,
-     "Sluice does not reserve whole nodes; a job's GPUs, CPUs and memory are its own"},
     {"begin", 'b', 1, SB_UNSUPPORTED, 0, NULL},
     {"deadline", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"hold", 'H', 0, SB_UNSUPPORTED, 0, NULL},
@@ -109,14 +132,9 @@ static const sb_opt_t opts[] = {
     {"licenses", 'L', 1, SB_UNSUPPORTED, 0, NULL},
     {"reservation", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"wckey", 0, 1, SB_UNSUPPORTED, 0, NULL},
-    {"comment", 0, 1, SB_UNSUPPORTED, 0, NULL},
-    {"open-mode", 0, 1, SB_UNSUPPORTED, 0, "output files are always appended to"},
     {"input", 'i', 1, SB_UNSUPPORTED, 0, NULL},
     {"mincpus", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"tmp", 0, 1, SB_UNSUPPORTED, 0, NULL},
-    {"cpus-per-gpu", 0, 1, SB_UNSUPPORTED, 0, "use --cpus-per-task"},
-    {"mem-per-gpu", 0, 1, SB_UNSUPPORTED, 0, "use --mem-per-cpu or --mem"},
-    {"gpu-bind", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"gpu-freq", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"ntasks-per-gpu", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"ntasks-per-socket", 0, 1, SB_UNSUPPORTED, 0, NULL},
@@ -124,10 +142,7 @@ static const sb_opt_t opts[] = {
     {"sockets-per-node", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"cores-per-socket", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"threads-per-core", 0, 1, SB_UNSUPPORTED, 0, NULL},
-    {"hint", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"distribution", 'm', 1, SB_UNSUPPORTED, 0, NULL},
-    {"nodelist", 'w', 1, SB_UNSUPPORTED, 0, NULL},
-    {"exclude", 'x', 1, SB_UNSUPPORTED, 0, NULL},
     {"oversubscribe", 's', 0, SB_UNSUPPORTED, 0, NULL},
     {"overcommit", 'O', 0, SB_UNSUPPORTED, 0, NULL},
     {"switches", 0, 1, SB_UNSUPPORTED, 0, NULL},
@@ -170,6 +185,7 @@ struct cli_sbatch {
     bool from_cli[SB_NOPTS];
     bool ignore_unsupported;
     int warnings;
+    int errors;             /* problems said so far: all are said, then nothing is submitted */
 };
 
 cli_sbatch_t *cli_sbatch_new(bool ignore_unsupported) {
@@ -216,9 +232,11 @@ static const char *opt_name(int id, char *buf, size_t len) {
     return "?";
 }
 
-static int sb_error(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int sb_error(const char *where, const char *fmt, ...) {
+static int sb_error(cli_sbatch_t *sb, const char *where, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int sb_error(cli_sbatch_t *sb, const char *where, const char *fmt, ...) {
     va_list ap;
+    sb->errors++;
     va_start(ap, fmt);
     fprintf(stderr, "sluice: %s: ", where);
     vfprintf(stderr, fmt, ap);
@@ -228,16 +246,24 @@ static int sb_error(const char *where, const char *fmt, ...) {
 }
 
 /* An option Sluice does not support: an error, or a warning when the user
- * asked for those. 0 to go on. */
-static int unsupported(cli_sbatch_t *sb, const char *where, const char *what, const char *why) {
-    if (sb->ignore_unsupported) {
+ * asked for those, unless it asks for resources (asks): dropping it would
+ * give the job less than the script asks. 0 when only a warning. */
+static int unsupported(cli_sbatch_t *sb, const char *where, const char *what, const char *why,
+                       bool asks) {
+    if (sb->ignore_unsupported && !asks) {
         fprintf(stderr, "sluice: warning: %s: %s is not supported%s%s; ignored\n", where, what,
                 why ? ": " : "", why ? why : "");
         sb->warnings++;
         return 0;
     }
-    fprintf(stderr, "sluice: %s: %s is not supported%s%s (--ignore-unsupported makes this a "
-            "warning)\n", where, what, why ? ": " : "", why ? why : "");
+    sb->errors++;
+    if (asks)
+        fprintf(stderr, "sluice: %s: %s is not supported%s%s, and it asks for resources: "
+                "ignoring it would give the job less than the script asks\n", where, what,
+                why ? ": " : "", why ? why : "");
+    else
+        fprintf(stderr, "sluice: %s: %s is not supported%s%s (--ignore-unsupported makes this a "
+                "warning)\n", where, what, why ? ": " : "", why ? why : "");
     return CLI_EUSAGE;
 }
 
@@ -267,9 +293,7 @@ static int parse_opts(cli_sbatch_t *sb, int argc, char **argv, bool cli, const c
                     o = p;
             snprintf(shown, sizeof shown, "--%.*s", (int)(nl < 100 ? nl : 100), a + 2);
             if (o == NULL) {
-                int rc = unsupported(sb, where, shown, "not an sbatch option Sluice knows");
-                if (rc)
-                    return rc;
+                unsupported(sb, where, shown, "not an sbatch option Sluice knows", false);
                 /* Whether it takes a value is unknown: in a directive, a
                  * next word that is not an option is taken for its value
                  * (a directive holds options only). */
@@ -278,8 +302,10 @@ static int parse_opts(cli_sbatch_t *sb, int argc, char **argv, bool cli, const c
                 continue;
             }
             if (eq) {
-                if (o->arg == 0)
-                    return sb_error(where, "%s takes no value", shown);
+                if (o->arg == 0) {
+                    sb_error(sb, where, "%s takes no value", shown);
+                    continue;
+                }
                 val = eq + 1;
             }
         } else {
@@ -288,30 +314,32 @@ static int parse_opts(cli_sbatch_t *sb, int argc, char **argv, bool cli, const c
                     o = p;
             snprintf(shown, sizeof shown, "-%c", a[1]);
             if (o == NULL) {
-                int rc = unsupported(sb, where, shown, "not an sbatch option Sluice knows");
-                if (rc)
-                    return rc;
+                unsupported(sb, where, shown, "not an sbatch option Sluice knows", false);
                 continue;
             }
             if (o->shrt)
                 snprintf(shown, sizeof shown, "-%c/--%s", o->shrt, o->lng);
             if (a[2] != '\0') {
-                if (o->arg == 0)
-                    return sb_error(where, "%s takes no value", shown);
+                if (o->arg == 0) {
+                    sb_error(sb, where, "%s takes no value", shown);
+                    continue;
+                }
                 val = a + 2;
             }
         }
         if (o->arg == 1 && val == NULL) {
-            if (i + 1 >= argc)
-                return sb_error(where, "%s needs a value", shown);
+            if (i + 1 >= argc) {
+                sb_error(sb, where, "%s needs a value", shown);
+                continue;
+            }
             val = argv[++i];
         }
-        if (!cli && o->where == WHERE_CLI)
-            return sb_error(where, "%s is a flag of the command line, not a directive", shown);
+        if (!cli && o->where == WHERE_CLI) {
+            sb_error(sb, where, "%s is a flag of the command line, not a directive", shown);
+            continue;
+        }
         if (o->id == SB_UNSUPPORTED) {
-            int rc = unsupported(sb, where, shown, o->why);
-            if (rc)
-                return rc;
+            unsupported(sb, where, shown, o->why, asks_resources(o->lng));
             continue;
         }
         if (sb->from_cli[o->id] && !cli)
@@ -333,46 +361,10 @@ int cli_sbatch_args(cli_sbatch_t *sb, int argc, char **argv, int *script_at) {
     return parse_opts(sb, argc, argv, true, "the command line", script_at);
 }
 
-/* Splits a directive's text into words as sbatch does. Returns the count,
- * the words in a buffer of the caller's; -1 for more than max words. */
-static int split_words(const char *s, char *buf, size_t buflen, char **words, int max) {
-    int n = 0;
-    size_t b = 0;
-    while (*s && n < max) {
-        while (*s && isspace((unsigned char)*s))
-            s++;
-        if (*s == '\0' || *s == '#')
-            break;
-        char q = 0;
-        words[n++] = buf + b;
-        while (*s && (q || !isspace((unsigned char)*s)) && b + 1 < buflen) {
-            if (*s == '\\' && s[1]) {
-                buf[b++] = s[1];
-                s += 2;
-            } else if (q && *s == q) {
-                q = 0;
-                s++;
-            } else if (!q && (*s == '"' || *s == '\'')) {
-                q = *s++;
-            } else if (!q && *s == '#') {
-                break;
-            } else {
-                buf[b++] = *s++;
-            }
-        }
-        buf[b++] = '\0';
-        if (*s == '#' && !q)
-            break;
-    }
-    while (*s && isspace((unsigned char)*s))
-        s++;
-    return *s && *s != '#' ? -1 : n;
-}
-
 int cli_sbatch_script(cli_sbatch_t *sb, const char *path, const char *text) {
     int lineno = 0;
     if (strstr(text, "\r\n") != NULL) /* sbatch refuses these too */
-        return sb_error(path, "the script has DOS line breaks (\\r\\n) instead of UNIX ones "
+        return sb_error(sb, path, "the script has DOS line breaks (\\r\\n) instead of UNIX ones "
                         "(\\n); convert it, e.g. with dos2unix");
     for (const char *p = text; *p;) {
         const char *nl = strchr(p, '\n');
@@ -384,17 +376,14 @@ int cli_sbatch_script(cli_sbatch_t *sb, const char *path, const char *text) {
         if (strncmp(line, "#SBATCH", 7) == 0) {
             char where[300], buf[4096], *words[64];
             snprintf(where, sizeof where, "%s:%d", path, lineno);
+            int n = cli_sbatch_split_words(line + 7, buf, sizeof buf, words, 64), rest;
             if (len >= sizeof line)
-                return sb_error(where, "the directive is longer than %zu bytes", sizeof line - 1);
-            int n = split_words(line + 7, buf, sizeof buf, words, 64), rest;
-            if (n < 0)
-                return sb_error(where, "the directive has more than 64 words");
-            int rc = parse_opts(sb, n, words, false, where, &rest);
-            if (rc)
-                return rc;
-            if (rest < n)
-                return sb_error(where, "\"%s\" is not an option (a directive holds options only)",
-                                words[rest]);
+                sb_error(sb, where, "the directive is longer than %zu bytes", sizeof line - 1);
+            else if (n < 0)
+                sb_error(sb, where, "the directive has more than 64 words");
+            else if (parse_opts(sb, n, words, false, where, &rest) == 0 && rest < n)
+                sb_error(sb, where, "\"%s\" is not an option (a directive holds options only)",
+                         words[rest]);
             continue;
         }
         /* The directives end at the first line that is not blank or a comment. */
@@ -409,18 +398,18 @@ int cli_sbatch_script(cli_sbatch_t *sb, const char *path, const char *text) {
 
 /* ---- values ---- */
 
-static int bad(const cli_sbatch_t *sb, int id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(const cli_sbatch_t *sb, int id, const char *fmt, ...) {
+static int bad(cli_sbatch_t *sb, int id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(cli_sbatch_t *sb, int id, const char *fmt, ...) {
     char name[64], msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return sb_error(sb->where[id], "%s: %s", opt_name(id, name, sizeof name), msg);
+    return sb_error(sb, sb->where[id], "%s: %s", opt_name(id, name, sizeof name), msg);
 }
 
 /* A whole number 1..max, or -1 after a message. */
-static long long count(const cli_sbatch_t *sb, int id, long long max) {
+static long long count(cli_sbatch_t *sb, int id, long long max) {
     const char *s = sb->val[id];
     char *end;
     errno = 0;
@@ -432,103 +421,10 @@ static long long count(const cli_sbatch_t *sb, int id, long long max) {
     return v;
 }
 
-/*
- * Slurm's time formats: "M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S";
- * "UNLIMITED", "INFINITE" and 0 mean none. Seconds, rounded up to whole
- * minutes as Slurm keeps them. 0 for none; -1 for bad syntax.
- */
-long long cli_slurm_time(const char *s) {
-    if (strcasecmp(s, "UNLIMITED") == 0 || strcasecmp(s, "INFINITE") == 0)
-        return 0;
-    long long f[4] = {0};
-    int nf = 0;
-    long long days = -1;
-    const char *p = s;
-    const char *dash = strchr(s, '-');
-    if (dash) {
-        char *end;
-        days = strtoll(s, &end, 10);
-        if (end != dash || dash == s)
-            return -1;
-        p = dash + 1;
-    }
-    while (*p) {
-        if (!isdigit((unsigned char)*p) || nf == 3)
-            return -1;
-        char *end;
-        errno = 0;
-        f[nf++] = strtoll(p, &end, 10);
-        if (errno || f[nf - 1] > 100000000)
-            return -1;
-        p = end;
-        if (*p == ':') {
-            p++;
-            if (*p == '\0')
-                return -1;
-        } else if (*p) {
-            return -1;
-        }
-    }
-    if (nf == 0)
-        return -1;
-    long long sec;
-    if (days >= 0) { /* D-H, D-H:M, D-H:M:S */
-        long long h = f[0], m = nf > 1 ? f[1] : 0, sc = nf > 2 ? f[2] : 0;
-        sec = ((days * 24 + h) * 60 + m) * 60 + sc;
-    } else if (nf == 1) { /* M */
-        sec = f[0] * 60;
-    } else if (nf == 2) { /* M:S */
-        sec = f[0] * 60 + f[1];
-    } else { /* H:M:S */
-        sec = (f[0] * 60 + f[1]) * 60 + f[2];
-    }
-    return (sec + 59) / 60 * 60;
-}
-
-/* Slurm's memory size: a number with an optional K, M, G or T (binary
- * units; M when none). Bytes, or -1. */
-static long long slurm_mem(const char *s) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || v < 0)
-        return -1;
-    long long mul = 1LL << 20;
-    switch (toupper((unsigned char)*end)) {
-    case '\0': break;
-    case 'K': mul = 1LL << 10; end++; break;
-    case 'M': mul = 1LL << 20; end++; break;
-    case 'G': mul = 1LL << 30; end++; break;
-    case 'T': mul = 1LL << 40; end++; break;
-    default: return -1;
-    }
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end || v > LLONG_MAX / mul)
-        return -1;
-    return v * mul;
-}
-
-/* Bytes as a Sluice memory quantity in the largest exact binary unit. */
-static json_t *mem_json(long long b) {
-    static const char *units[] = {"Ti", "Gi", "Mi", "Ki"};
-    for (int i = 0; i < 4; i++) {
-        long long u = 1LL << (10 * (4 - i));
-        if (b >= u && b % u == 0) {
-            char s[48];
-            snprintf(s, sizeof s, "%lld%s", b / u, units[i]);
-            return json_string(s);
-        }
-    }
-    char s[32];
-    snprintf(s, sizeof s, "%lld", b);
-    return json_string(s);
-}
-
 /* A GPU request "[type:]N" (--gpus, --gpus-per-task, --gpus-per-node), or
  * from --gres "gpu[:type]:N" (gres true). Sets *n and *model (a copy into
  * model, "" for any). 0, or CLI_EUSAGE after a message. */
-static int gpu_req(const cli_sbatch_t *sb, int id, bool gres, long long *n, char *model,
+static int gpu_req(cli_sbatch_t *sb, int id, bool gres, long long *n, char *model,
                    size_t mlen) {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", sb->val[id]);
@@ -567,7 +463,7 @@ static int gpu_req(const cli_sbatch_t *sb, int id, bool gres, long long *n, char
 
 /* Checks the file patterns of -o/-e: sbatch's %j %x %A %a %t %n %N %u %%,
  * with an optional width. */
-static int check_pattern(const cli_sbatch_t *sb, int id) {
+static int check_pattern(cli_sbatch_t *sb, int id) {
     for (const char *p = sb->val[id]; *p; p++) {
         if (*p != '%')
             continue;
@@ -582,7 +478,7 @@ static int check_pattern(const cli_sbatch_t *sb, int id) {
 }
 
 /* Sets field name of spec from text through the job-spec table's check. */
-static int set_field(const cli_sbatch_t *sb, int id, json_t *spec, const char *name,
+static int set_field(cli_sbatch_t *sb, int id, json_t *spec, const char *name,
                      const char *text) {
     const sl_jobspec_field_t *f = sl_jobspec_find(name);
     char err[256];
@@ -609,7 +505,7 @@ extern char **environ;
 
 /* --export: ALL, NONE, or a list of NAME and NAME=value (with ALL or NONE
  * among them). Fills env. */
-static int export_env(const cli_sbatch_t *sb, json_t *env) {
+static int export_env(cli_sbatch_t *sb, json_t *env) {
     char *list = strdup(sb->val[SB_EXPORT]), *save = NULL;
     if (list == NULL)
         abort();
@@ -659,45 +555,98 @@ static char *abs_path(const char *dir) {
     return out;
 }
 
+/* -N N or -N min-max into *lo and *hi (hi 0 for one count). */
+static int node_range(cli_sbatch_t *sb, long long *lo, long long *hi) {
+    const char *s = sb->val[SB_NODES];
+    char *end;
+    errno = 0;
+    *hi = 0;
+    *lo = strtoll(s, &end, 10);
+    if (!errno && end != s && *end == '-') {
+        const char *m = end + 1;
+        *hi = strtoll(m, &end, 10);
+        if (end == m)
+            *hi = -1;
+    }
+    if (errno || end == s || *end || *lo < 1 || *lo > SL_MAX_TASKS || *hi < 0 ||
+        *hi > SL_MAX_TASKS || (*hi && *hi < *lo))
+        return bad(sb, SB_NODES, "\"%s\" is not a node count N or min-max from 1 to %d", s,
+                   SL_MAX_TASKS);
+    if (*hi == *lo)
+        *hi = 0;
+    return 0;
+}
+
+/* Bytes of a memory option, or -1 after a message. */
+static long long mem_opt(cli_sbatch_t *sb, int id, bool zero_ok) {
+    long long b = cli_slurm_mem(sb->val[id]);
+    if (b < 0 || (b == 0 && !zero_ok)) {
+        bad(sb, id, "\"%s\" is not a size (a number with K, M, G or T; M when none)", sb->val[id]);
+        return -1;
+    }
+    return b;
+}
+
+/* -w/--nodelist, -x/--exclude: a host list into field name. */
+static void hosts_field(cli_sbatch_t *sb, int id, json_t *spec, const char *name) {
+    json_t *list;
+    char err[256];
+    if (cli_slurm_hosts(sb->val[id], &list, err, sizeof err) < 0) {
+        bad(sb, id, "%s", err);
+        return;
+    }
+    json_object_set_new(spec, name, list);
+}
+
 json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, char **args,
                         int nargs) {
     json_t *spec = json_object();
     char **v = sb->val, model[128] = "";
-    int rc = 0;
-    long long ntasks = 1, nodes = 0, tpn = 0, per_task_gpus = 0;
+    long long ntasks = 1, nodes = 0, nodes_max = 0, tpn = 0, per_task_gpus = 0;
 
     if (strlen(text) > SL_JOBSPEC_SCRIPT_MAX) {
         fprintf(stderr, "sluice: %s: the script is %zu bytes; a batch script may have at most "
                 "%d KiB\n", path, strlen(text), SL_JOBSPEC_SCRIPT_MAX / 1024);
         goto fail;
     }
-    if (v[SB_JOB_NAME] && (rc = set_field(sb, SB_JOB_NAME, spec, "name", v[SB_JOB_NAME])))
-        goto fail;
-    /* Tasks: -n, else -N x --ntasks-per-node, else one per node. */
-    if (v[SB_NODES]) {
-        if (strchr(v[SB_NODES], '-') || strchr(v[SB_NODES], ',')) {
-            rc = bad(sb, SB_NODES, "\"%s\": Sluice takes one node count, not a range",
-                     v[SB_NODES]);
-            goto fail;
-        }
-        if ((nodes = count(sb, SB_NODES, SL_MAX_TASKS)) < 0)
-            goto fail;
-    }
+    if (v[SB_JOB_NAME])
+        set_field(sb, SB_JOB_NAME, spec, "name", v[SB_JOB_NAME]);
+    /* Tasks: -n, else -N x --ntasks-per-node, else one per node. The
+     * nodes are distinct, as Slurm's are (nodes, nodes_max). */
+    if (v[SB_NODES] && node_range(sb, &nodes, &nodes_max) != 0)
+        nodes = nodes_max = 0;
     if (v[SB_NTASKS_PER_NODE] && (tpn = count(sb, SB_NTASKS_PER_NODE, SL_MAX_TASKS)) < 0)
-        goto fail;
+        tpn = 0;
     if (v[SB_NTASKS]) {
         if ((ntasks = count(sb, SB_NTASKS, SL_MAX_TASKS)) < 0)
-            goto fail;
+            ntasks = 1;
     } else if (tpn) {
         ntasks = tpn * (nodes ? nodes : 1);
     } else if (nodes) {
         ntasks = nodes;
     }
     if (ntasks > SL_MAX_TASKS) {
-        rc = bad(sb, v[SB_NODES] ? SB_NODES : SB_NTASKS_PER_NODE,
-                 "%lld tasks in all; a job may have at most %d", ntasks, SL_MAX_TASKS);
-        goto fail;
+        bad(sb, v[SB_NODES] ? SB_NODES : SB_NTASKS_PER_NODE,
+            "%lld tasks in all; a job may have at most %d", ntasks, SL_MAX_TASKS);
+        ntasks = 1;
     }
+    if (nodes > ntasks) { /* as sbatch: "can't run 2 processes on 4 nodes, setting nnodes to 2" */
+        fprintf(stderr, "sluice: warning: %s: -N/--nodes: %lld nodes for %lld task%s; %lld nodes, "
+                "as sbatch sets them\n", sb->where[SB_NODES], nodes, ntasks, ntasks == 1 ? "" : "s",
+                ntasks);
+        sb->warnings++;
+        nodes = ntasks;
+        nodes_max = 0;
+    }
+    if (nodes) {
+        json_object_set_new(spec, "nodes", json_integer(nodes));
+        if (nodes_max)
+            json_object_set_new(spec, "nodes_max", json_integer(nodes_max));
+    }
+    if (tpn)
+        json_object_set_new(spec, "tasks_per_node", json_integer(tpn));
+    else if (v[SB_NTASKS] && nodes && !nodes_max && ntasks % nodes == 0 && ntasks > nodes)
+        json_object_set_new(spec, "tasks_per_node", json_integer(ntasks / nodes)); /* even, as Slurm lays them out */
     /* A node's tasks, to divide what Slurm asks per node. */
     if (tpn == 0)
         tpn = nodes ? (ntasks + nodes - 1) / nodes : ntasks;
@@ -706,37 +655,30 @@ json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, ch
     long long cpus = 1;
     if (v[SB_CPUS_PER_TASK]) {
         if ((cpus = count(sb, SB_CPUS_PER_TASK, 1000000)) < 0)
-            goto fail;
-        json_object_set_new(spec, "cpus", json_sprintf("%lld", cpus));
+            cpus = 1;
+        else
+            json_object_set_new(spec, "cpus", json_sprintf("%lld", cpus));
     }
-    if (v[SB_MEM] && v[SB_MEM_PER_CPU]) {
-        rc = bad(sb, SB_MEM_PER_CPU, "give --mem or --mem-per-cpu, not both");
-        goto fail;
-    }
+    int mem_opts[] = {SB_MEM, SB_MEM_PER_CPU, SB_MEM_PER_GPU}, nmo = 0;
+    for (int k = 0; k < 3; k++)
+        nmo += v[mem_opts[k]] != NULL;
+    if (nmo > 1)
+        bad(sb, v[SB_MEM_PER_GPU] ? SB_MEM_PER_GPU : SB_MEM_PER_CPU,
+            "give one of --mem, --mem-per-cpu and --mem-per-gpu");
+    bool exclusive = v[SB_EXCLUSIVE] != NULL;
     if (v[SB_MEM]) {
-        long long b = slurm_mem(v[SB_MEM]);
-        if (b < 0) {
-            rc = bad(sb, SB_MEM, "\"%s\" is not a size (a number with K, M, G or T; M when none)",
-                     v[SB_MEM]);
-            goto fail;
-        }
-        if (b == 0) {
-            rc = unsupported(sb, sb->where[SB_MEM], "--mem=0 (all of a node's memory)",
-                             "ask for an amount");
-            if (rc)
-                goto fail;
-        } else {
-            json_object_set_new(spec, "memory", mem_json(b / tpn));
-        }
+        long long b = mem_opt(sb, SB_MEM, true);
+        if (b == 0)
+            exclusive = true; /* all of each node's memory: the node is the job's */
+        else if (b > 0)
+            json_object_set_new(spec, "memory", cli_mem_json(b / tpn));
     }
+    if (exclusive)
+        json_object_set_new(spec, "exclusive", json_true());
     if (v[SB_MEM_PER_CPU]) {
-        long long b = slurm_mem(v[SB_MEM_PER_CPU]);
-        if (b <= 0) {
-            rc = bad(sb, SB_MEM_PER_CPU, "\"%s\" is not a size (a number with K, M, G or T; M "
-                     "when none)", v[SB_MEM_PER_CPU]);
-            goto fail;
-        }
-        json_object_set_new(spec, "memory", mem_json(b * cpus));
+        long long b = mem_opt(sb, SB_MEM_PER_CPU, false);
+        if (b > 0)
+            json_object_set_new(spec, "memory", cli_mem_json(b * cpus));
     }
     /* GPUs: one of the four ways Slurm asks for them, per task in Sluice. */
     int gpu_opts[] = {SB_GPUS_PER_TASK, SB_GRES, SB_GPUS_PER_NODE, SB_GPUS}, ngo = 0, gid = -1;
@@ -748,72 +690,95 @@ json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, ch
         }
     if (ngo > 1) {
         char a[64];
-        rc = bad(sb, gid, "give one of --gpus-per-task, --gres, --gpus-per-node and --gpus "
-                 "(also given: %s)", opt_name(gid == SB_GPUS_PER_TASK && v[SB_GRES] ? SB_GRES
-                                              : SB_GPUS, a, sizeof a));
-        goto fail;
-    }
-    if (gid >= 0) {
+        bad(sb, gid, "give one of --gpus-per-task, --gres, --gpus-per-node and --gpus "
+            "(also given: %s)", opt_name(gid == SB_GPUS_PER_TASK && v[SB_GRES] ? SB_GRES
+                                         : SB_GPUS, a, sizeof a));
+    } else if (gid >= 0) {
         long long n = 0;
-        if ((rc = gpu_req(sb, gid, gid == SB_GRES, &n, model, sizeof model)))
-            goto fail;
         long long per = gid == SB_GPUS ? ntasks : gid == SB_GPUS_PER_TASK ? 1 : tpn;
-        if (n % per != 0) {
-            rc = bad(sb, gid, "%lld GPUs cannot be divided evenly among %lld tasks%s (Sluice asks "
-                     "for GPUs per task)", n, per, gid == SB_GPUS ? "" : " of a node");
-            goto fail;
+        if (gpu_req(sb, gid, gid == SB_GRES, &n, model, sizeof model) != 0) {
+            n = 0;
+        } else if (n % per != 0) {
+            bad(sb, gid, "%lld GPUs cannot be divided evenly among %lld tasks%s (Sluice asks "
+                "for GPUs per task)", n, per, gid == SB_GPUS ? "" : " of a node");
+            n = 0;
         }
         per_task_gpus = n / per;
         if (per_task_gpus > 0) {
             char t[32];
             snprintf(t, sizeof t, "%lld", per_task_gpus);
-            if ((rc = set_field(sb, gid, spec, "gpus", t)))
-                goto fail;
+            set_field(sb, gid, spec, "gpus", t);
             if (model[0])
                 json_object_set_new(spec, "gpu_models", json_pack("[s]", model));
         }
     }
+    if (v[SB_MEM_PER_GPU]) {
+        long long b = mem_opt(sb, SB_MEM_PER_GPU, false);
+        if (b > 0 && per_task_gpus == 0)
+            bad(sb, SB_MEM_PER_GPU, "needs GPUs per task (--gres, --gpus-per-task, ...)");
+        else if (b > 0)
+            json_object_set_new(spec, "mem_per_gpu", cli_mem_json(b));
+    }
+    if (v[SB_CPUS_PER_GPU]) {
+        long long c = count(sb, SB_CPUS_PER_GPU, 1000000);
+        if (c > 0 && v[SB_CPUS_PER_TASK])
+            bad(sb, SB_CPUS_PER_GPU, "give --cpus-per-task or --cpus-per-gpu, not both");
+        else if (c > 0 && per_task_gpus == 0)
+            bad(sb, SB_CPUS_PER_GPU, "needs GPUs per task (--gres, --gpus-per-task, ...)");
+        else if (c > 0)
+            json_object_set_new(spec, "cpus", json_sprintf("%lld", c * per_task_gpus));
+    }
     if (v[SB_TIME]) {
         long long s = cli_slurm_time(v[SB_TIME]);
-        if (s < 0) {
-            rc = bad(sb, SB_TIME, "\"%s\" is not a time (minutes, MM:SS, HH:MM:SS, D-HH, "
-                     "D-HH:MM, D-HH:MM:SS or UNLIMITED)", v[SB_TIME]);
-            goto fail;
-        }
         char t[32];
         snprintf(t, sizeof t, "%lld", s);
-        if ((rc = set_field(sb, SB_TIME, spec, "time_limit", t)))
-            goto fail;
+        if (s < 0)
+            bad(sb, SB_TIME, "\"%s\" is not a time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, "
+                "D-HH:MM:SS or UNLIMITED)", v[SB_TIME]);
+        else
+            set_field(sb, SB_TIME, spec, "time_limit", t);
     }
     if (v[SB_PARTITION]) {
-        if (strchr(v[SB_PARTITION], ',')) {
-            rc = bad(sb, SB_PARTITION, "\"%s\": a Sluice job runs in one pool", v[SB_PARTITION]);
-            goto fail;
-        }
-        if ((rc = set_field(sb, SB_PARTITION, spec, "pool", v[SB_PARTITION])))
-            goto fail;
+        if (strchr(v[SB_PARTITION], ','))
+            bad(sb, SB_PARTITION, "\"%s\": a Sluice job runs in one pool", v[SB_PARTITION]);
+        else
+            set_field(sb, SB_PARTITION, spec, "pool", v[SB_PARTITION]);
     }
     if (v[SB_QOS]) {
-        if (sl_jobspec_find("priority_class") == NULL) {
-            rc = unsupported(sb, sb->where[SB_QOS], "-q/--qos",
-                             "priority classes are not configured in this Sluice");
-            if (rc)
-                goto fail;
-        } else if ((rc = set_field(sb, SB_QOS, spec, "priority_class", v[SB_QOS]))) {
-            goto fail;
-        }
+        if (sl_jobspec_find("priority_class") == NULL)
+            unsupported(sb, sb->where[SB_QOS], "-q/--qos",
+                        "priority classes are not configured in this Sluice", false);
+        else
+            set_field(sb, SB_QOS, spec, "priority_class", v[SB_QOS]);
     }
     /* Node features are node labels: a bare name is a label key the node
      * must have, & and | as Slurm joins them (docs/placement.md); Slurm's
-     * counts and brackets are refused by the constraint's parser. */
-    if (v[SB_CONSTRAINT] && (rc = set_field(sb, SB_CONSTRAINT, spec, "constraint", v[SB_CONSTRAINT])))
-        goto fail;
+     * brackets ([a|b]: one of them, the same on every node) are dropped,
+     * counts refused. */
+    if (v[SB_CONSTRAINT]) {
+        char feat[1100], err[256];
+        if (cli_slurm_features(v[SB_CONSTRAINT], feat, sizeof feat, err, sizeof err) < 0)
+            bad(sb, SB_CONSTRAINT, "%s", err);
+        else
+            set_field(sb, SB_CONSTRAINT, spec, "constraint", feat);
+    }
+    if (v[SB_NODELIST])
+        hosts_field(sb, SB_NODELIST, spec, "nodelist");
+    if (v[SB_EXCLUDE])
+        hosts_field(sb, SB_EXCLUDE, spec, "exclude");
+    if (v[SB_COMMENT])
+        set_field(sb, SB_COMMENT, spec, "comment", v[SB_COMMENT]);
+    if (v[SB_OPEN_MODE]) {
+        if (strcmp(v[SB_OPEN_MODE], "append") && strcmp(v[SB_OPEN_MODE], "truncate"))
+            bad(sb, SB_OPEN_MODE, "\"%s\" is not append or truncate", v[SB_OPEN_MODE]);
+        else
+            json_object_set_new(spec, "open_mode", json_string(v[SB_OPEN_MODE]));
+    }
     if (v[SB_ACCOUNT]) {
         /* Slurm keeps account names in lower case, and so matches them. */
         for (char *p = v[SB_ACCOUNT]; *p; p++)
             *p = (char)tolower((unsigned char)*p);
-        if ((rc = set_field(sb, SB_ACCOUNT, spec, "tenant", v[SB_ACCOUNT])))
-            goto fail;
+        set_field(sb, SB_ACCOUNT, spec, "tenant", v[SB_ACCOUNT]);
     }
     /* --requeue: requeued after a node's loss (Slurm's meaning), and
      * retried after a failure as the config's scheduler.default_retries
@@ -824,48 +789,37 @@ json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, ch
     } else if (v[SB_REQUEUE]) {
         json_object_set_new(spec, "on_node_failure", json_string("requeue"));
     }
-    if (v[SB_MAIL_TYPE] && (rc = set_field(sb, SB_MAIL_TYPE, spec, "mail_type", v[SB_MAIL_TYPE])))
-        goto fail;
     if (v[SB_MAIL_TYPE]) {
         uint32_t mask;
         char merr[256];
-        if (sl_mail_types_parse(v[SB_MAIL_TYPE], &mask, merr, sizeof merr) < 0) {
-            rc = bad(sb, SB_MAIL_TYPE, "%s", merr);
-            goto fail;
-        }
+        if (sl_mail_types_parse(v[SB_MAIL_TYPE], &mask, merr, sizeof merr) < 0)
+            bad(sb, SB_MAIL_TYPE, "%s", merr);
+        else
+            set_field(sb, SB_MAIL_TYPE, spec, "mail_type", v[SB_MAIL_TYPE]);
     }
-    if (v[SB_MAIL_USER] && (rc = set_field(sb, SB_MAIL_USER, spec, "mail_user", v[SB_MAIL_USER])))
-        goto fail;
-    if (v[SB_OUTPUT]) {
-        if ((rc = check_pattern(sb, SB_OUTPUT)))
-            goto fail;
+    if (v[SB_MAIL_USER])
+        set_field(sb, SB_MAIL_USER, spec, "mail_user", v[SB_MAIL_USER]);
+    if (v[SB_OUTPUT] && check_pattern(sb, SB_OUTPUT) == 0)
         json_object_set_new(spec, "output", json_string(v[SB_OUTPUT]));
-    }
-    if (v[SB_ERROR]) {
-        if ((rc = check_pattern(sb, SB_ERROR)))
-            goto fail;
+    if (v[SB_ERROR] && check_pattern(sb, SB_ERROR) == 0)
         json_object_set_new(spec, "error", json_string(v[SB_ERROR]));
-    }
     /* Arrays and dependencies keep Slurm's text; the controller reads it. */
     if (v[SB_ARRAY]) {
-        if (v[SB_ARRAY][0] == '\0') {
-            rc = bad(sb, SB_ARRAY, "needs indices such as 0-99%%8 or 1,3,5-9:2");
-            goto fail;
-        }
-        json_object_set_new(spec, "array", json_string(v[SB_ARRAY]));
+        if (v[SB_ARRAY][0] == '\0')
+            bad(sb, SB_ARRAY, "needs indices such as 0-99%%8 or 1,3,5-9:2");
+        else
+            json_object_set_new(spec, "array", json_string(v[SB_ARRAY]));
     }
     if (v[SB_DEPENDENCY]) {
-        if (v[SB_DEPENDENCY][0] == '\0') {
-            rc = bad(sb, SB_DEPENDENCY, "needs a condition such as afterok:123 or singleton");
-            goto fail;
-        }
-        json_object_set_new(spec, "dependency", json_string(v[SB_DEPENDENCY]));
+        if (v[SB_DEPENDENCY][0] == '\0')
+            bad(sb, SB_DEPENDENCY, "needs a condition such as afterok:123 or singleton");
+        else
+            json_object_set_new(spec, "dependency", json_string(v[SB_DEPENDENCY]));
     }
     if (v[SB_EXPORT]) {
         json_t *env = json_object();
         json_object_set_new(spec, "env", env);
-        if ((rc = export_env(sb, env)))
-            goto fail;
+        export_env(sb, env);
         if (json_object_size(env) == 0)
             json_object_del(spec, "env");
     }
@@ -875,15 +829,20 @@ json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, ch
                                        v[SB_CONTAINER_WORKDIR], v[SB_CONTAINER_NAME]};
         char perr[512];
         int which = 0;
-        if (cli_pyxis_apply(spec, pv, &which, perr, sizeof perr) != 0) {
-            rc = bad(sb, SB_CONTAINER_IMAGE + which, "%s", perr);
-            goto fail;
-        }
+        if (cli_pyxis_apply(spec, pv, &which, perr, sizeof perr) != 0)
+            bad(sb, SB_CONTAINER_IMAGE + which, "%s", perr);
     }
     if (v[SB_CHDIR]) {
         char *d = abs_path(v[SB_CHDIR]);
         json_object_set_new(spec, "chdir", json_string(d));
         free(d);
+    }
+    /* Every problem of the script and the command line was said above, each
+     * where it was given; nothing is submitted while any is left. */
+    if (sb->errors > 0) {
+        fprintf(stderr, "sluice: %s: %d problem%s (above); nothing was submitted\n", path,
+                sb->errors, sb->errors == 1 ? "" : "s");
+        goto fail;
     }
     char cwd[PATH_MAX];
     if (getcwd(cwd, sizeof cwd))

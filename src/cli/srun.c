@@ -416,6 +416,11 @@ static long long alloc_submit(cli_t *c, const char *prog, srun_opts_t *o) {
     const char *name = o->name ? o->name : o->argc > 0 ? o->argv[0] : prog;
     const char *slash = strrchr(name, '/');
     json_object_set_new(job, "name", json_string(slash ? slash + 1 : name));
+    /* -N: distinct nodes, as Slurm's; --ntasks-per-node: exactly that many on each. */
+    if (o->nodes > 0 && o->nodes <= tasks)
+        json_object_set_new(job, "nodes", json_integer(o->nodes));
+    if (o->per_node > 0 && tasks % o->per_node == 0)
+        json_object_set_new(job, "tasks_per_node", json_integer(o->per_node));
     if (o->cpus)
         json_object_set_new(job, "cpus", json_integer(o->cpus));
     if (o->gpus)

@@ -45,6 +45,7 @@
 #include "certgen.h"
 #include "cli.h"
 #include "osutil.h"
+#include "quantity.h"
 #include "yamldoc.h"
 
 extern char **environ;
@@ -409,6 +410,34 @@ fail:
     return -1;
 }
 
+/*
+ * The memory of a task that asks for none, as a site sets it for Slurm
+ * (DefMemPerCPU = the node's memory over its CPUs; DefMemPerGPU = over its
+ * GPUs): for this machine, from --memory, --cpus and --gpus where given,
+ * else what it has. The scheduler: section of a new config, in MiB.
+ */
+static void up_mem_defaults(cli_t *c, char *buf, size_t len) {
+    int64_t mem = (int64_t)sysconf(_SC_PHYS_PAGES) * (int64_t)sysconf(_SC_PAGESIZE), cpus = 0, v;
+    char err[128];
+    if (cli_has(c, "memory") && sl_qty_parse(cli_get(c, "memory"), SL_QTY_MEM, &v, err, sizeof err) == 0)
+        mem = v;
+    if (cli_has(c, "cpus") && sl_qty_parse(cli_get(c, "cpus"), SL_QTY_CPU, &v, err, sizeof err) == 0)
+        cpus = v / 1000;
+    if (cpus <= 0)
+        cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long gpus = cli_has(c, "gpus") ? strtol(cli_get(c, "gpus"), NULL, 10) : 0;
+    buf[0] = '\0';
+    if (mem <= 0 || cpus <= 0)
+        return;
+    int n = snprintf(buf, len, "# Memory of a task that asks for none: this machine's memory over its\n"
+                     "# CPUs%s (docs/config.md, scheduler).\nscheduler:\n"
+                     "  default_memory_per_cpu: %lldMi\n", gpus > 0 ? " and GPUs" : "",
+                     (long long)(mem / cpus >> 20));
+    if (gpus > 0 && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "  default_memory_per_gpu: %lldMi\n",
+                 (long long)(mem / gpus >> 20));
+}
+
 int cli_cmd_up(cli_t *c) {
     up_paths_t p;
     upcfg_t u = {0};
@@ -450,8 +479,11 @@ int cli_cmd_up(cli_t *c) {
                      "# Tasks run as the user who ran `sluice up` (docs/config.md, \"Tenants as Unix "
                      "users\").\ndefault_user: %s\n%s",
                      pw->pw_name, geteuid() == 0 ? "allow_root: true\n" : "");
+        char mem[400];
+        up_mem_defaults(c, mem, sizeof mem);
         snprintf(text, sizeof text,
                  "# Written by `sluice up`; edit freely: it is read, never rewritten, while it exists.\n"
+                 "%s"
                  "listen: 127.0.0.1:%d\n"
                  "agent_listen: 127.0.0.1:%d\n"
                  "state: %s\n"
@@ -468,7 +500,7 @@ int cli_cmd_up(cli_t *c) {
                  "tls_key: %s\n"
                  "tls_ca: %s\n"
                  "agent_client_cert: require\n",
-                 port ? port : 7070, aport ? aport : 7071, p.db, admin, cluster, who, tenant, p.srv_crt,
+                 mem, port ? port : 7070, aport ? aport : 7071, p.db, admin, cluster, who, tenant, p.srv_crt,
                  p.srv_key, p.ca_crt);
         if (write_file(p.cfg, text, 0600) != 0) {
             fprintf(stderr, "sluice up: cannot write %s: %s\n", p.cfg, strerror(errno));

@@ -160,6 +160,36 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                          "TIME_LIMIT, INVALID_DEPEND, ALL (the config's notify delivers them)"},
     [SL_JS_MAIL_USER] = {"mail_user", "mail-user", 0, "ADDRESS", SL_FT_TEXT, 0, 1, 256, NULL, 0,
                          "the tenant", "", "who the notifications are for (sbatch --mail-user)"},
+    [SL_JS_NODES] = {"nodes", "nodes", 0, "N", SL_FT_INT, 0, 1, SL_MAX_TASKS, NULL, 0, "any", "nodes",
+                     "spread the tasks over exactly this many distinct nodes (sbatch -N); "
+                     "docs/placement.md"},
+    [SL_JS_NODES_MAX] = {"nodes_max", "nodes-max", 0, "N", SL_FT_INT, 0, 1, SL_MAX_TASKS, NULL, 0,
+                         "nodes", "nodes",
+                         "with nodes: at most this many (sbatch -N min-max); the fewest that fit"},
+    [SL_JS_TASKS_PER_NODE] = {"tasks_per_node", "tasks-per-node", 0, "N", SL_FT_INT, 0, 1,
+                              SL_MAX_TASKS, NULL, 0, "any", "tasks",
+                              "exactly this many tasks on each node (sbatch --ntasks-per-node; "
+                              "must divide tasks)"},
+    [SL_JS_EXCLUSIVE] = {"exclusive", "exclusive", 0, "true|false", SL_FT_BOOL, 0, 0, 0, NULL, 0,
+                         "false", "",
+                         "whole nodes: every GPU, CPU and all memory of each node the job uses "
+                         "are its own (sbatch --exclusive)"},
+    [SL_JS_NODELIST] = {"nodelist", "nodelist", 0, "NODE", SL_FT_NAMES, 0, 1, NAME_LEN, NULL, 0,
+                        "none", "",
+                        "nodes that must all be among the job's (sbatch -w; flag: repeat or "
+                        "comma-separate)"},
+    [SL_JS_EXCLUDE] = {"exclude", "exclude", 0, "NODE", SL_FT_NAMES, 0, 1, NAME_LEN, NULL, 0,
+                       "none", "", "nodes the job must not use (sbatch -x)"},
+    [SL_JS_MEM_PER_GPU] = {"mem_per_gpu", "mem-per-gpu", 0, "Q", SL_FT_QTY, SL_QTY_MEM, 1,
+                           INT64_MAX, NULL, 0, "none", "",
+                           "memory per GPU: memory becomes gpus x this (sbatch --mem-per-gpu; "
+                           "only with gpus)"},
+    [SL_JS_COMMENT] = {"comment", "comment", 0, "TEXT", SL_FT_TEXT, 0, 0, 1024, NULL, 0, "none", "",
+                       "free text, stored and shown by sluice show (sbatch --comment)"},
+    [SL_JS_OPEN_MODE] = {"open_mode", NULL, 0, NULL, SL_FT_ENUM, 0, 0, 0, "truncate|append", 0,
+                         "truncate", "",
+                         "batch script: truncate or append to its output and error files "
+                         "(sbatch --open-mode)"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -556,17 +586,33 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
             return SL_ENOENT;
         }
     }
+    /* Every field's value is checked, and every bad one said at once: the
+     * first's message as it is (its name is *field), then "; also NAME:
+     * message" for each other. */
+    const char *first = NULL;
+    size_t used = 0;
     for (int i = 0; i < SL_JS_NFIELDS; i++) {
         const sl_jobspec_field_t *f = &sl_jobspec_fields[i];
         out->num[i] = f->dflt;
         v = json_object_get(spec, f->name);
         if (v == NULL || json_is_null(v))
             continue;
-        *field = f->name;
-        int rc = sl_jobspec_check(f, v, &out->num[i], err, errlen);
-        if (rc < 0)
-            return rc;
+        char one[280];
+        if (sl_jobspec_check(f, v, &out->num[i], one, sizeof one) < 0) {
+            if (first == NULL)
+                first = f->name;
+            if (used < errlen)
+                used += (size_t)snprintf(err + used, errlen - used, "%s%s%s%s",
+                                         used ? "; also " : "", used ? f->name : "",
+                                         used ? ": " : "", one);
+            out->num[i] = f->dflt;
+            continue;
+        }
         out->val[i] = v;
+    }
+    if (first != NULL) {
+        *field = first;
+        return SL_EINVAL;
     }
     int64_t *num = out->num;
     json_t **val = out->val;
@@ -590,6 +636,13 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
         num[SL_JS_GPUS] == 0 && !val[SL_JS_GPU_SHARE]) {
         *field = "gpu_models";
         return fail(err, errlen, "only allowed with gpus or gpu_share");
+    }
+    int rc = sl_jobspec_nodes_rules(out, field, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (val[SL_JS_OPEN_MODE] && !val[SL_JS_SCRIPT]) {
+        *field = "open_mode";
+        return fail(err, errlen, "only allowed with script");
     }
     for (int i = SL_JS_CHDIR; i <= SL_JS_SUBMIT_DIR; i++) {
         if (val[i] && !val[SL_JS_SCRIPT]) {
@@ -683,6 +736,50 @@ bool sl_jobspec_mount_allowed(const char *src, const char *const *prefixes, size
             return true;
     }
     return false;
+}
+
+/* The rules between the node fields and the others. */
+int sl_jobspec_nodes_rules(const sl_jobspec_t *js, const char **field, char *err, size_t errlen) {
+    const int64_t *num = js->num;
+    json_t *const *val = js->val;
+    int64_t tasks = num[SL_JS_TASKS], n = num[SL_JS_NODES], k = num[SL_JS_TASKS_PER_NODE];
+    int64_t hi = val[SL_JS_NODES_MAX] ? num[SL_JS_NODES_MAX] : n;
+    if (val[SL_JS_NODES_MAX] && !val[SL_JS_NODES]) {
+        *field = "nodes_max";
+        return fail(err, errlen, "only allowed with nodes");
+    }
+    if (val[SL_JS_NODES_MAX] && hi < n) {
+        *field = "nodes_max";
+        return fail(err, errlen, "%lld is below nodes (%lld)", (long long)hi, (long long)n);
+    }
+    if (val[SL_JS_NODES] && n > tasks) {
+        *field = "nodes";
+        return fail(err, errlen, "%lld nodes need at least %lld tasks, the job has %lld (give "
+                    "tasks or tasks_per_node)", (long long)n, (long long)n, (long long)tasks);
+    }
+    if (val[SL_JS_TASKS_PER_NODE] && tasks % k) {
+        *field = "tasks_per_node";
+        return fail(err, errlen, "%lld tasks do not divide into %lld per node", (long long)tasks,
+                    (long long)k);
+    }
+    if (val[SL_JS_TASKS_PER_NODE] && val[SL_JS_NODES] && (tasks / k < n || tasks / k > hi)) {
+        *field = "tasks_per_node";
+        return fail(err, errlen, "%lld tasks at %lld per node use %lld nodes, outside nodes "
+                    "%lld..%lld", (long long)tasks, (long long)k, (long long)(tasks / k),
+                    (long long)n, (long long)hi);
+    }
+    bool placed = val[SL_JS_NODES] || val[SL_JS_TASKS_PER_NODE] || json_is_true(val[SL_JS_EXCLUSIVE]) ||
+                  val[SL_JS_NODELIST] || val[SL_JS_EXCLUDE];
+    if (placed && num[SL_JS_MIN_TASKS] < tasks) {
+        *field = "min_tasks";
+        return fail(err, errlen, "an elastic job cannot also ask for its nodes (nodes, "
+                    "tasks_per_node, exclusive, nodelist, exclude)");
+    }
+    if (val[SL_JS_MEM_PER_GPU] && num[SL_JS_GPUS] == 0) {
+        *field = "mem_per_gpu";
+        return fail(err, errlen, "only allowed with gpus (whole GPUs per task)");
+    }
+    return 0;
 }
 
 /* ---- the table for people ---- */

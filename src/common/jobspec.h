@@ -78,6 +78,17 @@ typedef enum sl_jobspec_id {
     SL_JS_RETRY_BACKOFF,
     SL_JS_MAIL_TYPE,
     SL_JS_MAIL_USER,
+    /* Where a gang's tasks go, as Slurm's -N, --ntasks-per-node,
+     * --exclusive, --nodelist, --exclude (sl_task_req_t's node fields). */
+    SL_JS_NODES,
+    SL_JS_NODES_MAX,
+    SL_JS_TASKS_PER_NODE,
+    SL_JS_EXCLUSIVE,
+    SL_JS_NODELIST,
+    SL_JS_EXCLUDE,
+    SL_JS_MEM_PER_GPU,    /* memory = gpus x this (sbatch --mem-per-gpu) */
+    SL_JS_COMMENT,        /* stored and shown (sbatch --comment) */
+    SL_JS_OPEN_MODE,      /* batch script: append to or truncate its output files */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 
@@ -150,6 +161,12 @@ int sl_jobspec_check(const sl_jobspec_field_t *f, json_t *v, int64_t *num, char 
  */
 int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *err,
                      size_t errlen);
+
+/* The rules between the node fields (nodes, nodes_max, tasks_per_node,
+ * exclusive, nodelist, exclude, mem_per_gpu) and tasks, min_tasks, gpus;
+ * part of sl_jobspec_parse, for callers that check a spec built in parts.
+ * 0, or SL_EINVAL with *field and err. */
+int sl_jobspec_nodes_rules(const sl_jobspec_t *js, const char **field, char *err, size_t errlen);
 
 /*
  * The JSON value of a field given as text (a flag's value, a YAML scalar):

@@ -541,7 +541,7 @@ static bool req_wants_gpu(const sl_task_req_t *req) {
 
 /* Pool, model and state checks shared by fits and fit_count. */
 static bool node_eligible(const sl_node_t *n, const sl_task_req_t *req) {
-    if (n->state != SL_NODE_UP) return false;
+    if (n->state != SL_NODE_UP || (n->kinds & SL_KIND_EXCL)) return false;
     if (req->pool != -1 && req->pool != n->pool) return false;
     if (req->model_mask != 0) {
         if (n->model < 0 || n->model >= SL_MAX_MODELS) return false;
@@ -721,6 +721,10 @@ int sl_cluster_alloc(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_
         cl->node_kinds[pl->node][__builtin_ctz(kb)]++;
         n->kinds |= kb;
     }
+    if (req->exclusive) {
+        cl->node_kinds[pl->node][SL_KINDS]++;
+        n->kinds |= SL_KIND_EXCL;
+    }
     node_account(cl, n, +1);
     sl__index_update(cl, pl->node);
     return 0;
@@ -744,9 +748,12 @@ int sl_cluster_release(sl_cluster_t *cl, const sl_task_req_t *req, const sl_plac
     uint32_t kb = sl_task_kind_bit(req);
     uint32_t *count = kb ? &cl->node_kinds[pl->node][__builtin_ctz(kb)] : NULL;
     if (count && *count == 0) return SL_EINVAL;
+    uint32_t *excl = &cl->node_kinds[pl->node][SL_KINDS];
+    if (req->exclusive && *excl == 0) return SL_EINVAL;
     node_account(cl, n, -1);
     sl__node_give_back(n, req, pl);
     if (count && --*count == 0) n->kinds &= ~kb;
+    if (req->exclusive && --*excl > 0) n->kinds |= SL_KIND_EXCL;
     node_account(cl, n, +1);
     sl__index_update(cl, pl->node);
     return 0;
@@ -785,7 +792,7 @@ int sl_cluster_check(const sl_cluster_t *cl) {
         }
         if (sl_cluster_find_node(cl, n->name) != n) return SL_ESTATE;
         uint32_t kinds = 0;
-        for (int k = 0; k < SL_KINDS; k++)
+        for (int k = 0; k <= SL_KINDS; k++)
             if (cl->node_kinds[id][k] > 0) kinds |= 1u << k;
         if (kinds != n->kinds) return SL_ESTATE;
         int32_t ci = cl->node_class[id];

@@ -37,7 +37,7 @@ static void node_key(const sl_node_t *n, state_key_t *k) {
     k->w[0] = (uint64_t)(uint32_t)n->pool | ((uint64_t)(uint32_t)n->model << 32);
     /* The label set joins the key: the nodes of a class share labels and
      * taints, so constraints are evaluated once per class. So do the kinds
-     * of the tasks they run (sl_node_t.kinds: 17 bits above the GPU count,
+     * of the tasks they run (sl_node_t.kinds: 18 bits, SL_KIND_EXCL the last, above the GPU count,
      * which is at most 16), which gpuclustering scores by. */
     k->w[1] = (uint64_t)(uint32_t)n->ngpus | (uint64_t)n->kinds << 8 | ((uint64_t)n->lset->id << 32);
     k->w[2] = (uint64_t)n->cpu_total;
@@ -82,6 +82,7 @@ static void node_summary(const sl_node_t *n, sl__class_t *s) {
         if (f > smax) smax = f;
     }
     if (n->lset->hard) s->used |= SL__TAINTED;
+    if (n->kinds & SL_KIND_EXCL) s->used |= SL__EXCL;
     s->gpu_free = sum;
     s->share_max = (int16_t)smax;
     s->full_free = (uint8_t)node_full_free(n);

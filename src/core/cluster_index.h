@@ -68,6 +68,7 @@ typedef struct sl__class {
 } sl__class_t;
 
 #define SL__TAINTED 4u /* the nodes have a NoSchedule or NoExecute taint (constraint.h) */
+#define SL__EXCL 8u    /* a task of an exclusive request runs on the nodes: they take no other */
 
 /* Identity of a class, parallel to the summaries. */
 typedef struct sl__class_id {
@@ -137,7 +138,9 @@ static inline bool sl__class_fits(const sl__class_t *c, const sl_task_req_t *r) 
         if (c->share_max < r->gpu_milli) return false;
     }
     /* Last, so that only the classes that fit pay for it (most do not). */
-    return !(c->used & SL__TAINTED) || r->cons;
+    if (!c->used) return true;
+    if (c->used & SL__EXCL) return false;
+    return r->cons != NULL;
 }
 
 /*
@@ -161,6 +164,9 @@ static inline void sl__node_give_back(sl_node_t *n, const sl_task_req_t *req, co
             n->gpu_mem_free[g] += req->gpu_mem_bytes;
         }
     }
+    /* A node runs the tasks of one exclusive job at most, all given back
+     * together on a copy; sl_cluster_release counts them on the real one. */
+    if (req->exclusive) n->kinds &= ~SL_KIND_EXCL;
 }
 
 /* The label set with id lset (sl__class_id_t.lset); NULL if none. O(1). */

@@ -64,7 +64,7 @@ struct sl_cluster {
     int32_t *node_class;    /* class slot of each node, -1 if not up */
     uint32_t *node_pos;     /* position in its class's member array */
     uint32_t *node_hpos;    /* position in its class's heap */
-    uint32_t (*node_kinds)[SL_KINDS]; /* tasks of each kind per node (nodes[i].kinds: the nonzero ones) */
+    uint32_t (*node_kinds)[SL_KINDS + 1]; /* tasks of each kind per node, then of exclusive requests (nodes[i].kinds: the nonzero ones) */
     uint64_t order_key;     /* of the node order the heaps follow */
 
     sl_hash_t names;        /* sl_hash_str(name) -> node id + 1 */

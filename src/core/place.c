@@ -50,6 +50,9 @@
  * released in reverse order, so the cluster is left exactly as it was.
  * Cost: O(rounds * classes * cost of score), rounds <= nodes used.
  *
+ * Node fields (sl_task_req_t nodes_min, tasks_per_node, exclusive,
+ * include, exclude): the gang goes to sl__place_gang_nodes (place_nodes.c).
+ *
  * Topology: when the first round finds no node that holds the whole gang
  * and the cluster has topology (or the job requires a level), the gang goes
  * to sl__topo_place_gang (topology.c): fewest racks, then fewest blocks,
@@ -70,6 +73,7 @@
 
 #include "cluster_index.h"
 #include "constraint_internal.h"
+#include "place_nodes.h"
 #include "policy/place.h"
 #include "sluice/topology.h"
 #include "topology_internal.h"
@@ -570,6 +574,8 @@ int sl_place_gang(const sl_place_policy_t *pol, sl_cycle_t *cy, sl_cluster_t *cl
                   size_t reasonlen) {
     if (reason && reasonlen > 0) reason[0] = '\0';
     if (!pol || !cy || !cl || !req || !pls || n < 1 || n > SL_MAX_TASKS) return SL_EINVAL;
+    if (sl__req_names_nodes(req)) /* -N, tasks per node, whole nodes, node lists */
+        return sl__place_gang_nodes(pol, cy, cl, req, n, pls, reason, reasonlen);
     int32_t placed = 0, fit_now = 0;
     bool first_round = true;
     search_t s = {.pol = pol, .fast = pol->filter ? NULL : fast_of(pol), .cy = cy, .cl = cl,

@@ -42,6 +42,12 @@ int sl_task_req_check(const sl_task_req_t *req, char *err, size_t errlen) {
         return bad(err, errlen, "topo_required is not a topology level");
     if (req->topo_preferred < 0 || req->topo_preferred > SL_TOPO_BLOCK)
         return bad(err, errlen, "topo_preferred is not a topology level");
+    if (req->nodes_min < 0) return bad(err, errlen, "nodes_min is negative");
+    if (req->nodes_max < 0) return bad(err, errlen, "nodes_max is negative");
+    if (req->nodes_max > 0 && req->nodes_max < req->nodes_min)
+        return bad(err, errlen, "nodes_max is below nodes_min");
+    if (req->tasks_per_node < 0) return bad(err, errlen, "tasks_per_node is negative");
+    if (req->exclusive > 1) return bad(err, errlen, "exclusive is not 0 or 1");
     return 0;
 }
 

@@ -342,6 +342,34 @@ static int spec_check(const sl_sched_t *s, const sl_job_spec_t *spec, char *err,
         sl__setf(err, errlen, "task: %s", rerr);
         return SL_EINVAL;
     }
+    const sl_task_req_t *t = &spec->task;
+    bool nodes = t->nodes_min > 0 || t->nodes_max > 0 || t->tasks_per_node > 0 || t->exclusive ||
+                 (t->include && t->include[0]) || (t->exclude && t->exclude[0]);
+    if (nodes && spec->min_tasks > 0 && spec->min_tasks < spec->ntasks) {
+        sl__setf(err, errlen, "min_tasks: an elastic job cannot also ask for its nodes "
+                 "(nodes, tasks_per_node, exclusive, nodelist, exclude)");
+        return SL_EINVAL;
+    }
+    if (t->tasks_per_node > 0 && spec->ntasks % t->tasks_per_node) {
+        sl__setf(err, errlen, "tasks_per_node: %d tasks do not divide into %d per node",
+                 (int)spec->ntasks, (int)t->tasks_per_node);
+        return SL_EINVAL;
+    }
+    if (t->nodes_min > spec->ntasks) {
+        sl__setf(err, errlen, "nodes: %d nodes need at least %d tasks, the job has %d",
+                 (int)t->nodes_min, (int)t->nodes_min, (int)spec->ntasks);
+        return SL_EINVAL;
+    }
+    if (t->tasks_per_node > 0 && t->nodes_min > 0) {
+        int32_t N = spec->ntasks / t->tasks_per_node;
+        int32_t hi = t->nodes_max > 0 ? t->nodes_max : t->nodes_min;
+        if (N < t->nodes_min || N > hi) {
+            sl__setf(err, errlen, "tasks_per_node: %d tasks at %d per node need %d nodes, "
+                     "outside nodes %d..%d", (int)spec->ntasks, (int)t->tasks_per_node, (int)N,
+                     (int)t->nodes_min, (int)hi);
+            return SL_EINVAL;
+        }
+    }
     return 0;
 }
 

@@ -419,7 +419,10 @@ static inline bool req_eq(const sl_task_req_t *a, const sl_task_req_t *b) {
     return a->cpu_milli == b->cpu_milli && a->mem_bytes == b->mem_bytes && a->gpus == b->gpus &&
            a->gpu_milli == b->gpu_milli && a->gpu_mem_bytes == b->gpu_mem_bytes &&
            a->model_mask == b->model_mask && a->pool == b->pool && a->cons == b->cons &&
-           a->topo_required == b->topo_required && a->topo_preferred == b->topo_preferred;
+           a->topo_required == b->topo_required && a->topo_preferred == b->topo_preferred &&
+           a->nodes_min == b->nodes_min && a->nodes_max == b->nodes_max &&
+           a->tasks_per_node == b->tasks_per_node && a->exclusive == b->exclusive &&
+           a->include == b->include && a->exclude == b->exclude;
 }
 
 static inline uint64_t req_hash(const sl_task_req_t *r, int32_t n, int32_t m) {
@@ -430,6 +433,9 @@ static inline uint64_t req_hash(const sl_task_req_t *r, int32_t n, int32_t m) {
     h = sl_mix64(h ^ r->model_mask);
     h = sl_mix64(h ^ (uint64_t)(uint32_t)r->pool ^ ((uint64_t)(uint32_t)n << 32));
     h ^= (uint64_t)(uintptr_t)r->cons;
+    h = sl_mix64(h ^ (uint64_t)(uint16_t)r->nodes_min ^ ((uint64_t)(uint16_t)r->nodes_max << 16) ^
+                 ((uint64_t)(uint16_t)r->tasks_per_node << 32) ^ ((uint64_t)r->exclusive << 48));
+    h ^= (uint64_t)(uintptr_t)r->include ^ ((uint64_t)(uintptr_t)r->exclude << 1);
     return sl_mix64(h ^ (uint64_t)(uint32_t)m);
 }
 

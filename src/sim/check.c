@@ -54,7 +54,7 @@ static int check_job(void *ud, const sl_job_t *job) {
         use_t *u = &cx->use[pl->node];
         u->cpu += sp->task.cpu_milli;
         u->mem += sp->task.mem_bytes;
-        u->kinds |= sl_task_kind_bit(&sp->task);
+        u->kinds |= sl_task_kind_bit(&sp->task) | (sp->task.exclusive ? SL_KIND_EXCL : 0);
         int bits = __builtin_popcount(pl->gpu_mask);
         int want = sp->task.gpus > 0 ? sp->task.gpus : (sp->task.gpu_milli > 0 ? 1 : 0);
         if (bits != want) {

@@ -22,7 +22,8 @@
  *    GPU's worth) and jobs ask for none, so GPUs are the only constraint.
  *  - Sluice nodes `name,cpu,memory,gpus,gpu_model,gpu_memory,pool` and jobs
  *    `id,tenant,submit,duration,tasks,cpu,memory,gpus,gpu_share,gpu_models,
- *    pool,priority,time_limit` (+ optional `gpu_memory`, `min_tasks`, and `array`: a row
+ *    pool,priority,time_limit` (+ optional `gpu_memory`, `min_tasks`, `nodes`,
+ *    `tasks_per_node`, `exclusive`, and `array`: a row
  *    that is a job array, "0-99%8", expanded by arrays.c), quantities as
  *    users write them (sl_qty_parse); tenants `name,weight`.
  */
@@ -708,9 +709,10 @@ static int load_sluice_jobs(sim_trace_t *t, sim_csv_t *c, char *err, size_t errl
         {"tasks", false},      {"cpu", false},      {"memory", false},    {"gpus", false},
         {"gpu_share", false},  {"gpu_models", false}, {"pool", false},    {"priority", false},
         {"time_limit", false}, {"gpu_memory", false}, {"array", false}, {"min_tasks", false},
-        {"topology_required", false}, {"topology_preferred", false}};
+        {"topology_required", false}, {"topology_preferred", false}, {"nodes", false},
+        {"tasks_per_node", false}, {"exclusive", false}};
     enum { ID, TENANT, SUBMIT, DUR, TASKS, CPU, MEM, GPUS, SHARE, MODELS, POOL, PRIO, LIMIT, GMEM,
-           ARRAY, MINT, TOPO, TOPOPREF, NSPEC };
+           ARRAY, MINT, TOPO, TOPOPREF, NODES, TPN, EXCL, NSPEC };
     int idx[NSPEC];
     int rc = header_map(c, specs, NSPEC, idx, err, errlen);
     if (rc < 0) return rc;
@@ -783,6 +785,14 @@ static int load_sluice_jobs(sim_trace_t *t, sim_csv_t *c, char *err, size_t errl
         if (rc < 0) break;
         j.topo_required = (int16_t)lv[0];
         j.topo_preferred = (int16_t)lv[1];
+        if (sim_nodes_parse(fld(&r, NODES), &j.nodes_min, &j.nodes_max) < 0) {
+            rc = ferr(&r, NODES, "\"%s\": expected N or min-max (Slurm's -N)", fld(&r, NODES));
+            break;
+        }
+        if ((rc = get_int(&r, TPN, 0, SL_MAX_TASKS, 0, &v)) < 0) break;
+        j.tasks_per_node = (int16_t)v;
+        if ((rc = get_int(&r, EXCL, 0, 1, 0, &v)) < 0) break;
+        j.exclusive = v == 1;
         j.name = sl_xstrdup(fld(&r, ID));
         j.tenant = sim_tenant_intern(t, *tn ? tn : "default");
         j.models = *fld(&r, MODELS) ? sl_xstrdup(fld(&r, MODELS)) : NULL;
@@ -930,6 +940,7 @@ int sim_job_req(const sim_job_t *j, sl_cluster_t *cl, bool sharing, sl_task_req_
     sl_task_req_init(req);
     req->topo_required = j->topo_required;
     req->topo_preferred = j->topo_preferred;
+    sim_nodes_req(j, req);
     req->cpu_milli = j->cpu_milli;
     req->mem_bytes = j->mem_bytes;
     if (j->gpus > 0) {

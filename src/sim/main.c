@@ -237,6 +237,8 @@ static void usage_replay(FILE *f) {
             "  --backfill LIST      none | easy (default none)\n"
             "  --sharing LIST       on | off: off gives every GPU-share task a whole GPU\n"
             "                       (static allocation) (default on)\n"
+            "  --node-fields on|off off ignores the jobs' nodes, tasks_per_node and exclusive\n"
+            "                       columns: gangs pack onto as few nodes as fit (default on)\n"
             "  --estimate MODE      runtime estimate for jobs without a time_limit:\n"
             "                       exact = their real duration (default), none = no limit\n"
             "  --seed N             seed for random placement and tie-breaks (default 42)\n"
@@ -289,7 +291,7 @@ enum {
     O_NODES = 1000, O_JOBS, O_FORMAT, O_TENANTS, O_PLACEMENT, O_QUEUE, O_BACKFILL, O_SHARING,
     O_ESTIMATE, O_SEED, O_SEEDS, O_JSON, O_JOBSCSV, O_SVG, O_CHECK, O_QUIET, O_INTER, O_GPUS,
     O_GMODEL, O_GMEM, O_CPU, O_MEM, O_LOAD, O_ARRAY, O_PREEMPT, O_CKPT, O_BLOCKS, O_RACKS,
-    O_TOPOREQ, O_TOPOLOGY, O_DUMPORDER
+    O_TOPOREQ, O_TOPOLOGY, O_DUMPORDER, O_NODESEM
 };
 
 typedef struct opts {
@@ -303,6 +305,7 @@ typedef struct opts {
     double load;
     bool check, quiet;
     bool topology_off; /* --topology off */
+    bool nodes_off;    /* --node-fields off */
 } opts_t;
 
 static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
@@ -317,7 +320,7 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
         {"check", no_argument, 0, O_CHECK},             {"quiet", no_argument, 0, O_QUIET},
         {"load", required_argument, 0, O_LOAD},         {"help", no_argument, 0, 'h'},
         {"preempt", optional_argument, 0, O_PREEMPT},   {"checkpoint", required_argument, 0, O_CKPT},
-        {"topology", required_argument, 0, O_TOPOLOGY},
+        {"topology", required_argument, 0, O_TOPOLOGY}, {"node-fields", required_argument, 0, O_NODESEM},
         {"dump-order", required_argument, 0, O_DUMPORDER},
         {0, 0, 0, 0}};
     const char *cmd = replay ? "replay" : "fill";
@@ -376,6 +379,13 @@ static int parse_run_opts(int argc, char **argv, bool replay, opts_t *o) {
                 return 2;
             }
             o->topology_off = strcmp(optarg, "off") == 0;
+            break;
+        case O_NODESEM:
+            if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+                fprintf(stderr, "sluice-sim %s: --node-fields takes on or off (got \"%s\")\n", cmd, optarg);
+                return 2;
+            }
+            o->nodes_off = strcmp(optarg, "off") == 0;
             break;
         case O_LOAD: {
             char *end;
@@ -534,6 +544,7 @@ static int cmd_replay(int argc, char **argv) {
     }
     if ((rc = load_trace(&o, &t)) != 0) goto out;
     t.topology_off = o.topology_off;
+    t.nodes_off = o.nodes_off;
     if (o.load > 0 && o.load != 1)
         for (size_t i = 0; i < t.njobs; i++)
             t.jobs[i].submit_us = (int64_t)llround((double)t.jobs[i].submit_us / o.load);

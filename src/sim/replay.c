@@ -571,6 +571,7 @@ int sim_replay_run(const sim_trace_t *t, const sim_replay_cfg_t *cfg, const sim_
     for (size_t i = 0; i < nj; i++) {
         if ((rc = sim_job_req(&t->jobs[i], rp.cl, cfg->sharing, &rp.reqs[i], err, errlen)) < 0)
             goto out;
+        if (t->nodes_off) sim_nodes_clear(&rp.reqs[i]);
         sl_workload_add(w, &rp.reqs[i], t->jobs[i].ntasks);
         rp.recs[i].start_us = -1;
         rp.recs[i].end_us = -1;

@@ -111,6 +111,12 @@ typedef struct sim_job {
     uint32_t array_first;  /* trace index of element 0 of its array */
     int32_t array_limit;   /* at most this many elements run at once; 0 = none */
     int32_t min_tasks;     /* elastic minimum (Sluice CSV min_tasks); 0 = rigid */
+    /* Slurm's -N (Sluice CSV `nodes`: "N" or "min-max"), --ntasks-per-node
+     * (`tasks_per_node`) and --exclusive (`exclusive`: 0/1); 0 = none
+     * (sl_task_req_t's node fields). */
+    int16_t nodes_min, nodes_max;
+    int16_t tasks_per_node;
+    bool exclusive;
 } sim_job_t;
 
 typedef struct sim_trace {
@@ -125,6 +131,7 @@ typedef struct sim_trace {
     bool timed;         /* the jobs carry submit times and durations */
     size_t gangs_split; /* Philly jobs turned into gangs of several tasks */
     bool topology_off;  /* --topology off: build the cluster without the paths */
+    bool nodes_off;     /* --node-fields off: ignore nodes, tasks_per_node, exclusive (pack) */
 } sim_trace_t;
 
 void sim_trace_init(sim_trace_t *t);
@@ -160,6 +167,13 @@ int sim_cluster_build(const sim_trace_t *t, sl_cluster_t **out, char *err, size_
  * sharing false, a share of a GPU becomes one whole GPU (static allocation,
  * as the Kubernetes device plugin gives).
  */
+/* Parses the `nodes` column: "", "N" or "min-max" (1..4096). 0 or -1. */
+int sim_nodes_parse(const char *s, int16_t *min, int16_t *max);
+/* Copies j's node fields into req; sim_nodes_clear drops them
+ * (--node-fields off: the gang packs onto as few nodes as fit, as before they existed). */
+void sim_nodes_req(const sim_job_t *j, sl_task_req_t *req);
+void sim_nodes_clear(sl_task_req_t *req);
+
 int sim_job_req(const sim_job_t *j, sl_cluster_t *cl, bool sharing, sl_task_req_t *req,
                 char *err, size_t errlen);
 /* GPU milli a job asks for in total (all tasks). */

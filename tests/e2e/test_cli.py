@@ -344,6 +344,10 @@ def test_up_detach_submit_down(cli_bin, tmp_path):
         harness.wait_for(lambda: u.sluice_json(["show", str(jid)], env, cwd=sub)["state"] == "succeeded",
                          what="job succeeded")
         assert u.sluice(["logs", str(jid)], env, cwd=sub).stdout == "hello from sluice\n"
+        # A task that asks for no memory gets the machine's per CPU (8Gi / 4 CPUs).
+        text = (state / "sluiced.yaml").read_text()
+        assert "default_memory_per_cpu: 2048Mi" in text and "default_memory_per_gpu: 4096Mi" in text
+        assert u.sluice_json(["show", str(jid)], env, cwd=sub)["memory"] == "2Gi"
         nodes = u.sluice_json(["nodes"], env, cwd=sub)["nodes"]
         assert [(n["name"], n["gpus"], n["state"]) for n in nodes] == [("local", 2, "up")]
         # A second `up` in the same place refuses.

@@ -67,7 +67,10 @@ def test_cli_and_server_agree_on_every_range(cli_bin, controller, tmp_path):
     tok = controller.token("alice")
     for field, flag, lo, hi in fields:
         for value, ok in ((lo, True), (hi, True), (lo - 1, False), (hi + 1, False)):
-            extra = ["--tasks", "4096"] if field == "min_tasks" else []
+            # Fields bound to tasks get room for their whole range.
+            extra = {"min_tasks": ["--tasks", "4096"], "nodes": ["--tasks", "4096"],
+                     "tasks_per_node": ["--tasks", "4096"],
+                     "nodes_max": ["--nodes", "1", "--tasks", "4096"]}.get(field, [])
             r = u.sluice(["submit", "--dry-run", "--" + flag, str(value)] + extra + ["--", "x"], env)
             assert (r.returncode == 0) == ok, (field, value, r.returncode, r.stderr)
             if not ok:

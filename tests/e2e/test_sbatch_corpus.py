@@ -9,7 +9,9 @@ tests/e2e/sbatch/record.py, and, when record.py's private Slurm is running
 What Sluice asks per task and Slurm per node or per job is compared
 through the rule docs/slurm.md states: a node's tasks are
 --ntasks-per-node, else the tasks over the nodes -N asks for, else all of
-them; per-node GPUs and memory are divided among them.
+them; per-node GPUs and memory are divided among them. -N is kept as
+distinct nodes (Slurm's NumNodes), --exclusive and --mem=0 as whole nodes
+(Slurm's OverSubscribe=NO, MinMemoryNode=0).
 """
 
 import glob
@@ -31,10 +33,7 @@ SCRIPTS = sorted(glob.glob(os.path.join(HERE, "*.sh")))
 # Directives of the corpus Sluice does not support: each script that has
 # them is submitted with --ignore-unsupported, and the warnings must name
 # them with their lines.
-UNSUPPORTED = {
-    "11_wrapper_after_comments.sh": ["10: --mem=0"],
-    "12_exclusive_constraint.sh": ["6: --exclusive"],
-}
+UNSUPPORTED = {}  # none today: every directive of the corpus is supported
 
 
 def expected(path):
@@ -167,9 +166,19 @@ def compare(spec, s, submit_dir, script_path):
                                                   for d in s["Dependency"].split(",")]
     else:
         assert s["Dependency"] == "(null)"
-    # What Sluice refuses (warned about above) Slurm did take.
+    # Distinct nodes, as Slurm counts them ("4-4": at least and at most 4).
+    if re.search(r"^#SBATCH.*(-N|--nodes)[= ]", text, re.M):
+        lo, _, hi = s["NumNodes"].partition("-")
+        assert spec["nodes"] == int(lo)
+        assert spec.get("nodes_max", int(lo)) == int(hi or lo)
+    else:
+        assert "nodes" not in spec
+    # Whole nodes: --exclusive (Slurm shares none of them), and --mem=0
+    # (all of each node's memory).
     if "--exclusive" in text:
-        assert s["OverSubscribe"] == "NO"
+        assert s["OverSubscribe"] == "NO" and spec["exclusive"] is True
+    if re.search(r"--mem=0[GMK]?\b", text):
+        assert s["MinMemoryNode"] == "0" and spec["exclusive"] is True
     if "--constraint" in text:  # node features are Sluice's node labels
         assert spec["constraint"] == s["Features"]
     # Mail goes through the config's notify (docs/slurm.md, Notifications);

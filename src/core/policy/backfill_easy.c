@@ -91,6 +91,7 @@
 #include <string.h>
 
 #include "cluster_index.h"
+#include "place_nodes.h"
 #include "policy/backfill.h"
 #include "sluice/alloc.h"
 #include "sluice/topology.h"
@@ -367,6 +368,108 @@ static bool easy_reserve_topo(easy_t *e, const sl_backfill_view_t *v, const sl_t
     return found;
 }
 
+/* ---- a gang that names its nodes (place_nodes.c) ---- */
+
+/* The state a node-aware reservation keeps while releases go on: each
+ * node's capacity for the gang (sl__gang_node_cap on its copy, or on the
+ * node), the named (include) nodes' sum and how many of them cannot take
+ * their part, and a histogram of the other nodes by capacity, so that each
+ * check is O(capacity), not O(nodes). */
+typedef struct gang_state {
+    const sl_task_req_t *req;
+    int32_t count, top;  /* the gang's tasks; the largest capacity a node counts with */
+    const uint8_t *marks;
+    int32_t *cap;        /* by node id */
+    int64_t *hist;       /* [0..top]: non-named nodes by capacity */
+    int64_t must_sum;
+    int32_t must_n, must_bad;
+} gang_state_t;
+
+static void gang_set(gang_state_t *g, const sl_node_t *n, int sign) {
+    int32_t c = g->cap[n->id];
+    if (SL__GANG_MUST(g->marks, n->id)) {
+        g->must_sum += sign * (int64_t)c;
+        g->must_n += sign;
+        g->must_bad += sign * (c == 0);
+    } else {
+        g->hist[c] += sign;
+    }
+}
+
+static void gang_update(gang_state_t *g, const sl_node_t *n) {
+    int32_t c = 0;
+    if (n->state == SL_NODE_UP && sl_constraint_admits(g->req->cons, n))
+        c = sl__gang_node_cap(g->req, g->count, n, g->marks);
+    if (c > g->top) c = g->top;
+    gang_set(g, n, -1);
+    g->cap[n->id] = c;
+    gang_set(g, n, +1);
+}
+
+/* Whether the gang fits on the state now: the named nodes, then the
+ * roomiest others (fewest nodes first), in [lo, hi]. O(top). */
+static bool gang_fits(const gang_state_t *g, int32_t lo, int32_t hi) {
+    return g->must_bad == 0 &&
+           sl__gang_hist_fits(g->must_n, g->must_sum, g->hist, g->top, g->count, lo, hi);
+}
+
+/* easy_reserve for a gang that names its nodes (place_nodes.c): running
+ * jobs are released in order of end on copies, the capacities of the
+ * nodes they touch kept up to date, until the node-aware check (distinct
+ * nodes, tasks per node, idle nodes for a whole-node gang, node lists)
+ * passes; the nodes the placement would then choose are reserved.
+ * O(nodes log nodes + K x (tasks + capacity)) for the K jobs released. */
+static bool easy_reserve_nodes(easy_t *e, const sl_backfill_view_t *v, const sl_task_req_t *req,
+                               int32_t count, int64_t now_us, sl_reservation_t *out) {
+    const sl_cluster_t *cl = v->cluster;
+    size_t nn = sl_cluster_node_count(cl), ncopies = 0;
+    int32_t nincl, lo, hi, N = 0;
+    uint8_t *marks = sl__gang_marks(cl, req, &nincl);
+    if (!sl__gang_range(req, count, nincl, &lo, &hi)) {
+        sl_free(marks);
+        return false;
+    }
+    gang_state_t g = {.req = req, .count = count, .marks = marks,
+                      .top = req->tasks_per_node > 0 ? req->tasks_per_node : count};
+    g.cap = sl_xcalloc(nn ? nn : 1, sizeof *g.cap);
+    g.hist = sl_xcalloc((size_t)g.top + 1, sizeof *g.hist);
+    for (uint32_t id = 0; id < nn; id++) {
+        gang_set(&g, sl_cluster_node(cl, id), +1); /* as capacity 0 */
+        gang_update(&g, sl_cluster_node(cl, id));
+    }
+    bool found = gang_fits(&g, lo, hi);
+    int64_t shadow = now_us;
+    const void *cur = NULL;
+    sl_running_view_t j;
+    while (!found && v->next_end(v->ctx, &cur, &j)) {
+        for (int32_t t = 0; t < j.n; t++) {
+            int32_t d;
+            if (j.pls[t].node >= nn) continue;
+            int32_t ci = release_on_copy(e, cl, j.req, &j.pls[t], req, count, &ncopies, &d);
+            gang_update(&g, &e->copies[ci]);
+        }
+        if ((found = gang_fits(&g, lo, hi))) shadow = j.end_us > now_us ? j.end_us : now_us;
+    }
+    if (found) {
+        /* The nodes the placement would choose then (place_nodes.c's order). */
+        sl__gang_cand_t *c = sl_xmalloc((nn ? nn : 1) * sizeof *c);
+        int32_t nc = 0;
+        for (uint32_t id = 0; id < nn; id++)
+            if (g.cap[id] > 0)
+                c[nc++] = (sl__gang_cand_t){.id = id, .cap = g.cap[id], .must = SL__GANG_MUST(marks, id)};
+        N = sl__gang_pick(req, count, nincl, c, nc);
+        grow((void **)&e->cands, &e->cands_cap, (size_t)(N ? N : 1), sizeof *e->cands);
+        for (int32_t i = 0; i < N; i++) e->cands[i] = (easy_cand_t){c[i].id, c[i].cap};
+        if (N > 0) reserve_cands(e, (size_t)N, INT64_MAX, shadow, out); /* all N of them */
+        sl_free(c);
+    }
+    for (size_t ci = 0; ci < ncopies; ci++) e->copy_of[e->copies[ci].id] = -1;
+    sl_free(marks);
+    sl_free(g.cap);
+    sl_free(g.hist);
+    return N > 0;
+}
+
 /*
  * Computes the reservation of a job that needs `count` tasks of req and
  * cannot start now: its shadow time (the earliest expected end of running
@@ -400,6 +503,10 @@ static bool easy_reserve(void *st, const sl_backfill_view_t *v, const sl_task_re
      * which one sum over the cluster does not see: a sum per group. */
     if (req->topo_required != SL_TOPO_ANY)
         return easy_reserve_topo(e, v, req, count, now_us, out);
+    /* Distinct nodes, tasks per node, whole nodes, node lists: a sum of
+     * tasks does not see them either. */
+    if (sl__req_names_nodes(req))
+        return easy_reserve_nodes(e, v, req, count, now_us, out);
 
     /* Tasks that fit now, over the free-capacity classes. */
     int64_t sum = 0;

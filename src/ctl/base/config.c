@@ -293,14 +293,25 @@ static int load_pool_cfg(rd_t *r, const sl_yaml_node_t *p, struct ctl_pool_cfg *
     const sl_yaml_node_t *d = sl_yaml_map_get(p, "dedicated");
     if (d != NULL && !sl_yaml_is_null(d) && sl_yaml_bool(d, &pc->dedicated) < 0)
         return fail(r, d, "pools[].dedicated: must be true or false%s%s", "", "");
-    if (get_ms(r, p, "default_time_limit", 1000, &pc->default_time_limit_ms) < 0)
+    if (get_ms(r, p, "default_time_limit", 1000, &pc->default_time_limit_ms) < 0 ||
+        get_qty(r, p, "default_memory_per_gpu", SL_QTY_MEM, &pc->default_mem_per_gpu) < 0 ||
+        get_qty(r, p, "default_memory_per_cpu", SL_QTY_MEM, &pc->default_mem_per_cpu) < 0)
         return -1;
+    const sl_yaml_node_t *dn = sl_yaml_map_get(p, "default_memory_per_node");
+    if (dn != NULL && !sl_yaml_is_null(dn)) {
+        if (dn->kind != SL_YAML_SCALAR || strcmp(dn->value, "node") != 0)
+            return fail(r, dn, "pools[].default_memory_per_node: must be \"node\" (the whole "
+                        "node's memory, as sbatch --mem=0)%s%s", "", "");
+        pc->default_mem_node = true;
+    }
     return load_tenant_list(r, p, "pools[]", &pc->tenants, &pc->ntenants);
 }
 
 static int load_pools(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     static const char *const keys[] = {"name", "description", "dedicated", "tenants",
-                                       "default_time_limit", "aliases" /* sitecfg.c */, NULL};
+                                       "default_time_limit", "aliases" /* sitecfg.c */,
+                                       "default_memory_per_gpu", "default_memory_per_cpu",
+                                       "default_memory_per_node", NULL};
     if (seq->kind != SL_YAML_SEQ)
         return fail(r, seq, "pools must be a sequence%s%s", "", "");
     cfg->pools = sl_xcalloc(seq->n ? seq->n : 1, sizeof *cfg->pools);
@@ -583,7 +594,8 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "notify", /* sitecfg.c */
                                       NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
-                                      "max_starts_per_cycle",
+                                      "max_starts_per_cycle", "default_memory_per_gpu",
+                                      "default_memory_per_cpu",
                                       /* sitecfg.c */
                                       "default_retries", "retry_backoff_max", "unknown_pools",
                                       NULL};
@@ -658,6 +670,9 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         if (get_ms(&r, s, "default_time_limit", 0, &ms) < 0)
             goto out;
         cfg->default_time_limit_s = ms / 1000;
+        if (get_qty(&r, s, "default_memory_per_gpu", SL_QTY_MEM, &cfg->default_mem_per_gpu) < 0 ||
+            get_qty(&r, s, "default_memory_per_cpu", SL_QTY_MEM, &cfg->default_mem_per_cpu) < 0)
+            goto out;
         v = cfg->max_starts_per_cycle;
         if (get_int(&r, s, "max_starts_per_cycle", 0, 1000000, &v) < 0)
             goto out;
@@ -843,6 +858,26 @@ int64_t ctl_config_default_limit_s(const ctl_config_t *cfg, const char *pool) {
     const struct ctl_pool_cfg *pc = ctl_pool_cfg(cfg, pool);
     return pc && pc->default_time_limit_ms > 0 ? pc->default_time_limit_ms / 1000
                                                : cfg->default_time_limit_s;
+}
+
+int64_t ctl_config_default_mem(const ctl_config_t *cfg, const char *pool, int64_t gpus,
+                               int64_t cpu_milli) {
+    const struct ctl_pool_cfg *pc = ctl_pool_cfg(cfg, pool ? pool : "default");
+    int64_t per_gpu = cfg->default_mem_per_gpu, per_cpu = cfg->default_mem_per_cpu;
+    if (pc && (pc->default_mem_per_gpu || pc->default_mem_per_cpu)) {
+        per_gpu = pc->default_mem_per_gpu; /* a pool's own pair decides for it */
+        per_cpu = pc->default_mem_per_cpu;
+    }
+    if (gpus > 0 && per_gpu > 0)
+        return per_gpu * gpus;
+    if (per_cpu > 0)
+        return (int64_t)((double)per_cpu * (double)cpu_milli / 1000.0);
+    return 0;
+}
+
+bool ctl_config_default_mem_node(const ctl_config_t *cfg, const char *pool) {
+    const struct ctl_pool_cfg *pc = ctl_pool_cfg(cfg, pool ? pool : "default");
+    return pc && pc->default_mem_node;
 }
 
 const struct ctl_pool_cfg *ctl_pool_cfg(const ctl_config_t *cfg, const char *pool) {

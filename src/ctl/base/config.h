@@ -128,7 +128,12 @@ typedef struct ctl_config {
         char **tenants;
         size_t ntenants;
         int64_t default_time_limit_ms; /* 0: scheduler.default_time_limit */
+        /* Memory of a job that asks for none (docs/config.md): per GPU of
+         * a task with GPUs, else per CPU; 0: the scheduler's. */
+        int64_t default_mem_per_gpu, default_mem_per_cpu;
+        bool default_mem_node; /* default_memory_per_node: node: whole nodes */
     } *pool_cfg;
+    int64_t default_mem_per_gpu, default_mem_per_cpu; /* scheduler.*; 0: the spec's 1Gi */
     char *log_level;
     bool init;                  /* create a missing or empty state database (--init) */
     char *default_user;         /* tenants without `user` run as this ("nobody") */
@@ -225,6 +230,16 @@ bool ctl_node_revoked(const ctl_config_t *cfg, const char *name);
  * (NULL: a job naming none): the pool's default_time_limit, else the
  * scheduler's (0: none). Can't fail; O(pools). */
 int64_t ctl_config_default_limit_s(const ctl_config_t *cfg, const char *pool);
+/* The memory per task of a job in pool (NULL: the "default" pool's
+ * entry, if any) that asks for none, with gpus whole GPUs and cpu_milli
+ * CPUs per task: the pool's default_memory_per_gpu (tasks with GPUs) or
+ * default_memory_per_cpu, else the scheduler's, else 0 (none set: the
+ * spec's default stands). */
+int64_t ctl_config_default_mem(const ctl_config_t *cfg, const char *pool, int64_t gpus,
+                               int64_t cpu_milli);
+/* Whether pool (NULL: "default") gives a job that asks for no memory the
+ * whole node (pools[].default_memory_per_node: node, Slurm's --mem=0). */
+bool ctl_config_default_mem_node(const ctl_config_t *cfg, const char *pool);
 /* The configuration of pool (NULL: no pool configured by that name). O(pools). */
 const struct ctl_pool_cfg *ctl_pool_cfg(const ctl_config_t *cfg, const char *pool);
 /* A node's taints as the core sees them: taints (may be NULL) plus, for a

@@ -54,6 +54,8 @@ void ctl_job_free(ctl_job_t *j) {
     if (j == NULL)
         return;
     json_decref(j->spec);
+    sl_free(j->node_incl);
+    sl_free(j->node_excl);
     sl_free(j->head);
     sl_free(j->row);
     sl_free(j->tasks);

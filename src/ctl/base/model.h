@@ -154,6 +154,9 @@ typedef struct ctl_attempt {
 
 typedef struct ctl_job {
     uint64_t id;
+    /* The spec's nodelist and exclude joined by commas (NULL: none): the
+     * core request's include and exclude point here (domain/spec.c). */
+    char *node_incl, *node_excl;
     int32_t tenant;        /* core tenant id; -1 when no longer configured */
     ctl_job_state_t state;
     /* What a listing reads of every job, in its first cache lines (a page

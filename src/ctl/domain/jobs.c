@@ -33,6 +33,7 @@
 #include "domain/jobnotify.h"
 #include "domain/jobs.h"
 #include "domain/retry.h"
+#include "domain/whole.h"
 #include "log.h"
 #include "store/store.h"
 #include "quantity.h"
@@ -825,7 +826,9 @@ void ctl_node_task_mem(ctl_t *c, uint32_t node, uint64_t job, int64_t task, bool
     t->oom_killed = oom_killed;
     t->mem_peak = mem_peak > 0 ? mem_peak : 0;
     t->mem_limit = mem_limit > 0 ? mem_limit : 0;
-    t->mem_request = j->core.task.mem_bytes;
+    ctl_task_res_t res;
+    ctl_task_res(c, j, i, &res); /* an exclusive job's task holds its share of the node */
+    t->mem_request = res.mem_bytes;
     ctl_store_task_mem_put(c->store, j, i);
     if (oom_killed)
         sl_log(SL_LOG_INFO, "job", "job=%llu task=%d killed for memory on node=%s: peak=%lld "

@@ -120,6 +120,23 @@ static int constraint_of(ctl_t *c, json_t *s, const sl_constraint_t **out, char 
     return -1;
 }
 
+/* A list of names (or one name) joined by commas, allocated whole; NULL
+ * for none. */
+static char *names_joined(json_t *v) {
+    if (v == NULL)
+        return NULL;
+    if (json_is_string(v))
+        return sl_xstrdup(json_string_value(v));
+    size_t n = 1, i, o = 0;
+    json_t *m;
+    json_array_foreach(v, i, m) n += json_string_length(m) + 1;
+    char *out = sl_xmalloc(n);
+    out[0] = '\0';
+    json_array_foreach(v, i, m) o += (size_t)snprintf(out + o, n - o, "%s%s", i ? "," : "",
+                                                      json_string_value(m));
+    return out;
+}
+
 /* The request of one task and the job's other numbers, from a parsed spec.
  * GPU models and pool stay unresolved (POOL_UNRESOLVED) until
  * ctl_job_core_spec resolves them. A job without a time limit gets its
@@ -150,6 +167,20 @@ static void fill_core(const ctl_t *c, ctl_job_t *j, const sl_jobspec_t *js) {
         r->topo_required = (int16_t)lv;
     if (sl_topo_level_parse(json_string_value(js->val[SL_JS_TOPOLOGY_PREFERRED]), &lv) == 0)
         r->topo_preferred = (int16_t)lv;
+    /* Where the gang goes: distinct nodes, per-node tasks, whole nodes,
+     * node lists (the core's node fields; the table checked the rules). */
+    r->nodes_min = js->val[SL_JS_NODES] ? (int16_t)num[SL_JS_NODES] : 0;
+    r->nodes_max = js->val[SL_JS_NODES_MAX] ? (int16_t)num[SL_JS_NODES_MAX] : 0;
+    r->tasks_per_node = js->val[SL_JS_TASKS_PER_NODE] ? (int16_t)num[SL_JS_TASKS_PER_NODE] : 0;
+    r->exclusive = json_is_true(js->val[SL_JS_EXCLUSIVE]) ? 1 : 0;
+    if (js->val[SL_JS_MEM_PER_GPU])
+        r->mem_bytes = num[SL_JS_MEM_PER_GPU] * r->gpus;
+    sl_free(j->node_incl);
+    sl_free(j->node_excl);
+    j->node_incl = names_joined(js->val[SL_JS_NODELIST]);
+    j->node_excl = names_joined(js->val[SL_JS_EXCLUDE]);
+    r->include = j->node_incl;
+    r->exclude = j->node_excl;
 }
 
 /* ---- the job share per tenant ----
@@ -512,6 +543,18 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         json_decref(ok);
         name = dflt;
     }
+    /* Memory: gpus x mem_per_gpu, else what the site configured for a job
+     * that asks for none (per GPU, per CPU), else the table's 1Gi. */
+    if (val[SL_JS_MEM_PER_GPU]) {
+        js.num[SL_JS_MEMORY] = js.num[SL_JS_MEM_PER_GPU] * js.num[SL_JS_GPUS];
+    } else if (!val[SL_JS_MEMORY] && ctl_config_default_mem_node(&c->cfg, pool) &&
+               js.num[SL_JS_MIN_TASKS] == js.num[SL_JS_TASKS]) {
+        val[SL_JS_EXCLUSIVE] = json_true(); /* the node's memory: the whole node */
+    } else if (!val[SL_JS_MEMORY]) {
+        int64_t m = ctl_config_default_mem(&c->cfg, pool, js.num[SL_JS_GPUS], js.num[SL_JS_CPUS]);
+        if (m > 0)
+            js.num[SL_JS_MEMORY] = m;
+    }
     const int64_t *num = js.num;
     json_t *norm = json_object();
     json_object_set_new(norm, "name", json_string(name));
@@ -585,6 +628,18 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     for (int i = SL_JS_MAIL_TYPE; i <= SL_JS_MAIL_USER; i++)
         if (val[i])
             json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
+    /* The node fields and the rest only where given, so that every other
+     * job's spec reads as before. */
+    for (int i = SL_JS_NODES; i <= SL_JS_OPEN_MODE; i++) {
+        if (!val[i] || json_is_false(val[i]))
+            continue;
+        if (i == SL_JS_NODELIST || i == SL_JS_EXCLUDE)
+            json_object_set_new(norm, sl_jobspec_fields[i].name, model_list(val[i]));
+        else if (i == SL_JS_MEM_PER_GPU)
+            json_object_set_new(norm, "mem_per_gpu", qty_json(num[i], SL_QTY_MEM));
+        else
+            json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
+    }
 
     ctl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = norm;

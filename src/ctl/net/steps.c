@@ -43,6 +43,7 @@
 #include "base/loop.h"
 #include "domain/jobtab.h"
 #include "domain/nodes.h"
+#include "domain/whole.h"
 #include "hostlist.h"
 #include "log.h"
 #include "net/steps.h"
@@ -351,8 +352,11 @@ static int anode_cmp(const void *a, const void *b) {
     return strcmp(x->name ? x->name : "", y->name ? y->name : "");
 }
 
-static int gpus_of(const ctl_job_t *j, int32_t task, int32_t *out, int n) {
-    uint32_t m = j->tasks[task].gpu_mask;
+/* The GPUs task holds: its own, or its whole node's (domain/whole.h). */
+static int gpus_of(const ctl_t *c, const ctl_job_t *j, int32_t task, int32_t *out, int n) {
+    ctl_task_res_t res;
+    ctl_task_res(c, j, task, &res);
+    uint32_t m = res.gpu_mask;
     for (int g = 0; g < 32; g++)
         if (m & (1u << g))
             out[n++] = g;
@@ -371,7 +375,7 @@ static int64_t num(json_t *o, const char *k) {
 
 /* Places the ranks: fills an[i].count and .first; 0, or -1 with the
  * message (naming the srun option) in err. */
-static int place(const ctl_job_t *j, anode_t *an, int32_t nn, const req_shape_t *r, int32_t *total,
+static int place(const ctl_t *c, const ctl_job_t *j, anode_t *an, int32_t nn, const req_shape_t *r, int32_t *total,
                  const char **opt, char *err, size_t errlen) {
     int64_t n = r->ntasks, N = r->nodes, p = r->per_node;
     int32_t alloc_tasks = 0;
@@ -449,7 +453,7 @@ static int place(const ctl_job_t *j, anode_t *an, int32_t nn, const req_shape_t 
             int32_t g[1024];
             int ng = 0;
             for (int32_t k = 0; k < an[i].ntasks && ng < 992; k++)
-                ng = gpus_of(j, an[i].tasks[k], g, ng);
+                ng = gpus_of(c, j, an[i].tasks[k], g, ng);
             if (r->gpus * an[i].count > ng) {
                 *opt = "gpus-per-task";
                 snprintf(err, errlen, "--gpus-per-task=%lld: %d ranks on %s need %lld GPUs; the "
@@ -637,7 +641,7 @@ static int start(ctl_steps_t *s, struct evhttp_request *req, ctl_job_t *j, json_
         reply_error(s, req, 400, "invalid_field", "nodelist", "%s", err);
         goto out;
     }
-    if (place(j, an, nn, &r, &total, &opt, err, sizeof err) != 0) {
+    if (place(s->c, j, an, nn, &r, &total, &opt, err, sizeof err) != 0) {
         reply_error(s, req, 400, "invalid_field", opt, "%s", err);
         goto out;
     }
@@ -682,7 +686,7 @@ static int start(ctl_steps_t *s, struct evhttp_request *req, ctl_job_t *j, json_
         int32_t g[1024];
         int ng = 0;
         for (int32_t k = 0; k < sl && ng < 992; k++)
-            ng = gpus_of(j, an[i].tasks[k], g, ng);
+            ng = gpus_of(s->c, j, an[i].tasks[k], g, ng);
         for (int32_t l = 0; l < c; l++) {
             int32_t task, g0 = 0, g1 = 0;
             if (r.gpus > 0) {
@@ -691,7 +695,7 @@ static int start(ctl_steps_t *s, struct evhttp_request *req, ctl_job_t *j, json_
                 task = an[i].tasks[0];
                 for (int32_t k = 0, seen = 0; k < sl; k++) {
                     int32_t mine[32];
-                    int nm = gpus_of(j, an[i].tasks[k], mine, 0);
+                    int nm = gpus_of(s->c, j, an[i].tasks[k], mine, 0);
                     if (g0 >= seen && g0 < seen + nm)
                         task = an[i].tasks[k];
                     seen += nm;
@@ -702,7 +706,7 @@ static int start(ctl_steps_t *s, struct evhttp_request *req, ctl_job_t *j, json_
                 int seen = 0;
                 for (int32_t k = 0; k < sl; k++) {
                     int32_t mine[32];
-                    int nm = gpus_of(j, an[i].tasks[k], mine, 0);
+                    int nm = gpus_of(s->c, j, an[i].tasks[k], mine, 0);
                     if (k == a)
                         g0 = seen;
                     if (k == b - 1)
@@ -714,11 +718,11 @@ static int start(ctl_steps_t *s, struct evhttp_request *req, ctl_job_t *j, json_
                 int seen = 0;
                 for (int32_t k = 0; k < l % sl; k++) {
                     int32_t mine[32];
-                    seen += gpus_of(j, an[i].tasks[k], mine, 0);
+                    seen += gpus_of(s->c, j, an[i].tasks[k], mine, 0);
                 }
                 int32_t mine[32];
                 g0 = seen;
-                g1 = seen + gpus_of(j, task, mine, 0);
+                g1 = seen + gpus_of(s->c, j, task, mine, 0);
             }
             char cvd[4096] = "";
             size_t cl = 0;

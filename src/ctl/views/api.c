@@ -29,6 +29,7 @@
 #include "domain/eff.h"
 #include "domain/jobtab.h"
 #include "domain/nodes.h"
+#include "domain/whole.h"
 #include "quantity.h"
 
 static void gpu_list(ctl_buf_t *b, uint32_t mask) {
@@ -128,8 +129,18 @@ void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
         ctl_buf_i64(b, i);
         ctl_buf_puts(b, ",\"node\":");
         ctl_buf_jstr(b, nd ? nd->name : NULL);
+        /* What the task holds: its request, or its share of a whole node. */
+        ctl_task_res_t res;
+        char q[64];
+        ctl_task_res(c, j, i, &res);
         ctl_buf_puts(b, ",\"gpus\":");
-        gpu_list(b, t->gpu_mask);
+        gpu_list(b, res.gpu_mask);
+        ctl_buf_puts(b, ",\"cpus\":");
+        sl_qty_format(res.cpu_milli, SL_QTY_CPU, q, sizeof q);
+        ctl_buf_jstr(b, q);
+        ctl_buf_puts(b, ",\"memory\":");
+        sl_qty_format(res.mem_bytes, SL_QTY_MEM, q, sizeof q);
+        ctl_buf_jstr(b, q);
         if (t->gpu_mask && t->gpu_milli < SL_GPU_MILLI) {
             ctl_buf_puts(b, ",\"gpu_milli\":");
             ctl_buf_i64(b, t->gpu_milli);
@@ -214,22 +225,25 @@ void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id) {
     } else {
         ctl_buf_puts(b, "null");
     }
+    /* Free for other jobs: nothing while an exclusive job holds the node. */
+    bool held = (nd->kinds & SL_KIND_EXCL) != 0;
+    ctl_buf_puts(b, held ? ",\"exclusive\":true" : ",\"exclusive\":false");
     ctl_buf_puts(b, ",\"free\":{\"cpus\":");
-    sl_qty_format(nd->cpu_free, SL_QTY_CPU, q, sizeof q);
+    sl_qty_format(held ? 0 : nd->cpu_free, SL_QTY_CPU, q, sizeof q);
     ctl_buf_jstr(b, q);
     ctl_buf_puts(b, ",\"memory\":");
-    sl_qty_format(nd->mem_free, SL_QTY_MEM, q, sizeof q);
+    sl_qty_format(held ? 0 : nd->mem_free, SL_QTY_MEM, q, sizeof q);
     ctl_buf_jstr(b, q);
     int whole = 0;
     for (int g = 0; g < nd->ngpus; g++)
-        whole += nd->gpu_free[g] == SL_GPU_MILLI;
+        whole += !held && nd->gpu_free[g] == SL_GPU_MILLI;
     ctl_buf_puts(b, ",\"gpus\":");
     ctl_buf_i64(b, whole);
     ctl_buf_puts(b, ",\"gpu_milli\":[");
     for (int g = 0; g < nd->ngpus; g++) {
         if (g)
             ctl_buf_putc(b, ',');
-        ctl_buf_i64(b, nd->gpu_free[g]);
+        ctl_buf_i64(b, held ? 0 : nd->gpu_free[g]);
     }
     ctl_buf_puts(b, "]},\"last_seen\":");
     ctl_buf_time(b, n ? n->last_seen_us : -1);

@@ -41,6 +41,7 @@
 #include "base/config.h"
 #include "domain/nodes.h"
 #include "quantity.h"
+#include "domain/whole.h"
 
 /* Slurm's NO_VAL, which it writes for %a in a job that is not an array. */
 #define SLURM_NO_ARRAY_INDEX "4294967294"
@@ -52,8 +53,11 @@ static const char runner[] =
     "unset " CTL_BATCH_SCRIPT_ENV "; umask \"$u\"; "
     "if [ -n \"$1\" ]; then cd -- \"$1\" || exit 1; "
     "elif [ -d \"$SLURM_SUBMIT_DIR\" ]; then cd -- \"$SLURM_SUBMIT_DIR\" 2>/dev/null; fi; "
-    "if [ -n \"$2\" ]; then exec >>\"$2\" || exit 1; [ -n \"$3\" ] || exec 2>&1; fi; "
-    "if [ -n \"$3\" ]; then exec 2>>\"$3\" || exit 1; fi; "
+    "t=${SLUICE_OPEN_MODE:-append}; unset SLUICE_OPEN_MODE; "
+    "if [ -n \"$2\" ]; then { [ \"$t\" != truncate ] || : >\"$2\"; } || exit 1; "
+    "exec >>\"$2\" || exit 1; [ -n \"$3\" ] || exec 2>&1; fi; "
+    "if [ -n \"$3\" ]; then { [ \"$t\" != truncate ] || [ \"$3\" = \"$2\" ] || : >\"$3\"; } "
+    "|| exit 1; exec 2>>\"$3\" || exit 1; fi; "
     "shift 3; exec \"$f\" \"$@\"";
 
 static char *own(ctl_launch_cmd_t *lc, char *s) {
@@ -250,6 +254,12 @@ static void batch_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, int32_t ntasks,
     for (size_t k = 1; k < nargs; k++)
         lc->argv[lc->argc++] = json_string_value(json_array_get(cmd, k));
     batch_env(lc, &t, nodelist, nnodes);
+    /* --open-mode: the runner truncates the files first, or appends. */
+    const char *mode = spec_str(j, "open_mode");
+    if (mode) {
+        lc->env = sl_xrealloc(lc->env, (lc->nenv + 1) * sizeof *lc->env);
+        lc->env[lc->nenv++] = (sl_proto_kv_t){"SLUICE_OPEN_MODE", mode};
+    }
 }
 
 /* Sets key to value (copied) in lc's environment, replacing it if set. */
@@ -386,6 +396,7 @@ typedef struct where {
     int32_t gpu_milli;
     const char *master_addr;
     int64_t attempt;        /* < 0: none */
+    int64_t cpu_milli, mem_bytes; /* what the task holds (domain/whole.h) */
 } where_t;
 
 /* The launch of the task at w, with lc's argv and env, into *m (which
@@ -432,8 +443,8 @@ static void fill_launch(ctl_t *c, const ctl_job_t *j, ctl_launch_cmd_t *lc, cons
             .ngpus = w->ngpus,
             .gpu_milli = w->ngpus ? w->gpu_milli : 0,
             .gpu_memory = j->core.task.gpus ? 0 : j->core.task.gpu_mem_bytes,
-            .cpu_milli = j->core.task.cpu_milli,
-            .mem_bytes = j->core.task.mem_bytes,
+            .cpu_milli = w->cpu_milli,
+            .mem_bytes = w->mem_bytes,
             .rank = w->task,
             .world_size = w->ntasks,
             .local_rank = w->local_rank,
@@ -461,8 +472,14 @@ void ctl_launch_msg_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd
                  .attempt = t->attempt};
     for (int32_t k = 0; k < i; k++)
         w.local_rank += j->tasks[k].node == t->node;
+    ctl_task_res_t res;
+    ctl_task_res(c, j, i, &res);
+    w.cpu_milli = res.cpu_milli;
+    w.mem_bytes = res.mem_bytes;
+    if (res.gpu_mask != t->gpu_mask)
+        w.gpu_milli = SL_GPU_MILLI; /* a whole node's GPUs, each entirely */
     for (int g = 0; g < SL_MAX_GPUS_PER_NODE; g++)
-        if (t->gpu_mask & (1u << g))
+        if (res.gpu_mask & (1u << g))
             gpus[w.ngpus++] = g;
     ctl_launch_cmd_init(c, j, i, lc);
     fill_launch(c, j, lc, &w, m);
@@ -517,6 +534,7 @@ int ctl_launch_check_size(ctl_t *c, const ctl_job_t *j, char *err, size_t errlen
     for (int g = 0; g < SL_MAX_GPUS_PER_NODE; g++)
         gpus[g] = SL_PROTO_MAX_GPU_INDEX;
     where_t at = {.task = INT32_MAX, .ntasks = INT32_MAX, .local_rank = INT32_MAX, .gpus = gpus,
+                  .cpu_milli = INT64_MAX / 2, .mem_bytes = INT64_MAX / 2,
                   .ngpus = SL_MAX_GPUS_PER_NODE, .gpu_milli = 1000, .attempt = INT32_MAX,
                   .master_addr = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"};
     ctl_launch_cmd_t lc;

@@ -188,7 +188,11 @@ static void test_sim_load_sluice_malformed(void **state) {
         {"id,submit,duration,colour\nj1,0,10,red\n",
          "1:20: unknown column \"colour\" (known: id,tenant,submit,duration,tasks,cpu,memory,"
          "gpus,gpu_share,gpu_models,pool,priority,time_limit,gpu_memory,array,min_tasks,topology_required,"
-         "topology_preferred)"},
+         "topology_preferred,nodes,tasks_per_node,exclusive)"},
+        {"id,submit,duration,nodes\nj1,0,1,4-2\n",
+         "2:8: field \"nodes\": \"4-2\": expected N or min-max (Slurm's -N)"},
+        {"id,submit,duration,exclusive\nj1,0,1,2\n",
+         "2:8: field \"exclusive\": \"2\" out of range 0..1"},
         {"id,submit,duration\nj1,0\n", "2:5: expected 3 fields as in the header, found 2"},
         {"id,submit,duration\nj1,0,1,9\n", "2:8: expected 3 fields as in the header, found 4"},
         {"id,submit\nj1,0\n", "1:10: missing column \"duration\""},
@@ -220,6 +224,41 @@ static void test_sim_load_sluice_malformed(void **state) {
         if (strcmp(err, want) != 0) fail_msg("case %zu:\n got  %s\n want %s", i, err, want);
         sim_trace_fini(&t);
     }
+}
+
+/* Slurm's node columns: nodes (N or min-max), tasks_per_node, exclusive,
+ * into the request's node fields; --node-fields off drops them. */
+static void test_sim_load_node_fields(void **state) {
+    (void)state;
+    char pn[256], pj[256], err[512];
+    simtest_put("nodes.csv", NODES, pn, sizeof pn);
+    simtest_put("jobs.csv", "id,submit,duration,tasks,nodes,tasks_per_node,exclusive\n"
+                "j1,0,10,4,2,2,1\nj2,0,10,3,2-3,,\nj3,0,10,1,,,\n", pj, sizeof pj);
+    sim_trace_t t;
+    sim_trace_init(&t);
+    assert_int_equal(sim_load(&t, pn, pj, NULL, SIM_FMT_SLUICE, err, sizeof err), 0);
+    assert_int_equal(t.jobs[0].nodes_min, 2);
+    assert_int_equal(t.jobs[0].nodes_max, 0);
+    assert_int_equal(t.jobs[0].tasks_per_node, 2);
+    assert_true(t.jobs[0].exclusive);
+    assert_int_equal(t.jobs[1].nodes_min, 2);
+    assert_int_equal(t.jobs[1].nodes_max, 3);
+    assert_false(t.jobs[1].exclusive);
+    assert_int_equal(t.jobs[2].nodes_min, 0);
+    sl_task_req_t r;
+    sl_task_req_init(&r);
+    sim_nodes_req(&t.jobs[0], &r);
+    assert_int_equal(r.nodes_min, 2);
+    assert_int_equal(r.tasks_per_node, 2);
+    assert_int_equal(r.exclusive, 1);
+    sim_nodes_clear(&r);
+    assert_int_equal(r.nodes_min + r.nodes_max + r.tasks_per_node + r.exclusive, 0);
+    int16_t lo, hi;
+    assert_int_equal(sim_nodes_parse("8", &lo, &hi), 0);
+    assert_int_equal(lo, 8);
+    assert_int_equal(sim_nodes_parse("0", &lo, &hi), -1);
+    assert_int_equal(sim_nodes_parse("2-", &lo, &hi), -1);
+    sim_trace_fini(&t);
 }
 
 static void test_sim_load_nodes_malformed(void **state) {
@@ -468,6 +507,7 @@ int main(void) {
         cmocka_unit_test(test_sim_load_sluice_good),
         cmocka_unit_test(test_sim_load_sluice_malformed),
         cmocka_unit_test(test_sim_load_nodes_malformed),
+        cmocka_unit_test(test_sim_load_node_fields),
         cmocka_unit_test(test_sim_load_alibaba),
         cmocka_unit_test(test_sim_load_philly),
         cmocka_unit_test(test_sim_load_tenants_malformed),
