@@ -26,7 +26,7 @@
 
 enum { CLI_OK = 0, CLI_ESERVER = 1, CLI_EUSAGE = 2, CLI_EUNREACHABLE = 3 };
 
-#define CLI_MAX_OPTS 40
+#define CLI_MAX_OPTS 96
 #define CLI_RAW_ARGS 2
 /* As CLI_RAW_ARGS, and -h is the command's own too (squeue -h: no header):
  * only the command itself prints its help. */

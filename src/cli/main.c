@@ -25,6 +25,8 @@
  * (src/common/jobspec.h, which the server and docs/jobspec.md share), then
  * --quiet and --dry-run. Filled from the table at start-up. */
 static cli_opt_t submit_opts[SL_JS_NFIELDS + 5];
+/* Every option of a command has its slot in cli_t (set, val, multi). */
+_Static_assert(SL_JS_NFIELDS + 5 <= CLI_MAX_OPTS, "sluice submit has more options than CLI_MAX_OPTS");
 static char submit_help[SL_JS_NFIELDS][200];
 
 static void init_submit_opts(void) {

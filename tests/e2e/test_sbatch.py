@@ -138,22 +138,22 @@ def test_node_list_is_slurms_compressed_form(controller, fake_agent, tmp_path):
 
 def test_unsupported_directives_name_the_line(tmp_path):
     path = write(tmp_path / "mail.sh", "#!/bin/bash\n#SBATCH -n 2\n\n# note\n"
-                 "#SBATCH --licenses=matlab\n#SBATCH --constraint=a100\n"
+                 "#SBATCH --profile=task\n#SBATCH --constraint=a100\n"
                  "#SBATCH --frobnicate 3 -c 2\nsrun hostname\n"
                  "#SBATCH --bogus-after-the-top\n")
     env = u.cli_env(tmpdir=tmp_path)
     r = u.sluice(["sbatch", "--dry-run", path], env)
     assert r.returncode == 2
-    assert "%s:5: --licenses is not supported" % path in r.stderr, r.stderr
+    assert "%s:5: --profile is not supported" % path in r.stderr, r.stderr
     r = u.sluice(["sbatch", "--dry-run", "--ignore-unsupported", path], env)
     assert r.returncode == 0, r.stderr
-    assert "warning: %s:5: --licenses is not supported" % path in r.stderr
+    assert "warning: %s:5: --profile is not supported" % path in r.stderr
     assert "bogus" not in r.stderr  # directives end at the first command
     assert "warning: %s:7: --frobnicate is not supported: not an sbatch option" % path in r.stderr
     spec = json.loads(r.stdout)
     assert spec["tasks"] == 2 and spec["cpus"] == "2" and spec["constraint"] == "a100"
     r = u.sluice(["submit", "--dry-run", path], env)
-    assert r.returncode == 2 and "%s:5: --licenses" % path in r.stderr
+    assert r.returncode == 2 and "%s:5: --profile" % path in r.stderr
     r = u.sluice(["submit", "--dry-run", "--ignore-unsupported", path], env)
     assert r.returncode == 0 and "warning:" in r.stderr
     # A script with DOS line breaks is refused, as sbatch refuses it.
@@ -163,8 +163,8 @@ def test_unsupported_directives_name_the_line(tmp_path):
     assert r.returncode == 2 and "DOS line breaks" in r.stderr
     # On the command line the place is the command line.
     ok = write(tmp_path / "ok.sh", "#!/bin/sh\ntrue\n")
-    r = u.sluice(["sbatch", "--dry-run", "--mail-type=END", ok], env)
-    assert r.returncode == 2 and "the command line: --mail-type is not supported" in r.stderr
+    r = u.sluice(["sbatch", "--dry-run", "--profile=task", ok], env)
+    assert r.returncode == 2 and "the command line: --profile is not supported" in r.stderr
 
 
 @pytest.mark.parametrize("directive,word", [

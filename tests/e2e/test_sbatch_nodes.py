@@ -140,14 +140,14 @@ def test_memory_defaults_from_config(controller_factory, fake_agent, tmp_path):
 
 
 def test_every_problem_at_once_with_its_line(tmp_path):
-    path = write(tmp_path / "many.sh", "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --mail-type=END\n"
-                 "#SBATCH --mem=12Q\n#SBATCH --frobnicate\n#SBATCH --reservation=r1\n"
+    path = write(tmp_path / "many.sh", "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --profile=all\n"
+                 "#SBATCH --mem=12Q\n#SBATCH --frobnicate\n#SBATCH --acctg-freq=30\n"
                  "#SBATCH --mincpus=8\nsrun true\n")
     env = u.cli_env(tmpdir=tmp_path)
     r = u.sluice(["sbatch", "--dry-run", path], env)
     assert r.returncode == 2 and r.stdout == ""
-    for line, word in ((3, "--mail-type is not supported"), (4, "--mem: \"12Q\" is not a size"),
-                       (5, "--frobnicate is not supported"), (6, "--reservation is not supported"),
+    for line, word in ((3, "--profile is not supported"), (4, "--mem: \"12Q\" is not a size"),
+                       (5, "--frobnicate is not supported"), (6, "--acctg-freq is not supported"),
                        (7, "--mincpus is not supported")):
         assert "%s:%d: %s" % (path, line, word) in r.stderr, r.stderr
     assert "5 problems (above); nothing was submitted" in r.stderr
@@ -155,7 +155,7 @@ def test_every_problem_at_once_with_its_line(tmp_path):
     # which asks for CPUs: dropping it would make the job smaller.
     r = u.sluice(["sbatch", "--dry-run", "--ignore-unsupported", path], env)
     assert r.returncode == 2
-    assert "warning: %s:3: --mail-type" % path in r.stderr
+    assert "warning: %s:3: --profile" % path in r.stderr
     assert "%s:7: --mincpus is not supported, and it asks for resources" % path in r.stderr
     assert "2 problems" in r.stderr
 
