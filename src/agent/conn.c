@@ -504,8 +504,13 @@ static void heartbeat_cb(evutil_socket_t fd, short ev, void *arg) {
     sl_proto_usage_t *usage = NULL;
     if (cn->cfg.usage) m.u.heartbeat.nusage = cn->cfg.usage(cn->cfg.usage_ud, &usage);
     m.u.heartbeat.usage = usage;
+    if (cn->cfg.health) cn->cfg.health(cn->cfg.health_ud, &m.u.heartbeat.health);
     send_msg(cn, &m);
     free(usage);
+}
+
+void agent_conn_heartbeat_now(agent_conn_t *cn) {
+    if (cn && cn->connected) event_active(cn->heartbeat_ev, EV_TIMEOUT, 0);
 }
 
 /* The default ops: the real tasks (task.h). */

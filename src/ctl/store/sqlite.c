@@ -138,6 +138,10 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS job_size(job INTEGER NOT NULL, at_us INTEGER NOT NULL,"
     " size INTEGER NOT NULL, why TEXT);"
     "CREATE INDEX IF NOT EXISTS job_size_job ON job_size(job);"
+    /* GPUs fenced for a health fault (sqlite_health.c). */
+    "CREATE TABLE IF NOT EXISTS gpu_fence(node TEXT NOT NULL, gpu INTEGER NOT NULL, reason TEXT,"
+    " since_us INTEGER NOT NULL, faults INTEGER NOT NULL, pinned INTEGER NOT NULL,"
+    " PRIMARY KEY(node, gpu));"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('schema', '1');";
 
 static const char *const stmts[ST_COUNT] = {
