@@ -10,22 +10,20 @@
  * levels, true while they last. The GPU's state is the worst of the two.
  *
  * The health command: started every interval_ms with /bin/sh -c in its
- * own process group, stdout and stderr into a non-blocking pipe. It is
- * created with clone() and no exit signal, so that the tasks' SIGCHLD
- * handler (waitpid(-1) without __WCLONE) never reaps it; a 100 ms timer
- * reads its output and reaps it with waitpid(pid, __WCLONE | WNOHANG). At
- * timeout_ms its whole group gets SIGKILL and the run counts as failed
- * (NHC's watchdog does the same), while heartbeats go on: nothing here
- * blocks the loop.
+ * own process group, stdout and stderr into a non-blocking pipe. The
+ * tasks' SIGCHLD handler reaps every child of the agent (waitpid(-1)), so
+ * the command is not the agent's child: a small waiter process forks it,
+ * writes its pid and then its wait status into a second pipe, and exits.
+ * A 100 ms timer reads both pipes. At timeout_ms the command's whole group
+ * gets SIGKILL and the run counts as failed (NHC's watchdog does the
+ * same), while heartbeats go on: nothing here blocks the loop.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,9 +57,12 @@ struct agent_health {
     sl_health_state_t state;
     sl_health_reason_t reason;
     char message[SL_PROTO_HEALTH_MSG_MAX];
-    /* A command run: pid > 0 while it has not been reaped. */
-    pid_t pid;
-    int fd;
+    /* A command run: waiter > 0 while it runs; pid the command's once the
+     * waiter said it; fd its output, sfd the waiter's status pipe. */
+    pid_t waiter, pid;
+    int fd, sfd;
+    char sbuf[64];
+    size_t slen;
     int64_t started_mono_us;
     bool killed;
     char buf[OUT_MAX];
@@ -198,62 +199,121 @@ static void cmd_done(agent_health_t *h, int st) {
     check_changed(h);
 }
 
+/* Reads the waiter's pipe: the command's pid, then its wait status.
+ * True once the status is in (*st). */
+static bool read_status(agent_health_t *h, int *st) {
+    ssize_t n = -1;
+    while (h->slen < sizeof h->sbuf - 1 &&
+           (n = read(h->sfd, h->sbuf + h->slen, sizeof h->sbuf - 1 - h->slen)) > 0)
+        h->slen += (size_t)n;
+    h->sbuf[h->slen] = '\0';
+    char *nl = strchr(h->sbuf, '\n');
+    if (nl && h->pid <= 0) h->pid = (pid_t)atoi(h->sbuf);
+    if (nl && strchr(nl + 1, '\n')) {
+        *st = atoi(nl + 1);
+        return true;
+    }
+    if (n == 0) { /* end of file without a status: the waiter died first */
+        *st = 0x7f00;
+        return true;
+    }
+    return false;
+}
+
+static void run_end(agent_health_t *h) {
+    if (h->fd >= 0) close(h->fd);
+    if (h->sfd >= 0) close(h->sfd);
+    h->fd = h->sfd = -1;
+    /* The waiter has written its last and exits: reaped here or by the
+     * tasks' handler, whichever comes first. */
+    waitpid(h->waiter, NULL, WNOHANG);
+    h->waiter = h->pid = 0;
+}
+
 static void tick_cb(evutil_socket_t fd, short ev, void *arg) {
     agent_health_t *h = arg;
-    if (h->pid <= 0) return;
+    if (h->waiter <= 0) return;
     drain_pipe(h);
     int st = 0;
-    pid_t r = waitpid(h->pid, &st, WNOHANG | __WCLONE);
-    if (r == h->pid || (r < 0 && errno == ECHILD)) {
+    if (read_status(h, &st)) {
         drain_pipe(h);
-        if (h->fd >= 0) close(h->fd);
-        h->fd = -1;
-        h->pid = 0;
-        cmd_done(h, r == h->pid ? st : 0);
+        run_end(h);
+        cmd_done(h, st);
         return;
     }
     if (!h->killed && agent_mono_us() - h->started_mono_us >= h->cfg.timeout_ms * 1000) {
         sl_log(SL_LOG_WARN, "health", "health command pid=%d still running after %lld ms: SIGKILL",
                (int)h->pid, (long long)h->cfg.timeout_ms);
-        kill(-h->pid, SIGKILL);
-        kill(h->pid, SIGKILL);
+        if (h->pid > 0) kill(-h->pid, SIGKILL);
         h->killed = true;
     }
     struct timeval tv = agent_tv_ms(CMD_TICK_MS);
     evtimer_add(h->tick_ev, &tv);
 }
 
-static void cmd_cb(evutil_socket_t fd, short ev, void *arg) {
-    agent_health_t *h = arg;
-    struct timeval tv = agent_tv_ms(h->cfg.interval_ms);
-    evtimer_add(h->cmd_ev, &tv);
-    if (h->pid > 0) return; /* the last run is still being killed */
-    int p[2];
-    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
-        sl_log(SL_LOG_WARN, "health", "health command not run: pipe: %s", strerror(errno));
-        return;
-    }
-    /* No exit signal (flags 0): a "clone" child that waitpid(-1) passes by. */
-    pid_t pid = (pid_t)syscall(SYS_clone, 0UL, NULL, NULL, NULL, NULL);
+/* The waiter: forks the command in its own group, says its pid, waits,
+ * says its status. Never returns. */
+static void waiter_main(const char *command, int out, int status) {
+    pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);
         int nul = open("/dev/null", O_RDONLY);
         if (nul >= 0) dup2(nul, 0);
-        dup2(p[1], 1);
-        dup2(p[1], 2);
-        execl("/bin/sh", "sh", "-c", h->cfg.command, (char *)NULL);
+        dup2(out, 1);
+        dup2(out, 2);
+        execl("/bin/sh", "sh", "-c", command, (char *)NULL);
         _exit(127);
     }
-    close(p[1]);
-    if (pid < 0) {
-        close(p[0]);
-        sl_log(SL_LOG_WARN, "health", "health command not run: clone: %s", strerror(errno));
+    close(out);
+    char line[32];
+    int n = snprintf(line, sizeof line, "%d\n", (int)pid);
+    if (pid < 0 || write(status, line, (size_t)n) != n) _exit(1);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    n = snprintf(line, sizeof line, "%d\n", st);
+    if (write(status, line, (size_t)n) != n) _exit(1);
+    _exit(0);
+}
+
+static void cmd_cb(evutil_socket_t fd, short ev, void *arg) {
+    agent_health_t *h = arg;
+    struct timeval tv = agent_tv_ms(h->cfg.interval_ms);
+    evtimer_add(h->cmd_ev, &tv);
+    if (h->waiter > 0) return; /* the last run is still being killed */
+    int p[2], q[2];
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+        sl_log(SL_LOG_WARN, "health", "health command not run: pipe: %s", strerror(errno));
         return;
     }
-    setpgid(pid, pid); /* also from here, so that the kill finds the group at once */
-    h->pid = pid;
+    if (pipe2(q, O_CLOEXEC | O_NONBLOCK) != 0) {
+        sl_log(SL_LOG_WARN, "health", "health command not run: pipe: %s", strerror(errno));
+        close(p[0]);
+        close(p[1]);
+        return;
+    }
+    pid_t w = fork();
+    if (w == 0) {
+        close(p[0]);
+        close(q[0]);
+        int fl = fcntl(q[1], F_GETFL); /* the waiter's writes may block: they are tiny */
+        fcntl(q[1], F_SETFL, fl & ~O_NONBLOCK);
+        fl = fcntl(p[1], F_GETFL);
+        fcntl(p[1], F_SETFL, fl & ~O_NONBLOCK);
+        waiter_main(h->cfg.command, p[1], q[1]);
+    }
+    close(p[1]);
+    close(q[1]);
+    if (w < 0) {
+        close(p[0]);
+        close(q[0]);
+        sl_log(SL_LOG_WARN, "health", "health command not run: fork: %s", strerror(errno));
+        return;
+    }
+    h->waiter = w;
+    h->pid = 0;
     h->fd = p[0];
-    h->blen = 0;
+    h->sfd = q[0];
+    h->blen = h->slen = 0;
     h->buf[0] = '\0';
     h->killed = false;
     h->started_mono_us = agent_mono_us();
@@ -291,7 +351,7 @@ int agent_health_create(struct event_base *base, const agent_health_config_t *cf
     if (!h) abort();
     h->base = base;
     h->cfg = *cfg;
-    h->fd = -1;
+    h->fd = h->sfd = -1;
     if (h->cfg.poll_ms <= 0) h->cfg.poll_ms = 1000;
     char why[256];
     if (cfg->nvml && agent_nvml_open(&h->nv, why, sizeof why) == 0) {
@@ -328,12 +388,14 @@ int agent_health_create(struct event_base *base, const agent_health_config_t *cf
 
 void agent_health_destroy(agent_health_t *h) {
     if (!h) return;
-    if (h->pid > 0) {
-        kill(-h->pid, SIGKILL);
-        kill(h->pid, SIGKILL);
-        while (waitpid(h->pid, NULL, __WCLONE) < 0 && errno == EINTR) {}
+    if (h->waiter > 0) {
+        int st;
+        for (int k = 0; k < 50 && h->pid <= 0 && !read_status(h, &st); k++) usleep(10000);
+        if (h->pid > 0) kill(-h->pid, SIGKILL);
+        while (waitpid(h->waiter, NULL, 0) < 0 && errno == EINTR) {}
     }
     if (h->fd >= 0) close(h->fd);
+    if (h->sfd >= 0) close(h->sfd);
     if (h->poll_ev) event_free(h->poll_ev);
     if (h->cmd_ev) event_free(h->cmd_ev);
     if (h->tick_ev) event_free(h->tick_ev);
