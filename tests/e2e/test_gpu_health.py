@@ -170,6 +170,9 @@ def test_ecc_fences_one_gpu_the_node_serves_the_others_and_it_lasts(controller_f
     for jid in jobs[:3]:
         used |= placed(ctl.job(jid))
     assert used == {("h1", 0), ("h1", 1), ("h1", 3)}
+    env = u.cli_env(ctl, token=ctl.admin_token, tmpdir=ctl.dir)
+    out = u.sluice(["nodes"], env).stdout
+    assert "h1 GPU 2: healthy, fenced (none): GPU 2 of h1: 1 uncorrectable ECC errors" in out, out
     # Durable: a restarted controller keeps GPU 2 out.
     ctl.restart()
     harness.wait_for(lambda: ctl.node("h1") and ctl.node("h1")["connected"], timeout=20,
@@ -178,7 +181,6 @@ def test_ecc_fences_one_gpu_the_node_serves_the_others_and_it_lasts(controller_f
     time.sleep(1.5)
     assert ctl.job(jobs[3])["state"] == "pending"
     # resume returns it; the waiting job takes it.
-    env = u.cli_env(ctl, token=ctl.admin_token, tmpdir=ctl.dir)
     r = u.sluice(["resume", "h1"], env)
     assert r.returncode == 0, r.stdout + r.stderr
     jj = ctl.wait_job(jobs[3], "running")
