@@ -83,7 +83,8 @@ static int64_t us(double s) {
 
 /* Submits the gang (again, for nhc and none: a new job) and starts it. */
 static bool start(run_t *r, double t) {
-    if (r->job == 0 || r->pol != P_SLUICE) {
+    const sl_job_t *cur = r->job ? sl_sched_job(r->sched, r->job) : NULL;
+    if (cur == NULL || sl_job_state(cur) == SL_JOB_DONE || sl_job_state(cur) == SL_JOB_CANCELLED) {
         sl_job_spec_t sp = {.id = ++r->next_id, .tenant = 0, .submit_us = us(t),
                             .ntasks = r->o->gpus / GPN};
         sl_task_req_init(&sp.task);
