@@ -326,6 +326,7 @@ static void cmd_cb(evutil_socket_t fd, short ev, void *arg) {
 bool agent_health_report(void *ud, sl_proto_health_t *out) {
     agent_health_t *h = ud;
     memset(out, 0, sizeof *out);
+    if (h->nv == NULL && h->cmd_ev == NULL) return false; /* nothing watched: nothing to say */
     size_t n = 0;
     bool bad = h->state != SL_HEALTH_HEALTHY;
     for (int i = 0; i < h->ngpus; i++) {
@@ -336,7 +337,7 @@ bool agent_health_report(void *ud, sl_proto_health_t *out) {
                                               .xid = g->xid, .xids = g->xids,
                                               .message = g->message[0] ? g->message : NULL};
     }
-    bool send = bad || h->recent > 0 || h->calls++ % 5 == 0;
+    bool send = bad || h->recent > 0 || ++h->calls % 5 == 0;
     if (h->recent > 0) h->recent--;
     if (!send) return false;
     *out = (sl_proto_health_t){.present = true, .state = h->state, .reason = h->reason,
