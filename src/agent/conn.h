@@ -45,8 +45,10 @@ typedef struct agent_conn_config {
     size_t (*usage)(void *ud, sl_proto_usage_t **out);
     void *usage_ud;
     /* The health report each heartbeat may carry (agent_health_report):
-     * false sends none; NULL: never. */
-    bool (*health)(void *ud, sl_proto_health_t *out);
+     * false sends none; NULL: never. first: the connection's first
+     * heartbeat since its welcome (the report then always goes, so that
+     * the controller knows where the XID counts stand). */
+    bool (*health)(void *ud, bool first, sl_proto_health_t *out);
     void *health_ud;
     /* NULL: ts is an agent_tasks_t (task.h); else the ops ts is given to. */
     const agent_conn_tasks_ops_t *ops;

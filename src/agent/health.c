@@ -40,6 +40,7 @@ typedef struct gpu_state {
     int32_t xid;            /* the latest */
     int64_t xids;           /* events since start */
     int64_t xid_mono_us;    /* when the latest came */
+    double xid_time;        /* and on the wall clock */
     sl_health_state_t state;
     sl_health_reason_t reason;
     char message[SL_PROTO_HEALTH_MSG_MAX];
@@ -113,6 +114,7 @@ static void read_gpus(agent_health_t *h) {
         g->xid = xid;
         g->xids++;
         g->xid_mono_us = now;
+        g->xid_time = agent_now();
         sl_xid_info_t x = sl_xid_classify(xid);
         sl_log(x.action == SL_XID_APP ? SL_LOG_INFO : SL_LOG_WARN, "health",
                "gpu=%d xid=%d action=%s \"%s\"", gi, (int)xid, sl_xid_action_name(x.action), x.what);
@@ -323,7 +325,7 @@ static void cmd_cb(evutil_socket_t fd, short ev, void *arg) {
 
 /* ---- the report ---- */
 
-bool agent_health_report(void *ud, sl_proto_health_t *out) {
+bool agent_health_report(void *ud, bool first, sl_proto_health_t *out) {
     agent_health_t *h = ud;
     memset(out, 0, sizeof *out);
     if (h->nv == NULL && h->cmd_ev == NULL) return false; /* nothing watched: nothing to say */
@@ -334,10 +336,10 @@ bool agent_health_report(void *ud, sl_proto_health_t *out) {
         if (g->state == SL_HEALTH_HEALTHY && g->xids == 0) continue;
         bad |= g->state != SL_HEALTH_HEALTHY;
         h->out[n++] = (sl_proto_gpu_health_t){.gpu = i, .state = g->state, .reason = g->reason,
-                                              .xid = g->xid, .xids = g->xids,
+                                              .xid = g->xid, .xids = g->xids, .xid_time = g->xid_time,
                                               .message = g->message[0] ? g->message : NULL};
     }
-    bool send = bad || h->recent > 0 || ++h->calls % 5 == 0;
+    bool send = bad || first || h->recent > 0 || ++h->calls % 5 == 0;
     if (h->recent > 0) h->recent--;
     if (!send) return false;
     *out = (sl_proto_health_t){.present = true, .state = h->state, .reason = h->reason,

@@ -42,11 +42,12 @@ int agent_health_create(struct event_base *base, const agent_health_config_t *cf
  * strings are h's, valid until the next call or tick). A report lists the
  * node's state and every GPU that is not healthy or has seen an XID;
  * GPUs it does not list are healthy. Returns false (send none) when all
- * is healthy, nothing changed for the last 3 reports and this is not
- * every 5th, and never when nothing is watched (no NVML, no command): a
+ * is healthy, nothing changed for the last 3 reports, this is not every
+ * 5th and not the first of a connection (first), and never when nothing
+ * is watched (no NVML, no command): a
  * healthy node costs the controller a full decode only sometimes. Can't
  * fail. */
-bool agent_health_report(void *h, sl_proto_health_t *out);
+bool agent_health_report(void *h, bool first, sl_proto_health_t *out);
 
 /* Kills a command still running (and reaps it), stops the timers, frees.
  * Accepts NULL. */

@@ -4,7 +4,8 @@
  *
  *   "health":{"state":"unhealthy","reason":"health_check","message":"...",
  *             "gpus":[{"gpu":3,"state":"unhealthy","reason":"xid","xid":79,
- *                      "xids":1,"message":"XID 79, fell off the bus"}]}
+ *                      "xids":1,"xid_time":1764428400.125,
+ *                      "message":"XID 79, fell off the bus"}]}
  *
  * Only GPUs with something to say are listed; reason and message are left
  * out when there are none. States and reasons are names from the fixed
@@ -68,6 +69,7 @@ size_t sl__proto_health_encode(const sl_proto_health_t *h, char *buf, size_t cap
             state_reason(&o, g->state, g->reason);
             if (g->xid > 0) add(&o, ",\"xid\":%d", (int)g->xid);
             if (g->xids > 0) add(&o, ",\"xids\":%lld", (long long)g->xids);
+            if (g->xid_time > 0 && g->xid_time < 1e11) add(&o, ",\"xid_time\":%.3f", g->xid_time);
             str(&o, "message", g->message);
             add(&o, "}");
         }
@@ -139,7 +141,13 @@ int sl__proto_health_decode(json_t *v, void *(*alloc)(void *ud, size_t n, size_t
                 bad = "xid: must be a whole number, 0 or more";
             } else if (int_member(o, "xids", 0, INT64_MAX, &xids)) {
                 bad = "xids: must be a whole number, 0 or more";
+            } else if (json_object_get(o, "xid_time") && !json_is_null(json_object_get(o, "xid_time")) &&
+                       !(json_is_number(json_object_get(o, "xid_time")) &&
+                         json_number_value(json_object_get(o, "xid_time")) >= 0 &&
+                         json_number_value(json_object_get(o, "xid_time")) < 1e11)) {
+                bad = "xid_time: must be a time in seconds since the epoch";
             } else {
+                g[i].xid_time = json_number_value(json_object_get(o, "xid_time"));
                 bad = get_state_reason(o, &g[i].state, &g[i].reason, &g[i].message);
                 g[i].gpu = (int32_t)idx;
                 g[i].xid = (int32_t)xid;

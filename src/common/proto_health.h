@@ -30,6 +30,7 @@ typedef struct sl_proto_gpu_health {
     sl_health_reason_t reason;  /* SL_HREASON_NONE when healthy */
     int32_t xid;                /* the latest XID; 0: none seen */
     int64_t xids;               /* XID events on it since the agent started */
+    double xid_time;            /* when the latest came, seconds since the epoch; 0: absent */
     const char *message;        /* words; NULL: none */
 } sl_proto_gpu_health_t;
 

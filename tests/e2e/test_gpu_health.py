@@ -207,6 +207,12 @@ def test_application_xid_fails_only_its_job(controller_factory, gpu_nodes):
     j3 = ctl.submit({"gpus": 1, "command": u.sh("sleep 300")})["id"]
     assert placed(ctl.wait_job(j3, "running")) == {("a1", gpu)}
     assert 'sluice_gpu_faults_total{xid="13"} 1' in metrics(ctl)
+    # A restarted controller hears the agent's old count again: the XID
+    # came before it started and before j3 did, so j3 is not its cause.
+    ctl.restart()
+    harness.wait_for(lambda: ctl.node("a1") and ctl.node("a1")["connected"], timeout=20, what="a1")
+    time.sleep(2.5)  # a few heartbeats, each with the report
+    assert ctl.job(j3)["state"] == "running"
     for jid in (j2, j3):
         ctl.request("DELETE", "/v1/jobs/%d" % jid, token=ctl.admin_token)
 
@@ -264,3 +270,24 @@ def test_a_flapping_gpu_is_not_returned_to_service_in_a_loop(controller_factory,
     r = u.sluice(["resume", "f1"], u.cli_env(ctl, token=ctl.admin_token, tmpdir=ctl.dir))
     assert r.returncode == 0, r.stdout + r.stderr
     assert state(False) is not None
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("health: {gpu_fault: maybe}\n", "health.gpu_fault: must be fence, drain or none"),
+    ("health: {node_fault: reboot}\n", "health.node_fault: must be drain or none"),
+    ("health: {clear: sometimes}\n", "health.clear: must be resume or check"),
+    ("health: {clear_after: soon}\n", "health.clear_after: must be a number of seconds"),
+    ("health: {flap_limit: 0}\n", "health.flap_limit: must be a whole number of faults from 1 to 1000"),
+    ("health: {fence: true}\n", 'unknown key "fence" in health'),
+    ("health: 3\n", "health must be a mapping"),
+])
+def test_bad_health_config_is_refused_naming_the_key(tmp_path, text, msg):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(text)
+    exe = os.path.join(harness.build_dir(), "sluiced")
+    r = subprocess.run([exe, "--config", str(cfg), "--state", str(tmp_path / "s.db"), "--init",
+                        "--listen", "127.0.0.1:%d" % harness.free_port(),
+                        "--agent-listen", "127.0.0.1:%d" % harness.free_port()],
+                       capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "bad.yaml:1:" in out and msg in out, (r.returncode, out)

@@ -71,7 +71,7 @@ static void test_gpuhealth_heartbeat_round_trip(void **state) {
     (void)state;
     sl_proto_gpu_health_t g[2] = {
         {.gpu = 3, .state = SL_HEALTH_UNHEALTHY, .reason = SL_HREASON_XID, .xid = 79, .xids = 2,
-         .message = "XID 79, fell off the bus"},
+         .xid_time = 1764428399.25, .message = "XID 79, fell off the bus"},
         {.gpu = 5, .state = SL_HEALTH_DEGRADED, .reason = SL_HREASON_THERMAL,
          .message = "quote \" and\nnewline"},
     };
@@ -97,6 +97,8 @@ static void test_gpuhealth_heartbeat_round_trip(void **state) {
     assert_int_equal(h->gpus[0].gpu, 3);
     assert_int_equal(h->gpus[0].xid, 79);
     assert_int_equal(h->gpus[0].xids, 2);
+    assert_true(h->gpus[0].xid_time == 1764428399.25);
+    assert_true(h->gpus[1].xid_time == 0);
     assert_int_equal(h->gpus[0].reason, SL_HREASON_XID);
     assert_string_equal(h->gpus[0].message, "XID 79, fell off the bus");
     assert_int_equal(h->gpus[1].state, SL_HEALTH_DEGRADED);
@@ -133,6 +135,8 @@ static void test_gpuhealth_heartbeat_bad_fields_named(void **state) {
          "heartbeat: health.gpus[0].xid: must be"},
         {"{\"state\":\"healthy\",\"gpus\":[{\"gpu\":1,\"state\":\"healthy\",\"xids\":\"x\"}]}",
          "heartbeat: health.gpus[0].xids: must be"},
+        {"{\"state\":\"healthy\",\"gpus\":[{\"gpu\":1,\"state\":\"healthy\",\"xid_time\":-2}]}",
+         "heartbeat: health.gpus[0].xid_time: must be a time in seconds since the epoch"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char line[512], err[256] = "";

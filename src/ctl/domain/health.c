@@ -70,8 +70,10 @@ static void on_evict(void *ud, const sl_preemption_t *sp) {
 }
 
 /* The ids of the jobs with a live task on node on a GPU of mask (all:
- * any task there), at most max, into ids; their count. */
-static size_t jobs_on(ctl_t *c, uint32_t node, uint32_t mask, bool all, uint64_t *ids, size_t max) {
+ * any task there), and, with before_us > 0, started by then, at most max,
+ * into ids; their count. */
+static size_t jobs_on(ctl_t *c, uint32_t node, uint32_t mask, bool all, int64_t before_us,
+                      uint64_t *ids, size_t max) {
     ctl_node_t *n = ctl_node_get(c, node);
     size_t k = 0;
     if (n == NULL) return 0;
@@ -79,6 +81,7 @@ static size_t jobs_on(ctl_t *c, uint32_t node, uint32_t mask, bool all, uint64_t
     SL_LIST_FOREACH(it, &n->tasks) {
         ctl_task_t *t = SL_LIST_ENTRY(it, ctl_task_t, node_link);
         if (!ctl_task_is_live(t) || !(all || (t->gpu_mask & mask))) continue;
+        if (before_us > 0 && (t->start_us < 0 || t->start_us > before_us)) continue;
         bool seen = false;
         for (size_t i = 0; i < k && !seen; i++) seen = ids[i] == t->job->id;
         if (!seen && k < max) ids[k++] = t->job->id;
@@ -90,9 +93,9 @@ static size_t jobs_on(ctl_t *c, uint32_t node, uint32_t mask, bool all, uint64_t
  * those that ask so (on_node_failure: fail, or fail_all), preempts and
  * requeues the others. Returns the jobs stopped. */
 static int stop_jobs(ctl_t *c, uint32_t node, uint32_t mask, bool all, bool fail_all,
-                     const char *reason) {
+                     int64_t before_us, const char *reason) {
     uint64_t ids[256];
-    size_t k = jobs_on(c, node, mask, all, ids, 256);
+    size_t k = jobs_on(c, node, mask, all, before_us, ids, 256);
     int n = 0;
     for (size_t i = 0; i < k; i++) {
         ctl_job_t *j = ctl_job_find(c, ids[i]);
@@ -134,7 +137,7 @@ static void fence(ctl_t *c, uint32_t node, int g, const char *reason) {
                (int)gh->faults, gh->pinned ? " pinned (flapping: only resume returns it)" : "", reason);
         c->sched_dirty = true;
     }
-    int k = stop_jobs(c, node, 1u << g, false, false, reason);
+    int k = stop_jobs(c, node, 1u << g, false, false, 0, reason);
     if (k > 0) sl_log(SL_LOG_INFO, "health", "node=%s gpu=%d jobs stopped=%d", name, g, k);
 }
 
@@ -156,7 +159,7 @@ static void node_fault(ctl_t *c, uint32_t node, const char *reason) {
     ctl_node_t *n = ctl_node_get(c, node);
     r->healthy_since_mono_us = 0;
     if (!c->cfg.health.node_drain || (n && n->draining)) return;
-    stop_jobs(c, node, 0, true, false, reason);
+    stop_jobs(c, node, 0, true, false, 0, reason);
     char err[160];
     char dr[120];
     snprintf(dr, sizeof dr, "health: %.110s", reason);
@@ -178,7 +181,11 @@ static void gpu_report(ctl_t *c, uint32_t node, int g, const sl_proto_gpu_health
     int64_t xids = e ? e->xids : 0;
     int32_t xid = e ? e->xid : 0;
     if (xids < gh->xids) gh->xids = 0; /* the agent restarted: its count did too */
-    bool new_xid = xids > gh->xids && xid > 0;
+    /* An XID is new when the count grew, and it came after sluiced started
+     * (a restarted controller sees the agent's count from zero: the XIDs
+     * before it were acted on already, or missed). */
+    int64_t xid_us = e ? (int64_t)(e->xid_time * 1e6) : 0;
+    bool new_xid = xids > gh->xids && xid > 0 && (xid_us == 0 || xid_us >= c->started_us);
     if (new_xid) hs(c)->faults[xid < CTL_HEALTH_XIDS ? xid : CTL_HEALTH_XIDS] += (uint64_t)(xids - gh->xids);
     gh->xids = xids;
     gh->xid = xid;
@@ -194,7 +201,10 @@ static void gpu_report(ctl_t *c, uint32_t node, int g, const sl_proto_gpu_health
         snprintf(app, sizeof app, "GPU %d of %.63s: XID %d, %s (the application's fault)", g, name,
                  (int)xid, x.what);
         sl_log(SL_LOG_INFO, "health", "node=%s gpu=%d xid=%d application fault", name, g, (int)xid);
-        if (c->cfg.health.fail_app_xid) stop_jobs(c, node, 1u << g, false, true, app);
+        /* The job that ran there when the XID came (a job started since is
+         * not its cause). */
+        if (c->cfg.health.fail_app_xid)
+            stop_jobs(c, node, 1u << g, false, true, xid_us > 0 ? xid_us : ctl_now_us(), app);
     }
     if (acts_on(c, gh->state)) {
         gh->healthy_since_mono_us = 0;
