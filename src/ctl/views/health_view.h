@@ -11,9 +11,10 @@
 /* Writes `,"health":{...}` for node id: its state, reason and message,
  * and each GPU that is not healthy or is fenced. */
 void ctl_health_write_json(ctl_t *c, ctl_buf_t *b, uint32_t id);
-/* /metrics: sluice_gpu_health (every GPU of every node: 0 healthy, 1
- * degraded, 2 unhealthy, reason label), sluice_gpu_fenced, and
- * sluice_gpu_faults_total by XID. name is the metric's. */
+/* /metrics: sluice_gpu_health (each GPU that is not healthy or is
+ * fenced: 0 healthy, 1 degraded, 2 unhealthy, reason label),
+ * sluice_gpu_fenced (each fenced GPU, 1), and sluice_gpu_faults_total by
+ * XID. name is the metric's. */
 void ctl_health_metric_gpu(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only);
 void ctl_health_metric_fenced(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only);
 void ctl_health_metric_faults(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only);

@@ -583,9 +583,10 @@ static const metric_t metrics[] = {
      "Preemptions (whole jobs or elastic shrinks) of each tenant's jobs, by reason: priority, "
      "reclaim (fair share), drain (a node's drain deadline).", m_preemptions, M_TENANT},
     {"sluice_gpu_health", "gauge",
-     "Health of each GPU as its agent reports it (0 healthy, 1 degraded, 2 unhealthy), with the reason.",
+     "Health of each GPU that is not healthy or is fenced (0 healthy, 1 degraded, 2 unhealthy), with the reason; "
+     "no series: healthy.",
      ctl_health_metric_gpu, M_PUBLIC},
-    {"sluice_gpu_fenced", "gauge", "1 while a GPU is fenced out of placement for a health fault.",
+    {"sluice_gpu_fenced", "gauge", "1 for each GPU fenced out of placement for a health fault (no series: not fenced).",
      ctl_health_metric_fenced, M_PUBLIC},
     {"sluice_gpu_faults_total", "counter", "XID events agents reported, by XID, since sluiced started.",
      ctl_health_metric_faults, M_PUBLIC},
