@@ -65,6 +65,7 @@ typedef struct sl_node {
     char *taints;                /* owned by the cluster; may be NULL */
     const struct sl_lset *lset;  /* labels and taints, interned (constraint.h); never NULL */
     uint32_t kinds;              /* SL_KIND_* bits of the GPU tasks running here (below) */
+    uint32_t gpu_fenced;         /* bit i: GPU i is fenced (sl_cluster_fence_gpu) */
 } sl_node_t;
 
 /*
@@ -232,6 +233,19 @@ int sl_cluster_alloc(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_
  * (nothing changed) if it would free more than was taken, or the node runs
  * no task of req's kind. O(gpus). */
 int sl_cluster_release(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_t *pl);
+
+/*
+ * Fences GPU gpu of node id (fenced true: a health fault) or returns it to
+ * service (false). A fenced GPU takes no new task: it reads as fully taken
+ * in the node's gpu_free and gpu_mem_free, so every filter, policy and the
+ * index pass it by, and its free part leaves the cluster's free capacity
+ * (its total stays). The node keeps serving its other GPUs. A task already
+ * on the GPU keeps what it took; sl_cluster_alloc and sl_cluster_release
+ * keep working on it (re-adoption, the task's end), and what the GPU has
+ * free shows again when it is returned. Idempotent. 0, SL_ENOENT for a bad
+ * node, SL_EINVAL for a GPU the node does not have. O(gpus).
+ */
+int sl_cluster_fence_gpu(sl_cluster_t *cl, uint32_t id, int32_t gpu, bool fenced);
 
 /* Totals over nodes that are up or draining (capacity) and their free part. */
 void sl_cluster_capacity(const sl_cluster_t *cl, sl_res_t *total, sl_res_t *free_);

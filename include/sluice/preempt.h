@@ -279,6 +279,15 @@ int sl_sched_resume_shrink(sl_sched_t *s, uint64_t id, int32_t to, int64_t now_u
  */
 int sl_sched_evict_node(sl_sched_t *s, uint32_t node, int64_t now_us, const sl_cycle_ops_t *ops,
                         void *ud);
+/*
+ * As sl_sched_evict_node, but only the running jobs with a task on one of
+ * node's GPUs in gpu_mask (bit i = GPU i): a GPU failed under them. A job
+ * of a gang loses all its tasks, on every node (a gang never runs in
+ * part). Returns the number preempted, or SL_ENOENT for a bad node.
+ * O(running jobs * tasks).
+ */
+int sl_sched_evict_gpus(sl_sched_t *s, uint32_t node, uint32_t gpu_mask, int64_t now_us,
+                        const sl_cycle_ops_t *ops, void *ud);
 
 /* ---- a job's preemption state (O(1), can't fail) ---- */
 

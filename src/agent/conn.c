@@ -100,6 +100,7 @@ struct agent_conn {
     int64_t contact_us;         /* sent time of the latest answered message; 0: none */
     int64_t hello_sent_us;
     uint64_t hb_seq;            /* the last heartbeat's seq */
+    bool health_first;          /* no heartbeat sent since the welcome yet */
     int64_t hb_sent_us[HB_RING]; /* by seq % HB_RING */
     int fenced;                 /* fenced since the last contact */
     struct event *fence_ev;     /* fires when the contact gets too old */
@@ -272,6 +273,7 @@ static void send_hello(agent_conn_t *cn) {
 }
 
 static void on_welcome(agent_conn_t *cn, const sl_proto_welcome_t *w) {
+    cn->health_first = true; /* this connection's first heartbeat carries the health report */
     cn->welcomed = 1;
     cn->tls_why[0] = '\0';
     cn->backoff_ms = BACKOFF_FIRST_MS;
@@ -504,8 +506,14 @@ static void heartbeat_cb(evutil_socket_t fd, short ev, void *arg) {
     sl_proto_usage_t *usage = NULL;
     if (cn->cfg.usage) m.u.heartbeat.nusage = cn->cfg.usage(cn->cfg.usage_ud, &usage);
     m.u.heartbeat.usage = usage;
+    if (cn->cfg.health) cn->cfg.health(cn->cfg.health_ud, cn->health_first, &m.u.heartbeat.health);
+    cn->health_first = false;
     send_msg(cn, &m);
     free(usage);
+}
+
+void agent_conn_heartbeat_now(agent_conn_t *cn) {
+    if (cn && cn->connected) event_active(cn->heartbeat_ev, EV_TIMEOUT, 0);
 }
 
 /* The default ops: the real tasks (task.h). */

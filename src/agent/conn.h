@@ -44,6 +44,12 @@ typedef struct agent_conn_config {
      * array the connection frees; NULL: heartbeats carry none. */
     size_t (*usage)(void *ud, sl_proto_usage_t **out);
     void *usage_ud;
+    /* The health report each heartbeat may carry (agent_health_report):
+     * false sends none; NULL: never. first: the connection's first
+     * heartbeat since its welcome (the report then always goes, so that
+     * the controller knows where the XID counts stand). */
+    bool (*health)(void *ud, bool first, sl_proto_health_t *out);
+    void *health_ud;
     /* NULL: ts is an agent_tasks_t (task.h); else the ops ts is given to. */
     const agent_conn_tasks_ops_t *ops;
     /* The node's fence lease (lease.h), rewritten with each contact so that
@@ -71,6 +77,10 @@ int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, v
 /* Hands the controller's job-step messages to steps and sends theirs
  * (step.h). steps is borrowed and must outlive cn. */
 void agent_conn_set_steps(agent_conn_t *cn, agent_steps_t *steps);
+
+/* Sends a heartbeat now (a health change), then every interval from
+ * now. Nothing while not connected. */
+void agent_conn_heartbeat_now(agent_conn_t *cn);
 
 /* Writes what is still queued (best effort: the last exits before the
  * process ends), closes the connection, unregisters from the tasks and

@@ -74,6 +74,16 @@ typedef struct nvml_gpm_get {
     nvml_gpm_metric_t metrics[2];
 } nvml_gpm_get_t;
 
+/* nvmlEventData_t, and the one event type asked for. */
+typedef struct nvml_event_data {
+    nvml_device_t device;
+    unsigned long long type;
+    unsigned long long data;    /* the XID, for an XID critical error */
+    unsigned int gpu_instance, compute_instance;
+} nvml_event_data_t;
+#define NVML_EVENT_XID 0x8ULL   /* nvmlEventTypeXidCriticalError */
+#define NVML_GPU_IS_LOST 15     /* NVML_ERROR_GPU_IS_LOST */
+
 static void short_model(const char *full, char *out, size_t len) {
     static const char *vendor[] = {"NVIDIA ", "Tesla ", "GeForce ", "Quadro "};
     const char *p = full;
@@ -180,6 +190,16 @@ struct agent_nvml {
     int (*gpm_free)(nvml_gpm_sample_t);
     int (*gpm_get)(nvml_device_t, nvml_gpm_sample_t);
     int (*gpm_metrics)(nvml_gpm_get_t *);
+    /* Health (agent_nvml_health, the XID events): each optional. */
+    int (*ecc)(nvml_device_t, int, int, unsigned long long *);
+    int (*remapped)(nvml_device_t, unsigned int *, unsigned int *, unsigned int *, unsigned int *);
+    int (*retired_pending)(nvml_device_t, int *);
+    int (*throttle)(nvml_device_t, unsigned long long *);
+    int (*ev_create)(void **);
+    int (*ev_free)(void *);
+    int (*ev_register)(nvml_device_t, unsigned long long, void *);
+    int (*ev_wait)(void *, nvml_event_data_t *, unsigned int);
+    void *evset;                /* NULL: no events */
     int count;
     struct {
         nvml_device_t dev;
@@ -208,6 +228,14 @@ int agent_nvml_open(agent_nvml_t **out, char *why, size_t whylen) {
     *(void **)&nv->gpm_free = dlsym(lib, "nvmlGpmSampleFree");
     *(void **)&nv->gpm_get = dlsym(lib, "nvmlGpmSampleGet");
     *(void **)&nv->gpm_metrics = dlsym(lib, "nvmlGpmMetricsGet");
+    *(void **)&nv->ecc = dlsym(lib, "nvmlDeviceGetTotalEccErrors");
+    *(void **)&nv->remapped = dlsym(lib, "nvmlDeviceGetRemappedRows");
+    *(void **)&nv->retired_pending = dlsym(lib, "nvmlDeviceGetRetiredPagesPendingStatus");
+    *(void **)&nv->throttle = dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    *(void **)&nv->ev_create = dlsym(lib, "nvmlEventSetCreate");
+    *(void **)&nv->ev_free = dlsym(lib, "nvmlEventSetFree");
+    *(void **)&nv->ev_register = dlsym(lib, "nvmlDeviceRegisterEvents");
+    *(void **)&nv->ev_wait = dlsym(lib, "nvmlEventSetWait_v2");
     bool gpm_api = nv->gpm_query && nv->gpm_alloc && nv->gpm_free && nv->gpm_get && nv->gpm_metrics;
     for (unsigned int i = 0; i < n; i++) {
         if (nc.gethandle(i, &nv->gpu[i].dev) != 0) nv->gpu[i].dev = NULL;
@@ -286,8 +314,67 @@ void agent_nvml_sample(agent_nvml_t *nv, int i, agent_gpu_sample_t *s) {
     if (nv->gpu[i].gpm) gpm_sample(nv, i, s);
 }
 
+void agent_nvml_health(agent_nvml_t *nv, int i, agent_gpu_health_reading_t *r) {
+    memset(r, 0, sizeof *r);
+    if (i < 0 || i >= nv->count || !nv->gpu[i].dev) {
+        r->lost = true; /* NVML gave no handle for it */
+        return;
+    }
+    nvml_device_t dev = nv->gpu[i].dev;
+    nvml_memory_t m;
+    if (nv->core.getmem(dev, &m) == NVML_GPU_IS_LOST) {
+        r->lost = true;
+        return;
+    }
+    unsigned long long n;
+    /* NVML_MEMORY_ERROR_TYPE_UNCORRECTED (1), NVML_VOLATILE_ECC (0). */
+    if (nv->ecc && nv->ecc(dev, 1, 0, &n) == 0) r->ecc_uncorrected = n;
+    unsigned int corr, unc, pend, failed;
+    if (nv->remapped && nv->remapped(dev, &corr, &unc, &pend, &failed) == 0) {
+        r->remap_pending = pend != 0;
+        r->remap_failed = failed != 0;
+    }
+    int rp;
+    if (nv->retired_pending && nv->retired_pending(dev, &rp) == 0 && rp) r->remap_pending = true;
+    /* nvmlClocksThrottleReason*: SwThermal 0x20, HwThermal 0x40;
+     * HwSlowdown 0x8, HwPowerBrake 0x80. */
+    if (nv->throttle && nv->throttle(dev, &n) == 0) {
+        r->thermal = (n & 0x60ULL) != 0;
+        r->power = (n & 0x88ULL) != 0;
+    }
+}
+
+int agent_nvml_events_open(agent_nvml_t *nv) {
+    if (nv->evset) return 0;
+    if (!nv->ev_create || !nv->ev_free || !nv->ev_register || !nv->ev_wait ||
+        nv->ev_create(&nv->evset) != 0) {
+        nv->evset = NULL;
+        return -1;
+    }
+    for (int i = 0; i < nv->count; i++)
+        if (nv->gpu[i].dev) nv->ev_register(nv->gpu[i].dev, NVML_EVENT_XID, nv->evset);
+    return 0;
+}
+
+int agent_nvml_event_next(agent_nvml_t *nv, int *gpu, int32_t *xid) {
+    nvml_event_data_t d;
+    if (!nv->evset) return 0;
+    for (int k = 0; k < 64; k++) { /* other event types are skipped, a bounded few */
+        memset(&d, 0, sizeof d);
+        if (nv->ev_wait(nv->evset, &d, 0) != 0) return 0;
+        if (d.type != NVML_EVENT_XID) continue;
+        *gpu = -1;
+        for (int i = 0; i < nv->count; i++)
+            if (nv->gpu[i].dev == d.device) *gpu = i;
+        *xid = d.data > 0x7fffffffULL ? 0x7fffffff : (int32_t)d.data;
+        return 1;
+    }
+    return 0;
+}
+
 void agent_nvml_close(agent_nvml_t *nv) {
     if (!nv) return;
+    if (nv->evset) nv->ev_free(nv->evset);
     for (int i = 0; i < nv->count; i++) {
         if (!nv->gpu[i].gpm) continue;
         nv->gpm_free(nv->gpu[i].prev);

@@ -55,6 +55,31 @@ bool agent_nvml_gpm(const agent_nvml_t *nv, int i);
  * absent. O(1) NVML calls; can't fail otherwise. */
 void agent_nvml_sample(agent_nvml_t *nv, int i, agent_gpu_sample_t *s);
 
+/* One GPU's health readings (agent_nvml_health); what NVML does not
+ * support reads as fine. */
+typedef struct agent_gpu_health_reading {
+    bool lost;                /* a query failed with NVML_ERROR_GPU_IS_LOST */
+    uint64_t ecc_uncorrected; /* volatile uncorrected ECC errors (since the driver loaded) */
+    bool remap_pending;       /* row remapping (or page retirement) waits for a reset */
+    bool remap_failed;        /* row remapping failed */
+    bool thermal;             /* clocks slowed for temperature (HW or SW thermal) */
+    bool power;               /* clocks slowed by the power brake or a HW slowdown */
+} agent_gpu_health_reading_t;
+
+/* Reads GPU i's health: lost, ECC, remapping, throttling. O(1) NVML
+ * calls; can't fail. */
+void agent_nvml_health(agent_nvml_t *nv, int i, agent_gpu_health_reading_t *r);
+
+/* Registers for XID critical-error events on every GPU that takes them
+ * (nvmlEventSetCreate, nvmlDeviceRegisterEvents). 0, or -1 when this NVML
+ * has no event API (no XIDs then; the other readings still work). */
+int agent_nvml_events_open(agent_nvml_t *nv);
+
+/* The next XID event, without waiting (nvmlEventSetWait_v2 with a timeout
+ * of 0, so the event loop never blocks): 1 with *gpu (its index, -1 when
+ * NVML named a device not open here) and *xid, 0 when none is pending. */
+int agent_nvml_event_next(agent_nvml_t *nv, int *gpu, int32_t *xid);
+
 /* Shuts NVML down and unloads it. Accepts NULL. */
 void agent_nvml_close(agent_nvml_t *nv);
 

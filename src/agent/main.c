@@ -37,6 +37,7 @@
 #include "lease.h"
 #include "log.h"
 #include "loop.h"
+#include "health.h"
 #include "metrics.h"
 #include "osutil.h"
 #include "quantity.h"
@@ -108,6 +109,16 @@ static const char usage[] =
     "  --metrics-interval SECONDS  GPU sampling interval (default 2; 0.1 to 60)\n"
     "  --hpc-job-mapping-dir DIR  keep DIR/INDEX listing the job ids on each GPU, as\n"
     "                          dcgm-exporter's --hpc-job-mapping-dir reads them\n"
+    "  --health-command CMD    run CMD (/bin/sh -c) as the node's health check, as\n"
+    "                          Slurm's HealthCheckProgram: exit 0 healthy, else\n"
+    "                          unhealthy, its first output line says why\n"
+    "  --health-interval SECONDS  between health command runs (default 300)\n"
+    "  --health-timeout SECONDS   a run still going this long is killed and counts\n"
+    "                          as failed (default 60)\n"
+    "  --health-poll SECONDS   NVML health readings and XID events (default 1; 0.1\n"
+    "                          to 60); 0 turns GPU health off\n"
+    "  --health-xid-hold SECONDS  an XID keeps its GPU unhealthy this long\n"
+    "                          (default 600; docs/health.md)\n"
     "  --emulate N             run N emulated nodes named NAME00000.. (NAME: --name,\n"
     "                          default e), each with its own connection and the\n"
     "                          resources of the flags above; a task runs for its\n"
@@ -115,6 +126,11 @@ static const char usage[] =
     "                          cancelled); no --workdir (docs/scale.md)\n"
     "  --help                  this text\n"
     "  --version               print the version\n";
+
+/* A health change: the connection (once created) sends a heartbeat now. */
+static void health_changed(void *ud) {
+    agent_conn_heartbeat_now(*(agent_conn_t **)ud);
+}
 
 /* Prints a usage error and returns the exit status for one (2). */
 static int die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -194,6 +210,7 @@ typedef struct flags {
     const char *metrics_listen;  /* --metrics-listen; NULL: no endpoint */
     const char *jobmap_dir;      /* --hpc-job-mapping-dir; NULL: none */
     int metrics_ms;              /* --metrics-interval */
+    agent_health_config_t health; /* --health-* */
     agent_cgroup_config_t cgroup;
     int oom_score_adj;
 } flags_t;
@@ -363,6 +380,8 @@ int main(int argc, char **argv) {
     a.cgroup.pool = -1;
     a.oom_score_adj = -900;
     a.metrics_ms = 2000;
+    a.health = (agent_health_config_t){.nvml = true, .poll_ms = 1000, .xid_hold_ms = 600000,
+                                       .interval_ms = 300000, .timeout_ms = 60000};
     const char *controller = NULL, *workdir = NULL;
     int emulate = 0;
     enum { O_CTL = 256, O_TOKEN, O_TOKEN_FILE, O_NAME, O_WORKDIR, O_GPUS, O_GPU_MODEL,
@@ -370,7 +389,8 @@ int main(int argc, char **argv) {
            O_HELP, O_VERSION, O_CA, O_CERT, O_KEY, O_CGROUP, O_CGROUP_ROOT, O_CGROUP_MOUNT,
            O_PIDS_MAX, O_CGROUP_POOL, O_GPU_DEVICE_FILES, O_OOM_SCORE_ADJ, O_METRICS_LISTEN,
            O_METRICS_INTERVAL, O_JOBMAP_DIR, O_TAINTS, O_TOPOLOGY, O_EMULATE, O_RUNTIME,
-           O_IMAGE_STORE, O_IMAGE_PULL, O_CDI_DIRS };
+           O_IMAGE_STORE, O_IMAGE_PULL, O_CDI_DIRS,
+           O_HEALTH_COMMAND, O_HEALTH_INTERVAL, O_HEALTH_TIMEOUT, O_HEALTH_POLL, O_HEALTH_XID_HOLD };
     const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
     static const struct option opts[] = {
         {"controller", required_argument, NULL, O_CTL},
@@ -410,6 +430,11 @@ int main(int argc, char **argv) {
         {"gpu-device-files", required_argument, NULL, O_GPU_DEVICE_FILES},
         {"oom-score-adj", required_argument, NULL, O_OOM_SCORE_ADJ},
         {"emulate", required_argument, NULL, O_EMULATE},
+        {"health-command", required_argument, NULL, O_HEALTH_COMMAND},
+        {"health-interval", required_argument, NULL, O_HEALTH_INTERVAL},
+        {"health-timeout", required_argument, NULL, O_HEALTH_TIMEOUT},
+        {"health-poll", required_argument, NULL, O_HEALTH_POLL},
+        {"health-xid-hold", required_argument, NULL, O_HEALTH_XID_HOLD},
         {0, 0, 0, 0}};
     sl_log_init_from_env();
     opterr = 0;
@@ -482,6 +507,26 @@ int main(int argc, char **argv) {
                 return die_usage("--metrics-interval: \"%s\" is not a number of seconds from 0.1 to 60",
                                  optarg);
             a.metrics_ms = (int)(s * 1000 + 0.5);
+            break;
+        }
+        case O_HEALTH_COMMAND: a.health.command = optarg; break;
+        case O_HEALTH_INTERVAL:
+        case O_HEALTH_TIMEOUT:
+        case O_HEALTH_POLL:
+        case O_HEALTH_XID_HOLD: {
+            static const char *const names[] = {"interval", "timeout", "poll", "xid-hold"};
+            int k = c - O_HEALTH_INTERVAL;
+            double lo = k == 2 ? 0 : k == 3 ? 0 : 0.1, hi = k == 2 ? 60 : 86400;
+            char *end;
+            double sec = strtod(optarg, &end);
+            if (end == optarg || *end || !(sec >= lo && sec <= hi) || (k == 2 && sec > 0 && sec < 0.1))
+                return die_usage("--health-%s: \"%s\" is not a number of seconds from %g to %g",
+                                 names[k], optarg, k == 2 ? 0.1 : lo, hi);
+            int64_t ms = (int64_t)(sec * 1000 + 0.5);
+            if (k == 0) a.health.interval_ms = ms;
+            else if (k == 1) a.health.timeout_ms = ms;
+            else if (k == 2) a.health.poll_ms = ms, a.health.nvml = ms > 0;
+            else a.health.xid_hold_ms = ms;
             break;
         }
         case O_CGROUP:
@@ -684,6 +729,7 @@ int main(int argc, char **argv) {
     agent_conn_t *cn = NULL;
     agent_metrics_t *mx = NULL;
     agent_steps_t *steps = NULL;
+    agent_health_t *health = NULL;
     struct event *sigterm = NULL, *sigint = NULL;
     char *cstart = NULL, *cinit = NULL;
     if (a.containers.runtime) {
@@ -708,6 +754,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sluice-agent: %s\n", merr);
         goto out;
     }
+    a.health.changed = health_changed;
+    a.health.changed_ud = &cn;
+    if (agent_health_create(base, &a.health, &health, merr, sizeof merr) != 0) {
+        fprintf(stderr, "sluice-agent: %s\n", merr);
+        goto out;
+    }
     sigterm = evsignal_new(base, SIGTERM, stop_cb, ts);
     sigint = evsignal_new(base, SIGINT, stop_cb, ts);
     event_add(sigterm, NULL);
@@ -719,6 +771,7 @@ int main(int argc, char **argv) {
     agent_conn_config_t ccfg = {
         .host = a.ctl_host, .port = a.ctl_port, .token = a.token, .heartbeat_s = a.heartbeat_s,
         .tls = tls, .usage = agent_metrics_usage, .usage_ud = mx, .lease = lease,
+        .health = agent_health_report, .health_ud = health,
         .lease_grace_ms = a.grace_s * INT64_C(1000),
         .node = {.name = a.name, .cpus = a.cpus, .memory = a.memory, .gpus = a.gpus,
                  .gpu_model = a.gpus > 0 ? (a.gpu_model ? a.gpu_model : "unknown") : NULL,
@@ -732,6 +785,7 @@ int main(int argc, char **argv) {
     sl_log(SL_LOG_INFO, "agent", "stopped");
 out:
     agent_conn_destroy(cn);
+    agent_health_destroy(health);
     agent_steps_destroy(steps);
     agent_metrics_destroy(mx);
     SSL_CTX_free(tls);

@@ -143,6 +143,8 @@ void cli_show_size(json_t *j);
 /* shownodes.c: show's node count, per-node tasks, whole nodes, node lists, comment. */
 void cli_show_nodes(json_t *j);
 void cli_print_drains(json_t *nodes);
+/* `sluice nodes`: the nodes and GPUs that are not healthy or are fenced. */
+void cli_print_gpu_health(json_t *nodes);
 
 /* spec.c: reads a job spec file (Sluice YAML/JSON, or a Kubernetes batch/v1
  * Job) into the JSON submission of docs/api.md. Returns the new object, or

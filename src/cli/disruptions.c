@@ -104,3 +104,33 @@ void cli_print_drains(json_t *nodes) {
                r && *r ? r : "");
     }
 }
+
+void cli_print_gpu_health(json_t *nodes) {
+    size_t i, k;
+    json_t *n, *g;
+    int first = 1;
+    json_array_foreach(nodes, i, n) {
+        json_t *h = json_object_get(n, "health");
+        if (!json_is_object(h)) continue;
+        const char *name = json_string_value(json_object_get(n, "name"));
+        const char *st = json_string_value(json_object_get(h, "state"));
+        const char *msg = json_string_value(json_object_get(h, "message"));
+        if (st && strcmp(st, "healthy") != 0) {
+            if (first) printf("\nhealth:\n");
+            first = 0;
+            printf("  %s: %s (%s)%s%s\n", name, st, json_string_value(json_object_get(h, "reason")),
+                   msg && *msg ? ": " : "", msg && *msg ? msg : "");
+        }
+        json_array_foreach(json_object_get(h, "gpus"), k, g) {
+            if (first) printf("\nhealth:\n");
+            first = 0;
+            bool fenced = json_is_true(json_object_get(g, "fenced"));
+            const char *m = json_string_value(json_object_get(g, fenced ? "fence_reason" : "message"));
+            printf("  %s GPU %lld: %s%s%s (%s)%s%s\n", name,
+                   (long long)json_integer_value(json_object_get(g, "gpu")),
+                   json_string_value(json_object_get(g, "state")), fenced ? ", fenced" : "",
+                   json_is_true(json_object_get(g, "pinned")) ? " until resumed (flapping)" : "",
+                   json_string_value(json_object_get(g, "reason")), m && *m ? ": " : "", m && *m ? m : "");
+        }
+    }
+}

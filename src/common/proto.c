@@ -367,6 +367,9 @@ static int enc_body(writer_t *w, const sl_proto_msg_t *m) {
         w->len += sl__proto_usage_encode(m->u.heartbeat.usage, m->u.heartbeat.nusage,
                                          w->len < w->cap ? w->buf + w->len : NULL,
                                          w->len < w->cap ? w->cap - w->len : 0);
+        w->len += sl__proto_health_encode(&m->u.heartbeat.health,
+                                          w->len < w->cap ? w->buf + w->len : NULL,
+                                          w->len < w->cap ? w->cap - w->len : 0);
         key(w, "time");
         return put_time(w, m->time);
     case SL_PROTO_HEARTBEAT_ECHO:
@@ -858,6 +861,9 @@ static int dec_body(dec_t *d, json_t *o) {
         if (rc == 0 && sl__proto_usage_decode(json_object_get(o, "usage"), usage_alloc, d,
                                               &m->u.heartbeat.usage, &m->u.heartbeat.nusage,
                                               d->err, d->errlen) != 0)
+            rc = SL_EINVAL;
+        if (rc == 0 && sl__proto_health_decode(json_object_get(o, "health"), usage_alloc, d,
+                                               &m->u.heartbeat.health, d->err, d->errlen) != 0)
             rc = SL_EINVAL;
         return rc;
     }

@@ -53,6 +53,7 @@
 #include "proto_usage.h" /* sl_proto_usage_t: a heartbeat's usage summary */
 #include "proto_kill.h"  /* sl_proto_kill_t: a kill, with its optional signal and preempt */
 #include "proto_run.h"   /* a task's attempt and the cluster instance (their codec, bounds) */
+#include "proto_health.h" /* sl_proto_health_t: a heartbeat's health report */
 
 /* docs/protocol.md: a line is at most 1 MiB (the newline not counted). */
 #define SL_PROTO_MAX_LINE (1024 * 1024)
@@ -222,6 +223,9 @@ typedef struct sl_proto_heartbeat {
      * in the message's arrays. */
     const sl_proto_usage_t *usage;
     size_t nusage;
+    /* Agent's heartbeat only (additive): the node's and its GPUs' health
+     * (proto_health.h); health.present false: absent. */
+    sl_proto_health_t health;
 } sl_proto_heartbeat_t;
 
 typedef struct sl_proto_error {

@@ -365,6 +365,7 @@ void sl_cluster_destroy(sl_cluster_t *cl) {
     sl_free(cl->node_pos);
     sl_free(cl->node_hpos);
     sl_free(cl->node_kinds);
+    sl_free(cl->node_fence);
     sl_hash_fini(&cl->names);
     names_fini(&cl->pools);
     names_fini(&cl->models);
@@ -466,6 +467,7 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
         cl->node_pos = sl_xrealloc(cl->node_pos, (size_t)ncap * sizeof *cl->node_pos);
         cl->node_hpos = sl_xrealloc(cl->node_hpos, (size_t)ncap * sizeof *cl->node_hpos);
         cl->node_kinds = sl_xrealloc(cl->node_kinds, (size_t)ncap * sizeof *cl->node_kinds);
+        cl->node_fence = sl_xrealloc(cl->node_fence, (size_t)ncap * sizeof *cl->node_fence);
         cl->node_cap = ncap;
     }
 
@@ -489,6 +491,7 @@ int sl_cluster_add_node(sl_cluster_t *cl, const sl_node_spec_t *spec, uint32_t *
     n->taints = sl_xstrdup(spec->taints);
     n->lset = lset;
     memset(cl->node_kinds[id], 0, sizeof cl->node_kinds[id]);
+    memset(&cl->node_fence[id], 0, sizeof cl->node_fence[id]);
     const char *tp;
     size_t tlen;
     if (sl_topo_path(n->labels, &tp, &tlen)) cl->ntopo++;
@@ -684,16 +687,17 @@ static int check_place(const sl_cluster_t *cl, const sl_task_req_t *req, const s
     return 0;
 }
 
+/* Counts n's free part into the cluster's free capacity (sign > 0) or
+ * out of it; fenced GPUs, hidden, count as taken. */
 static void node_account(sl_cluster_t *cl, const sl_node_t *n, int sign) {
     if (n->state == SL_NODE_DOWN) return;
     sl_res_t f = node_free(n);
     cl->cap_free = sign > 0 ? sl_res_add(cl->cap_free, f) : sl_res_sub(cl->cap_free, f);
 }
 
-int sl_cluster_alloc(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_t *pl) {
-    int rc = check_place(cl, req, pl);
-    if (rc) return rc;
-    sl_node_t *n = &cl->nodes[pl->node];
+/* Takes req at pl on n, whose fenced GPUs show their real free state
+ * (cluster_fence.c); the caller does the accounting and the index. */
+static int alloc_on(sl_cluster_t *cl, sl_node_t *n, const sl_task_req_t *req, const sl_place_t *pl) {
     if (n->cpu_free < req->cpu_milli || n->mem_free < req->mem_bytes) return SL_ENOSPC;
     for (int g = 0; g < n->ngpus; g++) {
         if (!(pl->gpu_mask & (1u << g))) continue;
@@ -703,7 +707,6 @@ int sl_cluster_alloc(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_
             return SL_ENOSPC;
         }
     }
-    node_account(cl, n, -1);
     n->cpu_free -= req->cpu_milli;
     n->mem_free -= req->mem_bytes;
     for (int g = 0; g < n->ngpus; g++) {
@@ -725,15 +728,11 @@ int sl_cluster_alloc(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_
         cl->node_kinds[pl->node][SL_KINDS]++;
         n->kinds |= SL_KIND_EXCL;
     }
-    node_account(cl, n, +1);
-    sl__index_update(cl, pl->node);
     return 0;
 }
 
-int sl_cluster_release(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_t *pl) {
-    int rc = check_place(cl, req, pl);
-    if (rc) return rc;
-    sl_node_t *n = &cl->nodes[pl->node];
+/* Gives back req at pl on n, as alloc_on. */
+static int release_on(sl_cluster_t *cl, sl_node_t *n, const sl_task_req_t *req, const sl_place_t *pl) {
     if (req->cpu_milli > n->cpu_total - n->cpu_free || req->mem_bytes > n->mem_total - n->mem_free)
         return SL_EINVAL;
     for (int g = 0; g < n->ngpus; g++) {
@@ -750,13 +749,33 @@ int sl_cluster_release(sl_cluster_t *cl, const sl_task_req_t *req, const sl_plac
     if (count && *count == 0) return SL_EINVAL;
     uint32_t *excl = &cl->node_kinds[pl->node][SL_KINDS];
     if (req->exclusive && *excl == 0) return SL_EINVAL;
-    node_account(cl, n, -1);
     sl__node_give_back(n, req, pl);
     if (count && --*count == 0) n->kinds &= ~kb;
     if (req->exclusive && --*excl > 0) n->kinds |= SL_KIND_EXCL;
-    node_account(cl, n, +1);
-    sl__index_update(cl, pl->node);
     return 0;
+}
+
+/* alloc_on or release_on with the node's fenced GPUs unhidden for the
+ * call, its capacity accounted around it and its class updated after. */
+static int change(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_t *pl, bool take) {
+    int rc = check_place(cl, req, pl);
+    if (rc) return rc;
+    sl_node_t *n = &cl->nodes[pl->node];
+    node_account(cl, n, -1);
+    sl__fence_unhide(cl, pl->node);
+    rc = take ? alloc_on(cl, n, req, pl) : release_on(cl, n, req, pl);
+    sl__fence_hide(cl, pl->node);
+    node_account(cl, n, +1);
+    if (rc == 0) sl__index_update(cl, pl->node);
+    return rc;
+}
+
+int sl_cluster_alloc(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_t *pl) {
+    return change(cl, req, pl, true);
+}
+
+int sl_cluster_release(sl_cluster_t *cl, const sl_task_req_t *req, const sl_place_t *pl) {
+    return change(cl, req, pl, false);
 }
 
 void sl_cluster_capacity(const sl_cluster_t *cl, sl_res_t *total, sl_res_t *free_) {

@@ -65,6 +65,10 @@ struct sl_cluster {
     uint32_t *node_pos;     /* position in its class's member array */
     uint32_t *node_hpos;    /* position in its class's heap */
     uint32_t (*node_kinds)[SL_KINDS + 1]; /* tasks of each kind per node, then of exclusive requests (nodes[i].kinds: the nonzero ones) */
+    /* The real free compute and memory of each node's fenced GPUs
+     * (sl_node_t.gpu_fenced), which read as taken in the node itself
+     * (cluster_fence.c). */
+    struct sl__fence { int32_t milli[SL_MAX_GPUS_PER_NODE]; int64_t mem[SL_MAX_GPUS_PER_NODE]; } *node_fence;
     uint64_t order_key;     /* of the node order the heaps follow */
 
     sl_hash_t names;        /* sl_hash_str(name) -> node id + 1 */
@@ -102,6 +106,18 @@ static inline int32_t node_full_free(const sl_node_t *n) {
 static inline void *slot_val(uint32_t i) {
     return (void *)(uintptr_t)(i + 1);
 }
+
+/* ---- cluster_fence.c: fenced GPUs ---- */
+
+/* Node id's fenced GPUs show their real free state (unhide) or read as
+ * taken again, what changed kept as their real state (hide): around an
+ * alloc or release, so that a task on a GPU fenced under it still gives
+ * back exactly what it took. O(gpus). */
+void sl__fence_unhide(sl_cluster_t *cl, uint32_t id);
+void sl__fence_hide(sl_cluster_t *cl, uint32_t id);
+/* The real free compute and memory of GPU g of node id (fenced or not),
+ * for the checks. */
+void sl__fence_real(const sl_cluster_t *cl, uint32_t id, int g, int32_t *milli, int64_t *mem);
 
 /* ---- cluster_class.c: the index ---- */
 

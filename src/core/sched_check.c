@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cluster_index.h"
+#include "cluster_internal.h"
 #include "sched_internal.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
@@ -200,11 +201,13 @@ static int check_nodes(const sl_sched_t *s) {
         if (n->cpu_free != n->cpu_total - x->cpu || n->mem_free != n->mem_total - x->mem) goto out;
         if (x->whole >> n->ngpus) goto out;
         for (int g = 0; g < n->ngpus; g++) {
+            int32_t fm; /* a fenced GPU's real free state (cluster_fence.c) */
+            int64_t fb;
+            sl__fence_real(s->cl, id, g, &fm, &fb);
             if (x->whole & (1u << g)) {
-                if (x->milli[g] || x->gmem[g] || n->gpu_free[g] != 0 || n->gpu_mem_free[g] != 0)
+                if (x->milli[g] || x->gmem[g] || fm != 0 || fb != 0)
                     goto out;
-            } else if (n->gpu_free[g] != SL_GPU_MILLI - x->milli[g] ||
-                       n->gpu_mem_free[g] != n->gpu_mem_total - x->gmem[g]) {
+            } else if (fm != SL_GPU_MILLI - x->milli[g] || fb != n->gpu_mem_total - x->gmem[g]) {
                 goto out;
             }
         }

@@ -682,15 +682,18 @@ int sl_sched_resume_shrink(sl_sched_t *s, uint64_t id, int32_t to, int64_t now_u
     return 0;
 }
 
-int sl_sched_evict_node(sl_sched_t *s, uint32_t node, int64_t now_us, const sl_cycle_ops_t *ops,
-                        void *ud) {
+/* Evicts the running jobs with a task on node (all: any task there; else
+ * only one on a GPU of gpu_mask). */
+static int evict(sl_sched_t *s, uint32_t node, bool all, uint32_t gpu_mask, int64_t now_us,
+                 const sl_cycle_ops_t *ops, void *ud) {
     if (!sl_cluster_node(s->cl, node)) return SL_ENOENT;
     see_time(s, now_us);
     run_ctx_t c = {.s = s, .now_us = now_us};
     for (sl_job_t *j = s->run_head; j; j = j->r_next) {
         if (j->stop_whole) continue;
         bool here = false;
-        for (int32_t i = 0; i < j->nplaced && !here; i++) here = j->pls[i].node == node;
+        for (int32_t i = 0; i < j->nplaced && !here; i++)
+            here = j->pls[i].node == node && (all || (j->pls[i].gpu_mask & gpu_mask) != 0);
         if (!here) continue;
         sl__stop_clear(s, j); /* a shrink in progress becomes the whole job */
         j->stop_whole = true;
@@ -707,4 +710,14 @@ int sl_sched_evict_node(sl_sched_t *s, uint32_t node, int64_t now_us, const sl_c
     report(&c, ops, ud);
     run_fini(&c);
     return n;
+}
+
+int sl_sched_evict_node(sl_sched_t *s, uint32_t node, int64_t now_us, const sl_cycle_ops_t *ops,
+                        void *ud) {
+    return evict(s, node, true, 0, now_us, ops, ud);
+}
+
+int sl_sched_evict_gpus(sl_sched_t *s, uint32_t node, uint32_t gpu_mask, int64_t now_us,
+                        const sl_cycle_ops_t *ops, void *ud) {
+    return evict(s, node, false, gpu_mask, now_us, ops, ud);
 }

@@ -23,6 +23,7 @@
 #include "domain/deps.h"
 #include "net/http.h"
 #include "domain/drain.h"
+#include "domain/health.h"
 #include "domain/preempt.h"
 #include "domain/jobs.h"
 #include "domain/launch.h"
@@ -47,6 +48,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *ud) {
     sluiced_t *d = ud;
     ctl_sweep(&d->c);
     ctl_drain_sweep(&d->c); /* drains whose deadline passed */
+    ctl_health_sweep(&d->c); /* fenced GPUs a passing check clears */
     ctl_launch_sweep(&d->c); /* launches never acknowledged */
     ctl_http_logs_expire(&d->http);
 }
@@ -158,6 +160,7 @@ static void teardown(sluiced_t *d) {
     SSL_CTX_free(tls[0]);
     SSL_CTX_free(tls[1]);
     ctl_domain_close(&d->c);
+    ctl_health_fini(&d->c);
     ctl_deps_fini(&d->c);
     if (d->sweep_ev)
         event_free(d->sweep_ev);

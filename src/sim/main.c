@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,10 @@ static void usage_main(FILE *f) {
             "  fill     the FGD paper's fill protocol: unallocated GPU %% vs arrived GPU %%\n"
             "  replay   discrete-event replay: queueing delay, JCT, utilisation, fairness\n"
             "  gen      write a generated workload (sweep, megatron, mix) or cluster CSV\n"
+            "  failures effective training time of one gang under GPU faults (a rate per\n"
+            "           GPU-hour, seeded), handled by sluice, Slurm + NHC, or by hand:\n"
+            "           --gpus --days --fail-rate --persist --checkpoint --restart --detect\n"
+            "           --crash --nhc-interval --human --repair --clear-after --seed --seeds\n"
             "  help     this text; 'sluice-sim <command> --help' for a command's options\n"
             "\n"
             "trace formats (--format, guessed from the jobs file's header when omitted):\n"
@@ -733,6 +738,60 @@ static int cmd_gen(int argc, char **argv) {
     return 0;
 }
 
+/* `failures`: every option is a number (docs/sim.md "failures"). */
+static int cmd_failures(int argc, char **argv) {
+    sim_fail_opts_t o;
+    sim_fail_opts_init(&o);
+    static const struct {
+        const char *flag;
+        size_t off;
+        bool is_int;
+    } opts[] = {
+        {"--gpus", offsetof(sim_fail_opts_t, gpus), true},
+        {"--spare-nodes", offsetof(sim_fail_opts_t, spare_nodes), true},
+        {"--seeds", offsetof(sim_fail_opts_t, nseeds), true},
+        {"--days", offsetof(sim_fail_opts_t, days), false},
+        {"--fail-rate", offsetof(sim_fail_opts_t, rate_per_gpu_hour), false},
+        {"--persist", offsetof(sim_fail_opts_t, persist), false},
+        {"--checkpoint", offsetof(sim_fail_opts_t, ckpt_s), false},
+        {"--restart", offsetof(sim_fail_opts_t, restart_s), false},
+        {"--detect", offsetof(sim_fail_opts_t, detect_s), false},
+        {"--crash", offsetof(sim_fail_opts_t, crash_s), false},
+        {"--nhc-interval", offsetof(sim_fail_opts_t, nhc_interval_s), false},
+        {"--human", offsetof(sim_fail_opts_t, human_s), false},
+        {"--repair", offsetof(sim_fail_opts_t, repair_s), false},
+        {"--clear-after", offsetof(sim_fail_opts_t, clear_after_s), false},
+    };
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            if (parse_u64(argv[++i], &o.seed) < 0) {
+                fprintf(stderr, "sluice-sim failures: --seed: \"%s\" is not a whole number\n", argv[i]);
+                return 2;
+            }
+            continue;
+        }
+        size_t k = 0;
+        while (k < sizeof opts / sizeof opts[0] && strcmp(argv[i], opts[k].flag) != 0) k++;
+        if (k == sizeof opts / sizeof opts[0] || i + 1 >= argc) {
+            fprintf(stderr, "sluice-sim failures: unknown option or missing value: %s\n", argv[i]);
+            return 2;
+        }
+        char *end;
+        double v = strtod(argv[++i], &end);
+        if (end == argv[i] || *end || !(v >= 0) || v > 1e12 || (opts[k].is_int && v != floor(v))) {
+            fprintf(stderr, "sluice-sim failures: %s: \"%s\" is not a %s, 0 or more\n", opts[k].flag,
+                    argv[i], opts[k].is_int ? "whole number" : "number");
+            return 2;
+        }
+        if (opts[k].is_int)
+            *(int *)((char *)&o + opts[k].off) = (int)v;
+        else
+            *(double *)((char *)&o + opts[k].off) = v;
+    }
+    if (o.nseeds < 1) o.nseeds = 1;
+    return sim_failures_run(&o, stdout);
+}
+
 int main(int argc, char **argv) {
     sl_log_init_from_env();
     if (argc < 2) {
@@ -743,6 +802,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "fill") == 0) return cmd_fill(argc - 1, argv + 1);
     if (strcmp(cmd, "replay") == 0) return cmd_replay(argc - 1, argv + 1);
     if (strcmp(cmd, "gen") == 0) return cmd_gen(argc - 1, argv + 1);
+    if (strcmp(cmd, "failures") == 0) return cmd_failures(argc - 1, argv + 1);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         if (argc > 2 && strcmp(argv[2], "fill") == 0) usage_fill(stdout);
         else if (argc > 2 && strcmp(argv[2], "replay") == 0) usage_replay(stdout);

@@ -417,4 +417,40 @@ bool sim_topo_present(const sim_trace_t *t);
  * job's tasks span, by the trace's paths. O(tasks^2). */
 int32_t sim_topo_spanned(const sim_trace_t *t, const sl_job_t *job, int level);
 
+/* ---- failures (failures.c): GPU faults and effective training time ---- */
+
+typedef struct sim_fail_opts {
+    int gpus;                 /* the gang's GPUs, whole nodes of 8 */
+    int spare_nodes;          /* nodes beyond the gang's */
+    double days;              /* horizon */
+    double rate_per_gpu_hour; /* faults per GPU-hour (Llama 3: 419 / (16,384 x 54 days)) */
+    double persist;           /* fraction of faults that leave the GPU bad until repaired */
+    double ckpt_s, restart_s; /* checkpoint interval; cost of each (re)start */
+    double detect_s;          /* sluice: fault to requeue (agent poll + heartbeat) */
+    double crash_s;           /* nhc, none: fault to the job's crash (collective timeout) */
+    double nhc_interval_s;    /* nhc: HealthCheckInterval */
+    double human_s;           /* none: mean time until a person requeues */
+    double repair_s;          /* a bad GPU's repair */
+    double clear_after_s;     /* sluice: a transient fault's GPU fenced this long */
+    uint64_t seed;
+    int nseeds;
+} sim_fail_opts_t;
+
+#define SIM_FAIL_NPOLICIES 3 /* sluice, nhc, none */
+typedef struct sim_fail_result {
+    const char *policy;       /* static */
+    double effective;         /* training kept / horizon, 0..1, mean over seeds */
+    double faults, starts;    /* per run */
+} sim_fail_result_t;
+
+/* Every policy over nseeds seeds into res (sluice, nhc, none). 0, or -1
+ * for bad options. Deterministic for o. */
+int sim_failures_eval(const sim_fail_opts_t *o, sim_fail_result_t res[SIM_FAIL_NPOLICIES]);
+
+/* The defaults above (docs/sim.md "failures"). Can't fail. */
+void sim_fail_opts_init(sim_fail_opts_t *o);
+/* Runs every policy over nseeds seeds and prints the table to out. 0, or
+ * 2 for bad options. */
+int sim_failures_run(const sim_fail_opts_t *o, FILE *out);
+
 #endif

@@ -796,6 +796,8 @@ def test_metrics_lists_every_declared_metric_and_counts_requests(controller, bui
     # 10, docs/metrics-agent.md); none runs here.
     per_running_job = {"sluice_job_gpu_utilization_ratio", "sluice_job_gpu_memory_peak_bytes",
                        "sluice_job_memory_peak_bytes"}
+    # Per-GPU health series exist once a node with GPUs has registered; none has.
+    per_running_job |= {"sluice_gpu_health", "sluice_gpu_fenced"}
     for name in set(declared) - per_running_job:
         sample = name + "_count" if declared[name] == "histogram" else name
         assert any(k == sample or k.startswith(sample + "{") for k in v1), name

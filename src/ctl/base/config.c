@@ -22,6 +22,7 @@
 void ctl_config_init(ctl_config_t *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->node_timeout_ms = 10000;
+    ctl_health_cfg_init(&cfg->health);
     cfg->heartbeat_s = 2;
     cfg->kill_grace_ms = 10000;
     cfg->hello_timeout_ms = CTL_DEFAULT_HELLO_TIMEOUT_MS;
@@ -589,7 +590,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "tls_cert", "tls_key", "tls_ca", "agent_client_cert",
                                       "revoked_nodes", "hello_timeout", "launch_timeout",
                                       "oom_score_adj", "oom_score_adj_by_priority",
-                                      "priority_classes", "preemption",
+                                      "priority_classes", "preemption", "health",
                                       "container_mounts",
                                       "notify", /* sitecfg.c */
                                       NULL};
@@ -709,6 +710,9 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         goto out;
     const sl_yaml_node_t *pre = sl_yaml_map_get(root, "preemption");
     if (pre != NULL && !sl_yaml_is_null(pre) && load_preemption(&r, cfg, pre) < 0)
+        goto out;
+    const sl_yaml_node_t *hl = sl_yaml_map_get(root, "health");
+    if (hl != NULL && !sl_yaml_is_null(hl) && ctl_health_cfg_load(&cfg->health, hl, path, err, errlen) < 0)
         goto out;
     rc = 0;
 out:

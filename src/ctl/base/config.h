@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/health_config.h"
 #include "base/token.h"
 #include "sluice/sluice.h"
 
@@ -185,6 +186,7 @@ typedef struct ctl_config {
     int64_t preempt_protect_after;   /* CTL_DEFAULT_PREEMPT_PROTECT_AFTER; 0: never protected */
     int64_t preempt_protect_ms;
     bool default_may_preempt;    /* jobs without a class may preempt (false) */
+    ctl_health_cfg_t health;     /* health: (docs/config.md "Health") */
 } ctl_config_t;
 
 void ctl_config_init(ctl_config_t *cfg);

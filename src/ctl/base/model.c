@@ -66,6 +66,6 @@ void ctl_job_free(ctl_job_t *j) {
 }
 
 const char *ctl_preempt_cause_name(ctl_preempt_cause_t c) {
-    static const char *const names[CTL_PREEMPT_NCAUSES] = {"priority", "reclaim", "drain"};
+    static const char *const names[CTL_PREEMPT_NCAUSES] = {"priority", "reclaim", "drain", "health"};
     return c >= 0 && c < CTL_PREEMPT_NCAUSES ? names[c] : "?";
 }

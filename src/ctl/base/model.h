@@ -258,9 +258,10 @@ typedef enum ctl_preempt_cause {
     CTL_PREEMPT_PRIORITY = 0, /* for a higher-priority job */
     CTL_PREEMPT_RECLAIM,      /* for a tenant below its fair share */
     CTL_PREEMPT_DRAIN,        /* its node's drain deadline passed */
+    CTL_PREEMPT_HEALTH,       /* a GPU or its node failed under it (domain/health.c) */
     CTL_PREEMPT_NCAUSES
 } ctl_preempt_cause_t;
-/* "priority", "reclaim", "drain"; "?" out of range. Can't fail. */
+/* "priority", "reclaim", "drain", "health"; "?" out of range. Can't fail. */
 const char *ctl_preempt_cause_name(ctl_preempt_cause_t c);
 
 /* State names: "?" for a value out of range. Can't fail. */

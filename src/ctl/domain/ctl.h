@@ -154,6 +154,7 @@ typedef struct ctl {
     ctl_watch_t watch;        /* the event stream's (above) */
     struct ctl_deps *deps;    /* arrays and dependencies (deps.c); NULL before ctl_deps_init */
     ctl_preempt_hooks_t preempt; /* preempt.c's, set by ctl_preempt_init */
+    struct ctl_health *health; /* GPU and node health (health.c); NULL until a report */
     ctl_counters_t n;
     ctl_obs_t obs; /* per-tenant completions and delay histograms (obs.h) */
     /* Preemptions by tenant and cause: the domain counts,

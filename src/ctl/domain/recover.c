@@ -16,6 +16,7 @@
 
 #include "domain/deps.h"
 #include "domain/drain.h"
+#include "domain/health.h"
 #include "domain/jobs.h"
 #include "log.h"
 #include "store/store.h"
@@ -206,6 +207,7 @@ int ctl_recover(ctl_t *c, char *err, size_t errlen) {
     jobvec_t all = {c, NULL, 0, 0}, fin = {c, NULL, 0, 0};
     int rc = -1;
     if (ctl_store_nodes_read(c->store, node_row, c) < 0 || ctl_drains_restore(c) < 0 ||
+        ctl_health_restore(c) < 0 ||
         ctl_store_max_id(c->store, &max_id) < 0)
         goto out;
     c->next_id = max_id + 1;

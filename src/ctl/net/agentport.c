@@ -60,6 +60,7 @@
 #include "views/batch.h"
 #include "base/buf.h"
 #include "domain/eff.h"
+#include "domain/health.h"
 #include "domain/jobs.h"
 #include "domain/launch.h"
 #include "log.h"
@@ -597,6 +598,8 @@ static void on_message(ctl_conn_t *cn, json_t *o) {
     case SL_PROTO_HEARTBEAT:
         answer_heartbeat(cn, m.u.heartbeat.seq);
         ctl_eff_report(c, node, m.u.heartbeat.usage, m.u.heartbeat.nusage);
+        if (m.u.heartbeat.health.present)
+            ctl_health_report(c, node, &m.u.heartbeat.health);
         break;
     case SL_PROTO_STARTED:
         ctl_node_task_started(c, node, m.job, m.task, attempt, m.u.started.pid, time_us(m.time));

@@ -142,6 +142,10 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS job_attempts(job INTEGER NOT NULL, attempt INTEGER NOT NULL,"
     " start_us INTEGER, end_us INTEGER, exit_code INTEGER, reason TEXT, retry_at_us INTEGER,"
     " PRIMARY KEY(job, attempt));"
+    /* GPUs fenced for a health fault (sqlite_health.c). */
+    "CREATE TABLE IF NOT EXISTS gpu_fence(node TEXT NOT NULL, gpu INTEGER NOT NULL, reason TEXT,"
+    " since_us INTEGER NOT NULL, faults INTEGER NOT NULL, pinned INTEGER NOT NULL,"
+    " PRIMARY KEY(node, gpu));"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('schema', '1');";
 
 static const char *const stmts[ST_COUNT] = {

@@ -223,6 +223,23 @@ typedef int (*ctl_store_drain_fn)(void *ud, const char *name, const char *reason
 /* Every drain row. 0 or -1 (ctl_store_errmsg). */
 int ctl_store_drains_read(ctl_store_t *s, ctl_store_drain_fn fn, void *ud);
 
+/* ---- GPUs fenced for a health fault (domain/health.c) ----
+ *   gpu_fence(node, gpu, reason, since_us, faults, pinned)
+ * A fence outlives a restart of sluiced: the GPU stays out of placement
+ * until it is resumed (or a passing check clears it). */
+
+/* The fence row of GPU gpu of node (replacing any): faults within the
+ * flap window, pinned (only an operator returns it). Urgent. */
+void ctl_store_gpu_fence_put(ctl_store_t *s, const char *node, int32_t gpu, const char *reason,
+                             int64_t since_us, int32_t faults, bool pinned);
+/* Removes it. Urgent. */
+void ctl_store_gpu_fence_delete(ctl_store_t *s, const char *node, int32_t gpu);
+/* A fence row; strings valid during the call. 0, or -1 to stop. */
+typedef int (*ctl_store_gpu_fence_fn)(void *ud, const char *node, int32_t gpu, const char *reason,
+                                      int64_t since_us, int32_t faults, bool pinned);
+/* Every fence row. 0 or -1 (ctl_store_errmsg). */
+int ctl_store_gpu_fences_read(ctl_store_t *s, ctl_store_gpu_fence_fn fn, void *ud);
+
 /* Records one preemption of job. Urgent. */
 void ctl_store_preempt_add(ctl_store_t *s, uint64_t job, const ctl_preempt_t *p);
 /* Records an elastic job's size change. Urgent: it commits with the task

@@ -30,6 +30,7 @@
 #include "domain/jobtab.h"
 #include "domain/nodes.h"
 #include "domain/whole.h"
+#include "views/health_view.h"
 #include "quantity.h"
 
 static void gpu_list(ctl_buf_t *b, uint32_t mask) {
@@ -254,6 +255,7 @@ void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id) {
     ctl_buf_puts(b, ",\"addr\":");
     ctl_buf_jstr(b, n ? n->addr : "");
     ctl_drain_write_json(c, b, n);
+    ctl_health_write_json(c, b, nd->id);
     ctl_buf_putc(b, '}');
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "views/disruptions.h"
+#include "domain/health.h"
 #include "store/store.h"
 
 const char *ctl_node_state_view(ctl_t *c, uint32_t id) {
@@ -247,7 +248,12 @@ int ctl_api_resume(ctl_t *c, json_t *body, ctl_buf_t *out, ctl_field_err_t *fe) 
     if (name == NULL)
         return fe->status;
     char err[200];
+    /* Its fenced GPUs return too; a node that was not draining but had
+     * some resumes them alone. */
+    int gpus = ctl_health_resume(c, name);
     int rc = ctl_node_resume(c, name, err, sizeof err);
+    if (rc == SL_ESTATE && gpus > 0)
+        rc = 0;
     if (rc == SL_ENOENT)
         return bad(fe, 404, "not_found", "node", err);
     if (rc < 0)

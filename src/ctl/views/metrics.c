@@ -20,6 +20,7 @@
 
 #include "base/notify.h"
 #include "domain/eff.h"
+#include "views/health_view.h"
 #include "views/metrics.h"
 
 /* Writes a family's samples; only >= 0 keeps the series of that tenant
@@ -613,6 +614,14 @@ static const metric_t metrics[] = {
     {"sluice_preemptions_total", "counter",
      "Preemptions (whole jobs or elastic shrinks) of each tenant's jobs, by reason: priority, "
      "reclaim (fair share), drain (a node's drain deadline).", m_preemptions, M_TENANT},
+    {"sluice_gpu_health", "gauge",
+     "Health of each GPU that is not healthy or is fenced (0 healthy, 1 degraded, 2 unhealthy), with the reason; "
+     "no series: healthy.",
+     ctl_health_metric_gpu, M_PUBLIC},
+    {"sluice_gpu_fenced", "gauge", "1 for each GPU fenced out of placement for a health fault (no series: not fenced).",
+     ctl_health_metric_fenced, M_PUBLIC},
+    {"sluice_gpu_faults_total", "counter", "XID events agents reported, by XID, since sluiced started.",
+     ctl_health_metric_faults, M_PUBLIC},
     {"sluice_agent_messages_total", "counter", "Messages received from agents.", m_agent_msgs, M_CLUSTER},
     {"sluice_jobs_forgotten_total", "counter",
      "Finished jobs dropped from memory (still in the database).", m_forgotten, M_CLUSTER},
