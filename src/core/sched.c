@@ -252,6 +252,7 @@ void sl_sched_destroy(sl_sched_t *s) {
         sl_free(j);
     }
     sl_hash_fini(&s->jobs);
+    sl__resv_fini(s);
     sl_free(s->nom);
     sl_free(s->pr_times);
     for (size_t i = 0; i < s->gbuckets; i++) {
@@ -363,6 +364,18 @@ static sl_job_t *job_new(sl_sched_t *s, const sl_job_spec_t *spec) {
 int sl_sched_submit(sl_sched_t *s, const sl_job_spec_t *spec, char *err, size_t errlen) {
     int rc = spec_check(s, spec, err, errlen);
     if (rc) return rc;
+    if (spec->resv != 0) {
+        sl_resv_info_t ri;
+        if (sl_sched_resv_get(s, spec->resv, &ri) != 0) {
+            sl__setf(err, errlen, "reservation: no reservation with id %d", (int)spec->resv);
+            return SL_ENOENT;
+        }
+        if (!sl_sched_resv_admits(s, spec->resv, spec->tenant)) {
+            sl__setf(err, errlen, "reservation: %s does not admit tenant %s", ri.name,
+                     s->tenants[spec->tenant].name);
+            return SL_EPERM;
+        }
+    }
     sl__enqueue(s, job_new(s, spec));
     return 0;
 }
@@ -493,7 +506,7 @@ static int32_t fit_bound(const sl_sched_t *s, const sl_task_req_t *req, int32_t 
  * resources are allocated at s->pls[0..*k-1]. Otherwise the reason goes to
  * reason and the status of the attempt at m tasks is returned.
  */
-int sl__place_range(sl_sched_t *s, sl_cycle_t *cy, const sl_job_t *j, int32_t n, int32_t m,
+static int place_range(sl_sched_t *s, sl_cycle_t *cy, const sl_job_t *j, int32_t n, int32_t m,
                        int32_t *k, char *reason, size_t rlen) {
     const sl_task_req_t *req = &j->spec.task;
     int rc = sl_place_gang(s->place, cy, s->cl, req, n, s->pls, reason, rlen);
@@ -516,6 +529,26 @@ int sl__place_range(sl_sched_t *s, sl_cycle_t *cy, const sl_job_t *j, int32_t n,
         return SL_FIT;
     }
     sl__setf(reason, rlen, "elastic: not even %d of %d tasks fit: %s", (int)m, (int)n, r2);
+    return rc;
+}
+
+/* Advance reservations (sched_resv.c): the nodes j may not use are out of
+ * the index for the attempt; a failure says why they were. */
+int sl__place_range(sl_sched_t *s, sl_cycle_t *cy, const sl_job_t *j, int32_t n, int32_t m,
+                    int32_t *k, char *reason, size_t rlen) {
+    if (s->nresv == 0 && j->spec.resv == 0) return place_range(s, cy, j, n, m, k, reason, rlen);
+    int rc = sl__resv_exclude(s, j, cy->now_us, cy->now_us, reason, rlen);
+    if (rc != SL_FIT) return rc;
+    bool kept = s->nxdrained > 0;
+    char r[SL_REASON_MAX];
+    rc = place_range(s, cy, j, n, m, k, r, sizeof r);
+    sl__resv_restore(s);
+    if (rc != SL_FIT && reason) {
+        if (j->spec.resv) sl__setf(reason, rlen, "in its reservation's nodes: %s", r);
+        else if (kept) sl__setf(reason, rlen, "kept off reserved nodes (it would run into a "
+                                "reservation's window): %s", r);
+        else sl__setf(reason, rlen, "%s", r);
+    }
     return rc;
 }
 

@@ -114,24 +114,27 @@
 
 /* ---- failed-shape cache (valid within one epoch) ---- */
 
-static size_t fcache_home(const sl_task_req_t *r, int32_t n, int32_t m) {
-    return (size_t)req_hash(r, n, m) & (FCACHE_SIZE - 1);
+/* Keyed by shape, counts and the reserved nodes the job is kept off
+ * (xsig, sched_resv.c: 0 without advance reservations). */
+static size_t fcache_home(const sl_task_req_t *r, int32_t n, int32_t m, uint64_t xsig) {
+    return (size_t)sl_mix64(req_hash(r, n, m) ^ xsig) & (FCACHE_SIZE - 1);
 }
 
 static const fcache_entry_t *fcache_find(const sl_sched_t *s, const sl_task_req_t *r, int32_t n,
-                                         int32_t m, bool lng) {
-    size_t i = fcache_home(r, n, m);
+                                         int32_t m, bool lng, uint64_t xsig) {
+    size_t i = fcache_home(r, n, m, xsig);
     for (int p = 0; p < FCACHE_PROBES; p++, i = (i + 1) & (FCACHE_SIZE - 1)) {
         const fcache_entry_t *e = &s->fcache[i];
         if (e->epoch != s->epoch) return NULL;
-        if (e->n == n && e->m == m && (!e->lng || lng) && req_eq(&e->req, r)) return e;
+        if (e->n == n && e->m == m && e->xsig == xsig && (!e->lng || lng) && req_eq(&e->req, r))
+            return e;
     }
     return NULL;
 }
 
 static void fcache_put(sl_sched_t *s, const sl_task_req_t *r, int32_t n, int32_t m, bool lng,
-                       sl_status_t st, const char *reason) {
-    size_t i = fcache_home(r, n, m);
+                       uint64_t xsig, sl_status_t st, const char *reason) {
+    size_t i = fcache_home(r, n, m, xsig);
     for (int p = 0; p < FCACHE_PROBES; p++, i = (i + 1) & (FCACHE_SIZE - 1)) {
         fcache_entry_t *e = &s->fcache[i];
         if (e->epoch == s->epoch) continue;
@@ -140,6 +143,7 @@ static void fcache_put(sl_sched_t *s, const sl_task_req_t *r, int32_t n, int32_t
         e->n = n;
         e->m = m;
         e->lng = lng;
+        e->xsig = xsig;
         e->st = st;
         sl__setf(e->reason, sizeof e->reason, "%s", reason);
         return;
@@ -160,11 +164,27 @@ static bool next_end(const void *ctx, const void **cursor, sl_running_view_t *ou
     return true;
 }
 
-/* Asks the backfill policy for a reservation of count tasks of req. */
-static bool reserve(sl_sched_t *s, const sl_task_req_t *req, int32_t count, int64_t now_us) {
+/* The latest expected end of the running jobs (now_us if none ends
+ * later): no reservation's shadow time is later. O(depth). */
+static int64_t last_end(const sl_sched_t *s, int64_t now_us) {
+    const sl__tnode_t *x = s->ends_root;
+    if (!x) return now_us;
+    while (x->r) x = x->r;
+    int64_t e = sl__end_job(x)->end_us;
+    return e > now_us ? e : now_us;
+}
+
+/* Asks the backfill policy for a reservation of count tasks of j's shape,
+ * with the nodes of advance reservations j could run into at any shadow
+ * time out of the index (sched_resv.c). */
+static bool reserve(sl_sched_t *s, const sl_job_t *j, int32_t count, int64_t now_us) {
     if (!s->backfill->reserve) return false;
+    if (s->nresv > 0 &&
+        sl__resv_exclude(s, j, now_us, last_end(s, now_us), NULL, 0) != SL_FIT)
+        return false;
     sl_backfill_view_t v = {.cluster = s->cl, .next_end = next_end, .ctx = s};
-    s->resv_active = s->backfill->reserve(s->bf_state, &v, req, count, now_us, &s->resv);
+    s->resv_active = s->backfill->reserve(s->bf_state, &v, &j->spec.task, count, now_us, &s->resv);
+    sl__resv_restore(s);
     return s->resv_active;
 }
 
@@ -225,7 +245,8 @@ static int attempt_job(sl_sched_t *s, sl_cycle_t *cy, sl_job_t *j, int32_t n, in
     a->tried = false;
     a->k = 0;
 
-    const fcache_entry_t *fe = fcache_find(s, req, n, m, mode == MODE_LONG);
+    uint64_t xsig = s->nresv > 0 || j->spec.resv ? sl__resv_sig(s, j, cy->now_us) : 0;
+    const fcache_entry_t *fe = fcache_find(s, req, n, m, mode == MODE_LONG, xsig);
     if (fe) {
         j->status = fe->st;
         memcpy(j->reason, fe->reason, strlen(fe->reason) + 1); /* both SL_REASON_MAX */
@@ -259,12 +280,12 @@ static int attempt_job(sl_sched_t *s, sl_cycle_t *cy, sl_job_t *j, int32_t n, in
         sl__setf(j->reason, sizeof j->reason,
                  "fits only on nodes reserved for job %llu from t=%s and would run past then",
                  (unsigned long long)resv_id, sl__fmt_secs(at, sizeof at, s->resv.start_us));
-        fcache_put(s, req, n, m, true, SL_WAIT, j->reason);
+        fcache_put(s, req, n, m, true, xsig, SL_WAIT, j->reason);
         return SL_WAIT;
     }
     j->status = rc == SL_NOFIT_EVER ? SL_NOFIT_EVER : SL_NOFIT;
     sl__setf(j->reason, sizeof j->reason, "%s", reason);
-    fcache_put(s, req, n, m, false, j->status, j->reason);
+    fcache_put(s, req, n, m, false, xsig, j->status, j->reason);
     return j->status;
 }
 
@@ -379,7 +400,8 @@ static void group_fail(sl_sched_t *s, tenant_t *t, group_t *g, const sl_job_t *j
         /* If a long candidate of this shape (another tenant's) was already
          * refused for the reservation's sake, the failed-shape cache gives
          * later long jobs that answer first: so do we. */
-        const fcache_entry_t *fe = s->resv_active ? fcache_find(s, &g->req, qn, g->m, true) : NULL;
+        const fcache_entry_t *fe =
+            s->resv_active ? fcache_find(s, &g->req, qn, g->m, true, 0) : NULL;
         if (fe && fe->lng) {
             g->l_epoch = s->epoch;
             g->l_short_lim = s->short_lim;
@@ -545,7 +567,7 @@ static int hold_begin(sl_sched_t *s, sl_cycle_t *cy, int64_t now_us, sl_cycle_st
     char since[SL__UNIT_BUF];
     sl__fmt_secs(since, sizeof since, s->hold_since_us);
     (*tries)++;
-    if (!reserve(s, &h->spec.task, m, now_us)) {
+    if (!reserve(s, h, m, now_us)) {
         /* Its start time is unknown now: it holds nothing back (the walk
          * meets it and says why) and the hold goes to a job that has one. */
         h->grp->noresv_epoch = s->epoch;
@@ -596,7 +618,9 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         sl_heap_clear(&t->gh);
         t->ndl = 0;
         t->gnext = sl__tn_first(t->groot);
-        t->skip = s->group_skip && skip_exact(s, t);
+        /* With advance reservations the nodes a job may use depend on its
+         * estimate, which jobs of one group do not share: walk them. */
+        t->skip = s->group_skip && s->nresv == 0 && skip_exact(s, t);
         tenant_settle(s, t);
         uint32_t ti = (uint32_t)i;
         if (t->cur) sl_heap_append(&s->act, &head_heap, &ti);
@@ -659,8 +683,12 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             continue;
         }
 
+        /* A job of an advance reservation is never kept off the EASY
+         * reservation's nodes: it runs on its own nodes, which the EASY
+         * head cannot use before that reservation's end, and ends by then
+         * (sched_resv.c). */
         int mode = MODE_PLAIN;
-        if (s->resv_active) mode = is_short(s, j) ? MODE_SHORT : MODE_LONG;
+        if (s->resv_active && !j->spec.resv) mode = is_short(s, j) ? MODE_SHORT : MODE_LONG;
         attempt_t at;
         int rc = attempt_job(s, &cy, j, qn, m, mode, resv_id, &at);
         if (at.tried) st.tried++;
@@ -686,7 +714,9 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             tenant_settle(s, t);
             continue;
         }
-        if (rc == SL_NOFIT_EVER || s->resv_active) {
+        if (rc == SL_NOFIT_EVER || s->resv_active || j->spec.resv) {
+            /* (A job of an advance reservation takes no EASY reservation:
+             * it waits for its window or its own nodes.) */
             group_fail(s, t, g, j, rc, qn, j->reason);
             tenant_settle(s, t);
             continue;
@@ -697,7 +727,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         bool tried = s->backfill->reserve && g->noresv_epoch != s->epoch &&
                      tries < SL__RESERVE_TRIES;
         if (tried) tries++;
-        if (tried && reserve(s, &j->spec.task, m, now_us)) {
+        if (tried && reserve(s, j, m, now_us)) {
             hold_give(s, j, now_us);
             resv_id = past_id = j->spec.id;
             st.reserved_job = (int64_t)j->spec.id;

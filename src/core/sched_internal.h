@@ -40,6 +40,7 @@
 #include "sluice/heap.h"
 #include "sluice/job.h"
 #include "sluice/policy.h"
+#include "sluice/resv.h"
 #include "sluice/sched.h"
 
 /* An intrusive treap node (sched_queue.c): ordered by a caller's `less`,
@@ -237,6 +238,20 @@ typedef struct sl__group {
  * which no reservation is possible (sched_cycle.c). */
 #define SL__RESERVE_TRIES 4
 
+/* An advance reservation (sched_resv.c). */
+typedef struct sl__resv {
+    int32_t id;
+    char name[SL_NAME_MAX];
+    int64_t start_us, end_us;
+    uint32_t *nodes;          /* owned */
+    size_t nnodes;
+    int32_t tenants[SL_RESV_TENANTS_MAX];
+    size_t ntenants;
+    int32_t gpus;
+    uint8_t *member;          /* node id -> 1 if reserved here (nmember entries) */
+    size_t nmember;
+} sl__resv_t;
+
 typedef struct tenant {
     char name[SL_NAME_MAX];
     int32_t weight;
@@ -268,6 +283,7 @@ typedef struct fcache_entry {
     uint64_t epoch; /* valid iff equal to the scheduler's epoch */
     sl_task_req_t req;
     int32_t n, m;
+    uint64_t xsig;  /* the reserved nodes the job was kept off (sl__resv_sig) */
     bool lng;       /* applies to long backfill candidates only */
     sl_status_t st;
     char reason[SL_REASON_MAX];
@@ -347,6 +363,14 @@ struct sl_sched {
     bool las;
     int64_t las_thr[4];
     int32_t nlas;
+
+    /* Advance reservations (sched_resv.c, sluice/resv.h), by id; and the
+     * nodes an attempt took out of the index (restored after it). */
+    sl__resv_t resvs[SL_RESV_MAX];
+    size_t nresv;
+    int32_t resv_next_id;
+    uint32_t *xdrained;
+    size_t nxdrained, xdrained_cap;
 };
 
 /* ---- small helpers (inline: used by every sched_*.c file) ---- */
@@ -492,5 +516,27 @@ int32_t sl__quota_cap(const sl_sched_t *s, const sl_job_t *j, int32_t n, int32_t
  * and the status of the attempt at m tasks is returned. */
 int sl__place_range(sl_sched_t *s, sl_cycle_t *cy, const sl_job_t *j, int32_t n, int32_t m,
                     int32_t *k, char *reason, size_t rlen);
+
+/* ---- sched_resv.c: advance reservations in placement ---- */
+
+/*
+ * Takes out of the index, for one placement attempt of j at now_us, the up
+ * nodes it may not use: for a job of a reservation every node but its
+ * reservation's; for another job the nodes of each reservation whose window
+ * the job would overlap if it started at any time up to horizon_us (now_us
+ * for a placement; later for a backfill plan). Returns SL_FIT to go on (then
+ * sl__resv_restore must follow), or SL_NOFIT / SL_NOFIT_EVER with a reason
+ * (a reservation job outside its window, or its reservation is gone) and
+ * nothing taken out. O(nodes taken out).
+ */
+int sl__resv_exclude(sl_sched_t *s, const sl_job_t *j, int64_t now_us, int64_t horizon_us,
+                     char *reason, size_t rlen);
+/* Puts the nodes sl__resv_exclude took out back. Idempotent. */
+void sl__resv_restore(sl_sched_t *s);
+/* Which reserved nodes j may not use at now_us, as a key for the
+ * failed-shape cache: 0 when none. O(reservations). */
+uint64_t sl__resv_sig(const sl_sched_t *s, const sl_job_t *j, int64_t now_us);
+/* Frees the reservations (sl_sched_destroy). */
+void sl__resv_fini(sl_sched_t *s);
 
 #endif
