@@ -147,6 +147,7 @@ typedef struct ctl {
     size_t nname_refs;
     int64_t started_us;
     int64_t started_mono_us;
+    int64_t resv_swept_us; /* the last reservations sweep (reservations.c) */
 } ctl_t;
 
 #include "domain/spec.h" /* the validator's contract, on this header's layer */

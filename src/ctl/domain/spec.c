@@ -391,6 +391,17 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     if (pool && ctl_pool_tenant_ok(&c->cfg, pool, sl_sched_tenant_name(c->sched, tenant), err,
                                    sizeof err) < 0)
         return bad(fe, 403, "forbidden", "pool", "%s", err);
+    const char *rname = json_string_value(val[SL_JS_RESERVATION]);
+    if (rname) {
+        int rid = sl_sched_resv_find(c->sched, rname);
+        if (rid < 0)
+            return bad(fe, 400, "invalid_field", "reservation",
+                       "no reservation \"%s\" (sluice reservation list)", rname);
+        if (!sl_sched_resv_admits(c->sched, rid, tenant))
+            return bad(fe, 403, "forbidden", "reservation",
+                       "reservation \"%s\" does not admit tenant \"%s\"", rname,
+                       sl_sched_tenant_name(c->sched, tenant));
+    }
     {
         /* Labels and tolerations compile here so that a bad one is a 400
          * naming its field; the reference is given back at once. */
@@ -476,6 +487,8 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                             json_deep_copy(val[SL_JS_TOPOLOGY_PREFERRED]));
     if (json_is_true(val[SL_JS_ALLOCATION]))
         json_object_set_new(norm, "allocation", json_true());
+    if (rname)
+        json_object_set_new(norm, "reservation", json_string(rname));
 
     ctl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = norm;
@@ -553,6 +566,18 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
         pcid = 0;
     }
     cs->prio_class = pcid > 0 ? pcid : 0;
+    /* The reservation by name; one that no longer exists (deleted, or
+     * ended while sluiced was down) refuses the job here. */
+    const char *rn = json_string_value(json_object_get(s, "reservation"));
+    cs->resv = 0;
+    if (rn) {
+        int rid = sl_sched_resv_find(c->sched, rn);
+        if (rid < 0) {
+            snprintf(err, errlen, "reservation: \"%s\" no longer exists", rn);
+            return -1;
+        }
+        cs->resv = rid;
+    }
     sl_task_req_t *r = &cs->task;
     r->model_mask = 0;
     r->pool = -1;
