@@ -785,6 +785,7 @@ int cli_cmd_nodes(cli_t *c) {
     }
     tbl_print(&t);
     cli_print_drains(json_object_get(out, "nodes"));
+    cli_print_reservations(json_object_get(out, "nodes"));
     json_decref(out);
     return CLI_OK;
 }

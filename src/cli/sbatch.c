@@ -38,7 +38,7 @@ enum {
     SB_JOB_NAME, SB_NTASKS, SB_NODES, SB_NTASKS_PER_NODE, SB_CPUS_PER_TASK, SB_MEM,
     SB_MEM_PER_CPU, SB_GRES, SB_GPUS, SB_GPUS_PER_TASK, SB_GPUS_PER_NODE, SB_TIME, SB_PARTITION,
     SB_QOS, SB_ACCOUNT, SB_OUTPUT, SB_ERROR, SB_ARRAY, SB_DEPENDENCY, SB_EXPORT, SB_CHDIR,
-    SB_CONSTRAINT,
+    SB_CONSTRAINT, SB_RESERVATION,
     SB_WRAP, SB_PARSABLE, SB_QUIET, SB_IGNORE, SB_DRY_RUN, SB_HELP,
     SB_NOPTS,
     SB_UNSUPPORTED = -1
@@ -101,7 +101,7 @@ static const sb_opt_t opts[] = {
     {"priority", 0, 1, SB_UNSUPPORTED, 0, "use sluice submit --priority"},
     {"signal", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"licenses", 'L', 1, SB_UNSUPPORTED, 0, NULL},
-    {"reservation", 0, 1, SB_UNSUPPORTED, 0, NULL},
+    {"reservation", 0, 1, SB_RESERVATION, 0, NULL},
     {"wckey", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"comment", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"open-mode", 0, 1, SB_UNSUPPORTED, 0, "output files are always appended to"},
@@ -787,6 +787,9 @@ json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, ch
         if ((rc = set_field(sb, SB_PARTITION, spec, "pool", v[SB_PARTITION])))
             goto fail;
     }
+    if (v[SB_RESERVATION] &&
+        (rc = set_field(sb, SB_RESERVATION, spec, "reservation", v[SB_RESERVATION])))
+        goto fail;
     if (v[SB_QOS]) {
         if (sl_jobspec_find("priority_class") == NULL) {
             rc = unsupported(sb, sb->where[SB_QOS], "-q/--qos",
