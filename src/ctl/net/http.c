@@ -954,7 +954,8 @@ static void h_resv(hreq_t *h) {
     ctl_buf_t b;
     ctl_buf_init(&b);
     ctl_field_err_t fe = {0};
-    int status = ctl_api_resv(h->c, method_name(evhttp_request_get_command(h->req)), h->name,
+    enum evhttp_cmd_type m = evhttp_request_get_command(h->req);
+    int status = ctl_api_resv(h->c, method_name(m == EVHTTP_REQ_HEAD ? EVHTTP_REQ_GET : m), h->name,
                               h->admin, body, &b, &fe);
     json_decref(body);
     if (status >= 400) {
