@@ -164,6 +164,8 @@ def test_reservation_keeps_node_backfills_before_and_runs_its_job_inside(control
     assert j["state"] == "pending" and j["reservation"] == "win", j
     assert time.time() < start, "the machine was too slow for this test's window"
     assert "waiting for reservation win" in j["reason"], j
+    r = u.sluice(["show", str(rid)], env)
+    assert r.returncode == 0 and "reservation: win" in r.stdout, r.stdout
     lj = controller.job(long_job["id"])
     assert lj["state"] == "pending" and "reserved nodes" in lj["reason"], lj
 
