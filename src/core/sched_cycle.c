@@ -585,6 +585,36 @@ static int hold_begin(sl_sched_t *s, sl_cycle_t *cy, int64_t now_us, sl_cycle_st
     return HOLD_RESERVED;
 }
 
+/*
+ * The jobs of the advance reservations whose window is open are tried
+ * before the walk, in queue order (sched_resv.c): no other job may use
+ * their nodes then, so trying them first takes nothing from anyone, and
+ * the walk's backfill limit (max_backfill_tries), which stops a cycle
+ * after so many jobs past the EASY reservation, cannot keep them off
+ * their own nodes. O(their pending jobs), each answered by the
+ * failed-shape cache once its shape failed.
+ */
+static void resv_begin(sl_sched_t *s, sl_cycle_t *cy, int64_t now_us, sl_cycle_stats_t *st,
+                       size_t *nstarted) {
+    sl_job_t **v;
+    size_t n = s->nresv ? sl__resv_window_jobs(s, now_us, &v) : 0;
+    for (size_t i = 0; i < n; i++) {
+        sl_job_t *j = v[i];
+        int32_t m = job_min(j);
+        char qr[SL_REASON_MAX];
+        int32_t qn = sl__quota_cap(s, j, j->spec.ntasks, m, qr, sizeof qr);
+        if (qn < 0) continue; /* the walk meets it and says why */
+        j->reason_epoch = s->epoch;
+        attempt_t at;
+        int rc = attempt_job(s, cy, j, qn, m, MODE_PLAIN, 0, &at);
+        if (at.tried) st->tried++;
+        if (rc != SL_FIT) continue;
+        sl__start_job(s, j, s->pls, at.k, now_us);
+        note_start(s, nstarted, j->spec.id);
+        st->started++;
+    }
+}
+
 uint64_t sl_sched_held_job(const sl_sched_t *s, int64_t *since_us) {
     if (since_us) *since_us = s->hold_id ? s->hold_since_us : -1;
     return s->hold_id;
@@ -608,6 +638,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
     char held_raw[SL_REASON_MAX];
     int tries = 0; /* reservations computed (SL__RESERVE_TRIES) */
     hold_begin(s, &cy, now_us, &st, &nstarted, &tries, &held, held_raw, sizeof held_raw);
+    resv_begin(s, &cy, now_us, &st, &nstarted);
 
     /* A binary heap of the tenants with jobs left to consider, keyed by
      * their current head under the policy. */

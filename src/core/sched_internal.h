@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "sluice/alloc.h"
 #include "sluice/hash.h"
 #include "sluice/heap.h"
 #include "sluice/job.h"
@@ -250,6 +251,10 @@ typedef struct sl__resv {
     int32_t gpus;
     uint8_t *member;          /* node id -> 1 if reserved here (nmember entries) */
     size_t nmember;
+    /* Its pending jobs (sl__enqueue and sl__dequeue keep them; any order),
+     * which each cycle inside the window tries first (sched_cycle.c). */
+    sl_job_t **pend;
+    size_t npend, pend_cap;
 } sl__resv_t;
 
 typedef struct tenant {
@@ -371,6 +376,8 @@ struct sl_sched {
     int32_t resv_next_id;
     uint32_t *xdrained;
     size_t nxdrained, xdrained_cap;
+    sl_job_t **rtry;       /* scratch: the pending jobs of windows now (sched_resv.c) */
+    size_t rtry_cap;
 };
 
 /* ---- small helpers (inline: used by every sched_*.c file) ---- */
@@ -479,6 +486,29 @@ static inline void see_time(sl_sched_t *s, int64_t now_us) {
     if (now_us > s->clock_us) s->clock_us = now_us;
 }
 
+/* The pending jobs of advance reservations (sl__resv_t.pend), kept as a
+ * job of one enters and leaves the queue. O(reservations + its pending). */
+static inline void sl__resv_pend(sl_sched_t *s, sl_job_t *j, bool add) {
+    for (size_t i = 0; i < s->nresv && j->spec.resv; i++) {
+        sl__resv_t *r = &s->resvs[i];
+        if (r->id != j->spec.resv) continue;
+        if (add) {
+            if (r->npend == r->pend_cap) {
+                r->pend_cap = r->pend_cap ? 2 * r->pend_cap : 8;
+                r->pend = sl_xrealloc(r->pend, r->pend_cap * sizeof *r->pend);
+            }
+            r->pend[r->npend++] = j;
+            return;
+        }
+        for (size_t k = 0; k < r->npend; k++) {
+            if (r->pend[k] != j) continue;
+            r->pend[k] = r->pend[--r->npend];
+            return;
+        }
+        return;
+    }
+}
+
 /* ---- sched_queue.c: treaps, tenant and group queues, the running list,
  * tenants and shared reasons ---- */
 
@@ -538,5 +568,9 @@ void sl__resv_restore(sl_sched_t *s);
 uint64_t sl__resv_sig(const sl_sched_t *s, const sl_job_t *j, int64_t now_us);
 /* Frees the reservations (sl_sched_destroy). */
 void sl__resv_fini(sl_sched_t *s);
+/* The pending jobs of the reservations whose window holds now_us, in queue
+ * order, into *out (the scheduler's scratch, valid until the next call);
+ * returns how many. O(k log k) for k such jobs. */
+size_t sl__resv_window_jobs(sl_sched_t *s, int64_t now_us, sl_job_t ***out);
 
 #endif

@@ -267,6 +267,7 @@ void sl__enqueue(sl_sched_t *s, sl_job_t *j) {
     j->grp = g;
     t->pend = sl_res_add(t->pend, job_total(j, j->spec.ntasks));
     t->npending++;
+    sl__resv_pend(s, j, true);
     s->npending++;
 }
 
@@ -287,6 +288,7 @@ void sl__dequeue(sl_sched_t *s, sl_job_t *j) {
     t->pend = sl_res_sub(t->pend, job_total(j, j->spec.ntasks));
     t->npending--;
     s->npending--;
+    sl__resv_pend(s, j, false);
 }
 
 /* ---- tenants ---- */

@@ -128,9 +128,34 @@ void sl__resv_fini(sl_sched_t *s) {
     for (size_t i = 0; i < s->nresv; i++) {
         sl_free(s->resvs[i].nodes);
         sl_free(s->resvs[i].member);
+        sl_free(s->resvs[i].pend);
     }
     s->nresv = 0;
     sl_free(s->xdrained);
+    sl_free(s->rtry);
+}
+
+/* Pending jobs in queue order (qless), for the cycle's first tries. */
+static int cmp_pend(const void *pa, const void *pb) {
+    const sl_job_t *a = *(sl_job_t *const *)pa, *b = *(sl_job_t *const *)pb;
+    return qless(a, b) ? -1 : qless(b, a) ? 1 : 0;
+}
+
+size_t sl__resv_window_jobs(sl_sched_t *s, int64_t now_us, sl_job_t ***out) {
+    size_t n = 0;
+    for (size_t i = 0; i < s->nresv; i++) {
+        const sl__resv_t *r = &s->resvs[i];
+        if (r->npend == 0 || now_us < r->start_us || now_us >= r->end_us) continue;
+        if (n + r->npend > s->rtry_cap) {
+            s->rtry_cap = (n + r->npend) * 2;
+            s->rtry = sl_xrealloc(s->rtry, s->rtry_cap * sizeof *s->rtry);
+        }
+        memcpy(s->rtry + n, r->pend, r->npend * sizeof *r->pend);
+        n += r->npend;
+    }
+    if (n > 1) qsort(s->rtry, n, sizeof *s->rtry, cmp_pend);
+    *out = s->rtry;
+    return n;
 }
 
 /* ---- the public interface ---- */
@@ -327,6 +352,7 @@ int sl_sched_resv_remove(sl_sched_t *s, int32_t id) {
         if (s->resvs[i].id != id) continue;
         sl_free(s->resvs[i].nodes);
         sl_free(s->resvs[i].member);
+        sl_free(s->resvs[i].pend);
         memmove(&s->resvs[i], &s->resvs[i + 1], (s->nresv - i - 1) * sizeof s->resvs[0]);
         s->nresv--;
         return 0;

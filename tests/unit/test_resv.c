@@ -202,6 +202,46 @@ static void test_resv_tenants_and_picking(void **state) {
     sl_cluster_destroy(cl);
 }
 
+/* The backfill limit (max_backfill_tries) stops a cycle after so many jobs
+ * past the EASY reservation; a job of a reservation behind more than that
+ * still starts at its window's start. */
+static void test_resv_job_starts_behind_the_backfill_limit(void **state) {
+    (void)state;
+    sl_cluster_t *cl = tu_cluster();
+    tu_add_nodes(cl, "g", 3, "32", "256Gi", 4, "H100", "80Gi", NULL);
+    sl_sched_config_t cfg;
+    sl_sched_config_init(&cfg);
+    cfg.queue = "fifo";
+    cfg.backfill = "easy";
+    cfg.max_backfill_tries = 50;
+    sl_sched_t *s = NULL;
+    char err[256];
+    assert_int_equal(sl_sched_create(&cfg, cl, &s, err, sizeof err), 0);
+    int a = tu_tenant_add(s, "a", 1, TU_NO_QUOTA);
+    uint32_t n2 = 2;
+    int32_t r = add_resv(s, "late", 1000, 2000, &n2, 1, 0, 0, a);
+    tu_adopt_one(s, 1, 0, 4, 5000);
+    tu_adopt_one(s, 2, 1, 4, 5000);
+    /* Blocked on nodes 0 and 1 until 5000: takes the EASY reservation. */
+    sl_job_spec_t gang = tu_spec(3, a, 2, tu_req("1", "1Gi", 4, ""));
+    gang.time_limit_us = 100;
+    tu_submit(s, gang);
+    /* Each would run into the window on node 2, and fits nowhere else. */
+    for (uint64_t id = 4; id < 300; id++) sub(s, id, a, 1 + (int)(id % 4), 5000 + (int64_t)id, 0);
+    sub(s, 300, a, 4, 100, r);
+    sl_cycle_stats_t st;
+    assert_int_equal(sl_sched_cycle(s, 10, NULL, NULL, &st), 0);
+    assert_int_equal(st.reserved_job, 3);
+    assert_int_equal(tu_state(s, 300), SL_JOB_PENDING);
+    assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 299)), "not considered"));
+    assert_int_equal(sl_sched_cycle(s, 1000, NULL, NULL, NULL), 1);
+    assert_int_equal(tu_state(s, 300), SL_JOB_RUNNING);
+    assert_int_equal(node_of(s, 300), 2);
+    assert_int_equal(sl_sched_check(s), 0);
+    sl_sched_destroy(s);
+    sl_cluster_destroy(cl);
+}
+
 /* ---- the randomised check ---- */
 
 #define NJOBS 160
@@ -415,6 +455,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_resv_keeps_nodes_and_backfills_before, tu_teardown),
         cmocka_unit_test_teardown(test_resv_job_only_inside, tu_teardown),
         cmocka_unit_test_teardown(test_resv_tenants_and_picking, tu_teardown),
+        cmocka_unit_test_teardown(test_resv_job_starts_behind_the_backfill_limit, tu_teardown),
         cmocka_unit_test_teardown(test_resv_random_workload, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
