@@ -86,6 +86,13 @@
  *  epoch), so the first job of another tenant's group of the same shape is
  *  answered in O(1) too.
  *
+ * Advance reservations (sched_resv.c): a placement keeps a job off the
+ * reserved nodes it may not use; with any reservation the walk does not
+ * skip by group (the nodes a job may use depend on its estimate) and the
+ * failed-shape cache keys its answers by the reserved nodes a job was kept
+ * off; the jobs of open windows are tried first (resv_begin), take no EASY
+ * reservation and are never kept off EASY's nodes.
+ *
  * on_start callbacks run after the cycle's decisions, in start order, for
  * jobs still running; they may call back into the scheduler (finish, cancel,
  * requeue, submit) but must not run another cycle from inside one. The
