@@ -5,7 +5,8 @@
  * the window and runs only on its nodes; tenants it does not admit are
  * refused; nodes picked by count and by GPUs; every refusal names its
  * field), and a seeded randomised workload under EASY backfill and each
- * queue policy, checked at every cycle: no job outside a reservation runs
+ * queue policy (jobs of one to three tasks; half the seeds with a backfill
+ * limit of 4 jobs), checked at every cycle: no job outside a reservation runs
  * on its nodes inside its window, no job of a reservation runs outside its
  * nodes or its window, and at each window's start its nodes are empty of
  * other jobs and a pending job of it starts then (backfill never delays
@@ -250,7 +251,7 @@ static void test_resv_job_starts_behind_the_backfill_limit(void **state) {
 typedef struct rj {
     int64_t submit, runtime, limit;
     int32_t resv_ix;  /* -1 or index in the test's reservations */
-    int tenant, gpus;
+    int tenant, gpus, ntasks;
 } rj_t;
 
 static bool on_node(const sl_job_t *j, uint32_t node) {
@@ -321,6 +322,7 @@ static void run_random(uint64_t seed, const char *queue, tally_t *ta) {
     cfg.backfill = "easy";
     cfg.seed = seed;
     cfg.default_time_limit_us = 400;
+    cfg.max_backfill_tries = seed % 2 ? 4 : 0; /* a small limit: resv_begin's case */
     sl_sched_t *s = NULL;
     char err[256];
     assert_int_equal(sl_sched_create(&cfg, cl, &s, err, sizeof err), 0);
@@ -357,8 +359,10 @@ static void run_random(uint64_t seed, const char *queue, tally_t *ta) {
         j->limit = sl_rng_below(&rng, 5) == 0 ? 0 : 20 + (int64_t)sl_rng_below(&rng, 500);
         int64_t lim = j->limit ? j->limit : cfg.default_time_limit_us;
         j->runtime = 1 + (int64_t)sl_rng_below(&rng, (uint32_t)lim);
-        j->gpus = 1 + (int)sl_rng_below(&rng, 4);
         j->resv_ix = sl_rng_below(&rng, 4) == 0 ? (int32_t)sl_rng_below(&rng, NRESV) : -1;
+        /* Gangs too; a reservation's fit on one of its empty nodes. */
+        j->ntasks = 1 + (int)sl_rng_below(&rng, j->resv_ix >= 0 ? 2 : 3);
+        j->gpus = 1 + (int)sl_rng_below(&rng, j->resv_ix >= 0 ? (uint64_t)(4 / j->ntasks) : 4);
         j->tenant = j->resv_ix >= 0 ? rtenant[j->resv_ix] : tn[sl_rng_below(&rng, 3)];
     }
     int64_t end_at[NJOBS];
@@ -380,7 +384,7 @@ static void run_random(uint64_t seed, const char *queue, tally_t *ta) {
         }
         for (int i = 0; i < NJOBS; i++) {
             if (submitted[i] || jobs[i].submit > now) continue;
-            sl_job_spec_t sp = tu_spec((uint64_t)i + 1, jobs[i].tenant, 1,
+            sl_job_spec_t sp = tu_spec((uint64_t)i + 1, jobs[i].tenant, jobs[i].ntasks,
                                        tu_req("1", "1Gi", jobs[i].gpus, ""));
             sp.submit_us = jobs[i].submit;
             sp.time_limit_us = jobs[i].limit;
