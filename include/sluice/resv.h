@@ -21,10 +21,12 @@
  *
  * Cost: each placement attempt takes the nodes a job may not use out of
  * the index for the attempt (O(reserved nodes), and O(nodes) for a job of
- * a reservation); while any reservation exists, the cycle examines pending
- * jobs one by one instead of skipping shape groups (each answered in O(1)
- * by the failed-shape cache when it repeats), since the nodes a job may
- * use now depend on its estimate. At most SL_RESV_MAX at once.
+ * a reservation); while a reservation's window lies ahead, the cycle
+ * examines pending jobs one by one instead of skipping shape groups (each
+ * answered in O(1) by the failed-shape cache when it repeats), since the
+ * nodes a job may use then depend on its estimate; once every window has
+ * begun, no other job may use their nodes whatever its estimate and the
+ * skipping is back. At most SL_RESV_MAX at once.
  */
 #ifndef SLUICE_RESV_H
 #define SLUICE_RESV_H

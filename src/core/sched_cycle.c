@@ -87,11 +87,14 @@
  *  answered in O(1) too.
  *
  * Advance reservations (sched_resv.c): a placement keeps a job off the
- * reserved nodes it may not use; with any reservation the walk does not
+ * reserved nodes it may not use; with a reservation ahead the walk does not
  * skip by group (the nodes a job may use depend on its estimate) and the
  * failed-shape cache keys its answers by the reserved nodes a job was kept
  * off; the jobs of open windows are tried first (resv_begin), take no EASY
  * reservation and are never kept off EASY's nodes.
+ * (Group skipping stays on once every window has begun: no other job may
+ * use a window's nodes whatever its estimate, and the jobs of a
+ * reservation form groups of their own.)
  *
  * on_start callbacks run after the cycle's decisions, in start order, for
  * jobs still running; they may call back into the scheduler (finish, cancel,
@@ -647,6 +650,13 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
     hold_begin(s, &cy, now_us, &st, &nstarted, &tries, &held, held_raw, sizeof held_raw);
     resv_begin(s, &cy, now_us, &st, &nstarted);
 
+    /* Whether a reservation's window lies ahead: then whether a job may use
+     * its nodes depends on the job's estimate (sched_resv.c). Inside a
+     * window no other job may, whatever its estimate, and a job of it is
+     * in a group of its own (group_hash), so group verdicts hold. */
+    bool resv_ahead = false;
+    for (size_t i = 0; i < s->nresv; i++) resv_ahead |= s->resvs[i].start_us > now_us;
+
     /* A binary heap of the tenants with jobs left to consider, keyed by
      * their current head under the policy. */
     head_ctx_t hc = {s, now_us};
@@ -656,9 +666,9 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         sl_heap_clear(&t->gh);
         t->ndl = 0;
         t->gnext = sl__tn_first(t->groot);
-        /* With advance reservations the nodes a job may use depend on its
+        /* With a reservation ahead the nodes a job may use depend on its
          * estimate, which jobs of one group do not share: walk them. */
-        t->skip = s->group_skip && s->nresv == 0 && skip_exact(s, t);
+        t->skip = s->group_skip && !resv_ahead && skip_exact(s, t);
         tenant_settle(s, t);
         uint32_t ti = (uint32_t)i;
         if (t->cur) sl_heap_append(&s->act, &head_heap, &ti);

@@ -209,6 +209,7 @@ typedef struct sl__group {
     struct sl__group *h_next; /* group hash chain */
     uint64_t hash;
     int32_t tenant, n, m;     /* key: tenant, ntasks, min count, and req */
+    int32_t resv;             /* and the advance reservation (sl_job_spec_t.resv) */
     sl_task_req_t req;
     sl__tnode_t *root;        /* treap of the pending jobs (job.gq) */
     sl_job_t *head;           /* first of them in queue order */
@@ -464,14 +465,17 @@ static inline uint64_t req_hash(const sl_task_req_t *r, int32_t n, int32_t m) {
     return sl_mix64(h ^ (uint64_t)(uint32_t)m);
 }
 
+/* A group's key also holds the advance reservation its jobs run in: a job
+ * of one may use only its nodes, so it shares no verdict with others. */
 static inline uint64_t group_hash(const sl_job_t *j) {
     return sl_mix64(req_hash(&j->spec.task, j->spec.ntasks, job_min(j)) ^
-                 ((uint64_t)(uint32_t)j->spec.tenant << 17));
+                 ((uint64_t)(uint32_t)j->spec.tenant << 17) ^
+                 ((uint64_t)(uint32_t)j->spec.resv << 41));
 }
 
 static inline bool group_matches(const group_t *g, uint64_t h, const sl_job_t *j) {
     return g->hash == h && g->tenant == j->spec.tenant && g->n == j->spec.ntasks &&
-           g->m == job_min(j) && req_eq(&g->req, &j->spec.task);
+           g->m == job_min(j) && g->resv == j->spec.resv && req_eq(&g->req, &j->spec.task);
 }
 
 static inline sl_res_t job_total(const sl_job_t *j, int32_t n) {

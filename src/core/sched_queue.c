@@ -213,6 +213,7 @@ static group_t *group_get(sl_sched_t *s, const sl_job_t *j) {
     g->tenant = j->spec.tenant;
     g->n = j->spec.ntasks;
     g->m = job_min(j);
+    g->resv = j->spec.resv;
     g->req = j->spec.task;
     g->ix.prio = sl_mix64(h ^ UINT64_C(0x2545f4914f6cdd1d));
     g->h_next = s->gtab[h & (s->gbuckets - 1)];
