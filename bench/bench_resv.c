@@ -7,7 +7,8 @@
  * of five shapes from 8 tenants (time limits 10 min - 10 h), DRF with EASY
  * backfill. Then R reservations (R = 0, 4, 32) of 16 named nodes each
  * (ignore_jobs: the nodes are busy now), windows starting 2 h after the
- * last submission, 4 h long, each for tenant t0; with R > 0, 5% of the
+ * last submission, 4 h long ("ahead"), or open all along ("open"), each
+ * for tenant t0; with R > 0, 5% of the
  * pending jobs (t0's) name a reservation. With a reservation a job's
  * attempt takes the nodes it may not use out of the index and puts them
  * back, and the cycle examines jobs one by one instead of skipping shape
@@ -18,7 +19,7 @@
  * finished ("finish"). Only sl_sched_cycle is timed.
  *
  * Output: one line per case,
- *   bench resv reservations=R event=E cycles=K mean_us=N p50_us=N p99_us=N max_us=N started=N
+ *   bench resv reservations=R windows=W event=E cycles=K mean_us=N p50_us=N p99_us=N max_us=N started=N
  * Usage: bench_resv [cycles] (default 200); build/bench/bench_resv.
  */
 #include <stdio.h>
@@ -79,7 +80,7 @@ static sl_job_spec_t pending_spec(sl_rng_t *r, uint64_t id, int64_t submit, int 
     return sp;
 }
 
-static void run_case(int nresv, int cycles) {
+static void run_case(int nresv, bool open, int cycles) {
     sl_cluster_t *cl;
     char err[256];
     if (sl_cluster_create(&cl) != 0) abort();
@@ -125,8 +126,9 @@ static void run_case(int nresv, int cycles) {
         char name[16];
         snprintf(name, sizeof name, "r%d", k);
         int32_t t0 = 0;
-        sl_resv_spec_t rs = {.name = name, .start_us = (now + 7200) * SEC,
-                             .end_us = (now + 7200 + 14400) * SEC, .nodes = nodes, .nnodes = 16,
+        int64_t at = open ? 0 : (now + 7200) * SEC;
+        sl_resv_spec_t rs = {.name = name, .start_us = at,
+                             .end_us = at + (open ? 100000 : 14400) * SEC, .nodes = nodes, .nnodes = 16,
                              .tenants = &t0, .ntenants = 1, .ignore_jobs = true};
         if (sl_sched_resv_add(s, &rs, 0, &rids[k], err, sizeof err) != 0) {
             fprintf(stderr, "resv: %s\n", err);
@@ -162,8 +164,9 @@ static void run_case(int nresv, int cycles) {
         double sum = 0;
         for (int k = 0; k < cycles; k++) sum += lat[k];
         qsort(lat, (size_t)cycles, sizeof *lat, cmp_double);
-        printf("bench resv reservations=%d event=%s cycles=%d mean_us=%.1f p50_us=%.1f "
-               "p99_us=%.1f max_us=%.1f started=%ld\n", nresv, ev == 0 ? "submit" : "finish",
+        printf("bench resv reservations=%d windows=%s event=%s cycles=%d mean_us=%.1f "
+               "p50_us=%.1f p99_us=%.1f max_us=%.1f started=%ld\n", nresv,
+               open ? "open" : "ahead", ev == 0 ? "submit" : "finish",
                cycles, sum / cycles, lat[cycles / 2], lat[(cycles * 99) / 100], lat[cycles - 1],
                started);
         fflush(stdout);
@@ -177,6 +180,7 @@ int main(int argc, char **argv) {
     int cycles = argc > 1 ? atoi(argv[1]) : 200;
     if (cycles < 1) cycles = 1;
     static const int counts[] = {0, 4, 32};
-    for (size_t i = 0; i < 3; i++) run_case(counts[i], cycles);
+    for (size_t i = 0; i < 3; i++) run_case(counts[i], false, cycles);
+    for (size_t i = 1; i < 3; i++) run_case(counts[i], true, cycles);
     return 0;
 }

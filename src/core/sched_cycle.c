@@ -188,7 +188,7 @@ static int64_t last_end(const sl_sched_t *s, int64_t now_us) {
  * with the nodes of advance reservations j could run into at any shadow
  * time out of the index (sched_resv.c). */
 static bool reserve(sl_sched_t *s, const sl_job_t *j, int32_t count, int64_t now_us) {
-    if (!s->backfill->reserve) return false;
+    if (!s->backfill->reserve || j->spec.resv) return false;
     if (s->nresv > 0 &&
         sl__resv_exclude(s, j, now_us, last_end(s, now_us), NULL, 0) != SL_FIT)
         return false;

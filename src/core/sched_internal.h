@@ -379,6 +379,9 @@ struct sl_sched {
     size_t nxdrained, xdrained_cap;
     sl_job_t **rtry;       /* scratch: the pending jobs of windows now (sched_resv.c) */
     size_t rtry_cap;
+    /* The placement policy with the reservation's node filter on top
+     * (sl__resv_filter), for the jobs of advance reservations. */
+    sl_place_policy_t resv_place;
 };
 
 /* ---- small helpers (inline: used by every sched_*.c file) ---- */
@@ -554,17 +557,25 @@ int sl__place_range(sl_sched_t *s, sl_cycle_t *cy, const sl_job_t *j, int32_t n,
 /* ---- sched_resv.c: advance reservations in placement ---- */
 
 /*
- * Takes out of the index, for one placement attempt of j at now_us, the up
- * nodes it may not use: for a job of a reservation every node but its
- * reservation's; for another job the nodes of each reservation whose window
+ * Takes out of the index, for one placement attempt of j (a job of no
+ * reservation) at now_us, the up nodes of each reservation whose window
  * the job would overlap if it started at any time up to horizon_us (now_us
- * for a placement; later for a backfill plan). Returns SL_FIT to go on (then
- * sl__resv_restore must follow), or SL_NOFIT / SL_NOFIT_EVER with a reason
- * (a reservation job outside its window, or its reservation is gone) and
- * nothing taken out. O(nodes taken out).
+ * for a placement; later for a backfill plan). Returns SL_FIT (then
+ * sl__resv_restore must follow); SL_NOFIT for a job of a reservation,
+ * which is placed through sl__resv_allow instead. O(nodes taken out).
  */
 int sl__resv_exclude(sl_sched_t *s, const sl_job_t *j, int64_t now_us, int64_t horizon_us,
                      char *reason, size_t rlen);
+/* For a job of a reservation: fills cy's allow fields with the
+ * reservation's nodes (base: the scheduler's placement policy) and
+ * returns SL_FIT, or SL_NOFIT / SL_NOFIT_EVER with a reason (outside its
+ * window, or the reservation is gone) leaving cy as it was. O(1) but the
+ * lookup, O(reservations). The caller clears cy->allow afterwards. */
+int sl__resv_allow(const sl_sched_t *s, const sl_job_t *j, sl_cycle_t *cy, char *reason,
+                   size_t rlen);
+/* The filter of sched.resv_place: the node is one cy->allow lets through,
+ * and the base policy's filter (if any) takes it. */
+bool sl__resv_filter(const sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node);
 /* Puts the nodes sl__resv_exclude took out back. Idempotent. */
 void sl__resv_restore(sl_sched_t *s);
 /* Which reserved nodes j may not use at now_us, as a key for the
