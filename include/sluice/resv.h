@@ -19,9 +19,11 @@
  * them starts in the first cycle at or after it (docs/scheduling.md). Two
  * reservations never share a node in overlapping windows.
  *
- * Cost: each placement attempt takes the nodes a job may not use out of
- * the index for the attempt (O(reserved nodes), and O(nodes) for a job of
- * a reservation); while a reservation's window lies ahead, the cycle
+ * Cost: each placement attempt of a job of no reservation takes the
+ * reserved nodes it may not use out of the index for the attempt
+ * (O(reserved nodes)); a job of a reservation is placed with a node filter
+ * (its reservation's nodes), node by node over the free-capacity classes
+ * that can hold it; while a reservation's window lies ahead, the cycle
  * examines pending jobs one by one instead of skipping shape groups (each
  * answered in O(1) by the failed-shape cache when it repeats), since the
  * nodes a job may use then depend on its estimate; once every window has
