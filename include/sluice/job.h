@@ -51,6 +51,10 @@ typedef struct sl_job_spec {
      * With a class, sl_sched_submit sets the stored spec's priority to the
      * class's value, so that one number orders and preempts. */
     int32_t prio_class;
+    /* Advance reservation the job runs in (sluice/resv.h: an id from
+     * sl_sched_resv_add, whose tenants must include the job's); 0 = none.
+     * Such a job runs only on the reservation's nodes, inside its window. */
+    int32_t resv;
 } sl_job_spec_t;
 
 typedef struct sl_job sl_job_t; /* owned by the scheduler */

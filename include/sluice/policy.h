@@ -32,6 +32,14 @@ typedef struct sl_cycle {
      * scheduler sets it from its seed. 0 (a zero-initialised cycle) is a
      * valid key. */
     uint64_t order_key;
+    /* Set by the scheduler while it places a job of an advance reservation
+     * (sluice/resv.h): allow[id] is nonzero for the nodes (ids below
+     * allow_n) the job may use, which its placement policy's filter then
+     * enforces on top of allow_base's own filter. NULL when unused (a
+     * zero-initialised cycle). */
+    const uint8_t *allow;
+    size_t allow_n;
+    const struct sl_place_policy *allow_base;
 } sl_cycle_t;
 
 typedef struct sl_place_policy {

@@ -15,6 +15,7 @@
 #include "sluice/policy.h"
 #include "sluice/preempt.h"
 #include "sluice/resources.h"
+#include "sluice/resv.h"
 #include "sluice/rng.h"
 #include "sluice/sched.h"
 #include "sluice/topology.h"

@@ -135,6 +135,20 @@ void cli_show_efficiency(json_t *j, double now);
  * its zone; `sluice show`'s preemptions and elastic size of job j (nothing
  * when it has none); `sluice nodes`' drains, after the table, for the
  * nodes array of GET /v1/nodes. */
+/* reservation.c (docs/cli.md, docs/slurm.md): `sluice reservation`; the
+ * user's times (now, now+1hour, 2026-12-01T10:00, 10:00) as seconds since
+ * the epoch and durations (a bare number is minutes, as Slurm's
+ * reservations take it; HH:MM:SS, D-HH:MM:SS, 90m, 2h) as seconds, each 0
+ * or -1; scontrol's create, show and delete of reservations (argv after
+ * the word "reservation"); `sluice nodes`' reservations after the table. */
+int cli_cmd_reservation(cli_t *c);
+int cli_resv_parse_time(const char *s, double *out);
+int cli_resv_parse_duration(const char *s, long long *secs);
+int cli_scontrol_create_resv(cli_t *c, int argc, char **argv);
+int cli_scontrol_show_resv(cli_t *c, const char *name);
+int cli_scontrol_delete_resv(cli_t *c, int argc, char **argv);
+void cli_print_reservations(json_t *nodes);
+
 void cli_local_time(double t, char *buf, size_t len);
 void cli_show_preemptions(json_t *j);
 /* A job with retries: its attempt now and each failed one (`attempts`). */

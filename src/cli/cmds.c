@@ -581,6 +581,8 @@ static int show_once(cli_t *c) {
     if (json_is_string(gmem)) printf("%-11s %s\n", "gpu memory:", json_string_value(gmem));
     if (json_is_string(json_object_get(j, "pool")))
         printf("%-11s %s\n", "pool:", json_string_value(json_object_get(j, "pool")));
+    if (json_is_string(json_object_get(j, "reservation")))
+        printf("%-11s %s\n", "reservation:", json_string_value(json_object_get(j, "reservation")));
     printf("%-11s %s", "priority:", val_str(json_object_get(j, "priority"), b, sizeof b));
     json_t *pcl = json_object_get(j, "priority_class");
     printf(json_is_string(pcl) ? " (class %s)\n" : "\n", json_string_value(pcl));
@@ -788,6 +790,7 @@ int cli_cmd_nodes(cli_t *c) {
     tbl_print(&t);
     cli_print_drains(json_object_get(out, "nodes"));
     cli_print_gpu_health(json_object_get(out, "nodes"));
+    cli_print_reservations(json_object_get(out, "nodes"));
     json_decref(out);
     return CLI_OK;
 }

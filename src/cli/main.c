@@ -133,6 +133,17 @@ static const cli_opt_t drain_opts[] = {
     {"reason", 0, "TEXT", 0, "why, shown in `sluice nodes`"},
     {0}};
 
+static const cli_opt_t resv_opts[] = {
+    {"nodes", 0, "N", 0, "create: reserve N whole nodes (picked: up, free by the start)"},
+    {"nodelist", 0, "A,B", 0, "create: reserve these nodes (a list or a host list, n[1-4])"},
+    {"gpus", 0, "N", 0, "create: reserve whole nodes holding at least N GPUs"},
+    {"start", 0, "TIME", 0, "create: now (default), now+1hour, 2026-12-01T10:00, 10:00"},
+    {"duration", 0, "DUR", 0, "create: 2:00:00, 90m, 2h, 1-00:00:00 (a bare number is minutes)"},
+    {"end", 0, "TIME", 0, "create: instead of --duration, when the window ends"},
+    {"tenants", 0, "A[,B]", 0, "create: the tenants whose jobs may use it (--reservation NAME)"},
+    {"name", 0, "NAME", 0, "create: its name (default resv-N)"},
+    {0}};
+
 static const cli_opt_t down_opts[] = {
     {"dir", 0, "DIR", 0, "state directory (default ./.sluice)"},
     {0}};
@@ -166,6 +177,13 @@ static const cli_cmd_t commands[] = {
     {"resume", "NODE", "end a node's drain: it takes new work again (admin token)", NULL,
      cli_cmd_resume, none_opts, 0},
     {"logs", "JOB", "print a task's output (stdout and stderr)", NULL, cli_cmd_logs, logs_opts, 0},
+    {"reservation", "create|list|show NAME|delete NAME", "advance reservations of nodes for tenants",
+     "A reservation keeps whole nodes for its tenants during a window: other jobs\n"
+     "that would still run at its start keep off them (shorter ones run there\n"
+     "before it), and jobs submitted with --reservation NAME run only there and\n"
+     "then; they are stopped at the window's end. Creating and deleting take the\n"
+     "admin token; deleting ends it now. docs/scheduling.md.",
+     cli_cmd_reservation, resv_opts, 0},
     {"sbatch", "[SBATCH OPTIONS] SCRIPT [ARG...]", "submit a Slurm batch script (#SBATCH directives)",
      "Takes sbatch's own options (-n, -N, --gres=gpu:2, -t 1-00:00, -p, -A, -o, --array,\n"
      "--dependency, ...), which override the script's #SBATCH directives; the script\n"

@@ -40,7 +40,7 @@ enum {
     SB_JOB_NAME, SB_NTASKS, SB_NODES, SB_NTASKS_PER_NODE, SB_CPUS_PER_TASK, SB_MEM,
     SB_MEM_PER_CPU, SB_GRES, SB_GPUS, SB_GPUS_PER_TASK, SB_GPUS_PER_NODE, SB_TIME, SB_PARTITION,
     SB_QOS, SB_ACCOUNT, SB_OUTPUT, SB_ERROR, SB_ARRAY, SB_DEPENDENCY, SB_EXPORT, SB_CHDIR,
-    SB_CONSTRAINT, SB_EXCLUSIVE, SB_MEM_PER_GPU, SB_CPUS_PER_GPU, SB_NODELIST, SB_EXCLUDE,
+    SB_CONSTRAINT, SB_RESERVATION, SB_EXCLUSIVE, SB_MEM_PER_GPU, SB_CPUS_PER_GPU, SB_NODELIST, SB_EXCLUDE,
     SB_GPU_BIND, SB_HINT, SB_WAIT_ALL_NODES, SB_OPEN_MODE, SB_COMMENT,
     SB_CONTAINER_IMAGE, SB_CONTAINER_MOUNTS, SB_CONTAINER_WORKDIR, SB_CONTAINER_NAME, /* pyxis */
     SB_REQUEUE, SB_NO_REQUEUE, SB_MAIL_TYPE, SB_MAIL_USER,
@@ -130,7 +130,7 @@ static const sb_opt_t opts[] = {
     {"priority", 0, 1, SB_UNSUPPORTED, 0, "use sluice submit --priority"},
     {"signal", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"licenses", 'L', 1, SB_UNSUPPORTED, 0, NULL},
-    {"reservation", 0, 1, SB_UNSUPPORTED, 0, NULL},
+    {"reservation", 0, 1, SB_RESERVATION, 0, NULL},
     {"wckey", 0, 1, SB_UNSUPPORTED, 0, NULL},
     {"input", 'i', 1, SB_UNSUPPORTED, 0, NULL},
     {"mincpus", 0, 1, SB_UNSUPPORTED, 0, NULL},
@@ -744,6 +744,8 @@ json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, ch
         else
             set_field(sb, SB_PARTITION, spec, "pool", v[SB_PARTITION]);
     }
+    if (v[SB_RESERVATION])
+        set_field(sb, SB_RESERVATION, spec, "reservation", v[SB_RESERVATION]);
     if (v[SB_QOS]) {
         if (sl_jobspec_find("priority_class") == NULL)
             unsupported(sb, sb->where[SB_QOS], "-q/--qos",

@@ -700,6 +700,10 @@ static const char scontrol_usage[] =
     "                                        compressed: n[1-3,5]\n"
     "       scontrol show job ID             a job, Slurm's key=value lines\n"
     "       scontrol show node NAME          a node, Slurm's key=value lines\n"
+    "       scontrol show reservation [NAME] advance reservations\n"
+    "       scontrol create reservation ReservationName=R StartTime=T Duration=D\n"
+    "                Nodes=A,B|NodeCnt=N|TRES=gres/gpu:N Accounts=T[,..]|Users=T[,..]\n"
+    "       scontrol delete ReservationName=R\n"
     "Nothing else of scontrol is supported (docs/slurm.md).\n";
 
 static void iso_time(json_t *v, char *buf, size_t len) {
@@ -798,8 +802,18 @@ int cli_cmd_scontrol(cli_t *c) {
     }
     if (argc >= 1 && argv[0][0] == '-')
         return bad(prog, "unrecognized option '%s'", argv[0]);
+    /* Reservations (reservation.c): create and delete, and show's. */
+    if (argc >= 2 && strcmp(argv[0], "create") == 0 && strcasecmp(argv[1], "reservation") == 0)
+        return cli_scontrol_create_resv(c, argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[0], "delete") == 0)
+        return cli_scontrol_delete_resv(c, argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[0], "show") == 0 && (strcasecmp(argv[1], "reservation") == 0 ||
+                                                      strcasecmp(argv[1], "reservations") == 0))
+        return argc > 3 ? bad(prog, "unexpected argument \"%s\"", argv[3])
+                        : cli_scontrol_show_resv(c, argc > 2 ? argv[2] : NULL);
     if (argc < 2 || strcmp(argv[0], "show") != 0)
-        return bad(prog, "only `scontrol show hostnames|hostlist|job|node` is supported%s%s",
+        return bad(prog, "only `scontrol show hostnames|hostlist|job|node|reservation`, `create reservation` and "
+                   "`delete ReservationName=` are supported%s%s",
                    argc ? ", not " : "", argc ? argv[0] : "");
     const char *what = argv[1], *arg = argc > 2 ? argv[2] : NULL;
     if (argc > 3)

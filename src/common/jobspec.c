@@ -190,6 +190,10 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                          "truncate", "",
                          "batch script: truncate or append to its output and error files "
                          "(sbatch --open-mode)"},
+    [SL_JS_RESERVATION] = {"reservation", "reservation", 0, "NAME", SL_FT_NAME, 0, 1, NAME_LEN,
+                           NULL, 0, "none", "",
+                           "run inside this advance reservation: only on its nodes, only in "
+                           "its window (sbatch --reservation); docs/scheduling.md"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {

@@ -211,6 +211,8 @@ int sl_sched_create(const sl_sched_config_t *cfg, sl_cluster_t *cl, sl_sched_t *
     s->cl = cl;
     sl_workload_create(&s->wl);
     s->place = p;
+    s->resv_place = *p;
+    s->resv_place.filter = sl__resv_filter;
     s->queue = q;
     s->backfill = bf;
     sl_rng_seed(&s->rng, cfg->seed);
@@ -252,6 +254,7 @@ void sl_sched_destroy(sl_sched_t *s) {
         sl_free(j);
     }
     sl_hash_fini(&s->jobs);
+    sl__resv_fini(s);
     sl_free(s->nom);
     sl_free(s->pr_times);
     for (size_t i = 0; i < s->gbuckets; i++) {
@@ -391,6 +394,18 @@ static sl_job_t *job_new(sl_sched_t *s, const sl_job_spec_t *spec) {
 int sl_sched_submit(sl_sched_t *s, const sl_job_spec_t *spec, char *err, size_t errlen) {
     int rc = spec_check(s, spec, err, errlen);
     if (rc) return rc;
+    if (spec->resv != 0) {
+        sl_resv_info_t ri;
+        if (sl_sched_resv_get(s, spec->resv, &ri) != 0) {
+            sl__setf(err, errlen, "reservation: no reservation with id %d", (int)spec->resv);
+            return SL_ENOENT;
+        }
+        if (!sl_sched_resv_admits(s, spec->resv, spec->tenant)) {
+            sl__setf(err, errlen, "reservation: %s does not admit tenant %s", ri.name,
+                     s->tenants[spec->tenant].name);
+            return SL_EPERM;
+        }
+    }
     sl__enqueue(s, job_new(s, spec));
     return 0;
 }
@@ -521,10 +536,11 @@ static int32_t fit_bound(const sl_sched_t *s, const sl_task_req_t *req, int32_t 
  * resources are allocated at s->pls[0..*k-1]. Otherwise the reason goes to
  * reason and the status of the attempt at m tasks is returned.
  */
-int sl__place_range(sl_sched_t *s, sl_cycle_t *cy, const sl_job_t *j, int32_t n, int32_t m,
-                       int32_t *k, char *reason, size_t rlen) {
+static int place_range(sl_sched_t *s, const sl_place_policy_t *pol, sl_cycle_t *cy,
+                       const sl_job_t *j, int32_t n, int32_t m, int32_t *k, char *reason,
+                       size_t rlen) {
     const sl_task_req_t *req = &j->spec.task;
-    int rc = sl_place_gang(s->place, cy, s->cl, req, n, s->pls, reason, rlen);
+    int rc = sl_place_gang(pol, cy, s->cl, req, n, s->pls, reason, rlen);
     if (rc == SL_FIT) {
         *k = n;
         return SL_FIT;
@@ -532,18 +548,50 @@ int sl__place_range(sl_sched_t *s, sl_cycle_t *cy, const sl_job_t *j, int32_t n,
     if (m >= n) return rc;
     int32_t c = fit_bound(s, req, n - 1);
     for (int steps = 0; c > m && steps < ELASTIC_STEPS; c--, steps++) {
-        if (sl_place_gang(s->place, cy, s->cl, req, c, s->pls, NULL, 0) == SL_FIT) {
+        if (sl_place_gang(pol, cy, s->cl, req, c, s->pls, NULL, 0) == SL_FIT) {
             *k = c;
             return SL_FIT;
         }
     }
     char r2[SL_REASON_MAX];
-    rc = sl_place_gang(s->place, cy, s->cl, req, m, s->pls, r2, sizeof r2);
+    rc = sl_place_gang(pol, cy, s->cl, req, m, s->pls, r2, sizeof r2);
     if (rc == SL_FIT) {
         *k = m;
         return SL_FIT;
     }
     sl__setf(reason, rlen, "elastic: not even %d of %d tasks fit: %s", (int)m, (int)n, r2);
+    return rc;
+}
+
+/* Advance reservations (sched_resv.c): the nodes j may not use are out of
+ * the index for the attempt; a failure says why they were. */
+int sl__place_range(sl_sched_t *s, sl_cycle_t *cy, const sl_job_t *j, int32_t n, int32_t m,
+                    int32_t *k, char *reason, size_t rlen) {
+    if (s->nresv == 0 && j->spec.resv == 0)
+        return place_range(s, s->place, cy, j, n, m, k, reason, rlen);
+    char r[SL_REASON_MAX];
+    int rc;
+    bool kept = false;
+    if (j->spec.resv) {
+        /* Only its reservation's nodes: a filter on top of the policy's. */
+        rc = sl__resv_allow(s, j, cy, reason, rlen);
+        if (rc != SL_FIT) return rc;
+        rc = place_range(s, &s->resv_place, cy, j, n, m, k, r, sizeof r);
+        cy->allow = NULL;
+        cy->allow_n = 0;
+        cy->allow_base = NULL;
+    } else {
+        sl__resv_exclude(s, j, cy->now_us, cy->now_us, NULL, 0);
+        kept = s->nxdrained > 0;
+        rc = place_range(s, s->place, cy, j, n, m, k, r, sizeof r);
+        sl__resv_restore(s);
+    }
+    if (rc != SL_FIT && reason) {
+        if (j->spec.resv) sl__setf(reason, rlen, "in its reservation's nodes: %s", r);
+        else if (kept) sl__setf(reason, rlen, "kept off reserved nodes (it would run into a "
+                                "reservation's window): %s", r);
+        else sl__setf(reason, rlen, "%s", r);
+    }
     return rc;
 }
 

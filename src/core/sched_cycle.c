@@ -86,6 +86,16 @@
  *  epoch), so the first job of another tenant's group of the same shape is
  *  answered in O(1) too.
  *
+ * Advance reservations (sched_resv.c): a placement keeps a job off the
+ * reserved nodes it may not use; with a reservation ahead the walk does not
+ * skip by group (the nodes a job may use depend on its estimate) and the
+ * failed-shape cache keys its answers by the reserved nodes a job was kept
+ * off; the jobs of open windows are tried first (resv_begin), take no EASY
+ * reservation and are never kept off EASY's nodes.
+ * (Group skipping stays on once every window has begun: no other job may
+ * use a window's nodes whatever its estimate, and the jobs of a
+ * reservation form groups of their own.)
+ *
  * on_start callbacks run after the cycle's decisions, in start order, for
  * jobs still running; they may call back into the scheduler (finish, cancel,
  * requeue, submit) but must not run another cycle from inside one. The
@@ -114,24 +124,27 @@
 
 /* ---- failed-shape cache (valid within one epoch) ---- */
 
-static size_t fcache_home(const sl_task_req_t *r, int32_t n, int32_t m) {
-    return (size_t)req_hash(r, n, m) & (FCACHE_SIZE - 1);
+/* Keyed by shape, counts and the reserved nodes the job is kept off
+ * (xsig, sched_resv.c: 0 without advance reservations). */
+static size_t fcache_home(const sl_task_req_t *r, int32_t n, int32_t m, uint64_t xsig) {
+    return (size_t)sl_mix64(req_hash(r, n, m) ^ xsig) & (FCACHE_SIZE - 1);
 }
 
 static const fcache_entry_t *fcache_find(const sl_sched_t *s, const sl_task_req_t *r, int32_t n,
-                                         int32_t m, bool lng) {
-    size_t i = fcache_home(r, n, m);
+                                         int32_t m, bool lng, uint64_t xsig) {
+    size_t i = fcache_home(r, n, m, xsig);
     for (int p = 0; p < FCACHE_PROBES; p++, i = (i + 1) & (FCACHE_SIZE - 1)) {
         const fcache_entry_t *e = &s->fcache[i];
         if (e->epoch != s->epoch) return NULL;
-        if (e->n == n && e->m == m && (!e->lng || lng) && req_eq(&e->req, r)) return e;
+        if (e->n == n && e->m == m && e->xsig == xsig && (!e->lng || lng) && req_eq(&e->req, r))
+            return e;
     }
     return NULL;
 }
 
 static void fcache_put(sl_sched_t *s, const sl_task_req_t *r, int32_t n, int32_t m, bool lng,
-                       sl_status_t st, const char *reason) {
-    size_t i = fcache_home(r, n, m);
+                       uint64_t xsig, sl_status_t st, const char *reason) {
+    size_t i = fcache_home(r, n, m, xsig);
     for (int p = 0; p < FCACHE_PROBES; p++, i = (i + 1) & (FCACHE_SIZE - 1)) {
         fcache_entry_t *e = &s->fcache[i];
         if (e->epoch == s->epoch) continue;
@@ -140,6 +153,7 @@ static void fcache_put(sl_sched_t *s, const sl_task_req_t *r, int32_t n, int32_t
         e->n = n;
         e->m = m;
         e->lng = lng;
+        e->xsig = xsig;
         e->st = st;
         sl__setf(e->reason, sizeof e->reason, "%s", reason);
         return;
@@ -160,11 +174,27 @@ static bool next_end(const void *ctx, const void **cursor, sl_running_view_t *ou
     return true;
 }
 
-/* Asks the backfill policy for a reservation of count tasks of req. */
-static bool reserve(sl_sched_t *s, const sl_task_req_t *req, int32_t count, int64_t now_us) {
-    if (!s->backfill->reserve) return false;
+/* The latest expected end of the running jobs (now_us if none ends
+ * later): no reservation's shadow time is later. O(depth). */
+static int64_t last_end(const sl_sched_t *s, int64_t now_us) {
+    const sl__tnode_t *x = s->ends_root;
+    if (!x) return now_us;
+    while (x->r) x = x->r;
+    int64_t e = sl__end_job(x)->end_us;
+    return e > now_us ? e : now_us;
+}
+
+/* Asks the backfill policy for a reservation of count tasks of j's shape,
+ * with the nodes of advance reservations j could run into at any shadow
+ * time out of the index (sched_resv.c). */
+static bool reserve(sl_sched_t *s, const sl_job_t *j, int32_t count, int64_t now_us) {
+    if (!s->backfill->reserve || j->spec.resv) return false;
+    if (s->nresv > 0 &&
+        sl__resv_exclude(s, j, now_us, last_end(s, now_us), NULL, 0) != SL_FIT)
+        return false;
     sl_backfill_view_t v = {.cluster = s->cl, .next_end = next_end, .ctx = s};
-    s->resv_active = s->backfill->reserve(s->bf_state, &v, req, count, now_us, &s->resv);
+    s->resv_active = s->backfill->reserve(s->bf_state, &v, &j->spec.task, count, now_us, &s->resv);
+    sl__resv_restore(s);
     return s->resv_active;
 }
 
@@ -225,7 +255,8 @@ static int attempt_job(sl_sched_t *s, sl_cycle_t *cy, sl_job_t *j, int32_t n, in
     a->tried = false;
     a->k = 0;
 
-    const fcache_entry_t *fe = fcache_find(s, req, n, m, mode == MODE_LONG);
+    uint64_t xsig = s->nresv > 0 || j->spec.resv ? sl__resv_sig(s, j, cy->now_us) : 0;
+    const fcache_entry_t *fe = fcache_find(s, req, n, m, mode == MODE_LONG, xsig);
     if (fe) {
         j->status = fe->st;
         memcpy(j->reason, fe->reason, strlen(fe->reason) + 1); /* both SL_REASON_MAX */
@@ -259,12 +290,12 @@ static int attempt_job(sl_sched_t *s, sl_cycle_t *cy, sl_job_t *j, int32_t n, in
         sl__setf(j->reason, sizeof j->reason,
                  "fits only on nodes reserved for job %llu from t=%s and would run past then",
                  (unsigned long long)resv_id, sl__fmt_secs(at, sizeof at, s->resv.start_us));
-        fcache_put(s, req, n, m, true, SL_WAIT, j->reason);
+        fcache_put(s, req, n, m, true, xsig, SL_WAIT, j->reason);
         return SL_WAIT;
     }
     j->status = rc == SL_NOFIT_EVER ? SL_NOFIT_EVER : SL_NOFIT;
     sl__setf(j->reason, sizeof j->reason, "%s", reason);
-    fcache_put(s, req, n, m, false, j->status, j->reason);
+    fcache_put(s, req, n, m, false, xsig, j->status, j->reason);
     return j->status;
 }
 
@@ -379,7 +410,8 @@ static void group_fail(sl_sched_t *s, tenant_t *t, group_t *g, const sl_job_t *j
         /* If a long candidate of this shape (another tenant's) was already
          * refused for the reservation's sake, the failed-shape cache gives
          * later long jobs that answer first: so do we. */
-        const fcache_entry_t *fe = s->resv_active ? fcache_find(s, &g->req, qn, g->m, true) : NULL;
+        const fcache_entry_t *fe =
+            s->resv_active ? fcache_find(s, &g->req, qn, g->m, true, 0) : NULL;
         if (fe && fe->lng) {
             g->l_epoch = s->epoch;
             g->l_short_lim = s->short_lim;
@@ -545,7 +577,7 @@ static int hold_begin(sl_sched_t *s, sl_cycle_t *cy, int64_t now_us, sl_cycle_st
     char since[SL__UNIT_BUF];
     sl__fmt_secs(since, sizeof since, s->hold_since_us);
     (*tries)++;
-    if (!reserve(s, &h->spec.task, m, now_us)) {
+    if (!reserve(s, h, m, now_us)) {
         /* Its start time is unknown now: it holds nothing back (the walk
          * meets it and says why) and the hold goes to a job that has one. */
         h->grp->noresv_epoch = s->epoch;
@@ -561,6 +593,36 @@ static int hold_begin(sl_sched_t *s, sl_cycle_t *cy, int64_t now_us, sl_cycle_st
              raw);
     *held = h;
     return HOLD_RESERVED;
+}
+
+/*
+ * The jobs of the advance reservations whose window is open are tried
+ * before the walk, in queue order (sched_resv.c): no other job may use
+ * their nodes then, so trying them first takes nothing from anyone, and
+ * the walk's backfill limit (max_backfill_tries), which stops a cycle
+ * after so many jobs past the EASY reservation, cannot keep them off
+ * their own nodes. O(their pending jobs), each answered by the
+ * failed-shape cache once its shape failed.
+ */
+static void resv_begin(sl_sched_t *s, sl_cycle_t *cy, int64_t now_us, sl_cycle_stats_t *st,
+                       size_t *nstarted) {
+    sl_job_t **v;
+    size_t n = s->nresv ? sl__resv_window_jobs(s, now_us, &v) : 0;
+    for (size_t i = 0; i < n; i++) {
+        sl_job_t *j = v[i];
+        int32_t m = job_min(j);
+        char qr[SL_REASON_MAX];
+        int32_t qn = sl__quota_cap(s, j, j->spec.ntasks, m, qr, sizeof qr);
+        if (qn < 0) continue; /* the walk meets it and says why */
+        j->reason_epoch = s->epoch;
+        attempt_t at;
+        int rc = attempt_job(s, cy, j, qn, m, MODE_PLAIN, 0, &at);
+        if (at.tried) st->tried++;
+        if (rc != SL_FIT) continue;
+        sl__start_job(s, j, s->pls, at.k, now_us);
+        note_start(s, nstarted, j->spec.id);
+        st->started++;
+    }
 }
 
 uint64_t sl_sched_held_job(const sl_sched_t *s, int64_t *since_us) {
@@ -586,6 +648,14 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
     char held_raw[SL_REASON_MAX];
     int tries = 0; /* reservations computed (SL__RESERVE_TRIES) */
     hold_begin(s, &cy, now_us, &st, &nstarted, &tries, &held, held_raw, sizeof held_raw);
+    resv_begin(s, &cy, now_us, &st, &nstarted);
+
+    /* Whether a reservation's window lies ahead: then whether a job may use
+     * its nodes depends on the job's estimate (sched_resv.c). Inside a
+     * window no other job may, whatever its estimate, and a job of it is
+     * in a group of its own (group_hash), so group verdicts hold. */
+    bool resv_ahead = false;
+    for (size_t i = 0; i < s->nresv; i++) resv_ahead |= s->resvs[i].start_us > now_us;
 
     /* A binary heap of the tenants with jobs left to consider, keyed by
      * their current head under the policy. */
@@ -596,7 +666,9 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         sl_heap_clear(&t->gh);
         t->ndl = 0;
         t->gnext = sl__tn_first(t->groot);
-        t->skip = s->group_skip && skip_exact(s, t);
+        /* With a reservation ahead the nodes a job may use depend on its
+         * estimate, which jobs of one group do not share: walk them. */
+        t->skip = s->group_skip && !resv_ahead && skip_exact(s, t);
         tenant_settle(s, t);
         uint32_t ti = (uint32_t)i;
         if (t->cur) sl_heap_append(&s->act, &head_heap, &ti);
@@ -659,8 +731,12 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             continue;
         }
 
+        /* A job of an advance reservation is never kept off the EASY
+         * reservation's nodes: it runs on its own nodes, which the EASY
+         * head cannot use before that reservation's end, and ends by then
+         * (sched_resv.c). */
         int mode = MODE_PLAIN;
-        if (s->resv_active) mode = is_short(s, j) ? MODE_SHORT : MODE_LONG;
+        if (s->resv_active && !j->spec.resv) mode = is_short(s, j) ? MODE_SHORT : MODE_LONG;
         attempt_t at;
         int rc = attempt_job(s, &cy, j, qn, m, mode, resv_id, &at);
         if (at.tried) st.tried++;
@@ -686,7 +762,9 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             tenant_settle(s, t);
             continue;
         }
-        if (rc == SL_NOFIT_EVER || s->resv_active) {
+        if (rc == SL_NOFIT_EVER || s->resv_active || j->spec.resv) {
+            /* (A job of an advance reservation takes no EASY reservation:
+             * it waits for its window or its own nodes.) */
             group_fail(s, t, g, j, rc, qn, j->reason);
             tenant_settle(s, t);
             continue;
@@ -697,7 +775,7 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
         bool tried = s->backfill->reserve && g->noresv_epoch != s->epoch &&
                      tries < SL__RESERVE_TRIES;
         if (tried) tries++;
-        if (tried && reserve(s, &j->spec.task, m, now_us)) {
+        if (tried && reserve(s, j, m, now_us)) {
             hold_give(s, j, now_us);
             resv_id = past_id = j->spec.id;
             st.reserved_job = (int64_t)j->spec.id;

@@ -36,10 +36,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "sluice/alloc.h"
 #include "sluice/hash.h"
 #include "sluice/heap.h"
 #include "sluice/job.h"
 #include "sluice/policy.h"
+#include "sluice/resv.h"
 #include "sluice/sched.h"
 
 /* An intrusive treap node (sched_queue.c): ordered by a caller's `less`,
@@ -207,6 +209,7 @@ typedef struct sl__group {
     struct sl__group *h_next; /* group hash chain */
     uint64_t hash;
     int32_t tenant, n, m;     /* key: tenant, ntasks, min count, and req */
+    int32_t resv;             /* and the advance reservation (sl_job_spec_t.resv) */
     sl_task_req_t req;
     sl__tnode_t *root;        /* treap of the pending jobs (job.gq) */
     sl_job_t *head;           /* first of them in queue order */
@@ -236,6 +239,24 @@ typedef struct sl__group {
  * walks every running job with an estimate, so this bounds a cycle in
  * which no reservation is possible (sched_cycle.c). */
 #define SL__RESERVE_TRIES 4
+
+/* An advance reservation (sched_resv.c). */
+typedef struct sl__resv {
+    int32_t id;
+    char name[SL_NAME_MAX];
+    int64_t start_us, end_us;
+    uint32_t *nodes;          /* owned */
+    size_t nnodes;
+    int32_t tenants[SL_RESV_TENANTS_MAX];
+    size_t ntenants;
+    int32_t gpus;
+    uint8_t *member;          /* node id -> 1 if reserved here (nmember entries) */
+    size_t nmember;
+    /* Its pending jobs (sl__enqueue and sl__dequeue keep them; any order),
+     * which each cycle inside the window tries first (sched_cycle.c). */
+    sl_job_t **pend;
+    size_t npend, pend_cap;
+} sl__resv_t;
 
 typedef struct tenant {
     char name[SL_NAME_MAX];
@@ -268,6 +289,7 @@ typedef struct fcache_entry {
     uint64_t epoch; /* valid iff equal to the scheduler's epoch */
     sl_task_req_t req;
     int32_t n, m;
+    uint64_t xsig;  /* the reserved nodes the job was kept off (sl__resv_sig) */
     bool lng;       /* applies to long backfill candidates only */
     sl_status_t st;
     char reason[SL_REASON_MAX];
@@ -347,6 +369,19 @@ struct sl_sched {
     bool las;
     int64_t las_thr[4];
     int32_t nlas;
+
+    /* Advance reservations (sched_resv.c, sluice/resv.h), by id; and the
+     * nodes an attempt took out of the index (restored after it). */
+    sl__resv_t resvs[SL_RESV_MAX];
+    size_t nresv;
+    int32_t resv_next_id;
+    uint32_t *xdrained;
+    size_t nxdrained, xdrained_cap;
+    sl_job_t **rtry;       /* scratch: the pending jobs of windows now (sched_resv.c) */
+    size_t rtry_cap;
+    /* The placement policy with the reservation's node filter on top
+     * (sl__resv_filter), for the jobs of advance reservations. */
+    sl_place_policy_t resv_place;
 };
 
 /* ---- small helpers (inline: used by every sched_*.c file) ---- */
@@ -439,14 +474,17 @@ static inline uint64_t req_hash(const sl_task_req_t *r, int32_t n, int32_t m) {
     return sl_mix64(h ^ (uint64_t)(uint32_t)m);
 }
 
+/* A group's key also holds the advance reservation its jobs run in: a job
+ * of one may use only its nodes, so it shares no verdict with others. */
 static inline uint64_t group_hash(const sl_job_t *j) {
     return sl_mix64(req_hash(&j->spec.task, j->spec.ntasks, job_min(j)) ^
-                 ((uint64_t)(uint32_t)j->spec.tenant << 17));
+                 ((uint64_t)(uint32_t)j->spec.tenant << 17) ^
+                 ((uint64_t)(uint32_t)j->spec.resv << 41));
 }
 
 static inline bool group_matches(const group_t *g, uint64_t h, const sl_job_t *j) {
     return g->hash == h && g->tenant == j->spec.tenant && g->n == j->spec.ntasks &&
-           g->m == job_min(j) && req_eq(&g->req, &j->spec.task);
+           g->m == job_min(j) && g->resv == j->spec.resv && req_eq(&g->req, &j->spec.task);
 }
 
 static inline sl_res_t job_total(const sl_job_t *j, int32_t n) {
@@ -459,6 +497,29 @@ static inline bool tenant_ok(const sl_sched_t *s, int32_t tenant) {
 
 static inline void see_time(sl_sched_t *s, int64_t now_us) {
     if (now_us > s->clock_us) s->clock_us = now_us;
+}
+
+/* The pending jobs of advance reservations (sl__resv_t.pend), kept as a
+ * job of one enters and leaves the queue. O(reservations + its pending). */
+static inline void sl__resv_pend(sl_sched_t *s, sl_job_t *j, bool add) {
+    for (size_t i = 0; i < s->nresv && j->spec.resv; i++) {
+        sl__resv_t *r = &s->resvs[i];
+        if (r->id != j->spec.resv) continue;
+        if (add) {
+            if (r->npend == r->pend_cap) {
+                r->pend_cap = r->pend_cap ? 2 * r->pend_cap : 8;
+                r->pend = sl_xrealloc(r->pend, r->pend_cap * sizeof *r->pend);
+            }
+            r->pend[r->npend++] = j;
+            return;
+        }
+        for (size_t k = 0; k < r->npend; k++) {
+            if (r->pend[k] != j) continue;
+            r->pend[k] = r->pend[--r->npend];
+            return;
+        }
+        return;
+    }
 }
 
 /* ---- sched_queue.c: treaps, tenant and group queues, the running list,
@@ -498,5 +559,39 @@ int32_t sl__quota_cap(const sl_sched_t *s, const sl_job_t *j, int32_t n, int32_t
  * and the status of the attempt at m tasks is returned. */
 int sl__place_range(sl_sched_t *s, sl_cycle_t *cy, const sl_job_t *j, int32_t n, int32_t m,
                     int32_t *k, char *reason, size_t rlen);
+
+/* ---- sched_resv.c: advance reservations in placement ---- */
+
+/*
+ * Takes out of the index, for one placement attempt of j (a job of no
+ * reservation) at now_us, the up nodes of each reservation whose window
+ * the job would overlap if it started at any time up to horizon_us (now_us
+ * for a placement; later for a backfill plan). Returns SL_FIT (then
+ * sl__resv_restore must follow); SL_NOFIT for a job of a reservation,
+ * which is placed through sl__resv_allow instead. O(nodes taken out).
+ */
+int sl__resv_exclude(sl_sched_t *s, const sl_job_t *j, int64_t now_us, int64_t horizon_us,
+                     char *reason, size_t rlen);
+/* For a job of a reservation: fills cy's allow fields with the
+ * reservation's nodes (base: the scheduler's placement policy) and
+ * returns SL_FIT, or SL_NOFIT / SL_NOFIT_EVER with a reason (outside its
+ * window, or the reservation is gone) leaving cy as it was. O(1) but the
+ * lookup, O(reservations). The caller clears cy->allow afterwards. */
+int sl__resv_allow(const sl_sched_t *s, const sl_job_t *j, sl_cycle_t *cy, char *reason,
+                   size_t rlen);
+/* The filter of sched.resv_place: the node is one cy->allow lets through,
+ * and the base policy's filter (if any) takes it. */
+bool sl__resv_filter(const sl_cycle_t *cy, const sl_task_req_t *req, const sl_node_t *node);
+/* Puts the nodes sl__resv_exclude took out back. Idempotent. */
+void sl__resv_restore(sl_sched_t *s);
+/* Which reserved nodes j may not use at now_us, as a key for the
+ * failed-shape cache: 0 when none. O(reservations). */
+uint64_t sl__resv_sig(const sl_sched_t *s, const sl_job_t *j, int64_t now_us);
+/* Frees the reservations (sl_sched_destroy). */
+void sl__resv_fini(sl_sched_t *s);
+/* The pending jobs of the reservations whose window holds now_us, in queue
+ * order, into *out (the scheduler's scratch, valid until the next call);
+ * returns how many. O(k log k) for k such jobs. */
+size_t sl__resv_window_jobs(sl_sched_t *s, int64_t now_us, sl_job_t ***out);
 
 #endif

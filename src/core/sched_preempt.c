@@ -268,8 +268,8 @@ static bool job_relevant(const sl_sched_t *s, const sl_job_t *v, const sl_task_r
 /* Whether m tasks of p fit now; gives the placement back at once. */
 static bool fits(run_ctx_t *c, const sl_job_t *p, int32_t m) {
     sl_sched_t *s = c->s;
-    if (sl_place_gang(s->place, &c->cy, s->cl, &p->spec.task, m, s->pls, NULL, 0) != SL_FIT)
-        return false;
+    int32_t k;
+    if (sl__place_range(s, &c->cy, p, m, m, &k, NULL, 0) != SL_FIT) return false;
     sl__release_pls(s, &p->spec.task, s->pls, m);
     return true;
 }

@@ -213,6 +213,7 @@ static group_t *group_get(sl_sched_t *s, const sl_job_t *j) {
     g->tenant = j->spec.tenant;
     g->n = j->spec.ntasks;
     g->m = job_min(j);
+    g->resv = j->spec.resv;
     g->req = j->spec.task;
     g->ix.prio = sl_mix64(h ^ UINT64_C(0x2545f4914f6cdd1d));
     g->h_next = s->gtab[h & (s->gbuckets - 1)];
@@ -267,6 +268,7 @@ void sl__enqueue(sl_sched_t *s, sl_job_t *j) {
     j->grp = g;
     t->pend = sl_res_add(t->pend, job_total(j, j->spec.ntasks));
     t->npending++;
+    sl__resv_pend(s, j, true);
     s->npending++;
 }
 
@@ -287,6 +289,7 @@ void sl__dequeue(sl_sched_t *s, sl_job_t *j) {
     t->pend = sl_res_sub(t->pend, job_total(j, j->spec.ntasks));
     t->npending--;
     s->npending--;
+    sl__resv_pend(s, j, false);
 }
 
 /* ---- tenants ---- */

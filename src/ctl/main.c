@@ -30,6 +30,7 @@
 #include "log.h"
 #include "views/metrics.h"
 #include "domain/recover.h"
+#include "domain/reservations.h"
 #include "tls.h"
 #include "net/steps.h"
 
@@ -49,6 +50,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *ud) {
     ctl_sweep(&d->c);
     ctl_drain_sweep(&d->c); /* drains whose deadline passed */
     ctl_health_sweep(&d->c); /* fenced GPUs a passing check clears */
+    ctl_resv_sweep(&d->c); /* reservations whose window began or ended */
     ctl_launch_sweep(&d->c); /* launches never acknowledged */
     ctl_http_logs_expire(&d->http);
 }

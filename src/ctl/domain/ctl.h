@@ -169,6 +169,7 @@ typedef struct ctl {
     size_t nname_refs;
     int64_t started_us;
     int64_t started_mono_us;
+    int64_t resv_swept_us; /* the last reservations sweep (reservations.c) */
 } ctl_t;
 
 /* Tell the watcher (ctl_watch_t) that j or node changed. O(1). */

@@ -23,6 +23,7 @@
 #include "domain/preempt.h"
 #include "domain/recover.h"
 #include "domain/retry.h"
+#include "domain/reservations.h"
 
 static int node_row(void *ud, const char *name, const char *spec, const char *addr,
                     int64_t last_seen_us) {
@@ -207,7 +208,7 @@ int ctl_recover(ctl_t *c, char *err, size_t errlen) {
     jobvec_t all = {c, NULL, 0, 0}, fin = {c, NULL, 0, 0};
     int rc = -1;
     if (ctl_store_nodes_read(c->store, node_row, c) < 0 || ctl_drains_restore(c) < 0 ||
-        ctl_health_restore(c) < 0 ||
+        ctl_health_restore(c) < 0 || ctl_resvs_restore(c) < 0 ||
         ctl_store_max_id(c->store, &max_id) < 0)
         goto out;
     c->next_id = max_id + 1;

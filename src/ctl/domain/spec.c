@@ -506,6 +506,17 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     if (pool && ctl_pool_tenant_ok(&c->cfg, pool, sl_sched_tenant_name(c->sched, tenant), err,
                                    sizeof err) < 0)
         return bad(fe, 403, "forbidden", "pool", "%s", err);
+    const char *rname = json_string_value(val[SL_JS_RESERVATION]);
+    if (rname) {
+        int rid = sl_sched_resv_find(c->sched, rname);
+        if (rid < 0)
+            return bad(fe, 400, "invalid_field", "reservation",
+                       "no reservation \"%s\" (sluice reservation list)", rname);
+        if (!sl_sched_resv_admits(c->sched, rid, tenant))
+            return bad(fe, 403, "forbidden", "reservation",
+                       "reservation \"%s\" does not admit tenant \"%s\"", rname,
+                       sl_sched_tenant_name(c->sched, tenant));
+    }
     {
         /* Labels and tolerations compile here so that a bad one is a 400
          * naming its field; the reference is given back at once. */
@@ -640,6 +651,8 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         else
             json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
     }
+    if (rname)
+        json_object_set_new(norm, "reservation", json_string(rname));
 
     ctl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = norm;
@@ -717,6 +730,18 @@ int ctl_job_core_spec(ctl_t *c, ctl_job_t *j, char *err, size_t errlen) {
         pcid = 0;
     }
     cs->prio_class = pcid > 0 ? pcid : 0;
+    /* The reservation by name; one that no longer exists (deleted, or
+     * ended while sluiced was down) refuses the job here. */
+    const char *rn = json_string_value(json_object_get(s, "reservation"));
+    cs->resv = 0;
+    if (rn) {
+        int rid = sl_sched_resv_find(c->sched, rn);
+        if (rid < 0) {
+            snprintf(err, errlen, "reservation: \"%s\" no longer exists", rn);
+            return -1;
+        }
+        cs->resv = rid;
+    }
     sl_task_req_t *r = &cs->task;
     r->model_mask = 0;
     r->pool = -1;

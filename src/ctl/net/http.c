@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "net/hreply.h"
 #include "views/api.h"
 #include "views/batch.h"
 #include "domain/deps.h"
@@ -52,6 +53,7 @@
 #include "log.h"
 #include "views/metrics.h"
 #include "views/disruptions.h"
+#include "views/resvapi.h"
 #include "quantity.h"
 #include "views/report.h"
 #include "views/history.h"
@@ -89,6 +91,7 @@ typedef struct hreq {
     bool all;        /* reads every tenant's figures: the admin or the monitoring token */
     int32_t tenant;  /* the token's tenant, -1 for the admin and the monitoring token */
     uint64_t id;     /* {id} in the path */
+    const char *name; /* {name} in the path (the reservation's), or NULL */
     int64_t aidx;    /* {id} was A_I: I (the element's id is resolved in job_access); else -1 */
     const char *step_token; /* AUTH_STEP: a token of the step form, not yet checked */
 } hreq_t;
@@ -117,6 +120,7 @@ static void h_history(hreq_t *h);
 static void h_drain(hreq_t *h);  /* views/disruptions.c */
 static void h_resume(hreq_t *h);
 static void h_size(hreq_t *h);
+static void h_resv(hreq_t *h);   /* views/resvapi.c */
 static void h_steps(hreq_t *h) { ctl_steps_http(h->hs->steps, h->req, h->id, h->admin, h->tenant, h->step_token); }
 static void h_events(hreq_t *h) { ctl_events_http(h->hs->events, h->req, &h->query, h->admin, h->tenant); }
 static void h_ui(hreq_t *h) { ctl_console_http(&h->hs->conns, h->req, evhttp_uri_get_path(evhttp_request_get_evhttp_uri(h->req))); }
@@ -145,6 +149,13 @@ static const route_t routes[] = {
      "drain a node (admin): {\"node\":N,\"deadline\":T,\"reason\":R}"},
     {EVHTTP_REQ_POST, "/v1/nodes/resume", h_resume, AUTH_API, "end a node's drain (admin): {\"node\":N}"},
     {EVHTTP_REQ_GET, "/v1/jobs/{id}/size", h_size, AUTH_API, "an elastic job's size now"},
+    {EVHTTP_REQ_POST, "/v1/reservations", h_resv, AUTH_API,
+     "create an advance reservation (admin): {\"name\",\"start\",\"duration\",\"nodes\"|"
+     "\"node_count\"|\"gpus\",\"tenants\"}"},
+    {EVHTTP_REQ_GET, "/v1/reservations", h_resv, AUTH_API, "advance reservations"},
+    {EVHTTP_REQ_GET, "/v1/reservations/{name}", h_resv, AUTH_API, "one advance reservation"},
+    {EVHTTP_REQ_DELETE, "/v1/reservations/{name}", h_resv, AUTH_API,
+     "end an advance reservation now (admin): its jobs stop"},
     {EVHTTP_REQ_POST, "/v1/jobs/{id}/steps", h_steps, AUTH_STEP, "start a job step (srun); its output streams back"},
     {EVHTTP_REQ_POST, "/v1/jobs/{id}/steps/control", h_step_signal, AUTH_STEP, "signal a step, or its --pty input"},
     {EVHTTP_REQ_GET, "/v1/events", h_events, AUTH_API,
@@ -178,9 +189,19 @@ void ctl_http_print_routes(void) {
 
 /* Matches path against pattern; "{id}" takes a positive decimal id. */
 /* {id} is a job id, or A_I: element I of array A (*aidx, else -1). */
-static bool match(const char *pattern, const char *path, uint64_t *id, int64_t *aidx) {
+static bool match(const char *pattern, const char *path, uint64_t *id, int64_t *aidx,
+                  const char **name) {
     *aidx = -1;
     while (*pattern && *path) {
+        if (strncmp(pattern, "{name}", 6) == 0) {
+            /* The rest of the path, one segment (the names a reservation may have). */
+            *name = path;
+            for (; *path && *path != '/'; path++)
+                if (*path == '%' || *path == '?')
+                    return false;
+            pattern += 6;
+            continue;
+        }
         if (strncmp(pattern, "{id}", 4) == 0) {
             if (*path < '0' || *path > '9')
                 return false;
@@ -212,83 +233,19 @@ static bool match(const char *pattern, const char *path, uint64_t *id, int64_t *
 
 /* ---- replies ---- */
 
-static void free_body(const void *data, size_t len, void *arg) {
-    sl_free((void *)data);
-}
-
-/* The reply to req: a HEAD request gets the headers of the GET with the
- * body's Content-Length and no body; a large body that would pass
- * limits.reply_buffer becomes a 503 (hconn.h). */
+/* Every reply leaves through net/hreply.c (HEAD, limits.reply_buffer). */
 static void send_body(ctl_http_t *hs, struct evhttp_request *req, int status, const char *ctype,
                       ctl_buf_t *body) {
-    if (!ctl_hconns_room(&hs->conns, body->len)) {
-        hs->c->n.replies_refused++;
-        hs->c->n.http_errors++;
-        ctl_buf_fini(body);
-        ctl_buf_puts(body, "{\"error\":{\"code\":\"unavailable\",\"message\":\"too many unread "
-                           "replies are queued (limits.reply_buffer); retry later\"}}\n");
-        status = 503;
-        ctype = "application/json";
-        evhttp_remove_header(evhttp_request_get_output_headers(req), "Sluice-Next-After");
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
-    }
-    struct evbuffer *out = evbuffer_new();
-    size_t len;
-    char *p = ctl_buf_steal(body, &len);
-    struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
-    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
-        char cl[24];
-        snprintf(cl, sizeof cl, "%zu", len);
-        evhttp_add_header(oh, "Content-Length", cl);
-        sl_free(p);
-    } else if (p) {
-        evbuffer_add_reference(out, p, len, free_body, NULL);
-    }
-    evhttp_add_header(oh, "Content-Type", ctype);
-    const char *reason = status == 200   ? "OK"
-                         : status == 201 ? "Created"
-                         : status == 400 ? "Bad Request"
-                         : status == 401 ? "Unauthorized"
-                         : status == 403 ? "Forbidden"
-                         : status == 404 ? "Not Found"
-                         : status == 405 ? "Method Not Allowed"
-                         : status == 409 ? "Conflict"
-                         : status == 413 ? "Payload Too Large"
-                         : status == 429 ? "Too Many Requests"
-                         : status == 500 ? "Internal Server Error"
-                         : status == 502 ? "Bad Gateway"
-                         : status == 503 ? "Service Unavailable"
-                         : status == 504 ? "Gateway Timeout"
-                                         : "Error";
-    ctl_hconns_send(&hs->conns, req, status, reason, out);
-    evbuffer_free(out);
+    ctl_reply_body(&hs->conns, req, status, ctype, body);
 }
 
 static void send_json(ctl_http_t *hs, struct evhttp_request *req, int status, ctl_buf_t *body) {
-    send_body(hs, req, status, "application/json", body);
+    ctl_reply_body(&hs->conns, req, status, "application/json", body);
 }
 
 static void verror(ctl_http_t *hs, struct evhttp_request *req, int status, const char *code,
                    const char *field, long position, const char *fmt, va_list ap) {
-    char msg[512];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    ctl_buf_t b;
-    ctl_buf_init(&b);
-    ctl_buf_puts(&b, "{\"error\":{\"code\":");
-    ctl_buf_jstr(&b, code);
-    if (field && field[0]) {
-        ctl_buf_puts(&b, ",\"field\":");
-        ctl_buf_jstr(&b, field);
-    }
-    if (position >= 0) {
-        ctl_buf_puts(&b, ",\"position\":");
-        ctl_buf_i64(&b, position);
-    }
-    ctl_buf_puts(&b, ",\"message\":");
-    ctl_buf_jstr(&b, msg);
-    ctl_buf_puts(&b, "}}\n");
-    hs->c->n.http_errors++;
-    send_json(hs, req, status, &b);
+    ctl_reply_verror(&hs->conns, req, status, code, field, position, fmt, ap);
 }
 
 static void http_error(ctl_http_t *hs, struct evhttp_request *req, int status, const char *code,
@@ -358,16 +315,19 @@ static void dispatch(struct evhttp_request *req, void *ud) {
     const route_t *rt = NULL;
     uint64_t id = 0;
     int64_t aidx = -1;
+    const char *pname = NULL;
     char allow[64] = "";
     for (size_t i = 0; i < NROUTES; i++) {
         uint64_t v = 0;
         int64_t ai;
-        if (!match(routes[i].pattern, path, &v, &ai))
+        const char *nm = NULL;
+        if (!match(routes[i].pattern, path, &v, &ai, &nm))
             continue;
         if (routes[i].method == method || (method == EVHTTP_REQ_HEAD && routes[i].method == EVHTTP_REQ_GET)) {
             rt = &routes[i];
             id = v;
             aidx = ai;
+            pname = nm;
             break;
         }
         if (allow[0])
@@ -385,6 +345,12 @@ static void dispatch(struct evhttp_request *req, void *ud) {
         return;
     }
     hreq_t h = {.hs = hs, .c = c, .req = req, .tenant = -1, .id = id, .aidx = aidx};
+    char nbuf[SL_NAME_MAX];
+    if (pname) {
+        size_t n = strcspn(pname, "/");
+        snprintf(nbuf, sizeof nbuf, "%.*s", (int)(n < sizeof nbuf ? n : sizeof nbuf - 1), pname);
+        h.name = nbuf;
+    }
     h.query.tqh_first = NULL;
     h.query.tqh_last = &h.query.tqh_first;
     if (rt->auth != AUTH_NONE) {
@@ -939,21 +905,30 @@ static void h_history(hreq_t *h) {
 
 /* ---- drain, resume and size: the handlers of views/disruptions.c's requests ---- */
 
+/* The request's optional JSON object body into *body (NULL when empty);
+ * false once it answered a body that is not one. */
+static bool read_body(hreq_t *h, json_t **body) {
+    struct evbuffer *in = evhttp_request_get_input_buffer(h->req);
+    size_t len = evbuffer_get_length(in);
+    json_error_t jerr;
+    *body = len ? json_loadb((const char *)evbuffer_pullup(in, -1), len, 0, &jerr) : NULL;
+    if (len && !json_is_object(*body)) {
+        error_at(h->hs, h->req, *body ? 0 : jerr.position, "the body must be a JSON object");
+        json_decref(*body);
+        return false;
+    }
+    return true;
+}
+
 /* An admin request with an optional JSON body, answered by fn. */
 static void op_call(hreq_t *h, int (*fn)(ctl_t *, json_t *, ctl_buf_t *, ctl_field_err_t *)) {
     if (!h->admin) {
         http_error(h->hs, h->req, 403, "forbidden", NULL, "only the admin token may drain or resume nodes");
         return;
     }
-    struct evbuffer *in = evhttp_request_get_input_buffer(h->req);
-    size_t len = evbuffer_get_length(in);
-    json_error_t jerr;
-    json_t *body = len ? json_loadb((const char *)evbuffer_pullup(in, -1), len, 0, &jerr) : NULL;
-    if (len && !json_is_object(body)) {
-        json_decref(body);
-        error_at(h->hs, h->req, body ? 0 : jerr.position, "the body must be a JSON object");
+    json_t *body;
+    if (!read_body(h, &body))
         return;
-    }
     ctl_buf_t b;
     ctl_buf_init(&b);
     ctl_field_err_t fe = {0};
@@ -985,5 +960,24 @@ static void h_size(hreq_t *h) {
     int status = ctl_api_job_size(h->c, j, &b);
     if (owned)
         ctl_job_free(j);
+    send_json(h->hs, h->req, status, &b);
+}
+
+static void h_resv(hreq_t *h) {
+    json_t *body;
+    if (!read_body(h, &body))
+        return;
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    ctl_field_err_t fe = {0};
+    enum evhttp_cmd_type m = evhttp_request_get_command(h->req);
+    int status = ctl_api_resv(h->c, method_name(m == EVHTTP_REQ_HEAD ? EVHTTP_REQ_GET : m), h->name,
+                              h->admin, body, &b, &fe);
+    json_decref(body);
+    if (status >= 400) {
+        ctl_buf_fini(&b);
+        http_error(h->hs, h->req, status, fe.code, fe.field[0] ? fe.field : NULL, "%s", fe.message);
+        return;
+    }
     send_json(h->hs, h->req, status, &b);
 }

@@ -37,6 +37,8 @@
  *   node_drain, preemptions, job_size              drains, preemptions and
  *                                                  elastic sizes
  *                                                  (sqlite_disruptions.c)
+ *   reservations(name, start_us, end_us, nodes,   advance reservations
+ *                tenants, created_us)              (sqlite_resv.c)
  *
  * Partial indexes on the active rows and an index on end_us keep start-up
  * (domain/recover.c) proportional to what it reads, not to the history.
@@ -146,6 +148,12 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS gpu_fence(node TEXT NOT NULL, gpu INTEGER NOT NULL, reason TEXT,"
     " since_us INTEGER NOT NULL, faults INTEGER NOT NULL, pinned INTEGER NOT NULL,"
     " PRIMARY KEY(node, gpu));"
+    /* Advance reservations (sqlite_resv.c): nodes and tenants by name,
+     * comma-separated. New in this version; an older database gains the
+     * table at its first open (CREATE ... IF NOT EXISTS, no migration). */
+    "CREATE TABLE IF NOT EXISTS reservations(name TEXT PRIMARY KEY, start_us INTEGER NOT NULL,"
+    " end_us INTEGER NOT NULL, nodes TEXT NOT NULL, tenants TEXT NOT NULL,"
+    " created_us INTEGER NOT NULL);"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('schema', '1');";
 
 static const char *const stmts[ST_COUNT] = {

@@ -275,6 +275,27 @@ int ctl_store_attempts_active(ctl_store_t *s, ctl_store_attempts_fn fn, void *ud
  * with sl_free) of *n. 0 or -1. */
 int ctl_store_attempts_read(ctl_store_t *s, uint64_t job, ctl_attempt_t **out, size_t *n);
 
+/* ---- advance reservations ----
+ *   reservations(name, start_us, end_us, nodes, tenants, created_us)
+ * nodes and tenants are names, comma-separated (domain/reservations.c).
+ * Rare writes (an operator's create or delete, a window's end). */
+typedef struct ctl_store_resv {
+    const char *name;
+    int64_t start_us, end_us;
+    const char *nodes;     /* "a,b,c" */
+    const char *tenants;   /* "x,y" */
+    int64_t created_us;
+} ctl_store_resv_t;
+
+/* Inserts (or replaces) the reservation's row. Urgent. */
+void ctl_store_resv_put(ctl_store_t *s, const ctl_store_resv_t *r);
+/* Deletes the reservation's row. Urgent. */
+void ctl_store_resv_delete(ctl_store_t *s, const char *name);
+/* A row; its strings are valid during the call. 0, or -1 to stop. */
+typedef int (*ctl_store_resv_fn)(void *ud, const ctl_store_resv_t *r);
+/* Every reservation row, oldest first. 0 or -1 (ctl_store_errmsg). */
+int ctl_store_resvs_read(ctl_store_t *s, ctl_store_resv_fn fn, void *ud);
+
 /* ---- the read-only reader: `sluice report` and GET /v1/history ----
  * A reader is a connection of its own (read-only; it sees every commit
  * made before each read began and never blocks the daemon's writes),
