@@ -68,6 +68,7 @@ typedef enum sl_jobspec_id {
     SL_JS_TOPOLOGY_REQUIRED,  /* a level the gang must fit in (sluice/topology.h) */
     SL_JS_TOPOLOGY_PREFERRED, /* a level it should fit in */
     SL_JS_ALLOCATION,     /* an allocation: one task runs the command, steps use the rest */
+    SL_JS_SLURM,          /* the request as sbatch read it, for the SLURM_* variables */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 
