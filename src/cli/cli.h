@@ -171,6 +171,17 @@ const char *cli_sbatch_value(const cli_sbatch_t *sb, const char *name);
  * arguments, or NULL after a message. */
 json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, char **args,
                         int nargs);
+/* scancelf.c: scancel's filters (NULL: not given; comma-separated lists). */
+typedef struct cli_scancel_filter {
+    const char *users, *names, *states, *parts;
+} cli_scancel_filter_t;
+/* CLI_OK, or CLI_EUSAGE after a message for a state scancel does not take. */
+int cli_scancel_check_states(const char *states);
+/* Cancels the pending and running jobs that pass every filter of f (and,
+ * with nids > 0, are among ids: "12", "12_3", or an array's id for all of
+ * its elements). Nothing printed for no match, as Slurm's. */
+int cli_scancel_filtered(cli_t *c, const cli_scancel_filter_t *f, char **ids, int nids);
+
 /* sbatchenv.c: sbatch's input variables (SBATCH_PARTITION, ...), read
  * after the command line and before the directives: its flags win over
  * them and they over the directives, as sbatch 22.05 orders them. CLI_OK, or CLI_EUSAGE after

@@ -237,6 +237,15 @@ static const struct { char f; const char *head; } job_heads[] = {
 };
 #define SQUEUE_FIELDS "iAjuatTMlDNRPCb"
 
+/* squeue -O's names of those fields. */
+static const sl_slurmfmt_name_t squeue_long[] = {
+    {"JobID", 'i'},       {"JobArrayID", 'i'}, {"ArrayJobID", 'A'},   {"Name", 'j'},
+    {"UserName", 'u'},    {"User", 'u'},       {"Account", 'a'},      {"StateCompact", 't'},
+    {"State", 'T'},       {"TimeUsed", 'M'},   {"TimeLimit", 'l'},    {"NumNodes", 'D'},
+    {"NodeList", 'N'},    {"ReasonList", 'R'}, {"Partition", 'P'},    {"NumCPUs", 'C'},
+    {"tres-per-node", 'b'},
+};
+
 /* A line of items: the header (ctx NULL, each field's head) or the row of
  * ctx (a job, or one of sinfo's lines), each field's value from field. */
 static void print_items(const sl_slurmfmt_item_t *it, size_t n, const void *ctx,
@@ -295,7 +304,7 @@ static bool squeue_keep(const squeue_t *q, json_t *j) {
 }
 
 static const char squeue_usage[] =
-    "usage: squeue [-h] [-o FORMAT] [-j IDS] [-u USERS] [--me] [-t STATES] [-p PARTITIONS]\n"
+    "usage: squeue [-h] [-o FORMAT | -O FIELDS] [-j IDS] [-u USERS] [--me] [-t STATES] [-p PARTITIONS]\n"
     "\n"
     "Pending and running jobs, as Slurm's squeue prints them (docs/slurm.md).\n"
     "  -h, --noheader         no header line\n"
@@ -305,6 +314,11 @@ static const char squeue_usage[] =
     "                         %R nodes or (reason), %P partition (pool), %C CPUs,\n"
     "                         %b GPUs a node (gres:gpu:N); %.N right-justified in N,\n"
     "                         %N... left (default \"%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R\")\n"
+    "  -O, --Format FIELDS    long fields, NAME[:[.][WIDTH][SUFFIX]] comma-separated\n"
+    "                         (width 20 by default): JobID, JobArrayID, ArrayJobID,\n"
+    "                         Name, UserName, Account, State, StateCompact, TimeUsed,\n"
+    "                         TimeLimit, NumNodes, NodeList, ReasonList, Partition,\n"
+    "                         NumCPUs, tres-per-node\n"
     "  -j, --jobs IDS         only these jobs (comma-separated; finished ones too)\n"
     "  -u, --user USERS       only these tenants' jobs\n"
     "      --me               only the jobs of this CLI's tenant (SLURM_JOB_ACCOUNT\n"
@@ -348,7 +362,7 @@ int cli_cmd_squeue(cli_t *c) {
     const char *prog = "squeue", *fmt = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R", *jobs = NULL, *v;
     squeue_t q = {0};
     bool header = true;
-    char me[128];
+    char me[128], longfmt[2048];
     int argc = c->ncommand, r, rc = CLI_OK;
     char **argv = c->command;
     for (int i = 0; i < argc; i++) {
@@ -360,6 +374,12 @@ int cli_cmd_squeue(cli_t *c) {
             header = false;
         } else if (OPT("format", 'o', true, &v)) {
             fmt = v;
+        } else if (OPT("Format", 'O', true, &v)) {
+            char err[400];
+            if (sl_slurmfmt_from_long(v, squeue_long, sizeof squeue_long / sizeof squeue_long[0],
+                                      longfmt, sizeof longfmt, err, sizeof err) != 0)
+                return bad(prog, "-O/--Format: %s", err);
+            fmt = longfmt;
         } else if (OPT("jobs", 'j', true, &v)) {
             jobs = v;
         } else if (OPT("user", 'u', true, &v)) {
@@ -447,40 +467,67 @@ int cli_cmd_squeue(cli_t *c) {
 /* ---- scancel ---- */
 
 static const char scancel_usage[] =
-    "usage: scancel [-Q] JOBID[_INDEX]...\n"
+    "usage: scancel [-Q] [-u USERS] [-n NAMES] [-t STATES] [-p PARTITIONS] [JOBID[_INDEX]...]\n"
     "\n"
     "Cancels jobs (running tasks get SIGTERM, then SIGKILL after the controller's\n"
     "kill_grace), as `sluice cancel`; prints nothing on success.\n"
-    "  -Q, --quiet   no message for a job that is already finished\n"
-    "      --help    this help\n"
+    "  -Q, --quiet            no message for a job that is already finished\n"
+    "  -u, --user USERS       only these tenants' jobs\n"
+    "  -n, --name, --jobname NAMES  only jobs of these names\n"
+    "  -t, --state STATES     only jobs in these states: PENDING (PD), RUNNING (R)\n"
+    "  -p, --partition POOLS  only these pools' jobs\n"
+    "                         (with filters: every pending and running job that\n"
+    "                         passes them, of the ids given when there are some)\n"
+    "      --help             this help\n"
     "-s/--signal is not supported: the API signals a job's steps only (srun\n"
     "forwards signals to its ranks).\n";
 
 int cli_cmd_scancel(cli_t *c) {
     const char *prog = "scancel", *v;
     int argc = c->ncommand, r, rc = CLI_OK, nids = 0;
-    char **argv = c->command;
+    char **argv = c->command, **ids = calloc((size_t)argc + 1, sizeof *ids);
     bool quiet = false;
+    cli_scancel_filter_t f = {0};
+    if (ids == NULL)
+        abort();
     for (int i = 0; i < argc; i++) {
         if (OPT("help", 0, false, NULL)) {
+            free(ids);
             if (rc) return rc;
             fputs(scancel_usage, stdout);
             return CLI_OK;
         } else if (OPT("quiet", 'Q', false, NULL)) {
             quiet = true;
+        } else if (OPT("user", 'u', true, &f.users) || OPT("name", 'n', true, &f.names) ||
+                   OPT("jobname", 0, true, &f.names) || OPT("partition", 'p', true, &f.parts)) {
+        } else if (OPT("state", 't', true, &f.states)) {
+            if (!rc)
+                rc = cli_scancel_check_states(f.states);
         } else if (OPT("signal", 's', true, &v)) {
+            free(ids);
             if (rc) return rc;
             return bad(prog, "--signal (%s) is not supported: Sluice signals only a job's steps "
                              "(srun forwards signals to its ranks)", v);
         } else if (argv[i][0] == '-') {
+            free(ids);
             return bad(prog, "unrecognized option '%s'", argv[i]);
         } else if (strspn(argv[i], "0123456789_") != strlen(argv[i]) || argv[i][0] == '_') {
+            free(ids);
             return bad(prog, "Invalid job id %s", argv[i]);
         } else {
-            nids++;
+            ids[nids++] = argv[i];
         }
-        if (rc) return rc;
+        if (rc) {
+            free(ids);
+            return rc;
+        }
     }
+    if (f.users || f.names || f.states || f.parts) {
+        rc = cli_scancel_filtered(c, &f, ids, nids);
+        free(ids);
+        return rc;
+    }
+    free(ids);
     if (nids == 0)
         return bad(prog, "No job identification provided");
     int out = CLI_OK;
