@@ -9,6 +9,7 @@ some), against real daemons, in the shapes Slurm 22.05 prints.
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"))
 
@@ -76,3 +77,38 @@ def test_scancel_filters(controller, cluster, tmp_path):
     r = scancel(env, ["-u", "alice", "-t", "R"])
     assert r.returncode == 0, r.stderr
     controller.wait_job(a, "cancelled", timeout=30)
+
+
+def test_squeue_start_shows_the_schedulers_plan(controller, cluster, tmp_path):
+    """The first blocked job's backfill reservation (the controller's
+    default backfill: easy) is its expected start: when the running job
+    reaches its time limit; a job the plan holds nothing for shows N/A, as
+    Slurm's squeue --start does."""
+    cluster(1, cpus=2)
+    env = u.cli_env(controller, controller.tenant_tokens["alice"], tmpdir=tmp_path)
+    run = controller.submit({"name": "run", "command": ["sleep", "300"], "cpus": 2,
+                             "time_limit": 600}, tenant="alice")["id"]
+    controller.wait_job(run, "running", timeout=30)
+    nxt = controller.submit({"name": "next", "command": ["true"], "cpus": 2, "time_limit": 60},
+                            tenant="alice")["id"]
+    later = controller.submit({"name": "later", "command": ["true"], "cpus": 2,
+                               "time_limit": 60}, tenant="alice")["id"]
+    started = controller.job(run)["start_time"]
+    harness.wait_for(lambda: controller.job(nxt).get("expected_start") is not None, timeout=20,
+                     what="an expected start for the blocked job")
+    assert abs(controller.job(nxt)["expected_start"] - (started + 600)) < 1.0
+    assert controller.job(later)["expected_start"] is None
+    r = squeue(env, ["--start"])
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["JOBID", "PARTITION", "NAME", "USER", "ST", "START_TIME", "NODES",
+                                "SCHEDNODES", "NODELIST(REASON)"], r.stdout
+    rows = {int(x.split()[0]): x.split() for x in lines[1:]}
+    assert sorted(rows) == [nxt, later], r.stdout  # pending jobs only
+    want = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(int(started + 600)))
+    assert rows[nxt][5] == want and rows[nxt][7] == "(null)", r.stdout
+    assert rows[later][5] == "N/A", r.stdout
+    r = squeue(env, ["-h", "-O", "JobID:8,StartTime:20", "-j", str(run)])
+    want = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(int(started)))
+    assert r.stdout == "%-8d%-20s\n" % (run, want), r.stdout
+    scancel(env, ["-u", "alice"])
