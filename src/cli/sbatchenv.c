@@ -78,6 +78,10 @@ void cli_sbatch_slurm_request(const cli_sbatch_t *sb, json_t *spec) {
             json_object_set_new(r, keep[k].key, json_string(v));
         }
     }
+    /* Whether the tasks were asked for: Slurm's SLURM_NTASKS is set only then. */
+    const char *n = cli_sbatch_value(sb, "ntasks"), *per = cli_sbatch_value(sb, "ntasks-per-node");
+    if ((n && n[0]) || (per && per[0]))
+        json_object_set_new(r, "ntasks", json_string(n && n[0] ? n : per));
     char host[256];
     if (gethostname(host, sizeof host) == 0) {
         host[sizeof host - 1] = '\0';

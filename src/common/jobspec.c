@@ -134,7 +134,8 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                           "hold their resources for srun's job steps; docs/slurm.md"},
     [SL_JS_SLURM] = {"slurm", NULL, 0, NULL, SL_FT_ENV, 0, 0, 0, NULL, 0, NULL, "",
                      "batch script: the request as sbatch read it, which the tasks' SLURM_* "
-                     "variables repeat (ntasks_per_node, mem_per_node and mem_per_cpu in MB, "
+                     "variables repeat (ntasks when -n or --ntasks-per-node was given, "
+                     "ntasks_per_node, mem_per_node and mem_per_cpu in MB, "
                      "gpus_per_node, gpus_per_task, gpus, qos, submit_host); docs/slurm.md"},
 };
 

@@ -227,8 +227,10 @@ int sl_slurmenv_alloc(const sl_slurmenv_alloc_t *a, int32_t task, sl_slurmenv_t 
     putf(out, "SLURM_JOB_ID", "%llu", a->job_id);
     putf(out, "SLURM_JOBID", "%llu", a->job_id);
     put_some(out, "SLURM_JOB_NAME", a->job_name);
-    putf(out, "SLURM_NTASKS", "%d", a->ntasks);
-    putf(out, "SLURM_NPROCS", "%d", a->ntasks);
+    if (!a->ntasks_unasked) {
+        putf(out, "SLURM_NTASKS", "%d", a->ntasks);
+        putf(out, "SLURM_NPROCS", "%d", a->ntasks);
+    }
     putf(out, "SLURM_PROCID", "%d", task);
     putf(out, "SLURM_LOCALID", "%d", local);
     putf(out, "SLURM_NODEID", "%d", node_id);

@@ -27,6 +27,8 @@ typedef struct sl_slurmenv_alloc {
     const char *cluster;       /* SLURM_CLUSTER_NAME */
     const char *submit_host, *submit_dir;
     int32_t ntasks;            /* placed tasks */
+    bool ntasks_unasked;       /* neither -n nor --ntasks-per-node was given: Slurm then
+                                * sets no SLURM_NTASKS / SLURM_NPROCS for the batch step */
     const char *const *task_node; /* [ntasks]: each task's node's name */
     const uint32_t *task_gpus; /* [ntasks]: each task's GPU indexes, a bit mask; NULL: none */
     int64_t cpus_per_task;     /* whole CPUs a task; 0: unknown */

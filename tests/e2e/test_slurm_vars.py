@@ -145,3 +145,28 @@ SLURM_LABELIO=0 srun -n 1 echo plain
     lines = out.read_text().splitlines()
     assert sorted(x for x in lines if "labelled" in x) == ["0: labelled", "1: labelled"], lines
     assert "plain" in lines, lines
+
+
+def test_allocation_without_ntasks_and_pytorch_variables(controller, cluster, tmp_path):
+    """As under Slurm: no SLURM_NTASKS when neither -n nor --ntasks-per-node
+    was asked; no RANK, WORLD_SIZE, MASTER_ADDR in the batch step (a step's
+    ranks get RANK and WORLD_SIZE of their step); a rank whose command
+    cannot be executed exits 2, as slurmstepd's."""
+    cluster(1, cpus=4)
+    out = tmp_path / "out.txt"
+    script = write(tmp_path / "job.sh", """#!/bin/bash
+#SBATCH -N 1 -o %s
+echo "B ntasks=${SLURM_NTASKS-unset} rank=${RANK-unset} world=${WORLD_SIZE-unset} master=${MASTER_ADDR-unset} port=${MASTER_PORT-unset}"
+srun -n 2 --overlap bash -c 'echo "S$SLURM_PROCID rank=$RANK world=$WORLD_SIZE master=${MASTER_ADDR-unset}"'
+srun /no/such/command
+echo "rc=$?"
+""" % out)
+    env = u.cli_env(controller, controller.tenant_tokens["alice"], tmpdir=tmp_path)
+    r = u.sluice(["sbatch", script], env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    controller.wait_job(int(r.stdout.split()[-1]), "succeeded", timeout=60)
+    lines = out.read_text().splitlines()
+    assert "B ntasks=unset rank=unset world=unset master=unset port=unset" in lines, lines
+    assert "S1 rank=1 world=2 master=unset" in lines, lines
+    assert "rc=2" in lines, lines
+    assert any("execve(): /no/such/command" in x for x in lines), lines

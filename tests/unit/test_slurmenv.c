@@ -87,6 +87,13 @@ static void test_slurmenv_nodes_sorted_counts_compressed(void **state) {
     expect(&e, "SLURM_JOB_ACCOUNT", "ml");
     expect(&e, "SLURM_JOB_NAME", NULL);
     sl_slurmenv_fini(&e);
+    /* Neither -n nor --ntasks-per-node: no SLURM_NTASKS, as Slurm's. */
+    a.ntasks_unasked = true;
+    assert_int_equal(sl_slurmenv_alloc(&a, 3, &e), 0);
+    expect(&e, "SLURM_NTASKS", NULL);
+    expect(&e, "SLURM_NPROCS", NULL);
+    expect(&e, "SLURM_TASKS_PER_NODE", "2(x3)");
+    sl_slurmenv_fini(&e);
     assert_int_equal(sl_slurmenv_alloc(&a, 4, &e), 0);
     expect(&e, "SLURM_NODEID", "2");
     expect(&e, "SLURM_LOCALID", "1");

@@ -403,7 +403,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     if (val[SL_JS_SLURM]) {
         /* The request as sbatch read it: only the keys the SLURM_*
          * variables repeat (docs/slurm.md). */
-        static const char *const keys[] = {"ntasks_per_node", "mem_per_node", "mem_per_cpu",
+        static const char *const keys[] = {"ntasks", "ntasks_per_node", "mem_per_node", "mem_per_cpu",
                                            "gpus_per_node", "gpus_per_task", "gpus", "qos",
                                            "submit_host", NULL};
         const char *k;
@@ -414,7 +414,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                 known = strcmp(keys[i], k) == 0;
             if (!known)
                 return bad(fe, 400, "invalid_field", "slurm",
-                           "%s is not a key of slurm (ntasks_per_node, mem_per_node, "
+                           "%s is not a key of slurm (ntasks, ntasks_per_node, mem_per_node, "
                            "mem_per_cpu, gpus_per_node, gpus_per_task, gpus, qos, submit_host)",
                            k);
             if (strlen(json_string_value(v)) > 255)

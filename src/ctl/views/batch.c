@@ -182,6 +182,8 @@ static void batch_env(ctl_launch_cmd_t *lc, const task_ctx_t *t, const char *con
         .partition = spec_str(j, "pool"), .qos = req_str(j, "qos"), .cluster = SLURM_CLUSTER,
         .submit_host = req_str(j, "submit_host"), .submit_dir = spec_str(j, "submit_dir"),
         .ntasks = t->ntasks, .task_node = names, .task_gpus = gpus,
+        .ntasks_unasked = ctl_job_is_allocation(j) && json_object_get(j->spec, "slurm") &&
+                          !req_str(j, "ntasks"),
         .cpus_per_task = cpu_milli > 0 ? (cpu_milli + 999) / 1000 : 0,
         .ntasks_per_node = req_str(j, "ntasks_per_node"), .mem_per_node = req_str(j, "mem_per_node"),
         .mem_per_cpu = req_str(j, "mem_per_cpu"), .gpus_per_node = req_str(j, "gpus_per_node"),
