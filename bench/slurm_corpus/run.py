@@ -41,7 +41,7 @@ netns_util), from this checkout's build/.
 
 A script agrees when both accept it or both refuse it, the multisets of
 probe lines are equal (node names as node names, up to renaming n1 and n2,
-which each scheduler picks; MASTER_ADDR a host name or address of a node
+which each scheduler picks for each job, an array's element each; MASTER_ADDR a host name or address of a node
 is that node) and the exit statuses are equal.
 results.md lists every script with why it disagrees.
 """
@@ -451,8 +451,17 @@ def why(a, b):
     """Why Sluice's (a) and Slurm's (b) runs differ, in words. Which node
     is which is each scheduler's choice: the nodes of one run may be the
     other's renamed (a one-node job on n2 here and on n1 there agrees)."""
-    if a[0] and b[0] and a[3] != b[3] and renamed(a[3], {"n1": "n2", "n2": "n1"}) == b[3]:
-        a = (a[0], a[1], a[2], b[3])
+    if a[0] and b[0] and a[3] != b[3]:
+        # Each job (an array's element) places itself: rename per element.
+        swap = {"n1": "n2", "n2": "n1"}
+        fixed = collections.Counter()
+        for idx in {dict(t).get("array", "") for t in list(a[3]) + list(b[3])}:
+            mine = collections.Counter({t: k for t, k in a[3].items()
+                                        if dict(t).get("array", "") == idx})
+            theirs = collections.Counter({t: k for t, k in b[3].items()
+                                          if dict(t).get("array", "") == idx})
+            fixed += theirs if mine != theirs and renamed(mine, swap) == theirs else mine
+        a = (a[0], a[1], a[2], fixed)
     if a[0] != b[0]:
         if not a[0]:
             return "Sluice refused it: %s" % " ".join(a[1])
@@ -522,6 +531,8 @@ def main():
                 os.chmod(path, 0o755)
                 acc, st, files = sys_.run(path, d)
                 files = [f for f in files if os.path.basename(f).startswith(("o_", "e_"))]
+                with open(os.path.join(d, "result.json"), "w") as f:
+                    json.dump({"accepted": acc, "status": st}, f)
                 res[who] = (acc, st, files, probes(files, names))
             a, b = res["sluice"], res["slurm"]
             w = why(a, b)

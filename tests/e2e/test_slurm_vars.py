@@ -170,3 +170,24 @@ echo "rc=$?"
     assert "S1 rank=1 world=2 master=unset" in lines, lines
     assert "rc=2" in lines, lines
     assert any("execve(): /no/such/command" in x for x in lines), lines
+
+
+def test_login_shell_script_reaches_sluices_commands(controller, cluster, tmp_path):
+    """#!/bin/bash -l resets PATH from /etc/profile; the script still runs
+    Sluice's srun and scontrol (bash functions the runner exports), never
+    another Slurm's on the node."""
+    cluster(1, cpus=4)
+    out = tmp_path / "out.txt"
+    script = write(tmp_path / "job.sh", """#!/bin/bash -l
+#SBATCH -n 2 -o %s
+PATH=/usr/bin:/bin
+srun bash -c 'echo "R$SLURM_PROCID step=$SLURM_STEP_ID"'
+echo "first=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n1)"
+""" % out)
+    env = u.cli_env(controller, controller.tenant_tokens["alice"], tmpdir=tmp_path)
+    r = u.sluice(["sbatch", script], env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    controller.wait_job(int(r.stdout.split()[-1]), "succeeded", timeout=60)
+    lines = out.read_text().splitlines()
+    assert sorted(x for x in lines if x.startswith("R")) == ["R0 step=0", "R1 step=0"], lines
+    assert "first=n1" in lines, lines

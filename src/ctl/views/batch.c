@@ -46,6 +46,13 @@
 /* Slurm's NO_VAL, which it writes for %a in a job that is not an array. */
 #define SLURM_NO_ARRAY_INDEX "4294967294"
 
+/* Bash's exported function NAME running slurm-bin's NAME (the first
+ * directory of the task's PATH, $b in the runner): a script run by a login
+ * shell (#!/bin/bash -l, --login) has its PATH reset by /etc/profile, and
+ * finds Sluice's Slurm commands by these rather than another Slurm's. Only
+ * such scripts get them. */
+#define SLURM_FN(n) "\"BASH_FUNC_" n "%%=() { \\\"$b/" n "\\\" \\\"\\$@\\\"; }\" "
+
 static const char runner[] =
     "f=\"${TMPDIR:-/tmp}/slurm_script.${SLUICE_TASK_INDEX:-0}\"; u=$(umask); umask 077; "
     "printf '%s' \"$" CTL_BATCH_SCRIPT_ENV "\" >\"$f\" && chmod 700 \"$f\" || "
@@ -55,7 +62,11 @@ static const char runner[] =
     "elif [ -d \"$SLURM_SUBMIT_DIR\" ]; then cd -- \"$SLURM_SUBMIT_DIR\" 2>/dev/null; fi; "
     "if [ -n \"$2\" ]; then exec >>\"$2\" || exit 1; [ -n \"$3\" ] || exec 2>&1; fi; "
     "if [ -n \"$3\" ]; then exec 2>>\"$3\" || exit 1; fi; "
-    "shift 3; exec \"$f\" \"$@\"";
+    "b=${PATH%%:*}; shift 3; IFS= read -r l <\"$f\"; "
+    "case \"$l\" in *bash*' -l'*|*bash*--login*) if [ -x \"$b/srun\" ]; then exec env "
+    SLURM_FN("sbatch") SLURM_FN("srun") SLURM_FN("salloc") SLURM_FN("squeue")
+    SLURM_FN("scancel") SLURM_FN("sacct") SLURM_FN("sinfo") SLURM_FN("scontrol")
+    "\"$f\" \"$@\"; fi;; esac; exec \"$f\" \"$@\"";
 
 static char *own(ctl_launch_cmd_t *lc, char *s) {
     if (lc->nowned == lc->owned_cap) {
