@@ -210,6 +210,15 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
 uint64_t sl_sched_held_job(const sl_sched_t *s, int64_t *since_us);
 
 /*
+ * When the last cycle's plan expects pending job id to start: the start
+ * time of its backfill reservation (EASY: the first blocked job's, when
+ * every running job ends by its limit), or -1 for a job the plan holds no
+ * start for (any other job, or no backfill). What `squeue --start` shows.
+ * Can't fail. O(1).
+ */
+int64_t sl_sched_expected_start(const sl_sched_t *s, uint64_t id);
+
+/*
  * Tries to start one pending job now, ignoring queue order and backfill
  * (the FGD paper's "schedule each pod once" protocol). Returns SL_FIT (job
  * is running; on_start not called) or SL_NOFIT / SL_NOFIT_EVER / SL_WAIT

@@ -24,6 +24,8 @@ int cli_cmd_sbatch(cli_t *c) {
     char *text = NULL;
     const char *path = "sbatch";
     int at, rc = cli_sbatch_args(sb, c->ncommand, c->command, &at);
+    if (rc == CLI_OK)
+        rc = cli_sbatch_env(sb);
     if (rc != CLI_OK)
         goto out;
     if (cli_sbatch_flag(sb, "help")) {
@@ -64,6 +66,7 @@ int cli_cmd_sbatch(cli_t *c) {
         goto out;
     if ((job = cli_sbatch_spec(sb, path, text, c->command + at, c->ncommand - at)) == NULL)
         goto out;
+    cli_sbatch_slurm_request(sb, job);
     /* sbatch's job is an allocation: the script runs once, srun starts steps.
      * A script in a container (pyxis' --container-image) runs in each
      * task's container instead: the step daemon is the node's, not the

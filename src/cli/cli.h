@@ -177,6 +177,10 @@ void cli_sbatch_free(cli_sbatch_t *sb);
 /* Parses sbatch's flags up to the script's path: *script_at is its index
  * in argv (argc when there is none). */
 int cli_sbatch_args(cli_sbatch_t *sb, int argc, char **argv, int *script_at);
+/* One option word ("--partition=gpu") from `where` (for messages), over
+ * the directives but never over the command line's own: what sbatchenv.c
+ * takes from SBATCH_* variables. */
+int cli_sbatch_opt(cli_sbatch_t *sb, char *word, const char *where);
 /* Reads the directives of text (the script at path, for messages). */
 int cli_sbatch_script(cli_sbatch_t *sb, const char *path, const char *text);
 /* Whether option `name` (a long name: "parsable", "dry-run", "wrap") was given. */
@@ -187,6 +191,26 @@ const char *cli_sbatch_value(const cli_sbatch_t *sb, const char *name);
  * arguments, or NULL after a message. */
 json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, char **args,
                         int nargs);
+/* scancelf.c: scancel's filters (NULL: not given; comma-separated lists). */
+typedef struct cli_scancel_filter {
+    const char *users, *names, *states, *parts;
+} cli_scancel_filter_t;
+/* CLI_OK, or CLI_EUSAGE after a message for a state scancel does not take. */
+int cli_scancel_check_states(const char *states);
+/* Cancels the pending and running jobs that pass every filter of f (and,
+ * with nids > 0, are among ids: "12", "12_3", or an array's id for all of
+ * its elements). Nothing printed for no match, as Slurm's. */
+int cli_scancel_filtered(cli_t *c, const cli_scancel_filter_t *f, char **ids, int nids);
+
+/* sbatchenv.c: sbatch's input variables (SBATCH_PARTITION, ...), read
+ * after the command line and before the directives: its flags win over
+ * them and they over the directives, as sbatch 22.05 orders them. CLI_OK, or CLI_EUSAGE after
+ * a message naming the variable. */
+int cli_sbatch_env(cli_sbatch_t *sb);
+/* The spec's slurm object (docs/slurm.md): the request as sbatch read it
+ * (--ntasks-per-node, --mem in MB, --gpus-per-node, ...) and the host
+ * of submission, for the tasks' SLURM_* variables. */
+void cli_sbatch_slurm_request(const cli_sbatch_t *sb, json_t *spec);
 /* Reads a script ("-": stdin) of at most SL_JOBSPEC_SCRIPT_MAX bytes into
  * *text (malloc'd). CLI_OK, or CLI_EUSAGE after a message. */
 int cli_sbatch_read(const char *path, char **text);

@@ -272,6 +272,8 @@ static json_t *script_spec(cli_t *c) {
     json_t *job = NULL;
     if (cli_sbatch_script(sb, c->command[0], text) == CLI_OK)
         job = cli_sbatch_spec(sb, c->command[0], text, c->command + 1, c->ncommand - 1);
+    if (job)
+        cli_sbatch_slurm_request(sb, job);
     cli_sbatch_free(sb);
     free(text);
     return job;

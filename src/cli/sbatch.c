@@ -184,6 +184,7 @@ struct cli_sbatch {
     char where[SB_NOPTS][300]; /* "FILE:LINE" or "the command line", for messages */
     bool from_cli[SB_NOPTS];
     bool ignore_unsupported;
+    bool env_pass;          /* cli_sbatch_opt: never over the command line */
     int warnings;
     int errors;             /* problems said so far: all are said, then nothing is submitted */
 };
@@ -342,7 +343,7 @@ static int parse_opts(cli_sbatch_t *sb, int argc, char **argv, bool cli, const c
             unsupported(sb, where, shown, o->why, asks_resources(o->lng));
             continue;
         }
-        if (sb->from_cli[o->id] && !cli)
+        if (sb->from_cli[o->id] && (!cli || sb->env_pass))
             continue;
         free(sb->val[o->id]);
         sb->val[o->id] = strdup(val ? val : "");
@@ -359,6 +360,14 @@ static int parse_opts(cli_sbatch_t *sb, int argc, char **argv, bool cli, const c
 
 int cli_sbatch_args(cli_sbatch_t *sb, int argc, char **argv, int *script_at) {
     return parse_opts(sb, argc, argv, true, "the command line", script_at);
+}
+
+int cli_sbatch_opt(cli_sbatch_t *sb, char *word, const char *where) {
+    int rest;
+    sb->env_pass = true;
+    int rc = parse_opts(sb, 1, &word, true, where, &rest);
+    sb->env_pass = false;
+    return rc;
 }
 
 int cli_sbatch_script(cli_sbatch_t *sb, const char *path, const char *text) {

@@ -216,6 +216,17 @@ static void job_field(const void *ctx, char f, char *buf, size_t len) {
         }
         break;
     case 'P': snprintf(buf, len, "%s", jstr(j, "pool", "default")); break;
+    case 'S': { /* started, or the scheduler's expected start: local time as Slurm's */
+        json_t *t = json_object_get(j, st == 0 ? "expected_start" : "start_time");
+        time_t at = (time_t)json_number_value(t);
+        struct tm tm;
+        if (!json_is_number(t) || localtime_r(&at, &tm) == NULL)
+            snprintf(buf, len, "N/A");
+        else
+            strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+        break;
+    }
+    case 'Y': snprintf(buf, len, "(null)"); break;
     case 'C': snprintf(buf, len, "%lld", tasks * qty(json_object_get(j, "cpus"), SL_QTY_CPU)); break;
     case 'b': {
         long long g = json_integer_value(json_object_get(j, "gpus"));
@@ -234,8 +245,18 @@ static const struct { char f; const char *head; } job_heads[] = {
     {'i', "JOBID"}, {'A', "JOBID"}, {'j', "NAME"}, {'u', "USER"}, {'a', "ACCOUNT"}, {'t', "ST"},
     {'T', "STATE"}, {'M', "TIME"}, {'l', "TIME_LIMIT"}, {'D', "NODES"}, {'N', "NODELIST"},
     {'R', "NODELIST(REASON)"}, {'P', "PARTITION"}, {'C', "CPUS"}, {'b', "TRES_PER_NODE"},
+    {'S', "START_TIME"}, {'Y', "SCHEDNODES"},
 };
-#define SQUEUE_FIELDS "iAjuatTMlDNRPCb"
+#define SQUEUE_FIELDS "iAjuatTMlDNRPCbSY"
+
+/* squeue -O's names of those fields. */
+static const sl_slurmfmt_name_t squeue_long[] = {
+    {"JobID", 'i'},       {"JobArrayID", 'i'}, {"ArrayJobID", 'A'},   {"Name", 'j'},
+    {"UserName", 'u'},    {"User", 'u'},       {"Account", 'a'},      {"StateCompact", 't'},
+    {"State", 'T'},       {"TimeUsed", 'M'},   {"TimeLimit", 'l'},    {"NumNodes", 'D'},
+    {"NodeList", 'N'},    {"ReasonList", 'R'}, {"Partition", 'P'},    {"NumCPUs", 'C'},
+    {"tres-per-node", 'b'}, {"StartTime", 'S'},  {"SchedNodes", 'Y'},
+};
 
 /* A line of items: the header (ctx NULL, each field's head) or the row of
  * ctx (a job, or one of sinfo's lines), each field's value from field. */
@@ -295,7 +316,7 @@ static bool squeue_keep(const squeue_t *q, json_t *j) {
 }
 
 static const char squeue_usage[] =
-    "usage: squeue [-h] [-o FORMAT] [-j IDS] [-u USERS] [--me] [-t STATES] [-p PARTITIONS]\n"
+    "usage: squeue [-h] [-o FORMAT | -O FIELDS] [-j IDS] [-u USERS] [--me] [-t STATES] [-p PARTITIONS]\n"
     "\n"
     "Pending and running jobs, as Slurm's squeue prints them (docs/slurm.md).\n"
     "  -h, --noheader         no header line\n"
@@ -303,8 +324,14 @@ static const char squeue_usage[] =
     "                         %t state (PD, R, CD, F, CA), %T state (PENDING, ...),\n"
     "                         %M time used, %l time limit, %D nodes, %N nodes' names,\n"
     "                         %R nodes or (reason), %P partition (pool), %C CPUs,\n"
-    "                         %b GPUs a node (gres:gpu:N); %.N right-justified in N,\n"
+    "                         %b GPUs a node (gres:gpu:N), %S start (expected when\n"
+    "                         pending), %Y scheduled nodes; %.N right-justified in N,\n"
     "                         %N... left (default \"%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R\")\n"
+    "  -O, --Format FIELDS    long fields, NAME[:[.][WIDTH][SUFFIX]] comma-separated\n"
+    "                         (width 20 by default): JobID, JobArrayID, ArrayJobID,\n"
+    "                         Name, UserName, Account, State, StateCompact, TimeUsed,\n"
+    "                         TimeLimit, NumNodes, NodeList, ReasonList, Partition,\n"
+    "                         NumCPUs, tres-per-node\n"
     "  -j, --jobs IDS         only these jobs (comma-separated; finished ones too)\n"
     "  -u, --user USERS       only these tenants' jobs\n"
     "      --me               only the jobs of this CLI's tenant (SLURM_JOB_ACCOUNT\n"
@@ -312,6 +339,9 @@ static const char squeue_usage[] =
     "  -t, --states STATES    PENDING (PD), RUNNING (R), COMPLETED (CD), FAILED (F),\n"
     "                         CANCELLED (CA), all; comma-separated\n"
     "  -p, --partition POOLS  only these pools' jobs\n"
+    "      --start            pending jobs with the start the scheduler's plan expects\n"
+    "                         (%S; N/A where it holds none: only the first blocked\n"
+    "                         job's backfill reservation, with backfill: easy)\n"
     "  -a, --all, -l, --long  accepted; no effect\n"
     "      --help             this help\n"
     "Sluice's global options come from SLUICE_SERVER, SLUICE_TOKEN, SLUICE_CACERT\n"
@@ -348,7 +378,8 @@ int cli_cmd_squeue(cli_t *c) {
     const char *prog = "squeue", *fmt = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R", *jobs = NULL, *v;
     squeue_t q = {0};
     bool header = true;
-    char me[128];
+    char me[128], longfmt[2048];
+    bool start = false, fmt_given = false;
     int argc = c->ncommand, r, rc = CLI_OK;
     char **argv = c->command;
     for (int i = 0; i < argc; i++) {
@@ -360,6 +391,14 @@ int cli_cmd_squeue(cli_t *c) {
             header = false;
         } else if (OPT("format", 'o', true, &v)) {
             fmt = v;
+            fmt_given = true;
+        } else if (OPT("Format", 'O', true, &v)) {
+            fmt_given = true;
+            char err[400];
+            if (sl_slurmfmt_from_long(v, squeue_long, sizeof squeue_long / sizeof squeue_long[0],
+                                      longfmt, sizeof longfmt, err, sizeof err) != 0)
+                return bad(prog, "-O/--Format: %s", err);
+            fmt = longfmt;
         } else if (OPT("jobs", 'j', true, &v)) {
             jobs = v;
         } else if (OPT("user", 'u', true, &v)) {
@@ -373,6 +412,8 @@ int cli_cmd_squeue(cli_t *c) {
             if (!t || !*t) t = getenv("USER");
             snprintf(me, sizeof me, "%s", t ? t : "");
             q.users = me;
+        } else if (OPT("start", 0, false, NULL)) {
+            start = true; /* pending jobs and their expected start, as Slurm's */
         } else if (OPT("all", 'a', false, NULL) || OPT("long", 'l', false, NULL)) {
         } else if (argv[i][0] == '-') {
             return bad(prog, "unrecognized option '%s'", argv[i]);
@@ -382,6 +423,10 @@ int cli_cmd_squeue(cli_t *c) {
         if (rc) return rc;
     }
     char err[300], server_states[80];
+    if (start && !fmt_given)
+        fmt = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
+    if (start && !q.states)
+        q.states = "PENDING";
     if (sl_slurmfmt_parse(fmt, SQUEUE_FIELDS, q.it, SL_SLURMFMT_MAX, &q.n, err, sizeof err) != 0)
         return bad(prog, "-o/--format: %s", err);
     if (squeue_server_states(prog, q.states, server_states, sizeof server_states) != 0)
@@ -447,40 +492,67 @@ int cli_cmd_squeue(cli_t *c) {
 /* ---- scancel ---- */
 
 static const char scancel_usage[] =
-    "usage: scancel [-Q] JOBID[_INDEX]...\n"
+    "usage: scancel [-Q] [-u USERS] [-n NAMES] [-t STATES] [-p PARTITIONS] [JOBID[_INDEX]...]\n"
     "\n"
     "Cancels jobs (running tasks get SIGTERM, then SIGKILL after the controller's\n"
     "kill_grace), as `sluice cancel`; prints nothing on success.\n"
-    "  -Q, --quiet   no message for a job that is already finished\n"
-    "      --help    this help\n"
+    "  -Q, --quiet            no message for a job that is already finished\n"
+    "  -u, --user USERS       only these tenants' jobs\n"
+    "  -n, --name, --jobname NAMES  only jobs of these names\n"
+    "  -t, --state STATES     only jobs in these states: PENDING (PD), RUNNING (R)\n"
+    "  -p, --partition POOLS  only these pools' jobs\n"
+    "                         (with filters: every pending and running job that\n"
+    "                         passes them, of the ids given when there are some)\n"
+    "      --help             this help\n"
     "-s/--signal is not supported: the API signals a job's steps only (srun\n"
     "forwards signals to its ranks).\n";
 
 int cli_cmd_scancel(cli_t *c) {
     const char *prog = "scancel", *v;
     int argc = c->ncommand, r, rc = CLI_OK, nids = 0;
-    char **argv = c->command;
+    char **argv = c->command, **ids = calloc((size_t)argc + 1, sizeof *ids);
     bool quiet = false;
+    cli_scancel_filter_t f = {0};
+    if (ids == NULL)
+        abort();
     for (int i = 0; i < argc; i++) {
         if (OPT("help", 0, false, NULL)) {
+            free(ids);
             if (rc) return rc;
             fputs(scancel_usage, stdout);
             return CLI_OK;
         } else if (OPT("quiet", 'Q', false, NULL)) {
             quiet = true;
+        } else if (OPT("user", 'u', true, &f.users) || OPT("name", 'n', true, &f.names) ||
+                   OPT("jobname", 0, true, &f.names) || OPT("partition", 'p', true, &f.parts)) {
+        } else if (OPT("state", 't', true, &f.states)) {
+            if (!rc)
+                rc = cli_scancel_check_states(f.states);
         } else if (OPT("signal", 's', true, &v)) {
+            free(ids);
             if (rc) return rc;
             return bad(prog, "--signal (%s) is not supported: Sluice signals only a job's steps "
                              "(srun forwards signals to its ranks)", v);
         } else if (argv[i][0] == '-') {
+            free(ids);
             return bad(prog, "unrecognized option '%s'", argv[i]);
         } else if (strspn(argv[i], "0123456789_") != strlen(argv[i]) || argv[i][0] == '_') {
+            free(ids);
             return bad(prog, "Invalid job id %s", argv[i]);
         } else {
-            nids++;
+            ids[nids++] = argv[i];
         }
-        if (rc) return rc;
+        if (rc) {
+            free(ids);
+            return rc;
+        }
     }
+    if (f.users || f.names || f.states || f.parts) {
+        rc = cli_scancel_filtered(c, &f, ids, nids);
+        free(ids);
+        return rc;
+    }
+    free(ids);
     if (nids == 0)
         return bad(prog, "No job identification provided");
     int out = CLI_OK;

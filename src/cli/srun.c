@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "slurmenv.h"
 #include "srunopt.h"
 
 extern char **environ;
@@ -52,9 +53,41 @@ static int bad(const char *prog, const char *fmt, ...) {
     return CLI_EUSAGE;
 }
 
-/* srun's and salloc's options (srunopt.h), the job from SLURM_JOB_ID. */
+static const char *env_get(const char *name, void *ud) {
+    (void)ud;
+    return getenv(name);
+}
+
+/* srun's input variables as option words before the command line's
+ * (slurmenv.h), and the words together, which the options borrow from:
+ * kept until the process exits. */
+static char **env_words, **all_words;
+static int nenv_words;
+
+static void free_words(void) {
+    sl_slurmenv_argv_free(env_words, nenv_words);
+    free(all_words);
+    env_words = all_words = NULL;
+    nenv_words = 0;
+}
+
+/* srun's and salloc's options (srunopt.h): srun's input variables
+ * (SLURM_LABELIO, SRUN_CPUS_PER_TASK, ...) first, so that the command
+ * line wins; the job from SLURM_JOB_ID. */
 static int parse(const char *prog, int argc, char **argv, srun_opts_t *o, bool *help) {
     char err[300];
+    if (strcmp(prog, "srun") == 0 && env_words == NULL) {
+        nenv_words = sl_slurmenv_inputs(sl_slurmenv_srun_inputs, env_get, NULL, &env_words, NULL);
+        all_words = malloc(((size_t)(nenv_words + argc) + 1) * sizeof *all_words);
+        if (all_words == NULL)
+            abort();
+        memcpy(all_words, env_words, (size_t)nenv_words * sizeof *all_words);
+        memcpy(all_words + nenv_words, argv, (size_t)argc * sizeof *all_words);
+        all_words[nenv_words + argc] = NULL;
+        argv = all_words;
+        argc += nenv_words;
+        atexit(free_words);
+    }
     if (sl_srun_opts_parse(prog, argc, argv, o, err, sizeof err) != 0)
         return bad(prog, "%s", err);
     *help = o->help;
@@ -223,6 +256,8 @@ static json_t *export_env(const char *spec) {
         bool skip = strncmp(key, "SLUICE_", 7) == 0;
         for (int k = 0; local[k] && !skip; k++)
             skip = strcmp(local[k], key) == 0;
+        for (int k = 0; sl_slurmenv_node_vars[k] && !skip; k++)
+            skip = strcmp(sl_slurmenv_node_vars[k], key) == 0;
         if (!skip)
             json_object_set_new(env, key, json_string(*e + kl + 1));
     }

@@ -194,6 +194,11 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                            NULL, 0, "none", "",
                            "run inside this advance reservation: only on its nodes, only in "
                            "its window (sbatch --reservation); docs/scheduling.md"},
+    [SL_JS_SLURM] = {"slurm", NULL, 0, NULL, SL_FT_ENV, 0, 0, 0, NULL, 0, NULL, "",
+                     "batch script: the request as sbatch read it, which the tasks' SLURM_* "
+                     "variables repeat (ntasks when -n or --ntasks-per-node was given, "
+                     "ntasks_per_node, mem_per_node and mem_per_cpu in MB, "
+                     "gpus_per_node, gpus_per_task, gpus, qos, submit_host); docs/slurm.md"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {

@@ -90,6 +90,7 @@ typedef enum sl_jobspec_id {
     SL_JS_COMMENT,        /* stored and shown (sbatch --comment) */
     SL_JS_OPEN_MODE,      /* batch script: append to or truncate its output files */
     SL_JS_RESERVATION,    /* an advance reservation it runs in (sluice/resv.h) */
+    SL_JS_SLURM,          /* the request as sbatch read it, for the SLURM_* variables */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 

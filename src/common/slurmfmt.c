@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "slurmfmt.h"
 #include "sluice/error.h"
@@ -80,4 +81,70 @@ void sl_slurmfmt_elapsed(long long s, char *buf, size_t len) {
         snprintf(buf, len, "%lld:%02lld:%02lld", h, m, sec);
     else
         snprintf(buf, len, "%lld:%02lld", m, sec);
+}
+
+int sl_slurmfmt_from_long(const char *spec, const sl_slurmfmt_name_t *names, size_t n, char *out,
+                          size_t outlen, char *err, size_t errlen) {
+    size_t at = 0;
+    if (outlen)
+        out[0] = '\0';
+    if (spec[0] == '\0') {
+        snprintf(err, errlen, "give one or more fields");
+        return SL_EINVAL;
+    }
+    for (const char *p = spec; *p;) {
+        size_t l = strcspn(p, ","), nl = strcspn(p, ":,");
+        const sl_slurmfmt_name_t *f = NULL;
+        for (size_t k = 0; k < n && !f; k++)
+            if (strlen(names[k].name) == nl && strncasecmp(names[k].name, p, nl) == 0)
+                f = &names[k];
+        if (f == NULL) {
+            size_t el = (size_t)snprintf(err, errlen, "%.*s: no such field (fields:",
+                                         (int)(nl < 100 ? nl : 100), p);
+            for (size_t k = 0; k < n && el < errlen; k++)
+                el += (size_t)snprintf(err + el, errlen - el, "%s %s", k ? "," : "", names[k].name);
+            if (el < errlen)
+                snprintf(err + el, errlen - el, ")");
+            return SL_EINVAL;
+        }
+        bool right = false;
+        long width = 20;
+        const char *suffix = p + l, *q = p + nl;
+        if (*q == ':') {
+            q++;
+            if (*q == '.') {
+                right = true;
+                q++;
+            }
+            if (*q >= '0' && *q <= '9') {
+                width = 0;
+                while (*q >= '0' && *q <= '9' && width <= 1000)
+                    width = width * 10 + (*q++ - '0');
+                if (width > 1000) {
+                    snprintf(err, errlen, "width of %s is over 1000", f->name);
+                    return SL_EINVAL;
+                }
+            }
+            suffix = q;
+        }
+        char piece[64];
+        int pl = snprintf(piece, sizeof piece, "%%%s%ld%c", right ? "." : "-", width, f->field);
+        if (at + (size_t)pl + 1 > outlen)
+            goto long_;
+        memcpy(out + at, piece, (size_t)pl + 1);
+        at += (size_t)pl;
+        for (const char *s = suffix; s < p + l; s++) { /* text; '%' doubled */
+            if (at + 3 > outlen)
+                goto long_;
+            if (*s == '%')
+                out[at++] = '%';
+            out[at++] = *s;
+            out[at] = '\0';
+        }
+        p += l + (p[l] == ',');
+    }
+    return 0;
+long_:
+    snprintf(err, errlen, "the format is too long");
+    return SL_EINVAL;
 }

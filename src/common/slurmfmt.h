@@ -40,6 +40,25 @@ int sl_slurmfmt_parse(const char *fmt, const char *fields, sl_slurmfmt_item_t *i
  */
 size_t sl_slurmfmt_cell(const sl_slurmfmt_item_t *it, const char *value, char *buf, size_t len);
 
+/* A field of the long formats (squeue -O): its name and the letter of
+ * the short one that prints it. */
+typedef struct sl_slurmfmt_name {
+    const char *name;  /* "JobID", matched without regard to case */
+    char field;
+} sl_slurmfmt_name_t;
+
+/*
+ * Turns a long format (squeue -O/--Format: "JobID,Name:30,State:.10 ,..."
+ * where each field is NAME[:[.][WIDTH][SUFFIX]], default width 20, '.'
+ * right-justified, SUFFIX text after it) into the short format that prints
+ * the same ("%-20i%-30j%.10T ") into out (outlen bytes), the names those
+ * of names (n of them). Returns 0, or SL_EINVAL with err naming the
+ * problem ("Bogus: no such field (fields: JobID, ...)", "width 5000 of
+ * Name is over 1000"). O(len(spec) * n).
+ */
+int sl_slurmfmt_from_long(const char *spec, const sl_slurmfmt_name_t *names, size_t n, char *out,
+                          size_t outlen, char *err, size_t errlen);
+
 /*
  * Slurm's elapsed-time text of secs (squeue %M, sacct Elapsed): "M:SS"
  * under an hour, "H:MM:SS" under a day, "D-HH:MM:SS" beyond; negative as

@@ -587,6 +587,8 @@ static int hold_begin(sl_sched_t *s, sl_cycle_t *cy, int64_t now_us, sl_cycle_st
     set_short_lim(s, now_us);
     st->reserved_job = (int64_t)h->spec.id;
     st->reserved_at_us = s->resv.start_us;
+    s->plan_id = h->spec.id;
+    s->plan_start_us = s->resv.start_us;
     char from[SL__UNIT_BUF];
     sl__setf(h->reason, sizeof h->reason, "reserved from t=%s on %zu nodes (held since t=%s); "
              "now: %s", sl__fmt_secs(from, sizeof from, s->resv.start_us), s->resv.nnodes, since,
@@ -625,6 +627,10 @@ static void resv_begin(sl_sched_t *s, sl_cycle_t *cy, int64_t now_us, sl_cycle_s
     }
 }
 
+int64_t sl_sched_expected_start(const sl_sched_t *s, uint64_t id) {
+    return id != 0 && s->plan_id == id ? s->plan_start_us : -1;
+}
+
 uint64_t sl_sched_held_job(const sl_sched_t *s, int64_t *since_us) {
     if (since_us) *since_us = s->hold_id ? s->hold_since_us : -1;
     return s->hold_id;
@@ -643,6 +649,8 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
     sl_cycle_t cy = {.cluster = s->cl, .workload = s->wl, .rng = &s->rng, .now_us = now_us,
                      .order_key = s->order_key};
     clear_reservation(s);
+    s->plan_id = 0;
+    s->plan_start_us = -1;
     size_t nstarted = 0;
     sl_job_t *held = NULL;
     char held_raw[SL_REASON_MAX];
@@ -780,6 +788,8 @@ int sl_sched_cycle(sl_sched_t *s, int64_t now_us, sl_start_fn on_start, void *ud
             resv_id = past_id = j->spec.id;
             st.reserved_job = (int64_t)j->spec.id;
             st.reserved_at_us = s->resv.start_us;
+            s->plan_id = j->spec.id;
+            s->plan_start_us = s->resv.start_us;
             set_short_lim(s, now_us);
             group_fail(s, t, g, j, rc, qn, j->reason);
             tenant_settle(s, t);

@@ -344,6 +344,8 @@ struct sl_sched {
 
     bool resv_active;      /* a reservation is held in this cycle */
     sl_reservation_t resv; /* its start time and nodes (the policy's) */
+    uint64_t plan_id;      /* the last cycle's reserved job (0: none) and */
+    int64_t plan_start_us; /* its expected start, kept after the cycle */
     int64_t short_lim;     /* with a reservation: a job is short iff lim <= this */
     uint32_t *drained;     /* reserved nodes drained by this cycle */
     size_t ndrained, drained_cap;

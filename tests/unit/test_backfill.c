@@ -161,10 +161,15 @@ static void test_backfill_runtime_estimates(void **state) {
             assert_int_equal(st.reserved_at_us, 200);
             assert_int_equal(sl_sched_held_job(s, NULL), 2);
             assert_int_equal(tu_state(s, 4), SL_JOB_PENDING);
+            /* The plan, kept after the cycle: job 2 at its reservation. */
+            assert_int_equal(sl_sched_expected_start(s, 2), 200);
+            assert_int_equal(sl_sched_expected_start(s, 4), -1);
+            assert_int_equal(sl_sched_expected_start(s, 0), -1);
         } else {
             assert_int_equal(started, 2);
             assert_int_equal(st.reserved_job, -1);
             assert_int_equal(sl_sched_held_job(s, NULL), 0);
+            assert_int_equal(sl_sched_expected_start(s, 2), -1);
             assert_non_null(strstr(sl_job_reason(sl_sched_job(s, 2)), "no reservation possible"));
             assert_int_equal(tu_state(s, 4), SL_JOB_RUNNING);
         }
@@ -209,6 +214,9 @@ static void test_backfill_reservation_holds_only_nodes_the_job_can_use(void **st
     assert_int_equal(sl_job_place(j3, 0)->node, 1);
     assert_int_equal(st.reserved_job, 2);
     assert_int_equal(sl_sched_held_job(s, NULL), 2);
+    /* The held reservation's plan, from cycle to cycle. */
+    assert_int_equal(sl_sched_expected_start(s, 2), 1000);
+    assert_int_equal(sl_sched_expected_start(s, 3), -1);
     assert_int_equal(sl_sched_check(s), 0);
     sl_sched_destroy(s);
     sl_cluster_destroy(cl);

@@ -119,11 +119,43 @@ static void test_hostlist_compresses_and_reads_back(void **state) {
     }
 }
 
+/* squeue -O's long fields into the short format that prints the same. */
+static void test_slurmfmt_long_formats(void **state) {
+    (void)state;
+    static const sl_slurmfmt_name_t names[] = {{"JobID", 'i'}, {"Name", 'j'}, {"State", 'T'},
+                                               {"StateCompact", 't'}};
+    static const struct { const char *spec, *fmt; } cases[] = {
+        {"JobID,Name", "%-20i%-20j"},
+        {"jobid:10,name:.30,state", "%-10i%.30j%-20T"},
+        {"JobID:8|,StateCompact:.3 100%", "%-8i|%.3t 100%%"},
+        {"State:", "%-20T"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char out[200], err[200];
+        assert_int_equal(sl_slurmfmt_from_long(cases[k].spec, names, 4, out, sizeof out, err,
+                                               sizeof err), 0);
+        assert_string_equal(out, cases[k].fmt);
+    }
+    char out[200], err[300];
+    assert_int_equal(sl_slurmfmt_from_long("JobID,Bogus", names, 4, out, sizeof out, err,
+                                           sizeof err), SL_EINVAL);
+    assert_string_equal(err, "Bogus: no such field (fields: JobID, Name, State, StateCompact)");
+    assert_int_equal(sl_slurmfmt_from_long("Name:5000", names, 4, out, sizeof out, err,
+                                           sizeof err), SL_EINVAL);
+    assert_non_null(strstr(err, "over 1000"));
+    assert_int_equal(sl_slurmfmt_from_long("", names, 4, out, sizeof out, err, sizeof err),
+                     SL_EINVAL);
+    char small[6];
+    assert_int_equal(sl_slurmfmt_from_long("JobID,Name", names, 4, small, sizeof small, err,
+                                           sizeof err), SL_EINVAL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_slurmfmt_formats_fields, tu_teardown),
         cmocka_unit_test_teardown(test_slurmfmt_refuses_naming_the_field, tu_teardown),
         cmocka_unit_test_teardown(test_slurmfmt_elapsed_as_slurm, tu_teardown),
+        cmocka_unit_test_teardown(test_slurmfmt_long_formats, tu_teardown),
         cmocka_unit_test_teardown(test_hostlist_compresses_and_reads_back, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,6 +31,17 @@
  * `exit` once the rank has ended and its pipes are drained. `signal`
  * signals the process groups of a step's ranks.
  *
+ * PyTorch's variables that the agent sets for every task (RANK, WORLD_SIZE,
+ * LOCAL_RANK, MASTER_ADDR, MASTER_PORT) are removed first: an allocation's
+ * batch step sees none of them, as under Slurm (a script that runs one
+ * process there must not find itself rank 0 of a world of N), and each
+ * step's ranks get RANK, LOCAL_RANK and WORLD_SIZE of their step from the
+ * run, MASTER_ADDR only as the script exported it.
+ *
+ * A rank whose command cannot be executed exits 2, as slurmstepd's task
+ * does ("execve(): CMD: No such file or directory"), so that srun exits
+ * as Slurm's srun does.
+ *
  * A single poll loop; signals arrive on a signalfd, so nothing runs in a
  * handler. Workload: a few ranks per task, output in 64 KiB reads.
  */
@@ -266,9 +277,9 @@ static void start_rank(int ci, const sl_step_msg_t *m) {
         }
         environ = env;
         execvp(m->argv[0], (char *const *)m->argv);
-        fprintf(stderr, "sluice-stepd: rank %d: cannot execute %s: %s\n", m->rank, m->argv[0],
+        fprintf(stderr, "sluice-stepd: rank %d: execve(): %s: %s\n", m->rank, m->argv[0],
                 strerror(errno));
-        _exit(errno == ENOENT ? 127 : 126);
+        _exit(2);
     }
     if (pts < 0)
         setpgid(pid, pid);
@@ -484,6 +495,10 @@ static void stop_all(void) {
 
 int main(int argc, char **argv) {
     int first = 1;
+    static const char *const torch_vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
+                                             "MASTER_PORT", NULL};
+    for (int i = 0; torch_vars[i]; i++)
+        unsetenv(torch_vars[i]);
     if (first < argc && strcmp(argv[first], "--") == 0)
         first++;
     for (int i = 0; i < MAX_CONNS; i++)

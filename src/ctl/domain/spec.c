@@ -526,6 +526,27 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
             return bad(fe, 400, "invalid_field", cf, "%s", err);
         sl_cluster_constraint_release(c->cl, cons);
     }
+    if (val[SL_JS_SLURM]) {
+        /* The request as sbatch read it: only the keys the SLURM_*
+         * variables repeat (docs/slurm.md). */
+        static const char *const keys[] = {"ntasks", "ntasks_per_node", "mem_per_node", "mem_per_cpu",
+                                           "gpus_per_node", "gpus_per_task", "gpus", "qos",
+                                           "submit_host", NULL};
+        const char *k;
+        json_t *v;
+        json_object_foreach(val[SL_JS_SLURM], k, v) {
+            bool known = false;
+            for (int i = 0; keys[i] && !known; i++)
+                known = strcmp(keys[i], k) == 0;
+            if (!known)
+                return bad(fe, 400, "invalid_field", "slurm",
+                           "%s is not a key of slurm (ntasks, ntasks_per_node, mem_per_node, "
+                           "mem_per_cpu, gpus_per_node, gpus_per_task, gpus, qos, submit_host)",
+                           k);
+            if (strlen(json_string_value(v)) > 255)
+                return bad(fe, 400, "invalid_field", "slurm", "%s is over 255 bytes", k);
+        }
+    }
     json_t *models = model_list(val[SL_JS_GPU_MODELS]);
     if (!part_fits(c, tenant, models, pool, fe) || !names_fit(c, models, pool, fe)) {
         json_decref(models);
@@ -653,6 +674,8 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     }
     if (rname)
         json_object_set_new(norm, "reservation", json_string(rname));
+    if (val[SL_JS_SLURM] && json_object_size(val[SL_JS_SLURM]))
+        json_object_set_new(norm, "slurm", json_deep_copy(val[SL_JS_SLURM]));
 
     ctl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = norm;

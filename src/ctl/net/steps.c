@@ -578,7 +578,7 @@ static uint32_t next_id(ctl_steps_t *s, uint64_t job) {
 
 /* The step's variables common to its ranks, after srun's own (env). */
 static void step_env(kvs_t *k, json_t *env, uint32_t id, int32_t total, int32_t nused,
-                     const char *nodelist, const char *tpn, int64_t cpus) {
+                     const char *nodelist, const char *tpn, int64_t cpus, int64_t per_node) {
     const char *key;
     json_t *v;
     json_object_foreach(env, key, v)
@@ -598,6 +598,8 @@ static void step_env(kvs_t *k, json_t *env, uint32_t id, int32_t total, int32_t 
     kv_put(k, "WORLD_SIZE", "%d", total);
     if (cpus > 0)
         kv_put(k, "SLURM_CPUS_PER_TASK", "%lld", (long long)cpus);
+    if (per_node > 0) /* srun's own, as Slurm's step has it */
+        kv_put(k, "SLURM_NTASKS_PER_NODE", "%lld", (long long)per_node);
 }
 
 static int start(ctl_steps_t *s, struct evhttp_request *req, ctl_job_t *j, json_t *body) {
@@ -662,7 +664,8 @@ static int start(ctl_steps_t *s, struct evhttp_request *req, ctl_job_t *j, json_
         }
     uint32_t id = next_id(s, j->id);
     json_t *env = json_object_get(body, "env");
-    step_env(&common, json_is_object(env) ? env : NULL, id, total, nused, nodelist, tpn, r.cpus);
+    step_env(&common, json_is_object(env) ? env : NULL, id, total, nused, nodelist, tpn, r.cpus,
+             r.per_node);
     st = sl_xmalloc(sizeof *st);
     json_t *pty = json_object_get(body, "pty");
     int32_t rows = (int32_t)num(pty, "rows"), cols = (int32_t)num(pty, "cols");

@@ -118,6 +118,10 @@ void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
     ctl_buf_time(b, j->start_us);
     ctl_buf_puts(b, ",\"end_time\":");
     ctl_buf_time(b, j->end_us);
+    if (j->state == CTL_JOB_PENDING) { /* the scheduler's plan (squeue --start) */
+        ctl_buf_puts(b, ",\"expected_start\":");
+        ctl_buf_time(b, sl_sched_expected_start(c->sched, j->id));
+    }
     ctl_buf_puts(b, ",\"reason\":");
     char both[512];
     ctl_buf_jstr(b, job_reason(c, j, both, sizeof both));

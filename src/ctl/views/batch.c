@@ -36,7 +36,9 @@
 #include <string.h>
 
 #include "views/batch.h"
+#include "arraydep.h"
 #include "hostlist.h"
+#include "slurmenv.h"
 #include "views/alloc.h"
 #include "base/config.h"
 #include "domain/nodes.h"
@@ -45,6 +47,13 @@
 
 /* Slurm's NO_VAL, which it writes for %a in a job that is not an array. */
 #define SLURM_NO_ARRAY_INDEX "4294967294"
+
+/* Bash's exported function NAME running slurm-bin's NAME (the first
+ * directory of the task's PATH, $b in the runner): a script run by a login
+ * shell (#!/bin/bash -l, --login) has its PATH reset by /etc/profile, and
+ * finds Sluice's Slurm commands by these rather than another Slurm's. Only
+ * such scripts get them. */
+#define SLURM_FN(n) "\"BASH_FUNC_" n "%%=() { \\\"$b/" n "\\\" \\\"\\$@\\\"; }\" "
 
 static const char runner[] =
     "f=\"${TMPDIR:-/tmp}/slurm_script.${SLUICE_TASK_INDEX:-0}\"; u=$(umask); umask 077; "
@@ -58,7 +67,11 @@ static const char runner[] =
     "exec >>\"$2\" || exit 1; [ -n \"$3\" ] || exec 2>&1; fi; "
     "if [ -n \"$3\" ]; then { [ \"$t\" != truncate ] || [ \"$3\" = \"$2\" ] || : >\"$3\"; } "
     "|| exit 1; exec 2>>\"$3\" || exit 1; fi; "
-    "shift 3; exec \"$f\" \"$@\"";
+    "b=${PATH%%:*}; shift 3; IFS= read -r l <\"$f\"; "
+    "case \"$l\" in *bash*' -l'*|*bash*--login*) if [ -x \"$b/srun\" ]; then exec env "
+    SLURM_FN("sbatch") SLURM_FN("srun") SLURM_FN("salloc") SLURM_FN("squeue")
+    SLURM_FN("scancel") SLURM_FN("sacct") SLURM_FN("sinfo") SLURM_FN("scontrol")
+    "\"$f\" \"$@\"; fi;; esac; exec \"$f\" \"$@\"";
 
 static char *own(ctl_launch_cmd_t *lc, char *s) {
     if (lc->nowned == lc->owned_cap) {
@@ -159,76 +172,84 @@ static const char *spec_str(const ctl_job_t *j, const char *key) {
     return json_string_value(json_object_get(j->spec, key));
 }
 
+/* SLURM_CLUSTER_NAME: Sluice has one cluster a controller. */
+#define SLURM_CLUSTER "sluice"
+
+static const char *req_str(const ctl_job_t *j, const char *key) {
+    return json_string_value(json_object_get(json_object_get(j->spec, "slurm"), key));
+}
+
 /* The environment: the spec's variables less those Slurm's replace, then
- * Slurm's, then the script. */
-static void batch_env(ctl_launch_cmd_t *lc, const task_ctx_t *t, const char *nodelist,
-                      int32_t nnodes) {
+ * Slurm's (slurmenv.h, from the placement: names[k] is task k's node),
+ * then the script. */
+static void batch_env(ctl_launch_cmd_t *lc, const task_ctx_t *t, const char *const *names) {
     const ctl_job_t *j = t->j;
-    char cpus[32] = "";
     int64_t cpu_milli = j->core.task.cpu_milli;
-    if (cpu_milli > 0)
-        snprintf(cpus, sizeof cpus, "%lld", (long long)((cpu_milli + 999) / 1000));
-    const char *pool = spec_str(j, "pool"), *submit = spec_str(j, "submit_dir");
-    const struct { const char *k; const char *v; } slurm[] = {
-        {"SLURM_JOB_ID", own_printf(lc, "%llu", (unsigned long long)j->id)},
-        {"SLURM_JOBID", own_printf(lc, "%llu", (unsigned long long)j->id)},
-        {"SLURM_JOB_NAME", t->name},
-        {"SLURM_NTASKS", own_printf(lc, "%d", t->ntasks)},
-        {"SLURM_NPROCS", own_printf(lc, "%d", t->ntasks)},
-        {"SLURM_PROCID", own_printf(lc, "%d", t->task)},
-        {"SLURM_LOCALID", own_printf(lc, "%d", t->local)},
-        {"SLURM_NODEID", own_printf(lc, "%d", t->node_id)},
-        {"SLURM_JOB_NODELIST", nodelist},
-        {"SLURM_NODELIST", nodelist},
-        {"SLURM_JOB_NUM_NODES", own_printf(lc, "%d", nnodes)},
-        {"SLURM_NNODES", own_printf(lc, "%d", nnodes)},
-        {"SLURMD_NODENAME", t->node},
-        {"SLURM_CPUS_PER_TASK", cpus[0] ? cpus : NULL},
-        {"SLURM_SUBMIT_DIR", submit},
-        {"SLURM_JOB_ACCOUNT", spec_str(j, "tenant")},
-        {"SLURM_JOB_PARTITION", pool},
-        {"SLURM_ARRAY_JOB_ID", j->array_id ? own_printf(lc, "%llu", (unsigned long long)j->array_id) : NULL},
-        {"SLURM_ARRAY_TASK_ID", j->array_id ? own_printf(lc, "%d", j->array_index) : NULL},
+    uint32_t *gpus = sl_xmalloc((size_t)t->ntasks * sizeof *gpus);
+    for (int32_t k = 0; k < t->ntasks; k++)
+        gpus[k] = k < j->ntasks ? j->tasks[k].gpu_mask : 0;
+    sl_array_spec_t as = {0};
+    const char *atext = spec_str(j, "array");
+    char aerr[200];
+    if (!j->array_id || !atext || sl_array_parse(atext, SL_ARRAY_SIZE_CEILING, &as, aerr, sizeof aerr))
+        as = (sl_array_spec_t){0};
+    sl_slurmenv_alloc_t a = {
+        .job_id = j->id, .job_name = t->name, .user = t->user, .account = spec_str(j, "tenant"),
+        .partition = spec_str(j, "pool"), .qos = req_str(j, "qos"), .cluster = SLURM_CLUSTER,
+        .submit_host = req_str(j, "submit_host"), .submit_dir = spec_str(j, "submit_dir"),
+        .ntasks = t->ntasks, .task_node = names, .task_gpus = gpus,
+        .ntasks_unasked = ctl_job_is_allocation(j) && json_object_get(j->spec, "slurm") &&
+                          !req_str(j, "ntasks"),
+        .cpus_per_task = cpu_milli > 0 ? (cpu_milli + 999) / 1000 : 0,
+        .ntasks_per_node = req_str(j, "ntasks_per_node"), .mem_per_node = req_str(j, "mem_per_node"),
+        .mem_per_cpu = req_str(j, "mem_per_cpu"), .gpus_per_node = req_str(j, "gpus_per_node"),
+        .gpus_per_task = req_str(j, "gpus_per_task"), .gpus = req_str(j, "gpus"),
+        .array_job_id = j->array_id, .array_index = j->array_index, .array_idx = as.idx,
+        .array_n = as.n};
+    sl_slurmenv_t se = {0};
+    sl_slurmenv_alloc(&a, t->task, &se);
+    sl_free(gpus);
+    sl_array_spec_fini(&as);
+    const struct { const char *k; const char *v; } own_vars[] = {
         {"SLUICE_ARRAY_JOB_ID", j->array_id ? own_printf(lc, "%llu", (unsigned long long)j->array_id) : NULL},
         {"SLUICE_ARRAY_TASK_ID", j->array_id ? own_printf(lc, "%d", j->array_index) : NULL},
         {CTL_BATCH_SCRIPT_ENV, spec_str(j, "script")},
     };
-    size_t nslurm = sizeof slurm / sizeof slurm[0];
+    size_t nown = sizeof own_vars / sizeof own_vars[0];
     json_t *env = json_object_get(j->spec, "env");
-    lc->env = sl_xmalloc((json_object_size(env) + nslurm) * sizeof *lc->env);
+    lc->env = sl_xmalloc((json_object_size(env) + se.n + nown) * sizeof *lc->env);
     const char *key;
     json_t *v;
     json_object_foreach(env, key, v) {
-        bool replaced = false;
-        for (size_t s = 0; s < nslurm && !replaced; s++)
-            replaced = strcmp(slurm[s].k, key) == 0;
+        bool replaced = sl_slurmenv_get(&se, key) != NULL;
+        for (size_t s = 0; s < nown && !replaced; s++)
+            replaced = strcmp(own_vars[s].k, key) == 0;
         if (!replaced)
             lc->env[lc->nenv++] = (sl_proto_kv_t){key, json_string_value(v)};
     }
-    for (size_t s = 0; s < nslurm; s++)
-        if (slurm[s].v)
-            lc->env[lc->nenv++] = (sl_proto_kv_t){slurm[s].k, own_printf(lc, "%s", slurm[s].v)};
+    for (size_t s = 0; s < se.n; s++)
+        lc->env[lc->nenv++] = (sl_proto_kv_t){se.v[s].key, own_printf(lc, "%s", se.v[s].value)};
+    for (size_t s = 0; s < nown; s++)
+        if (own_vars[s].v)
+            lc->env[lc->nenv++] = (sl_proto_kv_t){own_vars[s].k, own_printf(lc, "%s", own_vars[s].v)};
+    sl_slurmenv_fini(&se);
 }
 
 /* Task i of j's batch runner, with its job's ntasks tasks on the nodes
  * called names[0..ntasks). */
 static void batch_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, int32_t ntasks,
                       const char *const *names, ctl_launch_cmd_t *lc) {
-    /* The job's nodes, sorted by name, and this task's place among them. */
-    size_t need = sl_hostlist_format(names, (size_t)ntasks, NULL, 0);
-    char *nodelist = own(lc, sl_xmalloc(need + 1));
-    sl_hostlist_format(names, (size_t)ntasks, nodelist, need + 1);
+    /* This task's place among the job's nodes (sorted by name), for the
+     * patterns; the variables are slurmenv's. */
     const char *mine = names[i];
-    int32_t nnodes = 0, node_id = 0, local = 0;
+    int32_t node_id = 0, local = 0;
     for (int32_t k = 0; k < ntasks; k++) {
         bool first = true;
         for (int32_t m = 0; m < k && first; m++)
             first = strcmp(names[m], names[k]) != 0;
         local += k < i && strcmp(names[k], mine) == 0;
-        if (!first)
-            continue;
-        nnodes++;
-        node_id += strcmp(names[k], mine) < 0;
+        if (first)
+            node_id += strcmp(names[k], mine) < 0;
     }
     const char *group;
     task_ctx_t t = {.j = j, .task = i, .ntasks = ntasks, .local = local,
@@ -253,7 +274,7 @@ static void batch_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, int32_t ntasks,
     lc->argv[lc->argc++] = err ? expand(lc, err, &t) : "";
     for (size_t k = 1; k < nargs; k++)
         lc->argv[lc->argc++] = json_string_value(json_array_get(cmd, k));
-    batch_env(lc, &t, nodelist, nnodes);
+    batch_env(lc, &t, names);
     /* --open-mode: the runner truncates the files first, or appends. */
     const char *mode = spec_str(j, "open_mode");
     if (mode) {
