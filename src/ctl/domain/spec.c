@@ -535,10 +535,10 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         const char *k;
         json_t *v;
         json_object_foreach(val[SL_JS_SLURM], k, v) {
-            bool known = false;
-            for (int i = 0; keys[i] && !known; i++)
-                known = strcmp(keys[i], k) == 0;
-            if (!known)
+            bool ours = false;
+            for (int i = 0; keys[i] && !ours; i++)
+                ours = strcmp(keys[i], k) == 0;
+            if (!ours)
                 return bad(fe, 400, "invalid_field", "slurm",
                            "%s is not a key of slurm (ntasks, ntasks_per_node, mem_per_node, "
                            "mem_per_cpu, gpus_per_node, gpus_per_task, gpus, qos, submit_host)",
