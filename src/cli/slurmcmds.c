@@ -2,8 +2,8 @@
  * slurmcmds.c - Slurm's query and control commands over Sluice's API, as
  * thin entry points (the sluice binary answers to each name by argv[0];
  * docs/slurm.md, "Slurm's command names"): squeue, scancel, sinfo,
- * scontrol show hostnames|hostlist|job|node, and `sluice slurm-commands
- * install DIR`, which links every name to this binary.
+ * scontrol show hostnames|hostlist|job|node (`sluice slurm-commands
+ * install DIR`, which links every name to this binary, is slurminstall.c).
  *
  * Each takes Slurm's own option letters (squeue -h is --noheader, not
  * help) and prints what tools parse: squeue's and sinfo's -o formats
@@ -957,45 +957,4 @@ int cli_cmd_scontrol(cli_t *c) {
         return CLI_OK;
     }
     return bad(prog, "show %s: not supported (hostnames, hostlist, job, node)", what);
-}
-
-/* ---- sluice slurm-commands install DIR ---- */
-
-int cli_cmd_slurm_commands(cli_t *c) {
-    if (c->npos != 2 || strcmp(c->pos[0], "install") != 0)
-        return cli_usage_error(c, "give `install DIR`");
-    const char *dir = c->pos[1];
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        fprintf(stderr, "sluice slurm-commands: cannot find this binary: %s\n", strerror(errno));
-        return CLI_ESERVER;
-    }
-    self[n] = '\0';
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        fprintf(stderr, "sluice slurm-commands: %s: %s\n", dir, strerror(errno));
-        return CLI_ESERVER;
-    }
-    int rc = CLI_OK;
-    for (size_t i = 0; sl_slurm_commands[i]; i++) {
-        char link[PATH_MAX + 64];
-        struct stat st;
-        snprintf(link, sizeof link, "%s/%s", dir, sl_slurm_commands[i]);
-        if (lstat(link, &st) == 0) {
-            if (!S_ISLNK(st.st_mode)) {
-                fprintf(stderr, "sluice slurm-commands: %s exists and is not a link: left as it is\n",
-                        link);
-                rc = CLI_ESERVER;
-                continue;
-            }
-            unlink(link);
-        }
-        if (symlink(self, link) != 0) {
-            fprintf(stderr, "sluice slurm-commands: %s: %s\n", link, strerror(errno));
-            rc = CLI_ESERVER;
-            continue;
-        }
-        printf("%s -> %s\n", link, self);
-    }
-    return rc;
 }

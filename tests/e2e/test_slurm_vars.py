@@ -116,10 +116,15 @@ def test_sbatch_input_variables_between_flags_and_directives(tmp_path):
     r = dry_run(tmp_path, ["-J", "fromflag"], {"SBATCH_JOB_NAME": "fromenv"})
     assert json.loads(r.stdout)["name"] == "fromflag"
     # An option Sluice does not take, given by a variable: the error names it.
-    r = dry_run(tmp_path, [], {"SBATCH_NO_REQUEUE": "1"})
-    assert r.returncode == 2 and "SBATCH_NO_REQUEUE" in r.stderr, r.stderr
-    r = dry_run(tmp_path, ["--ignore-unsupported"], {"SBATCH_NO_REQUEUE": "1"})
+    r = dry_run(tmp_path, [], {"SBATCH_WCKEY": "proj"})
+    assert r.returncode == 2 and "SBATCH_WCKEY" in r.stderr, r.stderr
+    r = dry_run(tmp_path, ["--ignore-unsupported"], {"SBATCH_WCKEY": "proj"})
     assert r.returncode == 0, r.stderr
+    # A flag variable: SBATCH_NO_REQUEUE is --no-requeue.
+    r = dry_run(tmp_path, [], {"SBATCH_NO_REQUEUE": "1"})
+    assert r.returncode == 0, r.stderr
+    spec = json.loads(r.stdout)
+    assert spec["on_node_failure"] == "fail" and spec["retries"] == 0, spec
 
 
 def test_sbatch_keeps_the_request_for_the_variables(tmp_path):
