@@ -82,6 +82,9 @@ int cli_opt_index(const cli_cmd_t *cmd, const char *name, char shortname);
 /* opts.c: option lookup by long name (the name must be in cmd->opts). */
 const char *cli_get(cli_t *c, const char *name);
 int cli_has(cli_t *c, const char *name);
+/* Whether word w is in the comma-separated list (case-insensitive), as
+ * Slurm's tools read -u, -n, -t, -p lists. */
+bool cli_listed(const char *list, const char *w);
 int cli_multi(cli_t *c, const char *name, const char ***vals);
 
 /* Prints "sluice CMD: message" to stderr; returns CLI_EUSAGE. */

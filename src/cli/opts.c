@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 
@@ -44,6 +45,17 @@ const char *cli_get(cli_t *c, const char *name) {
 int cli_has(cli_t *c, const char *name) {
     int i = cli_opt_index(c->cmd, name, 0);
     return i >= 0 && c->set[i];
+}
+
+bool cli_listed(const char *list, const char *w) {
+    size_t wl = strlen(w);
+    for (const char *p = list; *p;) {
+        size_t l = strcspn(p, ",");
+        if (l == wl && strncasecmp(p, w, l) == 0)
+            return true;
+        p += l + (p[l] == ',');
+    }
+    return false;
 }
 
 int cli_multi(cli_t *c, const char *name, const char ***vals) {

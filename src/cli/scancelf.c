@@ -12,17 +12,6 @@
 
 #include "cli.h"
 
-/* Whether w is in the comma-separated list (case-insensitive). */
-static bool listed(const char *list, const char *w) {
-    size_t wl = strlen(w);
-    for (const char *p = list; *p;) {
-        size_t l = strcspn(p, ",");
-        if (l == wl && strncasecmp(p, w, l) == 0)
-            return true;
-        p += l + (p[l] == ',');
-    }
-    return false;
-}
 
 static const char *str(json_t *j, const char *k, const char *dflt) {
     const char *s = json_string_value(json_object_get(j, k));
@@ -32,9 +21,9 @@ static const char *str(json_t *j, const char *k, const char *dflt) {
 /* Slurm's names of Sluice's two states a job can be cancelled in. */
 static bool state_ok(const char *states, const char *st) {
     if (strcmp(st, "pending") == 0)
-        return listed(states, "PENDING") || listed(states, "PD");
+        return cli_listed(states, "PENDING") || cli_listed(states, "PD");
     if (strcmp(st, "running") == 0)
-        return listed(states, "RUNNING") || listed(states, "R");
+        return cli_listed(states, "RUNNING") || cli_listed(states, "R");
     return false;
 }
 
@@ -75,11 +64,11 @@ static bool keep(const cli_scancel_filter_t *f, json_t *j, char **ids, int nids)
         if (!named)
             return false;
     }
-    if (f->users && !listed(f->users, str(j, "tenant", "")))
+    if (f->users && !cli_listed(f->users, str(j, "tenant", "")))
         return false;
-    if (f->names && !listed(f->names, str(j, "name", "")))
+    if (f->names && !cli_listed(f->names, str(j, "name", "")))
         return false;
-    if (f->parts && !listed(f->parts, str(j, "pool", "default")))
+    if (f->parts && !cli_listed(f->parts, str(j, "pool", "default")))
         return false;
     if (f->states && !state_ok(f->states, str(j, "state", "")))
         return false;

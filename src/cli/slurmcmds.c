@@ -282,17 +282,6 @@ static const char *job_head(char f) {
     return "";
 }
 
-/* Whether word w is in the comma-separated list (case-insensitive). */
-static bool in_list(const char *list, const char *w) {
-    size_t wl = strlen(w);
-    for (const char *p = list; *p;) {
-        size_t l = strcspn(p, ",");
-        if (l == wl && strncasecmp(p, w, l) == 0)
-            return true;
-        p += l + (p[l] == ',');
-    }
-    return false;
-}
 
 /* ---- squeue ---- */
 
@@ -303,13 +292,13 @@ typedef struct squeue {
 } squeue_t;
 
 static bool squeue_keep(const squeue_t *q, json_t *j) {
-    if (q->users && !in_list(q->users, jstr(j, "tenant", "")))
+    if (q->users && !cli_listed(q->users, jstr(j, "tenant", "")))
         return false;
-    if (q->parts && !in_list(q->parts, jstr(j, "pool", "default")))
+    if (q->parts && !cli_listed(q->parts, jstr(j, "pool", "default")))
         return false;
-    if (q->states && !in_list(q->states, "all")) {
+    if (q->states && !cli_listed(q->states, "all")) {
         int k = job_state_index(j);
-        if (!in_list(q->states, job_states[k].lng) && !in_list(q->states, job_states[k].shrt))
+        if (!cli_listed(q->states, job_states[k].lng) && !cli_listed(q->states, job_states[k].shrt))
             return false;
     }
     return true;
@@ -719,7 +708,7 @@ int cli_cmd_sinfo(cli_t *c) {
     if (!lines)
         abort();
     json_array_foreach(nodes, i, n) {
-        if (parts && !in_list(parts, jstr(n, "pool", "default")))
+        if (parts && !cli_listed(parts, jstr(n, "pool", "default")))
             continue;
         size_t l = 0;
         for (; !per_node && l < nl; l++) {

@@ -424,16 +424,7 @@ void ctl_job_settle(ctl_t *c, ctl_job_t *j) {
     }
     if (j->end_us < 0)
         j->end_us = now;
-    if (j->in_core) {
-        const sl_job_t *cj = sl_sched_job(c->sched, j->id);
-        if (cj && sl_job_state(cj) == SL_JOB_RUNNING)
-            sl_sched_finish(c->sched, j->id, now);
-        else if (cj && sl_job_state(cj) == SL_JOB_PENDING)
-            sl_sched_cancel(c->sched, j->id, now);
-        sl_sched_forget(c->sched, j->id);
-        j->in_core = false;
-        c->sched_dirty = true;
-    }
+    ctl_job_leave_core(c, j, now);
     /* Finished for good: the names it held may now go (a requeued job
      * above keeps them, as it waits in the queue again). */
     ctl_job_release_names(c, j);

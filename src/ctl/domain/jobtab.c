@@ -100,3 +100,16 @@ void ctl_jobs_fini(ctl_t *c) {
     c->fin = NULL;
     c->fin_len = c->fin_cap = c->fin_head = 0;
 }
+
+void ctl_job_leave_core(ctl_t *c, ctl_job_t *j, int64_t now_us) {
+    if (!j->in_core)
+        return;
+    const sl_job_t *cj = sl_sched_job(c->sched, j->id);
+    if (cj && sl_job_state(cj) == SL_JOB_RUNNING)
+        sl_sched_finish(c->sched, j->id, now_us);
+    else if (cj && sl_job_state(cj) == SL_JOB_PENDING)
+        sl_sched_cancel(c->sched, j->id, now_us);
+    sl_sched_forget(c->sched, j->id);
+    j->in_core = false;
+    c->sched_dirty = true;
+}

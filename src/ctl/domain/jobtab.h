@@ -42,6 +42,10 @@ size_t ctl_jobs_trim(ctl_t *c, int64_t now_us, size_t max);
 /* The loop's TRIM hook (ud is the ctl_t): one pass of ctl_jobs_trim;
  * true when there may be more to drop. */
 bool ctl_jobs_trim_hook(void *ud);
+/* Takes j out of the scheduler (finished if it runs there, cancelled if it
+ * waits there, then forgotten), so that its resources serve others; no-op
+ * for a job not in the core. */
+void ctl_job_leave_core(ctl_t *c, ctl_job_t *j, int64_t now_us);
 /* Frees every job in the table and the table itself. */
 void ctl_jobs_fini(ctl_t *c);
 

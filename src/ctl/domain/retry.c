@@ -81,14 +81,7 @@ void ctl_retry_begin(ctl_t *c, ctl_job_t *j) {
     }
 
     /* Out of the core now, so that its GPUs serve others during the wait. */
-    const sl_job_t *cj = sl_sched_job(c->sched, j->id);
-    if (cj && sl_job_state(cj) == SL_JOB_RUNNING)
-        sl_sched_finish(c->sched, j->id, now);
-    else if (cj && sl_job_state(cj) == SL_JOB_PENDING)
-        sl_sched_cancel(c->sched, j->id, now);
-    sl_sched_forget(c->sched, j->id);
-    j->in_core = false;
-    c->sched_dirty = true;
+    ctl_job_leave_core(c, j, now);
     sl_free(j->tasks);
     j->tasks = NULL;
     j->ntasks = 0;
