@@ -707,9 +707,19 @@ json_t *cli_sbatch_spec(cli_sbatch_t *sb, const char *path, const char *text, ch
         long long per = gid == SB_GPUS ? ntasks : gid == SB_GPUS_PER_TASK ? 1 : tpn;
         if (gpu_req(sb, gid, gid == SB_GRES, &n, model, sizeof model) != 0) {
             n = 0;
+        } else if (n > 0 && n < per && n * SL_GPU_MILLI % per == 0) {
+            /* Fewer GPUs than the tasks that share them (--gpus-per-node=1
+             * --ntasks-per-node=4): each task gets its share of one GPU,
+             * so that the node's tasks hold the GPUs Slurm gives it. */
+            json_object_set_new(spec, "gpu_share", json_sprintf("%g", (double)n / (double)per));
+            if (model[0])
+                json_object_set_new(spec, "gpu_models", json_pack("[s]", model));
+            n = 0;
         } else if (n % per != 0) {
             bad(sb, gid, "%lld GPUs cannot be divided evenly among %lld tasks%s (Sluice asks "
-                "for GPUs per task)", n, per, gid == SB_GPUS ? "" : " of a node");
+                "for whole GPUs per task, or for an equal share of one GPU when there are "
+                "fewer GPUs than tasks, in thousandths of a GPU)", n, per,
+                gid == SB_GPUS ? "" : " of a node");
             n = 0;
         }
         per_task_gpus = n / per;

@@ -173,6 +173,8 @@ def test_unsupported_directives_name_the_line(tmp_path):
     ("--mem=12Q", "--mem: \"12Q\" is not a size"),
     ("--gres=fpga:1", "--gres: \"fpga:1\": Sluice schedules GPUs only"),
     ("-n 3 --gpus=4", "--gpus: 4 GPUs cannot be divided evenly among 3 tasks"),
+    ("--gpus-per-node=1 --ntasks-per-node=3",
+     "--gpus-per-node: 1 GPUs cannot be divided evenly among 3 tasks of a node"),
     ("-N 4-2", "-N/--nodes: \"4-2\" is not a node count N or min-max"),
     ("-p a,b", "-p/--partition: \"a,b\": a Sluice job runs in one pool"),
     ("-o out-%J.txt", "-o/--output: the pattern %J is not supported"),
@@ -285,3 +287,18 @@ def test_qos_is_a_priority_class_where_they_exist(tmp_path):
         assert r.returncode == 2
         assert "%s:2: -q/--qos is not supported: priority classes are not configured" % path \
             in r.stderr
+
+
+def test_fewer_gpus_than_a_nodes_tasks_are_shared(tmp_path):
+    """--gpus-per-node=1 --ntasks-per-node=4 (Slurm: the node's four tasks
+    share its GPU) asks each task for a quarter of one GPU, so that the
+    node holds the one GPU Slurm gives it; --gpus counts the job's."""
+    env = u.cli_env(tmpdir=tmp_path)
+    for directive, share, tasks in (("--gpus-per-node=1 --ntasks-per-node=4", "0.25", 4),
+                                    ("-N 2 --gpus-per-node=2 --ntasks-per-node=8", "0.25", 16),
+                                    ("-n 2 --gpus=1", "0.5", 2)):
+        path = write(tmp_path / "share.sh", "#!/bin/sh\n#SBATCH %s\ntrue\n" % directive)
+        r = u.sluice(["sbatch", "--dry-run", path], env)
+        assert r.returncode == 0, (directive, r.stderr)
+        spec = json.loads(r.stdout)
+        assert spec["gpu_share"] == share and spec["tasks"] == tasks and "gpus" not in spec, spec
