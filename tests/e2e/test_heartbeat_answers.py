@@ -117,7 +117,10 @@ def test_no_fence_while_controller_runs_and_fence_when_stopped(controller_factor
         stopped = False
         def again():
             j = ctl.job(job["id"])
-            return j if j["state"] == "running" and j["requeues"] == 1 else None
+            # At least once: a controller resumed after its stall may place
+            # the job on n1 again before it reads n1's closed connection,
+            # and then requeue that unacknowledged launch too.
+            return j if j["state"] == "running" and j["requeues"] >= 1 else None
         try:
             wait_for(again, timeout=40, what="the job requeued and running again")
         except AssertionError:
