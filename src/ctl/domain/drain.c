@@ -44,7 +44,7 @@ static void stop_tasks(ctl_t *c, ctl_node_t *n) {
     local_time(n->drain_deadline_us, when, sizeof when);
     snprintf(reason, sizeof reason, "node %.40s drained at its deadline (%.40s)%s%.100s",
              ctl_node_name(c, (int32_t)n->id), when, n->drain_reason[0] ? ": " : "", n->drain_reason);
-    int k = ctl_preempt_evict_node(c, n->id, reason);
+    int k = ctl_preempt_evict(c, n->id, true, 0, "drain", CTL_PREEMPT_DRAIN, reason);
     if (!n->drain_stopped)
         sl_log(SL_LOG_INFO, "node", "node=%s drain deadline passed: %d job(s) preempted",
                ctl_node_name(c, (int32_t)n->id), k);

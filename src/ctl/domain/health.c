@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "domain/health.h"
+#include "domain/preempt.h"
 #include "log.h"
 #include "store/store.h"
 
@@ -54,20 +55,6 @@ void ctl_health_fini(ctl_t *c) {
 }
 
 /* ---- stopping the jobs on a GPU or node ---- */
-
-typedef struct evict_ctx {
-    ctl_t *c;
-    const char *reason;
-} evict_ctx_t;
-
-static void on_evict(void *ud, const sl_preemption_t *sp) {
-    evict_ctx_t *x = ud;
-    ctl_job_t *j = ctl_job_find(x->c, sp->victim);
-    if (j == NULL) return;
-    ctl_preempt_t p = {.kind = "health"};
-    snprintf(p.reason, sizeof p.reason, "%s", x->reason);
-    ctl_job_preempt(x->c, j, &p, CTL_PREEMPT_HEALTH);
-}
 
 /* The ids of the jobs with a live task on node on a GPU of mask (all:
  * any task there), and, with before_us > 0, started by then, at most max,
@@ -105,10 +92,7 @@ static int stop_jobs(ctl_t *c, uint32_t node, uint32_t mask, bool all, bool fail
         }
     }
     if (fail_all) return n;
-    evict_ctx_t x = {c, reason};
-    sl_cycle_ops_t ops = {NULL, on_evict, NULL};
-    int e = all ? sl_sched_evict_node(c->sched, node, ctl_now_us(), &ops, &x)
-                : sl_sched_evict_gpus(c->sched, node, mask, ctl_now_us(), &ops, &x);
+    int e = ctl_preempt_evict(c, node, all, mask, "health", CTL_PREEMPT_HEALTH, reason);
     return n + (e > 0 ? e : 0);
 }
 

@@ -141,7 +141,8 @@ static void on_preempt(void *ud, const sl_preemption_t *sp) {
 
 typedef struct evict_ctx {
     ctl_t *c;
-    const char *reason;
+    const char *kind, *reason;
+    ctl_preempt_cause_t cause;
 } evict_ctx_t;
 
 static void on_evict(void *ud, const sl_preemption_t *sp) {
@@ -149,15 +150,18 @@ static void on_evict(void *ud, const sl_preemption_t *sp) {
     ctl_job_t *j = ctl_job_find(x->c, sp->victim);
     if (j == NULL)
         return;
-    ctl_preempt_t p = {.kind = "drain"};
+    ctl_preempt_t p = {0};
+    snprintf(p.kind, sizeof p.kind, "%s", x->kind);
     snprintf(p.reason, sizeof p.reason, "%s", x->reason);
-    ctl_job_preempt(x->c, j, &p, CTL_PREEMPT_DRAIN);
+    ctl_job_preempt(x->c, j, &p, x->cause);
 }
 
-int ctl_preempt_evict_node(ctl_t *c, uint32_t node, const char *reason) {
-    evict_ctx_t x = {c, reason};
+int ctl_preempt_evict(ctl_t *c, uint32_t node, bool all, uint32_t gpu_mask, const char *kind,
+                      ctl_preempt_cause_t cause, const char *reason) {
+    evict_ctx_t x = {c, kind, reason, cause};
     sl_cycle_ops_t ops = {NULL, on_evict, NULL};
-    return sl_sched_evict_node(c->sched, node, ctl_now_us(), &ops, &x);
+    return all ? sl_sched_evict_node(c->sched, node, ctl_now_us(), &ops, &x)
+               : sl_sched_evict_gpus(c->sched, node, gpu_mask, ctl_now_us(), &ops, &x);
 }
 
 /* Records j's new size (job_size, and j->x when it was read). */

@@ -20,6 +20,8 @@
 #ifndef SLUICE_CTL_PREEMPT_H
 #define SLUICE_CTL_PREEMPT_H
 
+#include <stdbool.h>
+
 #include "domain/jobs.h"
 
 /* Registers this layer's hooks in c->preempt (before the first cycle). */
@@ -43,9 +45,6 @@ void ctl_preempt_count(ctl_t *c, int32_t tenant, ctl_preempt_cause_t cause);
  * is not running. O(j's tasks). */
 int ctl_job_preempt(ctl_t *c, ctl_job_t *j, ctl_preempt_t *p, ctl_preempt_cause_t cause);
 
-/* A drain's deadline passed on node: every running job with a task there
- * is preempted (cause drain, reason as given). Returns the number of jobs
- * preempted, or SL_ENOENT for a bad node. O(running jobs x tasks). */
 /* After a restart: j, re-adopted with every task row it had, was being
  * shrunk to size tasks (its last size record is newer than its start and
  * below its task rows). Marks ranks >= size stopping again and tells the
@@ -54,6 +53,12 @@ int ctl_job_preempt(ctl_t *c, ctl_job_t *j, ctl_preempt_t *p, ctl_preempt_cause_
  * Their agents are told again when they say hello (jobs.c). */
 void ctl_job_resume_shrink(ctl_t *c, ctl_job_t *j, int32_t size);
 
-int ctl_preempt_evict_node(ctl_t *c, uint32_t node, const char *reason);
+/* Every running job with a task on node (all), or on one of its GPUs of
+ * gpu_mask, is preempted as kind ("drain", "health") with cause and reason
+ * (sl_sched_evict_node, sl_sched_evict_gpus): a drain's deadline, a GPU's
+ * fault. Returns the number of jobs preempted, or SL_ENOENT for a bad
+ * node. O(running jobs x tasks). */
+int ctl_preempt_evict(ctl_t *c, uint32_t node, bool all, uint32_t gpu_mask, const char *kind,
+                      ctl_preempt_cause_t cause, const char *reason);
 
 #endif
