@@ -33,37 +33,13 @@
 
 #include "sluice/sluice.h"
 
+#include "benchcycle.h"
+
 #define NODES 10000
 #define RUNNING 20000
 #define TENANTS 8
 #define GI (INT64_C(1) << 30)
 #define SEC INT64_C(1000000)
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-typedef struct end_scan {
-    int64_t end;
-    uint64_t id;
-} end_scan_t;
-
-static int find_first_end(void *ud, const sl_job_t *j) {
-    end_scan_t *e = ud;
-    int64_t end = sl_job_start_us(j) + sl_job_spec(j)->time_limit_us;
-    if (end < e->end || (end == e->end && sl_job_id(j) < e->id)) {
-        e->end = end;
-        e->id = sl_job_id(j);
-    }
-    return 0;
-}
 
 static sl_job_spec_t pending_spec(sl_rng_t *r, uint64_t id, int64_t submit, bool distinct) {
     static const int32_t gpus[5] = {1, 2, 4, 8, 8};
