@@ -209,6 +209,9 @@ typedef struct ctl_job {
      * retry_wait, the job is pending outside the core until retry_at_us
      * (wall clock), its back-off. */
     int32_t retries_used;
+    int32_t retries;       /* the spec's retries, copied where spec is set:
+                            * a list reads it for every job, and a look-up
+                            * in the spec object is a cache miss each */
     bool retry_wait;
     bool retry_failed;     /* this run failed as a retry counts (a task's failure) */
     int64_t retry_at_us;

@@ -778,6 +778,7 @@ int ctl_submit(ctl_t *c, ctl_job_t *j, char *err, size_t errlen, const char **fi
         e->tenant = j->tenant;
         e->state = CTL_JOB_PENDING;
         e->spec = json_incref(j->spec);
+        e->retries = j->retries;
         e->core = j->core;
         e->requeue_on_node_failure = j->requeue_on_node_failure;
         e->submit_us = j->submit_us;

@@ -55,7 +55,7 @@ void ctl_notify_job(ctl_t *c, const ctl_job_t *j, ctl_notify_event_t ev, const c
     const char *user = json_string_value(json_object_get(j->spec, "mail_user"));
     if (user == NULL)
         user = tenant; /* Slurm mails the submitting user */
-    int32_t retries = (int32_t)json_integer_value(json_object_get(j->spec, "retries"));
+    int32_t retries = j->retries;
     const char *reason = why ? why : j->reason;
     char subject[SL_NAME_MAX + 160];
     int o = snprintf(subject, sizeof subject, "Sluice Job_id=%llu Name=%s %s",

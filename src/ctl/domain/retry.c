@@ -15,13 +15,9 @@
 #include "backoff.h"
 #include "store/store.h"
 
-static int32_t spec_retries(const ctl_job_t *j) {
-    return (int32_t)json_integer_value(json_object_get(j->spec, "retries"));
-}
-
 bool ctl_retry_due(const ctl_t *c, const ctl_job_t *j) {
     (void)c;
-    return j->retry_failed && j->retries_used < spec_retries(j);
+    return j->retry_failed && j->retries_used < j->retries;
 }
 
 static void list_add(ctl_t *c, uint64_t id) {
@@ -100,11 +96,11 @@ void ctl_retry_begin(ctl_t *c, ctl_job_t *j) {
     char w[32];
     wait_text(wait_ms, w, sizeof w);
     snprintf(j->reason, sizeof j->reason, "RetryBackoff: attempt %d of %d in %s; attempt %d: %.150s",
-             j->retries_used + 1, spec_retries(j) + 1, w, a.attempt, a.reason);
+             j->retries_used + 1, j->retries + 1, w, a.attempt, a.reason);
     list_add(c, j->id);
     ctl_store_job_update(c->store, j);
     sl_log(SL_LOG_INFO, "sched", "job=%llu attempt=%d failed (%s); retry %d of %d in %s",
-           (unsigned long long)j->id, a.attempt, a.reason, j->retries_used, spec_retries(j), w);
+           (unsigned long long)j->id, a.attempt, a.reason, j->retries_used, j->retries, w);
     ctl_notify_job(c, j, CTL_NOTIFY_REQUEUE, a.reason);
     ctl_loop_kick(c->loop);
 }

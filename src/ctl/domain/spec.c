@@ -679,6 +679,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
 
     ctl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = norm;
+    j->retries = (int32_t)json_integer_value(json_object_get(norm, "retries"));
     j->tenant = tenant;
     j->state = CTL_JOB_PENDING;
     j->start_us = j->end_us = -1;

@@ -662,6 +662,7 @@ static int job_from_row(ctl_store_t *s, sqlite3_stmt *st, ctl_job_t **out) {
     ctl_job_t *j = ctl_job_new();
     j->id = id;
     j->spec = js;
+    j->retries = (int32_t)json_integer_value(json_object_get(js, "retries"));
     j->tenant = -1;
     if (sqlite3_column_text(st, 1) == NULL) {
         ctl_job_free(j);

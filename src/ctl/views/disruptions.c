@@ -77,7 +77,7 @@ static int32_t size_now(const ctl_job_t *j) {
  * running, waiting or last run (1 first), and each failed one before it,
  * read from the store on first view. */
 static void attempts_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
-    if (json_integer_value(json_object_get(j->spec, "retries")) <= 0)
+    if (j->retries <= 0)
         return;
     if (!j->attempts_loaded) {
         ctl_attempt_t *v;
