@@ -291,6 +291,18 @@ def job_spec(name, argv, gpus=1, time_limit=0):
 
 
 # ------------------------------------------------------------------ startup
+def proc_oncpu_s(pid):
+    """Seconds the process's threads have run on a CPU (schedstat, ns)."""
+    total = 0
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as fh:
+                total += int(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    return total / 1e9
+
+
 def proc_cpu_s(pid):
     """utime + stime of a process, seconds."""
     try:
@@ -574,6 +586,17 @@ QUEUE_KEYS = ("cli_queue_s", "cli_queue_json_s", "get_jobs_s", "get_jobs_pending
               "get_jobs_fresh_conn_s")
 
 
+def timed(lc, q, key, fn, reps):
+    """Times reps calls of fn into q[key], and adds the controller's CPU
+    seconds over them to q[key + "_cpu"] (its utime + stime: what a
+    listing costs sluiced, which the machine's other load changes less
+    than it changes the wall time). From /proc/PID/schedstat, in
+    nanoseconds: /proc/PID/stat counts clock ticks of 10 ms."""
+    cpu0 = proc_oncpu_s(lc.ctl.proc.pid)
+    q.setdefault(key, []).extend(time_calls(fn, reps))
+    q.setdefault(key + "_cpu", []).append((proc_oncpu_s(lc.ctl.proc.pid) - cpu0) / reps)
+
+
 def measure_queue_once(lc, a, q):
     """One round of the queue figures, appended to the lists in q."""
     raw_all = httpload.build_request("GET", "/v1/jobs?" + PAGE, lc.adm)
@@ -583,16 +606,14 @@ def measure_queue_once(lc, a, q):
     lc.aconn.request_raw(raw_all)
     lc.aconn.request_raw(httpload.build_request(
         "GET", "/v1/jobs?view=table&state=pending,running&" + PAGE, lc.adm))
-    q.setdefault("get_jobs_s", []).extend(
-        time_calls(lambda: lc.aconn.request_raw(raw_all), a.queue_reps))
-    q.setdefault("get_jobs_pending_s", []).extend(
-        time_calls(lambda: lc.aconn.request_raw(raw_pend), a.queue_reps))
+    timed(lc, q, "get_jobs_s", lambda: lc.aconn.request_raw(raw_all), a.queue_reps)
+    timed(lc, q, "get_jobs_pending_s", lambda: lc.aconn.request_raw(raw_pend), a.queue_reps)
     # a fresh connection per call, as a one-shot client would
     def fresh():
         c = httpload.Conn(lc.ctl.port, lc.adm)
         c.request_raw(raw_all)
         c.close()
-    q.setdefault("get_jobs_fresh_conn_s", []).extend(time_calls(fresh, a.queue_reps))
+    timed(lc, q, "get_jobs_fresh_conn_s", fresh, a.queue_reps)
     argv, env = cli_base(lc)
     for name, extra in (("cli_queue_s", ["queue"]), ("cli_queue_json_s", ["--json", "queue"])):
         lines = [0]
@@ -605,7 +626,7 @@ def measure_queue_once(lc, a, q):
                                                     p.returncode, p.stderr[:300]))
             lines[0] = p.stdout.count(b"\n")
         try:
-            q.setdefault(name, []).extend(time_calls(run, a.queue_reps))
+            timed(lc, q, name, run, a.queue_reps)
             q[name.replace("_s", "_lines")] = lines[0]
         except (RuntimeError, OSError, subprocess.SubprocessError) as e:
             q[name.replace("_s", "_error")] = str(e)
@@ -654,10 +675,13 @@ def measure_queue(lc, a):
     for d in builds:
         for k in QUEUE_KEYS:
             if per[d].get(k):
+                cpu = per[d].get(k + "_cpu") or []
                 log("sluice queue: %-22s with %s pending (%d jobs in all)%s: "
-                    "min/median/max %s ms" % (k[:-2], q["pending"], q["jobs_total"],
-                                              "" if d == here else " [build %s]" % d,
-                                              fmt(mmm(per[d][k]), 1e3, 2)))
+                    "min/median/max %s ms; sluiced CPU %.2f ms a call"
+                    % (k[:-2], q["pending"], q["jobs_total"],
+                       "" if d == here else " [build %s]" % d,
+                       fmt(mmm(per[d][k]), 1e3, 2),
+                       1e3 * sum(cpu) / len(cpu) if cpu else float("nan")))
     return q
 
 
