@@ -22,7 +22,8 @@
  *      "hostname": "n1", "args": ["python3", "train.py"] | null,
  *      "cwd": "/workspace" | null, "jobdir": "WORKDIR/jobs/NAME",
  *      "env": ["K=V", ...], "shm_size": 67108864,
- *      "mounts": [{"source": "/data", "destination": "/data", "ro": true}],
+ *      "mounts": [{"source": "/data", "destination": "/data", "ro": true},
+ *                 {"destination": "/cache", "tmpfs": 1073741824}],
  *      "devices": [{"source": "/dev/nvidia3", "destination": "/dev/nvidia3"}],
  *      "reason": "WORKDIR/containers/NAME.TASK/failed",
  *      "cdi": "/etc/cdi/nvidia.yaml" | null}
@@ -45,6 +46,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+/* volumes.h (not included: sluice-cstart includes this header alone). */
+struct agent_volume;
 
 /* The program that starts a container, and the container's first process,
  * both found beside sluice-agent. */
@@ -89,6 +93,12 @@ typedef struct agent_container_task {
     size_t nmounts;
     const int32_t *gpus;    /* the task's GPU indices */
     size_t ngpus;
+    /* The job's volumes, ready (volumes.h): each bind and empty_dir a
+     * mount {"source": its node path, "destination", "ro"}, each tmpfs
+     * {"destination", "tmpfs": bytes}; one at /dev/shm is the /dev/shm
+     * (shm_size its size). */
+    const struct agent_volume *volumes;
+    size_t nvolumes;
 } agent_container_task_t;
 
 /*

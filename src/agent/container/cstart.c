@@ -23,7 +23,8 @@
  *     nothing else, no capabilities, no_new_privs; the image's root read
  *     only, a tmpfs /tmp, /dev/shm of the spec's size, the job directory
  *     at its own path (read-write, the working directory unless the spec or
- *     the image names one), the spec's mounts, the task's GPU device files
+ *     the image names one), the spec's mounts (binds; a "tmpfs" one is a
+ *     tmpfs of that many bytes), the task's GPU device files
  *     (and nothing else of the host's /dev), sluice-init as PID 1.
  *  4. The tenant's user (setgroups(0), setgid, setuid): runc runs as that
  *     user, rootless. A rootless runc cannot move a process between
@@ -336,6 +337,10 @@ static void rootfs(const char *id, char *out, size_t len) {
     json_t *m;
     json_array_foreach(json_object_get(spec, "mounts"), i, m) {
         const char *src = json_string_value(json_object_get(m, "source"));
+        if (src == NULL) { /* a tmpfs volume: a directory */
+            mount_point(rootfd, json_string_value(json_object_get(m, "destination")), false);
+            continue;
+        }
         if (stat(src, &st) != 0) die("mount %s: %s on node %s", src, strerror(errno), sget("hostname"));
         mount_point(rootfd, json_string_value(json_object_get(m, "destination")), !S_ISDIR(st.st_mode));
     }
@@ -418,6 +423,15 @@ static json_t *runtime_spec(json_t *img, const char *root) {
     json_array_append_new(mounts, mnt("/.sluice-init", "bind", sget("init"), "bind,nosuid,nodev,ro"));
     json_array_foreach(json_object_get(spec, "mounts"), i, v) {
         bool ro = json_is_true(json_object_get(v, "ro"));
+        json_t *tmpfs = json_object_get(v, "tmpfs");
+        if (tmpfs) { /* a medium Memory volume: a tmpfs of its size */
+            char opt[96];
+            snprintf(opt, sizeof opt, "nosuid,nodev,mode=1777,size=%lld",
+                     (long long)json_integer_value(tmpfs));
+            json_array_append_new(mounts, mnt(json_string_value(json_object_get(v, "destination")),
+                                              "tmpfs", "tmpfs", opt));
+            continue;
+        }
         json_array_append_new(mounts, mnt(json_string_value(json_object_get(v, "destination")),
                                           "bind", json_string_value(json_object_get(v, "source")),
                                           ro ? "rbind,nosuid,nodev,ro" : "rbind,nosuid,nodev,rw"));
