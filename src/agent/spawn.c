@@ -629,10 +629,27 @@ static int task_child(void *arg) {
         if (v->kind == SL_VOLUME_TMPFS) {
             if (mount("tmpfs", v->path, "tmpfs", MS_NOSUID | MS_NODEV | ro, a->tmpfs_opts[a->vol]) != 0)
                 goto fail;
-        } else if (mount(v->fdpath, v->path, NULL, MS_BIND | MS_REC, NULL) != 0 ||
-                   mount(NULL, v->path, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | ro, NULL) != 0) {
+            continue;
+        }
+        /* The real path again, here (a descriptor of the node's namespace
+         * cannot be bound in this one): bound only when it is the inode
+         * the agent checked. */
+        struct stat st;
+        int fd = open(v->node_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) goto fail;
+        if (fstat(fd, &st) != 0 || st.st_dev != v->dev || st.st_ino != v->ino) {
+            errno = ESTALE;
             goto fail;
         }
+        char src[32] = "/proc/self/fd/", digits[12];
+        int nd = 0, o = 14;
+        for (unsigned x = (unsigned)fd; x || nd == 0; x /= 10) digits[nd++] = (char)('0' + x % 10);
+        while (nd) src[o++] = digits[--nd];
+        src[o] = '\0';
+        if (mount(src, v->path, NULL, MS_BIND | MS_REC, NULL) != 0 ||
+            mount(NULL, v->path, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | ro, NULL) != 0)
+            goto fail;
+        close(fd);
     }
     a->step = STEP_IDENT;
     /* Groups and gid while still root, uid last. */

@@ -194,6 +194,8 @@ static int prepare_one(const char *workdir, const char *realwd, const char *name
         return -1;
     }
     v->is_dir = S_ISDIR(st.st_mode);
+    v->dev = st.st_dev;
+    v->ino = st.st_ino;
     if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
         snprintf(why, whylen, "%s is neither a directory nor a regular file", v->node_path);
         return -1;

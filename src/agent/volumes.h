@@ -13,9 +13,11 @@
  * link anywhere below the base is refused, never followed, and the real
  * path of what was opened must still lie under the base's and must
  * neither lie under the agent's work directory nor contain it (another
- * tenant's job directory, logs, bundles). The opened descriptor is kept:
- * a plain task binds the very directory that was checked
- * (/proc/self/fd/N), so nothing can be swapped in between.
+ * tenant's job directory, logs, bundles). The opened descriptor is kept,
+ * with its device and inode: a plain task, in its own mount namespace
+ * (where a descriptor of the node's namespace cannot be the source of a
+ * bind), opens the real path again and binds it only when it is the very
+ * inode that was checked, so nothing can be swapped in between.
  */
 #ifndef SLUICE_AGENT_VOLUMES_H
 #define SLUICE_AGENT_VOLUMES_H
@@ -38,6 +40,8 @@ typedef struct agent_volume {
     int64_t size;           /* TMPFS: bytes */
     int fd;                 /* BIND, EMPTY_DIR: O_PATH descriptor of the source; else -1 */
     char fdpath[32];        /* "/proc/self/fd/N" */
+    dev_t dev;              /* the source's device and inode, as opened */
+    ino_t ino;
     char node_path[4096];   /* the source's real path on the node ("" for a TMPFS) */
 } agent_volume_t;
 

@@ -622,11 +622,13 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
         if (sl_jobspec_check(f, v, &out->num[i], one, sizeof one) < 0) {
             if (first == NULL)
                 first = f->name;
-            /* A list's own places come right after its name: volumes[2].path. */
+            /* A list's messages name their places themselves: volumes[2].path. */
+            size_t fl = strlen(f->name);
+            bool self = strncmp(one, f->name, fl) == 0 && one[fl] == '[';
             if (used < errlen)
                 used += (size_t)snprintf(err + used, errlen - used, "%s%s%s%s",
-                                         used ? "; also " : "", used ? f->name : "",
-                                         used && one[0] != '[' ? ": " : "", one);
+                                         used ? "; also " : "", used && !self ? f->name : "",
+                                         used && !self ? ": " : "", one);
             out->num[i] = f->dflt;
             continue;
         }

@@ -36,7 +36,7 @@ static void add(errs_t *e, size_t i, const char *key, const char *fmt, ...) {
     e->n++;
     if (e->used >= e->len)
         return;
-    e->used += (size_t)snprintf(e->buf + e->used, e->len - e->used, "%s[%zu]%s%s: ",
+    e->used += (size_t)snprintf(e->buf + e->used, e->len - e->used, "%svolumes[%zu]%s%s: ",
                                 e->used ? "; " : "", i, key[0] ? "." : "", key);
     if (e->used >= e->len)
         return;

@@ -43,7 +43,7 @@
  * "." or ".." part, no two the same, no two whose variables collide),
  * `read_only` a boolean, `sub_path` a relative path without "..", and
  * exactly one source of the right form (above). Every problem is said,
- * each as "[I].KEY: message", joined by "; " (truncated to errlen).
+ * each as "volumes[I].KEY: message", joined by "; " (truncated to errlen).
  * Returns 0, or SL_EINVAL with the messages in err. Reads only;
  * O(volumes^2).
  */

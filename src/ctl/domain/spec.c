@@ -47,9 +47,9 @@ static ctl_job_t *bad(ctl_field_err_t *fe, int status, const char *code, const c
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     size_t fl = field ? strlen(field) : 0;
-    if (field && (msg[0] == '[' || (strncmp(msg, field, fl) == 0 && msg[fl] == '[')))
-        /* A list's own places name themselves: volumes[2].path: ... */
-        snprintf(fe->message, sizeof fe->message, "%s%s", msg[0] == '[' ? field : "", msg);
+    if (field && strncmp(msg, field, fl) == 0 && msg[fl] == '[')
+        /* A list's messages name their places themselves: volumes[2].path: ... */
+        snprintf(fe->message, sizeof fe->message, "%s", msg);
     else if (field)
         snprintf(fe->message, sizeof fe->message, "%s: %s", field, msg);
     else
