@@ -105,8 +105,10 @@ static json_t *mounts_json(const agent_container_task_t *t) {
             json_array_append_new(a, json_pack("{s:s, s:I}", "destination", v->path, "tmpfs",
                                                (json_int_t)v->size));
         else
-            json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "source", v->node_path,
-                                               "destination", v->path, "ro", v->read_only));
+            json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:I, s:I}", "source",
+                                               v->node_path, "destination", v->path, "ro",
+                                               v->read_only, "dev", (json_int_t)v->dev, "ino",
+                                               (json_int_t)v->ino));
     }
     return a;
 }

@@ -23,6 +23,8 @@
  *      "cwd": "/workspace" | null, "jobdir": "WORKDIR/jobs/NAME",
  *      "env": ["K=V", ...], "shm_size": 67108864,
  *      "mounts": [{"source": "/data", "destination": "/data", "ro": true},
+ *                 {"source": "/mnt/pvc/x", "destination": "/x", "ro": false,
+ *                  "dev": 2049, "ino": 1234},
  *                 {"destination": "/cache", "tmpfs": 1073741824}],
  *      "devices": [{"source": "/dev/nvidia3", "destination": "/dev/nvidia3"}],
  *      "reason": "WORKDIR/containers/NAME.TASK/failed",
@@ -47,7 +49,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* volumes.h (not included: sluice-cstart includes this header alone). */
+/* volumes.h (not included: sluice-cstart includes this header alone). A
+ * volume's mount carries the device and inode the agent checked: cstart,
+ * still root, binds the source onto BUNDLE/vol/I (a tmpfs of its own, in a
+ * mount namespace of its own) only when it is still that inode, and runc
+ * binds from there, so nothing a tenant renames in between is mounted. */
 struct agent_volume;
 
 /* The program that starts a container, and the container's first process,
