@@ -101,7 +101,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -616,41 +615,9 @@ static int task_child(void *arg) {
         if (fd < 0 || write(fd, a->oom_score_adj, len) != (ssize_t)len) goto fail;
         close(fd);
     }
-    /* Its volumes (volumes.h), still root: a mount namespace of its own
-     * (nothing propagates back to the node's), each bound from the very
-     * descriptor the agent checked, read-only ones remounted so. */
+    /* Its volumes (volumes.h), still root, in a mount namespace of its own. */
     a->step = STEP_MOUNT;
-    if (a->nvols && (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0))
-        goto fail;
-    for (a->vol = 0; a->vol < a->nvols; a->vol++) {
-        const agent_volume_t *v = &a->vols[a->vol];
-        if (!v->mount_here) continue;
-        unsigned long ro = v->read_only ? MS_RDONLY : 0;
-        if (v->kind == SL_VOLUME_TMPFS) {
-            if (mount("tmpfs", v->path, "tmpfs", MS_NOSUID | MS_NODEV | ro, a->tmpfs_opts[a->vol]) != 0)
-                goto fail;
-            continue;
-        }
-        /* The real path again, here (a descriptor of the node's namespace
-         * cannot be bound in this one): bound only when it is the inode
-         * the agent checked. */
-        struct stat st;
-        int fd = open(v->node_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) goto fail;
-        if (fstat(fd, &st) != 0 || st.st_dev != v->dev || st.st_ino != v->ino) {
-            errno = ESTALE;
-            goto fail;
-        }
-        char src[32] = "/proc/self/fd/", digits[12];
-        int nd = 0, o = 14;
-        for (unsigned x = (unsigned)fd; x || nd == 0; x /= 10) digits[nd++] = (char)('0' + x % 10);
-        while (nd) src[o++] = digits[--nd];
-        src[o] = '\0';
-        if (mount(src, v->path, NULL, MS_BIND | MS_REC, NULL) != 0 ||
-            mount(NULL, v->path, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | ro, NULL) != 0)
-            goto fail;
-        close(fd);
-    }
+    if (a->nvols && agent_volumes_mount(a->vols, a->nvols, a->tmpfs_opts, &a->vol) != 0) goto fail;
     a->step = STEP_IDENT;
     /* Groups and gid while still root, uid last. */
     if (a->id->change && (syscall(SYS_setgroups, 0, NULL) != 0 ||

@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -244,6 +246,52 @@ int agent_volumes_prepare(const char *workdir, const char *name, const char *nod
         v[i].mount_here = at && (v[i].kind == SL_VOLUME_TMPFS || dir == v[i].is_dir);
     }
     *out = v;
+    return 0;
+}
+
+int agent_volumes_mount(const agent_volume_t *v, size_t n, const char *const *opts,
+                        size_t *failed) {
+    *failed = 0;
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        *failed = i;
+        if (!v[i].mount_here)
+            continue;
+        unsigned long ro = v[i].read_only ? MS_RDONLY : 0;
+        if (v[i].kind == SL_VOLUME_TMPFS) {
+            if (mount("tmpfs", v[i].path, "tmpfs", MS_NOSUID | MS_NODEV | ro, opts[i]) != 0)
+                return -1;
+            continue;
+        }
+        struct stat st;
+        int fd = open(v[i].node_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return -1;
+        if (fstat(fd, &st) != 0 || st.st_dev != v[i].dev || st.st_ino != v[i].ino) {
+            close(fd);
+            errno = ESTALE;
+            return -1;
+        }
+        /* "/proc/self/fd/N" by hand: no stdio in the child. */
+        char src[32] = "/proc/self/fd/", digits[12];
+        int nd = 0, o = 14;
+        for (unsigned x = (unsigned)fd; x || nd == 0; x /= 10)
+            digits[nd++] = (char)('0' + x % 10);
+        while (nd)
+            src[o++] = digits[--nd];
+        src[o] = '\0';
+        int rc = mount(src, v[i].path, NULL, MS_BIND | MS_REC, NULL) != 0 ||
+                         mount(NULL, v[i].path, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | ro,
+                               NULL) != 0
+                     ? -1
+                     : 0;
+        int e = errno;
+        close(fd);
+        errno = e;
+        if (rc != 0)
+            return -1;
+    }
     return 0;
 }
 

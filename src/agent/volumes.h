@@ -64,6 +64,20 @@ int agent_volumes_prepare(const char *workdir, const char *name, const char *nod
                           const sl_proto_volume_t *lv, size_t n, agent_volume_t **out,
                           char *reason, size_t rlen);
 
+/*
+ * In a plain task's child, still root, before it takes the tenant's user:
+ * a mount namespace of its own (unshare(CLONE_NEWNS), "/" made
+ * MS_PRIVATE: nothing propagates back to the node's), then each volume
+ * with mount_here mounted at its path: a TMPFS with its mount data
+ * opts[i]; a bind of its real path opened again here (a descriptor of the
+ * node's namespace cannot be bound in this one) only when that is the
+ * inode the agent checked (else ESTALE), read-only ones remounted so.
+ * System calls only (the child shares the agent's memory). 0, or -1 with
+ * errno and the failing volume in *failed.
+ */
+int agent_volumes_mount(const agent_volume_t *v, size_t n, const char *const *opts,
+                        size_t *failed);
+
 /* Closes the descriptors and frees v (n entries). Accepts NULL. */
 void agent_volumes_release(agent_volume_t *v, size_t n);
 
