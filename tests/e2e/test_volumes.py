@@ -16,6 +16,7 @@ with the reason, unless run as root with runc, podman and busybox-static.
 No assertion depends on elapsed time.
 """
 
+import json
 import os
 import pwd
 import re
@@ -253,6 +254,10 @@ def test_container_read_only_host_path_sub_path_claim_and_export(node, tree):
         {"path": "/scratch", "empty_dir": {}, "sub_path": "made/here"},
         {"path": "/cache", "empty_dir": {"medium": "Memory", "size_limit": "256Mi"}}]))
     lines = out.splitlines()
+    # The job object shows the volumes as submitted.
+    assert [v["path"] for v in done["volumes"]] == ["/in", "/deep", "/claim", "/n", "/scratch",
+                                                   "/cache"], done
+    assert done["volumes"][2] == {"path": "/claim", "pvc": "imagenet", "read_only": True}, done
     assert "read-only data" in lines and "ro-refused" in lines, out
     assert "Read-only file system" in out, out
     assert not os.path.exists(os.path.join(tree["data"], "ro", "new"))
@@ -330,3 +335,32 @@ def test_the_agents_work_directory_is_refused_even_under_an_allowed_prefix(node,
                         state="failed")
         assert "the agent's work directory" in done["reason"], done
         assert "secret-of-bob" not in out
+
+
+def test_a_container_volume_swapped_after_the_agents_check_is_not_mounted(node, tree, build_dir):
+    """sluice-cstart binds a volume only when its source is still the inode
+    the agent checked: a bundle whose recorded inode no longer matches (as
+    after a tenant renamed another directory into place) fails to start."""
+    ctl, agent = node
+    src = os.path.join(tree["data"], "sub")
+    done, out = run(ctl, image_spec("cat /v/inner/file", [{"path": "/v", "host_path": src}]))
+    assert "inner file" in out, out
+    bundle = os.path.join(agent.workdir, "containers", u.task_key(ctl, done["id"]))
+    with open(os.path.join(bundle, "spec.json")) as f:
+        spec = json.load(f)
+    (m,) = [m for m in spec["mounts"] if m.get("destination") == "/v"]
+    assert m["source"] == os.path.realpath(src) and m["ino"] == os.stat(src).st_ino, m
+    # The same bundle again, its volume now said to be another inode.
+    again = tempfile.mkdtemp(prefix="bundle-", dir=os.path.join(agent.workdir, "containers"))
+    m["ino"] += 1
+    spec["id"] += "-swapped"
+    spec["reason"] = os.path.join(again, "failed")
+    with open(os.path.join(again, "spec.json"), "w") as f:
+        json.dump(spec, f)
+    r = subprocess.run([os.path.join(build_dir, "sluice-cstart"), again], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 125, (r.returncode, r.stderr)
+    with open(os.path.join(again, "failed")) as f:
+        why = f.read()
+    assert "volume /v: %s is no longer what the agent checked" % os.path.realpath(src) in why, why
+    shutil.rmtree(again, ignore_errors=True)
