@@ -6,7 +6,9 @@ export mapped by the config, an emptyDir shared by the tasks of one job on
 one node and removed after it, bind mounts of a plain task in a mount
 namespace of its own, and the refusals: a host path outside the prefixes,
 an unknown claim, "..", a symbolic link out of an allowed directory, and
-the agent's own work directory (every tenant's job directories).
+the agent's own work directory (every tenant's job directories), a
+container volume no longer the inode the agent checked, and a claim the
+config stopped mapping between submission and launch.
 
 Real sluiced and sluice-agent (root, --runtime /usr/sbin/runc, an image
 store of this module's own), real runc and podman; the image is built here
@@ -364,3 +366,38 @@ def test_a_container_volume_swapped_after_the_agents_check_is_not_mounted(node, 
         why = f.read()
     assert "volume /v: %s is no longer what the agent checked" % os.path.realpath(src) in why, why
     shutil.rmtree(again, ignore_errors=True)
+
+
+def test_a_claim_the_config_no_longer_maps_fails_the_job_at_launch(tree, build_dir):
+    """Accepted under one config, launched under the next: the task fails
+    with the reason instead of running without its volume."""
+    d = os.path.join(tree["base"], "reload")
+    claim = os.path.join(d, "claim")
+    os.makedirs(claim)
+    go = os.path.join(d, "go")
+    ctl = harness.Controller(os.path.join(d, "ctl"), config_overrides={
+        "volumes": {"claims": {"ds": claim}}})
+    agent = None
+    try:
+        ctl.start()
+        agent = harness.Agent(ctl, "r1", gpus=0, cpus="4", memory="8Gi")
+        agent.start()
+        first = ctl.submit({"command": u.sh("while [ ! -e %s ]; do sleep 0.05; done" % go),
+                            "cpus": "1", "memory": "64Mi"})
+        held = ctl.submit({"command": ["true"], "cpus": "1", "memory": "64Mi",
+                           "dependency": "afterok:%d" % first["id"],
+                           "volumes": [{"path": "/data", "pvc": "ds"}]})
+        u.wait_running_pids(ctl, first["id"])
+        ctl.stop()
+        ctl.config["volumes"] = {"claims": {"other": claim}}
+        ctl._write_config()
+        ctl.start()
+        open(go, "w").close()
+        done = ctl.wait_job(held["id"], ["succeeded", "failed"], timeout=60)
+        assert done["state"] == "failed", done
+        assert 'volumes[0].pvc: unknown claim "ds" (volumes.claims: other)' in done["reason"], done
+    finally:
+        open(go, "w").close()
+        if agent:
+            agent.stop()
+        ctl.stop()
