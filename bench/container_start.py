@@ -6,7 +6,7 @@ turnover (consecutive one-GPU jobs through one GPU), plain and in a
 container (agent --runtime /usr/sbin/runc, docs/containers.md), side by
 side in one run, interleaved so that both see the same machine.
 
-    sudo bench/container_start.py [--n 20] [--turnover 10] [--build DIR]
+    sudo bench/container_start.py [--n 20] [--turnover 10] [--volumes K] [--build DIR]
 
 Real sluiced and sluice-agent on 127.0.0.1 (tests/e2e/harness.py), the
 agent root with --cgroup v1 (a cgroup root of its own) as in production,
@@ -16,7 +16,11 @@ built here (cc -static) that prints CLOCK_REALTIME in microseconds; the
 plain task runs it from the host, the container from a mount. Start =
 stamp - the time just before the submit's POST. Turnover: --turnover jobs
 of gpus: 1 submitted at once to a one-GPU agent; (last stamp - first
-stamp) / (jobs - 1). Prints the medians and the difference.
+stamp) / (jobs - 1). Prints the medians and the difference. --volumes K
+adds two kinds to the starts, plain and container with K volumes each (a
+read-only host_path, a claim, a disk empty_dir with a sub_path, a Memory
+empty_dir, in turn; docs/jobspec.md "Volumes"): a plain task's mount
+namespace and binds, a container's staged binds.
 """
 
 import argparse
@@ -66,6 +70,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=20, help="starts of each kind (default 20)")
     ap.add_argument("--turnover", type=int, default=10, help="jobs per turnover run (default 10)")
+    ap.add_argument("--volumes", type=int, default=0,
+                    help="also start plain and container tasks with this many volumes")
     ap.add_argument("--build", help="build directory (default: SLUICE_BUILD or build/)")
     a = ap.parse_args()
     if a.build:
@@ -86,7 +92,8 @@ def main():
     build_image(base, store)
     ctl = harness.Controller(os.path.join(base, "ctl"), tasks_as_root=False,
                              tenants=[{"name": "alice"}],
-                             config_overrides={"container_mounts": [tools]})
+                             config_overrides={"container_mounts": [tools], "volumes": {
+                                 "host_path_prefixes": [tools], "claims": {"c": tools}}})
     os.chmod(ctl.dir, 0o711)
     cg_root = harness.unique_cgroup_root("bench")
     dirs = u.v1_cg_dirs(u.v1_mounts(), cg_root)
@@ -97,6 +104,18 @@ def main():
     plain = {"command": [stamp], "cpus": "0.5", "memory": "64Mi"}
     boxed = {"image": "localhost/bench/busybox", "command": ["/tools/stamp"], "cpus": "0.5",
              "memory": "64Mi", "mounts": ["%s:/tools:ro" % tools]}
+    kinds = [("plain", plain), ("container", boxed)]
+    if a.volumes:
+        vols = []
+        for i in range(a.volumes):
+            vols.append([{"host_path": tools, "read_only": True}, {"pvc": "c"},
+                         {"empty_dir": {}, "sub_path": "s"},
+                         {"empty_dir": {"medium": "Memory", "size_limit": "64Mi"}}][i % 4])
+            # A path the node has, so that the plain task binds it too.
+            vols[-1]["path"] = os.path.join(base, "mnt", "v%d" % i)
+            os.makedirs(vols[-1]["path"])
+        kinds += [("plain+volumes", dict(plain, volumes=vols)),
+                  ("container+volumes", dict(boxed, volumes=vols))]
     try:
         ctl.start()
         agent = harness.Agent(ctl, "n1", gpus=1, cpus="8", memory="16Gi", cgroup="v1",
@@ -105,9 +124,9 @@ def main():
                                           "--image-pull", "never"]).start()
         # The first container of an image unpacks it: not a start's cost.
         ctl.wait_job(ctl.submit(dict(boxed))["id"], "succeeded", timeout=120)
-        starts = {"plain": [], "container": []}
+        starts = {k: [] for k, _ in kinds}
         for _ in range(a.n):
-            for kind, spec in (("plain", plain), ("container", boxed)):
+            for kind, spec in kinds:
                 t0 = time.time()
                 jid = ctl.submit(dict(spec))["id"]
                 ctl.wait_job(jid, "succeeded", timeout=60)
@@ -135,6 +154,10 @@ def main():
     print("start (submit to the task's first instruction), median of %d, ms: plain %.1f  "
           "container %.1f  difference %.1f" % (a.n, ms["plain"], ms["container"],
                                               ms["container"] - ms["plain"]))
+    for k in starts:
+        if k.endswith("+volumes"):
+            print("start with %d volumes, median of %d, ms: %s %.1f  (difference %.1f)" % (
+                a.volumes, a.n, k, ms[k], ms[k] - ms[k.split("+")[0]]))
     print("start p90 ms: plain %.1f  container %.1f" % (
         sorted(starts["plain"])[int(a.n * 0.9) - 1] * 1000,
         sorted(starts["container"])[int(a.n * 0.9) - 1] * 1000))

@@ -20,6 +20,7 @@
 
 #include "cdi.h"
 #include "container.h"
+#include "volumes.h"
 #include "jobspec.h"
 #include "log.h"
 
@@ -96,6 +97,19 @@ static json_t *mounts_json(const agent_container_task_t *t) {
         json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "source", src, "destination", dst,
                                            "ro", ro));
     }
+    for (size_t i = 0; i < t->nvolumes; i++) {
+        const agent_volume_t *v = &t->volumes[i];
+        if (v->kind == SL_VOLUME_TMPFS && strcmp(v->path, "/dev/shm") == 0)
+            continue; /* the container's /dev/shm, of shm_size */
+        if (v->kind == SL_VOLUME_TMPFS)
+            json_array_append_new(a, json_pack("{s:s, s:I}", "destination", v->path, "tmpfs",
+                                               (json_int_t)v->size));
+        else
+            json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:I, s:I}", "source",
+                                               v->node_path, "destination", v->path, "ro",
+                                               v->read_only, "dev", (json_int_t)v->dev, "ino",
+                                               (json_int_t)v->ino));
+    }
     return a;
 }
 
@@ -140,6 +154,10 @@ int agent_container_bundle(const agent_container_config_t *cc, const agent_conta
     snprintf(id, sizeof id, "sluice-%s.%d", t->name, (int)t->task);
     snprintf(images, sizeof images, "%s/images", t->workdir);
     snprintf(failed, sizeof failed, "%s/failed", bundle);
+    int64_t shm = t->shm_size > 0 ? t->shm_size : AGENT_CONTAINER_SHM_DEFAULT;
+    for (size_t i = 0; i < t->nvolumes; i++)
+        if (t->volumes[i].kind == SL_VOLUME_TMPFS && strcmp(t->volumes[i].path, "/dev/shm") == 0)
+            shm = t->volumes[i].size;
     json_t *spec = json_pack(
         "{s:s, s:s, s:o, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:o, s:o, s:s, s:o, s:I, s:o, s:o,"
         " s:s, s:o}",
@@ -147,7 +165,7 @@ int agent_container_bundle(const agent_container_config_t *cc, const agent_conta
         cc->pull ? cc->pull : "if-not-present", "runtime", cc->runtime, "init", cc->init,
         "images", images, "uid", (json_int_t)t->uid, "gid", (json_int_t)t->gid, "hostname",
         t->node, "args", args, "cwd", str_or_null(t->cwd), "jobdir", t->jobdir, "env", env,
-        "shm_size", (json_int_t)(t->shm_size > 0 ? t->shm_size : AGENT_CONTAINER_SHM_DEFAULT),
+        "shm_size", (json_int_t)shm,
         "mounts", mounts, "devices", devs, "reason", failed, "cdi",
         cdi[0] ? json_string(cdi) : json_null());
     snprintf(path, sizeof path, "%s/spec.json", bundle);

@@ -22,7 +22,10 @@
  *      "hostname": "n1", "args": ["python3", "train.py"] | null,
  *      "cwd": "/workspace" | null, "jobdir": "WORKDIR/jobs/NAME",
  *      "env": ["K=V", ...], "shm_size": 67108864,
- *      "mounts": [{"source": "/data", "destination": "/data", "ro": true}],
+ *      "mounts": [{"source": "/data", "destination": "/data", "ro": true},
+ *                 {"source": "/mnt/pvc/x", "destination": "/x", "ro": false,
+ *                  "dev": 2049, "ino": 1234},
+ *                 {"destination": "/cache", "tmpfs": 1073741824}],
  *      "devices": [{"source": "/dev/nvidia3", "destination": "/dev/nvidia3"}],
  *      "reason": "WORKDIR/containers/NAME.TASK/failed",
  *      "cdi": "/etc/cdi/nvidia.yaml" | null}
@@ -45,6 +48,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+/* volumes.h (not included: sluice-cstart includes this header alone). A
+ * volume's mount carries the device and inode the agent checked: cstart,
+ * still root, binds the source onto BUNDLE/vol/I (a tmpfs of its own, in a
+ * mount namespace of its own) only when it is still that inode, and runc
+ * binds from there, so nothing a tenant renames in between is mounted. */
+struct agent_volume;
 
 /* The program that starts a container, and the container's first process,
  * both found beside sluice-agent. */
@@ -89,6 +99,12 @@ typedef struct agent_container_task {
     size_t nmounts;
     const int32_t *gpus;    /* the task's GPU indices */
     size_t ngpus;
+    /* The job's volumes, ready (volumes.h): each bind and empty_dir a
+     * mount {"source": its node path, "destination", "ro"}, each tmpfs
+     * {"destination", "tmpfs": bytes}; one at /dev/shm is the /dev/shm
+     * (shm_size its size). */
+    const struct agent_volume *volumes;
+    size_t nvolumes;
 } agent_container_task_t;
 
 /*

@@ -111,6 +111,7 @@
 #include "monitor.h"
 #include "preempt.h"
 #include "spawn.h"
+#include "volumes.h"
 
 extern char **environ;
 
@@ -480,11 +481,26 @@ static void build_env(const agent_spawn_t *sp, const ident_t *id, const char *jo
     mps_env(l, env);
 }
 
+/* SLUICE_VOLUME_<PATH> (volume.h) of each volume: where the task finds it
+ * (its path in a container or where it is mounted, else its node path),
+ * after the job's env so that the job cannot point it elsewhere; and each
+ * tmpfs's mount data into opts (one entry per volume, "" for others). */
+static void volume_env(const agent_volume_t *v, size_t n, bool container, strvec_t *env,
+                       strvec_t *opts) {
+    for (size_t i = 0; v && i < n; i++) {
+        char name[SL_VOLUME_PATH_MAX + 32], *o;
+        sl_volume_env_name(v[i].path, name, sizeof name);
+        env_set(env, name, container || v[i].mount_here ? v[i].path : v[i].node_path);
+        if (asprintf(&o, "mode=1777,size=%lld", (long long)v[i].size) < 0) abort();
+        sv_push(opts, o);
+    }
+}
+
 /* An image task's bundle (container.h), and its command, cstart BUNDLE.
  * The task's child keeps root: cstart changes to id's user itself. */
 static int container_argv(const agent_spawn_t *sp, const ident_t *id, const char *image,
-                          const char *jobdir, const strvec_t *env, strvec_t *argv, char *reason,
-                          size_t rlen) {
+                          const char *jobdir, const strvec_t *env, const agent_volume_t *vols,
+                          strvec_t *argv, char *reason, size_t rlen) {
     const sl_proto_launch_t *l = sp->launch;
     char bundle[4200];
     agent_container_task_t ct = {
@@ -492,7 +508,7 @@ static int container_argv(const agent_spawn_t *sp, const ident_t *id, const char
         .image = image, .argv = l->argv, .argc = l->argv ? l->argc : 0, .env = env->v,
         .uid = id->uid, .gid = id->gid, .jobdir = jobdir, .cwd = l->workdir,
         .shm_size = l->shm_size, .mounts = l->mounts, .nmounts = l->nmounts, .gpus = l->gpus,
-        .ngpus = l->ngpus};
+        .ngpus = l->ngpus, .volumes = vols, .nvolumes = vols ? l->nvolumes : 0};
     if (agent_container_bundle(sp->containers, &ct, bundle, sizeof bundle, reason, rlen) != 0)
         return -1;
     char *a = strdup(sp->containers->cstart), *b = strdup(bundle);
@@ -526,7 +542,7 @@ static void exec_candidates(const char *argv0, const strvec_t *env, strvec_t *ou
 
 /* The steps of a start, for the reason of one that failed. */
 enum { STEP_FDS = 1, STEP_DIR, STEP_FORK, STEP_IDENT, STEP_NNP, STEP_EXEC, STEP_MONITOR,
-       STEP_CGROUP, STEP_OOM };
+       STEP_CGROUP, STEP_OOM, STEP_MOUNT };
 
 /* What the two children do and, when one fails, which step failed and
  * why. They share the agent's memory (CLONE_VM), so they report here, and
@@ -543,6 +559,10 @@ typedef struct child_args {
     const int *cgroup_procs;    /* the task's cgroup.procs, written "0" */
     size_t ncgroup_procs;
     const char *oom_score_adj;  /* written to /proc/self/oom_score_adj, or NULL */
+    const agent_volume_t *vols; /* mounted in a mount namespace of its own when nvols */
+    size_t nvols;
+    const char *const *tmpfs_opts; /* nvols: a TMPFS's mount data, else NULL */
+    size_t vol;                 /* STEP_MOUNT: the volume that failed */
     pid_t task;                 /* the task, once it has exec'd */
     int step;                   /* the step it reached */
     int err;                    /* 0: both exec'd; else the errno of that step */
@@ -595,6 +615,9 @@ static int task_child(void *arg) {
         if (fd < 0 || write(fd, a->oom_score_adj, len) != (ssize_t)len) goto fail;
         close(fd);
     }
+    /* Its volumes (volumes.h), still root, in a mount namespace of its own. */
+    a->step = STEP_MOUNT;
+    if (a->nvols && agent_volumes_mount(a->vols, a->nvols, a->tmpfs_opts, &a->vol) != 0) goto fail;
     a->step = STEP_IDENT;
     /* Groups and gid while still root, uid last. */
     if (a->id->change && (syscall(SYS_setgroups, 0, NULL) != 0 ||
@@ -707,7 +730,8 @@ static char child_stack[64 * 1024] __attribute__((aligned(16)));
 /* Why a start failed at step (STEP_*) with errno err, for the job's
  * owner. */
 static void step_reason(const agent_spawn_t *sp, const ident_t *id, const char *jobdir,
-                        const char *argv0, int step, int err, char *reason, size_t rlen) {
+                        const char *argv0, int step, int err, size_t vol, char *reason,
+                        size_t rlen) {
     const char *e = strerror(err);
     switch (step) {
     case STEP_DIR:
@@ -738,6 +762,11 @@ static void step_reason(const agent_spawn_t *sp, const ident_t *id, const char *
         snprintf(reason, rlen, "cannot execute the task monitor %s on node %s: %s", sp->monitor,
                  sp->node, e);
         break;
+    case STEP_MOUNT:
+        snprintf(reason, rlen, "cannot mount volume %s on node %s: %s",
+                 sp->launch->nvolumes ? sp->launch->volumes[vol < sp->launch->nvolumes ? vol : 0].path : "?",
+                 sp->node, e);
+        break;
     default:
         snprintf(reason, rlen, "cannot set up the task's files on node %s: %s", sp->node, e);
         break;
@@ -747,7 +776,8 @@ static void step_reason(const agent_spawn_t *sp, const ident_t *id, const char *
 int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reason, size_t rlen) {
     const sl_proto_launch_t *l = sp->launch;
     int rc = -1, logfd = -1, dirfd = -1;
-    strvec_t argv = {0}, env = {0}, cands = {0};
+    strvec_t argv = {0}, env = {0}, cands = {0}, tmpfs = {0};
+    agent_volume_t *vols = NULL;
     char path[4096], jobdir[4096], gpus[512] = "", status[4096], pidbuf[24] = "";
     const char *image = l->image && l->image[0] ? l->image : NULL;
     ident_t id;
@@ -765,14 +795,25 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reaso
     }
     snprintf(path, sizeof path, "%s/logs/%s/%d.log", sp->workdir, sp->name, sp->task);
     bool container = image && sp->containers && sp->containers->runtime;
+    bool ns = !container && geteuid() == 0 && l->nvolumes > 0;
+    if (agent_volumes_prepare(sp->workdir, sp->name, sp->node, sp->fresh, id.uid, id.gid,
+                              geteuid() == 0, container, ns, l->volumes, l->nvolumes, &vols,
+                              reason, rlen) != 0)
+        goto out;
     build_env(sp, &id, jobdir, gpus, container, &env);
+    volume_env(vols, l->nvolumes, container, &env, &tmpfs);
     if (container) {
-        if (container_argv(sp, &id, image, jobdir, &env, &argv, reason, rlen) != 0) goto out;
+        if (container_argv(sp, &id, image, jobdir, &env, vols, &argv, reason, rlen) != 0) goto out;
     } else if (build_argv(sp, image, gpus, path, &argv, reason, rlen) != 0) {
         goto out;
     }
     exec_candidates(argv.v[0], &env, &cands);
     if ((logfd = open_log(sp, &id, path, reason, rlen)) < 0) goto out;
+    for (size_t i = 0; ns && i < l->nvolumes; i++)
+        if (!vols[i].mount_here)
+            dprintf(logfd, "sluice-agent: volume %s: no %s there on node %s, not mounted; the "
+                    "task finds it at %s\n", vols[i].path, vols[i].is_dir ? "directory" : "file",
+                    sp->node, vols[i].node_path);
     if (container) id.change = false; /* cstart changes identity itself */
     /* A status left by an earlier attempt of this task is not this one's. */
     snprintf(status, sizeof status, "%s/status/%s.%d", sp->workdir, sp->name, sp->task);
@@ -785,7 +826,9 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reaso
                        .cands = cands.v, .argv = argv.v, .envp = env.v, .margv = margv,
                        .pidbuf = pidbuf, .cgroup_procs = sp->cgroup ? sp->cgroup->procs : NULL,
                        .ncgroup_procs = sp->cgroup ? sp->cgroup->nprocs : 0,
-                       .oom_score_adj = sp->set_oom_score_adj ? oom : NULL};
+                       .oom_score_adj = sp->set_oom_score_adj ? oom : NULL,
+                       .vols = vols, .nvols = ns ? l->nvolumes : 0,
+                       .tmpfs_opts = (const char *const *)tmpfs.v};
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
@@ -806,7 +849,7 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reaso
          * exited: reap it here so that the SIGCHLD handler does not look
          * for it among the tasks. */
         while (waitpid(child_pid, NULL, 0) < 0 && errno == EINTR) {}
-        step_reason(sp, &id, jobdir, argv.v[0], ca.step, ca.err, reason, rlen);
+        step_reason(sp, &id, jobdir, argv.v[0], ca.step, ca.err, ca.vol, reason, rlen);
         dprintf(logfd, "sluice-agent: %s\n", reason);
         goto out;
     }
@@ -819,6 +862,8 @@ out:
     sv_free(&argv);
     sv_free(&env);
     sv_free(&cands);
+    sv_free(&tmpfs);
+    agent_volumes_release(vols, l->nvolumes);
     return rc;
 }
 

@@ -60,6 +60,7 @@
 #include "task.h"
 #include "task_record.h"
 #include "tasklog.h"
+#include "volumes.h"
 
 struct agent_tasks {
     struct event_base *base;
@@ -400,6 +401,17 @@ static void cgroup_outcome(task_t *t) {
 
 /* ---- ending ---- */
 
+/* The job's empty_dirs (volumes.h) go when its last task here has ended. */
+static void volumes_after(task_t *t) {
+    for (const task_t *o = t->ts->tasks; o; o = o->next)
+        if (o != t && o->job == t->job && strcmp(o->instance, t->instance) == 0 &&
+            o->state == TASK_RUNNING)
+            return;
+    char name[AGENT_NAME_MAX];
+    t_name(t, name, sizeof name);
+    agent_volumes_remove(t->ts->cfg.workdir, name);
+}
+
 /* Records t's end: exit_code and sig, or failed with reason when it is
  * not NULL; end_time 0 means now. */
 static void task_finish(task_t *t, int exit_code, int sig, double end_time, const char *reason) {
@@ -424,6 +436,7 @@ static void task_finish(task_t *t, int exit_code, int sig, double end_time, cons
         t->sig = sig;
     }
     ts->nrunning--;
+    volumes_after(t);
     sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d %s exit_code=%d signal=%d",
            (unsigned long long)t->job, t->task, (int)t->pid, reason ? "lost" : "exited",
            exit_code, sig);
@@ -518,6 +531,7 @@ static void fail_task(task_t *t, const char *reason) {
     t->state = TASK_FAILED;
     t->reason = strdup(reason);
     t->end_time = agent_now();
+    volumes_after(t);
     report_after_save(t, REPORT_END);
 }
 

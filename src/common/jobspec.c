@@ -28,6 +28,7 @@
 #include "sluice/error.h"
 #include "sluice/job.h"
 #include "sluice/resources.h"
+#include "volume.h"
 
 #define NAME_LEN (SL_NAME_MAX - 1)
 #define MAX_TIME_LIMIT_S (366LL * 24 * 3600 * 10)
@@ -199,6 +200,11 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                      "variables repeat (ntasks when -n or --ntasks-per-node was given, "
                      "ntasks_per_node, mem_per_node and mem_per_cpu in MB, "
                      "gpus_per_node, gpus_per_task, gpus, qos, submit_host); docs/slurm.md"},
+    [SL_JS_VOLUMES] = {"volumes", NULL, 0, NULL, SL_FT_VOLUMES, 0, 0, SL_VOLUMES_MAX, NULL, 0,
+                       "none", "",
+                       "volumes in the tasks: each {path, read_only, sub_path} and one of "
+                       "empty_dir {medium, size_limit}, host_path, pvc, nfs {server, path} "
+                       "(Kubernetes volumes and volumeMounts); docs/jobspec.md \"Volumes\""},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -258,6 +264,8 @@ int sl_jobspec_range_text(const sl_jobspec_field_t *f, char *buf, size_t len) {
         return snprintf(buf, len, "up to %d jobs", SL_DEP_MAX_TERMS);
     case SL_FT_BOOL:
         return snprintf(buf, len, "true or false");
+    case SL_FT_VOLUMES:
+        return snprintf(buf, len, "up to %lld volumes", (long long)f->max);
     case SL_FT_ENUM: {
         size_t n = 0;
         buf[0] = '\0';
@@ -292,6 +300,7 @@ static const char *type_text(const sl_jobspec_field_t *f) {
     case SL_FT_ARRAY: return "Slurm array text";
     case SL_FT_DEPS: return "Slurm dependency text";
     case SL_FT_BOOL: return "boolean";
+    case SL_FT_VOLUMES: return "list of volume objects";
     }
     return "?";
 }
@@ -461,6 +470,8 @@ int sl_jobspec_check(const sl_jobspec_field_t *f, json_t *v, int64_t *num, char 
         return 0;
     case SL_FT_BOOL:
         return json_is_boolean(v) ? 0 : fail(err, errlen, "must be true or false");
+    case SL_FT_VOLUMES:
+        return sl_volumes_check(v, err, errlen);
     case SL_FT_ARRAY:
     case SL_FT_DEPS:
         if (!json_is_string(v))
@@ -567,6 +578,7 @@ json_t *sl_jobspec_from_text(const sl_jobspec_field_t *f, const char *text, char
         return NULL;
     case SL_FT_ARGV:
     case SL_FT_ENV:
+    case SL_FT_VOLUMES:
         break;
     }
     fail(err, errlen, "has no text form");
@@ -606,14 +618,17 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
         v = json_object_get(spec, f->name);
         if (v == NULL || json_is_null(v))
             continue;
-        char one[280];
+        char one[1024];
         if (sl_jobspec_check(f, v, &out->num[i], one, sizeof one) < 0) {
             if (first == NULL)
                 first = f->name;
+            /* A list's messages name their places themselves: volumes[2].path. */
+            size_t fl = strlen(f->name);
+            bool self = strncmp(one, f->name, fl) == 0 && one[fl] == '[';
             if (used < errlen)
                 used += (size_t)snprintf(err + used, errlen - used, "%s%s%s%s",
-                                         used ? "; also " : "", used ? f->name : "",
-                                         used ? ": " : "", one);
+                                         used ? "; also " : "", used && !self ? f->name : "",
+                                         used && !self ? ": " : "", one);
             out->num[i] = f->dflt;
             continue;
         }
@@ -807,6 +822,8 @@ void sl_jobspec_write_table(FILE *out, bool markdown) {
             snprintf(flag, sizeof flag, "--%s %s", f->flag, f->metavar);
         else if (i == SL_JS_COMMAND)
             snprintf(flag, sizeof flag, "-- COMMAND...");
+        else if (f->type == SL_FT_VOLUMES)
+            snprintf(flag, sizeof flag, "(a spec file or manifest)");
         else
             snprintf(flag, sizeof flag, "(from a batch script)");
         if (markdown) {

@@ -327,6 +327,10 @@ static int enc_launch(writer_t *w, const sl_proto_msg_t *m) {
         key(w, "workdir");
         put_str(w, l->workdir);
     }
+    long vn = sl__proto_volumes_encode(l->volumes, l->nvolumes, w->len < w->cap ? w->buf + w->len : NULL,
+                                       w->len < w->cap ? w->cap - w->len : 0);
+    if (vn < 0) return SL_EINVAL;
+    w->len += (size_t)vn;
     return 0;
 }
 
@@ -825,6 +829,11 @@ static int dec_launch(dec_t *d, json_t *o) {
         l->mounts = ms;
         l->nmounts = n;
     }
+    v = json_object_get(o, "volumes");
+    l->nvolumes = sl__proto_volumes_count(v);
+    l->volumes = l->nvolumes ? dec_alloc(d, l->nvolumes, sizeof *l->volumes) : NULL;
+    if (sl__proto_volumes_decode(v, (sl_proto_volume_t *)l->volumes, l->nvolumes, d->what, d->err, d->errlen) < 0)
+        return SL_EINVAL;
     if (l->on_node_failure && strcmp(l->on_node_failure, "requeue") != 0 &&
         strcmp(l->on_node_failure, "fail") != 0)
         return fail(d, "on_node_failure", "must be requeue or fail");

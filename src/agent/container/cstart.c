@@ -23,8 +23,11 @@
  *     nothing else, no capabilities, no_new_privs; the image's root read
  *     only, a tmpfs /tmp, /dev/shm of the spec's size, the job directory
  *     at its own path (read-write, the working directory unless the spec or
- *     the image names one), the spec's mounts, the task's GPU device files
+ *     the image names one), the spec's mounts (binds; a "tmpfs" one is a
+ *     tmpfs of that many bytes), the task's GPU device files
  *     (and nothing else of the host's /dev), sluice-init as PID 1.
+ *     The volumes' sources are bound, as the inodes the agent checked, onto
+ *     BUNDLE/vol (stage_volumes), where runc binds them from.
  *  4. The tenant's user (setgroups(0), setgid, setuid): runc runs as that
  *     user, rootless. A rootless runc cannot move a process between
  *     cgroups (the task's cgroup is root's) and, given no cgroupsPath,
@@ -42,6 +45,7 @@
  * failed with that reason.
  */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
@@ -51,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -336,11 +341,60 @@ static void rootfs(const char *id, char *out, size_t len) {
     json_t *m;
     json_array_foreach(json_object_get(spec, "mounts"), i, m) {
         const char *src = json_string_value(json_object_get(m, "source"));
+        if (src == NULL) { /* a tmpfs volume: a directory */
+            mount_point(rootfd, json_string_value(json_object_get(m, "destination")), false);
+            continue;
+        }
         if (stat(src, &st) != 0) die("mount %s: %s on node %s", src, strerror(errno), sget("hostname"));
         mount_point(rootfd, json_string_value(json_object_get(m, "destination")), !S_ISDIR(st.st_mode));
     }
     close(rootfd);
     close(lk); /* the lock goes with it */
+}
+
+/* ---- volumes ---- */
+
+/* Each volume's source (a mount with "dev" and "ino": the inode the agent
+ * checked, container.h) bound onto BUNDLE/vol/I, in a mount namespace of
+ * this process's own (which runc inherits and which ends with the
+ * container): BUNDLE/vol is a tmpfs, root's, so the tenant, whose the
+ * bundle becomes, can neither rename it nor plant anything in it; a source
+ * that is no longer the checked inode fails the start; read-only ones are
+ * bound read-only here already, which the container cannot undo. The
+ * mount's source becomes the staged path. Root only (else runc binds the
+ * node paths as they are). */
+static void stage_volumes(void) {
+    size_t i, n = 0;
+    json_t *m;
+    json_array_foreach(json_object_get(spec, "mounts"), i, m) n += json_object_get(m, "ino") != NULL;
+    if (n == 0 || getuid() != 0) return;
+    char dir[4200], dst[4300], fdp[40];
+    snprintf(dir, sizeof dir, "%s/vol", bundle);
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        (mkdir(dir, 0711) != 0 && errno != EEXIST) ||
+        mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0711,size=64k") != 0)
+        die("cannot make the volumes' mount points in %s: %s", dir, strerror(errno));
+    json_array_foreach(json_object_get(spec, "mounts"), i, m) {
+        json_t *ino = json_object_get(m, "ino");
+        const char *src = json_string_value(json_object_get(m, "source"));
+        if (!ino || !src) continue;
+        struct stat st;
+        int fd = open(src, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) != 0 || (json_int_t)st.st_ino != json_integer_value(ino) ||
+            (json_int_t)st.st_dev != json_integer_value(json_object_get(m, "dev")))
+            die("volume %s: %s is no longer what the agent checked on node %s",
+                json_string_value(json_object_get(m, "destination")), src, sget("hostname"));
+        snprintf(dst, sizeof dst, "%s/%zu", dir, i);
+        snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", fd);
+        int made = S_ISDIR(st.st_mode) ? mkdir(dst, 0700) : mknod(dst, S_IFREG | 0600, 0);
+        unsigned long ro = json_is_true(json_object_get(m, "ro")) ? MS_RDONLY : 0;
+        if (made != 0 || mount(fdp, dst, NULL, MS_BIND | MS_REC, NULL) != 0 ||
+            mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | ro, NULL) != 0)
+            die("volume %s: cannot bind %s: %s", json_string_value(json_object_get(m, "destination")),
+                src, strerror(errno));
+        close(fd);
+        json_object_set_new(m, "source", json_string(dst));
+    }
 }
 
 /* ---- the runtime spec ---- */
@@ -418,6 +472,15 @@ static json_t *runtime_spec(json_t *img, const char *root) {
     json_array_append_new(mounts, mnt("/.sluice-init", "bind", sget("init"), "bind,nosuid,nodev,ro"));
     json_array_foreach(json_object_get(spec, "mounts"), i, v) {
         bool ro = json_is_true(json_object_get(v, "ro"));
+        json_t *tmpfs = json_object_get(v, "tmpfs");
+        if (tmpfs) { /* a medium Memory volume: a tmpfs of its size */
+            char opt[96];
+            snprintf(opt, sizeof opt, "nosuid,nodev,mode=1777,size=%lld",
+                     (long long)json_integer_value(tmpfs));
+            json_array_append_new(mounts, mnt(json_string_value(json_object_get(v, "destination")),
+                                              "tmpfs", "tmpfs", opt));
+            continue;
+        }
         json_array_append_new(mounts, mnt(json_string_value(json_object_get(v, "destination")),
                                           "bind", json_string_value(json_object_get(v, "source")),
                                           ro ? "rbind,nosuid,nodev,ro" : "rbind,nosuid,nodev,rw"));
@@ -509,6 +572,7 @@ int main(int argc, char **argv) {
     const char *id = json_string_value(json_object_get(img, "Id"));
     if (!id || strchr(id, '/') || id[0] == '.') die("image %s has no id in the store", image);
     rootfs(id, root, sizeof root);
+    stage_volumes();
     json_t *rs = runtime_spec(img, root);
     if (!rs) die("cannot write the runtime spec of image %s", image);
     uid_t uid = (uid_t)json_integer_value(json_object_get(spec, "uid"));

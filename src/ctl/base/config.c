@@ -593,6 +593,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "priority_classes", "preemption", "health",
                                       "container_mounts",
                                       "notify", /* sitecfg.c */
+                                      "volumes", /* volcfg.c, through sitecfg.c */
                                       NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
                                       "max_starts_per_cycle", "default_memory_per_gpu",

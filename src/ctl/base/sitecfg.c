@@ -34,6 +34,7 @@ void ctl_sitecfg_fini(ctl_site_cfg_t *s) {
     sl_free(s->aliases);
     sl_free(s->notify_command);
     sl_free(s->notify_webhook);
+    ctl_volcfg_fini(&s->volumes);
     memset(s, 0, sizeof *s);
 }
 
@@ -264,7 +265,8 @@ int ctl_sitecfg_load(ctl_site_cfg_t *s, const ctl_config_t *cfg, const char *pat
     const sl_yaml_node_t *no = sl_yaml_map_get(root, "notify");
     if (load_aliases(&r, s, cfg, root) < 0 ||
         (sch && sch->kind == SL_YAML_MAP && load_scheduler(&r, s, sch) < 0) ||
-        (no && !sl_yaml_is_null(no) && load_notify(&r, s, no) < 0))
+        (no && !sl_yaml_is_null(no) && load_notify(&r, s, no) < 0) ||
+        ctl_volcfg_load(&s->volumes, sl_yaml_map_get(root, "volumes"), path, err, errlen) < 0)
         goto out;
     rc = 0;
 out:

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "base/config.h"
+#include "base/volcfg.h"
 
 /* What an alias names. */
 typedef enum ctl_alias_kind {
@@ -57,6 +58,8 @@ typedef struct ctl_site_cfg {
     char *notify_webhook;
     int64_t notify_queue;       /* events waiting at most; more are dropped (counted) */
     int64_t notify_timeout_ms;  /* one delivery at most */
+    /* volumes: the node paths jobs' volumes may name (volcfg.h). */
+    ctl_vol_cfg_t volumes;
 } ctl_site_cfg_t;
 
 void ctl_sitecfg_init(ctl_site_cfg_t *s);

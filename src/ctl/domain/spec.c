@@ -41,12 +41,16 @@ static ctl_job_t *bad(ctl_field_err_t *fe, int status, const char *code, const c
     fe->status = status;
     fe->code = code;
     snprintf(fe->field, sizeof fe->field, "%s", field ? field : "");
-    char msg[280];
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (field)
+    size_t fl = field ? strlen(field) : 0;
+    if (field && strncmp(msg, field, fl) == 0 && msg[fl] == '[')
+        /* A list's messages name their places themselves: volumes[2].path: ... */
+        snprintf(fe->message, sizeof fe->message, "%s", msg);
+    else if (field)
         snprintf(fe->message, sizeof fe->message, "%s: %s", field, msg);
     else
         snprintf(fe->message, sizeof fe->message, "%s", msg);
@@ -420,11 +424,16 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                              ctl_field_err_t *fe) {
     sl_jobspec_t js;
     const char *field;
-    char err[280];
+    char err[1024];
     int rc = sl_jobspec_parse(spec, &js, &field, err, sizeof err);
     if (rc < 0)
         return bad(fe, 400, rc == SL_ENOENT ? "unknown_field" : "invalid_field", field, "%s", err);
     json_t **val = js.val;
+    /* Volumes against the operator's host paths, claims and exports. */
+    if (val[SL_JS_VOLUMES] && ctl_volcfg_resolve(&c->site.volumes, val[SL_JS_VOLUMES],
+                                                 js.num[SL_JS_MEMORY], NULL, NULL, err,
+                                                 sizeof err) < 0)
+        return bad(fe, 400, "invalid_field", "volumes", "%s", err);
     if (val[SL_JS_MOUNTS]) {
         /* Each mount's source under a prefix the operator allows. */
         json_t *ms = val[SL_JS_MOUNTS];
@@ -634,6 +643,8 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         json_object_set_new(norm, "shm_size", qty_json(num[SL_JS_SHM_SIZE], SL_QTY_MEM));
     if (val[SL_JS_WORKDIR])
         json_object_set_new(norm, "workdir", json_deep_copy(val[SL_JS_WORKDIR]));
+    if (json_array_size(val[SL_JS_VOLUMES]) > 0)
+        json_object_set_new(norm, "volumes", json_deep_copy(val[SL_JS_VOLUMES]));
     /* Where it may run: lists as lists, the expression as given. */
     if (val[SL_JS_NODE_SELECTOR])
         json_object_set_new(norm, "node_selector", model_list(val[SL_JS_NODE_SELECTOR]));

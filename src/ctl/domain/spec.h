@@ -20,7 +20,7 @@ typedef struct ctl_field_err {
     int status;            /* 400 or 403 */
     const char *code;      /* "invalid_field", "unknown_field", "forbidden" */
     char field[64];
-    char message[320];
+    char message[1100];
 } ctl_field_err_t;
 
 /* Validates a submission for tenant (admin: any tenant) and normalises it

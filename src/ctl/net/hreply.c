@@ -63,7 +63,7 @@ void ctl_reply_body(ctl_hconns_t *hc, struct evhttp_request *req, int status, co
 
 void ctl_reply_verror(ctl_hconns_t *hc, struct evhttp_request *req, int status, const char *code,
                       const char *field, long position, const char *fmt, va_list ap) {
-    char msg[512];
+    char msg[1200];
     vsnprintf(msg, sizeof msg, fmt, ap);
     ctl_buf_t b;
     ctl_buf_init(&b);

@@ -402,6 +402,7 @@ void ctl_launch_cmd_fini(ctl_launch_cmd_t *lc) {
     sl_free(lc->argv);
     sl_free(lc->env);
     sl_free(lc->mounts);
+    sl_free(lc->volumes);
     *lc = (ctl_launch_cmd_t){0};
 }
 
@@ -438,6 +439,30 @@ static void fill_container(const ctl_job_t *j, ctl_launch_cmd_t *lc, sl_proto_la
     if (shm && sl_qty_parse(shm, SL_QTY_MEM, &l->shm_size, err, sizeof err) < 0)
         l->shm_size = 0;
     l->workdir = spec_str(j, "workdir");
+}
+
+/* The job's volumes resolved under the config as it is now (the
+ * submission was checked against it then): a volume the config no longer
+ * allows carries the reason, and the agent fails the task with it. */
+static void fill_volumes(ctl_t *c, const ctl_job_t *j, ctl_launch_cmd_t *lc, int64_t mem_bytes,
+                         sl_proto_launch_t *l) {
+    json_t *vols = json_object_get(j->spec, "volumes");
+    size_t n = json_array_size(vols);
+    if (n == 0)
+        return;
+    char err[1024];
+    char **subs = sl_xcalloc(n, sizeof *subs);
+    lc->volumes = sl_xcalloc(n, sizeof *lc->volumes);
+    lc->nvolumes = n;
+    if (ctl_volcfg_resolve(&c->site.volumes, vols, mem_bytes, lc->volumes, subs, err,
+                           sizeof err) < 0)
+        lc->volumes[0].error = own_printf(lc, "%s", err);
+    for (size_t i = 0; i < n; i++)
+        if (subs[i])
+            own(lc, subs[i]);
+    sl_free(subs);
+    l->volumes = lc->volumes;
+    l->nvolumes = n;
 }
 
 static void fill_launch(ctl_t *c, const ctl_job_t *j, ctl_launch_cmd_t *lc, const where_t *w,
@@ -482,6 +507,7 @@ static void fill_launch(ctl_t *c, const ctl_job_t *j, ctl_launch_cmd_t *lc, cons
             .oom_score_adj = ctl_config_oom_score_adj(&c->cfg, j->core.priority),
         }};
     fill_container(j, lc, &m->u.launch);
+    fill_volumes(c, j, lc, w->mem_bytes, &m->u.launch);
 }
 
 void ctl_launch_msg_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd_t *lc,
