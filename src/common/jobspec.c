@@ -25,6 +25,7 @@
 #include "arraydep.h"
 #include "jobspec.h"
 #include "mailtype.h"
+#include "secretref.h"
 #include "sluice/error.h"
 #include "sluice/job.h"
 #include "sluice/resources.h"
@@ -199,6 +200,11 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                      "variables repeat (ntasks when -n or --ntasks-per-node was given, "
                      "ntasks_per_node, mem_per_node and mem_per_cpu in MB, "
                      "gpus_per_node, gpus_per_task, gpus, qos, submit_host); docs/slurm.md"},
+    [SL_JS_SECRETS] = {"secrets", NULL, 0, NULL, SL_FT_SECRETS, 0, 0, 0, NULL, 0, "none", "",
+                       "the tenant's secrets and config maps given to its tasks: "
+                       "{secret|config_map: NAME, key, env} sets a variable, {.., env_prefix} "
+                       "every key, {.., path, items, mode} files; values never shown; "
+                       "docs/secrets.md"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -258,6 +264,8 @@ int sl_jobspec_range_text(const sl_jobspec_field_t *f, char *buf, size_t len) {
         return snprintf(buf, len, "up to %d jobs", SL_DEP_MAX_TERMS);
     case SL_FT_BOOL:
         return snprintf(buf, len, "true or false");
+    case SL_FT_SECRETS:
+        return snprintf(buf, len, "up to %d references", SL_SECRET_REFS_MAX);
     case SL_FT_ENUM: {
         size_t n = 0;
         buf[0] = '\0';
@@ -292,6 +300,7 @@ static const char *type_text(const sl_jobspec_field_t *f) {
     case SL_FT_ARRAY: return "Slurm array text";
     case SL_FT_DEPS: return "Slurm dependency text";
     case SL_FT_BOOL: return "boolean";
+    case SL_FT_SECRETS: return "list of objects";
     }
     return "?";
 }
@@ -455,6 +464,8 @@ int sl_jobspec_check(const sl_jobspec_field_t *f, json_t *v, int64_t *num, char 
         }
         return 0;
     }
+    case SL_FT_SECRETS:
+        return sl_secretref_check(v, err, errlen) == 0 ? 0 : SL_EINVAL;
     case SL_FT_ENUM:
         if (!json_is_string(v) || !enum_ok(f, json_string_value(v)))
             return fail(err, errlen, "must be %s", RANGE);
@@ -567,6 +578,7 @@ json_t *sl_jobspec_from_text(const sl_jobspec_field_t *f, const char *text, char
         return NULL;
     case SL_FT_ARGV:
     case SL_FT_ENV:
+    case SL_FT_SECRETS:
         break;
     }
     fail(err, errlen, "has no text form");
