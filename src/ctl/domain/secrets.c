@@ -404,7 +404,7 @@ int ctl_secrets_resolve(ctl_t *c, const ctl_job_t *j, ctl_secrets_res_t *r, char
                                         : vs->keys[k];
                 if (rel == NULL) continue;
                 f[d->nfiles++] = (sl_proto_secret_file_t){
-                    rel, own(r, sl_base64_encode(vs->vals[k], vs->lens[k]))};
+                    own(r, sl_xstrdup(rel)), own(r, sl_base64_encode(vs->vals[k], vs->lens[k]))};
             }
             const char *k;
             json_t *x;
