@@ -88,6 +88,13 @@ int sl_base64_decode(const char *s, unsigned char **out, size_t *n) {
     if (len % 4 != 0 || len > (size_t)INT32_MAX)
         return -1;
     size_t pad = len >= 1 && s[len - 1] == '=' ? (len >= 2 && s[len - 2] == '=' ? 2 : 1) : 0;
+    /* Strict: the alphabet only, '=' only as the last one or two. */
+    for (size_t i = 0; i < len - pad; i++) {
+        char c = s[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '+' || c == '/'))
+            return -1;
+    }
     unsigned char *b = sl_xmalloc(len / 4 * 3 + 1);
     int w = len ? EVP_DecodeBlock(b, (const unsigned char *)s, (int)len) : 0;
     if (w < 0 || (size_t)w < pad) {
