@@ -202,7 +202,7 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                      "gpus_per_node, gpus_per_task, gpus, qos, submit_host); docs/slurm.md"},
     [SL_JS_SECRETS] = {"secrets", NULL, 0, NULL, SL_FT_SECRETS, 0, 0, 0, NULL, 0, "none", "",
                        "the tenant's secrets and config maps given to its tasks: "
-                       "{secret|config_map: NAME, key, env} sets a variable, {.., env_prefix} "
+                       "{secret or config_map: NAME, key, env} sets a variable, {.., env_prefix} "
                        "every key, {.., path, items, mode} files; values never shown; "
                        "docs/secrets.md"},
 };
@@ -819,6 +819,8 @@ void sl_jobspec_write_table(FILE *out, bool markdown) {
             snprintf(flag, sizeof flag, "--%s %s", f->flag, f->metavar);
         else if (i == SL_JS_COMMAND)
             snprintf(flag, sizeof flag, "-- COMMAND...");
+        else if (i == SL_JS_SECRETS)
+            snprintf(flag, sizeof flag, "(spec file, -f)");
         else
             snprintf(flag, sizeof flag, "(from a batch script)");
         if (markdown) {
