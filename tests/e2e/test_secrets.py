@@ -280,6 +280,12 @@ def test_references_checked_at_submit_and_launch(controller, cluster):
     ctl.request("DELETE", "/v1/jobs/%d" % sleeper["id"], token=ctl.admin_token)
     done = ctl.wait_job(j["id"], "failed", timeout=30)
     assert "secret tmp does not exist" in done["reason"], done
+    # A value with a NUL byte cannot be a variable: the job fails saying so.
+    assert _post(ctl, {"name": "bin", "binary_data": {"b": base64.b64encode(BLOB).decode()}})[0] \
+        == 201
+    j = ctl.submit(dict(spec, secrets=[{"secret": "bin", "key": "b", "env": "B"}]))
+    done = ctl.wait_job(j["id"], "failed", timeout=30)
+    assert "key b of secret bin holds a NUL byte" in done["reason"], done
 
 
 def test_key_file_readable_by_others_is_refused(tmp_path, build_dir):

@@ -174,6 +174,9 @@ typedef struct ctl {
      * read from or made in the key file at start-up, wiped at the end. */
     unsigned char secret_key[32];
     bool has_secret_key;
+    /* Why the last c->out.launch failed, when its adapter says (its
+     * secrets could not be opened): the job's reason. "" otherwise. */
+    char launch_why[200];
 } ctl_t;
 
 /* Tell the watcher (ctl_watch_t) that j or node changed. O(1). */

@@ -64,6 +64,7 @@ int ctl_task_launch(ctl_t *c, ctl_job_t *j, int32_t i) {
     char why[256];
     int rc = refs ? ctl_secrets_check(c, json_string_value(json_object_get(j->spec, "tenant")),
                                       refs, NULL, why, sizeof why) : 0;
+    c->launch_why[0] = '\0';
     if (rc == 0)
         rc = c->out.launch(c->out.ud, j, i);
     else
@@ -72,8 +73,8 @@ int ctl_task_launch(ctl_t *c, ctl_job_t *j, int32_t i) {
         snprintf(j->reason, sizeof j->reason, "task %d cannot be launched: its launch message is "
                  "over the agent protocol's limit of 1 MiB (docs/protocol.md)", i);
     else if (rc == SL_EIO)
-        snprintf(j->reason, sizeof j->reason, "task %d cannot be launched: its secrets cannot be "
-                 "opened (sluiced's log says which)", i);
+        snprintf(j->reason, sizeof j->reason, "task %d cannot be launched: %.200s", i,
+                 c->launch_why[0] ? c->launch_why : "its secrets cannot be opened");
     return rc;
 }
 

@@ -267,6 +267,7 @@ static int out_launch(void *ud, const ctl_job_t *j, int32_t i) {
     if (ctl_secrets_resolve(c, j, &sr, why, sizeof why) != 0) {
         sl_log(SL_LOG_ERROR, "agent", "job=%llu task=%d: not launched: %s",
                (unsigned long long)j->id, i, why);
+        snprintf(c->launch_why, sizeof c->launch_why, "%.190s", why);
         ctl_secrets_res_fini(&sr);
         ctl_launch_cmd_fini(&lc);
         return SL_EIO;
