@@ -110,6 +110,7 @@
 #include "log.h"
 #include "monitor.h"
 #include "preempt.h"
+#include "secrets.h"
 #include "spawn.h"
 #include "volumes.h"
 
@@ -445,8 +446,12 @@ static void preempt_env(const agent_spawn_t *sp, strvec_t *env) {
     env_set(env, "SLUICE_PREEMPT_FILE", path);
 }
 
-static void build_env(const agent_spawn_t *sp, const ident_t *id, const char *jobdir,
-                      const char *gpus, bool container, strvec_t *env) {
+static void env_set_cb(void *ud, const char *key, const char *val) {
+    env_set(ud, key, val);
+}
+
+static int build_env(const agent_spawn_t *sp, const ident_t *id, const char *jobdir,
+                     const char *gpus, bool container, strvec_t *env, char *reason, size_t rlen) {
     const sl_proto_launch_t *l = sp->launch;
     bool order_set = false;
     for (char **e = environ; *e && !container; e++) {
@@ -464,6 +469,13 @@ static void build_env(const agent_spawn_t *sp, const ident_t *id, const char *jo
         env_set(env, l->env[i].key, l->env[i].value);
         order_set |= strcmp(l->env[i].key, "CUDA_DEVICE_ORDER") == 0;
     }
+    /* Its secrets' variables (secrets.h), as the job's own env. */
+    if (agent_secrets_env(&l->secrets, env_set_cb, env, reason, rlen) != 0) return -1;
+    if (l->secrets.ndirs) {
+        char dir[4200];
+        agent_secrets_dir(jobdir, sp->task, dir, sizeof dir);
+        env_set(env, "SLUICE_SECRETS_DIR", dir);
+    }
     if (!order_set) env_set(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
     env_set(env, "CUDA_VISIBLE_DEVICES", gpus);
     env_set_int(env, "SLUICE_JOB_ID", (long long)sp->job);
@@ -479,6 +491,7 @@ static void build_env(const agent_spawn_t *sp, const ident_t *id, const char *jo
     env_set(env, "MASTER_ADDR", l->master_addr ? l->master_addr : SL_PROTO_DEFAULT_MASTER_ADDR);
     env_set_int(env, "MASTER_PORT", l->master_port);
     mps_env(l, env);
+    return 0;
 }
 
 /* SLUICE_VOLUME_<PATH> (volume.h) of each volume: where the task finds it
@@ -503,13 +516,30 @@ static int container_argv(const agent_spawn_t *sp, const ident_t *id, const char
                           strvec_t *argv, char *reason, size_t rlen) {
     const sl_proto_launch_t *l = sp->launch;
     char bundle[4200];
+    /* The launch's mounts, then each secret directory read-only at its path. */
+    strvec_t ms = {0};
+    for (size_t i = 0; i < l->nmounts; i++) {
+        char *m = strdup(l->mounts[i]);
+        if (!m) abort();
+        sv_push(&ms, m);
+    }
+    for (size_t i = 0; i < l->secrets.ndirs; i++) {
+        char dir[4200], *m;
+        if (!l->secrets.dirs[i].path) continue;
+        agent_secrets_dir(jobdir, sp->task, dir, sizeof dir);
+        if (asprintf(&m, "%s/%s:%s:ro", dir, l->secrets.dirs[i].dir, l->secrets.dirs[i].path) < 0)
+            abort();
+        sv_push(&ms, m);
+    }
     agent_container_task_t ct = {
         .workdir = sp->workdir, .name = sp->name, .task = sp->task, .node = sp->node,
         .image = image, .argv = l->argv, .argc = l->argv ? l->argc : 0, .env = env->v,
         .uid = id->uid, .gid = id->gid, .jobdir = jobdir, .cwd = l->workdir,
-        .shm_size = l->shm_size, .mounts = l->mounts, .nmounts = l->nmounts, .gpus = l->gpus,
-        .ngpus = l->ngpus, .volumes = vols, .nvolumes = vols ? l->nvolumes : 0};
-    if (agent_container_bundle(sp->containers, &ct, bundle, sizeof bundle, reason, rlen) != 0)
+        .shm_size = l->shm_size, .mounts = (const char *const *)ms.v, .nmounts = ms.n,
+        .gpus = l->gpus, .ngpus = l->ngpus, .volumes = vols, .nvolumes = vols ? l->nvolumes : 0};
+    int rc = agent_container_bundle(sp->containers, &ct, bundle, sizeof bundle, reason, rlen);
+    sv_free(&ms);
+    if (rc != 0)
         return -1;
     char *a = strdup(sp->containers->cstart), *b = strdup(bundle);
     if (!a || !b) abort();
@@ -800,7 +830,10 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reaso
                               geteuid() == 0, container, ns, l->volumes, l->nvolumes, &vols,
                               reason, rlen) != 0)
         goto out;
-    build_env(sp, &id, jobdir, gpus, container, &env);
+    if (agent_secrets_write(dirfd, sp->task, &l->secrets, id.change, id.uid, id.gid, reason,
+                            rlen) != 0 ||
+        build_env(sp, &id, jobdir, gpus, container, &env, reason, rlen) != 0)
+        goto out;
     volume_env(vols, l->nvolumes, container, &env, &tmpfs);
     if (container) {
         if (container_argv(sp, &id, image, jobdir, &env, vols, &argv, reason, rlen) != 0) goto out;

@@ -56,6 +56,7 @@
 #include "names.h"
 #include "osutil.h"
 #include "preempt.h"
+#include "secrets.h"
 #include "spawn.h"
 #include "task.h"
 #include "task_record.h"
@@ -196,6 +197,8 @@ static void task_remove(agent_tasks_t *ts, task_t *t) {
     char path[4096];
     status_path(t, path, sizeof path);
     unlink(path);
+    t_name(t, path, sizeof path);
+    agent_secrets_remove(ts->cfg.workdir, path, t->task); /* a failed launch's, if any */
     task_free(t);
 }
 
@@ -437,6 +440,9 @@ static void task_finish(task_t *t, int exit_code, int sig, double end_time, cons
     }
     ts->nrunning--;
     volumes_after(t);
+    char name[AGENT_NAME_MAX];
+    t_name(t, name, sizeof name);
+    agent_secrets_remove(ts->cfg.workdir, name, t->task); /* its secrets end with it */
     sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d pid=%d %s exit_code=%d signal=%d",
            (unsigned long long)t->job, t->task, (int)t->pid, reason ? "lost" : "exited",
            exit_code, sig);

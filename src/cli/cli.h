@@ -145,6 +145,8 @@ void cli_show_efficiency(json_t *j, double now);
  * or -1; scontrol's create, show and delete of reservations (argv after
  * the word "reservation"); `sluice nodes`' reservations after the table. */
 int cli_cmd_reservation(cli_t *c);
+/* secret.c: `sluice secret create|list|show|delete`. */
+int cli_cmd_secret(cli_t *c);
 int cli_resv_parse_time(const char *s, double *out);
 int cli_resv_parse_duration(const char *s, long long *secs);
 int cli_scontrol_create_resv(cli_t *c, int argc, char **argv);

@@ -144,6 +144,13 @@ static const cli_opt_t resv_opts[] = {
     {"name", 0, "NAME", 0, "create: its name (default resv-N)"},
     {0}};
 
+static const cli_opt_t secret_opts[] = {
+    {"from-literal", 0, "KEY=VALUE", 1, "create: a key and its value (shown by ps: prefer --from-file)"},
+    {"from-file", 0, "[KEY=]PATH", 1, "create: a key whose value is the file's bytes (KEY: its name)"},
+    {"config-map", 0, NULL, 0, "create: a config map rather than a secret"},
+    {"tenant", 0, "TENANT", 0, "the tenant whose secrets (the admin token must name one)"},
+    {0}};
+
 static const cli_opt_t down_opts[] = {
     {"dir", 0, "DIR", 0, "state directory (default ./.sluice)"},
     {0}};
@@ -184,6 +191,13 @@ static const cli_cmd_t commands[] = {
      "then; they are stopped at the window's end. Creating and deleting take the\n"
      "admin token; deleting ends it now. docs/scheduling.md.",
      cli_cmd_reservation, resv_opts, 0},
+    {"secret", "create NAME|list|show NAME|delete NAME", "the tenant's secrets and config maps",
+     "A secret holds keys and values that only the tenant's tasks see: jobs name it\n"
+     "in their spec's `secrets` (an environment variable, every key as variables,\n"
+     "or files of mode 0400 in the job's directory). Values are sealed at rest\n"
+     "(AES-256-GCM) and never shown: list and show give keys and sizes. Tenant\n"
+     "tokens see their own; the admin token names one with --tenant. docs/secrets.md.",
+     cli_cmd_secret, secret_opts, 0},
     {"sbatch", "[SBATCH OPTIONS] SCRIPT [ARG...]", "submit a Slurm batch script (#SBATCH directives)",
      "Takes sbatch's own options (-n, -N, --gres=gpu:2, -t 1-00:00, -p, -A, -o, --array,\n"
      "--dependency, ...), which override the script's #SBATCH directives; the script\n"

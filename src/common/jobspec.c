@@ -25,6 +25,7 @@
 #include "arraydep.h"
 #include "jobspec.h"
 #include "mailtype.h"
+#include "secretref.h"
 #include "sluice/error.h"
 #include "sluice/job.h"
 #include "sluice/resources.h"
@@ -205,6 +206,11 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                        "volumes in the tasks: each {path, read_only, sub_path} and one of "
                        "empty_dir {medium, size_limit}, host_path, pvc, nfs {server, path} "
                        "(Kubernetes volumes and volumeMounts); docs/jobspec.md \"Volumes\""},
+    [SL_JS_SECRETS] = {"secrets", NULL, 0, NULL, SL_FT_SECRETS, 0, 0, 0, NULL, 0, "none", "",
+                       "the tenant's secrets and config maps given to its tasks: "
+                       "{secret or config_map: NAME, key, env} sets a variable, {.., env_prefix} "
+                       "every key, {.., path, items, mode} files; values never shown; "
+                       "docs/secrets.md"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -266,6 +272,8 @@ int sl_jobspec_range_text(const sl_jobspec_field_t *f, char *buf, size_t len) {
         return snprintf(buf, len, "true or false");
     case SL_FT_VOLUMES:
         return snprintf(buf, len, "up to %lld volumes", (long long)f->max);
+    case SL_FT_SECRETS:
+        return snprintf(buf, len, "up to %d references", SL_SECRET_REFS_MAX);
     case SL_FT_ENUM: {
         size_t n = 0;
         buf[0] = '\0';
@@ -301,6 +309,7 @@ static const char *type_text(const sl_jobspec_field_t *f) {
     case SL_FT_DEPS: return "Slurm dependency text";
     case SL_FT_BOOL: return "boolean";
     case SL_FT_VOLUMES: return "list of volume objects";
+    case SL_FT_SECRETS: return "list of objects";
     }
     return "?";
 }
@@ -464,6 +473,8 @@ int sl_jobspec_check(const sl_jobspec_field_t *f, json_t *v, int64_t *num, char 
         }
         return 0;
     }
+    case SL_FT_SECRETS:
+        return sl_secretref_check(v, err, errlen) == 0 ? 0 : SL_EINVAL;
     case SL_FT_ENUM:
         if (!json_is_string(v) || !enum_ok(f, json_string_value(v)))
             return fail(err, errlen, "must be %s", RANGE);
@@ -579,6 +590,7 @@ json_t *sl_jobspec_from_text(const sl_jobspec_field_t *f, const char *text, char
     case SL_FT_ARGV:
     case SL_FT_ENV:
     case SL_FT_VOLUMES:
+    case SL_FT_SECRETS:
         break;
     }
     fail(err, errlen, "has no text form");
@@ -823,6 +835,8 @@ void sl_jobspec_write_table(FILE *out, bool markdown) {
         else if (i == SL_JS_COMMAND)
             snprintf(flag, sizeof flag, "-- COMMAND...");
         else if (f->type == SL_FT_VOLUMES)
+            snprintf(flag, sizeof flag, "(a spec file or manifest)");
+        else if (i == SL_JS_SECRETS)
             snprintf(flag, sizeof flag, "(a spec file or manifest)");
         else
             snprintf(flag, sizeof flag, "(from a batch script)");

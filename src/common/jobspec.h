@@ -92,6 +92,7 @@ typedef enum sl_jobspec_id {
     SL_JS_RESERVATION,    /* an advance reservation it runs in (sluice/resv.h) */
     SL_JS_SLURM,          /* the request as sbatch read it, for the SLURM_* variables */
     SL_JS_VOLUMES,        /* volumes mounted into the tasks (volume.h) */
+    SL_JS_SECRETS,        /* references to the tenant's secrets and config maps (secretref.h) */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 
@@ -111,7 +112,8 @@ typedef enum sl_jobspec_type {
     SL_FT_ARRAY,    /* a job array's indexes as Slurm writes them ("0-99%8"; arraydep.h) */
     SL_FT_DEPS,     /* job dependencies as Slurm writes them ("afterok:12"; arraydep.h) */
     SL_FT_BOOL,     /* true or false; text "true", "false" */
-    SL_FT_VOLUMES   /* a list of volume objects (volume.h, sl_volumes_check); no text form */
+    SL_FT_VOLUMES,  /* a list of volume objects (volume.h, sl_volumes_check); no text form */
+    SL_FT_SECRETS   /* a list of secret references (secretref.h); no text form */
 } sl_jobspec_type_t;
 
 typedef struct sl_jobspec_field {

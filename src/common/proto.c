@@ -331,6 +331,8 @@ static int enc_launch(writer_t *w, const sl_proto_msg_t *m) {
                                        w->len < w->cap ? w->cap - w->len : 0);
     if (vn < 0) return SL_EINVAL;
     w->len += (size_t)vn;
+    w->len += sl__proto_secret_encode(&l->secrets, w->len < w->cap ? w->buf + w->len : NULL,
+                                      w->len < w->cap ? w->cap - w->len : 0);
     return 0;
 }
 
@@ -838,7 +840,7 @@ static int dec_launch(dec_t *d, json_t *o) {
         strcmp(l->on_node_failure, "fail") != 0)
         return fail(d, "on_node_failure", "must be requeue or fail");
     if (l->master_addr == NULL) l->master_addr = SL_PROTO_DEFAULT_MASTER_ADDR;
-    return 0;
+    return sl__proto_secret_decode(o, usage_alloc, d, &l->secrets, d->err, d->errlen) < 0 ? SL_EINVAL : 0;
 }
 
 static int dec_body(dec_t *d, json_t *o) {

@@ -52,8 +52,9 @@
 
 #include "proto_usage.h" /* sl_proto_usage_t: a heartbeat's usage summary */
 #include "proto_kill.h"  /* sl_proto_kill_t: a kill, with its optional signal and preempt */
-#include "proto_run.h"
-#include "volume.h"   /* a task's attempt and the cluster instance (their codec, bounds) */
+#include "proto_run.h"   /* a task's attempt and the cluster instance (their codec, bounds) */
+#include "volume.h"      /* a launch's volumes (their codec) */
+#include "proto_secret.h" /* a launch's secrets (their codec) */
 #include "proto_health.h" /* sl_proto_health_t: a heartbeat's health report */
 
 /* docs/protocol.md: a line is at most 1 MiB (the newline not counted). */
@@ -292,6 +293,9 @@ typedef struct sl_proto_launch {
      * image and plain tasks alike; written only when nvolumes > 0. */
     const sl_proto_volume_t *volumes;
     size_t nvolumes;
+    /* The task's secrets (proto_secret.h), written only when it has some;
+     * never logged. */
+    sl_proto_secrets_t secrets;
 } sl_proto_launch_t;
 
 typedef struct sl_proto_logs_req {

@@ -43,6 +43,8 @@ void ctl_config_init(ctl_config_t *cfg) {
     cfg->reply_buffer_bytes = CTL_DEFAULT_REPLY_BUFFER_BYTES;
     cfg->max_pending_jobs = CTL_DEFAULT_MAX_PENDING_JOBS;
     cfg->max_array_size = CTL_DEFAULT_MAX_ARRAY_SIZE;
+    cfg->secrets_max_per_tenant = 100;
+    cfg->secrets_max_bytes = 256 * 1024;
     cfg->oom_score_adj = CTL_DEFAULT_OOM_SCORE_ADJ;
     cfg->preempt_priority = true;
     cfg->preempt_grow = true;
@@ -66,6 +68,7 @@ void ctl_config_fini(ctl_config_t *cfg) {
     sl_free(cfg->tls_cert);
     sl_free(cfg->tls_key);
     sl_free(cfg->tls_ca);
+    sl_free(cfg->secrets_key_file);
     sl_free(cfg->agent_client_cert);
     for (size_t i = 0; i < cfg->ntenants; i++) {
         sl_free(cfg->tenants[i].name);
@@ -594,6 +597,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "container_mounts",
                                       "notify", /* sitecfg.c */
                                       "volumes", /* volcfg.c, through sitecfg.c */
+                                      "secrets",
                                       NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
                                       "max_starts_per_cycle", "default_memory_per_gpu",
@@ -714,6 +718,13 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
         goto out;
     const sl_yaml_node_t *hl = sl_yaml_map_get(root, "health");
     if (hl != NULL && !sl_yaml_is_null(hl) && ctl_health_cfg_load(&cfg->health, hl, path, err, errlen) < 0)
+        goto out;
+    static const char *const sec[] = {"key_file", "max_per_tenant", "max_bytes", NULL};
+    const sl_yaml_node_t *sc = sl_yaml_map_get(root, "secrets");
+    if (sc != NULL && !sl_yaml_is_null(sc) &&
+        (check_keys(&r, sc, "secrets", sec) < 0 || get_str(&r, sc, "key_file", &cfg->secrets_key_file) < 0 ||
+         get_int(&r, sc, "max_per_tenant", 0, 100000, &cfg->secrets_max_per_tenant) < 0 ||
+         get_qty(&r, sc, "max_bytes", SL_QTY_MEM, &cfg->secrets_max_bytes) < 0))
         goto out;
     rc = 0;
 out:

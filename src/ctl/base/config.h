@@ -187,6 +187,11 @@ typedef struct ctl_config {
     int64_t preempt_protect_ms;
     bool default_may_preempt;    /* jobs without a class may preempt (false) */
     ctl_health_cfg_t health;     /* health: (docs/config.md "Health") */
+    /* secrets: (docs/secrets.md): the sealing key's file (NULL: secrets.key
+     * beside the state database), secrets per tenant, a secret's bytes. */
+    char *secrets_key_file;
+    int64_t secrets_max_per_tenant;
+    int64_t secrets_max_bytes;
 } ctl_config_t;
 
 void ctl_config_init(ctl_config_t *cfg);

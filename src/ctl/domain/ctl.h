@@ -170,6 +170,13 @@ typedef struct ctl {
     int64_t started_us;
     int64_t started_mono_us;
     int64_t resv_swept_us; /* the last reservations sweep (reservations.c) */
+    /* The key that seals secrets' values (secrets.c, src/common/seal.h):
+     * read from or made in the key file at start-up, wiped at the end. */
+    unsigned char secret_key[32];
+    bool has_secret_key;
+    /* Why the last c->out.launch failed, when its adapter says (its
+     * secrets could not be opened): the job's reason. "" otherwise. */
+    char launch_why[200];
 } ctl_t;
 
 /* Tell the watcher (ctl_watch_t) that j or node changed. O(1). */

@@ -32,6 +32,7 @@
 #include "domain/eff.h"
 #include "domain/jobnotify.h"
 #include "domain/jobs.h"
+#include "domain/secrets.h"
 #include "domain/retry.h"
 #include "domain/whole.h"
 #include "log.h"
@@ -58,10 +59,22 @@ void ctl_task_place(ctl_t *c, ctl_job_t *j, int32_t i, const sl_place_t *pl) {
 
 int ctl_task_launch(ctl_t *c, ctl_job_t *j, int32_t i) {
     j->tasks[i].launch_mono_us = ctl_mono_us();
-    int rc = c->out.launch(c->out.ud, j, i);
+    /* Its secrets must still be there (secrets.h); the agent port opens them. */
+    json_t *refs = json_object_get(j->spec, "secrets");
+    char why[256];
+    int rc = refs ? ctl_secrets_check(c, json_string_value(json_object_get(j->spec, "tenant")),
+                                      refs, NULL, why, sizeof why) : 0;
+    c->launch_why[0] = '\0';
+    if (rc == 0)
+        rc = c->out.launch(c->out.ud, j, i);
+    else
+        snprintf(j->reason, sizeof j->reason, "task %d cannot be launched: %.200s", i, why);
     if (rc == SL_EOVERFLOW)
         snprintf(j->reason, sizeof j->reason, "task %d cannot be launched: its launch message is "
                  "over the agent protocol's limit of 1 MiB (docs/protocol.md)", i);
+    else if (rc == SL_EIO)
+        snprintf(j->reason, sizeof j->reason, "task %d cannot be launched: %.200s", i,
+                 c->launch_why[0] ? c->launch_why : "its secrets cannot be opened");
     return rc;
 }
 
@@ -127,10 +140,13 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
         return -1;
     /* Last, so that a configuration error is reported before the state
      * file is opened (or created, with --init). */
-    return ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen);
+    if (ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen) < 0)
+        return -1;
+    return ctl_secrets_open(c, err, errlen); /* the secrets' key (secrets.h) */
 }
 
 void ctl_domain_close(ctl_t *c) {
+    ctl_secrets_close(c);
     ctl_notify_close(c);
     ctl_retry_fini(c);
     ctl_store_close(c->store); /* commits what is open */

@@ -30,6 +30,7 @@
 #include <strings.h>
 
 #include "domain/ctl.h"
+#include "domain/secrets.h"
 #include "jobspec.h"
 #include "log.h"
 #include "quantity.h"
@@ -434,6 +435,9 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                                                  js.num[SL_JS_MEMORY], NULL, NULL, err,
                                                  sizeof err) < 0)
         return bad(fe, 400, "invalid_field", "volumes", "%s", err);
+    if (val[SL_JS_SECRETS] && ctl_secrets_check(c, sl_sched_tenant_name(c->sched, tenant),
+                                                val[SL_JS_SECRETS], NULL, err, sizeof err) < 0)
+        return bad(fe, 400, "invalid_field", "secrets", "%s", err); /* the tenant's own only */
     if (val[SL_JS_MOUNTS]) {
         /* Each mount's source under a prefix the operator allows. */
         json_t *ms = val[SL_JS_MOUNTS];
@@ -639,6 +643,8 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     /* A container's options only where it has them. */
     if (val[SL_JS_MOUNTS])
         json_object_set_new(norm, "mounts", model_list(val[SL_JS_MOUNTS]));
+    if (val[SL_JS_SECRETS]) /* references only (domain/secrets.h) */
+        json_object_set(norm, "secrets", val[SL_JS_SECRETS]);
     if (val[SL_JS_SHM_SIZE])
         json_object_set_new(norm, "shm_size", qty_json(num[SL_JS_SHM_SIZE], SL_QTY_MEM));
     if (val[SL_JS_WORKDIR])

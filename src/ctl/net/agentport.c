@@ -63,9 +63,11 @@
 #include "domain/health.h"
 #include "domain/jobs.h"
 #include "domain/launch.h"
+#include "domain/secrets.h"
 #include "log.h"
 #include "proto.h"
 #include "proto_hb.h"
+#include "seal.h"
 #include "tls.h"
 
 struct ctl_conn {
@@ -259,6 +261,18 @@ static int out_launch(void *ud, const ctl_job_t *j, int32_t i) {
     int32_t gpus[SL_MAX_GPUS_PER_NODE];
     sl_proto_msg_t m;
     ctl_launch_msg_init(c, j, i, &lc, gpus, &m);
+    /* The task's secrets, opened for this message only (never logged). */
+    ctl_secrets_res_t sr;
+    char why[256];
+    if (ctl_secrets_resolve(c, j, &sr, why, sizeof why) != 0) {
+        sl_log(SL_LOG_ERROR, "agent", "job=%llu task=%d: not launched: %s",
+               (unsigned long long)j->id, i, why);
+        snprintf(c->launch_why, sizeof c->launch_why, "%.190s", why);
+        ctl_secrets_res_fini(&sr);
+        ctl_launch_cmd_fini(&lc);
+        return SL_EIO;
+    }
+    m.u.launch.secrets = sr.out;
     char small[1024], *big;
     size_t len;
     const char *line = encode(&m, small, sizeof small, &big, &len);
@@ -270,7 +284,11 @@ static int out_launch(void *ud, const ctl_job_t *j, int32_t i) {
         sl_log(SL_LOG_ERROR, "agent", "job=%llu task=%d: its launch of %zu bytes is not sent: over "
                "the protocol's %d bytes", (unsigned long long)j->id, i, len, SL_PROTO_MAX_LINE);
     }
+    /* The queue has copied the line: wipe the values from these copies. */
+    if (big) sl_wipe(big, len);
+    sl_wipe(small, sizeof small);
     sl_free(big);
+    ctl_secrets_res_fini(&sr);
     ctl_launch_cmd_fini(&lc);
     return rc;
 }

@@ -54,6 +54,7 @@
 #include "views/metrics.h"
 #include "views/disruptions.h"
 #include "views/resvapi.h"
+#include "views/secretapi.h"
 #include "quantity.h"
 #include "views/report.h"
 #include "views/history.h"
@@ -120,7 +121,9 @@ static void h_history(hreq_t *h);
 static void h_drain(hreq_t *h);  /* views/disruptions.c */
 static void h_resume(hreq_t *h);
 static void h_size(hreq_t *h);
-static void h_resv(hreq_t *h);   /* views/resvapi.c */
+static void named_call(hreq_t *h, bool secret); /* views/secretapi.c, else views/resvapi.c */
+static void h_resv(hreq_t *h) { named_call(h, false); }
+static void h_secret(hreq_t *h) { named_call(h, true); }
 static void h_steps(hreq_t *h) { ctl_steps_http(h->hs->steps, h->req, h->id, h->admin, h->tenant, h->step_token); }
 static void h_events(hreq_t *h) { ctl_events_http(h->hs->events, h->req, &h->query, h->admin, h->tenant); }
 static void h_ui(hreq_t *h) { ctl_console_http(&h->hs->conns, h->req, evhttp_uri_get_path(evhttp_request_get_evhttp_uri(h->req))); }
@@ -156,6 +159,10 @@ static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/v1/reservations/{name}", h_resv, AUTH_API, "one advance reservation"},
     {EVHTTP_REQ_DELETE, "/v1/reservations/{name}", h_resv, AUTH_API,
      "end an advance reservation now (admin): its jobs stop"},
+    {EVHTTP_REQ_POST, "/v1/secrets", h_secret, AUTH_API, "create a secret or config map (?tenant=)"},
+    {EVHTTP_REQ_GET, "/v1/secrets", h_secret, AUTH_API, "the tenant's secrets: names, keys, sizes"},
+    {EVHTTP_REQ_GET, "/v1/secrets/{name}", h_secret, AUTH_API, "one secret's keys (never values)"},
+    {EVHTTP_REQ_DELETE, "/v1/secrets/{name}", h_secret, AUTH_API, "delete a secret"},
     {EVHTTP_REQ_POST, "/v1/jobs/{id}/steps", h_steps, AUTH_STEP, "start a job step (srun); its output streams back"},
     {EVHTTP_REQ_POST, "/v1/jobs/{id}/steps/control", h_step_signal, AUTH_STEP, "signal a step, or its --pty input"},
     {EVHTTP_REQ_GET, "/v1/events", h_events, AUTH_API,
@@ -942,13 +949,8 @@ static void op_call(hreq_t *h, int (*fn)(ctl_t *, json_t *, ctl_buf_t *, ctl_fie
     send_json(h->hs, h->req, status, &b);
 }
 
-static void h_drain(hreq_t *h) {
-    op_call(h, ctl_api_drain);
-}
-
-static void h_resume(hreq_t *h) {
-    op_call(h, ctl_api_resume);
-}
+static void h_drain(hreq_t *h) { op_call(h, ctl_api_drain); }
+static void h_resume(hreq_t *h) { op_call(h, ctl_api_resume); }
 
 static void h_size(hreq_t *h) {
     bool owned;
@@ -963,7 +965,7 @@ static void h_size(hreq_t *h) {
     send_json(h->hs, h->req, status, &b);
 }
 
-static void h_resv(hreq_t *h) {
+static void named_call(hreq_t *h, bool secret) {
     json_t *body;
     if (!read_body(h, &body))
         return;
@@ -971,8 +973,10 @@ static void h_resv(hreq_t *h) {
     ctl_buf_init(&b);
     ctl_field_err_t fe = {0};
     enum evhttp_cmd_type m = evhttp_request_get_command(h->req);
-    int status = ctl_api_resv(h->c, method_name(m == EVHTTP_REQ_HEAD ? EVHTTP_REQ_GET : m), h->name,
-                              h->admin, body, &b, &fe);
+    const char *mn = method_name(m == EVHTTP_REQ_HEAD ? EVHTTP_REQ_GET : m);
+    int status = secret ? ctl_api_secret(h->c, mn, h->name, h->admin, h->tenant,
+                                         evhttp_find_header(&h->query, "tenant"), body, &b, &fe)
+                        : ctl_api_resv(h->c, mn, h->name, h->admin, body, &b, &fe);
     json_decref(body);
     if (status >= 400) {
         ctl_buf_fini(&b);

@@ -39,6 +39,8 @@
  *                                                  (sqlite_disruptions.c)
  *   reservations(name, start_us, end_us, nodes,   advance reservations
  *                tenants, created_us)              (sqlite_resv.c)
+ *   secrets, secret_values                         secrets and config maps,
+ *                                                  values sealed (sqlite_secrets.c)
  *
  * Partial indexes on the active rows and an index on end_us keep start-up
  * (domain/recover.c) proportional to what it reads, not to the history.
@@ -154,6 +156,11 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS reservations(name TEXT PRIMARY KEY, start_us INTEGER NOT NULL,"
     " end_us INTEGER NOT NULL, nodes TEXT NOT NULL, tenants TEXT NOT NULL,"
     " created_us INTEGER NOT NULL);"
+    /* Secrets and config maps (sqlite_secrets.c): values sealed, never plain. */
+    "CREATE TABLE IF NOT EXISTS secrets(tenant TEXT NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL,"
+    " created_us INTEGER NOT NULL, PRIMARY KEY(tenant, name));"
+    "CREATE TABLE IF NOT EXISTS secret_values(tenant TEXT NOT NULL, name TEXT NOT NULL,"
+    " key TEXT NOT NULL, size INTEGER NOT NULL, sealed BLOB NOT NULL, PRIMARY KEY(tenant, name, key));"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('schema', '1');";
 
 static const char *const stmts[ST_COUNT] = {

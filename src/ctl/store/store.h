@@ -296,6 +296,42 @@ typedef int (*ctl_store_resv_fn)(void *ud, const ctl_store_resv_t *r);
 /* Every reservation row, oldest first. 0 or -1 (ctl_store_errmsg). */
 int ctl_store_resvs_read(ctl_store_t *s, ctl_store_resv_fn fn, void *ud);
 
+/* ---- secrets and config maps ----
+ *   secrets(tenant, name, type, created_us)
+ *   secret_values(tenant, name, key, size, sealed)
+ * A tenant's secret or config map (domain/secrets.c): its keys' values
+ * sealed by the domain (src/common/seal.h) before they reach the store,
+ * which holds and hands back only the sealed bytes. Rare writes. */
+typedef struct ctl_store_secret {
+    const char *tenant, *name;
+    const char *type;          /* "secret" or "config_map" */
+    int64_t created_us;
+} ctl_store_secret_t;
+typedef struct ctl_store_secret_value {
+    const char *key;
+    int64_t size;              /* the plain value's bytes */
+    const void *sealed;        /* sealed_len bytes */
+    size_t sealed_len;
+} ctl_store_secret_value_t;
+
+/* Inserts the secret's row and its n values (a row of the same tenant and
+ * name is replaced with its values). Urgent. */
+void ctl_store_secret_put(ctl_store_t *s, const ctl_store_secret_t *sec,
+                          const ctl_store_secret_value_t *v, size_t n);
+/* Deletes tenant's secret name and its values. Urgent. 1 when it was
+ * there, else 0. */
+int ctl_store_secret_delete(ctl_store_t *s, const char *tenant, const char *name);
+/* Rows; strings and bytes valid during the call. 0, or -1 to stop. */
+typedef int (*ctl_store_secret_fn)(void *ud, const ctl_store_secret_t *sec);
+typedef int (*ctl_store_secret_value_fn)(void *ud, const ctl_store_secret_value_t *v);
+/* tenant's secrets by name (only name's when name is not NULL). 0, -1 (a
+ * failed read, ctl_store_errmsg), or what fn stopped with. O(its rows). */
+int ctl_store_secrets_read(ctl_store_t *s, const char *tenant, const char *name,
+                           ctl_store_secret_fn fn, void *ud);
+/* The values of tenant's secret name by key. As ctl_store_secrets_read. */
+int ctl_store_secret_values_read(ctl_store_t *s, const char *tenant, const char *name,
+                                 ctl_store_secret_value_fn fn, void *ud);
+
 /* ---- the read-only reader: `sluice report` and GET /v1/history ----
  * A reader is a connection of its own (read-only; it sees every commit
  * made before each read began and never blocks the daemon's writes),
