@@ -277,6 +277,7 @@ static int tolerations(cli_spec_t *s, const char *path, yaml_node_t *l, json_t *
             continue;
         }
         const char *key = "", *op = "Equal", *value = NULL, *effect = NULL, *secs = NULL;
+        char secs_path[400] = "";
         int bad = 0;
         yaml_node_pair_t *pr = NULL;
         const char *f;
@@ -288,6 +289,7 @@ static int tolerations(cli_spec_t *s, const char *path, yaml_node_t *l, json_t *
                              : !strcmp(f, "tolerationSeconds") ? &secs : NULL;
             if (!dst) bad = cli_spec_fail(s, fp, "not supported");
             else bad |= cli_spec_string(s, fp, v, dst);
+            if (dst == &secs) snprintf(secs_path, sizeof secs_path, "%s", fp);
         }
         if (bad) {
             rc = -1;
@@ -299,7 +301,7 @@ static int tolerations(cli_spec_t *s, const char *path, yaml_node_t *l, json_t *
             continue;
         }
         if (secs) {
-            rc = cli_spec_fail(s, p, "tolerationSeconds is not supported");
+            rc = cli_spec_fail(s, secs_path, "not supported");
             continue;
         }
         if (effect && *effect && strcmp(effect, "NoSchedule") && strcmp(effect, "PreferNoSchedule") &&

@@ -199,6 +199,17 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                      "variables repeat (ntasks when -n or --ntasks-per-node was given, "
                      "ntasks_per_node, mem_per_node and mem_per_cpu in MB, "
                      "gpus_per_node, gpus_per_task, gpus, qos, submit_host); docs/slurm.md"},
+    [SL_JS_NAMESPACE] = {"namespace", NULL, 0, "(metadata.namespace)", SL_FT_NAME, 0, 1, NAME_LEN,
+                         NULL, 0, "the token's tenant", "",
+                         "Kubernetes namespace: the tenant of that name or of tenants[].namespaces; "
+                         "another tenant's is refused (403)"},
+    [SL_JS_RUN_AS_USER] = {"run_as_user", NULL, 0, "(securityContext.runAsUser)", SL_FT_INT, 0, 0,
+                           4294967294LL, NULL, 0, "the tenant's user", "",
+                           "uid the tasks run as: accepted only when it is the tenant's user's "
+                           "(tenants[].user on the controller)"},
+    [SL_JS_RUN_AS_GROUP] = {"run_as_group", NULL, 0, "(securityContext.runAsGroup)", SL_FT_INT, 0,
+                            0, 4294967294LL, NULL, 0, "the tenant's group", "",
+                            "gid the tasks run as: accepted only when it is the tenant's group's"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -807,6 +818,8 @@ void sl_jobspec_write_table(FILE *out, bool markdown) {
             snprintf(flag, sizeof flag, "--%s %s", f->flag, f->metavar);
         else if (i == SL_JS_COMMAND)
             snprintf(flag, sizeof flag, "-- COMMAND...");
+        else if (f->metavar) /* no flag: where the field comes from */
+            snprintf(flag, sizeof flag, "%s", f->metavar);
         else
             snprintf(flag, sizeof flag, "(from a batch script)");
         if (markdown) {

@@ -91,6 +91,9 @@ typedef enum sl_jobspec_id {
     SL_JS_OPEN_MODE,      /* batch script: append to or truncate its output files */
     SL_JS_RESERVATION,    /* an advance reservation it runs in (sluice/resv.h) */
     SL_JS_SLURM,          /* the request as sbatch read it, for the SLURM_* variables */
+    SL_JS_NAMESPACE,      /* a Kubernetes namespace: names the tenant (tenants[].namespaces) */
+    SL_JS_RUN_AS_USER,    /* securityContext.runAsUser: must be the tenant's uid */
+    SL_JS_RUN_AS_GROUP,   /* securityContext.runAsGroup: must be the tenant's gid */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 

@@ -55,6 +55,8 @@ def _int_fields(table):
             continue
         m = re.match(r"(-?\d+) to (-?\d+)", cells[3])
         flag = re.match(r"`--([a-z-]+)", cells[1])
+        if not flag:
+            continue
         out.append((cells[0].strip("`"), flag.group(1), int(m.group(1)), int(m.group(2))))
     return out
 

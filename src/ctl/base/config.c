@@ -226,7 +226,7 @@ static int get_unix_name(rd_t *r, const ctl_config_t *cfg, const sl_yaml_node_t 
 static int load_tenants(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     static const char *const keys[] = {"name", "weight", "token", "quota", "user", "group",
                                        "max_pending_jobs",
-                                       "accounts", /* sitecfg.c */
+                                       "accounts", "namespaces", /* sitecfg.c */
                                        NULL};
     static const char *const qkeys[] = {"cpus", "memory", "gpus", NULL};
     if (seq->kind != SL_YAML_SEQ)

@@ -38,10 +38,13 @@ void ctl_sitecfg_fini(ctl_site_cfg_t *s) {
 }
 
 static const char *const kind_key[CTL_ALIAS_NKINDS] = {"pools[].aliases", "tenants[].accounts",
-                                                      "priority_classes[].aliases"};
+                                                      "priority_classes[].aliases",
+                                                      "tenants[].namespaces"};
 
 static bool same(ctl_alias_kind_t kind, const char *a, const char *b) {
-    return kind == CTL_ALIAS_POOL ? strcmp(a, b) == 0 : strcasecmp(a, b) == 0;
+    /* Kubernetes' namespaces are exact, as pools are. */
+    return kind == CTL_ALIAS_POOL || kind == CTL_ALIAS_NAMESPACE ? strcmp(a, b) == 0
+                                                                 : strcasecmp(a, b) == 0;
 }
 
 const char *ctl_sitecfg_resolve(const ctl_site_cfg_t *s, ctl_alias_kind_t kind, const char *alias) {
@@ -88,6 +91,7 @@ static bool configured(const ctl_config_t *cfg, ctl_alias_kind_t kind, const cha
                 return true;
         return false;
     case CTL_ALIAS_TENANT:
+    case CTL_ALIAS_NAMESPACE: /* a tenant's own name is always its namespace */
         for (size_t i = 0; i < cfg->ntenants; i++)
             if (strcasecmp(cfg->tenants[i].name, name) == 0)
                 return true;
@@ -128,8 +132,10 @@ static int load_list(rd_t *r, ctl_site_cfg_t *s, const ctl_config_t *cfg, ctl_al
 
 static int load_aliases(rd_t *r, ctl_site_cfg_t *s, const ctl_config_t *cfg,
                         const sl_yaml_node_t *root) {
-    static const char *const sect[CTL_ALIAS_NKINDS] = {"pools", "tenants", "priority_classes"};
-    static const char *const key[CTL_ALIAS_NKINDS] = {"aliases", "accounts", "aliases"};
+    static const char *const sect[CTL_ALIAS_NKINDS] = {"pools", "tenants", "priority_classes",
+                                                       "tenants"};
+    static const char *const key[CTL_ALIAS_NKINDS] = {"aliases", "accounts", "aliases",
+                                                      "namespaces"};
     for (int kind = 0; kind < CTL_ALIAS_NKINDS; kind++) {
         const sl_yaml_node_t *seq = sl_yaml_map_get(root, sect[kind]);
         if (seq == NULL || seq->kind != SL_YAML_SEQ)
