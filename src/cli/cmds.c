@@ -354,7 +354,8 @@ int cli_cmd_submit(cli_t *c) {
     }
     /* Several documents: --dry-run and --json print one array. */
     bool several = json_array_size(jobs) > 1;
-    json_t *dry = several ? json_array() : NULL, *answers = several ? json_array() : NULL;
+    json_t *dry = several && cli_has(c, "dry-run") ? json_array() : NULL;
+    json_t *answers = several && c->json ? json_array() : NULL;
     size_t i;
     json_t *job;
     json_array_foreach(jobs, i, job) {
