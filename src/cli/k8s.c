@@ -70,7 +70,9 @@ int cli_k8s_job(cli_k8s_t *k, yaml_node_t *root) {
         } else if (!strcmp(f, "suspend")) {
             bool b;
             if (cli_spec_bool(s, p, v, &b)) rc = -1;
-            else if (b) rc = cli_spec_fail(s, p, "true is not supported (submit the job when it may run)");
+            else if (b && !k->kueue) rc = cli_spec_fail(s, p, "true is not supported (submit the job when it may run)");
+            else if (b) cli_spec_warn(s, p, "Kueue admits a suspended job by resuming it; Sluice's "
+                                      "scheduler admits this one from its queue");
         } else if (!strcmp(f, "template")) {
             rc |= cli_k8s_template(k, "spec.template", v, &restart);
             have_template = 1;

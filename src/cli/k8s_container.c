@@ -594,6 +594,8 @@ int cli_k8s_volumes(cli_k8s_t *k, const char *path, yaml_node_t *vols, json_t *m
             if (bad || !name) {
                 rc = -1;
                 json_decref(e);
+                /* Its mounts are not errors of their own. */
+                if (name) json_object_set_new(byname, name, json_pack("{sb}", "_bad", 1));
                 continue;
             }
             json_object_set_new(e, "_ro", json_boolean(ro));
@@ -614,6 +616,7 @@ int cli_k8s_volumes(cli_k8s_t *k, const char *path, yaml_node_t *vols, json_t *m
             continue;
         }
         json_object_set_new(src, "_used", json_true());
+        if (json_object_get(src, "_bad")) continue;
         const char *at = json_string_value(json_object_get(m, "path"));
         json_t *sub = json_object_get(m, "sub_path");
         if (json_is_true(json_object_get(src, "_secret"))) {
@@ -648,7 +651,7 @@ int cli_k8s_volumes(cli_k8s_t *k, const char *path, yaml_node_t *vols, json_t *m
     const char *vk;
     json_t *vv;
     json_object_foreach(byname, vk, vv)
-        if (!json_is_true(json_object_get(vv, "_used")))
+        if (!json_is_true(json_object_get(vv, "_used")) && !json_object_get(vv, "_bad"))
             cli_spec_warn(s, path, "volume \"%s\" is mounted by no container: not used", vk);
     json_decref(byname);
     return rc;

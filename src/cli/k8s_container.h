@@ -19,6 +19,7 @@ typedef struct cli_k8s {
     json_t *job;          /* the submission being built (borrowed) */
     json_t *fieldrefs;    /* {VAR: "metadata.name" | "metadata.namespace"} (owned) */
     const char *tenant;   /* --tenant: the namespace when the manifest names none */
+    bool kueue;           /* a kueue.x-k8s.io/queue-name label: Kueue would admit it */
     int gang;             /* 1: a pod group was asked for (Kueue, Volcano, coscheduling,
                            * sluice.io/gang: "true"); 0: sluice.io/gang: "false"; -1: neither */
 } cli_k8s_t;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "k8s.h"
+#include "quantity.h"
 
 /* A replica spec {replicas, restartPolicy, template} at path, its template's
  * fields into job. */
@@ -42,6 +43,9 @@ static int replica(cli_k8s_t *k, const char *path, yaml_node_t *r, json_t *job, 
             else if (strcmp(policy, "Never") && strcmp(policy, "OnFailure") && strcmp(policy, "ExitCode"))
                 rc = cli_spec_fail(s, p, "\"%s\" is not supported (Never, OnFailure, ExitCode: each "
                                    "restarts the whole gang, counted by runPolicy.backoffLimit)", policy);
+        } else if (!strcmp(f, "imagePullPolicy")) {
+            cli_spec_warn(s, p, "not a field of a replica spec (Kubernetes drops it); the "
+                          "container's imagePullPolicy is");
         } else if (!strcmp(f, "template")) {
             rc |= cli_k8s_template(&sub, p, v, &restart);
             have_template = 1;
@@ -87,7 +91,9 @@ static int run_policy(cli_k8s_t *k, const char *path, yaml_node_t *rp) {
         } else if (!strcmp(f, "suspend")) {
             bool b;
             if (cli_spec_bool(s, p, v, &b)) rc = -1;
-            else if (b) rc = cli_spec_fail(s, p, "true is not supported");
+            else if (b && !k->kueue) rc = cli_spec_fail(s, p, "true is not supported");
+            else if (b) cli_spec_warn(s, p, "Kueue admits a suspended job by resuming it; Sluice's "
+                                      "scheduler admits this one from its queue");
         } else if (!strcmp(f, "schedulingPolicy")) {
             if (cli_spec_want(s, p, v, YAML_MAPPING_NODE)) {
                 rc = -1;
@@ -116,6 +122,112 @@ static int run_policy(cli_k8s_t *k, const char *path, yaml_node_t *rp) {
         }
     }
     return rc;
+}
+
+/* elasticPolicy: torchrun's elastic rendezvous, as the operator sets it up. */
+typedef struct elastic {
+    bool set;
+    long long min, max, port, restarts;
+    const char *backend, *host, *nproc;
+} elastic_t;
+
+static int elastic_policy(cli_k8s_t *k, const char *path, yaml_node_t *v, elastic_t *el) {
+    cli_spec_t *s = k->s;
+    if (cli_spec_want(s, path, v, YAML_MAPPING_NODE)) return -1;
+    int rc = 0;
+    el->set = true;
+    yaml_node_pair_t *pr = NULL;
+    const char *f;
+    yaml_node_t *w;
+    char p[320];
+    while (cli_spec_next(s, v, path, &pr, &f, &w, p, sizeof p)) {
+        if (!strcmp(f, "minReplicas")) rc |= cli_spec_int(s, p, w, 1, 4096, &el->min);
+        else if (!strcmp(f, "maxReplicas")) rc |= cli_spec_int(s, p, w, 1, 4096, &el->max);
+        else if (!strcmp(f, "rdzvPort")) rc |= cli_spec_int(s, p, w, 1, 65535, &el->port);
+        else if (!strcmp(f, "maxRestarts")) rc |= cli_spec_int(s, p, w, 0, 1000000, &el->restarts);
+        else if (!strcmp(f, "rdzvHost")) rc |= cli_spec_string(s, p, w, &el->host);
+        else if (!strcmp(f, "nProcPerNode")) rc |= cli_spec_string(s, p, w, &el->nproc);
+        else if (!strcmp(f, "rdzvBackend")) {
+            if (cli_spec_string(s, p, w, &el->backend)) rc = -1;
+            else if (strcmp(el->backend, "c10d") && strcmp(el->backend, "etcd") && strcmp(el->backend, "etcd-v2"))
+                rc = cli_spec_fail(s, p, "\"%s\" is not c10d, etcd or etcd-v2", el->backend);
+        } else if (!strcmp(f, "metrics")) {
+            cli_spec_warn(s, p, "not used: an elastic Sluice job grows with free GPUs and shrinks "
+                          "when preempted, not by metrics (docs/elastic.md)");
+        } else {
+            rc = cli_spec_fail(s, p, "not supported");
+        }
+    }
+    return rc;
+}
+
+/* The operator's PET_* variables (torchrun reads them as its flags) for
+ * an elastic job of tasks, between min and max; the rendezvous endpoint
+ * is rdzvHost:rdzvPort, else the gang's first task (MASTER_ADDR and
+ * MASTER_PORT, known only on the node: the command then runs under a
+ * shell that sets it). */
+static int elastic_env(cli_k8s_t *k, elastic_t *el, long long tasks) {
+    cli_spec_t *s = k->s;
+    long long min = el->min ? el->min : tasks, max = el->max ? el->max : tasks;
+    if (min > max || tasks > max) {
+        return cli_spec_fail(s, "spec.elasticPolicy", "replicas %lld are not within minReplicas %lld "
+                             "to maxReplicas %lld", tasks, min, max);
+    }
+    if (tasks < min) tasks = min;
+    json_object_set_new(k->job, "tasks", json_integer(tasks));
+    json_object_set_new(k->job, "min_tasks", json_integer(min));
+    json_t *env = json_object_get(k->job, "env");
+    char buf[320];
+    snprintf(buf, sizeof buf, "%lld:%lld", min, max);
+    json_object_set_new(env, "PET_NNODES", json_string(buf));
+    json_object_set_new(env, "PET_RDZV_BACKEND", json_string(el->backend ? el->backend : "c10d"));
+    if (el->restarts) {
+        snprintf(buf, sizeof buf, "%lld", el->restarts);
+        json_object_set_new(env, "PET_MAX_RESTARTS", json_string(buf));
+    }
+    if (el->nproc) json_object_set_new(env, "PET_NPROC_PER_NODE", json_string(el->nproc));
+    if (el->host) {
+        snprintf(buf, sizeof buf, "%s:%lld", el->host, el->port ? el->port : 29400);
+        json_object_set_new(env, "PET_RDZV_ENDPOINT", json_string(buf));
+        return 0;
+    }
+    json_t *cmd = json_object_get(k->job, "command");
+    if (!json_array_size(cmd))
+        return cli_spec_fail(s, "spec.elasticPolicy", "without rdzvHost the rendezvous is the first "
+                             "task's MASTER_ADDR, which a shell around the container's command sets: "
+                             "give the command");
+    json_t *wrapped = json_pack("[sss]", "/bin/sh", "-c",
+                                "PET_RDZV_ENDPOINT=\"$MASTER_ADDR:$MASTER_PORT\"; export PET_RDZV_ENDPOINT; "
+                                "exec \"$@\"");
+    json_array_append_new(wrapped, json_string("sh"));
+    json_array_extend(wrapped, cmd);
+    json_object_set_new(k->job, "command", wrapped);
+    return 0;
+}
+
+/* Where the Master and the Workers ask for different CPUs or memory, both
+ * get the larger, with a warning: a gang's tasks have one size, and a
+ * task given more than it requested still has what it asked for. */
+static void larger_size(cli_spec_t *s, json_t *a, json_t *b) {
+    static const struct { const char *key; sl_qty_kind_t kind; } sizes[] = {
+        {"cpus", SL_QTY_CPU}, {"memory", SL_QTY_MEM}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        const char *x = json_string_value(json_object_get(a, sizes[i].key));
+        const char *y = json_string_value(json_object_get(b, sizes[i].key));
+        int64_t qx = 0, qy = 0; /* no request: none (Kubernetes' best effort) */
+        char err[128];
+        if ((!x && !y) || (x && y && !strcmp(x, y)) ||
+            (x && sl_qty_parse(x, sizes[i].kind, &qx, err, sizeof err) < 0) ||
+            (y && sl_qty_parse(y, sizes[i].kind, &qy, err, sizeof err) < 0))
+            continue;
+        const char *big = qx >= qy ? x : y;
+        cli_spec_warn(s, "spec.pytorchReplicaSpecs", "the Master asks for %s %s, each Worker for %s: "
+                      "every task of the gang gets %s", x ? x : "no", sizes[i].key, y ? y : "none", big);
+        json_t *v = json_string(big);
+        json_object_set(a, sizes[i].key, v);
+        json_object_set(b, sizes[i].key, v);
+        json_decref(v);
+    }
 }
 
 /* The first key where a and b differ, NULL when none does. */
@@ -148,6 +260,8 @@ int cli_k8s_pytorchjob(cli_k8s_t *k, yaml_node_t *root) {
     if (cli_spec_want(s, "spec", spec, YAML_MAPPING_NODE)) return -1;
     json_t *master = NULL, *worker = NULL;
     long long nmaster = 0, nworker = 0;
+    elastic_t el = {0};
+    const char *nproc = NULL;
     pr = NULL;
     while (cli_spec_next(s, spec, "spec", &pr, &f, &v, p, sizeof p)) {
         if (!strcmp(f, "pytorchReplicaSpecs")) {
@@ -174,13 +288,9 @@ int cli_k8s_pytorchjob(cli_k8s_t *k, yaml_node_t *root) {
         } else if (!strcmp(f, "runPolicy")) {
             rc |= run_policy(k, p, v);
         } else if (!strcmp(f, "nprocPerNode")) {
-            const char *n;
-            if (cli_spec_string(s, p, v, &n)) rc = -1;
-            else if (strcmp(n, "1"))
-                rc = cli_spec_fail(s, p, "\"%s\" is not supported: a Sluice task is one process of "
-                                   "the gang (give each GPU its own replica)", n);
+            rc |= cli_spec_string(s, p, v, &nproc);
         } else if (!strcmp(f, "elasticPolicy")) {
-            rc = cli_spec_fail(s, p, "not supported (Sluice's elastic jobs: min_tasks, docs/jobspec.md)");
+            rc |= elastic_policy(k, p, v, &el);
         } else {
             rc = cli_spec_fail(s, p, "not supported");
         }
@@ -190,6 +300,7 @@ int cli_k8s_pytorchjob(cli_k8s_t *k, yaml_node_t *root) {
         rc = cli_spec_fail(s, "spec.pytorchReplicaSpecs.Master.replicas", "0: a Master runs once");
     json_t *one = master ? master : worker;
     if (master && worker && nworker > 0 && !rc) {
+        larger_size(s, master, worker);
         const char *d = first_difference(master, worker);
         if (d)
             rc = cli_spec_fail(s, "spec.pytorchReplicaSpecs.Worker.template", "differs from the "
@@ -216,6 +327,14 @@ int cli_k8s_pytorchjob(cli_k8s_t *k, yaml_node_t *root) {
     if (!env) json_object_set_new(k->job, "env", env = json_object());
     if (!json_object_get(env, "PYTHONUNBUFFERED")) json_object_set_new(env, "PYTHONUNBUFFERED", json_string("1"));
     json_object_set_new(k->job, "tasks", json_integer(tasks > 0 ? tasks : 1));
+    /* nprocPerNode: torchrun in each task starts that many processes; it
+     * needs its node's rank, which only an elastic rendezvous hands out
+     * here (a gang's static variables cannot give each task its own). */
+    if (nproc && !el.set && strcmp(nproc, "1"))
+        rc = cli_spec_fail(s, "spec.nprocPerNode", "\"%s\" is supported with elasticPolicy only (its "
+                           "rendezvous gives each task its rank; else give each GPU its own replica)", nproc);
+    if (nproc && !el.nproc) el.nproc = nproc;
+    if (el.set && !rc) rc |= elastic_env(k, &el, tasks);
     json_decref(master);
     json_decref(worker);
     return rc;

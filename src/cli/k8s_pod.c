@@ -44,6 +44,7 @@ static int labels(cli_k8s_t *k, const char *path, yaml_node_t *v, bool annotatio
             rc = -1;
             continue;
         }
+        if (!strcmp(key, "kueue.x-k8s.io/queue-name")) k->kueue = true;
         if (gang_key(key)) {
             if (strcmp(key, "sluice.io/gang") || !strcmp(str, "true")) k->gang = 1;
             else if (!strcmp(str, "false")) k->gang = 0;
@@ -212,8 +213,59 @@ static int selector_terms(cli_spec_t *s, const char *tp, yaml_node_t *terms, jso
     return rc;
 }
 
+/* Whether a topology key names a zone or a region, which a Sluice cluster
+ * is one of. */
+static bool zone_key(const char *k) {
+    return !strcmp(k, "topology.kubernetes.io/zone") || !strcmp(k, "topology.kubernetes.io/region") ||
+           !strcmp(k, "failure-domain.beta.kubernetes.io/zone") ||
+           !strcmp(k, "failure-domain.beta.kubernetes.io/region");
+}
+
+/* podAffinity / podAntiAffinity: preferences are not honoured (a
+ * warning: placement packs a job's tasks anyway); a requirement is taken
+ * only when its topologyKey is a zone or a region, which the whole cluster
+ * is (a warning says so); any other requirement is an error. */
+static int pod_affinity(cli_spec_t *s, const char *path, yaml_node_t *v) {
+    if (cli_spec_want(s, path, v, YAML_MAPPING_NODE)) return -1;
+    int rc = 0;
+    yaml_node_pair_t *pr = NULL;
+    const char *f;
+    yaml_node_t *w;
+    char p[400];
+    while (cli_spec_next(s, v, path, &pr, &f, &w, p, sizeof p)) {
+        if (!strcmp(f, "preferredDuringSchedulingIgnoredDuringExecution")) {
+            cli_spec_warn(s, p, "not honoured: Sluice places a job's tasks by its own packing and "
+                          "topology (docs/placement.md)");
+            continue;
+        }
+        if (strcmp(f, "requiredDuringSchedulingIgnoredDuringExecution") ||
+            cli_spec_want(s, p, w, YAML_SEQUENCE_NODE)) {
+            rc = cli_spec_fail(s, p, "not supported");
+            continue;
+        }
+        for (int i = 0; i < cli_spec_len(w); i++) {
+            yaml_node_t *term = cli_spec_item(s, w, i);
+            const char *key = NULL;
+            char tp[440];
+            snprintf(tp, sizeof tp, "%s[%d]", p, i);
+            if (term->type == YAML_MAPPING_NODE)
+                for (yaml_node_pair_t *q = term->data.mapping.pairs.start; q < term->data.mapping.pairs.top; q++) {
+                    const char *tk = cli_spec_scalar(cli_spec_node(s, q->key));
+                    if (tk && !strcmp(tk, "topologyKey")) key = cli_spec_scalar(cli_spec_node(s, q->value));
+                }
+            if (key && zone_key(key))
+                cli_spec_warn(s, tp, "no meaning here: a Sluice cluster is one %s", strstr(key, "region") ? "region" : "zone");
+            else
+                rc = cli_spec_fail(s, tp, "topologyKey \"%s\" is not supported (a zone or a region: the "
+                                   "cluster is one)", key ? key : "");
+        }
+    }
+    return rc;
+}
+
 /* affinity: only nodeAffinity's required terms, as the job's constraint.
- * Preferences are not honoured, so they are errors, not dropped. */
+ * Node preferences are not honoured, so they are errors, not dropped; pod
+ * (anti-)affinity is as pod_affinity says. */
 static int affinity(cli_spec_t *s, const char *path, yaml_node_t *a, json_t *job) {
     if (cli_spec_want(s, path, a, YAML_MAPPING_NODE)) return -1;
     int rc = 0;
@@ -222,6 +274,10 @@ static int affinity(cli_spec_t *s, const char *path, yaml_node_t *a, json_t *job
     yaml_node_t *v;
     char p[320];
     while (cli_spec_next(s, a, path, &pr, &f, &v, p, sizeof p)) {
+        if (!strcmp(f, "podAffinity") || !strcmp(f, "podAntiAffinity")) {
+            rc |= pod_affinity(s, p, v);
+            continue;
+        }
         if (strcmp(f, "nodeAffinity") != 0) {
             rc = cli_spec_fail(s, p, "not supported");
             continue;
@@ -407,6 +463,7 @@ static int pod_spec(cli_k8s_t *k, const char *path, yaml_node_t *ps, const char 
                 continue;
             }
             int n = cli_spec_len(v);
+            have_containers = 1; /* no second "needs containers" */
             if (n != 1) {
                 rc = cli_spec_fail(s, p, "%d containers: not supported (Sluice runs exactly one per task)", n);
                 continue;
@@ -453,7 +510,7 @@ static int pod_spec(cli_k8s_t *k, const char *path, yaml_node_t *ps, const char 
         }
     }
     if (!have_containers) rc = cli_spec_fail(s, path, "needs containers");
-    else rc |= cli_k8s_volumes(k, volp, vols, mounts);
+    else if (mounts) rc |= cli_k8s_volumes(k, volp, vols, mounts);
     json_decref(mounts);
     return rc;
 }

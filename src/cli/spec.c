@@ -144,6 +144,9 @@ static const struct {
 } kinds[] = {
     {"Job", "batch/v1", cli_k8s_job},
     {"PyTorchJob", "kubeflow.org/v1", cli_k8s_pytorchjob},
+    /* Beside a job, a (headless) Service names its pods for each other:
+     * a gang's tasks get MASTER_ADDR instead, so it is skipped. */
+    {"Service", "v1", NULL},
 };
 
 static int k8s_manifest(cli_spec_t *s, yaml_node_t *root, json_t *job, const char *tenant) {
@@ -160,11 +163,17 @@ static int k8s_manifest(cli_spec_t *s, yaml_node_t *root, json_t *job, const cha
     for (i = 0; kind && i < n && strcmp(kinds[i].kind, kind); i++)
         ;
     if (!kind || i == n)
-        return cli_spec_fail(s, "kind", "%s%s%s is not supported (batch/v1 Job, kubeflow.org/v1 PyTorchJob)",
+        return cli_spec_fail(s, "kind", "%s%s%s is not supported (batch/v1 Job, kubeflow.org/v1 "
+                             "PyTorchJob; a v1 Service beside them is skipped)",
                              kind ? "\"" : "", kind ? kind : "missing", kind ? "\"" : "");
     if (!api || strcmp(api, kinds[i].api))
         return cli_spec_fail(s, "apiVersion", "%s%s%s is not supported (a %s is %s)", api ? "\"" : "",
                              api ? api : "missing", api ? "\"" : "", kinds[i].kind, kinds[i].api);
+    if (kinds[i].convert == NULL) {
+        cli_spec_warn(s, "kind", "a %s has no meaning here (a gang's tasks get MASTER_ADDR and "
+                      "MASTER_PORT; a task has its node's network): skipped", kinds[i].kind);
+        return 1;
+    }
     cli_k8s_t kc = {.s = s, .job = job, .fieldrefs = json_object(), .tenant = tenant,
                     .gang = -1};
     int rc = kinds[i].convert(&kc, root);
@@ -257,6 +266,10 @@ static json_t *one_document(cli_spec_t *s, yaml_node_t *root, const char *tenant
     }
     json_t *job = json_object();
     int rc = is_k8s ? k8s_manifest(s, root, job, tenant) : sluice_spec(s, root, job);
+    if (rc == 1 && !json_array_size(s->errors)) { /* a document that is no job */
+        json_decref(job);
+        return NULL;
+    }
     if (rc != 0 || json_array_size(s->errors)) {
         json_decref(job);
         return NULL;
@@ -313,6 +326,12 @@ json_t *cli_spec_load(const char *path, const char *tenant, json_t *errors, json
             json_decref(s.warnings);
             break;
         }
+        if (cli_spec_is_null(root)) { /* an empty document: "---" at the end */
+            yaml_document_delete(&s.doc);
+            json_decref(s.errors);
+            json_decref(s.warnings);
+            continue;
+        }
         ndocs++;
         json_t *job = one_document(&s, root, tenant);
         if (job) json_array_append_new(jobs, job);
@@ -326,6 +345,13 @@ json_t *cli_spec_load(const char *path, const char *tenant, json_t *errors, json
     free(text);
     if (ndocs == 0 && json_array_size(errors) == 0) {
         snprintf(line, sizeof line, "%s: empty file", path);
+        json_array_append_new(errors, json_string(line));
+    }
+    bool any_err = false;
+    for (size_t d = 0; d < json_array_size(docs_err); d++)
+        any_err |= json_array_size(json_array_get(docs_err, d)) > 0;
+    if (ndocs > 0 && !any_err && json_array_size(jobs) == 0 && json_array_size(errors) == 0) {
+        snprintf(line, sizeof line, "%s: no job in the file (a Job, a PyTorchJob or Sluice's spec)", path);
         json_array_append_new(errors, json_string(line));
     }
     for (size_t d = 0; d < json_array_size(docs_err); d++) {

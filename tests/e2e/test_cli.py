@@ -150,8 +150,10 @@ with open(MEGATRON) as _f:
 BAD_SPECS = [
     (_MEG.replace("      containers:", "      volumes:\n      - name: data\n      containers:"),
      "spec.template.spec.volumes[0]: needs exactly one source"),
-    (_MEG.replace("      containers:", "      affinity: {podAffinity: {}}\n      containers:"),
-     "spec.template.spec.affinity.podAffinity: not supported"),
+    (_MEG.replace("      containers:", "      affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                  "[{topologyKey: kubernetes.io/hostname}]}}\n      containers:"),
+     "spec.template.spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]: "
+     "topologyKey \"kubernetes.io/hostname\" is not supported"),
     (_MEG.replace("  parallelism: 8", "  parallelism: 8\n  completions: 16").replace(
         "    spec:\n      containers", "    metadata: {annotations: {sluice.io/gang: 'true'}}\n"
         "    spec:\n      containers"),

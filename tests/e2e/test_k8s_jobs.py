@@ -127,7 +127,7 @@ def test_kind_and_api_version_come_first(cli_bin, tmp_path):
     env = _offline(tmp_path)
     for text, msg in (
             (job().replace("kind: Job", "kind: Deployment") + "  replicas: 2\n",
-             'kind: "Deployment" is not supported (batch/v1 Job, kubeflow.org/v1 PyTorchJob)'),
+             'kind: "Deployment" is not supported (batch/v1 Job, kubeflow.org/v1 PyTorchJob'),
             (job().replace("batch/v1", "batch/v1beta1") + "  bogus: 1\n",
              'apiVersion: "batch/v1beta1" is not supported (a Job is batch/v1)'),
             ("apiVersion: kubeflow.org/v1\nkind: MPIJob\nspec: {mpiReplicaSpecs: {}}\n",
@@ -366,11 +366,75 @@ def test_pytorchjob_master_and_three_workers_all_reduce_over_gloo_on_two_agents(
     assert {p["node"] for p in done["placement"]} == {a.name for a in agents}, done["placement"]
     results = sorted(open(os.path.join(str(out), f)).read().split() for f in os.listdir(str(out)))
     assert [r[:3] for r in results] == [[str(k), "4", "4"] for k in range(4)], results
-    # Master and workers must agree: one command, one size of task.
-    bad = text.replace("cpu: 500m", "cpu: 1", 1)
+    # Master and workers must agree on the command; of two sizes, each
+    # task gets the larger.
+    bigger = text.replace("cpu: 500m", "cpu: 1", 1)
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, bigger)], env)
+    assert r.returncode == 0 and json.loads(r.stdout)["cpus"] == "1", r.stdout
+    assert "the Master asks for 1 cpus, each Worker for 500m: every task of the gang gets 1" in r.stderr
+    bad = text.replace("allreduce.py", "other.py", 1)
     r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, bad)], env)
     assert r.returncode == 2 and "spec.pytorchReplicaSpecs.Worker.template: differs from the Master's " \
-        "in cpus" in r.stderr, r.stderr
+        "in command" in r.stderr, r.stderr
+
+
+ELASTIC = """apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: elastic}
+spec:
+  elasticPolicy: {rdzvBackend: c10d, minReplicas: 2, maxReplicas: 4, maxRestarts: 10}
+  nprocPerNode: "2"
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 3
+      restartPolicy: OnFailure
+      template:
+        spec:
+          affinity:
+            podAffinity:
+              requiredDuringSchedulingIgnoredDuringExecution:
+              - {labelSelector: {matchLabels: {app: x}}, topologyKey: topology.kubernetes.io/zone}
+          containers:
+          - name: pytorch
+            command: [python3, -m, torch.distributed.run, train.py]
+            resources:
+              limits: {nvidia.com/gpu: 2}
+"""
+
+
+def test_elastic_pytorchjob_is_an_elastic_gang_with_torchruns_variables(cli_bin, tmp_path):
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, ELASTIC)], _offline(tmp_path))
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert (j["tasks"], j["min_tasks"], j["gpus"]) == (3, 2, 2), j
+    assert {k: v for k, v in j["env"].items() if k.startswith("PET_")} == {
+        "PET_NNODES": "2:4", "PET_RDZV_BACKEND": "c10d", "PET_MAX_RESTARTS": "10",
+        "PET_NPROC_PER_NODE": "2"}, j["env"]
+    # The rendezvous is the first task: a shell sets it from MASTER_ADDR.
+    assert j["command"][:2] == ["/bin/sh", "-c"] and "$MASTER_ADDR:$MASTER_PORT" in j["command"][2]
+    assert j["command"][3:] == ["sh", "python3", "-m", "torch.distributed.run", "train.py"], j["command"]
+    assert "podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]: no meaning here: a Sluice " \
+        "cluster is one zone" in r.stderr, r.stderr
+    # nprocPerNode without an elastic rendezvous: each task's rank is unknown.
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, ELASTIC.replace(
+        "  elasticPolicy: {rdzvBackend: c10d, minReplicas: 2, maxReplicas: 4, maxRestarts: 10}\n", ""))],
+        _offline(tmp_path))
+    assert r.returncode == 2 and 'spec.nprocPerNode: "2" is supported with elasticPolicy only' in r.stderr
+
+
+def test_a_service_beside_a_job_is_skipped_and_kueue_suspend_is_admission(cli_bin, tmp_path):
+    svc = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {clusterIP: None}\n---\n"
+    kq = job(meta="  labels: {kueue.x-k8s.io/queue-name: lq}\n", spec="  suspend: true\n")
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, svc + kq)], _offline(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["name"] == "k"  # one job: the Service made none
+    assert "document 1: kind: a Service has no meaning here" in r.stderr, r.stderr
+    assert "document 2: spec.suspend: Kueue admits a suspended job by resuming it" in r.stderr, r.stderr
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, job(spec="  suspend: true\n"))],
+                 _offline(tmp_path))
+    assert r.returncode == 2 and "spec.suspend: true is not supported" in r.stderr, r.stderr
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, svc)], _offline(tmp_path))
+    assert r.returncode == 2 and "no job in the file" in r.stderr, r.stderr
 
 
 # ---- volumes and secrets: what the manifest becomes ----
