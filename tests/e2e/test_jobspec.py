@@ -237,7 +237,10 @@ def test_manifest_node_constraints_become_fields(cli_bin, tmp_path):
      'operator "Gt" is not supported (In, NotIn, Exists, DoesNotExist)'),
     ("      affinity:\n        nodeAffinity:\n          preferredDuringSchedulingIgnoredDuringExecution: []\n",
      "preferredDuringSchedulingIgnoredDuringExecution: not supported"),
-    ("      affinity:\n        podAntiAffinity: {}\n", "affinity.podAntiAffinity: not supported"),
+    ("      affinity:\n        podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+     "[{topologyKey: rack}]}\n",
+     'affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]: topologyKey "rack" is '
+     'not supported'),
     ("      tolerations:\n      - {key: a, operator: Exists, effect: NoExecute, tolerationSeconds: 5}\n",
      "tolerations[0].tolerationSeconds: not supported"),
     ("      tolerations:\n      - {key: a, value: b, effect: Sometimes}\n",
