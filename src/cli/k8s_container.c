@@ -27,6 +27,7 @@ static int resources(cli_k8s_t *k, const char *path, yaml_node_t *res) {
     cli_spec_t *s = k->s;
     if (cli_spec_want(s, path, res, YAML_MAPPING_NODE)) return -1;
     const char *gpu[2] = {NULL, NULL}, *cpu[2] = {NULL, NULL}, *mem[2] = {NULL, NULL};
+    const char *gpu_res = NULL; /* an extended GPU resource: nvidia.com/a100 */
     char gpath[2][320];
     int rc = 0;
     yaml_node_pair_t *pr = NULL;
@@ -52,7 +53,21 @@ static int resources(cli_k8s_t *k, const char *path, yaml_node_t *res) {
         while (cli_spec_next(s, v, p, &q, &r, &rv, rp, sizeof rp)) {
             if (cli_spec_string(s, rp, rv, &val)) {
                 rc = -1;
-            } else if (!strcmp(r, "nvidia.com/gpu")) {
+            } else if (!strcmp(r, "nvidia.com/gpu") ||
+                       (!strncmp(r, "nvidia.com/", 11) && strncmp(r + 11, "mig-", 4))) {
+                /* nvidia.com/a100 and the like: whole GPUs of the model the
+                 * controller's gpu_resources maps the name to. */
+                if (strcmp(r, "nvidia.com/gpu")) {
+                    if (gpu_res && strcmp(gpu_res, r)) {
+                        rc = cli_spec_fail(s, rp, "a second GPU resource (%s is given): one per task", gpu_res);
+                        continue;
+                    }
+                    gpu_res = r;
+                }
+                if (gpu[which] && strcmp(gpu[which], val)) {
+                    rc = cli_spec_fail(s, rp, "a second GPU count beside %s", gpath[which]);
+                    continue;
+                }
                 gpu[which] = val;
                 snprintf(gpath[which], sizeof gpath[which], "%s", rp);
             } else if (!strcmp(r, "cpu") || !strcmp(r, "memory")) {
@@ -85,6 +100,7 @@ static int resources(cli_k8s_t *k, const char *path, yaml_node_t *res) {
         if ((x = sl_jobspec_from_text(&sl_jobspec_fields[SL_JS_GPUS], g, err, sizeof err)) == NULL)
             return cli_spec_fail(s, gpath[gpu[0] ? 0 : 1], "%s", err);
         json_object_set_new(k->job, "gpus", x);
+        if (gpu_res) json_object_set_new(k->job, "gpu_resource", json_string(gpu_res));
     }
     /* Requests are what Kubernetes schedules by; limits stand in for them. */
     if (cpu[1] || cpu[0]) json_object_set_new(k->job, "cpus", json_string(cpu[1] ? cpu[1] : cpu[0]));

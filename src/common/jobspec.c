@@ -210,6 +210,10 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
     [SL_JS_RUN_AS_GROUP] = {"run_as_group", NULL, 0, "(securityContext.runAsGroup)", SL_FT_INT, 0,
                             0, 4294967294LL, NULL, 0, "the tenant's group", "",
                             "gid the tasks run as: accepted only when it is the tenant's group's"},
+    [SL_JS_GPU_RESOURCE] = {"gpu_resource", NULL, 0, "(resources: nvidia.com/MODEL)", SL_FT_NAME, 0,
+                            1, NAME_LEN, NULL, 0, "none", "",
+                            "a Kubernetes extended GPU resource such as nvidia.com/a100: the GPU "
+                            "model the config's gpu_resources maps it to (with gpus)"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {

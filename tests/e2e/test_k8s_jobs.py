@@ -529,3 +529,30 @@ def test_volume_and_reference_errors_name_their_paths(cli_bin, tmp_path):
               "is not supported",
               "spec.template.spec.containers[0].env2: not supported"):
         assert w in r.stderr, (w, r.stderr)
+
+
+def test_an_extended_gpu_resource_is_the_configs_gpu_model(cli_bin, controller_factory, build_dir, tmp_path):
+    if not os.access(os.path.join(build_dir, "sluice-agent"), os.X_OK):
+        pytest.skip("sluice-agent is not built")
+    ctl = controller_factory(config_overrides={"gpu_resources": {"nvidia.com/a100": "A100"}})
+    agents = [harness.Agent(ctl, "h1", gpus=2, gpu_model="H100", cpus="4", memory="4Gi"),
+              harness.Agent(ctl, "a1", gpus=2, gpu_model="A100", cpus="4", memory="4Gi")]
+    try:
+        for a in agents:
+            a.start()
+        env = u.cli_env(ctl, ctl.token("alice"), tmpdir=tmp_path)
+        text = job().replace("limits: {cpu: 100m, memory: 64Mi}",
+                             "limits: {cpu: 100m, memory: 64Mi, nvidia.com/a100: 2}")
+        j = u.sluice_json(["submit", "-f", _write(tmp_path, text)], env)
+        assert (j["gpus"], j["gpu_models"], j["gpu_resource"]) == (2, ["A100"], "nvidia.com/a100"), j
+        done = ctl.wait_job(j["id"], "succeeded", timeout=30)
+        assert [p["node"] for p in done["placement"]] == ["a1"], done["placement"]
+        r = u.sluice(["submit", "-f", _write(tmp_path, text.replace("nvidia.com/a100", "nvidia.com/l4"))], env)
+        assert r.returncode == 1 and 'gpu_resource: "nvidia.com/l4" is not a GPU resource of this cluster ' \
+            "(the config's gpu_resources: nvidia.com/a100: A100)" in r.stderr, r.stderr
+        r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, text.replace("nvidia.com/a100",
+                                                                               "nvidia.com/mig-1g.10gb"))], env)
+        assert r.returncode == 2 and "nvidia.com/mig-1g.10gb: not supported" in r.stderr, r.stderr
+    finally:
+        for a in agents:
+            a.stop()

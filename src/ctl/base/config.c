@@ -592,7 +592,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "oom_score_adj", "oom_score_adj_by_priority",
                                       "priority_classes", "preemption", "health",
                                       "container_mounts",
-                                      "notify", /* sitecfg.c */
+                                      "notify", "gpu_resources", /* sitecfg.c */
                                       NULL};
     static const char *const sch[] = {"queue", "placement", "backfill", "default_time_limit",
                                       "max_starts_per_cycle", "default_memory_per_gpu",

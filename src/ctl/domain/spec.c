@@ -500,8 +500,48 @@ static int run_as_check(ctl_t *c, int32_t tenant, json_t *uid, json_t *gid, ctl_
     return 0;
 }
 
+/* gpu_resource ("nvidia.com/a100", a Kubernetes extended resource) as the
+ * GPU model the config's gpu_resources maps it to: spec's gpu_models
+ * becomes [MODEL] (one given beside it must hold MODEL). -1 with fe. */
+static int gpu_resource_model(ctl_t *c, json_t *spec, ctl_field_err_t *fe) {
+    json_t *r = json_object_get(spec, "gpu_resource");
+    if (!json_is_string(r))
+        return 0; /* absent, or wrong: the table's check names it */
+    const char *model = ctl_sitecfg_resolve(&c->site, CTL_ALIAS_GPU_RESOURCE, json_string_value(r));
+    if (model == NULL) {
+        char known[512] = "";
+        size_t o = 0;
+        for (size_t i = 0; i < c->site.naliases && o < sizeof known; i++)
+            if (c->site.aliases[i].kind == CTL_ALIAS_GPU_RESOURCE)
+                o += (size_t)snprintf(known + o, sizeof known - o, "%s%s: %s", o ? ", " : "",
+                                      c->site.aliases[i].alias, c->site.aliases[i].name);
+        bad(fe, 400, "invalid_field", "gpu_resource",
+            "\"%s\" is not a GPU resource of this cluster (the config's gpu_resources: %s)",
+            json_string_value(r), known[0] ? known : "none");
+        return -1;
+    }
+    json_t *models = json_object_get(spec, "gpu_models");
+    if (models) {
+        bool has = json_is_string(models) && strcmp(json_string_value(models), model) == 0;
+        size_t i;
+        json_t *m;
+        json_array_foreach(models, i, m)
+            has |= json_is_string(m) && strcmp(json_string_value(m), model) == 0;
+        if (!has) {
+            bad(fe, 400, "invalid_field", "gpu_models",
+                "does not hold %s, the model of gpu_resource \"%s\"", model, json_string_value(r));
+            return -1;
+        }
+        return 0;
+    }
+    json_object_set_new(spec, "gpu_models", json_pack("[s]", model));
+    return 0;
+}
+
 ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                              ctl_field_err_t *fe) {
+    if (json_is_object(spec) && gpu_resource_model(c, spec, fe) < 0)
+        return NULL;
     sl_jobspec_t js;
     const char *field;
     char err[280];
@@ -765,7 +805,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         json_object_set_new(norm, "reservation", json_string(rname));
     if (val[SL_JS_SLURM] && json_object_size(val[SL_JS_SLURM]))
         json_object_set_new(norm, "slurm", json_deep_copy(val[SL_JS_SLURM]));
-    for (int i = SL_JS_NAMESPACE; i <= SL_JS_RUN_AS_GROUP; i++)
+    for (int i = SL_JS_NAMESPACE; i <= SL_JS_GPU_RESOURCE; i++)
         if (val[i])
             json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
 
