@@ -178,7 +178,9 @@ static int elastic_env(cli_k8s_t *k, elastic_t *el, long long tasks) {
     json_object_set_new(k->job, "min_tasks", json_integer(min));
     json_t *env = json_object_get(k->job, "env");
     char buf[320];
-    snprintf(buf, sizeof buf, "%lld:%lld", min, max);
+    /* The operator's: MIN:MAX, or the replicas when neither is given. */
+    if (el->min || el->max) snprintf(buf, sizeof buf, "%lld:%lld", min, max);
+    else snprintf(buf, sizeof buf, "%lld", tasks);
     json_object_set_new(env, "PET_NNODES", json_string(buf));
     json_object_set_new(env, "PET_RDZV_BACKEND", json_string(el->backend ? el->backend : "c10d"));
     if (el->restarts) {
