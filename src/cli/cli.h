@@ -165,10 +165,16 @@ void cli_print_drains(json_t *nodes);
 /* `sluice nodes`: the nodes and GPUs that are not healthy or are fenced. */
 void cli_print_gpu_health(json_t *nodes);
 
-/* spec.c: reads a job spec file (Sluice YAML/JSON, or a Kubernetes batch/v1
- * Job) into the JSON submission of docs/api.md. Returns the new object, or
- * NULL with a message naming the field path in err. */
-json_t *cli_spec_load(const char *path, char *err, size_t errlen);
+/* spec.c: reads a job spec file (Sluice YAML/JSON, or Kubernetes
+ * manifests: a batch/v1 Job, a kubeflow.org/v1 PyTorchJob; "-" is stdin),
+ * each YAML document one submission of docs/api.md. Returns a new JSON
+ * array of the submissions in the file's order; or NULL when any document
+ * has a problem, then every problem is appended to errors as a string
+ * naming the file, the document (when there are several) and the field's
+ * path. Warnings (fields accepted with no meaning here) are appended to
+ * warnings either way. tenant (--tenant, may be NULL) stands for a
+ * manifest's namespace where it names none. */
+json_t *cli_spec_load(const char *path, const char *tenant, json_t *errors, json_t *warnings);
 
 /* sbatch.c: Slurm batch scripts (docs/slurm.md). A cli_sbatch_t holds
  * sbatch's options as given: the command line's first (cli_sbatch_args),

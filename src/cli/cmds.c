@@ -279,47 +279,32 @@ static json_t *script_spec(cli_t *c) {
     return job;
 }
 
-int cli_cmd_submit(cli_t *c) {
-    json_t *job = NULL, *out = NULL;
-    int rc = CLI_EUSAGE;
-    const char *file = cli_get(c, "file");
-    bool script = !file && c->ncommand > 0 && !c->command_after_dashes &&
-                  cli_sbatch_is_script(c->command[0]);
-    if (script) {
-        if ((job = script_spec(c)) == NULL)
-            return CLI_EUSAGE;
-    } else if (file) {
-        char err[1024];
-        job = cli_spec_load(file, err, sizeof err);
-        if (!job) {
-            fprintf(stderr, "sluice submit: %s\n", err);
-            return CLI_EUSAGE;
-        }
-    } else {
-        job = json_object();
-    }
+/* One submission (a spec file's document, a script's, the flags'): the
+ * flags over it, then POST /v1/jobs (or printed with --dry-run, into
+ * dry when there are several). */
+static int submit_one(cli_t *c, json_t *job, bool script, json_t *dry, json_t *answers) {
+    json_t *out = NULL;
     if (submit_flags(c, job) < 0)
-        goto out;
+        return CLI_EUSAGE;
     if (c->ncommand > 0 && !script) {
         json_t *cmd = json_array();
         for (int i = 0; i < c->ncommand; i++) json_array_append_new(cmd, json_string(c->command[i]));
         json_object_set_new(job, "command", cmd);
     }
-    if (!json_object_get(job, "command") && !json_object_get(job, "image")) {
-        cli_usage_error(c, "nothing to run: give a command after --, an --image, or -f FILE");
-        goto out;
-    }
+    if (!json_object_get(job, "command") && !json_object_get(job, "image"))
+        return cli_usage_error(c, "nothing to run: give a command after --, an --image, or -f FILE");
     if (!json_object_get(job, "tenant") && c->tenant)
         json_object_set_new(job, "tenant", json_string(c->tenant));
     if (cli_has(c, "dry-run")) {
-        cli_print_json(job);
-        rc = CLI_OK;
-        goto out;
+        if (dry) json_array_append(dry, job);
+        else cli_print_json(job);
+        return CLI_OK;
     }
-    rc = cli_call(c, "POST", "/v1/jobs", job, &out);
-    if (rc != CLI_OK) goto out;
+    int rc = cli_call(c, "POST", "/v1/jobs", job, &out);
+    if (rc != CLI_OK) return rc;
     if (c->json) {
-        cli_print_json(out);
+        if (answers) json_array_append(answers, out);
+        else cli_print_json(out);
     } else if (cli_has(c, "quiet")) {
         printf("%lld\n", (long long)json_integer_value(json_object_get(out, "id")));
     } else {
@@ -333,9 +318,59 @@ int cli_cmd_submit(cli_t *c) {
                arr ? ", indexes " : "", arr ? arr : "",
                st ? st : "?", reason && *reason ? ", " : "", reason && *reason ? reason : "");
     }
-out:
-    json_decref(job);
+    fflush(stdout);
     json_decref(out);
+    return CLI_OK;
+}
+
+int cli_cmd_submit(cli_t *c) {
+    json_t *jobs = NULL;
+    int rc = CLI_EUSAGE;
+    const char *file = cli_get(c, "file");
+    bool script = !file && c->ncommand > 0 && !c->command_after_dashes &&
+                  cli_sbatch_is_script(c->command[0]);
+    if (script) {
+        json_t *job = script_spec(c);
+        if (job == NULL)
+            return CLI_EUSAGE;
+        jobs = json_pack("[o]", job);
+    } else if (file) {
+        /* Every problem of every document at once, and nothing submitted
+         * unless the whole file is right; warnings either way. */
+        json_t *errors = json_array(), *warnings = json_array();
+        jobs = cli_spec_load(file, c->tenant, errors, warnings);
+        size_t i;
+        json_t *m;
+        json_array_foreach(warnings, i, m)
+            fprintf(stderr, "sluice submit: warning: %s\n", json_string_value(m));
+        json_array_foreach(errors, i, m)
+            fprintf(stderr, "sluice submit: %s\n", json_string_value(m));
+        json_decref(errors);
+        json_decref(warnings);
+        if (!jobs)
+            return CLI_EUSAGE;
+    } else {
+        jobs = json_pack("[{}]");
+    }
+    /* Several documents: --dry-run and --json print one array. */
+    bool several = json_array_size(jobs) > 1;
+    json_t *dry = several && cli_has(c, "dry-run") ? json_array() : NULL;
+    json_t *answers = several && c->json ? json_array() : NULL;
+    size_t i;
+    json_t *job;
+    json_array_foreach(jobs, i, job) {
+        if ((rc = submit_one(c, job, script, dry, answers)) != CLI_OK) {
+            if (several)
+                fprintf(stderr, "sluice submit: document %zu of %s not submitted%s\n", i + 1, file,
+                        i ? "; the ones before it were" : "");
+            break;
+        }
+    }
+    if (dry && rc == CLI_OK) cli_print_json(dry);
+    if (answers && json_array_size(answers)) cli_print_json(answers);
+    json_decref(dry);
+    json_decref(answers);
+    json_decref(jobs);
     return rc;
 }
 

@@ -32,8 +32,9 @@ static char submit_help[SL_JS_NFIELDS][200];
 static void init_submit_opts(void) {
     size_t n = 0;
     submit_opts[n++] = (cli_opt_t){"file", 'f', "FILE", 0,
-                                   "job spec: Sluice YAML/JSON or a Kubernetes batch/v1 Job "
-                                   "(docs/jobspec.md)"};
+                                   "job spec: Sluice YAML/JSON or Kubernetes manifests (batch/v1 "
+                                   "Job, kubeflow.org/v1 PyTorchJob); each YAML document is "
+                                   "a job (docs/jobspec.md)"};
     for (int i = 0; i < SL_JS_NFIELDS; i++) {
         const sl_jobspec_field_t *f = &sl_jobspec_fields[i];
         if (f->flag == NULL)

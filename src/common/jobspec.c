@@ -211,6 +211,21 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                        "{secret or config_map: NAME, key, env} sets a variable, {.., env_prefix} "
                        "every key, {.., path, items, mode} files; values never shown; "
                        "docs/secrets.md"},
+    [SL_JS_NAMESPACE] = {"namespace", NULL, 0, "(metadata.namespace)", SL_FT_NAME, 0, 1, NAME_LEN,
+                         NULL, 0, "the token's tenant", "",
+                         "Kubernetes namespace: the tenant of that name or of tenants[].namespaces; "
+                         "another tenant's is refused (403)"},
+    [SL_JS_RUN_AS_USER] = {"run_as_user", NULL, 0, "(securityContext.runAsUser)", SL_FT_INT, 0, 0,
+                           4294967294LL, NULL, 0, "the tenant's user", "",
+                           "uid the tasks run as: accepted only when it is the tenant's user's "
+                           "(tenants[].user on the controller)"},
+    [SL_JS_RUN_AS_GROUP] = {"run_as_group", NULL, 0, "(securityContext.runAsGroup)", SL_FT_INT, 0,
+                            0, 4294967294LL, NULL, 0, "the tenant's group", "",
+                            "gid the tasks run as: accepted only when it is the tenant's group's"},
+    [SL_JS_GPU_RESOURCE] = {"gpu_resource", NULL, 0, "(resources: nvidia.com/MODEL)", SL_FT_NAME, 0,
+                            1, NAME_LEN, NULL, 0, "none", "",
+                            "a Kubernetes extended GPU resource such as nvidia.com/a100: the GPU "
+                            "model the config's gpu_resources maps it to (with gpus)"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -838,6 +853,8 @@ void sl_jobspec_write_table(FILE *out, bool markdown) {
             snprintf(flag, sizeof flag, "(a spec file or manifest)");
         else if (i == SL_JS_SECRETS)
             snprintf(flag, sizeof flag, "(a spec file or manifest)");
+        else if (f->metavar) /* no flag: where the field comes from */
+            snprintf(flag, sizeof flag, "%s", f->metavar);
         else
             snprintf(flag, sizeof flag, "(from a batch script)");
         if (markdown) {

@@ -93,6 +93,10 @@ typedef enum sl_jobspec_id {
     SL_JS_SLURM,          /* the request as sbatch read it, for the SLURM_* variables */
     SL_JS_VOLUMES,        /* volumes mounted into the tasks (volume.h) */
     SL_JS_SECRETS,        /* references to the tenant's secrets and config maps (secretref.h) */
+    SL_JS_NAMESPACE,      /* a Kubernetes namespace: names the tenant (tenants[].namespaces) */
+    SL_JS_RUN_AS_USER,    /* securityContext.runAsUser: must be the tenant's uid */
+    SL_JS_RUN_AS_GROUP,   /* securityContext.runAsGroup: must be the tenant's gid */
+    SL_JS_GPU_RESOURCE,   /* an extended resource ("nvidia.com/a100"): the config's GPU model */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 

@@ -149,10 +149,14 @@ with open(MEGATRON) as _f:
 
 BAD_SPECS = [
     (_MEG.replace("      containers:", "      volumes:\n      - name: data\n      containers:"),
-     "spec.template.spec.volumes: not supported"),
-    (_MEG.replace("      containers:", "      affinity: {podAffinity: {}}\n      containers:"),
-     "spec.template.spec.affinity.podAffinity: not supported"),
-    (_MEG.replace("  parallelism: 8", "  parallelism: 8\n  completions: 16"),
+     "spec.template.spec.volumes[0]: needs exactly one source"),
+    (_MEG.replace("      containers:", "      affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                  "[{topologyKey: kubernetes.io/hostname}]}}\n      containers:"),
+     "spec.template.spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]: "
+     "topologyKey \"kubernetes.io/hostname\" is not supported"),
+    (_MEG.replace("  parallelism: 8", "  parallelism: 8\n  completions: 16").replace(
+        "    spec:\n      containers", "    metadata: {annotations: {sluice.io/gang: 'true'}}\n"
+        "    spec:\n      containers"),
      "spec.completions: 16 differs from spec.parallelism 8"),
     (_MEG + "      - name: sidecar\n        image: busybox\n",
      "spec.template.spec.containers: 2 containers: not supported"),
@@ -160,13 +164,11 @@ BAD_SPECS = [
     (_MEG.replace("batch/v1", "batch/v2"), 'apiVersion: "batch/v2" is not supported'),
     (_MEG.replace("        image: nvcr.io/megatron",
                   "        image: nvcr.io/megatron\n        env:\n        - name: A\n          valueFrom: {}"),
-     "spec.template.spec.containers[0].env[0].valueFrom: not supported"),
-    (_MEG.replace("            memory: 128Gi", "            memory: 128Gi\n            ephemeral-storage: 1Gi"),
-     "spec.template.spec.containers[0].resources.limits.ephemeral-storage: not supported"),
+     "spec.template.spec.containers[0].env[0].valueFrom: needs exactly one of secretKeyRef"),
+    (_MEG.replace("            memory: 128Gi", "            memory: 128Gi\n            hugepages-2Mi: 1Gi"),
+     "spec.template.spec.containers[0].resources.limits.hugepages-2Mi: not supported"),
     (_MEG.replace("nvidia.com/gpu: 4", "nvidia.com/gpu: 0.5"),
      "spec.template.spec.containers[0].resources.limits.nvidia.com/gpu: \"0.5\" is not a whole number"),
-    (_MEG.replace("  name: megatron-3b", "  name: megatron-3b\n  namespace: research"),
-     "metadata.namespace: not supported"),
     (_MEG.replace("  parallelism: 8", "  parallelism: 8\n  backoffLimit: 5000"),
      "spec.backoffLimit: \"5000\" is not a whole number from 0 to 1000"),
     (_MEG.replace("      containers:", "      restartPolicy: Always\n      containers:"),
@@ -176,7 +178,6 @@ BAD_SPECS = [
     ("name: x\ntasks: many\ncommand: [a]\n", "tasks: \"many\" is not a whole number"),
     ("name: x\ncommand: [a\n", "bad.yaml:"),
     ("- just\n- a list\n", "the top level must be a mapping"),
-    ("name: a\ncommand: [a]\n---\nname: b\ncommand: [b]\n", "several YAML documents"),
 ]
 
 

@@ -55,6 +55,8 @@ def _int_fields(table):
             continue
         m = re.match(r"(-?\d+) to (-?\d+)", cells[3])
         flag = re.match(r"`--([a-z-]+)", cells[1])
+        if not flag:
+            continue
         out.append((cells[0].strip("`"), flag.group(1), int(m.group(1)), int(m.group(2))))
     return out
 
@@ -235,7 +237,10 @@ def test_manifest_node_constraints_become_fields(cli_bin, tmp_path):
      'operator "Gt" is not supported (In, NotIn, Exists, DoesNotExist)'),
     ("      affinity:\n        nodeAffinity:\n          preferredDuringSchedulingIgnoredDuringExecution: []\n",
      "preferredDuringSchedulingIgnoredDuringExecution: not supported"),
-    ("      affinity:\n        podAntiAffinity: {}\n", "affinity.podAntiAffinity: not supported"),
+    ("      affinity:\n        podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+     "[{topologyKey: rack}]}\n",
+     'affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]: topologyKey "rack" is '
+     'not supported'),
     ("      tolerations:\n      - {key: a, operator: Exists, effect: NoExecute, tolerationSeconds: 5}\n",
      "tolerations[0].tolerationSeconds: not supported"),
     ("      tolerations:\n      - {key: a, value: b, effect: Sometimes}\n",

@@ -229,7 +229,7 @@ static int get_unix_name(rd_t *r, const ctl_config_t *cfg, const sl_yaml_node_t 
 static int load_tenants(rd_t *r, ctl_config_t *cfg, const sl_yaml_node_t *seq) {
     static const char *const keys[] = {"name", "weight", "token", "quota", "user", "group",
                                        "max_pending_jobs",
-                                       "accounts", /* sitecfg.c */
+                                       "accounts", "namespaces", /* sitecfg.c */
                                        NULL};
     static const char *const qkeys[] = {"cpus", "memory", "gpus", NULL};
     if (seq->kind != SL_YAML_SEQ)
@@ -595,7 +595,7 @@ int ctl_config_load(ctl_config_t *cfg, const char *path, char *err, size_t errle
                                       "oom_score_adj", "oom_score_adj_by_priority",
                                       "priority_classes", "preemption", "health",
                                       "container_mounts",
-                                      "notify", /* sitecfg.c */
+                                      "notify", "gpu_resources", /* sitecfg.c */
                                       "volumes", /* volcfg.c, through sitecfg.c */
                                       "secrets",
                                       NULL};

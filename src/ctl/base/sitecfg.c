@@ -39,10 +39,14 @@ void ctl_sitecfg_fini(ctl_site_cfg_t *s) {
 }
 
 static const char *const kind_key[CTL_ALIAS_NKINDS] = {"pools[].aliases", "tenants[].accounts",
-                                                      "priority_classes[].aliases"};
+                                                      "priority_classes[].aliases",
+                                                      "tenants[].namespaces", "gpu_resources"};
 
 static bool same(ctl_alias_kind_t kind, const char *a, const char *b) {
-    return kind == CTL_ALIAS_POOL ? strcmp(a, b) == 0 : strcasecmp(a, b) == 0;
+    /* Kubernetes' names are exact, as pools are. */
+    return kind == CTL_ALIAS_POOL || kind == CTL_ALIAS_NAMESPACE || kind == CTL_ALIAS_GPU_RESOURCE
+               ? strcmp(a, b) == 0
+               : strcasecmp(a, b) == 0;
 }
 
 const char *ctl_sitecfg_resolve(const ctl_site_cfg_t *s, ctl_alias_kind_t kind, const char *alias) {
@@ -89,6 +93,7 @@ static bool configured(const ctl_config_t *cfg, ctl_alias_kind_t kind, const cha
                 return true;
         return false;
     case CTL_ALIAS_TENANT:
+    case CTL_ALIAS_NAMESPACE: /* a tenant's own name is always its namespace */
         for (size_t i = 0; i < cfg->ntenants; i++)
             if (strcasecmp(cfg->tenants[i].name, name) == 0)
                 return true;
@@ -129,9 +134,13 @@ static int load_list(rd_t *r, ctl_site_cfg_t *s, const ctl_config_t *cfg, ctl_al
 
 static int load_aliases(rd_t *r, ctl_site_cfg_t *s, const ctl_config_t *cfg,
                         const sl_yaml_node_t *root) {
-    static const char *const sect[CTL_ALIAS_NKINDS] = {"pools", "tenants", "priority_classes"};
-    static const char *const key[CTL_ALIAS_NKINDS] = {"aliases", "accounts", "aliases"};
+    static const char *const sect[CTL_ALIAS_NKINDS] = {"pools", "tenants", "priority_classes",
+                                                       "tenants", NULL};
+    static const char *const key[CTL_ALIAS_NKINDS] = {"aliases", "accounts", "aliases",
+                                                      "namespaces", NULL};
     for (int kind = 0; kind < CTL_ALIAS_NKINDS; kind++) {
+        if (sect[kind] == NULL)
+            continue; /* gpu_resources: load_gpu_resources */
         const sl_yaml_node_t *seq = sl_yaml_map_get(root, sect[kind]);
         if (seq == NULL || seq->kind != SL_YAML_SEQ)
             continue; /* config.c refused anything else */
@@ -143,6 +152,27 @@ static int load_aliases(rd_t *r, ctl_site_cfg_t *s, const ctl_config_t *cfg,
             if (load_list(r, s, cfg, (ctl_alias_kind_t)kind, e, key[kind], nm->value) < 0)
                 return -1;
         }
+    }
+    return 0;
+}
+
+/* gpu_resources: {"nvidia.com/a100": A100, ...}: each Kubernetes extended
+ * resource a manifest may ask for GPUs by, and the GPU model it means
+ * (as the nodes report it). */
+static int load_gpu_resources(rd_t *r, ctl_site_cfg_t *s, const sl_yaml_node_t *m) {
+    if (m->kind != SL_YAML_MAP)
+        return fail(r, m, "gpu_resources: must be a mapping of resource names to GPU models");
+    for (size_t i = 0; i < m->n; i++) {
+        const sl_yaml_node_t *k = m->items[2 * i], *v = m->items[2 * i + 1];
+        if (k->kind != SL_YAML_SCALAR || v->kind != SL_YAML_SCALAR || !strchr(k->value, '/') ||
+            strlen(k->value) >= SL_NAME_MAX || !v->value[0] || strlen(v->value) >= SL_NAME_MAX)
+            return fail(r, k, "gpu_resources: each key is a resource name with a \"/\" "
+                        "(nvidia.com/a100) and each value a GPU model (1..63 characters)");
+        if (!strcmp(k->value, "nvidia.com/gpu"))
+            return fail(r, k, "gpu_resources: nvidia.com/gpu is any GPU; map other names");
+        s->aliases = sl_xrealloc(s->aliases, (s->naliases + 1) * sizeof *s->aliases);
+        s->aliases[s->naliases++] = (ctl_alias_t){CTL_ALIAS_GPU_RESOURCE, sl_xstrdup(k->value),
+                                                  sl_xstrdup(v->value)};
     }
     return 0;
 }
@@ -263,7 +293,9 @@ int ctl_sitecfg_load(ctl_site_cfg_t *s, const ctl_config_t *cfg, const char *pat
     int rc = -1;
     const sl_yaml_node_t *sch = sl_yaml_map_get(root, "scheduler");
     const sl_yaml_node_t *no = sl_yaml_map_get(root, "notify");
+    const sl_yaml_node_t *gr = sl_yaml_map_get(root, "gpu_resources");
     if (load_aliases(&r, s, cfg, root) < 0 ||
+        (gr && !sl_yaml_is_null(gr) && load_gpu_resources(&r, s, gr) < 0) ||
         (sch && sch->kind == SL_YAML_MAP && load_scheduler(&r, s, sch) < 0) ||
         (no && !sl_yaml_is_null(no) && load_notify(&r, s, no) < 0) ||
         ctl_volcfg_load(&s->volumes, sl_yaml_map_get(root, "volumes"), path, err, errlen) < 0)

@@ -23,6 +23,8 @@ typedef enum ctl_alias_kind {
     CTL_ALIAS_POOL = 0,   /* pools[].aliases: Slurm partitions (-p) */
     CTL_ALIAS_TENANT,     /* tenants[].accounts: Slurm accounts (-A) */
     CTL_ALIAS_CLASS,      /* priority_classes[].aliases: Slurm QoS (-q) */
+    CTL_ALIAS_NAMESPACE,  /* tenants[].namespaces: Kubernetes namespaces (metadata.namespace) */
+    CTL_ALIAS_GPU_RESOURCE, /* gpu_resources: a Kubernetes extended resource -> a GPU model */
     CTL_ALIAS_NKINDS
 } ctl_alias_kind_t;
 

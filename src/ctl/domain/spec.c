@@ -23,6 +23,8 @@
  * job holds until ctl_job_release_names, when it leaves the core for good;
  * a name nothing references then frees its slot.
  */
+#include <grp.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -392,8 +394,9 @@ static const char *known_names(const ctl_t *c, ctl_alias_kind_t kind, char *buf,
                                    size_t len) {
     size_t o = 0, n = kind == CTL_ALIAS_POOL
                           ? (c->cfg.npools ? c->cfg.npools : (size_t)SL_MAX_POOLS)
-                      : kind == CTL_ALIAS_TENANT ? sl_sched_tenant_count(c->sched)
-                                                 : c->cfg.nprio_classes;
+                      : kind == CTL_ALIAS_TENANT || kind == CTL_ALIAS_NAMESPACE
+                          ? sl_sched_tenant_count(c->sched)
+                          : c->cfg.nprio_classes;
     buf[0] = '\0';
     for (size_t i = 0; i < n && o + 4 < len; i++) {
         const char *name;
@@ -403,7 +406,7 @@ static const char *known_names(const ctl_t *c, ctl_alias_kind_t kind, char *buf,
             name = sl_cluster_pool_job_only(c->cl, (int32_t)i)
                        ? NULL
                        : sl_cluster_pool_name(c->cl, (int32_t)i);
-        else if (kind == CTL_ALIAS_TENANT)
+        else if (kind == CTL_ALIAS_TENANT || kind == CTL_ALIAS_NAMESPACE)
             name = sl_sched_tenant_name(c->sched, (int32_t)i);
         else
             name = c->cfg.prio_classes[i].name;
@@ -421,8 +424,129 @@ static const char *known_names(const ctl_t *c, ctl_alias_kind_t kind, char *buf,
     return buf;
 }
 
+/* The tenant a Kubernetes namespace names: a tenant's own name, or one of
+ * its tenants[].namespaces. With decide (the admin token without a tenant
+ * field) it becomes *tenant; else it must be *tenant's: another tenant's
+ * namespace, or one that names none, is a 403 naming it (a token learns
+ * nothing of the other tenants' namespaces). -1 with fe set. */
+static int namespace_tenant(ctl_t *c, const char *ns, bool decide, int32_t *tenant,
+                            ctl_field_err_t *fe) {
+    int t = sl_sched_tenant_find(c->sched, ns);
+    const char *real = t < 0 ? ctl_sitecfg_resolve(&c->site, CTL_ALIAS_NAMESPACE, ns) : NULL;
+    if (real)
+        t = sl_sched_tenant_find(c->sched, real);
+    if (decide) {
+        char known[512];
+        if (t < 0) {
+            bad(fe, 400, "invalid_field", "namespace",
+                "unknown namespace \"%s\" (tenants and their namespaces: %s)", ns,
+                known_names(c, CTL_ALIAS_NAMESPACE, known, sizeof known));
+            return -1;
+        }
+        *tenant = t;
+        return 0;
+    }
+    if (t == *tenant)
+        return 0;
+    const char *own = sl_sched_tenant_name(c->sched, *tenant);
+    char al[256];
+    ctl_sitecfg_aliases_of(&c->site, CTL_ALIAS_NAMESPACE, own, al, sizeof al);
+    bad(fe, 403, "forbidden", "namespace",
+        "namespace \"%s\" is not tenant \"%s\"'s (its namespaces: %s%s%s)", ns, own, own,
+        al[0] ? ", " : "", al);
+    return -1;
+}
+
+/* securityContext's runAsUser and runAsGroup: only the uid and gid the
+ * tenant's tasks run as anyway (its user, else default_user, looked up on
+ * the controller, as the nodes look it up). -1 with fe set. */
+static int run_as_check(ctl_t *c, int32_t tenant, json_t *uid, json_t *gid, ctl_field_err_t *fe) {
+    if (!uid && !gid)
+        return 0;
+    const char *tname = sl_sched_tenant_name(c->sched, tenant), *user = NULL, *group = NULL;
+    for (size_t i = 0; i < c->cfg.ntenants; i++)
+        if (strcmp(c->cfg.tenants[i].name, tname) == 0) {
+            user = c->cfg.tenants[i].user;
+            group = c->cfg.tenants[i].group;
+        }
+    if (!user)
+        user = c->cfg.default_user ? c->cfg.default_user : "nobody";
+    const char *field = uid ? "run_as_user" : "run_as_group";
+    struct passwd *pw = getpwnam(user);
+    if (!pw) {
+        bad(fe, 400, "invalid_field", field,
+            "cannot check: tenant \"%s\"'s user \"%s\" is not known on the controller", tname,
+            user);
+        return -1;
+    }
+    long long want_uid = pw->pw_uid, want_gid = pw->pw_gid;
+    if (group) {
+        struct group *gr = getgrnam(group);
+        if (!gr) {
+            bad(fe, 400, "invalid_field", "run_as_group",
+                "cannot check: tenant \"%s\"'s group \"%s\" is not known on the controller",
+                tname, group);
+            return -1;
+        }
+        want_gid = gr->gr_gid;
+    }
+    if (uid && json_integer_value(uid) != want_uid) {
+        bad(fe, 403, "forbidden", "run_as_user",
+            "%lld is not tenant \"%s\"'s user %s (uid %lld): its tasks run as that user only",
+            (long long)json_integer_value(uid), tname, user, want_uid);
+        return -1;
+    }
+    if (gid && json_integer_value(gid) != want_gid) {
+        bad(fe, 403, "forbidden", "run_as_group",
+            "%lld is not tenant \"%s\"'s group (gid %lld): its tasks run in that group only",
+            (long long)json_integer_value(gid), tname, want_gid);
+        return -1;
+    }
+    return 0;
+}
+
+/* gpu_resource ("nvidia.com/a100", a Kubernetes extended resource) as the
+ * GPU model the config's gpu_resources maps it to: spec's gpu_models
+ * becomes [MODEL] (one given beside it must hold MODEL). -1 with fe. */
+static int gpu_resource_model(ctl_t *c, json_t *spec, ctl_field_err_t *fe) {
+    json_t *r = json_object_get(spec, "gpu_resource");
+    if (!json_is_string(r))
+        return 0; /* absent, or wrong: the table's check names it */
+    const char *model = ctl_sitecfg_resolve(&c->site, CTL_ALIAS_GPU_RESOURCE, json_string_value(r));
+    if (model == NULL) {
+        char known[512] = "";
+        size_t o = 0;
+        for (size_t i = 0; i < c->site.naliases && o < sizeof known; i++)
+            if (c->site.aliases[i].kind == CTL_ALIAS_GPU_RESOURCE)
+                o += (size_t)snprintf(known + o, sizeof known - o, "%s%s: %s", o ? ", " : "",
+                                      c->site.aliases[i].alias, c->site.aliases[i].name);
+        bad(fe, 400, "invalid_field", "gpu_resource",
+            "\"%s\" is not a GPU resource of this cluster (the config's gpu_resources: %s)",
+            json_string_value(r), known[0] ? known : "none");
+        return -1;
+    }
+    json_t *models = json_object_get(spec, "gpu_models");
+    if (models) {
+        bool has = json_is_string(models) && strcmp(json_string_value(models), model) == 0;
+        size_t i;
+        json_t *m;
+        json_array_foreach(models, i, m)
+            has |= json_is_string(m) && strcmp(json_string_value(m), model) == 0;
+        if (!has) {
+            bad(fe, 400, "invalid_field", "gpu_models",
+                "does not hold %s, the model of gpu_resource \"%s\"", model, json_string_value(r));
+            return -1;
+        }
+        return 0;
+    }
+    json_object_set_new(spec, "gpu_models", json_pack("[s]", model));
+    return 0;
+}
+
 ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                              ctl_field_err_t *fe) {
+    if (json_is_object(spec) && gpu_resource_model(c, spec, fe) < 0)
+        return NULL;
     sl_jobspec_t js;
     const char *field;
     char err[1024];
@@ -479,12 +603,17 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
                        "unknown tenant or account \"%s\" (tenants: %s)", name,
                        known_names(c, CTL_ALIAS_TENANT, known, sizeof known));
         tenant = t;
-    } else if (admin) {
+    } else if (admin && !val[SL_JS_NAMESPACE]) {
         if (sl_sched_tenant_count(c->sched) != 1)
             return bad(fe, 400, "invalid_field", "tenant",
                        "required when submitting with the admin token");
         tenant = 0;
     }
+    if (val[SL_JS_NAMESPACE] && namespace_tenant(c, json_string_value(val[SL_JS_NAMESPACE]),
+                                                 admin && !val[SL_JS_TENANT], &tenant, fe) < 0)
+        return NULL;
+    if (run_as_check(c, tenant, val[SL_JS_RUN_AS_USER], val[SL_JS_RUN_AS_GROUP], fe) < 0)
+        return NULL;
     const char *pool = json_string_value(val[SL_JS_POOL]);
     const char *pool_real = ctl_sitecfg_resolve(&c->site, CTL_ALIAS_POOL, pool);
     if (pool_real && !pool_known(c, pool))
@@ -693,6 +822,9 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         json_object_set_new(norm, "reservation", json_string(rname));
     if (val[SL_JS_SLURM] && json_object_size(val[SL_JS_SLURM]))
         json_object_set_new(norm, "slurm", json_deep_copy(val[SL_JS_SLURM]));
+    for (int i = SL_JS_NAMESPACE; i <= SL_JS_GPU_RESOURCE; i++)
+        if (val[i])
+            json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
 
     ctl_job_t *j = sl_xcalloc(1, sizeof *j);
     j->spec = norm;

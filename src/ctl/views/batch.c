@@ -371,20 +371,24 @@ static void launch_cmd(ctl_t *c, const ctl_job_t *j, int32_t i, int32_t ntasks,
             lc->argv[k] = json_string_value(json_array_get(cmd, k));
         lc->argc = argc;
     }
-    lc->env = sl_xmalloc((nenv + 4) * sizeof *lc->env);
+    lc->env = sl_xmalloc((nenv + 5) * sizeof *lc->env);
     const char *key;
     json_t *v;
     json_object_foreach(env, key, v)
         lc->env[lc->nenv++] = (sl_proto_kv_t){key, json_string_value(v)};
     /* An array's element learns its array and index as sbatch's tasks do
      * (docs/arrays.md), unless its own env names the variable. */
-    static const char *const arr_keys[4] = {"SLUICE_ARRAY_JOB_ID", "SLUICE_ARRAY_TASK_ID",
-                                            "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID"};
-    for (int k = 0; k < 4 && j->array_id != 0; k++)
+    /* JOB_COMPLETION_INDEX is the index as Kubernetes' Indexed Jobs tell
+     * it (docs/jobspec.md). */
+    static const char *const arr_keys[5] = {"SLUICE_ARRAY_JOB_ID", "SLUICE_ARRAY_TASK_ID",
+                                            "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID",
+                                            "JOB_COMPLETION_INDEX"};
+    for (int k = 0; k < 5 && j->array_id != 0; k++)
         if (json_object_get(env, arr_keys[k]) == NULL)
             lc->env[lc->nenv++] = (sl_proto_kv_t){
-                arr_keys[k], k % 2 ? own_printf(lc, "%d", j->array_index)
-                                   : own_printf(lc, "%llu", (unsigned long long)j->array_id)};
+                arr_keys[k], k == 0 || k == 2
+                                 ? own_printf(lc, "%llu", (unsigned long long)j->array_id)
+                                 : own_printf(lc, "%d", j->array_index)};
 }
 
 void ctl_launch_cmd_init(ctl_t *c, const ctl_job_t *j, int32_t i, ctl_launch_cmd_t *lc) {
