@@ -47,6 +47,7 @@ static const char *const type_names[SL_PROTO_NTYPES] = {
     [SL_PROTO_ACK] = "ack",
     [SL_PROTO_LOGS_REQ] = "logs",
     [SL_PROTO_HEARTBEAT_ECHO] = "heartbeat",
+    [SL_PROTO_REDIRECT] = "redirect",
 };
 
 const char *sl_proto_type_name(sl_proto_type_t type) {
@@ -433,6 +434,9 @@ static int enc_body(writer_t *w, const sl_proto_msg_t *m) {
     case SL_PROTO_ACK:
         put_ids(w, m);
         return 0;
+    case SL_PROTO_REDIRECT:
+        if (m->u.redirect.leader) key(w, "leader"), put_str(w, m->u.redirect.leader);
+        return 0;
     case SL_PROTO_LOGS_REQ:
         key(w, "req");
         put_u64(w, m->req);
@@ -453,6 +457,8 @@ int sl_proto_encode(const sl_proto_msg_t *m, char *buf, size_t cap, size_t *len)
     puts_(&w, "{\"type\":\"");
     puts_(&w, type_names[m->type]);
     put(&w, "\"", 1);
+    w.len += sl__proto_epoch_encode(m->epoch, w.len < cap ? buf + w.len : NULL,
+                                    w.len < cap ? cap - w.len : 0);
     int rc = enc_body(&w, m);
     if (rc != 0) {
         if (cap > 0) buf[0] = '\0';
@@ -915,6 +921,8 @@ static int dec_body(dec_t *d, json_t *o) {
                sl__proto_kill_decode(o, &m->u.kill, d->err, d->errlen) < 0;
     case SL_PROTO_ACK:
         return get_ids(d, o, false);
+    case SL_PROTO_REDIRECT:
+        return get_str(d, o, "leader", false, &m->u.redirect.leader);
     case SL_PROTO_LOGS_REQ:
         return get_ids(d, o, true) ||
                get_int(d, o, "offset", false, 0, INT64_MAX, 0, &m->u.logs_req.offset,
@@ -928,7 +936,7 @@ static int dec_body(dec_t *d, json_t *o) {
 
 static sl_proto_type_t type_of(const char *name, sl_proto_dir_t dir) {
     sl_proto_type_t lo = dir == SL_PROTO_TO_CTL ? SL_PROTO_HELLO : SL_PROTO_WELCOME;
-    sl_proto_type_t hi = dir == SL_PROTO_TO_CTL ? SL_PROTO_LOGS_REPLY : SL_PROTO_HEARTBEAT_ECHO;
+    sl_proto_type_t hi = dir == SL_PROTO_TO_CTL ? SL_PROTO_LOGS_REPLY : SL_PROTO_REDIRECT;
     for (sl_proto_type_t t = lo; t <= hi; t++)
         if (strcmp(type_names[t], name) == 0) return t;
     return SL_PROTO_NONE;
@@ -948,6 +956,9 @@ int sl_proto_decode(json_t *obj, sl_proto_dir_t dir, sl_proto_msg_t *m, char *er
         return SL_EINVAL;
     }
     m->type = type_of(json_string_value(tv), dir);
+    const char *what = m->type ? type_names[m->type] : "message";
+    if (dir == SL_PROTO_TO_AGENT && sl__proto_epoch_decode(obj, what, &m->epoch, err, errlen))
+        return SL_EINVAL;
     if (m->type == SL_PROTO_NONE) {
         snprintf(err, errlen, "unknown message type \"%.64s\"", json_string_value(tv));
         return SL_ENOENT;

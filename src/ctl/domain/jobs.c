@@ -127,7 +127,10 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
         return -1;
     /* Last, so that a configuration error is reported before the state
      * file is opened (or created, with --init). */
-    return ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen);
+    if (ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen) < 0)
+        return -1;
+    /* A new epoch for this run, durable before any agent hears of it. */
+    return ctl_store_epoch_bump(c->store, &c->epoch, err, errlen);
 }
 
 void ctl_domain_close(ctl_t *c) {
