@@ -607,7 +607,12 @@ static void on_message(ctl_conn_t *cn, json_t *o) {
     if (rc != 0 && !(m.type == SL_PROTO_LOGS_REPLY || m.has_ids)) {
         if (rc == SL_ENOENT && ap->step_msg && ap->step_msg(ap->step_ud, node, o))
             goto out; /* a job step's (steps.c) */
-        if (rc == SL_ENOENT)
+        const char *type = json_string_value(json_object_get(o, "type"));
+        const char *said = json_string_value(json_object_get(o, "message"));
+        if (rc == SL_ENOENT && type && strcmp(type, "error") == 0 && said) /* the agent refused us */
+            sl_log(SL_LOG_WARN, "agent", "node=%s refused this controller (epoch %llu): %.300s",
+                   ctl_node_name(c, (int32_t)node), (unsigned long long)c->epoch, said);
+        else if (rc == SL_ENOENT)
             sl_log(SL_LOG_DEBUG, "agent", "node=%s %s; ignored", ctl_node_name(c, (int32_t)node), err);
         else
             sl_log(SL_LOG_WARN, "agent", "node=%s: %s; ignored", ctl_node_name(c, (int32_t)node), err);
