@@ -269,7 +269,8 @@ static const cli_cmd_t commands[] = {
 static const char global_help[] =
     "global options:\n"
     "  --server URL     controller URL (env SLUICE_SERVER; default from .sluice/cli.json,\n"
-    "                   else http://127.0.0.1:7070)\n"
+    "                   else http://127.0.0.1:7070); several, comma-separated, are\n"
+    "                   tried in turn, and a 307 to the leader is followed\n"
     "  --token TOKEN    API token (env SLUICE_TOKEN; default from .sluice/cli.json)\n"
     "  --cacert FILE    CA (PEM) that signs an https:// server's certificate (env\n"
     "                   SLUICE_CACERT; default from .sluice/cli.json, else the system's)\n"
