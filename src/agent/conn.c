@@ -33,8 +33,8 @@
  * back-off; a controller that does not lead answers the hello with a
  * redirect naming the leader, which is tried next at once (at most
  * REDIRECT_HOPS in a row without a welcome); with more than one
- * controller, one that gives no welcome within WELCOME_WAIT_MS (stopped,
- * hung) is left for the next. Every message's epoch is checked first
+ * controller, one that gives no welcome within WELCOME_WAIT_MS of the
+ * connect (stopped, hung: its kernel still accepts) is left for the next. Every message's epoch is checked first
  * (proto_epoch.h): one older than the highest accepted is refused (logged
  * with both epochs, answered with an error, nothing in it acted on) and
  * the connection dropped; a higher one is written to the epoch file
@@ -561,10 +561,6 @@ static void event_cb(struct bufferevent *bev, short what, void *arg) {
         cn->handshaking = 0;
         cn->connected = 1;
         send_hello(cn);
-        if (cn->cfg.ncontrollers > 1) {
-            struct timeval tv = agent_tv_ms(WELCOME_WAIT_MS);
-            evtimer_add(cn->welcome_ev, &tv);
-        }
         return;
     }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
@@ -608,6 +604,10 @@ static void try_connect(agent_conn_t *cn) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     cn->bev = bufferevent_socket_new(cn->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (cn->cfg.ncontrollers > 1) { /* connect, TLS handshake, hello: a stopped one never ends */
+        struct timeval tv = agent_tv_ms(WELCOME_WAIT_MS);
+        evtimer_add(cn->welcome_ev, &tv);
+    }
     bufferevent_setcb(cn->bev, read_cb, NULL, event_cb, cn);
     bufferevent_enable(cn->bev, EV_READ | EV_WRITE);
     if (bufferevent_socket_connect(cn->bev, res->ai_addr, (int)res->ai_addrlen) != 0) {

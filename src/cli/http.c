@@ -868,7 +868,10 @@ int cli_http_raw(cli_t *c, const char *method, const char *path, const char *bod
             return CLI_ESERVER;
         }
         if (!dial_failed || k + 1 == nb) {
-            if (!c->quiet_unreachable)
+            if (!c->quiet_unreachable && nb > 1 && dial_failed)
+                fprintf(stderr, "sluice: cannot reach any of %s (the last, %s: %s)\n", c->server,
+                        bases[k], why);
+            else if (!c->quiet_unreachable)
                 fprintf(stderr, "sluice: cannot reach %s: %s\n", nb > 1 ? bases[k] : c->server, why);
             memset(out, 0, sizeof *out);
             return CLI_EUNREACHABLE;

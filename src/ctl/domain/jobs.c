@@ -130,7 +130,10 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
     if (ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen) < 0)
         return -1;
     /* A new epoch for this run, durable before any agent hears of it. */
-    return ctl_store_epoch_bump(c->store, &c->epoch, err, errlen);
+    if (ctl_store_epoch_bump(c->store, &c->epoch, err, errlen) < 0)
+        return -1;
+    sl_log(SL_LOG_INFO, "store", "epoch=%llu", (unsigned long long)c->epoch);
+    return 0;
 }
 
 void ctl_domain_close(ctl_t *c) {
