@@ -34,7 +34,11 @@
  * redirect naming the leader, which is tried next at once (at most
  * REDIRECT_HOPS in a row without a welcome); with more than one
  * controller, one that gives no welcome within WELCOME_WAIT_MS of the
- * connect (stopped, hung: its kernel still accepts) is left for the next. Every message's epoch is checked first
+ * connect (stopped, hung: its kernel still accepts) is left for the next,
+ * and so is a welcomed one that leaves a heartbeat unanswered for longer
+ * than half of node_timeout plus one heartbeat interval (the agent asks in
+ * time to have the answer by half of node_timeout: proto_hb.h), so that
+ * the agent finds a new leader before its contact is old enough to fence. Every message's epoch is checked first
  * (proto_epoch.h): one older than the highest accepted is refused (logged
  * with both epochs, answered with an error, nothing in it acted on) and
  * the connection dropped; a higher one is written to the epoch file
@@ -630,6 +634,19 @@ static void heartbeat_cb(evutil_socket_t fd, short ev, void *arg) {
     evtimer_add(cn->heartbeat_ev, &next);
     if (fence_check(cn) || !cn->connected) return;
     int64_t now = fence_clock_us();
+    if (cn->cfg.ncontrollers > 1 && cn->welcomed && cn->node_timeout_us > 0 &&
+        now - cn->contact_us > cn->node_timeout_us / 2 + cn->heartbeat_s * INT64_C(1000000)) {
+        /* The answer asked for in time did not come: this controller is
+         * stopped or cut off. Another may lead by now, and its welcome
+         * would be a contact before the fence comes (which this does not
+         * delay: it counts from the last answer, whoever gives the next). */
+        char why[160];
+        snprintf(why, sizeof why, "no answer for %.1f s (half of node_timeout is %.1f s); trying "
+                 "the next controller", (double)(now - cn->contact_us) / 1e6,
+                 (double)cn->node_timeout_us / 2e6);
+        conn_drop(cn, why);
+        return;
+    }
     cn->hb_seq++;
     cn->hb_sent_us[cn->hb_seq % HB_RING] = now;
     /* A seq asks for an answer: only when the contact needs one to stay

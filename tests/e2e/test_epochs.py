@@ -16,6 +16,8 @@ servers"):
       a controller without an epoch is refused once one was seen; another
       cluster instance starts over;
     - `--controller A,B`: A down, B reached; a standby's redirect followed;
+      A stopped (SIGSTOP): the agent moves on to B before it would fence;
+    - an epoch mark the agent cannot read keeps it from starting;
     - `sluice --server A,B`: A down, B reached; a 307 followed with the
       same method and body; a 307 to another scheme refused.
 """
@@ -51,9 +53,10 @@ def _dead_addr():
     return "127.0.0.1:%d" % harness.free_port()
 
 
-def _twin(c1, tmp_path, sub):
+def _twin(c1, tmp_path, sub, copy=True):
     """A second Controller with c1's tokens and tenants on a copy of c1's
-    state database (c1 stopped: its files hold still), other ports."""
+    state database (c1 stopped: its files hold still; copy=False: later,
+    by _copy_store), other ports."""
     c2 = harness.Controller(tmp_path / sub, init=False)
     c2.admin_token, c2.cluster_token = c1.admin_token, c1.cluster_token
     c2.tenant_tokens = dict(c1.tenant_tokens)
@@ -62,10 +65,15 @@ def _twin(c1, tmp_path, sub):
         if k in c1.config:
             c2.config[k] = c1.config[k]
     c2._write_config()
+    if copy:
+        _copy_store(c1, c2)
+    return c2
+
+
+def _copy_store(c1, c2):
     for ext in ("", "-wal"):
         if os.path.exists(c1.db_path + ext):
             shutil.copyfile(c1.db_path + ext, c2.db_path + ext)
-    return c2
 
 
 def test_every_message_carries_the_epoch_bumped_at_each_start(controller):
@@ -148,6 +156,62 @@ def test_a_deposed_controller_launches_and_kills_nothing(controller_factory, tmp
             c2.stop()
         if pid and u.pid_alive(pid):
             u.kill_pid_group(pid)
+
+
+def test_agent_leaves_a_stopped_controller_before_fencing(controller_factory, tmp_path,
+                                                          build_dir):
+    """node_timeout 8 s, heartbeat 1 s: C1 stopped (SIGSTOP), the agent
+    given C1,C2 moves on once its asked-for answer is late (half of
+    node_timeout plus a heartbeat, 5 s), reaches C2 (started on a copy of
+    C1's store: the next epoch) and is welcomed before its contact is old
+    enough to fence: the task keeps running and is re-adopted."""
+    _need(build_dir, "sluice-agent")
+    c1 = controller_factory({"node_timeout": 8, "heartbeat": 1, "kill_grace": 1}, sub="c1")
+    c2 = _twin(c1, tmp_path, "c2", copy=False)
+    agent = Agent(c1, "n1", gpus=1, token=c1.node_token("n1"), extra_args=["--heartbeat", "1"])
+    agent.args[agent.args.index("--controller") + 1] = "%s,%s" % (c1.agent_addr, c2.agent_addr)
+    stamp = tmp_path / "stamp"
+    stopped = False
+    pid = None
+    try:
+        agent.start()
+        job = c1.submit({"gpus": 1, "on_node_failure": "requeue",
+                         "command": u.sh("echo $$ >> %s; exec sleep 300" % stamp)})
+        (pid,) = u.wait_running_pids(c1, job["id"])
+        c1.proc.send_signal(signal.SIGSTOP)
+        stopped = True
+        _copy_store(c1, c2)
+        c2.start()
+        wait_for(lambda: "trying the next controller" in agent.log(), timeout=30,
+                 what="the agent leaving the stopped controller")
+        wait_for(lambda: "registered with controller %s" % c2.agent_addr in agent.log(),
+                 timeout=30, what="the agent welcomed by C2")
+        assert u.wait_running_pids(c2, job["id"]) == [pid]
+        assert "no answer from the controller" not in agent.log(), agent.log()
+        assert u.pid_alive(pid)
+        assert stamp.read_text().split() == [str(pid)]
+    finally:
+        if stopped:
+            c1.proc.send_signal(signal.SIGCONT)
+        agent.stop()
+        c2.stop()
+        if pid and u.pid_alive(pid):
+            u.kill_pid_group(pid)
+
+
+def test_agent_does_not_start_on_an_unreadable_epoch_mark(tmp_path, build_dir):
+    _need(build_dir, "sluice-agent")
+    ctl = FakeController(tmp_path)
+    agent = harness.Agent(ctl, "n1", gpus=0)
+    try:
+        with open(os.path.join(agent.workdir, "epoch"), "w") as f:
+            f.write("seven\n")
+        agent.start(wait=False)
+        assert agent.proc.wait(timeout=10) == 1
+        assert "epoch: not an epoch mark" in agent.log(), agent.log()
+    finally:
+        agent.stop()
+        ctl.close()
 
 
 def _accept_hello(ctl):
