@@ -28,6 +28,22 @@
  * `hello` lists every running task and every exit not yet acknowledged,
  * which is the whole state the controller needs.
  *
+ * Several controllers (--controller A,B,C: docs/protocol.md, "Controllers
+ * and epochs"): each drop moves on to the next in the list, with the same
+ * back-off; a controller that does not lead answers the hello with a
+ * redirect naming the leader, which is tried next at once (at most
+ * REDIRECT_HOPS in a row without a welcome); with more than one
+ * controller, one that gives no welcome within WELCOME_WAIT_MS of the
+ * connect (stopped, hung: its kernel still accepts) is left for the next,
+ * and so is a welcomed one that leaves a heartbeat unanswered for longer
+ * than half of node_timeout plus one heartbeat interval (the agent asks in
+ * time to have the answer by half of node_timeout: proto_hb.h), so that
+ * the agent finds a new leader before its contact is old enough to fence. Every message's epoch is checked first
+ * (proto_epoch.h): one older than the highest accepted is refused (logged
+ * with both epochs, answered with an error, nothing in it acted on) and
+ * the connection dropped; a higher one is written to the epoch file
+ * before anything in it is acted on.
+ *
  * Fencing (docs/protocol.md): the controller answers the hello with its
  * welcome and each heartbeat that carries a seq with a heartbeat of the
  * same seq. Heartbeats are numbered, but only those whose answer the agent
@@ -63,6 +79,7 @@
 #include <openssl/ssl.h>
 
 #include "conn.h"
+#include "epoch.h"
 #include "lease.h"
 #include "log.h"
 #include "loop.h"
@@ -76,6 +93,8 @@
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 2000
 #define HB_RING 64  /* send times kept for the last heartbeats' answers */
+#define WELCOME_WAIT_MS 5000 /* the controller's default hello_timeout */
+#define REDIRECT_HOPS 3
 
 struct agent_conn {
     struct event_base *base;
@@ -107,6 +126,21 @@ struct agent_conn {
     int lease_failed;           /* the last lease write failed (logged) */
     struct event *drop_ev;      /* drops the connection once this loop pass's reports left */
     agent_steps_t *steps;       /* job steps (step.h), or NULL */
+    /* Controllers: the one connected or tried now (host, port), its index
+     * in the list, and a redirect's leader to try next. */
+    const char *host, *port;
+    size_t cur;
+    sl_hostport_t redirect_to;
+    bool redirect_pending;
+    int redirects;              /* redirects followed since the last welcome */
+    struct event *welcome_ev;   /* several controllers: no welcome in time */
+    /* Epochs: the mark (highest accepted, proto_epoch.h), the instance of
+     * this connection's welcome, and whether this connection was refused
+     * (nothing more of it is read). */
+    sl_epoch_mark_t mark;
+    char instance[SL_PROTO_INSTANCE_MAX + 1];
+    bool refused;
+    const char *drop_why;       /* why drop_ev drops (a static string); NULL: a line over 1 MiB */
 };
 
 /* The fencing clock: CLOCK_BOOTTIME, monotonic and counting a suspend, so
@@ -187,16 +221,34 @@ static void conn_drop(agent_conn_t *cn, const char *why) {
     if (evbuffer_get_length(cn->pending) > 0) evbuffer_drain(cn->pending, evbuffer_get_length(cn->pending));
     if (cn->bev) {
         if (cn->welcomed)
-            sl_log(SL_LOG_WARN, "agent", "lost controller %s:%s: %s; reconnecting", cn->cfg.host,
-                   cn->cfg.port, why);
+            sl_log(SL_LOG_WARN, "agent", "lost controller %s:%s: %s; reconnecting", cn->host,
+                   cn->port, why);
         else
-            sl_log(SL_LOG_DEBUG, "agent", "controller %s:%s: %s", cn->cfg.host, cn->cfg.port, why);
+            sl_log(SL_LOG_DEBUG, "agent", "controller %s:%s: %s", cn->host, cn->port, why);
         bufferevent_free(cn->bev);
         cn->bev = NULL;
     }
     cn->connected = 0;
     cn->handshaking = 0;
     cn->welcomed = 0;
+    cn->refused = false;
+    cn->drop_why = NULL;
+    cn->instance[0] = '\0';
+    evtimer_del(cn->welcome_ev);
+    if (cn->redirect_pending) {
+        /* The leader a standby named: at once, not after the back-off. */
+        cn->redirect_pending = false;
+        cn->host = cn->redirect_to.host;
+        cn->port = cn->redirect_to.port;
+        struct timeval now = {0, 0};
+        evtimer_add(cn->reconnect_ev, &now);
+        return;
+    }
+    if (cn->cfg.ncontrollers > 0) {
+        cn->cur = (cn->cur + 1) % cn->cfg.ncontrollers;
+        cn->host = cn->cfg.controllers[cn->cur].host;
+        cn->port = cn->cfg.controllers[cn->cur].port;
+    }
     schedule_reconnect(cn);
 }
 
@@ -275,6 +327,10 @@ static void send_hello(agent_conn_t *cn) {
 static void on_welcome(agent_conn_t *cn, const sl_proto_welcome_t *w) {
     cn->health_first = true; /* this connection's first heartbeat carries the health report */
     cn->welcomed = 1;
+    cn->redirects = 0;
+    evtimer_del(cn->welcome_ev);
+    snprintf(cn->instance, sizeof cn->instance, "%s",
+             w->instance && sl_proto_instance_valid(w->instance) ? w->instance : "");
     cn->tls_why[0] = '\0';
     cn->backoff_ms = BACKOFF_FIRST_MS;
     cn->node_timeout_us = w->node_timeout_ms * 1000;
@@ -287,8 +343,76 @@ static void on_welcome(agent_conn_t *cn, const sl_proto_welcome_t *w) {
         evtimer_del(cn->heartbeat_ev);
         event_add(cn->heartbeat_ev, &tv);
     }
-    sl_log(SL_LOG_INFO, "agent", "node=%s registered with controller %s:%s", cn->cfg.node.name,
-           cn->cfg.host, cn->cfg.port);
+    sl_log(SL_LOG_INFO, "agent", "node=%s registered with controller %s:%s epoch=%llu",
+           cn->cfg.node.name, cn->host, cn->port, (unsigned long long)cn->mark.highest);
+}
+
+/* Ends the connection once this loop pass's replies have left (drop_cb). */
+static void drop_soon(agent_conn_t *cn, const char *why) {
+    cn->drop_why = why;
+    bufferevent_disable(cn->bev, EV_READ);
+    struct timeval now = {0, 0};
+    evtimer_add(cn->drop_ev, &now);
+}
+
+/* The epoch rule (proto_epoch.h) for message m (decoded with result rc):
+ * true when it may be acted on, with a raised mark saved first; false when
+ * it is refused: logged with both epochs, answered with an error, and the
+ * connection dropped (what else it holds is as stale). */
+static bool epoch_admit(agent_conn_t *cn, const sl_proto_msg_t *m, int rc) {
+    const char *instance = m->type == SL_PROTO_WELCOME && rc == 0 ? m->u.welcome.instance
+                                                                   : cn->instance;
+    sl_epoch_mark_t mk = cn->mark;
+    sl_epoch_verdict_t v = sl_epoch_admit(&mk, instance, m->epoch);
+    if (v == SL_EPOCH_RAISED) {
+        int e = cn->cfg.epoch_path ? agent_epoch_save(cn->cfg.epoch_path, &mk) : 0;
+        if (e != 0)
+            sl_log(SL_LOG_ERROR, "agent", "cannot write the epoch mark %s: %s (epoch %llu is "
+                   "remembered until this agent stops)", cn->cfg.epoch_path, strerror(-e),
+                   (unsigned long long)mk.highest);
+        cn->mark = mk;
+    }
+    if (v != SL_EPOCH_REFUSED) return true;
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s of epoch %llu refused: this agent has accepted epoch %llu from "
+             "a newer controller; nothing in it was acted on",
+             m->type != SL_PROTO_NONE ? sl_proto_type_name(m->type) : "message",
+             (unsigned long long)m->epoch, (unsigned long long)cn->mark.highest);
+    sl_log(SL_LOG_WARN, "agent", "controller %s:%s: %s", cn->host, cn->port, msg);
+    if (!cn->refused) {
+        sl_proto_msg_t e = {.type = SL_PROTO_ERROR, .u.error.message = msg};
+        send_msg(cn, &e);
+        cn->refused = true;
+        drop_soon(cn, "refused: an older epoch than one accepted");
+    }
+    return false;
+}
+
+/* A controller that does not lead named the one that does (or none):
+ * that one is tried next, at once, unless REDIRECT_HOPS redirects came in
+ * a row without a welcome (then the list goes on, with the back-off). */
+static void on_redirect(agent_conn_t *cn, const sl_proto_msg_t *m) {
+    const char *leader = m->u.redirect.leader;
+    char err[320];
+    sl_hostport_t to;
+    if (leader == NULL) {
+        sl_log(SL_LOG_INFO, "agent", "controller %s:%s does not lead and knows no leader (epoch "
+               "%llu); trying the next", cn->host, cn->port, (unsigned long long)m->epoch);
+    } else if (sl_hostport_parse(leader, strlen(leader), &to, err, sizeof err) != 0) {
+        sl_log(SL_LOG_WARN, "agent", "controller %s:%s: redirect: leader: %s; trying the next",
+               cn->host, cn->port, err);
+    } else if (cn->redirects >= REDIRECT_HOPS) {
+        sl_log(SL_LOG_WARN, "agent", "controller %s:%s redirects to %s, the %dth redirect without "
+               "a welcome; trying the next", cn->host, cn->port, leader, cn->redirects + 1);
+        cn->redirects = 0;
+    } else {
+        sl_log(SL_LOG_INFO, "agent", "controller %s:%s does not lead: following its redirect to "
+               "%s (epoch %llu)", cn->host, cn->port, leader, (unsigned long long)m->epoch);
+        cn->redirects++;
+        cn->redirect_to = to;
+        cn->redirect_pending = true;
+    }
+    drop_soon(cn, cn->redirect_pending ? "redirected to the leader" : "not the leader");
 }
 
 /* Decodes one line and hands it to the tasks. A launch or logs request that
@@ -299,7 +423,9 @@ static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
     char err[512];
     int rc = sl_proto_decode_line(line, len, SL_PROTO_TO_AGENT, &m, err, sizeof err);
     int64_t attempt = m.has_attempt ? (int64_t)m.attempt : -1; /* of launch, kill, ack */
-    if (rc == SL_ENOENT && cn->steps && agent_steps_handle_line(cn->steps, line, len)) {
+    if ((rc == 0 || rc == SL_ENOENT || m.type != SL_PROTO_NONE) && !epoch_admit(cn, &m, rc)) {
+        /* refused: nothing in it is acted on */
+    } else if (rc == SL_ENOENT && cn->steps && agent_steps_handle_line(cn->steps, line, len)) {
         /* a job step's message (step.c) */
     } else if (rc == SL_ENOENT) {
         sl_log(SL_LOG_DEBUG, "agent", "%s; ignored", err);
@@ -337,6 +463,9 @@ static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
             sl_log(SL_LOG_ERROR, "agent", "controller refused node %s: %s", cn->cfg.node.name,
                    m.u.error.message);
             break;
+        case SL_PROTO_REDIRECT:
+            on_redirect(cn, &m);
+            break;
         default:
             break;
         }
@@ -351,7 +480,8 @@ static void read_cb(struct bufferevent *bev, void *arg) {
     size_t len;
     if (fence_check(cn)) return;
     cn->batch++;
-    while (cn->bev == bev && (line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL) {
+    while (cn->bev == bev && !cn->refused &&
+           (line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL) {
         if (len > 0) dispatch(cn, line, len);
         free(line);
     }
@@ -371,7 +501,7 @@ static void read_cb(struct bufferevent *bev, void *arg) {
 
 static void drop_cb(evutil_socket_t fd, short ev, void *arg) {
     agent_conn_t *cn = arg;
-    if (cn->bev) conn_drop(cn, "message over 1 MiB");
+    if (cn->bev) conn_drop(cn, cn->drop_why ? cn->drop_why : "message over 1 MiB");
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg);
@@ -380,7 +510,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg);
  * starts the handshake; 0, or -1 with the connection dropped. */
 static int start_tls(agent_conn_t *cn) {
     SSL *ssl = SSL_new(cn->cfg.tls);
-    if (ssl == NULL || sl_tls_set_host(ssl, cn->cfg.host) < 0) {
+    if (ssl == NULL || sl_tls_set_host(ssl, cn->host) < 0) {
         SSL_free(ssl);
         conn_drop(cn, "cannot set up TLS");
         return -1;
@@ -418,7 +548,7 @@ static void tls_drop(agent_conn_t *cn, struct bufferevent *bev) {
     while (bufferevent_get_openssl_error(bev) != 0) {
     }
     if (!cn->welcomed && strcmp(why, cn->tls_why) != 0) {
-        sl_log(SL_LOG_WARN, "agent", "controller %s:%s: %s", cn->cfg.host, cn->cfg.port, why);
+        sl_log(SL_LOG_WARN, "agent", "controller %s:%s: %s", cn->host, cn->port, why);
         snprintf(cn->tls_why, sizeof cn->tls_why, "%s", why);
     }
     conn_drop(cn, why);
@@ -451,13 +581,19 @@ static void event_cb(struct bufferevent *bev, short what, void *arg) {
     }
 }
 
+static void welcome_cb(evutil_socket_t fd, short ev, void *arg) {
+    agent_conn_t *cn = arg;
+    if (fence_check(cn)) return;
+    if (cn->bev && !cn->welcomed) conn_drop(cn, "no welcome within 5 s; trying the next");
+}
+
 static void try_connect(agent_conn_t *cn) {
     struct addrinfo hints = {0}, *res = NULL;
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    int e = getaddrinfo(cn->cfg.host, cn->cfg.port, &hints, &res);
+    int e = getaddrinfo(cn->host, cn->port, &hints, &res);
     if (e != 0 || !res) {
-        sl_log(SL_LOG_WARN, "agent", "cannot resolve %s: %s", cn->cfg.host, gai_strerror(e));
+        sl_log(SL_LOG_WARN, "agent", "cannot resolve %s: %s", cn->host, gai_strerror(e));
         schedule_reconnect(cn);
         return;
     }
@@ -472,6 +608,10 @@ static void try_connect(agent_conn_t *cn) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     cn->bev = bufferevent_socket_new(cn->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (cn->cfg.ncontrollers > 1) { /* connect, TLS handshake, hello: a stopped one never ends */
+        struct timeval tv = agent_tv_ms(WELCOME_WAIT_MS);
+        evtimer_add(cn->welcome_ev, &tv);
+    }
     bufferevent_setcb(cn->bev, read_cb, NULL, event_cb, cn);
     bufferevent_enable(cn->bev, EV_READ | EV_WRITE);
     if (bufferevent_socket_connect(cn->bev, res->ai_addr, (int)res->ai_addrlen) != 0) {
@@ -494,6 +634,19 @@ static void heartbeat_cb(evutil_socket_t fd, short ev, void *arg) {
     evtimer_add(cn->heartbeat_ev, &next);
     if (fence_check(cn) || !cn->connected) return;
     int64_t now = fence_clock_us();
+    if (cn->cfg.ncontrollers > 1 && cn->welcomed && cn->node_timeout_us > 0 &&
+        now - cn->contact_us > cn->node_timeout_us / 2 + cn->heartbeat_s * INT64_C(1000000)) {
+        /* The answer asked for in time did not come: this controller is
+         * stopped or cut off. Another may lead by now, and its welcome
+         * would be a contact before the fence comes (which this does not
+         * delay: it counts from the last answer, whoever gives the next). */
+        char why[160];
+        snprintf(why, sizeof why, "no answer for %.1f s (half of node_timeout is %.1f s); trying "
+                 "the next controller", (double)(now - cn->contact_us) / 1e6,
+                 (double)cn->node_timeout_us / 2e6);
+        conn_drop(cn, why);
+        return;
+    }
     cn->hb_seq++;
     cn->hb_sent_us[cn->hb_seq % HB_RING] = now;
     /* A seq asks for an answer: only when the contact needs one to stay
@@ -563,9 +716,14 @@ int agent_conn_create(struct event_base *base, const agent_conn_config_t *cfg, v
     cn->heartbeat_ev = evtimer_new(base, heartbeat_cb, cn);
     cn->fence_ev = evtimer_new(base, fence_cb, cn);
     cn->drop_ev = evtimer_new(base, drop_cb, cn);
+    cn->welcome_ev = evtimer_new(base, welcome_cb, cn);
     cn->kill_grace_ms = -1;
-    if (!cn->pending || !cn->reconnect_ev || !cn->heartbeat_ev || !cn->fence_ev || !cn->drop_ev)
+    if (!cn->pending || !cn->reconnect_ev || !cn->heartbeat_ev || !cn->fence_ev || !cn->drop_ev ||
+        !cn->welcome_ev)
         abort();
+    cn->mark = cfg->epoch_mark;
+    cn->host = cfg->ncontrollers > 0 ? cfg->controllers[0].host : cfg->host;
+    cn->port = cfg->ncontrollers > 0 ? cfg->controllers[0].port : cfg->port;
     int64_t first_ms = cn->heartbeat_s * INT64_C(1000);
     if (cfg->heartbeat_spread) first_ms = 1 + jitter(cn, first_ms);
     struct timeval tv = agent_tv_ms(first_ms);
@@ -609,6 +767,7 @@ void agent_conn_destroy(agent_conn_t *cn) {
     event_free(cn->heartbeat_ev);
     event_free(cn->fence_ev);
     event_free(cn->drop_ev);
+    event_free(cn->welcome_ev);
     evbuffer_free(cn->pending);
     sl_free(cn);
 }

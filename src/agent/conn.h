@@ -8,6 +8,7 @@
 
 #include <event2/event.h>
 
+#include "hostport.h"
 #include "proto.h"
 #include "step.h"
 #include "task.h"
@@ -33,8 +34,18 @@ typedef struct agent_conn_tasks_ops {
 } agent_conn_tasks_ops_t;
 
 typedef struct agent_conn_config {
-    const char *host;       /* the controller's agent port */
+    const char *host;       /* the controller's agent port, when controllers is NULL */
     const char *port;
+    /* The controllers' agent ports (--controller A,B,C), tried in turn
+     * with the back-off; a redirect names the next one to try. ncontrollers
+     * 0: just host and port. The array is borrowed. */
+    const sl_hostport_t *controllers;
+    size_t ncontrollers;
+    /* The file of the highest controller epoch accepted (epoch.h), read
+     * by the caller into epoch_mark and rewritten here when it rises;
+     * NULL: kept in memory only (the emulator). */
+    const char *epoch_path;
+    sl_epoch_mark_t epoch_mark;
     const char *token;      /* the cluster token */
     sl_proto_node_t node;   /* this node's spec, sent in every hello */
     int heartbeat_s;        /* at most this; the welcome may lower it */

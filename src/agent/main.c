@@ -34,6 +34,8 @@
 #include "conn.h"
 #include "emulate.h"
 #include "gpu.h"
+#include "epoch.h"
+#include "hostport.h"
 #include "lease.h"
 #include "log.h"
 #include "loop.h"
@@ -48,11 +50,14 @@
 extern char **environ;
 
 static const char usage[] =
-    "usage: sluice-agent --controller HOST:PORT --token-file FILE --workdir DIR [options]\n"
+    "usage: sluice-agent --controller HOST:PORT[,HOST:PORT...] --token-file FILE --workdir DIR\n"
+    "                    [options]\n"
     "\n"
     "Runs the tasks that the Sluice controller places on this node.\n"
     "\n"
-    "  --controller HOST:PORT  the controller's agent port (sluiced agent_listen)\n"
+    "  --controller HOST:PORT  the controller's agent port (sluiced agent_listen); with\n"
+    "                          several, comma-separated, each is tried in turn and a\n"
+    "                          standby's redirect to the leader is followed\n"
     "  --token-file FILE       the node's token (`sluiced node-token NAME`), in a file\n"
     "                          that group and others cannot read (chmod 600)\n"
     "  --token TOKEN           the token on the command line (briefly visible in ps),\n"
@@ -189,8 +194,10 @@ static char *detect_cpus(void) {
 
 /* What the flags say, after defaults and inventory. */
 typedef struct flags {
-    char *ctl_host;
+    char *ctl_host;         /* the first of --controller */
     char *ctl_port;
+    const sl_hostport_t *ctls; /* all of --controller */
+    size_t nctls;
     const char *token;
     const char *name;
     char *workdir;          /* absolute */
@@ -341,7 +348,8 @@ static int run_emulator(flags_t *a, int nodes, SSL_CTX *tls) {
     }
     agent_emulate_config_t ecfg = {
         .nodes = nodes, .prefix = a->name,
-        .conn = {.host = a->ctl_host, .port = a->ctl_port, .token = a->token,
+        .conn = {.host = a->ctl_host, .port = a->ctl_port, .controllers = a->ctls,
+                 .ncontrollers = a->nctls, .token = a->token,
                  .heartbeat_s = a->heartbeat_s, .tls = tls,
                  .node = {.cpus = a->cpus, .memory = a->memory, .gpus = a->gpus,
                           .gpu_model = a->gpus > 0 ? (a->gpu_model ? a->gpu_model : "unknown") : NULL,
@@ -585,9 +593,11 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    const char *colon = strrchr(controller, ':');
-    if (!colon || colon == controller || !colon[1])
-        return die_usage("--controller: \"%s\" is not HOST:PORT", controller);
+    sl_hostport_t ctls[SL_HOSTPORT_MAX];
+    size_t nctls = 0;
+    char hperr[400];
+    if (sl_hostport_list_parse(controller, ctls, SL_HOSTPORT_MAX, &nctls, hperr, sizeof hperr) != 0)
+        return die_usage("--controller: %s", hperr);
     char *labels_own = NULL; /* --labels with the topology label added */
     if (a.topology) {
         const char *t = a.topology;
@@ -639,12 +649,10 @@ int main(int argc, char **argv) {
         free(copy);
         if (words == 0) return die_usage("--launcher: empty template");
     }
-    a.ctl_host = strndup(controller, (size_t)(colon - controller));
-    if (a.ctl_host[0] == '[' && a.ctl_host[strlen(a.ctl_host) - 1] == ']') {
-        memmove(a.ctl_host, a.ctl_host + 1, strlen(a.ctl_host));
-        a.ctl_host[strlen(a.ctl_host) - 1] = '\0';
-    }
-    a.ctl_port = strdup(colon + 1);
+    a.ctl_host = strdup(ctls[0].host);
+    a.ctl_port = strdup(ctls[0].port);
+    a.ctls = ctls;
+    a.nctls = nctls;
     if (emulate) return run_emulator(&a, emulate, tls);
     char host[256];
     if (!a.name) {
@@ -669,6 +677,19 @@ int main(int argc, char **argv) {
         free(a.ctl_port);
         free(a.workdir);
         return lockfd == -2 ? 2 : 1;
+    }
+    /* The highest controller epoch this node accepted, before any
+     * controller is heard (docs/protocol.md, "Controllers and epochs"). */
+    char epoch_path[PATH_MAX + 16], eperr[PATH_MAX + 200];
+    sl_epoch_mark_t mark;
+    agent_epoch_path(a.workdir, epoch_path, sizeof epoch_path);
+    if (agent_epoch_load(epoch_path, &mark, eperr, sizeof eperr) != 0) {
+        fprintf(stderr, "sluice-agent: %s\n", eperr);
+        free(a.ctl_host);
+        free(a.ctl_port);
+        free(a.workdir);
+        close(lockfd);
+        return 1;
     }
 
     /* Inventory. */
@@ -764,12 +785,15 @@ int main(int argc, char **argv) {
     sigint = evsignal_new(base, SIGINT, stop_cb, ts);
     event_add(sigterm, NULL);
     event_add(sigint, NULL);
-    sl_log(SL_LOG_INFO, "agent", "node=%s cpus=%s memory=%s gpus=%d workdir=%s controller=%s:%s",
-           a.name, a.cpus, a.memory, a.gpus, a.workdir, a.ctl_host, a.ctl_port);
+    sl_log(SL_LOG_INFO, "agent", "node=%s cpus=%s memory=%s gpus=%d workdir=%s controller=%s "
+           "epoch=%llu", a.name, a.cpus, a.memory, a.gpus, a.workdir, controller,
+           (unsigned long long)mark.highest);
     char lease[PATH_MAX + 16];
     agent_lease_path(a.workdir, lease, sizeof lease);
     agent_conn_config_t ccfg = {
-        .host = a.ctl_host, .port = a.ctl_port, .token = a.token, .heartbeat_s = a.heartbeat_s,
+        .host = a.ctl_host, .port = a.ctl_port, .controllers = a.ctls, .ncontrollers = a.nctls,
+        .epoch_path = epoch_path, .epoch_mark = mark,
+        .token = a.token, .heartbeat_s = a.heartbeat_s,
         .tls = tls, .usage = agent_metrics_usage, .usage_ud = mx, .lease = lease,
         .health = agent_health_report, .health_ud = health,
         .lease_grace_ms = a.grace_s * INT64_C(1000),

@@ -67,7 +67,8 @@ struct cli {
     int command_after_dashes; /* the command followed "--" (so it is never a batch script) */
     /* globals */
     int json;
-    char *server;         /* base URL, no trailing slash */
+    char *server;         /* base URL, no trailing slash; several joined by ',' (--server
+                           * A,B,C), which cli_http tries in turn (http.c) */
     char *token;
     char *cacert;         /* CA (PEM) that signs an https server's certificate, or NULL */
     char *tenant;         /* default tenant from the `sluice up` config, or NULL */
@@ -97,6 +98,7 @@ typedef struct cli_reply {
     size_t len;
     char ctype[128];   /* Content-Type, "" if none */
     unsigned long long next_after; /* Sluice-Next-After (a paged list), 0 if none */
+    char location[1024]; /* Location (of a redirect not followed), "" if none */
 } cli_reply_t;
 
 /* Receives body bytes as they arrive; returns 0, or -1 (errno set) to stop. */

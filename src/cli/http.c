@@ -34,6 +34,15 @@
  * start-up, but libevent 2.1 rejects chunk extensions and cannot say why a
  * reply is malformed (measured and tried: docs/cli-http.md).
  *
+ * Several servers (--server A,B,C, or SLUICE_SERVER so): each is dialled
+ * in turn until one connects (a refused or timed-out connection moves on;
+ * a request once sent is never sent to another, so a submission cannot be
+ * made twice), and the one that answered is tried first by the run's next
+ * requests. A 307 or 308 with a Location (a controller that does not lead
+ * names the leader's URL for the same path) is followed with the same
+ * method and body, at most MAX_REDIRECTS times, to the same scheme only
+ * (hostport.h: https stays https); the leader is then tried first.
+ *
  * Every failure to get a complete reply (refused, timeout, name not found,
  * a reply that is not HTTP) is CLI_EUNREACHABLE (exit code 3), so a script
  * can tell "the server said no" (1) from "no server" (3).
@@ -58,12 +67,14 @@
 #include <openssl/x509.h>
 
 #include "cli.h"
+#include "hostport.h"
 #include "tls.h"
 
 #define CONNECT_MS 5000
 #define REQUEST_MS 120000
 #define MAX_HEADER (64 * 1024)
 #define READ_CHUNK (256 * 1024)
+#define MAX_REDIRECTS 3
 
 /* The kept-alive connection of this run (the CLI is one short process). */
 static struct {
@@ -72,6 +83,11 @@ static struct {
     SSL *ssl; /* https: the TLS session on fd; NULL for http */
     char server[512]; /* the URL it was opened for */
 } conn;
+
+/* The server that answered last (one of a list, or a redirect's leader,
+ * without the request's path), tried first by the run's next requests;
+ * "" until then. */
+static char preferred[600];
 
 /* The run's TLS client context, made on the first https request. */
 static SSL_CTX *tls_ctx;
@@ -548,7 +564,8 @@ static int chunked_body(reader_t *r, body_out_t *o) {
 
 /* Parses the status line and headers. Returns 0, or -1 with r->err. */
 static int read_head(reader_t *r, long *status, int *minor, long long *clen, bool *chunked,
-                     bool *close_after, char *ctype, size_t ctlen, unsigned long long *next_after) {
+                     bool *close_after, char *ctype, size_t ctlen, unsigned long long *next_after,
+                     char *location, size_t loclen) {
     size_t used = 0;
     char *line;
     if (read_line(r, &line, MAX_HEADER) < 0)
@@ -564,6 +581,7 @@ static int read_head(reader_t *r, long *status, int *minor, long long *clen, boo
     *chunked = false;
     *close_after = mi == 0; /* HTTP/1.0: close unless keep-alive */
     ctype[0] = '\0';
+    location[0] = '\0';
     *next_after = 0;
     for (;;) {
         if (read_line(r, &line, MAX_HEADER) < 0)
@@ -604,6 +622,8 @@ static int read_head(reader_t *r, long *status, int *minor, long long *clen, boo
                 *close_after = false;
         } else if (strcasecmp(line, "Content-Type") == 0) {
             snprintf(ctype, ctlen, "%s", v);
+        } else if (strcasecmp(line, "Location") == 0) {
+            snprintf(location, loclen, "%s", v);
         } else if (strcasecmp(line, "Sluice-Next-After") == 0) {
             *next_after = strtoull(v, NULL, 10);
         }
@@ -614,16 +634,19 @@ static int read_head(reader_t *r, long *status, int *minor, long long *clen, boo
  * *out filled, or -1 with the cause in why; *retry says the failure came
  * before any byte of the reply on a reused connection (the server had
  * closed it), so the request can be sent again. */
-static int attempt(cli_t *c, const url_t *u, const char *req, size_t reqlen, const char *method,
-                   cli_reply_t *out, cli_sink_fn sink, void *arg, bool *retry, char *why,
-                   size_t whylen) {
+static int attempt(cli_t *c, const char *base, const url_t *u, const char *req, size_t reqlen,
+                   const char *method, cli_reply_t *out, cli_sink_fn sink, void *arg, bool *retry,
+                   bool *dial_failed, char *why, size_t whylen) {
     *retry = false;
-    bool reused = conn.open && strcmp(conn.server, c->server) == 0;
+    *dial_failed = false;
+    bool reused = conn.open && strcmp(conn.server, base) == 0;
     if (!reused) {
         conn_close();
         int fd = dial(u, why, whylen);
-        if (fd < 0)
+        if (fd < 0) {
+            *dial_failed = true; /* nothing was sent: another server may be tried */
             return -1;
+        }
         conn.fd = fd;
         conn.open = true;
         if (u->tls) {
@@ -633,7 +656,7 @@ static int attempt(cli_t *c, const url_t *u, const char *req, size_t reqlen, con
                 return -1;
             }
         }
-        snprintf(conn.server, sizeof conn.server, "%s", c->server);
+        snprintf(conn.server, sizeof conn.server, "%s", base);
     }
     reader_t r = {.fd = conn.fd, .ssl = conn.ssl, .idle_ms = c->stream_idle_ms,
                   .deadline_ms = mono_ms() + (c->stream_idle_ms > 0 ? c->stream_idle_ms : REQUEST_MS)};
@@ -647,7 +670,7 @@ static int attempt(cli_t *c, const url_t *u, const char *req, size_t reqlen, con
     bool chunked, close_after;
     do {
         if (read_head(&r, &status, &minor, &clen, &chunked, &close_after, out->ctype,
-                      sizeof out->ctype, &out->next_after) < 0)
+                      sizeof out->ctype, &out->next_after, out->location, sizeof out->location) < 0)
             goto fail;
     } while (status >= 100 && status < 200);
     out->status = status;
@@ -705,29 +728,26 @@ fail:
     return rc;
 }
 
-int cli_http_raw(cli_t *c, const char *method, const char *path, const char *body, size_t len,
-                 cli_reply_t *out, cli_sink_fn sink, void *arg) {
-    memset(out, 0, sizeof *out);
+/* One request to the server at base (a URL: scheme, authority, path
+ * prefix) for target (the path after the prefix), retried once on a reused
+ * connection the server had closed. 0 with *out filled, or -1 with the
+ * cause in why; *dial_failed says nothing was sent (the server could not
+ * be reached), out->status -1 that the sink failed. */
+static int request(cli_t *c, const char *base, const char *method, const char *target,
+                   const char *body, size_t len, cli_reply_t *out, cli_sink_fn sink, void *arg,
+                   bool *dial_failed, char *why, size_t whylen) {
     url_t u;
     const char *bad;
-    if (parse_url(c->server, &u, &bad) < 0) {
-        if (!c->quiet_unreachable)
-            fprintf(stderr, "sluice: cannot reach %s: %s\n", c->server, bad);
-        return CLI_EUNREACHABLE;
-    }
-    if (c->token) {
-        for (const char *p = c->token; *p; p++) {
-            if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-                fprintf(stderr, "sluice: the token contains a control character\n");
-                return CLI_EUSAGE;
-            }
-        }
+    *dial_failed = true;
+    if (parse_url(base, &u, &bad) < 0) {
+        snprintf(why, whylen, "%s", bad);
+        return -1;
     }
     char *req = NULL;
     int n = asprintf(&req,
                      "%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: sluice/" SLUICE_VERSION
                      "\r\nAccept: */*\r\n%s%s%s",
-                     method, u.prefix, path, u.authority, c->token && *c->token ? "Authorization: Bearer " : "",
+                     method, u.prefix, target, u.authority, c->token && *c->token ? "Authorization: Bearer " : "",
                      c->token && *c->token ? c->token : "", c->token && *c->token ? "\r\n" : "");
     if (n < 0)
         abort();
@@ -746,25 +766,119 @@ int cli_http_raw(cli_t *c, const char *method, const char *path, const char *bod
         reqlen += len;
     }
     full[reqlen] = '\0';
-    char why[300];
     bool retry;
-    int rc = attempt(c, &u, full, reqlen, method, out, sink, arg, &retry, why, sizeof why);
+    int rc = attempt(c, base, &u, full, reqlen, method, out, sink, arg, &retry, dial_failed, why,
+                     whylen);
     if (rc < 0 && retry)
-        rc = attempt(c, &u, full, reqlen, method, out, sink, arg, &retry, why, sizeof why);
+        rc = attempt(c, base, &u, full, reqlen, method, out, sink, arg, &retry, dial_failed, why,
+                     whylen);
     free(full);
-    if (rc < 0) {
+    return rc;
+}
+
+/* Follows out's 307 or 308 (Location set) from base for path, at most
+ * MAX_REDIRECTS times, with the same method and body; out is replaced by
+ * each reply. The leader is then preferred for the run's next requests.
+ * CLI_OK with the last reply in *out, or an exit status (message
+ * printed). */
+static int follow(cli_t *c, const char *base, const char *method, const char *path,
+                  const char *body, size_t len, cli_reply_t *out, cli_sink_fn sink, void *arg) {
+    char from[600], nbase[600], target[2048], why[700];
+    snprintf(from, sizeof from, "%s", base);
+    for (int hop = 0; (out->status == 307 || out->status == 308) && out->location[0]; hop++) {
+        if (hop == MAX_REDIRECTS) {
+            fprintf(stderr, "sluice: %s: more than %d redirects (the last to %s)\n", c->server,
+                    MAX_REDIRECTS, out->location);
+            cli_reply_free(out);
+            return CLI_ESERVER;
+        }
+        if (sl_url_redirect_target(from, out->location, nbase, sizeof nbase, target, sizeof target, why,
+                            sizeof why) < 0) {
+            fprintf(stderr, "sluice: %s\n", why);
+            cli_reply_free(out);
+            return CLI_ESERVER;
+        }
+        cli_reply_free(out);
+        memset(out, 0, sizeof *out);
+        bool dial_failed;
+        if (request(c, nbase, method, target, body, len, out, sink, arg, &dial_failed, why,
+                    sizeof why) < 0) {
+            if (out->status == -1) {
+                if (why[0])
+                    fprintf(stderr, "sluice: %s\n", why);
+                memset(out, 0, sizeof *out);
+                return CLI_ESERVER;
+            }
+            if (!c->quiet_unreachable)
+                fprintf(stderr, "sluice: cannot reach %s (the leader %s redirected to): %s\n",
+                        nbase, from, why);
+            memset(out, 0, sizeof *out);
+            return CLI_EUNREACHABLE;
+        }
+        /* The leader's base for the next requests: the target less the
+         * path asked, when it ends with it (the leader's path prefix). */
+        size_t tl = strlen(target), pl = strlen(path);
+        if (tl >= pl && strcmp(target + tl - pl, path) == 0)
+            snprintf(preferred, sizeof preferred, "%s%.*s", nbase, (int)(tl - pl), target);
+        snprintf(from, sizeof from, "%s", nbase);
+    }
+    return CLI_OK;
+}
+
+int cli_http_raw(cli_t *c, const char *method, const char *path, const char *body, size_t len,
+                 cli_reply_t *out, cli_sink_fn sink, void *arg) {
+    memset(out, 0, sizeof *out);
+    if (c->token) {
+        for (const char *p = c->token; *p; p++) {
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+                fprintf(stderr, "sluice: the token contains a control character\n");
+                return CLI_EUSAGE;
+            }
+        }
+    }
+    /* The servers to try: the preferred one first (the last to answer),
+     * then the list (--server A,B,C) in its order. */
+    char list[SL_HOSTPORT_MAX * 520 + 600];
+    snprintf(list, sizeof list, "%s%s%s", preferred, preferred[0] ? "," : "", c->server);
+    char *bases[SL_HOSTPORT_MAX + 1], *save = NULL;
+    size_t nb = 0;
+    for (char *t = strtok_r(list, ",", &save); t && nb < SL_HOSTPORT_MAX + 1;
+         t = strtok_r(NULL, ",", &save)) {
+        bool dup = false;
+        for (size_t k = 0; k < nb; k++)
+            dup = dup || strcmp(bases[k], t) == 0;
+        if (!dup)
+            bases[nb++] = t;
+    }
+    if (nb == 0)
+        bases[nb++] = c->server;
+    char why[300] = "";
+    for (size_t k = 0; k < nb; k++) {
+        bool dial_failed;
+        if (request(c, bases[k], method, path, body, len, out, sink, arg, &dial_failed, why,
+                    sizeof why) == 0) {
+            if (nb > 1)
+                snprintf(preferred, sizeof preferred, "%s", bases[k]);
+            return follow(c, bases[k], method, path, body, len, out, sink, arg);
+        }
         if (out->status == -1) { /* the sink failed: we reached the server */
             if (why[0])
                 fprintf(stderr, "sluice: %s\n", why);
             memset(out, 0, sizeof *out);
             return CLI_ESERVER;
         }
-        if (!c->quiet_unreachable)
-            fprintf(stderr, "sluice: cannot reach %s: %s\n", c->server, why);
+        if (!dial_failed || k + 1 == nb) {
+            if (!c->quiet_unreachable && nb > 1 && dial_failed)
+                fprintf(stderr, "sluice: cannot reach any of %s (the last, %s: %s)\n", c->server,
+                        bases[k], why);
+            else if (!c->quiet_unreachable)
+                fprintf(stderr, "sluice: cannot reach %s: %s\n", nb > 1 ? bases[k] : c->server, why);
+            memset(out, 0, sizeof *out);
+            return CLI_EUNREACHABLE;
+        }
         memset(out, 0, sizeof *out);
-        return CLI_EUNREACHABLE;
     }
-    return CLI_OK;
+    return CLI_EUNREACHABLE;
 }
 
 void cli_reply_free(cli_reply_t *r) {

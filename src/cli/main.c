@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "hostport.h"
 #include "jobspec.h"
 #include "slurmfmt.h"
 
@@ -283,7 +284,8 @@ static const cli_cmd_t commands[] = {
 static const char global_help[] =
     "global options:\n"
     "  --server URL     controller URL (env SLUICE_SERVER; default from .sluice/cli.json,\n"
-    "                   else http://127.0.0.1:7070)\n"
+    "                   else http://127.0.0.1:7070); several, comma-separated, are\n"
+    "                   tried in turn, and a 307 to the leader is followed\n"
     "  --token TOKEN    API token (env SLUICE_TOKEN; default from .sluice/cli.json)\n"
     "  --cacert FILE    CA (PEM) that signs an https:// server's certificate (env\n"
     "                   SLUICE_CACERT; default from .sluice/cli.json, else the system's)\n"
@@ -523,14 +525,15 @@ static void load_config(cli_t *c) {
         }
     }
     if (!c->server) c->server = strdup("http://127.0.0.1:7070");
-    size_t n = strlen(c->server);
-    while (n > 0 && c->server[n - 1] == '/') c->server[--n] = '\0';
-    if (!strstr(c->server, "://")) {
-        char *u;
-        if (asprintf(&u, "http://%s", c->server) < 0) abort();
-        free(c->server);
-        c->server = u;
+    /* Several servers (--server A,B,C): each normalised; cli_http tries
+     * them in turn (http.c). */
+    char list[SL_HOSTPORT_MAX * 520], err[400];
+    if (sl_url_list_normalize(c->server, list, sizeof list, err, sizeof err) < 0) {
+        fprintf(stderr, "sluice: --server: %s\n", err); /* and cli_http cannot reach it */
+        return;
     }
+    free(c->server);
+    c->server = strdup(list);
 }
 
 int main(int argc, char **argv) {

@@ -56,6 +56,7 @@
 #include "volume.h"      /* a launch's volumes (their codec) */
 #include "proto_secret.h" /* a launch's secrets (their codec) */
 #include "proto_health.h" /* sl_proto_health_t: a heartbeat's health report */
+#include "proto_epoch.h" /* the controller's epoch (its codec, the agent's rule) */
 
 /* docs/protocol.md: a line is at most 1 MiB (the newline not counted). */
 #define SL_PROTO_MAX_LINE (1024 * 1024)
@@ -90,6 +91,7 @@ typedef enum sl_proto_type {
     SL_PROTO_ACK,
     SL_PROTO_LOGS_REQ, /* "logs" from the controller */
     SL_PROTO_HEARTBEAT_ECHO, /* "heartbeat" from the controller: the answer to one */
+    SL_PROTO_REDIRECT, /* a controller that does not lead names the one that does */
     SL_PROTO_NTYPES
 } sl_proto_type_t;
 
@@ -230,6 +232,12 @@ typedef struct sl_proto_heartbeat {
     sl_proto_health_t health;
 } sl_proto_heartbeat_t;
 
+/* A controller that does not lead answers a hello with this and closes
+ * (docs/protocol.md, "Controllers and epochs"). */
+typedef struct sl_proto_redirect {
+    const char *leader;     /* "HOST:PORT" of the leader's agent port; NULL: not known */
+} sl_proto_redirect_t;
+
 typedef struct sl_proto_error {
     const char *message;    /* required */
 } sl_proto_error_t;
@@ -319,6 +327,11 @@ typedef struct sl_proto_msg {
     double time;
     bool has_attempt;
     uint32_t attempt;
+    /* The sending controller's epoch (proto_epoch.h): written, right after
+     * the type, when > 0, which every controller -> agent message has; 0:
+     * absent. Decoded on the agent's side for every message, also one of a
+     * type it does not know (SL_ENOENT) and one whose body fails. */
+    uint64_t epoch;
     union {
         sl_proto_hello_t hello;
         sl_proto_started_t started;
@@ -331,6 +344,7 @@ typedef struct sl_proto_msg {
         sl_proto_kill_t kill;
         sl_proto_logs_req_t logs_req;
         sl_proto_heartbeat_t heartbeat; /* heartbeat, both directions */
+        sl_proto_redirect_t redirect;
     } u;
     /* Decode only. has_ids: job, task and req (those of this type) were
      * decoded, also when a later field failed, so that a reader can still

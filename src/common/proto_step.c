@@ -90,6 +90,8 @@ char *sl_step_encode(const sl_step_msg_t *m, sl_step_link_t link, size_t *len) {
         return NULL;
     json_t *o = json_object();
     json_object_set_new(o, "type", json_string(name));
+    if (link == SL_STEP_LINK_CTL && m->epoch > 0 && m->epoch <= (uint64_t)SL_PROTO_EPOCH_MAX)
+        json_object_set_new(o, "epoch", json_integer((json_int_t)m->epoch));
     if (link == SL_STEP_LINK_CTL)
         json_object_set_new(o, "job", json_integer((json_int_t)m->job));
     json_object_set_new(o, "step", json_integer(m->step));

@@ -77,6 +77,9 @@ typedef struct sl_step_msg {
     sl_step_type_t type;
     uint64_t job;               /* agent port only; >= 1 */
     uint32_t step;              /* the step's number in its job, from 0 */
+    uint64_t epoch;             /* agent port, controller -> agent: the controller's epoch
+                                 * (proto_epoch.h), written when > 0; the agent reads it
+                                 * with the rest of the protocol (proto.h) */
     int32_t rank;               /* started, out, exit; run on the stepd link */
     /* run */
     const char *const *argv;    /* argc >= 1 strings; decoded: argv[argc] is NULL */

@@ -214,11 +214,16 @@ bool ctl_agentport_flush(void *ud) {
 
 /* ---- encode: every message the controller writes (through proto.h) ---- */
 
-/* Encodes m into a line: into small when it fits, else into a new block
- * that *big holds (the caller frees it). NULL when m cannot be encoded,
- * which only a bug can cause (logged). */
-static const char *encode(const sl_proto_msg_t *m, char *small, size_t cap, char **big,
-                          size_t *len) {
+/* Encodes m, stamped with the controller's epoch (every message to an
+ * agent carries it: docs/protocol.md, "Controllers and epochs"), into a
+ * line: into small when it fits, else into a new block that *big holds
+ * (the caller frees it). NULL when m cannot be encoded, which only a bug
+ * can cause (logged). */
+static const char *encode(const ctl_t *c, const sl_proto_msg_t *msg, char *small, size_t cap,
+                          char **big, size_t *len) {
+    sl_proto_msg_t stamped = *msg;
+    const sl_proto_msg_t *m = &stamped;
+    stamped.epoch = c->epoch;
     *big = NULL;
     if (sl_proto_encode(m, small, cap, len) != 0) {
         sl_log(SL_LOG_ERROR, "agent", "cannot encode a %s message", sl_proto_type_name(m->type));
@@ -234,7 +239,7 @@ static const char *encode(const sl_proto_msg_t *m, char *small, size_t cap, char
 static void queue_msg(ctl_agentport_t *ap, uint32_t node, const sl_proto_msg_t *m) {
     char small[1024], *big;
     size_t len;
-    const char *line = encode(m, small, sizeof small, &big, &len);
+    const char *line = encode(ap->c, m, small, sizeof small, &big, &len);
     if (line)
         queue(ap, node, line, len);
     sl_free(big);
@@ -244,7 +249,7 @@ static void queue_msg(ctl_agentport_t *ap, uint32_t node, const sl_proto_msg_t *
 static void send_now(ctl_conn_t *cn, const sl_proto_msg_t *m) {
     char small[1024], *big;
     size_t len;
-    const char *line = encode(m, small, sizeof small, &big, &len);
+    const char *line = encode(cn->ap->c, m, small, sizeof small, &big, &len);
     if (line)
         conn_write(cn, line, len);
     sl_free(big);
@@ -275,7 +280,7 @@ static int out_launch(void *ud, const ctl_job_t *j, int32_t i) {
     m.u.launch.secrets = sr.out;
     char small[1024], *big;
     size_t len;
-    const char *line = encode(&m, small, sizeof small, &big, &len);
+    const char *line = encode(c, &m, small, sizeof small, &big, &len);
     int rc = line == NULL ? SL_EINVAL : len > (size_t)SL_PROTO_MAX_LINE + 1 ? SL_EOVERFLOW : 0;
     if (rc == 0) {
         queue(ap, (uint32_t)j->tasks[i].node, line, len);
@@ -340,6 +345,21 @@ static void reject(ctl_conn_t *cn, const char *msg) {
     snprintf(ap->last_reject, sizeof ap->last_reject, "%s", msg);
 }
 
+/* A standby's answer to a hello (ctl_set_leader): a redirect to the
+ * leader's agent port, when known, then close once it has drained. */
+static void redirect(ctl_conn_t *cn) {
+    ctl_t *c = cn->ap->c;
+    sl_proto_msg_t m = {.type = SL_PROTO_REDIRECT,
+                        .u.redirect.leader = c->leader_agent[0] ? c->leader_agent : NULL};
+    cn->closing = true;
+    send_now(cn, &m);
+    bufferevent_disable(cn->bev, EV_READ);
+    if (cn->read_ev)
+        event_del(cn->read_ev);
+    sl_log(SL_LOG_DEBUG, "agent", "addr=%s redirected to the leader %s: this controller stands by",
+           cn->addr, c->leader_agent[0] ? c->leader_agent : "(not known)");
+}
+
 int ctl_agentport_send_line(void *ud, uint32_t node, const char *line, size_t len) {
     ctl_agentport_t *ap = ud;
     ctl_apnode_t *an = apnode(ap, node, false);
@@ -356,7 +376,7 @@ int ctl_agentport_logs(void *ud, uint32_t node, uint64_t req, uint64_t job, int3
     if (an == NULL || an->conn == NULL)
         return SL_ENOENT;
     sl_proto_msg_t m = {.type = SL_PROTO_LOGS_REQ, .req = req, .job = job, .task = task,
-                        .u.logs_req = {.offset = offset, .limit = limit}};
+                        .epoch = ap->c->epoch, .u.logs_req = {.offset = offset, .limit = limit}};
     char line[256];
     size_t len;
     if (sl_proto_encode(&m, line, sizeof line, &len) != 0 || len >= sizeof line)
@@ -502,6 +522,10 @@ static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char
         reject(cn, derr);
         return;
     }
+    if (c->standby) { /* after the token: an unknown peer learns nothing more */
+        redirect(cn);
+        return;
+    }
     if (!peer_may_be(cn, h->node.name)) {
         sl_log(SL_LOG_WARN, "agent", "addr=%s: hello as node=%s refused: the client certificate "
                "does not name that node", cn->addr, h->node.name ? h->node.name : "");
@@ -601,7 +625,12 @@ static void on_message(ctl_conn_t *cn, json_t *o) {
     if (rc != 0 && !(m.type == SL_PROTO_LOGS_REPLY || m.has_ids)) {
         if (rc == SL_ENOENT && ap->step_msg && ap->step_msg(ap->step_ud, node, o))
             goto out; /* a job step's (steps.c) */
-        if (rc == SL_ENOENT)
+        const char *type = json_string_value(json_object_get(o, "type"));
+        const char *said = json_string_value(json_object_get(o, "message"));
+        if (rc == SL_ENOENT && type && strcmp(type, "error") == 0 && said) /* the agent refused us */
+            sl_log(SL_LOG_WARN, "agent", "node=%s refused this controller (epoch %llu): %.300s",
+                   ctl_node_name(c, (int32_t)node), (unsigned long long)c->epoch, said);
+        else if (rc == SL_ENOENT)
             sl_log(SL_LOG_DEBUG, "agent", "node=%s %s; ignored", ctl_node_name(c, (int32_t)node), err);
         else
             sl_log(SL_LOG_WARN, "agent", "node=%s: %s; ignored", ctl_node_name(c, (int32_t)node), err);

@@ -138,7 +138,8 @@ static ctl_step_t *step_find(ctl_steps_t *s, uint64_t job, uint32_t id) {
 }
 
 static void step_signal(ctl_steps_t *s, ctl_step_t *st, int sig) {
-    sl_step_msg_t m = {.type = SL_STEP_SIGNAL, .job = st->job, .step = st->id, .sig = sig};
+    sl_step_msg_t m = {.type = SL_STEP_SIGNAL, .job = st->job, .step = st->id, .sig = sig,
+                       .epoch = s->c->epoch};
     size_t len;
     char *line = sl_step_encode(&m, SL_STEP_LINK_CTL, &len);
     for (size_t i = 0; line && i < st->nnodes; i++)
@@ -740,7 +741,7 @@ static int start(ctl_steps_t *s, struct evhttp_request *req, ctl_job_t *j, json_
             kv_put(&renv[l], "CUDA_VISIBLE_DEVICES", "%s", cvd);
             ranks[l] = (sl_step_rank_t){.rank = rank, .task = task, .env = renv[l].v, .nenv = renv[l].n};
         }
-        sl_step_msg_t m = {.type = SL_STEP_RUN, .job = j->id, .step = id, .argv = av,
+        sl_step_msg_t m = {.type = SL_STEP_RUN, .job = j->id, .step = id, .epoch = s->c->epoch, .argv = av,
                            .argc = json_array_size(argv), .env = common.v, .nenv = common.n,
                            .cwd = json_string_value(json_object_get(body, "cwd")),
                            .output = json_string_value(json_object_get(body, "output")),
@@ -806,7 +807,7 @@ void ctl_steps_http_signal(ctl_steps_t *s, struct evhttp_request *req, uint64_t 
     ctl_step_t *st = step_find(s, j->id, (uint32_t)num(body, "step"));
     json_t *in = json_object_get(body, "stdin");
     if (json_is_string(in) && st && st->pty_node >= 0) { /* srun --pty's input, to rank 0 */
-        sl_step_msg_t m = {.type = SL_STEP_STDIN, .job = j->id, .step = st->id, .rank = 0,
+        sl_step_msg_t m = {.type = SL_STEP_STDIN, .job = j->id, .step = st->id, .epoch = s->c->epoch, .rank = 0,
                            .data = json_string_value(in), .data_len = json_string_length(in)};
         size_t len;
         char *line = sl_step_encode(&m, SL_STEP_LINK_CTL, &len);

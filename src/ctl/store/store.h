@@ -61,6 +61,13 @@ void ctl_store_close(ctl_store_t *s);
  * names of their tasks' files and cgroups (docs/protocol.md). Valid while
  * the store is open. Can't fail. */
 const char *ctl_store_instance(const ctl_store_t *s);
+/* Bumps the database's epoch counter by one and sets *epoch to the new
+ * value (1 at the first start), durably before it returns: a controller
+ * calls it once at every start, so that each run has a higher epoch than
+ * every run before it on this database (docs/protocol.md, "Controllers
+ * and epochs"). Must be called while no transaction of this run is open
+ * (right after ctl_store_open). 0, or -1 with "path: message" in err. */
+int ctl_store_epoch_bump(ctl_store_t *s, uint64_t *epoch, char *err, size_t errlen);
 /* Why the last call failed: the store's own message for a bad row or a
  * failed read, else the backend's (valid until the next call). */
 const char *ctl_store_errmsg(ctl_store_t *s);
