@@ -170,7 +170,17 @@ typedef struct ctl {
     int64_t started_us;
     int64_t started_mono_us;
     int64_t resv_swept_us; /* the last reservations sweep (reservations.c) */
+    /* The leader's epoch: only grows; in HA mode the etcd revision of the
+     * leader key (ha/ha.h), set once this controller leads. */
+    uint64_t epoch;
+    struct ctl_ha *ha;     /* HA mode's member (ha/ha.h); NULL: one controller */
 } ctl_t;
+
+/* Sets the controller's epoch (it only grows: a lower n is ignored). */
+static inline void ctl_set_epoch(ctl_t *c, uint64_t n) {
+    if (n > c->epoch)
+        c->epoch = n;
+}
 
 /* Tell the watcher (ctl_watch_t) that j or node changed. O(1). */
 static inline void ctl_watch_job(struct ctl *c, const ctl_job_t *j, const char *what) {
