@@ -321,11 +321,34 @@ static char *view_cb(void *ud) {
     return ctl_ha_view(ud);
 }
 
+/* A follower's /metrics: the HA series that the leader's table also has
+ * (views/metrics.c), plus its lag. */
+static char *metrics_cb(void *ud) {
+    const ctl_ha_t *h = ud;
+    char *out = NULL;
+    if (asprintf(&out,
+                 "# HELP sluice_ha_leader 1 on the controller that leads.\n"
+                 "# TYPE sluice_ha_leader gauge\nsluice_ha_leader 0\n"
+                 "# HELP sluice_ha_epoch The leader's epoch.\n"
+                 "# TYPE sluice_ha_epoch gauge\nsluice_ha_epoch %" PRIu64 "\n"
+                 "# HELP sluice_ha_leader_changes_total Leaders this controller has seen elected.\n"
+                 "# TYPE sluice_ha_leader_changes_total counter\n"
+                 "sluice_ha_leader_changes_total %" PRIu64 "\n"
+                 "# HELP sluice_ha_log_index The last replicated log entry in this file.\n"
+                 "# TYPE sluice_ha_log_index gauge\nsluice_ha_log_index %" PRIu64 "\n"
+                 "# HELP sluice_ha_replication_lag Log entries in etcd not yet applied here.\n"
+                 "# TYPE sluice_ha_replication_lag gauge\nsluice_ha_replication_lag %" PRIu64 "\n",
+                 h->epoch, h->leader_changes, h->applied, h->behind) < 0)
+        return NULL;
+    return out;
+}
+
 int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg, char *err,
                 size_t errlen) {
     *h = (ctl_ha_t){.cfg = *cfg, .base = base};
     h->etcd.fd = -1;
     h->info.view = view_cb;
+    h->info.metrics = metrics_cb;
     h->info.view_ud = h;
     if (!ctl_store_repl_supported()) {
         snprintf(err, errlen, "--ha: this SQLite library has no session extension "
@@ -385,19 +408,6 @@ int ctl_ha_standby(ctl_ha_t *h, char *err, size_t errlen) {
 
 /* ---- the leader ---- */
 
-static void observe_commit(ctl_ha_t *h, int64_t us) {
-    h->commit_n++;
-    h->commit_sum_us += (uint64_t)us;
-    /* Buckets of 0.25 ms doubling: 0.25 ms .. 512 ms, then +Inf. */
-    int64_t bound = 250;
-    int b = 0;
-    while (b < CTL_HA_COMMIT_BUCKETS - 1 && us > bound) {
-        bound *= 2;
-        b++;
-    }
-    h->commit_bucket[b]++;
-}
-
 /* The store's ship hook: one transaction per group commit, guarded by the
  * leader key's create_revision. A failure steps down: this leader's
  * memory holds changes that are not in the record. */
@@ -435,7 +445,7 @@ static int ship(void *ud, const void *changes, size_t len, uint64_t index) {
         ctl_ha_step_down(h, why);
     }
     h->applied = index;
-    observe_commit(h, ctl_mono_us() - t0);
+    ctl_hist_observe(&h->commit, ctl_mono_us() - t0);
     return 0;
 }
 
@@ -550,33 +560,4 @@ char *ctl_ha_view(ctl_ha_t *h) {
     char *out = json_dumps(v, JSON_COMPACT);
     json_decref(v);
     return out;
-}
-
-void ctl_ha_metrics(const ctl_ha_t *h, ctl_buf_t *b) {
-    ctl_buf_printf(b, "# HELP sluice_ha_leader 1 when this controller is the leader\n"
-                      "# TYPE sluice_ha_leader gauge\nsluice_ha_leader %d\n"
-                      "# HELP sluice_ha_epoch the leader's epoch (etcd revision of its key)\n"
-                      "# TYPE sluice_ha_epoch gauge\nsluice_ha_epoch %" PRIu64 "\n"
-                      "# HELP sluice_ha_leader_changes_total leaders this controller has seen\n"
-                      "# TYPE sluice_ha_leader_changes_total counter\n"
-                      "sluice_ha_leader_changes_total %" PRIu64 "\n"
-                      "# HELP sluice_ha_log_index the last log entry in the local copy\n"
-                      "# TYPE sluice_ha_log_index gauge\nsluice_ha_log_index %" PRIu64 "\n"
-                      "# HELP sluice_ha_replication_lag log entries not yet applied here\n"
-                      "# TYPE sluice_ha_replication_lag gauge\nsluice_ha_replication_lag %" PRIu64
-                      "\n",
-                   h->leader ? 1 : 0, h->epoch, h->leader_changes, h->applied, h->behind);
-    ctl_buf_puts(b, "# HELP sluice_ha_commit_seconds etcd transaction time of a group commit\n"
-                    "# TYPE sluice_ha_commit_seconds histogram\n");
-    uint64_t cum = 0;
-    double bound = 0.00025;
-    for (int i = 0; i < CTL_HA_COMMIT_BUCKETS - 1; i++, bound *= 2) {
-        cum += h->commit_bucket[i];
-        ctl_buf_printf(b, "sluice_ha_commit_seconds_bucket{le=\"%g\"} %" PRIu64 "\n", bound, cum);
-    }
-    cum += h->commit_bucket[CTL_HA_COMMIT_BUCKETS - 1];
-    ctl_buf_printf(b, "sluice_ha_commit_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n"
-                      "sluice_ha_commit_seconds_sum %.6f\nsluice_ha_commit_seconds_count %" PRIu64
-                      "\n",
-                   cum, (double)h->commit_sum_us / 1e6, h->commit_n);
 }

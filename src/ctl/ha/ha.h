@@ -33,7 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/buf.h"
+#include "base/obs.h"
 #include "ha/etcd.h"
 #include "ha/standby.h"
 #include "store/repl.h"
@@ -53,8 +53,6 @@ typedef struct ctl_ha_config {
     uint64_t snapshot_every;  /* log entries between snapshots */
     char **argv;              /* to re-execute on stepping down */
 } ctl_ha_config_t;
-
-#define CTL_HA_COMMIT_BUCKETS 12
 
 typedef struct ctl_ha {
     ctl_ha_config_t cfg;
@@ -79,8 +77,7 @@ typedef struct ctl_ha {
     ctl_standby_info_t info;
     /* /metrics */
     uint64_t leader_changes;   /* leaders seen by this member */
-    uint64_t commit_n, commit_sum_us;
-    uint64_t commit_bucket[CTL_HA_COMMIT_BUCKETS];
+    ctl_hist_t commit;         /* etcd transaction time of each group commit */
     uint64_t ship_failures;
 } ctl_ha_t;
 
@@ -110,7 +107,5 @@ void ctl_ha_step_down(ctl_ha_t *h, const char *why) __attribute__((noreturn));
 /* GET /v1/controllers' body: members, leader, epoch, applied index and
  * lag (one etcd read). A new string (free()). */
 char *ctl_ha_view(ctl_ha_t *h);
-/* The HA series of /metrics (metrics table: docs/metrics.md). */
-void ctl_ha_metrics(const ctl_ha_t *h, ctl_buf_t *b);
 
 #endif

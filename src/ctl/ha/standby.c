@@ -54,6 +54,17 @@ static void http_cb(struct evhttp_request *req, void *ud) {
         free(v);
         return;
     }
+    if (get && path && strcmp(path, "/metrics") == 0 && in->metrics) {
+        char *v = in->metrics(in->view_ud);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                          "text/plain; version=0.0.4");
+        struct evbuffer *mb = evbuffer_new();
+        evbuffer_add(mb, v ? v : "", v ? strlen(v) : 0);
+        evhttp_send_reply(req, 200, "OK", mb);
+        evbuffer_free(mb);
+        free(v);
+        return;
+    }
     if (in->leader_api[0] == '\0') {
         struct evkeyvalq *out = evhttp_request_get_output_headers(req);
         evhttp_add_header(out, "Retry-After", "1");

@@ -2,8 +2,8 @@
  * standby.h - what a controller that is not the leader answers on the
  * leader's ports (docs/ha.md): HTTP requests get 307 Temporary Redirect to
  * the leader's URL for the same path and query, with a JSON body (503
- * while no leader is known); GET /healthz and GET /v1/controllers are
- * answered here. An agent's first line gets
+ * while no leader is known); GET /healthz, GET /v1/controllers and GET
+ * /metrics (the HA series: a follower's lag) are answered here. An agent's first line gets
  * {"type":"redirect","leader":"HOST:PORT","epoch":N} (no "leader" while
  * none is known) and the connection is closed (docs/protocol.md).
  */
@@ -23,6 +23,8 @@ typedef struct ctl_standby_info {
     uint64_t epoch;
     /* GET /v1/controllers' body (a new string, free()d by the caller). */
     char *(*view)(void *ud);
+    /* GET /metrics' body: the HA series of a follower (a new string). */
+    char *(*metrics)(void *ud);
     void *view_ud;
 } ctl_standby_info_t;
 
