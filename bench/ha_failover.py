@@ -79,6 +79,19 @@ class Stream(threading.Thread):
             return [jid for _, jid, _ in self.acked]
 
 
+def all_ids(m):
+    """Every job id the member holds, a page of 10,000 at a time."""
+    have, after = set(), None
+    while True:
+        q = "/v1/jobs?limit=10000" + ("&after=%d" % after if after else "")
+        st, body = m.request("GET", q, token=m.token("admin"))
+        assert st == 200, (st, body)
+        have.update(j["id"] for j in body["jobs"])
+        after = body.get("next_after")
+        if not after:
+            return have
+
+
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
@@ -115,9 +128,7 @@ def main():
                     lead.sigcont()
                 new = hautil.wait_leader(ms, exclude=(lead,), timeout=30)
                 ids = s.ids()
-                st, body = new.request("GET", "/v1/jobs", token=new.token("admin"))
-                assert st == 200, (st, body)
-                have = {j["id"] for j in body["jobs"]}
+                have = all_ids(new)
                 lost = [i for i in ids if i not in have]
                 lost_total += len(lost)
                 acked_total = len(ids)

@@ -72,7 +72,8 @@ def test_alert_rules_pass_promtool_check_and_every_rule_has_a_test():
     rules = [ru["alert"] for g in yaml.safe_load(open(RULES))["groups"] for ru in g["rules"]]
     assert len(rules) == len(set(rules))
     for must in ("HighGPUIdle", "JobGPUIdle", "TenantStarved", "NodeDown", "FragmentationHigh",
-                 "TaskOOMKilled", "GPUUnhealthy", "GPUFencedLong", "GPUFaultsFrequent"):
+                 "TaskOOMKilled", "GPUUnhealthy", "GPUFencedLong", "GPUFaultsFrequent",
+                 "SluiceNoLeader", "SluiceLeaderFlapping"):
         assert must in rules
     idle = [ru for g in yaml.safe_load(open(RULES))["groups"] for ru in g["rules"]
             if ru["alert"] == "HighGPUIdle"][0]
