@@ -161,10 +161,10 @@ def test_prometheus_config_passes_promtool(tmp_path):
 def test_systemd_units_verify(tmp_path):
     sa = need("systemd-analyze")
     bd = harness.build_dir()
-    for unit in ("sluiced.service", "sluice-agent.service"):
+    for unit in ("sluiced.service", "sluiced-ha.service", "sluice-agent.service"):
         with open(os.path.join(DEPLOY, "systemd", unit)) as f:
             text = f.read()
-        exe = unit.split(".")[0]
+        exe = unit.split(".")[0].replace("-ha", "")
         if not os.access(os.path.join(bd, exe), os.X_OK):
             pytest.skip("%s is not built" % exe)
         p = tmp_path / unit

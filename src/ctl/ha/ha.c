@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ha/ha.h"
@@ -25,6 +26,15 @@
 #include "sluice/alloc.h"
 
 #define CALL_MS 2000
+
+/* The fence's clock: CLOCK_BOOTTIME, which also counts a suspend of the
+ * machine (CLOCK_MONOTONIC does not: a leader suspended past its lease
+ * would resume believing it still leads), as the agents' fence does. */
+static int64_t boot_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 #define TICK_US 100000
 
 static void key(const ctl_ha_t *h, char *out, size_t n, const char *fmt, ...)
@@ -44,12 +54,12 @@ static int64_t margin_us(const ctl_ha_t *h) {
 }
 
 static int keepalive(ctl_ha_t *h) {
-    int64_t sent = ctl_mono_us();
+    int64_t sent = boot_us();
     h->last_keepalive_us = sent;
     char id[32];
     snprintf(id, sizeof id, "%" PRId64, h->lease_id);
     json_t *req = json_pack("{s:s}", "ID", id), *resp = NULL;
-    int64_t left = h->leader ? (h->deadline_mono_us - sent) / 1000 : CALL_MS;
+    int64_t left = h->leader ? (h->deadline_us - sent) / 1000 : CALL_MS;
     int rc = ctl_etcd_post(&h->etcd, "/v3/lease/keepalive", req, &resp, left > 1000 ? 1000 :
                            left < 1 ? 1 : (int)left);
     json_decref(req);
@@ -62,14 +72,14 @@ static int keepalive(ctl_ha_t *h) {
     json_decref(resp);
     if (ttl <= 0)
         return -2; /* the lease is gone */
-    h->renewed_mono_us = sent;
-    h->deadline_mono_us = sent + (int64_t)h->cfg.ttl_s * 1000000 - margin_us(h);
+    h->renewed_us = sent;
+    h->deadline_us = sent + (int64_t)h->cfg.ttl_s * 1000000 - margin_us(h);
     return 0;
 }
 
 static int grant(ctl_ha_t *h, char *err, size_t errlen) {
     json_t *req = json_pack("{s:i}", "TTL", h->cfg.ttl_s), *resp = NULL;
-    int64_t sent = ctl_mono_us();
+    int64_t sent = boot_us();
     int rc = ctl_etcd_post(&h->etcd, "/v3/lease/grant", req, &resp, CALL_MS);
     json_decref(req);
     if (rc < 0) {
@@ -78,8 +88,8 @@ static int grant(ctl_ha_t *h, char *err, size_t errlen) {
     }
     h->lease_id = ctl_etcd_int(resp, "ID", 0);
     json_decref(resp);
-    h->renewed_mono_us = sent;
-    h->deadline_mono_us = sent + (int64_t)h->cfg.ttl_s * 1000000 - margin_us(h);
+    h->renewed_us = sent;
+    h->deadline_us = sent + (int64_t)h->cfg.ttl_s * 1000000 - margin_us(h);
     h->last_keepalive_us = sent;
     return h->lease_id ? 0 : -1;
 }
@@ -103,7 +113,7 @@ static void put_member(ctl_ha_t *h) {
         sl_log(SL_LOG_DEBUG, "ha", "members/%s: %s", h->cfg.name, h->etcd.err);
     json_decref(req);
     json_decref(resp);
-    h->last_member_us = ctl_mono_us();
+    h->last_member_us = boot_us();
 }
 
 /* The leader key's value and create_revision from a range answer's kvs. */
@@ -280,7 +290,7 @@ static void standby_tick(evutil_socket_t fd, short what, void *ud) {
     (void)what;
     ctl_ha_t *h = ud;
     char err[512];
-    int64_t now = ctl_mono_us();
+    int64_t now = boot_us();
     if (now - h->last_keepalive_us >= (int64_t)h->cfg.ttl_s * 1000000 / 3) {
         if (keepalive(h) == -2) {
             /* Our lease expired (etcd unreachable for a TTL): a new one. */
@@ -414,7 +424,7 @@ int ctl_ha_standby(ctl_ha_t *h, char *err, size_t errlen) {
 static int ship(void *ud, const void *changes, size_t len, uint64_t index) {
     ctl_ha_t *h = ud;
     ctl_ha_check(h);
-    int64_t t0 = ctl_mono_us();
+    int64_t t0 = boot_us();
     char lk[512], k[512], ep[32];
     key(h, lk, sizeof lk, "leader");
     key(h, k, sizeof k, "log/%020" PRIu64, index);
@@ -426,7 +436,7 @@ static int ship(void *ud, const void *changes, size_t len, uint64_t index) {
         ctl_etcd_key(k), "target", "CREATE", "result", "EQUAL", "create_revision", "0", "success",
         "request_put", "key", ctl_etcd_key(k), "value", b);
     sl_free(b);
-    int64_t left = (h->deadline_mono_us - t0) / 1000;
+    int64_t left = (h->deadline_us - t0) / 1000;
     json_t *resp = NULL;
     int rc = ctl_etcd_post(&h->etcd, "/v3/kv/txn", req, &resp, left < 1 ? 1 : (int)left);
     json_decref(req);
@@ -445,7 +455,7 @@ static int ship(void *ud, const void *changes, size_t len, uint64_t index) {
         ctl_ha_step_down(h, why);
     }
     h->applied = index;
-    ctl_hist_observe(&h->commit, ctl_mono_us() - t0);
+    ctl_hist_observe(&h->commit, boot_us() - t0);
     return 0;
 }
 
@@ -471,7 +481,7 @@ static void leader_tick(evutil_socket_t fd, short what, void *ud) {
     (void)what;
     ctl_ha_t *h = ud;
     ctl_ha_check(h);
-    int64_t now = ctl_mono_us();
+    int64_t now = boot_us();
     if (now - h->last_keepalive_us >= (int64_t)h->cfg.ttl_s * 1000000 / 3) {
         if (keepalive(h) == -2)
             ctl_ha_step_down(h, "the lease expired");
@@ -501,7 +511,7 @@ int ctl_ha_lead(ctl_ha_t *h, ctl_store_t *s, char *err, size_t errlen) {
 }
 
 void ctl_ha_check(ctl_ha_t *h) {
-    if (h->leader && ctl_mono_us() >= h->deadline_mono_us)
+    if (h->leader && boot_us() >= h->deadline_us)
         ctl_ha_step_down(h, "the lease could not be renewed in time");
 }
 

@@ -21,7 +21,7 @@
  * Fencing by time: the leader's lease was renewed at the send time t of
  * its last successful keepalive, so etcd cannot expire it before t + TTL
  * (its clock starts later). The leader stops at t + TTL - margin on its
- * own monotonic clock; this assumes the clocks of the leader and of
+ * own CLOCK_BOOTTIME (which counts a suspend); this assumes the clocks of the leader and of
  * etcd's leader run at rates that differ by less than margin / TTL (the
  * same assumption as the agents' fence lease, docs/protocol.md). Stopping
  * means: no commit, reply or agent message leaves; the process re-executes
@@ -60,8 +60,8 @@ typedef struct ctl_ha {
     struct event_base *base;
     struct event *tick_ev;
     int64_t lease_id;
-    int64_t renewed_mono_us;   /* send time of the last successful keepalive */
-    int64_t deadline_mono_us;  /* stop by then (renewed + TTL - margin) */
+    int64_t renewed_us;   /* CLOCK_BOOTTIME, as every time here: send time of the last successful keepalive */
+    int64_t deadline_us;  /* stop by then (renewed + TTL - margin) */
     int64_t last_keepalive_us; /* when the last keepalive was tried */
     int64_t last_member_us;    /* when members/NAME was last written */
     bool leader;
