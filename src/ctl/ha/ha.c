@@ -371,6 +371,8 @@ int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg
 }
 
 void ctl_ha_fini(ctl_ha_t *h) {
+    if (h->etcd.n == 0)
+        return; /* never initialised (no --ha): its descriptors are not ours */
     if (h->tick_ev)
         event_free(h->tick_ev);
     h->tick_ev = NULL;
