@@ -39,6 +39,8 @@ deps:
 	  libcmocka-dev python3-pytest python3-yaml valgrind openssl \
 	  glpk-utils python3-torch openmpi-bin podman runc busybox-static \
 	  chromium chromium-driver python3-selenium
+	# etcd-server: the replicated store of sluiced --ha (tests/e2e/test_ha.py, docs/ha.md).
+	apt-get install -y --no-install-recommends etcd-server etcd-client
 	# podman, runc, busybox-static: image tasks in real containers (agent
 	# --runtime; tests/e2e/test_containers.py builds its images from
 	# busybox, never pulls; docs/containers.md).

@@ -258,6 +258,8 @@ int cli_cmd_show(cli_t *c);
 int cli_cmd_cancel(cli_t *c);
 int cli_cmd_nodes(cli_t *c);
 int cli_cmd_tenants(cli_t *c);
+/* `sluice controllers` (controllers.c): the group of controllers, GET /v1/controllers. */
+int cli_cmd_controllers(cli_t *c);
 int cli_cmd_logs(cli_t *c);
 int cli_cmd_sbatch(cli_t *c);
 /* srun.c: `srun` (a job step) and `salloc` (an allocation around a command). */

@@ -178,6 +178,11 @@ static const cli_cmd_t commands[] = {
      "and printed as one table.",
      cli_cmd_nodes, nodes_opts, 0},
     {"tenants", "", "list tenants, their usage and dominant share", NULL, cli_cmd_tenants, none_opts, 0},
+    {"controllers", "", "list the controllers: leader, epoch, each member's applied log and lag",
+     "In HA mode (sluiced --ha, docs/ha.md) any member answers, a follower too;\n"
+     "a single controller shows itself as the leader. APPLIED is the last log\n"
+     "entry in a member's state file; LAG how many entries it is behind the leader.",
+     cli_cmd_controllers, none_opts, 0},
     {"drain", "NODE", "take no new work on a node; stop what is left at --deadline",
      "The tasks left at the deadline get their priority class's signal, then\n"
      "SIGKILL after its grace; their jobs are requeued with their submit time.\n"

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "net/agentport.h"
 #include "domain/deps.h"
@@ -33,6 +34,7 @@
 #include "domain/reservations.h"
 #include "tls.h"
 #include "net/steps.h"
+#include "ha/ha.h"
 
 /* Everything one sluiced process holds (one per process: main's static). */
 typedef struct sluiced {
@@ -43,7 +45,24 @@ typedef struct sluiced {
     ctl_steps_t steps;
     struct event *sweep_ev;
     struct event *sig_ev[2];
+    ctl_ha_t ha;           /* --ha: this member of the controllers' group */
 } sluiced_t;
+
+/* In HA mode nothing leaves the leader once its lease may have expired:
+ * the replies and the agents' messages pass the fence first (ha.h). */
+static bool replies_hook(void *ud) {
+    sluiced_t *d = ud;
+    if (d->c.ha)
+        ctl_ha_check(d->c.ha);
+    return ctl_http_flush(&d->http);
+}
+
+static bool agents_hook(void *ud) {
+    sluiced_t *d = ud;
+    if (d->c.ha)
+        ctl_ha_check(d->c.ha);
+    return ctl_agentport_flush(&d->ap);
+}
 
 static void sweep_cb(evutil_socket_t fd, short what, void *ud) {
     sluiced_t *d = ud;
@@ -65,6 +84,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: sluiced [--config FILE] [--listen HOST:PORT] [--agent-listen HOST:PORT]\n"
             "               [--state DB] [--init] [--insecure] [--help] [--version]\n"
+            "               [--ha --etcd URLS --name NAME --advertise-api URL\n"
+            "                --advertise-agent HOST:PORT --lease-ttl S --ha-prefix P]\n"
             "       sluiced backup FILE [--state DB | --config FILE]\n"
             "       sluiced hash-token < TOKEN\n"
             "       sluiced node-token NAME [--config FILE]\n"
@@ -78,6 +99,17 @@ static void usage(FILE *f) {
             "  --init                 create the database if it is missing or empty\n"
             "                         (without it sluiced refuses such a file)\n"
             "  --insecure             allow plain TCP on an address other than loopback\n"
+            "  --ha                   one member of a group of controllers on etcd (docs/ha.md):\n"
+            "                         the leader serves, the others stand by with a warm copy\n"
+            "  --etcd URLS            etcd endpoints, http://HOST:PORT,... (default\n"
+            "                         http://127.0.0.1:2379)\n"
+            "  --name NAME            this member's name (default: the host name)\n"
+            "  --advertise-api URL    the API URL followers redirect to (default http://LISTEN)\n"
+            "  --advertise-agent H:P  the agent address followers redirect to (default\n"
+            "                         the agent listen address)\n"
+            "  --lease-ttl S          the leader's lease in seconds, 2..60 (default 3)\n"
+            "  --ha-prefix P          etcd key prefix (default /sluice/)\n"
+            "  --snapshot-every N     log entries between snapshots (default 10000)\n"
             "\n"
             "backup FILE writes a consistent copy of the database to the new file FILE\n"
             "while sluiced runs (SQLite's online backup API), then checks it.\n"
@@ -169,9 +201,41 @@ static void teardown(sluiced_t *d) {
     for (int i = 0; i < 2; i++)
         if (d->sig_ev[i])
             event_free(d->sig_ev[i]);
+    ctl_ha_fini(&d->ha);
     ctl_loop_fini(&d->loop);
     ctl_sitecfg_fini(&d->c.site);
     ctl_config_fini(&d->c.cfg);
+}
+
+/* ---- --ha ---- */
+
+/* Joins the group and stands by until this member leads, with the state
+ * file brought up to the record's last entry (ha.h). The first leader of
+ * an empty record may create its file (as --init). 0, or -1 with err. */
+static int ha_start(sluiced_t *d, ctl_ha_config_t *hc, char *err, size_t errlen) {
+    static char host[256], api[300];
+    ctl_config_t *cfg = &d->c.cfg;
+    if (hc->name == NULL) {
+        if (gethostname(host, sizeof host) != 0)
+            snprintf(host, sizeof host, "sluiced");
+        host[sizeof host - 1] = '\0';
+        hc->name = host;
+    }
+    if (hc->api_url == NULL) {
+        snprintf(api, sizeof api, "%s://%s", d->http.tls ? "https" : "http", cfg->listen);
+        hc->api_url = api;
+    }
+    if (hc->agent_addr == NULL)
+        hc->agent_addr = cfg->agent_listen;
+    hc->state = cfg->state;
+    hc->listen = cfg->listen;
+    hc->agent_listen = cfg->agent_listen;
+    if (ctl_ha_init(&d->ha, d->loop.base, hc, err, errlen) < 0 ||
+        ctl_ha_standby(&d->ha, err, errlen) < 0)
+        return -1;
+    if (!d->ha.have_snapshot)
+        cfg->init = true; /* the record is empty: this file starts it */
+    return 0;
 }
 
 /* ---- sluiced backup ---- */
@@ -324,7 +388,15 @@ int main(int argc, char **argv) {
         {"agent-listen", required_argument, NULL, 'a'}, {"state", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
         {"init", no_argument, NULL, 'I'},          {"insecure", no_argument, NULL, 'X'},
+        {"ha", no_argument, NULL, 'H'},            {"etcd", required_argument, NULL, 'E'},
+        {"name", required_argument, NULL, 'N'},    {"advertise-api", required_argument, NULL, 'A'},
+        {"advertise-agent", required_argument, NULL, 'G'},
+        {"lease-ttl", required_argument, NULL, 'T'}, {"ha-prefix", required_argument, NULL, 'P'},
+        {"snapshot-every", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0}};
+    bool ha = false;
+    ctl_ha_config_t hc = {.endpoints = "http://127.0.0.1:2379", .prefix = "/sluice/", .ttl_s = 3,
+                          .snapshot_every = 10000, .argv = argv};
     const char *config = NULL, *listen = NULL, *agent_listen = NULL, *state = NULL;
     bool init = false, insecure = false;
     if (argc == 2 && strcmp(argv[1], "hash-token") == 0)
@@ -342,6 +414,21 @@ int main(int argc, char **argv) {
         case 'h': usage(stdout); return 0;
         case 'V': printf("sluiced %s\n", SLUICE_VERSION); return 0;
         case 'I': init = true; break;
+        case 'H': ha = true; break;
+        case 'E': hc.endpoints = optarg; break;
+        case 'N': hc.name = optarg; break;
+        case 'A': hc.api_url = optarg; break;
+        case 'G': hc.agent_addr = optarg; break;
+        case 'P': hc.prefix = optarg; break;
+        case 'T':
+            hc.ttl_s = atoi(optarg);
+            if (hc.ttl_s < 2 || hc.ttl_s > 60) {
+                fprintf(stderr, "sluiced: --lease-ttl: must be 2 to 60 seconds, not \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'S': hc.snapshot_every = strtoull(optarg, NULL, 10); break;
         default: usage(stderr); return 2;
         }
     }
@@ -424,8 +511,8 @@ int main(int argc, char **argv) {
     /* The flush's fixed order (loop.h): cycle, commit, replies, agents, trim. */
     ctl_loop_hook(&d->loop, CTL_HOOK_CYCLE, ctl_jobs_cycle, c);
     /* CTL_HOOK_COMMIT: once the store is open, below. */
-    ctl_loop_hook(&d->loop, CTL_HOOK_REPLIES, ctl_http_flush, &d->http);
-    ctl_loop_hook(&d->loop, CTL_HOOK_AGENTS, ctl_agentport_flush, &d->ap);
+    ctl_loop_hook(&d->loop, CTL_HOOK_REPLIES, replies_hook, d);
+    ctl_loop_hook(&d->loop, CTL_HOOK_AGENTS, agents_hook, d);
     ctl_loop_hook(&d->loop, CTL_HOOK_TRIM, ctl_jobs_trim_hook, c);
     int rc = 1;
     /* The TLS files and the --insecure rule are configuration: checked
@@ -435,10 +522,32 @@ int main(int argc, char **argv) {
         rc = 2;
         goto out;
     }
+    if (ha && ha_start(d, &hc, err, sizeof err) < 0) {
+        fprintf(stderr, "sluiced: --ha: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    if (ha)
+        c->ha = &d->ha; /* before the domain opens: the epoch comes from etcd */
     if (ctl_domain_open(c, err, sizeof err) < 0) {
         fprintf(stderr, "sluiced: %s\n", err);
         rc = 2;
         goto out;
+    }
+    if (ha) {
+        /* Leader: every group commit from here on is in etcd before its
+         * replies and launches leave. */
+        if (ctl_ha_lead(&d->ha, c->store, err, sizeof err) < 0) {
+            fprintf(stderr, "sluiced: --ha: %s\n", err);
+            rc = 2;
+            goto out;
+        }
+        if (ctl_set_epoch(c, d->ha.epoch) < 0) {
+            fprintf(stderr, "sluiced: --ha: the leader's epoch %llu is below this controller's\n",
+                    (unsigned long long)d->ha.epoch);
+            rc = 2;
+            goto out;
+        }
     }
     ctl_loop_hook(&d->loop, CTL_HOOK_COMMIT, ctl_store_flush, c->store);
     ctl_deps_init(c); /* arrays and dependencies: before recovery, which rebuilds them */

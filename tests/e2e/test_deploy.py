@@ -72,7 +72,8 @@ def test_alert_rules_pass_promtool_check_and_every_rule_has_a_test():
     rules = [ru["alert"] for g in yaml.safe_load(open(RULES))["groups"] for ru in g["rules"]]
     assert len(rules) == len(set(rules))
     for must in ("HighGPUIdle", "JobGPUIdle", "TenantStarved", "NodeDown", "FragmentationHigh",
-                 "TaskOOMKilled", "GPUUnhealthy", "GPUFencedLong", "GPUFaultsFrequent"):
+                 "TaskOOMKilled", "GPUUnhealthy", "GPUFencedLong", "GPUFaultsFrequent",
+                 "SluiceNoLeader", "SluiceLeaderFlapping"):
         assert must in rules
     idle = [ru for g in yaml.safe_load(open(RULES))["groups"] for ru in g["rules"]
             if ru["alert"] == "HighGPUIdle"][0]
@@ -160,10 +161,10 @@ def test_prometheus_config_passes_promtool(tmp_path):
 def test_systemd_units_verify(tmp_path):
     sa = need("systemd-analyze")
     bd = harness.build_dir()
-    for unit in ("sluiced.service", "sluice-agent.service"):
+    for unit in ("sluiced.service", "sluiced-ha.service", "sluice-agent.service"):
         with open(os.path.join(DEPLOY, "systemd", unit)) as f:
             text = f.read()
-        exe = unit.split(".")[0]
+        exe = unit.split(".")[0].replace("-ha", "")
         if not os.access(os.path.join(bd, exe), os.X_OK):
             pytest.skip("%s is not built" % exe)
         p = tmp_path / unit

@@ -180,11 +180,7 @@ typedef struct ctl {
     /* The controller's epoch (docs/protocol.md, "Controllers and epochs"),
      * in every message to agents; only grows. Set through ctl_set_epoch. */
     uint64_t epoch;
-    /* Whether this controller stands by rather than leads, and the agent
-     * port of the one that leads ("HOST:PORT"; "" when not known). Set
-     * through ctl_set_leader; false (leads) by default. */
-    bool standby;
-    char leader_agent[272];
+    struct ctl_ha *ha;     /* HA mode's member (ha/ha.h); NULL: one controller */
 } ctl_t;
 
 /*
@@ -197,18 +193,6 @@ typedef struct ctl {
  * O(1). (epoch.c)
  */
 int ctl_set_epoch(struct ctl *c, uint64_t epoch);
-
-/*
- * Says whether this controller leads (leader true) or stands by; a
- * standby's agent port answers every agent's hello with a redirect to
- * leader_agent ("HOST:PORT" of the leader's agent port; NULL or "" when not
- * known: the redirect names none) and closes the connection, so agents
- * given several controllers find the leader (docs/protocol.md,
- * "Controllers and epochs"). leader_agent is copied (at most 271 bytes;
- * longer: SL_EINVAL, nothing changed). Connections already welcomed are
- * not closed by this call. 0 or SL_EINVAL. O(len). (epoch.c)
- */
-int ctl_set_leader(struct ctl *c, bool leader, const char *leader_agent);
 
 /* Tell the watcher (ctl_watch_t) that j or node changed. O(1). */
 static inline void ctl_watch_job(struct ctl *c, const ctl_job_t *j, const char *what) {

@@ -345,21 +345,6 @@ static void reject(ctl_conn_t *cn, const char *msg) {
     snprintf(ap->last_reject, sizeof ap->last_reject, "%s", msg);
 }
 
-/* A standby's answer to a hello (ctl_set_leader): a redirect to the
- * leader's agent port, when known, then close once it has drained. */
-static void redirect(ctl_conn_t *cn) {
-    ctl_t *c = cn->ap->c;
-    sl_proto_msg_t m = {.type = SL_PROTO_REDIRECT,
-                        .u.redirect.leader = c->leader_agent[0] ? c->leader_agent : NULL};
-    cn->closing = true;
-    send_now(cn, &m);
-    bufferevent_disable(cn->bev, EV_READ);
-    if (cn->read_ev)
-        event_del(cn->read_ev);
-    sl_log(SL_LOG_DEBUG, "agent", "addr=%s redirected to the leader %s: this controller stands by",
-           cn->addr, c->leader_agent[0] ? c->leader_agent : "(not known)");
-}
-
 int ctl_agentport_send_line(void *ud, uint32_t node, const char *line, size_t len) {
     ctl_agentport_t *ap = ud;
     ctl_apnode_t *an = apnode(ap, node, false);
@@ -520,10 +505,6 @@ static void on_hello(ctl_conn_t *cn, const sl_proto_msg_t *m, int rc, const char
     }
     if (rc != 0) {
         reject(cn, derr);
-        return;
-    }
-    if (c->standby) { /* after the token: an unknown peer learns nothing more */
-        redirect(cn);
         return;
     }
     if (!peer_may_be(cn, h->node.name)) {

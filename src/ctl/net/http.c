@@ -59,6 +59,7 @@
 #include "views/report.h"
 #include "views/history.h"
 #include "net/steps.h"
+#include "views/controllers.h"
 #include "net/events.h"
 #include "net/console.h"
 
@@ -128,10 +129,13 @@ static void h_steps(hreq_t *h) { ctl_steps_http(h->hs->steps, h->req, h->id, h->
 static void h_events(hreq_t *h) { ctl_events_http(h->hs->events, h->req, &h->query, h->admin, h->tenant); }
 static void h_ui(hreq_t *h) { ctl_console_http(&h->hs->conns, h->req, evhttp_uri_get_path(evhttp_request_get_evhttp_uri(h->req))); }
 static void h_events_stats(hreq_t *h) { ctl_events_http_stats(h->hs->events, h->req, h->admin); }
+static void h_controllers(hreq_t *h);
 static void h_step_signal(hreq_t *h) { ctl_steps_http_signal(h->hs->steps, h->req, h->id, h->admin, h->tenant, h->step_token); }
 
 static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/healthz", h_healthz, AUTH_NONE, "liveness: {\"status\":\"ok\",\"version\":...}"},
+    {EVHTTP_REQ_GET, "/v1/controllers", h_controllers, AUTH_NONE,
+     "the controllers: members, leader, epoch, applied log index and lag (docs/ha.md)"},
     {EVHTTP_REQ_POST, "/v1/jobs", h_submit, AUTH_API, "submit a job; 201 once it is durable"},
     {EVHTTP_REQ_GET, "/v1/jobs", h_list, AUTH_API,
      "list jobs by id, a page at a time (?state= ?tenant= ?limit= ?after= ?view=table)"},
@@ -453,6 +457,13 @@ static void h_healthz(hreq_t *h) {
     ctl_buf_t b;
     ctl_buf_init(&b);
     ctl_buf_puts(&b, "{\"status\":\"ok\",\"version\":\"" SLUICE_VERSION "\"}\n");
+    send_json(h->hs, h->req, 200, &b);
+}
+
+static void h_controllers(hreq_t *h) {
+    ctl_buf_t b;
+    ctl_buf_init(&b);
+    ctl_controllers_view(h->c, &b);
     send_json(h->hs, h->req, 200, &b);
 }
 

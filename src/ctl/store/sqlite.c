@@ -373,6 +373,8 @@ void ctl_store_close(ctl_store_t *s) {
     if (s->db != NULL) {
         if (s->in_txn)
             ctl_store_commit(s);
+        if (s->repl_fini)
+            s->repl_fini(s);
         for (int i = 0; i < ST_COUNT; i++)
             sqlite3_finalize(s->st[i]);
         sqlite3_close(s->db);
@@ -460,6 +462,8 @@ int ctl_store_commit(ctl_store_t *s) {
     if (!s->in_txn)
         return 0;
     int64_t t0 = ctl_mono_us();
+    if (s->repl_commit && s->repl_commit(s) < 0)
+        fatal_sql(s, "replicate");
     if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         fatal_sql(s, "COMMIT");
     s->in_txn = false;

@@ -28,6 +28,11 @@ struct ctl_store {
     bool fail_stop;        /* a failed read exits 3, as a failed write does */
     char errbuf[320];      /* why the last read failed, when SQLite did not say */
     char instance[40];     /* the cluster instance id (meta 'instance') */
+    /* HA mode (sqlite_repl.c, store/repl.h): run before each COMMIT; -1
+     * is fatal. NULL: a single controller. */
+    int (*repl_commit)(ctl_store_t *s);
+    void (*repl_fini)(ctl_store_t *s); /* before the connection closes */
+    struct ctl_store_repl *repl;
 };
 
 struct ctl_store_reader {

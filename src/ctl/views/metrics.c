@@ -22,6 +22,7 @@
 #include "domain/eff.h"
 #include "views/health_view.h"
 #include "views/metrics.h"
+#include "ha/ha.h"
 
 /* Writes a family's samples; only >= 0 keeps the series of that tenant
  * alone (families of scope M_TENANT), -1 writes every tenant's. */
@@ -252,6 +253,31 @@ static void m_replies_refused(ctl_t *c, ctl_buf_t *b, const char *name, int32_t 
 
 static void m_uptime(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
     secs_line(b, name, (uint64_t)(ctl_mono_us() - c->started_mono_us));
+}
+
+/* ---- high availability (docs/ha.md); one controller: its own figures ---- */
+
+static void m_ha_leader(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    ctl_buf_printf(b, "%s %d\n", name, c->ha == NULL || c->ha->leader ? 1 : 0);
+}
+
+static void m_ha_epoch(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    ctl_buf_printf(b, "%s %llu\n", name, (unsigned long long)c->epoch);
+}
+
+static void m_ha_changes(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    ctl_buf_printf(b, "%s %llu\n", name, (unsigned long long)(c->ha ? c->ha->leader_changes : 0));
+}
+
+static void m_ha_index(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    ctl_buf_printf(b, "%s %llu\n", name, (unsigned long long)(c->ha ? c->ha->applied : 0));
+}
+
+static void hist_plain(ctl_buf_t *b, const char *name, const ctl_hist_t *h);
+
+static void m_ha_commit(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    static const ctl_hist_t none;
+    hist_plain(b, name, c->ha ? &c->ha->commit : &none);
 }
 
 /* ---- throughput, delays, fairness, allocation, fragmentation ---- */
@@ -636,6 +662,17 @@ static const metric_t metrics[] = {
     {"sluice_http_replies_refused_total", "counter",
      "Replies refused with 503 because unread replies filled limits.reply_buffer.", m_replies_refused, M_CLUSTER},
     {"sluice_uptime_seconds", "gauge", "Seconds since sluiced started.", m_uptime, M_PUBLIC},
+    {"sluice_ha_leader", "gauge", "1 on the controller that leads (a single controller always does).",
+     m_ha_leader, M_CLUSTER},
+    {"sluice_ha_epoch", "gauge", "The leader's epoch (in HA mode the etcd revision of its key).",
+     m_ha_epoch, M_CLUSTER},
+    {"sluice_ha_leader_changes_total", "counter", "Leaders this controller has seen elected (HA mode).",
+     m_ha_changes, M_CLUSTER},
+    {"sluice_ha_log_index", "gauge", "The last replicated log entry in this controller's file (HA mode).",
+     m_ha_index, M_CLUSTER},
+    {"sluice_ha_commit_seconds", "histogram",
+     "etcd transaction time of each group commit, before its replies leave (HA mode).", m_ha_commit,
+     M_CLUSTER},
     {"sluice_job_gpu_utilization_ratio", "gauge",
      "Mean GPU utilisation of a running job so far, over its GPUs and readings (agents' NVML).",
      m_job_gpu_util, M_TENANT},

@@ -1,0 +1,575 @@
+/*
+ * ha.c - one member of the controllers' group (ha.h): the lease and its
+ * keepalive, the campaign, the follower's catch-up and the leader's log
+ * writes, snapshots and compaction.
+ *
+ * Workload: one etcd transaction per group commit (the loop waits for it,
+ * about a millisecond on a local member: the next group commit gathers
+ * what arrived meanwhile), one keepalive and one member write a second,
+ * and a follower's range read of the log every 100 ms.
+ */
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ha/ha.h"
+#include "ha/snapshot.h"
+
+#include "base/loop.h"
+#include "log.h"
+#include "sluice/alloc.h"
+
+#define CALL_MS 2000
+
+/* The fence's clock: CLOCK_BOOTTIME, which also counts a suspend of the
+ * machine (CLOCK_MONOTONIC does not: a leader suspended past its lease
+ * would resume believing it still leads), as the agents' fence does. */
+static int64_t boot_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+#define TICK_US 100000
+
+static void key(const ctl_ha_t *h, char *out, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void key(const ctl_ha_t *h, char *out, size_t n, const char *fmt, ...) {
+    size_t p = (size_t)snprintf(out, n, "%s", h->cfg.prefix);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out + p, n - p, fmt, ap);
+    va_end(ap);
+}
+
+/* The fence margin: a fifth of the TTL, at least half a second. */
+static int64_t margin_us(const ctl_ha_t *h) {
+    int64_t m = (int64_t)h->cfg.ttl_s * 200000;
+    return m < 500000 ? 500000 : m;
+}
+
+static int keepalive(ctl_ha_t *h) {
+    int64_t sent = boot_us();
+    h->last_keepalive_us = sent;
+    char id[32];
+    snprintf(id, sizeof id, "%" PRId64, h->lease_id);
+    json_t *req = json_pack("{s:s}", "ID", id), *resp = NULL;
+    int64_t left = h->leader ? (h->deadline_us - sent) / 1000 : CALL_MS;
+    int rc = ctl_etcd_post(&h->etcd, "/v3/lease/keepalive", req, &resp, left > 1000 ? 1000 :
+                           left < 1 ? 1 : (int)left);
+    json_decref(req);
+    if (rc < 0) {
+        sl_log(SL_LOG_WARN, "ha", "lease keepalive: %s", h->etcd.err);
+        return -1;
+    }
+    json_t *res = json_object_get(resp, "result");
+    int64_t ttl = ctl_etcd_int(res ? res : resp, "TTL", 0);
+    json_decref(resp);
+    if (ttl <= 0)
+        return -2; /* the lease is gone */
+    h->renewed_us = sent;
+    h->deadline_us = sent + (int64_t)h->cfg.ttl_s * 1000000 - margin_us(h);
+    return 0;
+}
+
+static int grant(ctl_ha_t *h, char *err, size_t errlen) {
+    json_t *req = json_pack("{s:i}", "TTL", h->cfg.ttl_s), *resp = NULL;
+    int64_t sent = boot_us();
+    int rc = ctl_etcd_post(&h->etcd, "/v3/lease/grant", req, &resp, CALL_MS);
+    json_decref(req);
+    if (rc < 0) {
+        snprintf(err, errlen, "etcd: lease grant: %s", h->etcd.err);
+        return -1;
+    }
+    h->lease_id = ctl_etcd_int(resp, "ID", 0);
+    json_decref(resp);
+    h->renewed_us = sent;
+    h->deadline_us = sent + (int64_t)h->cfg.ttl_s * 1000000 - margin_us(h);
+    h->last_keepalive_us = sent;
+    return h->lease_id ? 0 : -1;
+}
+
+/* The member's own record, with its lease. */
+static void put_member(ctl_ha_t *h) {
+    char k[512], id[32];
+    key(h, k, sizeof k, "members/%s", h->cfg.name);
+    json_t *v = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I}", "name", h->cfg.name, "api", h->cfg.api_url,
+                          "agent", h->cfg.agent_addr, "role", h->leader ? "leader" : "follower",
+                          "applied", (json_int_t)h->applied, "epoch", (json_int_t)h->epoch);
+    char *txt = json_dumps(v, JSON_COMPACT);
+    json_decref(v);
+    char *b = ctl_etcd_b64(txt, strlen(txt));
+    free(txt);
+    snprintf(id, sizeof id, "%" PRId64, h->lease_id);
+    json_t *req = json_pack("{s:o,s:s,s:s}", "key", ctl_etcd_key(k), "value", b, "lease", id);
+    sl_free(b);
+    json_t *resp = NULL;
+    if (ctl_etcd_post(&h->etcd, "/v3/kv/put", req, &resp, 500) < 0)
+        sl_log(SL_LOG_DEBUG, "ha", "members/%s: %s", h->cfg.name, h->etcd.err);
+    json_decref(req);
+    json_decref(resp);
+    h->last_member_us = boot_us();
+}
+
+/* The leader key's value and create_revision from a range answer's kvs. */
+static void read_leader(ctl_ha_t *h, json_t *kvs) {
+    json_t *kv = json_array_get(kvs, 0);
+    if (kv == NULL) {
+        h->info.leader_api[0] = h->info.leader_agent[0] = h->leader_name[0] = '\0';
+        return;
+    }
+    uint64_t epoch = (uint64_t)ctl_etcd_int(kv, "create_revision", 0);
+    size_t n = 0;
+    char *val = ctl_etcd_unb64(json_string_value(json_object_get(kv, "value")) ?: "", &n);
+    json_t *v = val ? json_loadb(val, n, 0, NULL) : NULL;
+    sl_free(val);
+    const char *api = json_string_value(json_object_get(v, "api"));
+    const char *agent = json_string_value(json_object_get(v, "agent"));
+    const char *name = json_string_value(json_object_get(v, "name"));
+    if (epoch != h->epoch && name) {
+        h->leader_changes++;
+        sl_log(SL_LOG_INFO, "ha", "leader=%s epoch=%" PRIu64, name, epoch);
+    }
+    h->epoch = h->info.epoch = epoch;
+    snprintf(h->info.leader_api, sizeof h->info.leader_api, "%s", api ? api : "");
+    snprintf(h->info.leader_agent, sizeof h->info.leader_agent, "%s", agent ? agent : "");
+    snprintf(h->leader_name, sizeof h->leader_name, "%s", name ? name : "");
+    json_decref(v);
+}
+
+/* One try for the leadership: the leader key created with our lease if it
+ * does not exist; else it is read. 1 when we lead, 0, or -1. */
+static int campaign(ctl_ha_t *h) {
+    char k[512], id[32];
+    key(h, k, sizeof k, "leader");
+    json_t *v = json_pack("{s:s,s:s,s:s}", "name", h->cfg.name, "api", h->cfg.api_url, "agent",
+                          h->cfg.agent_addr);
+    char *txt = json_dumps(v, JSON_COMPACT);
+    json_decref(v);
+    char *b = ctl_etcd_b64(txt, strlen(txt));
+    free(txt);
+    snprintf(id, sizeof id, "%" PRId64, h->lease_id);
+    json_t *req = json_pack(
+        "{s:[{s:o,s:s,s:s,s:s}],s:[{s:{s:o,s:s,s:s}}],s:[{s:{s:o}}]}", "compare", "key",
+        ctl_etcd_key(k), "target", "CREATE", "result", "EQUAL", "create_revision", "0", "success",
+        "request_put", "key", ctl_etcd_key(k), "value", b, "lease", id, "failure", "request_range",
+        "key", ctl_etcd_key(k));
+    sl_free(b);
+    json_t *resp = NULL;
+    int rc = ctl_etcd_post(&h->etcd, "/v3/kv/txn", req, &resp, CALL_MS);
+    json_decref(req);
+    if (rc < 0) {
+        sl_log(SL_LOG_WARN, "ha", "campaign: %s", h->etcd.err);
+        return -1;
+    }
+    if (json_is_true(json_object_get(resp, "succeeded"))) {
+        uint64_t epoch = (uint64_t)ctl_etcd_int(json_object_get(resp, "header"), "revision", 0);
+        h->leader_changes++;
+        h->epoch = h->info.epoch = epoch;
+        snprintf(h->leader_name, sizeof h->leader_name, "%s", h->cfg.name);
+        snprintf(h->info.leader_api, sizeof h->info.leader_api, "%s", h->cfg.api_url);
+        snprintf(h->info.leader_agent, sizeof h->info.leader_agent, "%s", h->cfg.agent_addr);
+        json_decref(resp);
+        return 1;
+    }
+    json_t *r0 = json_object_get(json_array_get(json_object_get(resp, "responses"), 0),
+                                 "response_range");
+    read_leader(h, json_object_get(r0, "kvs"));
+    json_decref(resp);
+    return 0;
+}
+
+/* ---- the follower's copy ---- */
+
+static bool file_exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && sb.st_size > 0;
+}
+
+static int open_replica(ctl_ha_t *h, char *err, size_t errlen) {
+    ctl_replica_close(h->rep);
+    h->rep = NULL;
+    if (!file_exists(h->cfg.state))
+        return 0;
+    if (ctl_replica_open(&h->rep, h->cfg.state, err, errlen) < 0)
+        return -1;
+    h->applied = ctl_replica_index(h->rep);
+    return 0;
+}
+
+/* Brings the local file to a state of the record: a snapshot when the file
+ * is missing, was never synced, or is older than the snapshot. 0 or -1. */
+static int sync_base(ctl_ha_t *h, char *err, size_t errlen) {
+    ctl_ha_snapmeta_t m;
+    int r = ctl_ha_snapshot_meta(&h->etcd, h->cfg.prefix, &m);
+    if (r < 0) {
+        snprintf(err, errlen, "etcd: snapshot: %s", h->etcd.err);
+        return -1;
+    }
+    h->have_snapshot = r == 1;
+    h->snap_index = r == 1 ? m.index : 0;
+    if (open_replica(h, err, errlen) < 0)
+        return -1;
+    if (r == 0)
+        return 0; /* no record yet: the first leader makes it */
+    if (h->rep && ctl_replica_synced(h->rep) && h->applied >= m.index)
+        return 0;
+    sl_log(SL_LOG_INFO, "ha", "state=%s: %s; installing snapshot index=%" PRIu64, h->cfg.state,
+           h->rep == NULL ? "missing" : !ctl_replica_synced(h->rep) ? "never synced" : "older",
+           m.index);
+    ctl_replica_close(h->rep);
+    h->rep = NULL;
+    if (ctl_ha_snapshot_fetch(&h->etcd, h->cfg.prefix, &m, h->cfg.state, err, errlen) < 0)
+        return -1;
+    return open_replica(h, err, errlen);
+}
+
+/* Applies the log entries after ours, up to 256 a call. 1 when more may
+ * follow, 0 at the end, -1 on an error (err). */
+static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
+    if (h->rep == NULL)
+        return 0;
+    char from[512], end[512];
+    key(h, from, sizeof from, "log/%020" PRIu64, h->applied + 1);
+    key(h, end, sizeof end, "log0");
+    json_t *req = json_pack("{s:o,s:o,s:i}", "key", ctl_etcd_key(from), "range_end",
+                            ctl_etcd_key(end), "limit", 256), *resp = NULL;
+    int rc = ctl_etcd_post(&h->etcd, "/v3/kv/range", req, &resp, CALL_MS);
+    json_decref(req);
+    if (rc < 0) {
+        snprintf(err, errlen, "etcd: log: %s", h->etcd.err);
+        return -1;
+    }
+    json_t *kvs = json_object_get(resp, "kvs");
+    int64_t count = ctl_etcd_int(resp, "count", 0);
+    size_t i;
+    json_t *kv;
+    rc = 0;
+    json_array_foreach(kvs, i, kv) {
+        size_t kn = 0, vn = 0;
+        char *k = ctl_etcd_unb64(json_string_value(json_object_get(kv, "key")) ?: "", &kn);
+        const char *slash = k ? strrchr(k, '/') : NULL;
+        uint64_t idx = slash ? strtoull(slash + 1, NULL, 10) : 0;
+        sl_free(k);
+        if (idx != h->applied + 1) {
+            /* A gap: compacted under us; the snapshot covers it. */
+            h->applied = 0;
+            if (h->rep) {
+                ctl_replica_close(h->rep);
+                h->rep = NULL;
+                (void)unlink(h->cfg.state);
+            }
+            rc = sync_base(h, err, errlen) < 0 ? -1 : 1;
+            goto out;
+        }
+        void *ch = ctl_etcd_unb64(json_string_value(json_object_get(kv, "value")) ?: "", &vn);
+        if (ch == NULL || ctl_replica_apply(h->rep, ch, vn, idx, err, errlen) < 0) {
+            if (ch == NULL)
+                snprintf(err, errlen, "log entry %" PRIu64 ": not base64", idx);
+            sl_free(ch);
+            rc = -1;
+            goto out;
+        }
+        sl_free(ch);
+        h->applied = idx;
+    }
+    h->behind = (uint64_t)count - json_array_size(kvs);
+    rc = json_is_true(json_object_get(resp, "more")) ? 1 : 0;
+out:
+    json_decref(resp);
+    return rc;
+}
+
+static void standby_tick(evutil_socket_t fd, short what, void *ud) {
+    (void)fd;
+    (void)what;
+    ctl_ha_t *h = ud;
+    char err[512];
+    int64_t now = boot_us();
+    if (now - h->last_keepalive_us >= (int64_t)h->cfg.ttl_s * 1000000 / 3) {
+        if (keepalive(h) == -2) {
+            /* Our lease expired (etcd unreachable for a TTL): a new one. */
+            if (grant(h, err, sizeof err) < 0)
+                sl_log(SL_LOG_WARN, "ha", "%s", err);
+        }
+    }
+    if (!h->have_snapshot || h->rep == NULL) {
+        if (sync_base(h, err, sizeof err) < 0)
+            sl_log(SL_LOG_WARN, "ha", "%s", err);
+    }
+    for (int i = 0; i < 8; i++) {
+        int r = poll_log(h, err, sizeof err);
+        if (r < 0)
+            sl_log(SL_LOG_WARN, "ha", "%s", err);
+        if (r != 1)
+            break;
+    }
+    if (now - h->last_member_us >= 1000000)
+        put_member(h);
+    int c = campaign(h);
+    if (c == 1) {
+        /* Leader: nobody else can append now; read the log to its end. */
+        for (int r = 1; r == 1;) {
+            r = poll_log(h, err, sizeof err);
+            if (r < 0) {
+                ctl_ha_step_down(h, err);
+            }
+        }
+        if (h->have_snapshot && (h->rep == NULL || !ctl_replica_synced(h->rep)))
+            ctl_ha_step_down(h, "elected without a synced copy of the record");
+        h->leader = true;
+        event_base_loopbreak(h->base);
+    }
+}
+
+static char *view_cb(void *ud) {
+    return ctl_ha_view(ud);
+}
+
+/* A follower's /metrics: the HA series that the leader's table also has
+ * (views/metrics.c), plus its lag. */
+static char *metrics_cb(void *ud) {
+    const ctl_ha_t *h = ud;
+    char *out = NULL;
+    if (asprintf(&out,
+                 "# HELP sluice_ha_leader 1 on the controller that leads.\n"
+                 "# TYPE sluice_ha_leader gauge\nsluice_ha_leader 0\n"
+                 "# HELP sluice_ha_epoch The leader's epoch.\n"
+                 "# TYPE sluice_ha_epoch gauge\nsluice_ha_epoch %" PRIu64 "\n"
+                 "# HELP sluice_ha_leader_changes_total Leaders this controller has seen elected.\n"
+                 "# TYPE sluice_ha_leader_changes_total counter\n"
+                 "sluice_ha_leader_changes_total %" PRIu64 "\n"
+                 "# HELP sluice_ha_log_index The last replicated log entry in this file.\n"
+                 "# TYPE sluice_ha_log_index gauge\nsluice_ha_log_index %" PRIu64 "\n"
+                 "# HELP sluice_ha_replication_lag Log entries in etcd not yet applied here.\n"
+                 "# TYPE sluice_ha_replication_lag gauge\nsluice_ha_replication_lag %" PRIu64 "\n",
+                 h->epoch, h->leader_changes, h->applied, h->behind) < 0)
+        return NULL;
+    return out;
+}
+
+int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg, char *err,
+                size_t errlen) {
+    *h = (ctl_ha_t){.cfg = *cfg, .base = base};
+    h->etcd.fd = -1;
+    h->info.view = view_cb;
+    h->info.metrics = metrics_cb;
+    h->info.view_ud = h;
+    if (!ctl_store_repl_supported()) {
+        snprintf(err, errlen, "--ha: this SQLite library has no session extension "
+                 "(SQLITE_ENABLE_SESSION), which HA mode needs");
+        return -1;
+    }
+    if (ctl_etcd_init(&h->etcd, cfg->endpoints, err, errlen) < 0)
+        return -1;
+    return grant(h, err, errlen);
+}
+
+void ctl_ha_fini(ctl_ha_t *h) {
+    if (h->etcd.n == 0)
+        return; /* never initialised (no --ha): its descriptors are not ours */
+    if (h->tick_ev)
+        event_free(h->tick_ev);
+    h->tick_ev = NULL;
+    ctl_standby_close(&h->standby);
+    if (h->lease_id && h->etcd.n) {
+        char id[32];
+        snprintf(id, sizeof id, "%" PRId64, h->lease_id);
+        json_t *req = json_pack("{s:s}", "ID", id), *resp = NULL;
+        (void)ctl_etcd_post(&h->etcd, "/v3/lease/revoke", req, &resp, 1000);
+        json_decref(req);
+        json_decref(resp);
+    }
+    ctl_replica_close(h->rep);
+    h->rep = NULL;
+    ctl_etcd_fini(&h->etcd);
+}
+
+int ctl_ha_standby(ctl_ha_t *h, char *err, size_t errlen) {
+    if (sync_base(h, err, errlen) < 0)
+        return -1;
+    if (ctl_standby_open(&h->standby, h->base, h->cfg.listen, h->cfg.agent_listen, &h->info, err,
+                         errlen) < 0)
+        return -1;
+    sl_log(SL_LOG_INFO, "ha", "member=%s standing by: state=%s index=%" PRIu64 " listen=%s",
+           h->cfg.name, h->cfg.state, h->applied, h->cfg.listen);
+    h->tick_ev = event_new(h->base, -1, EV_PERSIST, standby_tick, h);
+    struct timeval tv = {0, TICK_US};
+    event_add(h->tick_ev, &tv);
+    standby_tick(-1, 0, h);
+    if (!h->leader)
+        event_base_dispatch(h->base);
+    event_free(h->tick_ev);
+    h->tick_ev = NULL;
+    ctl_standby_close(&h->standby);
+    ctl_replica_close(h->rep);
+    h->rep = NULL;
+    if (!h->leader) {
+        snprintf(err, errlen, "stopped before leading");
+        return -1;
+    }
+    sl_log(SL_LOG_INFO, "ha", "member=%s leads: epoch=%" PRIu64 " index=%" PRIu64, h->cfg.name,
+           h->epoch, h->applied);
+    return 0;
+}
+
+/* ---- the leader ---- */
+
+/* The store's ship hook: one transaction per group commit, guarded by the
+ * leader key's create_revision. A failure steps down: this leader's
+ * memory holds changes that are not in the record. */
+static int ship(void *ud, const void *changes, size_t len, uint64_t index) {
+    ctl_ha_t *h = ud;
+    ctl_ha_check(h);
+    int64_t t0 = boot_us();
+    char lk[512], k[512], ep[32];
+    key(h, lk, sizeof lk, "leader");
+    key(h, k, sizeof k, "log/%020" PRIu64, index);
+    snprintf(ep, sizeof ep, "%" PRIu64, h->epoch);
+    char *b = ctl_etcd_b64(changes, len);
+    json_t *req = json_pack(
+        "{s:[{s:o,s:s,s:s,s:s},{s:o,s:s,s:s,s:s}],s:[{s:{s:o,s:s}}]}", "compare", "key",
+        ctl_etcd_key(lk), "target", "CREATE", "result", "EQUAL", "create_revision", ep, "key",
+        ctl_etcd_key(k), "target", "CREATE", "result", "EQUAL", "create_revision", "0", "success",
+        "request_put", "key", ctl_etcd_key(k), "value", b);
+    sl_free(b);
+    int64_t left = (h->deadline_us - t0) / 1000;
+    json_t *resp = NULL;
+    int rc = ctl_etcd_post(&h->etcd, "/v3/kv/txn", req, &resp, left < 1 ? 1 : (int)left);
+    json_decref(req);
+    if (rc < 0) {
+        h->ship_failures++;
+        char why[700];
+        snprintf(why, sizeof why, "log entry %" PRIu64 " not written: %s", index, h->etcd.err);
+        ctl_ha_step_down(h, why);
+    }
+    bool ok = json_is_true(json_object_get(resp, "succeeded"));
+    json_decref(resp);
+    if (!ok) {
+        char why[200];
+        snprintf(why, sizeof why, "log entry %" PRIu64 " refused by etcd: the leader key is not "
+                 "ours (epoch %" PRIu64 ") or the entry exists", index, h->epoch);
+        ctl_ha_step_down(h, why);
+    }
+    h->applied = index;
+    ctl_hist_observe(&h->commit, boot_us() - t0);
+    return 0;
+}
+
+/* The leader's file as the current snapshot (see snapshot.h). 0 or -1. */
+static int snapshot_put(ctl_ha_t *h, char *err, size_t errlen) {
+    void *img = NULL;
+    size_t len = 0;
+    if (ctl_store_repl_serialize(h->store, &img, &len, err, errlen) < 0)
+        return -1;
+    uint64_t index = h->applied; /* serialize committed what was open */
+    int rc = ctl_ha_snapshot_write(&h->etcd, h->cfg.prefix, h->epoch, img, len, index,
+                                   h->have_snapshot, h->snap_index, err, errlen);
+    ctl_store_repl_free(img);
+    if (rc == 0) {
+        h->have_snapshot = true;
+        h->snap_index = index;
+    }
+    return rc;
+}
+
+static void leader_tick(evutil_socket_t fd, short what, void *ud) {
+    (void)fd;
+    (void)what;
+    ctl_ha_t *h = ud;
+    ctl_ha_check(h);
+    int64_t now = boot_us();
+    if (now - h->last_keepalive_us >= (int64_t)h->cfg.ttl_s * 1000000 / 3) {
+        if (keepalive(h) == -2)
+            ctl_ha_step_down(h, "the lease expired");
+        ctl_ha_check(h);
+    }
+    if (now - h->last_member_us >= 1000000)
+        put_member(h);
+    if (h->cfg.snapshot_every && h->applied >= h->snap_index + h->cfg.snapshot_every) {
+        char err[512];
+        if (snapshot_put(h, err, sizeof err) < 0)
+            sl_log(SL_LOG_WARN, "ha", "snapshot: %s", err);
+    }
+}
+
+int ctl_ha_lead(ctl_ha_t *h, ctl_store_t *s, char *err, size_t errlen) {
+    h->store = s;
+    if (ctl_store_repl_enable(s, ship, h, err, errlen) < 0)
+        return -1;
+    h->applied = ctl_store_repl_index(s);
+    if (!h->have_snapshot && snapshot_put(h, err, errlen) < 0)
+        return -1;
+    h->tick_ev = event_new(h->base, -1, EV_PERSIST, leader_tick, h);
+    struct timeval tv = {0, TICK_US};
+    event_add(h->tick_ev, &tv);
+    put_member(h);
+    return 0;
+}
+
+void ctl_ha_check(ctl_ha_t *h) {
+    if (h->leader && boot_us() >= h->deadline_us)
+        ctl_ha_step_down(h, "the lease could not be renewed in time");
+}
+
+void ctl_ha_step_down(ctl_ha_t *h, const char *why) {
+    sl_log(SL_LOG_ERROR, "ha", "member=%s epoch=%" PRIu64 " steps down: %s; nothing more is "
+           "written or sent; restarting as a follower", h->cfg.name, h->epoch, why);
+    /* Every socket and the database closed unflushed: the open SQLite
+     * transaction is rolled back by the next open. */
+    for (int fd = 3; fd < 65536; fd++)
+        (void)close(fd);
+    execv("/proc/self/exe", h->cfg.argv);
+    _exit(3);
+}
+
+/* ---- the view and /metrics ---- */
+
+char *ctl_ha_view(ctl_ha_t *h) {
+    char from[512], end[512];
+    key(h, from, sizeof from, "members/");
+    key(h, end, sizeof end, "members0");
+    json_t *req = json_pack("{s:o,s:o}", "key", ctl_etcd_key(from), "range_end",
+                            ctl_etcd_key(end)), *resp = NULL;
+    int rc = ctl_etcd_post(&h->etcd, "/v3/kv/range", req, &resp, 1000);
+    json_decref(req);
+    json_t *members = json_array();
+    uint64_t leader_applied = h->leader ? h->applied : 0;
+    size_t i;
+    json_t *kv;
+    json_array_foreach(rc == 0 ? json_object_get(resp, "kvs") : NULL, i, kv) {
+        size_t n = 0;
+        char *val = ctl_etcd_unb64(json_string_value(json_object_get(kv, "value")) ?: "", &n);
+        json_t *m = val ? json_loadb(val, n, 0, NULL) : NULL;
+        sl_free(val);
+        if (!json_is_object(m)) {
+            json_decref(m);
+            continue;
+        }
+        const char *name = json_string_value(json_object_get(m, "name"));
+        bool lead = name && strcmp(name, h->leader_name) == 0;
+        json_object_set_new(m, "role", json_string(lead ? "leader" : "follower"));
+        if (lead && !h->leader)
+            leader_applied = (uint64_t)json_integer_value(json_object_get(m, "applied"));
+        json_array_append_new(members, m);
+    }
+    json_array_foreach(members, i, kv) {
+        uint64_t a = (uint64_t)json_integer_value(json_object_get(kv, "applied"));
+        json_object_set_new(kv, "lag", json_integer(leader_applied > a ? (json_int_t)(leader_applied - a) : 0));
+    }
+    json_t *v = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:o}", "mode", "ha", "self", h->cfg.name,
+                          "leader", h->leader_name, "epoch", (json_int_t)h->epoch, "applied",
+                          (json_int_t)h->applied, "snapshot_index", (json_int_t)h->snap_index,
+                          "members", members);
+    if (rc < 0)
+        json_object_set_new(v, "error", json_string(h->etcd.err));
+    json_decref(resp);
+    char *out = json_dumps(v, JSON_COMPACT);
+    json_decref(v);
+    return out;
+}

@@ -1,0 +1,333 @@
+/*
+ * sqlite_repl.c - the SQLite backend's replication hooks (store/repl.h).
+ *
+ * The leader's side: a session (SQLite's session extension,
+ * sqlite3session_*) attached to every table but ha_meta records what the
+ * open transaction changes; before COMMIT its changeset goes to the ship
+ * callback, then the new log index is written into ha_meta in the same
+ * transaction, so the file always says which log entry it holds. A new
+ * session starts after each COMMIT (a session accumulates otherwise).
+ * A session reads the rows' new values when the changeset is made, so a
+ * savepoint rolled back (an array refused half-way) leaves nothing in it.
+ *
+ * The standby's side: each changeset applied in one transaction with its
+ * index (sqlite3changeset_apply; a conflict replaces the row, a missing
+ * row is skipped: the leader's file is the truth), and snapshots (the
+ * whole file, sqlite3_serialize) read and installed.
+ *
+ * Debian's libsqlite3 is built with SQLITE_ENABLE_SESSION and
+ * SQLITE_ENABLE_PREUPDATE_HOOK; ctl_store_repl_supported checks at run time.
+ */
+#define SQLITE_ENABLE_SESSION 1
+#define SQLITE_ENABLE_PREUPDATE_HOOK 1
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/sqlite.h"
+#include "store/repl.h"
+
+#include "log.h"
+#include "sluice/alloc.h"
+
+#define HA_META_SQL "CREATE TABLE IF NOT EXISTS ha_meta(k TEXT PRIMARY KEY, v INTEGER);"
+
+struct ctl_store_repl {
+    sqlite3_session *sess;
+    ctl_store_ship_fn fn;
+    void *ud;
+    uint64_t index;
+};
+
+struct ctl_replica {
+    sqlite3 *db;
+    uint64_t index;
+    bool synced;
+};
+
+bool ctl_store_repl_supported(void) {
+    return sqlite3_compileoption_used("ENABLE_SESSION") &&
+           sqlite3_compileoption_used("ENABLE_PREUPDATE_HOOK");
+}
+
+/* Every table but the file's own log index. */
+static int table_filter(void *ud, const char *table) {
+    (void)ud;
+    return strcmp(table, "ha_meta") != 0;
+}
+
+static int read_index(sqlite3 *db, uint64_t *index, bool *found) {
+    sqlite3_stmt *st = NULL;
+    *index = 0;
+    *found = false;
+    if (sqlite3_prepare_v2(db, "SELECT v FROM ha_meta WHERE k = 'index'", -1, &st, NULL) !=
+        SQLITE_OK)
+        return -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *index = (uint64_t)sqlite3_column_int64(st, 0);
+        *found = true;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int write_index(sqlite3 *db, uint64_t index) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO ha_meta(k, v) VALUES('index', ?1)", -1, &st,
+                           NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)index);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int new_session(ctl_store_t *s) {
+    struct ctl_store_repl *r = s->repl;
+    if (sqlite3session_create(s->db, "main", &r->sess) != SQLITE_OK)
+        return -1;
+    sqlite3session_table_filter(r->sess, table_filter, NULL);
+    return sqlite3session_attach(r->sess, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+/* Before COMMIT (sqlite.c): ship the transaction's changes, record the
+ * index. The next session starts at once: nothing writes between this
+ * COMMIT and the next BEGIN. */
+static int repl_commit(ctl_store_t *s) {
+    struct ctl_store_repl *r = s->repl;
+    int n = 0;
+    void *p = NULL;
+    if (sqlite3session_changeset(r->sess, &n, &p) != SQLITE_OK)
+        return -1;
+    int rc = 0;
+    if (n > 0) {
+        if (r->fn(r->ud, p, (size_t)n, r->index + 1) < 0 || write_index(s->db, r->index + 1) < 0)
+            rc = -1;
+        else
+            r->index++;
+    }
+    sqlite3_free(p);
+    sqlite3session_delete(r->sess);
+    r->sess = NULL;
+    if (rc == 0 && new_session(s) < 0)
+        rc = -1;
+    return rc;
+}
+
+static void repl_fini(ctl_store_t *s) {
+    if (s->repl == NULL)
+        return;
+    if (s->repl->sess)
+        sqlite3session_delete(s->repl->sess);
+    sl_free(s->repl);
+    s->repl = NULL;
+    s->repl_commit = NULL;
+}
+
+int ctl_store_repl_enable(ctl_store_t *s, ctl_store_ship_fn fn, void *ud, char *err,
+                          size_t errlen) {
+    if (!ctl_store_repl_supported()) {
+        snprintf(err, errlen, "%s: this SQLite library (%s) has no session extension "
+                 "(SQLITE_ENABLE_SESSION), which HA mode needs", s->path, sqlite3_libversion());
+        return -1;
+    }
+    ctl_store_commit(s);
+    bool found;
+    uint64_t index;
+    if (sqlite3_exec(s->db, HA_META_SQL, NULL, NULL, NULL) != SQLITE_OK ||
+        read_index(s->db, &index, &found) < 0) {
+        snprintf(err, errlen, "%s: ha_meta: %s", s->path, sqlite3_errmsg(s->db));
+        return -1;
+    }
+    if (!found && write_index(s->db, 0) < 0) {
+        snprintf(err, errlen, "%s: ha_meta: %s", s->path, sqlite3_errmsg(s->db));
+        return -1;
+    }
+    s->repl = sl_xmalloc(sizeof *s->repl);
+    *s->repl = (struct ctl_store_repl){.fn = fn, .ud = ud, .index = index};
+    s->repl_fini = repl_fini;
+    if (new_session(s) < 0) {
+        snprintf(err, errlen, "%s: session: %s", s->path, sqlite3_errmsg(s->db));
+        repl_fini(s);
+        return -1;
+    }
+    s->repl_commit = repl_commit;
+    /* The file is a copy of the record: a lost tail comes back from the log. */
+    (void)sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+    return 0;
+}
+
+uint64_t ctl_store_repl_index(const ctl_store_t *s) {
+    return s->repl ? s->repl->index : 0;
+}
+
+int ctl_store_repl_serialize(ctl_store_t *s, void **out, size_t *len, char *err, size_t errlen) {
+    ctl_store_commit(s);
+    sqlite3_int64 n = 0;
+    unsigned char *p = sqlite3_serialize(s->db, "main", &n, 0);
+    if (p == NULL) {
+        snprintf(err, errlen, "%s: serialize: %s", s->path, sqlite3_errmsg(s->db));
+        return -1;
+    }
+    *out = p;
+    *len = (size_t)n;
+    return 0;
+}
+
+void ctl_store_repl_free(void *p) {
+    sqlite3_free(p);
+}
+
+/* ---- a standby's copy ---- */
+
+int ctl_replica_open(ctl_replica_t **out, const char *path, char *err, size_t errlen) {
+    *out = NULL;
+    ctl_replica_t *r = sl_xmalloc(sizeof *r);
+    *r = (ctl_replica_t){0};
+    if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+            SQLITE_OK ||
+        sqlite3_exec(r->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;" HA_META_SQL,
+                     NULL, NULL, NULL) != SQLITE_OK ||
+        read_index(r->db, &r->index, &r->synced) < 0) {
+        snprintf(err, errlen, "%s: %s", path, r->db ? sqlite3_errmsg(r->db) : "cannot open");
+        ctl_replica_close(r);
+        return -1;
+    }
+    sqlite3_busy_timeout(r->db, 5000);
+    *out = r;
+    return 0;
+}
+
+void ctl_replica_close(ctl_replica_t *r) {
+    if (r == NULL)
+        return;
+    sqlite3_close(r->db);
+    sl_free(r);
+}
+
+uint64_t ctl_replica_index(const ctl_replica_t *r) {
+    return r->index;
+}
+
+bool ctl_replica_synced(const ctl_replica_t *r) {
+    return r->synced;
+}
+
+/* The leader's file is the truth: a row that differs is replaced, one
+ * that is missing is skipped. */
+static int on_conflict(void *ud, int kind, sqlite3_changeset_iter *it) {
+    (void)ud;
+    (void)it;
+    if (kind == SQLITE_CHANGESET_DATA || kind == SQLITE_CHANGESET_CONFLICT)
+        return SQLITE_CHANGESET_REPLACE;
+    return SQLITE_CHANGESET_OMIT;
+}
+
+int ctl_replica_apply(ctl_replica_t *r, const void *changes, size_t len, uint64_t index,
+                      char *err, size_t errlen) {
+    if (sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        goto fail;
+    if (sqlite3changeset_apply(r->db, (int)len, (void *)changes, NULL, on_conflict, NULL) !=
+            SQLITE_OK ||
+        write_index(r->db, index) < 0) {
+        snprintf(err, errlen, "log entry %llu: %s", (unsigned long long)index,
+                 sqlite3_errmsg(r->db));
+        (void)sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    if (sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        goto fail;
+    r->index = index;
+    r->synced = true;
+    return 0;
+fail:
+    snprintf(err, errlen, "log entry %llu: %s", (unsigned long long)index, sqlite3_errmsg(r->db));
+    (void)sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+}
+
+int ctl_replica_image_index(const void *img, size_t len, uint64_t *index, char *err,
+                            size_t errlen) {
+    sqlite3 *db = NULL;
+    int rc = -1;
+    *index = 0;
+    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+        goto out;
+    unsigned char *copy = sqlite3_malloc64(len);
+    if (copy == NULL)
+        goto out;
+    memcpy(copy, img, len);
+    if (sqlite3_deserialize(db, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
+                            SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY) !=
+        SQLITE_OK)
+        goto out;
+    bool found;
+    rc = read_index(db, index, &found);
+out:
+    if (rc < 0)
+        snprintf(err, errlen, "snapshot: not a state database (%s)",
+                 db ? sqlite3_errmsg(db) : "out of memory");
+    sqlite3_close(db);
+    return rc;
+}
+
+int ctl_replica_install(const char *path, const void *img, size_t len, char *err, size_t errlen) {
+    char tmp[4200], side[4220];
+    snprintf(tmp, sizeof tmp, "%s.snapshot", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    const char *p = img;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+            close(fd);
+            unlink(tmp);
+            return -1;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    sqlite3 *db = NULL;
+    bool ok = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+              sqlite3_exec(db, "PRAGMA quick_check", NULL, NULL, NULL) == SQLITE_OK;
+    if (!ok)
+        snprintf(err, errlen, "%s: the snapshot is not a sound database: %s", tmp,
+                 db ? sqlite3_errmsg(db) : "cannot open");
+    sqlite3_close(db);
+    const char *sfx[2] = {"-wal", "-shm"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(side, sizeof side, "%s%s", tmp, sfx[i]);
+        (void)unlink(side);
+    }
+    if (!ok) {
+        unlink(tmp);
+        return -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        snprintf(side, sizeof side, "%s%s", path, sfx[i]);
+        (void)unlink(side);
+    }
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: rename to %s: %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    sl_log(SL_LOG_INFO, "ha", "installed a snapshot of %.1f MiB at %s",
+           (double)len / (1024.0 * 1024.0), path);
+    return 0;
+}
