@@ -147,7 +147,7 @@ static const route_t routes[] = {
     {EVHTTP_REQ_GET, "/metrics", h_metrics, AUTH_READ,
      "Prometheus text format (a tenant token: its own tenant's series)"},
     {EVHTTP_REQ_GET, "/v1/report", h_report, AUTH_READ,
-     "the seed's figures for a window from the database (?since=SECONDS ?tenant=)"},
+     "the seed's figures for a window from the database (?since=SECONDS ?tenant= ?buckets=N)"},
     {EVHTTP_REQ_GET, "/v1/history", h_history, AUTH_API,
      "finished jobs by end time (?since= ?until= ?tenant= ?state= ?name= ?limit= ?after=)"},
     {EVHTTP_REQ_POST, "/v1/nodes/drain", h_drain, AUTH_API,
@@ -852,6 +852,10 @@ static void h_report(hreq_t *h) {
     int st = ctl_report_query(h->c, evhttp_find_header(&h->query, "since"),
                               evhttp_find_header(&h->query, "tenant"), h->all, h->tenant, &since,
                               &tenant, field, sizeof field, msg, sizeof msg);
+    int buckets;
+    if (st == 0 && (st = ctl_report_buckets_query(evhttp_find_header(&h->query, "buckets"), &buckets,
+                                                  msg, sizeof msg)) != 0)
+        snprintf(field, sizeof field, "buckets");
     if (st != 0) {
         http_error(h->hs, h->req, st, st == 403 ? "forbidden" : "invalid_field", field, "%s", msg);
         return;
@@ -862,7 +866,8 @@ static void h_report(hreq_t *h) {
                    "another report is being computed; retry in a second");
         return;
     }
-    if (ctl_report_start(h->c, since, tenant, !h->all, report_done, h->hs, &h->hs->report) < 0) {
+    if (ctl_report_start_series(h->c, since, tenant, !h->all, buckets, report_done, h->hs,
+                                &h->hs->report) < 0) {
         http_error(h->hs, h->req, 500, "internal", NULL, "cannot start the report (see the log)");
         return;
     }
