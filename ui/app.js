@@ -47,6 +47,8 @@ function fmtTime(t) {
 }
 function fmtDur(s) {
   if (s === null || s === undefined) return "–";
+  if (s > 0 && s < 0.001) return (s * 1e6).toFixed(0) + " µs";
+  if (s < 0.1) return (s * 1000).toFixed(s < 0.01 ? 2 : 1) + " ms";
   if (s < 1) return (s * 1000).toFixed(0) + " ms";
   if (s < 120) return s.toFixed(1) + " s";
   if (s < 7200) return (s / 60).toFixed(1) + " min";

@@ -20,7 +20,8 @@ function svgText(x, y, text, attrs) {
 const SERIES_COLORS = ["#2f6fdf", "#e67e22", "#27ae60", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#d35400"];
 
 // A time-series line chart: series [{name, points: [[t (s), v], ...]}],
-// opts {id, width, height, fmt (value -> text), min, max, step (a step
+// opts {id, width, height, fmt (value -> text), min, max, t0, t1 (the
+// time axis; default: the points'), step (a step
 // line, for sizes)}. Gaps (v null) break a line. Returns a <figure>.
 function lineChart(series, opts) {
   opts = opts || {};
@@ -40,7 +41,8 @@ function lineChart(series, opts) {
     root.appendChild(svgText(W / 2, H / 2, "no data in this window", { "text-anchor": "middle", class: "mute" }));
     return fig;
   }
-  const t0 = Math.min(...pts.map((p) => p[0])), t1 = Math.max(...pts.map((p) => p[0]));
+  const t0 = opts.t0 !== undefined ? opts.t0 : Math.min(...pts.map((p) => p[0]));
+  const t1 = opts.t1 !== undefined ? opts.t1 : Math.max(...pts.map((p) => p[0]));
   let v0 = opts.min !== undefined ? opts.min : Math.min(0, ...pts.map((p) => p[1]));
   let v1 = opts.max !== undefined ? opts.max : Math.max(...pts.map((p) => p[1]));
   if (v1 <= v0) v1 = v0 + 1;

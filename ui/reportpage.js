@@ -80,7 +80,7 @@ async function tenants(page) {
       const hours = rep.series.bucket_seconds / 3600;
       holder.appendChild(lineChart(names.map((n) => ({
         name: n, points: bucketPoints(rep, (b) => { const t = b.tenants.find((x) => x.name === n); return t ? t.gpu_hours / hours : 0; }) })),
-        { id: "tenants-history", legend: true, title: "mean GPUs held per " + fmtDur(rep.series.bucket_seconds) + " (from the database)",
+        { id: "tenants-history", legend: true, t0: rep.window.since, t1: rep.window.until, title: "mean GPUs held per " + fmtDur(rep.series.bucket_seconds) + " (from the database)",
           fmt: (v) => v.toFixed(1) }));
     } else {
       holder.appendChild(el("p", { class: "mute" }, "the report is not available now"));
@@ -113,14 +113,14 @@ async function report(page) {
     holder.appendChild(row);
     const delay = (key) => ["p50", "p90", "p99"].map((p) => ({
       name: key.replace("_delay", "") + " " + p, points: bucketPoints(r, (b) => secs(b[key][p + "_seconds"])) }));
-    row.appendChild(lineChart(delay("queueing_delay"), { id: "chart-queueing", title: "queueing delay (submit to start) by the jobs' end", fmt: fmtDur }));
-    row.appendChild(lineChart(delay("scheduling_delay"), { id: "chart-scheduling", title: "scheduling delay (the scheduler's own decision time)", fmt: fmtDur }));
+    row.appendChild(lineChart(delay("queueing_delay"), { id: "chart-queueing", t0: r.window.since, t1: r.window.until, title: "queueing delay (submit to start) by the jobs' end", fmt: fmtDur }));
+    row.appendChild(lineChart(delay("scheduling_delay"), { id: "chart-scheduling", t0: r.window.since, t1: r.window.until, title: "scheduling delay (the scheduler's own decision time)", fmt: fmtDur }));
     row.appendChild(lineChart([
       { name: "GPUs allocated", points: bucketPoints(r, (b) => b.gpu_allocation_ratio) },
       { name: "utilisation of allocated GPUs", points: bucketPoints(r, (b) => b.gpu_util_mean) }],
-      { id: "chart-utilisation", title: "allocation and utilisation", min: 0, max: 1, fmt: pct }));
+      { id: "chart-utilisation", t0: r.window.since, t1: r.window.until, title: "allocation and utilisation", min: 0, max: 1, fmt: pct }));
     row.appendChild(lineChart([{ name: "idle GPU memory", points: bucketPoints(r, (b) => b.idle_memory_ratio) }],
-      { id: "chart-idle-memory", title: "idle GPU memory of the allocated GPUs (1 - peak / total)", min: 0, max: 1, fmt: pct, legend: true }));
+      { id: "chart-idle-memory", t0: r.window.since, t1: r.window.until, title: "idle GPU memory of the allocated GPUs (1 - peak / total)", min: 0, max: 1, fmt: pct, legend: true }));
     holder.appendChild(el("p", { class: "mute" }, "each point: one " + fmtDur(r.series.bucket_seconds) + " part of the window; from "
       + fmtTime(r.window.since) + " to " + fmtTime(r.window.until) + (r.scope === "tenant" ? " (your tenant's jobs only)" : "")));
   };
