@@ -14,6 +14,7 @@ const S = {
   lastEventId: null,
   stream: null,       // the AbortController of the event stream
   listeners: [],      // (event) => void, the current page's
+  cleanups: [],       // () => void, run when the page is left (its own streams)
   jobsQuery: { state: "pending,running", tenant: "", limit: 100, after: 0, stack: [], sort: "id", desc: false, name: "" },
   heatCell: null,     // the heat map's cell in pixels; null: by the node count
 };
@@ -46,6 +47,8 @@ function fmtTime(t) {
 }
 function fmtDur(s) {
   if (s === null || s === undefined) return "–";
+  if (s > 0 && s < 0.001) return (s * 1e6).toFixed(0) + " µs";
+  if (s < 0.1) return (s * 1000).toFixed(s < 0.01 ? 2 : 1) + " ms";
   if (s < 1) return (s * 1000).toFixed(0) + " ms";
   if (s < 120) return s.toFixed(1) + " s";
   if (s < 7200) return (s / 60).toFixed(1) + " min";
@@ -61,7 +64,13 @@ async function api(method, path, body) {
     opt.headers["Content-Type"] = "application/json";
     opt.body = typeof body === "string" ? body : JSON.stringify(body);
   }
-  const r = await fetch(path, opt);
+  let r = await fetch(path, opt);
+  // One report at a time in the controller: a 503 with Retry-After is
+  // asked again (a few times) rather than shown.
+  for (let i = 0; i < 5 && r.status === 503 && method === "GET" && r.headers.get("Retry-After"); i++) {
+    await new Promise((res) => setTimeout(res, 1000 * Number(r.headers.get("Retry-After") || 1)));
+    r = await fetch(path, opt);
+  }
   const ct = r.headers.get("Content-Type") || "";
   const data = ct.includes("json") ? await r.json() : await r.text();
   if (!r.ok) {
@@ -165,7 +174,7 @@ function onEvents(fn) { S.listeners.push(fn); }
 
 // ---- pages ----
 
-const pages = { overview, heatmap, jobs, job, nodes, tenants, submit };
+const pages = { overview, heatmap, jobs, job, nodes, tenants, report, submit };
 
 function route() {
   if (!S.token) { showLogin(); return; }
@@ -173,6 +182,7 @@ function route() {
   const [name, arg] = h.split("/");
   const fn = pages[name] || overview;
   S.listeners = [];
+  for (const fn of S.cleanups.splice(0)) { try { fn(); } catch (e) { /* gone already */ } }
   S.page = name;
   for (const a of document.querySelectorAll("#nav a"))
     a.classList.toggle("active", a.dataset.page === (name === "job" ? "jobs" : name));
@@ -232,11 +242,16 @@ async function overview(page) {
       api("GET", "/metrics").then((r) => parseMetrics(r.data)).catch(() => new Map()),
     ]);
     const tenants = t.data.tenants;
-    let cap = 0, free = 0, shared = 0, down = 0;
+    let cap = 0, free = 0, shared = 0, down = 0, idle = 0, unhealthy = 0;
     for (const n of nodes) {
       cap += n.gpus;
       if (n.state === "down" || !n.connected) down += n.gpus;
       for (const m of (n.free.gpu_milli || [])) { free += m / 1000; if (m > 0 && m < 1000) shared++; }
+      for (let i = 0; i < n.gpus; i++) {
+        const st = gpuState(n, i);
+        if (st === "idle") idle++;
+        else if (st === "unhealthy") unhealthy++;
+      }
     }
     const alloc = cap - free;
     const mv = (k) => { const v = metrics.get(k); return v === undefined || Number.isNaN(v) ? null : v; };
@@ -248,7 +263,8 @@ async function overview(page) {
     body.appendChild(el("div", { class: "cards" },
       card("pending jobs", pending), card("running jobs", running),
       card("GPUs allocated", alloc.toFixed(1) + " / " + cap, pct(cap ? alloc / cap : null)),
-      card("shared GPUs", shared), card("GPUs down", down),
+      card("shared GPUs", shared), card("idle but allocated", idle, "GPUs under " + IDLE_UTIL * 100 + "% busy"),
+      card("GPUs unhealthy", unhealthy), card("GPUs down", down),
       card("fragmentation", frag === null ? "–" : pct(frag), "of free GPUs stranded"),
       card("throughput (24 h)", r ? r.throughput.jobs_per_hour.toFixed(2) + "/h" : "–",
            r ? r.throughput.succeeded + " ok, " + r.throughput.failed + " failed" : ""),
@@ -336,11 +352,26 @@ function table(head, rows, opts) {
 
 // ---- the GPU heat map ----
 
-const COLORS = { alloc: "#2f6fdf", shared: "#8fb2f0", free: "#d9d9d9", down: "#c0392b", drain: "#e6a23c" };
+const COLORS = { alloc: "#2f6fdf", shared: "#8fb2f0", idle: "#f1c40f", free: "#d9d9d9",
+                 drain: "#e6a23c", unhealthy: "#7d2e8e", down: "#c0392b" };
+const HEAT_STATES = ["alloc", "shared", "idle", "free", "drain", "unhealthy", "down"];
+const HEAT_WORDS = { alloc: "allocated", shared: "shared", idle: "idle but allocated", free: "free",
+                     drain: "free, draining", unhealthy: "unhealthy", down: "down" };
+// An allocated GPU whose job's last readings averaged below this is idle.
+const IDLE_UTIL = 0.05;
 
-function gpuState(n, m) {
+// The state of GPU i of node n: down (the node), unhealthy (its health
+// record, or the node's own), allocated but idle (by the utilisation the
+// agents report), allocated, shared (part of it allocated), free.
+function gpuState(n, i) {
   if (n.state === "down" || !n.connected) return "down";
-  if (m === 0) return "alloc";
+  const h = n.health;
+  if (h && (h.state === "unhealthy" || (h.gpus || []).some((g) => g.gpu === i && (g.state === "unhealthy" || g.fenced))))
+    return "unhealthy";
+  const mv = (n.free.gpu_milli || [])[i];
+  const m = mv === undefined ? 1000 : mv;
+  const u = (n.gpu_util || [])[i];
+  if (m === 0) return u !== null && u !== undefined && u < IDLE_UTIL ? "idle" : "alloc";
   if (m < 1000) return "shared";
   return n.state === "draining" ? "drain" : "free";
 }
@@ -358,7 +389,9 @@ function heatLayout(nodes, width, cell, by) {
   let y = 0;
   const gap = Math.max(1, cell >> 1), rowH = cell + gap;
   for (const [pool, ns] of [...pools.entries()].sort()) {
-    labels.push({ pool: (by === "rack" ? "rack " : "pool ") + pool, y: y + 14, count: ns.length });
+    const counts = {};
+    for (const n of ns) for (let i = 0; i < n.gpus; i++) { const st = gpuState(n, i); counts[st] = (counts[st] || 0) + 1; }
+    labels.push({ pool: (by === "rack" ? "rack " : "pool ") + pool, y: y + 14, count: ns.length, counts });
     y += 20;
     let x = 0;
     for (const n of ns) {
@@ -372,7 +405,9 @@ function heatLayout(nodes, width, cell, by) {
   return { tiles, labels, height: y };
 }
 
-function heatDraw(canvas, nodes, cell, by) {
+// Draws every GPU; with only set, the other states are drawn faint, so
+// that the few unhealthy or idle GPUs of 80,000 stand out.
+function heatDraw(canvas, nodes, cell, by, only) {
   const width = canvas.parentNode.clientWidth || 1200;
   const lay = heatLayout(nodes, width, cell, by);
   canvas.width = width;
@@ -383,12 +418,14 @@ function heatDraw(canvas, nodes, cell, by) {
   g.font = "12px system-ui, sans-serif";
   for (const l of lay.labels) {
     g.fillStyle = "#333";
-    g.fillText(l.pool + " (" + l.count + " nodes)", 0, l.y);
+    const parts = HEAT_STATES.filter((st) => l.counts[st]).map((st) => l.counts[st] + " " + HEAT_WORDS[st]);
+    g.fillText(l.pool + " (" + l.count + " nodes): " + parts.join(", "), 0, l.y);
   }
   for (const t of lay.tiles) {
     const milli = t.n.free.gpu_milli || [];
     for (let i = 0; i < t.n.gpus; i++) {
-      const st = gpuState(t.n, milli[i] === undefined ? 1000 : milli[i]);
+      const st = gpuState(t.n, i);
+      g.globalAlpha = only && st !== only ? 0.15 : 1;
       g.fillStyle = COLORS[st];
       g.fillRect(t.x + i * cell, t.y, cell - (cell > 3 ? 1 : 0), cell);
       if (st === "shared" && cell >= 4) {   // the allocated fraction, from the bottom
@@ -398,6 +435,7 @@ function heatDraw(canvas, nodes, cell, by) {
       }
     }
   }
+  g.globalAlpha = 1;
   return lay;
 }
 
@@ -408,10 +446,11 @@ async function heatmap(page) {
   const group = el("select", { id: "heat-group" }, el("option", { value: "pool" }, "by pool"),
                   el("option", { value: "rack" }, "by rack (topology)"));
   group.value = S.heatGroup || "pool";
-  page.appendChild(el("div", { class: "toolbar" }, "zoom", zoom, group, el("span", { class: "legend" },
-    el("span", { class: "alloc" }), "allocated", el("span", { class: "shared" }), "shared (lower part: its fraction)",
-    el("span", { class: "free" }), "free", el("span", { class: "drain" }), "free, draining",
-    el("span", { class: "down" }), "down"), status));
+  const only = el("select", { id: "heat-only" }, el("option", { value: "" }, "every state"),
+                 HEAT_STATES.map((st) => el("option", { value: st }, "only " + HEAT_WORDS[st])));
+  page.appendChild(el("div", { class: "toolbar" }, "zoom", zoom, group, only, el("span", { class: "legend" },
+    HEAT_STATES.map((st) => [el("span", { class: st }), st === "shared" ? "shared (lower part: its fraction)" :
+                             st === "idle" ? "idle but allocated (under " + IDLE_UTIL * 100 + "% busy)" : HEAT_WORDS[st]])), status));
   const wrap = el("div");
   const canvas = el("canvas", { id: "heat" });
   const tip = el("div", { id: "tip", hidden: true });
@@ -421,10 +460,13 @@ async function heatmap(page) {
   let nodes = [], lay = null;
   const draw = () => {
     const t0 = performance.now();
-    lay = heatDraw(canvas, nodes, S.heatCell, group.value);
+    lay = heatDraw(canvas, nodes, S.heatCell, group.value, only.value);
     const ms = performance.now() - t0;
     const gpus = nodes.reduce((a, n) => a + n.gpus, 0);
     status.textContent = nodes.length + " nodes, " + gpus + " GPUs; drawn in " + ms.toFixed(0) + " ms";
+    const counts = {};
+    for (const t of lay.tiles) for (let i = 0; i < t.n.gpus; i++) { const st = gpuState(t.n, i); counts[st] = (counts[st] || 0) + 1; }
+    canvas.dataset.states = JSON.stringify(counts);
     canvas.dataset.drawMs = ms.toFixed(1);
     canvas.dataset.nodes = String(nodes.length);
   };
@@ -438,6 +480,7 @@ async function heatmap(page) {
   };
   zoom.addEventListener("input", () => { S.heatCell = Number(zoom.value); draw(); });
   group.addEventListener("change", () => { S.heatGroup = group.value; draw(); });
+  only.addEventListener("change", draw);
   canvas.addEventListener("mousemove", (e) => {
     if (!lay) return;
     const r = canvas.getBoundingClientRect();
@@ -447,8 +490,12 @@ async function heatmap(page) {
     if (!t) { tip.hidden = true; return; }
     const i = Math.floor((x - t.x) / cell);
     const m = (t.n.free.gpu_milli || [])[i];
-    tip.textContent = t.n.name + " GPU " + i + ": " + gpuState(t.n, m === undefined ? 1000 : m) +
-      (m > 0 && m < 1000 ? " (" + (100 - m / 10).toFixed(0) + "% allocated)" : "") + ", " + (t.n.gpu_model || "");
+    const u = (t.n.gpu_util || [])[i];
+    const hg = ((t.n.health && t.n.health.gpus) || []).find((x) => x.gpu === i);
+    tip.textContent = t.n.name + " GPU " + i + ": " + HEAT_WORDS[gpuState(t.n, i)] +
+      (m > 0 && m < 1000 ? " (" + (100 - m / 10).toFixed(0) + "% allocated)" : "") +
+      (u !== null && u !== undefined ? ", " + (100 * u).toFixed(0) + "% busy" : "") +
+      (hg && hg.message ? ", " + hg.message : "") + ", " + (t.n.gpu_model || "");
     tip.style.left = e.clientX + 12 + "px";
     tip.style.top = e.clientY + 12 + "px";
     tip.hidden = false;
@@ -543,73 +590,6 @@ function kv(pairs) {
     .map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
 }
 
-async function job(page, id) {
-  const head = el("h1");
-  const body = el("div");
-  page.appendChild(head);
-  page.appendChild(body);
-  const log = el("pre", { class: "log", id: "job-log" });
-  let logOffset = 0;
-  const draw = async () => {
-    const { data: j } = await api("GET", "/v1/jobs/" + encodeURIComponent(id));
-    head.textContent = "Job " + j.id + (j.name ? " " + j.name : "");
-    clear(body);
-    const cancel = el("button", { type: "button", id: "cancel", disabled: !(j.state === "pending" || j.state === "running") }, "Cancel");
-    const msg = el("span", { class: "error" });
-    cancel.addEventListener("click", async () => {
-      try { await api("DELETE", "/v1/jobs/" + j.id); } catch (e) { msg.textContent = e.message; }
-    });
-    body.appendChild(el("div", { class: "toolbar" }, cancel, msg));
-    body.appendChild(kv([
-      ["state", el("span", { id: "job-state" }, j.state)],
-      [j.state === "pending" ? "waiting because" : "reason", j.reason ? el("span", { class: "reason", id: "job-reason" }, j.reason) : ""],
-      ["tenant", j.tenant], ["tasks", j.tasks + (j.min_tasks !== j.tasks ? " (at least " + j.min_tasks + ")" : "")],
-      ["per task", j.gpus + " GPU" + (j.gpu_share ? " (share " + j.gpu_share + ")" : "") + ", " + j.cpus + " CPU, " + j.memory],
-      ["GPU models", (j.gpu_models || []).join(", ")], ["pool", j.pool], ["priority", String(j.priority) + (j.priority_class ? " (" + j.priority_class + ")" : "")],
-      ["command", (j.command || []).join(" ")], ["image", j.image],
-      ["submitted", fmtTime(j.submit_time)], ["started", fmtTime(j.start_time)], ["ended", fmtTime(j.end_time)],
-      ["exit code", j.exit_code === null ? "" : String(j.exit_code)], ["requeues", String(j.requeues)],
-      ["efficiency", j.efficiency ? JSON.stringify(j.efficiency) : ""]]));
-    if (j.placement && j.placement.length) {
-      body.appendChild(el("h2", {}, "Placement"));
-      body.appendChild(table(["task", "node", "GPUs", "state", "pid", "exit"],
-        j.placement.map((p) => [String(p.task), p.node || "", (p.gpus || []).join(",") + (p.gpu_milli ? " (" + p.gpu_milli / 10 + "%)" : ""),
-                                p.state, p.pid === null ? "" : String(p.pid), p.exit_code === null ? "" : String(p.exit_code)])));
-    }
-    if (j.min_tasks !== j.tasks && j.state === "running") {   // elastic: its size now
-      try {
-        const { data: sz } = await api("GET", "/v1/jobs/" + j.id + "/size");
-        body.appendChild(kv([["size", sz.size + " of " + sz.min_tasks + ".." + sz.tasks + " tasks (" + sz.generation + " changes)"]]));
-      } catch (e) { /* not elastic after all */ }
-    }
-    if (j.preemptions && j.preemptions.length) {
-      body.appendChild(el("h2", {}, "Preemptions"));
-      body.appendChild(el("pre", {}, JSON.stringify(j.preemptions, null, 1)));
-    }
-    body.appendChild(el("h2", {}, "Spec"));
-    const spec = Object.assign({}, j);
-    for (const k of ["state", "reason", "placement", "efficiency", "preemptions", "start_time", "end_time", "exit_code"]) delete spec[k];
-    body.appendChild(el("pre", {}, JSON.stringify(spec, null, 2)));
-    body.appendChild(el("h2", {}, "Output of task 0"));
-    body.appendChild(log);
-    if (j.placement && j.placement.length) tail();
-  };
-  const tail = async () => {
-    try {
-      const { data } = await api("GET", "/v1/jobs/" + encodeURIComponent(id) + "/logs?task=0&offset=" + logOffset);
-      log.textContent += data.data;
-      logOffset = data.offset + data.data.length;
-    } catch (e) {
-      if (!log.textContent) log.textContent = "(" + e.message + ")";
-    }
-  };
-  await draw();
-  onEvents((ev) => {
-    if (ev.data && ev.data.job && String(ev.data.job.id) === String(id)) draw().catch(() => {});
-  });
-  const timer = setInterval(() => { if (S.page !== "job") clearInterval(timer); else if (logOffset) tail(); }, 2000);
-}
-
 // ---- nodes and tenants ----
 
 async function nodes(page) {
@@ -650,33 +630,6 @@ async function nodes(page) {
   };
   const act = async (path, body) => {
     try { await api("POST", path, body); msg.textContent = ""; await draw(); } catch (e) { msg.textContent = e.message; }
-  };
-  await draw();
-  onEvents(debounce(() => draw().catch(() => {}), 1000));
-}
-
-async function tenants(page) {
-  page.appendChild(el("h1", {}, "Tenants"));
-  const holder = el("div");
-  page.appendChild(holder);
-  let rep = null, repAt = 0;
-  const draw = async () => {
-    if (Date.now() - repAt > 30000) {   // the report at most every 30 s (see overview)
-      rep = await api("GET", "/v1/report?since=86400").catch(() => rep);
-      repAt = Date.now();
-    }
-    const { data } = await api("GET", "/v1/tenants");
-    const hist = new Map(((rep && rep.data.tenants) || []).map((t) => [t.name, t]));
-    const wsum = data.tenants.reduce((a, x) => a + x.weight, 0) || 1;
-    clear(holder).appendChild(table(["tenant", "weight", "quota", "pending", "running", "in use", "dominant share", "weight share", "GPU hours (24 h)", "usage / fair (24 h)"],
-      data.tenants.map((t) => {
-        const h = hist.get(t.name);
-        const q = t.quota ? Object.entries(t.quota).map(([k, v]) => k + " " + v).join(", ") : "none";
-        return [t.name, String(t.weight), q, String(t.pending), String(t.running),
-                t.usage.gpus + " GPUs, " + t.usage.cpus + " CPUs, " + t.usage.memory,
-                shareBar(t.dominant_share, t.weight / wsum), pct(t.weight / wsum),
-                h ? h.gpu_hours.toFixed(2) : "–", h && h.usage_to_fair !== null ? h.usage_to_fair.toFixed(2) : "–"];
-      }), { id: "tenants-table" }));
   };
   await draw();
   onEvents(debounce(() => draw().catch(() => {}), 1000));

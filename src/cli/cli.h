@@ -251,6 +251,11 @@ int cli_slurm_features(const char *text, char *out, size_t len, char *err, size_
  * *last and copies the event's name into what (may be NULL). CLI_OK, or
  * the client's error with its message printed. */
 int cli_watch_wait(cli_t *c, unsigned long long *last, long long job, char *what, size_t whatlen);
+/* logsfollow.c: `sluice logs -f`: prints task's output of job id from the
+ * controller's log stream as it arrives, until the task has ended and all
+ * of it is printed (waiting while the job is pending). CLI_OK, or an
+ * error printed. */
+int cli_logs_follow(cli_t *c, long long id, long long task);
 
 int cli_cmd_submit(cli_t *c);
 int cli_cmd_queue(cli_t *c);

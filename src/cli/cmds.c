@@ -885,6 +885,8 @@ int cli_cmd_logs(cli_t *c) {
     if (rr != CLI_OK) return rr;
     if (cli_has(c, "task") && parse_num(c, "task", 0, 4095, &task)) return CLI_EUSAGE;
     int follow = cli_has(c, "follow");
+    if (follow && !c->json)
+        return cli_logs_follow(c, id, task); /* the log stream; --json polls below */
     long long off = 0;
     json_t *acc = c->json ? json_string("") : NULL;
     int rc = CLI_OK, eof = 0;

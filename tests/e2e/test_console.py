@@ -118,6 +118,10 @@ def test_served_with_a_strict_policy(controller):
     assert r.getheader("X-Content-Type-Options") == "nosniff"
     assert r.getheader("Set-Cookie") is None
     assert ".innerHTML" not in js and "eval(" not in js and "document.cookie" not in js
+    for extra in ("charts.js", "jobpage.js", "reportpage.js"):
+        st, other = controller.request("GET", "/ui/" + extra)
+        assert st == 200 and "<script src=\"/ui/%s\"" % extra in body, extra
+        assert ".innerHTML" not in other and "eval(" not in other and "document.cookie" not in other, extra
     conn.close()
     st, body = controller.request("GET", "/ui/nope.js")
     assert st == 404 and body["error"]["code"] == "not_found"

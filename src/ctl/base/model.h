@@ -105,6 +105,11 @@ typedef struct ctl_task {
     /* Usage (eff.c): the agent's latest report, and what earlier agents of
      * this node reported before a restart started the count again. */
     ctl_usage_t use, use_before;
+    /* Its GPUs' mean utilisation (0..1) between its last two reports (its
+     * first report: its mean so far), for the heat map's idle GPUs
+     * (eff.c); has_util_now false: not known. */
+    bool has_util_now;
+    double util_now;
 } ctl_task_t;
 
 /* One preemption of a job (the preemptions table, store/store.h):

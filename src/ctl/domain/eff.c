@@ -78,6 +78,13 @@ void ctl_eff_report(ctl_t *c, uint32_t node, const sl_proto_usage_t *u, size_t n
         if (t->use.known && (r.samples < t->use.samples ||
                              (r.has_cpu && t->use.has_cpu && r.cpu_seconds < t->use.cpu_seconds)))
             fold(&t->use_before, &t->use); /* its agent restarted: a new count */
+        if (r.samples > 0 && t->use.known && r.samples > t->use.samples) {
+            t->util_now = (r.util_sum - t->use.util_sum) / (double)(r.samples - t->use.samples);
+            t->has_util_now = true;
+        } else if (r.samples > 0 && (!t->use.known || r.samples < t->use.samples)) {
+            t->util_now = r.util_sum / (double)r.samples; /* a first count */
+            t->has_util_now = true;
+        } /* the same count again: what it said stands */
         t->use = r;
         j->eff_dirty = true;
         bool finished = j->state != CTL_JOB_PENDING && j->state != CTL_JOB_RUNNING;
@@ -166,4 +173,34 @@ void ctl_eff_write_json(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
     ctl_buf_puts(b, ",\"no_nvml_node\":");
     ctl_buf_jstr(b, e.no_nvml_node >= 0 ? ctl_node_name(c, e.no_nvml_node) : NULL);
     ctl_buf_putc(b, '}');
+}
+
+void ctl_eff_write_node_json(ctl_t *c, ctl_buf_t *b, uint32_t id) {
+    const sl_node_t *nd = sl_cluster_node(c->cl, id);
+    ctl_node_t *n = ctl_node_get(c, id);
+    double util[SL_MAX_GPUS_PER_NODE] = {0};
+    bool has[SL_MAX_GPUS_PER_NODE] = {false};
+    int ng = nd && nd->ngpus <= SL_MAX_GPUS_PER_NODE ? nd->ngpus : 0;
+    sl_list_t *it;
+    if (n != NULL)
+        SL_LIST_FOREACH(it, &n->tasks) {
+            const ctl_task_t *t = SL_LIST_ENTRY(it, ctl_task_t, node_link);
+            if (!t->has_util_now || t->state != CTL_TASK_RUNNING)
+                continue;
+            double v = t->util_now < 0 ? 0 : t->util_now > 1 ? 1 : t->util_now;
+            for (int g = 0; g < ng; g++)
+                if ((t->gpu_mask >> g) & 1u) { /* a shared GPU: the busiest reading */
+                    if (!has[g] || v > util[g]) util[g] = v;
+                    has[g] = true;
+                }
+        }
+    ctl_buf_puts(b, ",\"gpu_util\":[");
+    for (int g = 0; g < ng; g++) {
+        if (g) ctl_buf_putc(b, ',');
+        if (has[g])
+            ctl_buf_printf(b, "%.3f", util[g]);
+        else
+            ctl_buf_puts(b, "null");
+    }
+    ctl_buf_putc(b, ']');
 }

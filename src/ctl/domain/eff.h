@@ -33,4 +33,10 @@ void ctl_eff_job_end(ctl_t *c, ctl_job_t *j);
  * once j has finished, from its job_eff row (read once and cached in j). */
 void ctl_eff_write_json(ctl_t *c, ctl_buf_t *b, ctl_job_t *j);
 
+/* Appends `,"gpu_util":[U|null, ...]` for node id: each GPU's utilisation
+ * (0..1) between the last two usage reports of the running task holding
+ * it (a shared GPU: the highest of its tasks'), null where no running
+ * task reported one (free, or not measured). O(tasks on the node). */
+void ctl_eff_write_node_json(ctl_t *c, ctl_buf_t *b, uint32_t id);
+
 #endif

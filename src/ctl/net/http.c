@@ -43,6 +43,7 @@
 #include <sys/socket.h>
 
 #include "net/hreply.h"
+#include "net/hroute.h"
 #include "views/api.h"
 #include "views/batch.h"
 #include "domain/deps.h"
@@ -62,6 +63,7 @@
 #include "views/controllers.h"
 #include "net/events.h"
 #include "net/console.h"
+#include "net/logstream.h"
 
 #define AUTH_NONE CTL_AUTH_NONE
 #define AUTH_API CTL_AUTH_API
@@ -114,6 +116,7 @@ static void h_list(hreq_t *h);
 static void h_get(hreq_t *h);
 static void h_cancel(hreq_t *h);
 static void h_logs(hreq_t *h);
+static void h_logstream(hreq_t *h);
 static void h_nodes(hreq_t *h);
 static void h_tenants(hreq_t *h);
 static void h_metrics(hreq_t *h);
@@ -143,13 +146,15 @@ static const route_t routes[] = {
     {EVHTTP_REQ_DELETE, "/v1/jobs/{id}", h_cancel, AUTH_API, "cancel a job"},
     {EVHTTP_REQ_GET, "/v1/jobs/{id}/logs", h_logs, AUTH_API,
      "a task's output, fetched from its agent (?task= ?offset= ?limit=)"},
+    {EVHTTP_REQ_GET, "/v1/jobs/{id}/logs/stream", h_logstream, AUTH_API,
+     "a task's output as Server-Sent Events, live until it ends (?task= ?offset=)"},
     {EVHTTP_REQ_GET, "/v1/nodes", h_nodes, AUTH_API,
      "nodes with capacity and free resources (?limit= ?after=: a page by name)"},
     {EVHTTP_REQ_GET, "/v1/tenants", h_tenants, AUTH_API, "tenants with usage and DRF share"},
     {EVHTTP_REQ_GET, "/metrics", h_metrics, AUTH_READ,
      "Prometheus text format (a tenant token: its own tenant's series)"},
     {EVHTTP_REQ_GET, "/v1/report", h_report, AUTH_READ,
-     "the seed's figures for a window from the database (?since=SECONDS ?tenant=)"},
+     "the seed's figures for a window from the database (?since=SECONDS ?tenant= ?buckets=N)"},
     {EVHTTP_REQ_GET, "/v1/history", h_history, AUTH_API,
      "finished jobs by end time (?since= ?until= ?tenant= ?state= ?name= ?limit= ?after=)"},
     {EVHTTP_REQ_POST, "/v1/nodes/drain", h_drain, AUTH_API,
@@ -173,10 +178,8 @@ static const route_t routes[] = {
      "jobs' and nodes' changes as Server-Sent Events (Last-Event-ID, ?heartbeat=)"},
     {EVHTTP_REQ_GET, "/v1/events/stats", h_events_stats, AUTH_API, "the event stream's counters (admin)"},
     {EVHTTP_REQ_GET, "/ui", h_ui, AUTH_NONE, "the web console (docs/console.md; it asks for a token)"},
-    {EVHTTP_REQ_GET, "/ui/index.html", h_ui, AUTH_NONE, "the console's page"},
-    {EVHTTP_REQ_GET, "/ui/app.js", h_ui, AUTH_NONE, "the console's script"},
-    {EVHTTP_REQ_GET, "/ui/style.css", h_ui, AUTH_NONE, "the console's style sheet"},
-    {EVHTTP_REQ_GET, "/ui/favicon.svg", h_ui, AUTH_NONE, "the console's icon"},
+    {EVHTTP_REQ_GET, "/ui/{name}", h_ui, AUTH_NONE,
+     "the console's files (index.html, its scripts, style sheet and icon)"},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -196,50 +199,6 @@ void ctl_http_print_routes(void) {
         printf("  %-6s %-22s %s%s\n", method_name(routes[i].method), routes[i].pattern,
                routes[i].summary, routes[i].auth == AUTH_NONE   ? " (no token)"
                                   : routes[i].auth == AUTH_STEP ? " (or the job's step token)" : "");
-}
-
-/* Matches path against pattern; "{id}" takes a positive decimal id. */
-/* {id} is a job id, or A_I: element I of array A (*aidx, else -1). */
-static bool match(const char *pattern, const char *path, uint64_t *id, int64_t *aidx,
-                  const char **name) {
-    *aidx = -1;
-    while (*pattern && *path) {
-        if (strncmp(pattern, "{name}", 6) == 0) {
-            /* The rest of the path, one segment (the names a reservation may have). */
-            *name = path;
-            for (; *path && *path != '/'; path++)
-                if (*path == '%' || *path == '?')
-                    return false;
-            pattern += 6;
-            continue;
-        }
-        if (strncmp(pattern, "{id}", 4) == 0) {
-            if (*path < '0' || *path > '9')
-                return false;
-            uint64_t v = 0;
-            while (*path >= '0' && *path <= '9') {
-                if (v > (UINT64_MAX - 9) / 10)
-                    return false;
-                v = v * 10 + (uint64_t)(*path++ - '0');
-            }
-            if (*path == '_' && path[1] >= '0' && path[1] <= '9') {
-                int64_t x = 0;
-                for (path++; *path >= '0' && *path <= '9' && x <= INT32_MAX; path++)
-                    x = x * 10 + (*path - '0');
-                if (x > INT32_MAX)
-                    return false;
-                *aidx = x;
-            }
-            *id = v;
-            pattern += 4;
-            continue;
-        }
-        if (*pattern++ != *path++)
-            return false;
-    }
-    if (*path == '/' && path[1] == '\0')
-        path++; /* a trailing slash is tolerated */
-    return *pattern == '\0' && *path == '\0';
 }
 
 /* ---- replies ---- */
@@ -332,7 +291,7 @@ static void dispatch(struct evhttp_request *req, void *ud) {
         uint64_t v = 0;
         int64_t ai;
         const char *nm = NULL;
-        if (!match(routes[i].pattern, path, &v, &ai, &nm))
+        if (!ctl_route_match(routes[i].pattern, path, &v, &ai, &nm))
             continue;
         if (routes[i].method == method || (method == EVHTTP_REQ_HEAD && routes[i].method == EVHTTP_REQ_GET)) {
             rt = &routes[i];
@@ -392,6 +351,7 @@ static void dispatch(struct evhttp_request *req, void *ud) {
 void ctl_http_init(ctl_http_t *hs, ctl_t *c) {
     *hs = (ctl_http_t){.c = c};
     hs->events = ctl_events_create(c, &hs->conns);
+    hs->logstream = ctl_logstream_create(c, &hs->conns);
 }
 
 void ctl_http_fini(ctl_http_t *hs) {
@@ -403,6 +363,7 @@ void ctl_http_fini(ctl_http_t *hs) {
         sl_free(lr); /* its HTTP request is freed with the server below */
     }
     ctl_events_destroy(hs->events); /* its requests are freed with the server below */
+    ctl_logstream_destroy(hs->logstream); /* so are its */
     if (hs->http)
         evhttp_free(hs->http);
     ctl_hconns_fini(&hs->conns); /* after evhttp_free, which closes the connections */
@@ -709,34 +670,59 @@ static void h_logs(hreq_t *h) {
         ctl_job_free(j);
 }
 
-static void logs_request(hreq_t *h, ctl_job_t *j) {
-    ctl_t *c = h->c;
+/* ?task= ?offset= ?limit= of a log request for j, checked against it (the
+ * task has run); false once the error is answered. */
+static bool logs_query(hreq_t *h, ctl_job_t *j, int64_t *taskp, int64_t *offsetp, int64_t *limitp) {
     int64_t task = 0, offset = 0, limit = 65536;
     const char *v;
     if ((v = evhttp_find_header(&h->query, "task")) != NULL && !parse_count(v, &task)) {
         http_error(h->hs, h->req, 400, "invalid_field", "task", "task: must be a task index");
-        return;
+        return false;
     }
     if ((v = evhttp_find_header(&h->query, "offset")) != NULL && !parse_count(v, &offset)) {
         http_error(h->hs, h->req, 400, "invalid_field", "offset", "offset: must be a byte offset");
-        return;
+        return false;
     }
     if ((v = evhttp_find_header(&h->query, "limit")) != NULL &&
         (!parse_count(v, &limit) || limit > CTL_MAX_MSG / 2)) {
         http_error(h->hs, h->req, 400, "invalid_field", "limit", "limit: must be from 0 to %d bytes",
                        CTL_MAX_MSG / 2);
-        return;
+        return false;
     }
     if (task >= j->core.ntasks) {
         http_error(h->hs, h->req, 400, "invalid_field", "task", "task: job %llu has tasks 0..%d",
                        (unsigned long long)j->id, j->core.ntasks - 1);
-        return;
+        return false;
     }
     if (task >= j->ntasks || j->tasks[task].node < 0) {
         http_error(h->hs, h->req, 409, "conflict", "task", "task %lld of job %llu has not run yet",
                        (long long)task, (unsigned long long)j->id);
-        return;
+        return false;
     }
+    *taskp = task;
+    *offsetp = offset;
+    *limitp = limit;
+    return true;
+}
+
+static void h_logstream(hreq_t *h) {
+    bool owned;
+    ctl_job_t *j = job_access(h, &owned);
+    if (j == NULL)
+        return;
+    int64_t task, offset, limit;
+    if (logs_query(h, j, &task, &offset, &limit))
+        ctl_logstream_open(h->hs->logstream, h->req, j->id, (int32_t)task,
+                           (uint32_t)j->tasks[task].node, offset, h->hs->logs_send, h->hs->logs_ud);
+    if (owned)
+        ctl_job_free(j);
+}
+
+static void logs_request(hreq_t *h, ctl_job_t *j) {
+    ctl_t *c = h->c;
+    int64_t task, offset, limit;
+    if (!logs_query(h, j, &task, &offset, &limit))
+        return;
     uint32_t node = (uint32_t)j->tasks[task].node;
     ctl_node_t *n = ctl_node_get(c, node);
     ctl_http_t *hs = h->hs;
@@ -785,6 +771,8 @@ static bool expired(ctl_logreq_t *lr, const void *arg) {
 void ctl_http_logs_answer(void *ud, uint64_t req, const char *error, const char *data, size_t len,
                           int64_t offset, bool eof) {
     ctl_http_t *hs = ud;
+    if (ctl_logstream_answer(hs->logstream, req, error, data, len, offset, eof))
+        return;
     ctl_logreq_t *lr = logreq_take(hs, by_req, &req);
     if (lr == NULL)
         return; /* expired or its client went away */
@@ -812,6 +800,7 @@ void ctl_http_logs_answer(void *ud, uint64_t req, const char *error, const char 
 void ctl_http_logs_gone(void *ud, uint32_t node, const char *why) {
     ctl_http_t *hs = ud;
     ctl_logreq_t *lr;
+    ctl_logstream_gone(hs->logstream, node);
     while ((lr = logreq_take(hs, by_node, &node)) != NULL) {
         http_error(hs, lr->http, 502, "unavailable", NULL, "logs of job %llu task %d: %s",
                    (unsigned long long)lr->job, lr->task, why);
@@ -881,6 +870,10 @@ static void h_report(hreq_t *h) {
     int st = ctl_report_query(h->c, evhttp_find_header(&h->query, "since"),
                               evhttp_find_header(&h->query, "tenant"), h->all, h->tenant, &since,
                               &tenant, field, sizeof field, msg, sizeof msg);
+    int buckets;
+    if (st == 0 && (st = ctl_report_buckets_query(evhttp_find_header(&h->query, "buckets"), &buckets,
+                                                  msg, sizeof msg)) != 0)
+        snprintf(field, sizeof field, "buckets");
     if (st != 0) {
         http_error(h->hs, h->req, st, st == 403 ? "forbidden" : "invalid_field", field, "%s", msg);
         return;
@@ -891,7 +884,8 @@ static void h_report(hreq_t *h) {
                    "another report is being computed; retry in a second");
         return;
     }
-    if (ctl_report_start(h->c, since, tenant, !h->all, report_done, h->hs, &h->hs->report) < 0) {
+    if (ctl_report_start_series(h->c, since, tenant, !h->all, buckets, report_done, h->hs,
+                                &h->hs->report) < 0) {
         http_error(h->hs, h->req, 500, "internal", NULL, "cannot start the report (see the log)");
         return;
     }

@@ -40,6 +40,7 @@ typedef struct ctl_http {
     struct ctl_history *history;         /* history reads in flight (history.h) */
     struct ctl_steps *steps;             /* job steps (steps.h), set by main.c */
     struct ctl_events *events;           /* GET /v1/events (events.h) */
+    struct ctl_logstream *logstream;     /* GET /v1/jobs/{id}/logs/stream (logstream.h) */
 } ctl_http_t;
 
 /* Sets up h in caller storage for c. Can't fail. */

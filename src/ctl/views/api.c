@@ -261,6 +261,7 @@ void ctl_node_write(ctl_t *c, ctl_buf_t *b, uint32_t id) {
     ctl_buf_jstr(b, n ? n->addr : "");
     ctl_drain_write_json(c, b, n);
     ctl_health_write_json(c, b, nd->id);
+    ctl_eff_write_node_json(c, b, nd->id);
     ctl_resv_write_node_json(c, b, id);
     ctl_buf_putc(b, '}');
 }

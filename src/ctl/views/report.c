@@ -70,12 +70,20 @@ typedef struct rep_tenant {
     bool demand;           /* a job in the window, or pending work now */
     int64_t jobs;          /* jobs in the window (ended or running) */
     double gpu_us;         /* GPU-microseconds held inside the window */
+    double *bgpu_us;       /* the same per bucket of the series (nbuckets), or NULL */
 } rep_tenant_t;
 
 typedef struct delays {
     int64_t *v;
     size_t n, cap;
 } delays_t;
+
+/* One bucket of the series (?buckets=): the window's figures over its
+ * part of the window, delays by the jobs' end. */
+typedef struct bucket {
+    delays_t queue, sched;
+    double gpu_us_all, gpu_us, eff_gpu_us, util_w, mem_gpu_us, idle_mem_w;
+} bucket_t;
 
 /* One report: what the loop's thread fills before the report thread
  * starts (the snapshot, down to `only`), then what the thread fills. */
@@ -102,6 +110,8 @@ struct ctl_report {
     double gpu_us;         /* the filtered tenant's (or all) */
     int64_t eff_jobs;
     double eff_gpu_us, util_w, mem_gpu_us, idle_mem_w;
+    int nbuckets;          /* 0: no series */
+    bucket_t *b;
 };
 
 typedef struct ctl_report rep_t;
@@ -129,6 +139,10 @@ static rep_tenant_t *tenant_get(rep_t *r, const char *name) {
     }
     rep_tenant_t *t = &r->t[r->nt++];
     *t = (rep_tenant_t){.name = xstrdup(name), .weight = -1};
+    if (r->nbuckets > 0) {
+        t->bgpu_us = xrealloc(NULL, (size_t)r->nbuckets * sizeof *t->bgpu_us);
+        memset(t->bgpu_us, 0, (size_t)r->nbuckets * sizeof *t->bgpu_us);
+    }
     return t;
 }
 
@@ -138,6 +152,45 @@ static void delay_add(delays_t *d, int64_t us) {
         d->v = xrealloc(d->v, d->cap * sizeof *d->v);
     }
     d->v[d->n++] = us < 0 ? 0 : us;
+}
+
+/* Row w into the buckets of the series: its GPU time in each bucket its
+ * run overlaps, its delays in the bucket of its end. */
+static void row_buckets(rep_t *r, rep_tenant_t *t, const ctl_report_row_t *w, bool mine) {
+    double len = (double)(r->until_us - r->since_us) / r->nbuckets;
+    if (w->start_us >= 0) {
+        int64_t a = w->start_us > r->since_us ? w->start_us : r->since_us;
+        int64_t e = w->end_us < 0 || w->end_us > r->until_us ? r->until_us : w->end_us;
+        for (int k = (int)((double)(a - r->since_us) / len); e > a && k < r->nbuckets; k++) {
+            double lo = (double)r->since_us + k * len, hi = lo + len;
+            double x = ((double)e < hi ? (double)e : hi) - ((double)a > lo ? (double)a : lo);
+            if (x <= 0)
+                break;
+            double g = (double)w->gpu_milli / 1000.0 * x;
+            bucket_t *bk = &r->b[k];
+            t->bgpu_us[k] += g;
+            bk->gpu_us_all += g;
+            if (!mine)
+                continue;
+            bk->gpu_us += g;
+            if (w->has_eff) {
+                bk->eff_gpu_us += g;
+                bk->util_w += w->gpu_util_mean * g;
+                if (w->gpu_mem_total > 0 && w->gpu_mem_peak >= 0) {
+                    double used = (double)w->gpu_mem_peak / (double)w->gpu_mem_total;
+                    bk->mem_gpu_us += g;
+                    bk->idle_mem_w += (1.0 - (used > 1.0 ? 1.0 : used)) * g;
+                }
+            }
+        }
+    }
+    if (mine && w->end_us >= 0 && w->start_us >= 0 && w->end_us >= r->since_us) {
+        int k = (int)((double)(w->end_us - r->since_us) / len);
+        k = k < 0 ? 0 : k >= r->nbuckets ? r->nbuckets - 1 : k;
+        delay_add(&r->b[k].queue, w->start_us - w->submit_us);
+        if (w->has_sched)
+            delay_add(&r->b[k].sched, w->sched_delay_us);
+    }
 }
 
 static int row(void *ud, const ctl_report_row_t *w) {
@@ -176,6 +229,13 @@ static int row(void *ud, const ctl_report_row_t *w) {
             r->idle_mem_w += (1.0 - (used > 1.0 ? 1.0 : used)) * gpu_us;
         }
     }
+    return 0;
+}
+
+static int row_series(void *ud, const ctl_report_row_t *w) {
+    rep_t *r = ud;
+    row(ud, w);
+    row_buckets(r, tenant_get(r, w->tenant), w, !r->only || strcmp(r->only, w->tenant) == 0);
     return 0;
 }
 
@@ -289,6 +349,48 @@ static void write_tenants(rep_t *r, ctl_buf_t *b) {
     ctl_buf_putc(b, '}');
 }
 
+/* `,"series":{...}`: the window cut in r->nbuckets, each bucket's delays
+ * (p50, p90, p99), allocation, utilisation, idle GPU memory and GPU-hours
+ * per tenant (those the report lists). */
+static void series_write(rep_t *r, ctl_buf_t *b) {
+    double len_us = (double)(r->until_us - r->since_us) / r->nbuckets;
+    ctl_buf_puts(b, ",\"series\":{\"bucket_seconds\":");
+    ctl_buf_double(b, len_us / 1e6);
+    ctl_buf_puts(b, ",\"buckets\":[");
+    for (int k = 0; k < r->nbuckets; k++) {
+        bucket_t *bk = &r->b[k];
+        ctl_buf_puts(b, k ? ",{\"since\":" : "{\"since\":");
+        ctl_buf_time(b, r->since_us + (int64_t)(k * len_us));
+        ctl_buf_puts(b, ",\"queueing_delay\":");
+        delays_write(b, &bk->queue);
+        ctl_buf_puts(b, ",\"scheduling_delay\":");
+        delays_write(b, &bk->sched);
+        double avail = (double)r->capacity_milli / 1000.0 * len_us;
+        double held = r->own_only ? bk->gpu_us : bk->gpu_us_all;
+        key(b, "gpu_allocation_ratio");
+        num_or_null(b, avail > 0, held / avail);
+        key(b, "gpu_util_mean");
+        num_or_null(b, bk->eff_gpu_us > 0, bk->util_w / bk->eff_gpu_us);
+        key(b, "idle_memory_ratio");
+        num_or_null(b, bk->mem_gpu_us > 0, bk->idle_mem_w / bk->mem_gpu_us);
+        ctl_buf_puts(b, ",\"tenants\":[");
+        bool first = true;
+        for (size_t i = 0; i < r->nt; i++) {
+            rep_tenant_t *t = &r->t[i];
+            if ((r->only && strcmp(r->only, t->name) != 0) || (!r->only && !t->demand))
+                continue;
+            ctl_buf_puts(b, first ? "{\"name\":" : ",{\"name\":");
+            first = false;
+            ctl_buf_jstr(b, t->name);
+            key(b, "gpu_hours");
+            ctl_buf_double(b, t->bgpu_us[k] / 3.6e9);
+            ctl_buf_putc(b, '}');
+        }
+        ctl_buf_puts(b, "]}");
+    }
+    ctl_buf_puts(b, "]}");
+}
+
 /* The JSON report of r, whose rows have all been read. */
 static void report_write(rep_t *r, ctl_buf_t *b) {
     const char *tenant = r->only;
@@ -319,6 +421,8 @@ static void report_write(rep_t *r, ctl_buf_t *b) {
     ctl_buf_puts(b, ",\"scheduling_delay\":");
     delays_write(b, &r->sched);
     write_tenants(r, b);
+    if (r->nbuckets > 0)
+        series_write(r, b);
     double avail = (double)r->capacity_milli / 1000.0 * hours;
     double held = r->own_only ? r->gpu_us : r->gpu_us_all; /* the tenant's, or everyone's */
     ctl_buf_puts(b, ",\"gpu_allocation\":{\"capacity_gpus\":");
@@ -351,14 +455,20 @@ static void *report_main(void *arg) {
     ctl_store_reader_t *reader = NULL;
     r->rc = ctl_store_reader_open(r->path, &reader, r->err, sizeof r->err);
     if (r->rc == 0)
-        r->rc = ctl_store_report_rows(reader, r->since_us, r->until_us, row, r, r->err,
-                                      sizeof r->err);
+        r->rc = ctl_store_report_rows(reader, r->since_us, r->until_us,
+                                      r->nbuckets > 0 ? row_series : row, r, r->err, sizeof r->err);
     ctl_store_reader_close(reader);
     if (r->rc == 0) {
         if (r->queue.n > 1)
             qsort(r->queue.v, r->queue.n, sizeof *r->queue.v, cmp_i64);
         if (r->sched.n > 1)
             qsort(r->sched.v, r->sched.n, sizeof *r->sched.v, cmp_i64);
+        for (int k = 0; k < r->nbuckets; k++) {
+            delays_t *d[2] = {&r->b[k].queue, &r->b[k].sched};
+            for (int i = 0; i < 2; i++)
+                if (d[i]->n > 1)
+                    qsort(d[i]->v, d[i]->n, sizeof *d[i]->v, cmp_i64);
+        }
     }
     ssize_t n;
     do
@@ -368,9 +478,16 @@ static void *report_main(void *arg) {
 }
 
 static void report_free(rep_t *r) {
-    for (size_t i = 0; i < r->nt; i++)
+    for (size_t i = 0; i < r->nt; i++) {
         free(r->t[i].name);
+        free(r->t[i].bgpu_us);
+    }
     free(r->t);
+    for (int k = 0; k < r->nbuckets; k++) {
+        free(r->b[k].queue.v);
+        free(r->b[k].sched.v);
+    }
+    free(r->b);
     free(r->queue.v);
     free(r->sched.v);
     free(r->only);
@@ -404,10 +521,20 @@ static void report_ready(evutil_socket_t fd, short what, void *arg) {
 
 int ctl_report_start(ctl_t *c, int64_t since_s, const char *tenant, bool own_only,
                      ctl_report_done_fn done, void *ud, ctl_report_t **out) {
+    return ctl_report_start_series(c, since_s, tenant, own_only, 0, done, ud, out);
+}
+
+int ctl_report_start_series(ctl_t *c, int64_t since_s, const char *tenant, bool own_only,
+                            int buckets, ctl_report_done_fn done, void *ud, ctl_report_t **out) {
     rep_t *r = xrealloc(NULL, sizeof *r);
     *r = (rep_t){.done = done, .ud = ud, .pipe = {-1, -1}, .since_s = since_s,
                  .until_us = ctl_now_us(), .path = xstrdup(c->cfg.state),
-                 .only = tenant ? xstrdup(tenant) : NULL, .own_only = own_only && tenant};
+                 .only = tenant ? xstrdup(tenant) : NULL, .own_only = own_only && tenant,
+                 .nbuckets = buckets > 0 && buckets <= CTL_REPORT_MAX_BUCKETS ? buckets : 0};
+    if (r->nbuckets > 0) {
+        r->b = xrealloc(NULL, (size_t)r->nbuckets * sizeof *r->b);
+        memset(r->b, 0, (size_t)r->nbuckets * sizeof *r->b);
+    }
     r->since_us = r->until_us - since_s * 1000000;
     sl_res_t total, free_;
     sl_cluster_capacity(c->cl, &total, &free_);
@@ -482,5 +609,22 @@ int ctl_report_query(ctl_t *c, const char *since_text, const char *tenant_text, 
     } else if (!all) {
         *tenant = sl_sched_tenant_name(c->sched, token_tenant);
     }
+    return 0;
+}
+
+int ctl_report_buckets_query(const char *text, int *buckets, char *msg, size_t mlen) {
+    *buckets = 0;
+    if (text == NULL)
+        return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno != 0 || text[0] < '0' || text[0] > '9' || *end != '\0' || v < 1 ||
+        v > CTL_REPORT_MAX_BUCKETS) {
+        snprintf(msg, mlen, "buckets: must be a whole number of parts of the window, from 1 to %d",
+                 CTL_REPORT_MAX_BUCKETS);
+        return 400;
+    }
+    *buckets = (int)v;
     return 0;
 }

@@ -59,6 +59,20 @@ int ctl_report_query(ctl_t *c, const char *since_text, const char *tenant_text, 
 int ctl_report_start(ctl_t *c, int64_t since_s, const char *tenant, bool own_only,
                      ctl_report_done_fn done, void *ud, ctl_report_t **out);
 
+/* The most parts a report's window may be cut into (?buckets=). */
+#define CTL_REPORT_MAX_BUCKETS 240
+/* As ctl_report_start, and with buckets (1..CTL_REPORT_MAX_BUCKETS; 0:
+ * none) the report also holds "series": the window cut into that many
+ * equal parts, each with its queueing and scheduling delay percentiles
+ * (of the jobs that ended in it), GPU allocation ratio, utilisation of
+ * the allocated GPUs, idle GPU memory and GPU-hours per listed tenant
+ * (docs/api.md). O(jobs x buckets their runs span) more work. */
+int ctl_report_start_series(ctl_t *c, int64_t since_s, const char *tenant, bool own_only,
+                            int buckets, ctl_report_done_fn done, void *ud, ctl_report_t **out);
+/* Checks ?buckets= (NULL: absent, *buckets = 0): 0, or 400 with a message
+ * naming the field. */
+int ctl_report_buckets_query(const char *text, int *buckets, char *msg, size_t mlen);
+
 /* Waits for r's thread and frees r without calling done (at shutdown).
  * Accepts NULL. */
 void ctl_report_abandon(ctl_report_t *r);
