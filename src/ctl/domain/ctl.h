@@ -187,7 +187,7 @@ typedef struct ctl {
  * Sets the controller's epoch, which every message to agents carries from
  * now on (the agent port reads c->epoch as it encodes). A single
  * controller's comes from its store, bumped at every start
- * (ctl_store_epoch_bump, in ctl_domain_open); in HA mode the election sets
+ * (ctl_store_epoch_bump, in ctl_recover once the state has loaded); in HA mode the election sets
  * the leader's term here. The epoch only grows: a lower one than the
  * current is refused (SL_EINVAL, nothing changed); the same one is 0.
  * O(1). (epoch.c)

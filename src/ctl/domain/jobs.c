@@ -142,15 +142,6 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
      * file is opened (or created, with --init). */
     if (ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen) < 0)
         return -1;
-    /* A new epoch for this run, durable before any agent hears of it. In
-     * HA mode the election gives it (the leader key's etcd revision,
-     * ctl_set_epoch) and the local counter is not used: a counter bumped
-     * by restarts could pass a later leader's revision. */
-    if (c->ha == NULL) {
-        if (ctl_store_epoch_bump(c->store, &c->epoch, err, errlen) < 0)
-            return -1;
-        sl_log(SL_LOG_INFO, "store", "epoch=%llu", (unsigned long long)c->epoch);
-    }
     return ctl_secrets_open(c, err, errlen); /* the secrets' key (secrets.h) */
 }
 

@@ -272,6 +272,19 @@ int ctl_recover(ctl_t *c, char *err, size_t errlen) {
     sl_log(SL_LOG_INFO, "store", "loaded active=%zu pending=%zu adopted=%zu finished=%zu nodes=%zu",
            nactive, pending, adopted, fin.n, c->nnodes);
     ctl_store_commit(c->store);
+    /* A new epoch for this run, durable before any agent hears of it (the
+     * ports open after this), and only once the state has loaded: a
+     * refused load leaves the file as it was. In HA mode the election
+     * gives it (the leader key's etcd revision, ctl_set_epoch), not this
+     * counter, which restarts could push past a later leader's revision. */
+    if (c->ha == NULL) {
+        char eerr[512];
+        if (ctl_store_epoch_bump(c->store, &c->epoch, eerr, sizeof eerr) < 0) {
+            ctl_store_set_error(c->store, "%s", eerr);
+            goto out;
+        }
+        sl_log(SL_LOG_INFO, "store", "epoch=%llu", (unsigned long long)c->epoch);
+    }
     c->sched_dirty = true;
     /* From here a failed read means the file went bad under a running
      * sluiced: stop, as for a failed write. */

@@ -295,8 +295,12 @@ static int post_once(ctl_etcd_t *e, const char *path, const char *req, size_t rl
         const char *msg = j ? json_string_value(json_object_get(j, "error")) : NULL;
         if (msg == NULL)
             msg = j ? json_string_value(json_object_get(j, "message")) : NULL;
-        snprintf(e->err, sizeof e->err, "etcd %s:%d %s: HTTP %d: %.200s", e->host[e->cur],
-                 e->port[e->cur], path, status, msg ? msg : body);
+        /* The message is cut to what err holds: its length is checked, not
+         * guessed (a host name and path of any length come first). */
+        int n = snprintf(e->err, sizeof e->err, "etcd %s:%d %s: HTTP %d: ", e->host[e->cur],
+                         e->port[e->cur], path, status);
+        if (n >= 0 && (size_t)n < sizeof e->err)
+            snprintf(e->err + n, sizeof e->err - (size_t)n, "%.200s", msg ? msg : body);
         json_decref(j);
         rc = -2; /* an answer: the member works, the request does not */
     } else {

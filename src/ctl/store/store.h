@@ -65,8 +65,8 @@ const char *ctl_store_instance(const ctl_store_t *s);
  * value (1 at the first start), durably before it returns: a controller
  * calls it once at every start, so that each run has a higher epoch than
  * every run before it on this database (docs/protocol.md, "Controllers
- * and epochs"). Must be called while no transaction of this run is open
- * (right after ctl_store_open). 0, or -1 with "path: message" in err. */
+ * and epochs"). Must be called while no transaction is open (recover.c,
+ * once start-up's load has committed). 0, or -1 with "path: message" in err. */
 int ctl_store_epoch_bump(ctl_store_t *s, uint64_t *epoch, char *err, size_t errlen);
 /* Why the last call failed: the store's own message for a bad row or a
  * failed read, else the backend's (valid until the next call). */
