@@ -267,7 +267,14 @@ static int fall_back(ctl_ha_t *h, uint64_t next, uint64_t snap, char *err, size_
     ctl_replica_close(h->rep);
     h->rep = NULL;
     /* The file stays until the snapshot is renamed over it; it is older. */
-    return sync_base(h, err, errlen) < 0 ? -1 : 1;
+    if (sync_base(h, err, errlen) < 0)
+        return -1;
+    if (h->rep == NULL || h->applied < snap) {
+        snprintf(err, errlen, "the snapshot at index %" PRIu64 " left this file at index %" PRIu64
+                 ": the record in etcd is not consistent", snap, h->applied);
+        return -1;
+    }
+    return 1;
 }
 
 /* Applies the log entries after ours, up to 256 a call. They are read in
