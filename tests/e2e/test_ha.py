@@ -7,7 +7,8 @@ an agent's first message with a redirect line; kill -9 of the leader: a
 standby takes over with every acknowledged job; SIGSTOP of the leader past
 its lease then SIGCONT: its etcd write fails, it answers and sends nothing,
 and it comes back as a follower; a member whose state file is deleted
-rebuilds it from etcd (snapshot and log); GET /v1/controllers and
+rebuilds it from etcd (snapshot and log), and a follower stopped while a
+snapshot comes to cover the whole log installs that snapshot; GET /v1/controllers and
 `sluice controllers`.
 """
 
@@ -190,10 +191,57 @@ def test_ha_member_with_deleted_state_rebuilds_from_etcd(group):
     # It follows the log from there.
     more = submit_many(lead, 3, "tail")
     harness.wait_for(lambda: set(more) <= file_jobs(fol), timeout=20, what="the log's tail")
+    # A follower behind a snapshot that covers the whole log (every entry
+    # after its own deleted, none later): it must notice and install the
+    # snapshot, not wait for an entry that will never come. Made certain:
+    # the follower is stopped while the leader passes --snapshot-every.
+    fol.sigstop()
+    try:
+        behind = file_index(fol)
+        late = submit_many(lead, 30, "late")
+
+        def covered():
+            st, v = lead.request("GET", "/v1/controllers")
+            return (st == 200 and v["snapshot_index"] == v["applied"] and
+                    v["snapshot_index"] > behind and v)
+        # The snapshot after the last job covers the whole log; one came in
+        # the middle of the batch: one job at a time until one does (at
+        # most --snapshot-every more).
+        for i in range(30):
+            try:
+                v = harness.wait_for(covered, timeout=0.6, what="a snapshot covering the log")
+                break
+            except AssertionError:
+                late += submit_many(lead, 1, "late-%d" % i)
+        else:
+            raise AssertionError("no snapshot covered the whole log")
+        r = etcd.call("/v3/kv/range", {"key": _b64("/sluice/log/"),
+                                       "range_end": _b64("/sluice/log0"), "count_only": True})
+        assert int(r.get("count", 0)) == 0, r
+    finally:
+        fol.sigcont()
+    harness.wait_for(lambda: set(late) <= file_jobs(fol), timeout=20,
+                     what="the jobs that only the newer snapshot holds")
+    assert file_index(fol) >= v["snapshot_index"]
+    assert "falling back to the snapshot" in fol.log()
+    st, text = fol.request("GET", "/metrics")
+    assert st == 200 and "sluice_ha_snapshot_fallbacks_total 0" not in text, text
+    # And it follows the log again after it.
+    last = submit_many(lead, 2, "after-snapshot")
+    harness.wait_for(lambda: set(last) <= file_jobs(fol), timeout=20, what="the log after it")
     # etcd holds the snapshot and the log after it, not every entry.
     r = etcd.call("/v3/kv/range", {"key": _b64("/sluice/log/"), "range_end": _b64("/sluice/log0"),
                                    "count_only": True})
     assert int(r.get("count", 0)) < 40
+
+
+def file_index(m):
+    db = sqlite3.connect("file:%s?mode=ro" % m.db_path, uri=True)
+    try:
+        row = db.execute("SELECT v FROM ha_meta WHERE k = 'index'").fetchone()
+        return row[0] if row else 0
+    finally:
+        db.close()
 
 
 def _b64(s):

@@ -203,50 +203,119 @@ static int open_replica(ctl_ha_t *h, char *err, size_t errlen) {
 }
 
 /* Brings the local file to a state of the record: a snapshot when the file
- * is missing, was never synced, or is older than the snapshot. 0 or -1. */
+ * is missing, was never synced, or is older than the snapshot. The leader
+ * may replace the snapshot while its chunks are read (their keys are then
+ * gone): the meta is read again, up to 4 snapshots. 0 or -1. */
 static int sync_base(ctl_ha_t *h, char *err, size_t errlen) {
-    ctl_ha_snapmeta_t m;
-    int r = ctl_ha_snapshot_meta(&h->etcd, h->cfg.prefix, &m);
-    if (r < 0) {
-        snprintf(err, errlen, "etcd: snapshot: %s", h->etcd.err);
-        return -1;
+    bool tried = false;
+    uint64_t last = 0;
+    for (int attempt = 0;; attempt++) {
+        ctl_ha_snapmeta_t m;
+        int r = ctl_ha_snapshot_meta(&h->etcd, h->cfg.prefix, &m);
+        if (r < 0) {
+            snprintf(err, errlen, "etcd: snapshot: %s", h->etcd.err);
+            return -1;
+        }
+        h->have_snapshot = r == 1;
+        h->snap_index = r == 1 ? m.index : 0;
+        if (open_replica(h, err, errlen) < 0)
+            return -1;
+        if (r == 0)
+            return 0; /* no record yet: the first leader makes it */
+        if (h->rep && ctl_replica_synced(h->rep) && h->applied >= m.index)
+            return 0;
+        if (tried && (m.index == last || attempt == 4))
+            return -1; /* err: why the last one failed */
+        sl_log(SL_LOG_INFO, "ha", "state=%s: %s; installing snapshot index=%" PRIu64,
+               h->cfg.state,
+               h->rep == NULL                  ? "missing"
+               : !ctl_replica_synced(h->rep) ? "never synced"
+                                               : "older",
+               m.index);
+        ctl_replica_close(h->rep);
+        h->rep = NULL;
+        tried = true;
+        last = m.index;
+        if (ctl_ha_snapshot_fetch(&h->etcd, h->cfg.prefix, &m, h->cfg.state, err, errlen) == 0)
+            return open_replica(h, err, errlen);
+        sl_log(SL_LOG_INFO, "ha", "snapshot index=%" PRIu64 ": %s; reading the current one",
+               m.index, err);
     }
-    h->have_snapshot = r == 1;
-    h->snap_index = r == 1 ? m.index : 0;
-    if (open_replica(h, err, errlen) < 0)
-        return -1;
-    if (r == 0)
-        return 0; /* no record yet: the first leader makes it */
-    if (h->rep && ctl_replica_synced(h->rep) && h->applied >= m.index)
-        return 0;
-    sl_log(SL_LOG_INFO, "ha", "state=%s: %s; installing snapshot index=%" PRIu64, h->cfg.state,
-           h->rep == NULL ? "missing" : !ctl_replica_synced(h->rep) ? "never synced" : "older",
-           m.index);
-    ctl_replica_close(h->rep);
-    h->rep = NULL;
-    if (ctl_ha_snapshot_fetch(&h->etcd, h->cfg.prefix, &m, h->cfg.state, err, errlen) < 0)
-        return -1;
-    return open_replica(h, err, errlen);
 }
 
-/* Applies the log entries after ours, up to 256 a call. 1 when more may
- * follow, 0 at the end, -1 on an error (err). */
+/* The snapshot's index from a range answer of its meta key: true with
+ * *index, false when there is none. */
+static bool snap_index_of(json_t *range, uint64_t *index) {
+    json_t *kv = json_array_get(json_object_get(range, "kvs"), 0);
+    size_t n = 0;
+    char *val = kv ? ctl_etcd_unb64(json_string_value(json_object_get(kv, "value")) ?: "", &n)
+                   : NULL;
+    json_t *j = val ? json_loadb(val, n, 0, NULL) : NULL;
+    sl_free(val);
+    bool ok = json_is_integer(json_object_get(j, "index"));
+    *index = ok ? (uint64_t)json_integer_value(json_object_get(j, "index")) : 0;
+    json_decref(j);
+    return ok;
+}
+
+/* The entries after ours were deleted by a newer snapshot (at snap): the
+ * file is replaced by it and the log followed from there. 1 or -1. */
+static int fall_back(ctl_ha_t *h, uint64_t next, uint64_t snap, char *err, size_t errlen) {
+    sl_log(SL_LOG_WARN, "ha", "member=%s: log entry %" PRIu64 " was compacted away (the snapshot "
+           "is at index %" PRIu64 "); falling back to the snapshot", h->cfg.name, next, snap);
+    h->fallbacks++;
+    ctl_replica_close(h->rep);
+    h->rep = NULL;
+    /* The file stays until the snapshot is renamed over it; it is older. */
+    if (sync_base(h, err, errlen) < 0)
+        return -1;
+    if (h->rep == NULL || h->applied < snap) {
+        snprintf(err, errlen, "the snapshot at index %" PRIu64 " left this file at index %" PRIu64
+                 ": the record in etcd is not consistent", snap, h->applied);
+        return -1;
+    }
+    return 1;
+}
+
+/* Applies the log entries after ours, up to 256 a call. They are read in
+ * one etcd transaction with the snapshot's meta (one revision, so the two
+ * agree): the leader deletes the entries a new snapshot covers, so when
+ * the entry after ours is gone (the first one read is later, or none is
+ * left while the snapshot is ahead of us) the newer snapshot is installed
+ * instead. 1 when more may follow, 0 at the end, -1 on an error (err). */
 static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
     if (h->rep == NULL)
         return 0;
-    char from[512], end[512];
+    char from[512], end[512], sk[512];
     key(h, from, sizeof from, "log/%020" PRIu64, h->applied + 1);
     key(h, end, sizeof end, "log0");
-    json_t *req = json_pack("{s:o,s:o,s:i}", "key", ctl_etcd_key(from), "range_end",
-                            ctl_etcd_key(end), "limit", 256), *resp = NULL;
-    int rc = ctl_etcd_post(&h->etcd, "/v3/kv/range", req, &resp, CALL_MS);
+    key(h, sk, sizeof sk, "snapshot");
+    json_t *req = json_pack("{s:[],s:[{s:{s:o,s:o,s:i}},{s:{s:o}}]}", "compare", "success",
+                            "request_range", "key", ctl_etcd_key(from), "range_end",
+                            ctl_etcd_key(end), "limit", 256, "request_range", "key",
+                            ctl_etcd_key(sk)), *resp = NULL;
+    int rc = ctl_etcd_post(&h->etcd, "/v3/kv/txn", req, &resp, CALL_MS);
     json_decref(req);
     if (rc < 0) {
         snprintf(err, errlen, "etcd: log: %s", h->etcd.err);
         return -1;
     }
-    json_t *kvs = json_object_get(resp, "kvs");
-    int64_t count = ctl_etcd_int(resp, "count", 0);
+    json_t *rs = json_object_get(resp, "responses");
+    json_t *logr = json_object_get(json_array_get(rs, 0), "response_range");
+    json_t *snapr = json_object_get(json_array_get(rs, 1), "response_range");
+    if (!json_is_true(json_object_get(resp, "succeeded")) || logr == NULL || snapr == NULL) {
+        snprintf(err, errlen, "etcd: log: an answer without its two ranges");
+        rc = -1;
+        goto out;
+    }
+    uint64_t snap = 0;
+    bool has_snap = snap_index_of(snapr, &snap);
+    json_t *kvs = json_object_get(logr, "kvs");
+    int64_t count = ctl_etcd_int(logr, "count", 0);
+    if (json_array_size(kvs) == 0 && has_snap && snap > h->applied) {
+        rc = fall_back(h, h->applied + 1, snap, err, errlen);
+        goto out;
+    }
     size_t i;
     json_t *kv;
     rc = 0;
@@ -258,13 +327,7 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
         sl_free(k);
         if (idx != h->applied + 1) {
             /* A gap: compacted under us; the snapshot covers it. */
-            h->applied = 0;
-            if (h->rep) {
-                ctl_replica_close(h->rep);
-                h->rep = NULL;
-                (void)unlink(h->cfg.state);
-            }
-            rc = sync_base(h, err, errlen) < 0 ? -1 : 1;
+            rc = fall_back(h, h->applied + 1, snap, err, errlen);
             goto out;
         }
         void *ch = ctl_etcd_unb64(json_string_value(json_object_get(kv, "value")) ?: "", &vn);
@@ -279,7 +342,7 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
         h->applied = idx;
     }
     h->behind = (uint64_t)count - json_array_size(kvs);
-    rc = json_is_true(json_object_get(resp, "more")) ? 1 : 0;
+    rc = json_is_true(json_object_get(logr, "more")) ? 1 : 0;
 out:
     json_decref(resp);
     return rc;
@@ -347,8 +410,12 @@ static char *metrics_cb(void *ud) {
                  "# HELP sluice_ha_log_index The last replicated log entry in this file.\n"
                  "# TYPE sluice_ha_log_index gauge\nsluice_ha_log_index %" PRIu64 "\n"
                  "# HELP sluice_ha_replication_lag Log entries in etcd not yet applied here.\n"
-                 "# TYPE sluice_ha_replication_lag gauge\nsluice_ha_replication_lag %" PRIu64 "\n",
-                 h->epoch, h->leader_changes, h->applied, h->behind) < 0)
+                 "# TYPE sluice_ha_replication_lag gauge\nsluice_ha_replication_lag %" PRIu64 "\n"
+                 "# HELP sluice_ha_snapshot_fallbacks_total Times this follower's next log entry "
+                 "was compacted away and it installed the newer snapshot.\n"
+                 "# TYPE sluice_ha_snapshot_fallbacks_total counter\n"
+                 "sluice_ha_snapshot_fallbacks_total %" PRIu64 "\n",
+                 h->epoch, h->leader_changes, h->applied, h->behind, h->fallbacks) < 0)
         return NULL;
     return out;
 }

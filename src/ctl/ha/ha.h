@@ -69,6 +69,7 @@ typedef struct ctl_ha {
     char leader_name[128];
     uint64_t applied;          /* the local file's log index */
     uint64_t behind;           /* a follower: entries in etcd not yet applied */
+    uint64_t fallbacks;        /* a follower: snapshots installed for a compacted entry */
     uint64_t snap_index;       /* the last snapshot's index (0: none) */
     bool have_snapshot;
     ctl_replica_t *rep;        /* a follower's copy (NULL on the leader) */
