@@ -7,8 +7,10 @@ from the same fake NVML) beside an allocated and a free one; a job's page
 shows its attempts and tails its output live (a line printed after the
 page opened appears without a reload); tenant A's page of B's job shows
 no line of B's output; the Report and Tenants pages draw their charts
-from GET /v1/report?buckets=, which is checked at the HTTP level too. A
-screenshot of each page goes into the test's tmp_path.
+from GET /v1/report?buckets=, which is checked at the HTTP level too; an
+elastic job's page shows its size history (each size with its time, in
+the table and as a step chart) and draws the growth when an agent joins,
+without a reload. A screenshot of each page goes into the test's tmp_path.
 """
 
 import json
@@ -130,3 +132,47 @@ def test_report_and_tenants_pages_chart_the_window(controller, cluster, browser,
     assert d.find_elements(By.ID, "tenants-shares") and d.find_elements(By.ID, "tenants-pending")
     shot(d, tmp_path, "tenants-history")
     assert severe_logs(d) == [], severe_logs(d)
+
+
+def test_job_page_elastic_size_history(controller, cluster, browser, tmp_path):
+    """An elastic job of 2..4 one-GPU tasks starts at 2 on a 2-GPU node and
+    grows to 4 when a second node joins (the path of test_elastic.py): the
+    job's page, open meanwhile, shows each size of GET /v1/jobs/{id}'s
+    size_history with its time (as the browser writes that instant) and
+    its reason, and the step chart has a point per change and one for
+    now."""
+    d = browser
+    cluster(1, gpus=2)
+    e = controller.submit({"tasks": 4, "min_tasks": 2, "gpus": 1, "name": "grows",
+                           "command": u.sh("while true; do sleep 0.05; done")})
+    controller.wait_job(e["id"], "running")
+    harness.wait_for(lambda: controller.job(e["id"]).get("size") == 2, what="size 2")
+    login(d, controller, controller.token("alice"))
+    d.execute_script("location.hash = arguments[0]", "#/job/%d" % e["id"])
+    wait_dom(d, lambda: text_of(d, "#job-size") == "2 of 2 to 4 tasks", "the size now, 2", timeout=30)
+    d.execute_script("window.__noReload = 1")
+    cluster(1, gpus=2)
+    j = harness.wait_for(lambda: (lambda j: j if j.get("size") == 4 else None)(controller.job(e["id"])),
+                         timeout=30, what="grown to 4")
+    hist = j["size_history"]
+    assert [z["size"] for z in hist][-2:] == [2, 4], hist
+    assert all(isinstance(z["time"], (int, float)) and z["time"] > 0 for z in hist), hist
+    assert hist[-1]["time"] >= hist[-2]["time"], hist
+
+    def rows():
+        return [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+                for tr in d.find_elements(By.CSS_SELECTOR, "#job-sizes tbody tr")]
+    wait_dom(d, lambda: text_of(d, "#job-size") == "4 of 2 to 4 tasks" and len(rows()) == len(hist),
+             "the growth, live", timeout=30)
+    assert d.execute_script("return window.__noReload") == 1
+    # Each size with its time, as this browser writes the API's instant.
+    want = [[d.execute_script("return new Date(arguments[0] * 1000).toLocaleString()", z["time"]),
+             str(z["size"]), z["why"] or ""] for z in hist]
+    assert rows() == want, (rows(), want)
+    assert all(r[0] for r in want)
+    pts = d.find_element(By.CSS_SELECTOR, "#job-size-chart path.series").get_attribute("data-points")
+    assert int(pts) == len(hist) + 1  # each change, and the size now
+    shot(d, tmp_path, "job-elastic-sizes")
+    assert severe_logs(d) == [], severe_logs(d)
+    controller.request("DELETE", "/v1/jobs/%d" % e["id"], token=controller.admin_token)
+    controller.wait_job(e["id"], "cancelled", timeout=30)
