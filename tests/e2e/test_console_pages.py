@@ -134,45 +134,77 @@ def test_report_and_tenants_pages_chart_the_window(controller, cluster, browser,
     assert severe_logs(d) == [], severe_logs(d)
 
 
-def test_job_page_elastic_size_history(controller, cluster, browser, tmp_path):
-    """An elastic job of 2..4 one-GPU tasks starts at 2 on a 2-GPU node and
-    grows to 4 when a second node joins (the path of test_elastic.py): the
-    job's page, open meanwhile, shows each size of GET /v1/jobs/{id}'s
-    size_history with its time (as the browser writes that instant) and
-    its reason, and the step chart has a point per change and one for
-    now."""
-    d = browser
-    cluster(1, gpus=2)
-    e = controller.submit({"tasks": 4, "min_tasks": 2, "gpus": 1, "name": "grows",
-                           "command": u.sh("while true; do sleep 0.05; done")})
-    controller.wait_job(e["id"], "running")
-    harness.wait_for(lambda: controller.job(e["id"]).get("size") == 2, what="size 2")
-    login(d, controller, controller.token("alice"))
-    d.execute_script("location.hash = arguments[0]", "#/job/%d" % e["id"])
-    wait_dom(d, lambda: text_of(d, "#job-size") == "2 of 2 to 4 tasks", "the size now, 2", timeout=30)
-    d.execute_script("window.__noReload = 1")
-    cluster(1, gpus=2)
-    j = harness.wait_for(lambda: (lambda j: j if j.get("size") == 4 else None)(controller.job(e["id"])),
-                         timeout=30, what="grown to 4")
-    hist = j["size_history"]
-    assert [z["size"] for z in hist][-2:] == [2, 4], hist
-    assert all(isinstance(z["time"], (int, float)) and z["time"] > 0 for z in hist), hist
-    assert hist[-1]["time"] >= hist[-2]["time"], hist
+ELASTIC_CLASSES = {"priority_classes": [
+    {"name": "elastic", "value": 10, "grace": 1},
+    {"name": "urgent", "value": 1000, "may_preempt": True, "tenants": ["alice", "bob"]},
+]}
 
-    def rows():
-        return [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
-                for tr in d.find_elements(By.CSS_SELECTOR, "#job-sizes tbody tr")]
-    wait_dom(d, lambda: text_of(d, "#job-size") == "4 of 2 to 4 tasks" and len(rows()) == len(hist),
-             "the growth, live", timeout=30)
-    assert d.execute_script("return window.__noReload") == 1
-    # Each size with its time, as this browser writes the API's instant.
-    want = [[d.execute_script("return new Date(arguments[0] * 1000).toLocaleString()", z["time"]),
-             str(z["size"]), z["why"] or ""] for z in hist]
-    assert rows() == want, (rows(), want)
-    assert all(r[0] for r in want)
-    pts = d.find_element(By.CSS_SELECTOR, "#job-size-chart path.series").get_attribute("data-points")
-    assert int(pts) == len(hist) + 1  # each change, and the size now
-    shot(d, tmp_path, "job-elastic-sizes")
-    assert severe_logs(d) == [], severe_logs(d)
-    controller.request("DELETE", "/v1/jobs/%d" % e["id"], token=controller.admin_token)
-    controller.wait_job(e["id"], "cancelled", timeout=30)
+
+def test_job_page_elastic_size_history(controller_factory, browser, tmp_path):
+    """An elastic job of 2..4 one-GPU tasks starts at 2 on a 2-GPU node,
+    grows to 4 when a second node joins, shrinks to 2 for an urgent job
+    that needs that node and grows back once it is done (the path of
+    test_elastic.py). Its page, open all along, draws each change without
+    a reload, and shows each size of GET /v1/jobs/{id}'s size_history with
+    its time (as the browser writes that instant) and its reason; the step
+    chart has a point per change and one for now."""
+    d = browser
+    ctl = controller_factory(config_overrides=ELASTIC_CLASSES)
+    agents = [harness.Agent(ctl, "n1", gpus=2)]
+    agents[0].start()
+    try:
+        e = ctl.submit({"tasks": 4, "min_tasks": 2, "gpus": 1, "name": "grows", "priority_class": "elastic",
+                        "command": u.sh("trap 'exit 0' TERM; while true; do sleep 0.05; done")})
+        ctl.wait_job(e["id"], "running")
+        assert ctl.job(e["id"])["size"] == 2 and ctl.job(e["id"])["size_history"] == []
+        login(d, ctl, ctl.token("alice"))
+        d.execute_script("location.hash = arguments[0]", "#/job/%d" % e["id"])
+        wait_dom(d, lambda: text_of(d, "#job-size") == "2 of 2 to 4 tasks", "the size now, 2", timeout=30)
+        assert not d.find_elements(By.ID, "job-sizes")  # no change yet
+        d.execute_script("window.__noReload = 1")
+
+        def rows():
+            return [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+                    for tr in d.find_elements(By.CSS_SELECTOR, "#job-sizes tbody tr")]
+
+        def sized(n, changes):
+            j = ctl.job(e["id"])
+            return j if j["size"] == n and len(j["size_history"]) == changes else None
+
+        agents.append(harness.Agent(ctl, "n2", gpus=2))
+        agents[1].start()
+        harness.wait_for(lambda: sized(4, 1), timeout=30, what="grown to 4")
+        wait_dom(d, lambda: text_of(d, "#job-size") == "4 of 2 to 4 tasks" and len(rows()) == 1,
+                 "the growth, live", timeout=30)
+        go_file = tmp_path / "go"
+        urg = ctl.submit({"gpus": 2, "priority_class": "urgent",
+                          "command": u.sh("while [ ! -e %s ]; do sleep 0.05; done" % go_file)}, tenant="bob")
+        ctl.wait_job(urg["id"], "running", timeout=30)
+        harness.wait_for(lambda: sized(2, 2), timeout=30, what="shrunk to 2")
+        wait_dom(d, lambda: text_of(d, "#job-size") == "2 of 2 to 4 tasks" and len(rows()) == 2,
+                 "the shrink, live", timeout=30)
+        go_file.write_text("")
+        ctl.wait_job(urg["id"], "succeeded", timeout=30)
+        j = harness.wait_for(lambda: sized(4, 3), timeout=30, what="grown back to 4")
+        wait_dom(d, lambda: text_of(d, "#job-size") == "4 of 2 to 4 tasks" and len(rows()) == 3,
+                 "the growth back, live", timeout=30)
+        assert d.execute_script("return window.__noReload") == 1
+        hist = j["size_history"]
+        assert [z["size"] for z in hist] == [4, 2, 4], hist
+        assert hist[0]["time"] <= hist[1]["time"] <= hist[2]["time"], hist
+        assert all(z["why"] for z in hist), hist
+        # Each size with its time, as this browser writes the API's instant.
+        want = [[d.execute_script("return new Date(arguments[0] * 1000).toLocaleString()", z["time"]),
+                 str(z["size"]), z["why"]] for z in hist]
+        wait_dom(d, lambda: rows() == want, "the sizes with their times and reasons")
+        assert all(r[0] for r in want)
+        pts = d.find_element(By.CSS_SELECTOR, "#job-size-chart path.series").get_attribute("data-points")
+        assert int(pts) == len(hist) + 1  # each change, and the size now
+        d.execute_script("document.getElementById('job-size-chart').scrollIntoView({block: 'center'})")
+        shot(d, tmp_path, "job-elastic-sizes")
+        assert severe_logs(d) == [], severe_logs(d)
+        ctl.request("DELETE", "/v1/jobs/%d" % e["id"], token=ctl.admin_token)
+        ctl.wait_job(e["id"], "cancelled", timeout=30)
+    finally:
+        for a in agents:
+            a.stop()
