@@ -52,6 +52,7 @@ def test_heat_map_unhealthy_and_idle_allocated(controller_factory, browser, tmp_
             return v if v[ga] is not None and v[ga] < 0.05 and v[gb] is not None and v[gb] > 0.5 else None
         v = harness.wait_for(utils, timeout=20, what="the GPUs' utilisation")
         assert v[2] is None  # fenced, nothing runs there
+        assert len(v) == 4 and v[({0, 1, 3} - {ga, gb}).pop()] is None  # free: not measured
         login(d, ctl, ctl.admin_token)
         go(d, "heatmap")
         want = {"unhealthy": 1, "idle": 1, "alloc": 1, "free": 1}
@@ -72,6 +73,7 @@ def test_heat_map_unhealthy_and_idle_allocated(controller_factory, browser, tmp_
 def test_job_page_attempts_and_live_log_tail(controller, cluster, browser, tmp_path):
     d = browser
     cluster(1, gpus=0)
+    assert controller.node("n1")["gpu_util"] == []  # a node without GPUs
     counter, gofile = tmp_path / "runs", tmp_path / "go"
     cmd = u.sh('n=$(cat %s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %s; '
                '[ "$n" -ge 2 ] || exit 3; echo "attempt two"; while [ ! -e %s ]; do sleep 0.05; done; '
