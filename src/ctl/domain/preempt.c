@@ -164,7 +164,8 @@ int ctl_preempt_evict(ctl_t *c, uint32_t node, bool all, uint32_t gpu_mask, cons
                : sl_sched_evict_gpus(c->sched, node, gpu_mask, ctl_now_us(), &ops, &x);
 }
 
-/* Records j's new size (job_size, and j->x when it was read). */
+/* Records j's new size (job_size, and j->x when it was read) and tells the
+ * event stream. */
 static void size_record(ctl_t *c, ctl_job_t *j, int32_t size, const char *why) {
     ctl_size_change_t z = {.at_us = ctl_now_us(), .size = size};
     snprintf(z.why, sizeof z.why, "%s", why);
@@ -173,6 +174,7 @@ static void size_record(ctl_t *c, ctl_job_t *j, int32_t size, const char *why) {
         j->x.sizes = sl_xrealloc(j->x.sizes, (j->x.nsizes + 1) * sizeof *j->x.sizes);
         j->x.sizes[j->x.nsizes++] = z;
     }
+    ctl_watch_job(c, j, "job.resized"); /* the console's job page, show --watch */
 }
 
 /* New ranks from..to-1 at pls: allocated by the core, launched now. The
@@ -216,6 +218,7 @@ static void shrink_done(ctl_t *c, ctl_job_t *j) {
     if (n < j->ntasks && j->state == CTL_JOB_RUNNING) {
         j->ntasks = n;
         ctl_store_tasks_trim(c->store, j->id, n);
+        ctl_watch_job(c, j, "job.resized"); /* its size now: the ranks left */
     }
     c->sched_dirty = true; /* the freed capacity goes to whoever waits for it */
     kick(c);

@@ -18,6 +18,7 @@
 
 #include "base/buf.h"
 #include "domain/ctl.h"
+#include "views/reportq.h"
 
 /* The longest window a report may cover: ten years, in seconds. */
 #define CTL_REPORT_MAX_SINCE_S (10LL * 366 * 86400)
@@ -59,8 +60,6 @@ int ctl_report_query(ctl_t *c, const char *since_text, const char *tenant_text, 
 int ctl_report_start(ctl_t *c, int64_t since_s, const char *tenant, bool own_only,
                      ctl_report_done_fn done, void *ud, ctl_report_t **out);
 
-/* The most parts a report's window may be cut into (?buckets=). */
-#define CTL_REPORT_MAX_BUCKETS 240
 /* As ctl_report_start, and with buckets (1..CTL_REPORT_MAX_BUCKETS; 0:
  * none) the report also holds "series": the window cut into that many
  * equal parts, each with its queueing and scheduling delay percentiles
@@ -69,9 +68,6 @@ int ctl_report_start(ctl_t *c, int64_t since_s, const char *tenant, bool own_onl
  * (docs/api.md). O(jobs x buckets their runs span) more work. */
 int ctl_report_start_series(ctl_t *c, int64_t since_s, const char *tenant, bool own_only,
                             int buckets, ctl_report_done_fn done, void *ud, ctl_report_t **out);
-/* Checks ?buckets= (NULL: absent, *buckets = 0): 0, or 400 with a message
- * naming the field. */
-int ctl_report_buckets_query(const char *text, int *buckets, char *msg, size_t mlen);
 
 /* Waits for r's thread and frees r without calling done (at shutdown).
  * Accepts NULL. */
