@@ -204,8 +204,8 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
     [SL_JS_VOLUMES] = {"volumes", NULL, 0, NULL, SL_FT_VOLUMES, 0, 0, SL_VOLUMES_MAX, NULL, 0,
                        "none", "",
                        "volumes in the tasks: each {path, read_only, sub_path} and one of "
-                       "empty_dir {medium, size_limit}, host_path, pvc, nfs {server, path} "
-                       "(Kubernetes volumes and volumeMounts); docs/jobspec.md \"Volumes\""},
+                       "empty_dir {medium, size_limit}, host_path, pvc, nfs {server, path}, "
+                       "csi {driver, attributes} (Kubernetes volumes and volumeMounts); docs/jobspec.md \"Volumes\""},
     [SL_JS_SECRETS] = {"secrets", NULL, 0, NULL, SL_FT_SECRETS, 0, 0, 0, NULL, 0, "none", "",
                        "the tenant's secrets and config maps given to its tasks: "
                        "{secret or config_map: NAME, key, env} sets a variable, {.., env_prefix} "
