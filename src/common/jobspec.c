@@ -226,6 +226,11 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                             1, NAME_LEN, NULL, 0, "none", "",
                             "a Kubernetes extended GPU resource such as nvidia.com/a100: the GPU "
                             "model the config's gpu_resources maps it to (with gpus)"},
+    [SL_JS_TTL_AFTER_FINISHED] = {"ttl_after_finished", NULL, 0, "(spec.ttlSecondsAfterFinished)",
+                                  SL_FT_DURATION, 0, 0, MAX_TIME_LIMIT_S, NULL, 0,
+                                  "scheduler.job_retention", "seconds",
+                                  "leave the queue (GET /v1/jobs, sluice queue -a) this long after "
+                                  "finishing, sooner than job_retention; sluice history keeps it"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
