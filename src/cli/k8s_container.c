@@ -102,9 +102,25 @@ static int resources(cli_k8s_t *k, const char *path, yaml_node_t *res) {
         json_object_set_new(k->job, "gpus", x);
         if (gpu_res) json_object_set_new(k->job, "gpu_resource", json_string(gpu_res));
     }
-    /* Requests are what Kubernetes schedules by; limits stand in for them. */
+    /* Requests are what Kubernetes schedules by; a limit alone is both. */
     if (cpu[1] || cpu[0]) json_object_set_new(k->job, "cpus", json_string(cpu[1] ? cpu[1] : cpu[0]));
     if (mem[1] || mem[0]) json_object_set_new(k->job, "memory", json_string(mem[1] ? mem[1] : mem[0]));
+    /* A limit above its request bounds the task (the cgroup's): the job's
+     * memory_limit and cpu_limit; one below it Kubernetes refuses too. */
+    for (int c = 0; c < 2; c++) {
+        const char **q = c ? mem : cpu;
+        sl_jobspec_id_t req = c ? SL_JS_MEMORY : SL_JS_CPUS, lim = c ? SL_JS_MEMORY_LIMIT : SL_JS_CPU_LIMIT;
+        int64_t nl, nr;
+        if (!q[0] || !q[1] || sl_qty_parse(q[0], sl_jobspec_fields[req].qty, &nl, err, sizeof err) < 0 ||
+            sl_qty_parse(q[1], sl_jobspec_fields[req].qty, &nr, err, sizeof err) < 0)
+            continue;
+        char lp[300];
+        snprintf(lp, sizeof lp, "%s.limits.%s", path, c ? "memory" : "cpu");
+        if (nl < nr)
+            rc = cli_spec_fail(s, lp, "\"%s\" is below the request \"%s\"", q[0], q[1]);
+        else if (nl > nr)
+            json_object_set_new(k->job, sl_jobspec_fields[lim].name, json_string(q[0]));
+    }
     return rc;
 }
 

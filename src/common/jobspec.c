@@ -231,6 +231,14 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                                   "scheduler.job_retention", "seconds",
                                   "leave the queue (GET /v1/jobs, sluice queue -a) this long after "
                                   "finishing, sooner than job_retention; sluice history keeps it"},
+    [SL_JS_MEMORY_LIMIT] = {"memory_limit", NULL, 0, "(resources.limits.memory)", SL_FT_QTY,
+                            SL_QTY_MEM, 0, INT64_MAX, NULL, 0, "110% of memory", "",
+                            "each task's hard memory limit (its cgroup's), at least memory, which "
+                            "still places it"},
+    [SL_JS_CPU_LIMIT] = {"cpu_limit", NULL, 0, "(resources.limits.cpu)", SL_FT_QTY, SL_QTY_CPU, 0,
+                         INT64_MAX, NULL, 0, "cpus", "CPUs",
+                         "each task's CPU quota (its cgroup's), at least cpus, which still places "
+                         "it"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -678,6 +686,16 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
         *field = "min_tasks";
         return fail(err, errlen, "must be a whole number from 1 to tasks (%lld)",
                     (long long)num[SL_JS_TASKS]);
+    }
+    for (int i = SL_JS_MEMORY_LIMIT; i <= SL_JS_CPU_LIMIT; i++) {
+        int req = i == SL_JS_MEMORY_LIMIT ? SL_JS_MEMORY : SL_JS_CPUS;
+        if (val[i] && num[i] < num[req]) {
+            char q[48];
+            sl_qty_format(num[req], sl_jobspec_fields[req].qty, q, sizeof q);
+            *field = sl_jobspec_fields[i].name;
+            return fail(err, errlen, "must be at least %s (%s), the request it limits",
+                        sl_jobspec_fields[req].name, q);
+        }
     }
     if (val[SL_JS_GPU_SHARE] && num[SL_JS_GPUS] > 0) {
         *field = "gpu_share";

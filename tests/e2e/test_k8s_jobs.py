@@ -621,3 +621,25 @@ def test_ttl_seconds_after_finished_leaves_the_queue_and_stays_in_history(cli_bi
     h = u.sluice(["history", "--json"], env)
     assert h.returncode == 0, h.stderr
     assert '"id": %d' % gone in h.stdout or '"id":%d' % gone in h.stdout, h.stdout[:2000]
+
+
+def test_limits_above_requests_become_memory_limit_and_cpu_limit(cli_bin, tmp_path):
+    env = _offline(tmp_path)
+    text = job().replace("          limits: {cpu: 100m, memory: 64Mi}",
+                         "          requests: {cpu: 100m, memory: 64Mi}\n"
+                         "          limits: {cpu: \"2\", memory: 1Gi}")
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, text)], env)
+    assert r.returncode == 0, r.stderr
+    spec = json.loads(r.stdout)
+    assert (spec["cpus"], spec["memory"]) == ("100m", "64Mi"), spec
+    assert (spec["cpu_limit"], spec["memory_limit"]) == ("2", "1Gi"), spec
+    # A limit alone is both (Kubernetes' request then), with no limit field.
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, job(), "b.yaml")], env)
+    spec = json.loads(r.stdout)
+    assert spec["memory"] == "64Mi" and "memory_limit" not in spec, spec
+    bad = job().replace("          limits: {cpu: 100m, memory: 64Mi}",
+                        "          requests: {memory: 2Gi}\n          limits: {memory: 1Gi}")
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, bad, "c.yaml")], env)
+    assert r.returncode == 2, r.stderr
+    assert 'containers[0].resources.limits.memory: "1Gi" is below the request "2Gi"' in r.stderr, \
+        r.stderr
