@@ -600,6 +600,13 @@ def test_ttl_seconds_after_finished_leaves_the_queue_and_stays_in_history(cli_bi
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["ttl_after_finished"] == 1, r.stdout
     assert "ttlSecondsAfterFinished" not in r.stderr, r.stderr  # mapped, no warning
+    # A PyTorchJob's runPolicy.ttlSecondsAfterFinished likewise.
+    ptj = ELASTIC.replace("spec:\n  elasticPolicy:",
+                          "spec:\n  runPolicy: {ttlSecondsAfterFinished: 600}\n  elasticPolicy:")
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, ptj, "ptj.yaml")], env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["ttl_after_finished"] == 600, r.stdout
+    assert "ttlSecondsAfterFinished" not in r.stderr, r.stderr
     gone = u.sluice_json(["submit", "-f", _write(tmp_path, text)], env)["id"]
     kept = u.sluice_json(["submit", "-f", _write(tmp_path, job("kept"), "kept.yaml")], env)["id"]
     assert controller.job(gone)["ttl_after_finished"] == 1

@@ -133,6 +133,7 @@ typedef struct ctl {
      * the time each leaves memory (jobtab.c), before job_retention. */
     struct ctl_ttl *ttl;
     size_t ttl_len, ttl_cap;
+    size_t fin_gone;       /* entries of fin whose job the ttl dropped */
     uint64_t next_id;
 
     ctl_node_t **nodes;    /* by core node id (nodes.c) */

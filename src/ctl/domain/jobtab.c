@@ -116,6 +116,7 @@ size_t ctl_jobs_trim(ctl_t *c, int64_t now_us, size_t max) {
         if (j != NULL && j->retained) {
             ctl_job_free(ctl_job_unregister(c, j->id));
             c->n.jobs_forgotten++;
+            c->fin_gone++;
         }
         ttl_pop(c);
         n++;
@@ -126,12 +127,14 @@ size_t ctl_jobs_trim(ctl_t *c, int64_t now_us, size_t max) {
             /* End times come in (nearly) finishing order, so the head is
              * the oldest; retention 0 forgets even an end time reported
              * slightly ahead of this clock. */
-            bool drop = (int64_t)c->fin_len > c->cfg.max_finished_jobs ||
+            bool drop = (int64_t)(c->fin_len - c->fin_gone) > c->cfg.max_finished_jobs ||
                         c->cfg.job_retention_ms == 0 || j->end_us <= cut;
             if (!drop)
                 break;
             ctl_job_free(ctl_job_unregister(c, j->id));
             c->n.jobs_forgotten++;
+        } else if (c->fin_gone > 0) {
+            c->fin_gone--; /* one the ttl dropped */
         }
         c->fin_head = (c->fin_head + 1) % c->fin_cap;
         c->fin_len--;
@@ -152,7 +155,7 @@ void ctl_jobs_fini(ctl_t *c) {
     sl_ordmap_fini(&c->jobs_by_id);
     sl_free(c->fin);
     c->fin = NULL;
-    c->fin_len = c->fin_cap = c->fin_head = 0;
+    c->fin_len = c->fin_cap = c->fin_head = c->fin_gone = 0;
     sl_free(c->ttl);
     c->ttl = NULL;
     c->ttl_len = c->ttl_cap = 0;
