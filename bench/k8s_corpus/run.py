@@ -122,18 +122,71 @@ def namespaces_of(paths):
     return sorted(out - {"alice"})
 
 
+# The attribute that names a volume of each CSI driver the corpus uses
+# (docs/config.md, volumes.csi).
+CSI_ATTRIBUTES = {"gcsfuse.csi.storage.gke.io": "bucketName"}
+
+
+def operator_setup(rows, base):
+    """What an operator taking these manifests configures, from their
+    specs as the CLI wrote them: the volumes section (every host path
+    allowed, each claim, export and CSI bucket mapped to a directory of
+    its own under base) and, per secret or config map named, its keys
+    (placeholder values). Returns (volumes config, {(type, name): keys})."""
+    claims, nfs, csi, objs = {}, {}, {}, {}
+    for r in rows:
+        if not r["accepted"]:
+            continue
+        try:
+            specs = json.loads(r["spec"])
+        except ValueError:
+            continue
+        for spec in specs if isinstance(specs, list) else [specs]:
+            for v in spec.get("volumes", []):
+                if "pvc" in v:
+                    claims[v["pvc"]] = os.path.join(base, "pvc", v["pvc"])
+                elif "nfs" in v:
+                    key = "%s:%s" % (v["nfs"]["server"], v["nfs"]["path"])
+                    nfs[key] = os.path.join(base, "nfs", re.sub(r"[^A-Za-z0-9.-]+", "_", key))
+                elif "csi" in v:
+                    drv = v["csi"]["driver"]
+                    attr = CSI_ATTRIBUTES.get(drv)
+                    val = v["csi"].get("attributes", {}).get(attr) if attr else None
+                    if val:
+                        d = csi.setdefault(drv, {"attribute": attr, "paths": {}})
+                        d["paths"][val] = os.path.join(base, "csi", drv, val)
+            for ref in spec.get("secrets", []):
+                kind = "secret" if "secret" in ref else "config_map"
+                keys = objs.setdefault((kind, ref[kind]), set())
+                if "key" in ref:
+                    keys.add(ref["key"])
+                keys.update(ref.get("items", {}).keys())
+    for d in list(claims.values()) + list(nfs.values()) + \
+            [p for c in csi.values() for p in c["paths"].values()]:
+        os.makedirs(d, exist_ok=True)
+    vol = {"host_path_prefixes": ["/"], "claims": claims, "nfs": nfs, "csi": csi}
+    return vol, objs
+
+
 def live(build, rows):
     import harness
     tmp = tempfile.mkdtemp(prefix="sluice-k8s-corpus-")
     nss = namespaces_of([r["path"] for r in rows])
+    vol, objs = operator_setup(rows, os.path.join(tmp, "storage"))
     ctl = harness.Controller(os.path.join(tmp, "ctl"), tenants=[
         {"name": "alice", "token": "tok-alice-corpus", "namespaces": nss}],
-        config_overrides={"container_mounts": ["/"]})
+        config_overrides={"container_mounts": ["/"], "volumes": vol})
     agent = None
     try:
         ctl.start()
         agent = harness.Agent(ctl, "n1", gpus=8, cpus="128", memory="2Ti")
         agent.start()
+        for (kind, name), keys in sorted(objs.items()):
+            st, body = ctl.request("POST", "/v1/secrets", {
+                "name": name, "type": kind, "data": {k: "placeholder" for k in keys or ["value"]}},
+                token="tok-alice-corpus")
+            if st != 201:
+                sys.exit("the %s %s could not be made: %s %s" % (kind, name, st, body))
         env = dict(os.environ, SLUICE_SERVER=ctl.url, SLUICE_TOKEN="tok-alice-corpus",
                    SLUICE_DIR=os.path.join(tmp, "nodir"))
         for r in rows:
@@ -197,9 +250,12 @@ def main():
         live201 = sum(r.get("live") == "201" for r in rows)
         pending = sum(1 for r in rows if r.get("live", "").startswith("unknown_field") and
                       re.search(r"^unknown_field: (volumes|secrets):", r["live"]))
-        lines += ["", "Live, against sluiced of this checkout (tenant alice with the namespaces %s): "
-                  "%d of the %d accepted were taken (201); %d were refused only for the `volumes` or "
-                  "`secrets` field, which this checkout's server does not know yet." %
+        lines += ["", "Live, against sluiced of this checkout (tenant alice with the namespaces %s; "
+                  "the config's `volumes` maps every claim, NFS export and CSI bucket the corpus "
+                  "names to a directory, allows every host path, and the tenant has each secret and "
+                  "config map it names, with its keys: what an operator taking these manifests sets "
+                  "up): %d of the %d accepted were taken (201); %d were refused only for the "
+                  "`volumes` or `secrets` field, which this checkout's server does not know yet." %
                   (", ".join(nss) or "none", live201, ok, pending)]
     lines += ["", "| # | kind | source | accepted | what the CLI said |", "|---|---|---|---|---|"]
     for r in rows:

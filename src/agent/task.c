@@ -587,8 +587,9 @@ void agent_tasks_launch(agent_tasks_t *ts, uint64_t job, int32_t task, int64_t a
     if (!ok)
         snprintf(reason, sizeof reason, "%s", why ? why : "invalid launch");
     else if (ts->cfg.cgroup)
-        ok = agent_cgroup_task_create(ts->cfg.cgroup, key, l->mem_bytes, l->cpu_milli,
-                                      l->gpus, l->ngpus, &ct, reason, sizeof reason) == 0;
+        ok = agent_cgroup_task_create_limits(ts->cfg.cgroup, key, l->mem_bytes, l->mem_limit,
+                                             l->cpu_milli, l->cpu_limit_milli, l->gpus, l->ngpus,
+                                             &ct, reason, sizeof reason) == 0;
     int64_t t_cg = agent_mono_us();
     if (ok && agent_spawn(&sp, &t->pid, &t->monitor, reason, sizeof reason) != 0) {
         ok = 0;

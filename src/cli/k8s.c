@@ -64,9 +64,8 @@ int cli_k8s_job(cli_k8s_t *k, yaml_node_t *root) {
             if (cli_spec_int(s, p, v, 1, sl_jobspec_fields[SL_JS_TIME_LIMIT].max, &x)) rc = -1;
             else json_object_set_new(k->job, "time_limit", json_integer(x));
         } else if (!strcmp(f, "ttlSecondsAfterFinished")) {
-            if (cli_spec_int(s, p, v, 0, 1LL << 40, &x)) rc = -1;
-            else cli_spec_warn(s, p, "no meaning here: a finished job is kept in the history "
-                               "(sluice history), not deleted");
+            if (cli_spec_field_int(s, p, v, SL_JS_TTL_AFTER_FINISHED, &x)) rc = -1;
+            else json_object_set_new(k->job, "ttl_after_finished", json_integer(x));
         } else if (!strcmp(f, "suspend")) {
             bool b;
             if (cli_spec_bool(s, p, v, &b)) rc = -1;

@@ -102,9 +102,25 @@ static int resources(cli_k8s_t *k, const char *path, yaml_node_t *res) {
         json_object_set_new(k->job, "gpus", x);
         if (gpu_res) json_object_set_new(k->job, "gpu_resource", json_string(gpu_res));
     }
-    /* Requests are what Kubernetes schedules by; limits stand in for them. */
+    /* Requests are what Kubernetes schedules by; a limit alone is both. */
     if (cpu[1] || cpu[0]) json_object_set_new(k->job, "cpus", json_string(cpu[1] ? cpu[1] : cpu[0]));
     if (mem[1] || mem[0]) json_object_set_new(k->job, "memory", json_string(mem[1] ? mem[1] : mem[0]));
+    /* A limit above its request bounds the task (the cgroup's): the job's
+     * memory_limit and cpu_limit; one below it Kubernetes refuses too. */
+    for (int c = 0; c < 2; c++) {
+        const char **q = c ? mem : cpu;
+        sl_jobspec_id_t req = c ? SL_JS_MEMORY : SL_JS_CPUS, lim = c ? SL_JS_MEMORY_LIMIT : SL_JS_CPU_LIMIT;
+        int64_t nl, nr;
+        if (!q[0] || !q[1] || sl_qty_parse(q[0], sl_jobspec_fields[req].qty, &nl, err, sizeof err) < 0 ||
+            sl_qty_parse(q[1], sl_jobspec_fields[req].qty, &nr, err, sizeof err) < 0)
+            continue;
+        char lp[300];
+        snprintf(lp, sizeof lp, "%s.limits.%s", path, c ? "memory" : "cpu");
+        if (nl < nr)
+            rc = cli_spec_fail(s, lp, "\"%s\" is below the request \"%s\"", q[0], q[1]);
+        else if (nl > nr)
+            json_object_set_new(k->job, sl_jobspec_fields[lim].name, json_string(q[0]));
+    }
     return rc;
 }
 
@@ -510,6 +526,24 @@ static int key_volume(cli_spec_t *s, const char *path, yaml_node_t *src, const c
     return rc;
 }
 
+/* A csi volume's volumeAttributes (a mapping of scalars: Kubernetes'
+ * strings) into obj's "attributes". */
+static int csi_attributes(cli_spec_t *s, const char *path, yaml_node_t *v, json_t *obj) {
+    if (cli_spec_want(s, path, v, YAML_MAPPING_NODE)) return -1;
+    int rc = 0;
+    yaml_node_pair_t *pr = NULL;
+    const char *f, *str;
+    yaml_node_t *w;
+    char p[400];
+    json_t *at = json_object();
+    while (cli_spec_next(s, v, path, &pr, &f, &w, p, sizeof p)) {
+        if (cli_spec_string(s, p, w, &str)) rc = -1;
+        else json_object_set_new(at, f, json_string(str));
+    }
+    json_object_set_new(obj, "attributes", at);
+    return rc;
+}
+
 /* One volume source (not secret/configMap) at path into src. */
 static int volume_source(cli_spec_t *s, const char *path, const char *type, yaml_node_t *v, json_t *e,
                          bool *ro) {
@@ -542,6 +576,15 @@ static int volume_source(cli_spec_t *s, const char *path, const char *type, yaml
         } else if (!strcmp(type, "nfs") && (!strcmp(f, "server") || !strcmp(f, "path"))) {
             if (cli_spec_string(s, p, w, &str)) rc = -1;
             else json_object_set_new(obj, f, json_string(str));
+        } else if (!strcmp(type, "csi") && !strcmp(f, "driver")) {
+            if (cli_spec_string(s, p, w, &str)) rc = -1;
+            else json_object_set_new(obj, "driver", json_string(str));
+        } else if (!strcmp(type, "csi") && !strcmp(f, "volumeAttributes")) {
+            rc |= csi_attributes(s, p, w, obj);
+        } else if (!strcmp(type, "csi") && !strcmp(f, "fsType")) {
+            if (cli_spec_string(s, p, w, &str)) rc = -1;
+            else if (*str) cli_spec_warn(s, p, "no meaning here: the volume is the node's mount "
+                                         "of it, as it is");
         } else if (strcmp(type, "emptyDir") && strcmp(type, "hostPath") && !strcmp(f, "readOnly")) {
             if (cli_spec_bool(s, p, w, &b)) rc = -1;
             else *ro = *ro || b;
@@ -557,6 +600,11 @@ static int volume_source(cli_spec_t *s, const char *path, const char *type, yaml
         if (!json_object_get(obj, "server") || !json_object_get(obj, "path"))
             rc = cli_spec_fail(s, path, "needs server and path");
         json_object_set_new(e, "nfs", obj);
+        return rc;
+    }
+    if (!strcmp(type, "csi")) {
+        if (!json_object_get(obj, "driver")) rc = cli_spec_fail(s, path, "needs driver");
+        json_object_set_new(e, "csi", obj);
         return rc;
     }
     json_decref(obj);
@@ -597,12 +645,13 @@ int cli_k8s_volumes(cli_k8s_t *k, const char *path, yaml_node_t *vols, json_t *m
                     json_object_set_new(e, "_secret", json_true());
                     bad |= key_volume(s, p, v, f[0] == 's' ? "secret" : "config_map", e);
                 } else if (!strcmp(f, "emptyDir") || !strcmp(f, "hostPath") ||
-                           !strcmp(f, "persistentVolumeClaim") || !strcmp(f, "nfs")) {
+                           !strcmp(f, "persistentVolumeClaim") || !strcmp(f, "nfs") ||
+                           !strcmp(f, "csi")) {
                     nsrc++;
                     bad |= volume_source(s, p, f, v, e, &ro);
                 } else {
                     bad = cli_spec_fail(s, p, "not supported (emptyDir, hostPath, persistentVolumeClaim, "
-                                        "nfs, secret, configMap)");
+                                        "nfs, csi, secret, configMap)");
                 }
             }
             if (!name) bad = cli_spec_fail(s, vp, "needs a name");

@@ -82,9 +82,8 @@ static int run_policy(cli_k8s_t *k, const char *path, yaml_node_t *rp) {
             if (cli_spec_int(s, p, v, 1, sl_jobspec_fields[SL_JS_TIME_LIMIT].max, &x)) rc = -1;
             else json_object_set_new(k->job, "time_limit", json_integer(x));
         } else if (!strcmp(f, "ttlSecondsAfterFinished")) {
-            if (!cli_spec_int(s, p, v, 0, 1LL << 40, &x))
-                cli_spec_warn(s, p, "no meaning here: a finished job is kept in the history");
-            else rc = -1;
+            if (cli_spec_field_int(s, p, v, SL_JS_TTL_AFTER_FINISHED, &x)) rc = -1;
+            else json_object_set_new(k->job, "ttl_after_finished", json_integer(x));
         } else if (!strcmp(f, "cleanPodPolicy")) {
             /* Every task of a gang that ends is stopped with it. */
             rc |= cli_spec_string(s, p, v, &str);

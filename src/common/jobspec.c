@@ -204,8 +204,8 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
     [SL_JS_VOLUMES] = {"volumes", NULL, 0, NULL, SL_FT_VOLUMES, 0, 0, SL_VOLUMES_MAX, NULL, 0,
                        "none", "",
                        "volumes in the tasks: each {path, read_only, sub_path} and one of "
-                       "empty_dir {medium, size_limit}, host_path, pvc, nfs {server, path} "
-                       "(Kubernetes volumes and volumeMounts); docs/jobspec.md \"Volumes\""},
+                       "empty_dir {medium, size_limit}, host_path, pvc, nfs {server, path}, "
+                       "csi {driver, attributes} (Kubernetes volumes and volumeMounts); docs/jobspec.md \"Volumes\""},
     [SL_JS_SECRETS] = {"secrets", NULL, 0, NULL, SL_FT_SECRETS, 0, 0, 0, NULL, 0, "none", "",
                        "the tenant's secrets and config maps given to its tasks: "
                        "{secret or config_map: NAME, key, env} sets a variable, {.., env_prefix} "
@@ -226,6 +226,19 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                             1, NAME_LEN, NULL, 0, "none", "",
                             "a Kubernetes extended GPU resource such as nvidia.com/a100: the GPU "
                             "model the config's gpu_resources maps it to (with gpus)"},
+    [SL_JS_TTL_AFTER_FINISHED] = {"ttl_after_finished", NULL, 0, "(spec.ttlSecondsAfterFinished)",
+                                  SL_FT_DURATION, 0, 0, MAX_TIME_LIMIT_S, NULL, 0,
+                                  "scheduler.job_retention", "seconds",
+                                  "leave the queue (GET /v1/jobs, sluice queue -a) this long after "
+                                  "finishing, sooner than job_retention; sluice history keeps it"},
+    [SL_JS_MEMORY_LIMIT] = {"memory_limit", NULL, 0, "(resources.limits.memory)", SL_FT_QTY,
+                            SL_QTY_MEM, 0, INT64_MAX, NULL, 0, "110% of memory", "",
+                            "each task's hard memory limit (its cgroup's), at least memory, which "
+                            "still places it"},
+    [SL_JS_CPU_LIMIT] = {"cpu_limit", NULL, 0, "(resources.limits.cpu)", SL_FT_QTY, SL_QTY_CPU, 0,
+                         INT64_MAX, NULL, 0, "cpus", "CPUs",
+                         "each task's CPU quota (its cgroup's), at least cpus, which still places "
+                         "it"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -673,6 +686,16 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
         *field = "min_tasks";
         return fail(err, errlen, "must be a whole number from 1 to tasks (%lld)",
                     (long long)num[SL_JS_TASKS]);
+    }
+    for (int i = SL_JS_MEMORY_LIMIT; i <= SL_JS_CPU_LIMIT; i++) {
+        int req = i == SL_JS_MEMORY_LIMIT ? SL_JS_MEMORY : SL_JS_CPUS;
+        if (val[i] && num[i] < num[req]) {
+            char q[48];
+            sl_qty_format(num[req], sl_jobspec_fields[req].qty, q, sizeof q);
+            *field = sl_jobspec_fields[i].name;
+            return fail(err, errlen, "must be at least %s (%s), the request it limits",
+                        sl_jobspec_fields[req].name, q);
+        }
     }
     if (val[SL_JS_GPU_SHARE] && num[SL_JS_GPUS] > 0) {
         *field = "gpu_share";

@@ -97,6 +97,9 @@ typedef enum sl_jobspec_id {
     SL_JS_RUN_AS_USER,    /* securityContext.runAsUser: must be the tenant's uid */
     SL_JS_RUN_AS_GROUP,   /* securityContext.runAsGroup: must be the tenant's gid */
     SL_JS_GPU_RESOURCE,   /* an extended resource ("nvidia.com/a100"): the config's GPU model */
+    SL_JS_TTL_AFTER_FINISHED, /* seconds a finished job stays in the queue (ttlSecondsAfterFinished) */
+    SL_JS_MEMORY_LIMIT,   /* a task's hard memory limit above its memory request (limits.memory) */
+    SL_JS_CPU_LIMIT,      /* a task's CPU quota above its cpus request (limits.cpu) */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 

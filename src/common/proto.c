@@ -375,7 +375,10 @@ static int dec_launch(dec_t *d, json_t *o) {
         return SL_EINVAL;
     l->has_oom_score_adj = !absent(json_object_get(o, "oom_score_adj"));
     if (get_int(d, o, "shm_size", false, 0, INT64_MAX, 0, &l->shm_size, "a number of bytes") ||
-        get_str(d, o, "workdir", false, &l->workdir))
+        get_str(d, o, "workdir", false, &l->workdir) ||
+        get_int(d, o, "mem_limit", false, 0, INT64_MAX, 0, &l->mem_limit, "a number of bytes") ||
+        get_int(d, o, "cpu_limit_milli", false, 0, INT64_MAX, 0, &l->cpu_limit_milli,
+                "a number of milli-CPUs"))
         return SL_EINVAL;
     v = json_object_get(o, "mounts");
     if (!absent(v)) {

@@ -304,6 +304,12 @@ typedef struct sl_proto_launch {
     /* The task's secrets (proto_secret.h), written only when it has some;
      * never logged. */
     sl_proto_secrets_t secrets;
+    /* Limits above the requests (Kubernetes' limits; the job's memory_limit
+     * and cpu_limit), each written only when above 0: the hard memory limit
+     * in bytes (0: 110% of mem_bytes) and the CPU quota in milli-CPUs (0:
+     * cpu_milli). The requests place the task; these bound it. */
+    int64_t mem_limit;
+    int64_t cpu_limit_milli;
 } sl_proto_launch_t;
 
 typedef struct sl_proto_logs_req {

@@ -296,6 +296,14 @@ static int enc_launch(writer_t *w, const sl_proto_msg_t *m) {
         key(w, "workdir");
         put_str(w, l->workdir);
     }
+    if (l->mem_limit > 0) {
+        key(w, "mem_limit");
+        put_i64(w, l->mem_limit);
+    }
+    if (l->cpu_limit_milli > 0) {
+        key(w, "cpu_limit_milli");
+        put_i64(w, l->cpu_limit_milli);
+    }
     long vn = sl__proto_volumes_encode(l->volumes, l->nvolumes, w->len < w->cap ? w->buf + w->len : NULL,
                                        w->len < w->cap ? w->cap - w->len : 0);
     if (vn < 0) return SL_EINVAL;

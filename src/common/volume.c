@@ -95,7 +95,7 @@ int sl_volume_env_name(const char *path, char *buf, size_t len) {
 }
 
 const char *sl_volume_source(json_t *vol) {
-    static const char *const keys[] = {"empty_dir", "host_path", "pvc", "nfs"};
+    static const char *const keys[] = {"empty_dir", "host_path", "pvc", "nfs", "csi"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (json_object_get(vol, keys[i]) && !json_is_null(json_object_get(vol, keys[i])))
             return keys[i];
@@ -156,10 +156,42 @@ static void check_nfs(errs_t *e, size_t i, json_t *nfs) {
     }
 }
 
+/* A CSI volume: {"driver": D, "attributes": {"K": "V", ...}}, the
+ * driver a name of 1 to 253 characters, each attribute's value a string
+ * (which attribute names the volume is the config's: volcfg.c). */
+static void check_csi(errs_t *e, size_t i, json_t *csi) {
+    if (!json_is_object(csi)) {
+        add(e, i, "csi", "must be an object {\"driver\": D, \"attributes\": {...}}");
+        return;
+    }
+    json_t *drv = json_object_get(csi, "driver"), *at = json_object_get(csi, "attributes");
+    if (!json_is_string(drv) || json_string_length(drv) == 0 || json_string_length(drv) > 253)
+        add(e, i, "csi.driver", "must be a driver's name of 1 to 253 characters");
+    if (at && !json_is_null(at) && !json_is_object(at)) {
+        add(e, i, "csi.attributes", "must be an object of strings");
+    } else if (at) {
+        const char *k;
+        json_t *x;
+        json_object_foreach(at, k, x) {
+            if (!json_is_string(x))
+                add(e, i, "csi.attributes", "\"%s\" must be a string", k);
+        }
+    }
+    const char *k;
+    json_t *x;
+    json_object_foreach(csi, k, x) {
+        if (strcmp(k, "driver") && strcmp(k, "attributes"))
+            add(e, i, "csi", "unknown key \"%s\" (known: driver, attributes; read_only is the "
+                "volume's)", k);
+    }
+}
+
 static void check_one(errs_t *e, size_t i, json_t *vol) {
-    static const char *const known = "path, read_only, sub_path, empty_dir, host_path, pvc, nfs";
+    static const char *const known =
+        "path, read_only, sub_path, empty_dir, host_path, pvc, nfs, csi";
     if (!json_is_object(vol)) {
-        add(e, i, "", "must be an object {\"path\": P, and one of empty_dir, host_path, pvc, nfs}");
+        add(e, i, "", "must be an object {\"path\": P, and one of empty_dir, host_path, pvc, nfs, "
+            "csi}");
         return;
     }
     const char *k;
@@ -169,7 +201,7 @@ static void check_one(errs_t *e, size_t i, json_t *vol) {
         if (strcmp(k, "path") == 0 || strcmp(k, "read_only") == 0 || strcmp(k, "sub_path") == 0)
             continue;
         if (strcmp(k, "empty_dir") == 0 || strcmp(k, "host_path") == 0 || strcmp(k, "pvc") == 0 ||
-            strcmp(k, "nfs") == 0) {
+            strcmp(k, "nfs") == 0 || strcmp(k, "csi") == 0) {
             sources += !json_is_null(x);
             continue;
         }
@@ -189,8 +221,9 @@ static void check_one(errs_t *e, size_t i, json_t *vol) {
         add(e, i, "sub_path", "must be a relative path without . or .. parts (\"%s\")",
             json_is_string(sub) ? json_string_value(sub) : "");
     if (sources != 1) {
-        add(e, i, "", sources ? "has %d sources: give exactly one of empty_dir, host_path, pvc, nfs"
-                              : "has no source%.0d: give one of empty_dir, host_path, pvc, nfs",
+        add(e, i, "", sources ? "has %d sources: give exactly one of empty_dir, host_path, pvc, nfs, "
+                                "csi"
+                              : "has no source%.0d: give one of empty_dir, host_path, pvc, nfs, csi",
             sources);
         return;
     }
@@ -206,8 +239,10 @@ static void check_one(errs_t *e, size_t i, json_t *vol) {
         if (!json_is_string(x) || json_string_length(x) == 0 || json_string_length(x) > 253 ||
             strchr(json_string_value(x), '/'))
             add(e, i, "pvc", "must be a claim's name of 1 to 253 characters, without /");
-    } else {
+    } else if (strcmp(src, "nfs") == 0) {
         check_nfs(e, i, x);
+    } else {
+        check_csi(e, i, x);
     }
 }
 
@@ -217,7 +252,7 @@ int sl_volumes_check(json_t *v, char *err, size_t errlen) {
         err[0] = '\0';
     if (!json_is_array(v)) {
         snprintf(err, errlen, "must be a list of volumes ({\"path\": P, and one of empty_dir, "
-                 "host_path, pvc, nfs})");
+                 "host_path, pvc, nfs, csi})");
         return SL_EINVAL;
     }
     if (json_array_size(v) > SL_VOLUMES_MAX) {

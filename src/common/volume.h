@@ -10,11 +10,13 @@
  *      "empty_dir": {"medium": "" | "Memory", "size_limit": "8Gi"}
  *      "host_path": "/datasets/imagenet"
  *      "pvc": "claim-name"
- *      "nfs": {"server": "nfs1", "path": "/export/data"}}
+ *      "nfs": {"server": "nfs1", "path": "/export/data"}
+ *      "csi": {"driver": "gcsfuse.csi.storage.gke.io",
+ *              "attributes": {"bucketName": "b1"}}}
  *
  * sl_volumes_check reads such a list against its shape alone (what only
- * the operator's config knows, the allowed host paths, the claims and the
- * exports, is the controller's: src/ctl/base/volcfg.h). On the wire a
+ * the operator's config knows, the allowed host paths, the claims, the
+ * exports and the CSI drivers' volumes, is the controller's: src/ctl/base/volcfg.h). On the wire a
  * volume is resolved: a bind of a node directory (base, trusted: the
  * operator configured it) and a path below it (sub, which the agent walks
  * without following a symbolic link), a per-job directory (empty_dir) or
@@ -50,7 +52,7 @@
 int sl_volumes_check(json_t *v, char *err, size_t errlen);
 
 /* The source key of a volume object that passed sl_volumes_check
- * ("empty_dir", "host_path", "pvc", "nfs"), or NULL. */
+ * ("empty_dir", "host_path", "pvc", "nfs", "csi"), or NULL. */
 const char *sl_volume_source(json_t *vol);
 
 /* Whether rel is a relative path of one or more parts, none of them "."

@@ -403,3 +403,36 @@ def test_oom_kill_while_agent_is_down_is_reported_after_restart(controller, v1_a
     assert p["oom_killed"] is True, p
     assert p["mem_limit_bytes"] == 64 * MI * 11 // 10 // 4096 * 4096, p
     assert not any(os.path.exists(d) for d in cg_dirs(root, job_dir(controller, j["id"])).values())
+
+
+def test_limits_above_the_requests_bound_the_task_and_the_requests_place_it(controller, v1_agent,
+                                                                           tmp_path):
+    """memory_limit and cpu_limit (Kubernetes' limits above its requests):
+    the job is placed by its requests (a limit of 2Gi on a node of 1Gi),
+    and its cgroup's hard memory limit is the limit itself, the soft one
+    90% of the request, the CPU quota the CPU limit."""
+    _, root = v1_agent(memory="1Gi")
+    go = tmp_path / "go"
+    go.parent.chmod(0o755)
+    j = controller.submit({"cpus": "500m", "cpu_limit": "2", "memory": "100Mi",
+                           "memory_limit": "2Gi", "command": waiting(go)})
+    u.wait_running_pids(controller, j["id"])
+    name = job_dir(controller, j["id"])
+    try:
+        mem = cg_path(root, "memory", name)
+        assert int(read(os.path.join(mem, "memory.limit_in_bytes"))) == 2048 * MI
+        assert int(read(os.path.join(mem, "memory.soft_limit_in_bytes"))) == 90 * MI
+        if os.path.exists(os.path.join(mem, "memory.memsw.limit_in_bytes")):
+            assert int(read(os.path.join(mem, "memory.memsw.limit_in_bytes"))) == 2048 * MI
+        cpu = cg_path(root, "cpu", name)
+        assert int(read(os.path.join(cpu, "cpu.cfs_quota_us"))) == 200000
+        assert controller.job(j["id"])["memory_limit"] == "2Gi"
+    finally:
+        go.write_text("")
+    controller.wait_job(j["id"], "succeeded")
+    # A limit below its request is refused, naming the field.
+    st, body = controller.request("POST", "/v1/jobs", {"command": ["true"], "memory": "1Gi",
+                                                       "memory_limit": "512Mi"},
+                                  token=controller.token("alice"))
+    assert st == 400 and body["error"]["field"] == "memory_limit", (st, body)
+    assert "must be at least memory (1Gi)" in body["error"]["message"], body

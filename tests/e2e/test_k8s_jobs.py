@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import sys
+import time
 
 import pytest
 
@@ -578,3 +579,74 @@ def test_an_extended_gpu_resource_is_the_configs_gpu_model(cli_bin, controller_f
     finally:
         for a in agents:
             a.stop()
+
+
+def _listed(ctl, jid):
+    st, body = ctl.request("GET", "/v1/jobs?limit=10000", token=ctl.admin_token)
+    assert st == 200, (st, body)
+    return any(j["id"] == jid for j in body["jobs"])
+
+
+def test_ttl_seconds_after_finished_leaves_the_queue_and_stays_in_history(cli_bin, controller,
+                                                                          cluster, tmp_path):
+    """ttlSecondsAfterFinished: 1 -> ttl_after_finished: the finished job
+    leaves GET /v1/jobs and `sluice queue -a` one second after it ended,
+    while one without it stays (job_retention, an hour here); the store
+    keeps it (GET /v1/jobs/{id}, sluice history)."""
+    cluster(1, gpus=0, cpus="4", memory="4Gi")
+    env = u.cli_env(controller, controller.token("alice"), tmpdir=tmp_path)
+    text = job("ttl", spec="  ttlSecondsAfterFinished: 1\n")
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, text)], env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["ttl_after_finished"] == 1, r.stdout
+    assert "ttlSecondsAfterFinished" not in r.stderr, r.stderr  # mapped, no warning
+    # A PyTorchJob's runPolicy.ttlSecondsAfterFinished likewise.
+    ptj = ELASTIC.replace("spec:\n  elasticPolicy:",
+                          "spec:\n  runPolicy: {ttlSecondsAfterFinished: 600}\n  elasticPolicy:")
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, ptj, "ptj.yaml")], env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["ttl_after_finished"] == 600, r.stdout
+    assert "ttlSecondsAfterFinished" not in r.stderr, r.stderr
+    gone = u.sluice_json(["submit", "-f", _write(tmp_path, text)], env)["id"]
+    kept = u.sluice_json(["submit", "-f", _write(tmp_path, job("kept"), "kept.yaml")], env)["id"]
+    assert controller.job(gone)["ttl_after_finished"] == 1
+    for jid in (gone, kept):
+        controller.wait_job(jid, "succeeded", timeout=60)
+    for _ in range(300):  # bounded: up to 30 s for a 1 s ttl
+        if not _listed(controller, gone):
+            break
+        time.sleep(0.1)
+    assert not _listed(controller, gone), "job %d is still listed after its ttl" % gone
+    assert _listed(controller, kept)
+    q = u.sluice(["queue", "-a"], env)
+    assert q.returncode == 0, q.stderr
+    ids = [ln.split()[0] for ln in q.stdout.splitlines()[1:] if ln.split()]
+    assert str(kept) in ids and str(gone) not in ids, q.stdout
+    # Still in the store: by id, and in the history.
+    st, body = controller.request("GET", "/v1/jobs/%d" % gone, token=controller.token("alice"))
+    assert st == 200 and body["state"] == "succeeded", (st, body)
+    h = u.sluice(["history", "--json"], env)
+    assert h.returncode == 0, h.stderr
+    assert '"id": %d' % gone in h.stdout or '"id":%d' % gone in h.stdout, h.stdout[:2000]
+
+
+def test_limits_above_requests_become_memory_limit_and_cpu_limit(cli_bin, tmp_path):
+    env = _offline(tmp_path)
+    text = job().replace("          limits: {cpu: 100m, memory: 64Mi}",
+                         "          requests: {cpu: 100m, memory: 64Mi}\n"
+                         "          limits: {cpu: \"2\", memory: 1Gi}")
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, text)], env)
+    assert r.returncode == 0, r.stderr
+    spec = json.loads(r.stdout)
+    assert (spec["cpus"], spec["memory"]) == ("100m", "64Mi"), spec
+    assert (spec["cpu_limit"], spec["memory_limit"]) == ("2", "1Gi"), spec
+    # A limit alone is both (Kubernetes' request then), with no limit field.
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, job(), "b.yaml")], env)
+    spec = json.loads(r.stdout)
+    assert spec["memory"] == "64Mi" and "memory_limit" not in spec, spec
+    bad = job().replace("          limits: {cpu: 100m, memory: 64Mi}",
+                        "          requests: {memory: 2Gi}\n          limits: {memory: 1Gi}")
+    r = u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, bad, "c.yaml")], env)
+    assert r.returncode == 2, r.stderr
+    assert 'containers[0].resources.limits.memory: "1Gi" is below the request "2Gi"' in r.stderr, \
+        r.stderr

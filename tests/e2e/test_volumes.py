@@ -401,3 +401,88 @@ def test_a_claim_the_config_no_longer_maps_fails_the_job_at_launch(tree, build_d
         if agent:
             agent.stop()
         ctl.stop()
+
+
+GCS_JOB = """apiVersion: batch/v1
+kind: Job
+metadata:
+  name: gcs
+spec:
+  template:
+    metadata:
+      annotations: {gke-gcsfuse/volumes: "true"}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        command: ["/bin/sh", "-c", "cat %(at)s/model/weights; touch %(at)s/new 2>&1 || echo ro-refused"]
+        resources:
+          limits: {cpu: 100m, memory: 64Mi}
+        volumeMounts:
+        - {name: gcs-fuse-csi-ephemeral, mountPath: %(at)s, readOnly: true}
+      volumes:
+      - name: gcs-fuse-csi-ephemeral
+        csi:
+          driver: gcsfuse.csi.storage.gke.io
+          volumeAttributes:
+            bucketName: %(bucket)s
+            mountOptions: implicit-dirs
+"""
+
+
+def test_a_csi_bucket_the_config_maps_is_the_nodes_mount_read_only(tree, build_dir, tmp_path):
+    """A GKE Cloud Storage FUSE volume of a Kubernetes Job: the config maps
+    the driver's bucketName to the node path where every node mounted that
+    bucket; the plain task sees it read-only at its mountPath. A bucket or
+    driver the config does not map is a 400 naming it."""
+    d = os.path.join(tree["base"], "csi")
+    bucket = os.path.join(d, "gcs", "ckpts")
+    write(os.path.join(bucket, "model", "weights"), "bucket contents\n")
+    at = os.path.join(d, "mnt")
+    os.makedirs(at)
+    ctl = harness.Controller(os.path.join(d, "ctl"), config_overrides={"volumes": {"csi": {
+        "gcsfuse.csi.storage.gke.io": {"attribute": "bucketName",
+                                       "paths": {"ckpts": bucket}}}}})
+    agent = None
+    try:
+        ctl.start()
+        agent = harness.Agent(ctl, "c1", gpus=0, cpus="4", memory="8Gi")
+        agent.start()
+        env = u.cli_env(ctl, token=ctl.token("alice"), tmpdir=tmp_path)
+        f = tmp_path / "gcs.yaml"
+        f.write_text(GCS_JOB % {"at": at, "bucket": "ckpts"})
+        j = u.sluice_json(["submit", "-f", str(f)], env)
+        jid = j["id"] if isinstance(j, dict) else j[0]["id"]
+        done = ctl.wait_job(jid, ["succeeded", "failed"], timeout=60)
+        out = u.job_log(ctl, jid)
+        assert done["state"] == "succeeded", (done, out)
+        lines = out.splitlines()
+        assert "bucket contents" in lines and "ro-refused" in lines, out
+        assert not os.path.exists(os.path.join(bucket, "new"))
+        assert os.listdir(at) == []  # the bind was the task's own
+        # The job keeps the csi source as the CLI wrote it.
+        st, got = ctl.request("GET", "/v1/jobs/%d" % jid, token=ctl.token("alice"))
+        vol = got["spec"]["volumes"][0] if "spec" in got else got["volumes"][0]
+        assert vol["csi"] == {"driver": "gcsfuse.csi.storage.gke.io",
+                              "attributes": {"bucketName": "ckpts",
+                                             "mountOptions": "implicit-dirs"}}, got
+        assert vol["read_only"] is True, got
+        # Unmapped: the bucket, and a driver of no mapping, each named.
+        f.write_text(GCS_JOB % {"at": at, "bucket": "other"})
+        r = u.sluice(["submit", "-f", str(f)], env)
+        assert r.returncode != 0, r.stdout
+        assert ('volumes[0].csi: gcsfuse.csi.storage.gke.io bucketName "other" is not mapped '
+                "to a node path (volumes.csi.gcsfuse.csi.storage.gke.io.paths: ckpts)"
+                in r.stderr), r.stderr
+        st, body = ctl.request("POST", "/v1/jobs", body={
+            "command": ["true"], "cpus": "1", "memory": "64Mi",
+            "volumes": [{"path": "/e", "csi": {"driver": "efs.csi.aws.com",
+                                               "attributes": {"fs": "x"}}}]},
+            token=ctl.token("alice"))
+        assert st == 400, (st, body)
+        assert ("volumes[0].csi.driver: CSI driver efs.csi.aws.com is not one the cluster maps "
+                "to its nodes (volumes.csi: gcsfuse.csi.storage.gke.io)" in json.dumps(body)), body
+    finally:
+        if agent:
+            agent.stop()
+        ctl.stop()

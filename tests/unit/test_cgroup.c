@@ -213,8 +213,24 @@ static void test_cgroup_v2_no_limit_for_zero_requests(void **state) {
     assert_string_equal(get(task, "memory.max", buf, sizeof buf), "4096\n");
     assert_string_equal(get(task, "cpu.max", buf, sizeof buf), "1000 100000\n");
     agent_cgroup_task_release(&ct);
+    /* Limits above the requests are the hard limit and the quota as they
+     * are (soft: 90% of the request); one not above is the default. */
+    assert_int_equal(agent_cgroup_task_create_limits(cg, "8.4", 100 * MI, 2048 * MI, 500, 2000, NULL,
+                                                     0, &ct, reason, sizeof reason), 0);
+    snprintf(task, sizeof task, "%s/sluice/tasks/8.4", mount);
+    assert_string_equal(get(task, "memory.max", buf, sizeof buf), "2147483648\n");
+    assert_string_equal(get(task, "memory.low", buf, sizeof buf), "94371840\n");
+    assert_string_equal(get(task, "cpu.max", buf, sizeof buf), "200000 100000\n");
+    assert_int_equal(ct.mem_limit, 2048 * MI);
+    agent_cgroup_task_release(&ct);
+    assert_int_equal(agent_cgroup_task_create_limits(cg, "8.5", 100 * MI, 50 * MI, 500, 100, NULL,
+                                                     0, &ct, reason, sizeof reason), 0);
+    snprintf(task, sizeof task, "%s/sluice/tasks/8.5", mount);
+    assert_string_equal(get(task, "memory.max", buf, sizeof buf), "115343360\n");
+    assert_string_equal(get(task, "cpu.max", buf, sizeof buf), "50000 100000\n");
+    agent_cgroup_task_release(&ct);
     /* After a restart: 8.2 is a running task's, 8.3 a leftover. */
-    assert_int_equal(agent_cgroup_cleanup(cg, keep82, NULL), 1);
+    assert_int_equal(agent_cgroup_cleanup(cg, keep82, NULL), 3);
     assert_false(cg_exists(task, "."));
     snprintf(task, sizeof task, "%s/sluice/tasks/8.2", mount);
     assert_true(cg_exists(task, "."));

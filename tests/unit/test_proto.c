@@ -312,6 +312,19 @@ static void test_proto_launch_round_trip(void **state) {
     assert_int_equal(d.u.launch.argc, 0);
     assert_int_equal(d.u.launch.ngpus, 0);
     assert_string_equal(d.u.launch.master_addr, SL_PROTO_DEFAULT_MASTER_ADDR);
+    assert_null(strstr(line, "mem_limit"));
+    assert_null(strstr(line, "cpu_limit_milli"));
+    sl_proto_msg_fini(&d);
+    sl_free(line);
+
+    /* Limits above the requests: written only when set, read back. */
+    sl_proto_msg_t lim = {.type = SL_PROTO_LAUNCH, .job = 3, .task = 0,
+                          .u.launch = {.world_size = 1, .master_port = 29503, .mem_bytes = 1 << 20,
+                                       .mem_limit = INT64_C(1) << 31, .cpu_limit_milli = 2500}};
+    line = round_trip(&lim, SL_PROTO_TO_AGENT, &d);
+    assert_non_null(strstr(line, ",\"mem_limit\":2147483648,\"cpu_limit_milli\":2500"));
+    assert_int_equal(d.u.launch.mem_limit, INT64_C(1) << 31);
+    assert_int_equal(d.u.launch.cpu_limit_milli, 2500);
     sl_proto_msg_fini(&d);
     sl_free(line);
 

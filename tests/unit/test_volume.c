@@ -37,6 +37,8 @@ static void test_volume_check_accepts_every_source(void **state) {
         "[{\"path\": \"/c\", \"pvc\": \"claim-1\", \"sub_path\": \"x\"}]",
         "[{\"path\": \"/n\", \"nfs\": {\"server\": \"nfs1\", \"path\": \"/export\"}}]",
         "[{\"path\": \"/a\", \"host_path\": \"/\", \"read_only\": null, \"sub_path\": null}]",
+        "[{\"path\": \"/g\", \"csi\": {\"driver\": \"gcsfuse.csi.storage.gke.io\", "
+        "\"attributes\": {\"bucketName\": \"b1\"}}, \"read_only\": true}]",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         char err[512];
@@ -282,6 +284,87 @@ static void test_volume_config_resolves_prefixes_claims_and_exports(void **state
     json_decref(vols);
 }
 
+/* CSI volumes: a driver and the attribute that names its volumes, each
+ * value's node path; read_only and sub_path kept; every refusal names the
+ * driver and the bucket it cannot map, and what the config has. */
+static void test_volume_csi_shape_config_and_refusals(void **state) {
+    (void)state;
+    char err[1024];
+    static const struct {
+        const char *json, *want;
+    } bad[] = {
+        {"[{\"path\": \"/g\", \"csi\": \"gcs\"}]", "volumes[0].csi: must be an object"},
+        {"[{\"path\": \"/g\", \"csi\": {\"attributes\": {}}}]", "volumes[0].csi.driver: must be"},
+        {"[{\"path\": \"/g\", \"csi\": {\"driver\": \"d\", \"attributes\": {\"a\": 1}}}]",
+         "volumes[0].csi.attributes: \"a\" must be a string"},
+        {"[{\"path\": \"/g\", \"csi\": {\"driver\": \"d\", \"fsType\": \"ext4\"}}]",
+         "volumes[0].csi: unknown key \"fsType\""},
+        {"[{\"path\": \"/g\", \"pvc\": \"c\", \"csi\": {\"driver\": \"d\"}}]", "has 2 sources"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (check(bad[i].json, err, sizeof err) != SL_EINVAL || strstr(err, bad[i].want) == NULL)
+            fail_msg("%s: \"%s\" lacks \"%s\"", bad[i].json, err, bad[i].want);
+    ctl_vol_cfg_t v;
+    if (load("volumes:\n"
+             "  csi:\n"
+             "    gcsfuse.csi.storage.gke.io:\n"
+             "      attribute: bucketName\n"
+             "      paths: {b1: /mnt/gcs/b1, b2: /mnt/gcs/b2/}\n",
+             &v, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(v.ncsi, 1);
+    assert_int_equal(v.csi[0].npaths, 2);
+    assert_string_equal(v.csi[0].paths[1].path, "/mnt/gcs/b2");
+    json_t *vols = json_loads(
+        "[{\"path\": \"/data\", \"read_only\": true, \"csi\": {\"driver\": "
+        "\"gcsfuse.csi.storage.gke.io\", \"attributes\": {\"bucketName\": \"b2\", "
+        "\"mountOptions\": \"implicit-dirs\"}}, \"sub_path\": \"ckpt\"},"
+        " {\"path\": \"/b1\", \"csi\": {\"driver\": \"gcsfuse.csi.storage.gke.io\", "
+        "\"attributes\": {\"bucketName\": \"b1\"}}}]", 0, NULL);
+    sl_proto_volume_t out[2];
+    char *owned[2] = {0};
+    if (ctl_volcfg_resolve(&v, vols, 0, out, owned, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(out[0].kind, SL_VOLUME_BIND);
+    assert_string_equal(out[0].base, "/mnt/gcs/b2");
+    assert_string_equal(out[0].sub, "ckpt");
+    assert_true(out[0].read_only);
+    assert_null(out[0].error);
+    assert_string_equal(out[1].base, "/mnt/gcs/b1");
+    assert_null(out[1].sub);
+    assert_false(out[1].read_only);
+    for (int i = 0; i < 2; i++)
+        sl_free(owned[i]);
+    json_decref(vols);
+    vols = json_loads(
+        "[{\"path\": \"/a\", \"csi\": {\"driver\": \"gcsfuse.csi.storage.gke.io\", "
+        "\"attributes\": {\"bucketName\": \"nope\"}}},"
+        " {\"path\": \"/b\", \"csi\": {\"driver\": \"efs.csi.aws.com\"}},"
+        " {\"path\": \"/c\", \"csi\": {\"driver\": \"gcsfuse.csi.storage.gke.io\"}}]", 0, NULL);
+    assert_int_equal(ctl_volcfg_resolve(&v, vols, 0, NULL, NULL, err, sizeof err), SL_EINVAL);
+    assert_non_null(strstr(err, "volumes[0].csi: gcsfuse.csi.storage.gke.io bucketName \"nope\" is "
+                                "not mapped to a node path (volumes.csi.gcsfuse.csi.storage.gke.io."
+                                "paths: b1, b2)"));
+    assert_non_null(strstr(err, "volumes[1].csi.driver: CSI driver efs.csi.aws.com is not one the "
+                                "cluster maps to its nodes (volumes.csi: gcsfuse.csi.storage.gke.io)"));
+    assert_non_null(strstr(err, "volumes[2].csi.attributes: needs bucketName"));
+    /* Unresolved, for the launch: the volume carries its error. */
+    sl_proto_volume_t o3[3];
+    char *ow3[3] = {0};
+    assert_int_equal(ctl_volcfg_resolve(&v, vols, 0, o3, ow3, err, sizeof err), SL_EINVAL);
+    assert_non_null(o3[0].error);
+    for (int i = 0; i < 3; i++)
+        sl_free(ow3[i]);
+    json_decref(vols);
+    ctl_volcfg_fini(&v);
+    /* No csi section: the driver is refused. */
+    memset(&v, 0, sizeof v);
+    vols = json_loads("[{\"path\": \"/a\", \"csi\": {\"driver\": \"d\"}}]", 0, NULL);
+    assert_int_equal(ctl_volcfg_resolve(&v, vols, 0, NULL, NULL, err, sizeof err), SL_EINVAL);
+    assert_non_null(strstr(err, "(volumes.csi: none)"));
+    json_decref(vols);
+}
+
 static void test_volume_config_refuses_bad_entries(void **state) {
     (void)state;
     static const struct {
@@ -295,6 +378,13 @@ static void test_volume_config_refuses_bad_entries(void **state) {
         {"volumes:\n  claims: {a/b: /x}\n", "is not a claim's name"},
         {"volumes:\n  nfs: {nfs1: /x}\n", "\"nfs1\" is not SERVER:/EXPORT"},
         {"volumes:\n  nfs: [x]\n", "volumes.nfs must be a mapping"},
+        {"volumes:\n  csi: [x]\n", "volumes.csi must be a mapping"},
+        {"volumes:\n  csi:\n    d: {paths: {b: /x}}\n", "volumes.csi.d: needs attribute"},
+        {"volumes:\n  csi:\n    d: {attribute: a}\n", "volumes.csi.d.paths: required"},
+        {"volumes:\n  csi:\n    d: {attribute: a, paths: {b: rel}}\n",
+         "volumes.csi.d.paths.b: must be an absolute node path"},
+        {"volumes:\n  csi:\n    d: {attribute: a, paths: {b: /x}, mode: rw}\n",
+         "volumes.csi.d: unknown key \"mode\""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ctl_vol_cfg_t v;
@@ -316,6 +406,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_volume_launch_round_trip_and_rejections, tu_teardown),
         cmocka_unit_test_teardown(test_volume_config_resolves_prefixes_claims_and_exports,
                                   tu_teardown),
+        cmocka_unit_test_teardown(test_volume_csi_shape_config_and_refusals, tu_teardown),
         cmocka_unit_test_teardown(test_volume_config_refuses_bad_entries, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -229,6 +229,14 @@ static int remove_name(agent_cgroup_t *cg, const char *name);
 int agent_cgroup_task_create(agent_cgroup_t *cg, const char *name, int64_t mem_bytes,
                              int64_t cpu_milli, const int32_t *gpus, size_t ngpus,
                              agent_cgroup_task_t *ct, char *reason, size_t rlen) {
+    return agent_cgroup_task_create_limits(cg, name, mem_bytes, 0, cpu_milli, 0, gpus, ngpus, ct,
+                                           reason, rlen);
+}
+
+int agent_cgroup_task_create_limits(agent_cgroup_t *cg, const char *name, int64_t mem_bytes,
+                                    int64_t mem_limit, int64_t cpu_milli, int64_t cpu_limit,
+                                    const int32_t *gpus, size_t ngpus, agent_cgroup_task_t *ct,
+                                    char *reason, size_t rlen) {
     memset(ct, 0, sizeof *ct);
     ct->oom_fd = -1;
     if (!cg->ops->create) return 0;
@@ -244,9 +252,13 @@ int agent_cgroup_task_create(agent_cgroup_t *cg, const char *name, int64_t mem_b
         if (gpus[i] >= 0 && (size_t)gpus[i] < cg->ngpu_dev && cg->gpu_dev[gpus[i]].major >= 0)
             dev[ndev++] = cg->gpu_dev[gpus[i]];
     agent_cgroup_limits_t lim = {
-        .mem_max = mem_bytes > 0 ? pct_pages(mem_bytes, 11) : 0,
+        .mem_max = mem_limit > mem_bytes ? pct_pages(mem_limit, 10)
+                   : mem_bytes > 0           ? pct_pages(mem_bytes, 11)
+                                             : 0,
         .mem_low = mem_bytes > 0 ? pct_pages(mem_bytes, 9) : 0,
-        .cpu_quota_us = cpu_milli > 0 ? cpu_milli * (AGENT_CGROUP_CPU_PERIOD_US / 1000) : 0,
+        .cpu_quota_us = cpu_limit > cpu_milli ? cpu_limit * (AGENT_CGROUP_CPU_PERIOD_US / 1000)
+                        : cpu_milli > 0       ? cpu_milli * (AGENT_CGROUP_CPU_PERIOD_US / 1000)
+                                              : 0,
         .pids_max = cg->pids_max, .dev = dev, .ndev = ndev};
     /* A request below one page still gets a limit, not "none". */
     if (mem_bytes > 0 && lim.mem_max == 0) lim.mem_max = 4096;

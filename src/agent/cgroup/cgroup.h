@@ -166,6 +166,15 @@ const char *agent_cgroup_describe(const agent_cgroup_t *cg);
 int agent_cgroup_task_create(agent_cgroup_t *cg, const char *name, int64_t mem_bytes,
                              int64_t cpu_milli, const int32_t *gpus, size_t ngpus,
                              agent_cgroup_task_t *ct, char *reason, size_t rlen);
+/* The same with limits above the requests (Kubernetes' limits): a
+ * mem_limit above mem_bytes is the hard memory limit itself (rounded down
+ * to a page) instead of 110% of mem_bytes, a cpu_limit (milli-CPUs) above
+ * cpu_milli the CPU quota; the soft limit stays 90% of the request. 0 or
+ * not above the request: as agent_cgroup_task_create. */
+int agent_cgroup_task_create_limits(agent_cgroup_t *cg, const char *name, int64_t mem_bytes,
+                                    int64_t mem_limit, int64_t cpu_milli, int64_t cpu_limit,
+                                    const int32_t *gpus, size_t ngpus, agent_cgroup_task_t *ct,
+                                    char *reason, size_t rlen);
 
 /* Closes ct's cgroup.procs descriptors (the oom_fd stays the caller's).
  * Can't fail. */

@@ -19,20 +19,26 @@
 #include "sluice/alloc.h"
 #include "sluice/error.h"
 
+static void maps_free(ctl_vol_map_t *m, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        sl_free(m[i].key);
+        sl_free(m[i].path);
+    }
+    sl_free(m);
+}
+
 void ctl_volcfg_fini(ctl_vol_cfg_t *v) {
     for (size_t i = 0; i < v->nprefixes; i++)
         sl_free(v->prefixes[i]);
     sl_free(v->prefixes);
-    for (size_t i = 0; i < v->nclaims; i++) {
-        sl_free(v->claims[i].key);
-        sl_free(v->claims[i].path);
+    maps_free(v->claims, v->nclaims);
+    maps_free(v->nfs, v->nnfs);
+    for (size_t i = 0; i < v->ncsi; i++) {
+        sl_free(v->csi[i].driver);
+        sl_free(v->csi[i].attribute);
+        maps_free(v->csi[i].paths, v->csi[i].npaths);
     }
-    sl_free(v->claims);
-    for (size_t i = 0; i < v->nnfs; i++) {
-        sl_free(v->nfs[i].key);
-        sl_free(v->nfs[i].path);
-    }
-    sl_free(v->nfs);
+    sl_free(v->csi);
     memset(v, 0, sizeof *v);
 }
 
@@ -72,22 +78,28 @@ static char *node_path(const sl_yaml_node_t *n) {
     return p;
 }
 
-static int load_map(rd_t *r, const sl_yaml_node_t *m, const char *what, bool nfs,
+/* What a map's keys are: a claim's name, SERVER:/EXPORT, or the value of
+ * a CSI driver's attribute (any text without control characters). */
+enum { MAP_CLAIMS, MAP_NFS, MAP_CSI };
+
+static int load_map(rd_t *r, const sl_yaml_node_t *m, const char *what, int kind,
                     ctl_vol_map_t **out, size_t *nout) {
+    static const char *const names[] = {"claim names", "\"SERVER:/EXPORT\"", "attribute values"};
+    bool nfs = kind == MAP_NFS;
     if (sl_yaml_is_null(m))
         return 0;
     if (m->kind != SL_YAML_MAP)
-        return fail(r, m, "volumes.%s must be a mapping of %s to node paths", what,
-                    nfs ? "\"SERVER:/EXPORT\"" : "claim names");
+        return fail(r, m, "volumes.%s must be a mapping of %s to node paths", what, names[kind]);
     *out = sl_xcalloc(m->n ? m->n : 1, sizeof **out);
     for (size_t i = 0; i < m->n; i++) {
         const sl_yaml_node_t *k = m->items[2 * i], *v = m->items[2 * i + 1];
         const char *key = k->value ? k->value : "";
         const char *colon = strchr(key, ':');
         if (key[0] == '\0' || (nfs && (colon == NULL || colon == key || colon[1] != '/')) ||
-            (!nfs && strchr(key, '/')))
+            (kind == MAP_CLAIMS && strchr(key, '/')))
             return fail(r, k, "volumes.%s: \"%s\" is not %s", what, key,
-                        nfs ? "SERVER:/EXPORT (nfs1:/export/data)" : "a claim's name (no /)");
+                        nfs ? "SERVER:/EXPORT (nfs1:/export/data)"
+                            : kind == MAP_CLAIMS ? "a claim's name (no /)" : "a value");
         for (size_t j = 0; j < *nout; j++)
             if (strcmp((*out)[j].key, key) == 0)
                 return fail(r, k, "volumes.%s: \"%s\" is given twice", what, key);
@@ -101,13 +113,62 @@ static int load_map(rd_t *r, const sl_yaml_node_t *m, const char *what, bool nfs
     return 0;
 }
 
+/* volumes.csi: DRIVER -> {attribute: NAME, paths: {VALUE: /node/path}}. */
+static int load_csi(rd_t *r, ctl_vol_cfg_t *v, const sl_yaml_node_t *m) {
+    if (sl_yaml_is_null(m))
+        return 0;
+    if (m->kind != SL_YAML_MAP)
+        return fail(r, m, "volumes.csi must be a mapping of CSI driver names to {attribute, paths}");
+    v->csi = sl_xcalloc(m->n ? m->n : 1, sizeof *v->csi);
+    for (size_t i = 0; i < m->n; i++) {
+        const sl_yaml_node_t *k = m->items[2 * i], *d = m->items[2 * i + 1];
+        const char *drv = k->value ? k->value : "";
+        if (drv[0] == '\0')
+            return fail(r, k, "volumes.csi: a driver's name is empty");
+        for (size_t j = 0; j < v->ncsi; j++)
+            if (strcmp(v->csi[j].driver, drv) == 0)
+                return fail(r, k, "volumes.csi: \"%s\" is given twice", drv);
+        if (d == NULL || d->kind != SL_YAML_MAP)
+            return fail(r, d ? d : k, "volumes.csi.%s must be a mapping {attribute, paths}", drv);
+        ctl_vol_csi_t *c = &v->csi[v->ncsi++];
+        c->driver = sl_xstrdup(drv);
+        const sl_yaml_node_t *paths = NULL;
+        for (size_t j = 0; j < d->n; j++) {
+            const sl_yaml_node_t *dk = d->items[2 * j], *dv = d->items[2 * j + 1];
+            const char *key = dk->value ? dk->value : "";
+            if (strcmp(key, "attribute") == 0) {
+                if (dv->kind != SL_YAML_SCALAR || dv->value == NULL || dv->value[0] == '\0')
+                    return fail(r, dv, "volumes.csi.%s.attribute must be the name of the volume "
+                                "attribute that names a volume (bucketName)", drv);
+                sl_free(c->attribute);
+                c->attribute = sl_xstrdup(dv->value);
+            } else if (strcmp(key, "paths") == 0) {
+                paths = dv;
+            } else {
+                return fail(r, dk, "volumes.csi.%s: unknown key \"%s\" (known: attribute, paths)",
+                            drv, key);
+            }
+        }
+        if (c->attribute == NULL)
+            return fail(r, d, "volumes.csi.%s: needs attribute (the volume attribute that names "
+                        "a volume, bucketName)", drv);
+        char what[320];
+        snprintf(what, sizeof what, "csi.%s.paths", drv);
+        if (paths == NULL || sl_yaml_is_null(paths))
+            return fail(r, d, "volumes.%s: required (each volume's node path)", what);
+        if (load_map(r, paths, what, MAP_CSI, &c->paths, &c->npaths) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int ctl_volcfg_load(ctl_vol_cfg_t *v, const sl_yaml_node_t *node, const char *path, char *err,
                     size_t errlen) {
     rd_t r = {path, err, errlen};
     if (node == NULL || sl_yaml_is_null(node))
         return 0;
     if (node->kind != SL_YAML_MAP)
-        return fail(&r, node, "volumes must be a mapping (host_path_prefixes, claims, nfs)");
+        return fail(&r, node, "volumes must be a mapping (host_path_prefixes, claims, nfs, csi)");
     for (size_t i = 0; i < node->n; i++) {
         const sl_yaml_node_t *k = node->items[2 * i], *val = node->items[2 * i + 1];
         const char *key = k->value ? k->value : "";
@@ -126,14 +187,17 @@ int ctl_volcfg_load(ctl_vol_cfg_t *v, const sl_yaml_node_t *node, const char *pa
                 v->prefixes[v->nprefixes++] = p;
             }
         } else if (strcmp(key, "claims") == 0) {
-            if (load_map(&r, val, "claims", false, &v->claims, &v->nclaims) < 0)
+            if (load_map(&r, val, "claims", MAP_CLAIMS, &v->claims, &v->nclaims) < 0)
                 return -1;
         } else if (strcmp(key, "nfs") == 0) {
-            if (load_map(&r, val, "nfs", true, &v->nfs, &v->nnfs) < 0)
+            if (load_map(&r, val, "nfs", MAP_NFS, &v->nfs, &v->nnfs) < 0)
+                return -1;
+        } else if (strcmp(key, "csi") == 0) {
+            if (load_csi(&r, v, val) < 0)
                 return -1;
         } else {
             return fail(&r, k, "volumes: unknown key \"%s\" (known: host_path_prefixes, claims, "
-                        "nfs)", key);
+                        "nfs, csi)", key);
         }
     }
     return 0;
@@ -198,6 +262,41 @@ static char *join_sub(const char *rest, const char *sub) {
     while (len > 0 && out[len - 1] == '/')
         out[--len] = '\0';
     return out;
+}
+
+/* The node path of a csi volume x (checked by shape), or NULL with its
+ * problem added: a driver the config lacks, an attribute it lacks, a
+ * value not mapped. list: scratch for the names the message lists. */
+static const char *resolve_csi(const ctl_vol_cfg_t *v, errs_t *e, size_t i, json_t *x, char *list,
+                               size_t len) {
+    const char *drv = json_string_value(json_object_get(x, "driver"));
+    const ctl_vol_csi_t *c = NULL;
+    size_t o = 0;
+    list[0] = '\0';
+    for (size_t d = 0; d < v->ncsi; d++) {
+        if (strcmp(v->csi[d].driver, drv) == 0)
+            c = &v->csi[d];
+        if (o < len)
+            o += (size_t)snprintf(list + o, len - o, "%s%s", d ? ", " : "", v->csi[d].driver);
+    }
+    if (c == NULL) {
+        add(e, i, "csi.driver", "CSI driver %s is not one the cluster maps to its nodes "
+            "(volumes.csi: %s)", drv, v->ncsi ? list : "none");
+        return NULL;
+    }
+    const char *val = json_string_value(json_object_get(json_object_get(x, "attributes"),
+                                                        c->attribute));
+    if (val == NULL) {
+        add(e, i, "csi.attributes", "needs %s: the cluster maps %s's volumes by it", c->attribute,
+            drv);
+        return NULL;
+    }
+    for (size_t p = 0; p < c->npaths; p++)
+        if (strcmp(c->paths[p].key, val) == 0)
+            return c->paths[p].path;
+    add(e, i, "csi", "%s %s \"%s\" is not mapped to a node path (volumes.csi.%s.paths: %s)", drv,
+        c->attribute, val, drv, keys_of(c->paths, c->npaths, list, len));
+    return NULL;
 }
 
 int ctl_volcfg_resolve(const ctl_vol_cfg_t *v, json_t *vols, int64_t mem_bytes,
@@ -270,6 +369,9 @@ int ctl_volcfg_resolve(const ctl_vol_cfg_t *v, json_t *vols, int64_t mem_bytes,
             if (base == NULL)
                 add(&e, i, "pvc", "unknown claim \"%s\" (volumes.claims: %s)", claim,
                     keys_of(v->claims, v->nclaims, list, sizeof list));
+            rest = "";
+        } else if (strcmp(src, "csi") == 0) {
+            base = resolve_csi(v, &e, i, x, list, sizeof list);
             rest = "";
         } else {
             const char *server = json_string_value(json_object_get(x, "server"));

@@ -129,6 +129,11 @@ typedef struct ctl {
      * (fin[fin_head], ... fin_len of them); trimming pops from the head. */
     uint64_t *fin;
     size_t fin_head, fin_len, fin_cap;
+    /* The retained jobs whose spec has ttl_after_finished: a min-heap by
+     * the time each leaves memory (jobtab.c), before job_retention. */
+    struct ctl_ttl *ttl;
+    size_t ttl_len, ttl_cap;
+    size_t fin_gone;       /* entries of fin whose job the ttl dropped */
     uint64_t next_id;
 
     ctl_node_t **nodes;    /* by core node id (nodes.c) */

@@ -6,8 +6,11 @@
  * job, once settled (the core has already forgotten it), joins a FIFO of
  * finished jobs, and the loop's TRIM hook drops from its head the jobs that
  * ended more than job_retention ago or exceed max_finished_jobs (Slurm's
- * MinJobAge/MaxJobCount), at most CTL_TRIM_PER_PASS per pass. SQLite keeps
- * them; the API reads a forgotten job back by id (ctl_job_fetch).
+ * MinJobAge/MaxJobCount), at most CTL_TRIM_PER_PASS per pass. A job whose
+ * spec has ttl_after_finished (Kubernetes' ttlSecondsAfterFinished) leaves
+ * that many seconds after it ended, sooner than the others: a heap by that
+ * time. SQLite keeps them; the API reads a forgotten job back by id
+ * (ctl_job_fetch).
  */
 #ifndef SLUICE_CTL_JOBTAB_H
 #define SLUICE_CTL_JOBTAB_H
@@ -32,11 +35,12 @@ ctl_job_t *ctl_job_unregister(ctl_t *c, uint64_t id);
  * a start-up, which sorts (O(n log n)); next is O(1) amortised. */
 size_t ctl_jobs_seek(ctl_t *c, uint64_t after);
 ctl_job_t *ctl_jobs_next(ctl_t *c, size_t *it);
-/* Appends a finished, settled job to the finished list (once). */
+/* Appends a finished, settled job to the finished list (once), and to the
+ * heap of jobs with a ttl_after_finished when its spec has one. O(log n). */
 void ctl_job_retain(ctl_t *c, ctl_job_t *j);
-/* Drops from memory, oldest first, the retained finished jobs that ended
- * more than job_retention ago or exceed max_finished_jobs, at most max of
- * them. Returns how many list entries it consumed: max means there may be
+/* Drops from memory the retained finished jobs that ended more than their
+ * ttl_after_finished ago, then, oldest first, those that ended more than
+ * job_retention ago or exceed max_finished_jobs, at most max of them. Returns how many list entries it consumed: max means there may be
  * more to drop. */
 size_t ctl_jobs_trim(ctl_t *c, int64_t now_us, size_t max);
 /* The loop's TRIM hook (ud is the ctl_t): one pass of ctl_jobs_trim;

@@ -822,7 +822,7 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
         json_object_set_new(norm, "reservation", json_string(rname));
     if (val[SL_JS_SLURM] && json_object_size(val[SL_JS_SLURM]))
         json_object_set_new(norm, "slurm", json_deep_copy(val[SL_JS_SLURM]));
-    for (int i = SL_JS_NAMESPACE; i <= SL_JS_GPU_RESOURCE; i++)
+    for (int i = SL_JS_NAMESPACE; i <= SL_JS_CPU_LIMIT; i++)
         if (val[i])
             json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
 

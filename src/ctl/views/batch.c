@@ -38,6 +38,7 @@
 #include "views/batch.h"
 #include "arraydep.h"
 #include "hostlist.h"
+#include "jobspec.h"
 #include "slurmenv.h"
 #include "views/alloc.h"
 #include "base/config.h"
@@ -166,6 +167,18 @@ static char *expand(ctl_launch_cmd_t *lc, const char *pat, const task_ctx_t *t) 
     }
     out[n] = '\0';
     return own(lc, out);
+}
+
+/* A limit field of j's spec (as the user gave it: "2Gi", 1.5) in its
+ * base unit (bytes, milli-CPUs) when above floor, the request it limits;
+ * else 0 (absent: the agent's default from the request). */
+static int64_t spec_limit(const ctl_job_t *j, sl_jobspec_id_t id, int64_t floor) {
+    json_t *v = json_object_get(j->spec, sl_jobspec_fields[id].name);
+    int64_t n = 0;
+    char err[160];
+    if (v == NULL || sl_jobspec_check(&sl_jobspec_fields[id], v, &n, err, sizeof err) != 0)
+        return 0;
+    return n > floor ? n : 0;
 }
 
 static const char *spec_str(const ctl_job_t *j, const char *key) {
@@ -509,6 +522,8 @@ static void fill_launch(ctl_t *c, const ctl_job_t *j, ctl_launch_cmd_t *lc, cons
              * decides which tasks the kernel's OOM killer takes first. */
             .has_oom_score_adj = true,
             .oom_score_adj = ctl_config_oom_score_adj(&c->cfg, j->core.priority),
+            .mem_limit = spec_limit(j, SL_JS_MEMORY_LIMIT, w->mem_bytes),
+            .cpu_limit_milli = spec_limit(j, SL_JS_CPU_LIMIT, w->cpu_milli),
         }};
     fill_container(j, lc, &m->u.launch);
     fill_volumes(c, j, lc, w->mem_bytes, &m->u.launch);
