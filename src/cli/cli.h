@@ -251,6 +251,20 @@ int cli_slurm_features(const char *text, char *out, size_t len, char *err, size_
  * *last and copies the event's name into what (may be NULL). CLI_OK, or
  * the client's error with its message printed. */
 int cli_watch_wait(cli_t *c, unsigned long long *last, long long job, char *what, size_t whatlen);
+
+/* Server-Sent Events as they arrive (watch.c): the bytes of a frame not
+ * yet complete. Zero-initialised; cli_sse_fini frees it. */
+typedef struct cli_sse {
+    char *buf;
+    size_t len, cap;
+} cli_sse_t;
+/* Appends p[0..n) and hands each complete frame (the text before a blank
+ * line, NUL-terminated, writable) to on_frame(ud, f), in order; what follows
+ * the last blank line waits for the next call. Can't fail (out of memory
+ * aborts). O(n) plus the frames'. */
+void cli_sse_feed(cli_sse_t *s, const char *p, size_t n, void (*on_frame)(void *ud, char *f),
+                  void *ud);
+void cli_sse_fini(cli_sse_t *s); /* frees the buffer; s is empty again */
 /* logsfollow.c: `sluice logs -f`: prints task's output of job id from the
  * controller's log stream as it arrives, until the task has ended and all
  * of it is printed (waiting while the job is pending). CLI_OK, or an

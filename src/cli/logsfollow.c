@@ -20,14 +20,14 @@
 #include "cli.h"
 
 typedef struct lstate {
-    char *buf;             /* bytes of a frame not yet complete */
-    size_t len, cap;
+    cli_sse_t sse;
     long long off;         /* printed up to here */
     bool eof;
     char error[256];       /* the stream's `error` event */
 } lstate_t;
 
-static void frame(lstate_t *w, char *f) {
+static void frame(void *ud, char *f) {
+    lstate_t *w = ud;
     char ev[32] = "message";
     const char *data = NULL;
     for (char *line = strtok(f, "\n"); line; line = strtok(NULL, "\n")) {
@@ -61,27 +61,7 @@ static void frame(lstate_t *w, char *f) {
 
 static int sink(void *arg, const char *p, size_t n) {
     lstate_t *w = arg;
-    if (w->len + n + 1 > w->cap) {
-        size_t cap = w->cap ? w->cap : 8192;
-        while (cap < w->len + n + 1)
-            cap *= 2;
-        char *nb = realloc(w->buf, cap);
-        if (nb == NULL)
-            abort();
-        w->buf = nb;
-        w->cap = cap;
-    }
-    memcpy(w->buf + w->len, p, n);
-    w->len += n;
-    w->buf[w->len] = '\0';
-    char *end;
-    while ((end = strstr(w->buf, "\n\n")) != NULL) {
-        *end = '\0';
-        frame(w, w->buf);
-        size_t used = (size_t)(end + 2 - w->buf);
-        memmove(w->buf, end + 2, w->len - used + 1);
-        w->len -= used;
-    }
+    cli_sse_feed(&w->sse, p, n, frame, w);
     return 0;
 }
 
@@ -106,7 +86,7 @@ int cli_logs_follow(cli_t *c, long long id, long long task) {
         int idle = c->stream_idle_ms;
         c->stream_idle_ms = 50000; /* three heartbeats (15 s) missed: the controller is gone */
         cli_reply_t r;
-        w.len = 0;
+        w.sse.len = 0; /* a frame cut by the last break is asked for again */
         long long before = w.off;
         rc = cli_http_raw(c, "GET", path, NULL, 0, &r, sink, &w);
         c->stream_idle_ms = idle;
@@ -143,6 +123,6 @@ int cli_logs_follow(cli_t *c, long long id, long long task) {
         fprintf(stderr, "sluice logs: job %lld task %lld: %s\n", id, task, w.error);
         rc = CLI_ESERVER;
     }
-    free(w.buf);
+    cli_sse_fini(&w.sse);
     return rc;
 }

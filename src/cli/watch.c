@@ -21,8 +21,7 @@
 #include "cli.h"
 
 typedef struct wstate {
-    char *buf;             /* bytes of a frame not yet complete */
-    size_t len, cap;
+    cli_sse_t sse;
     unsigned long long last;
     long long job;         /* > 0: only this job's events count */
     bool first;            /* return at the hello */
@@ -31,7 +30,8 @@ typedef struct wstate {
 } wstate_t;
 
 /* One frame ("id:", "event:", "data:" lines; comments ignored). */
-static void frame(wstate_t *w, char *f) {
+static void frame(void *ud, char *f) {
+    wstate_t *w = ud;
     char ev[48] = "message";
     const char *data = NULL;
     unsigned long long id = 0;
@@ -69,29 +69,38 @@ static void frame(wstate_t *w, char *f) {
     }
 }
 
-static int sink(void *arg, const char *p, size_t n) {
-    wstate_t *w = arg;
-    if (w->len + n + 1 > w->cap) {
-        size_t cap = w->cap ? w->cap : 4096;
-        while (cap < w->len + n + 1)
+void cli_sse_feed(cli_sse_t *s, const char *p, size_t n, void (*on_frame)(void *ud, char *f), void *ud) {
+    if (s->len + n + 1 > s->cap) {
+        size_t cap = s->cap ? s->cap : 4096;
+        while (cap < s->len + n + 1)
             cap *= 2;
-        char *nb = realloc(w->buf, cap);
+        char *nb = realloc(s->buf, cap);
         if (nb == NULL)
             abort();
-        w->buf = nb;
-        w->cap = cap;
+        s->buf = nb;
+        s->cap = cap;
     }
-    memcpy(w->buf + w->len, p, n);
-    w->len += n;
-    w->buf[w->len] = '\0';
+    memcpy(s->buf + s->len, p, n);
+    s->len += n;
+    s->buf[s->len] = '\0';
     char *end;
-    while ((end = strstr(w->buf, "\n\n")) != NULL) {
+    while ((end = strstr(s->buf, "\n\n")) != NULL) {
         *end = '\0';
-        frame(w, w->buf);
-        size_t used = (size_t)(end + 2 - w->buf);
-        memmove(w->buf, end + 2, w->len - used + 1);
-        w->len -= used;
+        on_frame(ud, s->buf);
+        size_t used = (size_t)(end + 2 - s->buf);
+        memmove(s->buf, end + 2, s->len - used + 1);
+        s->len -= used;
     }
+}
+
+void cli_sse_fini(cli_sse_t *s) {
+    free(s->buf);
+    *s = (cli_sse_t){0};
+}
+
+static int sink(void *arg, const char *p, size_t n) {
+    wstate_t *w = arg;
+    cli_sse_feed(&w->sse, p, n, frame, w);
     if (w->matched) {
         errno = ECANCELED; /* enough: the caller reprints */
         return -1;
@@ -109,7 +118,7 @@ int cli_watch_wait(cli_t *c, unsigned long long *last, long long job, char *what
     cli_reply_t r;
     int rc = cli_http_raw(c, "GET", path, NULL, 0, &r, sink, &w);
     c->stream_idle_ms = idle;
-    free(w.buf);
+    cli_sse_fini(&w.sse);
     if (w.matched) {
         cli_reply_free(&r);
         *last = w.last;

@@ -20,7 +20,6 @@ No assertion depends on elapsed time.
 
 import json
 import os
-import pwd
 import re
 import shutil
 import subprocess
@@ -58,32 +57,10 @@ def _missing():
 pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
 
 
-def _remove_users():
-    for name in USERS:
-        try:
-            if pwd.getpwnam(name).pw_gecos == MARK:
-                subprocess.run(["userdel", name], capture_output=True, timeout=30)
-        except KeyError:
-            pass
-
-
 @pytest.fixture(scope="module")
 def users():
-    _remove_users()
-    for name in USERS:
-        try:
-            pwd.getpwnam(name)
-            pytest.skip("user %s exists and is not this test's" % name)
-        except KeyError:
-            pass
-    try:
-        for name in USERS:
-            subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell",
-                            "/usr/sbin/nologin", "--comment", MARK, name],
-                           check=True, capture_output=True, timeout=30)
-        yield {n: pwd.getpwnam(n) for n in USERS}
-    finally:
-        _remove_users()
+    with u.unix_users(USERS, MARK) as us:
+        yield us
 
 
 def podman(store, *args):
