@@ -6,6 +6,7 @@
  * file, line and key, and sluiced exits non-zero rather than guessing.
  */
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,17 +104,12 @@ void ctl_config_fini(ctl_config_t *cfg) {
     memset(cfg, 0, sizeof *cfg);
 }
 
-typedef struct rd {
-    const char *path;
-    char *err;
-    size_t errlen;
-} rd_t;
+typedef ctl_cfg_rd_t rd_t;
 
 static int fail(rd_t *r, const sl_yaml_node_t *n, const char *fmt, const char *a, const char *b) {
     char msg[256];
     snprintf(msg, sizeof msg, fmt, a, b);
-    snprintf(r->err, r->errlen, "%s:%d: %s", r->path, n ? n->line : 1, msg);
-    return -1;
+    return ctl_cfg_fail(r, n, "%s", msg);
 }
 
 static int check_keys(rd_t *r, const sl_yaml_node_t *map, const char *where,

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/cfgread.h"
 #include "base/health_config.h"
 #include "base/token.h"
 #include "sluice/sluice.h"

@@ -66,23 +66,7 @@ const char *ctl_sitecfg_aliases_of(const ctl_site_cfg_t *s, ctl_alias_kind_t kin
     return buf;
 }
 
-typedef struct rd {
-    const char *path;
-    char *err;
-    size_t errlen;
-} rd_t;
-
-static int fail(rd_t *r, const sl_yaml_node_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(rd_t *r, const sl_yaml_node_t *n, const char *fmt, ...) {
-    char msg[320];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    snprintf(r->err, r->errlen, "%s:%d: %s", r->path, n ? n->line : 1, msg);
-    return -1;
-}
+typedef ctl_cfg_rd_t rd_t; /* config.h: errors as PATH:LINE: message */
 
 /* Whether name is a configured name of kind. */
 static bool configured(const ctl_config_t *cfg, ctl_alias_kind_t kind, const char *name) {
@@ -117,13 +101,13 @@ static int load_list(rd_t *r, ctl_site_cfg_t *s, const ctl_config_t *cfg, ctl_al
     for (size_t i = 0; i < k; i++) {
         const sl_yaml_node_t *v = l->kind == SL_YAML_SEQ ? l->items[i] : l;
         if (v->kind != SL_YAML_SCALAR || v->value[0] == '\0' || strlen(v->value) >= SL_NAME_MAX)
-            return fail(r, v, "%s: must be a list of names (1..63 characters)", kind_key[kind]);
+            return ctl_cfg_fail(r, v, "%s: must be a list of names (1..63 characters)", kind_key[kind]);
         if (configured(cfg, kind, v->value))
-            return fail(r, v, "%s: \"%s\" is itself a configured name; an alias must be another "
+            return ctl_cfg_fail(r, v, "%s: \"%s\" is itself a configured name; an alias must be another "
                         "name", kind_key[kind], v->value);
         const char *other = ctl_sitecfg_resolve(s, kind, v->value);
         if (other)
-            return fail(r, v, "%s: \"%s\" is already an alias of \"%s\"", kind_key[kind],
+            return ctl_cfg_fail(r, v, "%s: \"%s\" is already an alias of \"%s\"", kind_key[kind],
                         v->value, other);
         s->aliases = sl_xrealloc(s->aliases, (s->naliases + 1) * sizeof *s->aliases);
         s->aliases[s->naliases++] =
@@ -161,15 +145,15 @@ static int load_aliases(rd_t *r, ctl_site_cfg_t *s, const ctl_config_t *cfg,
  * (as the nodes report it). */
 static int load_gpu_resources(rd_t *r, ctl_site_cfg_t *s, const sl_yaml_node_t *m) {
     if (m->kind != SL_YAML_MAP)
-        return fail(r, m, "gpu_resources: must be a mapping of resource names to GPU models");
+        return ctl_cfg_fail(r, m, "gpu_resources: must be a mapping of resource names to GPU models");
     for (size_t i = 0; i < m->n; i++) {
         const sl_yaml_node_t *k = m->items[2 * i], *v = m->items[2 * i + 1];
         if (k->kind != SL_YAML_SCALAR || v->kind != SL_YAML_SCALAR || !strchr(k->value, '/') ||
             strlen(k->value) >= SL_NAME_MAX || !v->value[0] || strlen(v->value) >= SL_NAME_MAX)
-            return fail(r, k, "gpu_resources: each key is a resource name with a \"/\" "
+            return ctl_cfg_fail(r, k, "gpu_resources: each key is a resource name with a \"/\" "
                         "(nvidia.com/a100) and each value a GPU model (1..63 characters)");
         if (!strcmp(k->value, "nvidia.com/gpu"))
-            return fail(r, k, "gpu_resources: nvidia.com/gpu is any GPU; map other names");
+            return ctl_cfg_fail(r, k, "gpu_resources: nvidia.com/gpu is any GPU; map other names");
         s->aliases = sl_xrealloc(s->aliases, (s->naliases + 1) * sizeof *s->aliases);
         s->aliases[s->naliases++] = (ctl_alias_t){CTL_ALIAS_GPU_RESOURCE, sl_xstrdup(k->value),
                                                   sl_xstrdup(v->value)};
@@ -185,9 +169,9 @@ static int get_seconds_ms(rd_t *r, const sl_yaml_node_t *m, const char *key, con
     int64_t ms;
     char qerr[128];
     if (v->kind != SL_YAML_SCALAR || sl_qty_parse(v->value, SL_QTY_CPU, &ms, qerr, sizeof qerr) < 0)
-        return fail(r, v, "%s: must be a number of seconds", what);
+        return ctl_cfg_fail(r, v, "%s: must be a number of seconds", what);
     if (ms < min_ms)
-        return fail(r, v, "%s: must be at least %g seconds", what, (double)min_ms / 1000);
+        return ctl_cfg_fail(r, v, "%s: must be at least %g seconds", what, (double)min_ms / 1000);
     *out = ms;
     return 0;
 }
@@ -199,7 +183,7 @@ static int get_count(rd_t *r, const sl_yaml_node_t *m, const char *key, const ch
         return 0;
     int64_t x;
     if (sl_yaml_int(v, &x) < 0 || x < lo || x > hi)
-        return fail(r, v, "%s: must be a whole number from %lld to %lld", what, (long long)lo,
+        return ctl_cfg_fail(r, v, "%s: must be a whole number from %lld to %lld", what, (long long)lo,
                     (long long)hi);
     *out = x;
     return 0;
@@ -211,7 +195,7 @@ static int get_text(rd_t *r, const sl_yaml_node_t *m, const char *key, const cha
     if (v == NULL || sl_yaml_is_null(v))
         return 0;
     if (v->kind != SL_YAML_SCALAR || v->value[0] == '\0')
-        return fail(r, v, "%s: must be a non-empty string", what);
+        return ctl_cfg_fail(r, v, "%s: must be a non-empty string", what);
     sl_free(*out);
     *out = sl_xstrdup(v->value);
     return 0;
@@ -228,7 +212,7 @@ static int load_scheduler(rd_t *r, ctl_site_cfg_t *s, const sl_yaml_node_t *m) {
     if (u != NULL && !sl_yaml_is_null(u)) {
         if (u->kind != SL_YAML_SCALAR ||
             (strcmp(u->value, "reject") != 0 && strcmp(u->value, "accept") != 0))
-            return fail(r, u, "scheduler.unknown_pools: must be reject or accept");
+            return ctl_cfg_fail(r, u, "scheduler.unknown_pools: must be reject or accept");
         s->accept_unknown_pools = strcmp(u->value, "accept") == 0;
     }
     return 0;
@@ -255,14 +239,14 @@ static bool webhook_ok(const char *url) {
 static int load_notify(rd_t *r, ctl_site_cfg_t *s, const sl_yaml_node_t *m) {
     static const char *const keys[] = {"command", "webhook", "queue", "timeout", NULL};
     if (m->kind != SL_YAML_MAP)
-        return fail(r, m, "notify: must be a mapping of command, webhook, queue, timeout");
+        return ctl_cfg_fail(r, m, "notify: must be a mapping of command, webhook, queue, timeout");
     for (size_t i = 0; i < m->n; i++) {
         const char *k = m->items[2 * i]->value;
         bool ok = false;
         for (size_t j = 0; keys[j]; j++)
             ok = ok || strcmp(k, keys[j]) == 0;
         if (!ok)
-            return fail(r, m->items[2 * i], "unknown key \"%s\" in notify (known: command, "
+            return ctl_cfg_fail(r, m->items[2 * i], "unknown key \"%s\" in notify (known: command, "
                         "webhook, queue, timeout)", k);
     }
     if (get_text(r, m, "command", "notify.command", &s->notify_command) < 0 ||
@@ -271,7 +255,7 @@ static int load_notify(rd_t *r, ctl_site_cfg_t *s, const sl_yaml_node_t *m) {
         get_seconds_ms(r, m, "timeout", "notify.timeout", 100, &s->notify_timeout_ms) < 0)
         return -1;
     if (s->notify_webhook && !webhook_ok(s->notify_webhook))
-        return fail(r, sl_yaml_map_get(m, "webhook"),
+        return ctl_cfg_fail(r, sl_yaml_map_get(m, "webhook"),
                     "notify.webhook: \"%s\" is not an http://HOST[:PORT]/PATH URL (https is not "
                     "spoken; put a local relay in front)", s->notify_webhook);
     return 0;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/cfgread.h"
 #include "base/volcfg.h"
 #include "quantity.h"
 #include "sluice/alloc.h"
@@ -44,23 +45,7 @@ void ctl_volcfg_fini(ctl_vol_cfg_t *v) {
 
 /* ---- the config ---- */
 
-typedef struct rd {
-    const char *path;
-    char *err;
-    size_t errlen;
-} rd_t;
-
-static int fail(rd_t *r, const sl_yaml_node_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(rd_t *r, const sl_yaml_node_t *n, const char *fmt, ...) {
-    char msg[320];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    snprintf(r->err, r->errlen, "%s:%d: %s", r->path, n ? n->line : 1, msg);
-    return -1;
-}
+typedef ctl_cfg_rd_t rd_t; /* config.h: errors as PATH:LINE: message */
 
 /* An absolute node path without . or .. parts ("/" allowed), its
  * trailing slashes dropped, as a new string; NULL when it is not one. */
@@ -89,7 +74,7 @@ static int load_map(rd_t *r, const sl_yaml_node_t *m, const char *what, int kind
     if (sl_yaml_is_null(m))
         return 0;
     if (m->kind != SL_YAML_MAP)
-        return fail(r, m, "volumes.%s must be a mapping of %s to node paths", what, names[kind]);
+        return ctl_cfg_fail(r, m, "volumes.%s must be a mapping of %s to node paths", what, names[kind]);
     *out = sl_xcalloc(m->n ? m->n : 1, sizeof **out);
     for (size_t i = 0; i < m->n; i++) {
         const sl_yaml_node_t *k = m->items[2 * i], *v = m->items[2 * i + 1];
@@ -97,15 +82,15 @@ static int load_map(rd_t *r, const sl_yaml_node_t *m, const char *what, int kind
         const char *colon = strchr(key, ':');
         if (key[0] == '\0' || (nfs && (colon == NULL || colon == key || colon[1] != '/')) ||
             (kind == MAP_CLAIMS && strchr(key, '/')))
-            return fail(r, k, "volumes.%s: \"%s\" is not %s", what, key,
+            return ctl_cfg_fail(r, k, "volumes.%s: \"%s\" is not %s", what, key,
                         nfs ? "SERVER:/EXPORT (nfs1:/export/data)"
                             : kind == MAP_CLAIMS ? "a claim's name (no /)" : "a value");
         for (size_t j = 0; j < *nout; j++)
             if (strcmp((*out)[j].key, key) == 0)
-                return fail(r, k, "volumes.%s: \"%s\" is given twice", what, key);
+                return ctl_cfg_fail(r, k, "volumes.%s: \"%s\" is given twice", what, key);
         char *p = node_path(v);
         if (p == NULL)
-            return fail(r, v, "volumes.%s.%s: must be an absolute node path without . or .. "
+            return ctl_cfg_fail(r, v, "volumes.%s.%s: must be an absolute node path without . or .. "
                         "parts", what, key);
         (*out)[*nout].key = sl_xstrdup(key);
         (*out)[(*nout)++].path = p;
@@ -118,18 +103,18 @@ static int load_csi(rd_t *r, ctl_vol_cfg_t *v, const sl_yaml_node_t *m) {
     if (sl_yaml_is_null(m))
         return 0;
     if (m->kind != SL_YAML_MAP)
-        return fail(r, m, "volumes.csi must be a mapping of CSI driver names to {attribute, paths}");
+        return ctl_cfg_fail(r, m, "volumes.csi must be a mapping of CSI driver names to {attribute, paths}");
     v->csi = sl_xcalloc(m->n ? m->n : 1, sizeof *v->csi);
     for (size_t i = 0; i < m->n; i++) {
         const sl_yaml_node_t *k = m->items[2 * i], *d = m->items[2 * i + 1];
         const char *drv = k->value ? k->value : "";
         if (drv[0] == '\0')
-            return fail(r, k, "volumes.csi: a driver's name is empty");
+            return ctl_cfg_fail(r, k, "volumes.csi: a driver's name is empty");
         for (size_t j = 0; j < v->ncsi; j++)
             if (strcmp(v->csi[j].driver, drv) == 0)
-                return fail(r, k, "volumes.csi: \"%s\" is given twice", drv);
+                return ctl_cfg_fail(r, k, "volumes.csi: \"%s\" is given twice", drv);
         if (d == NULL || d->kind != SL_YAML_MAP)
-            return fail(r, d ? d : k, "volumes.csi.%s must be a mapping {attribute, paths}", drv);
+            return ctl_cfg_fail(r, d ? d : k, "volumes.csi.%s must be a mapping {attribute, paths}", drv);
         ctl_vol_csi_t *c = &v->csi[v->ncsi++];
         c->driver = sl_xstrdup(drv);
         const sl_yaml_node_t *paths = NULL;
@@ -138,24 +123,24 @@ static int load_csi(rd_t *r, ctl_vol_cfg_t *v, const sl_yaml_node_t *m) {
             const char *key = dk->value ? dk->value : "";
             if (strcmp(key, "attribute") == 0) {
                 if (dv->kind != SL_YAML_SCALAR || dv->value == NULL || dv->value[0] == '\0')
-                    return fail(r, dv, "volumes.csi.%s.attribute must be the name of the volume "
+                    return ctl_cfg_fail(r, dv, "volumes.csi.%s.attribute must be the name of the volume "
                                 "attribute that names a volume (bucketName)", drv);
                 sl_free(c->attribute);
                 c->attribute = sl_xstrdup(dv->value);
             } else if (strcmp(key, "paths") == 0) {
                 paths = dv;
             } else {
-                return fail(r, dk, "volumes.csi.%s: unknown key \"%s\" (known: attribute, paths)",
+                return ctl_cfg_fail(r, dk, "volumes.csi.%s: unknown key \"%s\" (known: attribute, paths)",
                             drv, key);
             }
         }
         if (c->attribute == NULL)
-            return fail(r, d, "volumes.csi.%s: needs attribute (the volume attribute that names "
+            return ctl_cfg_fail(r, d, "volumes.csi.%s: needs attribute (the volume attribute that names "
                         "a volume, bucketName)", drv);
         char what[320];
         snprintf(what, sizeof what, "csi.%s.paths", drv);
         if (paths == NULL || sl_yaml_is_null(paths))
-            return fail(r, d, "volumes.%s: required (each volume's node path)", what);
+            return ctl_cfg_fail(r, d, "volumes.%s: required (each volume's node path)", what);
         if (load_map(r, paths, what, MAP_CSI, &c->paths, &c->npaths) < 0)
             return -1;
     }
@@ -168,7 +153,7 @@ int ctl_volcfg_load(ctl_vol_cfg_t *v, const sl_yaml_node_t *node, const char *pa
     if (node == NULL || sl_yaml_is_null(node))
         return 0;
     if (node->kind != SL_YAML_MAP)
-        return fail(&r, node, "volumes must be a mapping (host_path_prefixes, claims, nfs, csi)");
+        return ctl_cfg_fail(&r, node, "volumes must be a mapping (host_path_prefixes, claims, nfs, csi)");
     for (size_t i = 0; i < node->n; i++) {
         const sl_yaml_node_t *k = node->items[2 * i], *val = node->items[2 * i + 1];
         const char *key = k->value ? k->value : "";
@@ -176,13 +161,13 @@ int ctl_volcfg_load(ctl_vol_cfg_t *v, const sl_yaml_node_t *node, const char *pa
             if (sl_yaml_is_null(val))
                 continue;
             if (val->kind != SL_YAML_SEQ)
-                return fail(&r, val, "volumes.host_path_prefixes must be a sequence of absolute "
+                return ctl_cfg_fail(&r, val, "volumes.host_path_prefixes must be a sequence of absolute "
                             "paths");
             v->prefixes = sl_xcalloc(val->n ? val->n : 1, sizeof *v->prefixes);
             for (size_t j = 0; j < val->n; j++) {
                 char *p = node_path(val->items[j]);
                 if (p == NULL)
-                    return fail(&r, val->items[j], "volumes.host_path_prefixes[%zu]: must be an "
+                    return ctl_cfg_fail(&r, val->items[j], "volumes.host_path_prefixes[%zu]: must be an "
                                 "absolute path without . or .. parts", j);
                 v->prefixes[v->nprefixes++] = p;
             }
@@ -196,7 +181,7 @@ int ctl_volcfg_load(ctl_vol_cfg_t *v, const sl_yaml_node_t *node, const char *pa
             if (load_csi(&r, v, val) < 0)
                 return -1;
         } else {
-            return fail(&r, k, "volumes: unknown key \"%s\" (known: host_path_prefixes, claims, "
+            return ctl_cfg_fail(&r, k, "volumes: unknown key \"%s\" (known: host_path_prefixes, claims, "
                         "nfs, csi)", key);
         }
     }
