@@ -333,19 +333,23 @@ def test_srun_pty_gives_an_interactive_shell(controller, two_nodes, tmp_path):
 
 def test_an_srun_that_does_not_read_costs_sluiced_no_memory(controller, two_nodes, tmp_path):
     out, done = tmp_path / "out.txt", tmp_path / "done"
+    ready, go = tmp_path / "ready", tmp_path / "go"
     # srun stopped while its rank writes 40 MB: sluiced keeps at most 8 MiB
-    # for it, drops the rest and says so once srun reads again.
+    # for it, drops the rest and says so once srun reads again. The rank
+    # waits until srun is stopped before it writes (on a quiet machine 40 MB
+    # pass in well under a second, before a stop after a fixed sleep).
     jid = sbatch(controller, tmp_path, """#!/bin/bash
 #SBATCH -n 1 -o %s
-srun -n 1 bash -c 'head -c 40000000 /dev/zero | tr "\\\\0" x; echo; touch %s' > %s/big.txt 2>%s/big.err &
+srun -n 1 bash -c 'touch %s; while [ ! -e %s ]; do sleep 0.05; done; head -c 40000000 /dev/zero | tr "\\\\0" x; echo; touch %s' > %s/big.txt 2>%s/big.err &
 p=$!
-sleep 0.5
+while [ ! -e %s ]; do sleep 0.05; done
 kill -STOP $p $(pgrep -P $p)
+touch %s
 while [ ! -e %s ]; do sleep 0.1; done
 kill -CONT $p $(pgrep -P $p)
 wait $p
 echo "srun=$?"
-""" % (out, done, tmp_path, tmp_path, done))
+""" % (out, ready, go, done, tmp_path, tmp_path, ready, go, done))
     controller.wait_job(jid, "succeeded", timeout=120)
     text = out.read_text()
     err = (tmp_path / "big.err").read_text()
