@@ -143,10 +143,15 @@ def test_a_deposed_controller_launches_and_kills_nothing(controller_factory, tmp
         assert stamp.read_text().split() == [str(pid)], stamp.read_text()
         # C2 back (a higher epoch again): the task is re-adopted, not restarted.
         c2.start()
-        wait_for(lambda: (c2.node("n1") or {}).get("state") == "up", timeout=30, what="n1 up on C2")
+        # C2's recovered state says n1 up and the task running before the
+        # agent, still trying its list with back-off, is back: wait for the
+        # agent's own word that it took C2's new epoch.
+        wait_for(lambda: "epoch=%d" % (e1 + 2) in agent.log(), timeout=40,
+                 what="the agent accepting C2's new epoch")
+        wait_for(lambda: (c2.node("n1") or {}).get("connected") is True, timeout=30,
+                 what="n1 connected to C2")
         assert u.wait_running_pids(c2, job["id"]) == [pid]
         assert stamp.read_text().split() == [str(pid)]
-        assert "epoch=%d" % (e1 + 2) in agent.log()
     finally:
         if stopped:
             c1.proc.send_signal(signal.SIGCONT)
