@@ -24,15 +24,9 @@
 
 /* ---- the spec ---- */
 
-typedef struct errs {
-    char *buf;
-    size_t len, used;
-    int n;
-} errs_t;
+typedef sl_volume_errs_t errs_t;
 
-static void add(errs_t *e, size_t i, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void add(errs_t *e, size_t i, const char *key, const char *fmt, ...) {
+void sl_volume_err_add(sl_volume_errs_t *e, size_t i, const char *key, const char *fmt, ...) {
     e->n++;
     if (e->used >= e->len)
         return;
@@ -104,7 +98,7 @@ const char *sl_volume_source(json_t *vol) {
 
 static void check_empty_dir(errs_t *e, size_t i, json_t *ed) {
     if (!json_is_object(ed)) {
-        add(e, i, "empty_dir", "must be an object ({} or {\"medium\": \"Memory\", "
+        sl_volume_err_add(e, i, "empty_dir", "must be an object ({} or {\"medium\": \"Memory\", "
             "\"size_limit\": \"8Gi\"})");
         return;
     }
@@ -114,7 +108,7 @@ static void check_empty_dir(errs_t *e, size_t i, json_t *ed) {
         if (strcmp(k, "medium") == 0) {
             if (!json_is_null(x) && (!json_is_string(x) || (json_string_value(x)[0] &&
                                                              strcmp(json_string_value(x), "Memory"))))
-                add(e, i, "empty_dir.medium", "must be \"\" (the node's disk) or \"Memory\" (a "
+                sl_volume_err_add(e, i, "empty_dir.medium", "must be \"\" (the node's disk) or \"Memory\" (a "
                     "tmpfs)");
         } else if (strcmp(k, "size_limit") == 0) {
             char t[64], qerr[160];
@@ -126,13 +120,14 @@ static void check_empty_dir(errs_t *e, size_t i, json_t *ed) {
             else
                 snprintf(t, sizeof t, "%s", json_is_string(x) ? json_string_value(x) : "");
             if (!json_is_string(x) && !json_is_integer(x))
-                add(e, i, "empty_dir.size_limit", "must be a memory quantity (\"8Gi\", \"512Mi\")");
+                sl_volume_err_add(e, i, "empty_dir.size_limit",
+                                  "must be a memory quantity (\"8Gi\", \"512Mi\")");
             else if (sl_qty_parse(t, SL_QTY_MEM, &b, qerr, sizeof qerr) < 0)
-                add(e, i, "empty_dir.size_limit", "%s", qerr);
+                sl_volume_err_add(e, i, "empty_dir.size_limit", "%s", qerr);
             else if (b < 1024 * 1024)
-                add(e, i, "empty_dir.size_limit", "\"%s\" is below 1Mi", t);
+                sl_volume_err_add(e, i, "empty_dir.size_limit", "\"%s\" is below 1Mi", t);
         } else {
-            add(e, i, "empty_dir", "unknown key \"%s\" (known: medium, size_limit)", k);
+            sl_volume_err_add(e, i, "empty_dir", "unknown key \"%s\" (known: medium, size_limit)", k);
         }
     }
 }
@@ -140,18 +135,18 @@ static void check_empty_dir(errs_t *e, size_t i, json_t *ed) {
 static void check_nfs(errs_t *e, size_t i, json_t *nfs) {
     json_t *srv = json_object_get(nfs, "server"), *p = json_object_get(nfs, "path");
     if (!json_is_object(nfs)) {
-        add(e, i, "nfs", "must be an object {\"server\": S, \"path\": P}");
+        sl_volume_err_add(e, i, "nfs", "must be an object {\"server\": S, \"path\": P}");
         return;
     }
     if (!json_is_string(srv) || json_string_length(srv) == 0 || json_string_length(srv) > 253)
-        add(e, i, "nfs.server", "must be a host name or address of 1 to 253 characters");
+        sl_volume_err_add(e, i, "nfs.server", "must be a host name or address of 1 to 253 characters");
     if (!json_is_string(p) || !abs_ok(json_string_value(p), true))
-        add(e, i, "nfs.path", "must be an absolute path without . or .. parts");
+        sl_volume_err_add(e, i, "nfs.path", "must be an absolute path without . or .. parts");
     const char *k;
     json_t *x;
     json_object_foreach(nfs, k, x) {
         if (strcmp(k, "server") && strcmp(k, "path"))
-            add(e, i, "nfs", "unknown key \"%s\" (known: server, path; read_only is the "
+            sl_volume_err_add(e, i, "nfs", "unknown key \"%s\" (known: server, path; read_only is the "
                 "volume's)", k);
     }
 }
@@ -161,27 +156,27 @@ static void check_nfs(errs_t *e, size_t i, json_t *nfs) {
  * (which attribute names the volume is the config's: volcfg.c). */
 static void check_csi(errs_t *e, size_t i, json_t *csi) {
     if (!json_is_object(csi)) {
-        add(e, i, "csi", "must be an object {\"driver\": D, \"attributes\": {...}}");
+        sl_volume_err_add(e, i, "csi", "must be an object {\"driver\": D, \"attributes\": {...}}");
         return;
     }
     json_t *drv = json_object_get(csi, "driver"), *at = json_object_get(csi, "attributes");
     if (!json_is_string(drv) || json_string_length(drv) == 0 || json_string_length(drv) > 253)
-        add(e, i, "csi.driver", "must be a driver's name of 1 to 253 characters");
+        sl_volume_err_add(e, i, "csi.driver", "must be a driver's name of 1 to 253 characters");
     if (at && !json_is_null(at) && !json_is_object(at)) {
-        add(e, i, "csi.attributes", "must be an object of strings");
+        sl_volume_err_add(e, i, "csi.attributes", "must be an object of strings");
     } else if (at) {
         const char *k;
         json_t *x;
         json_object_foreach(at, k, x) {
             if (!json_is_string(x))
-                add(e, i, "csi.attributes", "\"%s\" must be a string", k);
+                sl_volume_err_add(e, i, "csi.attributes", "\"%s\" must be a string", k);
         }
     }
     const char *k;
     json_t *x;
     json_object_foreach(csi, k, x) {
         if (strcmp(k, "driver") && strcmp(k, "attributes"))
-            add(e, i, "csi", "unknown key \"%s\" (known: driver, attributes; read_only is the "
+            sl_volume_err_add(e, i, "csi", "unknown key \"%s\" (known: driver, attributes; read_only is the "
                 "volume's)", k);
     }
 }
@@ -190,8 +185,9 @@ static void check_one(errs_t *e, size_t i, json_t *vol) {
     static const char *const known =
         "path, read_only, sub_path, empty_dir, host_path, pvc, nfs, csi";
     if (!json_is_object(vol)) {
-        add(e, i, "", "must be an object {\"path\": P, and one of empty_dir, host_path, pvc, nfs, "
-            "csi}");
+        sl_volume_err_add(e, i, "",
+                          "must be an object {\"path\": P, and one of empty_dir, host_path, pvc, "
+                          "nfs, csi}");
         return;
     }
     const char *k;
@@ -205,26 +201,27 @@ static void check_one(errs_t *e, size_t i, json_t *vol) {
             sources += !json_is_null(x);
             continue;
         }
-        add(e, i, k, "unknown key (known: %s)", known);
+        sl_volume_err_add(e, i, k, "unknown key (known: %s)", known);
     }
     json_t *path = json_object_get(vol, "path");
     if (path == NULL || json_is_null(path))
-        add(e, i, "path", "required: where the task sees the volume");
+        sl_volume_err_add(e, i, "path", "required: where the task sees the volume");
     else if (!json_is_string(path) || !abs_ok(json_string_value(path), false))
-        add(e, i, "path", "must be an absolute path other than /, without . or .. parts");
+        sl_volume_err_add(e, i, "path", "must be an absolute path other than /, without . or .. parts");
     json_t *ro = json_object_get(vol, "read_only");
     if (ro && !json_is_null(ro) && !json_is_boolean(ro))
-        add(e, i, "read_only", "must be true or false");
+        sl_volume_err_add(e, i, "read_only", "must be true or false");
     json_t *sub = json_object_get(vol, "sub_path");
     if (sub && !json_is_null(sub) &&
         (!json_is_string(sub) || (json_string_length(sub) && !sl_volume_rel_ok(json_string_value(sub)))))
-        add(e, i, "sub_path", "must be a relative path without . or .. parts (\"%s\")",
+        sl_volume_err_add(e, i, "sub_path", "must be a relative path without . or .. parts (\"%s\")",
             json_is_string(sub) ? json_string_value(sub) : "");
     if (sources != 1) {
-        add(e, i, "", sources ? "has %d sources: give exactly one of empty_dir, host_path, pvc, nfs, "
-                                "csi"
-                              : "has no source%.0d: give one of empty_dir, host_path, pvc, nfs, csi",
-            sources);
+        sl_volume_err_add(e, i, "",
+                          sources ? "has %d sources: give exactly one of empty_dir, host_path, pvc, "
+                                    "nfs, csi"
+                                  : "has no source%.0d: give one of empty_dir, host_path, pvc, nfs, csi",
+                          sources);
         return;
     }
     const char *src = sl_volume_source(vol);
@@ -233,12 +230,12 @@ static void check_one(errs_t *e, size_t i, json_t *vol) {
         check_empty_dir(e, i, x);
     } else if (strcmp(src, "host_path") == 0) {
         if (!json_is_string(x) || !abs_ok(json_string_value(x), true))
-            add(e, i, "host_path", "must be an absolute path without . or .. parts (\"%s\")",
+            sl_volume_err_add(e, i, "host_path", "must be an absolute path without . or .. parts (\"%s\")",
                 json_is_string(x) ? json_string_value(x) : "");
     } else if (strcmp(src, "pvc") == 0) {
         if (!json_is_string(x) || json_string_length(x) == 0 || json_string_length(x) > 253 ||
             strchr(json_string_value(x), '/'))
-            add(e, i, "pvc", "must be a claim's name of 1 to 253 characters, without /");
+            sl_volume_err_add(e, i, "pvc", "must be a claim's name of 1 to 253 characters, without /");
     } else if (strcmp(src, "nfs") == 0) {
         check_nfs(e, i, x);
     } else {
@@ -274,10 +271,11 @@ int sl_volumes_check(json_t *v, char *err, size_t errlen) {
                 continue;
             sl_volume_env_name(q, b, sizeof b);
             if (strcmp(p, q) == 0)
-                add(&e, i, "path", "%s is also volume [%zu]'s", p, j);
+                sl_volume_err_add(&e, i, "path", "%s is also volume [%zu]'s", p, j);
             else if (strcmp(a, b) == 0)
-                add(&e, i, "path", "%s and volume [%zu]'s %s would both be named %s for the task",
-                    p, j, q, a);
+                sl_volume_err_add(&e, i, "path",
+                                  "%s and volume [%zu]'s %s would both be named %s for the task",
+                                  p, j, q, a);
         }
     }
     return e.n ? SL_EINVAL : 0;

@@ -51,6 +51,18 @@
  */
 int sl_volumes_check(json_t *v, char *err, size_t errlen);
 
+/* The problems of a job's volumes as they are found, into a caller's
+ * buffer: "volumes[I].KEY: message; volumes[J]: message" (KEY "" names the
+ * volume itself), cut at the buffer's end; n counts them all. This file's
+ * shape check and the controller's resolution (volcfg.c) both write it. */
+typedef struct sl_volume_errs {
+    char *buf;
+    size_t len, used;
+    int n;
+} sl_volume_errs_t;
+void sl_volume_err_add(sl_volume_errs_t *e, size_t i, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* The source key of a volume object that passed sl_volumes_check
  * ("empty_dir", "host_path", "pvc", "nfs", "csi"), or NULL. */
 const char *sl_volume_source(json_t *vol);

@@ -201,27 +201,7 @@ static const char *below(const char *p, const char *prefix) {
     return p[n] ? p + n + 1 : p + n;
 }
 
-typedef struct errs {
-    char *buf;
-    size_t len, used;
-    int n;
-} errs_t;
-
-static void add(errs_t *e, size_t i, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void add(errs_t *e, size_t i, const char *key, const char *fmt, ...) {
-    e->n++;
-    if (e->used >= e->len)
-        return;
-    e->used += (size_t)snprintf(e->buf + e->used, e->len - e->used, "%svolumes[%zu].%s: ",
-                                e->used ? "; " : "", i, key);
-    if (e->used >= e->len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    e->used += (size_t)vsnprintf(e->buf + e->used, e->len - e->used, fmt, ap);
-    va_end(ap);
-}
+typedef sl_volume_errs_t errs_t; /* volume.h: volumes[I].KEY: message; ... */
 
 /* The keys of a map joined by ", " into buf ("none" for none). */
 static const char *keys_of(const ctl_vol_map_t *m, size_t n, char *buf, size_t len) {
@@ -265,22 +245,23 @@ static const char *resolve_csi(const ctl_vol_cfg_t *v, errs_t *e, size_t i, json
             o += (size_t)snprintf(list + o, len - o, "%s%s", d ? ", " : "", v->csi[d].driver);
     }
     if (c == NULL) {
-        add(e, i, "csi.driver", "CSI driver %s is not one the cluster maps to its nodes "
+        sl_volume_err_add(e, i, "csi.driver", "CSI driver %s is not one the cluster maps to its nodes "
             "(volumes.csi: %s)", drv, v->ncsi ? list : "none");
         return NULL;
     }
     const char *val = json_string_value(json_object_get(json_object_get(x, "attributes"),
                                                         c->attribute));
     if (val == NULL) {
-        add(e, i, "csi.attributes", "needs %s: the cluster maps %s's volumes by it", c->attribute,
-            drv);
+        sl_volume_err_add(e, i, "csi.attributes",
+                          "needs %s: the cluster maps %s's volumes by it", c->attribute, drv);
         return NULL;
     }
     for (size_t p = 0; p < c->npaths; p++)
         if (strcmp(c->paths[p].key, val) == 0)
             return c->paths[p].path;
-    add(e, i, "csi", "%s %s \"%s\" is not mapped to a node path (volumes.csi.%s.paths: %s)", drv,
-        c->attribute, val, drv, keys_of(c->paths, c->npaths, list, len));
+    sl_volume_err_add(e, i, "csi",
+                      "%s %s \"%s\" is not mapped to a node path (volumes.csi.%s.paths: %s)",
+                      drv, c->attribute, val, drv, keys_of(c->paths, c->npaths, list, len));
     return NULL;
 }
 
@@ -317,10 +298,10 @@ int ctl_volcfg_resolve(const ctl_vol_cfg_t *v, json_t *vols, int64_t mem_bytes,
                 r.kind = SL_VOLUME_TMPFS;
                 r.size = b > 0 ? b : mem_bytes;
                 if (sub && sub[0])
-                    add(&e, i, "sub_path", "not with a medium Memory empty_dir (each task's "
+                    sl_volume_err_add(&e, i, "sub_path", "not with a medium Memory empty_dir (each task's "
                         "tmpfs is its own)");
                 if (r.size <= 0)
-                    add(&e, i, "empty_dir.size_limit", "required: the job asks for no memory");
+                    sl_volume_err_add(&e, i, "empty_dir.size_limit", "required: the job asks for no memory");
             } else {
                 r.kind = SL_VOLUME_EMPTY_DIR;
                 r.size = b;
@@ -343,7 +324,7 @@ int ctl_volcfg_resolve(const ctl_vol_cfg_t *v, json_t *vols, int64_t mem_bytes,
                 for (size_t p = 0; p < v->nprefixes && o < sizeof list; p++)
                     o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", p ? ", " : "",
                                           v->prefixes[p]);
-                add(&e, i, "host_path", "%s is not under a path the cluster allows "
+                sl_volume_err_add(&e, i, "host_path", "%s is not under a path the cluster allows "
                     "(volumes.host_path_prefixes: %s)", hp, v->nprefixes ? list : "none");
             }
         } else if (strcmp(src, "pvc") == 0) {
@@ -352,7 +333,7 @@ int ctl_volcfg_resolve(const ctl_vol_cfg_t *v, json_t *vols, int64_t mem_bytes,
                 if (strcmp(v->claims[c].key, claim) == 0)
                     base = v->claims[c].path;
             if (base == NULL)
-                add(&e, i, "pvc", "unknown claim \"%s\" (volumes.claims: %s)", claim,
+                sl_volume_err_add(&e, i, "pvc", "unknown claim \"%s\" (volumes.claims: %s)", claim,
                     keys_of(v->claims, v->nclaims, list, sizeof list));
             rest = "";
         } else if (strcmp(src, "csi") == 0) {
@@ -373,7 +354,7 @@ int ctl_volcfg_resolve(const ctl_vol_cfg_t *v, json_t *vols, int64_t mem_bytes,
                 }
             }
             if (base == NULL)
-                add(&e, i, "nfs", "%s:%s is not an export the cluster maps to its nodes "
+                sl_volume_err_add(&e, i, "nfs", "%s:%s is not an export the cluster maps to its nodes "
                     "(volumes.nfs: %s)", server, path, keys_of(v->nfs, v->nnfs, list, sizeof list));
         }
         if (out == NULL)
