@@ -63,6 +63,11 @@ static void test_route_job_ids(void **state) {
     assert_false(match("/v1/jobs/{id}", "/v1/jobs", &id, &ai, &nm));
     assert_false(match("/v1/jobs/{id}", "/v1/jobs/abc", &id, &ai, &nm));
     assert_false(match("/v1/jobs/{id}", "/v1/jobs/-1", &id, &ai, &nm));
+    assert_false(match("/v1/jobs/{id}", "/v1/jobs/0", &id, &ai, &nm)); /* ids are positive */
+    assert_false(match("/v1/jobs/{id}", "/v1/jobs/000", &id, &ai, &nm));
+    assert_false(match("/v1/jobs/{id}", "/v1/jobs/0_1", &id, &ai, &nm));
+    assert_true(match("/v1/jobs/{id}", "/v1/jobs/010", &id, &ai, &nm));
+    assert_int_equal(id, 10);
     assert_false(match("/v1/jobs/{id}", "/v1/jobs/+1", &id, &ai, &nm));
     assert_false(match("/v1/jobs/{id}", "/v1/jobs/12a", &id, &ai, &nm));
     assert_false(match("/v1/jobs/{id}", "/v1/jobs/1.5", &id, &ai, &nm));

@@ -30,6 +30,8 @@ bool ctl_route_match(const char *pattern, const char *path, uint64_t *id, int64_
                     return false;
                 v = v * 10 + (uint64_t)(*path++ - '0');
             }
+            if (v == 0)
+                return false; /* ids start at 1: "0" and "00" name nothing */
             if (*path == '_' && path[1] >= '0' && path[1] <= '9') {
                 int64_t x = 0;
                 for (path++; *path >= '0' && *path <= '9' && x <= INT32_MAX; path++)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "views/disruptions.h"
+#include "views/fielderr.h"
 #include "domain/health.h"
 #include "store/store.h"
 
@@ -174,20 +175,11 @@ void ctl_jobx_write_json(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
 
 /* ---- requests ---- */
 
-static int bad(ctl_field_err_t *fe, int status, const char *code, const char *field,
-               const char *msg) {
-    fe->status = status;
-    fe->code = code;
-    snprintf(fe->field, sizeof fe->field, "%s", field ? field : "");
-    snprintf(fe->message, sizeof fe->message, "%s", msg);
-    return status;
-}
-
 /* body's "node": a string, else 400 naming the field. */
 static const char *body_node(json_t *body, ctl_field_err_t *fe) {
     json_t *v = body ? json_object_get(body, "node") : NULL;
     if (!json_is_string(v) || json_string_length(v) == 0) {
-        bad(fe, 400, "invalid_field", "node", "node: required, the name of a node");
+        ctl_field_errf(fe, 400, "invalid_field", "node", "node: required, the name of a node");
         return NULL;
     }
     return json_string_value(v);
@@ -219,26 +211,26 @@ int ctl_api_drain(ctl_t *c, json_t *body, ctl_buf_t *out, ctl_field_err_t *fe) {
         for (size_t i = 0; keys[i]; i++)
             ok = ok || strcmp(k, keys[i]) == 0;
         if (!ok) {
-            char m[160];
-            snprintf(m, sizeof m, "%.60s: unknown field (known: node, deadline, reason)", k);
-            return bad(fe, 400, "unknown_field", k, m);
+            return ctl_field_errf(fe, 400, "unknown_field", k,
+                                  "%.60s: unknown field (known: node, deadline, reason)", k);
         }
     }
     int64_t deadline_us = -1;
     v = json_object_get(body, "deadline");
     if (v != NULL && !json_is_null(v)) {
         if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1e11)
-            return bad(fe, 400, "invalid_field", "deadline",
-                       "deadline: must be a time in seconds since the epoch, or null for none");
+            return ctl_field_errf(fe, 400, "invalid_field", "deadline",
+                                  "deadline: must be a time in seconds since the epoch, or null for none");
         deadline_us = (int64_t)(json_number_value(v) * 1e6);
     }
     v = json_object_get(body, "reason");
     if (v != NULL && !json_is_null(v) && (!json_is_string(v) || json_string_length(v) > 120))
-        return bad(fe, 400, "invalid_field", "reason", "reason: must be a string of at most 120 bytes");
+        return ctl_field_errf(fe, 400, "invalid_field", "reason",
+                              "reason: must be a string of at most 120 bytes");
     char err[200];
     int rc = ctl_node_drain(c, name, deadline_us, json_string_value(v), err, sizeof err);
     if (rc < 0)
-        return bad(fe, 404, "not_found", "node", err);
+        return ctl_field_errf(fe, 404, "not_found", "node", "%s", err);
     node_reply(c, out, name);
     return 200;
 }
@@ -255,9 +247,9 @@ int ctl_api_resume(ctl_t *c, json_t *body, ctl_buf_t *out, ctl_field_err_t *fe) 
     if (rc == SL_ESTATE && gpus > 0)
         rc = 0;
     if (rc == SL_ENOENT)
-        return bad(fe, 404, "not_found", "node", err);
+        return ctl_field_errf(fe, 404, "not_found", "node", "%s", err);
     if (rc < 0)
-        return bad(fe, 409, "conflict", "node", err);
+        return ctl_field_errf(fe, 409, "conflict", "node", "%s", err);
     node_reply(c, out, name);
     return 200;
 }

@@ -13,22 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "views/fielderr.h"
 #include "views/resvapi.h"
 #include "jobspec.h"
-
-static int bad(ctl_field_err_t *fe, int status, const char *code, const char *field,
-               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int bad(ctl_field_err_t *fe, int status, const char *code, const char *field,
-               const char *fmt, ...) {
-    fe->status = status;
-    fe->code = code;
-    snprintf(fe->field, sizeof fe->field, "%s", field ? field : "");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(fe->message, sizeof fe->message, fmt, ap);
-    va_end(ap);
-    return status;
-}
 
 static void write_resv(ctl_t *c, ctl_buf_t *b, const sl_resv_info_t *ri, int64_t now) {
     ctl_buf_puts(b, "{\"name\":");
@@ -133,7 +120,7 @@ static int time_of(json_t *v, int64_t now, int64_t *out) {
 
 static int create(ctl_t *c, json_t *body, ctl_buf_t *out, ctl_field_err_t *fe) {
     if (!json_is_object(body))
-        return bad(fe, 400, "invalid_field", NULL, "the body must be a JSON object");
+        return ctl_field_errf(fe, 400, "invalid_field", NULL, "the body must be a JSON object");
     static const char *const keys[] = {"name", "start", "duration", "end", "nodes", "node_count",
                                        "gpus", "tenants", NULL};
     const char *k;
@@ -142,8 +129,9 @@ static int create(ctl_t *c, json_t *body, ctl_buf_t *out, ctl_field_err_t *fe) {
         bool ok = false;
         for (size_t i = 0; keys[i]; i++) ok = ok || strcmp(k, keys[i]) == 0;
         if (!ok)
-            return bad(fe, 400, "unknown_field", k, "%.60s: unknown field (known: name, start, "
-                       "duration, end, nodes, node_count, gpus, tenants)", k);
+            return ctl_field_errf(fe, 400, "unknown_field", k,
+                                  "%.60s: unknown field (known: name, start, "
+                                  "duration, end, nodes, node_count, gpus, tenants)", k);
     }
     int64_t now = ctl_now_us();
     ctl_resv_req_t rq = {0};
@@ -154,7 +142,7 @@ static int create(ctl_t *c, json_t *body, ctl_buf_t *out, ctl_field_err_t *fe) {
                                                               json_string_value(v), err, sizeof err)
                                        : NULL;
         if (!ok || strchr(json_string_value(v), ',') || strchr(json_string_value(v), '/'))
-            return bad(fe, 400, "invalid_field", "name", "name: must be 1..63 printable "
+            return ctl_field_errf(fe, 400, "invalid_field", "name", "name: must be 1..63 printable "
                        "characters without '/' or ','");
         json_decref(ok);
         rq.name = json_string_value(v);
@@ -163,25 +151,25 @@ static int create(ctl_t *c, json_t *body, ctl_buf_t *out, ctl_field_err_t *fe) {
     if (v == NULL) {
         rq.start_us = now;
     } else if (time_of(v, now, &rq.start_us) < 0) {
-        return bad(fe, 400, "invalid_field", "start",
-                   "start: must be a time in seconds since the epoch, or \"now\"");
+        return ctl_field_errf(fe, 400, "invalid_field", "start",
+                              "start: must be a time in seconds since the epoch, or \"now\"");
     }
     json_t *dv = json_object_get(body, "duration"), *ev = json_object_get(body, "end");
     if ((dv == NULL) == (ev == NULL))
-        return bad(fe, 400, "invalid_field", "duration", "duration: give a duration or an end "
-                   "(exactly one)");
+        return ctl_field_errf(fe, 400, "invalid_field", "duration",
+                              "duration: give a duration or an end (exactly one)");
     if (dv) {
         int64_t secs = -1;
         if (json_is_integer(dv)) secs = json_integer_value(dv);
         else if (json_is_string(dv) && sl_jobspec_parse_duration(json_string_value(dv), &secs) != 0)
             secs = -1;
         if (secs <= 0 || secs > 366LL * 86400)
-            return bad(fe, 400, "invalid_field", "duration",
-                       "duration: must be 1 s .. 366 days, in seconds or as 90m, 2h, 1d, 1h30m");
+            return ctl_field_errf(fe, 400, "invalid_field", "duration",
+                                  "duration: must be 1 s .. 366 days, in seconds or as 90m, 2h, 1d, 1h30m");
         rq.end_us = rq.start_us + secs * 1000000;
     } else if (time_of(ev, now, &rq.end_us) < 0 || rq.end_us <= rq.start_us) {
-        return bad(fe, 400, "invalid_field", "end",
-                   "end: must be a time in seconds since the epoch after the start");
+        return ctl_field_errf(fe, 400, "invalid_field", "end",
+                              "end: must be a time in seconds since the epoch after the start");
     }
     const char *nodes[NAMES_MAX], *tenants[SL_RESV_TENANTS_MAX];
     char nbuf[NAMES_MAX * 8], tbuf[SL_RESV_TENANTS_MAX * SL_NAME_MAX];
@@ -189,32 +177,34 @@ static int create(ctl_t *c, json_t *body, ctl_buf_t *out, ctl_field_err_t *fe) {
     if (v && !json_is_null(v)) {
         int r = names_of(v, nodes, NAMES_MAX, &rq.nnodes, nbuf, sizeof nbuf);
         if (r < 0 || rq.nnodes == 0)
-            return bad(fe, 400, "invalid_field", "nodes", "nodes: must be a list of node names "
-                       "(or one comma-separated string)%s", r == -2 ? ", at most 4096" : "");
+            return ctl_field_errf(fe, 400, "invalid_field", "nodes",
+                                  "nodes: must be a list of node names "
+                                  "(or one comma-separated string)%s", r == -2 ? ", at most 4096" : "");
         rq.nodes = nodes;
     }
     if (count_of(body, "node_count", &rq.node_count) < 0)
-        return bad(fe, 400, "invalid_field", "node_count", "node_count: must be a whole number "
-                   "of nodes, at least 1");
+        return ctl_field_errf(fe, 400, "invalid_field", "node_count",
+                              "node_count: must be a whole number of nodes, at least 1");
     if (count_of(body, "gpus", &rq.gpus) < 0)
-        return bad(fe, 400, "invalid_field", "gpus", "gpus: must be a whole number of GPUs, at "
-                   "least 1");
+        return ctl_field_errf(fe, 400, "invalid_field", "gpus",
+                              "gpus: must be a whole number of GPUs, at least 1");
     if ((rq.nnodes > 0) + (rq.node_count > 0) + (rq.gpus > 0) != 1)
-        return bad(fe, 400, "invalid_field", "nodes", "nodes: give exactly one of nodes, "
-                   "node_count or gpus");
+        return ctl_field_errf(fe, 400, "invalid_field", "nodes",
+                              "nodes: give exactly one of nodes, node_count or gpus");
     v = json_object_get(body, "tenants");
     int r = v ? names_of(v, tenants, SL_RESV_TENANTS_MAX, &rq.ntenants, tbuf, sizeof tbuf) : -1;
     if (r < 0 || rq.ntenants == 0)
-        return bad(fe, 400, "invalid_field", "tenants", "tenants: required, a list of 1..%d "
-                   "tenant names (or one comma-separated string)", SL_RESV_TENANTS_MAX);
+        return ctl_field_errf(fe, 400, "invalid_field", "tenants",
+                              "tenants: required, a list of 1..%d "
+                              "tenant names (or one comma-separated string)", SL_RESV_TENANTS_MAX);
     rq.tenants = tenants;
     char field[64], err[320];
     int32_t id;
     int rc = ctl_resv_create(c, &rq, &id, field, sizeof field, err, sizeof err);
     if (rc != 0) {
         int st = rc == SL_EEXIST || rc == SL_EBUSY ? 409 : rc == SL_ENOSPC ? 409 : 400;
-        return bad(fe, st, st == 409 ? "conflict" : "invalid_field", field[0] ? field : NULL,
-                   "%s", err);
+        return ctl_field_errf(fe, st, st == 409 ? "conflict" : "invalid_field", field[0] ? field : NULL,
+                              "%s", err);
     }
     sl_resv_info_t ri;
     sl_sched_resv_get(c->sched, id, &ri);
@@ -231,7 +221,8 @@ int ctl_api_resv(ctl_t *c, const char *method, const char *name, bool admin, jso
         if (name) {
             int id = sl_sched_resv_find(c->sched, name);
             if (id < 0)
-                return bad(fe, 404, "not_found", "name", "no reservation \"%.63s\"", name);
+                return ctl_field_errf(fe, 404, "not_found", "name",
+                                      "no reservation \"%.63s\"", name);
             sl_sched_resv_get(c->sched, id, &ri);
             write_resv(c, out, &ri, now);
             ctl_buf_putc(out, '\n');
@@ -247,19 +238,20 @@ int ctl_api_resv(ctl_t *c, const char *method, const char *name, bool admin, jso
         return 200;
     }
     if (!admin)
-        return bad(fe, 403, "forbidden", NULL, "only the admin token may create or delete "
-                   "reservations");
+        return ctl_field_errf(fe, 403, "forbidden", NULL,
+                              "only the admin token may create or delete reservations");
     if (strcmp(method, "POST") == 0) {
-        if (name) return bad(fe, 405, "method_not_allowed", NULL, "POST /v1/reservations "
-                             "creates one; the name goes in the body");
+        if (name) return ctl_field_errf(fe, 405, "method_not_allowed", NULL,
+                                        "POST /v1/reservations "
+                                        "creates one; the name goes in the body");
         return create(c, body, out, fe);
     }
     if (!name)
-        return bad(fe, 405, "method_not_allowed", NULL, "DELETE names a reservation: "
+        return ctl_field_errf(fe, 405, "method_not_allowed", NULL, "DELETE names a reservation: "
                    "/v1/reservations/{name}");
     int32_t njobs = 0;
     if (ctl_resv_delete(c, name, &njobs) != 0)
-        return bad(fe, 404, "not_found", "name", "no reservation \"%.63s\"", name);
+        return ctl_field_errf(fe, 404, "not_found", "name", "no reservation \"%.63s\"", name);
     ctl_buf_puts(out, "{\"deleted\":");
     ctl_buf_jstr(out, name);
     ctl_buf_puts(out, ",\"jobs_ended\":");

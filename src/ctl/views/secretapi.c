@@ -10,26 +10,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "views/fielderr.h"
 #include "views/secretapi.h"
 #include "seal.h"
 #include "secretref.h"
 #include "sluice/error.h"
 #include "sluice/sched.h"
 #include "store/store.h"
-
-static int bad(ctl_field_err_t *fe, int status, const char *code, const char *field,
-               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int bad(ctl_field_err_t *fe, int status, const char *code, const char *field,
-               const char *fmt, ...) {
-    fe->status = status;
-    fe->code = code;
-    snprintf(fe->field, sizeof fe->field, "%s", field ? field : "");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(fe->message, sizeof fe->message, fmt, ap);
-    va_end(ap);
-    return status;
-}
 
 typedef struct lister {
     ctl_t *c;
@@ -71,10 +58,11 @@ static int read_values(json_t *body, ctl_secret_kv_t **kv, size_t *n, unsigned c
                        ctl_field_err_t *fe) {
     json_t *data = json_object_get(body, "data"), *bin = json_object_get(body, "binary_data"), *x;
     if (data && !json_is_object(data))
-        return bad(fe, 400, "invalid_field", "data", "data: must be an object of keys to strings");
+        return ctl_field_errf(fe, 400, "invalid_field", "data",
+                              "data: must be an object of keys to strings");
     if (bin && !json_is_object(bin))
-        return bad(fe, 400, "invalid_field", "binary_data", "binary_data: must be an object of "
-                   "keys to base64 strings");
+        return ctl_field_errf(fe, 400, "invalid_field", "binary_data",
+                              "binary_data: must be an object of keys to base64 strings");
     size_t cap = json_object_size(data) + json_object_size(bin);
     *kv = sl_xcalloc(cap ? cap : 1, sizeof **kv);
     *bufs = sl_xcalloc(cap ? cap : 1, sizeof **bufs);
@@ -82,25 +70,28 @@ static int read_values(json_t *body, ctl_secret_kv_t **kv, size_t *n, unsigned c
     const char *k;
     json_object_foreach(data, k, x) {
         if (!sl_secret_key_ok(k))
-            return bad(fe, 400, "invalid_field", "data", "data: \"%.64s\" is not a key: 1 to %d "
-                       "letters, digits, '-', '.' and '_'", k, SL_SECRET_KEY_MAX);
+            return ctl_field_errf(fe, 400, "invalid_field", "data",
+                                  "data: \"%.64s\" is not a key: 1 to %d "
+                                  "letters, digits, '-', '.' and '_'", k, SL_SECRET_KEY_MAX);
         if (!json_is_string(x))
-            return bad(fe, 400, "invalid_field", "data", "data: the value of %s must be a string "
-                       "(binary values go in binary_data, base64)", k);
+            return ctl_field_errf(fe, 400, "invalid_field", "data",
+                                  "data: the value of %s must be a string "
+                                  "(binary values go in binary_data, base64)", k);
         (*kv)[(*n)++] = (ctl_secret_kv_t){k, (const unsigned char *)json_string_value(x),
                                           json_string_length(x)};
     }
     json_object_foreach(bin, k, x) {
         if (!sl_secret_key_ok(k))
-            return bad(fe, 400, "invalid_field", "binary_data", "binary_data: \"%.64s\" is not a "
-                       "key: 1 to %d letters, digits, '-', '.' and '_'", k, SL_SECRET_KEY_MAX);
+            return ctl_field_errf(fe, 400, "invalid_field", "binary_data",
+                                  "binary_data: \"%.64s\" is not a "
+                                  "key: 1 to %d letters, digits, '-', '.' and '_'", k, SL_SECRET_KEY_MAX);
         if (json_object_get(data, k))
-            return bad(fe, 400, "invalid_field", "binary_data", "binary_data: key %s is in data "
-                       "too; give each key once", k);
+            return ctl_field_errf(fe, 400, "invalid_field", "binary_data",
+                                  "binary_data: key %s is in data too; give each key once", k);
         size_t len;
         if (!json_is_string(x) || sl_base64_decode(json_string_value(x), &(*bufs)[*n], &len) != 0)
-            return bad(fe, 400, "invalid_field", "binary_data", "binary_data: the value of %s "
-                       "must be base64 text", k);
+            return ctl_field_errf(fe, 400, "invalid_field", "binary_data",
+                                  "binary_data: the value of %s must be base64 text", k);
         (*kv)[*n] = (ctl_secret_kv_t){k, (*bufs)[*n], len};
         (*n)++;
     }
@@ -110,24 +101,27 @@ static int read_values(json_t *body, ctl_secret_kv_t **kv, size_t *n, unsigned c
 static int create(ctl_t *c, const char *tenant, json_t *body, ctl_buf_t *out,
                   ctl_field_err_t *fe) {
     if (!json_is_object(body))
-        return bad(fe, 400, "invalid_body", NULL, "the body must be a JSON object: {\"name\", "
-                   "\"type\", \"data\", \"binary_data\"}");
+        return ctl_field_errf(fe, 400, "invalid_body", NULL,
+                              "the body must be a JSON object: {\"name\", "
+                              "\"type\", \"data\", \"binary_data\"}");
     const char *k;
     json_t *x;
     json_object_foreach(body, k, x) {
         if (strcmp(k, "name") && strcmp(k, "type") && strcmp(k, "data") && strcmp(k, "binary_data"))
-            return bad(fe, 400, "unknown_field", k, "%.64s: unknown field (name, type, data, "
-                       "binary_data)", k);
+            return ctl_field_errf(fe, 400, "unknown_field", k,
+                                  "%.64s: unknown field (name, type, data, binary_data)", k);
     }
     const char *name = json_string_value(json_object_get(body, "name"));
     if (!sl_secret_name_ok(name))
-        return bad(fe, 400, "invalid_field", "name", "name: required, 1 to %d lower-case "
-                   "letters, digits, '-' and '.', starting and ending with a letter or digit",
-                   SL_SECRET_NAME_MAX);
+        return ctl_field_errf(fe, 400, "invalid_field", "name",
+                              "name: required, 1 to %d lower-case "
+                              "letters, digits, '-' and '.', starting and ending with a letter or digit",
+                              SL_SECRET_NAME_MAX);
     json_t *t = json_object_get(body, "type");
     const char *type = t ? json_string_value(t) : "secret";
     if (type == NULL || (strcmp(type, "secret") != 0 && strcmp(type, "config_map") != 0))
-        return bad(fe, 400, "invalid_field", "type", "type: must be secret or config_map");
+        return ctl_field_errf(fe, 400, "invalid_field", "type",
+                              "type: must be secret or config_map");
     ctl_secret_kv_t *kv = NULL;
     unsigned char **bufs = NULL;
     size_t n = 0;
@@ -137,9 +131,9 @@ static int create(ctl_t *c, const char *tenant, json_t *body, ctl_buf_t *out,
         int rc = ctl_secret_create(c, tenant, name, type, kv, n, err, sizeof err);
         if (rc != 0) {
             const char *field = strncmp(err, "data", 4) == 0 ? "data" : "name";
-            st = rc == SL_EEXIST ? bad(fe, 409, "conflict", field, "%s", err)
-                 : rc == SL_ERANGE ? bad(fe, 400, "invalid_field", field, "%s", err)
-                                   : bad(fe, 500, "internal", NULL, "%s", err);
+            st = rc == SL_EEXIST ? ctl_field_errf(fe, 409, "conflict", field, "%s", err)
+                 : rc == SL_ERANGE ? ctl_field_errf(fe, 400, "invalid_field", field, "%s", err)
+                                   : ctl_field_errf(fe, 500, "internal", NULL, "%s", err);
         }
     }
     for (size_t i = 0; i < n; i++)
@@ -163,24 +157,26 @@ int ctl_api_secret(ctl_t *c, const char *method, const char *name, bool admin, i
     if (qtenant) {
         t = sl_sched_tenant_find(c->sched, qtenant);
         if (t < 0)
-            return bad(fe, 400, "invalid_field", "tenant", "tenant: unknown tenant \"%.63s\"",
-                       qtenant);
+            return ctl_field_errf(fe, 400, "invalid_field", "tenant",
+                                  "tenant: unknown tenant \"%.63s\"",
+                                  qtenant);
         if (!admin && t != tenant)
-            return bad(fe, 403, "forbidden", "tenant", "tenant: this token sees only its own "
-                       "tenant's secrets");
+            return ctl_field_errf(fe, 403, "forbidden", "tenant",
+                                  "tenant: this token sees only its own tenant's secrets");
     }
     if (t < 0)
-        return bad(fe, admin ? 400 : 403, admin ? "invalid_field" : "forbidden", "tenant",
-                   admin ? "tenant: the admin token names the tenant whose secrets it means "
-                           "with ?tenant=NAME" : "tenant: secrets belong to tenants; use a "
-                                                 "tenant's token");
+        return ctl_field_errf(fe, admin ? 400 : 403, admin ? "invalid_field" : "forbidden", "tenant",
+                              admin ? "tenant: the admin token names the tenant whose secrets it means "
+                              "with ?tenant=NAME" : "tenant: secrets belong to tenants; use a "
+                              "tenant's token");
     const char *tn = sl_sched_tenant_name(c->sched, t);
     if (name && !sl_secret_name_ok(name))
-        return bad(fe, 404, "not_found", "name", "no secret or config map \"%.63s\"", name);
+        return ctl_field_errf(fe, 404, "not_found", "name",
+                              "no secret or config map \"%.63s\"", name);
     if (strcmp(method, "POST") == 0) {
         if (name)
-            return bad(fe, 405, "method_not_allowed", NULL, "POST /v1/secrets creates one; the "
-                       "name goes in the body");
+            return ctl_field_errf(fe, 405, "method_not_allowed", NULL,
+                                  "POST /v1/secrets creates one; the name goes in the body");
         return create(c, tn, body, out, fe);
     }
     lister_t l = {c, out, 0};
@@ -193,21 +189,24 @@ int ctl_api_secret(ctl_t *c, const char *method, const char *name, bool admin, i
         if (ctl_store_secrets_read(c->store, tn, name, secret_row, &l) < 0) {
             ctl_buf_fini(out);
             ctl_buf_init(out);
-            return bad(fe, 500, "internal", NULL, "the store cannot be read: %s",
-                       ctl_store_errmsg(c->store));
+            return ctl_field_errf(fe, 500, "internal", NULL, "the store cannot be read: %s",
+                                  ctl_store_errmsg(c->store));
         }
         if (name && l.n == 0)
-            return bad(fe, 404, "not_found", "name", "no secret or config map \"%.63s\"", name);
+            return ctl_field_errf(fe, 404, "not_found", "name",
+                                  "no secret or config map \"%.63s\"", name);
         ctl_buf_puts(out, name ? "\n" : "]}\n");
         return 200;
     }
     if (strcmp(method, "DELETE") == 0 && name) {
         if (ctl_secret_delete(c, tn, name) != 0)
-            return bad(fe, 404, "not_found", "name", "no secret or config map \"%.63s\"", name);
+            return ctl_field_errf(fe, 404, "not_found", "name",
+                                  "no secret or config map \"%.63s\"", name);
         ctl_buf_puts(out, "{\"deleted\":");
         ctl_buf_jstr(out, name);
         ctl_buf_puts(out, "}\n");
         return 200;
     }
-    return bad(fe, 405, "method_not_allowed", NULL, "DELETE names a secret: /v1/secrets/{name}");
+    return ctl_field_errf(fe, 405, "method_not_allowed", NULL,
+                          "DELETE names a secret: /v1/secrets/{name}");
 }
