@@ -8,8 +8,9 @@ standby takes over with every acknowledged job; SIGSTOP of the leader past
 its lease then SIGCONT: its etcd write fails, it answers and sends nothing,
 and it comes back as a follower; a member whose state file is deleted
 rebuilds it from etcd (snapshot and log), and a follower stopped while a
-snapshot comes to cover the whole log installs that snapshot; GET /v1/controllers and
-`sluice controllers`.
+snapshot comes to cover the whole log installs that snapshot; a preemption
+record reaches the followers' files and a new leader; GET /v1/controllers
+and `sluice controllers`.
 """
 
 import json
@@ -247,3 +248,45 @@ def file_index(m):
 def _b64(s):
     import base64
     return base64.b64encode(s.encode()).decode()
+
+
+def file_rows(m, sql):
+    db = sqlite3.connect("file:%s?mode=ro" % m.db_path, uri=True)
+    try:
+        return db.execute(sql).fetchall()
+    except sqlite3.OperationalError:
+        return []  # the follower is between a snapshot's install and its open
+    finally:
+        db.close()
+
+
+def test_ha_preemption_records_reach_the_followers(group):
+    """A preemption (a drain past its deadline) is a row of preemptions: it
+    has a primary key, so the leader's session ships it and a follower's
+    file holds it, and a new leader shows the job's history."""
+    etcd, ms = group
+    lead = hautil.wait_leader(ms)
+    agent = harness.Agent(lead, "n1", gpus=1)
+    agent.start()
+    try:
+        st, j = lead.request("POST", "/v1/jobs", SPEC, token=lead.token("alice"))
+        assert st == 201, (st, j)
+        lead.wait_job(j["id"], "running")
+        st, body = lead.request("POST", "/v1/nodes/drain",
+                                {"node": "n1", "deadline": 0, "reason": "kernel update"},
+                                token=lead.token("admin"))
+        assert st == 200, (st, body)
+        lead.wait_job(j["id"], "pending")
+        fol = [m for m in ms if m is not lead]
+        q = "SELECT job, kind, reason FROM preemptions"
+        for f in fol:
+            rows = harness.wait_for(lambda: file_rows(f, q), timeout=20,
+                                    what="the preemption in %s's file" % f.name)
+            assert rows[0][0] == j["id"] and rows[0][1] == "drain", rows
+            assert "kernel update" in rows[0][2], rows
+    finally:
+        agent.stop()
+    lead.kill9()
+    new = hautil.wait_leader(ms, exclude=(lead,))
+    pre = new.job(j["id"])["preemptions"]
+    assert len(pre) == 1 and pre[0]["kind"] == "drain", pre

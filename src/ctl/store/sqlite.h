@@ -2,7 +2,8 @@
  * sqlite.h - the SQLite backend of the store (store.h), shared by its
  * files and by nothing else: sqlite.c (the connection, transactions,
  * backups; jobs, tasks, nodes, scheduling delays and efficiency),
- * sqlite_arrays.c (job arrays), sqlite_disruptions.c (drains, preemptions,
+ * sqlite_schema.c (the tables and their upgrades), sqlite_arrays.c (job
+ * arrays), sqlite_disruptions.c (drains, preemptions,
  * sizes) and sqlite_reader.c (the read-only reads of the report and the
  * history).
  */
@@ -38,6 +39,19 @@ struct ctl_store {
 struct ctl_store_reader {
     sqlite3 *db;
 };
+
+/* What to do about a damaged file, after the message saying why. */
+#define CTL_SQLITE_RESTORE_HINT                                                             \
+    "; sluiced will not load it. Restore the last copy made with `sluiced backup` (copy it " \
+    "over %s while sluiced is stopped), or move the file away and start with --init for an " \
+    "empty cluster"
+
+/* The tables (sqlite_schema.c): CREATE ... IF NOT EXISTS, run at every open. */
+extern const char *const ctl_sqlite_schema;
+/* What a database written by an older sluiced gains at its first open,
+ * after ctl_sqlite_schema (sqlite_schema.c). 0, or -1 with the message in
+ * err. */
+int ctl_sqlite_upgrade(ctl_store_t *s, char *err, size_t errlen);
 
 /* Opens the iteration's transaction as an urgent write. */
 void ctl_sqlite_begin(ctl_store_t *s);
