@@ -355,15 +355,26 @@ static void standby_tick(evutil_socket_t fd, short what, void *ud) {
     char err[512];
     int64_t now = boot_us();
     if (now - h->last_keepalive_us >= (int64_t)h->cfg.ttl_s * 1000000 / 3) {
-        if (keepalive(h) == -2) {
-            /* Our lease expired (etcd unreachable for a TTL): a new one. */
-            if (grant(h, err, sizeof err) < 0)
+        if (h->lease_id == 0 || keepalive(h) == -2) {
+            /* No lease yet (etcd was out of reach) or ours expired (etcd
+             * unreachable for a TTL): a new one. */
+            h->last_keepalive_us = now;
+            if (grant(h, err, sizeof err) < 0) {
                 sl_log(SL_LOG_WARN, "ha", "%s", err);
+                h->lease_id = 0;
+            }
         }
     }
-    if (!h->have_snapshot || h->rep == NULL) {
-        if (sync_base(h, err, sizeof err) < 0)
+    if (h->lease_id == 0)
+        return; /* nothing to campaign with */
+    if (!h->based || !h->have_snapshot || h->rep == NULL) {
+        if (sync_base(h, err, sizeof err) < 0) {
             sl_log(SL_LOG_WARN, "ha", "%s", err);
+            if (!h->based)
+                return; /* not a state of the record yet: no campaign */
+        } else {
+            h->based = true;
+        }
     }
     for (int i = 0; i < 8; i++) {
         int r = poll_log(h, err, sizeof err);
@@ -434,7 +445,14 @@ int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg
     }
     if (ctl_etcd_init(&h->etcd, cfg->endpoints, err, errlen) < 0)
         return -1;
-    return grant(h, err, errlen);
+    /* etcd out of reach (a partition, a member restarting) is no reason to
+     * exit: the member stands by and the tick tries again; it campaigns
+     * only with a lease and a file brought to a state of the record. */
+    if (grant(h, err, errlen) < 0) {
+        sl_log(SL_LOG_WARN, "ha", "member=%s: %s; standing by until etcd answers", cfg->name, err);
+        h->lease_id = 0;
+    }
+    return 0;
 }
 
 void ctl_ha_fini(ctl_ha_t *h) {
@@ -458,8 +476,15 @@ void ctl_ha_fini(ctl_ha_t *h) {
 }
 
 int ctl_ha_standby(ctl_ha_t *h, char *err, size_t errlen) {
-    if (sync_base(h, err, errlen) < 0)
-        return -1;
+    if (h->lease_id == 0 || sync_base(h, err, errlen) < 0) {
+        if (h->lease_id != 0)
+            sl_log(SL_LOG_WARN, "ha", "member=%s: %s; standing by until etcd answers",
+                   h->cfg.name, err);
+        if (open_replica(h, err, errlen) < 0)
+            return -1;
+    } else {
+        h->based = true;
+    }
     if (ctl_standby_open(&h->standby, h->base, h->cfg.listen, h->cfg.agent_listen, &h->info, err,
                          errlen) < 0)
         return -1;

@@ -72,6 +72,7 @@ typedef struct ctl_ha {
     uint64_t fallbacks;        /* a follower: snapshots installed for a compacted entry */
     uint64_t snap_index;       /* the last snapshot's index (0: none) */
     bool have_snapshot;
+    bool based;                /* the file was brought to a state of the record once */
     ctl_replica_t *rep;        /* a follower's copy (NULL on the leader) */
     ctl_store_t *store;        /* the leader's store */
     ctl_standby_t standby;

@@ -1,0 +1,288 @@
+#!/usr/bin/python3
+"""
+bench/ha_matrix.py - the HA fault matrix (docs/ha.md, "Verified"): real
+daemons in network namespaces of their own (tests/e2e/fixtures/hanetns.py:
+three etcd members in one cluster, three sluiced --ha, two agents with
+emulated GPUs and `--controller A,B,C`), a stream of submissions (plain
+jobs, arrays of 4, afterok dependencies; every 201 recorded) while faults
+happen, N rounds of each scenario:
+
+  kill      kill -9 of the leader (started again after the takeover)
+  stop      SIGSTOP of the leader for TTL + 2 s, then SIGCONT
+  cut       the leader's namespace cut off (iptables DROP on its eth0:
+            etcd, agents and clients all silent) until the takeover + 1 s
+  wipe      the leader's state directory deleted, the leader killed -9 and
+            started again (it must rebuild from etcd and rejoin)
+  etcd      the etcd member the leader lists first killed -9 (started
+            again at the end of the round)
+
+Per round: the takeover (from the fault to the first 201 whose request
+was sent after it, from another member than the faulted leader; for etcd
+from any member), found by POSTing a job to each candidate every 50 ms
+besides the stream; acknowledged jobs absent from the new leader (lost).
+At the end, once every acknowledged job has ended: jobs not succeeded,
+(job, task) pairs whose stamps outnumber 1 + the job's requeues (double
+runs), and launches the agents accepted of an epoch lower than their
+highest (the agent's own check) or of an epoch lower than a leader the
+bench had already seen acknowledge (a deposed leader's launch). Before
+each round the group must be whole again (three controllers, one leader,
+three etcd members, both nodes up).
+
+    /usr/bin/python3 bench/ha_matrix.py [--rounds 20] [--scenarios kill,stop,cut,wipe,etcd]
+                                        [--ttl 3] [--rate 4] [--octet 231] [--json OUT]
+
+Needs root (ip netns, iptables), Debian's etcd-server and build/ (make;
+SLUICE_BUILD to change). Everything it creates (namespaces hmPID-*, its
+processes) is removed by name and PID at the end, also on failure.
+"""
+import argparse
+import json
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e", "fixtures"))
+import harness  # noqa: E402
+import hanetns  # noqa: E402
+
+SCENARIOS = ("kill", "stop", "cut", "wipe", "etcd")
+
+
+def probe(g, stream, cands, t0, deadline):
+    """Takeover: POSTs a job to each candidate in turn (no redirect followed)
+    until one answers 201; the time of that or of the stream's first 201
+    sent after t0 from a candidate, whichever is first."""
+    names = {c.name for c in cands}
+    while time.monotonic() < deadline:
+        for c in cands:
+            sent = time.monotonic()
+            try:
+                st, body, _ = hanetns.http_call(c.ip, "POST", "/v1/jobs",
+                                                {"name": "probe", "gpus": 1,
+                                                 "command": ["sh", "-c", stream.cmd]},
+                                                token=g.alice, timeout=1.0)
+            except OSError:
+                st = None
+            if st == 201:
+                stream.record(sent, body["id"], c.name, "plain")
+                break
+        for rec in stream.snapshot():
+            if rec[0] >= t0 and rec[3] in names:
+                return rec[1] - t0, rec[5]
+        time.sleep(0.05)
+    return None, None
+
+
+def one_round(g, stream, scen, rnd, ttl, log):
+    lead, epoch = g.wait_whole(timeout=120)
+    time.sleep(1.0)  # submissions flowing to this leader
+    others = [c for c in g.ctls if c is not lead]
+    info = {"scenario": scen, "round": rnd, "old": lead.name, "old_epoch": epoch}
+    t0 = time.monotonic()
+    info["t_fault"] = time.time()
+    if scen == "kill":
+        lead.kill9()
+    elif scen == "stop":
+        lead.signal(signal.SIGSTOP)
+    elif scen == "cut":
+        g.net.cut(lead.ns)
+    elif scen == "wipe":
+        import shutil
+        shutil.rmtree(lead.state_dir)
+        lead.kill9()
+        lead.start()
+    elif scen == "etcd":
+        victim = lead.etcd_first
+        info["etcd_killed"] = victim.name
+        victim.kill9()
+    cands = others if scen in ("kill", "stop", "cut") else g.ctls
+    took, wall = probe(g, stream, cands, t0, t0 + 60)
+    info["takeover_s"] = took
+    info["t_takeover"] = wall
+    if scen == "stop":
+        left = t0 + ttl + 2 - time.monotonic()
+        if left > 0:
+            time.sleep(left)
+        lead.signal(signal.SIGCONT)
+    elif scen == "cut":
+        time.sleep(1.0)
+        g.net.heal(lead.ns)
+    elif scen == "kill":
+        lead.start()
+    elif scen == "etcd":
+        g.etcds[[e.name for e in g.etcds].index(info["etcd_killed"])].start()
+    new, new_epoch = g.wait_whole(timeout=120)
+    info["new"], info["new_epoch"] = new.name, new_epoch
+    acked = stream.snapshot()
+    have = g.all_jobs(new)
+    info["acked"] = len(acked)
+    info["lost"] = sorted(r[2] for r in acked if r[2] not in have)
+    log("round %s %d: %s epoch %s -> %s epoch %s, takeover %s s, acknowledged %d, lost %d" % (
+        scen, rnd, lead.name, epoch, new.name, new_epoch,
+        "%.2f" % took if took is not None else "none", len(acked), len(info["lost"])))
+    return info
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else None
+
+
+def settle(g, stream, timeout):
+    """Waits until every acknowledged job (and every element of an array)
+    has ended; returns the leader's jobs."""
+    done = ("succeeded", "failed", "cancelled")
+    deadline = time.monotonic() + timeout
+    while True:
+        lead, _ = g.wait_whole(timeout=120)
+        jobs = g.all_jobs(lead)
+        ids = {r[2] for r in stream.snapshot()}
+        open_ = [j for j in jobs.values() if j["state"] not in done]
+        if not open_ or time.monotonic() > deadline:
+            return jobs, ids, open_
+        time.sleep(1.0)
+
+
+def audit(g, rounds, jobs, ids):
+    """Double runs and deposed launches, attributed to the round they fell in."""
+    runs = g.stamp_runs()
+    doubles = []
+    for (job, task), rs in runs.items():
+        j = jobs.get(job)
+        allowed = 1 + (j.get("requeues") or 0 if j else 0)
+        if j and isinstance(j.get("attempt"), int):
+            allowed += max(0, j["attempt"] - 1)
+        if len(rs) > allowed:
+            doubles.append({"job": job, "task": task, "runs": sorted(rs, key=lambda r: r[1]),
+                            "allowed": allowed})
+    launches = g.launches()
+    # Epochs the bench saw acknowledge, with the wall time of the first 201.
+    seen = sorted((r["t_takeover"], r["new_epoch"]) for r in rounds
+                  if r.get("t_takeover") and r.get("new_epoch"))
+    own, deposed = [], []
+    for t, agent, job, task, frm, ep, hi in launches:
+        if ep < hi:
+            own.append((t, agent, job, task, frm, ep, hi))
+        if any(tw < t and e > ep for tw, e in seen):
+            deposed.append((t, agent, job, task, frm, ep))
+
+    def where(t):
+        for r in reversed(rounds):
+            if t >= r["t_fault"]:
+                return r
+        return None
+    for d in doubles:
+        r = where(d["runs"][-1][1])
+        if r:
+            r.setdefault("doubles", []).append(d)
+    for x in deposed:
+        r = where(x[0])
+        if r:
+            r.setdefault("deposed", []).append(x)
+    wrong = sorted(i for i in ids if i in jobs and jobs[i]["state"] != "succeeded")
+    missing = sorted(i for i in ids if i not in jobs)
+    return {"doubles": doubles, "own_check_violations": own, "deposed": deposed,
+            "launches": len(launches), "not_succeeded": wrong, "missing_at_end": missing,
+            "refusals": g.refusals(), "stamped_tasks": len(runs)}
+
+
+def table(rounds, out):
+    lines = ["| scenario | rounds | takeover p50 | p99 | max | acknowledged lost | "
+             "double runs | deposed launches accepted |", "|---|---|---|---|---|---|---|---|"]
+    for scen in SCENARIOS:
+        rs = [r for r in rounds if r["scenario"] == scen]
+        if not rs:
+            continue
+        ts = [r["takeover_s"] for r in rs if r["takeover_s"] is not None]
+        fails = len(rs) - len(ts)
+        f = (lambda v: "%.2f s" % v if v is not None else "-")
+        lines.append("| %s | %d | %s | %s | %s%s | %d | %d | %d |" % (
+            scen, len(rs), f(pct(ts, 0.5)), f(pct(ts, 0.99)), f(max(ts) if ts else None),
+            " (%d none)" % fails if fails else "", sum(len(r["lost"]) for r in rs),
+            sum(len(r.get("doubles", [])) for r in rs), sum(len(r.get("deposed", [])) for r in rs)))
+    lines.append("| Slurm backup controller (SlurmctldTimeout default) | | 120 s | | | "
+                 "up to ~5 s of changes | | no fencing |")
+    lines.append("| Kubernetes control plane (lease 15 s, renew 10 s, retry 2 s) | | ~15-17 s | | "
+                 "| | | |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--ttl", type=int, default=3)
+    ap.add_argument("--rate", type=float, default=4.0, help="submissions a second")
+    ap.add_argument("--octet", type=int, default=231, help="the subnet: 10.OCTET.0.0/24")
+    ap.add_argument("--settle", type=float, default=300, help="seconds for every job to end")
+    ap.add_argument("--json", help="also write every round's record here")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    a = ap.parse_args()
+    scens = [s for s in a.scenarios.split(",") if s]
+    for s in scens:
+        if s not in SCENARIOS:
+            ap.error("--scenarios: %s is not one of %s" % (s, ",".join(SCENARIOS)))
+    why = hanetns.unavailable()
+    if why:
+        print("ha_matrix: cannot run: %s" % why, file=sys.stderr)
+        return 2
+
+    def log(msg):
+        print("%s %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+
+    tmp = tempfile.mkdtemp(prefix="ha-matrix-")
+    g = hanetns.Group(tmp, octet=a.octet, ttl=a.ttl)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    rounds, summary = [], {}
+    t_start = time.time()
+    load0 = os.getloadavg()
+    try:
+        g.start()
+        log("group up in %s: %s" % (tmp, g.net.tag))
+        stream = hanetns.Stream(g, rate=a.rate)
+        stream.start()
+        for scen in scens:
+            for rnd in range(1, a.rounds + 1):
+                rounds.append(one_round(g, stream, scen, rnd, a.ttl, log))
+        stream.stop_flag.set()
+        stream.join(10)
+        jobs, ids, open_ = settle(g, stream, a.settle)
+        summary = audit(g, rounds, jobs, ids)
+        summary["still_open_at_end"] = len(open_)
+        summary["submit_errors"] = stream.errors
+    finally:
+        g.close()
+        if not a.keep:
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
+    out = {"rounds": rounds, "summary": summary, "ttl_s": a.ttl, "rate": a.rate,
+           "seconds": round(time.time() - t_start), "load_before": load0,
+           "load_after": os.getloadavg(), "nproc": os.cpu_count()}
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1, default=str)
+    print(table(rounds, out))
+    s = summary
+    print("\nacknowledged %d jobs; at the end: missing %d, not succeeded %d, still open %d; "
+          "stamped tasks %d, launches accepted %d, agents' own epoch check violated %d, "
+          "refusals of an older epoch %d; %d s, load %s -> %s on %d CPUs" % (
+              rounds[-1]["acked"] if rounds else 0, len(s.get("missing_at_end", [])),
+              len(s.get("not_succeeded", [])), s.get("still_open_at_end", 0),
+              s.get("stamped_tasks", 0), s.get("launches", 0),
+              len(s.get("own_check_violations", [])), s.get("refusals", 0), out["seconds"],
+              "/".join("%.1f" % x for x in load0),
+              "/".join("%.1f" % x for x in out["load_after"]), os.cpu_count()))
+    bad = (sum(len(r["lost"]) for r in rounds) + len(s.get("doubles", [])) +
+           len(s.get("deposed", [])) + len(s.get("missing_at_end", [])))
+    if statistics and bad:
+        print("FAILURES: see --json for the records", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
