@@ -21,8 +21,8 @@ was sent after it, from another member than the faulted leader; for etcd
 from any member), found by POSTing a job to each candidate every 50 ms
 besides the stream; acknowledged jobs absent from the new leader (lost).
 At the end, once every acknowledged job has ended: jobs not succeeded,
-(job, task) pairs whose stamps outnumber 1 + the job's requeues (double
-runs), and launches the agents accepted of an epoch lower than their
+(job, task) pairs whose stamps outnumber 1 + the job's requeues, or two
+of whose runs overlapped in time (double runs), and launches the agents accepted of an epoch lower than their
 highest (the agent's own check) or of an epoch lower than a leader the
 bench had already seen acknowledge (a deposed leader's launch). Before
 each round the group must be whole again (three controllers, one leader,
@@ -39,7 +39,6 @@ import argparse
 import json
 import os
 import signal
-import statistics
 import sys
 import tempfile
 import time
@@ -47,148 +46,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e", "fixtures"))
-import harness  # noqa: E402
 import hanetns  # noqa: E402
 
-SCENARIOS = ("kill", "stop", "cut", "wipe", "etcd")
-
-
-def probe(g, stream, cands, t0, deadline):
-    """Takeover: POSTs a job to each candidate in turn (no redirect followed)
-    until one answers 201; the time of that or of the stream's first 201
-    sent after t0 from a candidate, whichever is first."""
-    names = {c.name for c in cands}
-    while time.monotonic() < deadline:
-        for c in cands:
-            sent = time.monotonic()
-            try:
-                st, body, _ = hanetns.http_call(c.ip, "POST", "/v1/jobs",
-                                                {"name": "probe", "gpus": 1,
-                                                 "command": ["sh", "-c", stream.cmd]},
-                                                token=g.alice, timeout=1.0)
-            except OSError:
-                st = None
-            if st == 201:
-                stream.record(sent, body["id"], c.name, "plain")
-                break
-        for rec in stream.snapshot():
-            if rec[0] >= t0 and rec[3] in names:
-                return rec[1] - t0, rec[5]
-        time.sleep(0.05)
-    return None, None
-
-
-def one_round(g, stream, scen, rnd, ttl, log):
-    lead, epoch = g.wait_whole(timeout=120)
-    time.sleep(1.0)  # submissions flowing to this leader
-    others = [c for c in g.ctls if c is not lead]
-    info = {"scenario": scen, "round": rnd, "old": lead.name, "old_epoch": epoch}
-    t0 = time.monotonic()
-    info["t_fault"] = time.time()
-    if scen == "kill":
-        lead.kill9()
-    elif scen == "stop":
-        lead.signal(signal.SIGSTOP)
-    elif scen == "cut":
-        g.net.cut(lead.ns)
-    elif scen == "wipe":
-        import shutil
-        shutil.rmtree(lead.state_dir)
-        lead.kill9()
-        lead.start()
-    elif scen == "etcd":
-        victim = lead.etcd_first
-        info["etcd_killed"] = victim.name
-        victim.kill9()
-    cands = others if scen in ("kill", "stop", "cut") else g.ctls
-    took, wall = probe(g, stream, cands, t0, t0 + 60)
-    info["takeover_s"] = took
-    info["t_takeover"] = wall
-    if scen == "stop":
-        left = t0 + ttl + 2 - time.monotonic()
-        if left > 0:
-            time.sleep(left)
-        lead.signal(signal.SIGCONT)
-    elif scen == "cut":
-        time.sleep(1.0)
-        g.net.heal(lead.ns)
-    elif scen == "kill":
-        lead.start()
-    elif scen == "etcd":
-        g.etcds[[e.name for e in g.etcds].index(info["etcd_killed"])].start()
-    new, new_epoch = g.wait_whole(timeout=120)
-    info["new"], info["new_epoch"] = new.name, new_epoch
-    acked = stream.snapshot()
-    have = g.all_jobs(new)
-    info["acked"] = len(acked)
-    info["lost"] = sorted(r[2] for r in acked if r[2] not in have)
-    log("round %s %d: %s epoch %s -> %s epoch %s, takeover %s s, acknowledged %d, lost %d" % (
-        scen, rnd, lead.name, epoch, new.name, new_epoch,
-        "%.2f" % took if took is not None else "none", len(acked), len(info["lost"])))
-    return info
-
-
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else None
-
-
-def settle(g, stream, timeout):
-    """Waits until every acknowledged job (and every element of an array)
-    has ended; returns the leader's jobs."""
-    done = ("succeeded", "failed", "cancelled")
-    deadline = time.monotonic() + timeout
-    while True:
-        lead, _ = g.wait_whole(timeout=120)
-        jobs = g.all_jobs(lead)
-        ids = {r[2] for r in stream.snapshot()}
-        open_ = [j for j in jobs.values() if j["state"] not in done]
-        if not open_ or time.monotonic() > deadline:
-            return jobs, ids, open_
-        time.sleep(1.0)
-
-
-def audit(g, rounds, jobs, ids):
-    """Double runs and deposed launches, attributed to the round they fell in."""
-    runs = g.stamp_runs()
-    doubles = []
-    for (job, task), rs in runs.items():
-        j = jobs.get(job)
-        allowed = 1 + (j.get("requeues") or 0 if j else 0)
-        if j and isinstance(j.get("attempt"), int):
-            allowed += max(0, j["attempt"] - 1)
-        if len(rs) > allowed:
-            doubles.append({"job": job, "task": task, "runs": sorted(rs, key=lambda r: r[1]),
-                            "allowed": allowed})
-    launches = g.launches()
-    # Epochs the bench saw acknowledge, with the wall time of the first 201.
-    seen = sorted((r["t_takeover"], r["new_epoch"]) for r in rounds
-                  if r.get("t_takeover") and r.get("new_epoch"))
-    own, deposed = [], []
-    for t, agent, job, task, frm, ep, hi in launches:
-        if ep < hi:
-            own.append((t, agent, job, task, frm, ep, hi))
-        if any(tw < t and e > ep for tw, e in seen):
-            deposed.append((t, agent, job, task, frm, ep))
-
-    def where(t):
-        for r in reversed(rounds):
-            if t >= r["t_fault"]:
-                return r
-        return None
-    for d in doubles:
-        r = where(d["runs"][-1][1])
-        if r:
-            r.setdefault("doubles", []).append(d)
-    for x in deposed:
-        r = where(x[0])
-        if r:
-            r.setdefault("deposed", []).append(x)
-    wrong = sorted(i for i in ids if i in jobs and jobs[i]["state"] != "succeeded")
-    missing = sorted(i for i in ids if i not in jobs)
-    return {"doubles": doubles, "own_check_violations": own, "deposed": deposed,
-            "launches": len(launches), "not_succeeded": wrong, "missing_at_end": missing,
-            "refusals": g.refusals(), "stamped_tasks": len(runs)}
+from hanetns import SCENARIOS, audit, one_round, pct, settle  # noqa: E402
 
 
 def table(rounds, out):
@@ -279,7 +139,7 @@ def main():
               "/".join("%.1f" % x for x in out["load_after"]), os.cpu_count()))
     bad = (sum(len(r["lost"]) for r in rounds) + len(s.get("doubles", [])) +
            len(s.get("deposed", [])) + len(s.get("missing_at_end", [])))
-    if statistics and bad:
+    if bad:
         print("FAILURES: see --json for the records", file=sys.stderr)
     return 1 if bad else 0
 

@@ -8,6 +8,7 @@
  * what arrived meanwhile), one keepalive and one member write a second,
  * and a follower's range read of the log every 100 ms.
  */
+#include <errno.h>
 #include <event2/event.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -191,6 +192,30 @@ static bool file_exists(const char *path) {
     return stat(path, &sb) == 0 && sb.st_size > 0;
 }
 
+/* The directory that holds path, made (0700, with its parents) when it
+ * is missing: a member whose state directory was deleted rebuilds it. */
+static int make_parent(const char *path, char *err, size_t errlen) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL || slash == dir)
+        return 0;
+    *slash = '\0';
+    for (char *p = dir + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "%s: cannot be made: %s", dir, strerror(errno));
+            return -1;
+        }
+        *p = c;
+        if (c == '\0')
+            return 0;
+    }
+}
+
 static int open_replica(ctl_ha_t *h, char *err, size_t errlen) {
     ctl_replica_close(h->rep);
     h->rep = NULL;
@@ -236,6 +261,8 @@ static int sync_base(ctl_ha_t *h, char *err, size_t errlen) {
         h->rep = NULL;
         tried = true;
         last = m.index;
+        if (make_parent(h->cfg.state, err, errlen) < 0)
+            return -1;
         if (ctl_ha_snapshot_fetch(&h->etcd, h->cfg.prefix, &m, h->cfg.state, err, errlen) == 0)
             return open_replica(h, err, errlen);
         sl_log(SL_LOG_INFO, "ha", "snapshot index=%" PRIu64 ": %s; reading the current one",
