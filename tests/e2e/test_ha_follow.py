@@ -6,6 +6,7 @@ etcd) stands by instead of exiting, and joins once etcd answers
 sluiced --ha on 127.0.0.1.
 """
 
+import base64
 import json
 import os
 import shutil
@@ -140,3 +141,39 @@ def test_member_whose_state_directory_was_deleted_rebuilds_it(tmp_path, build_di
         assert ms[1].role() == "follower"
     finally:
         hautil.stop_all(ms, etcd)
+
+
+def test_leader_that_steps_down_revokes_its_old_lease(tmp_path, build_dir):
+    """A leader whose etcd write is refused (its leader key deleted behind
+    its back here) steps down and re-executes itself; the new image revokes
+    the lease the old one held, so that a leader key still attached to it
+    would go at once rather than after the TTL (a leader that stepped down
+    on a transient etcd error used to block the election for up to a TTL)."""
+    if not os.access(os.path.join(build_dir, "sluiced"), os.X_OK):
+        pytest.skip("sluiced is not built")
+    etcd = hautil.Etcd(tmp_path).start()
+    m = hautil.Member(os.path.join(str(tmp_path), "m1"), etcd, "m1", ttl=10)
+    try:
+        m.start()
+        harness.wait_for(lambda: m.role() == "leader", timeout=30, what="m1 leads")
+        key = base64.b64encode(b"/sluice/leader").decode()
+        kv = etcd.call("/v3/kv/range", {"key": key})["kvs"][0]
+        lease = kv["lease"]
+        assert int(etcd.call("/v3/lease/timetolive", {"ID": lease})["TTL"]) > 0
+        etcd.call("/v3/kv/deleterange", {"key": key})
+        # The next group commit is refused (the key is not its own): it
+        # steps down, with no answer to this request.
+        try:
+            m.request("POST", "/v1/jobs", {"command": ["true"], "gpus": 1},
+                      token=m.token("alice"), timeout=5)
+        except (OSError, ConnectionError):
+            pass
+        harness.wait_for(lambda: "revoked lease %s" % lease in m.log() or
+                         "not revoked" in m.log(), timeout=20, what="the old lease handled")
+        assert "steps down" in m.log()
+        assert "revoked lease %s, held before stepping down" % lease in m.log(), m.log()[-3000:]
+        # Gone on etcd, well before its 10 s TTL.
+        assert int(etcd.call("/v3/lease/timetolive", {"ID": lease})["TTL"]) == -1
+        harness.wait_for(lambda: m.role() == "leader", timeout=30, what="m1 leads again")
+    finally:
+        hautil.stop_all([m], etcd)

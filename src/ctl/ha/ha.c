@@ -458,6 +458,30 @@ static char *metrics_cb(void *ud) {
     return out;
 }
 
+/* The lease this process held before it stepped down and re-executed
+ * itself (OLD_LEASE_ENV, set by ctl_ha_step_down): revoked, so that the
+ * leader key it may still hold goes at once instead of when the lease
+ * expires (nothing can act on that epoch any more: the old image is
+ * gone). Best effort: unrevoked, it expires after its TTL. */
+#define OLD_LEASE_ENV "SLUICE_HA_PREVIOUS_LEASE"
+static void revoke_previous(ctl_ha_t *h) {
+    const char *v = getenv(OLD_LEASE_ENV);
+    char id[32];
+    snprintf(id, sizeof id, "%s", v ? v : "");
+    unsetenv(OLD_LEASE_ENV);
+    if (id[0] == '\0')
+        return;
+    json_t *req = json_pack("{s:s}", "ID", id), *resp = NULL;
+    if (ctl_etcd_post(&h->etcd, "/v3/lease/revoke", req, &resp, 1000) == 0)
+        sl_log(SL_LOG_INFO, "ha", "member=%s revoked lease %s, held before stepping down",
+               h->cfg.name, id);
+    else
+        sl_log(SL_LOG_INFO, "ha", "member=%s: lease %s, held before stepping down, not revoked "
+               "(%s): it expires by itself", h->cfg.name, id, h->etcd.err);
+    json_decref(req);
+    json_decref(resp);
+}
+
 int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg, char *err,
                 size_t errlen) {
     *h = (ctl_ha_t){.cfg = *cfg, .base = base};
@@ -472,6 +496,7 @@ int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg
     }
     if (ctl_etcd_init(&h->etcd, cfg->endpoints, err, errlen) < 0)
         return -1;
+    revoke_previous(h);
     /* etcd out of reach (a partition, a member restarting) is no reason to
      * exit: the member stands by and the tick tries again; it campaigns
      * only with a lease and a file brought to a state of the record. */
@@ -643,6 +668,11 @@ void ctl_ha_step_down(ctl_ha_t *h, const char *why) {
      * transaction is rolled back by the next open. */
     for (int fd = 3; fd < 65536; fd++)
         (void)close(fd);
+    if (h->lease_id != 0) {
+        char id[32];
+        snprintf(id, sizeof id, "%" PRId64, h->lease_id);
+        setenv(OLD_LEASE_ENV, id, 1);
+    }
     execv("/proc/self/exe", h->cfg.argv);
     _exit(3);
 }
