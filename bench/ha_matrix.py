@@ -130,11 +130,12 @@ def main():
     s = summary
     print("\nacknowledged %d jobs; at the end: missing %d, not succeeded %d, still open %d; "
           "stamped tasks %d, launches accepted %d, agents' own epoch check violated %d, "
-          "refusals of an older epoch %d; %d s, load %s -> %s on %d CPUs" % (
+          "refused as of an older epoch %s; %d s, load %s -> %s on %d CPUs" % (
               rounds[-1]["acked"] if rounds else 0, len(s.get("missing_at_end", [])),
               len(s.get("not_succeeded", [])), s.get("still_open_at_end", 0),
               s.get("stamped_tasks", 0), s.get("launches", 0),
-              len(s.get("own_check_violations", [])), s.get("refusals", 0), out["seconds"],
+              len(s.get("own_check_violations", [])),
+              json.dumps(s.get("refusals", {}), sort_keys=True), out["seconds"],
               "/".join("%.1f" % x for x in load0),
               "/".join("%.1f" % x for x in out["load_after"]), os.cpu_count()))
     bad = (sum(len(r["lost"]) for r in rounds) + len(s.get("doubles", [])) +

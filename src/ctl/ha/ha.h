@@ -83,7 +83,11 @@ typedef struct ctl_ha {
     uint64_t ship_failures;
 } ctl_ha_t;
 
-/* Connects to etcd and takes this member's lease. 0, or -1 with err. */
+/* Connects to etcd and takes this member's lease; first revokes the one
+ * this process held before it stepped down (ctl_ha_step_down passes it
+ * on). etcd out of reach is not an error: the lease is then taken by the
+ * standby's tick, and no campaign is made without one. 0, or -1 with err
+ * (the endpoints, or SQLite without the session extension). */
 int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg, char *err,
                 size_t errlen);
 /* Frees what init made; the lease is revoked (a clean stop hands the
