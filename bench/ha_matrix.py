@@ -23,10 +23,11 @@ besides the stream; acknowledged jobs absent from the new leader (lost).
 At the end, once every acknowledged job has ended: jobs not succeeded,
 (job, task) pairs whose stamps outnumber 1 + the job's requeues, or two
 of whose runs overlapped in time (double runs), and launches the agents accepted of an epoch lower than their
-highest (the agent's own check) or of an epoch lower than a leader the
-bench had already seen acknowledge (a deposed leader's launch). Before
-each round the group must be whole again (three controllers, one leader,
-three etcd members, both nodes up).
+highest (the agent's own check) or of an epoch lower than that of a
+leader already elected (the controllers' logs) or seen acknowledging by
+the bench (a deposed leader's launch). Before each round the group must
+be whole again (three controllers, one leader, every member's file within
+20 log entries of the leader's, three etcd members, both nodes up).
 
     /usr/bin/python3 bench/ha_matrix.py [--rounds 20] [--scenarios kill,stop,cut,wipe,etcd]
                                         [--ttl 3] [--rate 4] [--octet 231] [--json OUT]

@@ -10,8 +10,8 @@ the etcd member the leader lists first killed -9 and restarted. Then:
 no acknowledged job lost, every acknowledged job succeeded, no (job,
 task) ran twice by the tasks' own stamps, every new leader's epoch is
 greater than the one it replaced, and no agent accepted a launch of an
-epoch older than a leader already seen acknowledging (the deposed
-leader's), nor of one older than its own highest.
+epoch older than that of a leader already elected or seen
+acknowledging (the deposed leader's), nor of one older than its own highest.
 """
 
 import os
