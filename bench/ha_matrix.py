@@ -13,8 +13,10 @@ happen, N rounds of each scenario:
             etcd, agents and clients all silent) until the takeover + 1 s
   wipe      the leader's state directory deleted, the leader killed -9 and
             started again (it must rebuild from etcd and rejoin)
-  etcd      the etcd member the leader lists first killed -9 (started
+  etcd      the etcd member the leader is connected to killed -9 (started
             again at the end of the round)
+  etcdcut   that etcd member's namespace cut off (iptables DROP) until the
+            first 201 after the fault + 1 s (not in the default list)
 
 Per round: the takeover (from the fault to the first 201 whose request
 was sent after it, from another member than the faulted leader; for etcd
@@ -76,7 +78,7 @@ def table(rounds, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--scenarios", default="kill,stop,cut,wipe,etcd")
     ap.add_argument("--ttl", type=int, default=3)
     ap.add_argument("--rate", type=float, default=4.0, help="submissions a second")
     ap.add_argument("--octet", type=int, default=231, help="the subnet: 10.OCTET.0.0/24")
