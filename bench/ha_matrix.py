@@ -31,7 +31,7 @@ the bench (a deposed leader's launch). Before each round the group must
 be whole again (three controllers, one leader, every member's file within
 20 log entries of the leader's, three etcd members, both nodes up).
 
-    /usr/bin/python3 bench/ha_matrix.py [--rounds 20] [--scenarios kill,stop,cut,wipe,etcd]
+    /usr/bin/python3 bench/ha_matrix.py [--rounds 20] [--scenarios kill,stop,cut,wipe,etcd,etcdcut]
                                         [--ttl 3] [--rate 4] [--octet 231] [--json OUT]
 
 Needs root (ip netns, iptables), Debian's etcd-server and build/ (make;
@@ -77,9 +77,10 @@ def table(rounds, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--scenarios", default="kill,stop,cut,wipe,etcd")
-    ap.add_argument("--ttl", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=20, help="rounds of each scenario")
+    ap.add_argument("--scenarios", default="kill,stop,cut,wipe,etcd",
+                    help="comma-separated, of %s (default: all but etcdcut)" % ",".join(SCENARIOS))
+    ap.add_argument("--ttl", type=int, default=3, help="the controllers' --lease-ttl, s")
     ap.add_argument("--rate", type=float, default=4.0, help="submissions a second")
     ap.add_argument("--octet", type=int, default=231, help="the subnet: 10.OCTET.0.0/24")
     ap.add_argument("--settle", type=float, default=300, help="seconds for every job to end")
