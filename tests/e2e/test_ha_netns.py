@@ -15,6 +15,7 @@ acknowledging (the deposed leader's), nor of one older than its own highest.
 """
 
 import os
+import shutil
 import sys
 import tempfile
 
@@ -32,9 +33,8 @@ def test_ha_partition_wipe_and_etcd_kill_in_namespaces(build_dir):
     for b in ("sluiced", "sluice-agent"):
         if not os.access(os.path.join(build_dir, b), os.X_OK):
             pytest.skip("%s is not built" % b)
-    # Not pytest's tmp_path: under /tmp/pytest-of-root (0700) the agents'
-    # tasks could not write their stamps as another user; here they run
-    # as root anyway, and the directory is made 0755 by Group.
+    # A directory of its own: removed when the test passes, kept with the
+    # daemons' logs when it fails.
     tmp = tempfile.mkdtemp(prefix="ha-netns-")
     g = hanetns.Group(tmp, octet=232)
     logs = []
@@ -56,6 +56,15 @@ def test_ha_partition_wipe_and_etcd_kill_in_namespaces(build_dir):
     finally:
         g.close()
     print("\n".join(logs))
+    try:
+        _check(g, rounds, jobs, ids, open_, s)
+    except AssertionError:
+        print("the daemons' logs are kept in %s" % tmp)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _check(g, rounds, jobs, ids, open_, s):
     assert len(ids) >= 20, ids  # the stream went on through the faults
     for r in rounds:
         assert r["takeover_s"] is not None, r
