@@ -53,6 +53,8 @@ deps:
 	# prometheus: promtool (rule tests, config and metrics checks) and a real
 	# Prometheus for tests/e2e/test_deploy*.py.
 	apt-get install -y --no-install-recommends prometheus
+	# iproute2, iptables: daemons in network namespaces, partitions cut inside them (tests/e2e/test_ha_netns.py, bench/ha_matrix.py).
+	apt-get install -y --no-install-recommends iproute2 iptables
 
 bench-live: build
 	bench/live/run.sh

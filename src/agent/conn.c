@@ -440,6 +440,11 @@ static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
     } else {
         switch (m.type) {
         case SL_PROTO_LAUNCH:
+            /* The record a fencing check reads: who sent it, of which epoch. */
+            sl_log(SL_LOG_INFO, "agent", "job=%llu task=%d attempt=%lld launch accepted from "
+                   "%s:%s epoch=%llu highest=%llu", (unsigned long long)m.job, (int)m.task,
+                   (long long)attempt, cn->host, cn->port, (unsigned long long)m.epoch,
+                   (unsigned long long)cn->mark.highest);
             cn->ops->launch(cn->ts, m.job, m.task, attempt, &m.u.launch, NULL);
             break;
         case SL_PROTO_KILL:

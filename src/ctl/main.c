@@ -527,8 +527,13 @@ int main(int argc, char **argv) {
         rc = 2;
         goto out;
     }
-    if (ha)
+    if (ha) {
         c->ha = &d->ha; /* before the domain opens: the epoch comes from etcd */
+        /* This controller starts when it leads, not when it began to stand
+         * by: recovered nodes get node_timeout from now to come back. */
+        c->started_us = ctl_now_us();
+        c->started_mono_us = ctl_mono_us();
+    }
     if (ctl_domain_open(c, err, sizeof err) < 0) {
         fprintf(stderr, "sluiced: %s\n", err);
         rc = 2;

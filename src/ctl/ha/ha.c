@@ -8,6 +8,7 @@
  * what arrived meanwhile), one keepalive and one member write a second,
  * and a follower's range read of the log every 100 ms.
  */
+#include <errno.h>
 #include <event2/event.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -191,6 +192,30 @@ static bool file_exists(const char *path) {
     return stat(path, &sb) == 0 && sb.st_size > 0;
 }
 
+/* The directory that holds path, made (0700, with its parents) when it
+ * is missing: a member whose state directory was deleted rebuilds it. */
+static int make_parent(const char *path, char *err, size_t errlen) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL || slash == dir)
+        return 0;
+    *slash = '\0';
+    for (char *p = dir + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "%s: cannot be made: %s", dir, strerror(errno));
+            return -1;
+        }
+        *p = c;
+        if (c == '\0')
+            return 0;
+    }
+}
+
 static int open_replica(ctl_ha_t *h, char *err, size_t errlen) {
     ctl_replica_close(h->rep);
     h->rep = NULL;
@@ -236,6 +261,8 @@ static int sync_base(ctl_ha_t *h, char *err, size_t errlen) {
         h->rep = NULL;
         tried = true;
         last = m.index;
+        if (make_parent(h->cfg.state, err, errlen) < 0)
+            return -1;
         if (ctl_ha_snapshot_fetch(&h->etcd, h->cfg.prefix, &m, h->cfg.state, err, errlen) == 0)
             return open_replica(h, err, errlen);
         sl_log(SL_LOG_INFO, "ha", "snapshot index=%" PRIu64 ": %s; reading the current one",
@@ -355,15 +382,26 @@ static void standby_tick(evutil_socket_t fd, short what, void *ud) {
     char err[512];
     int64_t now = boot_us();
     if (now - h->last_keepalive_us >= (int64_t)h->cfg.ttl_s * 1000000 / 3) {
-        if (keepalive(h) == -2) {
-            /* Our lease expired (etcd unreachable for a TTL): a new one. */
-            if (grant(h, err, sizeof err) < 0)
+        if (h->lease_id == 0 || keepalive(h) == -2) {
+            /* No lease yet (etcd was out of reach) or ours expired (etcd
+             * unreachable for a TTL): a new one. */
+            h->last_keepalive_us = now;
+            if (grant(h, err, sizeof err) < 0) {
                 sl_log(SL_LOG_WARN, "ha", "%s", err);
+                h->lease_id = 0;
+            }
         }
     }
-    if (!h->have_snapshot || h->rep == NULL) {
-        if (sync_base(h, err, sizeof err) < 0)
+    if (h->lease_id == 0)
+        return; /* nothing to campaign with */
+    if (!h->based || !h->have_snapshot || h->rep == NULL) {
+        if (sync_base(h, err, sizeof err) < 0) {
             sl_log(SL_LOG_WARN, "ha", "%s", err);
+            if (!h->based)
+                return; /* not a state of the record yet: no campaign */
+        } else {
+            h->based = true;
+        }
     }
     for (int i = 0; i < 8; i++) {
         int r = poll_log(h, err, sizeof err);
@@ -420,6 +458,30 @@ static char *metrics_cb(void *ud) {
     return out;
 }
 
+/* The lease this process held before it stepped down and re-executed
+ * itself (OLD_LEASE_ENV, set by ctl_ha_step_down): revoked, so that the
+ * leader key it may still hold goes at once instead of when the lease
+ * expires (nothing can act on that epoch any more: the old image is
+ * gone). Best effort: unrevoked, it expires after its TTL. */
+#define OLD_LEASE_ENV "SLUICE_HA_PREVIOUS_LEASE"
+static void revoke_previous(ctl_ha_t *h) {
+    const char *v = getenv(OLD_LEASE_ENV);
+    char id[32];
+    snprintf(id, sizeof id, "%s", v ? v : "");
+    unsetenv(OLD_LEASE_ENV);
+    if (id[0] == '\0')
+        return;
+    json_t *req = json_pack("{s:s}", "ID", id), *resp = NULL;
+    if (ctl_etcd_post(&h->etcd, "/v3/lease/revoke", req, &resp, 1000) == 0)
+        sl_log(SL_LOG_INFO, "ha", "member=%s revoked lease %s, held before stepping down",
+               h->cfg.name, id);
+    else
+        sl_log(SL_LOG_INFO, "ha", "member=%s: lease %s, held before stepping down, not revoked "
+               "(%s): it expires by itself", h->cfg.name, id, h->etcd.err);
+    json_decref(req);
+    json_decref(resp);
+}
+
 int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg, char *err,
                 size_t errlen) {
     *h = (ctl_ha_t){.cfg = *cfg, .base = base};
@@ -434,7 +496,15 @@ int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg
     }
     if (ctl_etcd_init(&h->etcd, cfg->endpoints, err, errlen) < 0)
         return -1;
-    return grant(h, err, errlen);
+    revoke_previous(h);
+    /* etcd out of reach (a partition, a member restarting) is no reason to
+     * exit: the member stands by and the tick tries again; it campaigns
+     * only with a lease and a file brought to a state of the record. */
+    if (grant(h, err, errlen) < 0) {
+        sl_log(SL_LOG_WARN, "ha", "member=%s: %s; standing by until etcd answers", cfg->name, err);
+        h->lease_id = 0;
+    }
+    return 0;
 }
 
 void ctl_ha_fini(ctl_ha_t *h) {
@@ -458,8 +528,15 @@ void ctl_ha_fini(ctl_ha_t *h) {
 }
 
 int ctl_ha_standby(ctl_ha_t *h, char *err, size_t errlen) {
-    if (sync_base(h, err, errlen) < 0)
-        return -1;
+    if (h->lease_id == 0 || sync_base(h, err, errlen) < 0) {
+        if (h->lease_id != 0)
+            sl_log(SL_LOG_WARN, "ha", "member=%s: %s; standing by until etcd answers",
+                   h->cfg.name, err);
+        if (open_replica(h, err, errlen) < 0)
+            return -1;
+    } else {
+        h->based = true;
+    }
     if (ctl_standby_open(&h->standby, h->base, h->cfg.listen, h->cfg.agent_listen, &h->info, err,
                          errlen) < 0)
         return -1;
@@ -591,6 +668,11 @@ void ctl_ha_step_down(ctl_ha_t *h, const char *why) {
      * transaction is rolled back by the next open. */
     for (int fd = 3; fd < 65536; fd++)
         (void)close(fd);
+    if (h->lease_id != 0) {
+        char id[32];
+        snprintf(id, sizeof id, "%" PRId64, h->lease_id);
+        setenv(OLD_LEASE_ENV, id, 1);
+    }
     execv("/proc/self/exe", h->cfg.argv);
     _exit(3);
 }

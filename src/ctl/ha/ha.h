@@ -72,6 +72,7 @@ typedef struct ctl_ha {
     uint64_t fallbacks;        /* a follower: snapshots installed for a compacted entry */
     uint64_t snap_index;       /* the last snapshot's index (0: none) */
     bool have_snapshot;
+    bool based;                /* the file was brought to a state of the record once */
     ctl_replica_t *rep;        /* a follower's copy (NULL on the leader) */
     ctl_store_t *store;        /* the leader's store */
     ctl_standby_t standby;
@@ -82,7 +83,11 @@ typedef struct ctl_ha {
     uint64_t ship_failures;
 } ctl_ha_t;
 
-/* Connects to etcd and takes this member's lease. 0, or -1 with err. */
+/* Connects to etcd and takes this member's lease; first revokes the one
+ * this process held before it stepped down (ctl_ha_step_down passes it
+ * on). etcd out of reach is not an error: the lease is then taken by the
+ * standby's tick, and no campaign is made without one. 0, or -1 with err
+ * (the endpoints, or SQLite without the session extension). */
 int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg, char *err,
                 size_t errlen);
 /* Frees what init made; the lease is revoked (a clean stop hands the
