@@ -291,7 +291,7 @@ static int submit_one(cli_t *c, json_t *job, bool script, json_t *dry, json_t *a
         for (int i = 0; i < c->ncommand; i++) json_array_append_new(cmd, json_string(c->command[i]));
         json_object_set_new(job, "command", cmd);
     }
-    if (!json_object_get(job, "command") && !json_object_get(job, "image"))
+    if (!json_object_get(job, "command") && !json_object_get(job, "image") && !json_object_get(job, "containers"))
         return cli_usage_error(c, "nothing to run: give a command after --, an --image, or -f FILE");
     if (!json_object_get(job, "tenant") && c->tenant)
         json_object_set_new(job, "tenant", json_string(c->tenant));

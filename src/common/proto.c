@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "jsonesc.h"
+#include "pod.h"
 #include "proto.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
@@ -397,6 +398,12 @@ static int dec_launch(dec_t *d, json_t *o) {
     l->volumes = l->nvolumes ? dec_alloc(d, l->nvolumes, sizeof *l->volumes) : NULL;
     if (sl__proto_volumes_decode(v, (sl_proto_volume_t *)l->volumes, l->nvolumes, d->what, d->err, d->errlen) < 0)
         return SL_EINVAL;
+    v = json_object_get(o, "containers");
+    if (!absent(v)) {
+        char cerr[512];
+        if (sl_pod_check(v, cerr, sizeof cerr) != 0) return fail(d, "containers", "%s", cerr);
+        l->containers = v;
+    }
     if (l->on_node_failure && strcmp(l->on_node_failure, "requeue") != 0 &&
         strcmp(l->on_node_failure, "fail") != 0)
         return fail(d, "on_node_failure", "must be requeue or fail");

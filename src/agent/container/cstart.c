@@ -39,6 +39,14 @@
  *     by signal N, so this process dies of N too and the monitor records
  *     exactly what it records for a plain task.
  *
+ * A pod's task (spec.json's "containers", container.h) does 1 and 2 for
+ * each of its containers, the volumes' staging once, 3 for each (its
+ * bundle BUNDLE/c.NAME, its own image, command, env, devices and the
+ * mounts it asked for), then 5 for all of them at once, and waits for
+ * every one: the task ends when the last container has, failing as the
+ * first container that failed (named in the log), as a Kubernetes Job's
+ * pod does.
+ *
  * A failure before runc runs is written, one line, to BUNDLE/failed (the
  * directory is still root's then), and on the log, and ends this process
  * with status 125 (AGENT_CONTAINER_FAILED_EXIT); the agent reports the task
@@ -448,7 +456,8 @@ static json_t *runtime_spec(json_t *img, const char *root) {
     json_t *cmd = json_object_get(spec, "args");
     if (!json_is_array(cmd)) {
         json_array_foreach(json_object_get(cfg, "Entrypoint"), i, v) json_array_append(args, v);
-        cmd = json_object_get(cfg, "Cmd");
+        cmd = json_object_get(spec, "image_args"); /* Kubernetes' args without a command */
+        if (!json_is_array(cmd)) cmd = json_object_get(cfg, "Cmd");
     }
     json_array_foreach(cmd, i, v) json_array_append(args, v);
     if (json_array_size(args) == 2)
@@ -557,31 +566,39 @@ static void mirror(int st) {
     exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + sig);
 }
 
-int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: sluice-cstart BUNDLE (the agent starts it; docs/containers.md)\n");
-        return 2;
+/* The most containers of a pod's task (pod.h's SL_POD_CONTAINERS_MAX). */
+#define POD_MAX 16
+
+/* Points the spec's per-container keys (image, args, cwd, env, devices,
+ * mounts) at the pod's container c (container.h): its mounts are those of
+ * all (the top-level list) that its indices name. */
+static void select_container(json_t *c, json_t *all) {
+    static const char *const keys[] = {"image", "args", "image_args", "cwd", "env", "devices"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        json_t *v = json_object_get(c, keys[k]);
+        json_object_set(spec, keys[k], v ? v : json_null());
     }
-    bundle = argv[1];
-    char path[4200], root[4200];
-    snprintf(path, sizeof path, "%s/spec.json", bundle);
-    json_error_t je;
-    if (!(spec = json_load_file(path, 0, &je))) die("cannot read %s: %s", path, je.text);
-    const char *image = sget("image"), *pull = sget("pull");
-    json_t *img = find_image(image, pull ? pull : "if-not-present");
-    const char *id = json_string_value(json_object_get(img, "Id"));
-    if (!id || strchr(id, '/') || id[0] == '.') die("image %s has no id in the store", image);
-    rootfs(id, root, sizeof root);
-    stage_volumes();
+    json_t *ms = json_array(), *x;
+    size_t i;
+    json_array_foreach(json_object_get(c, "mounts"), i, x) {
+        json_t *m = json_array_get(all, (size_t)json_integer_value(x));
+        if (m) json_array_append(ms, m);
+    }
+    json_object_set_new(spec, "mounts", ms);
+}
+
+/* Writes the runtime spec of the selected container (image img, root
+ * file system root) into dir/config.json, the tenant's when it is to run
+ * as the tenant. */
+static void write_config(json_t *img, const char *root, const char *dir, bool as_root, uid_t uid,
+                         gid_t gid) {
+    char path[4200];
     json_t *rs = runtime_spec(img, root);
-    if (!rs) die("cannot write the runtime spec of image %s", image);
-    uid_t uid = (uid_t)json_integer_value(json_object_get(spec, "uid"));
-    gid_t gid = (gid_t)json_integer_value(json_object_get(spec, "gid"));
+    if (!rs) die("cannot write the runtime spec of image %s", sget("image"));
     /* A root task (the config's allow_root) runs runc as root, which would
      * make cgroups of its own: it is given the task's own (joined, no
      * resource written) and --rootless true, under which runc also leaves
      * the devices cgroup to the agent. */
-    bool as_root = uid == 0 && getuid() == 0;
     if (as_root) {
         char cg[4200];
         own_cgroup(cg, sizeof cg);
@@ -589,20 +606,67 @@ int main(int argc, char **argv) {
     }
     /* The bundle becomes the tenant's: runc, as that user, reads the spec
      * and keeps its state there. */
-    snprintf(path, sizeof path, "%s/config.json", bundle);
+    snprintf(path, sizeof path, "%s/config.json", dir);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     char *text = json_dumps(rs, JSON_COMPACT);
     if (fd < 0 || !text || write(fd, text, strlen(text)) != (ssize_t)strlen(text) ||
-        (getuid() == 0 && (fchown(fd, uid, gid) != 0 || chown(bundle, uid, gid) != 0)))
+        (getuid() == 0 && (fchown(fd, uid, gid) != 0 || chown(dir, uid, gid) != 0)))
         die("cannot write %s: %s", path, strerror(errno));
     close(fd);
     free(text);
     json_decref(rs);
-    char runc[4200], state[4200], cid[300];
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: sluice-cstart BUNDLE (the agent starts it; docs/containers.md)\n");
+        return 2;
+    }
+    bundle = argv[1];
+    char path[4200];
+    json_error_t je;
+    snprintf(path, sizeof path, "%s/spec.json", bundle);
+    if (!(spec = json_load_file(path, 0, &je))) die("cannot read %s: %s", path, je.text);
+    /* One container, or each of a pod's (container.h), in order. */
+    json_t *pod = json_incref(json_object_get(spec, "containers"));
+    json_t *all = json_incref(json_object_get(spec, "mounts"));
+    size_t n = pod ? json_array_size(pod) : 1;
+    if (n == 0 || n > POD_MAX) die("a pod of %zu containers: 1 to %d", n, POD_MAX);
+    const char *pull = sget("pull");
+    json_t *img[POD_MAX];
+    char root[POD_MAX][4200], dir[POD_MAX][4200], cid[POD_MAX][300], name[POD_MAX][80];
+    for (size_t i = 0; i < n; i++) {
+        json_t *c = pod ? json_array_get(pod, i) : NULL;
+        if (c) select_container(c, all);
+        snprintf(name[i], sizeof name[i], "%s", c ? json_string_value(json_object_get(c, "name")) : "");
+        const char *image = sget("image");
+        img[i] = find_image(image, pull ? pull : "if-not-present");
+        const char *id = json_string_value(json_object_get(img[i], "Id"));
+        if (!id || strchr(id, '/') || id[0] == '.') die("image %s has no id in the store", image);
+        rootfs(id, root[i], sizeof root[i]);
+    }
+    if (pod) json_object_set(spec, "mounts", all);
+    stage_volumes();
+    uid_t uid = (uid_t)json_integer_value(json_object_get(spec, "uid"));
+    gid_t gid = (gid_t)json_integer_value(json_object_get(spec, "gid"));
+    bool as_root = uid == 0 && getuid() == 0;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(cid[i], sizeof cid[i], "%s%s%s", sget("id"), pod ? "." : "", name[i]);
+        snprintf(dir[i], sizeof dir[i], "%s%s%s", bundle, pod ? "/c." : "", name[i]);
+        if (pod) {
+            select_container(json_array_get(pod, i), all);
+            if (mkdir(dir[i], 0700) != 0) die("cannot create %s: %s", dir[i], strerror(errno));
+        }
+        write_config(img[i], root[i], dir[i], as_root, uid, gid);
+        json_decref(img[i]);
+    }
+    if (pod && getuid() == 0 && chown(bundle, uid, gid) != 0)
+        die("cannot hand %s over: %s", bundle, strerror(errno));
+    json_decref(all);
+    json_decref(pod);
+    char runc[4200], state[4200];
     snprintf(runc, sizeof runc, "%s", sget("runtime"));
     snprintf(state, sizeof state, "%s/state", bundle);
-    snprintf(cid, sizeof cid, "%s", sget("id"));
-    json_decref(img);
     pid_t parent = getppid();
     if (getuid() == 0 && (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setgid, gid) != 0 ||
                           syscall(SYS_setuid, uid) != 0))
@@ -616,12 +680,17 @@ int main(int argc, char **argv) {
     sa.sa_handler = ignore;
     static const int passed[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
     for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++) sigaction(passed[i], &sa, NULL);
-    pid_t pid = fork();
-    if (pid < 0) return AGENT_CONTAINER_FAILED_EXIT;
-    if (pid == 0) {
+    /* Every container at once, each its own runc in the foreground (all in
+     * this process group: a cancel's signal reaches each runc, which passes
+     * it to its sluice-init). */
+    pid_t pids[POD_MAX];
+    for (size_t i = 0; i < n; i++) {
+        pids[i] = fork();
+        if (pids[i] < 0) return AGENT_CONTAINER_FAILED_EXIT;
+        if (pids[i] > 0) continue;
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         char rootless[] = "--rootless=true";
-        char *rargv[] = {runc, "--root", state, "run", "--bundle", (char *)bundle, cid, NULL, NULL};
+        char *rargv[] = {runc, "--root", state, "run", "--bundle", dir[i], cid[i], NULL, NULL};
         if (as_root) {
             memmove(rargv + 2, rargv + 1, 7 * sizeof *rargv);
             rargv[1] = rootless;
@@ -632,9 +701,37 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sluice-cstart: cannot execute %s: %s\n", runc, strerror(errno));
         _exit(AGENT_CONTAINER_FAILED_EXIT);
     }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return AGENT_CONTAINER_FAILED_EXIT;
+    /* The task ends when every container has, as a Kubernetes pod's: it
+     * fails as the first container that failed did (said in the log). */
+    int st = 0, first = -1;
+    for (size_t left = n; left > 0;) {
+        int one;
+        pid_t pid = waitpid(-1, &one, 0);
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            return AGENT_CONTAINER_FAILED_EXIT;
+        }
+        size_t i = 0;
+        while (i < n && pids[i] != pid) i++;
+        if (i == n) continue;
+        left--;
+        bool bad = !WIFEXITED(one) || WEXITSTATUS(one) != 0;
+        if (pod) {
+            if (WIFEXITED(one))
+                fprintf(stderr, "sluice-cstart: container %s exited with status %d\n", name[i],
+                        WEXITSTATUS(one));
+            else
+                fprintf(stderr, "sluice-cstart: container %s was killed by signal %d\n", name[i],
+                        WTERMSIG(one));
+        }
+        if (first < 0 && (bad || !pod)) {
+            first = (int)i;
+            st = one;
+            if (pod && bad)
+                fprintf(stderr, "sluice-cstart: the pod fails as container %s did (its first "
+                        "failure)\n", name[i]);
+        }
+    }
     mirror(st);
     return 0;
 }

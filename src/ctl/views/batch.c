@@ -456,6 +456,12 @@ static void fill_container(const ctl_job_t *j, ctl_launch_cmd_t *lc, sl_proto_la
     if (shm && sl_qty_parse(shm, SL_QTY_MEM, &l->shm_size, err, sizeof err) < 0)
         l->shm_size = 0;
     l->workdir = spec_str(j, "workdir");
+    /* A pod's containers (pod.h): the first's image makes it an image task. */
+    json_t *cs = json_object_get(j->spec, "containers");
+    if (json_array_size(cs) > 0) {
+        l->containers = cs;
+        l->image = json_string_value(json_object_get(json_array_get(cs, 0), "image"));
+    }
 }
 
 /* The job's volumes resolved under the config as it is now (the
