@@ -302,6 +302,11 @@ static int submit_one(cli_t *c, json_t *job, bool script, json_t *dry, json_t *a
     }
     int rc = cli_call(c, "POST", "/v1/jobs", job, &out);
     if (rc != CLI_OK) return rc;
+    size_t wi; /* the controller's word on it (an envFrom key left out) */
+    json_t *w;
+    json_array_foreach(json_object_get(out, "warnings"), wi, w)
+        fprintf(stderr, "sluice submit: warning: job %lld: %s\n",
+                (long long)json_integer_value(json_object_get(out, "id")), json_string_value(w));
     if (c->json) {
         if (answers) json_array_append(answers, out);
         else cli_print_json(out);
