@@ -279,6 +279,11 @@ int agent_container_bundle(const agent_container_config_t *cc, const agent_conta
         "shm_size", (json_int_t)shm,
         "mounts", mounts, "devices", devs, "reason", failed, "cdi",
         cdi[0] ? json_string(cdi) : json_null());
+    if (spec && t->nimage_args && !t->argv) {
+        json_t *ia = json_array();
+        for (size_t i = 0; i < t->nimage_args; i++) json_array_append_new(ia, json_string(t->image_args[i]));
+        json_object_set_new(spec, "image_args", ia);
+    }
     if (spec && pod) json_object_set_new(spec, "containers", pod);
     else json_decref(pod);
     snprintf(path, sizeof path, "%s/spec.json", bundle);

@@ -21,6 +21,8 @@
  *      "images": "WORKDIR/images", "uid": 1001, "gid": 1001,
  *      "hostname": "n1", "args": ["python3", "train.py"] | null,
  *      "cwd": "/workspace" | null, "jobdir": "WORKDIR/jobs/NAME",
+ *      "image_args": ["--epochs", "3"] (only with args null: after the
+ *                    image's entrypoint, instead of its command),
  *      "env": ["K=V", ...], "shm_size": 67108864,
  *      "mounts": [{"source": "/data", "destination": "/data", "ro": true},
  *                 {"source": "/mnt/pvc/x", "destination": "/x", "ro": false,
@@ -123,6 +125,10 @@ typedef struct agent_container_task {
      * working directory, volumes and share of the GPUs; image, argv and
      * cwd above are then unused. */
     struct json_t *containers;
+    /* argv NULL: the image's entrypoint's arguments instead of its command
+     * (spec.json's "image_args"); NULL: its command. */
+    const char *const *image_args;
+    size_t nimage_args;
 } agent_container_task_t;
 
 /*

@@ -235,6 +235,13 @@ static int build_argv(const agent_spawn_t *sp, const char *image, const char *gp
         }
         free(tmpl);
     }
+    /* An image's entrypoint's arguments follow the launcher's words, as
+     * `podman run IMAGE ARGS` gives them to the entrypoint. */
+    for (size_t i = 0; image && !l->argv && i < l->nimage_args; i++) {
+        char *a = strdup(l->image_args[i]);
+        if (!a) abort();
+        sv_push(argv, a);
+    }
     for (size_t i = 0; i < l->argc; i++) {
         char *a = strdup(l->argv[i]);
         if (!a) abort();
@@ -537,7 +544,7 @@ static int container_argv(const agent_spawn_t *sp, const ident_t *id, const char
         .uid = id->uid, .gid = id->gid, .jobdir = jobdir, .cwd = l->workdir,
         .shm_size = l->shm_size, .mounts = (const char *const *)ms.v, .nmounts = ms.n,
         .gpus = l->gpus, .ngpus = l->ngpus, .volumes = vols, .nvolumes = vols ? l->nvolumes : 0,
-        .containers = l->containers};
+        .containers = l->containers, .image_args = l->image_args, .nimage_args = l->nimage_args};
     int rc = agent_container_bundle(sp->containers, &ct, bundle, sizeof bundle, reason, rlen);
     sv_free(&ms);
     if (rc != 0)

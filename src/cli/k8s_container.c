@@ -439,7 +439,7 @@ int cli_k8s_container(cli_k8s_t *k, const char *path, yaml_node_t *c, json_t **m
      * then them (Kubernetes' meaning of args without command). */
     bool pod = json_object_get(k->job, "_pod") != NULL;
     json_object_del(k->job, "_pod");
-    if (pod && json_array_size(cmd) == 0 && json_array_size(args) > 0)
+    if ((pod || json_object_get(k->job, "image")) && json_array_size(cmd) == 0 && json_array_size(args) > 0)
         json_object_set(k->job, "args", args);
     else json_array_extend(cmd, args);
     if (json_array_size(cmd) > 0) json_object_set(k->job, "command", cmd);

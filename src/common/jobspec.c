@@ -245,6 +245,10 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                           "several containers in each task, started together in its cgroup as a "
                           "Kubernetes pod's: each {name, image, command, env, workdir, volumes, "
                           "gpus}, instead of image and command; docs/containers.md \"Pods\""},
+    [SL_JS_ARGS] = {"args", NULL, 0, "(containers[0].args)", SL_FT_ARGV, 0, 1, 0, NULL, 0,
+                    "the image's command", "",
+                    "with image and without command: the image's entrypoint runs with these "
+                    "arguments instead of its command (Kubernetes' args alone)"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -739,6 +743,11 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
     if (val[SL_JS_CONTAINERS] && (val[SL_JS_IMAGE] || val[SL_JS_COMMAND])) {
         *field = val[SL_JS_IMAGE] ? "image" : "command";
         return fail(err, errlen, "cannot be combined with containers (give each container's)");
+    }
+    if (val[SL_JS_ARGS] && (!val[SL_JS_IMAGE] || val[SL_JS_COMMAND])) {
+        *field = "args";
+        return fail(err, errlen, val[SL_JS_COMMAND] ? "cannot be combined with command (give the "
+                    "arguments after the command)" : "only allowed with image (its entrypoint's)");
     }
     if (val[SL_JS_CONTAINERS] &&
         sl_pod_rules(val[SL_JS_CONTAINERS], val[SL_JS_VOLUMES], num[SL_JS_GPUS], err, errlen) != 0) {

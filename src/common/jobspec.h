@@ -101,6 +101,7 @@ typedef enum sl_jobspec_id {
     SL_JS_MEMORY_LIMIT,   /* a task's hard memory limit above its memory request (limits.memory) */
     SL_JS_CPU_LIMIT,      /* a task's CPU quota above its cpus request (limits.cpu) */
     SL_JS_CONTAINERS,     /* several containers in each task, as a pod's (pod.h) */
+    SL_JS_ARGS,           /* the image's entrypoint's arguments (Kubernetes' args alone) */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 

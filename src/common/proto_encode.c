@@ -305,6 +305,15 @@ static int enc_launch(writer_t *w, const sl_proto_msg_t *m) {
         key(w, "cpu_limit_milli");
         put_i64(w, l->cpu_limit_milli);
     }
+    if (l->nimage_args) {
+        puts_(w, ",\"image_args\":[");
+        for (size_t i = 0; i < l->nimage_args; i++) {
+            if (l->image_args[i] == NULL) return SL_EINVAL;
+            if (i) put(w, ",", 1);
+            put_str(w, l->image_args[i]);
+        }
+        put(w, "]", 1);
+    }
     if (l->containers) { /* the one field written by jansson: a pod's, rare and small */
         char *text = json_dumps(l->containers, JSON_COMPACT);
         if (!text) return SL_EINVAL;

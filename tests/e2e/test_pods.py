@@ -13,6 +13,7 @@ the reason, unless run as root with runc, podman, busybox-static and the
 cgroup v1 controllers (`make deps`). No assertion depends on elapsed time.
 """
 
+import json
 import os
 import shutil
 import socket
@@ -169,7 +170,7 @@ spec:
         - >-
           echo server gpus=$CUDA_VISIBLE_DEVICES role=$ROLE; ls /dev | grep nvidia;
           mkdir /tmp/www && echo hello-from-server > /tmp/www/index.html && touch /results/marker &&
-          httpd -p 127.0.0.1:%(port)d -h /tmp/www &&
+          httpd -p 127.0.0.1:%(port)d -h /tmp/www; echo httpd=$?;
           while [ ! -e /results/done ]; do sleep 0.05; done; echo server saw done
         env:
         - {name: ROLE, value: server}
@@ -217,7 +218,10 @@ def test_a_manifests_server_and_client_share_localhost_and_an_empty_dir(node, tm
     # The pod asks for the sum of its containers' resources.
     assert job["gpus"] == 2 and job["memory"] == "96Mi" and job["cpus"] == "2", job
     assert [c["name"] for c in job["containers"]] == ["server", "client", "bystander"], job
-    done = ctl.wait_job(jid, ("succeeded", "failed"), timeout=60)
+    try:
+        done = ctl.wait_job(jid, ("succeeded", "failed"), timeout=60)
+    except AssertionError:
+        raise AssertionError("the pod did not end: %s" % u.job_log(ctl, jid))
     out = u.job_log(ctl, jid)
     assert done["state"] == "succeeded", (done, out)
     lines = out.splitlines()
@@ -305,3 +309,41 @@ def test_containers_are_checked_naming_the_field(node):
     st, body = ctl.request("POST", "/v1/jobs", token=ctl.token("alice"), body=dict(
         spec([{"name": "a", "image": SERVER}]), image=SERVER))
     assert st == 400 and "image: cannot be combined with containers" in str(body), body
+
+
+ARGS_ONLY = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: args-only
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        image: %s
+        args: ["echo entrypoint got $0 and more"]
+"""
+
+
+def test_args_alone_follow_the_images_entrypoint(node, tmp_path):
+    """Kubernetes' args without command replace the image's command, not
+    its entrypoint: one container (the spec's args) as in a pod."""
+    ctl, agent, _ = node
+    path = tmp_path / "args.yaml"
+    path.write_text(ARGS_ONLY % CLIENT)
+    env = u.cli_env(ctl, ctl.token("alice"), tmpdir=tmp_path)
+    r = u.sluice(["--json", "submit", "-f", str(path)], env)
+    assert r.returncode == 0, r.stderr
+    job = json.loads(r.stdout)
+    assert job["args"] == ["echo entrypoint got $0 and more"] and job["command"] is None, job
+    done = ctl.wait_job(job["id"], ("succeeded", "failed"), timeout=60)
+    out = u.job_log(ctl, job["id"])
+    # The client image's entrypoint is /bin/sh -c: it ran the args, not "echo client image".
+    assert done["state"] == "succeeded" and "entrypoint got /bin/sh and more" in out, (done, out)
+    assert "client image" not in out, out
+    st, body = ctl.request("POST", "/v1/jobs", token=ctl.token("alice"), body={
+        "command": ["true"], "args": ["x"], "cpus": "1", "memory": "64Mi"})
+    assert st == 400 and body["error"]["field"] == "args", body

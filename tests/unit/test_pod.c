@@ -2,7 +2,8 @@
  * test_pod.c - a job's containers (src/common/pod.h): the spec's shape,
  * every problem said at once with its place; their agreement with the
  * job's volumes and GPUs, also through the job-spec table; which volumes
- * and GPUs each container sees; and the launch's containers on the wire.
+ * and GPUs each container sees; the job's args (an image's entrypoint's);
+ * and the launch's containers and image_args on the wire.
  * Teardown checks that nothing is left allocated.
  */
 #include <stdio.h>
@@ -106,6 +107,10 @@ static void test_pod_rules_volumes_and_gpus_through_the_table(void **state) {
         {"{\"allocation\": true, \"containers\": [{\"name\": \"a\", \"image\": \"i\"}]}",
          "allocation", "cannot be combined with image"},
         {"{\"containers\": [{\"name\": \"a\"}]}", "containers", "containers[0].image: required"},
+        {"{\"image\": \"i\", \"args\": [\"--x\"]}", NULL, NULL},
+        {"{\"args\": [\"--x\"], \"command\": [\"y\"]}", "args", "cannot be combined with command"},
+        {"{\"args\": [\"--x\"], \"containers\": [{\"name\": \"a\", \"image\": \"i\"}]}", "args",
+         "only allowed with image"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *s = j(cases[i].spec);
@@ -156,8 +161,9 @@ static void test_pod_launch_round_trip_and_rejection(void **state) {
     (void)state;
     json_t *cs = j("[{\"name\":\"a\",\"image\":\"i\",\"gpus\":1},{\"name\":\"b\",\"image\":\"k\"}]");
     sl_proto_msg_t m = {.type = SL_PROTO_LAUNCH, .job = 5, .task = 0};
+    const char *ia[] = {"--epochs", "3"};
     m.u.launch = (sl_proto_launch_t){.world_size = 1, .master_port = 29500, .image = "i",
-                                     .containers = cs};
+                                     .containers = cs, .image_args = ia, .nimage_args = 2};
     size_t len, len2;
     char *line = sl_proto_encode_alloc(&m, &len);
     assert_non_null(line);
@@ -168,6 +174,8 @@ static void test_pod_launch_round_trip_and_rejection(void **state) {
         fail_msg("%s: %s", line, err);
     assert_non_null(d.u.launch.containers);
     assert_true(json_equal(d.u.launch.containers, cs));
+    assert_int_equal(d.u.launch.nimage_args, 2);
+    assert_string_equal(d.u.launch.image_args[1], "3");
     char *again = sl_proto_encode_alloc(&d, &len2);
     assert_string_equal(again, line);
     sl_free(again);
@@ -175,8 +183,10 @@ static void test_pod_launch_round_trip_and_rejection(void **state) {
     sl_proto_msg_fini(&d);
     /* None: nothing written. */
     m.u.launch.containers = NULL;
+    m.u.launch.nimage_args = 0;
     line = sl_proto_encode_alloc(&m, &len);
     assert_null(strstr(line, "containers"));
+    assert_null(strstr(line, "image_args"));
     sl_free(line);
     json_decref(cs);
     /* A bad list from the wire is refused, naming the field. */
