@@ -206,6 +206,7 @@ static json_t *pod_json(const agent_container_config_t *cc, const agent_containe
         json_decref(more);
         json_t *cmd = json_object_get(c, "command"), *wd = json_object_get(c, "workdir");
         json_t *ia = json_object_get(c, "args");
+        json_t *role = json_object_get(c, "role");
         json_array_append_new(out, json_pack("{s:O, s:O, s:O, s:O, s:O, s:o, s:o, s:o, s:o}", "name",
                                              json_object_get(c, "name"), "image",
                                              json_object_get(c, "image"), "args",
@@ -213,6 +214,7 @@ static json_t *pod_json(const agent_container_config_t *cc, const agent_containe
                                              ia ? ia : json_null(), "cwd", wd ? wd : json_null(),
                                              "env", env, "mounts", idx, "devices", devs, "cdi",
                                              cdi[0] ? json_string(cdi) : json_null()));
+        if (role) json_object_set(json_array_get(out, json_array_size(out) - 1), "role", role);
     }
     return out;
 }

@@ -40,7 +40,8 @@
  *      "containers": [{"name": "server", "image": "...", "args": [...] | null,
  *                      "image_args": [...] | null (after the image's entrypoint),
  *                      "cwd": "/srv" | null, "env": ["K=V", ...],
- *                      "mounts": [0, 2], "devices": [...]}, ...]
+ *                      "mounts": [0, 2], "devices": [...],
+ *                      "role": "init" | "sidecar" (absent: a main one)}, ...]
  *
  * where "mounts" are indices into the top-level list (the host mounts and
  * secret directories every container has, and the volumes it asked for).

@@ -426,6 +426,11 @@ int cli_k8s_container(cli_k8s_t *k, const char *path, yaml_node_t *c, json_t **m
         } else if (!strcmp(f, "ports")) {
             cli_spec_warn(s, p, "no meaning here: tasks use their node's network, so a port is "
                           "the node's (MASTER_ADDR and MASTER_PORT are set for gangs)");
+        } else if (!strcmp(f, "restartPolicy") && json_is_true(json_object_get(k->job, "_init"))) {
+            /* An init container's: Always makes it a native sidecar. */
+            if (cli_spec_string(s, p, v, &str)) rc = -1;
+            else if (!strcmp(str, "Always")) json_object_set_new(k->job, "_sidecar", json_true());
+            else rc = cli_spec_fail(s, p, "\"%s\" is not supported (Always: a native sidecar)", str);
         } else if (!strcmp(f, "stdin") || !strcmp(f, "tty") || !strcmp(f, "stdinOnce")) {
             bool b;
             if (cli_spec_bool(s, p, v, &b)) rc = -1;

@@ -476,22 +476,25 @@ static void qty_add(json_t *job, const char *key, const char *q, sl_qty_kind_t k
     json_object_set_new(job, key, json_string(out));
 }
 
-/* Each of the n > 1 containers of the pod at path (l, the list) into the
- * submission's `containers` (pod.h), its resources added up into the
+/* The pod's init containers (inits at ipath, NULL when none; each "init"
+ * or, of restartPolicy Always, "sidecar") then its containers (l at path)
+ * into the submission's `containers` (pod.h), its resources added up into the
  * job's (a pod asks for the sum of its containers'); each container's
  * mounts into *mounts (its entries carrying "_c", the container's index),
  * which pod_mounts sorts out once the pod's volumes are known. */
-static int pod_containers(cli_k8s_t *k, const char *path, yaml_node_t *l, json_t **mounts) {
+static int pod_containers(cli_k8s_t *k, const char *ipath, yaml_node_t *inits, const char *path,
+                          yaml_node_t *l, json_t **mounts) {
     cli_spec_t *s = k->s;
     json_t *cs = json_array(), *job = k->job;
-    int rc = 0;
+    int rc = 0, ni = inits ? cli_spec_len(inits) : 0;
     bool split = false;
     *mounts = json_array();
-    for (int i = 0; i < cli_spec_len(l); i++) {
+    for (int i = 0; i < ni + cli_spec_len(l); i++) {
         char cp[300];
-        snprintf(cp, sizeof cp, "%s[%d]", path, i);
-        yaml_node_t *c = cli_spec_item(s, l, i);
-        json_t *cj = json_pack("{sb}", "_pod", 1), *m = NULL, *x;
+        bool init = i < ni;
+        snprintf(cp, sizeof cp, "%s[%d]", init ? ipath : path, init ? i : i - ni);
+        yaml_node_t *c = cli_spec_item(s, init ? inits : l, init ? i : i - ni);
+        json_t *cj = json_pack("{sb sb}", "_pod", 1, "_init", init), *m = NULL, *x;
         k->job = cj;
         rc |= cli_k8s_container(k, cp, c, &m);
         k->job = job;
@@ -504,6 +507,8 @@ static int pod_containers(cli_k8s_t *k, const char *path, yaml_node_t *l, json_t
         if (!name || !*name) rc = cli_spec_fail(s, cp, "needs a name (a pod of several containers)");
         if (!json_object_get(cj, "image")) rc = cli_spec_fail(s, cp, "needs an image");
         json_t *e = json_pack("{ss}", "name", name ? name : "");
+        if (init) /* restartPolicy Always: a native sidecar (cli_k8s_container) */
+            json_object_set_new(e, "role", json_string(json_object_get(cj, "_sidecar") ? "sidecar" : "init"));
         static const char *const own[] = {"image", "command", "args", "env", "workdir"};
         for (size_t f = 0; f < sizeof own / sizeof own[0]; f++)
             if ((x = json_object_get(cj, own[f]))) json_object_set(e, own[f], x);
@@ -635,7 +640,8 @@ static int pod_spec(cli_k8s_t *k, const char *path, yaml_node_t *ps, const char 
     cli_spec_t *s = k->s;
     if (cli_spec_want(s, path, ps, YAML_MAPPING_NODE)) return -1;
     int have_containers = 0, rc = 0, npod = 1;
-    yaml_node_t *vols = NULL;
+    yaml_node_t *vols = NULL, *mains = NULL, *inits = NULL;
+    char mainp[300] = "", initp[300] = "";
     char volp[300] = "";
     json_t *mounts = NULL;
     yaml_node_pair_t *pr = NULL;
@@ -660,18 +666,8 @@ static int pod_spec(cli_k8s_t *k, const char *path, yaml_node_t *ps, const char 
                 rc = cli_spec_fail(s, p, "needs a container");
                 continue;
             }
-            json_decref(mounts);
-            mounts = NULL;
-            if (n > 1) {
-                npod = n;
-                rc |= pod_containers(k, p, v, &mounts);
-                continue;
-            }
-            char cp[300];
-            snprintf(cp, sizeof cp, "%s[0]", p);
-            json_decref(mounts);
-            rc |= cli_k8s_container(k, cp, cli_spec_item(s, v, 0), &mounts);
-            have_containers = 1;
+            mains = v; /* read once the init containers are known too */
+            snprintf(mainp, sizeof mainp, "%s", p);
         } else if (!strcmp(f, "volumes")) {
             vols = v;
             snprintf(volp, sizeof volp, "%s", p);
@@ -701,12 +697,21 @@ static int pod_spec(cli_k8s_t *k, const char *path, yaml_node_t *ps, const char 
             else if (b) cli_spec_warn(s, p, "not honoured: a container has its own IPC namespace; a "
                                       "large /dev/shm is an emptyDir of medium Memory there");
         } else if (!strcmp(f, "initContainers")) {
-            rc = cli_spec_fail(s, p, "not supported (Sluice runs one container per task: run the "
-                               "step at the start of its command)");
+            if (cli_spec_want(s, p, v, YAML_SEQUENCE_NODE)) rc = -1;
+            else if (cli_spec_len(v) > 0) inits = v;
+            snprintf(initp, sizeof initp, "%s", p);
         } else {
             (void)str;
             rc = cli_spec_fail(s, p, "not supported");
         }
+    }
+    if (mains && (inits || cli_spec_len(mains) > 1)) {
+        npod = 2; /* a pod: init containers, sidecars, several containers */
+        rc |= pod_containers(k, initp, inits, mainp, mains, &mounts);
+    } else if (mains) {
+        char cp[300];
+        snprintf(cp, sizeof cp, "%s[0]", mainp);
+        rc |= cli_k8s_container(k, cp, cli_spec_item(s, mains, 0), &mounts);
     }
     if (!have_containers) rc = cli_spec_fail(s, path, "needs containers");
     else if (mounts && npod > 1) rc |= pod_mounts(k, vols, mounts, volp);

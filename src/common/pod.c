@@ -119,11 +119,16 @@ static void check_one(errs_t *e, size_t i, json_t *c) {
                     if (json_equal(json_array_get(v, l), x))
                         err_add(e, i, k, "%s is listed twice", json_string_value(x));
             }
+        } else if (strcmp(k, "role") == 0) {
+            const char *r = json_string_value(v);
+            if (!r || (strcmp(r, "init") && strcmp(r, "sidecar")))
+                err_add(e, i, k, "must be init or sidecar (absent: one of the pod's containers)");
         } else if (strcmp(k, "gpus") == 0) {
             if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 64)
                 err_add(e, i, k, "must be a whole number from 0 to 64");
         } else {
-            err_add(e, i, k, "unknown field (name, image, command, args, env, workdir, volumes, gpus)");
+            err_add(e, i, k, "unknown field (name, image, command, args, env, workdir, volumes, gpus, "
+                    "role)");
         }
     }
     if (!json_object_get(c, "name"))
@@ -146,14 +151,24 @@ int sl_pod_check(json_t *v, char *err, size_t errlen) {
         snprintf(err, errlen, "%zu containers: at most %d", json_array_size(v), SL_POD_CONTAINERS_MAX);
         return SL_EINVAL;
     }
-    size_t i, j;
+    size_t i, j, mains = 0;
     json_t *c;
     json_array_foreach(v, i, c) {
         check_one(&e, i, c);
+        bool role = json_object_get(c, "role") != NULL;
+        if (role && mains)
+            err_add(&e, i, "role", "an init container or sidecar must come before the pod's "
+                    "containers");
+        mains += !role;
         json_t *n = json_object_get(c, "name");
         for (j = 0; json_is_string(n) && j < i; j++)
             if (json_equal(json_object_get(json_array_get(v, j), "name"), n))
                 err_add(&e, i, "name", "\"%s\" is also container [%zu]'s", json_string_value(n), j);
+    }
+    if (mains == 0 && e.n == 0) {
+        snprintf(err, errlen, "only init containers and sidecars: at least one container "
+                 "without a role");
+        return SL_EINVAL;
     }
     return e.n ? SL_EINVAL : 0;
 }

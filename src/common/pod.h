@@ -9,7 +9,8 @@
  *     {"name": "server", "image": "vllm/vllm-openai:v0.6.0",
  *      "command": ["vllm", "serve", "m"], "args": ["--port", "8000"],
  *      "env": {"K": "V"},
- *      "workdir": "/srv", "volumes": ["/results"], "gpus": 1}
+ *      "workdir": "/srv", "volumes": ["/results"], "gpus": 1,
+ *      "role": "init" | "sidecar"}
  *
  * name and image required; command absent: the image's entrypoint and
  * command; args (only without command, as Kubernetes' args alone): the
@@ -18,8 +19,14 @@
  * every one); gpus how many of the task's GPUs this container sees (when
  * any container gives gpus, every container sees only its own, absent
  * being 0, and they add up to the job's gpus; when none does, each sees
- * them all). A job with `containers` has no `image` or `command` of its
- * own: every task runs all of them, together, in one cgroup.
+ * them all); role (absent: one of the pod's containers) "init", a
+ * Kubernetes init container, run to its end before the next container
+ * starts (its failure fails the task), or "sidecar", a native sidecar
+ * (an init container of restartPolicy Always), started before the next
+ * and stopped (SIGTERM) once every other container has ended; the init
+ * containers and sidecars come first. A job with `containers` has no
+ * `image` or `command` of its own: every task runs all of them, together,
+ * in one cgroup.
  */
 #ifndef SLUICE_COMMON_POD_H
 #define SLUICE_COMMON_POD_H
@@ -41,7 +48,9 @@
  * `image` (1 to 1024 characters), and where given `command` or `args`
  * (not both; a non-empty list of strings), `env` (an object of valid variable names to strings),
  * `workdir` (an absolute path), `volumes` (a list of absolute paths, no
- * two the same), `gpus` (a whole number from 0 to 64); no other key. Every
+ * two the same), `gpus` (a whole number from 0 to 64), `role` ("init" or
+ * "sidecar", none after a container without one, and at least one
+ * container without one); no other key. Every
  * problem is said, each as "containers[I].KEY: message", joined by "; "
  * (cut to errlen). Returns 0, or SL_EINVAL with the messages in err.
  * Reads only; O(containers^2 + volumes^2).

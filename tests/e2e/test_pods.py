@@ -347,3 +347,74 @@ def test_args_alone_follow_the_images_entrypoint(node, tmp_path):
     st, body = ctl.request("POST", "/v1/jobs", token=ctl.token("alice"), body={
         "command": ["true"], "args": ["x"], "cpus": "1", "memory": "64Mi"})
     assert st == 400 and body["error"]["field"] == "args", body
+
+
+INIT_AND_SIDECAR = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: init-and-sidecar
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      initContainers:
+      - name: fetch
+        image: %(server)s
+        command: ["/bin/sh", "-c", "echo fetched > /work/data; echo init %(fail)s; exit %(code)d"]
+        volumeMounts: [{name: work, mountPath: /work}]
+      - name: shipper
+        image: %(client)s
+        restartPolicy: Always
+        args:
+        - >-
+          trap 'echo sidecar got TERM; exit 0' TERM; echo sidecar up;
+          while true; do sleep 0.05; done
+      containers:
+      - name: main
+        image: %(server)s
+        command: ["/bin/sh", "-c", "echo main read $(cat /work/data)"]
+        volumeMounts: [{name: work, mountPath: /work}]
+      volumes:
+      - {name: work, emptyDir: {}}
+"""
+
+
+def _submit_manifest(ctl, tmp_path, text, name="m.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    r = u.sluice(["--json", "submit", "-f", str(path)], u.cli_env(ctl, ctl.token("alice"), tmpdir=tmp_path))
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_init_containers_run_first_and_a_native_sidecar_is_stopped_after_the_main(node, tmp_path):
+    ctl, agent, _ = node
+    job = _submit_manifest(ctl, tmp_path, INIT_AND_SIDECAR % {
+        "server": SERVER, "client": CLIENT, "fail": "ok", "code": 0})
+    assert [(c["name"], c.get("role")) for c in job["containers"]] == [
+        ("fetch", "init"), ("shipper", "sidecar"), ("main", None)], job
+    done = ctl.wait_job(job["id"], ("succeeded", "failed"), timeout=90)
+    out = u.job_log(ctl, job["id"])
+    lines = out.splitlines()
+    assert done["state"] == "succeeded", (done, out)
+    # The init container ended before the main one read what it wrote.
+    assert lines.index("sluice-cstart: container fetch exited with status 0") < \
+        lines.index("main read fetched"), out
+    # The sidecar ran beside the main one and was stopped once it ended.
+    assert lines.index("sidecar up") < lines.index("sluice-cstart: stopping sidecar shipper (SIGTERM)"), out
+    assert lines.index("sluice-cstart: container main exited with status 0") < \
+        lines.index("sluice-cstart: stopping sidecar shipper (SIGTERM)") < \
+        lines.index("sidecar got TERM"), out
+
+
+def test_a_failing_init_container_fails_the_pod_before_its_containers_start(node, tmp_path):
+    ctl, agent, _ = node
+    job = _submit_manifest(ctl, tmp_path, INIT_AND_SIDECAR % {
+        "server": SERVER, "client": CLIENT, "fail": "failing", "code": 4}, "f.yaml")
+    done = ctl.wait_job(job["id"], ("succeeded", "failed"), timeout=90)
+    out = u.job_log(ctl, job["id"])
+    assert done["state"] == "failed" and done["placement"][0]["exit_code"] == 4, (done, out)
+    assert "sluice-cstart: the pod fails as container fetch did (its first failure)" in out, out
+    assert "main read" not in out and "sidecar up" not in out, out

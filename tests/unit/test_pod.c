@@ -31,6 +31,10 @@ static void test_pod_check_accepts_and_names_every_problem(void **state) {
                   "{\"name\": \"c-2\", \"image\": \"cli\", \"args\": [\"--x\"]}]");
     assert_int_equal(sl_pod_check(v, err, sizeof err), 0);
     json_decref(v);
+    v = j("[{\"name\": \"i\", \"image\": \"i\", \"role\": \"init\"}, {\"name\": \"s\", \"image\": \"i\","
+          " \"role\": \"sidecar\"}, {\"name\": \"m\", \"image\": \"i\"}]");
+    assert_int_equal(sl_pod_check(v, err, sizeof err), 0);
+    json_decref(v);
     static const struct {
         const char *json, *want;
     } bad[] = {
@@ -60,6 +64,12 @@ static void test_pod_check_accepts_and_names_every_problem(void **state) {
         {"[{\"name\": \"a\", \"image\": \"i\", \"gpus\": -1}]",
          "containers[0].gpus: must be a whole number from 0 to 64"},
         {"[{\"name\": \"a\", \"image\": \"i\", \"ports\": [1]}]", "containers[0].ports: unknown field"},
+        {"[{\"name\": \"a\", \"image\": \"i\", \"role\": \"helper\"}, {\"name\": \"b\", \"image\": \"i\"}]",
+         "containers[0].role: must be init or sidecar"},
+        {"[{\"name\": \"a\", \"image\": \"i\"}, {\"name\": \"b\", \"image\": \"i\", \"role\": \"init\"}]",
+         "containers[1].role: an init container or sidecar must come before the pod's containers"},
+        {"[{\"name\": \"a\", \"image\": \"i\", \"role\": \"sidecar\"}]",
+         "only init containers and sidecars: at least one container without a role"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         v = j(bad[i].json);

@@ -569,6 +569,110 @@ static void mirror(int st) {
 /* The most containers of a pod's task (pod.h's SL_POD_CONTAINERS_MAX). */
 #define POD_MAX 16
 
+/* A pod's containers while they run: each one's runc (0 once ended), its
+ * role, its name; the first that failed (a main or init one) and how. */
+enum { ROLE_MAIN, ROLE_INIT, ROLE_SIDECAR };
+static pid_t pids[POD_MAX];
+static int role[POD_MAX];
+static char name[POD_MAX][80];
+static bool is_pod;
+static int first = -1, st = 0;
+
+static pid_t start_runc(char *runc, char *state, char *dir, char *cid, bool as_root) {
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    char rootless[] = "--rootless=true";
+    char *rargv[] = {runc, "--root", state, "run", "--bundle", dir, cid, NULL, NULL};
+    if (as_root) {
+        memmove(rargv + 2, rargv + 1, 7 * sizeof *rargv);
+        rargv[1] = rootless;
+    }
+    static char *const env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                                NULL};
+    execve(runc, rargv, env);
+    fprintf(stderr, "sluice-cstart: cannot execute %s: %s\n", runc, strerror(errno));
+    _exit(AGENT_CONTAINER_FAILED_EXIT);
+}
+
+static volatile sig_atomic_t alarmed;
+
+static void on_alarm(int sig) {
+    (void)sig;
+    alarmed = 1;
+}
+
+/* Waits for one of the n containers to end and records it (the log says
+ * how, for a pod; the first main or init one to fail is the task's end).
+ * Returns its index (n for another child), -2 when a signal came first
+ * (a cancel's, passed on by each runc; the grace's alarm), -1 when no
+ * child is left. */
+static int reap(size_t n) {
+    int one;
+    pid_t pid = waitpid(-1, &one, 0);
+    if (pid < 0) return errno == EINTR ? -2 : -1;
+    size_t i = 0;
+    while (i < n && pids[i] != pid) i++;
+    if (i == n) return (int)n;
+    pids[i] = 0;
+    bool bad = !WIFEXITED(one) || WEXITSTATUS(one) != 0;
+    if (is_pod) {
+        if (WIFEXITED(one))
+            fprintf(stderr, "sluice-cstart: container %s exited with status %d\n", name[i],
+                    WEXITSTATUS(one));
+        else
+            fprintf(stderr, "sluice-cstart: container %s was killed by signal %d\n", name[i],
+                    WTERMSIG(one));
+    }
+    if (first < 0 && role[i] != ROLE_SIDECAR && (bad || !is_pod)) {
+        first = (int)i;
+        st = one;
+        if (is_pod && bad)
+            fprintf(stderr, "sluice-cstart: the pod fails as container %s did (its first "
+                    "failure)\n", name[i]);
+    }
+    return (int)i;
+}
+
+static size_t mains_left(void) {
+    size_t k = 0;
+    for (size_t i = 0; i < POD_MAX; i++) k += pids[i] > 0 && role[i] == ROLE_MAIN;
+    return k;
+}
+
+/* The grace a sidecar gets after its SIGTERM, as Kubernetes' default
+ * terminationGracePeriodSeconds, before its runc is killed. */
+#define SIDECAR_GRACE_S 30
+
+/* SIGTERM to each sidecar still running (its runc passes it on), then
+ * waits for them, SIGKILL after the grace. */
+static void stop_sidecars(size_t n) {
+    size_t left = 0;
+    for (size_t i = 0; i < n; i++)
+        if (pids[i] > 0) {
+            fprintf(stderr, "sluice-cstart: stopping sidecar %s (SIGTERM)\n", name[i]);
+            kill(pids[i], SIGTERM);
+            left++;
+        }
+    if (left == 0) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(SIDECAR_GRACE_S);
+    for (;;) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) k += pids[i] > 0;
+        if (k == 0 || reap(n) == -1) break;
+        if (alarmed == 1) {
+            alarmed = 2;
+            for (size_t i = 0; i < n; i++)
+                if (pids[i] > 0) kill(pids[i], SIGKILL);
+        }
+    }
+    alarm(0);
+}
+
 /* Points the spec's per-container keys (image, args, cwd, env, devices,
  * mounts) at the pod's container c (container.h): its mounts are those of
  * all (the top-level list) that its indices name. */
@@ -634,11 +738,14 @@ int main(int argc, char **argv) {
     if (n == 0 || n > POD_MAX) die("a pod of %zu containers: 1 to %d", n, POD_MAX);
     const char *pull = sget("pull");
     json_t *img[POD_MAX];
-    char root[POD_MAX][4200], dir[POD_MAX][4200], cid[POD_MAX][300], name[POD_MAX][80];
+    char root[POD_MAX][4200], dir[POD_MAX][4200], cid[POD_MAX][300];
+    is_pod = pod != NULL;
     for (size_t i = 0; i < n; i++) {
         json_t *c = pod ? json_array_get(pod, i) : NULL;
         if (c) select_container(c, all);
         snprintf(name[i], sizeof name[i], "%s", c ? json_string_value(json_object_get(c, "name")) : "");
+        const char *r = c ? json_string_value(json_object_get(c, "role")) : NULL;
+        role[i] = !r ? ROLE_MAIN : !strcmp(r, "init") ? ROLE_INIT : ROLE_SIDECAR;
         const char *image = sget("image");
         img[i] = find_image(image, pull ? pull : "if-not-present");
         const char *id = json_string_value(json_object_get(img[i], "Id"));
@@ -680,58 +787,19 @@ int main(int argc, char **argv) {
     sa.sa_handler = ignore;
     static const int passed[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
     for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++) sigaction(passed[i], &sa, NULL);
-    /* Every container at once, each its own runc in the foreground (all in
-     * this process group: a cancel's signal reaches each runc, which passes
-     * it to its sluice-init). */
-    pid_t pids[POD_MAX];
+    /* Each container its own runc in the foreground, all in this process
+     * group (a cancel's signal reaches each runc, which passes it to its
+     * sluice-init): an init container to its end before the next starts,
+     * a sidecar and every other container at once; the task ends when
+     * every main container has, the sidecars then stopped. */
     for (size_t i = 0; i < n; i++) {
-        pids[i] = fork();
+        pids[i] = start_runc(runc, state, dir[i], cid[i], as_root);
         if (pids[i] < 0) return AGENT_CONTAINER_FAILED_EXIT;
-        if (pids[i] > 0) continue;
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        char rootless[] = "--rootless=true";
-        char *rargv[] = {runc, "--root", state, "run", "--bundle", dir[i], cid[i], NULL, NULL};
-        if (as_root) {
-            memmove(rargv + 2, rargv + 1, 7 * sizeof *rargv);
-            rargv[1] = rootless;
-        }
-        static char *const env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                                    NULL};
-        execve(runc, rargv, env);
-        fprintf(stderr, "sluice-cstart: cannot execute %s: %s\n", runc, strerror(errno));
-        _exit(AGENT_CONTAINER_FAILED_EXIT);
+        while (role[i] == ROLE_INIT && pids[i] > 0 && reap(n) != -1) continue;
+        if (role[i] == ROLE_INIT && first >= 0) break; /* it failed: no more start */
     }
-    /* The task ends when every container has, as a Kubernetes pod's: it
-     * fails as the first container that failed did (said in the log). */
-    int st = 0, first = -1;
-    for (size_t left = n; left > 0;) {
-        int one;
-        pid_t pid = waitpid(-1, &one, 0);
-        if (pid < 0) {
-            if (errno == EINTR) continue;
-            return AGENT_CONTAINER_FAILED_EXIT;
-        }
-        size_t i = 0;
-        while (i < n && pids[i] != pid) i++;
-        if (i == n) continue;
-        left--;
-        bool bad = !WIFEXITED(one) || WEXITSTATUS(one) != 0;
-        if (pod) {
-            if (WIFEXITED(one))
-                fprintf(stderr, "sluice-cstart: container %s exited with status %d\n", name[i],
-                        WEXITSTATUS(one));
-            else
-                fprintf(stderr, "sluice-cstart: container %s was killed by signal %d\n", name[i],
-                        WTERMSIG(one));
-        }
-        if (first < 0 && (bad || !pod)) {
-            first = (int)i;
-            st = one;
-            if (pod && bad)
-                fprintf(stderr, "sluice-cstart: the pod fails as container %s did (its first "
-                        "failure)\n", name[i]);
-        }
-    }
+    while (mains_left() > 0 && reap(n) != -1) continue;
+    stop_sidecars(n);
     mirror(st);
     return 0;
 }
