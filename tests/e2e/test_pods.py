@@ -184,7 +184,8 @@ spec:
         - >-
           echo client gpus=$CUDA_VISIBLE_DEVICES role=$ROLE; ls /dev | grep nvidia;
           ls /; until wget -q -O /results/got http://127.0.0.1:%(port)d/; do sleep 0.05; done;
-          cat /results/got; touch /results/done
+          cat /results/got; until wget -q -O /dev/null http://127.0.0.1:%(port2)d/; do sleep 0.05; done;
+          touch /results/done
         env:
         - {name: ROLE, value: client}
         resources:
@@ -196,7 +197,9 @@ spec:
         args:
         - >-
           until wget -q -O /dev/null http://127.0.0.1:%(port)d/; do sleep 0.05; done;
-          echo bystander sees [$(ls /results)] gpus=[$CUDA_VISIBLE_DEVICES]
+          echo bystander sees [$(ls /results)] gpus=[$CUDA_VISIBLE_DEVICES];
+          mkdir /tmp/w && touch /tmp/w/index.html && httpd -p 127.0.0.1:%(port2)d -h /tmp/w;
+          while wget -q -O /dev/null http://127.0.0.1:%(port)d/; do sleep 0.05; done
       volumes:
       - name: results
         emptyDir: {}
@@ -207,7 +210,10 @@ def test_a_manifests_server_and_client_share_localhost_and_an_empty_dir(node, tm
     ctl, agent, _ = node
     port = free_port()
     path = tmp_path / "pod.yaml"
-    path.write_text(MANIFEST % {"server": SERVER, "client": CLIENT, "port": port})
+    # The client ends the server once the bystander, which sees no volume,
+    # has answered on a port of its own; the bystander ends with the server.
+    path.write_text(MANIFEST % {"server": SERVER, "client": CLIENT, "port": port,
+                                "port2": free_port()})
     env = u.cli_env(ctl, ctl.token("alice"), tmpdir=tmp_path)
     dry = u.sluice(["submit", "--dry-run", "-f", str(path)], env)
     assert dry.returncode == 0, dry.stderr
@@ -369,12 +375,13 @@ spec:
         restartPolicy: Always
         args:
         - >-
-          trap 'echo sidecar got TERM; exit 0' TERM; echo sidecar up;
+          trap 'echo sidecar got TERM; exit 0' TERM; echo sidecar up; touch /work/sidecar-up;
           while true; do sleep 0.05; done
+        volumeMounts: [{name: work, mountPath: /work}]
       containers:
       - name: main
         image: %(server)s
-        command: ["/bin/sh", "-c", "echo main read $(cat /work/data)"]
+        command: ["/bin/sh", "-c", "until [ -e /work/sidecar-up ]; do sleep 0.05; done; echo main read $(cat /work/data)"]
         volumeMounts: [{name: work, mountPath: /work}]
       volumes:
       - {name: work, emptyDir: {}}

@@ -644,7 +644,8 @@ static size_t mains_left(void) {
  * terminationGracePeriodSeconds, before its runc is killed. */
 #define SIDECAR_GRACE_S 30
 
-/* SIGTERM to each sidecar still running (its runc passes it on), then
+/* SIGTERM to each sidecar still running (its runc passes it on), again
+ * each second (a runc still starting its container drops a signal), then
  * waits for them, SIGKILL after the grace. */
 static void stop_sidecars(size_t n) {
     size_t left = 0;
@@ -659,16 +660,17 @@ static void stop_sidecars(size_t n) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm;
     sigaction(SIGALRM, &sa, NULL);
-    alarm(SIDECAR_GRACE_S);
-    for (;;) {
+    alarm(1);
+    for (int waited = 0;;) {
         size_t k = 0;
         for (size_t i = 0; i < n; i++) k += pids[i] > 0;
         if (k == 0 || reap(n) == -1) break;
-        if (alarmed == 1) {
-            alarmed = 2;
-            for (size_t i = 0; i < n; i++)
-                if (pids[i] > 0) kill(pids[i], SIGKILL);
-        }
+        if (!alarmed) continue;
+        alarmed = 0;
+        int sig = ++waited < SIDECAR_GRACE_S ? SIGTERM : SIGKILL;
+        for (size_t i = 0; i < n; i++)
+            if (pids[i] > 0) kill(pids[i], sig);
+        alarm(1);
     }
     alarm(0);
 }
