@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """
 run.py - real public Kubernetes manifests that ask for nvidia.com/gpu
-(batch/v1 Jobs and Kubeflow PyTorchJobs), each given to `sluice submit -f`
+(batch/v1 Jobs, Kubeflow PyTorchJobs and MPIJobs), each given to `sluice submit -f`
 as written, and what became of it.
 
     bench/k8s_corpus/run.py --collect   # copy the files of sources.txt from
@@ -112,7 +112,10 @@ def problems(stderr):
 
 def kind_of(path):
     text = open(path).read()
-    return "PyTorchJob" if re.search(r"^kind:\s*\"?PyTorchJob", text, re.M) else "Job"
+    for kind in ("PyTorchJob", "MPIJob"):
+        if re.search(r"^kind:\s*\"?%s" % kind, text, re.M):
+            return kind
+    return "Job"
 
 
 def namespaces_of(paths):

@@ -9,6 +9,7 @@
  * agent's event loop.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <jansson.h>
 
 #include "cdi.h"
+#include "pod.h"
 #include "container.h"
 #include "volumes.h"
 #include "jobspec.h"
@@ -113,6 +115,110 @@ static json_t *mounts_json(const agent_container_task_t *t) {
     return a;
 }
 
+/* Whether K=V's name is one of Sluice's variables, which a container's
+ * env never replaces (spawn.c sets them; they win over the job's). */
+static bool sluice_var(const char *kv) {
+    static const char *const exact[] = {"CUDA_VISIBLE_DEVICES=", "RANK=", "WORLD_SIZE=",
+                                        "LOCAL_RANK=", "MASTER_ADDR=", "MASTER_PORT=", NULL};
+    for (int i = 0; exact[i]; i++)
+        if (strncmp(kv, exact[i], strlen(exact[i])) == 0) return true;
+    return strncmp(kv, "SLUICE_", 7) == 0 || strncmp(kv, "CUDA_MPS_", 9) == 0;
+}
+
+/* Sets K=V in env (a list of "K=V"), replacing K's entry if there is one. */
+static void env_put(json_t *env, const char *k, const char *v) {
+    size_t i, kl = strlen(k);
+    json_t *e;
+    char *kv;
+    if (asprintf(&kv, "%s=%s", k, v) < 0) abort();
+    json_array_foreach(env, i, e) {
+        const char *x = json_string_value(e);
+        if (x && strncmp(x, k, kl) == 0 && x[kl] == '=') {
+            json_array_set_new(env, i, json_string(kv));
+            free(kv);
+            return;
+        }
+    }
+    json_array_append_new(env, json_string(kv));
+    free(kv);
+}
+
+/* The pod's containers for spec.json (container.h): each one's env (CDI's
+ * for its GPUs, the task's, its own over the job's but never over
+ * Sluice's variables, and CUDA_VISIBLE_DEVICES of its own GPUs), its
+ * devices, and its mounts as indices into mounts (to which a CDI spec's
+ * mounts for its GPUs are appended). NULL with reason on a CDI failure. */
+static json_t *pod_json(const agent_container_config_t *cc, const agent_container_task_t *t,
+                        json_t *mounts, char *reason, size_t rlen) {
+    json_t *out = json_array(), *c;
+    size_t ci, nbase = json_array_size(mounts);
+    json_array_foreach(t->containers, ci, c) {
+        size_t first, n;
+        sl_pod_gpus(t->containers, ci, t->ngpus, &first, &n);
+        json_t *env = json_array(), *devs = json_array(), *idx = json_array(), *more = json_array();
+        char cdi[4200] = "";
+        int rc = n ? agent_cdi_edits(cc->cdi_dirs, t->gpus + first, n, devs, more, env, cdi,
+                                     sizeof cdi, reason, rlen)
+                   : 0;
+        if (rc < 0) {
+            json_decref(env);
+            json_decref(devs);
+            json_decref(idx);
+            json_decref(more);
+            json_decref(out);
+            return NULL;
+        }
+        if (rc == 0) {
+            char src[16 + 4][256], dst[16 + 4][256];
+            size_t nd = agent_container_gpu_devices(cc->gpu_files, t->gpus + first, n, src, dst, 20);
+            for (size_t i = 0; i < nd; i++)
+                json_array_append_new(devs, json_pack("{s:s, s:s}", "source", src[i], "destination",
+                                                      dst[i]));
+        }
+        for (char *const *e = t->env; e && *e; e++) json_array_append_new(env, json_string(*e));
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(c, "env"), k, v) {
+            char probe[300];
+            snprintf(probe, sizeof probe, "%s=", k);
+            if (!sluice_var(probe)) env_put(env, k, json_string_value(v));
+        }
+        char vis[512] = "";
+        for (size_t g = 0; g < n; g++) {
+            size_t l = strlen(vis);
+            snprintf(vis + l, sizeof vis - l, "%s%d", g ? "," : "", (int)t->gpus[first + g]);
+        }
+        env_put(env, "CUDA_VISIBLE_DEVICES", vis);
+        /* The host mounts and secret directories (no inode, no tmpfs) are
+         * every container's; a volume only the containers that see it. */
+        for (size_t i = 0; i < nbase; i++) {
+            json_t *m = json_array_get(mounts, i);
+            bool vol = json_object_get(m, "ino") || json_object_get(m, "tmpfs");
+            if (!vol || sl_pod_sees(c, json_string_value(json_object_get(m, "destination"))))
+                json_array_append_new(idx, json_integer((json_int_t)i));
+        }
+        size_t mi;
+        json_t *m;
+        json_array_foreach(more, mi, m) {
+            json_array_append_new(idx, json_integer((json_int_t)json_array_size(mounts)));
+            json_array_append(mounts, m);
+        }
+        json_decref(more);
+        json_t *cmd = json_object_get(c, "command"), *wd = json_object_get(c, "workdir");
+        json_t *ia = json_object_get(c, "args");
+        json_t *role = json_object_get(c, "role");
+        json_array_append_new(out, json_pack("{s:O, s:O, s:O, s:O, s:O, s:o, s:o, s:o, s:o}", "name",
+                                             json_object_get(c, "name"), "image",
+                                             json_object_get(c, "image"), "args",
+                                             cmd ? cmd : json_null(), "image_args",
+                                             ia ? ia : json_null(), "cwd", wd ? wd : json_null(),
+                                             "env", env, "mounts", idx, "devices", devs, "cdi",
+                                             cdi[0] ? json_string(cdi) : json_null()));
+        if (role) json_object_set(json_array_get(out, json_array_size(out) - 1), "role", role);
+    }
+    return out;
+}
+
 int agent_container_bundle(const agent_container_config_t *cc, const agent_container_task_t *t,
                            char *bundle, size_t blen, char *reason, size_t rlen) {
     char path[4200];
@@ -125,10 +231,17 @@ int agent_container_bundle(const agent_container_config_t *cc, const agent_conta
         goto fail;
     }
     json_t *env = json_array(), *args = json_null(), *devs = json_array(), *mounts = mounts_json(t);
+    json_t *pod = t->containers ? pod_json(cc, t, mounts, reason, rlen) : NULL;
+    if (t->containers && !pod) {
+        json_decref(env);
+        json_decref(devs);
+        json_decref(mounts);
+        return -1;
+    }
     /* GPUs: the toolkit's CDI spec where there is one (its env first, so
      * that the task's and Sluice's win), else the device files. */
     char cdi[4200] = "";
-    int rc = t->ngpus ? agent_cdi_edits(cc->cdi_dirs, t->gpus, t->ngpus, devs, mounts, env, cdi,
+    int rc = t->ngpus && !pod ? agent_cdi_edits(cc->cdi_dirs, t->gpus, t->ngpus, devs, mounts, env, cdi,
                                         sizeof cdi, reason, rlen)
                       : 0;
     if (rc < 0) {
@@ -168,6 +281,13 @@ int agent_container_bundle(const agent_container_config_t *cc, const agent_conta
         "shm_size", (json_int_t)shm,
         "mounts", mounts, "devices", devs, "reason", failed, "cdi",
         cdi[0] ? json_string(cdi) : json_null());
+    if (spec && t->nimage_args && !t->argv) {
+        json_t *ia = json_array();
+        for (size_t i = 0; i < t->nimage_args; i++) json_array_append_new(ia, json_string(t->image_args[i]));
+        json_object_set_new(spec, "image_args", ia);
+    }
+    if (spec && pod) json_object_set_new(spec, "containers", pod);
+    else json_decref(pod);
     snprintf(path, sizeof path, "%s/spec.json", bundle);
     rc = spec ? json_dump_file(spec, path, JSON_COMPACT) : -1;
     json_decref(spec);

@@ -21,6 +21,8 @@
  *      "images": "WORKDIR/images", "uid": 1001, "gid": 1001,
  *      "hostname": "n1", "args": ["python3", "train.py"] | null,
  *      "cwd": "/workspace" | null, "jobdir": "WORKDIR/jobs/NAME",
+ *      "image_args": ["--epochs", "3"] (only with args null: after the
+ *                    image's entrypoint, instead of its command),
  *      "env": ["K=V", ...], "shm_size": 67108864,
  *      "mounts": [{"source": "/data", "destination": "/data", "ro": true},
  *                 {"source": "/mnt/pvc/x", "destination": "/x", "ro": false,
@@ -29,6 +31,20 @@
  *      "devices": [{"source": "/dev/nvidia3", "destination": "/dev/nvidia3"}],
  *      "reason": "WORKDIR/containers/NAME.TASK/failed",
  *      "cdi": "/etc/cdi/nvidia.yaml" | null}
+ *
+ * A pod's task (the job's `containers`, pod.h) has, beside these, the
+ * list of its containers, each started by cstart as a container of its
+ * own (BUNDLE/c.NAME, runc id "sluice-NAME.TASK.CNAME"), all in the one
+ * task, the top-level image, args, cwd, env and devices unused:
+ *
+ *      "containers": [{"name": "server", "image": "...", "args": [...] | null,
+ *                      "image_args": [...] | null (after the image's entrypoint),
+ *                      "cwd": "/srv" | null, "env": ["K=V", ...],
+ *                      "mounts": [0, 2], "devices": [...],
+ *                      "role": "init" | "sidecar" (absent: a main one)}, ...]
+ *
+ * where "mounts" are indices into the top-level list (the host mounts and
+ * secret directories every container has, and the volumes it asked for).
  *
  * A task with GPUs gets the edits of the NVIDIA toolkit's CDI spec (cdi.h)
  * when the node has one ("cdi" names it: its devices, mounts and env are in
@@ -105,6 +121,15 @@ typedef struct agent_container_task {
      * (shm_size its size). */
     const struct agent_volume *volumes;
     size_t nvolumes;
+    /* A pod's containers (pod.h), NULL for one container: each gets its
+     * own image, command, env (over the task's, under Sluice's variables),
+     * working directory, volumes and share of the GPUs; image, argv and
+     * cwd above are then unused. */
+    struct json_t *containers;
+    /* argv NULL: the image's entrypoint's arguments instead of its command
+     * (spec.json's "image_args"); NULL: its command. */
+    const char *const *image_args;
+    size_t nimage_args;
 } agent_container_task_t;
 
 /*

@@ -235,6 +235,13 @@ static int build_argv(const agent_spawn_t *sp, const char *image, const char *gp
         }
         free(tmpl);
     }
+    /* An image's entrypoint's arguments follow the launcher's words, as
+     * `podman run IMAGE ARGS` gives them to the entrypoint. */
+    for (size_t i = 0; image && !l->argv && i < l->nimage_args; i++) {
+        char *a = strdup(l->image_args[i]);
+        if (!a) abort();
+        sv_push(argv, a);
+    }
     for (size_t i = 0; i < l->argc; i++) {
         char *a = strdup(l->argv[i]);
         if (!a) abort();
@@ -536,7 +543,8 @@ static int container_argv(const agent_spawn_t *sp, const ident_t *id, const char
         .image = image, .argv = l->argv, .argc = l->argv ? l->argc : 0, .env = env->v,
         .uid = id->uid, .gid = id->gid, .jobdir = jobdir, .cwd = l->workdir,
         .shm_size = l->shm_size, .mounts = (const char *const *)ms.v, .nmounts = ms.n,
-        .gpus = l->gpus, .ngpus = l->ngpus, .volumes = vols, .nvolumes = vols ? l->nvolumes : 0};
+        .gpus = l->gpus, .ngpus = l->ngpus, .volumes = vols, .nvolumes = vols ? l->nvolumes : 0,
+        .containers = l->containers, .image_args = l->image_args, .nimage_args = l->nimage_args};
     int rc = agent_container_bundle(sp->containers, &ct, bundle, sizeof bundle, reason, rlen);
     sv_free(&ms);
     if (rc != 0)
@@ -825,6 +833,14 @@ int agent_spawn(const agent_spawn_t *sp, pid_t *pid, pid_t *monitor, char *reaso
     }
     snprintf(path, sizeof path, "%s/logs/%s/%d.log", sp->workdir, sp->name, sp->task);
     bool container = image && sp->containers && sp->containers->runtime;
+    if (l->containers && !container) {
+        /* A pod's containers share one cgroup, network and volumes: only
+         * the OCI runtime runs them so (docs/containers.md "Pods"). */
+        snprintf(reason, rlen, "a pod of %zu containers needs an OCI runtime on node %s "
+                 "(sluice-agent --runtime); none is configured", json_array_size(l->containers),
+                 sp->node);
+        goto out;
+    }
     bool ns = !container && geteuid() == 0 && l->nvolumes > 0;
     if (agent_volumes_prepare(sp->workdir, sp->name, sp->node, sp->fresh, id.uid, id.gid,
                               geteuid() == 0, container, ns, l->volumes, l->nvolumes, &vols,

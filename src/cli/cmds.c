@@ -291,7 +291,7 @@ static int submit_one(cli_t *c, json_t *job, bool script, json_t *dry, json_t *a
         for (int i = 0; i < c->ncommand; i++) json_array_append_new(cmd, json_string(c->command[i]));
         json_object_set_new(job, "command", cmd);
     }
-    if (!json_object_get(job, "command") && !json_object_get(job, "image"))
+    if (!json_object_get(job, "command") && !json_object_get(job, "image") && !json_object_get(job, "containers"))
         return cli_usage_error(c, "nothing to run: give a command after --, an --image, or -f FILE");
     if (!json_object_get(job, "tenant") && c->tenant)
         json_object_set_new(job, "tenant", json_string(c->tenant));
@@ -302,6 +302,11 @@ static int submit_one(cli_t *c, json_t *job, bool script, json_t *dry, json_t *a
     }
     int rc = cli_call(c, "POST", "/v1/jobs", job, &out);
     if (rc != CLI_OK) return rc;
+    size_t wi; /* the controller's word on it (an envFrom key left out) */
+    json_t *w;
+    json_array_foreach(json_object_get(out, "warnings"), wi, w)
+        fprintf(stderr, "sluice submit: warning: job %lld: %s\n",
+                (long long)json_integer_value(json_object_get(out, "id")), json_string_value(w));
     if (c->json) {
         if (answers) json_array_append(answers, out);
         else cli_print_json(out);

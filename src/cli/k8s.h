@@ -16,5 +16,8 @@
 
 int cli_k8s_job(cli_k8s_t *k, yaml_node_t *root);
 int cli_k8s_pytorchjob(cli_k8s_t *k, yaml_node_t *root);
+/* A Kubeflow MPIJob (mpi-operator's v2beta1 or v1): an allocation of the
+ * Workers' nodes whose command is the Launcher's (docs/jobspec.md). */
+int cli_k8s_mpijob(cli_k8s_t *k, yaml_node_t *root);
 
 #endif

@@ -247,6 +247,7 @@ static int env_from(cli_k8s_t *k, const char *path, yaml_node_t *l) {
             continue;
         }
         const char *prefix = "", *kind = NULL, *name = NULL;
+        bool optional = false;
         yaml_node_pair_t *pr = NULL;
         const char *f;
         yaml_node_t *v;
@@ -272,13 +273,9 @@ static int env_from(cli_k8s_t *k, const char *path, yaml_node_t *l) {
             yaml_node_t *w;
             char gp[400];
             while (cli_spec_next(s, v, p, &q, &g, &w, gp, sizeof gp)) {
-                bool opt;
                 if (!strcmp(g, "name")) bad |= cli_spec_string(s, gp, w, &name);
-                else if (!strcmp(g, "optional")) {
-                    if (cli_spec_bool(s, gp, w, &opt)) bad = -1;
-                    else if (opt) cli_spec_warn(s, gp, "not honoured: the %s must exist when the job starts",
-                                                kind[0] == 's' ? "secret" : "config map");
-                } else bad = cli_spec_fail(s, gp, "not supported (name, optional)");
+                else if (!strcmp(g, "optional")) bad |= cli_spec_bool(s, gp, w, &optional);
+                else bad = cli_spec_fail(s, gp, "not supported (name, optional)");
             }
         }
         if (!kind) bad = cli_spec_fail(s, ep, "needs secretRef or configMapRef");
@@ -287,7 +284,10 @@ static int env_from(cli_k8s_t *k, const char *path, yaml_node_t *l) {
             rc = -1;
             continue;
         }
-        cli_spec_append(k->job, "secrets", json_pack("{ss ss}", kind, name, "env_prefix", prefix));
+        /* optional: an absent object gives nothing (the controller's). */
+        json_t *ref = json_pack("{ss ss}", kind, name, "env_prefix", prefix);
+        if (optional) json_object_set_new(ref, "optional", json_true());
+        cli_spec_append(k->job, "secrets", ref);
     }
     return rc;
 }
@@ -426,6 +426,11 @@ int cli_k8s_container(cli_k8s_t *k, const char *path, yaml_node_t *c, json_t **m
         } else if (!strcmp(f, "ports")) {
             cli_spec_warn(s, p, "no meaning here: tasks use their node's network, so a port is "
                           "the node's (MASTER_ADDR and MASTER_PORT are set for gangs)");
+        } else if (!strcmp(f, "restartPolicy") && json_is_true(json_object_get(k->job, "_init"))) {
+            /* An init container's: Always makes it a native sidecar. */
+            if (cli_spec_string(s, p, v, &str)) rc = -1;
+            else if (!strcmp(str, "Always")) json_object_set_new(k->job, "_sidecar", json_true());
+            else rc = cli_spec_fail(s, p, "\"%s\" is not supported (Always: a native sidecar)", str);
         } else if (!strcmp(f, "stdin") || !strcmp(f, "tty") || !strcmp(f, "stdinOnce")) {
             bool b;
             if (cli_spec_bool(s, p, v, &b)) rc = -1;
@@ -435,7 +440,13 @@ int cli_k8s_container(cli_k8s_t *k, const char *path, yaml_node_t *c, json_t **m
             rc = cli_spec_fail(s, p, "not supported");
         }
     }
-    json_array_extend(cmd, args);
+    /* A pod's container keeps args alone apart: the image's entrypoint,
+     * then them (Kubernetes' meaning of args without command). */
+    bool pod = json_object_get(k->job, "_pod") != NULL;
+    json_object_del(k->job, "_pod");
+    if ((pod || json_object_get(k->job, "image")) && json_array_size(cmd) == 0 && json_array_size(args) > 0)
+        json_object_set(k->job, "args", args);
+    else json_array_extend(cmd, args);
     if (json_array_size(cmd) > 0) json_object_set(k->job, "command", cmd);
     json_decref(cmd);
     json_decref(args);
@@ -516,9 +527,9 @@ static int key_volume(cli_spec_t *s, const char *path, yaml_node_t *src, const c
             json_object_set_new(e, "items", items);
             rc |= key_items(s, p, v, items);
         } else if (!strcmp(f, "optional")) {
+            /* An absent object: no files, an empty directory (the controller's). */
             if (cli_spec_bool(s, p, v, &opt)) rc = -1;
-            else if (opt) cli_spec_warn(s, p, "not honoured: the %s must exist when the job starts",
-                                        kind[0] == 's' ? "secret" : "config map");
+            else if (opt) json_object_set_new(e, "optional", json_true());
         } else rc = cli_spec_fail(s, p, "not supported (%s, items, defaultMode, optional)", namekey);
     }
     if (!name || !*name) return cli_spec_fail(s, path, "needs %s", namekey);
@@ -700,6 +711,7 @@ int cli_k8s_volumes(cli_k8s_t *k, const char *path, yaml_node_t *vols, json_t *m
             }
             if (json_object_get(src, "items")) json_object_set(e, "items", json_object_get(src, "items"));
             if (json_object_get(src, "mode")) json_object_set(e, "mode", json_object_get(src, "mode"));
+            if (json_object_get(src, "optional")) json_object_set(e, "optional", json_true());
             cli_spec_append(k->job, "secrets", e);
             continue;
         }

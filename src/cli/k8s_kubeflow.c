@@ -340,3 +340,171 @@ int cli_k8s_pytorchjob(cli_k8s_t *k, yaml_node_t *root) {
     json_decref(worker);
     return rc;
 }
+
+/* ---- MPIJob ---- */
+
+/* The path mpi-operator mounts the hostfile at, which a launcher's command
+ * may name. */
+#define MPI_HOSTFILE "/etc/mpi/hostfile"
+
+/* Whether the Worker's command only keeps the pod up for the launcher
+ * (mpi-operator v2's sshd, v1's sleep): mpirun starts the ranks itself. */
+static bool worker_idle(json_t *cmd) {
+    const char *a0 = json_string_value(json_array_get(cmd, 0));
+    const char *base = a0 ? strrchr(a0, '/') : NULL;
+    base = base ? base + 1 : a0;
+    return !a0 || !strcmp(base, "sshd") || !strcmp(base, "sleep");
+}
+
+int cli_k8s_mpijob(cli_k8s_t *k, yaml_node_t *root) {
+    cli_spec_t *s = k->s;
+    int rc = 0;
+    yaml_node_t *spec = NULL, *meta = NULL;
+    yaml_node_pair_t *pr = NULL;
+    const char *f, *str;
+    yaml_node_t *v;
+    char p[256];
+    while (cli_spec_next(s, root, "", &pr, &f, &v, p, sizeof p)) {
+        if (!strcmp(f, "apiVersion") || !strcmp(f, "kind")) continue;
+        else if (!strcmp(f, "metadata")) meta = v;
+        else if (!strcmp(f, "spec")) spec = v;
+        else rc = cli_spec_fail(s, p, "not supported in an MPIJob manifest");
+    }
+    if (meta) rc |= cli_k8s_meta(k, "metadata", meta, true);
+    if (!spec) return cli_spec_fail(s, "spec", "missing");
+    if (cli_spec_want(s, "spec", spec, YAML_MAPPING_NODE)) return -1;
+    json_t *launcher = NULL, *worker = NULL;
+    long long nlauncher = 0, nworker = 0, slots = 1;
+    const char *impl = "OpenMPI";
+    pr = NULL;
+    while (cli_spec_next(s, spec, "spec", &pr, &f, &v, p, sizeof p)) {
+        if (!strcmp(f, "mpiReplicaSpecs")) {
+            if (cli_spec_want(s, p, v, YAML_MAPPING_NODE)) {
+                rc = -1;
+                continue;
+            }
+            yaml_node_pair_t *q = NULL;
+            const char *role;
+            yaml_node_t *r;
+            char rp[320];
+            while (cli_spec_next(s, v, p, &q, &role, &r, rp, sizeof rp)) {
+                if (!strcmp(role, "Launcher")) {
+                    json_decref(launcher);
+                    rc |= replica(k, rp, r, launcher = json_object(), &nlauncher);
+                    if (nlauncher != 1) rc = cli_spec_fail(s, rp, "replicas: %lld: an MPIJob has one Launcher", nlauncher);
+                } else if (!strcmp(role, "Worker")) {
+                    json_decref(worker);
+                    rc |= replica(k, rp, r, worker = json_object(), &nworker);
+                } else {
+                    rc = cli_spec_fail(s, rp, "not supported (Launcher, Worker)");
+                }
+            }
+        } else if (!strcmp(f, "runPolicy")) {
+            rc |= run_policy(k, p, v);
+        } else if (!strcmp(f, "slotsPerWorker")) {
+            rc |= cli_spec_int(s, p, v, 1, 64, &slots);
+        } else if (!strcmp(f, "cleanPodPolicy") || !strcmp(f, "launcherCreationPolicy")) {
+            rc |= cli_spec_string(s, p, v, &str); /* every task ends with the job; one start */
+        } else if (!strcmp(f, "sshAuthMountPath")) {
+            rc |= cli_spec_string(s, p, v, &str);
+            cli_spec_warn(s, p, "no meaning here: mpirun starts its daemons through Sluice's srun, "
+                          "not ssh");
+        } else if (!strcmp(f, "mpiImplementation")) {
+            if (cli_spec_string(s, p, v, &impl)) rc = -1;
+            else if (strcmp(impl, "OpenMPI") && strcmp(impl, "Intel") && strcmp(impl, "MPICH"))
+                rc = cli_spec_fail(s, p, "\"%s\" is not OpenMPI, Intel or MPICH", impl);
+        } else if (!strcmp(f, "runLauncherAsWorker")) {
+            bool b;
+            if (cli_spec_bool(s, p, v, &b)) rc = -1;
+            else if (b) rc = cli_spec_fail(s, p, "true is not supported (the Launcher runs in the "
+                                           "first Worker's task)");
+        } else {
+            rc = cli_spec_fail(s, p, "not supported");
+        }
+    }
+    if (!launcher) rc = cli_spec_fail(s, "spec.mpiReplicaSpecs", "needs a Launcher");
+    if (!worker || nworker < 1) rc = cli_spec_fail(s, "spec.mpiReplicaSpecs", "needs Worker replicas");
+    /* The ranks run on the nodes, started by Sluice's own step launcher:
+     * an image (theirs or the launcher's) is not where they would run. */
+    json_t *pods[2] = {launcher, worker};
+    for (int i = 0; i < 2 && !rc; i++) {
+        snprintf(p, sizeof p, "spec.mpiReplicaSpecs.%s.template.spec.containers[0].image",
+                 i ? "Worker" : "Launcher");
+        if (json_object_get(pods[i], "image") || json_object_get(pods[i], "containers"))
+            rc = cli_spec_fail(s, p, "not supported: an MPIJob runs as an allocation, its ranks "
+                               "started on the nodes by mpirun through Sluice's srun, not in an "
+                               "image (give the command that the nodes' MPI runs)");
+    }
+    if (rc) {
+        json_decref(launcher);
+        json_decref(worker);
+        return rc;
+    }
+    json_t *wcmd = json_object_get(worker, "command");
+    if (wcmd && !worker_idle(wcmd))
+        cli_spec_warn(s, "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].command",
+                      "not run: mpirun starts the ranks on the Workers' nodes");
+    if (!json_object_get(launcher, "command"))
+        rc = cli_spec_fail(s, "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0]",
+                           "needs a command (mpirun ...)");
+    /* Each Worker is a node of slotsPerWorker tasks, which share its
+     * resources; the Launcher runs in the first task, its own requests
+     * not added (mpirun waits, the ranks work). */
+    json_t *x;
+    if ((x = json_object_get(worker, "gpus"))) {
+        long long g = json_integer_value(x);
+        if (g % slots)
+            rc = cli_spec_fail(s, "spec.slotsPerWorker", "%lld does not divide the Worker's %lld "
+                               "GPUs (each slot is a task of its own GPUs)", slots, g);
+        else json_object_set_new(k->job, "gpus", json_integer(g / slots));
+    }
+    for (int i = 0; i < 2; i++) {
+        const char *key = i ? "memory" : "cpus";
+        sl_qty_kind_t kind = i ? SL_QTY_MEM : SL_QTY_CPU;
+        const char *q = json_string_value(json_object_get(worker, key));
+        int64_t n;
+        char err[128], out[64];
+        if (q && sl_qty_parse(q, kind, &n, err, sizeof err) == 0) {
+            sl_qty_format(n / slots, kind, out, sizeof out);
+            json_object_set_new(k->job, key, json_string(out));
+        }
+    }
+    static const char *const own[] = {"env", "secrets", "volumes", "run_as_user", "run_as_group"};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if ((x = json_object_get(launcher, own[i]))) json_object_set(k->job, own[i], x);
+    static const char *const where[] = {"pool", "gpu_models", "node_selector", "tolerations",
+                                        "priority_class", "gpu_resource"};
+    for (size_t i = 0; i < sizeof where / sizeof where[0]; i++)
+        if ((x = json_object_get(worker, where[i]))) json_object_set(k->job, where[i], x);
+    json_object_set_new(k->job, "allocation", json_true());
+    json_object_set_new(k->job, "nodes", json_integer(nworker));
+    json_object_set_new(k->job, "tasks_per_node", json_integer(slots));
+    json_object_set_new(k->job, "tasks", json_integer(nworker * slots));
+    /* The hostfile mpi-operator writes (each Worker's node, its slots), at
+     * $TMPDIR/mpi/hostfile, which replaces /etc/mpi/hostfile wherever the
+     * command's words name it (a node's /etc is not the job's); mpirun
+     * starts its daemons through srun (OpenMPI's plm and ras slurm, Hydra's
+     * slurm launcher), as in an sbatch allocation. */
+    json_t *env = json_object_get(k->job, "env");
+    if (!env) json_object_set_new(k->job, "env", env = json_object());
+    static const char *const mpienv[][2] = {
+        {"OMPI_MCA_plm", "slurm"}, {"OMPI_MCA_ras", "slurm"}, {"OMPI_MCA_orte_keep_fqdn_hostnames", "true"},
+        {"I_MPI_HYDRA_BOOTSTRAP", "slurm"}, {"HYDRA_LAUNCHER", "slurm"}};
+    for (size_t i = 0; i < sizeof mpienv / sizeof mpienv[0]; i++)
+        if (!json_object_get(env, mpienv[i][0])) json_object_set_new(env, mpienv[i][0], json_string(mpienv[i][1]));
+    char script[768];
+    snprintf(script, sizeof script,
+             "h=\"$TMPDIR/mpi/hostfile\"; mkdir -p \"$TMPDIR/mpi\" && "
+             "scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed 's/$/ slots=%lld/' > \"$h\" || exit 125; "
+             "export OMPI_MCA_orte_default_hostfile=\"$h\" HYDRA_HOST_FILE=\"$h\" I_MPI_HYDRA_HOST_FILE=\"$h\"; "
+             "for a; do shift; case \"$a\" in *" MPI_HOSTFILE "*) "
+             "a=$(printf '%%s' \"$a\" | sed \"s|" MPI_HOSTFILE "|$h|g\");; esac; set -- \"$@\" \"$a\"; done; "
+             "exec \"$@\"", slots);
+    json_t *cmd = json_pack("[sss]", "/bin/sh", "-c", script);
+    json_array_append_new(cmd, json_string("mpijob"));
+    json_array_extend(cmd, json_object_get(launcher, "command"));
+    json_object_set_new(k->job, "command", cmd);
+    json_decref(launcher);
+    json_decref(worker);
+    return rc;
+}

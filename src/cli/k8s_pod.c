@@ -432,6 +432,203 @@ static int node_selector(cli_spec_t *s, const char *p, yaml_node_t *v, json_t *j
     return rc;
 }
 
+/* ---- several containers in one pod ---- */
+
+/* The kind of the pod's volume called name in vols (its source's key:
+ * "emptyDir", "secret", ...), and in *memory whether it is an emptyDir of
+ * medium Memory; NULL when vols has none of that name. */
+static const char *vol_kind(cli_spec_t *s, yaml_node_t *vols, const char *name, bool *memory) {
+    *memory = false;
+    for (int i = 0; vols && vols->type == YAML_SEQUENCE_NODE && i < cli_spec_len(vols); i++) {
+        yaml_node_t *v = cli_spec_item(s, vols, i);
+        if (!v || v->type != YAML_MAPPING_NODE) continue;
+        const char *nm = NULL, *kind = NULL;
+        yaml_node_t *src = NULL;
+        for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
+            const char *key = cli_spec_scalar(cli_spec_node(s, q->key));
+            if (!key) continue;
+            if (!strcmp(key, "name")) nm = cli_spec_scalar(cli_spec_node(s, q->value));
+            else {
+                kind = key;
+                src = cli_spec_node(s, q->value);
+            }
+        }
+        if (!nm || strcmp(nm, name)) continue;
+        if (kind && !strcmp(kind, "emptyDir") && src && src->type == YAML_MAPPING_NODE)
+            for (yaml_node_pair_t *q = src->data.mapping.pairs.start; q < src->data.mapping.pairs.top; q++) {
+                const char *key = cli_spec_scalar(cli_spec_node(s, q->key));
+                const char *val = cli_spec_scalar(cli_spec_node(s, q->value));
+                *memory = *memory || (key && val && !strcmp(key, "medium") && !strcmp(val, "Memory"));
+            }
+        return kind;
+    }
+    return NULL;
+}
+
+/* Adds the quantity text q (of kind) to the job's field key (a sum). */
+static void qty_add(json_t *job, const char *key, const char *q, sl_qty_kind_t kind) {
+    int64_t a = 0, b = 0;
+    char err[128], out[64];
+    const char *old = json_string_value(json_object_get(job, key));
+    if (!q || sl_qty_parse(q, kind, &b, err, sizeof err) < 0) return;
+    if (old && sl_qty_parse(old, kind, &a, err, sizeof err) < 0) a = 0;
+    sl_qty_format(a + b, kind, out, sizeof out);
+    json_object_set_new(job, key, json_string(out));
+}
+
+/* The pod's init containers (inits at ipath, NULL when none; each "init"
+ * or, of restartPolicy Always, "sidecar") then its containers (l at path)
+ * into the submission's `containers` (pod.h), its resources added up into the
+ * job's (a pod asks for the sum of its containers'); each container's
+ * mounts into *mounts (its entries carrying "_c", the container's index),
+ * which pod_mounts sorts out once the pod's volumes are known. */
+static int pod_containers(cli_k8s_t *k, const char *ipath, yaml_node_t *inits, const char *path,
+                          yaml_node_t *l, json_t **mounts) {
+    cli_spec_t *s = k->s;
+    json_t *cs = json_array(), *job = k->job;
+    int rc = 0, ni = inits ? cli_spec_len(inits) : 0;
+    bool split = false;
+    *mounts = json_array();
+    for (int i = 0; i < ni + cli_spec_len(l); i++) {
+        char cp[300];
+        bool init = i < ni;
+        snprintf(cp, sizeof cp, "%s[%d]", init ? ipath : path, init ? i : i - ni);
+        yaml_node_t *c = cli_spec_item(s, init ? inits : l, init ? i : i - ni);
+        json_t *cj = json_pack("{sb sb}", "_pod", 1, "_init", init), *m = NULL, *x;
+        k->job = cj;
+        rc |= cli_k8s_container(k, cp, c, &m);
+        k->job = job;
+        const char *name = NULL;
+        if (c && c->type == YAML_MAPPING_NODE)
+            for (yaml_node_pair_t *q = c->data.mapping.pairs.start; q < c->data.mapping.pairs.top; q++) {
+                const char *key = cli_spec_scalar(cli_spec_node(s, q->key));
+                if (key && !strcmp(key, "name")) name = cli_spec_scalar(cli_spec_node(s, q->value));
+            }
+        if (!name || !*name) rc = cli_spec_fail(s, cp, "needs a name (a pod of several containers)");
+        if (!json_object_get(cj, "image")) rc = cli_spec_fail(s, cp, "needs an image");
+        json_t *e = json_pack("{ss}", "name", name ? name : "");
+        if (init) /* restartPolicy Always: a native sidecar (cli_k8s_container) */
+            json_object_set_new(e, "role", json_string(json_object_get(cj, "_sidecar") ? "sidecar" : "init"));
+        static const char *const own[] = {"image", "command", "args", "env", "workdir"};
+        for (size_t f = 0; f < sizeof own / sizeof own[0]; f++)
+            if ((x = json_object_get(cj, own[f]))) json_object_set(e, own[f], x);
+        if ((x = json_object_get(cj, "gpus"))) {
+            split = true;
+            json_object_set(e, "gpus", x);
+            json_object_set_new(job, "gpus", json_integer(json_integer_value(json_object_get(job, "gpus")) +
+                                                          json_integer_value(x)));
+        }
+        if ((x = json_object_get(cj, "gpu_resource"))) {
+            json_t *had = json_object_get(job, "gpu_resource");
+            if (had && !json_equal(had, x))
+                rc = cli_spec_fail(s, cp, "asks for %s, another container for %s: one GPU resource "
+                                   "per pod", json_string_value(x), json_string_value(had));
+            json_object_set(job, "gpu_resource", x);
+        }
+        /* A pod's request is the sum of its containers'; so is its limit,
+         * a container without one counting its request. */
+        qty_add(job, "cpus", json_string_value(json_object_get(cj, "cpus")), SL_QTY_CPU);
+        qty_add(job, "memory", json_string_value(json_object_get(cj, "memory")), SL_QTY_MEM);
+        for (int lim = 0; lim < 2; lim++) {
+            const char *lk = lim ? "memory_limit" : "cpu_limit", *rk = lim ? "memory" : "cpus";
+            json_t *lv = json_object_get(cj, lk);
+            qty_add(cj, "_lim", json_string_value(lv ? lv : json_object_get(cj, rk)),
+                    lim ? SL_QTY_MEM : SL_QTY_CPU);
+            json_object_set(cj, lim ? "_mlim" : "_clim", json_object_get(cj, "_lim"));
+            json_object_del(cj, "_lim");
+        }
+        json_object_set(e, "_clim", json_object_get(cj, "_clim"));
+        json_object_set(e, "_mlim", json_object_get(cj, "_mlim"));
+        json_object_set(e, "_haslim", json_boolean(json_object_get(cj, "memory_limit") ||
+                                                   json_object_get(cj, "cpu_limit")));
+        static const char *const pod_wide[] = {"run_as_user", "run_as_group"};
+        for (size_t f = 0; f < 2; f++)
+            if ((x = json_object_get(cj, pod_wide[f]))) json_object_set(job, pod_wide[f], x);
+        size_t j;
+        json_array_foreach(json_object_get(cj, "secrets"), j, x) {
+            if (json_object_get(x, "env") || json_object_get(x, "env_prefix"))
+                cli_spec_warn(s, cp, "a secret's or config map's variables are given to every "
+                              "container of the pod");
+            cli_spec_append(job, "secrets", json_incref(x));
+        }
+        json_array_foreach(m, j, x) {
+            json_object_set_new(x, "_c", json_integer(i));
+            json_array_append(*mounts, x);
+        }
+        json_decref(m);
+        json_decref(cj);
+        json_array_append_new(cs, e);
+    }
+    /* Limits: only where some container has one (else the pod has none). */
+    bool lim = false;
+    size_t i;
+    json_t *e;
+    json_array_foreach(cs, i, e) lim = lim || json_is_true(json_object_get(e, "_haslim"));
+    json_array_foreach(cs, i, e) {
+        if (lim) {
+            qty_add(job, "cpu_limit", json_string_value(json_object_get(e, "_clim")), SL_QTY_CPU);
+            qty_add(job, "memory_limit", json_string_value(json_object_get(e, "_mlim")), SL_QTY_MEM);
+        }
+        json_object_del(e, "_clim");
+        json_object_del(e, "_mlim");
+        json_object_del(e, "_haslim");
+        /* A container without a GPU request sees none once another has one. */
+        if (split && !json_object_get(e, "gpus")) json_object_set_new(e, "gpus", json_integer(0));
+    }
+    json_object_set_new(job, "containers", cs);
+    return rc;
+}
+
+/* The pod's containers' mounts (pod_containers) checked against its
+ * volumes vols: one directory per path, so an emptyDir two containers
+ * share must be at one path, and one volume at a path; a medium Memory
+ * emptyDir is one container's (each container's tmpfs is its own). Each
+ * container's `volumes` gets the paths it mounts (a secret or config
+ * map's directory is every container's); *mounts keeps one of each. */
+static int pod_mounts(cli_k8s_t *k, yaml_node_t *vols, json_t *mounts, const char *volp) {
+    cli_spec_t *s = k->s;
+    json_t *cs = json_object_get(k->job, "containers"), *uniq = json_array(), *m, *u;
+    int rc = 0;
+    size_t i, j;
+    json_array_foreach(cs, i, u) json_object_set_new(u, "volumes", json_array());
+    json_array_foreach(mounts, i, m) {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        const char *at = json_string_value(json_object_get(m, "path"));
+        const char *where = json_string_value(json_object_get(m, "where"));
+        json_t *c = json_array_get(cs, (size_t)json_integer_value(json_object_get(m, "_c")));
+        bool memory, dup = false;
+        const char *kind = vol_kind(s, vols, name, &memory);
+        json_array_foreach(uniq, j, u) {
+            const char *un = json_string_value(json_object_get(u, "name"));
+            const char *ua = json_string_value(json_object_get(u, "path"));
+            bool same_at = !strcmp(ua, at), same_vol = !strcmp(un, name);
+            json_t *us = json_object_get(u, "sub_path"), *ms = json_object_get(m, "sub_path");
+            bool same_sub = us == ms || (us && ms && json_equal(us, ms));
+            if (same_at && (!same_vol || !same_sub ||
+                            !json_equal(json_object_get(u, "read_only"), json_object_get(m, "read_only")))) {
+                rc = cli_spec_fail(s, where, "%s is also where %s mounts volume \"%s\" otherwise: not "
+                                   "supported (one volume, sub_path and readOnly at a path in a pod)",
+                                   at, json_string_value(json_object_get(u, "where")), un);
+            } else if (!same_at && same_vol && kind && !strcmp(kind, "emptyDir")) {
+                rc = cli_spec_fail(s, where, "emptyDir \"%s\" is also mounted at %s: not supported "
+                                   "(the containers share an emptyDir at one path)", name, ua);
+            } else if (same_at && same_vol && memory) {
+                rc = cli_spec_fail(s, where, "emptyDir \"%s\" of medium Memory mounted by two "
+                                   "containers: not supported (each container's tmpfs is its own)",
+                                   name);
+            }
+            dup = dup || same_at;
+        }
+        if (kind && strcmp(kind, "secret") && strcmp(kind, "configMap"))
+            json_array_append_new(json_object_get(c, "volumes"), json_string(at));
+        if (!dup) json_array_append(uniq, m);
+    }
+    json_array_foreach(uniq, i, m) json_object_del(m, "_c");
+    rc |= cli_k8s_volumes(k, volp, vols, uniq);
+    json_decref(uniq);
+    return rc;
+}
+
 /* Pod fields that concern Kubernetes' own machinery: accepted, with a
  * warning that they mean nothing here. */
 static const char *const no_meaning[] = {
@@ -442,8 +639,9 @@ static const char *const no_meaning[] = {
 static int pod_spec(cli_k8s_t *k, const char *path, yaml_node_t *ps, const char **restart) {
     cli_spec_t *s = k->s;
     if (cli_spec_want(s, path, ps, YAML_MAPPING_NODE)) return -1;
-    int have_containers = 0, rc = 0;
-    yaml_node_t *vols = NULL;
+    int have_containers = 0, rc = 0, npod = 1;
+    yaml_node_t *vols = NULL, *mains = NULL, *inits = NULL;
+    char mainp[300] = "", initp[300] = "";
     char volp[300] = "";
     json_t *mounts = NULL;
     yaml_node_pair_t *pr = NULL;
@@ -464,15 +662,12 @@ static int pod_spec(cli_k8s_t *k, const char *path, yaml_node_t *ps, const char 
             }
             int n = cli_spec_len(v);
             have_containers = 1; /* no second "needs containers" */
-            if (n != 1) {
-                rc = cli_spec_fail(s, p, "%d containers: not supported (Sluice runs exactly one per task)", n);
+            if (n == 0) {
+                rc = cli_spec_fail(s, p, "needs a container");
                 continue;
             }
-            char cp[300];
-            snprintf(cp, sizeof cp, "%s[0]", p);
-            json_decref(mounts);
-            rc |= cli_k8s_container(k, cp, cli_spec_item(s, v, 0), &mounts);
-            have_containers = 1;
+            mains = v; /* read once the init containers are known too */
+            snprintf(mainp, sizeof mainp, "%s", p);
         } else if (!strcmp(f, "volumes")) {
             vols = v;
             snprintf(volp, sizeof volp, "%s", p);
@@ -502,14 +697,24 @@ static int pod_spec(cli_k8s_t *k, const char *path, yaml_node_t *ps, const char 
             else if (b) cli_spec_warn(s, p, "not honoured: a container has its own IPC namespace; a "
                                       "large /dev/shm is an emptyDir of medium Memory there");
         } else if (!strcmp(f, "initContainers")) {
-            rc = cli_spec_fail(s, p, "not supported (Sluice runs one container per task: run the "
-                               "step at the start of its command)");
+            if (cli_spec_want(s, p, v, YAML_SEQUENCE_NODE)) rc = -1;
+            else if (cli_spec_len(v) > 0) inits = v;
+            snprintf(initp, sizeof initp, "%s", p);
         } else {
             (void)str;
             rc = cli_spec_fail(s, p, "not supported");
         }
     }
+    if (mains && (inits || cli_spec_len(mains) > 1)) {
+        npod = 2; /* a pod: init containers, sidecars, several containers */
+        rc |= pod_containers(k, initp, inits, mainp, mains, &mounts);
+    } else if (mains) {
+        char cp[300];
+        snprintf(cp, sizeof cp, "%s[0]", mainp);
+        rc |= cli_k8s_container(k, cp, cli_spec_item(s, mains, 0), &mounts);
+    }
     if (!have_containers) rc = cli_spec_fail(s, path, "needs containers");
+    else if (mounts && npod > 1) rc |= pod_mounts(k, vols, mounts, volp);
     else if (mounts) rc |= cli_k8s_volumes(k, volp, vols, mounts);
     json_decref(mounts);
     return rc;

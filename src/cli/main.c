@@ -34,7 +34,8 @@ static void init_submit_opts(void) {
     size_t n = 0;
     submit_opts[n++] = (cli_opt_t){"file", 'f', "FILE", 0,
                                    "job spec: Sluice YAML/JSON or Kubernetes manifests (batch/v1 "
-                                   "Job, kubeflow.org/v1 PyTorchJob); each YAML document is "
+                                   "Job, kubeflow.org/v1 PyTorchJob, kubeflow.org MPIJob); each "
+                                   "YAML document is "
                                    "a job (docs/jobspec.md)"};
     for (int i = 0; i < SL_JS_NFIELDS; i++) {
         const sl_jobspec_field_t *f = &sl_jobspec_fields[i];

@@ -203,6 +203,8 @@ static const struct {
 } kinds[] = {
     {"Job", "batch/v1", cli_k8s_job},
     {"PyTorchJob", "kubeflow.org/v1", cli_k8s_pytorchjob},
+    {"MPIJob", "kubeflow.org/v2beta1", cli_k8s_mpijob},
+    {"MPIJob", "kubeflow.org/v1", cli_k8s_mpijob},
     /* Beside a job, a (headless) Service names its pods for each other:
      * a gang's tasks get MASTER_ADDR instead, so it is skipped. */
     {"Service", "v1", NULL},
@@ -221,9 +223,12 @@ static int k8s_manifest(cli_spec_t *s, yaml_node_t *root, json_t *job, const cha
     size_t n = sizeof kinds / sizeof kinds[0], i;
     for (i = 0; kind && i < n && strcmp(kinds[i].kind, kind); i++)
         ;
+    for (size_t j = i; api && j < n; j++) /* a kind of several versions: the one given */
+        if (!strcmp(kinds[j].kind, kinds[i].kind) && !strcmp(kinds[j].api, api)) i = j;
     if (!kind || i == n)
         return cli_spec_fail(s, "kind", "%s%s%s is not supported (batch/v1 Job, kubeflow.org/v1 "
-                             "PyTorchJob; a v1 Service beside them is skipped)",
+                             "PyTorchJob, kubeflow.org/v2beta1 or v1 MPIJob; a v1 Service beside "
+                             "them is skipped)",
                              kind ? "\"" : "", kind ? kind : "missing", kind ? "\"" : "");
     if (!api || strcmp(api, kinds[i].api))
         return cli_spec_fail(s, "apiVersion", "%s%s%s is not supported (a %s is %s)", api ? "\"" : "",

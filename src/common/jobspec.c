@@ -25,6 +25,7 @@
 #include "arraydep.h"
 #include "jobspec.h"
 #include "mailtype.h"
+#include "pod.h"
 #include "secretref.h"
 #include "sluice/error.h"
 #include "sluice/job.h"
@@ -239,6 +240,15 @@ const sl_jobspec_field_t sl_jobspec_fields[SL_JS_NFIELDS] = {
                          INT64_MAX, NULL, 0, "cpus", "CPUs",
                          "each task's CPU quota (its cgroup's), at least cpus, which still places "
                          "it"},
+    [SL_JS_CONTAINERS] = {"containers", NULL, 0, NULL, SL_FT_CONTAINERS, 0, 1, SL_POD_CONTAINERS_MAX,
+                          NULL, 0, "none", "",
+                          "several containers in each task, started together in its cgroup as a "
+                          "Kubernetes pod's: each {name, image, command, env, workdir, volumes, "
+                          "gpus}, instead of image and command; docs/containers.md \"Pods\""},
+    [SL_JS_ARGS] = {"args", NULL, 0, "(containers[0].args)", SL_FT_ARGV, 0, 1, 0, NULL, 0,
+                    "the image's command", "",
+                    "with image and without command: the image's entrypoint runs with these "
+                    "arguments instead of its command (Kubernetes' args alone)"},
 };
 
 const sl_jobspec_field_t *sl_jobspec_find(const char *name) {
@@ -302,6 +312,8 @@ int sl_jobspec_range_text(const sl_jobspec_field_t *f, char *buf, size_t len) {
         return snprintf(buf, len, "up to %lld volumes", (long long)f->max);
     case SL_FT_SECRETS:
         return snprintf(buf, len, "up to %d references", SL_SECRET_REFS_MAX);
+    case SL_FT_CONTAINERS:
+        return snprintf(buf, len, "1 to %lld containers", (long long)f->max);
     case SL_FT_ENUM: {
         size_t n = 0;
         buf[0] = '\0';
@@ -338,6 +350,7 @@ static const char *type_text(const sl_jobspec_field_t *f) {
     case SL_FT_BOOL: return "boolean";
     case SL_FT_VOLUMES: return "list of volume objects";
     case SL_FT_SECRETS: return "list of objects";
+    case SL_FT_CONTAINERS: return "list of container objects";
     }
     return "?";
 }
@@ -511,6 +524,8 @@ int sl_jobspec_check(const sl_jobspec_field_t *f, json_t *v, int64_t *num, char 
         return json_is_boolean(v) ? 0 : fail(err, errlen, "must be true or false");
     case SL_FT_VOLUMES:
         return sl_volumes_check(v, err, errlen);
+    case SL_FT_CONTAINERS:
+        return sl_pod_check(v, err, errlen);
     case SL_FT_ARRAY:
     case SL_FT_DEPS:
         if (!json_is_string(v))
@@ -619,6 +634,7 @@ json_t *sl_jobspec_from_text(const sl_jobspec_field_t *f, const char *text, char
     case SL_FT_ENV:
     case SL_FT_VOLUMES:
     case SL_FT_SECRETS:
+    case SL_FT_CONTAINERS:
         break;
     }
     fail(err, errlen, "has no text form");
@@ -724,13 +740,28 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
             return fail(err, errlen, "only allowed with script");
         }
     }
+    if (val[SL_JS_CONTAINERS] && (val[SL_JS_IMAGE] || val[SL_JS_COMMAND])) {
+        *field = val[SL_JS_IMAGE] ? "image" : "command";
+        return fail(err, errlen, "cannot be combined with containers (give each container's)");
+    }
+    if (val[SL_JS_ARGS] && (!val[SL_JS_IMAGE] || val[SL_JS_COMMAND])) {
+        *field = "args";
+        return fail(err, errlen, val[SL_JS_COMMAND] ? "cannot be combined with command (give the "
+                    "arguments after the command)" : "only allowed with image (its entrypoint's)");
+    }
+    if (val[SL_JS_CONTAINERS] &&
+        sl_pod_rules(val[SL_JS_CONTAINERS], val[SL_JS_VOLUMES], num[SL_JS_GPUS], err, errlen) != 0) {
+        *field = "containers";
+        return SL_EINVAL;
+    }
     for (int i = SL_JS_MOUNTS; i <= SL_JS_WORKDIR; i++) {
-        if (val[i] && !val[SL_JS_IMAGE]) {
+        if (val[i] && !val[SL_JS_IMAGE] && !val[SL_JS_CONTAINERS]) {
             *field = sl_jobspec_fields[i].name;
             return fail(err, errlen, "only allowed with image");
         }
     }
-    if (val[SL_JS_ALLOCATION] && json_is_true(val[SL_JS_ALLOCATION]) && val[SL_JS_IMAGE]) {
+    if (val[SL_JS_ALLOCATION] && json_is_true(val[SL_JS_ALLOCATION]) &&
+        (val[SL_JS_IMAGE] || val[SL_JS_CONTAINERS])) {
         *field = "allocation";
         return fail(err, errlen, "cannot be combined with image (the step daemon runs on the "
                     "node, not in a container)");
@@ -758,9 +789,9 @@ int sl_jobspec_parse(json_t *spec, sl_jobspec_t *out, const char **field, char *
             return SL_EINVAL;
         }
     }
-    if (!val[SL_JS_COMMAND] && !val[SL_JS_IMAGE] && !val[SL_JS_SCRIPT]) {
+    if (!val[SL_JS_COMMAND] && !val[SL_JS_IMAGE] && !val[SL_JS_SCRIPT] && !val[SL_JS_CONTAINERS]) {
         *field = "command";
-        return fail(err, errlen, "required (or give an image or a script)");
+        return fail(err, errlen, "required (or give an image, containers or a script)");
     }
     *field = NULL;
     return 0;
@@ -872,7 +903,7 @@ void sl_jobspec_write_table(FILE *out, bool markdown) {
             snprintf(flag, sizeof flag, "--%s %s", f->flag, f->metavar);
         else if (i == SL_JS_COMMAND)
             snprintf(flag, sizeof flag, "-- COMMAND...");
-        else if (f->type == SL_FT_VOLUMES)
+        else if (f->type == SL_FT_VOLUMES || f->type == SL_FT_CONTAINERS)
             snprintf(flag, sizeof flag, "(a spec file or manifest)");
         else if (i == SL_JS_SECRETS)
             snprintf(flag, sizeof flag, "(a spec file or manifest)");

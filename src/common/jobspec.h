@@ -100,6 +100,8 @@ typedef enum sl_jobspec_id {
     SL_JS_TTL_AFTER_FINISHED, /* seconds a finished job stays in the queue (ttlSecondsAfterFinished) */
     SL_JS_MEMORY_LIMIT,   /* a task's hard memory limit above its memory request (limits.memory) */
     SL_JS_CPU_LIMIT,      /* a task's CPU quota above its cpus request (limits.cpu) */
+    SL_JS_CONTAINERS,     /* several containers in each task, as a pod's (pod.h) */
+    SL_JS_ARGS,           /* the image's entrypoint's arguments (Kubernetes' args alone) */
     SL_JS_NFIELDS
 } sl_jobspec_id_t;
 
@@ -120,7 +122,8 @@ typedef enum sl_jobspec_type {
     SL_FT_DEPS,     /* job dependencies as Slurm writes them ("afterok:12"; arraydep.h) */
     SL_FT_BOOL,     /* true or false; text "true", "false" */
     SL_FT_VOLUMES,  /* a list of volume objects (volume.h, sl_volumes_check); no text form */
-    SL_FT_SECRETS   /* a list of secret references (secretref.h); no text form */
+    SL_FT_SECRETS,  /* a list of secret references (secretref.h); no text form */
+    SL_FT_CONTAINERS /* a list of container objects (pod.h, sl_pod_check); no text form */
 } sl_jobspec_type_t;
 
 typedef struct sl_jobspec_field {

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "jsonesc.h"
+#include "pod.h"
 #include "proto.h"
 #include "sluice/alloc.h"
 #include "sluice/error.h"
@@ -397,6 +398,24 @@ static int dec_launch(dec_t *d, json_t *o) {
     l->volumes = l->nvolumes ? dec_alloc(d, l->nvolumes, sizeof *l->volumes) : NULL;
     if (sl__proto_volumes_decode(v, (sl_proto_volume_t *)l->volumes, l->nvolumes, d->what, d->err, d->errlen) < 0)
         return SL_EINVAL;
+    v = json_object_get(o, "image_args");
+    if (!absent(v)) {
+        if (!json_is_array(v)) return fail(d, "image_args", "must be a list of strings");
+        size_t n = json_array_size(v);
+        const char **as = dec_alloc(d, n + 1, sizeof *as);
+        for (size_t i = 0; i < n; i++) {
+            if (!json_is_string(json_array_get(v, i))) return fail(d, "image_args", "must be a list of strings");
+            as[i] = json_string_value(json_array_get(v, i));
+        }
+        l->image_args = as;
+        l->nimage_args = n;
+    }
+    v = json_object_get(o, "containers");
+    if (!absent(v)) {
+        char cerr[512];
+        if (sl_pod_check(v, cerr, sizeof cerr) != 0) return fail(d, "containers", "%s", cerr);
+        l->containers = v;
+    }
     if (l->on_node_failure && strcmp(l->on_node_failure, "requeue") != 0 &&
         strcmp(l->on_node_failure, "fail") != 0)
         return fail(d, "on_node_failure", "must be requeue or fail");

@@ -310,6 +310,15 @@ typedef struct sl_proto_launch {
      * cpu_milli). The requests place the task; these bound it. */
     int64_t mem_limit;
     int64_t cpu_limit_milli;
+    /* A pod's containers (pod.h: the job spec's `containers`, as it is),
+     * written only when set; the agent runs them all in the task. Decoded:
+     * borrowed from the message, NULL when absent. */
+    json_t *containers;
+    /* The image's entrypoint's arguments instead of its command (the job's
+     * `args`: Kubernetes' args alone), nimage_args strings, written only
+     * when there are some; argv is then NULL. */
+    const char *const *image_args;
+    size_t nimage_args;
 } sl_proto_launch_t;
 
 typedef struct sl_proto_logs_req {

@@ -13,6 +13,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jsonesc.h"
@@ -303,6 +304,22 @@ static int enc_launch(writer_t *w, const sl_proto_msg_t *m) {
     if (l->cpu_limit_milli > 0) {
         key(w, "cpu_limit_milli");
         put_i64(w, l->cpu_limit_milli);
+    }
+    if (l->nimage_args) {
+        puts_(w, ",\"image_args\":[");
+        for (size_t i = 0; i < l->nimage_args; i++) {
+            if (l->image_args[i] == NULL) return SL_EINVAL;
+            if (i) put(w, ",", 1);
+            put_str(w, l->image_args[i]);
+        }
+        put(w, "]", 1);
+    }
+    if (l->containers) { /* the one field written by jansson: a pod's, rare and small */
+        char *text = json_dumps(l->containers, JSON_COMPACT);
+        if (!text) return SL_EINVAL;
+        puts_(w, ",\"containers\":");
+        puts_(w, text);
+        free(text);
     }
     long vn = sl__proto_volumes_encode(l->volumes, l->nvolumes, w->len < w->cap ? w->buf + w->len : NULL,
                                        w->len < w->cap ? w->cap - w->len : 0);

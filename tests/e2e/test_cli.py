@@ -158,8 +158,8 @@ BAD_SPECS = [
         "    spec:\n      containers", "    metadata: {annotations: {sluice.io/gang: 'true'}}\n"
         "    spec:\n      containers"),
      "spec.completions: 16 differs from spec.parallelism 8"),
-    (_MEG + "      - name: sidecar\n        image: busybox\n",
-     "spec.template.spec.containers: 2 containers: not supported"),
+    (_MEG + "      - name: sidecar\n        command: [\"true\"]\n",
+     "spec.template.spec.containers[1]: needs an image"),
     (_MEG.replace("kind: Job", "kind: Deployment"), 'kind: "Deployment" is not supported'),
     (_MEG.replace("batch/v1", "batch/v2"), 'apiVersion: "batch/v2" is not supported'),
     (_MEG.replace("        image: nvcr.io/megatron",

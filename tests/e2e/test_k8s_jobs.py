@@ -131,8 +131,10 @@ def test_kind_and_api_version_come_first(cli_bin, tmp_path):
              'kind: "Deployment" is not supported (batch/v1 Job, kubeflow.org/v1 PyTorchJob'),
             (job().replace("batch/v1", "batch/v1beta1") + "  bogus: 1\n",
              'apiVersion: "batch/v1beta1" is not supported (a Job is batch/v1)'),
-            ("apiVersion: kubeflow.org/v1\nkind: MPIJob\nspec: {mpiReplicaSpecs: {}}\n",
-             'kind: "MPIJob" is not supported')):
+            ("apiVersion: kubeflow.org/v1\nkind: TFJob\nspec: {tfReplicaSpecs: {}}\n",
+             'kind: "TFJob" is not supported'),
+            ("apiVersion: kubeflow.org/v1alpha2\nkind: MPIJob\nspec: {mpiReplicaSpecs: {}}\n",
+             'apiVersion: "kubeflow.org/v1alpha2" is not supported (a MPIJob is kubeflow.org/v2beta1)')):
         r = u.sluice(["submit", "-f", _write(tmp_path, text)], env)
         assert r.returncode == 2, r.stderr
         lines = r.stderr.strip().splitlines()

@@ -347,3 +347,57 @@ def test_other_tenants_task_cannot_read_the_files(users, base_dir, build_dir):
         if agent:
             agent.stop()
         ctl.stop()
+
+
+MANIFEST = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: envfrom}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        command: ["/bin/sh", "-c", "echo mode=$APP_mode; ls -a /nowhere-vol 2>&1 | head -1; echo end"]
+        envFrom:
+        - configMapRef: {name: app2}
+          prefix: APP_
+        - secretRef: {name: absent-secret, optional: true}
+        volumeMounts:
+        - {name: gone, mountPath: /nowhere-vol}
+      volumes:
+      - name: gone
+        secret: {secretName: absent-too, optional: true}
+"""
+
+
+def test_envfrom_keys_left_out_are_told_and_optional_objects_give_nothing(controller, cluster,
+                                                                          tmp_path):
+    ctl = controller
+    cluster(1, gpus=0)
+    assert _post(ctl, {"name": "app2", "type": "config_map",
+                       "data": {"mode": "m1", "not-a-var": "x"}})[0] == 201
+    path = tmp_path / "job.yaml"
+    path.write_text(MANIFEST)
+    env = u.cli_env(ctl, ctl.token("alice"), tmpdir=tmp_path)
+    # Optional objects are references the controller honours, not warnings.
+    dry = u.sluice(["submit", "--dry-run", "-f", str(path)], env)
+    assert dry.returncode == 0 and "optional" not in dry.stderr, dry.stderr
+    refs = json.loads(dry.stdout)["secrets"]
+    assert {"secret": "absent-secret", "env_prefix": "", "optional": True} in refs, refs
+    assert {"secret": "absent-too", "path": "/nowhere-vol", "optional": True} in refs, refs
+    r = u.sluice(["--json", "submit", "-f", str(path)], env)
+    assert r.returncode == 0, r.stderr
+    answer = json.loads(r.stdout)
+    want = "secrets[0]: key not-a-var of config map app2 is not a variable name and is left out"
+    assert answer["warnings"] == [want], answer
+    assert "sluice submit: warning: job %d: %s" % (answer["id"], want) in r.stderr, r.stderr
+    done = ctl.wait_job(answer["id"], ["succeeded", "failed"], timeout=30)
+    out = u.job_log(ctl, answer["id"])
+    assert done["state"] == "succeeded", (done, out)
+    # The config map's variable is there; the absent secret gave nothing and
+    # its volume no directory (the plain task finds no files there).
+    assert "mode=m1" in out.splitlines(), out
+    assert "end" in out.splitlines(), out

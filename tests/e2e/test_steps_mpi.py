@@ -72,3 +72,78 @@ echo "srun=$?"
     assert [g[:3] for g in got] == [[str(r), "4", "4"] for r in range(4)], (got, text)
     if hasattr(two_nodes[0], "nodes"):
         assert sorted(g[3] for g in got) == ["n1", "n1", "n2", "n2"], got
+
+
+MPIJOB = """\
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: pi
+spec:
+  slotsPerWorker: 1
+  runPolicy:
+    cleanPodPolicy: Running
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: launcher
+            env:
+            - {name: OMPI_ALLOW_RUN_AS_ROOT, value: "1"}
+            - {name: OMPI_ALLOW_RUN_AS_ROOT_CONFIRM, value: "1"}
+            - {name: OMPI_MCA_btl, value: "self,tcp"}
+            command: ["/bin/bash", "-c"]
+            args:
+            - >-
+              cat /etc/mpi/hostfile 2>/dev/null; echo hostfile:; cat $OMPI_MCA_orte_default_hostfile;
+              mpirun -n 2 --hostfile /etc/mpi/hostfile
+              bash -c 'echo M $OMPI_COMM_WORLD_RANK $(hostname) $OMPI_COMM_WORLD_SIZE $CUDA_VISIBLE_DEVICES';
+              echo mpirun=$?
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+          - name: worker
+            command: ["/usr/sbin/sshd", "-De"]
+            resources:
+              limits: {nvidia.com/gpu: 1, cpu: "1", memory: 256Mi}
+"""
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="openmpi-bin is not installed")
+def test_mpijob_launcher_runs_mpirun_once_over_the_workers_nodes(controller, two_nodes, tmp_path):
+    import json
+    import e2e_util as u
+    path = tmp_path / "mpijob.yaml"
+    path.write_text(MPIJOB)
+    env = u.cli_env(controller, controller.tenant_tokens["alice"], tmpdir=tmp_path)
+    r = u.sluice(["--json", "submit", "-f", str(path)], env)
+    assert r.returncode == 0, r.stderr
+    job = json.loads(r.stdout)
+    assert job["allocation"] is True and job["tasks"] == 2 and job["nodes"] == 2, job
+    assert job["gpus"] == 1 and job["tasks_per_node"] == 1, job
+    done = controller.wait_job(job["id"], ["succeeded", "failed"], timeout=120)
+    text = u.job_log(controller, job["id"])
+    assert done["state"] == "succeeded" and "mpirun=0" in text, text
+    # The hostfile: each Worker's node with its slots, where the command named it.
+    hf = text.split("hostfile:\n", 1)[1].splitlines()
+    nodes = sorted(pl["node"] for pl in done["placement"])
+    assert sorted(hf[:2]) == ["%s slots=1" % n for n in nodes], text
+    got = sorted(x.split()[1:] for x in text.splitlines() if x.startswith("M "))
+    assert [g[0] for g in got] == ["0", "1"] and all(g[2] == "2" for g in got), text
+    if netns_util.available():  # a rank on each Worker's node
+        assert sorted(g[1] for g in got) == ["n1", "n2"], text
+
+
+def test_mpijob_with_an_image_is_refused_naming_it(build_dir, tmp_path):
+    import e2e_util as u
+    text = MPIJOB.replace("          - name: worker\n", "          - name: worker\n            image: mpioperator/openmpi\n")
+    path = tmp_path / "img.yaml"
+    path.write_text(text)
+    r = u.sluice(["submit", "--dry-run", "-f", str(path)], u.cli_env(tmpdir=tmp_path))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].image: not supported: an MPIJob " \
+        "runs as an allocation" in r.stderr, r.stderr

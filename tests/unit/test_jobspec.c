@@ -55,7 +55,7 @@ static const spec_row_t spec_rows[] = {
     OK("{\"command\": [\"x\"]}"),
     OK("{\"image\": \"img\"}"),
     BAD("[1, 2]", NULL, "JSON object"),
-    BAD("{}", "command", "required (or give an image or a script)"),
+    BAD("{}", "command", "required (or give an image, containers or a script)"),
     /* a batch script (docs/slurm.md): its command is optional, its
      * directory and files only go with it; it may run in a container */
     OK("{\"script\": \"#!/bin/sh\\ntrue\\n\"}"),

@@ -39,6 +39,14 @@
  *     by signal N, so this process dies of N too and the monitor records
  *     exactly what it records for a plain task.
  *
+ * A pod's task (spec.json's "containers", container.h) does 1 and 2 for
+ * each of its containers, the volumes' staging once, 3 for each (its
+ * bundle BUNDLE/c.NAME, its own image, command, env, devices and the
+ * mounts it asked for), then 5 for all of them at once, and waits for
+ * every one: the task ends when the last container has, failing as the
+ * first container that failed (named in the log), as a Kubernetes Job's
+ * pod does.
+ *
  * A failure before runc runs is written, one line, to BUNDLE/failed (the
  * directory is still root's then), and on the log, and ends this process
  * with status 125 (AGENT_CONTAINER_FAILED_EXIT); the agent reports the task
@@ -448,7 +456,8 @@ static json_t *runtime_spec(json_t *img, const char *root) {
     json_t *cmd = json_object_get(spec, "args");
     if (!json_is_array(cmd)) {
         json_array_foreach(json_object_get(cfg, "Entrypoint"), i, v) json_array_append(args, v);
-        cmd = json_object_get(cfg, "Cmd");
+        cmd = json_object_get(spec, "image_args"); /* Kubernetes' args without a command */
+        if (!json_is_array(cmd)) cmd = json_object_get(cfg, "Cmd");
     }
     json_array_foreach(cmd, i, v) json_array_append(args, v);
     if (json_array_size(args) == 2)
@@ -557,31 +566,145 @@ static void mirror(int st) {
     exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + sig);
 }
 
-int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: sluice-cstart BUNDLE (the agent starts it; docs/containers.md)\n");
-        return 2;
+/* The most containers of a pod's task (pod.h's SL_POD_CONTAINERS_MAX). */
+#define POD_MAX 16
+
+/* A pod's containers while they run: each one's runc (0 once ended), its
+ * role, its name; the first that failed (a main or init one) and how. */
+enum { ROLE_MAIN, ROLE_INIT, ROLE_SIDECAR };
+static pid_t pids[POD_MAX];
+static int role[POD_MAX];
+static char name[POD_MAX][80];
+static bool is_pod;
+static int first = -1, st = 0;
+
+static pid_t start_runc(char *runc, char *state, char *dir, char *cid, bool as_root) {
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    char rootless[] = "--rootless=true";
+    char *rargv[] = {runc, "--root", state, "run", "--bundle", dir, cid, NULL, NULL};
+    if (as_root) {
+        memmove(rargv + 2, rargv + 1, 7 * sizeof *rargv);
+        rargv[1] = rootless;
     }
-    bundle = argv[1];
-    char path[4200], root[4200];
-    snprintf(path, sizeof path, "%s/spec.json", bundle);
-    json_error_t je;
-    if (!(spec = json_load_file(path, 0, &je))) die("cannot read %s: %s", path, je.text);
-    const char *image = sget("image"), *pull = sget("pull");
-    json_t *img = find_image(image, pull ? pull : "if-not-present");
-    const char *id = json_string_value(json_object_get(img, "Id"));
-    if (!id || strchr(id, '/') || id[0] == '.') die("image %s has no id in the store", image);
-    rootfs(id, root, sizeof root);
-    stage_volumes();
+    static char *const env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                                NULL};
+    execve(runc, rargv, env);
+    fprintf(stderr, "sluice-cstart: cannot execute %s: %s\n", runc, strerror(errno));
+    _exit(AGENT_CONTAINER_FAILED_EXIT);
+}
+
+static volatile sig_atomic_t alarmed;
+
+static void on_alarm(int sig) {
+    (void)sig;
+    alarmed = 1;
+}
+
+/* Waits for one of the n containers to end and records it (the log says
+ * how, for a pod; the first main or init one to fail is the task's end).
+ * Returns its index (n for another child), -2 when a signal came first
+ * (a cancel's, passed on by each runc; the grace's alarm), -1 when no
+ * child is left. */
+static int reap(size_t n) {
+    int one;
+    pid_t pid = waitpid(-1, &one, 0);
+    if (pid < 0) return errno == EINTR ? -2 : -1;
+    size_t i = 0;
+    while (i < n && pids[i] != pid) i++;
+    if (i == n) return (int)n;
+    pids[i] = 0;
+    bool bad = !WIFEXITED(one) || WEXITSTATUS(one) != 0;
+    if (is_pod) {
+        if (WIFEXITED(one))
+            fprintf(stderr, "sluice-cstart: container %s exited with status %d\n", name[i],
+                    WEXITSTATUS(one));
+        else
+            fprintf(stderr, "sluice-cstart: container %s was killed by signal %d\n", name[i],
+                    WTERMSIG(one));
+    }
+    if (first < 0 && role[i] != ROLE_SIDECAR && (bad || !is_pod)) {
+        first = (int)i;
+        st = one;
+        if (is_pod && bad)
+            fprintf(stderr, "sluice-cstart: the pod fails as container %s did (its first "
+                    "failure)\n", name[i]);
+    }
+    return (int)i;
+}
+
+static size_t mains_left(void) {
+    size_t k = 0;
+    for (size_t i = 0; i < POD_MAX; i++) k += pids[i] > 0 && role[i] == ROLE_MAIN;
+    return k;
+}
+
+/* The grace a sidecar gets after its SIGTERM, as Kubernetes' default
+ * terminationGracePeriodSeconds, before its runc is killed. */
+#define SIDECAR_GRACE_S 30
+
+/* SIGTERM to each sidecar still running (its runc passes it on), again
+ * each second (a runc still starting its container drops a signal), then
+ * waits for them, SIGKILL after the grace. */
+static void stop_sidecars(size_t n) {
+    size_t left = 0;
+    for (size_t i = 0; i < n; i++)
+        if (pids[i] > 0) {
+            fprintf(stderr, "sluice-cstart: stopping sidecar %s (SIGTERM)\n", name[i]);
+            kill(pids[i], SIGTERM);
+            left++;
+        }
+    if (left == 0) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(1);
+    for (int waited = 0;;) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) k += pids[i] > 0;
+        if (k == 0 || reap(n) == -1) break;
+        if (!alarmed) continue;
+        alarmed = 0;
+        int sig = ++waited < SIDECAR_GRACE_S ? SIGTERM : SIGKILL;
+        for (size_t i = 0; i < n; i++)
+            if (pids[i] > 0) kill(pids[i], sig);
+        alarm(1);
+    }
+    alarm(0);
+}
+
+/* Points the spec's per-container keys (image, args, cwd, env, devices,
+ * mounts) at the pod's container c (container.h): its mounts are those of
+ * all (the top-level list) that its indices name. */
+static void select_container(json_t *c, json_t *all) {
+    static const char *const keys[] = {"image", "args", "image_args", "cwd", "env", "devices"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        json_t *v = json_object_get(c, keys[k]);
+        json_object_set(spec, keys[k], v ? v : json_null());
+    }
+    json_t *ms = json_array(), *x;
+    size_t i;
+    json_array_foreach(json_object_get(c, "mounts"), i, x) {
+        json_t *m = json_array_get(all, (size_t)json_integer_value(x));
+        if (m) json_array_append(ms, m);
+    }
+    json_object_set_new(spec, "mounts", ms);
+}
+
+/* Writes the runtime spec of the selected container (image img, root
+ * file system root) into dir/config.json, the tenant's when it is to run
+ * as the tenant. */
+static void write_config(json_t *img, const char *root, const char *dir, bool as_root, uid_t uid,
+                         gid_t gid) {
+    char path[4200];
     json_t *rs = runtime_spec(img, root);
-    if (!rs) die("cannot write the runtime spec of image %s", image);
-    uid_t uid = (uid_t)json_integer_value(json_object_get(spec, "uid"));
-    gid_t gid = (gid_t)json_integer_value(json_object_get(spec, "gid"));
+    if (!rs) die("cannot write the runtime spec of image %s", sget("image"));
     /* A root task (the config's allow_root) runs runc as root, which would
      * make cgroups of its own: it is given the task's own (joined, no
      * resource written) and --rootless true, under which runc also leaves
      * the devices cgroup to the agent. */
-    bool as_root = uid == 0 && getuid() == 0;
     if (as_root) {
         char cg[4200];
         own_cgroup(cg, sizeof cg);
@@ -589,20 +712,70 @@ int main(int argc, char **argv) {
     }
     /* The bundle becomes the tenant's: runc, as that user, reads the spec
      * and keeps its state there. */
-    snprintf(path, sizeof path, "%s/config.json", bundle);
+    snprintf(path, sizeof path, "%s/config.json", dir);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     char *text = json_dumps(rs, JSON_COMPACT);
     if (fd < 0 || !text || write(fd, text, strlen(text)) != (ssize_t)strlen(text) ||
-        (getuid() == 0 && (fchown(fd, uid, gid) != 0 || chown(bundle, uid, gid) != 0)))
+        (getuid() == 0 && (fchown(fd, uid, gid) != 0 || chown(dir, uid, gid) != 0)))
         die("cannot write %s: %s", path, strerror(errno));
     close(fd);
     free(text);
     json_decref(rs);
-    char runc[4200], state[4200], cid[300];
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: sluice-cstart BUNDLE (the agent starts it; docs/containers.md)\n");
+        return 2;
+    }
+    bundle = argv[1];
+    char path[4200];
+    json_error_t je;
+    snprintf(path, sizeof path, "%s/spec.json", bundle);
+    if (!(spec = json_load_file(path, 0, &je))) die("cannot read %s: %s", path, je.text);
+    /* One container, or each of a pod's (container.h), in order. */
+    json_t *pod = json_incref(json_object_get(spec, "containers"));
+    json_t *all = json_incref(json_object_get(spec, "mounts"));
+    size_t n = pod ? json_array_size(pod) : 1;
+    if (n == 0 || n > POD_MAX) die("a pod of %zu containers: 1 to %d", n, POD_MAX);
+    const char *pull = sget("pull");
+    json_t *img[POD_MAX];
+    char root[POD_MAX][4200], dir[POD_MAX][4200], cid[POD_MAX][300];
+    is_pod = pod != NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_t *c = pod ? json_array_get(pod, i) : NULL;
+        if (c) select_container(c, all);
+        snprintf(name[i], sizeof name[i], "%s", c ? json_string_value(json_object_get(c, "name")) : "");
+        const char *r = c ? json_string_value(json_object_get(c, "role")) : NULL;
+        role[i] = !r ? ROLE_MAIN : !strcmp(r, "init") ? ROLE_INIT : ROLE_SIDECAR;
+        const char *image = sget("image");
+        img[i] = find_image(image, pull ? pull : "if-not-present");
+        const char *id = json_string_value(json_object_get(img[i], "Id"));
+        if (!id || strchr(id, '/') || id[0] == '.') die("image %s has no id in the store", image);
+        rootfs(id, root[i], sizeof root[i]);
+    }
+    if (pod) json_object_set(spec, "mounts", all);
+    stage_volumes();
+    uid_t uid = (uid_t)json_integer_value(json_object_get(spec, "uid"));
+    gid_t gid = (gid_t)json_integer_value(json_object_get(spec, "gid"));
+    bool as_root = uid == 0 && getuid() == 0;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(cid[i], sizeof cid[i], "%s%s%s", sget("id"), pod ? "." : "", name[i]);
+        snprintf(dir[i], sizeof dir[i], "%s%s%s", bundle, pod ? "/c." : "", name[i]);
+        if (pod) {
+            select_container(json_array_get(pod, i), all);
+            if (mkdir(dir[i], 0700) != 0) die("cannot create %s: %s", dir[i], strerror(errno));
+        }
+        write_config(img[i], root[i], dir[i], as_root, uid, gid);
+        json_decref(img[i]);
+    }
+    if (pod && getuid() == 0 && chown(bundle, uid, gid) != 0)
+        die("cannot hand %s over: %s", bundle, strerror(errno));
+    json_decref(all);
+    json_decref(pod);
+    char runc[4200], state[4200];
     snprintf(runc, sizeof runc, "%s", sget("runtime"));
     snprintf(state, sizeof state, "%s/state", bundle);
-    snprintf(cid, sizeof cid, "%s", sget("id"));
-    json_decref(img);
     pid_t parent = getppid();
     if (getuid() == 0 && (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setgid, gid) != 0 ||
                           syscall(SYS_setuid, uid) != 0))
@@ -616,25 +789,19 @@ int main(int argc, char **argv) {
     sa.sa_handler = ignore;
     static const int passed[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
     for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++) sigaction(passed[i], &sa, NULL);
-    pid_t pid = fork();
-    if (pid < 0) return AGENT_CONTAINER_FAILED_EXIT;
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        char rootless[] = "--rootless=true";
-        char *rargv[] = {runc, "--root", state, "run", "--bundle", (char *)bundle, cid, NULL, NULL};
-        if (as_root) {
-            memmove(rargv + 2, rargv + 1, 7 * sizeof *rargv);
-            rargv[1] = rootless;
-        }
-        static char *const env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                                    NULL};
-        execve(runc, rargv, env);
-        fprintf(stderr, "sluice-cstart: cannot execute %s: %s\n", runc, strerror(errno));
-        _exit(AGENT_CONTAINER_FAILED_EXIT);
+    /* Each container its own runc in the foreground, all in this process
+     * group (a cancel's signal reaches each runc, which passes it to its
+     * sluice-init): an init container to its end before the next starts,
+     * a sidecar and every other container at once; the task ends when
+     * every main container has, the sidecars then stopped. */
+    for (size_t i = 0; i < n; i++) {
+        pids[i] = start_runc(runc, state, dir[i], cid[i], as_root);
+        if (pids[i] < 0) return AGENT_CONTAINER_FAILED_EXIT;
+        while (role[i] == ROLE_INIT && pids[i] > 0 && reap(n) != -1) continue;
+        if (role[i] == ROLE_INIT && first >= 0) break; /* it failed: no more start */
     }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return AGENT_CONTAINER_FAILED_EXIT;
+    while (mains_left() > 0 && reap(n) != -1) continue;
+    stop_sidecars(n);
     mirror(st);
     return 0;
 }

@@ -54,6 +54,7 @@ void ctl_job_free(ctl_job_t *j) {
     if (j == NULL)
         return;
     json_decref(j->spec);
+    json_decref(j->warnings);
     sl_free(j->node_incl);
     sl_free(j->node_excl);
     sl_free(j->head);

@@ -226,6 +226,9 @@ typedef struct ctl_job {
     bool attempts_loaded;
     ctl_attempt_t *attempts;
     size_t nattempts;
+    /* What its submission was told (views/secretapi.h), shown with the job
+     * until the controller restarts (not stored); NULL: nothing. Owned. */
+    json_t *warnings;
 } ctl_job_t;
 
 /* Why a pending job is held outside the core (ctl_job_t.hold). */

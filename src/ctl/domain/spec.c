@@ -749,10 +749,10 @@ ctl_job_t *ctl_job_from_spec(ctl_t *c, json_t *spec, int32_t tenant, bool admin,
     json_object_set_new(norm, "priority", json_integer(num[SL_JS_PRIORITY]));
     json_object_set_new(norm, "priority_class", pcname ? json_string(pcname) : json_null());
     json_object_set_new(norm, "time_limit", json_integer(num[SL_JS_TIME_LIMIT]));
-    json_object_set_new(norm, "command", val[SL_JS_COMMAND] ? json_deep_copy(val[SL_JS_COMMAND])
-                                                             : json_null());
-    json_object_set_new(norm, "image", val[SL_JS_IMAGE] ? json_deep_copy(val[SL_JS_IMAGE])
-                                                         : json_null());
+    for (int i = SL_JS_COMMAND; i <= SL_JS_IMAGE; i++) /* null when absent, as before */
+        json_object_set_new(norm, sl_jobspec_fields[i].name, val[i] ? json_deep_copy(val[i]) : json_null());
+    for (int i = SL_JS_CONTAINERS; i <= SL_JS_ARGS; i++) /* a pod's; an entrypoint's arguments */
+        if (val[i]) json_object_set_new(norm, sl_jobspec_fields[i].name, json_deep_copy(val[i]));
     json_object_set_new(norm, "env", val[SL_JS_ENV] ? json_deep_copy(val[SL_JS_ENV])
                                                      : json_object());
     json_object_set_new(norm, "on_node_failure",

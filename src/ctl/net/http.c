@@ -468,6 +468,7 @@ static void h_submit(hreq_t *h) {
         ctl_job_free(j); /* a refused job stays the caller's (jobs.h) */
         return;
     }
+    ctl_secret_warnings(c, j); /* in the answer: an envFrom key left out */
     defer(h->hs, h->req, 201, j->id);
 }
 

@@ -125,6 +125,16 @@ void ctl_job_write(ctl_t *c, ctl_buf_t *b, ctl_job_t *j) {
     ctl_buf_puts(b, ",\"reason\":");
     char both[512];
     ctl_buf_jstr(b, job_reason(c, j, both, sizeof both));
+    if (j->warnings) { /* its submission's (secretapi.h) */
+        ctl_buf_puts(b, ",\"warnings\":[");
+        size_t wi;
+        json_t *w;
+        json_array_foreach(j->warnings, wi, w) {
+            if (wi) ctl_buf_putc(b, ',');
+            ctl_buf_jstr(b, json_string_value(w));
+        }
+        ctl_buf_putc(b, ']');
+    }
     ctl_buf_puts(b, ",\"placement\":[");
     for (int32_t i = 0; i < j->ntasks; i++) {
         const ctl_task_t *t = &j->tasks[i];

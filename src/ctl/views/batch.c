@@ -419,6 +419,7 @@ void ctl_launch_cmd_fini(ctl_launch_cmd_t *lc) {
     sl_free(lc->argv);
     sl_free(lc->env);
     sl_free(lc->mounts);
+    sl_free(lc->image_args);
     sl_free(lc->volumes);
     *lc = (ctl_launch_cmd_t){0};
 }
@@ -452,10 +453,23 @@ static void fill_container(const ctl_job_t *j, ctl_launch_cmd_t *lc, sl_proto_la
     }
     l->mounts = lc->mounts;
     l->nmounts = lc->nmounts;
+    json_t *as = json_object_get(j->spec, "args");
+    if (json_array_size(as) > 0) {
+        lc->image_args = sl_xmalloc(json_array_size(as) * sizeof *lc->image_args);
+        json_array_foreach(as, i, x) lc->image_args[lc->nimage_args++] = json_string_value(x);
+    }
+    l->image_args = lc->image_args;
+    l->nimage_args = lc->nimage_args;
     char err[128];
     if (shm && sl_qty_parse(shm, SL_QTY_MEM, &l->shm_size, err, sizeof err) < 0)
         l->shm_size = 0;
     l->workdir = spec_str(j, "workdir");
+    /* A pod's containers (pod.h): the first's image makes it an image task. */
+    json_t *cs = json_object_get(j->spec, "containers");
+    if (json_array_size(cs) > 0) {
+        l->containers = cs;
+        l->image = json_string_value(json_object_get(json_array_get(cs, 0), "image"));
+    }
 }
 
 /* The job's volumes resolved under the config as it is now (the

@@ -34,6 +34,8 @@ typedef struct ctl_launch_cmd {
     size_t nowned, owned_cap;
     const char **mounts;   /* an image job's mounts (into the spec), or NULL */
     size_t nmounts;
+    const char **image_args; /* its entrypoint's arguments (into the spec), or NULL */
+    size_t nimage_args;
     sl_proto_volume_t *volumes; /* the job's volumes resolved (base/volcfg.h), or NULL */
     size_t nvolumes;
 } ctl_launch_cmd_t;

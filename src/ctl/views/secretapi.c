@@ -12,6 +12,7 @@
 
 #include "views/fielderr.h"
 #include "views/secretapi.h"
+#include "log.h"
 #include "seal.h"
 #include "secretref.h"
 #include "sluice/error.h"
@@ -209,4 +210,22 @@ int ctl_api_secret(ctl_t *c, const char *method, const char *name, bool admin, i
     }
     return ctl_field_errf(fe, 405, "method_not_allowed", NULL,
                           "DELETE names a secret: /v1/secrets/{name}");
+}
+
+void ctl_secret_warnings(ctl_t *c, ctl_job_t *j) {
+    json_t *refs = json_object_get(j->spec, "secrets"), *warn = json_array();
+    char err[256];
+    if (refs)
+        ctl_secrets_check(c, json_string_value(json_object_get(j->spec, "tenant")), refs, warn, err,
+                          sizeof err);
+    json_decref(j->warnings);
+    j->warnings = NULL;
+    if (json_array_size(warn) > 0) {
+        size_t i;
+        json_t *w;
+        json_array_foreach(warn, i, w) sl_log(SL_LOG_INFO, "api", "job=%llu warning: %s",
+                                              (unsigned long long)j->id, json_string_value(w));
+        j->warnings = json_incref(warn);
+    }
+    json_decref(warn);
 }

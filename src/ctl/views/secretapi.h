@@ -22,4 +22,12 @@
 int ctl_api_secret(ctl_t *c, const char *method, const char *name, bool admin, int32_t tenant,
                    const char *qtenant, json_t *body, ctl_buf_t *out, ctl_field_err_t *fe);
 
+/* What a submitted job j's tenant is told of its secret references
+ * (ctl_secrets_check's warnings: an envFrom key that is not a variable
+ * name, and so is left out) into j->warnings, a new list, or NULL when
+ * there is nothing to say; the 201 answer (ctl_job_write) holds them.
+ * Reads the store; can't fail (a store that cannot be read says nothing
+ * here: the submission's own check has just read it). */
+void ctl_secret_warnings(ctl_t *c, ctl_job_t *j);
+
 #endif
