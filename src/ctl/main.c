@@ -32,6 +32,7 @@
 #include "views/metrics.h"
 #include "domain/recover.h"
 #include "domain/reservations.h"
+#include "domain/secrets.h"
 #include "tls.h"
 #include "net/steps.h"
 #include "ha/ha.h"
@@ -522,6 +523,15 @@ int main(int argc, char **argv) {
         rc = 2;
         goto out;
     }
+    /* A member without the group's sealing key could never lead: refused
+     * before it stands by, not at its takeover. */
+    if (ha && ctl_secrets_open(c, true, err, sizeof err) < 0) {
+        fprintf(stderr, "sluiced: --ha: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    if (ha)
+        ctl_secrets_close(c); /* opened again when it leads */
     if (ha && ha_start(d, &hc, err, sizeof err) < 0) {
         fprintf(stderr, "sluiced: --ha: %s\n", err);
         rc = 2;

@@ -290,3 +290,36 @@ def test_ha_preemption_records_reach_the_followers(group):
     new = hautil.wait_leader(ms, exclude=(lead,))
     pre = new.job(j["id"])["preemptions"]
     assert len(pre) == 1 and pre[0]["kind"] == "drain", pre
+
+
+def test_ha_secrets_open_on_a_new_leader_and_a_member_without_the_key_is_refused(group, tmp_path):
+    """The group shares one sealing key (secrets.key_file, a copy on each
+    member): a secret created under one leader opens at a launch by the
+    next. A member whose key file is missing refuses to start, naming the
+    file, rather than making a key of its own that the others lack."""
+    etcd, ms = group
+    lead = hautil.wait_leader(ms)
+    st, body = lead.request("POST", "/v1/secrets", {"name": "db", "data": {"password": "s3cret-v"}},
+                            token=lead.token("alice"))
+    assert st == 201, (st, body)
+    lead.kill9()
+    new = hautil.wait_leader(ms, exclude=(lead,))
+    agent = harness.Agent(new, "n1", gpus=0)
+    agent.start()
+    try:
+        st, j = new.request("POST", "/v1/jobs", {
+            "command": ["sh", "-c", 'test "$DB_PASS" = s3cret-v'], "cpus": "0.1",
+            "secrets": [{"secret": "db", "key": "password", "env": "DB_PASS"}]},
+            token=new.token("alice"))
+        assert st == 201, (st, j)
+        done = new.wait_job(j["id"], ["succeeded", "failed"])
+        assert done["state"] == "succeeded", done
+    finally:
+        agent.stop()
+    os.unlink(lead.config["secrets"]["key_file"])
+    r = subprocess.run([lead.binary, "--config", lead.config_path, "--ha", "--etcd", etcd.url,
+                        "--name", lead.name, "--lease-ttl", "3"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "secrets.key_file" in r.stderr and lead.config["secrets"]["key_file"] in r.stderr, r.stderr
+    assert "share one sealing key" in r.stderr, r.stderr

@@ -142,7 +142,8 @@ int ctl_domain_open(ctl_t *c, char *err, size_t errlen) {
      * file is opened (or created, with --init). */
     if (ctl_store_open(&c->store, c->loop, c->cfg.state, c->cfg.init, err, errlen) < 0)
         return -1;
-    return ctl_secrets_open(c, err, errlen); /* the secrets' key (secrets.h) */
+    /* The secrets' key (secrets.h): an HA group's members share one. */
+    return ctl_secrets_open(c, c->ha != NULL, err, errlen);
 }
 
 void ctl_domain_close(ctl_t *c) {

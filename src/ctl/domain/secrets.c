@@ -40,10 +40,17 @@ static void key_path(const ctl_t *c, char *buf, size_t len) {
         snprintf(buf, len, "%.*s/secrets.key", (int)(slash - st), st);
 }
 
-int ctl_secrets_open(ctl_t *c, char *err, size_t errlen) {
+int ctl_secrets_open(ctl_t *c, bool shared, char *err, size_t errlen) {
     char path[4096];
     key_path(c, path, sizeof path);
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && shared) {
+        snprintf(err, errlen, "secrets.key_file: %s does not exist: the members of an HA group "
+                 "share one sealing key, which none of them makes; make it once (head -c 32 "
+                 "/dev/urandom > FILE; chmod 600 FILE), copy it to every member and name it in "
+                 "secrets.key_file (docs/ha.md)", path);
+        return -1;
+    }
     if (fd < 0 && errno == ENOENT) {
         fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 || RAND_bytes(c->secret_key, sizeof c->secret_key) != 1 ||

@@ -23,12 +23,15 @@
 #include "proto.h"
 
 /* Reads the sealing key from cfg.secrets_key_file (default: secrets.key in
- * the state database's directory), or makes one there (32 random bytes,
- * mode 0600, O_EXCL) when the file does not exist. A file that group or
- * others may read or write, that is not a regular file of this user, or
- * that does not hold exactly 32 bytes is refused. 0, or -1 with a message
- * naming the file and what to do in err. */
-int ctl_secrets_open(ctl_t *c, char *err, size_t errlen);
+ * the state database's directory), or, unless shared, makes one there (32
+ * random bytes, mode 0600, O_EXCL) when the file does not exist. shared:
+ * the key is one file every member of an HA group holds a copy of, so a
+ * missing file is an error (a key made by one member would seal what the
+ * others cannot open). A file that group or others may read or write,
+ * that is not a regular file of this user, or that does not hold exactly
+ * 32 bytes is refused. 0, or -1 with a message naming the file and what to
+ * do in err. */
+int ctl_secrets_open(ctl_t *c, bool shared, char *err, size_t errlen);
 /* Wipes the key. Can't fail. */
 void ctl_secrets_close(ctl_t *c);
 
