@@ -15,6 +15,7 @@
  * submission's `secrets`, resolved on the controller at launch; their
  * values never pass through here.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +24,62 @@
 
 /* ---- resources ---- */
 
+/* A whole number in lo..hi from text, else -1. */
+static long whole(const char *text, long lo, long hi) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    return errno || end == text || *end || v < lo || v > hi ? -1 : v;
+}
+
+/* HAMi's share of one GPU (h: gpumem-percentage, gpucores, gpumem in MiB)
+ * beside nvidia.com/gpu g (path: the last of them given): the fraction of
+ * one GPU it leaves to others is Sluice's gpu_share (the larger of the
+ * memory and compute percentages; 100 is the whole GPU), and gpumem is
+ * gpu_memory. HAMi gives each of several vGPUs the share; Sluice shares
+ * one GPU per task, so g must be 1. 0, or -1 with the field named. */
+static int hami_share(cli_k8s_t *k, const char *path, const char *g, const char *const h[3]) {
+    cli_spec_t *s = k->s;
+    if (!g || strcmp(g, "1"))
+        return cli_spec_fail(s, path, "a HAMi share of a GPU needs nvidia.com/gpu: 1 (Sluice shares "
+                             "one GPU per task; it is given %s)", g ? g : "none");
+    long pct = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!h[i]) continue;
+        long v = whole(h[i], 1, 100);
+        if (v < 0)
+            return cli_spec_fail(s, path, "nvidia.com/%s: \"%s\" must be a whole percentage, 1 to 100",
+                                 i ? "gpucores" : "gpumem-percentage", h[i]);
+        if (v > pct) pct = v;
+    }
+    long mib = h[2] ? whole(h[2], 1, 1L << 30) : 0;
+    if (mib < 0)
+        return cli_spec_fail(s, path, "nvidia.com/gpumem: \"%s\" must be a whole number of MiB", h[2]);
+    if (pct == 0)
+        return cli_spec_fail(s, path, "nvidia.com/gpumem alone does not say what fraction of the GPU "
+                             "the task takes: give nvidia.com/gpumem-percentage or nvidia.com/gpucores "
+                             "beside it");
+    if (pct == 100)
+        return 0; /* the whole GPU: gpus 1, as given */
+    char share[16], mem[32];
+    snprintf(share, sizeof share, "0.%02ld", pct);
+    json_object_del(k->job, "gpus");
+    json_object_set_new(k->job, "gpu_share", json_string(share));
+    if (mib) {
+        snprintf(mem, sizeof mem, "%ldMi", mib);
+        json_object_set_new(k->job, "gpu_memory", json_string(mem));
+    }
+    return 0;
+}
+
 static int resources(cli_k8s_t *k, const char *path, yaml_node_t *res) {
     cli_spec_t *s = k->s;
     if (cli_spec_want(s, path, res, YAML_MAPPING_NODE)) return -1;
     const char *gpu[2] = {NULL, NULL}, *cpu[2] = {NULL, NULL}, *mem[2] = {NULL, NULL};
     const char *gpu_res = NULL; /* an extended GPU resource: nvidia.com/a100 */
-    char gpath[2][320];
+    /* HAMi's shares of one GPU: memory and compute in percent, memory in MiB. */
+    const char *hami[3] = {NULL, NULL, NULL};
+    char gpath[2][320], hpath[320] = "";
     int rc = 0;
     yaml_node_pair_t *pr = NULL;
     const char *key;
@@ -51,8 +102,14 @@ static int resources(cli_k8s_t *k, const char *path, yaml_node_t *res) {
         yaml_node_t *rv;
         char rp[320];
         while (cli_spec_next(s, v, p, &q, &r, &rv, rp, sizeof rp)) {
+            int h = !strcmp(r, "nvidia.com/gpumem-percentage") ? 0 : !strcmp(r, "nvidia.com/gpucores") ? 1
+                  : !strcmp(r, "nvidia.com/gpumem") ? 2 : -1;
             if (cli_spec_string(s, rp, rv, &val)) {
                 rc = -1;
+            } else if (h >= 0) {
+                /* HAMi (Project-HAMi): requests and limits alike; a limit wins. */
+                if (!hami[h] || which == 0) hami[h] = val;
+                snprintf(hpath, sizeof hpath, "%s", rp);
             } else if (!strcmp(r, "nvidia.com/gpu") ||
                        (!strncmp(r, "nvidia.com/", 11) && strncmp(r + 11, "mig-", 4))) {
                 /* nvidia.com/a100 and the like: whole GPUs of the model the
@@ -102,6 +159,8 @@ static int resources(cli_k8s_t *k, const char *path, yaml_node_t *res) {
         json_object_set_new(k->job, "gpus", x);
         if (gpu_res) json_object_set_new(k->job, "gpu_resource", json_string(gpu_res));
     }
+    if ((hami[0] || hami[1] || hami[2]) && hami_share(k, hpath, g, hami) < 0)
+        rc = -1;
     /* Requests are what Kubernetes schedules by; a limit alone is both. */
     if (cpu[1] || cpu[0]) json_object_set_new(k->job, "cpus", json_string(cpu[1] ? cpu[1] : cpu[0]));
     if (mem[1] || mem[0]) json_object_set_new(k->job, "memory", json_string(mem[1] ? mem[1] : mem[0]));

@@ -518,6 +518,17 @@ static int pod_containers(cli_k8s_t *k, const char *ipath, yaml_node_t *inits, c
             json_object_set_new(job, "gpus", json_integer(json_integer_value(json_object_get(job, "gpus")) +
                                                           json_integer_value(x)));
         }
+        if ((x = json_object_get(cj, "gpu_share"))) {
+            /* A share of one GPU (HAMi): the task's one GPU, which every
+             * container of the pod sees (the pod's containers split whole
+             * GPUs only). */
+            if (json_object_get(job, "gpu_share"))
+                rc = cli_spec_fail(s, cp, "a second container sharing a GPU: one container of a "
+                                   "pod may take a share of a GPU");
+            json_object_set(job, "gpu_share", x);
+            if ((x = json_object_get(cj, "gpu_memory"))) json_object_set(job, "gpu_memory", x);
+            cli_spec_warn(s, cp, "its share of a GPU is seen by every container of the pod");
+        }
         if ((x = json_object_get(cj, "gpu_resource"))) {
             json_t *had = json_object_get(job, "gpu_resource");
             if (had && !json_equal(had, x))
@@ -559,6 +570,9 @@ static int pod_containers(cli_k8s_t *k, const char *ipath, yaml_node_t *inits, c
         json_decref(cj);
         json_array_append_new(cs, e);
     }
+    if (split && json_object_get(job, "gpu_share"))
+        rc = cli_spec_fail(s, path, "a container shares a GPU and another asks for whole GPUs: a "
+                           "pod's task has either a share of one GPU or whole GPUs");
     /* Limits: only where some container has one (else the pod has none). */
     bool lim = false;
     size_t i;

@@ -652,3 +652,57 @@ def test_limits_above_requests_become_memory_limit_and_cpu_limit(cli_bin, tmp_pa
     assert r.returncode == 2, r.stderr
     assert 'containers[0].resources.limits.memory: "1Gi" is below the request "2Gi"' in r.stderr, \
         r.stderr
+
+
+# ---- HAMi's shares of one GPU ----
+
+def _hami(limits, command='["true"]', name="h"):
+    return job(name=name, command=command).replace(
+        "limits: {cpu: 100m, memory: 64Mi}", "limits: {cpu: 100m, memory: 64Mi, %s}" % limits)
+
+
+def test_hami_shares_of_a_gpu_become_gpu_share(cli_bin, controller, cluster, tmp_path):
+    off = _offline(tmp_path)
+
+    def dry(limits):
+        return u.sluice(["submit", "--dry-run", "-f", _write(tmp_path, _hami(limits))], off)
+    r = dry('nvidia.com/gpu: 1, nvidia.com/gpumem-percentage: 50')
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["gpu_share"] == "0.50" and "gpus" not in j, j
+    # The larger of memory and compute; gpumem (MiB) is gpu_memory.
+    j = json.loads(dry('nvidia.com/gpu: 1, nvidia.com/gpumem-percentage: 25, '
+                       'nvidia.com/gpucores: 40, nvidia.com/gpumem: 8000').stdout)
+    assert j["gpu_share"] == "0.40" and j["gpu_memory"] == "8000Mi", j
+    # 100% is the whole GPU.
+    j = json.loads(dry('nvidia.com/gpu: 1, nvidia.com/gpumem-percentage: 100').stdout)
+    assert j["gpus"] == 1 and "gpu_share" not in j, j
+    # Refused, naming the field: several vGPUs, a share past 100, gpumem alone.
+    for limits, words in (('nvidia.com/gpu: 2, nvidia.com/gpucores: 30', "needs nvidia.com/gpu: 1"),
+                          ('nvidia.com/gpu: 1, nvidia.com/gpucores: 130', "whole percentage"),
+                          ('nvidia.com/gpu: 1, nvidia.com/gpumem: 4000', "gpumem alone")):
+        r = dry(limits)
+        assert r.returncode == 2 and words in r.stderr, (limits, r.stderr)
+        assert "resources.limits.nvidia.com/" in r.stderr, r.stderr
+
+    # Live: two 50% jobs share the one GPU of a node, at once; a third waits.
+    cluster(1, gpus=1)
+    env = u.cli_env(controller, controller.token("alice"), tmpdir=tmp_path)
+    stamps = tmp_path / "stamps"
+    stamps.mkdir()
+    os.chmod(str(stamps), 0o777)
+    cmd = '["sh", "-c", "touch %s/$SLUICE_JOB_ID; sleep 30"]' % stamps
+    ids = []
+    for i in range(3):
+        r = u.sluice(["submit", "-q", "-f", _write(tmp_path, _hami(
+            'nvidia.com/gpu: 1, nvidia.com/gpumem-percentage: 50', command=cmd, name="h%d" % i),
+            "h%d.yaml" % i)], env)
+        assert r.returncode == 0, r.stderr
+        ids.append(int(r.stdout.strip()))
+    for jid in ids[:2]:
+        controller.wait_job(jid, "running")
+    got = controller.job(ids[2])
+    assert got["state"] == "pending", got
+    harness.wait_for(lambda: len(os.listdir(str(stamps))) == 2, what="both shares started")
+    for jid in ids:
+        controller.request("DELETE", "/v1/jobs/%d" % jid, token=controller.admin_token)
