@@ -423,7 +423,12 @@ static void dispatch(agent_conn_t *cn, const char *line, size_t len) {
     char err[512];
     int rc = sl_proto_decode_line(line, len, SL_PROTO_TO_AGENT, &m, err, sizeof err);
     int64_t attempt = m.has_attempt ? (int64_t)m.attempt : -1; /* of launch, kill, ack */
-    if ((rc == 0 || rc == SL_ENOENT || m.type != SL_PROTO_NONE) && !epoch_admit(cn, &m, rc)) {
+    /* A follower that knows no leader names none and sends epoch 0: a
+     * redirect to nowhere orders nothing, so the epoch rule has nothing to
+     * refuse in it (on_redirect tries the next controller). */
+    bool leaderless = rc == 0 && m.type == SL_PROTO_REDIRECT && m.u.redirect.leader == NULL;
+    if ((rc == 0 || rc == SL_ENOENT || m.type != SL_PROTO_NONE) && !leaderless &&
+        !epoch_admit(cn, &m, rc)) {
         /* refused: nothing in it is acted on */
     } else if (rc == SL_ENOENT && cn->steps && agent_steps_handle_line(cn->steps, line, len)) {
         /* a job step's message (step.c) */

@@ -260,6 +260,12 @@ def test_agent_refuses_older_epochs_and_remembers(tmp_path, build_dir):
         assert u.pid_alive(pid)
         with open(os.path.join(agent.workdir, "epoch")) as f:
             assert f.read() == "6 abc\n"
+        # A follower that knows no leader (epoch 0, no leader): nothing to
+        # refuse in it; the agent just tries again.
+        ctl.send({"type": "redirect", "epoch": 0})
+        _accept_hello(ctl)
+        assert "does not lead and knows no leader (epoch 0)" in agent.log(), agent.log()
+        assert "redirect of epoch 0 refused" not in agent.log(), agent.log()
         # Across the agent's restart: epoch 5 is still refused, and so is
         # a controller that sends no epoch (one from before epochs).
         ctl.send({"type": "welcome", "node": "n1", "heartbeat": 1, "epoch": 6, "instance": "abc"})
