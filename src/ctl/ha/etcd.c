@@ -320,7 +320,16 @@ int ctl_etcd_post(ctl_etcd_t *e, const char *path, json_t *req, json_t **resp, i
     int64_t deadline = mono_ms() + timeout_ms;
     int rc = -1;
     for (size_t tries = 0; tries < e->n && mono_ms() < deadline; tries++) {
-        rc = post_once(e, path, txt, strlen(txt), resp, deadline);
+        /* A member that does not answer (cut off, stopped) costs its share
+         * of what is left, not the whole call: the others still get a
+         * turn within the caller's deadline. The last member gets it all. */
+        int64_t now = mono_ms(), until = deadline;
+        size_t others = e->n - 1 - tries;
+        if (others > 0 && (deadline - now) / (int64_t)(others + 1) >= CTL_ETCD_MIN_TRY_MS)
+            until = now + (deadline - now) / (int64_t)(others + 1);
+        else if (others > 0 && deadline - now > CTL_ETCD_MIN_TRY_MS)
+            until = now + CTL_ETCD_MIN_TRY_MS;
+        rc = post_once(e, path, txt, strlen(txt), resp, until);
         if (rc != -1)
             break;
         /* The member is gone or slow: the next one, on a new connection. */

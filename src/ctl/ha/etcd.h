@@ -8,8 +8,9 @@
  * Calls block, each bounded by its own timeout (poll on a non-blocking
  * socket): the controller's calls are one per group commit and one
  * keepalive a second, about a millisecond each on a local member. One
- * persistent connection; a failed call closes it and the next call tries
- * the next endpoint of the list, so a dead member costs one timeout.
+ * persistent connection; an attempt that fails closes it and the call
+ * tries the next endpoint of the list within its deadline, so a dead or
+ * cut-off member costs a share of one call's time.
  */
 #ifndef SLUICE_CTL_HA_ETCD_H
 #define SLUICE_CTL_HA_ETCD_H
@@ -36,10 +37,18 @@ typedef struct ctl_etcd {
 int ctl_etcd_init(ctl_etcd_t *e, const char *endpoints, char *err, size_t errlen);
 /* Closes the connection and frees; accepts a zeroed e. */
 void ctl_etcd_fini(ctl_etcd_t *e);
+/* The least time one member is given within a call before the next is
+ * tried (a healthy member answers in about a millisecond). */
+#define CTL_ETCD_MIN_TRY_MS 200
+
 /* POSTs req (not stolen) to path and parses the answer into *resp (a new
  * reference the caller drops). 0 for a 200 answer; -1 with e->err for
  * anything else (a refused connection, a timeout, an error answer, which
- * e->err quotes). The whole call takes at most timeout_ms. */
+ * e->err quotes). The whole call takes at most timeout_ms; a member that
+ * does not answer is given its share of the time left (at least
+ * CTL_ETCD_MIN_TRY_MS) and the next is tried, so a request may reach etcd
+ * twice: a caller whose write is not idempotent checks, when the retry is
+ * refused, whether the first one landed. */
 int ctl_etcd_post(ctl_etcd_t *e, const char *path, json_t *req, json_t **resp, int timeout_ms);
 
 /* Base64 of n bytes as a new string (sl_free). Can't fail. */

@@ -180,6 +180,23 @@ static int campaign(ctl_ha_t *h) {
     }
     json_t *r0 = json_object_get(json_array_get(json_object_get(resp, "responses"), 0),
                                  "response_range");
+    json_t *kv = json_array_get(json_object_get(r0, "kvs"), 0);
+    if (kv && h->lease_id && ctl_etcd_int(kv, "lease", 0) == h->lease_id) {
+        /* Our own key: an earlier try of this campaign reached a member
+         * that did not answer in time, and its retry found the key made. */
+        uint64_t epoch = (uint64_t)ctl_etcd_int(kv, "create_revision", 0);
+        json_decref(resp);
+        if (epoch == 0)
+            return -1;
+        sl_log(SL_LOG_INFO, "ha", "member=%s: the leader key of its retried campaign is its own "
+               "(lease %" PRId64 ")", h->cfg.name, h->lease_id);
+        h->leader_changes++;
+        h->epoch = h->info.epoch = epoch;
+        snprintf(h->leader_name, sizeof h->leader_name, "%s", h->cfg.name);
+        snprintf(h->info.leader_api, sizeof h->info.leader_api, "%s", h->cfg.api_url);
+        snprintf(h->info.leader_agent, sizeof h->info.leader_agent, "%s", h->cfg.agent_addr);
+        return 1;
+    }
     read_leader(h, json_object_get(r0, "kvs"));
     json_decref(resp);
     return 0;
@@ -567,6 +584,20 @@ int ctl_ha_standby(ctl_ha_t *h, char *err, size_t errlen) {
 /* The store's ship hook: one transaction per group commit, guarded by the
  * leader key's create_revision. A failure steps down: this leader's
  * memory holds changes that are not in the record. */
+/* Whether a refused log write's answer (resp: the failure's ranges of the
+ * entry's key and the leader key) shows the entry there already as value
+ * b (base64), under a leader key that is still ours: then it is written. */
+static bool entry_landed(const ctl_ha_t *h, json_t *resp, const char *b) {
+    json_t *rs = json_object_get(resp, "responses");
+    json_t *ekv = json_array_get(json_object_get(json_object_get(json_array_get(rs, 0),
+                                                                 "response_range"), "kvs"), 0);
+    json_t *lkv = json_array_get(json_object_get(json_object_get(json_array_get(rs, 1),
+                                                                 "response_range"), "kvs"), 0);
+    const char *v = json_string_value(json_object_get(ekv, "value"));
+    return v && lkv && strcmp(v, b) == 0 &&
+           (uint64_t)ctl_etcd_int(lkv, "create_revision", 0) == h->epoch;
+}
+
 static int ship(void *ud, const void *changes, size_t len, uint64_t index) {
     ctl_ha_t *h = ud;
     ctl_ha_check(h);
@@ -576,23 +607,29 @@ static int ship(void *ud, const void *changes, size_t len, uint64_t index) {
     key(h, k, sizeof k, "log/%020" PRIu64, index);
     snprintf(ep, sizeof ep, "%" PRIu64, h->epoch);
     char *b = ctl_etcd_b64(changes, len);
+    /* On failure the entry's key is read back in the same transaction:
+     * when it holds exactly this entry, an earlier try reached etcd (a
+     * member that did not answer in time) and the retry found it there. */
     json_t *req = json_pack(
-        "{s:[{s:o,s:s,s:s,s:s},{s:o,s:s,s:s,s:s}],s:[{s:{s:o,s:s}}]}", "compare", "key",
-        ctl_etcd_key(lk), "target", "CREATE", "result", "EQUAL", "create_revision", ep, "key",
-        ctl_etcd_key(k), "target", "CREATE", "result", "EQUAL", "create_revision", "0", "success",
-        "request_put", "key", ctl_etcd_key(k), "value", b);
-    sl_free(b);
+        "{s:[{s:o,s:s,s:s,s:s},{s:o,s:s,s:s,s:s}],s:[{s:{s:o,s:s}}],s:[{s:{s:o}},{s:{s:o}}]}",
+        "compare", "key", ctl_etcd_key(lk), "target", "CREATE", "result", "EQUAL",
+        "create_revision", ep, "key", ctl_etcd_key(k), "target", "CREATE", "result", "EQUAL",
+        "create_revision", "0", "success", "request_put", "key", ctl_etcd_key(k), "value", b,
+        "failure", "request_range", "key", ctl_etcd_key(k), "request_range", "key",
+        ctl_etcd_key(lk));
     int64_t left = (h->deadline_us - t0) / 1000;
     json_t *resp = NULL;
     int rc = ctl_etcd_post(&h->etcd, "/v3/kv/txn", req, &resp, left < 1 ? 1 : (int)left);
     json_decref(req);
     if (rc < 0) {
+        sl_free(b);
         h->ship_failures++;
         char why[700];
         snprintf(why, sizeof why, "log entry %" PRIu64 " not written: %s", index, h->etcd.err);
         ctl_ha_step_down(h, why);
     }
-    bool ok = json_is_true(json_object_get(resp, "succeeded"));
+    bool ok = json_is_true(json_object_get(resp, "succeeded")) || entry_landed(h, resp, b);
+    sl_free(b);
     json_decref(resp);
     if (!ok) {
         char why[200];
