@@ -122,11 +122,48 @@ def etcd_txn_ms(etcd, size, callers, n=300):
             "txn_per_s": round(len(lats) / el)}
 
 
+def ha_round(n, conns):
+    """One HA run: etcd, three members, the leader measured."""
+    with tempfile.TemporaryDirectory(prefix="ha-submit-") as tmp:
+        etcd = hautil.Etcd(tmp).start()
+        ms = hautil.members(tmp, etcd, 3, extra=["--snapshot-every", "1000000"])
+        try:
+            for m in ms:
+                m.start()
+            lead = hautil.wait_leader(ms)
+            txn0 = metric(lead, "sluice_ha_commit_seconds_count") or 0
+            txs0 = metric(lead, "sluice_ha_commit_seconds_sum") or 0
+            cpu0 = cpu_s(lead.proc.pid)
+            t0 = time.perf_counter()
+            r = load(lead, n, conns)
+            el = time.perf_counter() - t0
+            cpu = cpu_s(lead.proc.pid) - cpu0
+            txns = (metric(lead, "sluice_ha_commit_seconds_count") or 0) - txn0
+            txs = (metric(lead, "sluice_ha_commit_seconds_sum") or 0) - txs0
+            subs = n + 500
+            r["etcd_txns"] = txns
+            r["subs_per_txn"] = round(subs / txns, 2) if txns else None
+            r["etcd_txn_mean_ms"] = round(1e3 * txs / txns, 3) if txns else None
+            r["leader_in_etcd_share"] = round(txs / el, 3)
+            r["leader_cpu_us_per_sub"] = round(1e6 * cpu / subs, 1)
+            size = log_entry_bytes(etcd, lead.prefix)
+            r["log_entry_bytes"] = size
+            r["etcd_alone"] = [etcd_txn_ms(etcd, size or 3000, 1),
+                               etcd_txn_ms(etcd, size or 3000, conns)]
+            lat1 = r["etcd_alone"][0]["p50_ms"] / 1e3
+            r["bound_serial_per_s"] = round(conns / (2 * lat1))
+            r["bound_overlapped_per_s"] = round(conns / lat1)
+            return r
+        finally:
+            hautil.stop_all(ms, etcd)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=10000)
     ap.add_argument("--conns", default="8", help="connection counts, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
+
     a = ap.parse_args()
     conns_list = [int(x) for x in a.conns.split(",")]
     out = {"n": a.n, "load_before": os.getloadavg(), "by_conns": {}}
@@ -141,38 +178,7 @@ def main():
                     o["single"].append(load(one, a.n, conns))
                 finally:
                     one.stop()
-            with tempfile.TemporaryDirectory(prefix="ha-submit-") as tmp:
-                etcd = hautil.Etcd(tmp).start()
-                ms = hautil.members(tmp, etcd, 3, extra=["--snapshot-every", "1000000"])
-                try:
-                    for m in ms:
-                        m.start()
-                    lead = hautil.wait_leader(ms)
-                    txn0 = metric(lead, "sluice_ha_commit_seconds_count") or 0
-                    txs0 = metric(lead, "sluice_ha_commit_seconds_sum") or 0
-                    cpu0 = cpu_s(lead.proc.pid)
-                    t0 = time.perf_counter()
-                    r = load(lead, a.n, conns)
-                    el = time.perf_counter() - t0
-                    cpu = cpu_s(lead.proc.pid) - cpu0
-                    txns = (metric(lead, "sluice_ha_commit_seconds_count") or 0) - txn0
-                    txs = (metric(lead, "sluice_ha_commit_seconds_sum") or 0) - txs0
-                    subs = a.n + 500
-                    r["etcd_txns"] = txns
-                    r["subs_per_txn"] = round(subs / txns, 2) if txns else None
-                    r["etcd_txn_mean_ms"] = round(1e3 * txs / txns, 3) if txns else None
-                    r["leader_in_etcd_share"] = round(txs / el, 3)
-                    r["leader_cpu_us_per_sub"] = round(1e6 * cpu / subs, 1)
-                    size = log_entry_bytes(etcd, lead.prefix)
-                    r["log_entry_bytes"] = size
-                    r["etcd_alone"] = [etcd_txn_ms(etcd, size or 3000, 1),
-                                       etcd_txn_ms(etcd, size or 3000, conns)]
-                    lat1 = r["etcd_alone"][0]["p50_ms"] / 1e3
-                    r["bound_serial_per_s"] = round(conns / (2 * lat1))
-                    r["bound_overlapped_per_s"] = round(conns / lat1)
-                    o["ha"].append(r)
-                finally:
-                    hautil.stop_all(ms, etcd)
+            o["ha"].append(ha_round(a.n, conns))
             print("round %d, %d conns: single %d/s, ha %d/s (%.1f subs/txn)" % (
                 rnd + 1, conns, o["single"][-1]["rate_per_s"], o["ha"][-1]["rate_per_s"],
                 o["ha"][-1]["subs_per_txn"] or 0), file=sys.stderr)
