@@ -11,14 +11,26 @@ loopback (fsync on, Debian's etcd-server), three sluiced --ha members (the
 leader measured, two followers applying the log beside it). The rounds
 alternate single / HA so that both see the same machine load.
 
-    /usr/bin/python3 bench/ha_submit.py [--n 10000] [--conns 8] [--rounds 3]
+    /usr/bin/python3 bench/ha_submit.py [--n 10000] [--conns 8[,32]] [--rounds 3]
 
-Prints one JSON object: per mode and round the rate, p50 and p99 latency,
-and the leader's commit histogram count (etcd transactions) for HA.
+Prints one JSON object: per connection count, mode and round the rate, p50
+and p99 latency; for HA also the leader's etcd transactions (its commit
+histogram), submissions per transaction, the share of the run the leader
+spent waiting for etcd, the leader's CPU time per submission, the mean
+log entry (changeset) size, and etcd's own latency for a transaction of
+the same shape and size measured right after each HA round from this
+process (1 and `conns` concurrent callers), which bounds what the leader
+can do: with one transaction at a time and `conns` closed-loop clients,
+at most conns / (2 x latency) when a group commit waits for the previous
+one's transaction, conns / latency when it does not.
 """
 
 import argparse
+import base64
+import http.client
 import json
+import threading
+import time
 import os
 import statistics
 import sys
@@ -57,37 +69,129 @@ def metric(ctl, name):
     return None
 
 
+def cpu_s(pid):
+    """utime + stime of a process, seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def log_entry_bytes(etcd, prefix):
+    """Mean decoded size of the log entries under prefix + "log/"."""
+    k = base64.b64encode((prefix + "log/").encode()).decode()
+    end = base64.b64encode((prefix + "log0").encode()).decode()
+    conn = http.client.HTTPConnection("127.0.0.1", etcd.client_port, timeout=30)
+    conn.request("POST", "/v3/kv/range", body=json.dumps({"key": k, "range_end": end}))
+    kvs = json.loads(conn.getresponse().read()).get("kvs", [])
+    conn.close()
+    sizes = [len(base64.b64decode(kv.get("value", ""))) for kv in kvs]
+    return round(statistics.mean(sizes)) if sizes else None
+
+
+def etcd_txn_ms(etcd, size, callers, n=300):
+    """etcd's own latency (p50 ms) for txns shaped as the leader's: two
+    compares (create_revision) and one put of size bytes, each caller on
+    its own keep-alive connection, all at once."""
+    val = base64.b64encode(os.urandom(size)).decode()
+    lats = []
+    lock = threading.Lock()
+
+    def one(c):
+        conn = http.client.HTTPConnection("127.0.0.1", etcd.client_port, timeout=10)
+        for i in range(n // callers):
+            key = base64.b64encode(("/probe/%d/%d" % (c, i)).encode()).decode()
+            body = json.dumps({"compare": [
+                {"key": base64.b64encode(b"/probe-absent").decode(), "target": "CREATE",
+                 "result": "EQUAL", "create_revision": "0"},
+                {"key": key, "target": "CREATE", "result": "EQUAL", "create_revision": "0"}],
+                "success": [{"request_put": {"key": key, "value": val}}]})
+            t = time.perf_counter()
+            conn.request("POST", "/v3/kv/txn", body=body)
+            conn.getresponse().read()
+            with lock:
+                lats.append(time.perf_counter() - t)
+        conn.close()
+    ts = [threading.Thread(target=one, args=(c,)) for c in range(callers)]
+    t0 = time.perf_counter()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    el = time.perf_counter() - t0
+    return {"callers": callers, "p50_ms": round(1e3 * pct(lats, 0.5), 2),
+            "txn_per_s": round(len(lats) / el)}
+
+
+def ha_round(n, conns):
+    """One HA run: etcd, three members, the leader measured."""
+    with tempfile.TemporaryDirectory(prefix="ha-submit-") as tmp:
+        etcd = hautil.Etcd(tmp).start()
+        ms = hautil.members(tmp, etcd, 3, extra=["--snapshot-every", "1000000"])
+        try:
+            for m in ms:
+                m.start()
+            lead = hautil.wait_leader(ms)
+            txn0 = metric(lead, "sluice_ha_commit_seconds_count") or 0
+            txs0 = metric(lead, "sluice_ha_commit_seconds_sum") or 0
+            cpu0 = cpu_s(lead.proc.pid)
+            t0 = time.perf_counter()
+            r = load(lead, n, conns)
+            el = time.perf_counter() - t0
+            cpu = cpu_s(lead.proc.pid) - cpu0
+            txns = (metric(lead, "sluice_ha_commit_seconds_count") or 0) - txn0
+            txs = (metric(lead, "sluice_ha_commit_seconds_sum") or 0) - txs0
+            subs = n + 500
+            r["etcd_txns"] = txns
+            r["subs_per_txn"] = round(subs / txns, 2) if txns else None
+            r["etcd_txn_mean_ms"] = round(1e3 * txs / txns, 3) if txns else None
+            r["leader_in_etcd_share"] = round(txs / el, 3)
+            r["leader_cpu_us_per_sub"] = round(1e6 * cpu / subs, 1)
+            size = log_entry_bytes(etcd, lead.prefix)
+            r["log_entry_bytes"] = size
+            r["etcd_alone"] = [etcd_txn_ms(etcd, size or 3000, 1),
+                               etcd_txn_ms(etcd, size or 3000, conns)]
+            lat1 = r["etcd_alone"][0]["p50_ms"] / 1e3
+            r["bound_serial_per_s"] = round(conns / (2 * lat1))
+            r["bound_overlapped_per_s"] = round(conns / lat1)
+            return r
+        finally:
+            hautil.stop_all(ms, etcd)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=10000)
-    ap.add_argument("--conns", type=int, default=8)
+    ap.add_argument("--conns", default="8", help="connection counts, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
+
     a = ap.parse_args()
-    out = {"n": a.n, "conns": a.conns, "single": [], "ha": []}
+    conns_list = [int(x) for x in a.conns.split(",")]
+    out = {"n": a.n, "load_before": os.getloadavg(), "by_conns": {}}
+    for conns in conns_list:
+        out["by_conns"][conns] = {"single": [], "ha": []}
     for rnd in range(a.rounds):
-        with tempfile.TemporaryDirectory(prefix="ha-submit-") as tmp:
-            one = harness.Controller(os.path.join(tmp, "single")).start()
-            try:
-                out["single"].append(load(one, a.n, a.conns))
-            finally:
-                one.stop()
-        with tempfile.TemporaryDirectory(prefix="ha-submit-") as tmp:
-            etcd = hautil.Etcd(tmp).start()
-            ms = hautil.members(tmp, etcd, 3, extra=["--snapshot-every", "1000000"])
-            try:
-                for m in ms:
-                    m.start()
-                lead = hautil.wait_leader(ms)
-                r = load(lead, a.n, a.conns)
-                r["etcd_txns"] = metric(lead, "sluice_ha_commit_seconds_count")
-                r["etcd_txn_s"] = metric(lead, "sluice_ha_commit_seconds_sum")
-                out["ha"].append(r)
-            finally:
-                hautil.stop_all(ms, etcd)
-        print("round %d: single %d/s, ha %d/s" % (rnd + 1, out["single"][-1]["rate_per_s"],
-                                                 out["ha"][-1]["rate_per_s"]), file=sys.stderr)
-    for k in ("single", "ha"):
-        out[k + "_median_per_s"] = statistics.median(r["rate_per_s"] for r in out[k])
+        for conns in conns_list:
+            o = out["by_conns"][conns]
+            with tempfile.TemporaryDirectory(prefix="ha-submit-") as tmp:
+                one = harness.Controller(os.path.join(tmp, "single")).start()
+                try:
+                    o["single"].append(load(one, a.n, conns))
+                finally:
+                    one.stop()
+            o["ha"].append(ha_round(a.n, conns))
+            print("round %d, %d conns: single %d/s, ha %d/s (%.1f subs/txn)" % (
+                rnd + 1, conns, o["single"][-1]["rate_per_s"], o["ha"][-1]["rate_per_s"],
+                o["ha"][-1]["subs_per_txn"] or 0), file=sys.stderr)
+    for conns in conns_list:
+        o = out["by_conns"][conns]
+        for k in ("single", "ha"):
+            for f in ("rate_per_s", "p50_ms", "p99_ms"):
+                o[k + "_median_" + f] = statistics.median(r[f] for r in o[k])
+        for f in ("subs_per_txn", "etcd_txn_mean_ms", "leader_in_etcd_share",
+                  "leader_cpu_us_per_sub", "log_entry_bytes"):
+            vals = [r[f] for r in o["ha"] if r[f] is not None]
+            o["ha_median_" + f] = statistics.median(vals) if vals else None
+    out["load_after"] = os.getloadavg()
     print(json.dumps(out, indent=1))
 
 

@@ -36,6 +36,7 @@
 
 struct ctl_store_repl {
     sqlite3_session *sess;
+    sqlite3_stmt *put_index; /* write_index's statement, prepared once */
     ctl_store_ship_fn fn;
     void *ud;
     uint64_t index;
@@ -74,15 +75,25 @@ static int read_index(sqlite3 *db, uint64_t *index, bool *found) {
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
 }
 
-static int write_index(sqlite3 *db, uint64_t index) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO ha_meta(k, v) VALUES('index', ?1)", -1, &st,
-                           NULL) != SQLITE_OK)
+#define PUT_INDEX_SQL "INSERT OR REPLACE INTO ha_meta(k, v) VALUES('index', ?1)"
+
+/* Writes index into ha_meta with *cached (prepared on first use and kept
+ * by the caller) or, when cached is NULL, a statement of its own. */
+static int write_index_with(sqlite3 *db, sqlite3_stmt **cached, uint64_t index) {
+    sqlite3_stmt *own = NULL, **st = cached ? cached : &own;
+    if (*st == NULL && sqlite3_prepare_v3(db, PUT_INDEX_SQL, -1,
+                                          cached ? SQLITE_PREPARE_PERSISTENT : 0, st,
+                                          NULL) != SQLITE_OK)
         return -1;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)index);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
+    sqlite3_bind_int64(*st, 1, (sqlite3_int64)index);
+    int rc = sqlite3_step(*st);
+    sqlite3_reset(*st);
+    sqlite3_finalize(own);
     return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int write_index(sqlite3 *db, uint64_t index) {
+    return write_index_with(db, NULL, index);
 }
 
 static int new_session(ctl_store_t *s) {
@@ -104,7 +115,8 @@ static int repl_commit(ctl_store_t *s) {
         return -1;
     int rc = 0;
     if (n > 0) {
-        if (r->fn(r->ud, p, (size_t)n, r->index + 1) < 0 || write_index(s->db, r->index + 1) < 0)
+        if (r->fn(r->ud, p, (size_t)n, r->index + 1) < 0 ||
+            write_index_with(s->db, &r->put_index, r->index + 1) < 0)
             rc = -1;
         else
             r->index++;
@@ -122,6 +134,7 @@ static void repl_fini(ctl_store_t *s) {
         return;
     if (s->repl->sess)
         sqlite3session_delete(s->repl->sess);
+    sqlite3_finalize(s->repl->put_index);
     sl_free(s->repl);
     s->repl = NULL;
     s->repl_commit = NULL;
