@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -31,10 +30,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fix
 
 import harness  # noqa: E402
 import e2e_util as u  # noqa: E402
+import ctutil  # noqa: E402
+from ctutil import podman  # noqa: E402
 
-RUNC = "/usr/sbin/runc"
-PODMAN = "/usr/bin/podman"
-BUSYBOX = "/bin/busybox"
+RUNC, BUSYBOX = ctutil.RUNC, ctutil.BUSYBOX
 USERS = ("slct_a", "slct_b")
 MARK = "sluice e2e container test user"
 IMAGE = "localhost/sluice-test/busybox"
@@ -45,17 +44,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _missing():
-    if os.geteuid() != 0:
-        return "needs root (the agent switches to the tenants' users)"
-    for p, pkg in ((RUNC, "runc"), (PODMAN, "podman"), (BUSYBOX, "busybox-static")):
-        if not os.access(p, os.X_OK):
-            return "%s is not installed (apt-get install %s; make deps)" % (p, pkg)
-    if any(c not in MOUNTS for c in u.CGROUP_V1):
-        return "needs the cgroup v1 controllers %s" % ", ".join(u.CGROUP_V1)
-    for tool in ("useradd", "userdel"):
-        if not shutil.which(tool):
-            return "%s is not installed" % tool
-    return None
+    return ctutil.missing("the agent switches to the tenants' users")
 
 
 pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
@@ -75,26 +64,11 @@ def base():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def podman(store, *args, **kw):
-    return subprocess.run([PODMAN, "--root", store, "--runroot", store + "/run",
-                           "--events-backend=none"] + list(args),
-                          capture_output=True, text=True, timeout=120, **kw)
-
-
 @pytest.fixture(scope="module")
 def store(base):
     """The node's image store, with the busybox image under both names."""
     s = os.path.join(base, "store")
-    root = os.path.join(base, "rootfs")
-    os.makedirs(os.path.join(root, "bin"))
-    shutil.copy(BUSYBOX, os.path.join(root, "bin", "busybox"))
-    names = subprocess.run([BUSYBOX, "--list"], capture_output=True, text=True,
-                           check=True).stdout.split()
-    for n in names:
-        if n != "busybox":
-            os.symlink("busybox", os.path.join(root, "bin", n))
-    tar = os.path.join(base, "busybox.tar")
-    subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True, timeout=60)
+    tar = ctutil.busybox_tar(base)
     r = podman(s, "import", "--change", "ENV=PATH=/bin", "--change",
                'CMD ["/bin/sh", "-c", "echo megatron rank $RANK of $WORLD_SIZE gpus '
                '$CUDA_VISIBLE_DEVICES"]', tar, IMAGE)
@@ -108,16 +82,7 @@ def store(base):
 @pytest.fixture(scope="module")
 def gpu_files(base):
     """Four stand-in GPU device files (char devices of harmless numbers)."""
-    d = os.path.join(base, "gpudev")
-    os.makedirs(d)
-    os.chmod(d, 0o755)
-    files = []
-    for i, minor in enumerate((229, 237, 3, 5)):
-        f = os.path.join(d, "nvidia%d" % i)
-        os.mknod(f, 0o666 | stat.S_IFCHR, os.makedev(10 if i < 2 else 1, minor))
-        os.chmod(f, 0o666)
-        files.append(f)
-    return files
+    return ctutil.gpu_files(base, ((10, 229), (10, 237), (1, 3), (1, 5)))
 
 
 @pytest.fixture(scope="module")

@@ -32,10 +32,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fix
 
 import harness  # noqa: E402
 import e2e_util as u  # noqa: E402
+import ctutil  # noqa: E402
+from ctutil import podman  # noqa: E402
 
-RUNC = "/usr/sbin/runc"
-PODMAN = "/usr/bin/podman"
-BUSYBOX = "/bin/busybox"
+RUNC = ctutil.RUNC
 USERS = ("slvt_a", "slvt_b")
 MARK = "sluice e2e volumes test user"
 IMAGE = "localhost/sluice-test/busybox-volumes"
@@ -43,15 +43,8 @@ GI = 1 << 30
 
 
 def _missing():
-    if os.geteuid() != 0:
-        return "needs root (the agent mounts volumes and switches to the tenants' users)"
-    for p, pkg in ((RUNC, "runc"), (PODMAN, "podman"), (BUSYBOX, "busybox-static")):
-        if not os.access(p, os.X_OK):
-            return "%s is not installed (apt-get install %s; make deps)" % (p, pkg)
-    for tool in ("useradd", "userdel"):
-        if not shutil.which(tool):
-            return "%s is not installed" % tool
-    return None
+    return ctutil.missing("the agent mounts volumes and switches to the tenants' users",
+                          cgroups=False)
 
 
 pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
@@ -61,12 +54,6 @@ pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
 def users():
     with u.unix_users(USERS, MARK) as us:
         yield us
-
-
-def podman(store, *args):
-    return subprocess.run([PODMAN, "--root", store, "--runroot", store + "/run",
-                           "--events-backend=none"] + list(args),
-                          capture_output=True, text=True, timeout=120)
 
 
 def write(path, text, mode=0o644):
@@ -107,15 +94,7 @@ def tree():
 @pytest.fixture(scope="module")
 def store(tree):
     s = tree["store"]
-    root = os.path.join(tree["base"], "rootfs")
-    os.makedirs(os.path.join(root, "bin"))
-    shutil.copy(BUSYBOX, os.path.join(root, "bin", "busybox"))
-    for n in subprocess.run([BUSYBOX, "--list"], capture_output=True, text=True,
-                            check=True).stdout.split():
-        if n != "busybox":
-            os.symlink("busybox", os.path.join(root, "bin", n))
-    tar = os.path.join(tree["base"], "busybox.tar")
-    subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True, timeout=60)
+    tar = ctutil.busybox_tar(tree["base"])
     r = podman(s, "import", "--change", "ENV=PATH=/bin", tar, IMAGE)
     assert r.returncode == 0, r.stderr
     yield s
