@@ -7,35 +7,15 @@
  * is a plain scan, quadratic in the containers and their volumes.
  */
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "pod.h"
+#include "volume.h"
 #include "sluice/error.h"
 
-typedef struct errs {
-    char *buf;
-    size_t len, used;
-    int n;
-} errs_t;
-
-static void err_add(errs_t *e, size_t i, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void err_add(errs_t *e, size_t i, const char *key, const char *fmt, ...) {
-    e->n++;
-    if (e->used >= e->len)
-        return;
-    e->used += (size_t)snprintf(e->buf + e->used, e->len - e->used, "%scontainers[%zu]%s%s: ",
-                                e->used ? "; " : "", i, key[0] ? "." : "", key);
-    if (e->used >= e->len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    e->used += (size_t)vsnprintf(e->buf + e->used, e->len - e->used, fmt, ap);
-    va_end(ap);
-}
+typedef sl_volume_errs_t errs_t;
 
 static bool name_ok(const char *s) {
     size_t n = strlen(s);
@@ -71,7 +51,7 @@ static bool abs_path(json_t *v) {
 
 static void check_one(errs_t *e, size_t i, json_t *c) {
     if (!json_is_object(c)) {
-        err_add(e, i, "", "must be an object ({\"name\": N, \"image\": I, ...})");
+        sl_volume_err_add(e, i, "", "must be an object ({\"name\": N, \"image\": I, ...})");
         return;
     }
     const char *k;
@@ -80,67 +60,67 @@ static void check_one(errs_t *e, size_t i, json_t *c) {
     json_object_foreach(c, k, v) {
         if (strcmp(k, "name") == 0) {
             if (!json_is_string(v) || !name_ok(json_string_value(v)))
-                err_add(e, i, k, "must be 1 to %d of a-z, 0-9 and -, not starting or ending with -",
+                sl_volume_err_add(e, i, k, "must be 1 to %d of a-z, 0-9 and -, not starting or ending with -",
                         SL_POD_NAME_MAX);
         } else if (strcmp(k, "image") == 0) {
             if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 1024)
-                err_add(e, i, k, "must be an image's name of 1 to 1024 characters");
+                sl_volume_err_add(e, i, k, "must be an image's name of 1 to 1024 characters");
         } else if (strcmp(k, "command") == 0 || strcmp(k, "args") == 0) {
             bool ok = json_is_array(v) && json_array_size(v) > 0;
             json_array_foreach(v, j, x) ok = ok && json_is_string(x);
             if (!ok)
-                err_add(e, i, k, "must be a list of one or more strings");
+                sl_volume_err_add(e, i, k, "must be a list of one or more strings");
         } else if (strcmp(k, "env") == 0) {
             const char *ek;
             if (!json_is_object(v)) {
-                err_add(e, i, k, "must be an object of string values");
+                sl_volume_err_add(e, i, k, "must be an object of string values");
                 continue;
             }
             json_object_foreach(v, ek, x) {
                 if (!var_ok(ek))
-                    err_add(e, i, k, "\"%s\" is not a valid variable name", ek);
+                    sl_volume_err_add(e, i, k, "\"%s\" is not a valid variable name", ek);
                 else if (!json_is_string(x))
-                    err_add(e, i, k, "value of %s must be a string", ek);
+                    sl_volume_err_add(e, i, k, "value of %s must be a string", ek);
             }
         } else if (strcmp(k, "workdir") == 0) {
             if (!abs_path(v))
-                err_add(e, i, k, "must be an absolute path inside the container");
+                sl_volume_err_add(e, i, k, "must be an absolute path inside the container");
         } else if (strcmp(k, "volumes") == 0) {
             if (!json_is_array(v)) {
-                err_add(e, i, k, "must be a list of the paths of the job's volumes");
+                sl_volume_err_add(e, i, k, "must be a list of the paths of the job's volumes");
                 continue;
             }
             json_array_foreach(v, j, x) {
                 if (!abs_path(x)) {
-                    err_add(e, i, k, "[%zu] must be an absolute path (a volume's path)", j);
+                    sl_volume_err_add(e, i, k, "[%zu] must be an absolute path (a volume's path)", j);
                     continue;
                 }
                 for (l = 0; l < j; l++)
                     if (json_equal(json_array_get(v, l), x))
-                        err_add(e, i, k, "%s is listed twice", json_string_value(x));
+                        sl_volume_err_add(e, i, k, "%s is listed twice", json_string_value(x));
             }
         } else if (strcmp(k, "role") == 0) {
             const char *r = json_string_value(v);
             if (!r || (strcmp(r, "init") && strcmp(r, "sidecar")))
-                err_add(e, i, k, "must be init or sidecar (absent: one of the pod's containers)");
+                sl_volume_err_add(e, i, k, "must be init or sidecar (absent: one of the pod's containers)");
         } else if (strcmp(k, "gpus") == 0) {
             if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 64)
-                err_add(e, i, k, "must be a whole number from 0 to 64");
+                sl_volume_err_add(e, i, k, "must be a whole number from 0 to 64");
         } else {
-            err_add(e, i, k, "unknown field (name, image, command, args, env, workdir, volumes, gpus, "
+            sl_volume_err_add(e, i, k, "unknown field (name, image, command, args, env, workdir, volumes, gpus, "
                     "role)");
         }
     }
     if (!json_object_get(c, "name"))
-        err_add(e, i, "name", "required");
+        sl_volume_err_add(e, i, "name", "required");
     if (!json_object_get(c, "image"))
-        err_add(e, i, "image", "required");
+        sl_volume_err_add(e, i, "image", "required");
     if (json_object_get(c, "command") && json_object_get(c, "args"))
-        err_add(e, i, "args", "cannot be combined with command (give args after the command)");
+        sl_volume_err_add(e, i, "args", "cannot be combined with command (give args after the command)");
 }
 
 int sl_pod_check(json_t *v, char *err, size_t errlen) {
-    errs_t e = {err, errlen, 0, 0};
+    errs_t e = {err, errlen, 0, 0, "containers"};
     if (errlen)
         err[0] = '\0';
     if (!json_is_array(v) || json_array_size(v) == 0) {
@@ -157,13 +137,13 @@ int sl_pod_check(json_t *v, char *err, size_t errlen) {
         check_one(&e, i, c);
         bool role = json_object_get(c, "role") != NULL;
         if (role && mains)
-            err_add(&e, i, "role", "an init container or sidecar must come before the pod's "
+            sl_volume_err_add(&e, i, "role", "an init container or sidecar must come before the pod's "
                     "containers");
         mains += !role;
         json_t *n = json_object_get(c, "name");
         for (j = 0; json_is_string(n) && j < i; j++)
             if (json_equal(json_object_get(json_array_get(v, j), "name"), n))
-                err_add(&e, i, "name", "\"%s\" is also container [%zu]'s", json_string_value(n), j);
+                sl_volume_err_add(&e, i, "name", "\"%s\" is also container [%zu]'s", json_string_value(n), j);
     }
     if (mains == 0 && e.n == 0) {
         snprintf(err, errlen, "only init containers and sidecars: at least one container "
@@ -174,7 +154,7 @@ int sl_pod_check(json_t *v, char *err, size_t errlen) {
 }
 
 int sl_pod_rules(json_t *containers, json_t *volumes, int64_t gpus, char *err, size_t errlen) {
-    errs_t e = {err, errlen, 0, 0};
+    errs_t e = {err, errlen, 0, 0, "containers"};
     if (errlen)
         err[0] = '\0';
     size_t i, j, k;
@@ -189,7 +169,7 @@ int sl_pod_rules(json_t *containers, json_t *volumes, int64_t gpus, char *err, s
             bool found = false;
             json_array_foreach(volumes, k, vol) found = found || json_equal(json_object_get(vol, "path"), p);
             if (!found)
-                err_add(&e, i, "volumes", "%s is not the path of one of the job's volumes",
+                sl_volume_err_add(&e, i, "volumes", "%s is not the path of one of the job's volumes",
                         json_string_value(p));
         }
     }

@@ -30,8 +30,9 @@ void sl_volume_err_add(sl_volume_errs_t *e, size_t i, const char *key, const cha
     e->n++;
     if (e->used >= e->len)
         return;
-    e->used += (size_t)snprintf(e->buf + e->used, e->len - e->used, "%svolumes[%zu]%s%s: ",
-                                e->used ? "; " : "", i, key[0] ? "." : "", key);
+    e->used += (size_t)snprintf(e->buf + e->used, e->len - e->used, "%s%s[%zu]%s%s: ",
+                                e->used ? "; " : "", e->list ? e->list : "volumes", i,
+                                key[0] ? "." : "", key);
     if (e->used >= e->len)
         return;
     va_list ap;
@@ -244,7 +245,7 @@ static void check_one(errs_t *e, size_t i, json_t *vol) {
 }
 
 int sl_volumes_check(json_t *v, char *err, size_t errlen) {
-    errs_t e = {err, errlen, 0, 0};
+    errs_t e = {err, errlen, 0, 0, NULL};
     if (errlen)
         err[0] = '\0';
     if (!json_is_array(v)) {

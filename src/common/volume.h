@@ -54,11 +54,13 @@ int sl_volumes_check(json_t *v, char *err, size_t errlen);
 /* The problems of a job's volumes as they are found, into a caller's
  * buffer: "volumes[I].KEY: message; volumes[J]: message" (KEY "" names the
  * volume itself), cut at the buffer's end; n counts them all. This file's
- * shape check and the controller's resolution (volcfg.c) both write it. */
+ * shape check and the controller's resolution (volcfg.c) both write it,
+ * and the containers' check (pod.c, list "containers"). */
 typedef struct sl_volume_errs {
     char *buf;
     size_t len, used;
     int n;
+    const char *list; /* the list's name in each message; NULL: "volumes" */
 } sl_volume_errs_t;
 void sl_volume_err_add(sl_volume_errs_t *e, size_t i, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

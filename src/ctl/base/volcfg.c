@@ -267,7 +267,7 @@ static const char *resolve_csi(const ctl_vol_cfg_t *v, errs_t *e, size_t i, json
 
 int ctl_volcfg_resolve(const ctl_vol_cfg_t *v, json_t *vols, int64_t mem_bytes,
                        sl_proto_volume_t *out, char **owned, char *err, size_t errlen) {
-    errs_t e = {err, errlen, 0, 0};
+    errs_t e = {err, errlen, 0, 0, NULL};
     if (errlen)
         err[0] = '\0';
     size_t i;
