@@ -65,6 +65,31 @@ static int replica(cli_k8s_t *k, const char *path, yaml_node_t *r, json_t *job, 
     return rc;
 }
 
+/* A replica-specs map (pytorchReplicaSpecs, mpiReplicaSpecs) at path: each
+ * of its two roles read by replica into got[r] (a new object; one given
+ * twice, the last wins) with its replica count in n[r]; any other role is
+ * an error naming the two. 0, or -1 with each problem reported. */
+static int replica_specs(cli_k8s_t *k, const char *path, yaml_node_t *v,
+                         const char *const roles[2], json_t *got[2], long long n[2]) {
+    cli_spec_t *s = k->s;
+    if (cli_spec_want(s, path, v, YAML_MAPPING_NODE)) return -1;
+    int rc = 0;
+    yaml_node_pair_t *q = NULL;
+    const char *role;
+    yaml_node_t *r;
+    char rp[320];
+    while (cli_spec_next(s, v, path, &q, &role, &r, rp, sizeof rp)) {
+        int w = !strcmp(role, roles[0]) ? 0 : !strcmp(role, roles[1]) ? 1 : -1;
+        if (w < 0) {
+            rc = cli_spec_fail(s, rp, "not supported (%s, %s)", roles[0], roles[1]);
+            continue;
+        }
+        json_decref(got[w]);
+        rc |= replica(k, rp, r, got[w] = json_object(), &n[w]);
+    }
+    return rc;
+}
+
 static int run_policy(cli_k8s_t *k, const char *path, yaml_node_t *rp) {
     cli_spec_t *s = k->s;
     if (cli_spec_want(s, path, rp, YAML_MAPPING_NODE)) return -1;
@@ -266,26 +291,14 @@ int cli_k8s_pytorchjob(cli_k8s_t *k, yaml_node_t *root) {
     pr = NULL;
     while (cli_spec_next(s, spec, "spec", &pr, &f, &v, p, sizeof p)) {
         if (!strcmp(f, "pytorchReplicaSpecs")) {
-            if (cli_spec_want(s, p, v, YAML_MAPPING_NODE)) {
-                rc = -1;
-                continue;
-            }
-            yaml_node_pair_t *q = NULL;
-            const char *role;
-            yaml_node_t *r;
-            char rp[320];
-            while (cli_spec_next(s, v, p, &q, &role, &r, rp, sizeof rp)) {
-                if (!strcmp(role, "Master")) {
-                    json_decref(master);
-                    rc |= replica(k, rp, r, master = json_object(), &nmaster);
-                    if (nmaster > 1) rc = cli_spec_fail(s, rp, "replicas: %lld masters: a PyTorchJob has one", nmaster);
-                } else if (!strcmp(role, "Worker")) {
-                    json_decref(worker);
-                    rc |= replica(k, rp, r, worker = json_object(), &nworker);
-                } else {
-                    rc = cli_spec_fail(s, rp, "not supported (Master, Worker)");
-                }
-            }
+            static const char *const roles[2] = {"Master", "Worker"};
+            json_t *got[2] = {master, worker};
+            long long n[2] = {nmaster, nworker};
+            rc |= replica_specs(k, p, v, roles, got, n);
+            master = got[0], worker = got[1], nmaster = n[0], nworker = n[1];
+            char mp[300];
+            snprintf(mp, sizeof mp, "%s.Master", p);
+            if (nmaster > 1) rc = cli_spec_fail(s, mp, "replicas: %lld masters: a PyTorchJob has one", nmaster);
         } else if (!strcmp(f, "runPolicy")) {
             rc |= run_policy(k, p, v);
         } else if (!strcmp(f, "nprocPerNode")) {
@@ -379,26 +392,15 @@ int cli_k8s_mpijob(cli_k8s_t *k, yaml_node_t *root) {
     pr = NULL;
     while (cli_spec_next(s, spec, "spec", &pr, &f, &v, p, sizeof p)) {
         if (!strcmp(f, "mpiReplicaSpecs")) {
-            if (cli_spec_want(s, p, v, YAML_MAPPING_NODE)) {
-                rc = -1;
-                continue;
-            }
-            yaml_node_pair_t *q = NULL;
-            const char *role;
-            yaml_node_t *r;
-            char rp[320];
-            while (cli_spec_next(s, v, p, &q, &role, &r, rp, sizeof rp)) {
-                if (!strcmp(role, "Launcher")) {
-                    json_decref(launcher);
-                    rc |= replica(k, rp, r, launcher = json_object(), &nlauncher);
-                    if (nlauncher != 1) rc = cli_spec_fail(s, rp, "replicas: %lld: an MPIJob has one Launcher", nlauncher);
-                } else if (!strcmp(role, "Worker")) {
-                    json_decref(worker);
-                    rc |= replica(k, rp, r, worker = json_object(), &nworker);
-                } else {
-                    rc = cli_spec_fail(s, rp, "not supported (Launcher, Worker)");
-                }
-            }
+            static const char *const roles[2] = {"Launcher", "Worker"};
+            json_t *got[2] = {launcher, worker};
+            long long n[2] = {nlauncher, nworker};
+            rc |= replica_specs(k, p, v, roles, got, n);
+            launcher = got[0], worker = got[1], nlauncher = n[0], nworker = n[1];
+            char lp[300];
+            snprintf(lp, sizeof lp, "%s.Launcher", p);
+            if (launcher && nlauncher != 1)
+                rc = cli_spec_fail(s, lp, "replicas: %lld: an MPIJob has one Launcher", nlauncher);
         } else if (!strcmp(f, "runPolicy")) {
             rc |= run_policy(k, p, v);
         } else if (!strcmp(f, "slotsPerWorker")) {
