@@ -405,34 +405,36 @@ class Agent(_Daemon):
         self._reap_left_tasks()
 
     def _reap_left_tasks(self):
-        """Whatever the agent's state.json still lists as running (an agent
-        killed, or one that left a task behind) is this test's: its task's
-        process group and its monitor are killed, by pid, so that no test
-        leaves work running."""
+        reap_left_tasks(self.workdir)
+
+
+def reap_left_tasks(workdir):
+    """Whatever the agent's state.json in workdir still lists as running
+    (an agent killed, or one that left a task behind) is this test's: its
+    task's process group and its monitor are killed, by pid, so that no
+    test leaves work running."""
+    try:
+        with open(os.path.join(workdir, "state.json")) as f:
+            tasks = json.load(f).get("tasks", [])
+    except (OSError, ValueError):
+        return
+    for t in tasks:
+        pid, mon = t.get("pid"), t.get("monitor")
+        if t.get("state") != "running" or not isinstance(pid, int) or not isinstance(mon, int):
+            continue
+        # Still the same processes: the monitor is sluice-monitor and the
+        # task its child (a pid reused since is left alone).
         try:
-            with open(os.path.join(self.workdir, "state.json")) as f:
-                tasks = json.load(f).get("tasks", [])
-        except (OSError, ValueError):
-            return
-        for t in tasks:
-            pid, mon = t.get("pid"), t.get("monitor")
-            if t.get("state") != "running" or not isinstance(pid, int) or not isinstance(mon, int):
-                continue
-            # Still the same processes: the monitor is sluice-monitor and the
-            # task its child (a pid reused since is left alone).
-            try:
-                with open("/proc/%d/comm" % mon) as f:
-                    if f.read().strip() != "sluice-monitor":
-                        continue
-                with open("/proc/%d/status" % pid) as f:
-                    if "PPid:\t%d\n" % mon not in f.read():
-                        continue
-                os.killpg(pid, signal.SIGKILL)
-                os.kill(mon, signal.SIGKILL)
-            except OSError:
-                pass
-
-
+            with open("/proc/%d/comm" % mon) as f:
+                if f.read().strip() != "sluice-monitor":
+                    continue
+            with open("/proc/%d/status" % pid) as f:
+                if "PPid:\t%d\n" % mon not in f.read():
+                    continue
+            os.killpg(pid, signal.SIGKILL)
+            os.kill(mon, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def unique_cgroup_root(tag):
