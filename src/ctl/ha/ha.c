@@ -429,6 +429,8 @@ static void standby_tick(evutil_socket_t fd, short what, void *ud) {
     }
     if (now - h->last_member_us >= 1000000)
         put_member(h);
+    if (boot_us() >= h->deadline_us)
+        return; /* our lease may be gone on etcd's clock: a leader of it would step down at once */
     int c = campaign(h);
     if (c == 1) {
         /* Leader: nobody else can append now; read the log to its end. */
