@@ -21,7 +21,8 @@ fields that have no meaning here, such as a service account); a refusal is
 listed with every problem the CLI named. With --live each accepted file is
 also submitted for real to a sluiced started here (its own config: tenant
 alice, whose tenants[].namespaces are the namespaces the corpus names, as
-an operator taking these manifests would configure; one agent of 8 GPUs),
+an operator taking these manifests would configure, with the priority
+classes they name and their volumes and secrets; one agent of 8 GPUs),
 and the answer recorded: 201, or the server's error. A file a server of
 this checkout refuses only for the `volumes` or `secrets` fields (which
 the server side of those fields adds) is counted apart, so the figure says
@@ -134,9 +135,11 @@ def operator_setup(rows, base):
     """What an operator taking these manifests configures, from their
     specs as the CLI wrote them: the volumes section (every host path
     allowed, each claim, export and CSI bucket mapped to a directory of
-    its own under base) and, per secret or config map named, its keys
-    (placeholder values). Returns (volumes config, {(type, name): keys})."""
-    claims, nfs, csi, objs = {}, {}, {}, {}
+    its own under base), per secret or config map named, its keys
+    (placeholder values), and each priority class named (as the cluster's
+    PriorityClass objects would be). Returns (volumes config,
+    {(type, name): keys}, priority class names)."""
+    claims, nfs, csi, objs, classes = {}, {}, {}, {}, set()
     for r in rows:
         if not r["accepted"]:
             continue
@@ -145,6 +148,8 @@ def operator_setup(rows, base):
         except ValueError:
             continue
         for spec in specs if isinstance(specs, list) else [specs]:
+            if spec.get("priority_class"):
+                classes.add(spec["priority_class"])
             for v in spec.get("volumes", []):
                 if "pvc" in v:
                     claims[v["pvc"]] = os.path.join(base, "pvc", v["pvc"])
@@ -168,17 +173,19 @@ def operator_setup(rows, base):
             [p for c in csi.values() for p in c["paths"].values()]:
         os.makedirs(d, exist_ok=True)
     vol = {"host_path_prefixes": ["/"], "claims": claims, "nfs": nfs, "csi": csi}
-    return vol, objs
+    return vol, objs, sorted(classes)
 
 
 def live(build, rows):
     import harness
     tmp = tempfile.mkdtemp(prefix="sluice-k8s-corpus-")
     nss = namespaces_of([r["path"] for r in rows])
-    vol, objs = operator_setup(rows, os.path.join(tmp, "storage"))
+    vol, objs, classes = operator_setup(rows, os.path.join(tmp, "storage"))
     ctl = harness.Controller(os.path.join(tmp, "ctl"), tenants=[
         {"name": "alice", "token": "tok-alice-corpus", "namespaces": nss}],
-        config_overrides={"container_mounts": ["/"], "volumes": vol})
+        config_overrides={"container_mounts": ["/"], "volumes": vol,
+                          "priority_classes": [{"name": c, "value": 10 * (i + 1)}
+                                               for i, c in enumerate(classes)]})
     agent = None
     try:
         ctl.start()
