@@ -44,20 +44,24 @@ VALUE = os.urandom(1400)
 
 
 def cpu_s(pid):
-    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    """utime + stime of a process, seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def b64(b):
     return base64.b64encode(b).decode()
 
 
-def gateway(etcd, callers, n):
-    val = b64(VALUE)
+def gateway(etcd, callers, n, size=len(VALUE)):
+    """n transactions of the leader's shape with a put of size bytes, from
+    callers keep-alive connections at once, through the JSON gateway."""
+    val = b64(VALUE if size == len(VALUE) else os.urandom(size))
     absent = b64(b"/probe-absent")
 
     def mk(i):
-        key = b64(("/gw/%d/%d" % (callers, i)).encode())
+        key = b64(("/gw/%d/%d/%d" % (callers, size, i)).encode())
         return httpload.build_request("POST", "/v3/kv/txn", None, {
             "compare": [
                 {"key": absent, "target": "CREATE", "result": "EQUAL", "create_revision": "0"},

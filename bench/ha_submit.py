@@ -18,9 +18,9 @@ and p99 latency; for HA also the leader's etcd transactions (its commit
 histogram), submissions per transaction, the share of the run the leader
 spent waiting for etcd, the leader's CPU time per submission, the mean
 log entry (changeset) size, and etcd's own latency for a transaction of
-the same shape and size measured right after each HA round from this
-process (1 and `conns` concurrent callers), which bounds what the leader
-can do: with one transaction at a time and `conns` closed-loop clients,
+the same shape and size measured right after each HA round by
+bench/etcd_floor.py's probe (1 and `conns` concurrent callers), which
+bounds what the leader can do: with one transaction at a time and `conns` closed-loop clients,
 at most conns / (2 x latency) when a group commit waits for the previous
 one's transaction, conns / latency when it does not.
 """
@@ -29,7 +29,6 @@ import argparse
 import base64
 import http.client
 import json
-import threading
 import time
 import os
 import statistics
@@ -43,6 +42,7 @@ sys.path.insert(0, os.path.join(HERE, "live"))
 import harness  # noqa: E402
 import hautil  # noqa: E402
 import httpload  # noqa: E402
+import etcd_floor  # noqa: E402
 
 SPEC = {"command": ["sleep", "60"], "gpus": 1, "name": "b"}
 
@@ -69,13 +69,6 @@ def metric(ctl, name):
     return None
 
 
-def cpu_s(pid):
-    """utime + stime of a process, seconds."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def log_entry_bytes(etcd, prefix):
     """Mean decoded size of the log entries under prefix + "log/"."""
     k = base64.b64encode((prefix + "log/").encode()).decode()
@@ -89,37 +82,10 @@ def log_entry_bytes(etcd, prefix):
 
 
 def etcd_txn_ms(etcd, size, callers, n=300):
-    """etcd's own latency (p50 ms) for txns shaped as the leader's: two
-    compares (create_revision) and one put of size bytes, each caller on
-    its own keep-alive connection, all at once."""
-    val = base64.b64encode(os.urandom(size)).decode()
-    lats = []
-    lock = threading.Lock()
-
-    def one(c):
-        conn = http.client.HTTPConnection("127.0.0.1", etcd.client_port, timeout=10)
-        for i in range(n // callers):
-            key = base64.b64encode(("/probe/%d/%d" % (c, i)).encode()).decode()
-            body = json.dumps({"compare": [
-                {"key": base64.b64encode(b"/probe-absent").decode(), "target": "CREATE",
-                 "result": "EQUAL", "create_revision": "0"},
-                {"key": key, "target": "CREATE", "result": "EQUAL", "create_revision": "0"}],
-                "success": [{"request_put": {"key": key, "value": val}}]})
-            t = time.perf_counter()
-            conn.request("POST", "/v3/kv/txn", body=body)
-            conn.getresponse().read()
-            with lock:
-                lats.append(time.perf_counter() - t)
-        conn.close()
-    ts = [threading.Thread(target=one, args=(c,)) for c in range(callers)]
-    t0 = time.perf_counter()
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    el = time.perf_counter() - t0
-    return {"callers": callers, "p50_ms": round(1e3 * pct(lats, 0.5), 2),
-            "txn_per_s": round(len(lats) / el)}
+    """etcd's own latency (p50 ms) and rate for txns shaped as the
+    leader's (bench/etcd_floor.py), each caller on its own connection."""
+    r = etcd_floor.gateway(etcd, callers, n, size)
+    return {"callers": callers, "p50_ms": r["p50_ms"], "txn_per_s": r["txn_per_s"]}
 
 
 def ha_round(n, conns):
@@ -133,11 +99,11 @@ def ha_round(n, conns):
             lead = hautil.wait_leader(ms)
             txn0 = metric(lead, "sluice_ha_commit_seconds_count") or 0
             txs0 = metric(lead, "sluice_ha_commit_seconds_sum") or 0
-            cpu0 = cpu_s(lead.proc.pid)
+            cpu0 = etcd_floor.cpu_s(lead.proc.pid)
             t0 = time.perf_counter()
             r = load(lead, n, conns)
             el = time.perf_counter() - t0
-            cpu = cpu_s(lead.proc.pid) - cpu0
+            cpu = etcd_floor.cpu_s(lead.proc.pid) - cpu0
             txns = (metric(lead, "sluice_ha_commit_seconds_count") or 0) - txn0
             txs = (metric(lead, "sluice_ha_commit_seconds_sum") or 0) - txs0
             subs = n + 500
