@@ -20,9 +20,10 @@ spent waiting for etcd, the leader's CPU time per submission, the mean
 log entry (changeset) size, and etcd's own latency for a transaction of
 the same shape and size measured right after each HA round by
 bench/etcd_floor.py's probe (1 and `conns` concurrent callers), which
-bounds what the leader can do: with one transaction at a time and `conns` closed-loop clients,
-at most conns / (2 x latency) when a group commit waits for the previous
-one's transaction, conns / latency when it does not.
+bounds what the leader can do: with one transaction at a time and `conns`
+closed-loop clients, at most conns / (2 x latency) when a group commit
+waits for the previous one's transaction, conns / latency when it does
+not.
 """
 
 import argparse
