@@ -299,11 +299,37 @@ void ctl_store_stats(const ctl_store_t *s, ctl_store_stats_t *out) {
     *out = (ctl_store_stats_t){.commits = s->commits, .commit_us = s->commit_us};
 }
 
+/* The COMMIT itself: in HA mode the changes are handed to the replicated
+ * store first (repl_commit), which may not have them durable yet. */
+static void commit_local(ctl_store_t *s) {
+    int64_t t0 = ctl_mono_us();
+    if (s->repl_commit && s->repl_commit(s) < 0)
+        fatal_sql(s, "replicate");
+    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        fatal_sql(s, "COMMIT");
+    s->in_txn = false;
+    s->txn_urgent = false;
+    if (s->lazy_ev)
+        evtimer_del(s->lazy_ev);
+    s->commits++;
+    if (s->repl_commit == NULL)
+        s->seq = s->durable = s->commits; /* synchronous=FULL: durable now */
+    s->commit_us += (uint64_t)(ctl_mono_us() - t0);
+}
+
 bool ctl_store_flush(void *ud) {
     ctl_store_t *s = ud;
     if (s->txn_urgent)
-        ctl_store_commit(s);
+        commit_local(s);
     return false;
+}
+
+uint64_t ctl_store_seq(const ctl_store_t *s) {
+    return s->seq;
+}
+
+uint64_t ctl_store_durable(const ctl_store_t *s) {
+    return s->durable;
 }
 
 static void open_txn(ctl_store_t *s) {
@@ -352,19 +378,10 @@ void ctl_store_discard(ctl_store_t *s) {
 }
 
 int ctl_store_commit(ctl_store_t *s) {
-    if (!s->in_txn)
-        return 0;
-    int64_t t0 = ctl_mono_us();
-    if (s->repl_commit && s->repl_commit(s) < 0)
-        fatal_sql(s, "replicate");
-    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        fatal_sql(s, "COMMIT");
-    s->in_txn = false;
-    s->txn_urgent = false;
-    if (s->lazy_ev)
-        evtimer_del(s->lazy_ev);
-    s->commits++;
-    s->commit_us += (uint64_t)(ctl_mono_us() - t0);
+    if (s->in_txn)
+        commit_local(s);
+    if (s->repl_wait && s->durable < s->seq)
+        s->repl_wait(s);
     return 0;
 }
 

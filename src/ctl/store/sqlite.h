@@ -32,7 +32,14 @@ struct ctl_store {
     /* HA mode (sqlite_repl.c, store/repl.h): run before each COMMIT; -1
      * is fatal. NULL: a single controller. */
     int (*repl_commit)(ctl_store_t *s);
+    /* After a COMMIT that must be durable as it returns (ctl_store_commit):
+     * waits until the replicated store holds every commit so far. */
+    void (*repl_wait)(ctl_store_t *s);
     void (*repl_fini)(ctl_store_t *s); /* before the connection closes */
+    /* ctl_store_seq and ctl_store_durable: the count of commits outside HA
+     * mode; the log index of the last commit and of the last one in the
+     * replicated store in HA mode (sqlite_repl.c keeps them). */
+    uint64_t seq, durable;
     struct ctl_store_repl *repl;
 };
 

@@ -81,11 +81,22 @@ void ctl_store_set_fail_stop(ctl_store_t *s);
  * half-way, so that a refused load leaves the file as it was. Can't fail
  * (a failed ROLLBACK is logged; SQLite then undoes it at the next open). */
 void ctl_store_discard(ctl_store_t *s);
-/* Commits the open transaction, if any. 0 (a failure exits). */
+/* Commits the open transaction, if any, and returns once every commit so
+ * far is durable (in HA mode: in the replicated store too, repl.h). 0 (a
+ * failure exits). */
 int ctl_store_commit(ctl_store_t *s);
 /* The loop's COMMIT hook: commits when a write asked for it (ud is the
- * store). Returns false (no work left). */
+ * store). In HA mode the commit's log entry may still be on its way to
+ * the replicated store when it returns: what it explains waits for
+ * ctl_store_durable to reach ctl_store_seq. Returns false (no work left). */
 bool ctl_store_flush(void *ud);
+/* The sequence number of the last local commit that changed something,
+ * and of the last one that is durable; outputs (replies, launches, events)
+ * made before a flush are tagged with the seq after it and leave once
+ * durable reaches that tag. Outside HA mode a COMMIT is durable as it
+ * returns (synchronous=FULL): both are the count of commits. Can't fail. */
+uint64_t ctl_store_seq(const ctl_store_t *s);
+uint64_t ctl_store_durable(const ctl_store_t *s);
 
 /* Commits so far and the time they took, for /metrics. Can't fail. */
 typedef struct ctl_store_stats {
