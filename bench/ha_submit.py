@@ -8,22 +8,24 @@ Both receive the same job submissions (POST /v1/jobs, 201 once durable)
 over C keep-alive connections from one client thread (bench/live/httpload.py),
 N requests each, after a warm-up of 500. HA mode: one etcd member on
 loopback (fsync on, Debian's etcd-server), three sluiced --ha members (the
-leader measured, two followers applying the log beside it). The rounds
-alternate single / HA so that both see the same machine load.
+leader measured, two followers applying the log beside it), once for each
+--pipeline value (the leader's --commit-pipeline: log transactions in
+flight; its loop does not wait for them, a reply waits for its entry).
+The rounds alternate single / HA so that all see the same machine load.
 
     /usr/bin/python3 bench/ha_submit.py [--n 10000] [--conns 8[,32]] [--rounds 3]
+                                        [--pipeline 1,2,4,8]
 
 Prints one JSON object: per connection count, mode and round the rate, p50
 and p99 latency; for HA also the leader's etcd transactions (its commit
-histogram), submissions per transaction, the share of the run the leader
-spent waiting for etcd, the leader's CPU time per submission, the mean
-log entry (changeset) size, and etcd's own latency for a transaction of
-the same shape and size measured right after each HA round by
-bench/etcd_floor.py's probe (1 and `conns` concurrent callers), which
-bounds what the leader can do: with one transaction at a time and `conns`
-closed-loop clients, at most conns / (2 x latency) when a group commit
-waits for the previous one's transaction, conns / latency when it does
-not.
+histogram), submissions per transaction, the mean number of transactions
+in flight (their summed time over the run's), the leader's CPU time per
+submission, the mean log entry size, and etcd's own latency for a
+transaction of the same shape and size measured right after each HA round
+by bench/etcd_floor.py's probe (1 and `conns` concurrent callers). With
+`conns` closed-loop clients and one transaction at a time, a leader that
+waits for each does at most conns / (2 x latency); one that does not wait
+(and so gathers the next while one is in flight) up to conns / latency.
 """
 
 import argparse
@@ -89,11 +91,13 @@ def etcd_txn_ms(etcd, size, callers, n=300):
     return {"callers": callers, "p50_ms": r["p50_ms"], "txn_per_s": r["txn_per_s"]}
 
 
-def ha_round(n, conns):
-    """One HA run: etcd, three members, the leader measured."""
+def ha_round(n, conns, pipeline):
+    """One HA run: etcd, three members, the leader measured, with pipeline
+    log transactions in flight at most (--commit-pipeline)."""
     with tempfile.TemporaryDirectory(prefix="ha-submit-") as tmp:
         etcd = hautil.Etcd(tmp).start()
-        ms = hautil.members(tmp, etcd, 3, extra=["--snapshot-every", "1000000"])
+        ms = hautil.members(tmp, etcd, 3, extra=["--snapshot-every", "1000000",
+                                                 "--commit-pipeline", str(pipeline)])
         try:
             for m in ms:
                 m.start()
@@ -108,10 +112,11 @@ def ha_round(n, conns):
             txns = (metric(lead, "sluice_ha_commit_seconds_count") or 0) - txn0
             txs = (metric(lead, "sluice_ha_commit_seconds_sum") or 0) - txs0
             subs = n + 500
+            r["pipeline"] = pipeline
             r["etcd_txns"] = txns
             r["subs_per_txn"] = round(subs / txns, 2) if txns else None
             r["etcd_txn_mean_ms"] = round(1e3 * txs / txns, 3) if txns else None
-            r["leader_in_etcd_share"] = round(txs / el, 3)
+            r["etcd_txns_in_flight_mean"] = round(txs / el, 3)
             r["leader_cpu_us_per_sub"] = round(1e6 * cpu / subs, 1)
             size = log_entry_bytes(etcd, lead.prefix)
             r["log_entry_bytes"] = size
@@ -130,12 +135,17 @@ def main():
     ap.add_argument("--n", type=int, default=10000)
     ap.add_argument("--conns", default="8", help="connection counts, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pipeline", default="4",
+                    help="HA: log transactions in flight (--commit-pipeline), comma-separated")
 
     a = ap.parse_args()
     conns_list = [int(x) for x in a.conns.split(",")]
+    pipes = [int(x) for x in a.pipeline.split(",")]
     out = {"n": a.n, "load_before": os.getloadavg(), "by_conns": {}}
     for conns in conns_list:
-        out["by_conns"][conns] = {"single": [], "ha": []}
+        out["by_conns"][conns] = {"single": []}
+        for p in pipes:
+            out["by_conns"][conns]["ha_p%d" % p] = []
     for rnd in range(a.rounds):
         for conns in conns_list:
             o = out["by_conns"][conns]
@@ -145,19 +155,23 @@ def main():
                     o["single"].append(load(one, a.n, conns))
                 finally:
                     one.stop()
-            o["ha"].append(ha_round(a.n, conns))
-            print("round %d, %d conns: single %d/s, ha %d/s (%.1f subs/txn)" % (
-                rnd + 1, conns, o["single"][-1]["rate_per_s"], o["ha"][-1]["rate_per_s"],
-                o["ha"][-1]["subs_per_txn"] or 0), file=sys.stderr)
+            for p in pipes:
+                k = "ha_p%d" % p
+                o[k].append(ha_round(a.n, conns, p))
+                print("round %d, %d conns: single %d/s, ha pipeline %d %d/s (%.1f subs/txn)" % (
+                    rnd + 1, conns, o["single"][-1]["rate_per_s"], p, o[k][-1]["rate_per_s"],
+                    o[k][-1]["subs_per_txn"] or 0), file=sys.stderr)
     for conns in conns_list:
         o = out["by_conns"][conns]
-        for k in ("single", "ha"):
+        modes = ["single"] + ["ha_p%d" % p for p in pipes]
+        for k in modes:
             for f in ("rate_per_s", "p50_ms", "p99_ms"):
                 o[k + "_median_" + f] = statistics.median(r[f] for r in o[k])
-        for f in ("subs_per_txn", "etcd_txn_mean_ms", "leader_in_etcd_share",
-                  "leader_cpu_us_per_sub", "log_entry_bytes"):
-            vals = [r[f] for r in o["ha"] if r[f] is not None]
-            o["ha_median_" + f] = statistics.median(vals) if vals else None
+        for k in modes[1:]:
+            for f in ("subs_per_txn", "etcd_txn_mean_ms", "etcd_txns_in_flight_mean",
+                      "leader_cpu_us_per_sub", "log_entry_bytes"):
+                vals = [r[f] for r in o[k] if r[f] is not None]
+                o[k + "_median_" + f] = statistics.median(vals) if vals else None
     out["load_after"] = os.getloadavg()
     print(json.dumps(out, indent=1))
 

@@ -86,7 +86,8 @@ static void usage(FILE *f) {
             "usage: sluiced [--config FILE] [--listen HOST:PORT] [--agent-listen HOST:PORT]\n"
             "               [--state DB] [--init] [--insecure] [--help] [--version]\n"
             "               [--ha --etcd URLS --name NAME --advertise-api URL\n"
-            "                --advertise-agent HOST:PORT --lease-ttl S --ha-prefix P]\n"
+            "                --advertise-agent HOST:PORT --lease-ttl S --ha-prefix P\n"
+            "                --snapshot-every N --commit-pipeline N]\n"
             "       sluiced backup FILE [--state DB | --config FILE]\n"
             "       sluiced hash-token < TOKEN\n"
             "       sluiced node-token NAME [--config FILE]\n"
@@ -111,6 +112,7 @@ static void usage(FILE *f) {
             "  --lease-ttl S          the leader's lease in seconds, 2..60 (default 3)\n"
             "  --ha-prefix P          etcd key prefix (default /sluice/)\n"
             "  --snapshot-every N     log entries between snapshots (default 10000)\n"
+            "  --commit-pipeline N    log transactions in flight to etcd, 1..8 (default %d)\n"
             "\n"
             "backup FILE writes a consistent copy of the database to the new file FILE\n"
             "while sluiced runs (SQLite's online backup API), then checks it.\n"
@@ -119,7 +121,8 @@ static void usage(FILE *f) {
             "\n"
             "Environment: SLUICE_LOG=error|warn|info|debug, SLUICE_LOG_FLAGS=sched,agent,...\n"
             "\nRoutes (Authorization: Bearer TOKEN):\n",
-            CTL_DEFAULT_LISTEN, CTL_DEFAULT_AGENT_LISTEN, CTL_DEFAULT_STATE);
+            CTL_DEFAULT_LISTEN, CTL_DEFAULT_AGENT_LISTEN, CTL_DEFAULT_STATE,
+            CTL_HA_PIPELINE_DEFAULT);
     if (f == stdout) {
         ctl_http_print_routes();
         printf("\nQueue policies:\n");
@@ -189,6 +192,13 @@ static int node_token_main(int argc, char **argv) {
 
 static void teardown(sluiced_t *d) {
     SSL_CTX *tls[2] = {d->ap.tls, d->http.tls};
+    if (d->c.store && d->c.ha) {
+        /* The replies and launches still waiting for their log entries
+         * leave once those are in etcd, rather than never. */
+        ctl_store_commit(d->c.store);
+        replies_hook(d);
+        agents_hook(d);
+    }
     ctl_agentport_fini(&d->ap);
     ctl_steps_fini(&d->steps);
     ctl_http_fini(&d->http);
@@ -394,10 +404,12 @@ int main(int argc, char **argv) {
         {"advertise-agent", required_argument, NULL, 'G'},
         {"lease-ttl", required_argument, NULL, 'T'}, {"ha-prefix", required_argument, NULL, 'P'},
         {"snapshot-every", required_argument, NULL, 'S'},
+        {"commit-pipeline", required_argument, NULL, 'W'},
         {NULL, 0, NULL, 0}};
     bool ha = false;
     ctl_ha_config_t hc = {.endpoints = "http://127.0.0.1:2379", .prefix = "/sluice/", .ttl_s = 3,
-                          .snapshot_every = 10000, .argv = argv};
+                          .snapshot_every = 10000, .pipeline = CTL_HA_PIPELINE_DEFAULT,
+                          .argv = argv};
     const char *config = NULL, *listen = NULL, *agent_listen = NULL, *state = NULL;
     bool init = false, insecure = false;
     if (argc == 2 && strcmp(argv[1], "hash-token") == 0)
@@ -430,6 +442,17 @@ int main(int argc, char **argv) {
             }
             break;
         case 'S': hc.snapshot_every = strtoull(optarg, NULL, 10); break;
+        case 'W': {
+            char *end = NULL;
+            long n = strtol(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || n < 1 || n > CTL_LOGW_DEPTH_MAX) {
+                fprintf(stderr, "sluiced: --commit-pipeline: must be 1 to %d log transactions "
+                        "in flight, not \"%s\"\n", CTL_LOGW_DEPTH_MAX, optarg);
+                return 2;
+            }
+            hc.pipeline = (int)n;
+            break;
+        }
         default: usage(stderr); return 2;
         }
     }
@@ -552,7 +575,7 @@ int main(int argc, char **argv) {
     if (ha) {
         /* Leader: every group commit from here on is in etcd before its
          * replies and launches leave. */
-        if (ctl_ha_lead(&d->ha, c->store, err, sizeof err) < 0) {
+        if (ctl_ha_lead(&d->ha, c->store, &d->loop, err, sizeof err) < 0) {
             fprintf(stderr, "sluiced: --ha: %s\n", err);
             rc = 2;
             goto out;

@@ -271,8 +271,10 @@ fail:
     return -1;
 }
 
-static int post_once(ctl_etcd_t *e, const char *path, const char *req, size_t rlen, json_t **resp,
-                     int64_t deadline_ms) {
+/* Sends one request on the current member's connection (made first when
+ * there is none). 0, or -1 (the connection closed). */
+static int send_request(ctl_etcd_t *e, const char *path, const char *req, size_t rlen,
+                        int64_t deadline_ms) {
     if (e->fd < 0 && connect_cur(e, deadline_ms) < 0)
         return -1;
     /* Head and body leave in one send: one segment for a small request
@@ -285,14 +287,23 @@ static int post_once(ctl_etcd_t *e, const char *path, const char *req, size_t rl
     char *wire = sl_xmalloc((size_t)hn + rlen);
     memcpy(wire, head, (size_t)hn);
     memcpy(wire + hn, req, rlen);
+    int sent = send_all(e, wire, (size_t)hn + rlen, deadline_ms);
+    sl_free(wire);
+    if (sent < 0)
+        disconnect(e);
+    return sent;
+}
+
+/* Reads the answer to the request sent on the connection: 0 with *resp
+ * (a 200 answer), -2 (an error answer, quoted in e->err) or -1 (none:
+ * the connection closed). */
+static int recv_answer(ctl_etcd_t *e, const char *path, json_t **resp, int64_t deadline_ms) {
     int status = 0;
     char *body = NULL;
     size_t blen = 0;
-    int sent = send_all(e, wire, (size_t)hn + rlen, deadline_ms);
-    sl_free(wire);
     /* The answer cannot be there yet: wait before the first read rather
      * than spend a recv on EAGAIN. */
-    if (sent < 0 || wait_fd(e, POLLIN, deadline_ms) < 0 ||
+    if (wait_fd(e, POLLIN, deadline_ms) < 0 ||
         read_answer(e, &status, &body, &blen, deadline_ms) < 0) {
         disconnect(e);
         return -1;
@@ -319,6 +330,33 @@ static int post_once(ctl_etcd_t *e, const char *path, const char *req, size_t rl
     return rc;
 }
 
+static int post_once(ctl_etcd_t *e, const char *path, const char *req, size_t rlen, json_t **resp,
+                     int64_t deadline_ms) {
+    if (send_request(e, path, req, rlen, deadline_ms) < 0)
+        return -1;
+    return recv_answer(e, path, resp, deadline_ms);
+}
+
+int ctl_etcd_send(ctl_etcd_t *e, const char *path, const char *txt, size_t len, int timeout_ms) {
+    return send_request(e, path, txt, len, mono_ms() + timeout_ms);
+}
+
+int ctl_etcd_recv(ctl_etcd_t *e, const char *path, json_t **resp, int timeout_ms) {
+    *resp = NULL;
+    if (e->fd < 0) {
+        snprintf(e->err, sizeof e->err, "etcd: no request in flight");
+        return -1;
+    }
+    return recv_answer(e, path, resp, mono_ms() + timeout_ms);
+}
+
+void ctl_etcd_use(ctl_etcd_t *e, size_t cur) {
+    if (cur >= e->n || cur == e->cur)
+        return;
+    disconnect(e);
+    e->cur = cur;
+}
+
 int ctl_etcd_post(ctl_etcd_t *e, const char *path, json_t *req, json_t **resp, int timeout_ms) {
     *resp = NULL;
     char *txt = json_dumps(req, JSON_COMPACT);
@@ -326,6 +364,18 @@ int ctl_etcd_post(ctl_etcd_t *e, const char *path, json_t *req, json_t **resp, i
         snprintf(e->err, sizeof e->err, "etcd: cannot encode the request");
         return -1;
     }
+    int rc = ctl_etcd_post_text(e, path, txt, strlen(txt), resp, timeout_ms);
+    free(txt);
+    return rc;
+}
+
+void ctl_etcd_close(ctl_etcd_t *e) {
+    disconnect(e);
+}
+
+int ctl_etcd_post_text(ctl_etcd_t *e, const char *path, const char *txt, size_t len,
+                       json_t **resp, int timeout_ms) {
+    *resp = NULL;
     int64_t deadline = mono_ms() + timeout_ms;
     int rc = -1;
     for (size_t tries = 0; tries < e->n && mono_ms() < deadline; tries++) {
@@ -338,13 +388,12 @@ int ctl_etcd_post(ctl_etcd_t *e, const char *path, json_t *req, json_t **resp, i
             until = now + (deadline - now) / (int64_t)(others + 1);
         else if (others > 0 && deadline - now > CTL_ETCD_MIN_TRY_MS)
             until = now + CTL_ETCD_MIN_TRY_MS;
-        rc = post_once(e, path, txt, strlen(txt), resp, until);
+        rc = post_once(e, path, txt, len, resp, until);
         if (rc != -1)
             break;
         /* The member is gone or slow: the next one, on a new connection. */
         e->cur = (e->cur + 1) % e->n;
     }
-    free(txt);
     return rc == 0 ? 0 : -1;
 }
 

@@ -3,9 +3,8 @@
  * keepalive, the campaign, the follower's catch-up and the leader's log
  * writes, snapshots and compaction.
  *
- * Workload: one etcd transaction per group commit (the loop waits for it,
- * about a millisecond on a local member: the next group commit gathers
- * what arrived meanwhile), one keepalive and one member write a second,
+ * Workload: one log entry per group commit, handed to the log writer
+ * (logw.c) without waiting, one keepalive and one member write a second,
  * and a follower's range read of the log every 100 ms.
  */
 #include <errno.h>
@@ -233,6 +232,41 @@ static int make_parent(const char *path, char *err, size_t errlen) {
     }
 }
 
+/* A log entry's value (base64): its digest and changes (a new buffer,
+ * sl_free, that *changes points into). NULL when it is not one. */
+static void *entry_decode(const char *b64, uint64_t *digest, const void **changes, size_t *n) {
+    size_t vn = 0;
+    unsigned char *v = ctl_etcd_unb64(b64 ? b64 : "", &vn);
+    if (v == NULL || vn < 8) {
+        sl_free(v);
+        return NULL;
+    }
+    *digest = 0;
+    for (int i = 0; i < 8; i++)
+        *digest = *digest << 8 | v[i];
+    *changes = v + 8;
+    *n = vn - 8;
+    return v;
+}
+
+/* The local file holds entries that the record does not (a leader that
+ * died or stepped down with entries on their way): removed, with its
+ * -wal and -shm, so that the snapshot and the log rebuild it. */
+static void discard_file(ctl_ha_t *h, const char *why) {
+    sl_log(SL_LOG_WARN, "ha", "member=%s state=%s: %s; replacing it with the snapshot and the log",
+           h->cfg.name, h->cfg.state, why);
+    h->discards++;
+    ctl_replica_close(h->rep);
+    h->rep = NULL;
+    char side[4200];
+    const char *sfx[3] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(side, sizeof side, "%s%s", h->cfg.state, sfx[i]);
+        (void)unlink(side);
+    }
+    h->applied = 0;
+}
+
 static int open_replica(ctl_ha_t *h, char *err, size_t errlen) {
     ctl_replica_close(h->rep);
     h->rep = NULL;
@@ -241,6 +275,43 @@ static int open_replica(ctl_ha_t *h, char *err, size_t errlen) {
     if (ctl_replica_open(&h->rep, h->cfg.state, err, errlen) < 0)
         return -1;
     h->applied = ctl_replica_index(h->rep);
+    return 0;
+}
+
+/* Whether the local file (index h->applied, at or after snapshot m's) is
+ * a state of the record: its digest is the snapshot's at the same index,
+ * or the log entry's at its index. 1 when it is; 0 when it is not (the
+ * file is discarded); -1 when etcd did not answer. */
+static int verify_file(ctl_ha_t *h, const ctl_ha_snapmeta_t *m) {
+    uint64_t mine = ctl_replica_digest(h->rep);
+    if (h->applied == m->index) {
+        if (m->has_digest && m->digest == mine)
+            return 1;
+        discard_file(h, m->has_digest ? "its digest is not the snapshot's at the same index"
+                                      : "the snapshot at its index has no digest to check it by");
+        return 0;
+    }
+    char k[512];
+    key(h, k, sizeof k, "log/%020" PRIu64, h->applied);
+    json_t *req = json_pack("{s:o}", "key", ctl_etcd_key(k)), *resp = NULL;
+    int rc = ctl_etcd_post(&h->etcd, "/v3/kv/range", req, &resp, CALL_MS);
+    json_decref(req);
+    if (rc < 0)
+        return -1;
+    json_t *kv = json_array_get(json_object_get(resp, "kvs"), 0);
+    uint64_t theirs = 0;
+    const void *ch;
+    size_t n;
+    void *v = kv ? entry_decode(json_string_value(json_object_get(kv, "value")), &theirs, &ch, &n)
+                 : NULL;
+    json_decref(resp);
+    sl_free(v);
+    if (v != NULL && theirs == mine)
+        return 1;
+    char why[160];
+    snprintf(why, sizeof why, "its last entry %" PRIu64 " is %s", h->applied,
+             v ? "not the record's" : "not in the record");
+    discard_file(h, why);
     return 0;
 }
 
@@ -264,8 +335,16 @@ static int sync_base(ctl_ha_t *h, char *err, size_t errlen) {
             return -1;
         if (r == 0)
             return 0; /* no record yet: the first leader makes it */
-        if (h->rep && ctl_replica_synced(h->rep) && h->applied >= m.index)
-            return 0;
+        if (h->rep && ctl_replica_synced(h->rep) && h->applied >= m.index) {
+            int v = verify_file(h, &m);
+            if (v < 0) {
+                snprintf(err, errlen, "etcd: log: %s", h->etcd.err);
+                return -1;
+            }
+            if (v == 1)
+                return 0;
+            continue; /* discarded: the snapshot next */
+        }
         if (tried && (m.index == last || attempt == 4))
             return -1; /* err: why the last one failed */
         sl_log(SL_LOG_INFO, "ha", "state=%s: %s; installing snapshot index=%" PRIu64,
@@ -374,15 +453,25 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
             rc = fall_back(h, h->applied + 1, snap, err, errlen);
             goto out;
         }
-        void *ch = ctl_etcd_unb64(json_string_value(json_object_get(kv, "value")) ?: "", &vn);
-        if (ch == NULL || ctl_replica_apply(h->rep, ch, vn, idx, err, errlen) < 0) {
-            if (ch == NULL)
-                snprintf(err, errlen, "log entry %" PRIu64 ": not base64", idx);
-            sl_free(ch);
+        uint64_t digest = 0;
+        const void *ch = NULL;
+        void *v = entry_decode(json_string_value(json_object_get(kv, "value")), &digest, &ch, &vn);
+        int ar = v ? ctl_replica_apply(h->rep, ch, vn, idx, digest, err, errlen) : -1;
+        sl_free(v);
+        if (ar == -2) {
+            /* This file went its own way (its entries after the record's
+             * last, as a leader that stepped down): rebuilt. */
+            discard_file(h, err);
+            rc = sync_base(h, err, errlen) < 0 ? -1 : 1;
+            goto out;
+        }
+        if (ar < 0) {
+            if (v == NULL)
+                snprintf(err, errlen, "log entry %" PRIu64 ": not an entry (base64 of a digest "
+                         "and changes)", idx);
             rc = -1;
             goto out;
         }
-        sl_free(ch);
         h->applied = idx;
     }
     h->behind = (uint64_t)count - json_array_size(kvs);
@@ -543,6 +632,8 @@ void ctl_ha_fini(ctl_ha_t *h) {
     }
     ctl_replica_close(h->rep);
     h->rep = NULL;
+    ctl_logw_close(h->logw);
+    h->logw = NULL;
     ctl_etcd_fini(&h->etcd);
 }
 
@@ -583,65 +674,48 @@ int ctl_ha_standby(ctl_ha_t *h, char *err, size_t errlen) {
 
 /* ---- the leader ---- */
 
-/* The store's ship hook: one transaction per group commit, guarded by the
- * leader key's create_revision. A failure steps down: this leader's
- * memory holds changes that are not in the record. */
-/* Whether a refused log write's answer (resp: the failure's ranges of the
- * entry's key and the leader key) shows the entry there already as value
- * b (base64), under a leader key that is still ours: then it is written. */
-static bool entry_landed(const ctl_ha_t *h, json_t *resp, const char *b) {
-    json_t *rs = json_object_get(resp, "responses");
-    json_t *ekv = json_array_get(json_object_get(json_object_get(json_array_get(rs, 0),
-                                                                 "response_range"), "kvs"), 0);
-    json_t *lkv = json_array_get(json_object_get(json_object_get(json_array_get(rs, 1),
-                                                                 "response_range"), "kvs"), 0);
-    const char *v = json_string_value(json_object_get(ekv, "value"));
-    return v && lkv && strcmp(v, b) == 0 &&
-           (uint64_t)ctl_etcd_int(lkv, "create_revision", 0) == h->epoch;
-}
-
-static int ship(void *ud, const void *changes, size_t len, uint64_t index) {
+/* The store's ship hook: the entry (its digest, then its changes) to the
+ * log writer, which writes it without the loop waiting; what it explains
+ * leaves once the writer says it is durable (durable_cb). */
+static int ship(void *ud, const void *changes, size_t len, uint64_t index, uint64_t digest) {
     ctl_ha_t *h = ud;
     ctl_ha_check(h);
-    int64_t t0 = boot_us();
-    char lk[512], k[512], ep[32];
-    key(h, lk, sizeof lk, "leader");
-    key(h, k, sizeof k, "log/%020" PRIu64, index);
-    snprintf(ep, sizeof ep, "%" PRIu64, h->epoch);
-    char *b = ctl_etcd_b64(changes, len);
-    /* On failure the entry's key is read back in the same transaction:
-     * when it holds exactly this entry, an earlier try reached etcd (a
-     * member that did not answer in time) and the retry found it there. */
-    json_t *req = json_pack(
-        "{s:[{s:o,s:s,s:s,s:s},{s:o,s:s,s:s,s:s}],s:[{s:{s:o,s:s}}],s:[{s:{s:o}},{s:{s:o}}]}",
-        "compare", "key", ctl_etcd_key(lk), "target", "CREATE", "result", "EQUAL",
-        "create_revision", ep, "key", ctl_etcd_key(k), "target", "CREATE", "result", "EQUAL",
-        "create_revision", "0", "success", "request_put", "key", ctl_etcd_key(k), "value", b,
-        "failure", "request_range", "key", ctl_etcd_key(k), "request_range", "key",
-        ctl_etcd_key(lk));
-    int64_t left = (h->deadline_us - t0) / 1000;
-    json_t *resp = NULL;
-    int rc = ctl_etcd_post(&h->etcd, "/v3/kv/txn", req, &resp, left < 1 ? 1 : (int)left);
-    json_decref(req);
-    if (rc < 0) {
-        sl_free(b);
-        h->ship_failures++;
-        char why[700];
-        snprintf(why, sizeof why, "log entry %" PRIu64 " not written: %s", index, h->etcd.err);
-        ctl_ha_step_down(h, why);
-    }
-    bool ok = json_is_true(json_object_get(resp, "succeeded")) || entry_landed(h, resp, b);
-    sl_free(b);
-    json_decref(resp);
-    if (!ok) {
-        char why[200];
-        snprintf(why, sizeof why, "log entry %" PRIu64 " refused by etcd: the leader key is not "
-                 "ours (epoch %" PRIu64 ") or the entry exists", index, h->epoch);
-        ctl_ha_step_down(h, why);
-    }
+    unsigned char *v = sl_xmalloc(len + 8);
+    for (int i = 0; i < 8; i++)
+        v[i] = (unsigned char)(digest >> (56 - 8 * i));
+    memcpy(v + 8, changes, len);
+    ctl_logw_append(h->logw, index, v, len + 8);
+    sl_free(v);
     h->applied = index;
-    ctl_hist_observe(&h->commit, boot_us() - t0);
     return 0;
+}
+
+/* The store's wait hook (ctl_store_commit): every entry up to index in etcd. */
+static void wait_durable(void *ud, uint64_t index) {
+    ctl_ha_t *h = ud;
+    ctl_logw_sync(h->logw, index);
+}
+
+static void durable_cb(void *ud, uint64_t index) {
+    ctl_ha_t *h = ud;
+    ctl_store_repl_durable(h->store, index);
+    ctl_loop_kick(h->loop);
+}
+
+static void fail_cb(void *ud, const char *why) {
+    ctl_ha_t *h = ud;
+    h->ship_failures++;
+    ctl_ha_step_down(h, why);
+}
+
+static int64_t left_cb(void *ud) {
+    const ctl_ha_t *h = ud;
+    return (h->deadline_us - boot_us()) / 1000;
+}
+
+static void observe_cb(void *ud, int64_t us) {
+    ctl_ha_t *h = ud;
+    ctl_hist_observe(&h->commit, us);
 }
 
 /* The leader's file as the current snapshot (see snapshot.h). 0 or -1. */
@@ -650,9 +724,11 @@ static int snapshot_put(ctl_ha_t *h, char *err, size_t errlen) {
     size_t len = 0;
     if (ctl_store_repl_serialize(h->store, &img, &len, err, errlen) < 0)
         return -1;
-    uint64_t index = h->applied; /* serialize committed what was open */
+    /* serialize committed what was open and waited for it to be durable */
+    uint64_t index = h->applied;
     int rc = ctl_ha_snapshot_write(&h->etcd, h->cfg.prefix, h->epoch, img, len, index,
-                                   h->have_snapshot, h->snap_index, err, errlen);
+                                   ctl_store_repl_digest(h->store), h->have_snapshot,
+                                   h->snap_index, err, errlen);
     ctl_store_repl_free(img);
     if (rc == 0) {
         h->have_snapshot = true;
@@ -672,6 +748,7 @@ static void leader_tick(evutil_socket_t fd, short what, void *ud) {
             ctl_ha_step_down(h, "the lease expired");
         ctl_ha_check(h);
     }
+    ctl_logw_tick(h->logw);
     if (now - h->last_member_us >= 1000000)
         put_member(h);
     if (h->cfg.snapshot_every && h->applied >= h->snap_index + h->cfg.snapshot_every) {
@@ -681,11 +758,19 @@ static void leader_tick(evutil_socket_t fd, short what, void *ud) {
     }
 }
 
-int ctl_ha_lead(ctl_ha_t *h, ctl_store_t *s, char *err, size_t errlen) {
+int ctl_ha_lead(ctl_ha_t *h, ctl_store_t *s, struct ctl_loop *loop, char *err, size_t errlen) {
     h->store = s;
-    if (ctl_store_repl_enable(s, ship, h, err, errlen) < 0)
+    h->loop = loop;
+    if (ctl_store_repl_enable(s, ship, wait_durable, h, err, errlen) < 0)
         return -1;
     h->applied = ctl_store_repl_index(s);
+    /* Before the first commit that ships: nothing was written since the
+     * enable, which committed what was open without shipping it. */
+    ctl_logw_hooks_t hooks = {.durable = durable_cb, .fail = fail_cb, .left_ms = left_cb,
+                              .observe = observe_cb, .ud = h};
+    if (ctl_logw_open(&h->logw, h->base, h->cfg.endpoints, h->cfg.prefix, h->epoch,
+                      h->cfg.pipeline, h->applied, &hooks, err, errlen) < 0)
+        return -1;
     if (!h->have_snapshot && snapshot_put(h, err, errlen) < 0)
         return -1;
     h->tick_ev = event_new(h->base, -1, EV_PERSIST, leader_tick, h);

@@ -12,11 +12,17 @@
  *   snapshot           {"index","chunks","bytes"}: the last snapshot
  *   snap/%020u/%06u    its chunks (768 KiB each)
  *
- * Every log entry is written in one etcd transaction whose compare is
- * "leader's create_revision == my epoch" and "this log key does not
- * exist": a deposed leader's write fails in etcd itself, and two writers
- * can never fill one index. A reply or launch of a group commit leaves
- * only after that transaction succeeded (the store's ship hook, repl.h).
+ * Log entries are written by etcd transactions whose compare is "leader's
+ * create_revision == my epoch" and "this log key does not exist": a
+ * deposed leader's write fails in etcd itself, and two writers can never
+ * fill one index. An entry's value is the log's digest after it (8 bytes,
+ * big-endian, repl.h) then its changes. The loop does not wait for the
+ * transaction (logw.h: several in flight); a reply or launch of a group
+ * commit leaves only after it succeeded (store.h, ctl_store_durable).
+ * The leader's file may so hold entries that never reached etcd when it
+ * dies or steps down: at its next start the digest shows it (the file's
+ * against the record's at the same index) and the file is replaced by
+ * the snapshot, then the log.
  *
  * Fencing by time: the leader's lease was renewed at the send time t of
  * its last successful keepalive, so etcd cannot expire it before t + TTL
@@ -35,11 +41,16 @@
 
 #include "base/obs.h"
 #include "ha/etcd.h"
+#include "ha/logw.h"
 #include "ha/standby.h"
 #include "store/repl.h"
 
 struct event_base;
 struct event;
+struct ctl_loop;
+
+/* Log transactions in flight by default (--commit-pipeline). */
+#define CTL_HA_PIPELINE_DEFAULT 4
 
 typedef struct ctl_ha_config {
     const char *endpoints;    /* etcd: "http://H:P,..." */
@@ -51,6 +62,7 @@ typedef struct ctl_ha_config {
     const char *listen, *agent_listen; /* the ports a follower answers on */
     int ttl_s;                /* lease TTL, 2..60 */
     uint64_t snapshot_every;  /* log entries between snapshots */
+    int pipeline;             /* log transactions in flight, 1..CTL_LOGW_DEPTH_MAX */
     char **argv;              /* to re-execute on stepping down */
 } ctl_ha_config_t;
 
@@ -75,6 +87,9 @@ typedef struct ctl_ha {
     bool based;                /* the file was brought to a state of the record once */
     ctl_replica_t *rep;        /* a follower's copy (NULL on the leader) */
     ctl_store_t *store;        /* the leader's store */
+    ctl_logw_t *logw;          /* the leader's log writer */
+    struct ctl_loop *loop;     /* kicked when entries become durable */
+    uint64_t discards;         /* files found to hold entries the record does not */
     ctl_standby_t standby;
     ctl_standby_info_t info;
     /* /metrics */
@@ -101,9 +116,10 @@ void ctl_ha_fini(ctl_ha_t *h);
  * follower's ports closed), or -1 with err. */
 int ctl_ha_standby(ctl_ha_t *h, char *err, size_t errlen);
 /* The leader's start on its opened store s: a snapshot into etcd if there
- * is none (the first leader), shipping on, the keepalive and fence timer.
- * 0 or -1 with err. */
-int ctl_ha_lead(ctl_ha_t *h, ctl_store_t *s, char *err, size_t errlen);
+ * is none (the first leader), shipping on through the log writer (loop is
+ * kicked as entries become durable), the keepalive and fence timer. 0 or
+ * -1 with err. */
+int ctl_ha_lead(ctl_ha_t *h, ctl_store_t *s, struct ctl_loop *loop, char *err, size_t errlen);
 /* The gate before anything leaves the leader: returns when the lease is
  * surely held; else steps down (does not return). O(1). */
 void ctl_ha_check(ctl_ha_t *h);

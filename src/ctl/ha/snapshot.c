@@ -50,6 +50,11 @@ int ctl_ha_snapshot_meta(ctl_etcd_t *e, const char *prefix, ctl_ha_snapmeta_t *m
         .chunks = (uint64_t)json_integer_value(json_object_get(j, "chunks")),
         .bytes = (uint64_t)json_integer_value(json_object_get(j, "bytes")),
     };
+    const char *d = json_string_value(json_object_get(j, "digest"));
+    if (d && strlen(d) == 16) {
+        m->digest = strtoull(d, NULL, 16);
+        m->has_digest = true;
+    }
     json_decref(j);
     return 1;
 }
@@ -127,8 +132,8 @@ static void delete_range(ctl_etcd_t *e, const char *from, const char *end) {
 }
 
 int ctl_ha_snapshot_write(ctl_etcd_t *e, const char *prefix, uint64_t epoch, const void *img,
-                          size_t len, uint64_t index, bool old_valid, uint64_t old_index,
-                          char *err, size_t errlen) {
+                          size_t len, uint64_t index, uint64_t digest, bool old_valid,
+                          uint64_t old_index, char *err, size_t errlen) {
     char k[512], end[512];
     uint64_t chunks = (len + CTL_HA_CHUNK_BYTES - 1) / CTL_HA_CHUNK_BYTES;
     for (uint64_t c = 0; c < chunks; c++) {
@@ -138,9 +143,10 @@ int ctl_ha_snapshot_write(ctl_etcd_t *e, const char *prefix, uint64_t epoch, con
         if (guarded_put(e, prefix, epoch, k, (const char *)img + off, n, err, errlen) < 0)
             return -1;
     }
-    char meta[160];
+    char meta[200];
     int mn = snprintf(meta, sizeof meta, "{\"index\":%" PRIu64 ",\"chunks\":%" PRIu64
-                      ",\"bytes\":%zu}", index, chunks, len);
+                      ",\"bytes\":%zu,\"digest\":\"%016" PRIx64 "\"}", index, chunks, len,
+                      digest);
     snprintf(k, sizeof k, "%ssnapshot", prefix);
     if (guarded_put(e, prefix, epoch, k, meta, (size_t)mn, err, errlen) < 0)
         return -1;

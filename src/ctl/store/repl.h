@@ -3,16 +3,21 @@
  * record is elsewhere (HA mode, docs/ha.md).
  *
  * The store stays a local SQLite file; what is replicated is the change a
- * group commit makes. On the leader, every COMMIT first hands the
- * transaction's changes (an opaque byte string, SQLite's session
- * changeset) to the ship callback with the next log index; only when the
- * callback says they are durable on the replicated store does the local
- * COMMIT happen, with the index in the same transaction. A standby
- * applies each change, in index order, to its own copy (ctl_replica_*),
- * so that taking over reads an up-to-date local file.
+ * group commit makes. On the leader, every COMMIT hands the transaction's
+ * changes (an opaque byte string, SQLite's session changeset) to the ship
+ * callback with the next log index and the log's digest after it, then
+ * commits locally with both in the same transaction. The callback may
+ * return before the changes are durable on the replicated store (a
+ * pipelined commit): the replicated store says when they are
+ * (ctl_store_repl_durable), and what they explain leaves only then
+ * (store.h, ctl_store_durable). So the local file may hold entries the
+ * record never got, when the leader dies or steps down meanwhile: the
+ * digest, which chains every entry's changes to the ones before, is what
+ * tells at the next start whether the file is a state of the record.
+ * A standby applies each change, in index order, to its own copy
+ * (ctl_replica_*), checking the chain, so that taking over reads an
+ * up-to-date local file.
  *
- * Tables without a primary key (preemptions, job_size) are not seen by
- * SQLite's session extension: they stay local to each controller.
  * Like store.h, this header names no type of the backend.
  */
 #ifndef SLUICE_CTL_STORE_REPL_H
@@ -24,23 +29,40 @@
 
 #include "store/store.h"
 
-/* Makes changes durable elsewhere before the local COMMIT: index is the
- * log index they take (the last one + 1). 0 when they are, or -1 (the
- * store then exits 3 without committing: fail-stop). */
-typedef int (*ctl_store_ship_fn)(void *ud, const void *changes, size_t len, uint64_t index);
+/* Hands the changes of log entry index (the last one + 1) to the
+ * replicated store; digest is the log's digest after them
+ * (ctl_store_repl_chain). 0 when they are taken (durable now or later),
+ * or -1 (the store then exits 3 without committing: fail-stop). */
+typedef int (*ctl_store_ship_fn)(void *ud, const void *changes, size_t len, uint64_t index,
+                                 uint64_t digest);
+/* Returns once every entry up to index is durable (having called
+ * ctl_store_repl_durable), or does not return (the leader steps down). */
+typedef void (*ctl_store_wait_fn)(void *ud, uint64_t index);
+
+/* The log's digest after an entry of changes (n bytes) that follows prev:
+ * the first 8 bytes of SHA-256(prev, changes), big-endian. The empty
+ * log's digest is 0. Can't fail. O(n). */
+uint64_t ctl_store_repl_chain(uint64_t prev, const void *changes, size_t n);
 
 /* True when the SQLite library has the session extension (run time). */
 bool ctl_store_repl_supported(void);
 /* Turns shipping on for the open store s: from now on every commit that
- * changes a row calls fn first. 0, or -1 with err. The store's log index
- * starts at its file's (ctl_store_repl_index). */
-int ctl_store_repl_enable(ctl_store_t *s, ctl_store_ship_fn fn, void *ud, char *err,
-                          size_t errlen);
-/* The log index of the last change committed to the file. Can't fail. */
+ * changes a row calls fn first, and ctl_store_commit calls wait before it
+ * returns. 0, or -1 with err. The store's log index starts at its
+ * file's (ctl_store_repl_index), durable. */
+int ctl_store_repl_enable(ctl_store_t *s, ctl_store_ship_fn fn, ctl_store_wait_fn wait, void *ud,
+                          char *err, size_t errlen);
+/* The log index of the last change committed to the file, and the log's
+ * digest there. Can't fail. */
 uint64_t ctl_store_repl_index(const ctl_store_t *s);
-/* A consistent copy of the whole database (every commit so far) as one
- * byte string in *out (free with ctl_store_repl_free) of *len bytes.
- * Commits what is open first. 0 or -1 with err. O(database size). */
+uint64_t ctl_store_repl_digest(const ctl_store_t *s);
+/* The replicated store holds every entry up to index (ignored when it is
+ * not beyond what was said before). Can't fail. O(1). */
+void ctl_store_repl_durable(ctl_store_t *s, uint64_t index);
+/* A consistent copy of the whole database (every commit so far, each
+ * durable: it waits for them) as one byte string in *out (free with
+ * ctl_store_repl_free) of *len bytes. Commits what is open first. 0 or -1
+ * with err. O(database size). */
 int ctl_store_repl_serialize(ctl_store_t *s, void **out, size_t *len, char *err, size_t errlen);
 void ctl_store_repl_free(void *p);
 
@@ -52,18 +74,24 @@ typedef struct ctl_replica ctl_replica_t;
  * is NULL on failure: -1 with err. */
 int ctl_replica_open(ctl_replica_t **out, const char *path, char *err, size_t errlen);
 void ctl_replica_close(ctl_replica_t *r);
-/* The log index the file holds, and whether it was ever synced with a
- * replicated store (a file made by --init alone was not). */
+/* The log index the file holds, the log's digest there, and whether it
+ * was ever synced with a replicated store (a file made by --init alone
+ * was not). */
 uint64_t ctl_replica_index(const ctl_replica_t *r);
+uint64_t ctl_replica_digest(const ctl_replica_t *r);
 bool ctl_replica_synced(const ctl_replica_t *r);
-/* Applies the changes of log entry index (the next one) in one
- * transaction with the index. 0, or -1 with err (the file unchanged). */
+/* Applies the changes of log entry index (the next one), whose digest is
+ * digest, in one transaction with the index and digest. 0; -2 with err
+ * when the chain does not hold (ctl_store_repl_chain of this file's
+ * digest and the changes is not digest: the file is not a state of the
+ * record before this entry); -1 with err (the file unchanged). */
 int ctl_replica_apply(ctl_replica_t *r, const void *changes, size_t len, uint64_t index,
-                      char *err, size_t errlen);
-/* Reads the log index of a database image (a snapshot) without opening
- * it as a file: 0 with *index (0 when it has none), or -1 with err. */
-int ctl_replica_image_index(const void *img, size_t len, uint64_t *index, char *err,
-                            size_t errlen);
+                      uint64_t digest, char *err, size_t errlen);
+/* Reads the log index and digest of a database image (a snapshot)
+ * without opening it as a file: 0 with *index and *digest (0 when it has
+ * none), or -1 with err. */
+int ctl_replica_image_index(const void *img, size_t len, uint64_t *index, uint64_t *digest,
+                            char *err, size_t errlen);
 /* Writes the image (a snapshot) to path atomically: a file beside it,
  * fsync, checked, renamed over path; the old file's -wal and -shm
  * removed. 0, or -1 with err (path unchanged). */

@@ -4,8 +4,9 @@
  * The leader's side: a session (SQLite's session extension,
  * sqlite3session_*) attached to every table but ha_meta records what the
  * open transaction changes; before COMMIT its changeset goes to the ship
- * callback, then the new log index is written into ha_meta in the same
- * transaction, so the file always says which log entry it holds. A new
+ * callback, then the new log index and the log's digest are written into
+ * ha_meta in the same transaction, so the file always says which log
+ * entry it holds, and which history led there. A new
  * session starts after each COMMIT (a session accumulates otherwise).
  * A session reads the rows' new values when the changeset is made, so a
  * savepoint rolled back (an array refused half-way) leaves nothing in it.
@@ -22,6 +23,7 @@
 #define SQLITE_ENABLE_PREUPDATE_HOOK 1
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,17 +38,40 @@
 
 struct ctl_store_repl {
     sqlite3_session *sess;
-    sqlite3_stmt *put_index; /* write_index's statement, prepared once */
+    sqlite3_stmt *put_index; /* the index and digest rows' statements, prepared once */
+    sqlite3_stmt *put_digest;
     ctl_store_ship_fn fn;
+    ctl_store_wait_fn wait;
     void *ud;
-    uint64_t index;
+    uint64_t index, digest;
 };
 
 struct ctl_replica {
     sqlite3 *db;
-    uint64_t index;
+    uint64_t index, digest;
     bool synced;
 };
+
+uint64_t ctl_store_repl_chain(uint64_t prev, const void *changes, size_t n) {
+    unsigned char head[8], md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    for (int i = 0; i < 8; i++)
+        head[i] = (unsigned char)(prev >> (56 - 8 * i));
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1 ||
+        EVP_DigestUpdate(ctx, head, sizeof head) != 1 ||
+        EVP_DigestUpdate(ctx, changes, n) != 1 || EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 ||
+        mdlen < 8) {
+        /* Only out of memory gets here: no digest is better than a wrong one. */
+        sl_log(SL_LOG_ERROR, "store", "SHA-256 failed; exiting");
+        exit(3);
+    }
+    EVP_MD_CTX_free(ctx);
+    uint64_t d = 0;
+    for (int i = 0; i < 8; i++)
+        d = d << 8 | md[i];
+    return d;
+}
 
 bool ctl_store_repl_supported(void) {
     return sqlite3_compileoption_used("ENABLE_SESSION") &&
@@ -59,41 +84,55 @@ static int table_filter(void *ud, const char *table) {
     return strcmp(table, "ha_meta") != 0;
 }
 
-static int read_index(sqlite3 *db, uint64_t *index, bool *found) {
+/* ha_meta's row k: 0 with *v (0 and *found false when there is none), or -1. */
+static int read_meta(sqlite3 *db, const char *k, uint64_t *v, bool *found) {
     sqlite3_stmt *st = NULL;
-    *index = 0;
+    *v = 0;
     *found = false;
-    if (sqlite3_prepare_v2(db, "SELECT v FROM ha_meta WHERE k = 'index'", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT v FROM ha_meta WHERE k = ?1", -1, &st, NULL) != SQLITE_OK)
         return -1;
+    sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        *index = (uint64_t)sqlite3_column_int64(st, 0);
+        *v = (uint64_t)sqlite3_column_int64(st, 0);
         *found = true;
     }
     sqlite3_finalize(st);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
 }
 
-#define PUT_INDEX_SQL "INSERT OR REPLACE INTO ha_meta(k, v) VALUES('index', ?1)"
+/* The file's log index (found: it has one) and digest (0 when it has none:
+ * a file of the first log entries made before digests, or of none). */
+static int read_index(sqlite3 *db, uint64_t *index, uint64_t *digest, bool *found) {
+    bool has_digest;
+    if (read_meta(db, "index", index, found) < 0)
+        return -1;
+    return read_meta(db, "digest", digest, &has_digest);
+}
 
-/* Writes index into ha_meta with *cached (prepared on first use and kept
- * by the caller) or, when cached is NULL, a statement of its own. */
-static int write_index_with(sqlite3 *db, sqlite3_stmt **cached, uint64_t index) {
+#define PUT_META_SQL "INSERT OR REPLACE INTO ha_meta(k, v) VALUES(?1, ?2)"
+
+/* Writes ha_meta's row k with *cached (prepared on first use and kept by
+ * the caller) or, when cached is NULL, a statement of its own. */
+static int write_meta_with(sqlite3 *db, sqlite3_stmt **cached, const char *k, uint64_t v) {
     sqlite3_stmt *own = NULL, **st = cached ? cached : &own;
-    if (*st == NULL && sqlite3_prepare_v3(db, PUT_INDEX_SQL, -1,
+    if (*st == NULL && sqlite3_prepare_v3(db, PUT_META_SQL, -1,
                                           cached ? SQLITE_PREPARE_PERSISTENT : 0, st,
                                           NULL) != SQLITE_OK)
         return -1;
-    sqlite3_bind_int64(*st, 1, (sqlite3_int64)index);
+    sqlite3_bind_text(*st, 1, k, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(*st, 2, (sqlite3_int64)v);
     int rc = sqlite3_step(*st);
     sqlite3_reset(*st);
     sqlite3_finalize(own);
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static int write_index(sqlite3 *db, uint64_t index) {
-    return write_index_with(db, NULL, index);
+static int write_index(sqlite3 *db, uint64_t index, uint64_t digest) {
+    return write_meta_with(db, NULL, "index", index) < 0 ||
+                   write_meta_with(db, NULL, "digest", digest) < 0
+               ? -1
+               : 0;
 }
 
 static int new_session(ctl_store_t *s) {
@@ -105,8 +144,8 @@ static int new_session(ctl_store_t *s) {
 }
 
 /* Before COMMIT (sqlite.c): ship the transaction's changes, record the
- * index. The next session starts at once: nothing writes between this
- * COMMIT and the next BEGIN. */
+ * index and digest. The next session starts at once: nothing writes
+ * between this COMMIT and the next BEGIN. */
 static int repl_commit(ctl_store_t *s) {
     struct ctl_store_repl *r = s->repl;
     int n = 0;
@@ -115,11 +154,16 @@ static int repl_commit(ctl_store_t *s) {
         return -1;
     int rc = 0;
     if (n > 0) {
-        if (r->fn(r->ud, p, (size_t)n, r->index + 1) < 0 ||
-            write_index_with(s->db, &r->put_index, r->index + 1) < 0)
+        uint64_t digest = ctl_store_repl_chain(r->digest, p, (size_t)n);
+        if (r->fn(r->ud, p, (size_t)n, r->index + 1, digest) < 0 ||
+            write_meta_with(s->db, &r->put_index, "index", r->index + 1) < 0 ||
+            write_meta_with(s->db, &r->put_digest, "digest", digest) < 0) {
             rc = -1;
-        else
+        } else {
             r->index++;
+            r->digest = digest;
+            s->seq = r->index;
+        }
     }
     sqlite3_free(p);
     sqlite3session_delete(r->sess);
@@ -129,19 +173,25 @@ static int repl_commit(ctl_store_t *s) {
     return rc;
 }
 
+static void repl_wait(ctl_store_t *s) {
+    s->repl->wait(s->repl->ud, s->seq);
+}
+
 static void repl_fini(ctl_store_t *s) {
     if (s->repl == NULL)
         return;
     if (s->repl->sess)
         sqlite3session_delete(s->repl->sess);
     sqlite3_finalize(s->repl->put_index);
+    sqlite3_finalize(s->repl->put_digest);
     sl_free(s->repl);
     s->repl = NULL;
     s->repl_commit = NULL;
+    s->repl_wait = NULL;
 }
 
-int ctl_store_repl_enable(ctl_store_t *s, ctl_store_ship_fn fn, void *ud, char *err,
-                          size_t errlen) {
+int ctl_store_repl_enable(ctl_store_t *s, ctl_store_ship_fn fn, ctl_store_wait_fn wait, void *ud,
+                          char *err, size_t errlen) {
     if (!ctl_store_repl_supported()) {
         snprintf(err, errlen, "%s: this SQLite library (%s) has no session extension "
                  "(SQLITE_ENABLE_SESSION), which HA mode needs", s->path, sqlite3_libversion());
@@ -149,18 +199,20 @@ int ctl_store_repl_enable(ctl_store_t *s, ctl_store_ship_fn fn, void *ud, char *
     }
     ctl_store_commit(s);
     bool found;
-    uint64_t index;
+    uint64_t index, digest;
     if (sqlite3_exec(s->db, HA_META_SQL, NULL, NULL, NULL) != SQLITE_OK ||
-        read_index(s->db, &index, &found) < 0) {
+        read_index(s->db, &index, &digest, &found) < 0) {
         snprintf(err, errlen, "%s: ha_meta: %s", s->path, sqlite3_errmsg(s->db));
         return -1;
     }
-    if (!found && write_index(s->db, 0) < 0) {
+    if (!found && write_index(s->db, 0, 0) < 0) {
         snprintf(err, errlen, "%s: ha_meta: %s", s->path, sqlite3_errmsg(s->db));
         return -1;
     }
     s->repl = sl_xmalloc(sizeof *s->repl);
-    *s->repl = (struct ctl_store_repl){.fn = fn, .ud = ud, .index = index};
+    *s->repl = (struct ctl_store_repl){.fn = fn, .wait = wait, .ud = ud, .index = index,
+                                       .digest = digest};
+    s->seq = s->durable = index;
     s->repl_fini = repl_fini;
     if (new_session(s) < 0) {
         snprintf(err, errlen, "%s: session: %s", s->path, sqlite3_errmsg(s->db));
@@ -168,6 +220,7 @@ int ctl_store_repl_enable(ctl_store_t *s, ctl_store_ship_fn fn, void *ud, char *
         return -1;
     }
     s->repl_commit = repl_commit;
+    s->repl_wait = repl_wait;
     /* The file is a copy of the record: a lost tail comes back from the log. */
     (void)sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
     return 0;
@@ -175,6 +228,15 @@ int ctl_store_repl_enable(ctl_store_t *s, ctl_store_ship_fn fn, void *ud, char *
 
 uint64_t ctl_store_repl_index(const ctl_store_t *s) {
     return s->repl ? s->repl->index : 0;
+}
+
+uint64_t ctl_store_repl_digest(const ctl_store_t *s) {
+    return s->repl ? s->repl->digest : 0;
+}
+
+void ctl_store_repl_durable(ctl_store_t *s, uint64_t index) {
+    if (index > s->durable)
+        s->durable = index;
 }
 
 int ctl_store_repl_serialize(ctl_store_t *s, void **out, size_t *len, char *err, size_t errlen) {
@@ -204,7 +266,7 @@ int ctl_replica_open(ctl_replica_t **out, const char *path, char *err, size_t er
             SQLITE_OK ||
         sqlite3_exec(r->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;" HA_META_SQL,
                      NULL, NULL, NULL) != SQLITE_OK ||
-        read_index(r->db, &r->index, &r->synced) < 0) {
+        read_index(r->db, &r->index, &r->digest, &r->synced) < 0) {
         snprintf(err, errlen, "%s: %s", path, r->db ? sqlite3_errmsg(r->db) : "cannot open");
         ctl_replica_close(r);
         return -1;
@@ -225,6 +287,10 @@ uint64_t ctl_replica_index(const ctl_replica_t *r) {
     return r->index;
 }
 
+uint64_t ctl_replica_digest(const ctl_replica_t *r) {
+    return r->digest;
+}
+
 bool ctl_replica_synced(const ctl_replica_t *r) {
     return r->synced;
 }
@@ -240,12 +306,18 @@ static int on_conflict(void *ud, int kind, sqlite3_changeset_iter *it) {
 }
 
 int ctl_replica_apply(ctl_replica_t *r, const void *changes, size_t len, uint64_t index,
-                      char *err, size_t errlen) {
+                      uint64_t digest, char *err, size_t errlen) {
+    if (ctl_store_repl_chain(r->digest, changes, len) != digest) {
+        snprintf(err, errlen, "log entry %llu does not follow this file's entry %llu (the log's "
+                 "digest differs): the file holds changes the record does not",
+                 (unsigned long long)index, (unsigned long long)r->index);
+        return -2;
+    }
     if (sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
     if (sqlite3changeset_apply(r->db, (int)len, (void *)changes, NULL, on_conflict, NULL) !=
             SQLITE_OK ||
-        write_index(r->db, index) < 0) {
+        write_index(r->db, index, digest) < 0) {
         snprintf(err, errlen, "log entry %llu: %s", (unsigned long long)index,
                  sqlite3_errmsg(r->db));
         (void)sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
@@ -254,6 +326,7 @@ int ctl_replica_apply(ctl_replica_t *r, const void *changes, size_t len, uint64_
     if (sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
     r->index = index;
+    r->digest = digest;
     r->synced = true;
     return 0;
 fail:
@@ -262,11 +335,11 @@ fail:
     return -1;
 }
 
-int ctl_replica_image_index(const void *img, size_t len, uint64_t *index, char *err,
-                            size_t errlen) {
+int ctl_replica_image_index(const void *img, size_t len, uint64_t *index, uint64_t *digest,
+                            char *err, size_t errlen) {
     sqlite3 *db = NULL;
     int rc = -1;
-    *index = 0;
+    *index = *digest = 0;
     if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
         goto out;
     unsigned char *copy = sqlite3_malloc64(len);
@@ -278,7 +351,7 @@ int ctl_replica_image_index(const void *img, size_t len, uint64_t *index, char *
         SQLITE_OK)
         goto out;
     bool found;
-    rc = read_index(db, index, &found);
+    rc = read_index(db, index, digest, &found);
 out:
     if (rc < 0)
         snprintf(err, errlen, "snapshot: not a state database (%s)",

@@ -280,6 +280,31 @@ static void m_ha_commit(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) 
     hist_plain(b, name, c->ha ? &c->ha->commit : &none);
 }
 
+/* The leader's log writer (logw.h); zeros elsewhere. */
+static ctl_logw_stats_t logw_stats(const ctl_t *c) {
+    ctl_logw_stats_t st = {0};
+    if (c->ha && c->ha->logw)
+        ctl_logw_stats(c->ha->logw, &st);
+    return st;
+}
+
+static void m_ha_durable(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    uint64_t d = c->ha && c->ha->logw ? ctl_logw_durable(c->ha->logw) : c->ha ? c->ha->applied : 0;
+    ctl_buf_printf(b, "%s %llu\n", name, (unsigned long long)d);
+}
+
+static void m_ha_txns(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    ctl_buf_printf(b, "%s %llu\n", name, (unsigned long long)logw_stats(c).txns);
+}
+
+static void m_ha_retries(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    ctl_buf_printf(b, "%s %llu\n", name, (unsigned long long)logw_stats(c).retries);
+}
+
+static void m_ha_reorders(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
+    ctl_buf_printf(b, "%s %llu\n", name, (unsigned long long)logw_stats(c).reorders);
+}
+
 /* ---- throughput, delays, fairness, allocation, fragmentation ---- */
 
 static void m_completed(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
@@ -671,8 +696,20 @@ static const metric_t metrics[] = {
     {"sluice_ha_log_index", "gauge", "The last replicated log entry in this controller's file (HA mode).",
      m_ha_index, M_CLUSTER},
     {"sluice_ha_commit_seconds", "histogram",
-     "etcd transaction time of each group commit, before its replies leave (HA mode).", m_ha_commit,
+     "etcd transaction time of each log write, sent to answered; its group commits' replies leave then (HA mode).",
+     m_ha_commit, M_CLUSTER},
+    {"sluice_ha_log_durable_index", "gauge",
+     "The last log entry the leader knows is in etcd; replies and launches of later ones wait (HA mode).",
+     m_ha_durable, M_CLUSTER},
+    {"sluice_ha_log_transactions_total", "counter",
+     "The leader's log writes that succeeded, each of one or more group commits (HA mode).", m_ha_txns,
      M_CLUSTER},
+    {"sluice_ha_log_retries_total", "counter",
+     "Log writes retried on the next etcd member: no answer within 200 ms, or a failed connection (HA mode).",
+     m_ha_retries, M_CLUSTER},
+    {"sluice_ha_log_reorders_total", "counter",
+     "Log writes that reached etcd before the one they follow, refused and sent again after it (HA mode).",
+     m_ha_reorders, M_CLUSTER},
     {"sluice_job_gpu_utilization_ratio", "gauge",
      "Mean GPU utilisation of a running job so far, over its GPUs and readings (agents' NVML).",
      m_job_gpu_util, M_TENANT},
