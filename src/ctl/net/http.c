@@ -79,7 +79,7 @@
 struct ctl_reply {
     struct evhttp_request *req;
     int status;
-    uint64_t job;          /* the body is this job's object */
+    uint64_t job;          /* the body is this job's object (0: given with the reply) */
     bool tagged;           /* tag and body are set */
     uint64_t tag;          /* leaves once ctl_store_durable reaches it */
     ctl_buf_t body;
@@ -257,12 +257,23 @@ static void defer(ctl_http_t *hs, struct evhttp_request *req, int status, uint64
     ctl_loop_kick(hs->c->loop);
 }
 
+/* Answers req with body (taken, status) once the iteration's commit is
+ * durable: the reply of a change the store commits with the iteration. */
+static void defer_body(ctl_http_t *hs, struct evhttp_request *req, int status, ctl_buf_t *body) {
+    defer(hs, req, status, 0);
+    ctl_reply_t *r = &hs->replies[hs->nreplies - 1];
+    r->body = *body;
+    ctl_buf_init(body);
+}
+
 /* Tags r with seq and renders its body: its job as GET /v1/jobs/{id}
  * shows it now, read back from the database when already forgotten. */
 static void reply_tag(ctl_http_t *hs, ctl_reply_t *r, uint64_t seq) {
     ctl_t *c = hs->c;
     r->tagged = true;
     r->tag = seq;
+    if (r->job == 0)
+        return; /* its body came with it */
     ctl_buf_init(&r->body);
     ctl_job_t *j = ctl_job_find(c, r->job);
     if (j) {
@@ -301,8 +312,8 @@ bool ctl_http_flush(void *ud) {
 }
 
 /* At shutdown: the replies still held, whose change is not known to be
- * durable, are answered 503 (the client looks the job up before it
- * retries). Sending also frees a request whose client already left. */
+ * durable, are answered 503 (the client looks the job or secret up before
+ * it retries). Sending also frees a request whose client already left. */
 static void replies_abandon(ctl_http_t *hs) {
     for (size_t i = 0; i < hs->nreplies; i++) {
         ctl_reply_t *r = &hs->replies[i];
@@ -1034,5 +1045,10 @@ static void named_call(hreq_t *h, bool secret) {
         http_error(h->hs, h->req, status, fe.code, fe.field[0] ? fe.field : NULL, "%s", fe.message);
         return;
     }
-    send_json(h->hs, h->req, status, &b);
+    /* A secret created or deleted is committed with the iteration (a
+     * reservation's change commits before its answer: reservations.c). */
+    if (secret && (m == EVHTTP_REQ_POST || m == EVHTTP_REQ_DELETE))
+        defer_body(h->hs, h->req, status, &b);
+    else
+        send_json(h->hs, h->req, status, &b);
 }
