@@ -9,13 +9,21 @@
  *
  *   CYCLE    one scheduling cycle if anything changed (never on a tick);
  *   COMMIT   COMMIT of the iteration's transaction (group commit);
- *   REPLIES  only then the deferred HTTP replies;
+ *   REPLIES  only then the deferred HTTP replies and the event stream;
  *   AGENTS   and the queued agent messages (launch, kill, ack);
  *   TRIM     finished jobs past their retention dropped from memory.
  *
- * So nothing is acknowledged and no task is launched before the state that
- * explains it is durable. The loop knows its hooks only as function
- * pointers: it calls no layer above it by name.
+ * REPLIES and AGENTS are the output gate: each output queued before the
+ * flush is tagged there with the store's sequence number of the last
+ * commit (ctl_store_seq) and leaves, in the order it was queued, only once
+ * ctl_store_durable has reached its tag. Outside HA mode a COMMIT is
+ * durable when it returns, so every output leaves in the flush after it
+ * was queued; in HA mode the COMMIT hands the commit to the replicated
+ * store, outputs wait a round trip or so, and the HA layer kicks the loop
+ * when durable advances so that a flush releases them. So nothing is
+ * acknowledged and no task is launched before the state that explains it
+ * is durable. The loop knows its hooks only as function pointers: it
+ * calls no layer above it by name.
  */
 #ifndef SLUICE_CTL_LOOP_H
 #define SLUICE_CTL_LOOP_H

@@ -13,13 +13,23 @@
  * its helpers); the domain sees only calls with plain values.
  *
  * Messages that depend on durable state (launch, kill, ack) go into the
- * node's queue and leave only after the iteration's COMMIT (the loop's
- * AGENTS hook, ctl_agentport_flush); a queue is dropped when its
- * connection goes, because the agent's next hello lets the controller
- * rebuild exactly what it still needs: launches it never got are resent,
- * kills are repeated for tasks that should not run, exits it reports again
- * are recorded (idempotently) and acknowledged. welcome, error and log
- * requests are written at once.
+ * node's queue and leave only once the iteration's COMMIT is durable (the
+ * loop's AGENTS hook, ctl_agentport_flush, the output gate): outside HA
+ * mode that is when the COMMIT returns, and the queues are written at
+ * once; in HA mode, while any commit is not yet durable in the replicated
+ * store, each queue moves at the flush into a chunk tagged with the
+ * store's seq, at the tail of one FIFO for every node, and chunks leave
+ * from its head as durable reaches their tag, only on the connection they
+ * were queued for (a generation per node tells it from a later one at
+ * the same address). A queue, or a chunk, is dropped when its connection
+ * goes, because the agent's next hello lets the controller rebuild
+ * exactly what it still needs: launches it never got are resent, kills
+ * are repeated for tasks that should not run, exits it reports again are
+ * recorded (idempotently) and acknowledged. The FIFO holds what a round
+ * trip or two to the replicated store produce; a node whose share passes
+ * CTL_AGENT_HELD_BYTES loses its connection, as if it had broken.
+ * welcome, error, heartbeat answers, log requests and job steps' lines
+ * are written at once.
  *
  * Credentials (docs/protocol.md, Hello): a hello carries the node token of
  * the name it claims, HMAC-SHA256(cluster_token, "sluice-node:" + name)
@@ -87,8 +97,21 @@ struct ctl_conn {
 
 struct ctl_apnode {
     ctl_conn_t *conn;      /* NULL while the agent is not connected */
-    struct evbuffer *outq; /* messages waiting for the next commit */
+    uint64_t gen;          /* bumped whenever conn changes: which connection bytes were for */
+    struct evbuffer *outq; /* messages waiting for the next flush */
+    size_t held_bytes;     /* held by the gate for this connection (held_t) */
 };
+
+/* The output gate's unit: the bytes queued for node's connection of
+ * generation gen before a flush whose seq was tag. They leave once
+ * ctl_store_durable reaches tag, and only on that same connection. */
+typedef struct held {
+    sl_list_t link;        /* in ap->held, oldest first */
+    uint64_t tag;
+    uint32_t node;
+    uint64_t gen;
+    struct evbuffer *bytes;
+} held_t;
 
 /* The agent port's record of node id; created when create is set. */
 static ctl_apnode_t *apnode(ctl_agentport_t *ap, uint32_t id, bool create) {
@@ -112,6 +135,8 @@ static ctl_apnode_t *apnode(ctl_agentport_t *ap, uint32_t id, bool create) {
 static void set_connected(ctl_agentport_t *ap, uint32_t id, ctl_conn_t *cn) {
     ctl_apnode_t *an = apnode(ap, id, true);
     an->conn = cn;
+    an->gen++; /* what is held for the previous connection is dropped */
+    an->held_bytes = 0;
     evbuffer_drain(an->outq, evbuffer_get_length(an->outq));
     ctl_node_t *n = ctl_node_get(ap->c, id);
     if (n)
@@ -180,8 +205,9 @@ static void conn_write(ctl_conn_t *cn, const char *data, size_t len) {
         bufferevent_write(cn->bev, data, len);
 }
 
-/* Queues msg for node until the next commit; dropped when the agent is not
- * connected (its next hello rebuilds what it needs). */
+/* Queues msg for node until the next flush, which sends it once that
+ * flush's commit is durable; dropped when the agent is not connected (its
+ * next hello rebuilds what it needs). */
 static void queue(ctl_agentport_t *ap, uint32_t node, const char *msg, size_t len) {
     ctl_apnode_t *an = apnode(ap, node, false);
     if (an == NULL || an->conn == NULL)
@@ -197,8 +223,9 @@ static void queue(ctl_agentport_t *ap, uint32_t node, const char *msg, size_t le
     ctl_loop_kick(ap->c->loop);
 }
 
-bool ctl_agentport_flush(void *ud) {
-    ctl_agentport_t *ap = ud;
+/* Writes each queued node's messages to its connection: the flush
+ * without the gate (nothing held, every commit durable). */
+static void write_queued(ctl_agentport_t *ap) {
     for (size_t i = 0; i < ap->nflushq; i++) {
         ctl_apnode_t *an = apnode(ap, ap->flushq[i], false);
         if (an == NULL)
@@ -209,6 +236,88 @@ bool ctl_agentport_flush(void *ud) {
         evbuffer_drain(an->outq, len);
     }
     ap->nflushq = 0;
+}
+
+/* Moves each queued node's messages into a chunk tagged with seq at the
+ * tail of the gate's FIFO (the bytes move, they are not copied). */
+static void hold_queued(ctl_agentport_t *ap, uint64_t seq) {
+    for (size_t i = 0; i < ap->nflushq; i++) {
+        ctl_apnode_t *an = apnode(ap, ap->flushq[i], false);
+        if (an == NULL)
+            continue;
+        size_t len = evbuffer_get_length(an->outq);
+        if (an->conn && len > 0) {
+            held_t *h = sl_xmalloc(sizeof *h);
+            *h = (held_t){.tag = seq, .node = ap->flushq[i], .gen = an->gen,
+                          .bytes = evbuffer_new()};
+            if (h->bytes == NULL || evbuffer_add_buffer(h->bytes, an->outq) != 0)
+                abort(); /* out of memory */
+            sl_list_insert_tail(&ap->held, &h->link);
+            an->held_bytes += len;
+            ap->held_bytes += len;
+        }
+        evbuffer_drain(an->outq, evbuffer_get_length(an->outq));
+    }
+    ap->nflushq = 0;
+}
+
+/* Frees chunk h, written to its node's connection first when write is set
+ * and that is still the connection it was queued for. */
+static void held_free(ctl_agentport_t *ap, held_t *h, bool write) {
+    ctl_apnode_t *an = apnode(ap, h->node, false);
+    size_t len = evbuffer_get_length(h->bytes);
+    if (an != NULL && an->gen == h->gen) {
+        if (write && an->conn != NULL)
+            conn_write(an->conn, (const char *)evbuffer_pullup(h->bytes, -1), len);
+        an->held_bytes -= len;
+    }
+    ap->held_bytes -= len;
+    sl_list_remove(&h->link);
+    evbuffer_free(h->bytes);
+    sl_free(h);
+}
+
+/* Releases the chunks at the head of the FIFO whose tag is durable. */
+static void release_held(ctl_agentport_t *ap, uint64_t durable) {
+    while (!sl_list_empty(&ap->held)) {
+        held_t *h = SL_LIST_ENTRY(sl_list_first(&ap->held), held_t, link);
+        if (h->tag > durable)
+            break;
+        held_free(ap, h, true);
+    }
+}
+
+/* The gate's bound: a node whose held output passed CTL_AGENT_HELD_BYTES
+ * loses its connection, as if it had broken (its held bytes are then
+ * dropped and its agent's next hello rebuilds what it needs). Only looked
+ * at while everything held passes the bound. O(nodes) then. */
+static void bound_held(ctl_agentport_t *ap) {
+    if (ap->held_bytes <= CTL_AGENT_HELD_BYTES)
+        return;
+    for (size_t i = 0; i < ap->nnodes; i++) {
+        ctl_apnode_t *an = ap->nodes[i];
+        if (an == NULL || an->conn == NULL || an->held_bytes <= CTL_AGENT_HELD_BYTES)
+            continue;
+        sl_log(SL_LOG_WARN, "agent", "node=%s: %zu bytes wait for a durable commit; its "
+               "connection is closed", ctl_node_name(ap->c, (int32_t)i), an->held_bytes);
+        conn_close(an->conn); /* tells the domain, as a dropped connection does */
+    }
+}
+
+/* The output gate. Outside HA mode every commit is durable when the COMMIT
+ * hook returns (durable == seq) and nothing is ever held: the messages are
+ * written at once, as before the gate. Otherwise they join the FIFO behind
+ * what is held, and the FIFO's durable head is written out. */
+bool ctl_agentport_flush(void *ud) {
+    ctl_agentport_t *ap = ud;
+    uint64_t seq = ctl_store_seq(ap->c->store), durable = ctl_store_durable(ap->c->store);
+    if (durable >= seq && sl_list_empty(&ap->held)) {
+        write_queued(ap);
+        return false;
+    }
+    hold_queued(ap, seq);
+    release_held(ap, durable);
+    bound_held(ap);
     return false;
 }
 
@@ -848,6 +957,7 @@ static void no_logs_gone(void *ud, uint32_t node, const char *why) {
 
 void ctl_agentport_init(ctl_agentport_t *ap, ctl_t *c) {
     *ap = (ctl_agentport_t){.c = c, .logs_answer = no_logs_answer, .logs_gone = no_logs_gone};
+    sl_list_init(&ap->held);
     c->out = (ctl_outbound_t){.ud = ap, .launch = out_launch, .kill = out_kill,
                               .stop = out_stop, .node_down = out_node_down};
 }
@@ -869,6 +979,8 @@ int ctl_agentport_listen(ctl_agentport_t *ap, char *err, size_t errlen) {
 }
 
 void ctl_agentport_fini(ctl_agentport_t *ap) {
+    while (ap->held.next != NULL && !sl_list_empty(&ap->held)) /* not durable: never sent */
+        held_free(ap, SL_LIST_ENTRY(sl_list_first(&ap->held), held_t, link), false);
     for (size_t i = 0; i < ap->nnodes; i++) {
         ctl_apnode_t *an = ap->nodes[i];
         if (an == NULL)

@@ -5,7 +5,9 @@
  * It decodes each agent message into a domain call (hello, started,
  * exited, failed, heartbeat) and encodes the domain's decisions (c->out:
  * launch, kill) and its own replies (welcome, error, ack) as wire
- * messages. Log requests pass through it for the HTTP adapter, which it
+ * messages. Decisions and acks leave only once the commit that explains
+ * them is durable (ctl_agentport_flush); welcome, error, heartbeat
+ * answers, log requests and job steps' lines are written at once. Log requests pass through it for the HTTP adapter, which it
  * knows only as the callbacks set by main.c.
  */
 #ifndef SLUICE_CTL_AGENTPORT_H
@@ -18,6 +20,7 @@
 #include <jansson.h>
 
 #include "domain/ctl.h"
+#include "sluice/list.h"
 
 struct evconnlistener;
 struct ssl_ctx_st;
@@ -39,6 +42,8 @@ typedef struct ctl_agentport {
     size_t nnodes;
     uint32_t *flushq;      /* nodes with queued output */
     size_t nflushq, flushq_cap;
+    sl_list_t held;        /* the gate's FIFO: output waiting for a durable commit */
+    size_t held_bytes;     /* the bytes in it */
     /* An agent message of a type the codec does not know, offered to the
      * job steps (steps.h, set by main.c): true when it was theirs. */
     bool (*step_msg)(void *ud, uint32_t node, json_t *o);
@@ -60,8 +65,21 @@ void ctl_agentport_init(ctl_agentport_t *ap, ctl_t *c);
 int ctl_agentport_listen(ctl_agentport_t *ap, char *err, size_t errlen);
 /* Closes every connection and the listener (no callbacks run). */
 void ctl_agentport_fini(ctl_agentport_t *ap);
-/* The loop's AGENTS hook (ud is the agent port): releases the messages
- * queued for each node, now that their cause is committed. Returns false. */
+/* The output a node's connection may have held by the gate; past it the
+ * connection is closed, as if it had broken (its agent reconnects, and its
+ * hello rebuilds what it needs). */
+#define CTL_AGENT_HELD_BYTES (16u << 20)
+
+/* The loop's AGENTS hook (ud is the agent port), run after COMMIT: the
+ * output gate. The messages queued for each node since the last flush
+ * (launch, kill, ack) are tagged with ctl_store_seq and leave, in the
+ * order they were queued, once ctl_store_durable reaches that tag, on
+ * the connection they were queued for: when it has closed meanwhile
+ * they are dropped, as queue() drops a message for an unconnected node.
+ * Outside HA mode durable equals seq and nothing is ever held: they are
+ * written at once. Returns false (held messages wait for the kick that
+ * the HA layer makes when durable advances). O(nodes queued + chunks
+ * released). */
 bool ctl_agentport_flush(void *ud);
 /* Sends a log request to node's agent at once (ud is the agent port). 0,
  * SL_ENOENT when its agent is not connected, SL_EIO when it cannot be

@@ -3,11 +3,18 @@
  * changes (events.h; docs/api.md "Events").
  *
  * The domain calls the watcher (ctl_watch_t) once per change; that only
- * appends (kind, id, name) to the iteration's list. The REPLIES hook,
- * after the COMMIT, renders each change once, with the job's or node's
- * object as GET /v1/jobs/{id} or /v1/nodes shows it then (so a job
- * submitted and placed in one iteration carries the cycle's reason), into
- * one frame:
+ * appends (kind, id, name) to the list of changes not yet published. The
+ * REPLIES hook, after the COMMIT, is the output gate: it marks the
+ * changes made since the last mark with the store's seq (ctl_store_seq),
+ * then publishes the oldest changes, up to the last mark whose seq is
+ * durable (ctl_store_durable), and keeps the rest, in order, for a later
+ * flush (in HA mode the one the HA layer kicks when durable advances;
+ * outside it durable is seq after every COMMIT, so every change is
+ * published at the flush after it, as before the gate, with no mark made).
+ * Publishing renders each change once, with the job's or node's object as
+ * GET /v1/jobs/{id} or /v1/nodes shows it then (so a job submitted and
+ * placed in one iteration carries the cycle's reason; a change published
+ * late may show a later one too, itself still held), into one frame:
  *
  *   id: 1764630000000123
  *   event: job.started
@@ -64,6 +71,14 @@ typedef struct change {
     const char *what; /* static */
 } change_t;
 
+/* The gate's mark: the changes chg[0..end) not covered by an earlier mark
+ * were made before a flush whose seq was tag; they are published once
+ * ctl_store_durable reaches it. Ends and tags never decrease. */
+typedef struct mark {
+    uint64_t tag;
+    size_t end;
+} mark_t;
+
 typedef struct slot {
     uint64_t id;
     int32_t vis;      /* VIS_ALL, VIS_ADMIN or the job's tenant */
@@ -83,8 +98,10 @@ typedef struct client {
 struct ctl_events {
     ctl_t *c;
     ctl_hconns_t *conns;
-    change_t *chg;
+    change_t *chg;      /* the changes not yet published, oldest first */
     size_t nchg, chg_cap;
+    mark_t *mark;       /* the gate's marks over chg, oldest first */
+    size_t nmark, mark_cap;
     slot_t *ring;       /* CTL_EVENTS_RING slots, ring_head the oldest */
     size_t ring_head, ring_len, ring_bytes;
     uint64_t next_id;
@@ -276,15 +293,14 @@ static char *render(ctl_events_t *ev, const change_t *ch, uint64_t id, int32_t *
     return ctl_buf_steal(&b, len);
 }
 
-void ctl_events_flush(ctl_events_t *ev) {
-    if (ev->nchg == 0)
-        return;
+/* Renders chg[0..n) into the ring and the clients' pending frames, and
+ * sends each client's: the changes whose commit is durable. */
+static void publish(ctl_events_t *ev, size_t n) {
     int64_t now = ctl_mono_us();
     bool keep = ev->ncl > 0 || (ev->last_client_mono_us > 0 &&
                                 now - ev->last_client_mono_us < CTL_EVENTS_LINGER_S * 1000000LL);
     if (!keep) { /* no one listens: the ids are used, nothing is rendered */
-        ev->next_id += ev->nchg;
-        ev->nchg = 0;
+        ev->next_id += n;
         ring_clear(ev);
         return;
     }
@@ -293,7 +309,7 @@ void ctl_events_flush(ctl_events_t *ev) {
      * could not take them all in its bound, so the earlier ones are not
      * rendered at all (the flush's work stays bounded) and every client is
      * told to list again, from after them. */
-    size_t skip = ev->nchg > CTL_EVENTS_RING ? ev->nchg - CTL_EVENTS_RING : 0;
+    size_t skip = n > CTL_EVENTS_RING ? n - CTL_EVENTS_RING : 0;
     if (skip > 0) {
         ev->next_id += skip;
         ring_clear(ev);
@@ -304,10 +320,10 @@ void ctl_events_flush(ctl_events_t *ev) {
             evbuffer_add_printf(cl->pend, "id: %llu\nevent: reset\ndata: {\"id\":%llu,\"reason\":"
                                 "\"%zu changes at once: list again, then follow\"}\n\n",
                                 (unsigned long long)(ev->next_id - 1),
-                                (unsigned long long)(ev->next_id - 1), ev->nchg);
+                                (unsigned long long)(ev->next_id - 1), n);
         }
     }
-    for (size_t i = skip; i < ev->nchg; i++) {
+    for (size_t i = skip; i < n; i++) {
         int32_t vis;
         size_t len;
         uint64_t id = ev->next_id;
@@ -325,12 +341,6 @@ void ctl_events_flush(ctl_events_t *ev) {
             evbuffer_add(cl->pend, s->frame, s->len);
             ev->sent++;
         }
-    }
-    ev->nchg = 0;
-    if (ev->chg_cap > 4096) { /* a burst (an array of 100,000) leaves no large list behind */
-        sl_free(ev->chg);
-        ev->chg = NULL;
-        ev->chg_cap = 0;
     }
     for (size_t k = 0; k < ev->ncl;) {
         client_t *cl = ev->cl[k];
@@ -356,6 +366,50 @@ void ctl_events_flush(ctl_events_t *ev) {
         if (kept)
             k++;
     }
+}
+
+/* Drops chg[0..n) and the marks that covered only them (marks[0..m)). */
+static void drop_prefix(ctl_events_t *ev, size_t n, size_t m) {
+    if (n > 0) {
+        memmove(ev->chg, ev->chg + n, (ev->nchg - n) * sizeof *ev->chg);
+        ev->nchg -= n;
+    }
+    if (m > 0) {
+        memmove(ev->mark, ev->mark + m, (ev->nmark - m) * sizeof *ev->mark);
+        ev->nmark -= m;
+    }
+    for (size_t i = 0; i < ev->nmark; i++)
+        ev->mark[i].end -= n;
+    if (ev->nchg == 0 && ev->chg_cap > 4096) { /* a burst (an array of 100,000) leaves no large list behind */
+        sl_free(ev->chg);
+        ev->chg = NULL;
+        ev->chg_cap = 0;
+    }
+}
+
+void ctl_events_flush(ctl_events_t *ev) {
+    uint64_t seq = ctl_store_seq(ev->c->store), durable = ctl_store_durable(ev->c->store);
+    if (ev->nmark == 0 && durable >= seq) { /* nothing held (always outside HA mode) */
+        if (ev->nchg > 0) {
+            publish(ev, ev->nchg);
+            drop_prefix(ev, ev->nchg, 0);
+        }
+        return;
+    }
+    size_t marked = ev->nmark > 0 ? ev->mark[ev->nmark - 1].end : 0;
+    if (ev->nchg > marked) { /* the changes made before this flush's COMMIT */
+        if (ev->nmark == ev->mark_cap) {
+            ev->mark_cap = ev->mark_cap ? 2 * ev->mark_cap : 16;
+            ev->mark = sl_xrealloc(ev->mark, ev->mark_cap * sizeof *ev->mark);
+        }
+        ev->mark[ev->nmark++] = (mark_t){seq, ev->nchg};
+    }
+    size_t ready = 0, m = 0;
+    while (m < ev->nmark && ev->mark[m].tag <= durable)
+        ready = ev->mark[m++].end;
+    if (ready > 0)
+        publish(ev, ready);
+    drop_prefix(ev, ready, m);
 }
 
 /* ---- GET /v1/events ---- */
@@ -536,6 +590,7 @@ void ctl_events_destroy(ctl_events_t *ev) {
         ring_pop(ev);
     sl_free(ev->ring);
     sl_free(ev->chg);
+    sl_free(ev->mark);
     sl_free(ev);
 }
 

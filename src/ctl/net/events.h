@@ -55,9 +55,13 @@ ctl_events_t *ctl_events_create(ctl_t *c, ctl_hconns_t *conns);
 /* Unregisters and frees ev, its ring and its clients' records, without
  * touching their requests (the server frees them). Accepts NULL. */
 void ctl_events_destroy(ctl_events_t *ev);
-/* Renders the iteration's changes (after COMMIT: each is durable) into
- * the ring and the streams of the clients allowed to see them. Called by
- * the REPLIES hook. O(changes x clients). */
+/* The output gate of the event stream, called by the REPLIES hook (after
+ * COMMIT): marks the changes noted since the last flush with
+ * ctl_store_seq, then renders into the ring and the streams of the
+ * clients allowed to see them the oldest changes whose mark is at most
+ * ctl_store_durable, in the order they were noted; later ones wait for a
+ * later flush. Outside HA mode durable equals seq: every change is
+ * published at once. O(changes published x clients + changes held). */
 void ctl_events_flush(ctl_events_t *ev);
 /* Answers GET /v1/events: starts the stream of req for the caller (admin:
  * every job; else only tenant's jobs; every token sees the nodes), from

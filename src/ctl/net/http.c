@@ -4,9 +4,11 @@
  * One route table (method, path pattern, handler, auth kind, summary)
  * drives dispatch, the 404/405 answers, `sluiced --help` and the table in
  * docs/api.md. Handlers that change state (submit, cancel) defer their
- * reply until the flush event has committed the iteration's transaction, so
- * a 201 means the job is on disk (the loop's REPLIES hook, after COMMIT).
- * Reads answer at once. GET .../logs is the one request answered by an
+ * reply until the commit of the iteration's transaction is durable, so a
+ * 201 means the job is on disk, and in HA mode in the replicated store
+ * too: the loop's REPLIES hook, after COMMIT, tags each deferred reply
+ * with the store's seq and sends it once ctl_store_durable reaches that
+ * (the output gate, ctl_http_flush). Reads answer at once. GET .../logs is the one request answered by an
  * agent: it goes out through logs_send (the agent port's, wired by
  * main.c) and waits, at most 10 s, for ctl_http_logs_answer; the HTTP
  * adapter knows nothing of the agent protocol.
@@ -70,10 +72,17 @@
 #define AUTH_READ CTL_AUTH_READ
 #define AUTH_STEP CTL_AUTH_STEP
 
+/* A reply deferred by a handler that changed state. At the first flush
+ * after it (past the COMMIT) it is tagged with the store's seq and its body
+ * rendered, the job as that commit left it; it leaves once that seq is
+ * durable. */
 struct ctl_reply {
     struct evhttp_request *req;
     int status;
-    uint64_t job;          /* the body is this job's object */
+    uint64_t job;          /* the body is this job's object (0: given with the reply) */
+    bool tagged;           /* tag and body are set */
+    uint64_t tag;          /* leaves once ctl_store_durable reaches it */
+    ctl_buf_t body;
 };
 
 struct ctl_logreq {
@@ -237,37 +246,83 @@ static void error_at(ctl_http_t *hs, struct evhttp_request *req, long position, 
     va_end(ap);
 }
 
-/* Answers req with job's object (status) once the iteration has committed. */
+/* Answers req with job's object (status) once the iteration's commit is
+ * durable (ctl_http_flush). */
 static void defer(ctl_http_t *hs, struct evhttp_request *req, int status, uint64_t job) {
     if (hs->nreplies == hs->replies_cap) {
         hs->replies_cap = hs->replies_cap ? 2 * hs->replies_cap : 64;
         hs->replies = sl_xrealloc(hs->replies, hs->replies_cap * sizeof *hs->replies);
     }
-    hs->replies[hs->nreplies++] = (ctl_reply_t){req, status, job};
+    hs->replies[hs->nreplies++] = (ctl_reply_t){.req = req, .status = status, .job = job};
     ctl_loop_kick(hs->c->loop);
 }
 
+/* Answers req with body (taken, status) once the iteration's commit is
+ * durable: the reply of a change the store commits with the iteration. */
+static void defer_body(ctl_http_t *hs, struct evhttp_request *req, int status, ctl_buf_t *body) {
+    defer(hs, req, status, 0);
+    ctl_reply_t *r = &hs->replies[hs->nreplies - 1];
+    r->body = *body;
+    ctl_buf_init(body);
+}
+
+/* Tags r with seq and renders its body: its job as GET /v1/jobs/{id}
+ * shows it now, read back from the database when already forgotten. */
+static void reply_tag(ctl_http_t *hs, ctl_reply_t *r, uint64_t seq) {
+    ctl_t *c = hs->c;
+    r->tagged = true;
+    r->tag = seq;
+    if (r->job == 0)
+        return; /* its body came with it */
+    ctl_buf_init(&r->body);
+    ctl_job_t *j = ctl_job_find(c, r->job);
+    if (j) {
+        ctl_job_write(c, &r->body, j);
+    } else if ((j = ctl_job_fetch(c, r->job)) != NULL) { /* already forgotten */
+        ctl_array_fill(c, j);
+        ctl_job_write(c, &r->body, j);
+        ctl_job_free(j);
+    }
+    ctl_buf_putc(&r->body, '\n');
+}
+
+/* The output gate: every reply is tagged at its first flush, and the
+ * replies leave in the order they were deferred while their tag is
+ * durable; the rest stay, in order, for the flush that the HA layer's
+ * kick runs when durable advances. Tags never decrease along the array,
+ * so the replies sent are always a prefix. Outside HA mode durable is seq
+ * after every COMMIT: each reply leaves at the flush after its handler,
+ * rendered once and sent without a copy, as before the gate. */
 bool ctl_http_flush(void *ud) {
     ctl_http_t *hs = ud;
-    ctl_t *c = hs->c;
+    uint64_t seq = ctl_store_seq(hs->c->store), durable = ctl_store_durable(hs->c->store);
+    size_t kept = 0;
     for (size_t i = 0; i < hs->nreplies; i++) {
         ctl_reply_t *r = &hs->replies[i];
-        ctl_buf_t b;
-        ctl_buf_init(&b);
-        ctl_job_t *j = ctl_job_find(c, r->job);
-        if (j) {
-            ctl_job_write(c, &b, j);
-        } else if ((j = ctl_job_fetch(c, r->job)) != NULL) { /* already forgotten */
-            ctl_array_fill(c, j);
-            ctl_job_write(c, &b, j);
-            ctl_job_free(j);
-        }
-        ctl_buf_putc(&b, '\n');
-        send_json(hs, r->req, r->status, &b);
+        if (!r->tagged)
+            reply_tag(hs, r, seq);
+        if (kept == 0 && r->tag <= durable)
+            send_json(hs, r->req, r->status, &r->body); /* takes the body */
+        else
+            hs->replies[kept++] = *r;
+    }
+    hs->nreplies = kept;
+    ctl_events_flush(hs->events); /* gated the same way (events.h) */
+    return false;
+}
+
+/* At shutdown: the replies still held, whose change is not known to be
+ * durable, are answered 503 (the client looks the job or secret up before
+ * it retries). Sending also frees a request whose client already left. */
+static void replies_abandon(ctl_http_t *hs) {
+    for (size_t i = 0; i < hs->nreplies; i++) {
+        ctl_reply_t *r = &hs->replies[i];
+        ctl_buf_fini(&r->body);
+        http_error(hs, r->req, 503, "unavailable", NULL,
+                   "the controller stopped before the change was durable: it may not have "
+                   "taken effect; look it up before retrying");
     }
     hs->nreplies = 0;
-    ctl_events_flush(hs->events); /* the iteration's changes, durable now */
-    return false;
 }
 
 /* ---- dispatch ---- */
@@ -355,6 +410,7 @@ void ctl_http_init(ctl_http_t *hs, ctl_t *c) {
 }
 
 void ctl_http_fini(ctl_http_t *hs) {
+    replies_abandon(hs); /* before the server frees their connections */
     ctl_report_abandon(hs->report); /* its request is freed with the server below */
     ctl_history_abandon_all(&hs->history); /* so are theirs */
     while (hs->logreqs) {
@@ -989,5 +1045,10 @@ static void named_call(hreq_t *h, bool secret) {
         http_error(h->hs, h->req, status, fe.code, fe.field[0] ? fe.field : NULL, "%s", fe.message);
         return;
     }
-    send_json(h->hs, h->req, status, &b);
+    /* A secret created or deleted is committed with the iteration (a
+     * reservation's change commits before its answer: reservations.c). */
+    if (secret && (m == EVHTTP_REQ_POST || m == EVHTTP_REQ_DELETE))
+        defer_body(h->hs, h->req, status, &b);
+    else
+        send_json(h->hs, h->req, status, &b);
 }

@@ -28,7 +28,7 @@ typedef struct ctl_http {
     ctl_t *c;
     struct evhttp *http;
     ctl_hconns_t conns;    /* limits, timeouts, unread replies (hconn.h) */
-    ctl_reply_t *replies;  /* deferred until the iteration's COMMIT */
+    ctl_reply_t *replies;  /* deferred until their commit is durable, in order */
     size_t nreplies, replies_cap;
     ctl_logreq_t *logreqs; /* log requests waiting for their agent */
     uint64_t next_logreq;
@@ -47,13 +47,21 @@ typedef struct ctl_http {
 void ctl_http_init(ctl_http_t *h, ctl_t *c);
 /* Listens on c->cfg.listen. 0, or -1 with a message in err. */
 int ctl_http_listen(ctl_http_t *h, char *err, size_t errlen);
-/* Frees the server (answering nothing more), the pending log requests and
- * the reply queue. */
+/* Answers the replies still held by the gate with 503 (their change is
+ * not known to be durable), then frees the server (answering nothing
+ * more), the pending log requests and the reply queue. */
 void ctl_http_fini(ctl_http_t *h);
 /* Prints the route table for `sluiced --help`. */
 void ctl_http_print_routes(void);
-/* The loop's REPLIES hook (ud is the ctl_http_t): sends the replies that
- * waited for the COMMIT. Returns false. */
+/* The loop's REPLIES hook (ud is the ctl_http_t), run after COMMIT: the
+ * output gate. Each deferred reply not yet tagged is tagged with
+ * ctl_store_seq and rendered; the replies leave in the order they were
+ * deferred while their tag is at most ctl_store_durable, and the rest
+ * stay for a later flush (in HA mode the one the HA layer kicks when
+ * durable advances). Then the event stream's flush, gated the same way
+ * (events.h). Outside HA mode durable equals seq, so every reply leaves
+ * here, as before the gate. Returns false (held replies wait for a kick,
+ * not for the next iteration). O(replies). */
 bool ctl_http_flush(void *ud);
 /* An agent answered log request req (ud is the ctl_http_t; the arguments
  * as ctl_logs_answer_fn in agentport.h). Unknown req: ignored. */
