@@ -449,8 +449,17 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
         uint64_t idx = slash ? strtoull(slash + 1, NULL, 10) : 0;
         sl_free(k);
         if (idx != h->applied + 1) {
-            /* A gap: compacted under us; the snapshot covers it. */
-            rc = fall_back(h, h->applied + 1, snap, err, errlen);
+            if (has_snap && snap > h->applied) {
+                /* Compacted under us: the snapshot covers it. */
+                rc = fall_back(h, h->applied + 1, snap, err, errlen);
+                goto out;
+            }
+            /* A gap the snapshot does not cover: the leader's transactions
+             * land out of order (logw.h), so the next entry is on its way
+             * (or was left for good by a leader that died: the next one
+             * deletes what follows it). Applied up to here. */
+            h->behind = (uint64_t)count - i;
+            rc = 0;
             goto out;
         }
         uint64_t digest = 0;
@@ -479,6 +488,40 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
 out:
     json_decref(resp);
     return rc;
+}
+
+/* The entries after the log's first gap, which a leader that died left
+ * with their predecessor still on its way: they were never acknowledged
+ * (nothing of an entry leaves before every entry before it is in etcd),
+ * and the new leader's own entries take their indexes. Deleted in one
+ * transaction guarded by our epoch, before our first entry. 0 or -1. */
+static int drop_orphans(ctl_ha_t *h, char *err, size_t errlen) {
+    char lk[512], from[512], end[512], ep[32];
+    key(h, lk, sizeof lk, "leader");
+    key(h, from, sizeof from, "log/%020" PRIu64, h->applied + 1);
+    key(h, end, sizeof end, "log0");
+    snprintf(ep, sizeof ep, "%" PRIu64, h->epoch);
+    json_t *req = json_pack("{s:[{s:o,s:s,s:s,s:s}],s:[{s:{s:o,s:o}}]}", "compare", "key",
+                            ctl_etcd_key(lk), "target", "CREATE", "result", "EQUAL",
+                            "create_revision", ep, "success", "request_delete_range", "key",
+                            ctl_etcd_key(from), "range_end", ctl_etcd_key(end)), *resp = NULL;
+    int rc = ctl_etcd_post(&h->etcd, "/v3/kv/txn", req, &resp, CALL_MS);
+    json_decref(req);
+    if (rc < 0 || !json_is_true(json_object_get(resp, "succeeded"))) {
+        snprintf(err, errlen, "the log after entry %" PRIu64 " could not be cleared: %s",
+                 h->applied, rc < 0 ? h->etcd.err : "the leader key is not ours");
+        json_decref(resp);
+        return -1;
+    }
+    json_t *r0 = json_object_get(json_array_get(json_object_get(resp, "responses"), 0),
+                                 "response_delete_range");
+    int64_t n = ctl_etcd_int(r0, "deleted", 0);
+    if (n > 0)
+        sl_log(SL_LOG_WARN, "ha", "member=%s: deleted %" PRId64 " log entries after entry %"
+               PRIu64 ", left after a gap by the last leader (never acknowledged)", h->cfg.name,
+               n, h->applied);
+    json_decref(resp);
+    return 0;
 }
 
 static void standby_tick(evutil_socket_t fd, short what, void *ud) {
@@ -531,6 +574,8 @@ static void standby_tick(evutil_socket_t fd, short what, void *ud) {
         }
         if (h->have_snapshot && (h->rep == NULL || !ctl_replica_synced(h->rep)))
             ctl_ha_step_down(h, "elected without a synced copy of the record");
+        if (drop_orphans(h, err, sizeof err) < 0)
+            ctl_ha_step_down(h, err);
         h->leader = true;
         event_base_loopbreak(h->base);
     }

@@ -29,7 +29,7 @@ typedef struct entry {
     size_t len;
 } entry_t;
 
-typedef enum { SLOT_IDLE = 0, SLOT_SENT, SLOT_WAITING, SLOT_DONE } slot_state_t;
+typedef enum { SLOT_IDLE = 0, SLOT_SENT, SLOT_DONE } slot_state_t;
 
 typedef struct slot {
     ctl_logw_t *w;
@@ -102,9 +102,8 @@ static void log_key(const ctl_logw_t *w, uint64_t index, char *out) {
 /* The transaction of entries first..last (see logw.h for its compares). */
 static void build(ctl_logw_t *w, slot_t *sl, uint64_t first, uint64_t last) {
     sbuf_t b = {0};
-    char fk[800], pk[800];
+    char fk[800];
     log_key(w, first, fk);
-    bool prev = first > w->durable + 1;
     puts_(&b, "{\"compare\":[{\"key\":\"");
     puts_(&b, w->leader_b64);
     puts_(&b, "\",\"target\":\"CREATE\",\"result\":\"EQUAL\",\"create_revision\":\"");
@@ -112,12 +111,6 @@ static void build(ctl_logw_t *w, slot_t *sl, uint64_t first, uint64_t last) {
     puts_(&b, "\"},{\"key\":\"");
     puts_(&b, fk);
     puts_(&b, "\",\"target\":\"CREATE\",\"result\":\"EQUAL\",\"create_revision\":\"0\"}");
-    if (prev) {
-        log_key(w, first - 1, pk);
-        puts_(&b, ",{\"key\":\"");
-        puts_(&b, pk);
-        puts_(&b, "\",\"target\":\"CREATE\",\"result\":\"GREATER\",\"create_revision\":\"0\"}");
-    }
     puts_(&b, "],\"success\":[");
     for (uint64_t i = first; i <= last; i++) {
         char k[800];
@@ -133,13 +126,7 @@ static void build(ctl_logw_t *w, slot_t *sl, uint64_t first, uint64_t last) {
     puts_(&b, fk);
     puts_(&b, "\"}},{\"request_range\":{\"key\":\"");
     puts_(&b, w->leader_b64);
-    puts_(&b, "\"}}");
-    if (prev) {
-        puts_(&b, ",{\"request_range\":{\"key\":\"");
-        puts_(&b, pk);
-        puts_(&b, "\",\"keys_only\":true}}");
-    }
-    puts_(&b, "]}");
+    puts_(&b, "\"}}]}");
     sl_free(sl->req);
     sl->req = b.p;
     sl->reqlen = b.len;
@@ -165,8 +152,8 @@ static json_t *range_kv(json_t *resp, size_t i) {
     return json_array_get(json_object_get(json_object_get(r, "response_range"), "kvs"), 0);
 }
 
-/* Judges a 200 answer to sl's transaction: the slot becomes DONE or
- * WAITING, or the leader steps down. */
+/* Judges a 200 answer to sl's transaction: the slot becomes DONE, or the
+ * leader steps down. */
 static void judge(ctl_logw_t *w, slot_t *sl, json_t *resp) {
     if (json_is_true(json_object_get(resp, "succeeded"))) {
         sl->state = SLOT_DONE;
@@ -186,13 +173,6 @@ static void judge(ctl_logw_t *w, slot_t *sl, json_t *resp) {
             return;
         }
         fail(w, "log entry %" PRIu64 " refused by etcd: another writer filled it", sl->first);
-    }
-    if (sl->first > 1 && json_array_size(json_object_get(resp, "responses")) == 3 &&
-        range_kv(resp, 2) == NULL) {
-        /* Arrived before its predecessor: again once that is durable. */
-        sl->state = SLOT_WAITING;
-        w->stats.reorders++;
-        return;
     }
     fail(w, "log entries %" PRIu64 "..%" PRIu64 " refused by etcd for no reason it shows",
          sl->first, sl->last);
@@ -219,8 +199,7 @@ static void retry(ctl_logw_t *w, slot_t *sl) {
 }
 
 
-/* Moves the durable mark over the transactions done in a row, and sends
- * again those that waited for it. */
+/* Moves the durable mark over the transactions done in a row. */
 static void advance(ctl_logw_t *w) {
     uint64_t was = w->durable;
     for (bool moved = true; moved;) {
@@ -261,20 +240,12 @@ static void start(ctl_logw_t *w, slot_t *sl) {
     event_add(sl->ev, NULL);
 }
 
-/* Sends what can go: transactions that waited for their predecessor,
- * then the entries waiting, on the idle connections. A start may finish
- * at once (a blocking retry), which can let more go: bounded rounds. */
+/* Sends the entries waiting on the idle connections. A start may finish
+ * at once (a blocking retry), which frees its connection: bounded rounds. */
 static void dispatch(ctl_logw_t *w) {
     for (int round = 0; round < 4 * CTL_LOGW_DEPTH_MAX; round++) {
         advance(w);
         bool started = false;
-        for (int i = 0; i < w->depth; i++) {
-            slot_t *sl = &w->slots[i];
-            if (sl->state == SLOT_WAITING && sl->first == w->durable + 1) {
-                start(w, sl);
-                started = true;
-            }
-        }
         for (int i = 0; i < w->depth && w->next <= w->last; i++) {
             slot_t *sl = &w->slots[i];
             if (sl->state != SLOT_IDLE)

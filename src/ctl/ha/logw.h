@@ -9,15 +9,18 @@
  * Entries appended while every connection has a transaction in flight go
  * together in the next transaction that starts (up to CTL_LOGW_BATCH).
  *
- * Every transaction of entries F..L compares: the leader key's
- * create_revision is our epoch (a deposed leader's write fails in etcd
- * itself); log/F does not exist (two writers never fill one index); and,
- * when F - 1 was not yet known durable as it was sent, log/F-1 exists. So
- * the log in etcd never has a gap, though transactions on different
- * connections may reach etcd out of order: one that arrives before its
- * predecessor is refused, and sent again once the predecessor is durable.
- * A refusal that shows log/F holding exactly our entry is an earlier try
- * that landed (a member that answered too late): written.
+ * Every transaction of entries F..L compares the leader key's
+ * create_revision with our epoch (a deposed leader's write fails in etcd
+ * itself) and that log/F does not exist (two writers never fill one
+ * index). Transactions on different connections may land in etcd out of
+ * order, so the log can have a gap for a moment (F+1 written, F still on
+ * its way): the durable mark only moves over entries without a gap
+ * before them, so nothing of F+1 leaves before F is in etcd; followers
+ * apply up to a gap and wait (ha.c); and a new leader deletes what lies
+ * after a gap that its predecessor left for good (those entries were
+ * never acknowledged). A refusal that shows log/F holding exactly our
+ * entry is an earlier try that landed (a member that answered too
+ * late): written.
  *
  * A transaction not answered within CTL_ETCD_MIN_TRY_MS, or whose
  * connection fails, is retried by a blocking call that tries every member
@@ -54,7 +57,6 @@ typedef struct ctl_logw_stats {
     uint64_t txns;       /* transactions that succeeded */
     uint64_t entries;    /* entries they wrote */
     uint64_t retries;    /* blocking retries (no answer in time, a failed connection) */
-    uint64_t reorders;   /* transactions refused for arriving before their predecessor */
 } ctl_logw_stats_t;
 
 /* A writer of the log under prefix for the leader of epoch, with depth

@@ -301,10 +301,6 @@ static void m_ha_retries(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only)
     ctl_buf_printf(b, "%s %llu\n", name, (unsigned long long)logw_stats(c).retries);
 }
 
-static void m_ha_reorders(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
-    ctl_buf_printf(b, "%s %llu\n", name, (unsigned long long)logw_stats(c).reorders);
-}
-
 /* ---- throughput, delays, fairness, allocation, fragmentation ---- */
 
 static void m_completed(ctl_t *c, ctl_buf_t *b, const char *name, int32_t only) {
@@ -707,9 +703,6 @@ static const metric_t metrics[] = {
     {"sluice_ha_log_retries_total", "counter",
      "Log writes retried on the next etcd member: no answer within 200 ms, or a failed connection (HA mode).",
      m_ha_retries, M_CLUSTER},
-    {"sluice_ha_log_reorders_total", "counter",
-     "Log writes that reached etcd before the one they follow, refused and sent again after it (HA mode).",
-     m_ha_reorders, M_CLUSTER},
     {"sluice_job_gpu_utilization_ratio", "gauge",
      "Mean GPU utilisation of a running job so far, over its GPUs and readings (agents' NVML).",
      m_job_gpu_util, M_TENANT},
