@@ -373,6 +373,11 @@ void ctl_etcd_close(ctl_etcd_t *e) {
     disconnect(e);
 }
 
+int ctl_etcd_connect(ctl_etcd_t *e, int timeout_ms) {
+    disconnect(e);
+    return connect_cur(e, mono_ms() + timeout_ms);
+}
+
 int ctl_etcd_post_text(ctl_etcd_t *e, const char *path, const char *txt, size_t len,
                        json_t **resp, int timeout_ms) {
     *resp = NULL;

@@ -66,6 +66,10 @@ int ctl_etcd_post_text(ctl_etcd_t *e, const char *path, const char *txt, size_t 
                        json_t **resp, int timeout_ms);
 /* Closes the connection (an answer still on its way is not read). */
 void ctl_etcd_close(ctl_etcd_t *e);
+/* Connects e->fd (non-blocking, TCP_NODELAY) to the current member within
+ * timeout_ms, for a client of another of its ports' protocols (etcdg.h).
+ * 0, or -1 with e->err. */
+int ctl_etcd_connect(ctl_etcd_t *e, int timeout_ms);
 /* Connects to the member at endpoint index cur next (after a call on
  * another connection found it answering). Can't fail. */
 void ctl_etcd_use(ctl_etcd_t *e, size_t cur);

@@ -439,52 +439,64 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
         rc = fall_back(h, h->applied + 1, snap, err, errlen);
         goto out;
     }
-    size_t i;
-    json_t *kv;
+    /* The entries up to the first gap, decoded, then applied in one
+     * transaction. */
+    size_t nk = json_array_size(kvs), ne = 0;
+    ctl_replica_entry_t *es = sl_xcalloc(nk ? nk : 1, sizeof *es);
+    void **bufs = sl_xcalloc(nk ? nk : 1, sizeof *bufs);
+    bool gap = false;
     rc = 0;
-    json_array_foreach(kvs, i, kv) {
-        size_t kn = 0, vn = 0;
+    for (size_t i = 0; i < nk; i++) {
+        json_t *kv = json_array_get(kvs, i);
+        size_t kn = 0;
         char *k = ctl_etcd_unb64(json_string_value(json_object_get(kv, "key")) ?: "", &kn);
         const char *slash = k ? strrchr(k, '/') : NULL;
         uint64_t idx = slash ? strtoull(slash + 1, NULL, 10) : 0;
         sl_free(k);
-        if (idx != h->applied + 1) {
-            if (has_snap && snap > h->applied) {
+        if (idx != h->applied + 1 + ne) {
+            if (ne == 0 && has_snap && snap > h->applied) {
                 /* Compacted under us: the snapshot covers it. */
                 rc = fall_back(h, h->applied + 1, snap, err, errlen);
-                goto out;
+                goto done;
             }
             /* A gap the snapshot does not cover: the leader's transactions
              * land out of order (logw.h), so the next entry is on its way
              * (or was left for good by a leader that died: the next one
              * deletes what follows it). Applied up to here. */
-            h->behind = (uint64_t)count - i;
-            rc = 0;
-            goto out;
+            gap = true;
+            break;
         }
-        uint64_t digest = 0;
-        const void *ch = NULL;
-        void *v = entry_decode(json_string_value(json_object_get(kv, "value")), &digest, &ch, &vn);
-        int ar = v ? ctl_replica_apply(h->rep, ch, vn, idx, digest, err, errlen) : -1;
-        sl_free(v);
-        if (ar == -2) {
-            /* This file went its own way (its entries after the record's
-             * last, as a leader that stepped down): rebuilt. */
-            discard_file(h, err);
-            rc = sync_base(h, err, errlen) < 0 ? -1 : 1;
-            goto out;
-        }
-        if (ar < 0) {
-            if (v == NULL)
-                snprintf(err, errlen, "log entry %" PRIu64 ": not an entry (base64 of a digest "
-                         "and changes)", idx);
+        es[ne].index = idx;
+        bufs[ne] = entry_decode(json_string_value(json_object_get(kv, "value")), &es[ne].digest,
+                                &es[ne].changes, &es[ne].len);
+        if (bufs[ne] == NULL) {
+            snprintf(err, errlen, "log entry %" PRIu64 ": not an entry (base64 of a digest and "
+                     "changes)", idx);
             rc = -1;
-            goto out;
+            goto done;
         }
-        h->applied = idx;
+        ne++;
     }
-    h->behind = (uint64_t)count - json_array_size(kvs);
-    rc = json_is_true(json_object_get(logr, "more")) ? 1 : 0;
+    int ar = ctl_replica_apply(h->rep, es, ne, err, errlen);
+    if (ar == -2) {
+        /* This file went its own way (its entries after the record's last,
+         * as a leader that stepped down): rebuilt. */
+        discard_file(h, err);
+        rc = sync_base(h, err, errlen) < 0 ? -1 : 1;
+        goto done;
+    }
+    if (ar < 0) {
+        rc = -1;
+        goto done;
+    }
+    h->applied = ctl_replica_index(h->rep);
+    h->behind = (uint64_t)count - ne;
+    rc = !gap && json_is_true(json_object_get(logr, "more")) ? 1 : 0;
+done:
+    for (size_t i = 0; i < ne; i++)
+        sl_free(bufs[i]);
+    sl_free(bufs);
+    sl_free(es);
 out:
     json_decref(resp);
     return rc;

@@ -4,9 +4,9 @@
  * mark that only moves over a run of entries without a hole.
  *
  * Workload: one append per group commit (a few thousand a second under
- * load), each transaction's request built by hand (no JSON tree: it is
- * the hot path of a durable submission) and its answer parsed by
- * jansson; the tick looks at depth connections.
+ * load), each transaction a protobuf TxnRequest on etcd's gRPC port
+ * (etcdg.h: no JSON or base64, no second hop inside etcd); the tick looks
+ * at depth connections.
  */
 #include <event2/event.h>
 #include <inttypes.h>
@@ -19,13 +19,12 @@
 
 #include "ha/logw.h"
 #include "ha/etcd.h"
+#include "ha/etcdg.h"
 
 #include "sluice/alloc.h"
 
-#define TXN_PATH "/v3/kv/txn"
-
 typedef struct entry {
-    char *b64;  /* the value, base64 */
+    unsigned char *v; /* the value */
     size_t len;
 } entry_t;
 
@@ -33,21 +32,21 @@ typedef enum { SLOT_IDLE = 0, SLOT_SENT, SLOT_DONE } slot_state_t;
 
 typedef struct slot {
     ctl_logw_t *w;
-    ctl_etcd_t etcd;
-    struct event *ev;      /* EV_READ on etcd.fd while SENT */
+    ctl_etcdg_t *g;
+    struct event *ev;      /* EV_READ on its connection while SENT */
     slot_state_t state;
     uint64_t first, last;  /* the entries of its transaction */
-    char *req;             /* the request, kept for a retry */
-    size_t reqlen;
+    ctl_pb_t req;          /* the TxnRequest, kept for a retry */
     int64_t sent_us;
 } slot_t;
 
 struct ctl_logw {
     struct event_base *base;
     ctl_logw_hooks_t hooks;
-    char leader_b64[700];  /* base64 of PREFIX "leader" */
+    char leader[600];      /* PREFIX "leader" */
+    size_t leader_len;
     char prefix[512];
-    char epoch[32];
+    uint64_t epoch;
     uint64_t durable;      /* every entry up to it is in etcd */
     uint64_t last;         /* the last appended */
     uint64_t next;         /* the first not yet in a transaction */
@@ -70,66 +69,63 @@ static entry_t *entry_at(ctl_logw_t *w, uint64_t index) {
 
 /* ---- the request ---- */
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-} sbuf_t;
+/* etcdserverpb's field numbers and enums (rpc.proto, kv.proto). */
+enum {
+    TXN_COMPARE = 1, TXN_SUCCESS = 2, TXN_FAILURE = 3,
+    CMP_RESULT = 1, CMP_TARGET = 2, CMP_KEY = 3, CMP_CREATE_REVISION = 5,
+    CMP_EQUAL = 0, CMP_TARGET_CREATE = 1,
+    OP_RANGE = 1, OP_PUT = 2,
+    PUT_KEY = 1, PUT_VALUE = 2, RANGE_KEY = 1,
+    TXNR_SUCCEEDED = 2, TXNR_RESPONSES = 3, OPR_RANGE = 1, RANGER_KVS = 2,
+    KV_CREATE_REVISION = 2, KV_VALUE = 5,
+};
 
-static void put(sbuf_t *b, const char *s, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        while (b->len + n + 1 > b->cap)
-            b->cap = b->cap ? 2 * b->cap : 4096;
-        b->p = sl_xrealloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
+static size_t log_key(const ctl_logw_t *w, uint64_t index, char *out, size_t n) {
+    return (size_t)snprintf(out, n, "%slog/%020" PRIu64, w->prefix, index);
 }
 
-static void puts_(sbuf_t *b, const char *s) {
-    put(b, s, strlen(s));
+/* Compare{key, target CREATE, result EQUAL, create_revision rev}. */
+static void put_compare(ctl_pb_t *txn, const char *key, size_t klen, uint64_t rev) {
+    ctl_pb_t c = {0};
+    ctl_pb_varint(&c, CMP_RESULT, CMP_EQUAL);
+    ctl_pb_varint(&c, CMP_TARGET, CMP_TARGET_CREATE);
+    ctl_pb_bytes(&c, CMP_KEY, key, klen);
+    ctl_pb_varint(&c, CMP_CREATE_REVISION, rev);
+    ctl_pb_msg(txn, TXN_COMPARE, &c);
+    ctl_pb_free(&c);
 }
 
-/* base64 of PREFIX log/%020u into out. */
-static void log_key(const ctl_logw_t *w, uint64_t index, char *out) {
-    char k[600];
-    int n = snprintf(k, sizeof k, "%slog/%020" PRIu64, w->prefix, index);
-    char *b = ctl_etcd_b64(k, (size_t)n);
-    strcpy(out, b);
-    sl_free(b);
+/* RequestOp{request_range{key}} as a failure op. */
+static void put_range(ctl_pb_t *txn, const char *key, size_t klen) {
+    ctl_pb_t r = {0}, op = {0};
+    ctl_pb_bytes(&r, RANGE_KEY, key, klen);
+    ctl_pb_msg(&op, OP_RANGE, &r);
+    ctl_pb_msg(txn, TXN_FAILURE, &op);
+    ctl_pb_free(&r);
+    ctl_pb_free(&op);
 }
 
 /* The transaction of entries first..last (see logw.h for its compares). */
 static void build(ctl_logw_t *w, slot_t *sl, uint64_t first, uint64_t last) {
-    sbuf_t b = {0};
-    char fk[800];
-    log_key(w, first, fk);
-    puts_(&b, "{\"compare\":[{\"key\":\"");
-    puts_(&b, w->leader_b64);
-    puts_(&b, "\",\"target\":\"CREATE\",\"result\":\"EQUAL\",\"create_revision\":\"");
-    puts_(&b, w->epoch);
-    puts_(&b, "\"},{\"key\":\"");
-    puts_(&b, fk);
-    puts_(&b, "\",\"target\":\"CREATE\",\"result\":\"EQUAL\",\"create_revision\":\"0\"}");
-    puts_(&b, "],\"success\":[");
+    ctl_pb_t *b = &sl->req;
+    b->len = 0;
+    char fk[600], k[600];
+    size_t fkn = log_key(w, first, fk, sizeof fk);
+    put_compare(b, w->leader, w->leader_len, w->epoch);
+    put_compare(b, fk, fkn, 0);
+    ctl_pb_t put = {0}, op = {0};
     for (uint64_t i = first; i <= last; i++) {
-        char k[800];
-        log_key(w, i, k);
         entry_t *e = entry_at(w, i);
-        puts_(&b, i == first ? "{\"request_put\":{\"key\":\"" : ",{\"request_put\":{\"key\":\"");
-        puts_(&b, k);
-        puts_(&b, "\",\"value\":\"");
-        put(&b, e->b64, e->len);
-        puts_(&b, "\"}}");
+        put.len = op.len = 0;
+        ctl_pb_bytes(&put, PUT_KEY, k, log_key(w, i, k, sizeof k));
+        ctl_pb_bytes(&put, PUT_VALUE, e->v, e->len);
+        ctl_pb_msg(&op, OP_PUT, &put);
+        ctl_pb_msg(b, TXN_SUCCESS, &op);
     }
-    puts_(&b, "],\"failure\":[{\"request_range\":{\"key\":\"");
-    puts_(&b, fk);
-    puts_(&b, "\"}},{\"request_range\":{\"key\":\"");
-    puts_(&b, w->leader_b64);
-    puts_(&b, "\"}}]}");
-    sl_free(sl->req);
-    sl->req = b.p;
-    sl->reqlen = b.len;
+    ctl_pb_free(&put);
+    ctl_pb_free(&op);
+    put_range(b, fk, fkn);
+    put_range(b, w->leader, w->leader_len);
     sl->first = first;
     sl->last = last;
 }
@@ -147,28 +143,96 @@ static void fail(ctl_logw_t *w, const char *fmt, ...) {
     abort(); /* the hook does not return */
 }
 
-static json_t *range_kv(json_t *resp, size_t i) {
-    json_t *r = json_array_get(json_object_get(resp, "responses"), i);
-    return json_array_get(json_object_get(json_object_get(r, "response_range"), "kvs"), 0);
+/* What a TxnResponse says: succeeded, and of its first two failure
+ * ranges (log/F and the leader key) whether each found its key, the
+ * first's value and the second's create_revision. */
+typedef struct answer {
+    bool succeeded, bad;
+    bool found[2];
+    const unsigned char *value;
+    size_t value_len;
+    uint64_t create_revision;
+} answer_t;
+
+static void read_kv(answer_t *a, size_t i, const unsigned char *p, size_t n) {
+    ctl_pbr_t r;
+    uint32_t f;
+    uint64_t v;
+    const unsigned char *d;
+    size_t dn;
+    a->found[i] = true;
+    ctl_pbr_init(&r, p, n);
+    while (ctl_pbr_next(&r, &f, &v, &d, &dn)) {
+        if (i == 0 && f == KV_VALUE) {
+            a->value = d;
+            a->value_len = dn;
+        } else if (i == 1 && f == KV_CREATE_REVISION) {
+            a->create_revision = v;
+        }
+    }
+    a->bad = a->bad || r.bad;
 }
 
-/* Judges a 200 answer to sl's transaction: the slot becomes DONE, or the
+static answer_t parse(const void *resp, size_t len) {
+    answer_t a = {0};
+    ctl_pbr_t r;
+    uint32_t f;
+    uint64_t v;
+    const unsigned char *d;
+    size_t dn, nresp = 0;
+    ctl_pbr_init(&r, resp, len);
+    while (ctl_pbr_next(&r, &f, &v, &d, &dn)) {
+        if (f == TXNR_SUCCEEDED) {
+            a.succeeded = v != 0;
+        } else if (f == TXNR_RESPONSES && nresp < 2) {
+            ctl_pbr_t op;
+            ctl_pbr_init(&op, d, dn);
+            uint32_t of;
+            uint64_t ov;
+            const unsigned char *od;
+            size_t odn;
+            while (ctl_pbr_next(&op, &of, &ov, &od, &odn)) {
+                if (of != OPR_RANGE)
+                    continue;
+                ctl_pbr_t rr;
+                ctl_pbr_init(&rr, od, odn);
+                uint32_t rf;
+                uint64_t rv;
+                const unsigned char *rd;
+                size_t rdn;
+                bool first_kv = true;
+                while (ctl_pbr_next(&rr, &rf, &rv, &rd, &rdn))
+                    if (rf == RANGER_KVS && first_kv) {
+                        read_kv(&a, nresp, rd, rdn);
+                        first_kv = false;
+                    }
+                a.bad = a.bad || rr.bad;
+            }
+            a.bad = a.bad || op.bad;
+            nresp++;
+        }
+    }
+    a.bad = a.bad || r.bad;
+    return a;
+}
+
+/* Judges a TxnResponse to sl's transaction: the slot becomes DONE, or the
  * leader steps down. */
-static void judge(ctl_logw_t *w, slot_t *sl, json_t *resp) {
-    if (json_is_true(json_object_get(resp, "succeeded"))) {
+static void judge(ctl_logw_t *w, slot_t *sl, const void *resp, size_t len) {
+    answer_t a = parse(resp, len);
+    if (a.bad)
+        fail(w, "log entries %" PRIu64 "..%" PRIu64 ": etcd's answer is not a TxnResponse",
+             sl->first, sl->last);
+    if (a.succeeded) {
         sl->state = SLOT_DONE;
         return;
     }
-    json_t *lkv = range_kv(resp, 1);
-    if (lkv == NULL || (uint64_t)ctl_etcd_int(lkv, "create_revision", 0) !=
-                           strtoull(w->epoch, NULL, 10))
+    if (!a.found[1] || a.create_revision != w->epoch)
         fail(w, "log entries %" PRIu64 "..%" PRIu64 " refused by etcd: the leader key is not "
-             "ours (epoch %s)", sl->first, sl->last, w->epoch);
-    json_t *ekv = range_kv(resp, 0);
-    if (ekv != NULL) {
-        const char *v = json_string_value(json_object_get(ekv, "value"));
+             "ours (epoch %" PRIu64 ")", sl->first, sl->last, w->epoch);
+    if (a.found[0]) {
         entry_t *e = entry_at(w, sl->first);
-        if (v && strlen(v) == e->len && memcmp(v, e->b64, e->len) == 0) {
+        if (a.value_len == e->len && memcmp(a.value, e->v, e->len) == 0) {
             sl->state = SLOT_DONE; /* an earlier try landed */
             return;
         }
@@ -184,20 +248,19 @@ static void retry(ctl_logw_t *w, slot_t *sl) {
     w->stats.retries++;
     if (sl->ev)
         event_del(sl->ev);
-    ctl_etcd_close(&sl->etcd);
+    ctl_etcdg_close(sl->g);
     int64_t left = w->hooks.left_ms(w->hooks.ud);
-    json_t *resp = NULL;
-    if (ctl_etcd_post_text(&sl->etcd, TXN_PATH, sl->req, sl->reqlen, &resp,
-                           left < 1 ? 1 : (int)left) < 0)
+    void *resp = NULL;
+    size_t rlen = 0;
+    if (ctl_etcdg_call(sl->g, sl->req.p, sl->req.len, &resp, &rlen, left < 1 ? 1 : (int)left) < 0)
         fail(w, "log entries %" PRIu64 "..%" PRIu64 " not written: %s", sl->first, sl->last,
-             sl->etcd.err);
-    judge(w, sl, resp);
-    json_decref(resp);
+             ctl_etcdg_err(sl->g));
+    judge(w, sl, resp, rlen);
+    sl_free(resp);
     for (int i = 0; i < w->depth; i++)
         if (w->slots[i].state != SLOT_SENT)
-            ctl_etcd_use(&w->slots[i].etcd, sl->etcd.cur);
+            ctl_etcdg_use(w->slots[i].g, ctl_etcdg_cur(sl->g));
 }
-
 
 /* Moves the durable mark over the transactions done in a row. */
 static void advance(ctl_logw_t *w) {
@@ -210,7 +273,7 @@ static void advance(ctl_logw_t *w) {
                 continue;
             size_t n = (size_t)(sl->last - sl->first + 1);
             for (size_t k = 0; k < n; k++)
-                sl_free(w->q[k].b64);
+                sl_free(w->q[k].v);
             memmove(w->q, w->q + n, (size_t)(w->last - sl->last) * sizeof *w->q);
             w->durable = sl->last;
             w->stats.txns++;
@@ -230,13 +293,13 @@ static void on_answer(evutil_socket_t fd, short what, void *ud);
 static void start(ctl_logw_t *w, slot_t *sl) {
     sl->sent_us = mono_us();
     sl->state = SLOT_SENT;
-    if (ctl_etcd_send(&sl->etcd, TXN_PATH, sl->req, sl->reqlen, 1000) < 0) {
+    if (ctl_etcdg_send(sl->g, sl->req.p, sl->req.len, 1000) < 0) {
         retry(w, sl);
         return;
     }
     if (sl->ev)
         event_free(sl->ev);
-    sl->ev = event_new(w->base, sl->etcd.fd, EV_READ, on_answer, sl);
+    sl->ev = event_new(w->base, ctl_etcdg_fd(sl->g), EV_READ, on_answer, sl);
     event_add(sl->ev, NULL);
 }
 
@@ -269,14 +332,15 @@ static void dispatch(ctl_logw_t *w) {
 /* sl's answer, read within the time left (the answer's first bytes are
  * there: the rest follows at once). */
 static void receive(ctl_logw_t *w, slot_t *sl, int timeout_ms) {
-    json_t *resp = NULL;
-    int rc = ctl_etcd_recv(&sl->etcd, TXN_PATH, &resp, timeout_ms);
+    void *resp = NULL;
+    size_t rlen = 0;
+    int rc = ctl_etcdg_recv(sl->g, &resp, &rlen, timeout_ms);
     if (sl->ev)
         event_del(sl->ev);
     if (rc == 0) {
         w->hooks.observe(w->hooks.ud, mono_us() - sl->sent_us);
-        judge(w, sl, resp);
-        json_decref(resp);
+        judge(w, sl, resp, rlen);
+        sl_free(resp);
         return;
     }
     retry(w, sl); /* no answer, or an error answer: every member in turn */
@@ -311,15 +375,11 @@ int ctl_logw_open(ctl_logw_t **out, struct event_base *base, const char *endpoin
     w->durable = w->last = durable;
     w->next = durable + 1;
     snprintf(w->prefix, sizeof w->prefix, "%s", prefix);
-    snprintf(w->epoch, sizeof w->epoch, "%" PRIu64, epoch);
-    char lk[600];
-    int n = snprintf(lk, sizeof lk, "%sleader", prefix);
-    char *b = ctl_etcd_b64(lk, (size_t)n);
-    snprintf(w->leader_b64, sizeof w->leader_b64, "%s", b);
-    sl_free(b);
+    w->epoch = epoch;
+    w->leader_len = (size_t)snprintf(w->leader, sizeof w->leader, "%sleader", prefix);
     for (int i = 0; i < depth; i++) {
         w->slots[i].w = w;
-        if (ctl_etcd_init(&w->slots[i].etcd, endpoints, err, errlen) < 0) {
+        if (ctl_etcdg_open(&w->slots[i].g, endpoints, err, errlen) < 0) {
             ctl_logw_close(w);
             return -1;
         }
@@ -335,11 +395,11 @@ void ctl_logw_close(ctl_logw_t *w) {
         slot_t *sl = &w->slots[i];
         if (sl->ev)
             event_free(sl->ev);
-        ctl_etcd_fini(&sl->etcd);
-        sl_free(sl->req);
+        ctl_etcdg_free(sl->g);
+        ctl_pb_free(&sl->req);
     }
     for (uint64_t i = w->durable + 1; i <= w->last; i++)
-        sl_free(entry_at(w, i)->b64);
+        sl_free(entry_at(w, i)->v);
     sl_free(w->q);
     sl_free(w);
 }
@@ -353,8 +413,9 @@ void ctl_logw_append(ctl_logw_t *w, uint64_t index, const void *val, size_t len)
         w->q = sl_xrealloc(w->q, w->qcap * sizeof *w->q);
     }
     entry_t *e = &w->q[n - 1];
-    e->b64 = ctl_etcd_b64(val, len);
-    e->len = strlen(e->b64);
+    e->v = sl_xmalloc(len ? len : 1);
+    memcpy(e->v, val, len);
+    e->len = len;
     w->last = index;
     dispatch(w);
 }

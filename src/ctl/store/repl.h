@@ -80,13 +80,20 @@ void ctl_replica_close(ctl_replica_t *r);
 uint64_t ctl_replica_index(const ctl_replica_t *r);
 uint64_t ctl_replica_digest(const ctl_replica_t *r);
 bool ctl_replica_synced(const ctl_replica_t *r);
-/* Applies the changes of log entry index (the next one), whose digest is
- * digest, in one transaction with the index and digest. 0; -2 with err
- * when the chain does not hold (ctl_store_repl_chain of this file's
- * digest and the changes is not digest: the file is not a state of the
- * record before this entry); -1 with err (the file unchanged). */
-int ctl_replica_apply(ctl_replica_t *r, const void *changes, size_t len, uint64_t index,
-                      uint64_t digest, char *err, size_t errlen);
+/* One log entry as read from the record. */
+typedef struct ctl_replica_entry {
+    const void *changes;
+    size_t len;
+    uint64_t index;   /* each the one after the previous (the file's + 1 first) */
+    uint64_t digest;  /* the log's digest after it */
+} ctl_replica_entry_t;
+/* Applies n log entries, in order, in one transaction with the last one's
+ * index and digest. 0; -2 with err when the chain does not hold
+ * (ctl_store_repl_chain of the digest before an entry and its changes is
+ * not its digest: the file is not a state of the record before it); -1
+ * with err. On an error the file is unchanged. */
+int ctl_replica_apply(ctl_replica_t *r, const ctl_replica_entry_t *e, size_t n, char *err,
+                      size_t errlen);
 /* Reads the log index and digest of a database image (a snapshot)
  * without opening it as a file: 0 with *index and *digest (0 when it has
  * none), or -1 with err. */

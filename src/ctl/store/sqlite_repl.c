@@ -11,8 +11,8 @@
  * A session reads the rows' new values when the changeset is made, so a
  * savepoint rolled back (an array refused half-way) leaves nothing in it.
  *
- * The standby's side: each changeset applied in one transaction with its
- * index (sqlite3changeset_apply; a conflict replaces the row, a missing
+ * The standby's side: the changesets of one read of the log applied in one
+ * transaction with the last index and digest (sqlite3changeset_apply; a conflict replaces the row, a missing
  * row is skipped: the leader's file is the truth), and snapshots (the
  * whole file, sqlite3_serialize) read and installed.
  *
@@ -305,32 +305,46 @@ static int on_conflict(void *ud, int kind, sqlite3_changeset_iter *it) {
     return SQLITE_CHANGESET_OMIT;
 }
 
-int ctl_replica_apply(ctl_replica_t *r, const void *changes, size_t len, uint64_t index,
-                      uint64_t digest, char *err, size_t errlen) {
-    if (ctl_store_repl_chain(r->digest, changes, len) != digest) {
-        snprintf(err, errlen, "log entry %llu does not follow this file's entry %llu (the log's "
-                 "digest differs): the file holds changes the record does not",
-                 (unsigned long long)index, (unsigned long long)r->index);
-        return -2;
+int ctl_replica_apply(ctl_replica_t *r, const ctl_replica_entry_t *e, size_t n, char *err,
+                      size_t errlen) {
+    uint64_t d = r->digest, at = r->index;
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].index != at + 1) {
+            snprintf(err, errlen, "log entry %llu applied after entry %llu",
+                     (unsigned long long)e[i].index, (unsigned long long)at);
+            return -1;
+        }
+        d = ctl_store_repl_chain(d, e[i].changes, e[i].len);
+        if (d != e[i].digest) {
+            snprintf(err, errlen, "log entry %llu does not follow this file's entry %llu (the "
+                     "log's digest differs): the file holds changes the record does not",
+                     (unsigned long long)e[i].index, (unsigned long long)at);
+            return -2;
+        }
+        at = e[i].index;
     }
+    if (n == 0)
+        return 0;
     if (sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
-    if (sqlite3changeset_apply(r->db, (int)len, (void *)changes, NULL, on_conflict, NULL) !=
-            SQLITE_OK ||
-        write_index(r->db, index, digest) < 0) {
-        snprintf(err, errlen, "log entry %llu: %s", (unsigned long long)index,
-                 sqlite3_errmsg(r->db));
-        (void)sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
-        return -1;
-    }
-    if (sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+    for (size_t i = 0; i < n; i++)
+        if (sqlite3changeset_apply(r->db, (int)e[i].len, (void *)e[i].changes, NULL, on_conflict,
+                                   NULL) != SQLITE_OK) {
+            snprintf(err, errlen, "log entry %llu: %s", (unsigned long long)e[i].index,
+                     sqlite3_errmsg(r->db));
+            (void)sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+            return -1;
+        }
+    if (write_index(r->db, at, d) < 0 || sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) !=
+                                              SQLITE_OK)
         goto fail;
-    r->index = index;
-    r->digest = digest;
+    r->index = at;
+    r->digest = d;
     r->synced = true;
     return 0;
 fail:
-    snprintf(err, errlen, "log entry %llu: %s", (unsigned long long)index, sqlite3_errmsg(r->db));
+    snprintf(err, errlen, "log entries %llu..%llu: %s", (unsigned long long)e[0].index,
+             (unsigned long long)at, sqlite3_errmsg(r->db));
     (void)sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
     return -1;
 }

@@ -1,0 +1,481 @@
+/*
+ * etcdg.c - KV.Txn over etcd's gRPC port (etcdg.h): an nghttp2 client
+ * session on one non-blocking socket, driven by hand (we write what it
+ * has to send, and hand it what we read), one stream at a time.
+ *
+ * A gRPC call is a POST to /etcdserverpb.KV/Txn with content-type
+ * application/grpc; its body and its answer's are one message each,
+ * framed as a byte (0: not compressed), a 4-byte big-endian length, then
+ * the protobuf. The status comes in the trailers (grpc-status, 0 for OK;
+ * grpc-message), or in the headers alone when the call failed at once.
+ */
+#include <errno.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ha/etcdg.h"
+#include "ha/etcd.h"
+
+#include "sluice/alloc.h"
+
+#define TXN_PATH "/etcdserverpb.KV/Txn"
+
+struct ctl_etcdg {
+    ctl_etcd_t e;            /* the endpoints, the socket, err */
+    nghttp2_session *h2;     /* NULL: not connected */
+    int32_t stream;          /* the call in flight (0: none) */
+    bool closed;             /* its stream ended */
+    uint32_t h2_error;       /* the stream's RST_STREAM code */
+    int http_status, grpc_status;
+    char grpc_message[200];
+    const unsigned char *out; /* the request's bytes not yet given to nghttp2 */
+    size_t out_len;
+    unsigned char *body;     /* the answer's bytes so far */
+    size_t body_len, body_cap;
+    bool io_error;           /* the socket failed inside a callback */
+};
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void seterr(ctl_etcdg_t *g, const char *fmt, const char *detail) {
+    int n = snprintf(g->e.err, sizeof g->e.err, "etcd %s:%d (gRPC): ", g->e.host[g->e.cur],
+                     g->e.port[g->e.cur]);
+    if (n >= 0 && (size_t)n < sizeof g->e.err)
+        snprintf(g->e.err + n, sizeof g->e.err - (size_t)n, fmt, detail);
+}
+
+/* ---- nghttp2's callbacks ---- */
+
+static ssize_t send_cb(nghttp2_session *s, const uint8_t *data, size_t len, int flags, void *ud) {
+    (void)s;
+    (void)flags;
+    ctl_etcdg_t *g = ud;
+    ssize_t w = send(g->e.fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w >= 0)
+        return w;
+    if (errno == EAGAIN || errno == EINTR)
+        return NGHTTP2_ERR_WOULDBLOCK;
+    g->io_error = true;
+    seterr(g, "send: %s", strerror(errno));
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+static ssize_t body_cb(nghttp2_session *s, int32_t stream, uint8_t *buf, size_t len,
+                       uint32_t *flags, nghttp2_data_source *src, void *ud) {
+    (void)s;
+    (void)stream;
+    (void)src;
+    ctl_etcdg_t *g = ud;
+    size_t n = g->out_len < len ? g->out_len : len;
+    memcpy(buf, g->out, n);
+    g->out += n;
+    g->out_len -= n;
+    if (g->out_len == 0)
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+static int header_cb(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *ud) {
+    (void)s;
+    (void)flags;
+    ctl_etcdg_t *g = ud;
+    if (f->hd.stream_id != g->stream)
+        return 0;
+    if (namelen == 7 && memcmp(name, ":status", 7) == 0)
+        g->http_status = atoi((const char *)value);
+    else if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0)
+        g->grpc_status = atoi((const char *)value);
+    else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0)
+        snprintf(g->grpc_message, sizeof g->grpc_message, "%.*s", (int)valuelen,
+                 (const char *)value);
+    return 0;
+}
+
+static int data_cb(nghttp2_session *s, uint8_t flags, int32_t stream, const uint8_t *data,
+                   size_t len, void *ud) {
+    (void)s;
+    (void)flags;
+    ctl_etcdg_t *g = ud;
+    if (stream != g->stream)
+        return 0;
+    if (g->body_len + len > g->body_cap) {
+        while (g->body_len + len > g->body_cap)
+            g->body_cap = g->body_cap ? 2 * g->body_cap : 4096;
+        g->body = sl_xrealloc(g->body, g->body_cap);
+    }
+    memcpy(g->body + g->body_len, data, len);
+    g->body_len += len;
+    return 0;
+}
+
+static int close_cb(nghttp2_session *s, int32_t stream, uint32_t code, void *ud) {
+    (void)s;
+    ctl_etcdg_t *g = ud;
+    if (stream == g->stream) {
+        g->closed = true;
+        g->h2_error = code;
+    }
+    return 0;
+}
+
+/* ---- the connection ---- */
+
+void ctl_etcdg_close(ctl_etcdg_t *g) {
+    if (g->h2)
+        nghttp2_session_del(g->h2);
+    g->h2 = NULL;
+    g->stream = 0;
+    ctl_etcd_close(&g->e);
+}
+
+/* A session on a new connection to the current member, its SETTINGS
+ * queued (sent with the first request). 0 or -1. */
+static int connect_h2(ctl_etcdg_t *g, int timeout_ms) {
+    if (ctl_etcd_connect(&g->e, timeout_ms) < 0)
+        return -1;
+    nghttp2_session_callbacks *cb;
+    if (nghttp2_session_callbacks_new(&cb) != 0) {
+        seterr(g, "%s", "out of memory");
+        ctl_etcdg_close(g);
+        return -1;
+    }
+    nghttp2_session_callbacks_set_send_callback(cb, send_cb);
+    nghttp2_session_callbacks_set_on_header_callback(cb, header_cb);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, data_cb);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, close_cb);
+    int rc = nghttp2_session_client_new(&g->h2, cb, g);
+    nghttp2_session_callbacks_del(cb);
+    if (rc != 0) {
+        g->h2 = NULL;
+        seterr(g, "%s", nghttp2_strerror(rc));
+        ctl_etcdg_close(g);
+        return -1;
+    }
+    /* No push; answers of up to 16 MiB without waiting for our window
+     * updates (a snapshot-sized answer never comes: these are txns). */
+    nghttp2_settings_entry iv[2] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 16 << 20}};
+    nghttp2_submit_settings(g->h2, NGHTTP2_FLAG_NONE, iv, 2);
+    nghttp2_session_set_local_window_size(g->h2, NGHTTP2_FLAG_NONE, 0, 16 << 20);
+    return 0;
+}
+
+/* Runs the session until done(g) or the deadline: writes what it has,
+ * reads what comes. 0, or -1 with err (the connection closed). */
+static int pump(ctl_etcdg_t *g, bool (*done)(const ctl_etcdg_t *), int64_t deadline_ms) {
+    unsigned char buf[16384];
+    for (;;) {
+        int rc = nghttp2_session_send(g->h2);
+        if (rc != 0 || g->io_error) {
+            if (!g->io_error)
+                seterr(g, "%s", nghttp2_strerror(rc));
+            goto fail;
+        }
+        if (done(g))
+            return 0;
+        int64_t left = deadline_ms - mono_ms();
+        if (left <= 0) {
+            seterr(g, "%s", "no answer within the timeout");
+            goto fail;
+        }
+        struct pollfd pfd = {.fd = g->e.fd, .events = POLLIN};
+        if (nghttp2_session_want_write(g->h2))
+            pfd.events |= POLLOUT;
+        int pr = poll(&pfd, 1, (int)left);
+        if (pr < 0 && errno != EINTR) {
+            seterr(g, "poll: %s", strerror(errno));
+            goto fail;
+        }
+        if (pr <= 0 || !(pfd.revents & (POLLIN | POLLERR | POLLHUP)))
+            continue;
+        ssize_t r = recv(g->e.fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (r == 0) {
+            seterr(g, "%s", "closed the connection");
+            goto fail;
+        }
+        if (r < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                continue;
+            seterr(g, "recv: %s", strerror(errno));
+            goto fail;
+        }
+        ssize_t m = nghttp2_session_mem_recv(g->h2, buf, (size_t)r);
+        if (m < 0) {
+            seterr(g, "%s", nghttp2_strerror((int)m));
+            goto fail;
+        }
+    }
+fail:
+    ctl_etcdg_close(g);
+    return -1;
+}
+
+static bool request_written(const ctl_etcdg_t *g) {
+    return g->out_len == 0 && !nghttp2_session_want_write(g->h2);
+}
+
+static bool stream_closed(const ctl_etcdg_t *g) {
+    return g->closed;
+}
+
+/* ---- the interface ---- */
+
+int ctl_etcdg_open(ctl_etcdg_t **out, const char *endpoints, char *err, size_t errlen) {
+    *out = NULL;
+    ctl_etcdg_t *g = sl_xcalloc(1, sizeof *g);
+    if (ctl_etcd_init(&g->e, endpoints, err, errlen) < 0) {
+        sl_free(g);
+        return -1;
+    }
+    *out = g;
+    return 0;
+}
+
+void ctl_etcdg_free(ctl_etcdg_t *g) {
+    if (g == NULL)
+        return;
+    ctl_etcdg_close(g);
+    ctl_etcd_fini(&g->e);
+    sl_free(g->body);
+    sl_free(g);
+}
+
+int ctl_etcdg_fd(const ctl_etcdg_t *g) {
+    return g->h2 ? g->e.fd : -1;
+}
+
+const char *ctl_etcdg_err(const ctl_etcdg_t *g) {
+    return g->e.err;
+}
+
+size_t ctl_etcdg_cur(const ctl_etcdg_t *g) {
+    return g->e.cur;
+}
+
+void ctl_etcdg_use(ctl_etcdg_t *g, size_t cur) {
+    if (cur >= g->e.n || cur == g->e.cur)
+        return;
+    ctl_etcdg_close(g);
+    g->e.cur = cur;
+}
+
+int ctl_etcdg_send(ctl_etcdg_t *g, const void *msg, size_t len, int timeout_ms) {
+    int64_t deadline = mono_ms() + timeout_ms;
+    if (g->h2 == NULL && connect_h2(g, timeout_ms) < 0)
+        return -1;
+    unsigned char *framed = sl_xmalloc(len + 5);
+    framed[0] = 0;
+    for (int i = 0; i < 4; i++)
+        framed[1 + i] = (unsigned char)(len >> (24 - 8 * i));
+    memcpy(framed + 5, msg, len);
+    char authority[300];
+    snprintf(authority, sizeof authority, "%s:%d", g->e.host[g->e.cur], g->e.port[g->e.cur]);
+#define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
+    nghttp2_nv hdrs[] = {NV(":method", "POST"), NV(":scheme", "http"), NV(":path", TXN_PATH),
+                         NV(":authority", authority), NV("content-type", "application/grpc"),
+                         NV("te", "trailers")};
+#undef NV
+    nghttp2_data_provider body = {.read_callback = body_cb};
+    g->out = framed;
+    g->out_len = len + 5;
+    g->closed = false;
+    g->h2_error = 0;
+    g->http_status = 0;
+    g->grpc_status = -1;
+    g->grpc_message[0] = '\0';
+    g->body_len = 0;
+    g->io_error = false;
+    int32_t id = nghttp2_submit_request(g->h2, NULL, hdrs, sizeof hdrs / sizeof hdrs[0], &body, g);
+    if (id < 0) {
+        seterr(g, "%s", nghttp2_strerror(id));
+        sl_free(framed);
+        ctl_etcdg_close(g);
+        return -1;
+    }
+    g->stream = id;
+    int rc = pump(g, request_written, deadline);
+    sl_free(framed);
+    g->out = NULL;
+    g->out_len = 0;
+    return rc;
+}
+
+int ctl_etcdg_recv(ctl_etcdg_t *g, void **resp, size_t *rlen, int timeout_ms) {
+    *resp = NULL;
+    *rlen = 0;
+    if (g->h2 == NULL || g->stream == 0) {
+        seterr(g, "%s", "no call in flight");
+        return -1;
+    }
+    if (pump(g, stream_closed, mono_ms() + timeout_ms) < 0)
+        return -1;
+    g->stream = 0;
+    if (g->grpc_status != 0) {
+        char what[260];
+        if (g->grpc_status > 0)
+            snprintf(what, sizeof what, "grpc-status %d: %s", g->grpc_status, g->grpc_message);
+        else
+            snprintf(what, sizeof what, "HTTP %d, stream error %u, no grpc-status",
+                     g->http_status, g->h2_error);
+        seterr(g, "%s", what);
+        return g->grpc_status > 0 ? -2 : -1;
+    }
+    if (g->body_len < 5 || g->body[0] != 0) {
+        seterr(g, "%s", g->body_len < 5 ? "an answer without its message"
+                                        : "a compressed answer, which was not asked for");
+        return -1;
+    }
+    size_t n = (size_t)g->body[1] << 24 | (size_t)g->body[2] << 16 | (size_t)g->body[3] << 8 |
+               g->body[4];
+    if (n != g->body_len - 5) {
+        seterr(g, "%s", "an answer whose length is not its frame's");
+        return -1;
+    }
+    *resp = sl_xmalloc(n ? n : 1);
+    memcpy(*resp, g->body + 5, n);
+    *rlen = n;
+    return 0;
+}
+
+int ctl_etcdg_call(ctl_etcdg_t *g, const void *msg, size_t len, void **resp, size_t *rlen,
+                   int timeout_ms) {
+    int64_t deadline = mono_ms() + timeout_ms;
+    int rc = -1;
+    for (size_t tries = 0; tries < g->e.n && mono_ms() < deadline; tries++) {
+        /* Each member a share of the time left, as ctl_etcd_post. */
+        int64_t now = mono_ms(), until = deadline;
+        size_t others = g->e.n - 1 - tries;
+        if (others > 0 && (deadline - now) / (int64_t)(others + 1) >= CTL_ETCD_MIN_TRY_MS)
+            until = now + (deadline - now) / (int64_t)(others + 1);
+        else if (others > 0 && deadline - now > CTL_ETCD_MIN_TRY_MS)
+            until = now + CTL_ETCD_MIN_TRY_MS;
+        int ms = (int)(until - now);
+        if (ctl_etcdg_send(g, msg, len, ms) == 0) {
+            rc = ctl_etcdg_recv(g, resp, rlen, (int)(until - mono_ms() > 1 ? until - mono_ms() : 1));
+            if (rc != -1)
+                break;
+        }
+        ctl_etcdg_close(g);
+        g->e.cur = (g->e.cur + 1) % g->e.n;
+    }
+    return rc == 0 ? 0 : -1;
+}
+
+/* ---- protobuf ---- */
+
+static void pb_put(ctl_pb_t *b, const void *p, size_t n) {
+    if (b->len + n > b->cap) {
+        while (b->len + n > b->cap)
+            b->cap = b->cap ? 2 * b->cap : 1024;
+        b->p = sl_xrealloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+}
+
+static void pb_raw_varint(ctl_pb_t *b, uint64_t v) {
+    unsigned char t[10];
+    size_t n = 0;
+    do {
+        t[n] = (unsigned char)(v & 0x7f);
+        v >>= 7;
+        if (v)
+            t[n] |= 0x80;
+        n++;
+    } while (v);
+    pb_put(b, t, n);
+}
+
+void ctl_pb_varint(ctl_pb_t *b, uint32_t field, uint64_t v) {
+    pb_raw_varint(b, (uint64_t)field << 3 | 0);
+    pb_raw_varint(b, v);
+}
+
+void ctl_pb_bytes(ctl_pb_t *b, uint32_t field, const void *p, size_t n) {
+    pb_raw_varint(b, (uint64_t)field << 3 | 2);
+    pb_raw_varint(b, n);
+    pb_put(b, p, n);
+}
+
+void ctl_pb_msg(ctl_pb_t *b, uint32_t field, const ctl_pb_t *m) {
+    ctl_pb_bytes(b, field, m->p, m->len);
+}
+
+void ctl_pb_free(ctl_pb_t *b) {
+    sl_free(b->p);
+    *b = (ctl_pb_t){0};
+}
+
+void ctl_pbr_init(ctl_pbr_t *r, const void *p, size_t n) {
+    r->p = p;
+    r->end = r->p + n;
+    r->bad = false;
+}
+
+static bool pbr_varint(ctl_pbr_t *r, uint64_t *v) {
+    *v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (r->p >= r->end)
+            return false;
+        unsigned char c = *r->p++;
+        *v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80))
+            return true;
+    }
+    return false;
+}
+
+bool ctl_pbr_next(ctl_pbr_t *r, uint32_t *field, uint64_t *v, const unsigned char **data,
+                  size_t *n) {
+    for (;;) {
+        if (r->p >= r->end)
+            return false;
+        uint64_t tag;
+        if (!pbr_varint(r, &tag))
+            goto bad;
+        *field = (uint32_t)(tag >> 3);
+        *data = NULL;
+        *n = 0;
+        *v = 0;
+        switch (tag & 7) {
+        case 0:
+            if (!pbr_varint(r, v))
+                goto bad;
+            return true;
+        case 2:
+            if (!pbr_varint(r, v) || *v > (uint64_t)(r->end - r->p))
+                goto bad;
+            *data = r->p;
+            *n = (size_t)*v;
+            r->p += *n;
+            return true;
+        case 1: /* 64-bit: skipped */
+            if (r->end - r->p < 8)
+                goto bad;
+            r->p += 8;
+            continue;
+        case 5: /* 32-bit: skipped */
+            if (r->end - r->p < 4)
+                goto bad;
+            r->p += 4;
+            continue;
+        default:
+            goto bad;
+        }
+    }
+bad:
+    r->bad = true;
+    return false;
+}

@@ -1,0 +1,84 @@
+/*
+ * etcdg.h - etcd's KV.Txn through its gRPC port (HTTP/2 over plain TCP
+ * with prior knowledge, protobuf messages; Debian's libnghttp2), for the
+ * leader's log writes (logw.h).
+ *
+ * Why not the JSON gateway (etcd.h) there: the gateway turns each request
+ * into a gRPC call to etcd itself over loopback (JSON and base64 both
+ * ways, a second connection), which costs etcd about twice the CPU of a
+ * gRPC caller's transaction (bench/RESULTS.md, "etcd by itself"); on
+ * machines that etcd shares, that CPU is the leader's. Every other call
+ * (lease, election, the followers' reads, snapshots) stays on the
+ * gateway: one a second or one per 100 ms.
+ *
+ * One connection, one call in flight at a time, every wait bounded by the
+ * call's time (poll on a non-blocking socket), as etcd.h. The protobuf
+ * writer and reader below are the few pieces of the wire format these
+ * messages need (varints and length-delimited fields).
+ */
+#ifndef SLUICE_CTL_HA_ETCDG_H
+#define SLUICE_CTL_HA_ETCDG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ctl_etcdg ctl_etcdg_t;
+
+/* A client of the members at endpoints (etcd.h's form), unconnected.
+ * *out NULL on failure: -1 with err naming the bad endpoint. */
+int ctl_etcdg_open(ctl_etcdg_t **out, const char *endpoints, char *err, size_t errlen);
+/* Closes the connection and frees; accepts NULL. */
+void ctl_etcdg_free(ctl_etcdg_t *g);
+/* The connection's descriptor (-1: none), why the last call failed, the
+ * member it talks to, and a member to use next (closing the connection
+ * when it is another). */
+int ctl_etcdg_fd(const ctl_etcdg_t *g);
+const char *ctl_etcdg_err(const ctl_etcdg_t *g);
+size_t ctl_etcdg_cur(const ctl_etcdg_t *g);
+void ctl_etcdg_use(ctl_etcdg_t *g, size_t cur);
+/* Closes the connection; a call in flight is forgotten. */
+void ctl_etcdg_close(ctl_etcdg_t *g);
+
+/* Starts a KV.Txn call of the TxnRequest msg (len bytes) on the current
+ * member, connecting first when needed: returns once it is written. 0,
+ * or -1 with the reason (the connection closed). */
+int ctl_etcdg_send(ctl_etcdg_t *g, const void *msg, size_t len, int timeout_ms);
+/* Reads the answer of the call in flight within timeout_ms: 0 with the
+ * TxnResponse in *resp (a new buffer, sl_free) of *rlen bytes; -2 when
+ * etcd answered with an error (grpc-status, quoted in ctl_etcdg_err); -1
+ * when it did not answer (the connection closed). */
+int ctl_etcdg_recv(ctl_etcdg_t *g, void **resp, size_t *rlen, int timeout_ms);
+/* Both, trying each member in turn within timeout_ms, as ctl_etcd_post:
+ * a member that does not answer gets its share of the time (at least
+ * CTL_ETCD_MIN_TRY_MS). 0, or -1 with the reason. */
+int ctl_etcdg_call(ctl_etcdg_t *g, const void *msg, size_t len, void **resp, size_t *rlen,
+                   int timeout_ms);
+
+/* ---- protobuf ---- */
+
+typedef struct ctl_pb {
+    unsigned char *p;
+    size_t len, cap;
+} ctl_pb_t;
+
+/* Appends field (wire type 0) of value v; field (wire type 2) of n bytes
+ * at p; field holding the message m (its bytes). Can't fail. */
+void ctl_pb_varint(ctl_pb_t *b, uint32_t field, uint64_t v);
+void ctl_pb_bytes(ctl_pb_t *b, uint32_t field, const void *p, size_t n);
+void ctl_pb_msg(ctl_pb_t *b, uint32_t field, const ctl_pb_t *m);
+void ctl_pb_free(ctl_pb_t *b);
+
+/* A reader over n bytes at p: ctl_pb_next gives the next field, its wire
+ * type's value in *v (a varint) or its bytes in *data, *n (length
+ * delimited); false at the end or on bytes that are not protobuf (*bad
+ * then set). Fixed-width fields are skipped. */
+typedef struct ctl_pbr {
+    const unsigned char *p, *end;
+    bool bad;
+} ctl_pbr_t;
+void ctl_pbr_init(ctl_pbr_t *r, const void *p, size_t n);
+bool ctl_pbr_next(ctl_pbr_t *r, uint32_t *field, uint64_t *v, const unsigned char **data,
+                  size_t *n);
+
+#endif
