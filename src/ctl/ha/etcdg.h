@@ -57,6 +57,22 @@ int ctl_etcdg_call(ctl_etcdg_t *g, const void *msg, size_t len, void **resp, siz
 
 /* ---- protobuf ---- */
 
+/* etcdserverpb's field numbers and enums (etcd 3.4's rpc.proto and
+ * kv.proto) for the messages of a Txn. */
+enum {
+    CTL_PB_TXN_COMPARE = 1, CTL_PB_TXN_SUCCESS = 2, CTL_PB_TXN_FAILURE = 3,
+    CTL_PB_CMP_RESULT = 1, CTL_PB_CMP_TARGET = 2, CTL_PB_CMP_KEY = 3,
+    CTL_PB_CMP_CREATE_REVISION = 5,
+    CTL_PB_CMP_EQUAL = 0, CTL_PB_CMP_TARGET_CREATE = 1,
+    CTL_PB_OP_RANGE = 1, CTL_PB_OP_PUT = 2,
+    CTL_PB_PUT_KEY = 1, CTL_PB_PUT_VALUE = 2,
+    CTL_PB_RANGE_KEY = 1, CTL_PB_RANGE_END = 2, CTL_PB_RANGE_LIMIT = 3,
+    CTL_PB_RANGE_SERIALIZABLE = 7,
+    CTL_PB_TXNR_SUCCEEDED = 2, CTL_PB_TXNR_RESPONSES = 3, CTL_PB_OPR_RANGE = 1,
+    CTL_PB_RANGER_KVS = 2, CTL_PB_RANGER_MORE = 3, CTL_PB_RANGER_COUNT = 4,
+    CTL_PB_KV_KEY = 1, CTL_PB_KV_CREATE_REVISION = 2, CTL_PB_KV_VALUE = 5,
+};
+
 typedef struct ctl_pb {
     unsigned char *p;
     size_t len, cap;

@@ -232,20 +232,29 @@ static int make_parent(const char *path, char *err, size_t errlen) {
     }
 }
 
-/* A log entry's value (base64): its digest and changes (a new buffer,
- * sl_free, that *changes points into). NULL when it is not one. */
-static void *entry_decode(const char *b64, uint64_t *digest, const void **changes, size_t *n) {
-    size_t vn = 0;
-    unsigned char *v = ctl_etcd_unb64(b64 ? b64 : "", &vn);
-    if (v == NULL || vn < 8) {
-        sl_free(v);
-        return NULL;
-    }
+/* A log entry's value: its digest and changes (pointing into v). false
+ * when it is not one. */
+static bool entry_split(const unsigned char *v, size_t n, uint64_t *digest, const void **changes,
+                        size_t *len) {
+    if (n < 8)
+        return false;
     *digest = 0;
     for (int i = 0; i < 8; i++)
         *digest = *digest << 8 | v[i];
     *changes = v + 8;
-    *n = vn - 8;
+    *len = n - 8;
+    return true;
+}
+
+/* The same of a value in base64 (the gateway's): a new buffer (sl_free)
+ * that *changes points into, or NULL. */
+static void *entry_decode(const char *b64, uint64_t *digest, const void **changes, size_t *n) {
+    size_t vn = 0;
+    unsigned char *v = ctl_etcd_unb64(b64 ? b64 : "", &vn);
+    if (v == NULL || !entry_split(v, vn, digest, changes, n)) {
+        sl_free(v);
+        return NULL;
+    }
     return v;
 }
 
@@ -366,20 +375,144 @@ static int sync_base(ctl_ha_t *h, char *err, size_t errlen) {
     }
 }
 
-/* The snapshot's index from a range answer of its meta key: true with
- * *index, false when there is none. */
-static bool snap_index_of(json_t *range, uint64_t *index) {
-    json_t *kv = json_array_get(json_object_get(range, "kvs"), 0);
-    size_t n = 0;
-    char *val = kv ? ctl_etcd_unb64(json_string_value(json_object_get(kv, "value")) ?: "", &n)
-                   : NULL;
-    json_t *j = val ? json_loadb(val, n, 0, NULL) : NULL;
-    sl_free(val);
-    bool ok = json_is_integer(json_object_get(j, "index"));
-    *index = ok ? (uint64_t)json_integer_value(json_object_get(j, "index")) : 0;
-    json_decref(j);
-    return ok;
+/* One read of the log after our entry and of the snapshot's meta, in one
+ * etcd transaction (one revision, so the two agree), over gRPC: the
+ * entries' keys and values point into the answer (buf). */
+typedef struct log_read {
+    void *buf;
+    struct {
+        const unsigned char *key, *val;
+        size_t klen, vlen;
+    } *kv;
+    size_t nkv, cap;
+    bool more;
+    int64_t count;
+    bool has_snap;      /* the meta key exists and names an index */
+    uint64_t snap;      /* its index */
+} log_read_t;
+
+static void log_read_free(log_read_t *r) {
+    sl_free(r->buf);
+    sl_free(r->kv);
 }
+
+/* The range answer d (n bytes) of response i into r. false: not protobuf. */
+static bool read_range(log_read_t *r, size_t i, const unsigned char *d, size_t n) {
+    ctl_pbr_t rr;
+    uint32_t f;
+    uint64_t v;
+    const unsigned char *p;
+    size_t pn;
+    ctl_pbr_init(&rr, d, n);
+    while (ctl_pbr_next(&rr, &f, &v, &p, &pn)) {
+        if (f == CTL_PB_RANGER_MORE && i == 0) {
+            r->more = v != 0;
+        } else if (f == CTL_PB_RANGER_COUNT && i == 0) {
+            r->count = (int64_t)v;
+        } else if (f == CTL_PB_RANGER_KVS) {
+            const unsigned char *key = NULL, *val = (const unsigned char *)"";
+            size_t klen = 0, vlen = 0;
+            ctl_pbr_t kr;
+            uint32_t kf;
+            uint64_t kv;
+            const unsigned char *kp;
+            size_t kpn;
+            ctl_pbr_init(&kr, p, pn);
+            while (ctl_pbr_next(&kr, &kf, &kv, &kp, &kpn)) {
+                if (kf == CTL_PB_KV_KEY) {
+                    key = kp;
+                    klen = kpn;
+                } else if (kf == CTL_PB_KV_VALUE) {
+                    val = kp;
+                    vlen = kpn;
+                }
+            }
+            if (kr.bad || key == NULL)
+                return false;
+            if (i == 1) {
+                json_t *j = json_loadb((const char *)val, vlen, 0, NULL);
+                r->has_snap = json_is_integer(json_object_get(j, "index"));
+                r->snap = r->has_snap ? (uint64_t)json_integer_value(json_object_get(j, "index")) : 0;
+                json_decref(j);
+                continue;
+            }
+            if (r->nkv == r->cap) {
+                r->cap = r->cap ? 2 * r->cap : 64;
+                r->kv = sl_xrealloc(r->kv, r->cap * sizeof *r->kv);
+            }
+            r->kv[r->nkv].key = key;
+            r->kv[r->nkv].klen = klen;
+            r->kv[r->nkv].val = val;
+            r->kv[r->nkv].vlen = vlen;
+            r->nkv++;
+        }
+    }
+    return !rr.bad;
+}
+
+/* Reads up to 256 entries from index from, and the snapshot's meta. 0 or
+ * -1 with err. */
+static int read_log(ctl_ha_t *h, uint64_t from, log_read_t *r, char *err, size_t errlen) {
+    *r = (log_read_t){0};
+    char fk[512], end[512], sk[512];
+    key(h, fk, sizeof fk, "log/%020" PRIu64, from);
+    key(h, end, sizeof end, "log0");
+    key(h, sk, sizeof sk, "snapshot");
+    ctl_pb_t txn = {0}, range = {0}, op = {0};
+    ctl_pb_bytes(&range, CTL_PB_RANGE_KEY, fk, strlen(fk));
+    ctl_pb_bytes(&range, CTL_PB_RANGE_END, end, strlen(end));
+    ctl_pb_varint(&range, CTL_PB_RANGE_LIMIT, 256);
+    ctl_pb_varint(&range, CTL_PB_RANGE_SERIALIZABLE, 1);
+    ctl_pb_msg(&op, CTL_PB_OP_RANGE, &range);
+    ctl_pb_msg(&txn, CTL_PB_TXN_SUCCESS, &op);
+    range.len = op.len = 0;
+    ctl_pb_bytes(&range, CTL_PB_RANGE_KEY, sk, strlen(sk));
+    ctl_pb_varint(&range, CTL_PB_RANGE_SERIALIZABLE, 1);
+    ctl_pb_msg(&op, CTL_PB_OP_RANGE, &range);
+    ctl_pb_msg(&txn, CTL_PB_TXN_SUCCESS, &op);
+    ctl_pb_free(&range);
+    ctl_pb_free(&op);
+    size_t len = 0;
+    int rc = ctl_etcdg_call(h->grpc, txn.p, txn.len, &r->buf, &len, CALL_MS);
+    ctl_pb_free(&txn);
+    if (rc < 0) {
+        snprintf(err, errlen, "etcd: log: %s", ctl_etcdg_err(h->grpc));
+        return -1;
+    }
+    ctl_pbr_t pr;
+    uint32_t f;
+    uint64_t v;
+    const unsigned char *p;
+    size_t pn, nresp = 0;
+    bool ok = false;
+    ctl_pbr_init(&pr, r->buf, len);
+    while (ctl_pbr_next(&pr, &f, &v, &p, &pn)) {
+        if (f == CTL_PB_TXNR_SUCCEEDED) {
+            ok = v != 0;
+        } else if (f == CTL_PB_TXNR_RESPONSES) {
+            ctl_pbr_t opr;
+            uint32_t of;
+            uint64_t ov;
+            const unsigned char *od;
+            size_t odn;
+            ctl_pbr_init(&opr, p, pn);
+            while (ctl_pbr_next(&opr, &of, &ov, &od, &odn))
+                if (of == CTL_PB_OPR_RANGE && !read_range(r, nresp, od, odn))
+                    opr.bad = true;
+            if (opr.bad)
+                pr.bad = true;
+            nresp++;
+        }
+    }
+    if (pr.bad || !ok || nresp != 2) {
+        snprintf(err, errlen, "etcd: log: an answer without its two ranges");
+        log_read_free(r);
+        *r = (log_read_t){0};
+        return -1;
+    }
+    return 0;
+}
+
 
 /* The entries after ours were deleted by a newer snapshot (at snap): the
  * file is replaced by it and the log followed from there. 1 or -1. */
@@ -409,54 +542,28 @@ static int fall_back(ctl_ha_t *h, uint64_t next, uint64_t snap, char *err, size_
 static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
     if (h->rep == NULL)
         return 0;
-    char from[512], end[512], sk[512];
-    key(h, from, sizeof from, "log/%020" PRIu64, h->applied + 1);
-    key(h, end, sizeof end, "log0");
-    key(h, sk, sizeof sk, "snapshot");
-    json_t *req = json_pack("{s:[],s:[{s:{s:o,s:o,s:i}},{s:{s:o}}]}", "compare", "success",
-                            "request_range", "key", ctl_etcd_key(from), "range_end",
-                            ctl_etcd_key(end), "limit", 256, "request_range", "key",
-                            ctl_etcd_key(sk)), *resp = NULL;
-    int rc = ctl_etcd_post(&h->etcd, "/v3/kv/txn", req, &resp, CALL_MS);
-    json_decref(req);
-    if (rc < 0) {
-        snprintf(err, errlen, "etcd: log: %s", h->etcd.err);
+    log_read_t lr;
+    if (read_log(h, h->applied + 1, &lr, err, errlen) < 0)
         return -1;
-    }
-    json_t *rs = json_object_get(resp, "responses");
-    json_t *logr = json_object_get(json_array_get(rs, 0), "response_range");
-    json_t *snapr = json_object_get(json_array_get(rs, 1), "response_range");
-    if (!json_is_true(json_object_get(resp, "succeeded")) || logr == NULL || snapr == NULL) {
-        snprintf(err, errlen, "etcd: log: an answer without its two ranges");
-        rc = -1;
+    int rc = 0;
+    if (lr.nkv == 0 && lr.has_snap && lr.snap > h->applied) {
+        rc = fall_back(h, h->applied + 1, lr.snap, err, errlen);
         goto out;
     }
-    uint64_t snap = 0;
-    bool has_snap = snap_index_of(snapr, &snap);
-    json_t *kvs = json_object_get(logr, "kvs");
-    int64_t count = ctl_etcd_int(logr, "count", 0);
-    if (json_array_size(kvs) == 0 && has_snap && snap > h->applied) {
-        rc = fall_back(h, h->applied + 1, snap, err, errlen);
-        goto out;
-    }
-    /* The entries up to the first gap, decoded, then applied in one
-     * transaction. */
-    size_t nk = json_array_size(kvs), ne = 0;
-    ctl_replica_entry_t *es = sl_xcalloc(nk ? nk : 1, sizeof *es);
-    void **bufs = sl_xcalloc(nk ? nk : 1, sizeof *bufs);
+    /* The entries up to the first gap, then applied in one transaction. */
+    ctl_replica_entry_t *es = sl_xcalloc(lr.nkv ? lr.nkv : 1, sizeof *es);
+    size_t ne = 0;
     bool gap = false;
-    rc = 0;
-    for (size_t i = 0; i < nk; i++) {
-        json_t *kv = json_array_get(kvs, i);
-        size_t kn = 0;
-        char *k = ctl_etcd_unb64(json_string_value(json_object_get(kv, "key")) ?: "", &kn);
-        const char *slash = k ? strrchr(k, '/') : NULL;
-        uint64_t idx = slash ? strtoull(slash + 1, NULL, 10) : 0;
-        sl_free(k);
+    for (size_t i = 0; i < lr.nkv; i++) {
+        const char *slash = memrchr(lr.kv[i].key, '/', lr.kv[i].klen);
+        uint64_t idx = 0;
+        for (const unsigned char *c = slash ? (const unsigned char *)slash + 1 : lr.kv[i].key;
+             c < lr.kv[i].key + lr.kv[i].klen && *c >= '0' && *c <= '9'; c++)
+            idx = idx * 10 + (uint64_t)(*c - '0');
         if (idx != h->applied + 1 + ne) {
-            if (ne == 0 && has_snap && snap > h->applied) {
+            if (ne == 0 && lr.has_snap && lr.snap > h->applied) {
                 /* Compacted under us: the snapshot covers it. */
-                rc = fall_back(h, h->applied + 1, snap, err, errlen);
+                rc = fall_back(h, h->applied + 1, lr.snap, err, errlen);
                 goto done;
             }
             /* A gap the snapshot does not cover: the leader's transactions
@@ -467,11 +574,10 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
             break;
         }
         es[ne].index = idx;
-        bufs[ne] = entry_decode(json_string_value(json_object_get(kv, "value")), &es[ne].digest,
-                                &es[ne].changes, &es[ne].len);
-        if (bufs[ne] == NULL) {
-            snprintf(err, errlen, "log entry %" PRIu64 ": not an entry (base64 of a digest and "
-                     "changes)", idx);
+        if (!entry_split(lr.kv[i].val, lr.kv[i].vlen, &es[ne].digest, &es[ne].changes,
+                         &es[ne].len)) {
+            snprintf(err, errlen, "log entry %" PRIu64 ": not an entry (a digest and changes)",
+                     idx);
             rc = -1;
             goto done;
         }
@@ -490,15 +596,12 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
         goto done;
     }
     h->applied = ctl_replica_index(h->rep);
-    h->behind = (uint64_t)count - ne;
-    rc = !gap && json_is_true(json_object_get(logr, "more")) ? 1 : 0;
+    h->behind = lr.count > (int64_t)ne ? (uint64_t)lr.count - ne : 0;
+    rc = !gap && lr.more ? 1 : 0;
 done:
-    for (size_t i = 0; i < ne; i++)
-        sl_free(bufs[i]);
-    sl_free(bufs);
     sl_free(es);
 out:
-    json_decref(resp);
+    log_read_free(&lr);
     return rc;
 }
 
@@ -659,7 +762,8 @@ int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg
                  "(SQLITE_ENABLE_SESSION), which HA mode needs");
         return -1;
     }
-    if (ctl_etcd_init(&h->etcd, cfg->endpoints, err, errlen) < 0)
+    if (ctl_etcd_init(&h->etcd, cfg->endpoints, err, errlen) < 0 ||
+        ctl_etcdg_open(&h->grpc, cfg->endpoints, err, errlen) < 0)
         return -1;
     revoke_previous(h);
     /* etcd out of reach (a partition, a member restarting) is no reason to
@@ -691,6 +795,8 @@ void ctl_ha_fini(ctl_ha_t *h) {
     h->rep = NULL;
     ctl_logw_close(h->logw);
     h->logw = NULL;
+    ctl_etcdg_free(h->grpc);
+    h->grpc = NULL;
     ctl_etcd_fini(&h->etcd);
 }
 

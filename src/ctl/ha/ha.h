@@ -41,6 +41,7 @@
 
 #include "base/obs.h"
 #include "ha/etcd.h"
+#include "ha/etcdg.h"
 #include "ha/logw.h"
 #include "ha/standby.h"
 #include "store/repl.h"
@@ -68,7 +69,8 @@ typedef struct ctl_ha_config {
 
 typedef struct ctl_ha {
     ctl_ha_config_t cfg;
-    ctl_etcd_t etcd;
+    ctl_etcd_t etcd;           /* the JSON gateway: lease, election, snapshots */
+    ctl_etcdg_t *grpc;         /* gRPC: a follower's reads of the log */
     struct event_base *base;
     struct event *tick_ev;
     int64_t lease_id;

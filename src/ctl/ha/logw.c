@@ -69,17 +69,6 @@ static entry_t *entry_at(ctl_logw_t *w, uint64_t index) {
 
 /* ---- the request ---- */
 
-/* etcdserverpb's field numbers and enums (rpc.proto, kv.proto). */
-enum {
-    TXN_COMPARE = 1, TXN_SUCCESS = 2, TXN_FAILURE = 3,
-    CMP_RESULT = 1, CMP_TARGET = 2, CMP_KEY = 3, CMP_CREATE_REVISION = 5,
-    CMP_EQUAL = 0, CMP_TARGET_CREATE = 1,
-    OP_RANGE = 1, OP_PUT = 2,
-    PUT_KEY = 1, PUT_VALUE = 2, RANGE_KEY = 1,
-    TXNR_SUCCEEDED = 2, TXNR_RESPONSES = 3, OPR_RANGE = 1, RANGER_KVS = 2,
-    KV_CREATE_REVISION = 2, KV_VALUE = 5,
-};
-
 static size_t log_key(const ctl_logw_t *w, uint64_t index, char *out, size_t n) {
     return (size_t)snprintf(out, n, "%slog/%020" PRIu64, w->prefix, index);
 }
@@ -87,20 +76,20 @@ static size_t log_key(const ctl_logw_t *w, uint64_t index, char *out, size_t n) 
 /* Compare{key, target CREATE, result EQUAL, create_revision rev}. */
 static void put_compare(ctl_pb_t *txn, const char *key, size_t klen, uint64_t rev) {
     ctl_pb_t c = {0};
-    ctl_pb_varint(&c, CMP_RESULT, CMP_EQUAL);
-    ctl_pb_varint(&c, CMP_TARGET, CMP_TARGET_CREATE);
-    ctl_pb_bytes(&c, CMP_KEY, key, klen);
-    ctl_pb_varint(&c, CMP_CREATE_REVISION, rev);
-    ctl_pb_msg(txn, TXN_COMPARE, &c);
+    ctl_pb_varint(&c, CTL_PB_CMP_RESULT, CTL_PB_CMP_EQUAL);
+    ctl_pb_varint(&c, CTL_PB_CMP_TARGET, CTL_PB_CMP_TARGET_CREATE);
+    ctl_pb_bytes(&c, CTL_PB_CMP_KEY, key, klen);
+    ctl_pb_varint(&c, CTL_PB_CMP_CREATE_REVISION, rev);
+    ctl_pb_msg(txn, CTL_PB_TXN_COMPARE, &c);
     ctl_pb_free(&c);
 }
 
 /* RequestOp{request_range{key}} as a failure op. */
 static void put_range(ctl_pb_t *txn, const char *key, size_t klen) {
     ctl_pb_t r = {0}, op = {0};
-    ctl_pb_bytes(&r, RANGE_KEY, key, klen);
-    ctl_pb_msg(&op, OP_RANGE, &r);
-    ctl_pb_msg(txn, TXN_FAILURE, &op);
+    ctl_pb_bytes(&r, CTL_PB_RANGE_KEY, key, klen);
+    ctl_pb_msg(&op, CTL_PB_OP_RANGE, &r);
+    ctl_pb_msg(txn, CTL_PB_TXN_FAILURE, &op);
     ctl_pb_free(&r);
     ctl_pb_free(&op);
 }
@@ -117,10 +106,10 @@ static void build(ctl_logw_t *w, slot_t *sl, uint64_t first, uint64_t last) {
     for (uint64_t i = first; i <= last; i++) {
         entry_t *e = entry_at(w, i);
         put.len = op.len = 0;
-        ctl_pb_bytes(&put, PUT_KEY, k, log_key(w, i, k, sizeof k));
-        ctl_pb_bytes(&put, PUT_VALUE, e->v, e->len);
-        ctl_pb_msg(&op, OP_PUT, &put);
-        ctl_pb_msg(b, TXN_SUCCESS, &op);
+        ctl_pb_bytes(&put, CTL_PB_PUT_KEY, k, log_key(w, i, k, sizeof k));
+        ctl_pb_bytes(&put, CTL_PB_PUT_VALUE, e->v, e->len);
+        ctl_pb_msg(&op, CTL_PB_OP_PUT, &put);
+        ctl_pb_msg(b, CTL_PB_TXN_SUCCESS, &op);
     }
     ctl_pb_free(&put);
     ctl_pb_free(&op);
@@ -163,10 +152,10 @@ static void read_kv(answer_t *a, size_t i, const unsigned char *p, size_t n) {
     a->found[i] = true;
     ctl_pbr_init(&r, p, n);
     while (ctl_pbr_next(&r, &f, &v, &d, &dn)) {
-        if (i == 0 && f == KV_VALUE) {
+        if (i == 0 && f == CTL_PB_KV_VALUE) {
             a->value = d;
             a->value_len = dn;
-        } else if (i == 1 && f == KV_CREATE_REVISION) {
+        } else if (i == 1 && f == CTL_PB_KV_CREATE_REVISION) {
             a->create_revision = v;
         }
     }
@@ -182,9 +171,9 @@ static answer_t parse(const void *resp, size_t len) {
     size_t dn, nresp = 0;
     ctl_pbr_init(&r, resp, len);
     while (ctl_pbr_next(&r, &f, &v, &d, &dn)) {
-        if (f == TXNR_SUCCEEDED) {
+        if (f == CTL_PB_TXNR_SUCCEEDED) {
             a.succeeded = v != 0;
-        } else if (f == TXNR_RESPONSES && nresp < 2) {
+        } else if (f == CTL_PB_TXNR_RESPONSES && nresp < 2) {
             ctl_pbr_t op;
             ctl_pbr_init(&op, d, dn);
             uint32_t of;
@@ -192,7 +181,7 @@ static answer_t parse(const void *resp, size_t len) {
             const unsigned char *od;
             size_t odn;
             while (ctl_pbr_next(&op, &of, &ov, &od, &odn)) {
-                if (of != OPR_RANGE)
+                if (of != CTL_PB_OPR_RANGE)
                     continue;
                 ctl_pbr_t rr;
                 ctl_pbr_init(&rr, od, odn);
@@ -202,7 +191,7 @@ static answer_t parse(const void *resp, size_t len) {
                 size_t rdn;
                 bool first_kv = true;
                 while (ctl_pbr_next(&rr, &rf, &rv, &rd, &rdn))
-                    if (rf == RANGER_KVS && first_kv) {
+                    if (rf == CTL_PB_RANGER_KVS && first_kv) {
                         read_kv(&a, nresp, rd, rdn);
                         first_kv = false;
                     }
