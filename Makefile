@@ -35,7 +35,7 @@ clean:
 deps:
 	apt-get update
 	apt-get install -y --no-install-recommends build-essential cmake pkg-config \
-	  libevent-dev libssl-dev libjansson-dev libyaml-dev libsqlite3-dev libnghttp2-dev \
+	  libevent-dev libssl-dev libjansson-dev libyaml-dev libsqlite3-dev libnghttp2-dev zlib1g-dev \
 	  libcmocka-dev python3-pytest python3-yaml valgrind openssl \
 	  glpk-utils python3-torch openmpi-bin podman runc busybox-static \
 	  chromium chromium-driver python3-selenium

@@ -58,6 +58,16 @@ static bool replies_hook(void *ud) {
     return ctl_http_flush(&d->http);
 }
 
+/* Before the flush's own work: what became durable since the last one. */
+static bool release_hook(void *ud) {
+    sluiced_t *d = ud;
+    if (d->c.ha == NULL)
+        return false; /* everything left in the flush that queued it */
+    ctl_ha_check(d->c.ha);
+    ctl_http_release(&d->http);
+    return ctl_agentport_release(&d->ap);
+}
+
 static bool agents_hook(void *ud) {
     sluiced_t *d = ud;
     if (d->c.ha)
@@ -532,7 +542,9 @@ int main(int argc, char **argv) {
     d->ap.step_ud = &d->steps;
     d->steps.send = ctl_agentport_send_line;
     d->steps.send_ud = &d->ap;
-    /* The flush's fixed order (loop.h): cycle, commit, replies, agents, trim. */
+    /* The flush's fixed order (loop.h): release, cycle, commit, replies,
+     * agents, trim. */
+    ctl_loop_hook(&d->loop, CTL_HOOK_RELEASE, release_hook, d);
     ctl_loop_hook(&d->loop, CTL_HOOK_CYCLE, ctl_jobs_cycle, c);
     /* CTL_HOOK_COMMIT: once the store is open, below. */
     ctl_loop_hook(&d->loop, CTL_HOOK_REPLIES, replies_hook, d);

@@ -5,7 +5,7 @@ test_ha_pipeline.py - the leader's pipelined commit (docs/ha.md
 A submission's 201 waits for its log entry to be in etcd (etcd stopped:
 no answer; resumed: the answer); many submissions at once with several
 transactions in flight leave a log in etcd without a gap, whose entries
-chain by their digests, and which the followers hold to the same digest; a
+(compressed) chain by their digests, and which the followers hold to the same digest; a
 member whose file holds an entry the record does not (as a leader that
 died with entries on their way) finds it at its start and rebuilds the
 file from the snapshot and the log; --commit-pipeline out of range is
@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 
 import pytest
 
@@ -162,9 +163,13 @@ def test_ha_pipelined_log_has_no_gap_and_chains(whole_log):
     entries = log_entries(etcd)
     idxs = [i for i, _ in entries]
     assert idxs == list(range(1, lm["index"] + 1)), idxs
+    # An entry: the digest (8 bytes), the changes' length (4), the changes
+    # compressed (zlib).
     d = 0
     for _, cur in entries:
-        d = chain(d, cur[8:])
+        changes = zlib.decompress(cur[12:])
+        assert len(changes) == int.from_bytes(cur[8:12], "big")
+        d = chain(d, changes)
         assert int.from_bytes(cur[:8], "big") == d
     assert signed(int.from_bytes(entries[-1][1][:8], "big")) == lm["digest"]
 

@@ -7,6 +7,8 @@
  * iteration, and calls the hooks that the upper layers registered at
  * start-up, in the fixed order of ctl_hook_stage_t:
  *
+ *   RELEASE  the outputs of earlier flushes that became durable since
+ *            (HA mode), before this flush's own work delays them;
  *   CYCLE    one scheduling cycle if anything changed (never on a tick);
  *   COMMIT   COMMIT of the iteration's transaction (group commit);
  *   REPLIES  only then the deferred HTTP replies and the event stream;
@@ -35,7 +37,8 @@ struct event_base;
 struct event;
 
 typedef enum ctl_hook_stage {
-    CTL_HOOK_CYCLE = 0,
+    CTL_HOOK_RELEASE = 0,
+    CTL_HOOK_CYCLE,
     CTL_HOOK_COMMIT,
     CTL_HOOK_REPLIES,
     CTL_HOOK_AGENTS,

@@ -38,7 +38,8 @@ struct ctl_etcdg {
     size_t out_len;
     unsigned char *body;     /* the answer's bytes so far */
     size_t body_len, body_cap;
-    bool io_error;           /* the socket failed inside a callback */
+    unsigned char *wbuf;     /* the frames nghttp2 made, written in one send */
+    size_t wlen, wcap;
 };
 
 static int64_t mono_ms(void) {
@@ -56,18 +57,45 @@ static void seterr(ctl_etcdg_t *g, const char *fmt, const char *detail) {
 
 /* ---- nghttp2's callbacks ---- */
 
+/* nghttp2's frames are gathered and written together after
+ * nghttp2_session_send (write_out): a request's HEADERS and DATA, and
+ * the acknowledgements, leave in one segment and one system call. */
 static ssize_t send_cb(nghttp2_session *s, const uint8_t *data, size_t len, int flags, void *ud) {
     (void)s;
     (void)flags;
     ctl_etcdg_t *g = ud;
-    ssize_t w = send(g->e.fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w >= 0)
-        return w;
-    if (errno == EAGAIN || errno == EINTR)
-        return NGHTTP2_ERR_WOULDBLOCK;
-    g->io_error = true;
-    seterr(g, "send: %s", strerror(errno));
-    return NGHTTP2_ERR_CALLBACK_FAILURE;
+    if (g->wlen + len > g->wcap) {
+        while (g->wlen + len > g->wcap)
+            g->wcap = g->wcap ? 2 * g->wcap : 16384;
+        g->wbuf = sl_xrealloc(g->wbuf, g->wcap);
+    }
+    memcpy(g->wbuf + g->wlen, data, len);
+    g->wlen += len;
+    return (ssize_t)len;
+}
+
+/* Writes what send_cb gathered, within the deadline. 0 or -1 with err. */
+static int write_out(ctl_etcdg_t *g, int64_t deadline_ms) {
+    size_t off = 0;
+    while (off < g->wlen) {
+        ssize_t w = send(g->e.fd, g->wbuf + off, g->wlen - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            off += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno != EAGAIN && errno != EINTR) {
+            seterr(g, "send: %s", strerror(errno));
+            return -1;
+        }
+        int64_t left = deadline_ms - mono_ms();
+        struct pollfd pfd = {.fd = g->e.fd, .events = POLLOUT};
+        if (left <= 0 || (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)) {
+            seterr(g, "%s", "send: no room within the timeout");
+            return -1;
+        }
+    }
+    g->wlen = 0;
+    return 0;
 }
 
 static ssize_t body_cb(nghttp2_session *s, int32_t stream, uint8_t *buf, size_t len,
@@ -137,6 +165,7 @@ void ctl_etcdg_close(ctl_etcdg_t *g) {
         nghttp2_session_del(g->h2);
     g->h2 = NULL;
     g->stream = 0;
+    g->wlen = 0;
     ctl_etcd_close(&g->e);
 }
 
@@ -178,11 +207,12 @@ static int pump(ctl_etcdg_t *g, bool (*done)(const ctl_etcdg_t *), int64_t deadl
     unsigned char buf[16384];
     for (;;) {
         int rc = nghttp2_session_send(g->h2);
-        if (rc != 0 || g->io_error) {
-            if (!g->io_error)
-                seterr(g, "%s", nghttp2_strerror(rc));
+        if (rc != 0) {
+            seterr(g, "%s", nghttp2_strerror(rc));
             goto fail;
         }
+        if (write_out(g, deadline_ms) < 0)
+            goto fail;
         if (done(g))
             return 0;
         int64_t left = deadline_ms - mono_ms();
@@ -191,8 +221,6 @@ static int pump(ctl_etcdg_t *g, bool (*done)(const ctl_etcdg_t *), int64_t deadl
             goto fail;
         }
         struct pollfd pfd = {.fd = g->e.fd, .events = POLLIN};
-        if (nghttp2_session_want_write(g->h2))
-            pfd.events |= POLLOUT;
         int pr = poll(&pfd, 1, (int)left);
         if (pr < 0 && errno != EINTR) {
             seterr(g, "poll: %s", strerror(errno));
@@ -249,6 +277,7 @@ void ctl_etcdg_free(ctl_etcdg_t *g) {
     ctl_etcdg_close(g);
     ctl_etcd_fini(&g->e);
     sl_free(g->body);
+    sl_free(g->wbuf);
     sl_free(g);
 }
 
@@ -296,7 +325,6 @@ int ctl_etcdg_send(ctl_etcdg_t *g, const void *msg, size_t len, int timeout_ms) 
     g->grpc_status = -1;
     g->grpc_message[0] = '\0';
     g->body_len = 0;
-    g->io_error = false;
     int32_t id = nghttp2_submit_request(g->h2, NULL, hdrs, sizeof hdrs / sizeof hdrs[0], &body, g);
     if (id < 0) {
         seterr(g, "%s", nghttp2_strerror(id));

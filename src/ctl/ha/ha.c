@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "ha/ha.h"
 #include "ha/snapshot.h"
@@ -232,30 +233,54 @@ static int make_parent(const char *path, char *err, size_t errlen) {
     }
 }
 
-/* A log entry's value: its digest and changes (pointing into v). false
- * when it is not one. */
-static bool entry_split(const unsigned char *v, size_t n, uint64_t *digest, const void **changes,
-                        size_t *len) {
-    if (n < 8)
+/* A log entry's value: the log's digest after it (8 bytes, big-endian),
+ * the length of its changes (4 bytes, big-endian), then the changes
+ * compressed (zlib, level 1: a submission's changeset shrinks about 4
+ * times, and etcd's work grows with the bytes it writes and serves). */
+#define ENTRY_HEAD 12
+#define ENTRY_MAX (256u << 20)
+
+static unsigned char *entry_pack(const void *changes, size_t len, uint64_t digest, size_t *n) {
+    uLongf zn = compressBound((uLong)len);
+    unsigned char *v = sl_xmalloc(ENTRY_HEAD + zn);
+    for (int i = 0; i < 8; i++)
+        v[i] = (unsigned char)(digest >> (56 - 8 * i));
+    for (int i = 0; i < 4; i++)
+        v[8 + i] = (unsigned char)(len >> (24 - 8 * i));
+    if (len > ENTRY_MAX || compress2(v + ENTRY_HEAD, &zn, changes, (uLong)len, 1) != Z_OK) {
+        sl_free(v);
+        return NULL;
+    }
+    *n = ENTRY_HEAD + zn;
+    return v;
+}
+
+/* The digest of an entry's value v (n bytes). false: it is not one. */
+static bool entry_digest(const unsigned char *v, size_t n, uint64_t *digest) {
+    if (n < ENTRY_HEAD)
         return false;
     *digest = 0;
     for (int i = 0; i < 8; i++)
         *digest = *digest << 8 | v[i];
-    *changes = v + 8;
-    *len = n - 8;
     return true;
 }
 
-/* The same of a value in base64 (the gateway's): a new buffer (sl_free)
- * that *changes points into, or NULL. */
-static void *entry_decode(const char *b64, uint64_t *digest, const void **changes, size_t *n) {
-    size_t vn = 0;
-    unsigned char *v = ctl_etcd_unb64(b64 ? b64 : "", &vn);
-    if (v == NULL || !entry_split(v, vn, digest, changes, n)) {
-        sl_free(v);
+/* The changes of an entry's value v (n bytes) as a new buffer (sl_free)
+ * of *len bytes, with its digest; NULL when it is not an entry. */
+static void *entry_unpack(const unsigned char *v, size_t n, uint64_t *digest, size_t *len) {
+    if (!entry_digest(v, n, digest))
+        return NULL;
+    uLongf raw = (uLongf)v[8] << 24 | (uLongf)v[9] << 16 | (uLongf)v[10] << 8 | v[11];
+    if (raw > ENTRY_MAX)
+        return NULL;
+    unsigned char *out = sl_xmalloc(raw ? raw : 1);
+    uLongf got = raw;
+    if (uncompress(out, &got, v + ENTRY_HEAD, (uLong)(n - ENTRY_HEAD)) != Z_OK || got != raw) {
+        sl_free(out);
         return NULL;
     }
-    return v;
+    *len = raw;
+    return out;
 }
 
 /* The local file holds entries that the record does not (a leader that
@@ -309,17 +334,18 @@ static int verify_file(ctl_ha_t *h, const ctl_ha_snapmeta_t *m) {
         return -1;
     json_t *kv = json_array_get(json_object_get(resp, "kvs"), 0);
     uint64_t theirs = 0;
-    const void *ch;
-    size_t n;
-    void *v = kv ? entry_decode(json_string_value(json_object_get(kv, "value")), &theirs, &ch, &n)
-                 : NULL;
+    size_t n = 0;
+    unsigned char *v = kv ? ctl_etcd_unb64(json_string_value(json_object_get(kv, "value")) ?: "",
+                                           &n)
+                          : NULL;
+    bool entry = v && entry_digest(v, n, &theirs);
     json_decref(resp);
     sl_free(v);
-    if (v != NULL && theirs == mine)
+    if (entry && theirs == mine)
         return 1;
     char why[160];
     snprintf(why, sizeof why, "its last entry %" PRIu64 " is %s", h->applied,
-             v ? "not the record's" : "not in the record");
+             entry ? "not the record's" : "not in the record");
     discard_file(h, why);
     return 0;
 }
@@ -552,6 +578,7 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
     }
     /* The entries up to the first gap, then applied in one transaction. */
     ctl_replica_entry_t *es = sl_xcalloc(lr.nkv ? lr.nkv : 1, sizeof *es);
+    void **bufs = sl_xcalloc(lr.nkv ? lr.nkv : 1, sizeof *bufs);
     size_t ne = 0;
     bool gap = false;
     for (size_t i = 0; i < lr.nkv; i++) {
@@ -574,13 +601,14 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
             break;
         }
         es[ne].index = idx;
-        if (!entry_split(lr.kv[i].val, lr.kv[i].vlen, &es[ne].digest, &es[ne].changes,
-                         &es[ne].len)) {
-            snprintf(err, errlen, "log entry %" PRIu64 ": not an entry (a digest and changes)",
-                     idx);
+        bufs[ne] = entry_unpack(lr.kv[i].val, lr.kv[i].vlen, &es[ne].digest, &es[ne].len);
+        if (bufs[ne] == NULL) {
+            snprintf(err, errlen, "log entry %" PRIu64 ": not an entry (a digest, a length and "
+                     "compressed changes)", idx);
             rc = -1;
             goto done;
         }
+        es[ne].changes = bufs[ne];
         ne++;
     }
     int ar = ctl_replica_apply(h->rep, es, ne, err, errlen);
@@ -599,6 +627,9 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
     h->behind = lr.count > (int64_t)ne ? (uint64_t)lr.count - ne : 0;
     rc = !gap && lr.more ? 1 : 0;
 done:
+    for (size_t i = 0; i < ne; i++)
+        sl_free(bufs[i]);
+    sl_free(bufs);
     sl_free(es);
 out:
     log_read_free(&lr);
@@ -843,11 +874,14 @@ int ctl_ha_standby(ctl_ha_t *h, char *err, size_t errlen) {
 static int ship(void *ud, const void *changes, size_t len, uint64_t index, uint64_t digest) {
     ctl_ha_t *h = ud;
     ctl_ha_check(h);
-    unsigned char *v = sl_xmalloc(len + 8);
-    for (int i = 0; i < 8; i++)
-        v[i] = (unsigned char)(digest >> (56 - 8 * i));
-    memcpy(v + 8, changes, len);
-    ctl_logw_append(h->logw, index, v, len + 8);
+    size_t n = 0;
+    unsigned char *v = entry_pack(changes, len, digest, &n);
+    if (v == NULL) {
+        sl_log(SL_LOG_ERROR, "ha", "log entry %" PRIu64 ": %zu bytes of changes cannot be "
+               "compressed", index, len);
+        return -1;
+    }
+    ctl_logw_append(h->logw, index, v, n);
     sl_free(v);
     h->applied = index;
     return 0;

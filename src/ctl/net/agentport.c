@@ -321,6 +321,12 @@ bool ctl_agentport_flush(void *ud) {
     return false;
 }
 
+bool ctl_agentport_release(void *ud) {
+    ctl_agentport_t *ap = ud;
+    release_held(ap, ctl_store_durable(ap->c->store));
+    return false;
+}
+
 /* ---- encode: every message the controller writes (through proto.h) ---- */
 
 /* Encodes m, stamped with the controller's epoch (every message to an

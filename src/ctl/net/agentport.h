@@ -81,6 +81,9 @@ void ctl_agentport_fini(ctl_agentport_t *ap);
  * the HA layer makes when durable advances). O(nodes queued + chunks
  * released). */
 bool ctl_agentport_flush(void *ud);
+/* The RELEASE hook's half for the agents: writes the held chunks whose
+ * tag is durable (nothing is tagged here). Returns false. */
+bool ctl_agentport_release(void *ud);
 /* Sends a log request to node's agent at once (ud is the agent port). 0,
  * SL_ENOENT when its agent is not connected, SL_EIO when it cannot be
  * written. The answer comes through logs_answer. */

@@ -412,6 +412,17 @@ void ctl_events_flush(ctl_events_t *ev) {
     drop_prefix(ev, ready, m);
 }
 
+void ctl_events_release(ctl_events_t *ev) {
+    uint64_t durable = ctl_store_durable(ev->c->store);
+    size_t ready = 0, m = 0;
+    while (m < ev->nmark && ev->mark[m].tag <= durable)
+        ready = ev->mark[m++].end;
+    if (ready > 0) {
+        publish(ev, ready);
+        drop_prefix(ev, ready, m);
+    }
+}
+
 /* ---- GET /v1/events ---- */
 
 static void reply_error(ctl_events_t *ev, struct evhttp_request *req, int status, const char *field,

@@ -63,6 +63,9 @@ void ctl_events_destroy(ctl_events_t *ev);
  * later flush. Outside HA mode durable equals seq: every change is
  * published at once. O(changes published x clients + changes held). */
 void ctl_events_flush(ctl_events_t *ev);
+/* Publishes the changes already marked whose mark is durable, marking
+ * nothing (the RELEASE hook, before COMMIT). */
+void ctl_events_release(ctl_events_t *ev);
 /* Answers GET /v1/events: starts the stream of req for the caller (admin:
  * every job; else only tenant's jobs; every token sees the nodes), from
  * the Last-Event-ID header or ?last_event_id=, with ?heartbeat=SECONDS.

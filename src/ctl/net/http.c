@@ -311,6 +311,22 @@ bool ctl_http_flush(void *ud) {
     return false;
 }
 
+bool ctl_http_release(void *ud) {
+    ctl_http_t *hs = ud;
+    uint64_t durable = ctl_store_durable(hs->c->store);
+    size_t n = 0;
+    while (n < hs->nreplies && hs->replies[n].tagged && hs->replies[n].tag <= durable) {
+        ctl_reply_t *r = &hs->replies[n++];
+        send_json(hs, r->req, r->status, &r->body); /* takes the body */
+    }
+    if (n > 0) {
+        memmove(hs->replies, hs->replies + n, (hs->nreplies - n) * sizeof *hs->replies);
+        hs->nreplies -= n;
+    }
+    ctl_events_release(hs->events);
+    return false;
+}
+
 /* At shutdown: the replies still held, whose change is not known to be
  * durable, are answered 503 (the client looks the job or secret up before
  * it retries). Sending also frees a request whose client already left. */

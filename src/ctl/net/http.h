@@ -63,6 +63,11 @@ void ctl_http_print_routes(void);
  * here, as before the gate. Returns false (held replies wait for a kick,
  * not for the next iteration). O(replies). */
 bool ctl_http_flush(void *ud);
+/* The loop's RELEASE hook's half for the API (run first in a flush,
+ * before COMMIT): sends the replies already tagged whose tag is durable,
+ * and publishes the event stream's changes likewise, tagging nothing.
+ * Returns false. O(replies released). */
+bool ctl_http_release(void *ud);
 /* An agent answered log request req (ud is the ctl_http_t; the arguments
  * as ctl_logs_answer_fn in agentport.h). Unknown req: ignored. */
 void ctl_http_logs_answer(void *ud, uint64_t req, const char *error, const char *data, size_t len,
