@@ -8,13 +8,14 @@ Both receive the same job submissions (POST /v1/jobs, 201 once durable)
 over C keep-alive connections from one client thread (bench/live/httpload.py),
 N requests each, after a warm-up of 500. HA mode: one etcd member on
 loopback (fsync on, Debian's etcd-server), three sluiced --ha members (the
-leader measured, two followers applying the log beside it), once for each
+leader measured, two followers applying the log beside it; --members 1:
+the leader alone, as when its standbys run elsewhere), once for each
 --pipeline value (the leader's --commit-pipeline: log transactions in
 flight; its loop does not wait for them, a reply waits for its entry).
 The rounds alternate single / HA so that all see the same machine load.
 
     /usr/bin/python3 bench/ha_submit.py [--n 10000] [--conns 8[,32]] [--rounds 3]
-                                        [--pipeline 1,2,4,8]
+                                        [--pipeline 1,2,4,8] [--members 3]
 
 Prints one JSON object: per connection count, mode and round the rate, p50
 and p99 latency; for HA also the leader's etcd transactions (its commit
@@ -91,13 +92,14 @@ def etcd_txn_ms(etcd, size, callers, n=300):
     return {"callers": callers, "p50_ms": r["p50_ms"], "txn_per_s": r["txn_per_s"]}
 
 
-def ha_round(n, conns, pipeline):
-    """One HA run: etcd, three members, the leader measured, with pipeline
-    log transactions in flight at most (--commit-pipeline)."""
+def ha_round(n, conns, pipeline, members):
+    """One HA run: etcd, members sluiced --ha (the leader measured, the
+    others following on the same cores), with pipeline log transactions in
+    flight at most (--commit-pipeline)."""
     with tempfile.TemporaryDirectory(prefix="ha-submit-") as tmp:
         etcd = hautil.Etcd(tmp).start()
-        ms = hautil.members(tmp, etcd, 3, extra=["--snapshot-every", "1000000",
-                                                 "--commit-pipeline", str(pipeline)])
+        ms = hautil.members(tmp, etcd, members, extra=["--snapshot-every", "1000000",
+                                                       "--commit-pipeline", str(pipeline)])
         try:
             for m in ms:
                 m.start()
@@ -113,6 +115,7 @@ def ha_round(n, conns, pipeline):
             txs = (metric(lead, "sluice_ha_commit_seconds_sum") or 0) - txs0
             subs = n + 500
             r["pipeline"] = pipeline
+            r["members"] = members
             r["etcd_txns"] = txns
             r["subs_per_txn"] = round(subs / txns, 2) if txns else None
             r["etcd_txn_mean_ms"] = round(1e3 * txs / txns, 3) if txns else None
@@ -137,11 +140,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pipeline", default="4",
                     help="HA: log transactions in flight (--commit-pipeline), comma-separated")
+    ap.add_argument("--members", type=int, default=3,
+                    help="HA: sluiced --ha members on this machine (1: the leader alone, as "
+                    "when its standbys run on machines of their own)")
 
     a = ap.parse_args()
     conns_list = [int(x) for x in a.conns.split(",")]
     pipes = [int(x) for x in a.pipeline.split(",")]
-    out = {"n": a.n, "load_before": os.getloadavg(), "by_conns": {}}
+    out = {"n": a.n, "members": a.members, "load_before": os.getloadavg(), "by_conns": {}}
     for conns in conns_list:
         out["by_conns"][conns] = {"single": []}
         for p in pipes:
@@ -157,7 +163,7 @@ def main():
                     one.stop()
             for p in pipes:
                 k = "ha_p%d" % p
-                o[k].append(ha_round(a.n, conns, p))
+                o[k].append(ha_round(a.n, conns, p, a.members))
                 print("round %d, %d conns: single %d/s, ha pipeline %d %d/s (%.1f subs/txn)" % (
                     rnd + 1, conns, o["single"][-1]["rate_per_s"], p, o[k][-1]["rate_per_s"],
                     o[k][-1]["subs_per_txn"] or 0), file=sys.stderr)

@@ -202,9 +202,12 @@ static int connect_h2(ctl_etcdg_t *g, int timeout_ms) {
 }
 
 /* Runs the session until done(g) or the deadline: writes what it has,
- * reads what comes. 0, or -1 with err (the connection closed). */
+ * reads what comes. 0, or -1 with err (the connection closed). With no
+ * deadline (-1) it does not wait: it reads what the socket holds and
+ * returns 1 when that was not enough. */
 static int pump(ctl_etcdg_t *g, bool (*done)(const ctl_etcdg_t *), int64_t deadline_ms) {
     unsigned char buf[16384];
+    bool nowait = deadline_ms < 0;
     for (;;) {
         int rc = nghttp2_session_send(g->h2);
         if (rc != 0) {
@@ -215,25 +218,29 @@ static int pump(ctl_etcdg_t *g, bool (*done)(const ctl_etcdg_t *), int64_t deadl
             goto fail;
         if (done(g))
             return 0;
-        int64_t left = deadline_ms - mono_ms();
-        if (left <= 0) {
-            seterr(g, "%s", "no answer within the timeout");
-            goto fail;
+        if (!nowait) {
+            int64_t left = deadline_ms - mono_ms();
+            if (left <= 0) {
+                seterr(g, "%s", "no answer within the timeout");
+                goto fail;
+            }
+            struct pollfd pfd = {.fd = g->e.fd, .events = POLLIN};
+            int pr = poll(&pfd, 1, (int)left);
+            if (pr < 0 && errno != EINTR) {
+                seterr(g, "poll: %s", strerror(errno));
+                goto fail;
+            }
+            if (pr <= 0 || !(pfd.revents & (POLLIN | POLLERR | POLLHUP)))
+                continue;
         }
-        struct pollfd pfd = {.fd = g->e.fd, .events = POLLIN};
-        int pr = poll(&pfd, 1, (int)left);
-        if (pr < 0 && errno != EINTR) {
-            seterr(g, "poll: %s", strerror(errno));
-            goto fail;
-        }
-        if (pr <= 0 || !(pfd.revents & (POLLIN | POLLERR | POLLHUP)))
-            continue;
         ssize_t r = recv(g->e.fd, buf, sizeof buf, MSG_DONTWAIT);
         if (r == 0) {
             seterr(g, "%s", "closed the connection");
             goto fail;
         }
         if (r < 0) {
+            if (errno == EAGAIN && nowait)
+                return 1; /* a frame of its own (a PING, SETTINGS): the answer later */
             if (errno == EAGAIN || errno == EINTR)
                 continue;
             seterr(g, "recv: %s", strerror(errno));
@@ -347,8 +354,9 @@ int ctl_etcdg_recv(ctl_etcdg_t *g, void **resp, size_t *rlen, int timeout_ms) {
         seterr(g, "%s", "no call in flight");
         return -1;
     }
-    if (pump(g, stream_closed, mono_ms() + timeout_ms) < 0)
-        return -1;
+    int pr = pump(g, stream_closed, timeout_ms > 0 ? mono_ms() + timeout_ms : -1);
+    if (pr != 0)
+        return pr;
     g->stream = 0;
     if (g->grpc_status != 0) {
         char what[260];
@@ -399,111 +407,4 @@ int ctl_etcdg_call(ctl_etcdg_t *g, const void *msg, size_t len, void **resp, siz
         g->e.cur = (g->e.cur + 1) % g->e.n;
     }
     return rc == 0 ? 0 : -1;
-}
-
-/* ---- protobuf ---- */
-
-static void pb_put(ctl_pb_t *b, const void *p, size_t n) {
-    if (b->len + n > b->cap) {
-        while (b->len + n > b->cap)
-            b->cap = b->cap ? 2 * b->cap : 1024;
-        b->p = sl_xrealloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->len, p, n);
-    b->len += n;
-}
-
-static void pb_raw_varint(ctl_pb_t *b, uint64_t v) {
-    unsigned char t[10];
-    size_t n = 0;
-    do {
-        t[n] = (unsigned char)(v & 0x7f);
-        v >>= 7;
-        if (v)
-            t[n] |= 0x80;
-        n++;
-    } while (v);
-    pb_put(b, t, n);
-}
-
-void ctl_pb_varint(ctl_pb_t *b, uint32_t field, uint64_t v) {
-    pb_raw_varint(b, (uint64_t)field << 3 | 0);
-    pb_raw_varint(b, v);
-}
-
-void ctl_pb_bytes(ctl_pb_t *b, uint32_t field, const void *p, size_t n) {
-    pb_raw_varint(b, (uint64_t)field << 3 | 2);
-    pb_raw_varint(b, n);
-    pb_put(b, p, n);
-}
-
-void ctl_pb_msg(ctl_pb_t *b, uint32_t field, const ctl_pb_t *m) {
-    ctl_pb_bytes(b, field, m->p, m->len);
-}
-
-void ctl_pb_free(ctl_pb_t *b) {
-    sl_free(b->p);
-    *b = (ctl_pb_t){0};
-}
-
-void ctl_pbr_init(ctl_pbr_t *r, const void *p, size_t n) {
-    r->p = p;
-    r->end = r->p + n;
-    r->bad = false;
-}
-
-static bool pbr_varint(ctl_pbr_t *r, uint64_t *v) {
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (r->p >= r->end)
-            return false;
-        unsigned char c = *r->p++;
-        *v |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80))
-            return true;
-    }
-    return false;
-}
-
-bool ctl_pbr_next(ctl_pbr_t *r, uint32_t *field, uint64_t *v, const unsigned char **data,
-                  size_t *n) {
-    for (;;) {
-        if (r->p >= r->end)
-            return false;
-        uint64_t tag;
-        if (!pbr_varint(r, &tag))
-            goto bad;
-        *field = (uint32_t)(tag >> 3);
-        *data = NULL;
-        *n = 0;
-        *v = 0;
-        switch (tag & 7) {
-        case 0:
-            if (!pbr_varint(r, v))
-                goto bad;
-            return true;
-        case 2:
-            if (!pbr_varint(r, v) || *v > (uint64_t)(r->end - r->p))
-                goto bad;
-            *data = r->p;
-            *n = (size_t)*v;
-            r->p += *n;
-            return true;
-        case 1: /* 64-bit: skipped */
-            if (r->end - r->p < 8)
-                goto bad;
-            r->p += 8;
-            continue;
-        case 5: /* 32-bit: skipped */
-            if (r->end - r->p < 4)
-                goto bad;
-            r->p += 4;
-            continue;
-        default:
-            goto bad;
-        }
-    }
-bad:
-    r->bad = true;
-    return false;
 }

@@ -12,9 +12,8 @@
  * gateway: one a second or one per 100 ms.
  *
  * One connection, one call in flight at a time, every wait bounded by the
- * call's time (poll on a non-blocking socket), as etcd.h. The protobuf
- * writer and reader below are the few pieces of the wire format these
- * messages need (varints and length-delimited fields).
+ * call's time (poll on a non-blocking socket), as etcd.h. The messages
+ * are written and read with pb.h.
  */
 #ifndef SLUICE_CTL_HA_ETCDG_H
 #define SLUICE_CTL_HA_ETCDG_H
@@ -22,6 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "ha/pb.h"
 
 typedef struct ctl_etcdg ctl_etcdg_t;
 
@@ -47,7 +48,9 @@ int ctl_etcdg_send(ctl_etcdg_t *g, const void *msg, size_t len, int timeout_ms);
 /* Reads the answer of the call in flight within timeout_ms: 0 with the
  * TxnResponse in *resp (a new buffer, sl_free) of *rlen bytes; -2 when
  * etcd answered with an error (grpc-status, quoted in ctl_etcdg_err); -1
- * when it did not answer (the connection closed). */
+ * when it did not answer (the connection closed). With timeout_ms 0 it
+ * does not wait (the descriptor was readable): 1 when what came was not
+ * the whole answer (etcd's PING or SETTINGS frames come on their own). */
 int ctl_etcdg_recv(ctl_etcdg_t *g, void **resp, size_t *rlen, int timeout_ms);
 /* Both, trying each member in turn within timeout_ms, as ctl_etcd_post:
  * a member that does not answer gets its share of the time (at least
@@ -72,29 +75,5 @@ enum {
     CTL_PB_RANGER_KVS = 2, CTL_PB_RANGER_MORE = 3, CTL_PB_RANGER_COUNT = 4,
     CTL_PB_KV_KEY = 1, CTL_PB_KV_CREATE_REVISION = 2, CTL_PB_KV_VALUE = 5,
 };
-
-typedef struct ctl_pb {
-    unsigned char *p;
-    size_t len, cap;
-} ctl_pb_t;
-
-/* Appends field (wire type 0) of value v; field (wire type 2) of n bytes
- * at p; field holding the message m (its bytes). Can't fail. */
-void ctl_pb_varint(ctl_pb_t *b, uint32_t field, uint64_t v);
-void ctl_pb_bytes(ctl_pb_t *b, uint32_t field, const void *p, size_t n);
-void ctl_pb_msg(ctl_pb_t *b, uint32_t field, const ctl_pb_t *m);
-void ctl_pb_free(ctl_pb_t *b);
-
-/* A reader over n bytes at p: ctl_pb_next gives the next field, its wire
- * type's value in *v (a varint) or its bytes in *data, *n (length
- * delimited); false at the end or on bytes that are not protobuf (*bad
- * then set). Fixed-width fields are skipped. */
-typedef struct ctl_pbr {
-    const unsigned char *p, *end;
-    bool bad;
-} ctl_pbr_t;
-void ctl_pbr_init(ctl_pbr_t *r, const void *p, size_t n);
-bool ctl_pbr_next(ctl_pbr_t *r, uint32_t *field, uint64_t *v, const unsigned char **data,
-                  size_t *n);
 
 #endif

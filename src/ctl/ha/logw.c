@@ -318,12 +318,17 @@ static void dispatch(ctl_logw_t *w) {
     advance(w);
 }
 
-/* sl's answer, read within the time left (the answer's first bytes are
- * there: the rest follows at once). */
+/* sl's answer, waited for timeout_ms; with 0, what its readable
+ * connection holds, and the event armed again when that is not yet the
+ * answer (etcd sends frames of its own: a PING on receiving data). */
 static void receive(ctl_logw_t *w, slot_t *sl, int timeout_ms) {
     void *resp = NULL;
     size_t rlen = 0;
     int rc = ctl_etcdg_recv(sl->g, &resp, &rlen, timeout_ms);
+    if (rc == 1) {
+        event_add(sl->ev, NULL);
+        return;
+    }
     if (sl->ev)
         event_del(sl->ev);
     if (rc == 0) {
@@ -342,7 +347,7 @@ static void on_answer(evutil_socket_t fd, short what, void *ud) {
     ctl_logw_t *w = sl->w;
     if (sl->state != SLOT_SENT)
         return;
-    receive(w, sl, 1000);
+    receive(w, sl, 0);
     dispatch(w);
 }
 
