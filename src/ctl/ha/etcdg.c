@@ -385,6 +385,17 @@ int ctl_etcdg_recv(ctl_etcdg_t *g, void **resp, size_t *rlen, int timeout_ms) {
     return 0;
 }
 
+static bool never(const ctl_etcdg_t *g) {
+    (void)g;
+    return false;
+}
+
+int ctl_etcdg_drain(ctl_etcdg_t *g) {
+    if (g->h2 == NULL)
+        return -1;
+    return pump(g, never, -1) == 1 ? 0 : -1;
+}
+
 int ctl_etcdg_call(ctl_etcdg_t *g, const void *msg, size_t len, void **resp, size_t *rlen,
                    int timeout_ms) {
     int64_t deadline = mono_ms() + timeout_ms;

@@ -52,6 +52,10 @@ int ctl_etcdg_send(ctl_etcdg_t *g, const void *msg, size_t len, int timeout_ms);
  * does not wait (the descriptor was readable): 1 when what came was not
  * the whole answer (etcd's PING or SETTINGS frames come on their own). */
 int ctl_etcdg_recv(ctl_etcdg_t *g, void **resp, size_t *rlen, int timeout_ms);
+/* Reads and handles what an idle connection holds (etcd's PING or
+ * SETTINGS frames), without waiting. 0, or -1 when the connection closed
+ * (it is closed here too). */
+int ctl_etcdg_drain(ctl_etcdg_t *g);
 /* Both, trying each member in turn within timeout_ms, as ctl_etcd_post:
  * a member that does not answer gets its share of the time (at least
  * CTL_ETCD_MIN_TRY_MS). 0, or -1 with the reason. */

@@ -33,7 +33,8 @@ typedef enum { SLOT_IDLE = 0, SLOT_SENT, SLOT_DONE } slot_state_t;
 typedef struct slot {
     ctl_logw_t *w;
     ctl_etcdg_t *g;
-    struct event *ev;      /* EV_READ on its connection while SENT */
+    struct event *ev;      /* EV_READ|EV_PERSIST on its connection, ev_fd */
+    int ev_fd;
     slot_state_t state;
     uint64_t first, last;  /* the entries of its transaction */
     ctl_pb_t req;          /* the TxnRequest, kept for a retry */
@@ -233,11 +234,17 @@ static void judge(ctl_logw_t *w, slot_t *sl, const void *resp, size_t len) {
 
 /* The blocking retry of sl's transaction on every member in turn (the
  * lease's time left); then the others use the member that answered. */
+/* The connection's read event goes with it. */
+static void close_conn(slot_t *sl) {
+    if (sl->ev)
+        event_free(sl->ev);
+    sl->ev = NULL;
+    ctl_etcdg_close(sl->g);
+}
+
 static void retry(ctl_logw_t *w, slot_t *sl) {
     w->stats.retries++;
-    if (sl->ev)
-        event_del(sl->ev);
-    ctl_etcdg_close(sl->g);
+    close_conn(sl);
     int64_t left = w->hooks.left_ms(w->hooks.ud);
     void *resp = NULL;
     size_t rlen = 0;
@@ -246,9 +253,12 @@ static void retry(ctl_logw_t *w, slot_t *sl) {
              ctl_etcdg_err(sl->g));
     judge(w, sl, resp, rlen);
     sl_free(resp);
+    size_t cur = ctl_etcdg_cur(sl->g);
     for (int i = 0; i < w->depth; i++)
-        if (w->slots[i].state != SLOT_SENT)
-            ctl_etcdg_use(w->slots[i].g, ctl_etcdg_cur(sl->g));
+        if (w->slots[i].state != SLOT_SENT && ctl_etcdg_cur(w->slots[i].g) != cur) {
+            close_conn(&w->slots[i]);
+            ctl_etcdg_use(w->slots[i].g, cur);
+        }
 }
 
 /* Moves the durable mark over the transactions done in a row. */
@@ -286,10 +296,17 @@ static void start(ctl_logw_t *w, slot_t *sl) {
         retry(w, sl);
         return;
     }
-    if (sl->ev)
-        event_free(sl->ev);
-    sl->ev = event_new(w->base, ctl_etcdg_fd(sl->g), EV_READ, on_answer, sl);
-    event_add(sl->ev, NULL);
+    /* One event for the connection's life: no epoll_ctl per transaction. */
+    int fd = ctl_etcdg_fd(sl->g);
+    /* Every path that closes the connection frees the event first
+     * (close_conn), so a connection made since has none. */
+    if (sl->ev == NULL || sl->ev_fd != fd) {
+        if (sl->ev)
+            event_free(sl->ev);
+        sl->ev = event_new(w->base, fd, EV_READ | EV_PERSIST, on_answer, sl);
+        sl->ev_fd = fd;
+        event_add(sl->ev, NULL);
+    }
 }
 
 /* Sends the entries waiting on the idle connections. A start may finish
@@ -325,12 +342,8 @@ static void receive(ctl_logw_t *w, slot_t *sl, int timeout_ms) {
     void *resp = NULL;
     size_t rlen = 0;
     int rc = ctl_etcdg_recv(sl->g, &resp, &rlen, timeout_ms);
-    if (rc == 1) {
-        event_add(sl->ev, NULL);
-        return;
-    }
-    if (sl->ev)
-        event_del(sl->ev);
+    if (rc == 1)
+        return; /* the persistent event brings the rest */
     if (rc == 0) {
         w->hooks.observe(w->hooks.ud, mono_us() - sl->sent_us);
         judge(w, sl, resp, rlen);
@@ -345,8 +358,12 @@ static void on_answer(evutil_socket_t fd, short what, void *ud) {
     (void)what;
     slot_t *sl = ud;
     ctl_logw_t *w = sl->w;
-    if (sl->state != SLOT_SENT)
+    if (sl->state != SLOT_SENT) {
+        /* Between transactions: etcd's own frames, or its close. */
+        if (ctl_etcdg_drain(sl->g) < 0)
+            close_conn(sl);
         return;
+    }
     receive(w, sl, 0);
     dispatch(w);
 }

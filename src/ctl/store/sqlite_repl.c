@@ -53,12 +53,20 @@ struct ctl_replica {
 };
 
 uint64_t ctl_store_repl_chain(uint64_t prev, const void *changes, size_t n) {
+    /* The digest and its context, made once (OpenSSL 3 looks the
+     * algorithm up at every EVP_sha256 init otherwise): the store is the
+     * loop thread's alone. */
+    static EVP_MD *sha256;
+    static EVP_MD_CTX *ctx;
     unsigned char head[8], md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     for (int i = 0; i < 8; i++)
         head[i] = (unsigned char)(prev >> (56 - 8 * i));
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1 ||
+    if (sha256 == NULL)
+        sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+    if (ctx == NULL)
+        ctx = EVP_MD_CTX_new();
+    if (sha256 == NULL || ctx == NULL || EVP_DigestInit_ex(ctx, sha256, NULL) != 1 ||
         EVP_DigestUpdate(ctx, head, sizeof head) != 1 ||
         EVP_DigestUpdate(ctx, changes, n) != 1 || EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 ||
         mdlen < 8) {
@@ -66,7 +74,6 @@ uint64_t ctl_store_repl_chain(uint64_t prev, const void *changes, size_t n) {
         sl_log(SL_LOG_ERROR, "store", "SHA-256 failed; exiting");
         exit(3);
     }
-    EVP_MD_CTX_free(ctx);
     uint64_t d = 0;
     for (int i = 0; i < 8; i++)
         d = d << 8 | md[i];
