@@ -300,6 +300,10 @@ size_t ctl_etcdg_cur(const ctl_etcdg_t *g) {
     return g->e.cur;
 }
 
+size_t ctl_etcdg_members(const ctl_etcdg_t *g) {
+    return g->e.n;
+}
+
 void ctl_etcdg_use(ctl_etcdg_t *g, size_t cur) {
     if (cur >= g->e.n || cur == g->e.cur)
         return;

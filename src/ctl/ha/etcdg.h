@@ -37,6 +37,7 @@ void ctl_etcdg_free(ctl_etcdg_t *g);
 int ctl_etcdg_fd(const ctl_etcdg_t *g);
 const char *ctl_etcdg_err(const ctl_etcdg_t *g);
 size_t ctl_etcdg_cur(const ctl_etcdg_t *g);
+size_t ctl_etcdg_members(const ctl_etcdg_t *g);
 void ctl_etcdg_use(ctl_etcdg_t *g, size_t cur);
 /* Closes the connection; a call in flight is forgotten. */
 void ctl_etcdg_close(ctl_etcdg_t *g);

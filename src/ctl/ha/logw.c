@@ -56,6 +56,8 @@ struct ctl_logw {
     int depth;
     slot_t slots[CTL_LOGW_DEPTH_MAX];
     ctl_logw_stats_t stats;
+    bool answered;         /* a blocking retry found a member that answers: */
+    size_t answered_cur;   /* that member, where the next retry starts */
 };
 
 static int64_t mono_us(void) {
@@ -244,7 +246,15 @@ static void close_conn(slot_t *sl) {
 
 static void retry(ctl_logw_t *w, slot_t *sl) {
     w->stats.retries++;
+    /* The member that did not answer is tried last: the retry starts at
+     * the member the last retry found answering (the other transactions
+     * that were in flight on the silent one time out one after the
+     * other), else at the next one. */
+    size_t bad = ctl_etcdg_cur(sl->g);
     close_conn(sl);
+    ctl_etcdg_use(sl->g, w->answered && w->answered_cur != bad
+                             ? w->answered_cur
+                             : (bad + 1) % ctl_etcdg_members(sl->g));
     int64_t left = w->hooks.left_ms(w->hooks.ud);
     void *resp = NULL;
     size_t rlen = 0;
@@ -254,6 +264,8 @@ static void retry(ctl_logw_t *w, slot_t *sl) {
     judge(w, sl, resp, rlen);
     sl_free(resp);
     size_t cur = ctl_etcdg_cur(sl->g);
+    w->answered = true;
+    w->answered_cur = cur;
     for (int i = 0; i < w->depth; i++)
         if (w->slots[i].state != SLOT_SENT && ctl_etcdg_cur(w->slots[i].g) != cur) {
             close_conn(&w->slots[i]);
