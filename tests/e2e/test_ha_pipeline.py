@@ -228,6 +228,36 @@ def test_ha_file_with_entries_the_record_lacks_is_rebuilt(group, how):
     assert body["id"] in file_jobs(fol)
 
 
+def test_ha_file_past_a_gap_in_the_record_is_rebuilt(whole_log):
+    """A leader that died with entry N-1 on its way and N landed leaves the
+    record a gap; its own file holds N-1 and N, and the record's N (its
+    write) carries the digest of that file's history. At its next start
+    the member must not take its file for a state of the record: it counts
+    the record's entries up to its index. Made here by deleting N-1 from
+    the record while a member whose file holds N is stopped."""
+    etcd, ms = whole_log
+    lead = hautil.wait_leader(ms)
+    for i in range(6):
+        st, _ = lead.request("POST", "/v1/jobs", dict(SPEC, name="g%d" % i),
+                             token=lead.token("alice"))
+        assert st == 201
+    fol = [m for m in ms if m is not lead][0]
+    lm = meta(lead)
+    n = lm["index"]
+    harness.wait_for(lambda: meta(fol).get("index") == n, timeout=20,
+                     what="the follower at the leader's index")
+    fol.stop()
+    r = etcd.call("/v3/kv/deleterange", {"key": b64("/sluice/log/%020d" % (n - 1))})
+    assert int(r.get("deleted", 0)) == 1, r
+    fol.start()
+    harness.wait_for(lambda: "the record holds %d of the %d entries" % (n - 1, n) in fol.log(),
+                     timeout=20, what="the member counting the record's entries")
+    assert "replacing it with the snapshot and the log" in fol.log()
+    # Rebuilt from the snapshot (index 0) and the log, up to the gap.
+    harness.wait_for(lambda: meta(fol).get("index") == n - 2, timeout=20,
+                     what="the rebuilt file stopping before the gap")
+
+
 def test_ha_commit_pipeline_out_of_range_is_refused(build_dir):
     for bad in ("0", "9", "x"):
         r = subprocess.run([os.path.join(build_dir, "sluiced"), "--ha", "--commit-pipeline", bad],

@@ -38,18 +38,16 @@ static void test_pb_large_values_and_fields(void **state) {
     assert_int_equal(b.len, sizeof want);
     assert_memory_equal(b.p, want, sizeof want);
     ctl_pbr_t r;
-    uint32_t f;
-    uint64_t v;
-    const unsigned char *d;
-    size_t n;
+    ctl_pbf_t f;
     ctl_pbr_init(&r, b.p, b.len);
-    assert_true(ctl_pbr_next(&r, &f, &v, &d, &n));
-    assert_int_equal(f, 5);
-    assert_true(v == UINT64_MAX);
-    assert_true(ctl_pbr_next(&r, &f, &v, &d, &n));
-    assert_int_equal(f, 64);
-    assert_int_equal(v, 0);
-    assert_false(ctl_pbr_next(&r, &f, &v, &d, &n));
+    assert_true(ctl_pbr_next(&r, &f));
+    assert_int_equal(f.num, 5);
+    assert_true(f.v == UINT64_MAX);
+    assert_null(f.data);
+    assert_true(ctl_pbr_next(&r, &f));
+    assert_int_equal(f.num, 64);
+    assert_int_equal(f.v, 0);
+    assert_false(ctl_pbr_next(&r, &f));
     assert_false(r.bad);
     ctl_pb_free(&b);
     SL_ASSERT_NO_LEAKS();
@@ -70,34 +68,27 @@ static void test_pb_nested_message_round_trip(void **state) {
     assert_int_equal(txn.len, sizeof want);
     assert_memory_equal(txn.p, want, sizeof want);
     ctl_pbr_t r, in;
-    uint32_t f;
-    uint64_t v;
-    const unsigned char *d;
-    size_t n;
+    ctl_pbf_t f, g[4];
     ctl_pbr_init(&r, txn.p, txn.len);
-    assert_true(ctl_pbr_next(&r, &f, &v, &d, &n));
-    assert_int_equal(f, 1);
-    assert_int_equal(n, 9);
-    ctl_pbr_init(&in, d, n);
-    uint32_t fields[4];
-    uint64_t vals[4];
+    assert_true(ctl_pbr_next(&r, &f));
+    assert_int_equal(f.num, 1);
+    assert_int_equal(f.len, 9);
+    ctl_pbr_init(&in, f.data, f.len);
     int k = 0;
-    while (k < 4 && ctl_pbr_next(&in, &fields[k], &vals[k], &d, &n)) {
-        if (fields[k] == 3) {
-            assert_int_equal(n, 1);
-            assert_memory_equal(d, "k", 1);
-        }
+    while (k < 4 && ctl_pbr_next(&in, &g[k]))
         k++;
-    }
     assert_int_equal(k, 4);
     assert_false(in.bad);
-    assert_int_equal(fields[0], 1);
-    assert_int_equal(vals[0], 0);
-    assert_int_equal(fields[1], 2);
-    assert_int_equal(vals[1], 1);
-    assert_int_equal(fields[3], 5);
-    assert_int_equal(vals[3], 7);
-    assert_false(ctl_pbr_next(&r, &f, &v, &d, &n));
+    assert_int_equal(g[0].num, 1);
+    assert_int_equal(g[0].v, 0);
+    assert_int_equal(g[1].num, 2);
+    assert_int_equal(g[1].v, 1);
+    assert_int_equal(g[2].num, 3);
+    assert_int_equal(g[2].len, 1);
+    assert_memory_equal(g[2].data, "k", 1);
+    assert_int_equal(g[3].num, 5);
+    assert_int_equal(g[3].v, 7);
+    assert_false(ctl_pbr_next(&r, &f));
     ctl_pb_free(&cmp);
     ctl_pb_free(&txn);
     SL_ASSERT_NO_LEAKS();
@@ -110,15 +101,12 @@ static void test_pb_reader_skips_fixed_width(void **state) {
                                         0x15, 1, 2, 3, 4,             /* field 2, 32-bit */
                                         0x18, 0x2a};                  /* field 3 = 42 */
     ctl_pbr_t r;
-    uint32_t f;
-    uint64_t v;
-    const unsigned char *d;
-    size_t n;
+    ctl_pbf_t f;
     ctl_pbr_init(&r, msg, sizeof msg);
-    assert_true(ctl_pbr_next(&r, &f, &v, &d, &n));
-    assert_int_equal(f, 3);
-    assert_int_equal(v, 42);
-    assert_false(ctl_pbr_next(&r, &f, &v, &d, &n));
+    assert_true(ctl_pbr_next(&r, &f));
+    assert_int_equal(f.num, 3);
+    assert_int_equal(f.v, 42);
+    assert_false(ctl_pbr_next(&r, &f));
     assert_false(r.bad);
 }
 
@@ -133,23 +121,15 @@ static void test_pb_reader_refuses_what_is_not_protobuf(void **state) {
     static const unsigned char group[] = {0x0b, 0x00};
     const unsigned char *cases[] = {overlong, cut, cutfixed, group};
     size_t lens[] = {sizeof overlong, sizeof cut, sizeof cutfixed, sizeof group};
+    ctl_pbr_t r;
+    ctl_pbf_t f;
     for (size_t i = 0; i < 4; i++) {
-        ctl_pbr_t r;
-        uint32_t f;
-        uint64_t v;
-        const unsigned char *d;
-        size_t n;
         ctl_pbr_init(&r, cases[i], lens[i]);
-        assert_false(ctl_pbr_next(&r, &f, &v, &d, &n));
+        assert_false(ctl_pbr_next(&r, &f));
         assert_true(r.bad);
     }
-    ctl_pbr_t r;
-    uint32_t f;
-    uint64_t v;
-    const unsigned char *d;
-    size_t n;
     ctl_pbr_init(&r, "", 0); /* empty: the end, not an error */
-    assert_false(ctl_pbr_next(&r, &f, &v, &d, &n));
+    assert_false(ctl_pbr_next(&r, &f));
     assert_false(r.bad);
 }
 

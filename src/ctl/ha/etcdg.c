@@ -423,3 +423,89 @@ int ctl_etcdg_call(ctl_etcdg_t *g, const void *msg, size_t len, void **resp, siz
     }
     return rc == 0 ? 0 : -1;
 }
+
+/* ---- a TxnResponse ---- */
+
+/* A KeyValue message into kv. false: not protobuf. */
+static bool read_kv(ctl_etcdg_kv_t *kv, const ctl_pbf_t *m) {
+    ctl_pbr_t r;
+    ctl_pbf_t f;
+    *kv = (ctl_etcdg_kv_t){.key = (const unsigned char *)"", .value = (const unsigned char *)""};
+    ctl_pbr_init(&r, m->data, m->len);
+    while (ctl_pbr_next(&r, &f)) {
+        if (f.num == CTL_PB_KV_KEY && f.data) {
+            kv->key = f.data;
+            kv->klen = f.len;
+        } else if (f.num == CTL_PB_KV_VALUE && f.data) {
+            kv->value = f.data;
+            kv->vlen = f.len;
+        } else if (f.num == CTL_PB_KV_CREATE_REVISION) {
+            kv->create_revision = f.v;
+        }
+    }
+    return !r.bad;
+}
+
+/* A ResponseOp message: its RangeResponse (if any) into rg. */
+static bool read_op(ctl_etcdg_range_t *rg, const ctl_pbf_t *m) {
+    ctl_pbr_t op, rr;
+    ctl_pbf_t f, g;
+    size_t cap = 0;
+    ctl_pbr_init(&op, m->data, m->len);
+    while (ctl_pbr_next(&op, &f)) {
+        if (f.num != CTL_PB_OPR_RANGE || f.data == NULL)
+            continue;
+        ctl_pbr_init(&rr, f.data, f.len);
+        while (ctl_pbr_next(&rr, &g)) {
+            if (g.num == CTL_PB_RANGER_MORE) {
+                rg->more = g.v != 0;
+            } else if (g.num == CTL_PB_RANGER_COUNT) {
+                rg->count = (int64_t)g.v;
+            } else if (g.num == CTL_PB_RANGER_KVS && g.data) {
+                if (rg->nkvs == cap) {
+                    cap = cap ? 2 * cap : 16;
+                    rg->kvs = sl_xrealloc(rg->kvs, cap * sizeof *rg->kvs);
+                }
+                if (!read_kv(&rg->kvs[rg->nkvs++], &g))
+                    return false;
+            }
+        }
+        if (rr.bad)
+            return false;
+    }
+    return !op.bad;
+}
+
+int ctl_etcdg_txnr_read(const void *resp, size_t len, ctl_etcdg_txnr_t *t) {
+    *t = (ctl_etcdg_txnr_t){0};
+    ctl_pbr_t r;
+    ctl_pbf_t f;
+    size_t cap = 0;
+    ctl_pbr_init(&r, resp, len);
+    while (ctl_pbr_next(&r, &f)) {
+        if (f.num == CTL_PB_TXNR_SUCCEEDED) {
+            t->succeeded = f.v != 0;
+        } else if (f.num == CTL_PB_TXNR_RESPONSES && f.data) {
+            if (t->nranges == cap) {
+                cap = cap ? 2 * cap : 4;
+                t->ranges = sl_xrealloc(t->ranges, cap * sizeof *t->ranges);
+            }
+            ctl_etcdg_range_t *rg = &t->ranges[t->nranges++];
+            *rg = (ctl_etcdg_range_t){0};
+            if (!read_op(rg, &f))
+                goto bad;
+        }
+    }
+    if (!r.bad)
+        return 0;
+bad:
+    ctl_etcdg_txnr_free(t);
+    return -1;
+}
+
+void ctl_etcdg_txnr_free(ctl_etcdg_txnr_t *t) {
+    for (size_t i = 0; i < t->nranges; i++)
+        sl_free(t->ranges[i].kvs);
+    sl_free(t->ranges);
+    *t = (ctl_etcdg_txnr_t){0};
+}

@@ -81,4 +81,29 @@ enum {
     CTL_PB_KV_KEY = 1, CTL_PB_KV_CREATE_REVISION = 2, CTL_PB_KV_VALUE = 5,
 };
 
+/* A TxnResponse read: whether it succeeded and, for each of its
+ * responses, the range it holds (none for a put), each key-value
+ * pointing into the answer's bytes. */
+typedef struct ctl_etcdg_kv {
+    const unsigned char *key, *value;
+    size_t klen, vlen;
+    uint64_t create_revision;
+} ctl_etcdg_kv_t;
+typedef struct ctl_etcdg_range {
+    ctl_etcdg_kv_t *kvs;
+    size_t nkvs;
+    bool more;
+    int64_t count;
+} ctl_etcdg_range_t;
+typedef struct ctl_etcdg_txnr {
+    bool succeeded;
+    ctl_etcdg_range_t *ranges;  /* one per response, in order */
+    size_t nranges;
+} ctl_etcdg_txnr_t;
+/* Reads the TxnResponse resp (len bytes) into *t, which points into resp
+ * (free with ctl_etcdg_txnr_free, resp after). 0, or -1 when it is not
+ * one (*t then empty). */
+int ctl_etcdg_txnr_read(const void *resp, size_t len, ctl_etcdg_txnr_t *t);
+void ctl_etcdg_txnr_free(ctl_etcdg_txnr_t *t);
+
 #endif

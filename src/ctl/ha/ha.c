@@ -343,14 +343,28 @@ static int verify_file(ctl_ha_t *h, const ctl_ha_snapmeta_t *m) {
                                       : "the snapshot at its index has no digest to check it by");
         return 0;
     }
-    char k[512];
+    /* The record's entry at our index, and how many entries it holds
+     * after the snapshot up to it, in one transaction: a leader that died
+     * may have left the record a gap (an entry still on its way when a
+     * later one landed), and the later one's digest then vouches for the
+     * history of this file, not of the record. */
+    char k[512], from[512], end[512];
     key(h, k, sizeof k, "log/%020" PRIu64, h->applied);
-    json_t *req = json_pack("{s:o}", "key", ctl_etcd_key(k)), *resp = NULL;
-    int rc = ctl_etcd_post(&h->etcd, "/v3/kv/range", req, &resp, CALL_MS);
+    key(h, from, sizeof from, "log/%020" PRIu64, m->index + 1);
+    key(h, end, sizeof end, "log/%020" PRIu64, h->applied + 1);
+    json_t *req = json_pack("{s:[],s:[{s:{s:o}},{s:{s:o,s:o,s:b}}]}", "compare", "success",
+                            "request_range", "key", ctl_etcd_key(k), "request_range", "key",
+                            ctl_etcd_key(from), "range_end", ctl_etcd_key(end), "count_only", 1),
+           *resp = NULL;
+    int rc = ctl_etcd_post(&h->etcd, "/v3/kv/txn", req, &resp, CALL_MS);
     json_decref(req);
     if (rc < 0)
         return -1;
-    json_t *kv = json_array_get(json_object_get(resp, "kvs"), 0);
+    json_t *rs = json_object_get(resp, "responses");
+    json_t *kv = json_array_get(json_object_get(json_object_get(json_array_get(rs, 0),
+                                                                "response_range"), "kvs"), 0);
+    int64_t held = ctl_etcd_int(json_object_get(json_array_get(rs, 1), "response_range"), "count",
+                                0);
     uint64_t theirs = 0;
     size_t n = 0;
     unsigned char *v = kv ? ctl_etcd_unb64(json_string_value(json_object_get(kv, "value")) ?: "",
@@ -359,11 +373,16 @@ static int verify_file(ctl_ha_t *h, const ctl_ha_snapmeta_t *m) {
     bool entry = v && entry_digest(v, n, &theirs);
     json_decref(resp);
     sl_free(v);
-    if (entry && theirs == mine)
+    uint64_t want = h->applied - m->index;
+    if (entry && theirs == mine && held == (int64_t)want)
         return 1;
-    char why[160];
-    snprintf(why, sizeof why, "its last entry %" PRIu64 " is %s", h->applied,
-             entry ? "not the record's" : "not in the record");
+    char why[200];
+    if (entry && theirs == mine)
+        snprintf(why, sizeof why, "the record holds %" PRId64 " of the %" PRIu64 " entries after "
+                 "the snapshot up to its entry %" PRIu64, held, want, h->applied);
+    else
+        snprintf(why, sizeof why, "its last entry %" PRIu64 " is %s", h->applied,
+                 entry ? "not the record's" : "not in the record");
     discard_file(h, why);
     return 0;
 }
@@ -421,77 +440,18 @@ static int sync_base(ctl_ha_t *h, char *err, size_t errlen) {
 
 /* One read of the log after our entry and of the snapshot's meta, in one
  * etcd transaction (one revision, so the two agree), over gRPC: the
- * entries' keys and values point into the answer (buf). */
+ * entries point into the answer (buf). */
 typedef struct log_read {
     void *buf;
-    struct {
-        const unsigned char *key, *val;
-        size_t klen, vlen;
-    } *kv;
-    size_t nkv, cap;
-    bool more;
-    int64_t count;
-    bool has_snap;      /* the meta key exists and names an index */
-    uint64_t snap;      /* its index */
+    ctl_etcdg_txnr_t t;
+    const ctl_etcdg_range_t *log; /* the entries read */
+    bool has_snap;                /* the meta key exists and names an index */
+    uint64_t snap;                /* its index */
 } log_read_t;
 
 static void log_read_free(log_read_t *r) {
+    ctl_etcdg_txnr_free(&r->t);
     sl_free(r->buf);
-    sl_free(r->kv);
-}
-
-/* The range answer d (n bytes) of response i into r. false: not protobuf. */
-static bool read_range(log_read_t *r, size_t i, const unsigned char *d, size_t n) {
-    ctl_pbr_t rr;
-    uint32_t f;
-    uint64_t v;
-    const unsigned char *p;
-    size_t pn;
-    ctl_pbr_init(&rr, d, n);
-    while (ctl_pbr_next(&rr, &f, &v, &p, &pn)) {
-        if (f == CTL_PB_RANGER_MORE && i == 0) {
-            r->more = v != 0;
-        } else if (f == CTL_PB_RANGER_COUNT && i == 0) {
-            r->count = (int64_t)v;
-        } else if (f == CTL_PB_RANGER_KVS) {
-            const unsigned char *key = NULL, *val = (const unsigned char *)"";
-            size_t klen = 0, vlen = 0;
-            ctl_pbr_t kr;
-            uint32_t kf;
-            uint64_t kv;
-            const unsigned char *kp;
-            size_t kpn;
-            ctl_pbr_init(&kr, p, pn);
-            while (ctl_pbr_next(&kr, &kf, &kv, &kp, &kpn)) {
-                if (kf == CTL_PB_KV_KEY) {
-                    key = kp;
-                    klen = kpn;
-                } else if (kf == CTL_PB_KV_VALUE) {
-                    val = kp;
-                    vlen = kpn;
-                }
-            }
-            if (kr.bad || key == NULL)
-                return false;
-            if (i == 1) {
-                json_t *j = json_loadb((const char *)val, vlen, 0, NULL);
-                r->has_snap = json_is_integer(json_object_get(j, "index"));
-                r->snap = r->has_snap ? (uint64_t)json_integer_value(json_object_get(j, "index")) : 0;
-                json_decref(j);
-                continue;
-            }
-            if (r->nkv == r->cap) {
-                r->cap = r->cap ? 2 * r->cap : 64;
-                r->kv = sl_xrealloc(r->kv, r->cap * sizeof *r->kv);
-            }
-            r->kv[r->nkv].key = key;
-            r->kv[r->nkv].klen = klen;
-            r->kv[r->nkv].val = val;
-            r->kv[r->nkv].vlen = vlen;
-            r->nkv++;
-        }
-    }
-    return !rr.bad;
 }
 
 /* Reads up to 256 entries from index from, and the snapshot's meta. 0 or
@@ -523,36 +483,19 @@ static int read_log(ctl_ha_t *h, uint64_t from, log_read_t *r, char *err, size_t
         snprintf(err, errlen, "etcd: log: %s", ctl_etcdg_err(h->grpc));
         return -1;
     }
-    ctl_pbr_t pr;
-    uint32_t f;
-    uint64_t v;
-    const unsigned char *p;
-    size_t pn, nresp = 0;
-    bool ok = false;
-    ctl_pbr_init(&pr, r->buf, len);
-    while (ctl_pbr_next(&pr, &f, &v, &p, &pn)) {
-        if (f == CTL_PB_TXNR_SUCCEEDED) {
-            ok = v != 0;
-        } else if (f == CTL_PB_TXNR_RESPONSES) {
-            ctl_pbr_t opr;
-            uint32_t of;
-            uint64_t ov;
-            const unsigned char *od;
-            size_t odn;
-            ctl_pbr_init(&opr, p, pn);
-            while (ctl_pbr_next(&opr, &of, &ov, &od, &odn))
-                if (of == CTL_PB_OPR_RANGE && !read_range(r, nresp, od, odn))
-                    opr.bad = true;
-            if (opr.bad)
-                pr.bad = true;
-            nresp++;
-        }
-    }
-    if (pr.bad || !ok || nresp != 2) {
+    if (ctl_etcdg_txnr_read(r->buf, len, &r->t) < 0 || !r->t.succeeded || r->t.nranges != 2) {
         snprintf(err, errlen, "etcd: log: an answer without its two ranges");
         log_read_free(r);
         *r = (log_read_t){0};
         return -1;
+    }
+    r->log = &r->t.ranges[0];
+    if (r->t.ranges[1].nkvs > 0) {
+        const ctl_etcdg_kv_t *kv = &r->t.ranges[1].kvs[0];
+        json_t *j = json_loadb((const char *)kv->value, kv->vlen, 0, NULL);
+        r->has_snap = json_is_integer(json_object_get(j, "index"));
+        r->snap = r->has_snap ? (uint64_t)json_integer_value(json_object_get(j, "index")) : 0;
+        json_decref(j);
     }
     return 0;
 }
@@ -590,20 +533,22 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
     if (read_log(h, h->applied + 1, &lr, err, errlen) < 0)
         return -1;
     int rc = 0;
-    if (lr.nkv == 0 && lr.has_snap && lr.snap > h->applied) {
+    const ctl_etcdg_range_t *log = lr.log;
+    if (log->nkvs == 0 && lr.has_snap && lr.snap > h->applied) {
         rc = fall_back(h, h->applied + 1, lr.snap, err, errlen);
         goto out;
     }
     /* The entries up to the first gap, then applied in one transaction. */
-    ctl_replica_entry_t *es = sl_xcalloc(lr.nkv ? lr.nkv : 1, sizeof *es);
-    void **bufs = sl_xcalloc(lr.nkv ? lr.nkv : 1, sizeof *bufs);
+    ctl_replica_entry_t *es = sl_xcalloc(log->nkvs ? log->nkvs : 1, sizeof *es);
+    void **bufs = sl_xcalloc(log->nkvs ? log->nkvs : 1, sizeof *bufs);
     size_t ne = 0;
     bool gap = false;
-    for (size_t i = 0; i < lr.nkv; i++) {
-        const char *slash = memrchr(lr.kv[i].key, '/', lr.kv[i].klen);
+    for (size_t i = 0; i < log->nkvs; i++) {
+        const ctl_etcdg_kv_t *kv = &log->kvs[i];
+        const char *slash = memrchr(kv->key, '/', kv->klen);
         uint64_t idx = 0;
-        for (const unsigned char *c = slash ? (const unsigned char *)slash + 1 : lr.kv[i].key;
-             c < lr.kv[i].key + lr.kv[i].klen && *c >= '0' && *c <= '9'; c++)
+        for (const unsigned char *c = slash ? (const unsigned char *)slash + 1 : kv->key;
+             c < kv->key + kv->klen && *c >= '0' && *c <= '9'; c++)
             idx = idx * 10 + (uint64_t)(*c - '0');
         if (idx != h->applied + 1 + ne) {
             if (ne == 0 && lr.has_snap && lr.snap > h->applied) {
@@ -619,7 +564,7 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
             break;
         }
         es[ne].index = idx;
-        bufs[ne] = entry_unpack(lr.kv[i].val, lr.kv[i].vlen, &es[ne].digest, &es[ne].len);
+        bufs[ne] = entry_unpack(kv->value, kv->vlen, &es[ne].digest, &es[ne].len);
         if (bufs[ne] == NULL) {
             snprintf(err, errlen, "log entry %" PRIu64 ": not an entry (a digest, a length and "
                      "compressed changes)", idx);
@@ -642,8 +587,8 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
         goto done;
     }
     h->applied = ctl_replica_index(h->rep);
-    h->behind = lr.count > (int64_t)ne ? (uint64_t)lr.count - ne : 0;
-    rc = !gap && lr.more ? 1 : 0;
+    h->behind = log->count > (int64_t)ne ? (uint64_t)log->count - ne : 0;
+    rc = !gap && log->more ? 1 : 0;
 done:
     for (size_t i = 0; i < ne; i++)
         sl_free(bufs[i]);

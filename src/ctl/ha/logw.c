@@ -135,101 +135,34 @@ static void fail(ctl_logw_t *w, const char *fmt, ...) {
     abort(); /* the hook does not return */
 }
 
-/* What a TxnResponse says: succeeded, and of its first two failure
- * ranges (log/F and the leader key) whether each found its key, the
- * first's value and the second's create_revision. */
-typedef struct answer {
-    bool succeeded, bad;
-    bool found[2];
-    const unsigned char *value;
-    size_t value_len;
-    uint64_t create_revision;
-} answer_t;
-
-static void read_kv(answer_t *a, size_t i, const unsigned char *p, size_t n) {
-    ctl_pbr_t r;
-    uint32_t f;
-    uint64_t v;
-    const unsigned char *d;
-    size_t dn;
-    a->found[i] = true;
-    ctl_pbr_init(&r, p, n);
-    while (ctl_pbr_next(&r, &f, &v, &d, &dn)) {
-        if (i == 0 && f == CTL_PB_KV_VALUE) {
-            a->value = d;
-            a->value_len = dn;
-        } else if (i == 1 && f == CTL_PB_KV_CREATE_REVISION) {
-            a->create_revision = v;
-        }
-    }
-    a->bad = a->bad || r.bad;
-}
-
-static answer_t parse(const void *resp, size_t len) {
-    answer_t a = {0};
-    ctl_pbr_t r;
-    uint32_t f;
-    uint64_t v;
-    const unsigned char *d;
-    size_t dn, nresp = 0;
-    ctl_pbr_init(&r, resp, len);
-    while (ctl_pbr_next(&r, &f, &v, &d, &dn)) {
-        if (f == CTL_PB_TXNR_SUCCEEDED) {
-            a.succeeded = v != 0;
-        } else if (f == CTL_PB_TXNR_RESPONSES && nresp < 2) {
-            ctl_pbr_t op;
-            ctl_pbr_init(&op, d, dn);
-            uint32_t of;
-            uint64_t ov;
-            const unsigned char *od;
-            size_t odn;
-            while (ctl_pbr_next(&op, &of, &ov, &od, &odn)) {
-                if (of != CTL_PB_OPR_RANGE)
-                    continue;
-                ctl_pbr_t rr;
-                ctl_pbr_init(&rr, od, odn);
-                uint32_t rf;
-                uint64_t rv;
-                const unsigned char *rd;
-                size_t rdn;
-                bool first_kv = true;
-                while (ctl_pbr_next(&rr, &rf, &rv, &rd, &rdn))
-                    if (rf == CTL_PB_RANGER_KVS && first_kv) {
-                        read_kv(&a, nresp, rd, rdn);
-                        first_kv = false;
-                    }
-                a.bad = a.bad || rr.bad;
-            }
-            a.bad = a.bad || op.bad;
-            nresp++;
-        }
-    }
-    a.bad = a.bad || r.bad;
-    return a;
-}
-
 /* Judges a TxnResponse to sl's transaction: the slot becomes DONE, or the
  * leader steps down. */
 static void judge(ctl_logw_t *w, slot_t *sl, const void *resp, size_t len) {
-    answer_t a = parse(resp, len);
-    if (a.bad)
+    ctl_etcdg_txnr_t t;
+    if (ctl_etcdg_txnr_read(resp, len, &t) < 0)
         fail(w, "log entries %" PRIu64 "..%" PRIu64 ": etcd's answer is not a TxnResponse",
              sl->first, sl->last);
-    if (a.succeeded) {
+    if (t.succeeded) {
+        ctl_etcdg_txnr_free(&t);
         sl->state = SLOT_DONE;
         return;
     }
-    if (!a.found[1] || a.create_revision != w->epoch)
+    /* Refused: the failure's ranges, log/F then the leader key. */
+    const ctl_etcdg_kv_t *entry = t.nranges == 2 && t.ranges[0].nkvs ? &t.ranges[0].kvs[0] : NULL;
+    const ctl_etcdg_kv_t *leader = t.nranges == 2 && t.ranges[1].nkvs ? &t.ranges[1].kvs[0] : NULL;
+    bool ours = leader && leader->create_revision == w->epoch;
+    const entry_t *e = entry_at(w, sl->first);
+    bool landed = ours && entry && entry->vlen == e->len && memcmp(entry->value, e->v, e->len) == 0;
+    ctl_etcdg_txnr_free(&t);
+    if (landed) {
+        sl->state = SLOT_DONE; /* an earlier try landed */
+        return;
+    }
+    if (!ours)
         fail(w, "log entries %" PRIu64 "..%" PRIu64 " refused by etcd: the leader key is not "
              "ours (epoch %" PRIu64 ")", sl->first, sl->last, w->epoch);
-    if (a.found[0]) {
-        entry_t *e = entry_at(w, sl->first);
-        if (a.value_len == e->len && memcmp(a.value, e->v, e->len) == 0) {
-            sl->state = SLOT_DONE; /* an earlier try landed */
-            return;
-        }
+    if (entry)
         fail(w, "log entry %" PRIu64 " refused by etcd: another writer filled it", sl->first);
-    }
     fail(w, "log entries %" PRIu64 "..%" PRIu64 " refused by etcd for no reason it shows",
          sl->first, sl->last);
 }

@@ -69,29 +69,25 @@ static bool pbr_varint(ctl_pbr_t *r, uint64_t *v) {
     return false;
 }
 
-bool ctl_pbr_next(ctl_pbr_t *r, uint32_t *field, uint64_t *v, const unsigned char **data,
-                  size_t *n) {
+bool ctl_pbr_next(ctl_pbr_t *r, ctl_pbf_t *f) {
     for (;;) {
         if (r->p >= r->end)
             return false;
         uint64_t tag;
         if (!pbr_varint(r, &tag))
             goto bad;
-        *field = (uint32_t)(tag >> 3);
-        *data = NULL;
-        *n = 0;
-        *v = 0;
+        *f = (ctl_pbf_t){.num = (uint32_t)(tag >> 3)};
         switch (tag & 7) {
         case 0:
-            if (!pbr_varint(r, v))
+            if (!pbr_varint(r, &f->v))
                 goto bad;
             return true;
         case 2:
-            if (!pbr_varint(r, v) || *v > (uint64_t)(r->end - r->p))
+            if (!pbr_varint(r, &f->v) || f->v > (uint64_t)(r->end - r->p))
                 goto bad;
-            *data = r->p;
-            *n = (size_t)*v;
-            r->p += *n;
+            f->data = r->p;
+            f->len = (size_t)f->v;
+            r->p += f->len;
             return true;
         case 1: /* 64-bit: skipped */
             if (r->end - r->p < 8)

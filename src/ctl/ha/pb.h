@@ -26,16 +26,21 @@ void ctl_pb_bytes(ctl_pb_t *b, uint32_t field, const void *p, size_t n);
 void ctl_pb_msg(ctl_pb_t *b, uint32_t field, const ctl_pb_t *m);
 void ctl_pb_free(ctl_pb_t *b);
 
-/* A reader over n bytes at p: ctl_pb_next gives the next field, its wire
- * type's value in *v (a varint) or its bytes in *data, *n (length
- * delimited); false at the end or on bytes that are not protobuf (*bad
+/* A reader over n bytes at p: ctl_pbr_next gives the next field in *f,
+ * its value (a varint) or its bytes (length delimited, pointing into the
+ * message); false at the end or on bytes that are not protobuf (r->bad
  * then set). Fixed-width fields are skipped. */
 typedef struct ctl_pbr {
     const unsigned char *p, *end;
     bool bad;
 } ctl_pbr_t;
+typedef struct ctl_pbf {
+    uint32_t num;               /* the field's number */
+    uint64_t v;                 /* a varint's value; a length-delimited field's length */
+    const unsigned char *data;  /* a length-delimited field's bytes (NULL for a varint) */
+    size_t len;
+} ctl_pbf_t;
 void ctl_pbr_init(ctl_pbr_t *r, const void *p, size_t n);
-bool ctl_pbr_next(ctl_pbr_t *r, uint32_t *field, uint64_t *v, const unsigned char **data,
-                  size_t *n);
+bool ctl_pbr_next(ctl_pbr_t *r, ctl_pbf_t *f);
 
 #endif
