@@ -633,6 +633,8 @@ static int drop_orphans(ctl_ha_t *h, char *err, size_t errlen) {
     return 0;
 }
 
+static void revoke_again(ctl_ha_t *h);
+
 static void standby_tick(evutil_socket_t fd, short what, void *ud) {
     (void)fd;
     (void)what;
@@ -650,6 +652,7 @@ static void standby_tick(evutil_socket_t fd, short what, void *ud) {
             }
         }
     }
+    revoke_again(h);
     if (h->lease_id == 0)
         return; /* nothing to campaign with */
     if (!h->based || !h->have_snapshot || h->rep == NULL) {
@@ -724,24 +727,53 @@ static char *metrics_cb(void *ud) {
  * itself (OLD_LEASE_ENV, set by ctl_ha_step_down): revoked, so that the
  * leader key it may still hold goes at once instead of when the lease
  * expires (nothing can act on that epoch any more: the old image is
- * gone). Best effort: unrevoked, it expires after its TTL. */
+ * gone). A leader often steps down because etcd is not answering (an
+ * etcd member lost, its election under way), and etcd's next leader
+ * renews every lease as it takes over: so the revoke is tried again every
+ * tick, for up to TTL + REVOKE_SLACK_US, rather than once. */
 #define OLD_LEASE_ENV "SLUICE_HA_PREVIOUS_LEASE"
-static void revoke_previous(ctl_ha_t *h) {
-    const char *v = getenv(OLD_LEASE_ENV);
+#define REVOKE_SLACK_US 10000000
+
+/* One try: true when the lease is gone (revoked now, or not found). */
+static bool revoke_try(ctl_ha_t *h, int timeout_ms) {
     char id[32];
-    snprintf(id, sizeof id, "%s", v ? v : "");
-    unsetenv(OLD_LEASE_ENV);
-    if (id[0] == '\0')
-        return;
+    snprintf(id, sizeof id, "%" PRId64, h->prev_lease);
     json_t *req = json_pack("{s:s}", "ID", id), *resp = NULL;
-    if (ctl_etcd_post(&h->etcd, "/v3/lease/revoke", req, &resp, 1000) == 0)
-        sl_log(SL_LOG_INFO, "ha", "member=%s revoked lease %s, held before stepping down",
-               h->cfg.name, id);
-    else
-        sl_log(SL_LOG_INFO, "ha", "member=%s: lease %s, held before stepping down, not revoked "
-               "(%s): it expires by itself", h->cfg.name, id, h->etcd.err);
+    int rc = ctl_etcd_post(&h->etcd, "/v3/lease/revoke", req, &resp, timeout_ms);
     json_decref(req);
     json_decref(resp);
+    bool gone = rc == 0 || strstr(h->etcd.err, "lease not found") != NULL;
+    if (gone) {
+        sl_log(SL_LOG_INFO, "ha", "member=%s revoked lease %s, held before stepping down",
+               h->cfg.name, id);
+        h->prev_lease = 0;
+    }
+    return gone;
+}
+
+static void revoke_previous(ctl_ha_t *h) {
+    const char *v = getenv(OLD_LEASE_ENV);
+    h->prev_lease = v ? strtoll(v, NULL, 10) : 0;
+    unsetenv(OLD_LEASE_ENV);
+    if (h->prev_lease == 0)
+        return;
+    h->prev_lease_until = boot_us() + (int64_t)h->cfg.ttl_s * 1000000 + REVOKE_SLACK_US;
+    if (!revoke_try(h, 1000))
+        sl_log(SL_LOG_INFO, "ha", "member=%s: lease %" PRId64 ", held before stepping down, not "
+               "revoked yet (%s): tried again every tick", h->cfg.name, h->prev_lease,
+               h->etcd.err);
+}
+
+/* The standby tick's part: the old lease again, until it is gone or
+ * has surely expired by itself. */
+static void revoke_again(ctl_ha_t *h) {
+    if (h->prev_lease == 0)
+        return;
+    if (boot_us() >= h->prev_lease_until) {
+        h->prev_lease = 0;
+        return;
+    }
+    (void)revoke_try(h, 500);
 }
 
 int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg, char *err,

@@ -74,6 +74,8 @@ typedef struct ctl_ha {
     struct event_base *base;
     struct event *tick_ev;
     int64_t lease_id;
+    int64_t prev_lease;        /* held before stepping down, not yet revoked (0: none) */
+    int64_t prev_lease_until;  /* given up then: it has expired by itself */
     int64_t renewed_us;   /* CLOCK_BOOTTIME, as every time here: send time of the last successful keepalive */
     int64_t deadline_us;  /* stop by then (renewed + TTL - margin) */
     int64_t last_keepalive_us; /* when the last keepalive was tried */
