@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "ha/ha.h"
+#include "ha/entry.h"
 #include "ha/snapshot.h"
 
 #include "base/loop.h"
@@ -233,74 +233,6 @@ static int make_parent(const char *path, char *err, size_t errlen) {
     }
 }
 
-/* A log entry's value: the log's digest after it (8 bytes, big-endian),
- * the length of its changes (4 bytes, big-endian), then the changes
- * compressed (zlib, level 1: a submission's changeset shrinks about 4
- * times, and etcd's work grows with the bytes it writes and serves). */
-#define ENTRY_HEAD 12
-#define ENTRY_MAX (256u << 20)
-
-/* The leader's entry: its compressor is made once (deflateInit's state
- * is a quarter of a megabyte, made and cleared at every compress2). */
-static unsigned char *entry_pack(ctl_ha_t *h, const void *changes, size_t len, uint64_t digest,
-                                 size_t *n) {
-    if (h->zs == NULL) {
-        h->zs = sl_xcalloc(1, sizeof(z_stream));
-        if (deflateInit(h->zs, 1) != Z_OK) {
-            sl_free(h->zs);
-            h->zs = NULL;
-            return NULL;
-        }
-    }
-    z_stream *zs = h->zs;
-    uLong zn = deflateBound(zs, (uLong)len);
-    unsigned char *v = sl_xmalloc(ENTRY_HEAD + zn);
-    for (int i = 0; i < 8; i++)
-        v[i] = (unsigned char)(digest >> (56 - 8 * i));
-    for (int i = 0; i < 4; i++)
-        v[8 + i] = (unsigned char)(len >> (24 - 8 * i));
-    zs->next_in = (Bytef *)changes;
-    zs->avail_in = (uInt)len;
-    zs->next_out = v + ENTRY_HEAD;
-    zs->avail_out = (uInt)zn;
-    int rc = len > ENTRY_MAX ? Z_BUF_ERROR : deflate(zs, Z_FINISH);
-    *n = ENTRY_HEAD + zs->total_out;
-    deflateReset(zs);
-    if (rc != Z_STREAM_END) {
-        sl_free(v);
-        return NULL;
-    }
-    return v;
-}
-
-/* The digest of an entry's value v (n bytes). false: it is not one. */
-static bool entry_digest(const unsigned char *v, size_t n, uint64_t *digest) {
-    if (n < ENTRY_HEAD)
-        return false;
-    *digest = 0;
-    for (int i = 0; i < 8; i++)
-        *digest = *digest << 8 | v[i];
-    return true;
-}
-
-/* The changes of an entry's value v (n bytes) as a new buffer (sl_free)
- * of *len bytes, with its digest; NULL when it is not an entry. */
-static void *entry_unpack(const unsigned char *v, size_t n, uint64_t *digest, size_t *len) {
-    if (!entry_digest(v, n, digest))
-        return NULL;
-    uLongf raw = (uLongf)v[8] << 24 | (uLongf)v[9] << 16 | (uLongf)v[10] << 8 | v[11];
-    if (raw > ENTRY_MAX)
-        return NULL;
-    unsigned char *out = sl_xmalloc(raw ? raw : 1);
-    uLongf got = raw;
-    if (uncompress(out, &got, v + ENTRY_HEAD, (uLong)(n - ENTRY_HEAD)) != Z_OK || got != raw) {
-        sl_free(out);
-        return NULL;
-    }
-    *len = raw;
-    return out;
-}
-
 /* The local file holds entries that the record does not (a leader that
  * died or stepped down with entries on their way): removed, with its
  * -wal and -shm, so that the snapshot and the log rebuild it. */
@@ -370,7 +302,7 @@ static int verify_file(ctl_ha_t *h, const ctl_ha_snapmeta_t *m) {
     unsigned char *v = kv ? ctl_etcd_unb64(json_string_value(json_object_get(kv, "value")) ?: "",
                                            &n)
                           : NULL;
-    bool entry = v && entry_digest(v, n, &theirs);
+    bool entry = v && ctl_ha_entry_digest(v, n, &theirs);
     json_decref(resp);
     sl_free(v);
     uint64_t want = h->applied - m->index;
@@ -438,69 +370,6 @@ static int sync_base(ctl_ha_t *h, char *err, size_t errlen) {
     }
 }
 
-/* One read of the log after our entry and of the snapshot's meta, in one
- * etcd transaction (one revision, so the two agree), over gRPC: the
- * entries point into the answer (buf). */
-typedef struct log_read {
-    void *buf;
-    ctl_etcdg_txnr_t t;
-    const ctl_etcdg_range_t *log; /* the entries read */
-    bool has_snap;                /* the meta key exists and names an index */
-    uint64_t snap;                /* its index */
-} log_read_t;
-
-static void log_read_free(log_read_t *r) {
-    ctl_etcdg_txnr_free(&r->t);
-    sl_free(r->buf);
-}
-
-/* Reads up to 256 entries from index from, and the snapshot's meta. 0 or
- * -1 with err. */
-static int read_log(ctl_ha_t *h, uint64_t from, log_read_t *r, char *err, size_t errlen) {
-    *r = (log_read_t){0};
-    char fk[512], end[512], sk[512];
-    key(h, fk, sizeof fk, "log/%020" PRIu64, from);
-    key(h, end, sizeof end, "log0");
-    key(h, sk, sizeof sk, "snapshot");
-    ctl_pb_t txn = {0}, range = {0}, op = {0};
-    ctl_pb_bytes(&range, CTL_PB_RANGE_KEY, fk, strlen(fk));
-    ctl_pb_bytes(&range, CTL_PB_RANGE_END, end, strlen(end));
-    ctl_pb_varint(&range, CTL_PB_RANGE_LIMIT, 256);
-    ctl_pb_varint(&range, CTL_PB_RANGE_SERIALIZABLE, 1);
-    ctl_pb_msg(&op, CTL_PB_OP_RANGE, &range);
-    ctl_pb_msg(&txn, CTL_PB_TXN_SUCCESS, &op);
-    range.len = op.len = 0;
-    ctl_pb_bytes(&range, CTL_PB_RANGE_KEY, sk, strlen(sk));
-    ctl_pb_varint(&range, CTL_PB_RANGE_SERIALIZABLE, 1);
-    ctl_pb_msg(&op, CTL_PB_OP_RANGE, &range);
-    ctl_pb_msg(&txn, CTL_PB_TXN_SUCCESS, &op);
-    ctl_pb_free(&range);
-    ctl_pb_free(&op);
-    size_t len = 0;
-    int rc = ctl_etcdg_call(h->grpc, txn.p, txn.len, &r->buf, &len, CALL_MS);
-    ctl_pb_free(&txn);
-    if (rc < 0) {
-        snprintf(err, errlen, "etcd: log: %s", ctl_etcdg_err(h->grpc));
-        return -1;
-    }
-    if (ctl_etcdg_txnr_read(r->buf, len, &r->t) < 0 || !r->t.succeeded || r->t.nranges != 2) {
-        snprintf(err, errlen, "etcd: log: an answer without its two ranges");
-        log_read_free(r);
-        *r = (log_read_t){0};
-        return -1;
-    }
-    r->log = &r->t.ranges[0];
-    if (r->t.ranges[1].nkvs > 0) {
-        const ctl_etcdg_kv_t *kv = &r->t.ranges[1].kvs[0];
-        json_t *j = json_loadb((const char *)kv->value, kv->vlen, 0, NULL);
-        r->has_snap = json_is_integer(json_object_get(j, "index"));
-        r->snap = r->has_snap ? (uint64_t)json_integer_value(json_object_get(j, "index")) : 0;
-        json_decref(j);
-    }
-    return 0;
-}
-
-
 /* The entries after ours were deleted by a newer snapshot (at snap): the
  * file is replaced by it and the log followed from there. 1 or -1. */
 static int fall_back(ctl_ha_t *h, uint64_t next, uint64_t snap, char *err, size_t errlen) {
@@ -529,8 +398,8 @@ static int fall_back(ctl_ha_t *h, uint64_t next, uint64_t snap, char *err, size_
 static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
     if (h->rep == NULL)
         return 0;
-    log_read_t lr;
-    if (read_log(h, h->applied + 1, &lr, err, errlen) < 0)
+    ctl_ha_log_read_t lr;
+    if (ctl_ha_log_read(h->grpc, h->cfg.prefix, h->applied + 1, CALL_MS, &lr, err, errlen) < 0)
         return -1;
     int rc = 0;
     const ctl_etcdg_range_t *log = lr.log;
@@ -564,7 +433,7 @@ static int poll_log(ctl_ha_t *h, char *err, size_t errlen) {
             break;
         }
         es[ne].index = idx;
-        bufs[ne] = entry_unpack(kv->value, kv->vlen, &es[ne].digest, &es[ne].len);
+        bufs[ne] = ctl_ha_entry_unpack(kv->value, kv->vlen, &es[ne].digest, &es[ne].len);
         if (bufs[ne] == NULL) {
             snprintf(err, errlen, "log entry %" PRIu64 ": not an entry (a digest, a length and "
                      "compressed changes)", idx);
@@ -595,7 +464,7 @@ done:
     sl_free(bufs);
     sl_free(es);
 out:
-    log_read_free(&lr);
+    ctl_ha_log_read_free(&lr);
     return rc;
 }
 
@@ -821,11 +690,8 @@ void ctl_ha_fini(ctl_ha_t *h) {
     h->rep = NULL;
     ctl_logw_close(h->logw);
     h->logw = NULL;
-    if (h->zs) {
-        deflateEnd(h->zs);
-        sl_free(h->zs);
-        h->zs = NULL;
-    }
+    ctl_ha_packer_free(h->packer);
+    h->packer = NULL;
     ctl_etcdg_free(h->grpc);
     h->grpc = NULL;
     ctl_etcd_fini(&h->etcd);
@@ -875,7 +741,7 @@ static int ship(void *ud, const void *changes, size_t len, uint64_t index, uint6
     ctl_ha_t *h = ud;
     ctl_ha_check(h);
     size_t n = 0;
-    unsigned char *v = entry_pack(h, changes, len, digest, &n);
+    unsigned char *v = ctl_ha_entry_pack(&h->packer, changes, len, digest, &n);
     if (v == NULL) {
         sl_log(SL_LOG_ERROR, "ha", "log entry %" PRIu64 ": %zu bytes of changes cannot be "
                "compressed", index, len);

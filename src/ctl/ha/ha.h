@@ -92,7 +92,7 @@ typedef struct ctl_ha {
     ctl_replica_t *rep;        /* a follower's copy (NULL on the leader) */
     ctl_store_t *store;        /* the leader's store */
     ctl_logw_t *logw;          /* the leader's log writer */
-    void *zs;                  /* its entries' compressor (zlib's z_stream) */
+    struct ctl_ha_packer *packer; /* its entries' compressor (entry.h) */
     struct ctl_loop *loop;     /* kicked when entries become durable */
     uint64_t discards;         /* files found to hold entries the record does not */
     ctl_standby_t standby;

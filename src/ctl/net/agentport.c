@@ -277,14 +277,17 @@ static void held_free(ctl_agentport_t *ap, held_t *h, bool write) {
     sl_free(h);
 }
 
-/* Releases the chunks at the head of the FIFO whose tag is durable. */
-static void release_held(ctl_agentport_t *ap, uint64_t durable) {
+/* The chunks at the head of the FIFO whose tag is durable (agentport.h). */
+bool ctl_agentport_release(void *ud) {
+    ctl_agentport_t *ap = ud;
+    uint64_t durable = ctl_store_durable(ap->c->store);
     while (!sl_list_empty(&ap->held)) {
         held_t *h = SL_LIST_ENTRY(sl_list_first(&ap->held), held_t, link);
         if (h->tag > durable)
             break;
         held_free(ap, h, true);
     }
+    return false;
 }
 
 /* The gate's bound: a node whose held output passed CTL_AGENT_HELD_BYTES
@@ -316,14 +319,8 @@ bool ctl_agentport_flush(void *ud) {
         return false;
     }
     hold_queued(ap, seq);
-    release_held(ap, durable);
+    ctl_agentport_release(ap);
     bound_held(ap);
-    return false;
-}
-
-bool ctl_agentport_release(void *ud) {
-    ctl_agentport_t *ap = ud;
-    release_held(ap, ctl_store_durable(ap->c->store));
     return false;
 }
 

@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "net/hgate.h"
 #include "net/hreply.h"
 #include "net/hroute.h"
 #include "views/api.h"
@@ -76,15 +77,6 @@
  * after it (past the COMMIT) it is tagged with the store's seq and its body
  * rendered, the job as that commit left it; it leaves once that seq is
  * durable. */
-struct ctl_reply {
-    struct evhttp_request *req;
-    int status;
-    uint64_t job;          /* the body is this job's object (0: given with the reply) */
-    bool tagged;           /* tag and body are set */
-    uint64_t tag;          /* leaves once ctl_store_durable reaches it */
-    ctl_buf_t body;
-};
-
 struct ctl_logreq {
     uint64_t req;
     struct evhttp_request *http;
@@ -246,99 +238,20 @@ static void error_at(ctl_http_t *hs, struct evhttp_request *req, long position, 
     va_end(ap);
 }
 
-/* Answers req with job's object (status) once the iteration's commit is
- * durable (ctl_http_flush). */
-static void defer(ctl_http_t *hs, struct evhttp_request *req, int status, uint64_t job) {
-    if (hs->nreplies == hs->replies_cap) {
-        hs->replies_cap = hs->replies_cap ? 2 * hs->replies_cap : 64;
-        hs->replies = sl_xrealloc(hs->replies, hs->replies_cap * sizeof *hs->replies);
-    }
-    hs->replies[hs->nreplies++] = (ctl_reply_t){.req = req, .status = status, .job = job};
-    ctl_loop_kick(hs->c->loop);
-}
-
-/* Answers req with body (taken, status) once the iteration's commit is
- * durable: the reply of a change the store commits with the iteration. */
-static void defer_body(ctl_http_t *hs, struct evhttp_request *req, int status, ctl_buf_t *body) {
-    defer(hs, req, status, 0);
-    ctl_reply_t *r = &hs->replies[hs->nreplies - 1];
-    r->body = *body;
-    ctl_buf_init(body);
-}
-
-/* Tags r with seq and renders its body: its job as GET /v1/jobs/{id}
- * shows it now, read back from the database when already forgotten. */
-static void reply_tag(ctl_http_t *hs, ctl_reply_t *r, uint64_t seq) {
-    ctl_t *c = hs->c;
-    r->tagged = true;
-    r->tag = seq;
-    if (r->job == 0)
-        return; /* its body came with it */
-    ctl_buf_init(&r->body);
-    ctl_job_t *j = ctl_job_find(c, r->job);
-    if (j) {
-        ctl_job_write(c, &r->body, j);
-    } else if ((j = ctl_job_fetch(c, r->job)) != NULL) { /* already forgotten */
-        ctl_array_fill(c, j);
-        ctl_job_write(c, &r->body, j);
-        ctl_job_free(j);
-    }
-    ctl_buf_putc(&r->body, '\n');
-}
-
-/* The output gate: every reply is tagged at its first flush, and the
- * replies leave in the order they were deferred while their tag is
- * durable; the rest stay, in order, for the flush that the HA layer's
- * kick runs when durable advances. Tags never decrease along the array,
- * so the replies sent are always a prefix. Outside HA mode durable is seq
- * after every COMMIT: each reply leaves at the flush after its handler,
- * rendered once and sent without a copy, as before the gate. */
+/* The output gate (hgate.h), then the event stream's, gated the same way
+ * (events.h). */
 bool ctl_http_flush(void *ud) {
     ctl_http_t *hs = ud;
-    uint64_t seq = ctl_store_seq(hs->c->store), durable = ctl_store_durable(hs->c->store);
-    size_t kept = 0;
-    for (size_t i = 0; i < hs->nreplies; i++) {
-        ctl_reply_t *r = &hs->replies[i];
-        if (!r->tagged)
-            reply_tag(hs, r, seq);
-        if (kept == 0 && r->tag <= durable)
-            send_json(hs, r->req, r->status, &r->body); /* takes the body */
-        else
-            hs->replies[kept++] = *r;
-    }
-    hs->nreplies = kept;
-    ctl_events_flush(hs->events); /* gated the same way (events.h) */
+    ctl_hgate_flush(&hs->gate);
+    ctl_events_flush(hs->events);
     return false;
 }
 
 bool ctl_http_release(void *ud) {
     ctl_http_t *hs = ud;
-    uint64_t durable = ctl_store_durable(hs->c->store);
-    size_t n = 0;
-    while (n < hs->nreplies && hs->replies[n].tagged && hs->replies[n].tag <= durable) {
-        ctl_reply_t *r = &hs->replies[n++];
-        send_json(hs, r->req, r->status, &r->body); /* takes the body */
-    }
-    if (n > 0) {
-        memmove(hs->replies, hs->replies + n, (hs->nreplies - n) * sizeof *hs->replies);
-        hs->nreplies -= n;
-    }
+    ctl_hgate_release(&hs->gate);
     ctl_events_release(hs->events);
     return false;
-}
-
-/* At shutdown: the replies still held, whose change is not known to be
- * durable, are answered 503 (the client looks the job or secret up before
- * it retries). Sending also frees a request whose client already left. */
-static void replies_abandon(ctl_http_t *hs) {
-    for (size_t i = 0; i < hs->nreplies; i++) {
-        ctl_reply_t *r = &hs->replies[i];
-        ctl_buf_fini(&r->body);
-        http_error(hs, r->req, 503, "unavailable", NULL,
-                   "the controller stopped before the change was durable: it may not have "
-                   "taken effect; look it up before retrying");
-    }
-    hs->nreplies = 0;
 }
 
 /* ---- dispatch ---- */
@@ -421,12 +334,13 @@ static void dispatch(struct evhttp_request *req, void *ud) {
 
 void ctl_http_init(ctl_http_t *hs, ctl_t *c) {
     *hs = (ctl_http_t){.c = c};
+    ctl_hgate_init(&hs->gate, c, &hs->conns);
     hs->events = ctl_events_create(c, &hs->conns);
     hs->logstream = ctl_logstream_create(c, &hs->conns);
 }
 
 void ctl_http_fini(ctl_http_t *hs) {
-    replies_abandon(hs); /* before the server frees their connections */
+    ctl_hgate_fini(&hs->gate); /* before the server frees their connections */
     ctl_report_abandon(hs->report); /* its request is freed with the server below */
     ctl_history_abandon_all(&hs->history); /* so are theirs */
     while (hs->logreqs) {
@@ -439,7 +353,6 @@ void ctl_http_fini(ctl_http_t *hs) {
     if (hs->http)
         evhttp_free(hs->http);
     ctl_hconns_fini(&hs->conns); /* after evhttp_free, which closes the connections */
-    sl_free(hs->replies);
     *hs = (ctl_http_t){0};
 }
 
@@ -541,7 +454,7 @@ static void h_submit(hreq_t *h) {
         return;
     }
     ctl_secret_warnings(c, j); /* in the answer: an envFrom key left out */
-    defer(h->hs, h->req, 201, j->id);
+    ctl_hgate_defer(&h->hs->gate, h->req, 201, j->id);
 }
 
 #define ALL_STATES ((1u << CTL_JOB_NSTATES) - 1)
@@ -717,7 +630,7 @@ static void h_cancel(hreq_t *h) {
                        "array %llu has no pending or running element", (unsigned long long)id);
             return;
         }
-        defer(h->hs, h->req, 200, id);
+        ctl_hgate_defer(&h->hs->gate, h->req, 200, id);
         return;
     }
     /* A job read back from the database has finished: it is never cancelled. */
@@ -728,7 +641,7 @@ static void h_cancel(hreq_t *h) {
             ctl_job_free(j);
         return;
     }
-    defer(h->hs, h->req, 200, j->id);
+    ctl_hgate_defer(&h->hs->gate, h->req, 200, j->id);
 }
 
 static void logs_request(hreq_t *h, ctl_job_t *j);
@@ -1064,7 +977,7 @@ static void named_call(hreq_t *h, bool secret) {
     /* A secret created or deleted is committed with the iteration (a
      * reservation's change commits before its answer: reservations.c). */
     if (secret && (m == EVHTTP_REQ_POST || m == EVHTTP_REQ_DELETE))
-        defer_body(h->hs, h->req, status, &b);
+        ctl_hgate_defer_body(&h->hs->gate, h->req, status, &b);
     else
         send_json(h->hs, h->req, status, &b);
 }

@@ -11,6 +11,7 @@
 
 #include "domain/ctl.h"
 #include "net/hconn.h"
+#include "net/hgate.h"
 
 struct evhttp;
 struct evhttp_request;
@@ -21,15 +22,13 @@ struct ssl_ctx_st;
 typedef int (*ctl_logs_send_fn)(void *ud, uint32_t node, uint64_t req, uint64_t job, int32_t task,
                                 int64_t offset, int64_t limit);
 
-typedef struct ctl_reply ctl_reply_t;
 typedef struct ctl_logreq ctl_logreq_t;
 
 typedef struct ctl_http {
     ctl_t *c;
     struct evhttp *http;
     ctl_hconns_t conns;    /* limits, timeouts, unread replies (hconn.h) */
-    ctl_reply_t *replies;  /* deferred until their commit is durable, in order */
-    size_t nreplies, replies_cap;
+    ctl_hgate_t gate;      /* replies deferred until their commit is durable (hgate.h) */
     ctl_logreq_t *logreqs; /* log requests waiting for their agent */
     uint64_t next_logreq;
     ctl_logs_send_fn logs_send;
