@@ -36,17 +36,9 @@ SPEC = {"command": ["sleep", "30"], "gpus": 1}
 
 
 def _group(tmp_path, build_dir, snapshot_every):
-    if not os.access(os.path.join(build_dir, "sluiced"), os.X_OK):
-        pytest.skip("sluiced is not built")
-    etcd = hautil.Etcd(tmp_path).start()
-    ms = hautil.members(tmp_path, etcd, 3, extra=["--snapshot-every", str(snapshot_every),
-                                                  "--commit-pipeline", "8"])
-    try:
-        for m in ms:
-            m.start()
-        yield etcd, ms
-    finally:
-        hautil.stop_all(ms, etcd)
+    yield from hautil.running_group(tmp_path, build_dir, 3, ["--snapshot-every",
+                                                             str(snapshot_every),
+                                                             "--commit-pipeline", "8"])
 
 
 @pytest.fixture
