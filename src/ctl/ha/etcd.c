@@ -337,24 +337,33 @@ static int post_once(ctl_etcd_t *e, const char *path, const char *req, size_t rl
     return recv_answer(e, path, resp, deadline_ms);
 }
 
-int ctl_etcd_send(ctl_etcd_t *e, const char *path, const char *txt, size_t len, int timeout_ms) {
-    return send_request(e, path, txt, len, mono_ms() + timeout_ms);
+/* A member that does not answer (cut off, stopped) costs its share of
+ * what is left, not the whole call: the others still get a turn within
+ * the caller's deadline. */
+int64_t ctl_etcd_try_until(const ctl_etcd_t *e, size_t tries, int64_t now_ms,
+                           int64_t deadline_ms) {
+    size_t others = tries + 1 < e->n ? e->n - 1 - tries : 0;
+    int64_t left = deadline_ms - now_ms;
+    if (others > 0 && left / (int64_t)(others + 1) >= CTL_ETCD_MIN_TRY_MS)
+        return now_ms + left / (int64_t)(others + 1);
+    if (others > 0 && left > CTL_ETCD_MIN_TRY_MS)
+        return now_ms + CTL_ETCD_MIN_TRY_MS;
+    return deadline_ms;
 }
 
-int ctl_etcd_recv(ctl_etcd_t *e, const char *path, json_t **resp, int timeout_ms) {
+static int post_text(ctl_etcd_t *e, const char *path, const char *txt, size_t len,
+                     json_t **resp, int timeout_ms) {
     *resp = NULL;
-    if (e->fd < 0) {
-        snprintf(e->err, sizeof e->err, "etcd: no request in flight");
-        return -1;
+    int64_t deadline = mono_ms() + timeout_ms;
+    int rc = -1;
+    for (size_t tries = 0; tries < e->n && mono_ms() < deadline; tries++) {
+        rc = post_once(e, path, txt, len, resp, ctl_etcd_try_until(e, tries, mono_ms(), deadline));
+        if (rc != -1)
+            break;
+        /* The member is gone or slow: the next one, on a new connection. */
+        e->cur = (e->cur + 1) % e->n;
     }
-    return recv_answer(e, path, resp, mono_ms() + timeout_ms);
-}
-
-void ctl_etcd_use(ctl_etcd_t *e, size_t cur) {
-    if (cur >= e->n || cur == e->cur)
-        return;
-    disconnect(e);
-    e->cur = cur;
+    return rc == 0 ? 0 : -1;
 }
 
 int ctl_etcd_post(ctl_etcd_t *e, const char *path, json_t *req, json_t **resp, int timeout_ms) {
@@ -364,7 +373,7 @@ int ctl_etcd_post(ctl_etcd_t *e, const char *path, json_t *req, json_t **resp, i
         snprintf(e->err, sizeof e->err, "etcd: cannot encode the request");
         return -1;
     }
-    int rc = ctl_etcd_post_text(e, path, txt, strlen(txt), resp, timeout_ms);
+    int rc = post_text(e, path, txt, strlen(txt), resp, timeout_ms);
     free(txt);
     return rc;
 }
@@ -376,30 +385,6 @@ void ctl_etcd_close(ctl_etcd_t *e) {
 int ctl_etcd_connect(ctl_etcd_t *e, int timeout_ms) {
     disconnect(e);
     return connect_cur(e, mono_ms() + timeout_ms);
-}
-
-int ctl_etcd_post_text(ctl_etcd_t *e, const char *path, const char *txt, size_t len,
-                       json_t **resp, int timeout_ms) {
-    *resp = NULL;
-    int64_t deadline = mono_ms() + timeout_ms;
-    int rc = -1;
-    for (size_t tries = 0; tries < e->n && mono_ms() < deadline; tries++) {
-        /* A member that does not answer (cut off, stopped) costs its share
-         * of what is left, not the whole call: the others still get a
-         * turn within the caller's deadline. The last member gets it all. */
-        int64_t now = mono_ms(), until = deadline;
-        size_t others = e->n - 1 - tries;
-        if (others > 0 && (deadline - now) / (int64_t)(others + 1) >= CTL_ETCD_MIN_TRY_MS)
-            until = now + (deadline - now) / (int64_t)(others + 1);
-        else if (others > 0 && deadline - now > CTL_ETCD_MIN_TRY_MS)
-            until = now + CTL_ETCD_MIN_TRY_MS;
-        rc = post_once(e, path, txt, len, resp, until);
-        if (rc != -1)
-            break;
-        /* The member is gone or slow: the next one, on a new connection. */
-        e->cur = (e->cur + 1) % e->n;
-    }
-    return rc == 0 ? 0 : -1;
 }
 
 char *ctl_etcd_b64(const void *p, size_t n) {

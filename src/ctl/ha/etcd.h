@@ -51,29 +51,18 @@ void ctl_etcd_fini(ctl_etcd_t *e);
  * refused, whether the first one landed. */
 int ctl_etcd_post(ctl_etcd_t *e, const char *path, json_t *req, json_t **resp, int timeout_ms);
 
-/* The same request in two halves, for a caller that waits for the answer
- * in its own event loop (the leader's log writes, logw.h): send writes
- * txt (len bytes of JSON) to path on the current member, connecting
- * first when needed; 0, or -1 with e->err (the connection closed). Then,
- * once e->fd is readable, recv reads the whole answer within timeout_ms:
- * 0 with *resp for a 200 answer; -2 with e->err for an error answer; -1
- * with e->err when the member did not answer (the connection closed).
- * Neither tries another member: the caller retries with ctl_etcd_post. */
-int ctl_etcd_send(ctl_etcd_t *e, const char *path, const char *txt, size_t len, int timeout_ms);
-int ctl_etcd_recv(ctl_etcd_t *e, const char *path, json_t **resp, int timeout_ms);
-/* ctl_etcd_post of a request already encoded (len bytes of JSON). */
-int ctl_etcd_post_text(ctl_etcd_t *e, const char *path, const char *txt, size_t len,
-                       json_t **resp, int timeout_ms);
+/* The end of the try-th attempt of a call (0 first) that must end by
+ * deadline_ms, on the monotonic clock in ms: the members not yet tried
+ * each get a share of the time left, at least CTL_ETCD_MIN_TRY_MS; the
+ * last one gets it all. For clients of etcd's other port (etcdg.h). */
+int64_t ctl_etcd_try_until(const ctl_etcd_t *e, size_t tries, int64_t now_ms,
+                           int64_t deadline_ms);
 /* Closes the connection (an answer still on its way is not read). */
 void ctl_etcd_close(ctl_etcd_t *e);
 /* Connects e->fd (non-blocking, TCP_NODELAY) to the current member within
  * timeout_ms, for a client of another of its ports' protocols (etcdg.h).
  * 0, or -1 with e->err. */
 int ctl_etcd_connect(ctl_etcd_t *e, int timeout_ms);
-/* Connects to the member at endpoint index cur next (after a call on
- * another connection found it answering). Can't fail. */
-void ctl_etcd_use(ctl_etcd_t *e, size_t cur);
-
 /* Base64 of n bytes as a new string (sl_free). Can't fail. */
 char *ctl_etcd_b64(const void *p, size_t n);
 /* The bytes of base64 text s as a new buffer (sl_free) of *n bytes, or

@@ -16,11 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ha/etcdg.h"
 #include "ha/etcd.h"
+
+#include "base/loop.h"
 
 #include "sluice/alloc.h"
 
@@ -34,18 +35,16 @@ struct ctl_etcdg {
     uint32_t h2_error;       /* the stream's RST_STREAM code */
     int http_status, grpc_status;
     char grpc_message[200];
-    const unsigned char *out; /* the request's bytes not yet given to nghttp2 */
+    unsigned char head[5];   /* the request's gRPC frame head */
+    size_t head_off;         /* its bytes already given to nghttp2 */
+    const unsigned char *out; /* the message's bytes not yet given to nghttp2 */
     size_t out_len;
-    unsigned char *body;     /* the answer's bytes so far */
-    size_t body_len, body_cap;
-    unsigned char *wbuf;     /* the frames nghttp2 made, written in one send */
-    size_t wlen, wcap;
+    ctl_buf_t body;          /* the answer's bytes so far */
+    ctl_buf_t w;             /* the frames nghttp2 made, written in one send */
 };
 
 static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return ctl_mono_us() / 1000;
 }
 
 static void seterr(ctl_etcdg_t *g, const char *fmt, const char *detail) {
@@ -64,21 +63,15 @@ static ssize_t send_cb(nghttp2_session *s, const uint8_t *data, size_t len, int 
     (void)s;
     (void)flags;
     ctl_etcdg_t *g = ud;
-    if (g->wlen + len > g->wcap) {
-        while (g->wlen + len > g->wcap)
-            g->wcap = g->wcap ? 2 * g->wcap : 16384;
-        g->wbuf = sl_xrealloc(g->wbuf, g->wcap);
-    }
-    memcpy(g->wbuf + g->wlen, data, len);
-    g->wlen += len;
+    ctl_buf_add(&g->w, data, len);
     return (ssize_t)len;
 }
 
 /* Writes what send_cb gathered, within the deadline. 0 or -1 with err. */
 static int write_out(ctl_etcdg_t *g, int64_t deadline_ms) {
     size_t off = 0;
-    while (off < g->wlen) {
-        ssize_t w = send(g->e.fd, g->wbuf + off, g->wlen - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (off < g->w.len) {
+        ssize_t w = send(g->e.fd, g->w.p + off, g->w.len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
             off += (size_t)w;
             continue;
@@ -94,23 +87,28 @@ static int write_out(ctl_etcdg_t *g, int64_t deadline_ms) {
             return -1;
         }
     }
-    g->wlen = 0;
+    g->w.len = 0;
     return 0;
 }
 
+/* The request's body: the frame head, then the message, without a copy
+ * of the message beside nghttp2's own. */
 static ssize_t body_cb(nghttp2_session *s, int32_t stream, uint8_t *buf, size_t len,
                        uint32_t *flags, nghttp2_data_source *src, void *ud) {
     (void)s;
     (void)stream;
     (void)src;
     ctl_etcdg_t *g = ud;
-    size_t n = g->out_len < len ? g->out_len : len;
-    memcpy(buf, g->out, n);
+    size_t h = sizeof g->head - g->head_off < len ? sizeof g->head - g->head_off : len;
+    memcpy(buf, g->head + g->head_off, h);
+    g->head_off += h;
+    size_t n = g->out_len < len - h ? g->out_len : len - h;
+    memcpy(buf + h, g->out, n);
     g->out += n;
     g->out_len -= n;
-    if (g->out_len == 0)
+    if (g->head_off == sizeof g->head && g->out_len == 0)
         *flags |= NGHTTP2_DATA_FLAG_EOF;
-    return (ssize_t)n;
+    return (ssize_t)(h + n);
 }
 
 static int header_cb(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name,
@@ -138,13 +136,7 @@ static int data_cb(nghttp2_session *s, uint8_t flags, int32_t stream, const uint
     ctl_etcdg_t *g = ud;
     if (stream != g->stream)
         return 0;
-    if (g->body_len + len > g->body_cap) {
-        while (g->body_len + len > g->body_cap)
-            g->body_cap = g->body_cap ? 2 * g->body_cap : 4096;
-        g->body = sl_xrealloc(g->body, g->body_cap);
-    }
-    memcpy(g->body + g->body_len, data, len);
-    g->body_len += len;
+    ctl_buf_add(&g->body, data, len);
     return 0;
 }
 
@@ -165,7 +157,7 @@ void ctl_etcdg_close(ctl_etcdg_t *g) {
         nghttp2_session_del(g->h2);
     g->h2 = NULL;
     g->stream = 0;
-    g->wlen = 0;
+    g->w.len = 0;
     ctl_etcd_close(&g->e);
 }
 
@@ -258,7 +250,8 @@ fail:
 }
 
 static bool request_written(const ctl_etcdg_t *g) {
-    return g->out_len == 0 && !nghttp2_session_want_write(g->h2);
+    return g->head_off == sizeof g->head && g->out_len == 0 &&
+           !nghttp2_session_want_write(g->h2);
 }
 
 static bool stream_closed(const ctl_etcdg_t *g) {
@@ -283,8 +276,8 @@ void ctl_etcdg_free(ctl_etcdg_t *g) {
         return;
     ctl_etcdg_close(g);
     ctl_etcd_fini(&g->e);
-    sl_free(g->body);
-    sl_free(g->wbuf);
+    ctl_buf_fini(&g->body);
+    ctl_buf_fini(&g->w);
     sl_free(g);
 }
 
@@ -315,11 +308,9 @@ int ctl_etcdg_send(ctl_etcdg_t *g, const void *msg, size_t len, int timeout_ms) 
     int64_t deadline = mono_ms() + timeout_ms;
     if (g->h2 == NULL && connect_h2(g, timeout_ms) < 0)
         return -1;
-    unsigned char *framed = sl_xmalloc(len + 5);
-    framed[0] = 0;
+    g->head[0] = 0; /* not compressed */
     for (int i = 0; i < 4; i++)
-        framed[1 + i] = (unsigned char)(len >> (24 - 8 * i));
-    memcpy(framed + 5, msg, len);
+        g->head[1 + i] = (unsigned char)(len >> (24 - 8 * i));
     char authority[300];
     snprintf(authority, sizeof authority, "%s:%d", g->e.host[g->e.cur], g->e.port[g->e.cur]);
 #define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
@@ -328,24 +319,23 @@ int ctl_etcdg_send(ctl_etcdg_t *g, const void *msg, size_t len, int timeout_ms) 
                          NV("te", "trailers")};
 #undef NV
     nghttp2_data_provider body = {.read_callback = body_cb};
-    g->out = framed;
-    g->out_len = len + 5;
+    g->head_off = 0;
+    g->out = msg;
+    g->out_len = len;
     g->closed = false;
     g->h2_error = 0;
     g->http_status = 0;
     g->grpc_status = -1;
     g->grpc_message[0] = '\0';
-    g->body_len = 0;
+    g->body.len = 0;
     int32_t id = nghttp2_submit_request(g->h2, NULL, hdrs, sizeof hdrs / sizeof hdrs[0], &body, g);
     if (id < 0) {
         seterr(g, "%s", nghttp2_strerror(id));
-        sl_free(framed);
         ctl_etcdg_close(g);
         return -1;
     }
     g->stream = id;
     int rc = pump(g, request_written, deadline);
-    sl_free(framed);
     g->out = NULL;
     g->out_len = 0;
     return rc;
@@ -372,19 +362,19 @@ int ctl_etcdg_recv(ctl_etcdg_t *g, void **resp, size_t *rlen, int timeout_ms) {
         seterr(g, "%s", what);
         return g->grpc_status > 0 ? -2 : -1;
     }
-    if (g->body_len < 5 || g->body[0] != 0) {
-        seterr(g, "%s", g->body_len < 5 ? "an answer without its message"
+    const unsigned char *b = (const unsigned char *)g->body.p;
+    if (g->body.len < 5 || b[0] != 0) {
+        seterr(g, "%s", g->body.len < 5 ? "an answer without its message"
                                         : "a compressed answer, which was not asked for");
         return -1;
     }
-    size_t n = (size_t)g->body[1] << 24 | (size_t)g->body[2] << 16 | (size_t)g->body[3] << 8 |
-               g->body[4];
-    if (n != g->body_len - 5) {
+    size_t n = (size_t)b[1] << 24 | (size_t)b[2] << 16 | (size_t)b[3] << 8 | b[4];
+    if (n != g->body.len - 5) {
         seterr(g, "%s", "an answer whose length is not its frame's");
         return -1;
     }
     *resp = sl_xmalloc(n ? n : 1);
-    memcpy(*resp, g->body + 5, n);
+    memcpy(*resp, b + 5, n);
     *rlen = n;
     return 0;
 }
@@ -406,12 +396,7 @@ int ctl_etcdg_call(ctl_etcdg_t *g, const void *msg, size_t len, void **resp, siz
     int rc = -1;
     for (size_t tries = 0; tries < g->e.n && mono_ms() < deadline; tries++) {
         /* Each member a share of the time left, as ctl_etcd_post. */
-        int64_t now = mono_ms(), until = deadline;
-        size_t others = g->e.n - 1 - tries;
-        if (others > 0 && (deadline - now) / (int64_t)(others + 1) >= CTL_ETCD_MIN_TRY_MS)
-            until = now + (deadline - now) / (int64_t)(others + 1);
-        else if (others > 0 && deadline - now > CTL_ETCD_MIN_TRY_MS)
-            until = now + CTL_ETCD_MIN_TRY_MS;
+        int64_t now = mono_ms(), until = ctl_etcd_try_until(&g->e, tries, now, deadline);
         int ms = (int)(until - now);
         if (ctl_etcdg_send(g, msg, len, ms) == 0) {
             rc = ctl_etcdg_recv(g, resp, rlen, (int)(until - mono_ms() > 1 ? until - mono_ms() : 1));

@@ -747,8 +747,7 @@ static int ship(void *ud, const void *changes, size_t len, uint64_t index, uint6
                "compressed", index, len);
         return -1;
     }
-    ctl_logw_append(h->logw, index, v, n);
-    sl_free(v);
+    ctl_logw_append(h->logw, index, v, n); /* takes v */
     h->applied = index;
     return 0;
 }

@@ -15,12 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ha/logw.h"
 #include "ha/etcd.h"
 #include "ha/etcdg.h"
 
+#include "base/loop.h"
 #include "sluice/alloc.h"
 
 typedef struct entry {
@@ -59,12 +59,6 @@ struct ctl_logw {
     bool answered;         /* a blocking retry found a member that answers: */
     size_t answered_cur;   /* that member, where the next retry starts */
 };
-
-static int64_t mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static entry_t *entry_at(ctl_logw_t *w, uint64_t index) {
     return &w->q[index - w->durable - 1];
@@ -235,7 +229,7 @@ static void on_answer(evutil_socket_t fd, short what, void *ud);
 /* Starts sl's transaction (built) on its connection; a failed send is
  * retried at once. */
 static void start(ctl_logw_t *w, slot_t *sl) {
-    sl->sent_us = mono_us();
+    sl->sent_us = ctl_mono_us();
     sl->state = SLOT_SENT;
     if (ctl_etcdg_send(sl->g, sl->req.p, sl->req.len, 1000) < 0) {
         retry(w, sl);
@@ -290,7 +284,7 @@ static void receive(ctl_logw_t *w, slot_t *sl, int timeout_ms) {
     if (rc == 1)
         return; /* the persistent event brings the rest */
     if (rc == 0) {
-        w->hooks.observe(w->hooks.ud, mono_us() - sl->sent_us);
+        w->hooks.observe(w->hooks.ud, ctl_mono_us() - sl->sent_us);
         judge(w, sl, resp, rlen);
         sl_free(resp);
         return;
@@ -360,7 +354,7 @@ void ctl_logw_close(ctl_logw_t *w) {
     sl_free(w);
 }
 
-void ctl_logw_append(ctl_logw_t *w, uint64_t index, const void *val, size_t len) {
+void ctl_logw_append(ctl_logw_t *w, uint64_t index, void *val, size_t len) {
     if (index != w->last + 1)
         fail(w, "log entry %" PRIu64 " appended after %" PRIu64, index, w->last);
     size_t n = (size_t)(index - w->durable);
@@ -369,8 +363,7 @@ void ctl_logw_append(ctl_logw_t *w, uint64_t index, const void *val, size_t len)
         w->q = sl_xrealloc(w->q, w->qcap * sizeof *w->q);
     }
     entry_t *e = &w->q[n - 1];
-    e->v = sl_xmalloc(len ? len : 1);
-    memcpy(e->v, val, len);
+    e->v = val;
     e->len = len;
     w->last = index;
     dispatch(w);
@@ -395,7 +388,7 @@ void ctl_logw_sync(ctl_logw_t *w, uint64_t index) {
 }
 
 void ctl_logw_tick(ctl_logw_t *w) {
-    int64_t now = mono_us();
+    int64_t now = ctl_mono_us();
     for (int i = 0; i < w->depth; i++) {
         slot_t *sl = &w->slots[i];
         if (sl->state == SLOT_SENT && now - sl->sent_us >= (int64_t)CTL_ETCD_MIN_TRY_MS * 1000)

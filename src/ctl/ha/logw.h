@@ -69,9 +69,10 @@ int ctl_logw_open(ctl_logw_t **out, struct event_base *base, const char *endpoin
 /* Closes the connections and frees; entries not yet durable are dropped
  * (never acknowledged). Accepts NULL. */
 void ctl_logw_close(ctl_logw_t *w);
-/* Appends entry index (the last appended + 1) of len bytes (copied) and
- * sends what waits when a connection is free. O(len). */
-void ctl_logw_append(ctl_logw_t *w, uint64_t index, const void *val, size_t len);
+/* Appends entry index (the last appended + 1) of len bytes at val, an
+ * sl_xmalloc'd buffer the writer takes (and frees once the entry is
+ * durable), and sends what waits when a connection is free. */
+void ctl_logw_append(ctl_logw_t *w, uint64_t index, void *val, size_t len);
 /* Returns once every entry up to index is durable (the durable callback
  * called), blocking on etcd's answers; or steps down. */
 void ctl_logw_sync(ctl_logw_t *w, uint64_t index);

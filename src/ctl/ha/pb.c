@@ -5,17 +5,6 @@
 
 #include "ha/pb.h"
 
-#include "sluice/alloc.h"
-
-static void pb_put(ctl_pb_t *b, const void *p, size_t n) {
-    if (b->len + n > b->cap) {
-        while (b->len + n > b->cap)
-            b->cap = b->cap ? 2 * b->cap : 1024;
-        b->p = sl_xrealloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->len, p, n);
-    b->len += n;
-}
 
 static void pb_raw_varint(ctl_pb_t *b, uint64_t v) {
     unsigned char t[10];
@@ -27,7 +16,7 @@ static void pb_raw_varint(ctl_pb_t *b, uint64_t v) {
             t[n] |= 0x80;
         n++;
     } while (v);
-    pb_put(b, t, n);
+    ctl_buf_add(b, t, n);
 }
 
 void ctl_pb_varint(ctl_pb_t *b, uint32_t field, uint64_t v) {
@@ -38,7 +27,7 @@ void ctl_pb_varint(ctl_pb_t *b, uint32_t field, uint64_t v) {
 void ctl_pb_bytes(ctl_pb_t *b, uint32_t field, const void *p, size_t n) {
     pb_raw_varint(b, (uint64_t)field << 3 | 2);
     pb_raw_varint(b, n);
-    pb_put(b, p, n);
+    ctl_buf_add(b, p, n);
 }
 
 void ctl_pb_msg(ctl_pb_t *b, uint32_t field, const ctl_pb_t *m) {
@@ -46,8 +35,7 @@ void ctl_pb_msg(ctl_pb_t *b, uint32_t field, const ctl_pb_t *m) {
 }
 
 void ctl_pb_free(ctl_pb_t *b) {
-    sl_free(b->p);
-    *b = (ctl_pb_t){0};
+    ctl_buf_fini(b);
 }
 
 void ctl_pbr_init(ctl_pbr_t *r, const void *p, size_t n) {

@@ -14,10 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct ctl_pb {
-    unsigned char *p;
-    size_t len, cap;
-} ctl_pb_t;
+#include "base/buf.h"
+
+/* A message being written: the project's byte buffer. */
+typedef ctl_buf_t ctl_pb_t;
 
 /* Appends field (wire type 0) of value v; field (wire type 2) of n bytes
  * at p; field holding the message m (its bytes). Can't fail. */

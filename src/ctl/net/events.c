@@ -404,12 +404,7 @@ void ctl_events_flush(ctl_events_t *ev) {
         }
         ev->mark[ev->nmark++] = (mark_t){seq, ev->nchg};
     }
-    size_t ready = 0, m = 0;
-    while (m < ev->nmark && ev->mark[m].tag <= durable)
-        ready = ev->mark[m++].end;
-    if (ready > 0)
-        publish(ev, ready);
-    drop_prefix(ev, ready, m);
+    ctl_events_release(ev);
 }
 
 void ctl_events_release(ctl_events_t *ev) {

@@ -68,21 +68,14 @@ static void send_one(ctl_hgate_t *g, ctl_hgate_reply_t *r) {
     ctl_reply_body(g->conns, r->req, r->status, "application/json", &r->body); /* takes it */
 }
 
-/* Tags never decrease along the array, so the replies sent are always a
- * prefix, and the rest stay in order. */
+/* Tags never decrease along the array, so the replies released are
+ * always a prefix, and the rest stay in order. */
 void ctl_hgate_flush(ctl_hgate_t *g) {
-    uint64_t seq = ctl_store_seq(g->c->store), durable = ctl_store_durable(g->c->store);
-    size_t kept = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        ctl_hgate_reply_t *r = &g->r[i];
-        if (!r->tagged)
-            tag(g, r, seq);
-        if (kept == 0 && r->tag <= durable)
-            send_one(g, r);
-        else
-            g->r[kept++] = *r;
-    }
-    g->n = kept;
+    uint64_t seq = ctl_store_seq(g->c->store);
+    for (size_t i = 0; i < g->n; i++)
+        if (!g->r[i].tagged)
+            tag(g, &g->r[i], seq);
+    ctl_hgate_release(g);
 }
 
 void ctl_hgate_release(ctl_hgate_t *g) {

@@ -94,11 +94,6 @@ typedef struct ctl_replica_entry {
  * with err. On an error the file is unchanged. */
 int ctl_replica_apply(ctl_replica_t *r, const ctl_replica_entry_t *e, size_t n, char *err,
                       size_t errlen);
-/* Reads the log index and digest of a database image (a snapshot)
- * without opening it as a file: 0 with *index and *digest (0 when it has
- * none), or -1 with err. */
-int ctl_replica_image_index(const void *img, size_t len, uint64_t *index, uint64_t *digest,
-                            char *err, size_t errlen);
 /* Writes the image (a snapshot) to path atomically: a file beside it,
  * fsync, checked, renamed over path; the old file's -wal and -shm
  * removed. 0, or -1 with err (path unchanged). */

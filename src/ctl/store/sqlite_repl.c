@@ -43,7 +43,7 @@ struct ctl_store_repl {
     ctl_store_ship_fn fn;
     ctl_store_wait_fn wait;
     void *ud;
-    uint64_t index, digest;
+    uint64_t digest;       /* the log's digest at the file's index (s->seq) */
 };
 
 struct ctl_replica {
@@ -162,14 +162,13 @@ static int repl_commit(ctl_store_t *s) {
     int rc = 0;
     if (n > 0) {
         uint64_t digest = ctl_store_repl_chain(r->digest, p, (size_t)n);
-        if (r->fn(r->ud, p, (size_t)n, r->index + 1, digest) < 0 ||
-            write_meta_with(s->db, &r->put_index, "index", r->index + 1) < 0 ||
+        if (r->fn(r->ud, p, (size_t)n, s->seq + 1, digest) < 0 ||
+            write_meta_with(s->db, &r->put_index, "index", s->seq + 1) < 0 ||
             write_meta_with(s->db, &r->put_digest, "digest", digest) < 0) {
             rc = -1;
         } else {
-            r->index++;
+            s->seq++; /* the log index */
             r->digest = digest;
-            s->seq = r->index;
         }
     }
     sqlite3_free(p);
@@ -217,7 +216,7 @@ int ctl_store_repl_enable(ctl_store_t *s, ctl_store_ship_fn fn, ctl_store_wait_f
         return -1;
     }
     s->repl = sl_xmalloc(sizeof *s->repl);
-    *s->repl = (struct ctl_store_repl){.fn = fn, .wait = wait, .ud = ud, .index = index,
+    *s->repl = (struct ctl_store_repl){.fn = fn, .wait = wait, .ud = ud,
                                        .digest = digest};
     s->seq = s->durable = index;
     s->repl_fini = repl_fini;
@@ -234,7 +233,7 @@ int ctl_store_repl_enable(ctl_store_t *s, ctl_store_ship_fn fn, ctl_store_wait_f
 }
 
 uint64_t ctl_store_repl_index(const ctl_store_t *s) {
-    return s->repl ? s->repl->index : 0;
+    return s->repl ? s->seq : 0;
 }
 
 uint64_t ctl_store_repl_digest(const ctl_store_t *s) {
@@ -354,31 +353,6 @@ fail:
              (unsigned long long)at, sqlite3_errmsg(r->db));
     (void)sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
     return -1;
-}
-
-int ctl_replica_image_index(const void *img, size_t len, uint64_t *index, uint64_t *digest,
-                            char *err, size_t errlen) {
-    sqlite3 *db = NULL;
-    int rc = -1;
-    *index = *digest = 0;
-    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
-        goto out;
-    unsigned char *copy = sqlite3_malloc64(len);
-    if (copy == NULL)
-        goto out;
-    memcpy(copy, img, len);
-    if (sqlite3_deserialize(db, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
-                            SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY) !=
-        SQLITE_OK)
-        goto out;
-    bool found;
-    rc = read_index(db, index, digest, &found);
-out:
-    if (rc < 0)
-        snprintf(err, errlen, "snapshot: not a state database (%s)",
-                 db ? sqlite3_errmsg(db) : "out of memory");
-    sqlite3_close(db);
-    return rc;
 }
 
 int ctl_replica_install(const char *path, const void *img, size_t len, char *err, size_t errlen) {
