@@ -4,8 +4,8 @@
  *
  * A value is the log's digest after the entry (8 bytes, big-endian,
  * store/repl.h), the length of its changes (4 bytes, big-endian), then
- * the changes compressed (zlib, level 1: a group commit's changeset
- * shrinks about 4 times, and etcd's work and store grow with the bytes it
+ * the changes compressed (zlib, level 1: a group commit's changes
+ * shrink about 4 times, and etcd's work and store grow with the bytes it
  * writes and serves).
  */
 #ifndef SLUICE_CTL_HA_ENTRY_H

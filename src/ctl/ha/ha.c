@@ -653,8 +653,8 @@ int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg
     h->info.metrics = metrics_cb;
     h->info.view_ud = h;
     if (!ctl_store_repl_supported()) {
-        snprintf(err, errlen, "--ha: this SQLite library has no session extension "
-                 "(SQLITE_ENABLE_SESSION), which HA mode needs");
+        snprintf(err, errlen, "--ha: this SQLite library has no pre-update hook "
+                 "(SQLITE_ENABLE_PREUPDATE_HOOK), which HA mode needs");
         return -1;
     }
     if (ctl_etcd_init(&h->etcd, cfg->endpoints, err, errlen) < 0 ||

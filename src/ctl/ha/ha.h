@@ -8,7 +8,7 @@
  *                      create_revision is the epoch (only grows)
  *   members/NAME       each member's {"name","api","agent","role","applied"},
  *                      with its lease, rewritten every second
- *   log/%020u          the changes of one group commit (SQLite changeset)
+ *   log/%020u          the changes of one group commit (store/changes.h)
  *   snapshot           {"index","chunks","bytes"}: the last snapshot
  *   snap/%020u/%06u    its chunks (768 KiB each)
  *
@@ -107,7 +107,7 @@ typedef struct ctl_ha {
  * this process held before it stepped down (ctl_ha_step_down passes it
  * on). etcd out of reach is not an error: the lease is then taken by the
  * standby's tick, and no campaign is made without one. 0, or -1 with err
- * (the endpoints, or SQLite without the session extension). */
+ * (the endpoints, or SQLite without the pre-update hook). */
 int ctl_ha_init(ctl_ha_t *h, struct event_base *base, const ctl_ha_config_t *cfg, char *err,
                 size_t errlen);
 /* Frees what init made; the lease is revoked (a clean stop hands the

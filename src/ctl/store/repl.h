@@ -4,7 +4,7 @@
  *
  * The store stays a local SQLite file; what is replicated is the change a
  * group commit makes. On the leader, every COMMIT hands the transaction's
- * changes (an opaque byte string, SQLite's session changeset) to the ship
+ * changes (an opaque byte string, store/changes.h's) to the ship
  * callback with the next log index and the log's digest after it, then
  * commits locally with both in the same transaction. The callback may
  * return before the changes are durable on the replicated store (a
@@ -44,7 +44,7 @@ typedef void (*ctl_store_wait_fn)(void *ud, uint64_t index);
  * log's digest is 0. Can't fail. O(n). */
 uint64_t ctl_store_repl_chain(uint64_t prev, const void *changes, size_t n);
 
-/* True when the SQLite library has the session extension (run time). */
+/* True when the SQLite library has the pre-update hook (run time). */
 bool ctl_store_repl_supported(void);
 /* Turns shipping on for the open store s: from now on every commit that
  * changes a row calls fn first, and ctl_store_commit calls wait before it

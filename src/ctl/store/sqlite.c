@@ -74,6 +74,7 @@
 #include <event2/event.h>
 
 #include "sluice/alloc.h"
+#include "store/changes.h"
 #include "store/sqlite.h"
 #include "base/loop.h"
 #include "log.h"
@@ -91,6 +92,8 @@ enum {
     ST_TASK_MEM_DELETE,
     ST_TASK_MEM_GET,
     ST_JOB_SCHED_PUT,
+    ST_BEGIN, /* a group commit's two ends, prepared once like the rest */
+    ST_COMMIT,
     ST_COUNT
 };
 
@@ -120,6 +123,8 @@ static const char *const stmts[ST_COUNT] = {
     [ST_TASK_MEM_GET] = "SELECT idx, oom_killed, mem_peak, mem_limit, mem_request FROM task_mem"
                         " WHERE job = ?1",
     [ST_JOB_SCHED_PUT] = "INSERT OR REPLACE INTO job_sched(job, sched_delay_us) VALUES(?1, ?2)",
+    [ST_BEGIN] = "BEGIN",
+    [ST_COMMIT] = "COMMIT",
 };
 
 static void lazy_cb(evutil_socket_t fd, short what, void *ud) {
@@ -301,11 +306,18 @@ void ctl_store_stats(const ctl_store_t *s, ctl_store_stats_t *out) {
 
 /* The COMMIT itself: in HA mode the changes are handed to the replicated
  * store first (repl_commit), which may not have them durable yet. */
+/* One step of a statement without parameters or rows, reset after. */
+static int run(sqlite3_stmt *st) {
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc;
+}
+
 static void commit_local(ctl_store_t *s) {
     int64_t t0 = ctl_mono_us();
     if (s->repl_commit && s->repl_commit(s) < 0)
         fatal_sql(s, "replicate");
-    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+    if (run(s->st[ST_COMMIT]) != SQLITE_DONE)
         fatal_sql(s, "COMMIT");
     s->in_txn = false;
     s->txn_urgent = false;
@@ -335,7 +347,7 @@ uint64_t ctl_store_durable(const ctl_store_t *s) {
 static void open_txn(ctl_store_t *s) {
     if (s->in_txn)
         return;
-    if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+    if (run(s->st[ST_BEGIN]) != SQLITE_DONE)
         fatal_sql(s, "BEGIN");
     s->in_txn = true;
 }
@@ -371,6 +383,7 @@ void ctl_store_discard(ctl_store_t *s) {
         return;
     if (sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
         sl_log(SL_LOG_ERROR, "store", "%s: ROLLBACK: %s", s->path, sqlite3_errmsg(s->db));
+    ctl_changes_rewind(s->changes, 0);
     s->in_txn = false;
     s->txn_urgent = false;
     if (s->lazy_ev)
@@ -438,6 +451,7 @@ int ctl_store_job_insert(ctl_store_t *s, const ctl_job_t *j, const char *tenant)
     b |= bind_opt_i64(st, 9, j->has_exit, j->exit_code);
     b |= sqlite3_bind_int(st, 10, j->requeue_wait);
     b |= sqlite3_bind_int(st, 11, j->requeues);
+    size_t mark = ctl_changes_mark(s->changes);
     int rc = b == SQLITE_OK ? sqlite3_step(st) : b;
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
@@ -449,6 +463,7 @@ int ctl_store_job_insert(ctl_store_t *s, const ctl_job_t *j, const char *tenant)
          * the database can make memory agree with it again. */
         if (sqlite3_get_autocommit(s->db))
             fatal_sql(s, "job insert rolled the transaction back");
+        ctl_changes_rewind(s->changes, mark); /* the statement was undone */
         return SL_EIO;
     }
     return 0;

@@ -41,6 +41,10 @@ struct ctl_store {
      * replicated store in HA mode (sqlite_repl.c keeps them). */
     uint64_t seq, durable;
     struct ctl_store_repl *repl;
+    /* HA mode: the open transaction's row changes (changes.h); what SQLite
+     * undoes (a savepoint rolled back, a ROLLBACK, a failed insert) is
+     * rewound here too. NULL: a single controller. */
+    struct ctl_changes *changes;
 };
 
 struct ctl_store_reader {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "store/changes.h"
 #include "store/sqlite.h"
 
 int ctl_store_array_insert(ctl_store_t *s, ctl_job_t *const *jobs, size_t n, const char *text,
@@ -20,6 +21,7 @@ int ctl_store_array_insert(ctl_store_t *s, ctl_job_t *const *jobs, size_t n, con
     ctl_sqlite_begin(s);
     if (sqlite3_exec(s->db, "SAVEPOINT array_insert", NULL, NULL, NULL) != SQLITE_OK)
         ctl_sqlite_fatal(s, "SAVEPOINT");
+    size_t mark = ctl_changes_mark(s->changes);
     sqlite3_stmt *st = NULL;
     char *spec = json_dumps(j->spec, JSON_COMPACT | JSON_PRESERVE_ORDER);
     int rc = sqlite3_prepare_v2(s->db,
@@ -64,6 +66,7 @@ int ctl_store_array_insert(ctl_store_t *s, ctl_job_t *const *jobs, size_t n, con
     if (sqlite3_exec(s->db, "ROLLBACK TO array_insert; RELEASE array_insert", NULL, NULL, NULL) !=
         SQLITE_OK)
         ctl_sqlite_fatal(s, "ROLLBACK TO array_insert");
+    ctl_changes_rewind(s->changes, mark);
     return SL_EIO;
 }
 

@@ -1,26 +1,23 @@
 /*
  * sqlite_repl.c - the SQLite backend's replication hooks (store/repl.h).
  *
- * The leader's side: a session (SQLite's session extension,
- * sqlite3session_*) attached to every table but ha_meta records what the
- * open transaction changes; before COMMIT its changeset goes to the ship
- * callback, then the new log index and the log's digest are written into
- * ha_meta in the same transaction, so the file always says which log
- * entry it holds, and which history led there. A new
- * session starts after each COMMIT (a session accumulates otherwise).
- * A session reads the rows' new values when the changeset is made, so a
- * savepoint rolled back (an array refused half-way) leaves nothing in it.
+ * The leader's side: a recorder (changes.h) on every table but ha_meta
+ * writes down the rows the open transaction changes; before COMMIT they
+ * go to the ship callback, then the new log index and the log's digest
+ * are written into ha_meta in the same transaction, so the file always
+ * says which log entry it holds, and which history led there. What
+ * SQLite undoes inside a transaction (an array refused half-way rolls
+ * back to its savepoint, a ROLLBACK) the store rewinds in the recorder
+ * too (s->changes).
  *
- * The standby's side: the changesets of one read of the log applied in one
- * transaction with the last index and digest (sqlite3changeset_apply; a conflict replaces the row, a missing
- * row is skipped: the leader's file is the truth), and snapshots (the
- * whole file, sqlite3_serialize) read and installed.
+ * The standby's side: the changes of one read of the log applied in one
+ * transaction with the last index and digest (a row is written whole, a
+ * delete of a missing row does nothing: the leader's file is the truth),
+ * and snapshots (the whole file, sqlite3_serialize) read and installed.
  *
- * Debian's libsqlite3 is built with SQLITE_ENABLE_SESSION and
- * SQLITE_ENABLE_PREUPDATE_HOOK; ctl_store_repl_supported checks at run time.
+ * Debian's libsqlite3 is built with SQLITE_ENABLE_PREUPDATE_HOOK;
+ * ctl_store_repl_supported checks at run time.
  */
-#define SQLITE_ENABLE_SESSION 1
-#define SQLITE_ENABLE_PREUPDATE_HOOK 1
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -28,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store/changes.h"
 #include "store/sqlite.h"
 #include "store/repl.h"
 
@@ -37,7 +35,6 @@
 #define HA_META_SQL "CREATE TABLE IF NOT EXISTS ha_meta(k TEXT PRIMARY KEY, v INTEGER);"
 
 struct ctl_store_repl {
-    sqlite3_session *sess;
     sqlite3_stmt *put_index; /* the index and digest rows' statements, prepared once */
     sqlite3_stmt *put_digest;
     ctl_store_ship_fn fn;
@@ -48,6 +45,7 @@ struct ctl_store_repl {
 
 struct ctl_replica {
     sqlite3 *db;
+    ctl_changes_applier_t *apply;
     uint64_t index, digest;
     bool synced;
 };
@@ -81,15 +79,11 @@ uint64_t ctl_store_repl_chain(uint64_t prev, const void *changes, size_t n) {
 }
 
 bool ctl_store_repl_supported(void) {
-    return sqlite3_compileoption_used("ENABLE_SESSION") &&
-           sqlite3_compileoption_used("ENABLE_PREUPDATE_HOOK");
+    return sqlite3_compileoption_used("ENABLE_PREUPDATE_HOOK");
 }
 
-/* Every table but the file's own log index. */
-static int table_filter(void *ud, const char *table) {
-    (void)ud;
-    return strcmp(table, "ha_meta") != 0;
-}
+/* Every table but the file's own log index is recorded. */
+static const char *const not_recorded[] = {"ha_meta", NULL};
 
 /* ha_meta's row k: 0 with *v (0 and *found false when there is none), or -1. */
 static int read_meta(sqlite3 *db, const char *k, uint64_t *v, bool *found) {
@@ -142,23 +136,18 @@ static int write_index(sqlite3 *db, uint64_t index, uint64_t digest) {
                : 0;
 }
 
-static int new_session(ctl_store_t *s) {
-    struct ctl_store_repl *r = s->repl;
-    if (sqlite3session_create(s->db, "main", &r->sess) != SQLITE_OK)
-        return -1;
-    sqlite3session_table_filter(r->sess, table_filter, NULL);
-    return sqlite3session_attach(r->sess, NULL) == SQLITE_OK ? 0 : -1;
-}
-
 /* Before COMMIT (sqlite.c): ship the transaction's changes, record the
- * index and digest. The next session starts at once: nothing writes
- * between this COMMIT and the next BEGIN. */
+ * index and digest (ha_meta is not recorded), and start the next
+ * transaction's record empty. */
 static int repl_commit(ctl_store_t *s) {
     struct ctl_store_repl *r = s->repl;
-    int n = 0;
-    void *p = NULL;
-    if (sqlite3session_changeset(r->sess, &n, &p) != SQLITE_OK)
+    size_t n = 0;
+    const char *why = NULL;
+    const void *p = ctl_changes_take(s->changes, &n, &why);
+    if (p == NULL) {
+        sl_log(SL_LOG_ERROR, "store", "%s: the transaction's changes: %s", s->path, why);
         return -1;
+    }
     int rc = 0;
     if (n > 0) {
         uint64_t digest = ctl_store_repl_chain(r->digest, p, (size_t)n);
@@ -171,11 +160,7 @@ static int repl_commit(ctl_store_t *s) {
             r->digest = digest;
         }
     }
-    sqlite3_free(p);
-    sqlite3session_delete(r->sess);
-    r->sess = NULL;
-    if (rc == 0 && new_session(s) < 0)
-        rc = -1;
+    ctl_changes_rewind(s->changes, 0);
     return rc;
 }
 
@@ -186,8 +171,8 @@ static void repl_wait(ctl_store_t *s) {
 static void repl_fini(ctl_store_t *s) {
     if (s->repl == NULL)
         return;
-    if (s->repl->sess)
-        sqlite3session_delete(s->repl->sess);
+    ctl_changes_detach(s->changes);
+    s->changes = NULL;
     sqlite3_finalize(s->repl->put_index);
     sqlite3_finalize(s->repl->put_digest);
     sl_free(s->repl);
@@ -199,8 +184,9 @@ static void repl_fini(ctl_store_t *s) {
 int ctl_store_repl_enable(ctl_store_t *s, ctl_store_ship_fn fn, ctl_store_wait_fn wait, void *ud,
                           char *err, size_t errlen) {
     if (!ctl_store_repl_supported()) {
-        snprintf(err, errlen, "%s: this SQLite library (%s) has no session extension "
-                 "(SQLITE_ENABLE_SESSION), which HA mode needs", s->path, sqlite3_libversion());
+        snprintf(err, errlen, "%s: this SQLite library (%s) has no pre-update hook "
+                 "(SQLITE_ENABLE_PREUPDATE_HOOK), which HA mode needs", s->path,
+                 sqlite3_libversion());
         return -1;
     }
     ctl_store_commit(s);
@@ -220,8 +206,9 @@ int ctl_store_repl_enable(ctl_store_t *s, ctl_store_ship_fn fn, ctl_store_wait_f
                                        .digest = digest};
     s->seq = s->durable = index;
     s->repl_fini = repl_fini;
-    if (new_session(s) < 0) {
-        snprintf(err, errlen, "%s: session: %s", s->path, sqlite3_errmsg(s->db));
+    char why[256] = "";
+    if (ctl_changes_attach(&s->changes, s->db, not_recorded, why, sizeof why) < 0) {
+        snprintf(err, errlen, "%s: %s", s->path, why);
         repl_fini(s);
         return -1;
     }
@@ -278,6 +265,7 @@ int ctl_replica_open(ctl_replica_t **out, const char *path, char *err, size_t er
         return -1;
     }
     sqlite3_busy_timeout(r->db, 5000);
+    r->apply = ctl_changes_applier_create(r->db);
     *out = r;
     return 0;
 }
@@ -285,6 +273,7 @@ int ctl_replica_open(ctl_replica_t **out, const char *path, char *err, size_t er
 void ctl_replica_close(ctl_replica_t *r) {
     if (r == NULL)
         return;
+    ctl_changes_applier_destroy(r->apply);
     sqlite3_close(r->db);
     sl_free(r);
 }
@@ -299,16 +288,6 @@ uint64_t ctl_replica_digest(const ctl_replica_t *r) {
 
 bool ctl_replica_synced(const ctl_replica_t *r) {
     return r->synced;
-}
-
-/* The leader's file is the truth: a row that differs is replaced, one
- * that is missing is skipped. */
-static int on_conflict(void *ud, int kind, sqlite3_changeset_iter *it) {
-    (void)ud;
-    (void)it;
-    if (kind == SQLITE_CHANGESET_DATA || kind == SQLITE_CHANGESET_CONFLICT)
-        return SQLITE_CHANGESET_REPLACE;
-    return SQLITE_CHANGESET_OMIT;
 }
 
 int ctl_replica_apply(ctl_replica_t *r, const ctl_replica_entry_t *e, size_t n, char *err,
@@ -333,14 +312,14 @@ int ctl_replica_apply(ctl_replica_t *r, const ctl_replica_entry_t *e, size_t n, 
         return 0;
     if (sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
-    for (size_t i = 0; i < n; i++)
-        if (sqlite3changeset_apply(r->db, (int)e[i].len, (void *)e[i].changes, NULL, on_conflict,
-                                   NULL) != SQLITE_OK) {
-            snprintf(err, errlen, "log entry %llu: %s", (unsigned long long)e[i].index,
-                     sqlite3_errmsg(r->db));
+    for (size_t i = 0; i < n; i++) {
+        char why[256];
+        if (ctl_changes_apply(r->apply, e[i].changes, e[i].len, why, sizeof why) < 0) {
+            snprintf(err, errlen, "log entry %llu: %s", (unsigned long long)e[i].index, why);
             (void)sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
             return -1;
         }
+    }
     if (write_index(r->db, at, d) < 0 || sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) !=
                                               SQLITE_OK)
         goto fail;
