@@ -18,7 +18,8 @@ The rounds alternate single / HA so that all see the same machine load.
                                         [--pipeline 1,2,4,8] [--members 3]
 
 Prints one JSON object: per connection count, mode and round the rate, p50
-and p99 latency; for HA also the leader's etcd transactions (its commit
+and p99 latency; for the single controller its CPU time per submission;
+for HA also the leader's etcd transactions (its commit
 histogram), submissions per transaction, the mean number of transactions
 in flight (their summed time over the run's), the leader's CPU time per
 submission, the mean log entry size, and etcd's own latency for a
@@ -158,7 +159,11 @@ def main():
             with tempfile.TemporaryDirectory(prefix="ha-submit-") as tmp:
                 one = harness.Controller(os.path.join(tmp, "single")).start()
                 try:
-                    o["single"].append(load(one, a.n, conns))
+                    cpu0 = etcd_floor.cpu_s(one.proc.pid)
+                    r = load(one, a.n, conns)
+                    r["cpu_us_per_sub"] = round(
+                        1e6 * (etcd_floor.cpu_s(one.proc.pid) - cpu0) / (a.n + 500), 1)
+                    o["single"].append(r)
                 finally:
                     one.stop()
             for p in pipes:
@@ -173,6 +178,8 @@ def main():
         for k in modes:
             for f in ("rate_per_s", "p50_ms", "p99_ms"):
                 o[k + "_median_" + f] = statistics.median(r[f] for r in o[k])
+        o["single_median_cpu_us_per_sub"] = statistics.median(
+            r["cpu_us_per_sub"] for r in o["single"])
         for k in modes[1:]:
             for f in ("subs_per_txn", "etcd_txn_mean_ms", "etcd_txns_in_flight_mean",
                       "leader_cpu_us_per_sub", "log_entry_bytes"):

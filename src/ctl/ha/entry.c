@@ -14,22 +14,34 @@
 #define ENTRY_HEAD 12
 #define ENTRY_MAX (256u << 20)
 
-/* The compressor is made once, and small: a 4 KiB window and 2,048 hash
+/* Changes under this many bytes are stored, not compressed (zlib level
+ * 0): level 1 costs about 60,000 instructions a call whatever the size
+ * (its Huffman trees), more than the leader spends on the rest of an
+ * entry of a few rows, and etcd's cost for the bytes it would save did
+ * not show in the throughput (bench/RESULTS.md). Either way the value is
+ * a zlib stream that uncompress reads. */
+#define ENTRY_STORE_BELOW 2048
+
+/* The two compressors, made once each: a 4 KiB window and 2,048 hash
  * chains (the defaults, 32 KiB and 32,768, cost a 64 KiB clear at every
- * deflateReset, more than compressing an entry of a few rows). A row
- * repeats the one before it, so the small window loses little. Any
- * inflate reads it (the window's size is in the stream's header). */
+ * deflateReset). A row repeats much of the one before it, so the small
+ * window loses little. */
+struct ctl_ha_packer {
+    z_stream z[2]; /* level 0, level 1 */
+    bool made[2];
+};
+
 unsigned char *ctl_ha_entry_pack(ctl_ha_packer_t **pk, const void *changes, size_t len,
                                  uint64_t digest, size_t *n) {
-    if (*pk == NULL) {
-        *pk = sl_xcalloc(1, sizeof(z_stream));
-        if (deflateInit2((z_stream *)*pk, 1, Z_DEFLATED, 12, 4, Z_DEFAULT_STRATEGY) != Z_OK) {
-            sl_free(*pk);
-            *pk = NULL;
+    if (*pk == NULL)
+        *pk = sl_xcalloc(1, sizeof **pk);
+    int level = len >= ENTRY_STORE_BELOW;
+    z_stream *zs = &(*pk)->z[level];
+    if (!(*pk)->made[level]) {
+        if (deflateInit2(zs, level, Z_DEFLATED, 12, 4, Z_DEFAULT_STRATEGY) != Z_OK)
             return NULL;
-        }
+        (*pk)->made[level] = true;
     }
-    z_stream *zs = (z_stream *)*pk;
     uLong zn = deflateBound(zs, (uLong)len);
     unsigned char *v = sl_xmalloc(ENTRY_HEAD + zn);
     for (int i = 0; i < 8; i++)
@@ -78,7 +90,9 @@ void *ctl_ha_entry_unpack(const unsigned char *v, size_t n, uint64_t *digest, si
 void ctl_ha_packer_free(ctl_ha_packer_t *pk) {
     if (pk == NULL)
         return;
-    deflateEnd((z_stream *)pk);
+    for (int i = 0; i < 2; i++)
+        if (pk->made[i])
+            deflateEnd(&pk->z[i]);
     sl_free(pk);
 }
 

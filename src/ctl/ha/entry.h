@@ -4,9 +4,10 @@
  *
  * A value is the log's digest after the entry (8 bytes, big-endian,
  * store/repl.h), the length of its changes (4 bytes, big-endian), then
- * the changes compressed (zlib, level 1: a group commit's changes
- * shrink about 4 times, and etcd's work and store grow with the bytes it
- * writes and serves).
+ * the changes as one zlib stream: compressed (level 1) from 2 KiB, where
+ * a group commit's changes shrink about 4 times (etcd's work and store
+ * grow with the bytes it writes and serves), stored (level 0) below,
+ * where compressing costs the leader more than it saves (entry.c).
  */
 #ifndef SLUICE_CTL_HA_ENTRY_H
 #define SLUICE_CTL_HA_ENTRY_H
@@ -17,7 +18,7 @@
 
 #include "ha/etcdg.h"
 
-/* The leader's compressor, made at its first entry. */
+/* The leader's compressors, made at its first entries. */
 typedef struct ctl_ha_packer ctl_ha_packer_t;
 
 /* The value of an entry of changes (len bytes) and digest as a new
