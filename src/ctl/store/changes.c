@@ -223,14 +223,12 @@ static void put_head(ctl_changes_t *c, char op, const table_t *t, int nval) {
     put_varint(&c->b, (uint64_t)nval);
 }
 
-/* A row's key ('D'): old values when old, else new. */
-static bool put_key(ctl_changes_t *c, const table_t *t, bool old) {
+/* The changed row's key as it was ('D'). */
+static bool put_old_key(ctl_changes_t *c, const table_t *t) {
     put_head(c, 'D', t, t->npk);
     for (int k = 0; k < t->npk; k++) {
         sqlite3_value *v = NULL;
-        int rc = old ? sqlite3_preupdate_old(c->db, t->pk[k], &v)
-                     : sqlite3_preupdate_new(c->db, t->pk[k], &v);
-        if (rc != SQLITE_OK)
+        if (sqlite3_preupdate_old(c->db, t->pk[k], &v) != SQLITE_OK)
             return false;
         put_value(&c->b, v);
     }
@@ -304,11 +302,11 @@ static void on_change(void *ud, sqlite3 *db, int op, const char *zdb, const char
     }
     bool ok;
     if (op == SQLITE_DELETE)
-        ok = put_key(c, t, true);
+        ok = put_old_key(c, t);
     else if (op == SQLITE_INSERT)
         ok = put_row(c, t);
     else
-        ok = (!key_moves(c, t) || put_key(c, t, true)) && put_row(c, t);
+        ok = (!key_moves(c, t) || put_old_key(c, t)) && put_row(c, t);
     if (!ok)
         fail(c, "SQLite did not give a changed row's values");
 }
