@@ -101,6 +101,28 @@ static int apply(ctl_changes_t *rec, ctl_changes_applier_t *a, sqlite3 *dst) {
     return rc;
 }
 
+/* The fixture: the recorded database, its copy, the recorder, the
+ * applier. */
+typedef struct pair {
+    sqlite3 *src, *dst;
+    ctl_changes_t *rec;
+    ctl_changes_applier_t *a;
+} pair_t;
+
+static pair_t pair_open(void) {
+    pair_t p = {db_new(SCHEMA), db_new(SCHEMA), NULL, NULL};
+    p.rec = attach(p.src, skip);
+    p.a = ctl_changes_applier_create(p.dst);
+    return p;
+}
+
+static void pair_close(pair_t *p) {
+    ctl_changes_applier_destroy(p->a);
+    ctl_changes_detach(p->rec);
+    sqlite3_close(p->src);
+    sqlite3_close(p->dst);
+}
+
 static void assert_same(sqlite3 *a, sqlite3 *b) {
     char *da = dump(a, false), *db = dump(b, false);
     assert_string_equal(da, db);
@@ -110,9 +132,10 @@ static void assert_same(sqlite3 *a, sqlite3 *b) {
 
 static void test_changes_round_trip_of_every_kind_of_change(void **state) {
     (void)state;
-    sqlite3 *src = db_new(SCHEMA), *dst = db_new(SCHEMA);
-    ctl_changes_t *rec = attach(src, skip);
-    ctl_changes_applier_t *a = ctl_changes_applier_create(dst);
+    pair_t p = pair_open();
+    sqlite3 *src = p.src, *dst = p.dst;
+    ctl_changes_t *rec = p.rec;
+    ctl_changes_applier_t *a = p.a;
 
     exec(src, "BEGIN;"
               "INSERT INTO jobs VALUES(1, 'alice', '{\"a\":\"b''c\"}', 1.5, x'00ff10', -9223372036854775808);"
@@ -155,10 +178,7 @@ static void test_changes_round_trip_of_every_kind_of_change(void **state) {
     assert_int_equal(n, 0);
     assert_null(why);
 
-    ctl_changes_applier_destroy(a);
-    ctl_changes_detach(rec);
-    sqlite3_close(src);
-    sqlite3_close(dst);
+    pair_close(&p);
     SL_ASSERT_NO_LEAKS();
 }
 
@@ -166,9 +186,10 @@ static void test_changes_round_trip_of_every_kind_of_change(void **state) {
  * caller; a whole ROLLBACK by a rewind to 0. */
 static void test_changes_rewind_forgets_what_sqlite_undid(void **state) {
     (void)state;
-    sqlite3 *src = db_new(SCHEMA), *dst = db_new(SCHEMA);
-    ctl_changes_t *rec = attach(src, skip);
-    ctl_changes_applier_t *a = ctl_changes_applier_create(dst);
+    pair_t p = pair_open();
+    sqlite3 *src = p.src, *dst = p.dst;
+    ctl_changes_t *rec = p.rec;
+    ctl_changes_applier_t *a = p.a;
     assert_int_equal(ctl_changes_mark(rec), 0);
 
     exec(src, "BEGIN; INSERT INTO jobs(id, tenant) VALUES(1, 'kept');");
@@ -198,10 +219,7 @@ static void test_changes_rewind_forgets_what_sqlite_undid(void **state) {
     ctl_changes_detach(NULL);
     ctl_changes_applier_destroy(NULL);
 
-    ctl_changes_applier_destroy(a);
-    ctl_changes_detach(rec);
-    sqlite3_close(src);
-    sqlite3_close(dst);
+    pair_close(&p);
     SL_ASSERT_NO_LEAKS();
 }
 
@@ -259,8 +277,10 @@ static void test_changes_take_fails_after_a_change_it_could_not_record(void **st
  * for the caller to roll back. */
 static void test_changes_apply_refuses_bad_strings(void **state) {
     (void)state;
-    sqlite3 *src = db_new(SCHEMA), *dst = db_new(SCHEMA);
-    ctl_changes_t *rec = attach(src, skip);
+    pair_t pr = pair_open();
+    sqlite3 *src = pr.src, *dst = pr.dst;
+    ctl_changes_t *rec = pr.rec;
+    ctl_changes_applier_t *a = pr.a;
     char err[256] = "";
     exec(src, "INSERT INTO jobs VALUES(1, 'alice', 'spec', 0.5, x'01', 3);"
               "INSERT INTO tasks VALUES(1, 0, 'n1', 'RUNNING'); DELETE FROM tasks;"
@@ -271,7 +291,6 @@ static void test_changes_apply_refuses_bad_strings(void **state) {
     assert_non_null(p);
     unsigned char *copy = malloc(n);
     memcpy(copy, p, n);
-    ctl_changes_applier_t *a = ctl_changes_applier_create(dst);
     int refused = 0;
     for (size_t k = 1; k < n; k++) {
         exec(dst, "BEGIN");
@@ -314,19 +333,17 @@ static void test_changes_apply_refuses_bad_strings(void **state) {
     sqlite3_close(other);
 
     free(copy);
-    ctl_changes_applier_destroy(a);
-    ctl_changes_detach(rec);
-    sqlite3_close(src);
-    sqlite3_close(dst);
+    pair_close(&pr);
     SL_ASSERT_NO_LEAKS();
 }
 
 /* Seeded random commits, each applied and compared. */
 static void test_changes_random_commits_match_a_copy(void **state) {
     (void)state;
-    sqlite3 *src = db_new(SCHEMA), *dst = db_new(SCHEMA);
-    ctl_changes_t *rec = attach(src, skip);
-    ctl_changes_applier_t *a = ctl_changes_applier_create(dst);
+    pair_t p = pair_open();
+    sqlite3 *src = p.src, *dst = p.dst;
+    ctl_changes_t *rec = p.rec;
+    ctl_changes_applier_t *a = p.a;
     unsigned seed = 20261203;
     char sql[512];
     for (int commit = 0; commit < 300; commit++) {
@@ -390,10 +407,7 @@ static void test_changes_random_commits_match_a_copy(void **state) {
         ctl_changes_rewind(rec, 0);
         assert_same(src, dst);
     }
-    ctl_changes_applier_destroy(a);
-    ctl_changes_detach(rec);
-    sqlite3_close(src);
-    sqlite3_close(dst);
+    pair_close(&p);
     SL_ASSERT_NO_LEAKS();
 }
 
