@@ -129,10 +129,9 @@ static table_t *tables_load(tables_t *ts, sqlite3 *db, const char *name, size_t 
 struct ctl_changes {
     sqlite3 *db;
     ctl_buf_t b;
-    const char *err; /* a change not recorded since the last rewind to 0 */
-    tables_t ts;
-    char **skip;     /* the tables not recorded, NULL-terminated */
-    char why[256];   /* the detail of err, for the log */
+    tables_t ts;     /* the tables not recorded among them, marked skip */
+    bool failed;     /* a change not recorded since the last rewind to 0 */
+    char why[256];   /* what it was */
 };
 
 static void put_varint(ctl_buf_t *b, uint64_t v) {
@@ -209,9 +208,17 @@ static bool same_value(sqlite3_value *a, sqlite3_value *b) {
     }
 }
 
-static void fail(ctl_changes_t *c, const char *err) {
-    if (c->err == NULL)
-        c->err = err;
+/* The first failure since the last rewind to 0 is the one kept. */
+static void fail(ctl_changes_t *c, const char *what) {
+    if (!c->failed)
+        snprintf(c->why, sizeof c->why, "%s", what);
+    c->failed = true;
+}
+
+/* A table not recorded, known by name alone (it needs no key). */
+static void tables_add_skip(tables_t *ts, const char *name) {
+    ts->t = sl_xrealloc(ts->t, (ts->n + 1) * sizeof *ts->t);
+    ts->t[ts->n++] = (table_t){.name = sl_xstrdup(name), .namelen = strlen(name), .skip = true};
 }
 
 static void put_head(ctl_changes_t *c, char op, const table_t *t, int nval) {
@@ -257,19 +264,6 @@ static bool key_moves(ctl_changes_t *c, const table_t *t) {
     return false;
 }
 
-static bool skipped(char *const *skip, const char *name) {
-    for (size_t i = 0; skip && skip[i]; i++)
-        if (strcmp(skip[i], name) == 0)
-            return true;
-    return false;
-}
-
-static void free_skip(char **skip) {
-    for (size_t i = 0; skip && skip[i]; i++)
-        sl_free(skip[i]);
-    sl_free(skip);
-}
-
 static void on_change(void *ud, sqlite3 *db, int op, const char *zdb, const char *name,
                       sqlite3_int64 key1, sqlite3_int64 key2) {
     (void)key1;
@@ -281,23 +275,23 @@ static void on_change(void *ud, sqlite3 *db, int op, const char *zdb, const char
     table_t *t = tables_find(&c->ts, name, len);
     if (t == NULL && strncmp(name, "sqlite_", 7) == 0)
         return;
-    if (t == NULL && skipped(c->skip, name))
-        return;
     if (t == NULL) {
         /* A table made after attach: read its shape here, as SQLite's own
          * session extension does in this hook. */
-        t = tables_load(&c->ts, db, name, len, c->why, sizeof c->why);
+        char err[sizeof c->why];
+        t = tables_load(&c->ts, db, name, len, err, sizeof err);
         if (t == NULL) {
-            fail(c, "a changed table has no primary key, or its shape could not be read");
+            fail(c, err);
             return;
         }
     }
     if (t->skip)
         return;
     if (sqlite3_preupdate_count(db) != t->ncol) {
-        snprintf(c->why, sizeof c->why, "table %s: %d columns, %d when attached", t->name,
-                 sqlite3_preupdate_count(db), t->ncol);
-        fail(c, "a table's columns changed while its changes were recorded");
+        char err[sizeof c->why];
+        snprintf(err, sizeof err, "table %s: %d columns, %d when its changes began to be "
+                 "recorded", t->name, sqlite3_preupdate_count(db), t->ncol);
+        fail(c, err);
         return;
     }
     bool ok;
@@ -317,12 +311,8 @@ int ctl_changes_attach(ctl_changes_t **out, sqlite3 *db, const char *const *skip
     ctl_changes_t *c = sl_xcalloc(1, sizeof *c);
     c->db = db;
     ctl_buf_init(&c->b);
-    size_t ns = 0;
-    while (skip && skip[ns])
-        ns++;
-    c->skip = sl_xcalloc(ns + 1, sizeof *c->skip);
-    for (size_t i = 0; i < ns; i++)
-        c->skip[i] = sl_xstrdup(skip[i]);
+    for (size_t i = 0; skip && skip[i]; i++)
+        tables_add_skip(&c->ts, skip[i]);
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db,
                                 "SELECT name, wr FROM pragma_table_list WHERE schema = 'main'"
@@ -330,18 +320,15 @@ int ctl_changes_attach(ctl_changes_t **out, sqlite3 *db, const char *const *skip
                                 -1, &st, NULL);
     while (st != NULL && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 0);
-        bool skip_it = skipped(c->skip, name);
-        if (!skip_it && sqlite3_column_int(st, 1)) {
+        if (tables_find(&c->ts, name, strlen(name)) != NULL) /* left out */
+            continue;
+        if (sqlite3_column_int(st, 1)) {
             snprintf(err, errlen, "table %s is WITHOUT ROWID, which this recorder does not take "
                      "(SQLite's pre-update hook is for rowid tables)", name);
             rc = SQLITE_ERROR;
             break;
         }
-        if (skip_it) { /* known by name alone: no key needed */
-            c->ts.t = sl_xrealloc(c->ts.t, (c->ts.n + 1) * sizeof *c->ts.t);
-            c->ts.t[c->ts.n++] = (table_t){.name = sl_xstrdup(name), .namelen = strlen(name),
-                                           .skip = true};
-        } else if (tables_load(&c->ts, db, name, strlen(name), err, errlen) == NULL) {
+        if (tables_load(&c->ts, db, name, strlen(name), err, errlen) == NULL) {
             rc = SQLITE_ERROR;
             break;
         }
@@ -351,7 +338,6 @@ int ctl_changes_attach(ctl_changes_t **out, sqlite3 *db, const char *const *skip
             snprintf(err, errlen, "tables: %s", sqlite3_errmsg(db));
         sqlite3_finalize(st);
         tables_fini(&c->ts);
-        free_skip(c->skip);
         ctl_buf_fini(&c->b);
         sl_free(c);
         return -1;
@@ -367,7 +353,6 @@ void ctl_changes_detach(ctl_changes_t *c) {
         return;
     sqlite3_preupdate_hook(c->db, NULL, NULL);
     tables_fini(&c->ts);
-    free_skip(c->skip);
     ctl_buf_fini(&c->b);
     sl_free(c);
 }
@@ -382,13 +367,13 @@ void ctl_changes_rewind(ctl_changes_t *c, size_t mark) {
     if (mark < c->b.len)
         c->b.len = mark <= 1 ? 0 : mark; /* the version byte alone is no change */
     if (mark == 0)
-        c->err = NULL;
+        c->failed = false;
 }
 
 const void *ctl_changes_take(const ctl_changes_t *c, size_t *len, const char **err) {
     *len = 0;
-    if (c->err) {
-        *err = c->err;
+    if (c->failed) {
+        *err = c->why;
         return NULL;
     }
     *len = c->b.len;

@@ -54,9 +54,10 @@ void ctl_changes_rewind(ctl_changes_t *c, size_t mark);
 
 /* The changes recorded since the last rewind to 0, in *len bytes (0:
  * none), owned by c and valid until its next change or rewind. NULL with
- * *err (a static message) when a change could not be recorded since then
- * (a table without a primary key, or whose shape changed under the hook):
- * the caller must not commit what it cannot ship. O(1). */
+ * *err (owned by c, valid until the next rewind to 0) when a change could
+ * not be recorded since then (a table without a primary key, or whose
+ * shape changed under the hook): the caller must not commit what it
+ * cannot ship. O(1). */
 const void *ctl_changes_take(const ctl_changes_t *c, size_t *len, const char **err);
 
 typedef struct ctl_changes_applier ctl_changes_applier_t;

@@ -304,8 +304,6 @@ void ctl_store_stats(const ctl_store_t *s, ctl_store_stats_t *out) {
     *out = (ctl_store_stats_t){.commits = s->commits, .commit_us = s->commit_us};
 }
 
-/* The COMMIT itself: in HA mode the changes are handed to the replicated
- * store first (repl_commit), which may not have them durable yet. */
 /* One step of a statement without parameters or rows, reset after. */
 static int run(sqlite3_stmt *st) {
     int rc = sqlite3_step(st);
@@ -313,6 +311,8 @@ static int run(sqlite3_stmt *st) {
     return rc;
 }
 
+/* The COMMIT itself: in HA mode the changes are handed to the replicated
+ * store first (repl_commit), which may not have them durable yet. */
 static void commit_local(ctl_store_t *s) {
     int64_t t0 = ctl_mono_us();
     if (s->repl_commit && s->repl_commit(s) < 0)

@@ -35,8 +35,7 @@
 #define HA_META_SQL "CREATE TABLE IF NOT EXISTS ha_meta(k TEXT PRIMARY KEY, v INTEGER);"
 
 struct ctl_store_repl {
-    sqlite3_stmt *put_index; /* the index and digest rows' statements, prepared once */
-    sqlite3_stmt *put_digest;
+    sqlite3_stmt *put_index; /* the index and digest rows' statement, prepared once */
     ctl_store_ship_fn fn;
     ctl_store_wait_fn wait;
     void *ud;
@@ -46,6 +45,7 @@ struct ctl_store_repl {
 struct ctl_replica {
     sqlite3 *db;
     ctl_changes_applier_t *apply;
+    sqlite3_stmt *put_index; /* write_index's, prepared at the first apply */
     uint64_t index, digest;
     bool synced;
 };
@@ -111,29 +111,23 @@ static int read_index(sqlite3 *db, uint64_t *index, uint64_t *digest, bool *foun
     return read_meta(db, "digest", digest, &has_digest);
 }
 
-#define PUT_META_SQL "INSERT OR REPLACE INTO ha_meta(k, v) VALUES(?1, ?2)"
+#define PUT_INDEX_SQL "INSERT OR REPLACE INTO ha_meta(k, v) VALUES('index', ?1), ('digest', ?2)"
 
-/* Writes ha_meta's row k with *cached (prepared on first use and kept by
- * the caller) or, when cached is NULL, a statement of its own. */
-static int write_meta_with(sqlite3 *db, sqlite3_stmt **cached, const char *k, uint64_t v) {
+/* Writes ha_meta's index and digest rows with *cached (prepared on first
+ * use, kept and finalized by the caller) or, when cached is NULL, a
+ * statement of its own. 0 or -1. */
+static int write_index(sqlite3 *db, sqlite3_stmt **cached, uint64_t index, uint64_t digest) {
     sqlite3_stmt *own = NULL, **st = cached ? cached : &own;
-    if (*st == NULL && sqlite3_prepare_v3(db, PUT_META_SQL, -1,
+    if (*st == NULL && sqlite3_prepare_v3(db, PUT_INDEX_SQL, -1,
                                           cached ? SQLITE_PREPARE_PERSISTENT : 0, st,
                                           NULL) != SQLITE_OK)
         return -1;
-    sqlite3_bind_text(*st, 1, k, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(*st, 2, (sqlite3_int64)v);
+    sqlite3_bind_int64(*st, 1, (sqlite3_int64)index);
+    sqlite3_bind_int64(*st, 2, (sqlite3_int64)digest);
     int rc = sqlite3_step(*st);
     sqlite3_reset(*st);
     sqlite3_finalize(own);
     return rc == SQLITE_DONE ? 0 : -1;
-}
-
-static int write_index(sqlite3 *db, uint64_t index, uint64_t digest) {
-    return write_meta_with(db, NULL, "index", index) < 0 ||
-                   write_meta_with(db, NULL, "digest", digest) < 0
-               ? -1
-               : 0;
 }
 
 /* Before COMMIT (sqlite.c): ship the transaction's changes, record the
@@ -150,10 +144,9 @@ static int repl_commit(ctl_store_t *s) {
     }
     int rc = 0;
     if (n > 0) {
-        uint64_t digest = ctl_store_repl_chain(r->digest, p, (size_t)n);
-        if (r->fn(r->ud, p, (size_t)n, s->seq + 1, digest) < 0 ||
-            write_meta_with(s->db, &r->put_index, "index", s->seq + 1) < 0 ||
-            write_meta_with(s->db, &r->put_digest, "digest", digest) < 0) {
+        uint64_t digest = ctl_store_repl_chain(r->digest, p, n);
+        if (r->fn(r->ud, p, n, s->seq + 1, digest) < 0 ||
+            write_index(s->db, &r->put_index, s->seq + 1, digest) < 0) {
             rc = -1;
         } else {
             s->seq++; /* the log index */
@@ -174,7 +167,6 @@ static void repl_fini(ctl_store_t *s) {
     ctl_changes_detach(s->changes);
     s->changes = NULL;
     sqlite3_finalize(s->repl->put_index);
-    sqlite3_finalize(s->repl->put_digest);
     sl_free(s->repl);
     s->repl = NULL;
     s->repl_commit = NULL;
@@ -197,7 +189,7 @@ int ctl_store_repl_enable(ctl_store_t *s, ctl_store_ship_fn fn, ctl_store_wait_f
         snprintf(err, errlen, "%s: ha_meta: %s", s->path, sqlite3_errmsg(s->db));
         return -1;
     }
-    if (!found && write_index(s->db, 0, 0) < 0) {
+    if (!found && write_index(s->db, NULL, 0, 0) < 0) {
         snprintf(err, errlen, "%s: ha_meta: %s", s->path, sqlite3_errmsg(s->db));
         return -1;
     }
@@ -274,6 +266,7 @@ void ctl_replica_close(ctl_replica_t *r) {
     if (r == NULL)
         return;
     ctl_changes_applier_destroy(r->apply);
+    sqlite3_finalize(r->put_index);
     sqlite3_close(r->db);
     sl_free(r);
 }
@@ -320,7 +313,7 @@ int ctl_replica_apply(ctl_replica_t *r, const ctl_replica_entry_t *e, size_t n, 
             return -1;
         }
     }
-    if (write_index(r->db, at, d) < 0 || sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) !=
+    if (write_index(r->db, &r->put_index, at, d) < 0 || sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) !=
                                               SQLITE_OK)
         goto fail;
     r->index = at;
